@@ -1,0 +1,455 @@
+//! Gate results (`p3a-gate-results*.json`, SPEC §2.2): the gate runner's verdict per gate.
+//!
+//! This module owns turning one gate-results file into [`GateEntry`] values, accepting the canonical
+//! `{"gates": [...]}` form and a bare top-level array, and deciding whether a recorded source means the
+//! result was entered by hand. It must not read files (callers pass the bytes from a snapshot), must not
+//! combine files or judge results (the checks do), and must never panic or overflow the stack on hostile
+//! input: malformed JSON, invalid UTF-8 and deep nesting become a [`GateError`] with a position.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// One gate's entry in a gate-results file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateEntry {
+    /// From `id`, else `gate`.
+    pub id: String,
+    /// From `result`, else `status`; numbers and booleans are stringified, `null` is `None`.
+    pub result: Option<String>,
+    /// From `source`, when present and not `null`.
+    pub source: Option<String>,
+    /// The file the entry came from, as given to [`parse_gates`].
+    pub file: String,
+    /// 0-based position within its file.
+    pub index: usize,
+}
+
+/// Why a gate-results file could not be used. `line` and `column` are 1-based, or 0 when the problem
+/// has no position (e.g. the wrong top-level shape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateError {
+    pub message: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for GateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.message)
+        } else {
+            write!(
+                f,
+                "{} at line {}, column {}",
+                self.message, self.line, self.column
+            )
+        }
+    }
+}
+
+impl std::error::Error for GateError {}
+
+const SHAPE: &str = "expected an object with a `gates` array or an array of gate entries";
+
+/// Parses one gate-results file. `file` is recorded in each entry (and is not used otherwise).
+///
+/// A leading UTF-8 byte-order mark is ignored. An empty array yields no entries. Every entry must be
+/// an object with a string `id` (or `gate`); otherwise the whole file is an error, so that a
+/// half-understood file is never mistaken for a complete one.
+pub fn parse_gates(bytes: &[u8], file: &str) -> Result<Vec<GateEntry>, GateError> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let (line, column) = position(bytes, offset);
+        GateError {
+            message: format!("not valid UTF-8 (invalid byte at offset {offset})"),
+            line,
+            column,
+        }
+    })?;
+    // serde_json stops at a nesting depth of 128, so deep nesting is an error, not a stack overflow.
+    let value: Value = serde_json::from_str(text).map_err(|e| syntax_error(&e))?;
+    let (items, prefix) = match value {
+        Value::Array(items) => (items, ""),
+        Value::Object(mut map) => match map.remove("gates") {
+            Some(Value::Array(items)) => (items, "gates"),
+            Some(other) => {
+                return Err(shape_error(format!(
+                    "{SHAPE}, found `gates` as {}",
+                    describe(&other)
+                )))
+            }
+            None => {
+                return Err(shape_error(format!(
+                    "{SHAPE}, found an object without `gates`"
+                )))
+            }
+        },
+        other => return Err(shape_error(format!("{SHAPE}, found {}", describe(&other)))),
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| entry(item, index, &format!("{prefix}[{index}]"), file))
+        .collect()
+}
+
+/// Whether a source says the result was entered by hand: lowercased and trimmed, it contains
+/// `manual` or `hand`, or equals `human` or `orchestrator`.
+pub fn is_manual_source(source: &str) -> bool {
+    let s = source.trim().to_lowercase();
+    s.contains("manual") || s.contains("hand") || s == "human" || s == "orchestrator"
+}
+
+fn entry(item: Value, index: usize, path: &str, file: &str) -> Result<GateEntry, GateError> {
+    let Value::Object(map) = item else {
+        return Err(shape_error(format!(
+            "gate entry `{path}` is not an object but {}",
+            describe(&item)
+        )));
+    };
+    let id = match (map.get("id"), map.get("gate")) {
+        (Some(Value::String(id)), _) => id,
+        (None | Some(Value::Null), Some(Value::String(id))) => id,
+        _ => {
+            return Err(shape_error(format!(
+                "gate entry `{path}` has no string `id` (or `gate`)"
+            )))
+        }
+    };
+    if id.trim().is_empty() {
+        return Err(shape_error(format!(
+            "gate entry `{path}` has an empty `id`"
+        )));
+    }
+    let result = match map.get("result") {
+        None | Some(Value::Null) => map.get("status").and_then(scalar_text),
+        Some(value) => scalar_text(value),
+    };
+    Ok(GateEntry {
+        id: id.clone(),
+        result,
+        source: map.get("source").and_then(scalar_text),
+        file: file.to_string(),
+        index,
+    })
+}
+
+/// Strings as-is, numbers and booleans stringified, `null` as `None`; arrays and objects as compact
+/// JSON so that the evidence shows what was there.
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Array(_) | Value::Object(_) => Some(value.to_string()),
+    }
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn shape_error(message: String) -> GateError {
+    GateError {
+        message,
+        line: 0,
+        column: 0,
+    }
+}
+
+/// serde_json's message without its " at line L column C" suffix (the position is kept separately).
+fn syntax_error(err: &serde_json::Error) -> GateError {
+    let full = err.to_string();
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full);
+    GateError {
+        message: format!("invalid JSON: {message}"),
+        line: err.line(),
+        column: err.column(),
+    }
+}
+
+/// 1-based line and column (in bytes) of a byte offset.
+fn position(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    (line, before.len() - line_start + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Vec<GateEntry>, GateError> {
+        parse_gates(text.as_bytes(), "p3a-gate-results.json")
+    }
+
+    fn message(text: &str) -> String {
+        parse(text).unwrap_err().message
+    }
+
+    #[test]
+    fn canonical_form() {
+        let entries = parse(
+            r#"{"gates": [
+                {"id": "GR-01", "result": "PASS", "source": "gate-runner"},
+                {"id": "GR-02", "result": "FAIL"}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            entries,
+            [
+                GateEntry {
+                    id: "GR-01".into(),
+                    result: Some("PASS".into()),
+                    source: Some("gate-runner".into()),
+                    file: "p3a-gate-results.json".into(),
+                    index: 0,
+                },
+                GateEntry {
+                    id: "GR-02".into(),
+                    result: Some("FAIL".into()),
+                    source: None,
+                    file: "p3a-gate-results.json".into(),
+                    index: 1,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn top_level_array_and_alternative_keys() {
+        let entries = parse(r#"[{"gate": "GR-03", "status": "pass"}, {"id": "GR-04"}]"#).unwrap();
+        assert_eq!(entries[0].id, "GR-03");
+        assert_eq!(entries[0].result.as_deref(), Some("pass"));
+        assert_eq!(entries[1].result, None);
+        assert_eq!(entries[1].index, 1);
+    }
+
+    #[test]
+    fn id_wins_over_gate_and_result_over_status() {
+        let e =
+            &parse(r#"[{"id": "A", "gate": "B", "result": "PASS", "status": "FAIL"}]"#).unwrap()[0];
+        assert_eq!(e.id, "A");
+        assert_eq!(e.result.as_deref(), Some("PASS"));
+        let e =
+            &parse(r#"[{"id": null, "gate": "B", "result": null, "status": "FAIL"}]"#).unwrap()[0];
+        assert_eq!(e.id, "B");
+        assert_eq!(e.result.as_deref(), Some("FAIL"));
+    }
+
+    #[test]
+    fn results_are_stringified() {
+        let entries = parse(
+            r#"[{"id": "a", "result": true}, {"id": "b", "result": 1}, {"id": "c", "result": 0.5},
+                {"id": "d", "result": null}, {"id": "e", "result": ["x"]}, {"id": "f", "result": {"k": 1}},
+                {"id": "g", "result": "", "source": 7}]"#,
+        )
+        .unwrap();
+        let results: Vec<_> = entries.iter().map(|e| e.result.as_deref()).collect();
+        assert_eq!(
+            results,
+            [
+                Some("true"),
+                Some("1"),
+                Some("0.5"),
+                None,
+                Some(r#"["x"]"#),
+                Some(r#"{"k":1}"#),
+                Some("")
+            ]
+        );
+        assert_eq!(entries[6].source.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn extra_keys_are_ignored() {
+        let entries =
+            parse(r#"{"version": 2, "gates": [{"id": "x", "result": "PASS", "notes": "n"}]}"#)
+                .unwrap();
+        assert_eq!(entries.len(), 1);
+    }
+
+    #[test]
+    fn empty_arrays_are_valid() {
+        assert!(parse("[]").unwrap().is_empty());
+        assert!(parse(r#"{"gates": []}"#).unwrap().is_empty());
+        assert!(parse(" \n[ ]\n ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn byte_order_mark_is_ignored() {
+        let mut bytes = b"\xef\xbb\xbf".to_vec();
+        bytes.extend_from_slice(br#"[{"id": "x"}]"#);
+        assert_eq!(parse_gates(&bytes, "f").unwrap()[0].id, "x");
+    }
+
+    #[test]
+    fn invalid_utf8_has_a_position() {
+        let err = parse_gates(b"[\n  {\"id\": \"\xff\"}]", "f").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert_eq!(err.column, 11);
+        assert!(err.message.contains("not valid UTF-8"), "{}", err.message);
+        assert!(err.message.contains("offset 12"), "{}", err.message);
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let err = parse("{\"gates\": [\n  {\"id\": \"x\",}\n]}").unwrap_err();
+        assert_eq!(err.line, 2);
+        assert!(err.column > 0);
+        assert!(err.message.starts_with("invalid JSON: "), "{}", err.message);
+        assert!(!err.message.contains(" at line "), "{}", err.message);
+        let empty = parse("").unwrap_err();
+        assert!(empty.message.contains("EOF"), "{}", empty.message);
+        assert_eq!(empty.line, 1);
+        assert!(parse("[] []").is_err());
+        assert!(parse("{'gates': []}").is_err());
+    }
+
+    #[test]
+    fn wrong_shapes() {
+        for (text, found) in [
+            ("\"gates\"", "found a string"),
+            ("42", "found a number"),
+            ("null", "found null"),
+            ("true", "found a boolean"),
+            ("{}", "found an object without `gates`"),
+            (r#"{"results": []}"#, "found an object without `gates`"),
+            (r#"{"gates": {"id": "x"}}"#, "found `gates` as an object"),
+            (r#"{"gates": null}"#, "found `gates` as null"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.message.starts_with(SHAPE), "{}", err.message);
+            assert!(err.message.ends_with(found), "{}", err.message);
+            assert_eq!((err.line, err.column), (0, 0));
+        }
+    }
+
+    #[test]
+    fn entries_must_be_objects_with_string_ids() {
+        assert_eq!(
+            message(r#"{"gates": [{"id": "ok"}, "GR-01"]}"#),
+            "gate entry `gates[1]` is not an object but a string"
+        );
+        assert_eq!(
+            message(r#"[{"id": "ok"}, null]"#),
+            "gate entry `[1]` is not an object but null"
+        );
+        assert_eq!(
+            message(r#"[{"result": "PASS"}]"#),
+            "gate entry `[0]` has no string `id` (or `gate`)"
+        );
+        assert_eq!(
+            message(r#"[{"id": 1}]"#),
+            "gate entry `[0]` has no string `id` (or `gate`)"
+        );
+        assert_eq!(
+            message(r#"[{"id": 1, "gate": "x"}]"#),
+            "gate entry `[0]` has no string `id` (or `gate`)"
+        );
+        assert_eq!(
+            message(r#"[{"id": "  "}]"#),
+            "gate entry `[0]` has an empty `id`"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let arrays = "[".repeat(100_000);
+        let err = parse(&arrays).unwrap_err();
+        assert!(err.message.contains("recursion limit"), "{}", err.message);
+        assert_eq!(err.line, 1);
+        let objects = "{\"a\":".repeat(100_000);
+        assert!(parse(&objects)
+            .unwrap_err()
+            .message
+            .contains("recursion limit"));
+        let closed = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(parse(&closed).is_err());
+        let inside = format!(
+            r#"{{"gates": [{{"id": "x", "result": {}}}]}}"#,
+            "[".repeat(10_000)
+        );
+        assert!(parse(&inside).is_err());
+    }
+
+    #[test]
+    fn file_name_is_recorded_verbatim() {
+        let e = &parse_gates(br#"[{"id": "x"}]"#, "p3a-gate-results-refine.json").unwrap()[0];
+        assert_eq!(e.file, "p3a-gate-results-refine.json");
+    }
+
+    #[test]
+    fn manual_sources() {
+        for s in [
+            "manual",
+            "MANUAL override",
+            "by hand",
+            "hand-entered",
+            "Human",
+            " orchestrator ",
+            "ORCHESTRATOR",
+        ] {
+            assert!(is_manual_source(s), "{s:?}");
+        }
+        for s in [
+            "gate-runner",
+            "",
+            "humans",
+            "orchestrator-bot",
+            "automated",
+            "playwright",
+        ] {
+            assert!(!is_manual_source(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn display_includes_position_when_known() {
+        let positional = GateError {
+            message: "invalid JSON: expected value".into(),
+            line: 3,
+            column: 7,
+        };
+        assert_eq!(
+            positional.to_string(),
+            "invalid JSON: expected value at line 3, column 7"
+        );
+        let shape = shape_error("bad shape".into());
+        assert_eq!(shape.to_string(), "bad shape");
+    }
+
+    #[test]
+    fn position_counts_lines_and_columns() {
+        assert_eq!(position(b"abc", 0), (1, 1));
+        assert_eq!(position(b"abc", 2), (1, 3));
+        assert_eq!(position(b"a\nbc", 3), (2, 2));
+        assert_eq!(position(b"a\n", 2), (2, 1));
+        assert_eq!(position(b"", 5), (1, 1));
+    }
+
+    #[test]
+    fn describe_and_scalar_text() {
+        assert_eq!(describe(&Value::Null), "null");
+        assert_eq!(describe(&serde_json::json!([1])), "an array");
+        assert_eq!(scalar_text(&serde_json::json!("s")), Some("s".into()));
+        assert_eq!(scalar_text(&serde_json::json!(null)), None);
+        assert_eq!(scalar_text(&serde_json::json!(-3)), Some("-3".into()));
+    }
+}

@@ -1,0 +1,984 @@
+//! What is on disk: a [`Snapshot`] of the build directory and cached, safe reads of its files.
+//!
+//! This module owns listing the build directory (one `walkdir` walk that never follows symlinks),
+//! deciding what each entry is (a symlink counts as its target only when the target is inside the
+//! build directory, and a symlinked directory is never descended, so nothing is counted twice and
+//! loops are impossible), and reading each file at most once per snapshot through [`fsread`]. It also
+//! hosts the parsers of the two structured artifacts, the execution tracker ([`tracker`]) and the gate
+//! results ([`gates`]). It must not write anything, must not open anything but regular files, must not
+//! filter entries (not even `OBSERVER-*` files: callers decide what to ignore), and must not judge
+//! artifacts: a missing or unreadable file is reported as data, never as a check result or a panic.
+
+pub mod fsread;
+pub mod gates;
+pub mod tracker;
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
+
+use walkdir::WalkDir;
+
+pub use fsread::{FileData, ReadError};
+
+/// The execution tracker's file name, directly in the build directory.
+pub const TRACKER_FILE: &str = "EXECUTION-TRACKER.md";
+
+/// The default per-file read cap: 64 MiB.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Resource limits for reading artifacts.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Files larger than this are refused with [`ReadError::TooLarge`], never read.
+    pub max_read_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+        }
+    }
+}
+
+/// What an entry is, after resolving a symlink that stays inside the build directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    /// A FIFO, socket or device, or a symlink that dangles, loops or escapes the build directory.
+    /// [`Entry::note`] says which.
+    Other,
+}
+
+/// One entry of the build directory, as listed by [`Snapshot::scan`].
+#[derive(Debug)]
+pub struct Entry {
+    /// Path relative to the root, `/`-separated, no leading `./`. Non-UTF-8 bytes are replaced.
+    pub rel: String,
+    /// The last component of `rel`.
+    pub name: String,
+    /// 1 = directly in the root.
+    pub depth: usize,
+    pub kind: Kind,
+    /// Size in bytes for files (the target's for a symlink), 0 for anything else.
+    pub size: u64,
+    pub mtime: Option<SystemTime>,
+    /// Why the entry is [`Kind::Other`] (e.g. `fifo`); `None` for files and directories.
+    pub note: Option<String>,
+    /// The entry's path on disk, under the canonical root.
+    path: PathBuf,
+    /// Whether the entry is a symlink (its kind, size and mtime are the target's).
+    symlink: bool,
+    /// Set when [`Snapshot::read`] must refuse this entry without touching the disk.
+    refusal: Option<ReadError>,
+    /// The cached read result.
+    data: OnceLock<Result<Arc<FileData>, ReadError>>,
+}
+
+impl Entry {
+    /// The entry's path on disk (under the canonical root; for a symlink, the link itself).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the entry is a regular file (or a symlink to one inside the build directory).
+    pub fn is_file(&self) -> bool {
+        self.kind == Kind::File
+    }
+
+    /// Whether the entry is a symlink (followed or not).
+    pub fn is_symlink(&self) -> bool {
+        self.symlink
+    }
+}
+
+/// A listing of a build directory at one moment, with reads cached per file.
+///
+/// A snapshot is cheap to share between threads: reads go through a `OnceLock` per entry, so each
+/// file is read and hashed at most once however many checks ask for it.
+#[derive(Debug)]
+pub struct Snapshot {
+    root: PathBuf,
+    canonical_root: PathBuf,
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    limits: Limits,
+    walk_errors: Vec<String>,
+    tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
+}
+
+impl Snapshot {
+    /// Lists everything under `root` in one walk.
+    ///
+    /// Fails only when `root` itself cannot be resolved, is not a directory, or cannot be listed.
+    /// Entries that vanish or cannot be examined during the walk are skipped and recorded in
+    /// [`Snapshot::walk_errors`].
+    pub fn scan(root: &Path, limits: Limits) -> io::Result<Snapshot> {
+        let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
+        let meta = fs::metadata(&canonical_root).map_err(|e| root_error(root, &e))?;
+        if !meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("build directory `{}` is not a directory", root.display()),
+            ));
+        }
+        // walkdir would report an unreadable root as one more walk error; here it must be fatal,
+        // or an unreadable directory would look like an empty one.
+        fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
+
+        let mut entries = Vec::new();
+        let mut walk_errors = Vec::new();
+        for item in WalkDir::new(&canonical_root)
+            .min_depth(1)
+            .follow_links(false)
+        {
+            let dent = match item {
+                Ok(dent) => dent,
+                Err(e) => {
+                    walk_errors.push(walk_error_message(&canonical_root, &e));
+                    continue;
+                }
+            };
+            match make_entry(&canonical_root, &dent) {
+                Ok(entry) => entries.push(entry),
+                Err(message) => walk_errors.push(message),
+            }
+        }
+        entries.sort_by(|a, b| a.rel.cmp(&b.rel));
+        let mut index = HashMap::with_capacity(entries.len());
+        for (position, entry) in entries.iter().enumerate() {
+            // Two names can collide only after lossy UTF-8 conversion; the first one wins.
+            index.entry(entry.rel.clone()).or_insert(position);
+        }
+        Ok(Snapshot {
+            root: root.to_path_buf(),
+            canonical_root,
+            entries,
+            index,
+            limits,
+            walk_errors,
+            tracker: OnceLock::new(),
+        })
+    }
+
+    /// The root as given to [`Snapshot::scan`].
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The root with every symlink resolved; containment checks use this.
+    pub fn canonical_root(&self) -> &Path {
+        &self.canonical_root
+    }
+
+    /// The limits this snapshot reads with.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// All entries, sorted by `rel`.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Entries that are files (including symlinks to files inside the root), sorted by `rel`.
+    pub fn files(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| e.kind == Kind::File)
+    }
+
+    /// Problems met while walking (entries that vanished or could not be examined); they were skipped.
+    pub fn walk_errors(&self) -> &[String] {
+        &self.walk_errors
+    }
+
+    /// The entry at `rel` (a leading `./` is ignored).
+    pub fn get(&self, rel: &str) -> Option<&Entry> {
+        let rel = normalize_rel(rel);
+        self.index.get(rel).and_then(|&i| self.entries.get(i))
+    }
+
+    /// Reads the file at `rel`, at most once per snapshot; later calls return the cached result
+    /// (including a cached error). Entries that are not files are refused without touching the disk.
+    pub fn read(&self, rel: &str) -> Result<Arc<FileData>, ReadError> {
+        let entry = self
+            .get(rel)
+            .ok_or_else(|| ReadError::NotFound(normalize_rel(rel).to_string()))?;
+        if let Some(refusal) = &entry.refusal {
+            return Err(refusal.clone());
+        }
+        entry
+            .data
+            .get_or_init(|| {
+                fsread::read_file(
+                    &self.canonical_root,
+                    &entry.path,
+                    &entry.rel,
+                    self.limits.max_read_bytes,
+                )
+                .map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// The parsed `EXECUTION-TRACKER.md` (parsed once, cached); `None` when the snapshot has no such
+    /// entry. An entry that cannot be read (vanished, too large, a FIFO, …) is `Some(Err(..))`.
+    pub fn tracker(&self) -> Option<Result<Arc<tracker::Tracker>, ReadError>> {
+        self.tracker
+            .get_or_init(|| {
+                self.get(TRACKER_FILE)?;
+                Some(
+                    self.read(TRACKER_FILE)
+                        .map(|data| Arc::new(tracker::Tracker::parse(&data.text()))),
+                )
+            })
+            .clone()
+    }
+}
+
+/// Strips any leading `./` so callers may write either form.
+fn normalize_rel(rel: &str) -> &str {
+    let mut rel = rel;
+    while let Some(rest) = rel.strip_prefix("./") {
+        rel = rest;
+    }
+    rel
+}
+
+/// An error about the root itself, naming it.
+fn root_error(root: &Path, err: &io::Error) -> io::Error {
+    io::Error::new(
+        err.kind(),
+        format!(
+            "cannot read build directory `{}`: {}",
+            root.display(),
+            fsread::lowercase_message(err)
+        ),
+    )
+}
+
+fn walk_error_message(root: &Path, err: &walkdir::Error) -> String {
+    let what = err
+        .path()
+        .map(|p| rel_string(p.strip_prefix(root).unwrap_or(p)))
+        .unwrap_or_default();
+    let cause = err
+        .io_error()
+        .map(fsread::lowercase_message)
+        .unwrap_or_else(|| err.to_string());
+    format!("skipped `{what}`: {cause}")
+}
+
+/// `/`-joined components of a relative path, lossy for non-UTF-8 names.
+fn rel_string(path: &Path) -> String {
+    let mut out = String::new();
+    for component in path.components() {
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(&component.as_os_str().to_string_lossy());
+    }
+    out
+}
+
+/// What [`make_entry`] learned about an entry's type.
+struct Resolved {
+    kind: Kind,
+    size: u64,
+    mtime: Option<SystemTime>,
+    note: Option<String>,
+    refusal: Option<ReadError>,
+}
+
+fn make_entry(root: &Path, dent: &walkdir::DirEntry) -> Result<Entry, String> {
+    let path = dent.path();
+    let rel = rel_string(path.strip_prefix(root).unwrap_or(path));
+    let mut symlink = true;
+    let resolved = if dent.path_is_symlink() {
+        resolve_symlink(root, path, &rel)
+    } else {
+        match dent.metadata() {
+            // Swapped for a symlink between readdir and lstat.
+            Ok(meta) if meta.file_type().is_symlink() => resolve_symlink(root, path, &rel),
+            Ok(meta) => {
+                symlink = false;
+                classify(&rel, &meta, false)
+            }
+            Err(e) => {
+                let cause = e
+                    .io_error()
+                    .map(fsread::lowercase_message)
+                    .unwrap_or_else(|| e.to_string());
+                return Err(format!("skipped `{rel}`: {cause}"));
+            }
+        }
+    };
+    Ok(Entry {
+        name: dent.file_name().to_string_lossy().into_owned(),
+        depth: dent.depth(),
+        kind: resolved.kind,
+        size: resolved.size,
+        mtime: resolved.mtime,
+        note: resolved.note,
+        path: path.to_path_buf(),
+        symlink,
+        refusal: resolved.refusal,
+        data: OnceLock::new(),
+        rel,
+    })
+}
+
+/// Classifies an entry's metadata (a symlink target's when `via_symlink`).
+fn classify(rel: &str, meta: &fs::Metadata, via_symlink: bool) -> Resolved {
+    let file_type = meta.file_type();
+    let mtime = meta.modified().ok();
+    if file_type.is_file() {
+        return Resolved {
+            kind: Kind::File,
+            size: meta.len(),
+            mtime,
+            note: None,
+            refusal: None,
+        };
+    }
+    if file_type.is_dir() {
+        return Resolved {
+            kind: Kind::Dir,
+            size: 0,
+            mtime,
+            note: None,
+            refusal: Some(ReadError::NotRegular {
+                rel: rel.to_string(),
+                what: "directory".to_string(),
+            }),
+        };
+    }
+    let what = if via_symlink {
+        format!("symlink to a {}", fsread::describe_type(&file_type))
+    } else {
+        fsread::describe_type(&file_type).to_string()
+    };
+    Resolved {
+        kind: Kind::Other,
+        size: 0,
+        mtime,
+        note: Some(what.clone()),
+        refusal: Some(ReadError::NotRegular {
+            rel: rel.to_string(),
+            what,
+        }),
+    }
+}
+
+/// Resolves a symlink: it counts as its target only when the canonical target is inside `root`.
+fn resolve_symlink(root: &Path, path: &Path, rel: &str) -> Resolved {
+    let other = |note: String, refusal: ReadError| Resolved {
+        kind: Kind::Other,
+        size: 0,
+        mtime: None,
+        note: Some(note),
+        refusal: Some(refusal),
+    };
+    let not_regular = |what: &str| {
+        other(
+            what.to_string(),
+            ReadError::NotRegular {
+                rel: rel.to_string(),
+                what: what.to_string(),
+            },
+        )
+    };
+    let target = match fs::canonicalize(path) {
+        Ok(target) => target,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return not_regular("dangling symlink"),
+        Err(e) if fsread::is_symlink_loop(&e) => return not_regular("symlink loop"),
+        Err(e) => {
+            let message = format!(
+                "symlink cannot be resolved: {}",
+                fsread::lowercase_message(&e)
+            );
+            return other(
+                message.clone(),
+                ReadError::Io {
+                    rel: rel.to_string(),
+                    message,
+                },
+            );
+        }
+    };
+    if !target.starts_with(root) {
+        let shown = target.display().to_string();
+        return other(
+            format!("symlink resolves outside the build directory: `{shown}`"),
+            ReadError::OutsideRoot {
+                rel: rel.to_string(),
+                target: shown,
+            },
+        );
+    }
+    match fs::metadata(&target) {
+        Ok(meta) => classify(rel, &meta, true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => not_regular("dangling symlink"),
+        Err(e) => {
+            let message = format!(
+                "symlink target cannot be examined: {}",
+                fsread::lowercase_message(&e)
+            );
+            other(
+                message.clone(),
+                ReadError::Io {
+                    rel: rel.to_string(),
+                    message,
+                },
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::sync::mpsc;
+    use std::thread;
+    use std::time::Duration;
+
+    fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
+        assert_eq!(rc, 0, "mkfifo failed");
+    }
+
+    fn is_root() -> bool {
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(secs))
+            .expect("operation hung")
+    }
+
+    fn scan(dir: &Path) -> Snapshot {
+        Snapshot::scan(dir, Limits::default()).unwrap()
+    }
+
+    fn rels(snap: &Snapshot) -> Vec<&str> {
+        snap.entries().iter().map(|e| e.rel.as_str()).collect()
+    }
+
+    #[test]
+    fn limits_default_is_64_mib() {
+        assert_eq!(Limits::default().max_read_bytes, 64 * 1024 * 1024);
+    }
+
+    #[test]
+    fn snapshot_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Snapshot>();
+        assert_send_sync::<Entry>();
+    }
+
+    #[test]
+    fn normalize_rel_strips_dot_slash() {
+        assert_eq!(normalize_rel("./a/b"), "a/b");
+        assert_eq!(normalize_rel("././a"), "a");
+        assert_eq!(normalize_rel("a"), "a");
+        assert_eq!(normalize_rel(""), "");
+    }
+
+    #[test]
+    fn rel_string_joins_with_slash() {
+        assert_eq!(rel_string(Path::new("a/b/c.md")), "a/b/c.md");
+        assert_eq!(rel_string(Path::new("")), "");
+    }
+
+    #[test]
+    fn scan_lists_everything_sorted_with_depth_and_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("p0-content-map.md"), "12345").unwrap();
+        fs::write(root.join("OBSERVER-REPORT.md"), "mine").unwrap();
+        fs::create_dir_all(root.join("screenshots/1440")).unwrap();
+        fs::write(root.join("screenshots/1440/cold-look.png"), [0u8; 10]).unwrap();
+        let snap = scan(root);
+        assert_eq!(
+            rels(&snap),
+            [
+                "OBSERVER-REPORT.md",
+                "p0-content-map.md",
+                "screenshots",
+                "screenshots/1440",
+                "screenshots/1440/cold-look.png",
+            ]
+        );
+        let map = snap.get("p0-content-map.md").unwrap();
+        assert_eq!(map.kind, Kind::File);
+        assert_eq!(map.size, 5);
+        assert_eq!(map.depth, 1);
+        assert_eq!(map.name, "p0-content-map.md");
+        assert!(map.mtime.is_some());
+        assert!(map.note.is_none());
+        assert!(map.is_file());
+        let png = snap.get("screenshots/1440/cold-look.png").unwrap();
+        assert_eq!(png.depth, 3);
+        assert_eq!(png.name, "cold-look.png");
+        assert_eq!(png.size, 10);
+        let shots = snap.get("screenshots").unwrap();
+        assert_eq!(shots.kind, Kind::Dir);
+        assert_eq!(shots.size, 0);
+        assert_eq!(snap.root(), root);
+        assert_eq!(snap.canonical_root(), fs::canonicalize(root).unwrap());
+        assert!(snap.walk_errors().is_empty());
+        assert_eq!(snap.files().count(), 3);
+        assert!(snap.get("./p0-content-map.md").is_some());
+        assert!(snap.get("missing.md").is_none());
+    }
+
+    #[test]
+    fn empty_directory_scans_to_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let snap = scan(dir.path());
+        assert!(snap.entries().is_empty());
+        assert!(snap.tracker().is_none());
+    }
+
+    #[test]
+    fn scan_fails_only_for_a_bad_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = Snapshot::scan(&dir.path().join("nope"), Limits::default()).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        assert!(missing.to_string().contains("nope`"), "{missing}");
+        fs::write(dir.path().join("file"), "x").unwrap();
+        let not_dir = Snapshot::scan(&dir.path().join("file"), Limits::default()).unwrap_err();
+        assert_eq!(not_dir.kind(), io::ErrorKind::InvalidInput);
+        assert!(not_dir.to_string().contains("is not a directory"));
+    }
+
+    #[test]
+    fn unreadable_root_is_an_error() {
+        if is_root() {
+            return; // root lists any directory; nothing to test
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let locked = dir.path().join("locked");
+        fs::create_dir(&locked).unwrap();
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+        let result = Snapshot::scan(&locked, Limits::default());
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(result.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+    }
+
+    #[test]
+    fn unreadable_subdirectory_is_skipped_not_fatal() {
+        if is_root() {
+            return; // root lists any directory; nothing to test
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("locked")).unwrap();
+        fs::write(dir.path().join("locked/x"), "x").unwrap();
+        fs::write(dir.path().join("ok.md"), "x").unwrap();
+        fs::set_permissions(dir.path().join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+        let snap = scan(dir.path());
+        fs::set_permissions(dir.path().join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(rels(&snap), ["locked", "ok.md"]);
+        assert_eq!(snap.walk_errors().len(), 1);
+        assert!(snap.walk_errors()[0].contains("`locked`"));
+    }
+
+    #[test]
+    fn root_given_through_a_symlink_works() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("real")).unwrap();
+        fs::write(dir.path().join("real/a.md"), "a").unwrap();
+        symlink("real", dir.path().join("link")).unwrap();
+        let snap = scan(&dir.path().join("link"));
+        assert_eq!(rels(&snap), ["a.md"]);
+        assert_eq!(snap.get("a.md").unwrap().kind, Kind::File);
+        assert_eq!(snap.read("a.md").unwrap().bytes, b"a");
+        assert_eq!(snap.root(), dir.path().join("link"));
+    }
+
+    #[test]
+    fn symlink_to_file_inside_takes_the_targets_kind_and_size() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        fs::write(dir.path().join("sub/real.md"), "123").unwrap();
+        symlink("sub/real.md", dir.path().join("p3b-pa-auditor-B.md")).unwrap();
+        let snap = scan(dir.path());
+        let e = snap.get("p3b-pa-auditor-B.md").unwrap();
+        assert_eq!(e.kind, Kind::File);
+        assert_eq!(e.size, 3);
+        assert!(e.mtime.is_some());
+        assert_eq!(e.note, None);
+        assert!(e.is_symlink());
+        assert!(!snap.get("sub/real.md").unwrap().is_symlink());
+        let data = snap.read("p3b-pa-auditor-B.md").unwrap();
+        assert_eq!(data.bytes, b"123");
+        assert_eq!(data.rel, "p3b-pa-auditor-B.md");
+    }
+
+    #[test]
+    fn symlinked_directory_inside_is_a_dir_but_not_descended() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("real")).unwrap();
+        fs::write(dir.path().join("real/f"), "x").unwrap();
+        symlink("real", dir.path().join("alias")).unwrap();
+        symlink(".", dir.path().join("self")).unwrap();
+        let snap = scan(dir.path());
+        assert_eq!(rels(&snap), ["alias", "real", "real/f", "self"]);
+        assert_eq!(snap.get("alias").unwrap().kind, Kind::Dir);
+        assert_eq!(snap.get("self").unwrap().kind, Kind::Dir);
+        assert!(snap.get("alias").unwrap().is_symlink());
+        assert_eq!(snap.get("alias").unwrap().note, None);
+        assert!(matches!(
+            snap.read("alias"),
+            Err(ReadError::NotRegular { what, .. }) if what == "directory"
+        ));
+    }
+
+    #[test]
+    fn symlinks_out_of_the_root_are_other_and_refused() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("build");
+        fs::create_dir(&root).unwrap();
+        fs::write(outer.path().join("secret.md"), "s").unwrap();
+        symlink("/etc/passwd", root.join("abs.md")).unwrap();
+        symlink("../secret.md", root.join("rel.md")).unwrap();
+        symlink("..", root.join("up")).unwrap();
+        let snap = scan(&root);
+        for rel in ["abs.md", "rel.md", "up"] {
+            let e = snap.get(rel).unwrap();
+            assert_eq!(e.kind, Kind::Other, "{rel}");
+            assert_eq!(e.size, 0);
+            let note = e.note.as_deref().unwrap();
+            assert!(
+                note.starts_with("symlink resolves outside the build directory: `"),
+                "{note}"
+            );
+            assert!(matches!(snap.read(rel), Err(ReadError::OutsideRoot { .. })));
+        }
+        assert_eq!(
+            snap.get("abs.md").unwrap().note.as_deref(),
+            Some("symlink resolves outside the build directory: `/etc/passwd`")
+        );
+        // Not descended: nothing from the parent appears.
+        assert_eq!(rels(&snap), ["abs.md", "rel.md", "up"]);
+    }
+
+    #[test]
+    fn dangling_and_looping_symlinks_are_other() {
+        let dir = tempfile::tempdir().unwrap();
+        symlink("nowhere.md", dir.path().join("dangling.md")).unwrap();
+        symlink("b", dir.path().join("a")).unwrap();
+        symlink("a", dir.path().join("b")).unwrap();
+        symlink("me", dir.path().join("me")).unwrap();
+        let snap = scan(dir.path());
+        let dangling = snap.get("dangling.md").unwrap();
+        assert_eq!(dangling.kind, Kind::Other);
+        assert_eq!(dangling.note.as_deref(), Some("dangling symlink"));
+        for rel in ["a", "b", "me"] {
+            let e = snap.get(rel).unwrap();
+            assert_eq!(e.kind, Kind::Other);
+            assert_eq!(e.note.as_deref(), Some("symlink loop"));
+        }
+        assert_eq!(
+            snap.read("dangling.md"),
+            Err(ReadError::NotRegular {
+                rel: "dangling.md".into(),
+                what: "dangling symlink".into()
+            })
+        );
+    }
+
+    #[test]
+    fn fifo_named_like_an_auditor_report_never_hangs() {
+        let dir = tempfile::tempdir().unwrap();
+        mkfifo(&dir.path().join("p3b-pa-auditor-A.md"));
+        symlink(
+            "p3b-pa-auditor-A.md",
+            dir.path().join("p3b-pa-auditor-C.md"),
+        )
+        .unwrap();
+        let (note_a, note_c, read_a, read_c) = within(5, move || {
+            let snap = scan(dir.path());
+            let a = snap.get("p3b-pa-auditor-A.md").unwrap();
+            let c = snap.get("p3b-pa-auditor-C.md").unwrap();
+            assert_eq!(a.kind, Kind::Other);
+            assert_eq!(c.kind, Kind::Other);
+            (
+                a.note.clone(),
+                c.note.clone(),
+                snap.read("p3b-pa-auditor-A.md"),
+                snap.read("p3b-pa-auditor-C.md"),
+            )
+        });
+        assert_eq!(note_a.as_deref(), Some("fifo"));
+        assert_eq!(note_c.as_deref(), Some("symlink to a fifo"));
+        assert_eq!(
+            read_a,
+            Err(ReadError::NotRegular {
+                rel: "p3b-pa-auditor-A.md".into(),
+                what: "fifo".into()
+            })
+        );
+        assert!(matches!(read_c, Err(ReadError::NotRegular { .. })));
+    }
+
+    #[test]
+    fn file_replaced_by_a_fifo_after_scan_never_hangs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p3b-pa-auditor-A.md");
+        fs::write(&path, "report").unwrap();
+        let result = within(5, move || {
+            let snap = scan(dir.path());
+            fs::remove_file(&path).unwrap();
+            mkfifo(&path);
+            snap.read("p3b-pa-auditor-A.md")
+        });
+        assert!(matches!(result, Err(ReadError::NotRegular { what, .. }) if what == "fifo"));
+    }
+
+    #[test]
+    fn file_replaced_by_an_escaping_symlink_after_scan_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.md");
+        fs::write(&path, "x").unwrap();
+        let snap = scan(dir.path());
+        fs::remove_file(&path).unwrap();
+        symlink("/etc/passwd", &path).unwrap();
+        assert!(matches!(
+            snap.read("a.md"),
+            Err(ReadError::OutsideRoot { .. })
+        ));
+    }
+
+    #[test]
+    fn socket_is_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let _sock = std::os::unix::net::UnixListener::bind(dir.path().join("s.md")).unwrap();
+        let snap = scan(dir.path());
+        let e = snap.get("s.md").unwrap();
+        assert_eq!(e.kind, Kind::Other);
+        assert_eq!(e.note.as_deref(), Some("socket"));
+        assert!(matches!(
+            snap.read("s.md"),
+            Err(ReadError::NotRegular { .. })
+        ));
+    }
+
+    #[test]
+    fn device_is_other() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("null.md");
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // Same device numbers as /dev/null (1, 3); needs privileges, so skip when refused.
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        if rc != 0 {
+            return;
+        }
+        let snap = scan(dir.path());
+        let e = snap.get("null.md").unwrap();
+        assert_eq!(e.kind, Kind::Other);
+        assert_eq!(e.note.as_deref(), Some("character device"));
+        assert!(matches!(
+            snap.read("null.md"),
+            Err(ReadError::NotRegular { .. })
+        ));
+    }
+
+    #[test]
+    fn read_is_cached_and_hashed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.md"), "first").unwrap();
+        let snap = scan(dir.path());
+        let one = snap.read("a.md").unwrap();
+        assert_eq!(one.sha256, fsread::sha256_hex(b"first"));
+        fs::write(dir.path().join("a.md"), "second").unwrap();
+        let two = snap.read("./a.md").unwrap();
+        assert!(Arc::ptr_eq(&one, &two));
+        assert_eq!(two.bytes, b"first");
+        // A fresh snapshot sees the new contents.
+        assert_eq!(scan(dir.path()).read("a.md").unwrap().bytes, b"second");
+    }
+
+    #[test]
+    fn errors_are_cached_too() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.md"), "x").unwrap();
+        let snap = scan(dir.path());
+        fs::remove_file(dir.path().join("a.md")).unwrap();
+        assert_eq!(snap.read("a.md"), Err(ReadError::NotFound("a.md".into())));
+        fs::write(dir.path().join("a.md"), "back").unwrap();
+        assert_eq!(snap.read("a.md"), Err(ReadError::NotFound("a.md".into())));
+    }
+
+    #[test]
+    fn reading_an_unlisted_path_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let snap = scan(dir.path());
+        fs::write(dir.path().join("late.md"), "x").unwrap();
+        assert_eq!(
+            snap.read("late.md"),
+            Err(ReadError::NotFound("late.md".into()))
+        );
+        assert_eq!(snap.read("./x"), Err(ReadError::NotFound("x".into())));
+        assert_eq!(
+            snap.read("../etc/passwd"),
+            Err(ReadError::NotFound("../etc/passwd".into()))
+        );
+    }
+
+    #[test]
+    fn read_respects_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("big.html"), vec![b'x'; 11]).unwrap();
+        fs::write(dir.path().join("ok.html"), vec![b'x'; 10]).unwrap();
+        let snap = Snapshot::scan(dir.path(), Limits { max_read_bytes: 10 }).unwrap();
+        assert_eq!(snap.limits().max_read_bytes, 10);
+        assert_eq!(
+            snap.read("big.html"),
+            Err(ReadError::TooLarge {
+                rel: "big.html".into(),
+                size: 11,
+                cap: 10
+            })
+        );
+        assert_eq!(snap.read("ok.html").unwrap().size, 10);
+    }
+
+    #[test]
+    fn file_that_grew_past_the_cap_after_scan_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a"), "small").unwrap();
+        let snap = Snapshot::scan(dir.path(), Limits { max_read_bytes: 8 }).unwrap();
+        fs::write(dir.path().join("a"), "much larger now").unwrap();
+        assert!(matches!(
+            snap.read("a"),
+            Err(ReadError::TooLarge { size: 15, .. })
+        ));
+    }
+
+    #[test]
+    fn permission_denied_is_io() {
+        if is_root() {
+            return; // root reads regardless of mode bits
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.md");
+        fs::write(&path, "x").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
+        let snap = scan(dir.path());
+        assert!(matches!(snap.read("locked.md"), Err(ReadError::Io { .. })));
+    }
+
+    #[test]
+    fn non_utf8_names_are_listed_and_readable() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::from_bytes(b"bad-\xff.md");
+        fs::write(dir.path().join(name), "content").unwrap();
+        let snap = scan(dir.path());
+        let rel = "bad-\u{fffd}.md";
+        let e = snap.get(rel).unwrap();
+        assert_eq!(e.name, rel);
+        assert_eq!(e.kind, Kind::File);
+        assert_eq!(snap.read(rel).unwrap().bytes, b"content");
+    }
+
+    #[test]
+    fn concurrent_reads_share_one_result() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.md"), "shared").unwrap();
+        let snap = Arc::new(scan(dir.path()));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let snap = Arc::clone(&snap);
+                thread::spawn(move || snap.read("a.md").unwrap())
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        for r in &results {
+            assert!(Arc::ptr_eq(r, &results[0]));
+        }
+    }
+
+    #[test]
+    fn tracker_is_parsed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(TRACKER_FILE),
+            "## Phase Timestamps\n| Field | Value |\n|---|---|\n| P0_START | 2026-02-25T10:00:00Z |\n",
+        )
+        .unwrap();
+        let snap = scan(dir.path());
+        let one = snap.tracker().unwrap().unwrap();
+        assert_eq!(one.field("p0_start").unwrap().value, "2026-02-25T10:00:00Z");
+        let two = snap.tracker().unwrap().unwrap();
+        assert!(Arc::ptr_eq(&one, &two));
+    }
+
+    #[test]
+    fn tracker_with_invalid_utf8_is_read_lossily() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(TRACKER_FILE), b"| A\xff | v |\n").unwrap();
+        let snap = scan(dir.path());
+        let t = snap.tracker().unwrap().unwrap();
+        assert_eq!(t.rows[0].name, "A\u{fffd}");
+    }
+
+    #[test]
+    fn tracker_absent_unreadable_or_nested() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("sub")).unwrap();
+        fs::write(dir.path().join("sub").join(TRACKER_FILE), "| A | b |\n").unwrap();
+        assert!(scan(dir.path()).tracker().is_none());
+
+        let fifo_dir = tempfile::tempdir().unwrap();
+        mkfifo(&fifo_dir.path().join(TRACKER_FILE));
+        let result = within(5, move || scan(fifo_dir.path()).tracker());
+        assert!(matches!(result, Some(Err(ReadError::NotRegular { .. }))));
+
+        let big = tempfile::tempdir().unwrap();
+        fs::write(big.path().join(TRACKER_FILE), "0123456789").unwrap();
+        let snap = Snapshot::scan(big.path(), Limits { max_read_bytes: 4 }).unwrap();
+        assert!(matches!(
+            snap.tracker(),
+            Some(Err(ReadError::TooLarge { .. }))
+        ));
+    }
+
+    #[test]
+    fn scans_thirty_thousand_files_in_one_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in 0..30 {
+            let sub = dir.path().join(format!("d{d:02}"));
+            fs::create_dir(&sub).unwrap();
+            for f in 0..1000 {
+                fs::File::create(sub.join(format!("f{f:04}.md"))).unwrap();
+            }
+        }
+        let start = std::time::Instant::now();
+        let snap = scan(dir.path());
+        let elapsed = start.elapsed();
+        assert_eq!(snap.entries().len(), 30_030);
+        assert_eq!(snap.files().count(), 30_000);
+        assert!(snap.get("d29/f0999.md").is_some());
+        assert!(snap.entries().windows(2).all(|w| w[0].rel < w[1].rel));
+        // Generous bound for debug builds on slow CI; a release scan takes tens of milliseconds.
+        assert!(elapsed < Duration::from_secs(20), "scan took {elapsed:?}");
+    }
+}

@@ -1,0 +1,1113 @@
+//! The execution tracker (`EXECUTION-TRACKER.md`, SPEC §2.1): markdown sections holding tables of
+//! fields.
+//!
+//! This module owns turning the tracker's text into sections, tables and field rows, and the lookups
+//! the checks need: a field by name, the rows or a table of a section, a table's column, the fill rate,
+//! and what counts as an empty value or a timestamp. It must never fail or panic on any input (the
+//! tracker is written by the pipeline, in any state), must stay linear in the size of the text (huge
+//! lines, many backticks), must skip fenced code blocks, and must not judge anything: whether a field
+//! is missing, late or wrong is the checks' business.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use std::collections::HashMap;
+
+/// The parsed tracker.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tracker {
+    /// ATX headings, in document order.
+    pub sections: Vec<Section>,
+    /// Field rows of all tables, in document order.
+    pub rows: Vec<FieldRow>,
+    /// All tables, in document order.
+    pub tables: Vec<Table>,
+}
+
+/// An ATX heading (`#` … `######`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// The heading text, trimmed, without the `#` markers.
+    pub heading: String,
+    /// 1 for `#`, up to 6.
+    pub level: u8,
+    /// 1-based line number.
+    pub line: usize,
+}
+
+/// A table row that is neither a header nor a separator and whose first cell is non-empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldRow {
+    /// The first cell, without surrounding `**bold**`, `*emphasis*` or backticks.
+    pub name: String,
+    /// The second cell, trimmed ("" when missing).
+    pub value: String,
+    /// The third cell, trimmed, when present.
+    pub third: Option<String>,
+    /// The third cell parsed as a timestamp.
+    pub time: Option<DateTime<Utc>>,
+    /// 1-based line number.
+    pub line: usize,
+    /// Index into [`Tracker::sections`] of the heading above; `None` before the first heading.
+    pub section: Option<usize>,
+}
+
+/// A run of consecutive table lines (split again at each header row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// Index into [`Tracker::sections`]; `None` before the first heading.
+    pub section: Option<usize>,
+    /// The header cells; empty for a table without a `|---|` separator.
+    pub header: Vec<String>,
+    /// Data rows: every row that is neither the header nor a separator.
+    pub rows: Vec<TableRow>,
+    /// 1-based line number of the table's first line.
+    pub line: usize,
+}
+
+/// One data row of a [`Table`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRow {
+    /// Cells, trimmed, outer empty cells dropped, `\|` unescaped.
+    pub cells: Vec<String>,
+    /// 1-based line number.
+    pub line: usize,
+}
+
+/// Which sections a lookup addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionFilter {
+    pub text: String,
+    /// `true`: the heading equals `text`; `false`: the heading contains `text`. Both ignore case.
+    pub exact: bool,
+}
+
+impl SectionFilter {
+    /// Headings containing `text` (ignoring case; see [`Tracker::section_matches`]).
+    pub fn contains(text: &str) -> SectionFilter {
+        SectionFilter {
+            text: text.to_string(),
+            exact: false,
+        }
+    }
+
+    /// Headings equal to `text` (ignoring case and surrounding whitespace).
+    pub fn exact(text: &str) -> SectionFilter {
+        SectionFilter {
+            text: text.to_string(),
+            exact: true,
+        }
+    }
+}
+
+/// The fill rate: field rows with a non-empty value out of all field rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fill {
+    pub filled: usize,
+    pub total: usize,
+    /// Name and line of each field row whose value is empty.
+    pub empty: Vec<(String, usize)>,
+}
+
+impl Fill {
+    /// `filled / total`, or `None` when there are no field rows.
+    pub fn ratio(&self) -> Option<f64> {
+        if self.total == 0 {
+            None
+        } else {
+            Some(self.filled as f64 / self.total as f64)
+        }
+    }
+}
+
+impl Table {
+    /// The index of the header column named `column` (ignoring case and decoration).
+    pub fn column_index(&self, column: &str) -> Option<usize> {
+        let column = strip_decoration(column);
+        self.header
+            .iter()
+            .position(|h| eq_ignore_case(strip_decoration(h), column))
+    }
+}
+
+impl Tracker {
+    /// Parses tracker text. Never fails; anything that is not a heading or a table line is ignored.
+    pub fn parse(text: &str) -> Tracker {
+        // A byte-order mark would hide a first-line heading or table row.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut tracker = Tracker::default();
+        let mut section: Option<usize> = None;
+        let mut fence: Option<Fence> = None;
+        let mut run: Vec<(usize, Vec<String>)> = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let number = index + 1;
+            if let Some(open) = fence {
+                if closes_fence(line, open) {
+                    fence = None;
+                }
+                continue;
+            }
+            if let Some(open) = opens_fence(line) {
+                tracker.flush_table(&mut run, section);
+                fence = Some(open);
+                continue;
+            }
+            let trimmed = line.trim();
+            if trimmed.starts_with('|') {
+                run.push((number, split_cells(trimmed)));
+                continue;
+            }
+            tracker.flush_table(&mut run, section);
+            if let Some((level, heading)) = parse_heading(line) {
+                tracker.sections.push(Section {
+                    heading: heading.to_string(),
+                    level,
+                    line: number,
+                });
+                section = Some(tracker.sections.len() - 1);
+            }
+        }
+        tracker.flush_table(&mut run, section);
+        tracker
+    }
+
+    /// Turns a run of consecutive table lines into tables and field rows.
+    fn flush_table(&mut self, run: &mut Vec<(usize, Vec<String>)>, section: Option<usize>) {
+        if run.is_empty() {
+            return;
+        }
+        let separator: Vec<bool> = run.iter().map(|(_, cells)| is_separator(cells)).collect();
+        let mut table: Option<Table> = None;
+        for (i, (line, cells)) in run.drain(..).enumerate() {
+            let is_sep = separator[i];
+            let is_header = !is_sep && separator.get(i + 1).copied().unwrap_or(false);
+            if is_header {
+                self.tables.extend(table.take());
+                table = Some(Table {
+                    section,
+                    header: cells,
+                    rows: Vec::new(),
+                    line,
+                });
+                continue;
+            }
+            let current = table.get_or_insert_with(|| Table {
+                section,
+                header: Vec::new(),
+                rows: Vec::new(),
+                line,
+            });
+            if is_sep {
+                continue;
+            }
+            if let Some(first) = cells.first() {
+                let name = strip_decoration(first);
+                if !name.is_empty() {
+                    let third = cells.get(2).cloned();
+                    self.rows.push(FieldRow {
+                        name: name.to_string(),
+                        value: cells.get(1).cloned().unwrap_or_default(),
+                        time: third.as_deref().and_then(parse_timestamp),
+                        third,
+                        line,
+                        section,
+                    });
+                }
+            }
+            current.rows.push(TableRow { cells, line });
+        }
+        self.tables.extend(table);
+    }
+
+    /// The first field row named `name` (ignoring case and decoration).
+    pub fn field(&self, name: &str) -> Option<&FieldRow> {
+        let name = strip_decoration(name);
+        self.rows.iter().find(|r| eq_ignore_case(&r.name, name))
+    }
+
+    /// The first field row named `name` within a section matching `filter`.
+    pub fn field_in(&self, filter: &SectionFilter, name: &str) -> Option<&FieldRow> {
+        let name = strip_decoration(name);
+        self.rows_in(filter)
+            .into_iter()
+            .find(|r| eq_ignore_case(&r.name, name))
+    }
+
+    /// Whether section number `section` matches `filter`.
+    ///
+    /// Exact: the heading equals the text, ignoring case, surrounding whitespace and decoration.
+    /// Otherwise the heading contains the text, ignoring case — but a heading ending in a parenthesised
+    /// part such as `(REFINE)` is its own section and matches only a filter whose text also contains
+    /// that part: `Phase 3B Auditors` does not match `Phase 3B Auditors (REFINE)`.
+    pub fn section_matches(&self, section: usize, filter: &SectionFilter) -> bool {
+        self.sections
+            .get(section)
+            .is_some_and(|s| heading_matches(&s.heading, filter))
+    }
+
+    /// Field rows of every section matching `filter`, in document order.
+    pub fn rows_in(&self, filter: &SectionFilter) -> Vec<&FieldRow> {
+        let matching = self.matching_sections(filter);
+        self.rows
+            .iter()
+            .filter(|r| {
+                r.section
+                    .is_some_and(|s| matching.get(s).copied().unwrap_or(false))
+            })
+            .collect()
+    }
+
+    /// The first table in a matching section whose header has `column` (ignoring case).
+    pub fn table_in(&self, filter: &SectionFilter, column: &str) -> Option<&Table> {
+        let matching = self.matching_sections(filter);
+        self.tables.iter().find(|t| {
+            t.section
+                .is_some_and(|s| matching.get(s).copied().unwrap_or(false))
+                && t.column_index(column).is_some()
+        })
+    }
+
+    /// The cells of `column` in `table`, one `(line, cell)` per data row ("" where a row is short);
+    /// empty when the header has no such column.
+    pub fn column(&self, table: &Table, column: &str) -> Vec<(usize, String)> {
+        let Some(index) = table.column_index(column) else {
+            return Vec::new();
+        };
+        table
+            .rows
+            .iter()
+            .map(|row| (row.line, row.cells.get(index).cloned().unwrap_or_default()))
+            .collect()
+    }
+
+    /// The fill rate over all field rows.
+    pub fn fill(&self) -> Fill {
+        let mut fill = Fill {
+            total: self.rows.len(),
+            ..Fill::default()
+        };
+        for row in &self.rows {
+            if is_empty_value(&row.value) {
+                fill.empty.push((row.name.clone(), row.line));
+            } else {
+                fill.filled += 1;
+            }
+        }
+        fill
+    }
+
+    fn matching_sections(&self, filter: &SectionFilter) -> Vec<bool> {
+        self.sections
+            .iter()
+            .map(|s| heading_matches(&s.heading, filter))
+            .collect()
+    }
+}
+
+/// Whether a value counts as empty: trimmed, it is blank, only underscores, `-`, `—`, `[ ]`, or
+/// `TBD` (any case).
+pub fn is_empty_value(v: &str) -> bool {
+    let v = v.trim();
+    v.is_empty()
+        || v.chars().all(|c| c == '_')
+        || v == "-"
+        || v == "—"
+        || v == "[ ]"
+        || v.eq_ignore_ascii_case("tbd")
+}
+
+/// Parses a tracker timestamp: RFC 3339 (offsets allowed) or `YYYY-MM-DD HH:MM:SS` (UTC, optionally
+/// with fractional seconds and a ` UTC` suffix). Surrounding whitespace, backticks and bold are ignored.
+pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
+    let s = strip_decoration(s);
+    // No timestamp is this long; refusing early keeps the parser cheap on huge cells.
+    if s.len() > 64 {
+        return None;
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    let naive = s.strip_suffix(" UTC").unwrap_or(s).trim_end();
+    NaiveDateTime::parse_from_str(naive, "%Y-%m-%d %H:%M:%S%.f")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+/// Strips surrounding whitespace and matching `**`, `*` or backtick pairs, repeatedly:
+/// ``**`P0_START`**`` → `P0_START`. Underscores are left alone (field names contain them).
+pub fn strip_decoration(s: &str) -> &str {
+    let mut s = s.trim();
+    loop {
+        let before = s.len();
+        for marker in ["**", "*", "`"] {
+            if s.len() >= 2 * marker.len() && s.starts_with(marker) && s.ends_with(marker) {
+                s = s[marker.len()..s.len() - marker.len()].trim();
+                break;
+            }
+        }
+        if s.len() == before {
+            return s;
+        }
+    }
+}
+
+/// Case-insensitive (Unicode) comparison without allocating.
+fn eq_ignore_case(a: &str, b: &str) -> bool {
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .eq(b.chars().flat_map(char::to_lowercase))
+}
+
+fn heading_matches(heading: &str, filter: &SectionFilter) -> bool {
+    let heading = normalize_heading(heading).to_lowercase();
+    let text = filter.text.trim().to_lowercase();
+    if filter.exact {
+        return heading == text;
+    }
+    if !heading.contains(&text) {
+        return false;
+    }
+    match paren_suffix(&heading) {
+        Some(suffix) => text.contains(suffix),
+        None => true,
+    }
+}
+
+/// A heading as compared by filters: without decoration or a trailing colon.
+fn normalize_heading(heading: &str) -> &str {
+    let h = strip_decoration(heading);
+    strip_decoration(h.strip_suffix(':').unwrap_or(h))
+}
+
+/// The trailing balanced `( … )` of `s`, if it ends with one.
+fn paren_suffix(s: &str) -> Option<&str> {
+    let s = s.trim_end();
+    if !s.ends_with(')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(&s[i..]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// An open code fence: its character and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fence {
+    ch: char,
+    len: usize,
+}
+
+fn fence_run(line: &str) -> Option<(char, usize, &str)> {
+    let trimmed = line.trim_start();
+    let ch = trimmed.chars().next()?;
+    if ch != '`' && ch != '~' {
+        return None;
+    }
+    let len = trimmed.chars().take_while(|&c| c == ch).count();
+    if len < 3 {
+        return None;
+    }
+    // `ch` is ASCII, so `len` chars are `len` bytes.
+    Some((ch, len, &trimmed[len..]))
+}
+
+fn opens_fence(line: &str) -> Option<Fence> {
+    let (ch, len, info) = fence_run(line)?;
+    // A backtick fence's info string cannot contain backticks (that is inline code instead).
+    if ch == '`' && info.contains('`') {
+        return None;
+    }
+    Some(Fence { ch, len })
+}
+
+fn closes_fence(line: &str, open: Fence) -> bool {
+    matches!(fence_run(line), Some((ch, len, rest)) if ch == open.ch && len >= open.len && rest.trim().is_empty())
+}
+
+/// An ATX heading: up to three spaces, 1–6 `#`, then a space, a tab or the end of the line.
+/// Returns the level and the text without the opening and closing `#` sequences.
+fn parse_heading(line: &str) -> Option<(u8, &str)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let hashes = rest.len() - rest.trim_start_matches('#').len();
+    if hashes == 0 || hashes > 6 {
+        return None;
+    }
+    let rest = &rest[hashes..];
+    if !(rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t')) {
+        return None;
+    }
+    let mut text = rest.trim();
+    // A closing sequence of `#`s counts only when preceded by whitespace (or is the whole text).
+    let without_closing = text.trim_end_matches('#');
+    if without_closing.is_empty() {
+        text = "";
+    } else if without_closing.ends_with([' ', '\t']) {
+        text = without_closing.trim_end();
+    }
+    // `hashes` is at most 6.
+    Some((u8::try_from(hashes).unwrap_or(6), text))
+}
+
+/// Whether every cell (and there is at least one) is `:?-+:?`.
+fn is_separator(cells: &[String]) -> bool {
+    !cells.is_empty()
+        && cells.iter().all(|cell| {
+            let c = cell.strip_prefix(':').unwrap_or(cell);
+            let c = c.strip_suffix(':').unwrap_or(c);
+            !c.is_empty() && c.bytes().all(|b| b == b'-')
+        })
+}
+
+/// Splits a trimmed table line (starting with `|`) into trimmed cells.
+///
+/// Splits on unescaped `|`; `\|` is a literal pipe. A pipe inside a backtick code span closed on the
+/// same line does not split (unclosed backticks are plain text). The empty cell before the leading pipe
+/// and after a trailing pipe is dropped. Linear in the line length.
+fn split_cells(line: &str) -> Vec<String> {
+    let bytes = line.as_bytes();
+    let spans = code_spans(bytes);
+    let mut spans = spans.iter().peekable();
+    let mut cells = Vec::new();
+    let mut cell = String::new();
+    let mut chunk = 0;
+    let mut pos = 0;
+    while pos < bytes.len() {
+        // Skip spans that start before `pos` (cannot happen, but never loop on them).
+        while spans.peek().is_some_and(|&&(start, _)| start < pos) {
+            spans.next();
+        }
+        match bytes[pos] {
+            b'\\' if bytes.get(pos + 1) == Some(&b'|') => {
+                cell.push_str(&line[chunk..pos]);
+                cell.push('|');
+                pos += 2;
+                chunk = pos;
+            }
+            b'`' if spans.peek().is_some_and(|&&(start, _)| start == pos) => {
+                if let Some(&(start, end)) = spans.next() {
+                    cell.push_str(&line[chunk..start]);
+                    cell.push_str(&line[start..end].replace("\\|", "|"));
+                    pos = end;
+                    chunk = pos;
+                }
+            }
+            b'|' => {
+                cell.push_str(&line[chunk..pos]);
+                cells.push(cell.trim().to_string());
+                cell.clear();
+                pos += 1;
+                chunk = pos;
+            }
+            _ => pos += 1,
+        }
+    }
+    cell.push_str(&line[chunk..]);
+    cells.push(cell.trim().to_string());
+    // The piece before the leading pipe is always empty.
+    if line.starts_with('|') && !cells.is_empty() {
+        cells.remove(0);
+    }
+    if cells.last().is_some_and(|c| c.is_empty()) && ends_with_unescaped_pipe(line) {
+        cells.pop();
+    }
+    cells
+}
+
+fn ends_with_unescaped_pipe(line: &str) -> bool {
+    line.ends_with('|') && !line.ends_with("\\|")
+}
+
+/// Code spans `(start, end)` (byte offsets, end exclusive) on one line, CommonMark-style: a run of
+/// N backticks is closed by the next run of exactly N backticks; runs without a partner are text.
+/// Linear: each run's partner is found through a table of the next run of each length.
+fn code_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'`' {
+            let start = i;
+            while i < bytes.len() && bytes[i] == b'`' {
+                i += 1;
+            }
+            runs.push((start, i - start));
+        } else {
+            i += 1;
+        }
+    }
+    let mut next_same: Vec<Option<usize>> = vec![None; runs.len()];
+    let mut seen: HashMap<usize, usize> = HashMap::new();
+    for (index, &(_, len)) in runs.iter().enumerate().rev() {
+        next_same[index] = seen.insert(len, index);
+    }
+    let mut spans = Vec::new();
+    let mut r = 0;
+    while r < runs.len() {
+        let (start, len) = runs[r];
+        match next_same[r] {
+            Some(close) => {
+                let (close_start, _) = runs[close];
+                spans.push((start, close_start + len));
+                r = close + 1;
+            }
+            None => r += 1,
+        }
+    }
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn ts(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()
+    }
+
+    const SAMPLE: &str = "\
+# Execution Tracker
+
+| Build | yegge-gas-town |
+| Date | 2026-02-25 |
+
+## Phase Timestamps
+
+| Field | Value | Notes |
+|-------|-------|-------|
+| **P0_START** | 2026-02-25T10:00:00Z | |
+| P1_START | `2026-02-25 10:05:00` | |
+| P2_START | ___ | |
+
+## BV Gates
+| Gate | Result | When |
+|:-----|:------:|-----:|
+| BV-01 | PASS | 2026-02-25T10:06:00+01:00 |
+| BV-02 | TBD | |
+| REVISION_CYCLES | 1 |
+
+## Phase 3B Auditors
+| Auditor | Model | Spawned |
+|---|---|---|
+| A | opus | 2026-02-25T11:00:00Z |
+| B | sonnet | 2026-02-25T11:00:05Z |
+
+## Phase 3B Auditors (REFINE)
+| Auditor | Model | Spawned |
+|---|---|---|
+| A | haiku | 2026-02-25T12:00:00Z |
+
+## REFINE
+| REFINE_BEFORE_CHECKLIST | 2026-02-25T12:30:00Z |
+| Did you read the brief? | yes |
+
+```
+| P0_START | in a code fence |
+```
+";
+
+    #[test]
+    fn parses_sections_with_levels_and_lines() {
+        let t = Tracker::parse(SAMPLE);
+        let headings: Vec<_> = t
+            .sections
+            .iter()
+            .map(|s| (s.heading.as_str(), s.level, s.line))
+            .collect();
+        assert_eq!(
+            headings,
+            [
+                ("Execution Tracker", 1, 1),
+                ("Phase Timestamps", 2, 6),
+                ("BV Gates", 2, 14),
+                ("Phase 3B Auditors", 2, 21),
+                ("Phase 3B Auditors (REFINE)", 2, 27),
+                ("REFINE", 2, 32),
+            ]
+        );
+    }
+
+    #[test]
+    fn parses_field_rows() {
+        let t = Tracker::parse(SAMPLE);
+        let p0 = t.field("p0_start").unwrap();
+        assert_eq!(p0.name, "P0_START");
+        assert_eq!(p0.value, "2026-02-25T10:00:00Z");
+        assert_eq!(p0.third.as_deref(), Some(""));
+        assert_eq!(p0.time, None);
+        assert_eq!(p0.line, 10);
+        assert_eq!(p0.section, Some(1));
+        assert_eq!(parse_timestamp(&p0.value), Some(ts(2026, 2, 25, 10, 0, 0)));
+
+        let bv = t.field("BV-01").unwrap();
+        assert_eq!(bv.value, "PASS");
+        assert_eq!(bv.time, Some(ts(2026, 2, 25, 9, 6, 0)));
+        assert_eq!(t.field("REVISION_CYCLES").unwrap().third, None);
+        // The header row is not a field row, the row above no separator is.
+        assert!(t.field("Field").is_none());
+        assert!(t.field("Gate").is_none());
+        let build = t.field("Build").unwrap();
+        assert_eq!(build.section, Some(0));
+        assert_eq!(t.field("date").unwrap().value, "2026-02-25");
+        // Code fences hide rows.
+        assert_eq!(t.rows.iter().filter(|r| r.name == "P0_START").count(), 1);
+        assert!(t.field("in a code fence").is_none());
+    }
+
+    #[test]
+    fn field_first_occurrence_wins() {
+        let t = Tracker::parse("| X | first |\n| x | second |\n");
+        assert_eq!(t.field("X").unwrap().value, "first");
+        assert_eq!(t.field(" **x** ").unwrap().value, "first");
+        assert!(t.field("y").is_none());
+    }
+
+    #[test]
+    fn rows_before_any_heading_have_no_section() {
+        let t = Tracker::parse("| A | 1 |\n# H\n| B | 2 |\n");
+        assert_eq!(t.rows[0].section, None);
+        assert_eq!(t.rows[1].section, Some(0));
+        assert_eq!(t.tables[0].section, None);
+        assert!(t.rows_in(&SectionFilter::contains("")).len() == 1);
+    }
+
+    #[test]
+    fn tables_have_headers_rows_and_lines() {
+        let t = Tracker::parse(SAMPLE);
+        let auditors = t
+            .table_in(&SectionFilter::contains("Phase 3B Auditors"), "model")
+            .unwrap();
+        assert_eq!(auditors.header, ["Auditor", "Model", "Spawned"]);
+        assert_eq!(auditors.line, 22);
+        assert_eq!(auditors.rows.len(), 2);
+        assert_eq!(
+            t.column(auditors, "Spawned"),
+            [
+                (24, "2026-02-25T11:00:00Z".to_string()),
+                (25, "2026-02-25T11:00:05Z".to_string())
+            ]
+        );
+        assert_eq!(
+            t.column(auditors, "MODEL"),
+            [(24, "opus".to_string()), (25, "sonnet".to_string())]
+        );
+        assert!(t.column(auditors, "Nope").is_empty());
+        let refine = t
+            .table_in(
+                &SectionFilter::contains("Phase 3B Auditors (REFINE)"),
+                "Model",
+            )
+            .unwrap();
+        assert_eq!(t.column(refine, "Model"), [(30, "haiku".to_string())]);
+        assert!(t
+            .table_in(&SectionFilter::contains("Phase 3B Auditors"), "Nope")
+            .is_none());
+        assert!(t
+            .table_in(&SectionFilter::contains("Missing"), "Model")
+            .is_none());
+    }
+
+    #[test]
+    fn headerless_table_yields_rows_and_a_table() {
+        let t = Tracker::parse("## REFINE\n| A | 1 |\n| B | 2 | 2026-02-25 10:00:00 |\n");
+        assert_eq!(t.tables.len(), 1);
+        assert!(t.tables[0].header.is_empty());
+        assert_eq!(t.tables[0].rows.len(), 2);
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[1].time, Some(ts(2026, 2, 25, 10, 0, 0)));
+        assert!(t.table_in(&SectionFilter::exact("REFINE"), "A").is_none());
+    }
+
+    #[test]
+    fn separator_first_means_no_header() {
+        let t = Tracker::parse("|---|---|\n| A | 1 |\n");
+        assert_eq!(t.rows.len(), 1);
+        assert!(t.tables[0].header.is_empty());
+        assert_eq!(t.tables[0].line, 1);
+        let only_sep = Tracker::parse("|---|\n|:-:|\n");
+        assert!(only_sep.rows.is_empty());
+        assert_eq!(only_sep.tables.len(), 1);
+        assert!(only_sep.tables[0].rows.is_empty());
+    }
+
+    #[test]
+    fn a_run_with_two_headers_is_two_tables() {
+        let text = "| H1 | V |\n|---|---|\n| A | 1 |\n| H2 | W |\n|---|---|\n| B | 2 |\n";
+        let t = Tracker::parse(text);
+        assert_eq!(t.tables.len(), 2);
+        assert_eq!(t.tables[0].header, ["H1", "V"]);
+        assert_eq!(t.tables[1].header, ["H2", "W"]);
+        assert_eq!(t.tables[1].line, 4);
+        let names: Vec<_> = t.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["A", "B"]);
+    }
+
+    #[test]
+    fn blank_line_or_text_ends_a_table() {
+        let t = Tracker::parse("| A | 1 |\n\n| B | 2 |\ntext\n| C | 3 |\n");
+        assert_eq!(t.tables.len(), 3);
+        assert_eq!(t.rows.len(), 3);
+    }
+
+    #[test]
+    fn empty_first_cell_is_a_table_row_but_not_a_field_row() {
+        let t = Tracker::parse("| K | V |\n|---|---|\n|  | orphan |\n| ** | x |\n");
+        assert!(t.rows.is_empty());
+        assert_eq!(t.tables[0].rows.len(), 2);
+        assert_eq!(t.fill().total, 0);
+    }
+
+    #[test]
+    fn indented_table_lines_count() {
+        let t = Tracker::parse("  | A | 1 |\n\t| B | 2 |\n");
+        assert_eq!(t.rows.len(), 2);
+    }
+
+    #[test]
+    fn missing_value_is_empty_string() {
+        let t = Tracker::parse("| LONELY |\n| TRAIL | x\n");
+        assert_eq!(t.field("LONELY").unwrap().value, "");
+        assert_eq!(t.field("TRAIL").unwrap().value, "x");
+    }
+
+    #[test]
+    fn fill_counts_all_field_rows() {
+        let t = Tracker::parse(SAMPLE);
+        let fill = t.fill();
+        assert_eq!(fill.total, t.rows.len());
+        assert_eq!(fill.total, 13);
+        assert_eq!(
+            fill.empty,
+            [("P2_START".to_string(), 12), ("BV-02".to_string(), 18)]
+        );
+        assert_eq!(fill.filled, 11);
+        assert_eq!(fill.ratio(), Some(11.0 / 13.0));
+        assert_eq!(Tracker::parse("").fill().ratio(), None);
+    }
+
+    #[test]
+    fn rows_in_and_field_in_respect_sections() {
+        let t = Tracker::parse(SAMPLE);
+        let names = |f: &SectionFilter| -> Vec<String> {
+            t.rows_in(f).iter().map(|r| r.name.clone()).collect()
+        };
+        assert_eq!(
+            names(&SectionFilter::contains("phase timestamps")),
+            ["P0_START", "P1_START", "P2_START"]
+        );
+        assert_eq!(
+            names(&SectionFilter::contains("Phase 3B Auditors")),
+            ["A", "B"]
+        );
+        assert_eq!(
+            names(&SectionFilter::contains("Phase 3B Auditors (refine)")),
+            ["A"]
+        );
+        assert_eq!(
+            names(&SectionFilter::exact(" refine ")),
+            ["REFINE_BEFORE_CHECKLIST", "Did you read the brief?"]
+        );
+        assert!(names(&SectionFilter::contains("nothing")).is_empty());
+        assert_eq!(
+            t.field_in(&SectionFilter::contains("Auditors (REFINE)"), "a")
+                .unwrap()
+                .value,
+            "haiku"
+        );
+        assert!(t
+            .field_in(&SectionFilter::contains("BV Gates"), "P0_START")
+            .is_none());
+    }
+
+    #[test]
+    fn section_matching_rules() {
+        let t = Tracker::parse(
+            "# Phase 3B Auditors (REFINE)\n# **REFINE**\n# Phase 2: Builder\n# REFINE:\n# Notes (draft) more\n# Ünïcode HEADING\n",
+        );
+        let m = |i: usize, text: &str, exact: bool| {
+            t.section_matches(
+                i,
+                &SectionFilter {
+                    text: text.to_string(),
+                    exact,
+                },
+            )
+        };
+        assert!(!m(0, "Phase 3B Auditors", false));
+        assert!(m(0, "Phase 3B Auditors (REFINE)", false));
+        assert!(m(0, "auditors (refine)", false));
+        assert!(m(0, "(REFINE)", false));
+        assert!(!m(0, "REFINE", true));
+        assert!(m(1, "REFINE", true));
+        assert!(m(1, "refine", false));
+        assert!(m(2, "Phase 2", false));
+        assert!(!m(2, "Phase 2", true));
+        assert!(m(3, "refine", true));
+        // Only a trailing parenthesised part makes a heading its own section.
+        assert!(m(4, "Notes", false));
+        assert!(m(5, "ünïcode heading", true));
+        assert!(!m(99, "anything", false));
+    }
+
+    #[test]
+    fn paren_suffix_finds_balanced_tail() {
+        assert_eq!(paren_suffix("a (refine)"), Some("(refine)"));
+        assert_eq!(paren_suffix("a (b (c))"), Some("(b (c))"));
+        assert_eq!(paren_suffix("a (b) c"), None);
+        assert_eq!(paren_suffix("a b)"), None);
+        assert_eq!(paren_suffix(""), None);
+    }
+
+    #[test]
+    fn headings_follow_atx_rules() {
+        assert_eq!(parse_heading("# A"), Some((1, "A")));
+        assert_eq!(parse_heading("###### Six"), Some((6, "Six")));
+        assert_eq!(parse_heading("####### Seven"), None);
+        assert_eq!(parse_heading("#NoSpace"), None);
+        assert_eq!(parse_heading("   ## Indented ##  "), Some((2, "Indented")));
+        assert_eq!(parse_heading("    # code"), None);
+        assert_eq!(parse_heading("#"), Some((1, "")));
+        assert_eq!(parse_heading("## ###"), Some((2, "")));
+        assert_eq!(parse_heading("# C#"), Some((1, "C#")));
+        assert_eq!(parse_heading("#\tTab"), Some((1, "Tab")));
+        assert_eq!(parse_heading("text # not"), None);
+        assert_eq!(parse_heading(""), None);
+    }
+
+    #[test]
+    fn code_fences_are_skipped() {
+        let text = "## S\n~~~~\n| A | 1 |\n~~~\n| B | 2 |\n~~~~\n| C | 3 |\n```rust\n# Not a heading\n```\n";
+        let t = Tracker::parse(text);
+        let names: Vec<_> = t.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["C"]);
+        assert_eq!(t.sections.len(), 1);
+    }
+
+    #[test]
+    fn unclosed_fence_runs_to_the_end() {
+        let t = Tracker::parse("| A | 1 |\n```\n| B | 2 |\n# H\n");
+        assert_eq!(t.rows.len(), 1);
+        assert!(t.sections.is_empty());
+    }
+
+    #[test]
+    fn inline_triple_backticks_do_not_open_a_fence() {
+        let t = Tracker::parse("``` `x` ```\n| A | 1 |\n");
+        assert_eq!(t.rows.len(), 1);
+        assert_eq!(opens_fence("```rust"), Some(Fence { ch: '`', len: 3 }));
+        assert_eq!(opens_fence("  ~~~"), Some(Fence { ch: '~', len: 3 }));
+        assert_eq!(opens_fence("``"), None);
+        assert!(closes_fence("````  ", Fence { ch: '`', len: 3 }));
+        assert!(!closes_fence("``", Fence { ch: '`', len: 3 }));
+        assert!(!closes_fence("~~~", Fence { ch: '`', len: 3 }));
+        assert!(!closes_fence("``` x", Fence { ch: '`', len: 3 }));
+    }
+
+    #[test]
+    fn crlf_line_endings() {
+        let t = Tracker::parse("## Phase 2\r\n| BUILDER_SPAWNED | 2026-02-25T10:00:00Z |\r\n");
+        assert_eq!(t.sections[0].heading, "Phase 2");
+        assert_eq!(
+            t.field("BUILDER_SPAWNED").unwrap().value,
+            "2026-02-25T10:00:00Z"
+        );
+    }
+
+    #[test]
+    fn split_cells_handles_escapes_and_code() {
+        assert_eq!(split_cells("| a | b |"), ["a", "b"]);
+        assert_eq!(split_cells("|a|b"), ["a", "b"]);
+        assert_eq!(split_cells("| a | |"), ["a", ""]);
+        assert_eq!(split_cells("|"), Vec::<String>::new());
+        assert_eq!(split_cells("||"), [""]);
+        assert_eq!(split_cells(r"| a \| b | c |"), ["a | b", "c"]);
+        assert_eq!(split_cells(r"| a | b \|"), ["a", "b |"]);
+        assert_eq!(split_cells("| `a | b` | c |"), ["`a | b`", "c"]);
+        assert_eq!(split_cells(r"| `a \| b` | c |"), ["`a | b`", "c"]);
+        assert_eq!(split_cells("| ``a ` | b`` | c |"), ["``a ` | b``", "c"]);
+        // An unclosed backtick is text and does not swallow pipes.
+        assert_eq!(split_cells("| it`s | c |"), ["it`s", "c"]);
+        assert_eq!(split_cells("| é | ü |"), ["é", "ü"]);
+    }
+
+    #[test]
+    fn code_spans_pair_runs_of_equal_length() {
+        assert_eq!(code_spans(b"`a`"), [(0, 3)]);
+        assert_eq!(code_spans(b"``a`b``"), [(0, 7)]);
+        assert_eq!(code_spans(b"` ``"), Vec::<(usize, usize)>::new());
+        assert_eq!(code_spans(b"`a` `b`"), [(0, 3), (4, 7)]);
+        assert_eq!(code_spans(b""), Vec::<(usize, usize)>::new());
+    }
+
+    #[test]
+    fn separators() {
+        let s = |v: &[&str]| is_separator(&v.iter().map(|c| c.to_string()).collect::<Vec<_>>());
+        assert!(s(&["---", ":--", "--:", ":-:", "-"]));
+        assert!(!s(&["---", ""]));
+        assert!(!s(&[":"]));
+        assert!(!s(&["::"]));
+        assert!(!s(&["- -"]));
+        assert!(!s(&["BV-01", "-"]));
+        assert!(!s(&[]));
+    }
+
+    #[test]
+    fn strip_decoration_cases() {
+        assert_eq!(strip_decoration("**P0_START**"), "P0_START");
+        assert_eq!(strip_decoration(" `P0_START` "), "P0_START");
+        assert_eq!(strip_decoration("**`P0_START`**"), "P0_START");
+        assert_eq!(strip_decoration("*x*"), "x");
+        assert_eq!(strip_decoration("__init__"), "__init__");
+        assert_eq!(strip_decoration("P3A+-1a"), "P3A+-1a");
+        assert_eq!(strip_decoration("**"), "");
+        assert_eq!(strip_decoration("*"), "*");
+        assert_eq!(strip_decoration("`"), "`");
+        assert_eq!(strip_decoration(""), "");
+        assert_eq!(strip_decoration("**a"), "**a");
+    }
+
+    #[test]
+    fn empty_values() {
+        for v in [
+            "", "   ", "_", "___", " - ", "—", "[ ]", "TBD", "tbd", " Tbd ",
+        ] {
+            assert!(is_empty_value(v), "{v:?}");
+        }
+        for v in ["x", "--", "[x]", "0", "TBD later", "_x_", "N/A"] {
+            assert!(!is_empty_value(v), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn timestamps() {
+        let t = ts(2026, 2, 25, 10, 4, 0);
+        assert_eq!(parse_timestamp("2026-02-25T10:04:00Z"), Some(t));
+        assert_eq!(parse_timestamp(" 2026-02-25T12:04:00+02:00 "), Some(t));
+        assert_eq!(parse_timestamp("2026-02-25T05:04:00-05:00"), Some(t));
+        assert_eq!(parse_timestamp("2026-02-25 10:04:00"), Some(t));
+        assert_eq!(parse_timestamp("2026-02-25 10:04:00 UTC"), Some(t));
+        assert_eq!(parse_timestamp("`2026-02-25 10:04:00`"), Some(t));
+        assert_eq!(parse_timestamp("**`2026-02-25T10:04:00Z`**"), Some(t));
+        assert_eq!(
+            parse_timestamp("2026-02-25T10:04:00.250Z").map(|d| d.timestamp_millis()),
+            Some(t.timestamp_millis() + 250)
+        );
+        assert_eq!(
+            parse_timestamp("2026-02-25 10:04:00.5").map(|d| d.timestamp_millis()),
+            Some(t.timestamp_millis() + 500)
+        );
+        for bad in [
+            "",
+            "PASS",
+            "2026-02-25",
+            "10:04:00",
+            "2026-02-30T10:04:00Z",
+            "2026-02-25T25:04:00Z",
+            "2026-02-25T10:04:00",
+            "2026-02-25 10:04",
+            "yesterday",
+        ] {
+            assert_eq!(parse_timestamp(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_timestamp(&"9".repeat(1_000_000)), None);
+    }
+
+    #[test]
+    fn hand_built_tracker_with_bad_indices_does_not_panic() {
+        let mut t = Tracker::parse("# S\n| A | 1 |\n");
+        t.rows[0].section = Some(42);
+        t.tables[0].section = Some(42);
+        let f = SectionFilter::contains("S");
+        assert!(t.rows_in(&f).is_empty());
+        assert!(t.table_in(&f, "A").is_none());
+    }
+
+    #[test]
+    fn eq_ignore_case_is_unicode() {
+        assert!(eq_ignore_case("Ärger", "äRGER"));
+        assert!(!eq_ignore_case("a", "ab"));
+    }
+
+    #[test]
+    fn table_column_index_ignores_case_and_decoration() {
+        let t = Tracker::parse("| **ID** | Artifact | Path | Done |\n|---|---|---|---|\n| 1 | map | {BUILD_DIR}/p0.md | [x] |\n");
+        let table = &t.tables[0];
+        assert_eq!(table.column_index("id"), Some(0));
+        assert_eq!(table.column_index(" PATH "), Some(2));
+        assert_eq!(table.column_index("missing"), None);
+        assert_eq!(
+            t.column(table, "Path"),
+            [(3, "{BUILD_DIR}/p0.md".to_string())]
+        );
+    }
+
+    #[test]
+    fn short_rows_give_empty_column_cells() {
+        let t = Tracker::parse("| A | B | C |\n|---|---|---|\n| 1 |\n");
+        assert_eq!(t.column(&t.tables[0], "C"), [(3, String::new())]);
+    }
+
+    #[test]
+    fn empty_and_garbage_input_never_panic() {
+        for text in [
+            "",
+            "\n\n\n",
+            "|",
+            "||||",
+            "|\\",
+            "| \\",
+            "`|`|`",
+            "#",
+            "######",
+            "```",
+            "~~~\n",
+            "| a | b\n|---\n",
+            "\u{feff}| A | 1 |",
+            "|\u{0}|\u{0}|",
+            "| é\\|",
+        ] {
+            let _ = Tracker::parse(text);
+        }
+        let t = Tracker::parse("|---|\n| A |\n");
+        assert_eq!(t.rows.len(), 1);
+        assert_eq!(Tracker::parse("\u{feff}| A | 1 |").rows.len(), 1);
+    }
+
+    #[test]
+    fn huge_inputs_stay_linear() {
+        use std::time::{Duration, Instant};
+        let huge_pipes = format!("|{}", "a|".repeat(300_000));
+        let huge_ticks = format!("| {} |", "`".repeat(300_000));
+        // Runs of lengths 1, 2, 3, … with no partners: quadratic if each looks ahead to the end.
+        let mut staircase = String::from("| ");
+        for n in 1..=700 {
+            staircase.push_str(&"`".repeat(n));
+            staircase.push('|');
+        }
+        let alternating = format!("| {} |", "` ``".repeat(100_000));
+        let many_lines = "| X | 1 |\n".repeat(100_000);
+        let huge_heading = format!("# {}", "#".repeat(500_000));
+        let start = Instant::now();
+        let t = Tracker::parse(&huge_pipes);
+        assert_eq!(t.rows[0].name, "a");
+        assert_eq!(t.tables[0].rows[0].cells.len(), 300_000);
+        Tracker::parse(&huge_ticks);
+        Tracker::parse(&staircase);
+        Tracker::parse(&alternating);
+        assert_eq!(Tracker::parse(&many_lines).rows.len(), 100_000);
+        assert_eq!(Tracker::parse(&huge_heading).sections[0].heading, "");
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+}

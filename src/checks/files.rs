@@ -1,0 +1,382 @@
+//! Predicates about files on disk: existence, counts, expected sets of names, headings,
+//! similarity of two files, and paths listed in the tracker.
+
+use std::collections::BTreeMap;
+
+use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
+use crate::artifacts::{Entry, Kind};
+use crate::protocol::predicate::{Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed};
+
+pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
+    let mut missing = Vec::new();
+    let mut found = Vec::new();
+    for g in globs {
+        let hits = ctx.matches(g);
+        match hits.first() {
+            Some(e) => found.push(if hits.len() == 1 {
+                e.rel.clone()
+            } else {
+                format!("{} (+{} more)", e.rel, hits.len() - 1)
+            }),
+            None => missing.push(format!("`{}`", g.as_str())),
+        }
+    }
+    let expected = format!(
+        "exists: {}",
+        globs.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    if missing.is_empty() {
+        Outcome::pass(expected, format!("found {}", found.join(", ")))
+    } else {
+        Outcome::new(Verdict::Missing, expected, format!("nothing matches {}", missing.join(", ")))
+    }
+}
+
+pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
+    let (files, other) = ctx.files(&c.glob);
+    let n = files.len();
+    let expected = match (c.min, c.max) {
+        (Some(min), Some(max)) => format!("{min} to {max} files matching `{}`", c.glob.as_str()),
+        (Some(min), None) => format!(">= {min} files matching `{}`", c.glob.as_str()),
+        (None, Some(max)) => format!("<= {max} files matching `{}`", c.glob.as_str()),
+        (None, None) => format!("files matching `{}`", c.glob.as_str()),
+    };
+    let verdict = if c.max.is_some_and(|max| n > max) {
+        Verdict::Fail
+    } else if c.min.is_some_and(|min| n < min) {
+        Verdict::Missing
+    } else {
+        Verdict::Pass
+    };
+    let mut o = Outcome::new(verdict, expected, format!("{n} regular files match"));
+    note_unreadable(&mut o, &other);
+    o
+}
+
+fn note_unreadable(o: &mut Outcome, other: &[&Entry]) {
+    for e in other {
+        o.push_detail(format!(
+            "{}: not counted: {}",
+            e.rel,
+            e.note.as_deref().unwrap_or("not a regular file")
+        ));
+    }
+}
+
+pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
+    let (files, other) = ctx.files(&f.glob);
+    let Some(regex) = f.key.regex() else {
+        return Outcome::new(Verdict::Inconclusive, "file set", "uncompiled key pattern");
+    };
+    let mut keys: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
+    let mut unkeyed = Vec::new();
+    for e in &files {
+        match regex.captures(e.name.as_bytes()).and_then(|c| c.get(1)) {
+            Some(k) => keys
+                .entry(String::from_utf8_lossy(k.as_bytes()).into_owned())
+                .or_default()
+                .push(e),
+            None => unkeyed.push(e.rel.clone()),
+        }
+    }
+    let expected_keys: Vec<&str> = f.expect.iter().map(|s| s.as_str()).collect();
+    let missing: Vec<&str> = expected_keys
+        .iter()
+        .copied()
+        .filter(|k| !keys.contains_key(*k))
+        .collect();
+    let unexpected: Vec<String> = keys
+        .iter()
+        .filter(|(k, _)| !expected_keys.contains(&k.as_str()))
+        .flat_map(|(_, es)| es.iter().map(|e| e.rel.clone()))
+        .chain(unkeyed)
+        .collect();
+    let duplicated: Vec<String> = keys
+        .iter()
+        .filter(|(k, es)| es.len() > 1 && expected_keys.contains(&k.as_str()))
+        .map(|(k, es)| {
+            format!(
+                "{k}: {}",
+                es.iter().map(|e| e.rel.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect();
+    let expected = format!(
+        "exactly one file matching `{}` for each of {}",
+        f.glob.as_str(),
+        expected_keys.join(", ")
+    );
+    let verdict = if !unexpected.is_empty() || !duplicated.is_empty() {
+        Verdict::Fail
+    } else if !missing.is_empty() {
+        Verdict::Missing
+    } else {
+        Verdict::Pass
+    };
+    let mut observed = format!("{} files", files.len());
+    if !missing.is_empty() {
+        observed.push_str(&format!("; missing: {}", missing.join(", ")));
+    }
+    if !unexpected.is_empty() {
+        observed.push_str(&format!("; unexpected: {}", unexpected.join(", ")));
+    }
+    if !duplicated.is_empty() {
+        observed.push_str(&format!("; more than one for {}", duplicated.join("; ")));
+    }
+    let mut o = Outcome::new(verdict, expected, observed);
+    for e in &files {
+        o.push_file(ctx.file_ref(e));
+    }
+    note_unreadable(&mut o, &other);
+    o
+}
+
+pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
+    let (files, other) = ctx.files(&h.files);
+    let hashes = "#".repeat(h.level as usize);
+    let expected = format!(
+        "every `{}` has `{hashes} {}`{}",
+        h.files.as_str(),
+        h.text,
+        if h.last { " as its last level-2 heading".replace('2', &h.level.to_string()) } else { String::new() }
+    );
+    if files.is_empty() && other.is_empty() {
+        return Outcome::new(Verdict::Missing, expected, format!("no file matches `{}`", h.files.as_str()));
+    }
+    let mut bad = Vec::new();
+    let mut worst = Verdict::Pass;
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    for e in &files {
+        let data = match ctx.read(&e.rel) {
+            Ok(d) => d,
+            Err(err) => {
+                worst = worst.max(Verdict::Inconclusive);
+                o.push_detail(format!("{}: {err}", e.rel));
+                continue;
+            }
+        };
+        o.push_file(Ctx::data_ref(&data));
+        let text = data.text();
+        let want = h.text.trim().to_lowercase();
+        let mut found: Option<usize> = None;
+        let mut last: Option<(usize, String)> = None;
+        for (line, heading) in headings(&text, h.level) {
+            if heading.trim().to_lowercase() == want && found.is_none() {
+                found = Some(line);
+            }
+            last = Some((line, heading));
+        }
+        match (found, h.last, last) {
+            (None, _, _) => bad.push(format!("{}: no `{hashes} {}` heading", e.rel, h.text)),
+            (Some(_), true, Some((line, l))) if l.trim().to_lowercase() != want => {
+                bad.push(format!("{}:{line}: last level-{} heading is `{}`", e.rel, h.level, l.trim()))
+            }
+            _ => {}
+        }
+    }
+    for e in &other {
+        worst = worst.max(Verdict::Inconclusive);
+        o.push_detail(format!("{}: cannot be read: {}", e.rel, e.note.as_deref().unwrap_or("not a regular file")));
+    }
+    if !bad.is_empty() {
+        worst = Verdict::Fail;
+    }
+    o.verdict = worst;
+    o.observed = vec![if bad.is_empty() {
+        format!("{} files checked", files.len())
+    } else {
+        format!("{} of {} files lack it", bad.len(), files.len())
+    }];
+    for b in bad {
+        o.push_detail(b);
+    }
+    o
+}
+
+/// ATX headings of one level outside fenced code blocks: (line, text).
+fn headings(text: &str, level: u8) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut fence: Option<&str> = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if let Some(f) = fence {
+            if t.starts_with(f) {
+                fence = None;
+            }
+            continue;
+        }
+        if t.starts_with("```") {
+            fence = Some("```");
+            continue;
+        }
+        if t.starts_with("~~~") {
+            fence = Some("~~~");
+            continue;
+        }
+        let hashes = t.bytes().take_while(|&b| b == b'#').count();
+        if hashes == level as usize {
+            let rest = &t[hashes..];
+            if rest.is_empty() || rest.starts_with([' ', '\t']) {
+                let rest = rest.trim().trim_end_matches('#').trim();
+                out.push((i + 1, rest.to_string()));
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
+    let expected = format!(
+        "`{}` and `{}` not near-identical (line similarity < {})",
+        d.files[0].as_str(),
+        d.files[1].as_str(),
+        d.threshold
+    );
+    let mut texts = Vec::new();
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    for g in &d.files {
+        let (files, other) = ctx.files(g);
+        match (files.first(), other.first()) {
+            (Some(e), _) => match ctx.read(&e.rel) {
+                Ok(data) => {
+                    o.push_file(Ctx::data_ref(&data));
+                    texts.push(data);
+                }
+                Err(err) => {
+                    let mut u = unreadable(&e.rel, &err);
+                    u.expected = o.expected.clone();
+                    return u;
+                }
+            },
+            (None, Some(e)) => {
+                return Outcome::new(
+                    Verdict::Inconclusive,
+                    o.expected[0].clone(),
+                    format!("{}: {}", e.rel, e.note.as_deref().unwrap_or("not a regular file")),
+                )
+            }
+            (None, None) => {
+                let verdict = match d.if_absent {
+                    Some(IfAbsent::Pass) => Verdict::Pass,
+                    _ => Verdict::Missing,
+                };
+                o.verdict = verdict;
+                o.observed = vec![format!("`{}` absent: not compared", g.as_str())];
+                return o;
+            }
+        }
+    }
+    let (a, b) = (texts[0].text(), texts[1].text());
+    let ratio = similarity(&a, &b);
+    o.observed = vec![format!("line similarity {ratio:.3}")];
+    if ratio >= d.threshold {
+        o.verdict = Verdict::Fail;
+    }
+    o
+}
+
+/// Line-based similarity ratio 2*M/T, as difflib's `SequenceMatcher.ratio()` over lines.
+pub fn similarity(a: &str, b: &str) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    f64::from(similar::TextDiff::configure().diff_lines(a, b).ratio())
+}
+
+pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
+    let expected = format!("every path in the `{}` table's `{}` column exists", p.section, p.column);
+    let tracker = match with_tracker(ctx) {
+        Ok(t) => t,
+        Err(mut o) => {
+            o.expected = vec![expected];
+            return o;
+        }
+    };
+    let filter = crate::artifacts::tracker::SectionFilter {
+        text: p.section.clone(),
+        exact: false,
+    };
+    let Some(table) = tracker.table_in(&filter, &p.column) else {
+        return Outcome::new(
+            Verdict::Missing,
+            expected,
+            format!("no `{}` table with a `{}` column in EXECUTION-TRACKER.md", p.section, p.column),
+        );
+    };
+    let root = ctx.snap.root();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    let mut skipped = 0;
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    for (line, cell) in tracker.column(table, &p.column) {
+        let raw = cell.trim().trim_matches('`').trim();
+        if crate::artifacts::tracker::is_empty_value(raw) {
+            continue;
+        }
+        let replaced = raw.replace("{BUILD_DIR}", "");
+        let rel = if std::path::Path::new(&replaced).is_absolute() && !raw.starts_with("{BUILD_DIR}") {
+            match std::path::Path::new(&replaced).strip_prefix(root) {
+                Ok(r) => r.to_string_lossy().into_owned(),
+                Err(_) => {
+                    missing.push(format!("EXECUTION-TRACKER.md:{line}: `{raw}` is outside the build directory"));
+                    continue;
+                }
+            }
+        } else {
+            replaced.trim_start_matches("./").trim_start_matches('/').to_string()
+        };
+        let rel = rel.trim_end_matches('/').to_string();
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        if p
+            .skip
+            .iter()
+            .any(|g| g.matcher().is_some_and(|m| m.is_match(name)))
+        {
+            skipped += 1;
+            continue;
+        }
+        if rel.split('/').any(|c| c == "..") {
+            missing.push(format!("EXECUTION-TRACKER.md:{line}: `{raw}` leaves the build directory"));
+            continue;
+        }
+        checked += 1;
+        match ctx.snap.get(&rel) {
+            Some(e) if e.kind != Kind::Other => o.push_file(ctx.file_ref(e)),
+            Some(e) => missing.push(format!(
+                "EXECUTION-TRACKER.md:{line}: `{raw}`: {}",
+                e.note.as_deref().unwrap_or("not a regular file")
+            )),
+            None if rel.is_empty() => {}
+            None => missing.push(format!("EXECUTION-TRACKER.md:{line}: `{raw}` does not exist")),
+        }
+    }
+    o.observed = vec![format!(
+        "{checked} paths checked, {} missing, {skipped} referee files skipped",
+        missing.len()
+    )];
+    if !missing.is_empty() {
+        o.verdict = Verdict::Fail;
+    }
+    for m in missing {
+        o.push_detail(m);
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headings_skip_fences_and_other_levels() {
+        let text = "# T\n## A\n```\n## Not\n```\n### Sub\n## Completion Manifest ##\n";
+        let h = headings(text, 2);
+        assert_eq!(h, vec![(2, "A".into()), (7, "Completion Manifest".into())]);
+    }
+
+    #[test]
+    fn similarity_is_line_based() {
+        assert_eq!(similarity("a\nb\n", "a\nb\n"), 1.0);
+        assert!(similarity("a\nb\nc\nd\n", "a\nx\ny\nz\n") < 0.5);
+    }
+}

@@ -1,0 +1,215 @@
+//! Predicates over gate results (SPEC §2.2): entries across every matching file combined,
+//! each file parsed once per evaluation.
+
+use std::rc::Rc;
+
+use super::{Ctx, Outcome, Verdict};
+use crate::artifacts::gates::{GateEntry, GateError};
+use crate::protocol::predicate::{Gate, GateCount, GateFiles, GateSources, Glob};
+
+struct Loaded {
+    entries: Vec<GateEntry>,
+    files: usize,
+    errors: Vec<(String, GateError)>,
+    unreadable: Vec<String>,
+}
+
+fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
+    let (files, other) = ctx.files(glob);
+    let mut loaded = Loaded {
+        entries: Vec::new(),
+        files: files.len(),
+        errors: Vec::new(),
+        unreadable: other
+            .iter()
+            .map(|e| format!("{}: {}", e.rel, e.note.as_deref().unwrap_or("not a regular file")))
+            .collect(),
+    };
+    for e in files {
+        o.push_file(ctx.file_ref(e));
+        let parsed: Rc<Result<Vec<GateEntry>, GateError>> = ctx.gate_file(&e.rel);
+        match parsed.as_ref() {
+            Ok(entries) => loaded.entries.extend(entries.iter().cloned()),
+            Err(err) => loaded.errors.push((e.rel.clone(), err.clone())),
+        }
+    }
+    loaded
+}
+
+fn describe(e: &GateEntry) -> String {
+    format!(
+        "{}[{}]: {} = {}{}",
+        e.file,
+        e.index,
+        e.id,
+        e.result.as_deref().unwrap_or("(no result)"),
+        e.source
+            .as_deref()
+            .map(|s| format!(", source {s}"))
+            .unwrap_or_default()
+    )
+}
+
+fn error_line(file: &str, e: &GateError) -> String {
+    if e.line > 0 {
+        format!("{file}:{}:{}: {}", e.line, e.column, e.message)
+    } else {
+        format!("{file}: {}", e.message)
+    }
+}
+
+pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
+    let expected = match &g.result {
+        Some(r) => format!("gate {} with result {r}", g.id),
+        None if g.require_result => format!("gate {} with a result", g.id),
+        None => format!("gate {} present", g.id),
+    };
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    let loaded = load(ctx, &g.files, &mut o);
+    let found: Vec<&GateEntry> = loaded
+        .entries
+        .iter()
+        .filter(|e| e.id.trim().eq_ignore_ascii_case(g.id.trim()))
+        .collect();
+    for e in &found {
+        o.push_detail(describe(e));
+    }
+    if found.is_empty() {
+        // An unparseable file may hide the entry; OBS-24 judges the file itself.
+        o.verdict = Verdict::Missing;
+        o.observed = vec![format!(
+            "{} absent from {} gate entries in {} files{}",
+            g.id,
+            loaded.entries.len(),
+            loaded.files,
+            if loaded.errors.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} files unparseable)", loaded.errors.len())
+            }
+        )];
+        return o;
+    }
+    fn result_of(e: &GateEntry) -> &str {
+        e.result.as_deref().map(str::trim).unwrap_or("")
+    }
+    if let Some(want) = &g.result {
+        let wrong: Vec<&&GateEntry> = found
+            .iter()
+            .filter(|e| !result_of(e).eq_ignore_ascii_case(want.trim()))
+            .collect();
+        if !wrong.is_empty() {
+            let empty_only = wrong.iter().all(|e| result_of(e).is_empty());
+            o.verdict = if empty_only { Verdict::Missing } else { Verdict::Fail };
+            o.observed = vec![format!(
+                "{}: {}",
+                g.id,
+                wrong.iter().map(|e| result_of(e).to_string()).map(|r| if r.is_empty() { "(no result)".into() } else { r }).collect::<Vec<_>>().join(", ")
+            )];
+            return o;
+        }
+    } else if g.require_result && found.iter().all(|e| result_of(e).is_empty()) {
+        o.verdict = Verdict::Missing;
+        o.observed = vec![format!("{} has no result", g.id)];
+        return o;
+    }
+    o.observed = vec![format!(
+        "{} = {}",
+        g.id,
+        found.iter().map(|e| result_of(e)).collect::<Vec<_>>().join(", ")
+    )];
+    o
+}
+
+pub(super) fn gate_files(ctx: &Ctx<'_>, g: &GateFiles) -> Outcome {
+    let expected = format!(
+        ">= {} gate results files matching `{}`, each valid",
+        g.min_files,
+        g.files.as_str()
+    );
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    let loaded = load(ctx, &g.files, &mut o);
+    for u in &loaded.unreadable {
+        o.push_detail(format!("cannot be read: {u}"));
+    }
+    for (file, err) in &loaded.errors {
+        o.push_detail(error_line(file, err));
+    }
+    if !loaded.errors.is_empty() {
+        o.verdict = Verdict::Fail;
+        o.observed = vec![format!("{} of {} files invalid", loaded.errors.len(), loaded.files)];
+    } else if loaded.files < g.min_files {
+        o.verdict = if loaded.unreadable.is_empty() {
+            Verdict::Missing
+        } else {
+            Verdict::Inconclusive
+        };
+        o.observed = vec![format!("{} files", loaded.files)];
+    } else {
+        o.observed = vec![format!(
+            "{} files, {} entries",
+            loaded.files,
+            loaded.entries.len()
+        )];
+    }
+    o
+}
+
+pub(super) fn gate_count(ctx: &Ctx<'_>, g: &GateCount) -> Outcome {
+    let expected = format!(">= {} gate entries", g.min);
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    let loaded = load(ctx, &g.files, &mut o);
+    let n = loaded.entries.len();
+    o.observed = vec![format!("{n} entries in {} files", loaded.files)];
+    if n < g.min {
+        o.verdict = Verdict::Missing;
+        for (file, err) in &loaded.errors {
+            o.push_detail(error_line(file, err));
+        }
+    }
+    o
+}
+
+pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
+    let mut expected = String::from("no gate entry with a source");
+    if !g.forbid_contains.is_empty() {
+        expected.push_str(&format!(" containing {}", g.forbid_contains.join(" / ")));
+    }
+    if !g.forbid_equals.is_empty() {
+        expected.push_str(&format!(" or equal to {}", g.forbid_equals.join(" / ")));
+    }
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    let loaded = load(ctx, &g.files, &mut o);
+    if loaded.files == 0 {
+        o.verdict = Verdict::Missing;
+        o.observed = vec![format!("no file matches `{}`", g.files.as_str())];
+        return o;
+    }
+    let forbidden = |s: &str| {
+        let l = s.trim().to_lowercase();
+        g.forbid_contains.iter().any(|c| l.contains(&c.to_lowercase()))
+            || g.forbid_equals.iter().any(|e| l == e.to_lowercase())
+    };
+    let bad: Vec<&GateEntry> = loaded
+        .entries
+        .iter()
+        .filter(|e| e.source.as_deref().is_some_and(forbidden))
+        .collect();
+    o.observed = vec![format!(
+        "{} of {} entries have a forbidden source",
+        bad.len(),
+        loaded.entries.len()
+    )];
+    if !bad.is_empty() {
+        o.verdict = Verdict::Fail;
+        for e in bad {
+            o.push_detail(describe(e));
+        }
+    } else if !loaded.errors.is_empty() && loaded.entries.is_empty() {
+        o.verdict = Verdict::Inconclusive;
+        for (file, err) in &loaded.errors {
+            o.push_detail(error_line(file, err));
+        }
+    }
+    o
+}

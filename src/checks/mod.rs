@@ -1,0 +1,489 @@
+//! How a predicate is judged against a build directory as it stands: each predicate gives
+//! an [`Outcome`] (pass, fail, missing, inconclusive) with the evidence that decided it.
+//! This module knows nothing of passes, deadlines or statuses — turning "missing" into
+//! WAITING or FAIL is the engine's job — and it never writes anything.
+
+mod files;
+mod gates;
+mod text;
+mod time;
+mod tracker;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::artifacts::gates::{GateEntry, GateError};
+use crate::artifacts::tracker::Tracker;
+use crate::artifacts::{Entry, FileData, Kind, ReadError, Snapshot};
+use crate::protocol::predicate::{Glob, Predicate};
+use crate::protocol::{Protocol, VerdictSpec};
+
+/// How far a predicate got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    /// The artifacts cannot decide it (unparseable, unreadable, not recorded).
+    Inconclusive,
+    /// Something it needs is not there (yet).
+    Missing,
+    /// Present and wrong.
+    Fail,
+}
+
+/// A file an outcome rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct FileRef {
+    pub path: String,
+    pub size: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sha256: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mtime: Option<String>,
+}
+
+/// A judgment with its evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    /// What would have made it pass.
+    pub expected: Vec<String>,
+    /// What was found.
+    pub observed: Vec<String>,
+    /// Matched lines and values: `file:line: text`.
+    pub details: Vec<String>,
+    pub files: Vec<FileRef>,
+}
+
+/// Caps on evidence, so a huge artifact cannot make a huge report.
+pub const MAX_DETAILS: usize = 40;
+pub const MAX_DETAIL_CHARS: usize = 240;
+
+impl Outcome {
+    pub fn new(verdict: Verdict, expected: impl Into<String>, observed: impl Into<String>) -> Self {
+        Outcome {
+            verdict,
+            expected: vec![expected.into()],
+            observed: vec![observed.into()],
+            details: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+
+    pub fn pass(expected: impl Into<String>, observed: impl Into<String>) -> Self {
+        Outcome::new(Verdict::Pass, expected, observed)
+    }
+
+    pub fn detail(mut self, d: impl Into<String>) -> Self {
+        self.push_detail(d);
+        self
+    }
+
+    pub fn push_detail(&mut self, d: impl Into<String>) {
+        if self.details.len() < MAX_DETAILS {
+            self.details.push(clip(&d.into(), MAX_DETAIL_CHARS));
+        } else if self.details.len() == MAX_DETAILS {
+            self.details.push("… (more not shown)".into());
+        }
+    }
+
+    pub fn file(mut self, f: FileRef) -> Self {
+        self.push_file(f);
+        self
+    }
+
+    pub fn push_file(&mut self, f: FileRef) {
+        if let Some(existing) = self.files.iter_mut().find(|e| e.path == f.path) {
+            if existing.sha256.is_none() {
+                *existing = f;
+            }
+        } else {
+            self.files.push(f);
+        }
+    }
+
+    /// Merges the evidence of parts into one outcome with the given verdict.
+    fn combine(verdict: Verdict, parts: Vec<Outcome>) -> Outcome {
+        let mut out = Outcome {
+            verdict,
+            expected: Vec::new(),
+            observed: Vec::new(),
+            details: Vec::new(),
+            files: Vec::new(),
+        };
+        for p in parts {
+            out.expected.extend(p.expected);
+            out.observed.extend(p.observed);
+            for d in p.details {
+                out.push_detail(d);
+            }
+            for f in p.files {
+                out.push_file(f);
+            }
+        }
+        out
+    }
+}
+
+/// Shortens `s` to at most `max` characters, marking the cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The pipeline's verdict (SPEC §2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineVerdict {
+    pub verdict: String,
+    pub file: String,
+    pub line: usize,
+    pub complete: bool,
+}
+
+/// Everything a predicate may look at during one evaluation, with per-evaluation caches
+/// so each file is read at most once and each glob matched at most once.
+pub struct Ctx<'a> {
+    pub snap: &'a Snapshot,
+    marker: Option<&'a str>,
+    pub verdict: Option<PipelineVerdict>,
+    globs: RefCell<HashMap<String, Rc<Vec<usize>>>>,
+    gates: RefCell<HashMap<String, Rc<Result<Vec<GateEntry>, GateError>>>>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(protocol: &'a Protocol, snap: &'a Snapshot) -> Ctx<'a> {
+        let mut ctx = Ctx {
+            snap,
+            marker: protocol.variant_marker.as_deref(),
+            verdict: None,
+            globs: RefCell::new(HashMap::new()),
+            gates: RefCell::new(HashMap::new()),
+        };
+        ctx.verdict = find_verdict(&ctx, &protocol.verdict);
+        ctx
+    }
+
+    pub fn complete(&self) -> bool {
+        self.verdict.as_ref().is_some_and(|v| v.complete)
+    }
+
+    /// Entries matching a glob, in path order. The referee's own files never match.
+    pub fn matches(&self, glob: &Glob) -> Vec<&'a Entry> {
+        let entries = self.snap.entries();
+        let idx = self.match_indices(glob);
+        idx.iter().map(|&i| &entries[i]).collect()
+    }
+
+    /// Regular files matching a glob, and the other entries (FIFOs, escaping symlinks …)
+    /// that matched but cannot be read.
+    pub fn files(&self, glob: &Glob) -> (Vec<&'a Entry>, Vec<&'a Entry>) {
+        self.matches(glob)
+            .into_iter()
+            .filter(|e| e.kind != Kind::Dir)
+            .partition(|e| e.kind == Kind::File)
+    }
+
+    fn match_indices(&self, glob: &Glob) -> Rc<Vec<usize>> {
+        if let Some(hit) = self.globs.borrow().get(glob.as_str()) {
+            return hit.clone();
+        }
+        let found = Rc::new(self.compute_matches(glob));
+        self.globs
+            .borrow_mut()
+            .insert(glob.as_str().to_string(), found.clone());
+        found
+    }
+
+    fn compute_matches(&self, glob: &Glob) -> Vec<usize> {
+        let Some(matcher) = glob.matcher() else {
+            return Vec::new();
+        };
+        let entries = self.snap.entries();
+        let src = glob.as_str();
+        // Entries are sorted by path, so all paths with the glob's literal prefix are one run.
+        let prefix = literal_prefix(src);
+        let start = entries.partition_point(|e| e.rel.as_str() < prefix);
+        let marker_ok = |rel: &str| match self.marker {
+            Some(m) if !src.contains(m) => !top_component(rel).contains(m),
+            _ => true,
+        };
+        let nested = glob.nested();
+        let dirs_only = glob.dirs_only();
+        let mut out = Vec::new();
+        for (i, e) in entries.iter().enumerate().skip(start) {
+            if !e.rel.starts_with(prefix) {
+                break;
+            }
+            if (!nested && e.depth != 1)
+                || (dirs_only && e.kind != Kind::Dir)
+                || is_own_file(&e.rel)
+                || !marker_ok(&e.rel)
+            {
+                continue;
+            }
+            if matcher.is_match(&e.rel) {
+                out.push(i);
+            }
+        }
+        out
+    }
+
+    /// Reads a file (cached) and describes it for evidence.
+    pub fn read(&self, rel: &str) -> Result<Arc<FileData>, ReadError> {
+        self.snap.read(rel)
+    }
+
+    pub fn tracker(&self) -> Option<Result<Arc<Tracker>, ReadError>> {
+        self.snap.tracker()
+    }
+
+    /// Evidence for a file: with its hash when it was (or can be) read.
+    pub fn file_ref(&self, e: &Entry) -> FileRef {
+        let sha256 = match e.kind {
+            Kind::File => self.snap.read(&e.rel).ok().map(|d| d.sha256.clone()),
+            _ => None,
+        };
+        FileRef {
+            path: e.rel.clone(),
+            size: e.size,
+            sha256,
+            mtime: e.mtime.map(format_time),
+        }
+    }
+
+    pub fn data_ref(d: &FileData) -> FileRef {
+        FileRef {
+            path: d.rel.clone(),
+            size: d.size,
+            sha256: Some(d.sha256.clone()),
+            mtime: d.mtime.map(format_time),
+        }
+    }
+
+    /// Gate entries of one file, parsed once per evaluation.
+    fn gate_file(&self, rel: &str) -> Rc<Result<Vec<GateEntry>, GateError>> {
+        if let Some(hit) = self.gates.borrow().get(rel) {
+            return hit.clone();
+        }
+        let parsed = match self.snap.read(rel) {
+            Ok(data) => crate::artifacts::gates::parse_gates(&data.bytes, rel),
+            Err(e) => Err(GateError {
+                message: e.to_string(),
+                line: 0,
+                column: 0,
+            }),
+        };
+        let parsed = Rc::new(parsed);
+        self.gates
+            .borrow_mut()
+            .insert(rel.to_string(), parsed.clone());
+        parsed
+    }
+}
+
+/// The referee's own files (and the temp files it renames into place) are never inputs.
+pub fn is_own_file(rel: &str) -> bool {
+    let top = top_component(rel);
+    !rel.contains('/') && (top.starts_with("OBSERVER-") || top.starts_with(".OBSERVER-"))
+}
+
+fn top_component(rel: &str) -> &str {
+    rel.split('/').next().unwrap_or(rel)
+}
+
+fn literal_prefix(glob: &str) -> &str {
+    // Entries are sorted by path, so every path starting with these bytes is one run.
+    match glob.find(['*', '?', '[', '{', '\\']) {
+        Some(end) => &glob[..end],
+        None => glob.trim_end_matches('/'),
+    }
+}
+
+pub fn format_time(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t)
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
+    let regex = spec.pattern.regex()?;
+    for glob in &spec.files {
+        let (files, _) = ctx.files(glob);
+        // Newest file first; within a file the last verdict line is the final word.
+        let mut files = files;
+        files.sort_by_key(|e| std::cmp::Reverse(e.mtime));
+        for e in files {
+            let Ok(data) = ctx.read(&e.rel) else { continue };
+            let mut found = None;
+            for (i, line) in data.bytes.split(|&b| b == b'\n').enumerate() {
+                if let Some(c) = regex.captures(line) {
+                    let m = c.get(1).or_else(|| c.get(0));
+                    if let Some(m) = m {
+                        found = Some((i + 1, String::from_utf8_lossy(m.as_bytes()).to_uppercase()));
+                    }
+                }
+            }
+            if let Some((line, verdict)) = found {
+                let verdict = verdict.split_whitespace().collect::<Vec<_>>().join(" ");
+                let complete = spec.complete.iter().any(|c| *c == verdict);
+                return Some(PipelineVerdict {
+                    verdict,
+                    file: e.rel.clone(),
+                    line,
+                    complete,
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Judges a predicate.
+pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
+    use Predicate as P;
+    match p {
+        P::All(parts) => {
+            let parts: Vec<Outcome> = parts.iter().map(|p| judge(ctx, p)).collect();
+            let worst = parts.iter().map(|o| o.verdict).max().unwrap_or(Verdict::Pass);
+            // Show only the parts that decided the result, unless everything passed.
+            let shown = if worst == Verdict::Pass {
+                parts
+            } else {
+                parts.into_iter().filter(|o| o.verdict != Verdict::Pass).collect()
+            };
+            Outcome::combine(worst, shown)
+        }
+        P::Any(parts) => {
+            let parts: Vec<Outcome> = parts.iter().map(|p| judge(ctx, p)).collect();
+            if let Some(pos) = parts.iter().position(|o| o.verdict == Verdict::Pass) {
+                let mut parts = parts;
+                return parts.swap_remove(pos);
+            }
+            let mildest = parts.iter().map(|o| o.verdict).min().unwrap_or(Verdict::Missing);
+            Outcome::combine(mildest, parts)
+        }
+        P::Not(inner) => {
+            let o = judge(ctx, inner);
+            let verdict = if o.verdict == Verdict::Pass {
+                Verdict::Fail
+            } else {
+                Verdict::Pass
+            };
+            Outcome { verdict, ..o }
+        }
+        P::If(i) => {
+            if judge(ctx, &i.cond).verdict == Verdict::Pass {
+                judge(ctx, &i.then)
+            } else if let Some(e) = &i.otherwise {
+                judge(ctx, e)
+            } else {
+                Outcome::pass("(condition not met)", "not applicable")
+            }
+        }
+        P::FailIfMissing(inner) => {
+            let mut o = judge(ctx, inner);
+            if o.verdict == Verdict::Missing {
+                o.verdict = Verdict::Fail;
+            }
+            o
+        }
+        P::Always(b) => {
+            let v = if *b { Verdict::Pass } else { Verdict::Missing };
+            Outcome::new(v, "always", b.to_string())
+        }
+        P::Complete(want) => {
+            let observed = match &ctx.verdict {
+                Some(v) => format!("verdict {} ({}:{})", v.verdict, v.file, v.line),
+                None => "no verdict".to_string(),
+            };
+            let v = if ctx.complete() == *want {
+                Verdict::Pass
+            } else {
+                Verdict::Missing
+            };
+            Outcome::new(v, format!("pipeline complete = {want}"), observed)
+        }
+        P::Exists(globs) => files::exists(ctx, globs.as_slice()),
+        P::Count(c) => files::count(ctx, c),
+        P::FileSet(f) => files::file_set(ctx, f),
+        P::Heading(h) => files::heading(ctx, h),
+        P::Dissimilar(d) => files::dissimilar(ctx, d),
+        P::PathsListed(p) => files::paths_listed(ctx, p),
+        P::Filled(fields) => tracker::filled(ctx, fields.as_slice()),
+        P::SectionFilled(s) => tracker::section_filled(ctx, s),
+        P::FieldMatches(f) => tracker::field_matches(ctx, f),
+        P::Column(c) => tracker::column(ctx, c),
+        P::FillRate(f) => tracker::fill_rate(ctx, f),
+        P::Distinct(fields) => tracker::distinct(ctx, fields),
+        P::HasTime(t) => time::has_time(ctx, t),
+        P::TimeOrder(t) => time::time_order(ctx, t),
+        P::Text(t) => text::text(ctx, t),
+        P::Gate(g) => gates::gate(ctx, g),
+        P::GateFiles(g) => gates::gate_files(ctx, g),
+        P::GateCount(g) => gates::gate_count(ctx, g),
+        P::GateSources(g) => gates::gate_sources(ctx, g),
+    }
+}
+
+/// Whether a condition holds (its predicate passes).
+pub fn holds(ctx: &Ctx<'_>, p: &Predicate) -> bool {
+    judge(ctx, p).verdict == Verdict::Pass
+}
+
+/// The tracker, or the outcome to report when it cannot be had.
+fn with_tracker(ctx: &Ctx<'_>) -> Result<Arc<Tracker>, Outcome> {
+    match ctx.tracker() {
+        None => Err(Outcome::new(
+            Verdict::Missing,
+            "EXECUTION-TRACKER.md",
+            "EXECUTION-TRACKER.md does not exist",
+        )),
+        Some(Err(e)) => Err(unreadable("EXECUTION-TRACKER.md", &e)),
+        Some(Ok(t)) => Ok(t),
+    }
+}
+
+/// The outcome for a file that exists but cannot be read.
+fn unreadable(what: &str, e: &ReadError) -> Outcome {
+    let verdict = match e {
+        ReadError::NotFound(_) => Verdict::Missing,
+        _ => Verdict::Inconclusive,
+    };
+    Outcome::new(verdict, format!("{what} readable"), e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_prefixes() {
+        assert_eq!(literal_prefix("screenshots/**/*.png"), "screenshots/");
+        assert_eq!(literal_prefix("p3b-pa-auditor-*.md"), "p3b-pa-auditor-");
+        assert_eq!(literal_prefix("screenshots/1440/"), "screenshots/1440");
+        assert_eq!(literal_prefix("EXECUTION-TRACKER.md"), "EXECUTION-TRACKER.md");
+        assert_eq!(literal_prefix("refine-inputs/**"), "refine-inputs/");
+    }
+
+    #[test]
+    fn own_files() {
+        assert!(is_own_file("OBSERVER-STOP.md"));
+        assert!(is_own_file(".OBSERVER-STOP.md.tmp"));
+        assert!(!is_own_file("screens/OBSERVER-STOP.md"));
+        assert!(!is_own_file("p3b-pa-auditor-A.md"));
+    }
+
+    #[test]
+    fn clip_marks_the_cut() {
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 4), "abc");
+    }
+}

@@ -1,0 +1,313 @@
+//! The `text` predicate: required and forbidden language in files and tracker fields, with
+//! every forbidden hit reported as `file:line`. Each file is scanned once by a single
+//! combined regex, so checking every report costs one pass over its bytes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use regex::bytes::{Regex, RegexBuilder};
+
+use super::{with_tracker, Ctx, Outcome, Verdict};
+use crate::artifacts::tracker::is_empty_value;
+use crate::artifacts::FileData;
+use crate::protocol::predicate::{Pattern, Text};
+
+struct Source {
+    label: String,
+    content: Content,
+}
+
+enum Content {
+    File(Arc<FileData>),
+    Field(String),
+}
+
+impl Source {
+    fn bytes(&self) -> &[u8] {
+        match &self.content {
+            Content::File(d) => &d.bytes,
+            Content::Field(s) => s.as_bytes(),
+        }
+    }
+}
+
+/// The alternation of a pattern list, compiled once per process.
+fn combined(patterns: &[Pattern]) -> Option<Regex> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
+    let key = patterns
+        .iter()
+        .map(|p| format!("(?:{})", p.as_str()))
+        .collect::<Vec<_>>()
+        .join("|");
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry(key)
+        .or_insert_with_key(|k| {
+            RegexBuilder::new(k)
+                .multi_line(true)
+                .size_limit(1 << 24)
+                .build()
+                .ok()
+        })
+        .clone()
+}
+
+pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
+    let mut what: Vec<String> = t.files.iter().map(|g| format!("`{}`", g.as_str())).collect();
+    what.extend(t.fields.iter().cloned());
+    let mut rules = Vec::new();
+    if let Some(x) = &t.extract {
+        rules.push(format!("a snippet matching `{}`", x.as_str()));
+    }
+    if let Some(n) = t.min_chars {
+        rules.push(format!("at least {n} characters"));
+    }
+    if let Some(r) = &t.require {
+        rules.push(format!(
+            "at least {} of {}",
+            r.at_least,
+            list(&r.patterns)
+        ));
+    }
+    if !t.forbid.is_empty() {
+        rules.push(format!("none of {}", list(&t.forbid)));
+    }
+    let expected = format!("{}: {}", what.join(", "), rules.join("; "));
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+
+    // Gather the sources.
+    let mut sources = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut binary = 0;
+    for g in &t.files {
+        let (files, other) = ctx.files(g);
+        for e in files {
+            match ctx.read(&e.rel) {
+                Ok(d) => {
+                    o.push_file(Ctx::data_ref(&d));
+                    if d.looks_binary() {
+                        binary += 1;
+                        o.push_detail(format!("{}: binary, not judged", e.rel));
+                        continue;
+                    }
+                    sources.push(Source {
+                        label: e.rel.clone(),
+                        content: Content::File(d),
+                    });
+                }
+                Err(err) => unreadable.push(format!("{}: {err}", e.rel)),
+            }
+        }
+        for e in other {
+            unreadable.push(format!(
+                "{}: {}",
+                e.rel,
+                e.note.as_deref().unwrap_or("not a regular file")
+            ));
+        }
+    }
+    if !t.fields.is_empty() {
+        match with_tracker(ctx) {
+            Ok(tracker) => {
+                if let Ok(d) = ctx.read("EXECUTION-TRACKER.md") {
+                    o.push_file(Ctx::data_ref(&d));
+                }
+                for f in &t.fields {
+                    if let Some(row) = tracker.field(f) {
+                        if !is_empty_value(&row.value) {
+                            sources.push(Source {
+                                label: format!("EXECUTION-TRACKER.md:{} ({})", row.line, row.name),
+                                content: Content::Field(row.value.clone()),
+                            });
+                        }
+                    }
+                }
+            }
+            Err(e) if e.verdict == Verdict::Missing => {}
+            Err(e) => unreadable.push(e.observed.join("; ")),
+        }
+    }
+    for u in &unreadable {
+        o.push_detail(format!("cannot be read: {u}"));
+    }
+    if sources.is_empty() {
+        o.verdict = if unreadable.is_empty() {
+            Verdict::Missing
+        } else {
+            Verdict::Inconclusive
+        };
+        o.observed = vec![if binary > 0 {
+            "only binary files".to_string()
+        } else {
+            "no text to judge".to_string()
+        }];
+        return o;
+    }
+
+    let mut observed = Vec::new();
+    let mut verdict = Verdict::Pass;
+
+    // Forbidden language: every hit, with its line.
+    if !t.forbid.is_empty() {
+        let hits = forbidden(&t.forbid, &sources);
+        if hits.is_empty() {
+            observed.push(format!("no forbidden language in {} sources", sources.len()));
+        } else {
+            verdict = Verdict::Fail;
+            observed.push(format!("{} forbidden matches", hits.len()));
+            for h in hits {
+                o.push_detail(h);
+            }
+        }
+    }
+
+    // Extraction, length and required language: over snippets, or all the text together.
+    if t.extract.is_some() || t.min_chars.is_some() || t.require.is_some() {
+        let snippets: Vec<(String, String)> = match t.extract.as_ref().and_then(|x| x.regex()) {
+            Some(re) => sources
+                .iter()
+                .flat_map(|s| {
+                    re.captures_iter(s.bytes())
+                        .filter_map(|c| c.get(1).or_else(|| c.get(0)))
+                        .map(|m| {
+                            let line = line_of(s.bytes(), m.start());
+                            (
+                                format!("{}:{line}", s.label),
+                                String::from_utf8_lossy(m.as_bytes()).into_owned(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            None => vec![(
+                sources.iter().map(|s| s.label.clone()).collect::<Vec<_>>().join(" + "),
+                sources
+                    .iter()
+                    .map(|s| String::from_utf8_lossy(s.bytes()).into_owned())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )],
+        };
+        if snippets.is_empty() {
+            verdict = Verdict::Fail;
+            observed.push(format!(
+                "no snippet matches `{}`",
+                t.extract.as_ref().map_or("", |x| x.as_str())
+            ));
+        } else {
+            let mut best: Option<(bool, String)> = None;
+            for (at, snippet) in &snippets {
+                let (ok, why) = judge_snippet(t, snippet);
+                if ok || best.is_none() {
+                    best = Some((ok, format!("{at}: {why}")));
+                }
+                if ok {
+                    break;
+                }
+            }
+            if let Some((ok, why)) = best {
+                if !ok {
+                    verdict = Verdict::Fail;
+                }
+                observed.push(why);
+            }
+        }
+    }
+    if verdict == Verdict::Pass && !unreadable.is_empty() {
+        verdict = Verdict::Inconclusive;
+        observed.push(format!("{} sources could not be read", unreadable.len()));
+    }
+    o.verdict = verdict;
+    o.observed = observed;
+    o
+}
+
+fn list(patterns: &[Pattern]) -> String {
+    patterns
+        .iter()
+        .map(|p| format!("`{}`", p.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Judges one snippet for length and required language: (ok, what was seen).
+fn judge_snippet(t: &Text, snippet: &str) -> (bool, String) {
+    let trimmed = snippet.trim();
+    let chars = trimmed.chars().count();
+    let mut ok = true;
+    let mut seen = Vec::new();
+    if let Some(min) = t.min_chars {
+        seen.push(format!("{chars} characters"));
+        if chars < min {
+            ok = false;
+        }
+    }
+    if let Some(r) = &t.require {
+        let found: Vec<&str> = r
+            .patterns
+            .iter()
+            .filter(|p| p.regex().is_some_and(|re| re.is_match(trimmed.as_bytes())))
+            .map(|p| p.as_str())
+            .collect();
+        seen.push(if found.is_empty() {
+            format!("none of the required {} patterns", r.patterns.len())
+        } else {
+            format!("{} of the required patterns: {}", found.len(), found.join(", "))
+        });
+        if found.len() < r.at_least {
+            ok = false;
+        }
+    }
+    (ok, seen.join(", "))
+}
+
+/// Every forbidden match, as `source:line: pattern: "matched text"`.
+fn forbidden(patterns: &[Pattern], sources: &[Source]) -> Vec<String> {
+    let compiled: Vec<&Regex> = patterns.iter().filter_map(|p| p.regex()).collect();
+    // One scan per source with the alternation of all patterns; attribute each hit after.
+    let combined = combined(patterns);
+    let mut hits = Vec::new();
+    for s in sources {
+        let mut line = 1;
+        let mut counted_to = 0;
+        let mut record = |start: usize, end: usize, which: &str, hits: &mut Vec<String>| {
+            line += bytecount(&s.bytes()[counted_to..start]);
+            counted_to = start;
+            let text = String::from_utf8_lossy(&s.bytes()[start..end]);
+            hits.push(format!("{}:{line}: `{which}` matched \"{}\"", s.label, text.trim()));
+        };
+        match &combined {
+            Some(all) => {
+                for m in all.find_iter(s.bytes()) {
+                    let which = compiled
+                        .iter()
+                        .zip(patterns)
+                        .find(|(re, _)| re.find_at(s.bytes(), m.start()).is_some_and(|x| x.start() == m.start()))
+                        .map_or("?", |(_, p)| p.as_str());
+                    record(m.start(), m.end(), which, &mut hits);
+                }
+            }
+            None => {
+                // The alternation failed to compile (size limit): scan pattern by pattern.
+                let mut all: Vec<(usize, usize, &str)> = Vec::new();
+                for (re, p) in compiled.iter().zip(patterns) {
+                    all.extend(re.find_iter(s.bytes()).map(|m| (m.start(), m.end(), p.as_str())));
+                }
+                all.sort();
+                for (a, b, w) in all {
+                    record(a, b, w, &mut hits);
+                }
+            }
+        }
+    }
+    hits
+}
+
+fn bytecount(b: &[u8]) -> usize {
+    b.iter().filter(|&&c| c == b'\n').count()
+}
+
+fn line_of(b: &[u8], offset: usize) -> usize {
+    bytecount(&b[..offset.min(b.len())]) + 1
+}

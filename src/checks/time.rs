@@ -1,0 +1,254 @@
+//! Predicates over time: resolving a time reference (tracker values, time cells, table
+//! columns, file mtimes) and judging the order of a chain of them.
+
+use chrono::{DateTime, Utc};
+
+use super::{format_time, with_tracker, Ctx, Outcome, Verdict};
+use crate::artifacts::tracker::{is_empty_value, parse_timestamp, SectionFilter};
+use crate::protocol::predicate::{Absent, TimeOrder, TimeRef};
+
+const TRACKER: &str = "EXECUTION-TRACKER.md";
+
+/// What a time reference resolved to.
+#[derive(Debug, Default)]
+struct Times {
+    label: String,
+    /// (time, where it came from)
+    times: Vec<(DateTime<Utc>, String)>,
+    /// Values recorded but not parseable as timestamps.
+    unparseable: Vec<String>,
+    /// Why it could not be looked at, if it could not (unreadable tracker).
+    blocked: Option<Outcome>,
+}
+
+impl Times {
+    fn absent(&self) -> bool {
+        self.times.is_empty() && self.unparseable.is_empty() && self.blocked.is_none()
+    }
+}
+
+fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
+    match r {
+        TimeRef::Field(name) | TimeRef::FieldTime(name) => {
+            let by_time = matches!(r, TimeRef::FieldTime(_));
+            let label = if by_time {
+                format!("time of {name}")
+            } else {
+                name.clone()
+            };
+            let mut t = Times {
+                label,
+                ..Times::default()
+            };
+            let tracker = match with_tracker(ctx) {
+                Ok(tr) => tr,
+                Err(o) if o.verdict == Verdict::Missing => return t,
+                Err(o) => {
+                    t.blocked = Some(o);
+                    return t;
+                }
+            };
+            let Some(row) = tracker.field(name) else { return t };
+            let (raw, parsed) = if by_time {
+                let raw = row.third.clone().unwrap_or_default();
+                (raw, row.time)
+            } else {
+                (row.value.clone(), parse_timestamp(&row.value))
+            };
+            if is_empty_value(&raw) {
+                return t;
+            }
+            let at = format!("{TRACKER}:{}: {} = {}", row.line, t.label, raw.trim());
+            match parsed {
+                Some(ts) => t.times.push((ts, at)),
+                None => t.unparseable.push(at),
+            }
+            t
+        }
+        TimeRef::Column(c) => {
+            let mut t = Times {
+                label: format!("`{}` column of `{}`", c.column, c.section),
+                ..Times::default()
+            };
+            let tracker = match with_tracker(ctx) {
+                Ok(tr) => tr,
+                Err(o) if o.verdict == Verdict::Missing => return t,
+                Err(o) => {
+                    t.blocked = Some(o);
+                    return t;
+                }
+            };
+            let filter = SectionFilter {
+                text: c.section.clone(),
+                exact: false,
+            };
+            let Some(table) = tracker.table_in(&filter, &c.column) else { return t };
+            for (line, cell) in tracker.column(table, &c.column) {
+                if is_empty_value(&cell) {
+                    continue;
+                }
+                let at = format!("{TRACKER}:{line}: {} = {}", c.column, cell.trim());
+                match parse_timestamp(&cell) {
+                    Some(ts) => t.times.push((ts, at)),
+                    None => t.unparseable.push(at),
+                }
+            }
+            t
+        }
+        TimeRef::Mtime(glob) => {
+            let mut t = Times {
+                label: format!("mtime of `{}`", glob.as_str()),
+                ..Times::default()
+            };
+            for e in ctx.matches(glob) {
+                if let Some(m) = e.mtime {
+                    t.times.push((DateTime::<Utc>::from(m), format!("{} mtime {}", e.rel, format_time(m))));
+                }
+            }
+            t
+        }
+        TimeRef::FirstOf(refs) => {
+            let mut last = Times::default();
+            for r in refs {
+                let t = resolve(ctx, r);
+                if !t.absent() {
+                    return t;
+                }
+                last = t;
+            }
+            last.label = refs
+                .iter()
+                .map(|r| resolve_label(ctx, r))
+                .collect::<Vec<_>>()
+                .join(", else ");
+            last
+        }
+        TimeRef::Earliest(inner) | TimeRef::Latest(inner) => {
+            let mut t = resolve(ctx, inner);
+            let latest = matches!(r, TimeRef::Latest(_));
+            let pick = if latest {
+                t.times.iter().max_by_key(|(ts, _)| *ts).cloned()
+            } else {
+                t.times.iter().min_by_key(|(ts, _)| *ts).cloned()
+            };
+            t.label = format!("{} of {}", if latest { "latest" } else { "earliest" }, t.label);
+            t.times = pick.into_iter().collect();
+            t
+        }
+    }
+}
+
+fn resolve_label(ctx: &Ctx<'_>, r: &TimeRef) -> String {
+    match r {
+        TimeRef::Field(n) => n.clone(),
+        TimeRef::FieldTime(n) => format!("time of {n}"),
+        TimeRef::Column(c) => format!("`{}` column of `{}`", c.column, c.section),
+        TimeRef::Mtime(g) => format!("mtime of `{}`", g.as_str()),
+        _ => resolve(ctx, r).label,
+    }
+}
+
+pub(super) fn has_time(ctx: &Ctx<'_>, r: &TimeRef) -> Outcome {
+    let t = resolve(ctx, r);
+    let verdict = if t.absent() { Verdict::Missing } else { Verdict::Pass };
+    Outcome::new(
+        verdict,
+        format!("{} recorded", t.label),
+        format!("{} times, {} unparseable", t.times.len(), t.unparseable.len()),
+    )
+}
+
+pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
+    let refs: Vec<TimeRef> = if spec.chain.is_empty() {
+        spec.fields.iter().cloned().map(TimeRef::Field).collect()
+    } else {
+        spec.chain.clone()
+    };
+    let resolved: Vec<Times> = refs.iter().map(|r| resolve(ctx, r)).collect();
+    let op = match spec.min_gap_seconds {
+        Some(g) => format!(" at least {g}s before "),
+        None => " < ".to_string(),
+    };
+    let expected = resolved
+        .iter()
+        .map(|t| t.label.as_str())
+        .collect::<Vec<_>>()
+        .join(&op);
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    if let Ok(d) = ctx.read(TRACKER) {
+        o.push_file(Ctx::data_ref(&d));
+    }
+    for t in &resolved {
+        for (_, at) in &t.times {
+            o.push_detail(at.clone());
+        }
+    }
+    if let Some(blocked) = resolved.iter().find_map(|t| t.blocked.clone()) {
+        return Outcome { expected: o.expected, ..blocked };
+    }
+    let unparseable: Vec<&String> = resolved.iter().flat_map(|t| &t.unparseable).collect();
+    if !unparseable.is_empty() {
+        o.verdict = Verdict::Inconclusive;
+        o.observed = vec![format!(
+            "unparseable timestamp: {}",
+            unparseable.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+        )];
+        return o;
+    }
+    let absent: Vec<&str> = resolved
+        .iter()
+        .filter(|t| t.absent())
+        .map(|t| t.label.as_str())
+        .collect();
+    if !absent.is_empty() && spec.absent != Absent::Skip {
+        o.verdict = match spec.absent {
+            Absent::Inconclusive => Verdict::Inconclusive,
+            _ => Verdict::Missing,
+        };
+        o.observed = vec![format!("not recorded: {}", absent.join(", "))];
+        return o;
+    }
+    let present: Vec<&Times> = resolved.iter().filter(|t| !t.absent()).collect();
+    let need = spec.min_present.unwrap_or(2).max(2);
+    if present.len() < need {
+        o.verdict = Verdict::Inconclusive;
+        o.observed = vec![format!(
+            "only {} of {} recorded (need {need} to compare){}",
+            present.len(),
+            resolved.len(),
+            if absent.is_empty() {
+                String::new()
+            } else {
+                format!("; not recorded: {}", absent.join(", "))
+            }
+        )];
+        return o;
+    }
+    let mut violations = Vec::new();
+    for pair in present.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        for (ta, la) in &a.times {
+            for (tb, lb) in &b.times {
+                let gap = (*tb - *ta).num_seconds();
+                let ok = match spec.min_gap_seconds {
+                    Some(min) => (*tb - *ta).num_milliseconds() >= min * 1000,
+                    None => tb > ta,
+                };
+                if !ok {
+                    violations.push(format!("{la} → {lb} ({gap:+}s)"));
+                }
+            }
+        }
+    }
+    if violations.is_empty() {
+        o.observed = vec![format!("in order ({} recorded)", present.len())];
+    } else {
+        o.verdict = Verdict::Fail;
+        o.observed = vec![format!("{} out of order", violations.len())];
+        o.details.clear();
+        for v in violations {
+            o.push_detail(v);
+        }
+    }
+    o
+}

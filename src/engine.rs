@@ -1,0 +1,330 @@
+//! When things run and what they mean: which passes have run (on their trigger, at their
+//! deadline, or at completion), which checks are due, and how a predicate's outcome
+//! becomes a status (PASS, FAIL, WAITING, SKIP, INCONCLUSIVE). One [`evaluate`] call judges
+//! a snapshot of the build directory; the daemon keeps pass state between calls.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::artifacts::Snapshot;
+use crate::checks::{self, Ctx, FileRef, Outcome, Verdict};
+use crate::protocol::{CheckInstance, MissingAs, Pass, Protocol, Severity};
+
+/// A check result's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Pass,
+    Fail,
+    Waiting,
+    Skip,
+    Inconclusive,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Waiting => "WAITING",
+            Status::Skip => "SKIP",
+            Status::Inconclusive => "INCONCLUSIVE",
+        }
+    }
+}
+
+/// Why a pass ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunReason {
+    /// Its trigger held.
+    Trigger,
+    /// Its deadline held before its trigger did (the phase was skipped).
+    Deadline,
+    /// The pipeline completed before its trigger held.
+    Complete,
+    /// `--final`: everything is judged as if the pipeline were complete.
+    Final,
+}
+
+/// The evidence of one result, as printed and serialised.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Evidence {
+    pub expected: String,
+    pub observed: String,
+    pub details: Vec<String>,
+    pub files: Vec<FileRef>,
+}
+
+impl Evidence {
+    fn from_outcome(o: &Outcome) -> Evidence {
+        Evidence {
+            expected: dedup_join(&o.expected),
+            observed: dedup_join(&o.observed),
+            details: o.details.clone(),
+            files: o.files.clone(),
+        }
+    }
+
+    fn note(expected: &str, observed: String) -> Evidence {
+        Evidence {
+            expected: expected.to_string(),
+            observed,
+            details: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+}
+
+fn dedup_join(parts: &[String]) -> String {
+    let mut seen = Vec::<&str>::new();
+    for p in parts {
+        if !p.is_empty() && !seen.contains(&p.as_str()) {
+            seen.push(p);
+        }
+    }
+    seen.join("; ")
+}
+
+/// One check instance's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckResult {
+    pub pass: String,
+    pub check: String,
+    pub title: String,
+    pub severity: Severity,
+    pub status: Status,
+    pub due: bool,
+    pub evidence: Evidence,
+}
+
+impl CheckResult {
+    /// Whether this result holds the pipeline (raises STOP).
+    pub fn stops(&self) -> bool {
+        self.severity == Severity::Blocking && self.status == Status::Fail
+    }
+
+    /// `pass:check`, unique within an evaluation.
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.pass, self.check)
+    }
+}
+
+/// A pass's state.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct PassState {
+    pub id: String,
+    pub ran: bool,
+    pub reason: Option<RunReason>,
+    /// When it first ran (the daemon's clock; for `verify`, the evaluation time).
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// Options for one evaluation.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Treat every check as due and every non-optional pass as run.
+    pub final_: bool,
+    /// Passes that already ran in earlier evaluations (the daemon's memory).
+    pub ran: BTreeMap<String, PassState>,
+    /// The time to stamp on passes that run now.
+    pub now: Option<DateTime<Utc>>,
+}
+
+/// The result of judging a build directory once.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluation {
+    pub complete: bool,
+    pub verdict: Option<String>,
+    pub final_: bool,
+    pub passes: Vec<PassState>,
+    pub results: Vec<CheckResult>,
+}
+
+impl Evaluation {
+    pub fn stops(&self) -> impl Iterator<Item = &CheckResult> {
+        self.results.iter().filter(|r| r.stops())
+    }
+
+    pub fn count(&self, s: Status) -> usize {
+        self.results.iter().filter(|r| r.status == s).count()
+    }
+
+    pub fn summary(&self) -> Summary {
+        let fail_blocking = self.stops().count();
+        let fail = self.count(Status::Fail);
+        let pass = self.count(Status::Pass);
+        let inconclusive = self.count(Status::Inconclusive);
+        let judged = pass + fail + inconclusive;
+        Summary {
+            checks: self.results.len(),
+            pass,
+            fail,
+            fail_blocking,
+            fail_significant: fail - fail_blocking,
+            waiting: self.count(Status::Waiting),
+            skip: self.count(Status::Skip),
+            inconclusive,
+            compliance_rate: (judged > 0).then(|| pass as f64 / judged as f64),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub checks: usize,
+    pub pass: usize,
+    pub fail: usize,
+    pub fail_blocking: usize,
+    pub fail_significant: usize,
+    pub waiting: usize,
+    pub skip: usize,
+    pub inconclusive: usize,
+    /// PASS ÷ (PASS + FAIL + INCONCLUSIVE); `None` when nothing was judged.
+    pub compliance_rate: Option<f64>,
+}
+
+/// Judges every check instance of the protocol against a snapshot.
+pub fn evaluate(protocol: &Protocol, snap: &Snapshot, opts: &Options) -> Evaluation {
+    evaluate_changed(protocol, snap, opts, None)
+}
+
+/// Like [`evaluate`], but after a change: re-judges only the check instances whose inputs
+/// a changed path touches (or whose pass just ran, or when completion flipped), and keeps
+/// `previous`'s result for the rest. `changed` holds paths relative to the build directory.
+pub fn evaluate_changed(
+    protocol: &Protocol,
+    snap: &Snapshot,
+    opts: &Options,
+    previous: Option<(&Evaluation, &[String])>,
+) -> Evaluation {
+    let ctx = Ctx::new(protocol, snap);
+    let complete = ctx.complete();
+    let now = opts.now.unwrap_or_else(Utc::now);
+    let mut passes = Vec::new();
+    let mut results = Vec::new();
+    for pass in &protocol.passes {
+        let state = pass_state(&ctx, pass, opts, complete, now);
+        let before = previous.and_then(|(prev, changed)| {
+            let was = prev.passes.iter().find(|p| p.id == pass.id)?;
+            let same_run = was.ran == state.ran && prev.complete == complete && prev.final_ == opts.final_;
+            same_run.then_some((prev, changed))
+        });
+        for inst in &pass.checks {
+            let kept = before.and_then(|(prev, changed)| {
+                let touched = changed.iter().any(|c| inst.inputs.touched_by(c));
+                if touched {
+                    return None;
+                }
+                prev.results
+                    .iter()
+                    .find(|r| r.pass == pass.id && r.check == inst.def.id)
+                    .cloned()
+            });
+            results.push(kept.unwrap_or_else(|| judge_instance(&ctx, pass, &state, inst, opts, complete)));
+        }
+        passes.push(state);
+    }
+    Evaluation {
+        complete,
+        verdict: ctx.verdict.as_ref().map(|v| v.verdict.clone()),
+        final_: opts.final_,
+        passes,
+        results,
+    }
+}
+
+fn pass_state(
+    ctx: &Ctx<'_>,
+    pass: &Pass,
+    opts: &Options,
+    complete: bool,
+    now: DateTime<Utc>,
+) -> PassState {
+    if let Some(prev) = opts.ran.get(&pass.id).filter(|p| p.ran) {
+        return prev.clone();
+    }
+    let reason = if checks::holds(ctx, &pass.trigger) {
+        Some(RunReason::Trigger)
+    } else if pass.optional {
+        None
+    } else if pass.deadline.as_ref().is_some_and(|d| checks::holds(ctx, d)) {
+        Some(RunReason::Deadline)
+    } else if complete {
+        Some(RunReason::Complete)
+    } else if opts.final_ {
+        Some(RunReason::Final)
+    } else {
+        None
+    };
+    PassState {
+        id: pass.id.clone(),
+        ran: reason.is_some(),
+        reason,
+        at: reason.map(|_| now),
+    }
+}
+
+fn judge_instance(
+    ctx: &Ctx<'_>,
+    pass: &Pass,
+    state: &PassState,
+    inst: &CheckInstance,
+    opts: &Options,
+    complete: bool,
+) -> CheckResult {
+    let def = &inst.def;
+    let result = |status: Status, due: bool, evidence: Evidence| CheckResult {
+        pass: pass.id.clone(),
+        check: def.id.clone(),
+        title: def.title.clone(),
+        severity: def.severity,
+        status,
+        due,
+        evidence,
+    };
+    if !state.ran {
+        return if pass.optional {
+            result(
+                Status::Skip,
+                false,
+                Evidence::note(&def.description, format!("pass {} was never triggered (optional)", pass.id)),
+            )
+        } else {
+            result(
+                Status::Waiting,
+                false,
+                Evidence::note(&def.description, format!("pass {} has not run yet", pass.id)),
+            )
+        };
+    }
+    if let Some(when) = &inst.when {
+        let w = checks::judge(ctx, when);
+        if w.verdict != Verdict::Pass {
+            let mut ev = Evidence::from_outcome(&w);
+            ev.expected = format!("applies when: {}", ev.expected);
+            ev.observed = format!("not applicable: {}", ev.observed);
+            return result(Status::Skip, false, ev);
+        }
+    }
+    let due = opts.final_
+        || complete
+        || inst
+            .deadline
+            .as_ref()
+            .is_none_or(|d| checks::holds(ctx, d));
+    let outcome = checks::judge(ctx, &inst.predicate);
+    let status = match (outcome.verdict, due) {
+        (Verdict::Pass, _) => Status::Pass,
+        (Verdict::Fail, _) => Status::Fail,
+        (Verdict::Missing, true) => match def.missing {
+            MissingAs::Fail => Status::Fail,
+            MissingAs::Inconclusive => Status::Inconclusive,
+        },
+        (Verdict::Inconclusive, true) => Status::Inconclusive,
+        (_, false) => Status::Waiting,
+    };
+    result(status, due, Evidence::from_outcome(&outcome))
+}

@@ -1,0 +1,13 @@
+//! referee: an independent, deterministic referee for AI build pipelines.
+//!
+//! Modules in the order data flows: what is on disk (`artifacts`), what the protocol says
+//! (`protocol`), how a check is judged (`checks`), when things run and what changed
+//! (`engine`), what gets written (`outputs`), and the command line (`cli`).
+
+pub mod artifacts;
+pub mod checks;
+pub mod engine;
+pub mod protocol;
+pub mod outputs;
+pub mod cli;
+pub mod exit;

@@ -1,0 +1,11 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match referee::cli::run(std::env::args_os()) {
+        Ok(code) => code.into(),
+        Err(err) => {
+            eprintln!("referee: {err:#}");
+            referee::exit::ExitCode::Error.into()
+        }
+    }
+}

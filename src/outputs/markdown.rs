@@ -1,0 +1,470 @@
+//! The markdown the referee writes and prints, in the formats of the D10 seed: the per-pass
+//! files, the STOP file (one block per failing BLOCKING check) and the final report.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use super::{Change, Context};
+use crate::checks::FileRef;
+use crate::engine::{CheckResult, Evaluation, Status};
+use crate::protocol::{CheckDef, Protocol, Severity};
+
+fn ts(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn def<'p>(p: &'p Protocol, id: &str) -> Option<&'p CheckDef> {
+    p.checks().into_iter().find(|d| d.id == id).map(|d| d.as_ref())
+}
+
+/// Escapes a value for a table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn pass_title(p: &Protocol, id: &str) -> String {
+    p.passes
+        .iter()
+        .find(|x| x.id == id)
+        .map_or_else(|| format!("Pass {id}"), |x| format!("Pass {id}: {}", x.title))
+}
+
+fn evidence_summary(r: &CheckResult) -> String {
+    let mut s = format!(
+        "expected {}; observed {}",
+        r.evidence.expected, r.evidence.observed
+    );
+    if let Some(d) = r.evidence.details.first() {
+        let _ = write!(s, "; {d}");
+        if r.evidence.details.len() > 1 {
+            let _ = write!(s, " (+{} more)", r.evidence.details.len() - 1);
+        }
+    }
+    s
+}
+
+fn file_line(f: &FileRef) -> String {
+    let mut s = format!("`{}` ({} bytes", f.path, f.size);
+    if let Some(h) = &f.sha256 {
+        let _ = write!(s, ", sha256 `{h}`");
+    }
+    if let Some(m) = &f.mtime {
+        let _ = write!(s, ", mtime {m}");
+    }
+    s.push(')');
+    s
+}
+
+/// The full evidence of one result as a markdown section.
+fn result_section(out: &mut String, r: &CheckResult, level: &str) {
+    let _ = writeln!(
+        out,
+        "{level} {}: {} — {} ({})\n",
+        r.check,
+        r.status.as_str(),
+        r.title,
+        r.severity.as_str()
+    );
+    let _ = writeln!(out, "- **Expected:** {}", r.evidence.expected);
+    let _ = writeln!(out, "- **Observed:** {}", r.evidence.observed);
+    if !r.due && matches!(r.status, Status::Waiting) {
+        let _ = writeln!(out, "- **Due:** not yet");
+    }
+    if !r.evidence.details.is_empty() {
+        let _ = writeln!(out, "- **Details:**");
+        for d in &r.evidence.details {
+            let _ = writeln!(out, "  - {}", d.replace('\n', " "));
+        }
+    }
+    if !r.evidence.files.is_empty() {
+        let _ = writeln!(out, "- **Files:**");
+        for f in &r.evidence.files {
+            let _ = writeln!(out, "  - {}", file_line(f));
+        }
+    }
+    out.push('\n');
+}
+
+fn header_line(p: &Protocol) -> String {
+    format!(
+        "Protocol: `{}` {} (sha256 `{}`)",
+        p.id, p.version, p.sha256
+    )
+}
+
+fn history_lines(out: &mut String, history: &[&Change]) {
+    for c in history {
+        let from = c.from.map_or("—", |s| s.as_str());
+        let note = c
+            .note
+            .as_deref()
+            .map(|n| format!(" — {}: {n}", c.check))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "- {} {} (pass {}): {from} → {}{note}",
+            ts(&c.at),
+            c.check,
+            c.pass,
+            c.to.as_str()
+        );
+    }
+}
+
+/// `OBSERVER-PASS-{N}.md`: every check of one pass with its evidence and history.
+pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> String {
+    let mut out = String::new();
+    let state = eval.passes.iter().find(|s| s.id == pass);
+    let _ = writeln!(out, "# Observer {}\n", pass_title(p, pass));
+    let _ = writeln!(out, "- Build: `{}`", ctx.build_dir.display());
+    let _ = writeln!(out, "- {}", header_line(p));
+    if let Some(s) = state {
+        if let (Some(at), Some(reason)) = (s.at, s.reason) {
+            let _ = writeln!(out, "- Pass ran: {} (on its {:?})", ts(&at), reason);
+        }
+    }
+    if let Some(w) = ctx.written {
+        let _ = writeln!(out, "- Updated: {}", ts(&w));
+    }
+    out.push('\n');
+    let results: Vec<&CheckResult> = eval.results.iter().filter(|r| r.pass == pass).collect();
+    let _ = writeln!(out, "| Check | Severity | Status | Title |\n|---|---|---|---|");
+    for r in &results {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            r.check,
+            r.severity.as_str(),
+            r.status.as_str(),
+            cell(&r.title)
+        );
+    }
+    out.push('\n');
+    for r in &results {
+        result_section(&mut out, r, "##");
+    }
+    let history: Vec<&Change> = ctx.history.iter().filter(|c| c.pass == pass).collect();
+    if !history.is_empty() {
+        let _ = writeln!(out, "## History\n");
+        for c in &history {
+            if let Some(n) = &c.note {
+                if n.starts_with("RESOLVED") {
+                    let _ = writeln!(out, "{}: {n}.", c.check);
+                }
+            }
+        }
+        history_lines(&mut out, &history);
+    }
+    out
+}
+
+/// `OBSERVER-STOP.md`, or `None` when no BLOCKING check fails.
+pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<String> {
+    let failing: Vec<&CheckResult> = eval.stops().collect();
+    if failing.is_empty() {
+        return None;
+    }
+    let mut out = String::from("# OBSERVER STOP — BLOCKING VIOLATION\n\n");
+    let _ = writeln!(
+        out,
+        "{} BLOCKING check{} failed. The orchestrator must not make the next phase transition until this file is gone; the referee removes it when the last violation is resolved.\n",
+        failing.len(),
+        if failing.len() == 1 { "" } else { "s" }
+    );
+    for (i, r) in failing.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\n---\n\n");
+        }
+        let d = def(p, &r.check);
+        let _ = writeln!(out, "**Check:** {} — {}", r.check, r.title);
+        let _ = writeln!(out, "**Severity:** {}", r.severity.as_str());
+        let _ = writeln!(out, "**Phase:** {}", pass_title(p, &r.pass));
+        let _ = writeln!(
+            out,
+            "**Description:** expected {}; found {}",
+            r.evidence.expected, r.evidence.observed
+        );
+        let mut ev: Vec<String> = r.evidence.details.iter().take(12).cloned().collect();
+        if r.evidence.details.len() > 12 {
+            ev.push(format!("… {} more in OBSERVER-PASS-{}.md", r.evidence.details.len() - 12, r.pass));
+        }
+        ev.extend(r.evidence.files.iter().take(6).map(file_line));
+        if ev.is_empty() {
+            let _ = writeln!(out, "**Evidence:** {}", r.evidence.observed);
+        } else {
+            let _ = writeln!(out, "**Evidence:**");
+            for e in ev {
+                let _ = writeln!(out, "- {}", e.replace('\n', " "));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "**Required Action:** {}",
+            d.map_or("Resolve the violation described above.", |d| d.action.as_str())
+        );
+        if let Some((_, why)) = ctx.escalations.iter().find(|(k, _)| *k == r.key()) {
+            let _ = writeln!(out, "**ESCALATED: human review required** — {why}");
+        }
+    }
+    Some(out)
+}
+
+fn summary_block(out: &mut String, eval: &Evaluation) {
+    let s = eval.summary();
+    let _ = writeln!(out, "### Summary\n");
+    let _ = writeln!(out, "- Total checks executed: {}", s.checks - s.waiting - s.skip);
+    let _ = writeln!(out, "- PASS: {}", s.pass);
+    let _ = writeln!(
+        out,
+        "- FAIL: {} ({} BLOCKING, {} SIGNIFICANT)",
+        s.fail, s.fail_blocking, s.fail_significant
+    );
+    let _ = writeln!(out, "- SKIP: {} (not applicable)", s.skip);
+    let _ = writeln!(out, "- INCONCLUSIVE: {}", s.inconclusive);
+    let _ = writeln!(out, "- WAITING: {} (not yet due)", s.waiting);
+    let _ = writeln!(
+        out,
+        "- Observer compliance rate: {}",
+        s.compliance_rate
+            .map_or("n/a (nothing judged yet)".to_string(), |r| format!("{:.0}%", r * 100.0))
+    );
+    out.push('\n');
+}
+
+/// `OBSERVER-REPORT.md` (and what `verify` prints): the seed's report format.
+pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
+    let mut out = String::new();
+    let slug = ctx
+        .build_dir
+        .file_name()
+        .map_or_else(|| ctx.build_dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let date = ctx.written.or(ctx.started).unwrap_or_else(Utc::now);
+    let _ = writeln!(out, "# Observer Verification Report");
+    let _ = writeln!(out, "## Build: {slug} — {}\n", date.format("%Y-%m-%d"));
+    let _ = writeln!(out, "- Build directory: `{}`", ctx.build_dir.display());
+    let _ = writeln!(out, "- {}", header_line(p));
+    let _ = writeln!(
+        out,
+        "- Pipeline: {}",
+        match (&eval.verdict, eval.complete) {
+            (Some(v), true) => format!("complete (VERDICT: {v})"),
+            (Some(v), false) => format!("in progress (latest VERDICT: {v})"),
+            (None, _) => "in progress (no verdict yet)".to_string(),
+        }
+    );
+    if eval.final_ {
+        let _ = writeln!(out, "- Judged with `--final`: every check treated as due");
+    }
+    if let Some(e) = &ctx.ended {
+        let _ = writeln!(out, "- Referee finished: {e}");
+    }
+    out.push('\n');
+    summary_block(&mut out, eval);
+
+    // BLOCKING failures: those failing now, and those that failed earlier and were resolved.
+    let mut blocking: BTreeMap<String, (Option<&CheckResult>, Option<&Change>)> = BTreeMap::new();
+    for r in eval.results.iter().filter(|r| r.stops()) {
+        blocking.entry(r.key()).or_default().0 = Some(r);
+    }
+    for c in &ctx.history {
+        let is_blocking = def(p, &c.check).is_some_and(|d| d.severity == Severity::Blocking);
+        if is_blocking && c.to == Status::Fail {
+            blocking.entry(format!("{}:{}", c.pass, c.check)).or_default().1 = Some(c);
+        }
+    }
+    let _ = writeln!(out, "### BLOCKING Failures\n");
+    if blocking.is_empty() {
+        let _ = writeln!(out, "None.\n");
+    } else {
+        let _ = writeln!(out, "| Check ID | Description | Evidence | Phase | Resolved? |\n|----------|-------------|----------|-------|-----------|");
+        for (key, (now, past)) in &blocking {
+            let (pass, check) = key.split_once(':').unwrap_or(("", key));
+            let current = eval.results.iter().find(|r| r.pass == pass && r.check == check);
+            let (desc, evidence) = match now.or(current) {
+                Some(r) => (r.title.clone(), evidence_summary(r)),
+                None => (String::new(), String::new()),
+            };
+            let resolved = match (now, past) {
+                (Some(_), _) => "No".to_string(),
+                (None, Some(c)) => {
+                    let when = ctx
+                        .history
+                        .iter()
+                        .filter(|h| h.pass == pass && h.check == check && h.at >= c.at && h.to != Status::Fail)
+                        .map(|h| ts(&h.at))
+                        .next_back()
+                        .unwrap_or_default();
+                    format!("Yes ({when})")
+                }
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "| {check} | {} | {} | Pass {pass} | {resolved} |",
+                cell(&desc),
+                cell(&evidence)
+            );
+        }
+        out.push('\n');
+    }
+
+    let _ = writeln!(out, "### SIGNIFICANT Failures\n");
+    let sig: Vec<&CheckResult> = eval
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Fail && r.severity == Severity::Significant)
+        .collect();
+    if sig.is_empty() {
+        let _ = writeln!(out, "None.\n");
+    } else {
+        let _ = writeln!(out, "| Check ID | Description | Evidence | Phase |\n|----------|-------------|----------|-------|");
+        for r in sig {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | Pass {} |",
+                r.check,
+                cell(&r.title),
+                cell(&evidence_summary(r)),
+                r.pass
+            );
+        }
+        out.push('\n');
+    }
+
+    let incon: Vec<&CheckResult> = eval
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Inconclusive)
+        .collect();
+    if !incon.is_empty() {
+        let _ = writeln!(out, "### INCONCLUSIVE\n");
+        let _ = writeln!(out, "| Check ID | Description | What is missing | Phase |\n|----------|-------------|-----------------|-------|");
+        for r in incon {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | Pass {} |",
+                r.check,
+                cell(&r.title),
+                cell(&evidence_summary(r)),
+                r.pass
+            );
+        }
+        out.push('\n');
+    }
+
+    if !ctx.incidents.is_empty() {
+        let _ = writeln!(out, "### Incidents\n");
+        let _ = writeln!(out, "| Time | Kind | What happened |\n|------|------|---------------|");
+        for i in &ctx.incidents {
+            let _ = writeln!(out, "| {} | {} | {} |", ts(&i.at), i.kind, cell(&i.text));
+        }
+        out.push('\n');
+    }
+
+    let _ = writeln!(out, "### Pass-by-Pass Detail\n");
+    for pass in &p.passes {
+        let state = eval.passes.iter().find(|s| s.id == pass.id);
+        let ran = match state {
+            Some(s) if s.ran => format!(
+                "ran{}",
+                s.reason.map(|r| format!(" on its {r:?}").to_lowercase()).unwrap_or_default()
+            ),
+            _ if pass.optional => "not triggered (optional)".to_string(),
+            _ => "not run yet".to_string(),
+        };
+        let _ = writeln!(out, "#### {} — {ran}\n", pass_title(p, &pass.id));
+        for r in eval.results.iter().filter(|r| r.pass == pass.id) {
+            let _ = writeln!(
+                out,
+                "- {} [{}] **{}** — {}: {}",
+                r.check,
+                r.severity.as_str(),
+                r.status.as_str(),
+                r.title,
+                r.evidence.observed
+            );
+            if matches!(r.status, Status::Fail | Status::Inconclusive) {
+                for d in r.evidence.details.iter().take(8) {
+                    let _ = writeln!(out, "  - {}", d.replace('\n', " "));
+                }
+            }
+        }
+        out.push('\n');
+    }
+
+    let history: Vec<&Change> = ctx.history.iter().collect();
+    if !history.is_empty() {
+        let _ = writeln!(out, "### History\n");
+        history_lines(&mut out, &history);
+        out.push('\n');
+    }
+
+    let _ = writeln!(out, "### Timestamps\n");
+    let _ = writeln!(out, "| Event | Timestamp |\n|-------|-----------|");
+    if let Some(s) = ctx.started {
+        let _ = writeln!(out, "| Observer spawned | {} |", ts(&s));
+    }
+    for s in &eval.passes {
+        if let Some(at) = s.at {
+            let _ = writeln!(out, "| Pass {} complete | {} |", s.id, ts(&at));
+        }
+    }
+    if let Some(w) = ctx.written {
+        let _ = writeln!(out, "| Final report written | {} |", ts(&w));
+    }
+    out.push('\n');
+
+    let _ = writeln!(out, "### Recommendations\n");
+    let mut recs: Vec<(Severity, String, String)> = Vec::new();
+    for r in eval
+        .results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Fail | Status::Inconclusive))
+    {
+        if let Some(d) = def(p, &r.check) {
+            if !recs.iter().any(|(_, id, _)| *id == d.id) {
+                recs.push((d.severity, d.id.clone(), d.recommendation.clone()));
+            }
+        }
+    }
+    recs.sort();
+    if recs.is_empty() {
+        let _ = writeln!(out, "- No process change indicated: no check failed or was inconclusive.");
+    }
+    for (_, id, rec) in recs {
+        let _ = writeln!(out, "- {id}: {rec}");
+    }
+    out.push('\n');
+
+    let _ = writeln!(out, "### Artifacts\n");
+    let files = artifacts(eval);
+    if files.is_empty() {
+        let _ = writeln!(out, "None read.");
+    } else {
+        let _ = writeln!(out, "| Path | Bytes | SHA-256 |\n|------|-------|---------|");
+        for f in files {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} |",
+                cell(&f.path),
+                f.size,
+                f.sha256.as_deref().map_or("(not read)".to_string(), |h| format!("`{h}`"))
+            );
+        }
+    }
+    out
+}
+
+/// Every file a verdict rests on, once, in path order.
+pub fn artifacts(eval: &Evaluation) -> Vec<FileRef> {
+    let mut by_path: BTreeMap<&str, &FileRef> = BTreeMap::new();
+    for f in eval.results.iter().flat_map(|r| &r.evidence.files) {
+        let keep = by_path.get(f.path.as_str()).is_none_or(|old| old.sha256.is_none());
+        if keep {
+            by_path.insert(&f.path, f);
+        }
+    }
+    by_path.into_values().cloned().collect()
+}

@@ -1,0 +1,256 @@
+//! `referee protocol explain CHECK`: a check in plain words — what it reads, when it runs
+//! and is due, and what makes it PASS, FAIL or wait. Rendering only; judges nothing.
+
+use std::fmt::Write;
+
+use super::predicate::{Absent, Predicate, TimeRef};
+use super::{MissingAs, Protocol};
+
+/// Describes a predicate as an indented outline.
+pub fn describe(p: &Predicate) -> String {
+    let mut out = String::new();
+    outline(&mut out, p, 0);
+    out
+}
+
+fn outline(out: &mut String, p: &Predicate, depth: usize) {
+    let pad = "  ".repeat(depth);
+    use Predicate as P;
+    match p {
+        P::All(parts) => {
+            let _ = writeln!(out, "{pad}- all of:");
+            parts.iter().for_each(|q| outline(out, q, depth + 1));
+        }
+        P::Any(parts) => {
+            let _ = writeln!(out, "{pad}- any of:");
+            parts.iter().for_each(|q| outline(out, q, depth + 1));
+        }
+        P::Not(q) => {
+            let _ = writeln!(out, "{pad}- not:");
+            outline(out, q, depth + 1);
+        }
+        P::If(i) => {
+            let _ = writeln!(out, "{pad}- if:");
+            outline(out, &i.cond, depth + 2);
+            let _ = writeln!(out, "{pad}  then:");
+            outline(out, &i.then, depth + 2);
+            if let Some(e) = &i.otherwise {
+                let _ = writeln!(out, "{pad}  else:");
+                outline(out, e, depth + 2);
+            } else {
+                let _ = writeln!(out, "{pad}  else: passes");
+            }
+        }
+        P::FailIfMissing(q) => {
+            let _ = writeln!(out, "{pad}- (anything missing here FAILs at once):");
+            outline(out, q, depth + 1);
+        }
+        _ => {
+            let _ = writeln!(out, "{pad}- {}", leaf(p));
+        }
+    }
+}
+
+fn leaf(p: &Predicate) -> String {
+    use Predicate as P;
+    let q = |s: &str| format!("`{s}`");
+    match p {
+        P::Always(true) => "always (at once)".into(),
+        P::Always(false) => "never".into(),
+        P::Complete(b) => format!("the pipeline is {}complete", if *b { "" } else { "not " }),
+        P::Exists(g) => format!(
+            "exists: {}",
+            g.as_slice().iter().map(|g| q(g.as_str())).collect::<Vec<_>>().join(", ")
+        ),
+        P::Count(c) => format!(
+            "the number of files matching {} is{}{}",
+            q(c.glob.as_str()),
+            c.min.map(|m| format!(" >= {m}")).unwrap_or_default(),
+            c.max.map(|m| format!(" <= {m}")).unwrap_or_default()
+        ),
+        P::FileSet(f) => format!(
+            "files matching {} carry the keys {} exactly once each (key: {}); fewer wait, others FAIL",
+            q(f.glob.as_str()),
+            f.expect.join(", "),
+            q(f.key.as_str())
+        ),
+        P::Filled(f) => format!("tracker fields non-empty: {}", f.as_slice().join(", ")),
+        P::SectionFilled(s) => format!("every field row of tracker section {} is non-empty", q(&s.section)),
+        P::FieldMatches(f) => format!(
+            "{} of tracker fields {} match {}",
+            if f.any { "any" } else { "all" },
+            f.fields.join(", "),
+            q(f.pattern.as_str())
+        ),
+        P::Column(c) => format!(
+            "every filled {} cell of the {} table matches {}",
+            q(&c.column),
+            q(&c.section),
+            q(c.pattern.as_str())
+        ),
+        P::HasTime(t) => format!("a time is recorded for {}", time(t)),
+        P::TimeOrder(t) => {
+            let chain: Vec<String> = if t.chain.is_empty() {
+                t.fields.clone()
+            } else {
+                t.chain.iter().map(time).collect()
+            };
+            let op = t
+                .min_gap_seconds
+                .map_or(" < ".to_string(), |g| format!(" then >= {g}s later "));
+            let absent = match t.absent {
+                Absent::Missing => "an unrecorded time waits, then FAILs when due".to_string(),
+                Absent::Inconclusive => "an unrecorded time is INCONCLUSIVE when due".to_string(),
+                Absent::Skip => format!(
+                    "unrecorded times are left out; fewer than {} recorded is INCONCLUSIVE",
+                    t.min_present.unwrap_or(2)
+                ),
+            };
+            format!("in time order: {} ({absent}; an unparseable timestamp is INCONCLUSIVE)", chain.join(&op))
+        }
+        P::Distinct(f) => format!("tracker values differ: {}", f.join(", ")),
+        P::Dissimilar(d) => format!(
+            "{} and {} are not near-identical (line similarity < {}){}",
+            q(d.files[0].as_str()),
+            q(d.files[1].as_str()),
+            d.threshold,
+            if d.if_absent == Some(super::predicate::IfAbsent::Pass) {
+                "; passes when either is absent"
+            } else {
+                ""
+            }
+        ),
+        P::Text(t) => {
+            let mut parts = Vec::new();
+            let mut src: Vec<String> = t.files.iter().map(|g| q(g.as_str())).collect();
+            src.extend(t.fields.iter().map(|f| format!("field {f}")));
+            if let Some(x) = &t.extract {
+                parts.push(format!("a snippet matching {}", q(x.as_str())));
+            }
+            if let Some(m) = t.min_chars {
+                parts.push(format!("of at least {m} characters"));
+            }
+            if let Some(r) = &t.require {
+                parts.push(format!(
+                    "containing at least {} of {}",
+                    r.at_least,
+                    r.patterns.iter().map(|p| q(p.as_str())).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            if !t.forbid.is_empty() {
+                parts.push(format!(
+                    "with no match anywhere of {} (every hit reported as file:line)",
+                    t.forbid.iter().map(|p| q(p.as_str())).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            format!("text of {}: {}", src.join(", "), parts.join(", "))
+        }
+        P::Heading(h) => format!(
+            "every file matching {} has the heading `{} {}`{}",
+            q(h.files.as_str()),
+            "#".repeat(h.level as usize),
+            h.text,
+            if h.last { " as its last heading of that level" } else { "" }
+        ),
+        P::FillRate(f) => format!("tracker fill rate >= {:.0}%", f.min * 100.0),
+        P::Gate(g) => format!(
+            "gate results {} include {}{}",
+            q(g.files.as_str()),
+            g.id,
+            match (&g.result, g.require_result) {
+                (Some(r), _) => format!(" with result {r} (absent waits; another result FAILs)"),
+                (None, true) => " with a non-empty result".into(),
+                (None, false) => " (any result)".into(),
+            }
+        ),
+        P::GateFiles(g) => format!(
+            "at least {} gate results file(s) {} exist and every one parses (invalid FAILs with the parse error)",
+            g.min_files,
+            q(g.files.as_str())
+        ),
+        P::GateCount(g) => format!("at least {} gate entries in {}", g.min, q(g.files.as_str())),
+        P::GateSources(g) => format!(
+            "no gate entry in {} has a source containing {} or equal to {}",
+            q(g.files.as_str()),
+            g.forbid_contains.join("/"),
+            g.forbid_equals.join("/")
+        ),
+        P::PathsListed(p) => format!(
+            "every path in the {} column of the {} table exists (skipping {})",
+            q(&p.column),
+            q(&p.section),
+            p.skip.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        _ => String::new(),
+    }
+}
+
+fn time(t: &TimeRef) -> String {
+    match t {
+        TimeRef::Field(f) => f.clone(),
+        TimeRef::FieldTime(f) => format!("the time cell of {f}"),
+        TimeRef::Column(c) => format!("the `{}` column of `{}`", c.column, c.section),
+        TimeRef::Mtime(g) => format!("mtimes of `{}`", g.as_str()),
+        TimeRef::FirstOf(v) => format!("({})", v.iter().map(time).collect::<Vec<_>>().join(", else ")),
+        TimeRef::Earliest(i) => format!("the earliest of {}", time(i)),
+        TimeRef::Latest(i) => format!("the latest of {}", time(i)),
+    }
+}
+
+/// The explanation of one check, or `None` when the protocol has no such check.
+pub fn explain(p: &Protocol, id: &str) -> Option<String> {
+    let instances = p.instances_of(id);
+    let (_, first) = instances.first()?;
+    let d = &first.def;
+    let mut out = String::new();
+    let _ = writeln!(out, "{} [{}] {}\n", d.id, d.severity.as_str(), d.title);
+    let _ = writeln!(out, "{}\n", d.description);
+    for (pass, inst) in &instances {
+        let variant = if inst.variant == "main" {
+            String::new()
+        } else {
+            format!(" with the `{}` variables", inst.variant)
+        };
+        let _ = writeln!(out, "In pass {} ({}){variant}:", pass.id, pass.title);
+        let _ = writeln!(
+            out,
+            "  Runs when{}:\n{}",
+            if pass.optional {
+                " (optional pass: only on its trigger)"
+            } else {
+                " (or at the latest at its deadline or when the pipeline is complete)"
+            },
+            indent(&describe(&pass.trigger), 4)
+        );
+        match &inst.deadline {
+            Some(dl) => {
+                let _ = writeln!(out, "  Due when (or when the pipeline is complete, or with --final):\n{}", indent(&describe(dl), 4));
+            }
+            None => {
+                let _ = writeln!(out, "  Due: as soon as the pass runs");
+            }
+        }
+        if let Some(w) = &inst.when {
+            let _ = writeln!(out, "  Applies only when (else SKIP):\n{}", indent(&describe(w), 4));
+        }
+        let _ = writeln!(out, "  PASS when:\n{}", indent(&describe(&inst.predicate), 4));
+    }
+    let missing = match d.missing {
+        MissingAs::Fail => "FAIL",
+        MissingAs::Inconclusive => "INCONCLUSIVE",
+    };
+    let _ = writeln!(
+        out,
+        "Statuses: something present and wrong FAILs at once. Something missing is WAITING until the check is due, then {missing}. Undecidable data (unparseable timestamp, unreadable file) is WAITING until due, then INCONCLUSIVE."
+    );
+    if d.severity == super::Severity::Blocking {
+        let _ = writeln!(out, "A FAIL is BLOCKING: it raises OBSERVER-STOP.md.");
+    }
+    let _ = writeln!(out, "\nRequired action on FAIL: {}", d.action);
+    Some(out)
+}
+
+fn indent(s: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    s.lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
+}

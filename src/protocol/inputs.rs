@@ -1,0 +1,125 @@
+//! What a predicate reads: the globs it matches and whether it reads the tracker. The
+//! daemon uses this to re-evaluate only the checks whose inputs changed.
+
+use super::predicate::{Glob, Predicate, TimeRef};
+use crate::artifacts::TRACKER_FILE;
+
+/// The inputs of a predicate (or several).
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub globs: Vec<Glob>,
+    pub tracker: bool,
+    /// It depends on the pipeline's verdict (`complete`).
+    pub verdict: bool,
+    /// Any change at all may change it.
+    pub everything: bool,
+}
+
+impl Inputs {
+    pub fn of(preds: &[&Predicate]) -> Inputs {
+        let mut i = Inputs::default();
+        for p in preds {
+            i.add(p);
+        }
+        i
+    }
+
+    /// Whether a change to `rel` (a path relative to the build directory) may change the
+    /// result. Conservative: a change inside a matched directory counts.
+    pub fn touched_by(&self, rel: &str) -> bool {
+        if self.everything || (self.tracker && rel == TRACKER_FILE) {
+            return true;
+        }
+        self.globs.iter().any(|g| {
+            let Some(m) = g.matcher() else { return true };
+            // The path itself, or any of its ancestors (a directory glob, a count of a dir).
+            let mut path = rel;
+            loop {
+                if m.is_match(path) {
+                    return true;
+                }
+                match path.rfind('/') {
+                    Some(i) => path = &path[..i],
+                    None => break,
+                }
+            }
+            false
+        })
+    }
+
+    fn add(&mut self, p: &Predicate) {
+        use Predicate as P;
+        match p {
+            P::All(v) | P::Any(v) => v.iter().for_each(|q| self.add(q)),
+            P::Not(q) | P::FailIfMissing(q) => self.add(q),
+            P::If(i) => {
+                self.add(&i.cond);
+                self.add(&i.then);
+                if let Some(e) = &i.otherwise {
+                    self.add(e);
+                }
+            }
+            P::Always(_) => {}
+            P::Complete(_) => self.verdict = true,
+            P::Exists(g) => self.globs.extend(g.as_slice().iter().cloned()),
+            P::Count(c) => self.globs.push(c.glob.clone()),
+            P::FileSet(f) => self.globs.push(f.glob.clone()),
+            P::Heading(h) => self.globs.push(h.files.clone()),
+            P::Dissimilar(d) => self.globs.extend(d.files.iter().cloned()),
+            P::Gate(g) => self.globs.push(g.files.clone()),
+            P::GateFiles(g) => self.globs.push(g.files.clone()),
+            P::GateCount(g) => self.globs.push(g.files.clone()),
+            P::GateSources(g) => self.globs.push(g.files.clone()),
+            P::Text(t) => {
+                self.globs.extend(t.files.iter().cloned());
+                self.tracker |= !t.fields.is_empty();
+            }
+            P::PathsListed(_) => {
+                // Any path may be listed: every change counts.
+                self.tracker = true;
+                self.everything = true;
+            }
+            P::Filled(_)
+            | P::SectionFilled(_)
+            | P::FieldMatches(_)
+            | P::Column(_)
+            | P::FillRate(_)
+            | P::Distinct(_) => self.tracker = true,
+            P::HasTime(t) => self.add_time(t),
+            P::TimeOrder(t) => {
+                self.tracker |= !t.fields.is_empty();
+                t.chain.iter().for_each(|r| self.add_time(r));
+            }
+        }
+    }
+
+    fn add_time(&mut self, t: &TimeRef) {
+        match t {
+            TimeRef::Field(_) | TimeRef::FieldTime(_) | TimeRef::Column(_) => self.tracker = true,
+            TimeRef::Mtime(g) => self.globs.push(g.clone()),
+            TimeRef::FirstOf(v) => v.iter().for_each(|r| self.add_time(r)),
+            TimeRef::Earliest(i) | TimeRef::Latest(i) => self.add_time(i),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_and_ancestors_touch() {
+        let p: Predicate = toml::from_str::<toml::Table>(
+            "p = { all = [{ exists = \"screenshots/1440/\" }, { filled = \"BV-01\" }] }",
+        )
+        .unwrap()["p"]
+            .clone()
+            .try_into()
+            .unwrap();
+        let i = Inputs::of(&[&p]);
+        assert!(i.touched_by("EXECUTION-TRACKER.md"));
+        assert!(i.touched_by("screenshots/1440"));
+        assert!(i.touched_by("screenshots/1440/cold-look.png"));
+        assert!(!i.touched_by("p3b-pa-auditor-A.md"));
+    }
+}

@@ -1,0 +1,627 @@
+//! What the protocol says: the TOML protocol format, strict loading and validation, and
+//! the embedded protocols. A loaded [`Protocol`] is fully resolved — every check instance
+//! of every pass and variant has its predicate, deadline and `when` compiled — so nothing
+//! after loading can fail on the protocol. This module never looks at a build directory.
+
+pub mod explain;
+pub mod inputs;
+pub mod predicate;
+pub mod vars;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use toml::Spanned;
+
+use predicate::{Glob, Pattern, Predicate, TimeRef};
+use vars::Vars;
+
+/// The schema version of protocol files this referee reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The protocols compiled into the binary: (id, file name, text).
+pub const EMBEDDED: &[(&str, &str, &str)] =
+    &[("d10", "protocols/d10.toml", include_str!("../../protocols/d10.toml"))];
+
+/// The protocol used when none is named.
+pub const DEFAULT_ID: &str = "d10";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("{origin}:{line}:{column}: {message}")]
+    Invalid {
+        origin: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("cannot read protocol file `{path}`: {message}")]
+    Io { path: String, message: String },
+    #[error("unknown protocol `{0}` (embedded: {list}; or give the path of a protocol file)", list = embedded_ids())]
+    Unknown(String),
+}
+
+fn embedded_ids() -> String {
+    EMBEDDED
+        .iter()
+        .map(|(id, _, _)| *id)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Blocking,
+    Significant,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Blocking => "BLOCKING",
+            Severity::Significant => "SIGNIFICANT",
+        }
+    }
+}
+
+/// What a check reports, once due, when something it needs is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MissingAs {
+    #[default]
+    Fail,
+    Inconclusive,
+}
+
+/// One check as the protocol file defines it.
+#[derive(Debug)]
+pub struct CheckDef {
+    pub id: String,
+    pub severity: Severity,
+    pub title: String,
+    pub description: String,
+    pub action: String,
+    pub recommendation: String,
+    pub missing: MissingAs,
+    pub line: usize,
+}
+
+/// One check as it runs in one pass with one variant's variables.
+#[derive(Debug)]
+pub struct CheckInstance {
+    pub def: Arc<CheckDef>,
+    pub variant: String,
+    pub predicate: Predicate,
+    /// When the check becomes due; `None`: as soon as its pass runs.
+    pub deadline: Option<Predicate>,
+    /// When false, the check is SKIP.
+    pub when: Option<Predicate>,
+    /// What the predicate, deadline and `when` read.
+    pub inputs: inputs::Inputs,
+}
+
+#[derive(Debug)]
+pub struct Pass {
+    pub id: String,
+    pub title: String,
+    /// An optional pass runs only on its trigger (never at a deadline or completion).
+    pub optional: bool,
+    pub trigger: Predicate,
+    pub deadline: Option<Predicate>,
+    pub checks: Vec<CheckInstance>,
+}
+
+/// How the pipeline's verdict is found (SPEC §2.3).
+#[derive(Debug)]
+pub struct VerdictSpec {
+    /// In order of precedence: the first glob whose files carry a verdict decides.
+    pub files: Vec<Glob>,
+    pub pattern: Pattern,
+    pub complete: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct Protocol {
+    pub id: String,
+    pub version: String,
+    pub title: String,
+    pub description: String,
+    /// Where it came from: `embedded:d10` or a path.
+    pub origin: String,
+    pub sha256: String,
+    pub text: String,
+    /// A glob that does not contain the marker never matches a name that does.
+    pub variant_marker: Option<String>,
+    pub verdict: VerdictSpec,
+    pub passes: Vec<Pass>,
+}
+
+// ---- the file format -------------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProtocol {
+    schema_version: Spanned<u32>,
+    id: String,
+    version: String,
+    title: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    globs: RawGlobs,
+    verdict: RawVerdict,
+    #[serde(default)]
+    vars: BTreeMap<String, Spanned<Vars>>,
+    #[serde(rename = "pass")]
+    passes: Vec<Spanned<RawPass>>,
+    #[serde(rename = "check")]
+    checks: Vec<Spanned<RawCheck>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawGlobs {
+    variant_marker: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVerdict {
+    files: Vec<Glob>,
+    pattern: Pattern,
+    complete: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPass {
+    id: Spanned<String>,
+    title: String,
+    #[serde(default)]
+    optional: bool,
+    #[serde(default)]
+    vars: Option<Spanned<String>>,
+    trigger: Predicate,
+    deadline: Option<Predicate>,
+    checks: Vec<Spanned<String>>,
+    #[serde(default)]
+    repeat: Vec<RawRepeat>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRepeat {
+    passes: Vec<Spanned<String>>,
+    vars: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    id: Spanned<String>,
+    severity: Severity,
+    title: String,
+    description: String,
+    action: String,
+    recommendation: String,
+    #[serde(default)]
+    missing: MissingAs,
+    deadline: Option<Predicate>,
+    when: Option<Predicate>,
+    predicate: Predicate,
+}
+
+const MAIN_VARIANT: &str = "main";
+
+impl Protocol {
+    /// Loads an embedded protocol by id, or a protocol file by path.
+    pub fn load(spec: &str) -> Result<Protocol, ProtocolError> {
+        if let Some((_, name, text)) = EMBEDDED.iter().find(|(id, _, _)| *id == spec) {
+            return Protocol::parse(text, &format!("embedded:{name}"));
+        }
+        let path = Path::new(spec);
+        if !path.exists() && !spec.contains(['/', '.']) {
+            return Err(ProtocolError::Unknown(spec.to_string()));
+        }
+        Protocol::load_file(path)
+    }
+
+    pub fn load_file(path: &Path) -> Result<Protocol, ProtocolError> {
+        let io = |e: std::io::Error| ProtocolError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if !meta.is_file() {
+            return Err(ProtocolError::Io {
+                path: path.display().to_string(),
+                message: "not a regular file".into(),
+            });
+        }
+        if meta.len() > 4 << 20 {
+            return Err(ProtocolError::Io {
+                path: path.display().to_string(),
+                message: "larger than 4 MiB".into(),
+            });
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|_| ProtocolError::Invalid {
+            origin: path.display().to_string(),
+            line: 1,
+            column: 1,
+            message: "protocol file is not valid UTF-8".into(),
+        })?;
+        Protocol::parse(&text, &path.display().to_string())
+    }
+
+    /// The default embedded protocol.
+    pub fn default_protocol() -> Result<Protocol, ProtocolError> {
+        Protocol::load(DEFAULT_ID)
+    }
+
+    /// Parses and validates protocol text; `origin` names it in error messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Protocol, ProtocolError> {
+        let err_at = |span: Option<Range<usize>>, message: String| {
+            let (line, column) = line_col(text, span.map_or(0, |s| s.start));
+            ProtocolError::Invalid {
+                origin: origin.to_string(),
+                line,
+                column,
+                message,
+            }
+        };
+        let raw: RawProtocol =
+            toml::from_str(text).map_err(|e| err_at(e.span(), e.message().to_string()))?;
+
+        if *raw.schema_version.get_ref() != SCHEMA_VERSION {
+            return Err(err_at(
+                Some(raw.schema_version.span()),
+                format!(
+                    "unsupported schema_version `{}` (this referee reads {SCHEMA_VERSION})",
+                    raw.schema_version.get_ref()
+                ),
+            ));
+        }
+        for (name, vars) in &raw.vars {
+            vars::validate(vars.get_ref())
+                .map_err(|m| err_at(Some(vars.span()), format!("in [vars.{name}]: {m}")))?;
+        }
+        if raw.verdict.files.is_empty() {
+            return Err(err_at(None, "`verdict.files` must name at least one glob".into()));
+        }
+        let empty = Vars::new();
+        let variant = |name: &Spanned<String>| -> Result<&Vars, ProtocolError> {
+            raw.vars
+                .get(name.get_ref())
+                .map(|v| v.get_ref())
+                .ok_or_else(|| {
+                    err_at(
+                        Some(name.span()),
+                        format!("unknown variant `{}` (no [vars.{}] table)", name.get_ref(), name.get_ref()),
+                    )
+                })
+        };
+        let main_vars = raw.vars.get(MAIN_VARIANT).map_or(&empty, |v| v.get_ref());
+
+        // Check definitions, by id.
+        let mut defs: BTreeMap<String, (Arc<CheckDef>, &Spanned<RawCheck>)> = BTreeMap::new();
+        for spanned in &raw.checks {
+            let c = spanned.get_ref();
+            let id = c.id.get_ref().trim().to_string();
+            if id.is_empty() {
+                return Err(err_at(Some(c.id.span()), "empty check id".into()));
+            }
+            if defs.contains_key(&id) {
+                return Err(err_at(Some(c.id.span()), format!("duplicate check id `{id}`")));
+            }
+            let def = CheckDef {
+                id: id.clone(),
+                severity: c.severity,
+                title: c.title.clone(),
+                description: c.description.clone(),
+                action: c.action.clone(),
+                recommendation: c.recommendation.clone(),
+                missing: c.missing,
+                line: line_col(text, spanned.span().start).0,
+            };
+            defs.insert(id, (Arc::new(def), spanned));
+        }
+
+        // Passes: ids, references, instances.
+        let mut pass_ids = BTreeSet::new();
+        for p in &raw.passes {
+            let id = p.get_ref().id.get_ref();
+            if !pass_ids.insert(id.clone()) {
+                return Err(err_at(Some(p.get_ref().id.span()), format!("duplicate pass id `{id}`")));
+            }
+        }
+        let mut used: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut passes = Vec::new();
+        for spanned in &raw.passes {
+            let p = spanned.get_ref();
+            let pass_id = p.id.get_ref().clone();
+            let vars = match &p.vars {
+                Some(name) => variant(name)?,
+                None => main_vars,
+            };
+            let variant_name = p.vars.as_ref().map_or(MAIN_VARIANT, |n| n.get_ref().as_str());
+            let at_pass = |m: String| err_at(Some(spanned.span()), format!("in pass `{pass_id}`: {m}"));
+            let trigger = instantiate_checked(&p.trigger, vars).map_err(at_pass)?;
+            let deadline = p
+                .deadline
+                .as_ref()
+                .map(|d| instantiate_checked(d, vars))
+                .transpose()
+                .map_err(at_pass)?;
+            let mut checks = Vec::new();
+            for r in &p.checks {
+                let (def, raw_check) = defs.get(r.get_ref().trim()).ok_or_else(|| {
+                    err_at(Some(r.span()), format!("pass `{pass_id}` names unknown check `{}`", r.get_ref()))
+                })?;
+                if let Some(other) = used.insert(def.id.as_str(), pass_id_str(&raw.passes, &pass_id)) {
+                    return Err(err_at(
+                        Some(r.span()),
+                        format!("check `{}` is already in pass `{other}`", def.id),
+                    ));
+                }
+                checks.push(instance(text, def, raw_check, vars, variant_name, p.deadline.as_ref(), &err_at)?);
+            }
+            for rep in &p.repeat {
+                let rep_vars = variant(&rep.vars)?;
+                for rp in &rep.passes {
+                    let src = raw
+                        .passes
+                        .iter()
+                        .map(|s| s.get_ref())
+                        .find(|s| s.id.get_ref() == rp.get_ref())
+                        .ok_or_else(|| {
+                            err_at(Some(rp.span()), format!("pass `{pass_id}` repeats unknown pass `{}`", rp.get_ref()))
+                        })?;
+                    if src.id.get_ref() == &pass_id {
+                        return Err(err_at(Some(rp.span()), format!("pass `{pass_id}` cannot repeat itself")));
+                    }
+                    for r in &src.checks {
+                        if let Some((def, raw_check)) = defs.get(r.get_ref().trim()) {
+                            checks.push(instance(
+                                text,
+                                def,
+                                raw_check,
+                                rep_vars,
+                                rep.vars.get_ref(),
+                                src.deadline.as_ref(),
+                                &err_at,
+                            )?);
+                        }
+                    }
+                }
+            }
+            passes.push(Pass {
+                id: pass_id.clone(),
+                title: p.title.clone(),
+                optional: p.optional,
+                trigger,
+                deadline,
+                checks,
+            });
+        }
+        for (id, (_, spanned)) in &defs {
+            if !used.contains_key(id.as_str()) {
+                return Err(err_at(
+                    Some(spanned.span()),
+                    format!("check `{id}` is not in any pass (add it to a pass's `checks`)"),
+                ));
+            }
+        }
+
+        let verdict = VerdictSpec {
+            files: raw.verdict.files,
+            pattern: raw.verdict.pattern,
+            complete: raw.verdict.complete.iter().map(|s| s.trim().to_uppercase()).collect(),
+        };
+        let sha256 = hex(&Sha256::digest(text.as_bytes()));
+        Ok(Protocol {
+            id: raw.id,
+            version: raw.version,
+            title: raw.title,
+            description: raw.description,
+            origin: origin.to_string(),
+            sha256,
+            text: text.to_string(),
+            variant_marker: raw.globs.variant_marker.filter(|m| !m.is_empty()),
+            verdict,
+            passes,
+        })
+    }
+
+    /// Every check definition, in protocol order of first appearance.
+    pub fn checks(&self) -> Vec<&Arc<CheckDef>> {
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for p in &self.passes {
+            for c in &p.checks {
+                if seen.insert(c.def.id.clone()) {
+                    out.push(&c.def);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every instance of a check, with the pass it runs in.
+    pub fn instances_of(&self, id: &str) -> Vec<(&Pass, &CheckInstance)> {
+        self.passes
+            .iter()
+            .flat_map(|p| p.checks.iter().map(move |c| (p, c)))
+            .filter(|(_, c)| c.def.id.eq_ignore_ascii_case(id))
+            .collect()
+    }
+}
+
+fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {
+    passes
+        .iter()
+        .map(|p| p.get_ref().id.get_ref().as_str())
+        .find(|p| *p == id)
+        .unwrap_or("")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn instance(
+    text: &str,
+    def: &Arc<CheckDef>,
+    raw: &Spanned<RawCheck>,
+    vars: &Vars,
+    variant: &str,
+    pass_deadline: Option<&Predicate>,
+    err_at: &dyn Fn(Option<Range<usize>>, String) -> ProtocolError,
+) -> Result<CheckInstance, ProtocolError> {
+    let c = raw.get_ref();
+    let located = |m: String| {
+        // Point at the offending value when it can be found inside the check, else at the check.
+        let span = raw.span();
+        let pos = quoted_value(&m)
+            .and_then(|needle| text[span.clone()].find(needle.as_str()).map(|i| span.start + i))
+            .map(|p| p..p);
+        let suffix = if variant == MAIN_VARIANT {
+            String::new()
+        } else {
+            format!(" (variant `{variant}`)")
+        };
+        err_at(pos.or(Some(span)), format!("in check `{}`{suffix}: {m}", def.id))
+    };
+    let predicate = instantiate_checked(&c.predicate, vars).map_err(located)?;
+    let deadline = c
+        .deadline
+        .as_ref()
+        .or(pass_deadline)
+        .map(|d| instantiate_checked(d, vars))
+        .transpose()
+        .map_err(located)?;
+    let when = c
+        .when
+        .as_ref()
+        .map(|w| instantiate_checked(w, vars))
+        .transpose()
+        .map_err(located)?;
+    let mut parts = vec![&predicate];
+    parts.extend(deadline.as_ref());
+    parts.extend(when.as_ref());
+    let inputs = inputs::Inputs::of(&parts);
+    Ok(CheckInstance {
+        def: def.clone(),
+        variant: variant.to_string(),
+        predicate,
+        deadline,
+        when,
+        inputs,
+    })
+}
+
+/// The first backticked value of an error message (`invalid regex `(`: …` → `(`).
+fn quoted_value(message: &str) -> Option<String> {
+    let start = message.find('`')? + 1;
+    let end = message[start..].find('`')? + start;
+    let v = &message[start..end];
+    (!v.is_empty()).then(|| v.to_string())
+}
+
+fn instantiate_checked(p: &Predicate, vars: &Vars) -> Result<Predicate, String> {
+    let p = vars::instantiate(p, vars)?;
+    validate(&p)?;
+    Ok(p)
+}
+
+/// Semantic rules serde cannot express.
+fn validate(p: &Predicate) -> Result<(), String> {
+    use Predicate as P;
+    match p {
+        P::All(v) | P::Any(v) => {
+            if v.is_empty() {
+                return Err("`all` / `any` need at least one predicate".into());
+            }
+            v.iter().try_for_each(validate)
+        }
+        P::Not(inner) | P::FailIfMissing(inner) => validate(inner),
+        P::If(i) => {
+            validate(&i.cond)?;
+            validate(&i.then)?;
+            i.otherwise.as_ref().map_or(Ok(()), validate)
+        }
+        P::FileSet(f) => {
+            if f.key.regex().is_some_and(|r| r.captures_len() < 2) {
+                return Err(format!("`file_set.key` `{}` needs a capture group for the key", f.key.as_str()));
+            }
+            Ok(())
+        }
+        P::TimeOrder(t) => {
+            let n = t.chain.len() + t.fields.len();
+            if !t.chain.is_empty() && !t.fields.is_empty() {
+                return Err("`time_order` takes `chain` or `fields`, not both".into());
+            }
+            if n < 2 {
+                return Err("`time_order` needs at least two elements".into());
+            }
+            t.chain.iter().try_for_each(validate_time)
+        }
+        P::HasTime(t) => validate_time(t),
+        P::Text(t) => {
+            if t.files.is_empty() && t.fields.is_empty() {
+                return Err("`text` needs `files` or `fields`".into());
+            }
+            if t.require.is_none() && t.forbid.is_empty() && t.min_chars.is_none() && t.extract.is_none() {
+                return Err("`text` needs at least one of `require`, `forbid`, `min_chars`, `extract`".into());
+            }
+            Ok(())
+        }
+        P::Dissimilar(d) if !(0.0..=1.0).contains(&d.threshold) => {
+            Err(format!("`threshold` `{}` must be between 0 and 1", d.threshold))
+        }
+        P::FillRate(f) if !(0.0..=1.0).contains(&f.min) => {
+            Err(format!("`fill_rate.min` `{}` must be between 0 and 1", f.min))
+        }
+        P::Heading(h) if !(1..=6).contains(&h.level) => {
+            Err(format!("heading level `{}` must be 1 to 6", h.level))
+        }
+        P::Distinct(v) if v.len() < 2 => Err("`distinct` needs at least two fields".into()),
+        _ => Ok(()),
+    }
+}
+
+fn validate_time(t: &TimeRef) -> Result<(), String> {
+    match t {
+        TimeRef::FirstOf(v) if v.is_empty() => Err("`first_of` needs at least one reference".into()),
+        TimeRef::FirstOf(v) => v.iter().try_for_each(validate_time),
+        TimeRef::Earliest(i) | TimeRef::Latest(i) => validate_time(i),
+        _ => Ok(()),
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..floor_char_boundary(text, offset)];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Lowercase hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}

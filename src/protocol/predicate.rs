@@ -1,0 +1,492 @@
+//! The predicate language: the generic building blocks a protocol composes into checks,
+//! triggers and deadlines. This module only *describes* predicates (and compiles their
+//! patterns); judging them against a build directory is `checks`' job.
+//!
+//! Every string may contain `${var}` references, resolved per variant at load time by
+//! `protocol::vars`. Patterns that still contain a reference are compiled after
+//! substitution; all others are compiled while the file is parsed, so a bad glob or regex
+//! is reported at its own line and column.
+
+use std::fmt;
+
+use globset::GlobMatcher;
+use serde::{Deserialize, Serialize};
+
+/// A glob matched against paths relative to the build directory.
+///
+/// A glob without `/` matches names directly in the build directory only. A glob that
+/// does not itself contain the protocol's variant marker (D10: `-refine`) never matches a
+/// name containing it, so main-phase globs never see REFINE artifacts. A glob ending in
+/// `/` matches directories only.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Glob {
+    src: String,
+    matcher: Option<GlobMatcher>,
+}
+
+impl Glob {
+    pub fn as_str(&self) -> &str {
+        &self.src
+    }
+
+    /// The compiled matcher; `None` only before variable substitution.
+    pub fn matcher(&self) -> Option<&GlobMatcher> {
+        self.matcher.as_ref()
+    }
+
+    /// Whether the glob only matches directories (written with a trailing `/`).
+    pub fn dirs_only(&self) -> bool {
+        self.src.ends_with('/')
+    }
+
+    /// Whether the glob can match below the top level.
+    pub fn nested(&self) -> bool {
+        self.src.trim_end_matches('/').contains('/')
+    }
+}
+
+impl TryFrom<String> for Glob {
+    type Error = String;
+
+    fn try_from(src: String) -> Result<Self, String> {
+        if src.contains("${") {
+            return Ok(Glob { src, matcher: None });
+        }
+        let body = src.trim_end_matches('/');
+        if body.is_empty() {
+            return Err("empty glob".to_string());
+        }
+        if body.starts_with('/') || body.split('/').any(|c| c == "..") {
+            return Err(format!(
+                "invalid glob `{src}`: globs are relative to the build directory and may not leave it"
+            ));
+        }
+        let matcher = globset::GlobBuilder::new(body)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| format!("invalid glob `{src}`: {}", e.kind()))?
+            .compile_matcher();
+        Ok(Glob {
+            src,
+            matcher: Some(matcher),
+        })
+    }
+}
+
+impl From<Glob> for String {
+    fn from(g: Glob) -> String {
+        g.src
+    }
+}
+
+impl fmt::Debug for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Glob({:?})", self.src)
+    }
+}
+
+/// A regular expression (Rust `regex` syntax; use `(?i)` for case-insensitive matching).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Pattern {
+    src: String,
+    regex: Option<regex::bytes::Regex>,
+}
+
+impl Pattern {
+    pub fn as_str(&self) -> &str {
+        &self.src
+    }
+
+    /// The compiled regex; `None` only before variable substitution.
+    pub fn regex(&self) -> Option<&regex::bytes::Regex> {
+        self.regex.as_ref()
+    }
+}
+
+impl TryFrom<String> for Pattern {
+    type Error = String;
+
+    fn try_from(src: String) -> Result<Self, String> {
+        if src.contains("${") {
+            return Ok(Pattern { src, regex: None });
+        }
+        let regex = regex::bytes::RegexBuilder::new(&src)
+            .multi_line(true)
+            .size_limit(1 << 22)
+            .build()
+            .map_err(|e| format!("invalid regex `{src}`: {}", first_line(&e.to_string())))?;
+        Ok(Pattern {
+            src,
+            regex: Some(regex),
+        })
+    }
+}
+
+fn first_line(s: &str) -> String {
+    // regex errors are multi-line with a caret diagram; the last line carries the reason.
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(s)
+        .trim()
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+impl From<Pattern> for String {
+    fn from(p: Pattern) -> String {
+        p.src
+    }
+}
+
+impl fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pattern({:?})", self.src)
+    }
+}
+
+/// One value or a list of them (`exists = "a"` or `exists = ["a", "b"]`).
+#[derive(Debug, Clone)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Serialize> Serialize for OneOrMany<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            OneOrMany::One(t) => t.serialize(s),
+            OneOrMany::Many(v) => v.serialize(s),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, IntoDeserializer};
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for V<T> {
+            type Value = OneOrMany<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of strings")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                T::deserialize(s.to_string().into_deserializer()).map(OneOrMany::One)
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                T::deserialize(s.into_deserializer()).map(OneOrMany::One)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Vec::<T>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(OneOrMany::Many)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<T> OneOrMany<T> {
+    pub fn as_slice(&self) -> &[T] {
+        match self {
+            OneOrMany::One(t) => std::slice::from_ref(t),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// A predicate: judged to PASS, FAIL, *missing* (not there yet) or *inconclusive*.
+///
+/// Used as a condition (trigger, deadline, `when`, `if`) it holds exactly when it PASSes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Predicate {
+    /// Every part must pass. The worst part decides: FAIL, then missing, then inconclusive.
+    All(Vec<Predicate>),
+    /// At least one part must pass; otherwise the mildest part decides.
+    Any(Vec<Predicate>),
+    /// Passes when the inner predicate does not pass (for conditions).
+    Not(Box<Predicate>),
+    /// `{ cond, then, else }`: `then` when `cond` passes, else `else` (default: pass).
+    If(Box<IfThen>),
+    /// Something missing inside counts as FAIL at once ("present and wrong").
+    FailIfMissing(Box<Predicate>),
+    /// `true` always passes; `false` never does.
+    Always(bool),
+    /// The pipeline is complete (its latest verdict is a completing one).
+    Complete(bool),
+    /// Every glob matches at least one file or directory.
+    Exists(OneOrMany<Glob>),
+    /// The number of regular files matching `glob` is within bounds.
+    Count(Count),
+    /// Files matching `glob` carry exactly the expected keys, each once.
+    FileSet(FileSet),
+    /// Every listed tracker field is present and non-empty.
+    Filled(OneOrMany<String>),
+    /// Every field row of a tracker section is non-empty.
+    SectionFilled(Section),
+    /// Tracker field values match a pattern (any or all of them).
+    FieldMatches(FieldMatches),
+    /// Every filled cell of a tracker table column matches a pattern.
+    Column(ColumnMatches),
+    /// A time reference resolves to at least one recorded time.
+    HasTime(TimeRef),
+    /// Times are in order, optionally with a minimum gap.
+    TimeOrder(TimeOrder),
+    /// Tracker field values are pairwise different.
+    Distinct(Vec<String>),
+    /// Two files are not near-identical: FAIL when their line similarity ratio is `>= threshold`.
+    Dissimilar(Dissimilar),
+    /// Text content rules over files and/or tracker fields.
+    Text(Text),
+    /// Every matching file has a heading (optionally as its last heading of that level).
+    Heading(Heading),
+    /// The tracker's fill rate (non-empty field rows / all field rows) is at least `min`.
+    FillRate(FillRate),
+    /// Gate results contain an entry (with an optional required result).
+    Gate(Gate),
+    /// At least `min_files` gate-results files exist and every one parses.
+    GateFiles(GateFiles),
+    /// At least `min` gate entries exist across all gate-results files.
+    GateCount(GateCount),
+    /// No gate entry has a forbidden source.
+    GateSources(GateSources),
+    /// Every path listed in a tracker table column exists.
+    PathsListed(PathsListed),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IfThen {
+    pub cond: Predicate,
+    pub then: Predicate,
+    #[serde(default, rename = "else", skip_serializing_if = "Option::is_none")]
+    pub otherwise: Option<Predicate>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Count {
+    pub glob: Glob,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSet {
+    pub glob: Glob,
+    /// Regex over the file name whose first capture group is the key.
+    pub key: Pattern,
+    pub expect: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub section: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub exact: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldMatches {
+    pub fields: Vec<String>,
+    pub pattern: Pattern,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub any: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnMatches {
+    pub section: String,
+    pub column: String,
+    pub pattern: Pattern,
+}
+
+/// Where times come from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TimeRef {
+    /// A tracker field whose value is a timestamp.
+    Field(String),
+    /// The time (third) cell of a tracker field row.
+    FieldTime(String),
+    /// Every filled cell of a tracker table column.
+    Column(ColumnRef),
+    /// The modification times of the matching files.
+    Mtime(Glob),
+    /// The first reference that has anything recorded.
+    FirstOf(Vec<TimeRef>),
+    /// The earliest of the times.
+    Earliest(Box<TimeRef>),
+    /// The latest of the times.
+    Latest(Box<TimeRef>),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnRef {
+    pub section: String,
+    pub column: String,
+}
+
+/// What an absent element of a time chain means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Absent {
+    /// The check waits for it, then FAILs when due.
+    #[default]
+    Missing,
+    /// The check waits for it, then is INCONCLUSIVE when due.
+    Inconclusive,
+    /// The element is left out of the chain.
+    Skip,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeOrder {
+    /// The chain, earliest first; shorthand `fields` for field-value timestamps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<TimeRef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// Minimum seconds from each element to the next (`>=`); without it the order is strict (`<`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_gap_seconds: Option<i64>,
+    #[serde(default)]
+    pub absent: Absent,
+    /// With `absent = "skip"`: how many elements must be present (else INCONCLUSIVE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_present: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dissimilar {
+    pub files: [Glob; 2],
+    pub threshold: f64,
+    /// Result when either file is absent (`pass` judges on the rest of the check alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_absent: Option<IfAbsent>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IfAbsent {
+    Pass,
+    Missing,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Text {
+    /// Files whose text is judged; binary files (a NUL byte) are skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<Glob>,
+    /// Tracker fields whose values are judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// Judge only the snippets this regex matches (capture group 1 when it has one);
+    /// the predicate passes if any snippet satisfies `min_chars` and `require`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<Pattern>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_chars: Option<usize>,
+    /// At least `at_least` of these patterns occur (over all the text together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require: Option<Require>,
+    /// None of these patterns occurs anywhere; each hit is reported as `file:line`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid: Vec<Pattern>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Require {
+    pub patterns: Vec<Pattern>,
+    #[serde(default = "one")]
+    pub at_least: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heading {
+    pub files: Glob,
+    pub level: u8,
+    /// The heading text, compared ignoring case and surrounding space.
+    pub text: String,
+    /// It must be the last heading of its level in the file.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub last: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FillRate {
+    pub min: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    pub files: Glob,
+    pub id: String,
+    /// Every entry with this id has this result (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// An entry with an empty result counts as missing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub require_result: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateFiles {
+    pub files: Glob,
+    #[serde(default = "one")]
+    pub min_files: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateCount {
+    pub files: Glob,
+    pub min: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateSources {
+    pub files: Glob,
+    /// A source containing any of these (lowercased) is forbidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid_contains: Vec<String>,
+    /// A source equal to any of these (lowercased, trimmed) is forbidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid_equals: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathsListed {
+    pub section: String,
+    pub column: String,
+    /// Paths whose file name matches one of these globs are not checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<Glob>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
