@@ -19,9 +19,11 @@ use crate::protocol::{self, Protocol};
 /// in a build directory, a STOP file the orchestrator obeys, and a report for humans.
 #[derive(Parser, Debug)]
 #[command(name = "referee", version, about, long_about = None)]
-#[command(after_help = "Exit codes: 0 no unresolved BLOCKING failure; 1 a BLOCKING failure \
+#[command(
+    after_help = "Exit codes: 0 no unresolved BLOCKING failure; 1 a BLOCKING failure \
 (or, for `status`, STOP present); 2 the referee could not run; 3 `status --require-live` \
-found no live referee.")]
+found no live referee."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -107,7 +109,11 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { ExitCode::Error } else { ExitCode::Ok };
+            let code = if e.use_stderr() {
+                ExitCode::Error
+            } else {
+                ExitCode::Ok
+            };
             let _ = e.print();
             return Ok(code);
         }
@@ -173,10 +179,13 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
 
 fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    match out
-        .write_all(text.as_bytes())
-        .and_then(|_| if text.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") })
-    {
+    match out.write_all(text.as_bytes()).and_then(|_| {
+        if text.ends_with('\n') {
+            Ok(())
+        } else {
+            out.write_all(b"\n")
+        }
+    }) {
         // A closed pipe (`referee verify … | head`) is not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => Ok(r?),
@@ -225,7 +234,11 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
                 None => bail!(
                     "no check `{check}` in protocol `{}` (its checks: {})",
                     p.id,
-                    p.checks().iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(", ")
+                    p.checks()
+                        .iter()
+                        .map(|c| c.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             }
         }

@@ -13,7 +13,9 @@ use crate::checks::{self, Ctx, FileRef, Outcome, Verdict};
 use crate::protocol::{CheckInstance, MissingAs, Pass, Protocol, Severity};
 
 /// A check result's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {
     Pass,
@@ -209,7 +211,8 @@ pub fn evaluate_changed(
         let state = pass_state(&ctx, pass, opts, complete, now);
         let before = previous.and_then(|(prev, changed)| {
             let was = prev.passes.iter().find(|p| p.id == pass.id)?;
-            let same_run = was.ran == state.ran && prev.complete == complete && prev.final_ == opts.final_;
+            let same_run =
+                was.ran == state.ran && prev.complete == complete && prev.final_ == opts.final_;
             same_run.then_some((prev, changed))
         });
         for inst in &pass.checks {
@@ -223,7 +226,9 @@ pub fn evaluate_changed(
                     .find(|r| r.pass == pass.id && r.check == inst.def.id)
                     .cloned()
             });
-            results.push(kept.unwrap_or_else(|| judge_instance(&ctx, pass, &state, inst, opts, complete)));
+            results.push(
+                kept.unwrap_or_else(|| judge_instance(&ctx, pass, &state, inst, opts, complete)),
+            );
         }
         passes.push(state);
     }
@@ -250,7 +255,11 @@ fn pass_state(
         Some(RunReason::Trigger)
     } else if pass.optional {
         None
-    } else if pass.deadline.as_ref().is_some_and(|d| checks::holds(ctx, d)) {
+    } else if pass
+        .deadline
+        .as_ref()
+        .is_some_and(|d| checks::holds(ctx, d))
+    {
         Some(RunReason::Deadline)
     } else if complete {
         Some(RunReason::Complete)
@@ -290,31 +299,33 @@ fn judge_instance(
             result(
                 Status::Skip,
                 false,
-                Evidence::note(&def.description, format!("pass {} was never triggered (optional)", pass.id)),
+                Evidence::note(
+                    &def.description,
+                    format!("pass {} was never triggered (optional)", pass.id),
+                ),
             )
         } else {
             result(
                 Status::Waiting,
                 false,
-                Evidence::note(&def.description, format!("pass {} has not run yet", pass.id)),
+                Evidence::note(
+                    &def.description,
+                    format!("pass {} has not run yet", pass.id),
+                ),
             )
         };
     }
+    let due =
+        opts.final_ || complete || inst.deadline.as_ref().is_none_or(|d| checks::holds(ctx, d));
     if let Some(when) = &inst.when {
         let w = checks::judge(ctx, when);
         if w.verdict != Verdict::Pass {
             let mut ev = Evidence::from_outcome(&w);
             ev.expected = format!("applies when: {}", ev.expected);
             ev.observed = format!("not applicable: {}", ev.observed);
-            return result(Status::Skip, false, ev);
+            return result(Status::Skip, due, ev);
         }
     }
-    let due = opts.final_
-        || complete
-        || inst
-            .deadline
-            .as_ref()
-            .is_none_or(|d| checks::holds(ctx, d));
     let outcome = checks::judge(ctx, &inst.predicate);
     let status = match (outcome.verdict, due) {
         (Verdict::Pass, _) => Status::Pass,

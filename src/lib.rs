@@ -6,8 +6,8 @@
 
 pub mod artifacts;
 pub mod checks;
-pub mod engine;
-pub mod protocol;
-pub mod outputs;
 pub mod cli;
+pub mod engine;
 pub mod exit;
+pub mod outputs;
+pub mod protocol;

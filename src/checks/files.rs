@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::{Entry, Kind};
-use crate::protocol::predicate::{Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed};
+use crate::protocol::predicate::{
+    Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed,
+};
 
 pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     let mut missing = Vec::new();
@@ -23,12 +25,20 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     }
     let expected = format!(
         "exists: {}",
-        globs.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", ")
+        globs
+            .iter()
+            .map(|g| g.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     if missing.is_empty() {
         Outcome::pass(expected, format!("found {}", found.join(", ")))
     } else {
-        Outcome::new(Verdict::Missing, expected, format!("nothing matches {}", missing.join(", ")))
+        Outcome::new(
+            Verdict::Missing,
+            expected,
+            format!("nothing matches {}", missing.join(", ")),
+        )
     }
 }
 
@@ -48,7 +58,11 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
     } else {
         Verdict::Pass
     };
-    let mut o = Outcome::new(verdict, expected, format!("{n} regular files match"));
+    let mut o = Outcome::new(
+        verdict,
+        expected,
+        format!("{n} files match `{}`", c.glob.as_str()),
+    );
     note_unreadable(&mut o, &other);
     o
 }
@@ -97,7 +111,10 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
         .map(|(k, es)| {
             format!(
                 "{k}: {}",
-                es.iter().map(|e| e.rel.as_str()).collect::<Vec<_>>().join(", ")
+                es.iter()
+                    .map(|e| e.rel.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })
         .collect();
@@ -138,10 +155,18 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
         "every `{}` has `{hashes} {}`{}",
         h.files.as_str(),
         h.text,
-        if h.last { " as its last level-2 heading".replace('2', &h.level.to_string()) } else { String::new() }
+        if h.last {
+            " as its last level-2 heading".replace('2', &h.level.to_string())
+        } else {
+            String::new()
+        }
     );
     if files.is_empty() && other.is_empty() {
-        return Outcome::new(Verdict::Missing, expected, format!("no file matches `{}`", h.files.as_str()));
+        return Outcome::new(
+            Verdict::Missing,
+            expected,
+            format!("no file matches `{}`", h.files.as_str()),
+        );
     }
     let mut bad = Vec::new();
     let mut worst = Verdict::Pass;
@@ -169,14 +194,23 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
         match (found, h.last, last) {
             (None, _, _) => bad.push(format!("{}: no `{hashes} {}` heading", e.rel, h.text)),
             (Some(_), true, Some((line, l))) if l.trim().to_lowercase() != want => {
-                bad.push(format!("{}:{line}: last level-{} heading is `{}`", e.rel, h.level, l.trim()))
+                bad.push(format!(
+                    "{}:{line}: last level-{} heading is `{}`",
+                    e.rel,
+                    h.level,
+                    l.trim()
+                ))
             }
             _ => {}
         }
     }
     for e in &other {
         worst = worst.max(Verdict::Inconclusive);
-        o.push_detail(format!("{}: cannot be read: {}", e.rel, e.note.as_deref().unwrap_or("not a regular file")));
+        o.push_detail(format!(
+            "{}: cannot be read: {}",
+            e.rel,
+            e.note.as_deref().unwrap_or("not a regular file")
+        ));
     }
     if !bad.is_empty() {
         worst = Verdict::Fail;
@@ -252,7 +286,11 @@ pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
                 return Outcome::new(
                     Verdict::Inconclusive,
                     o.expected[0].clone(),
-                    format!("{}: {}", e.rel, e.note.as_deref().unwrap_or("not a regular file")),
+                    format!(
+                        "{}: {}",
+                        e.rel,
+                        e.note.as_deref().unwrap_or("not a regular file")
+                    ),
                 )
             }
             (None, None) => {
@@ -284,7 +322,10 @@ pub fn similarity(a: &str, b: &str) -> f64 {
 }
 
 pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
-    let expected = format!("every path in the `{}` table's `{}` column exists", p.section, p.column);
+    let expected = format!(
+        "every path in the `{}` table's `{}` column exists",
+        p.section, p.column
+    );
     let tracker = match with_tracker(ctx) {
         Ok(t) => t,
         Err(mut o) => {
@@ -300,7 +341,10 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
         return Outcome::new(
             Verdict::Missing,
             expected,
-            format!("no `{}` table with a `{}` column in EXECUTION-TRACKER.md", p.section, p.column),
+            format!(
+                "no `{}` table with a `{}` column in EXECUTION-TRACKER.md",
+                p.section, p.column
+            ),
         );
     };
     let root = ctx.snap.root();
@@ -314,21 +358,26 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
             continue;
         }
         let replaced = raw.replace("{BUILD_DIR}", "");
-        let rel = if std::path::Path::new(&replaced).is_absolute() && !raw.starts_with("{BUILD_DIR}") {
-            match std::path::Path::new(&replaced).strip_prefix(root) {
-                Ok(r) => r.to_string_lossy().into_owned(),
-                Err(_) => {
-                    missing.push(format!("EXECUTION-TRACKER.md:{line}: `{raw}` is outside the build directory"));
-                    continue;
+        let rel =
+            if std::path::Path::new(&replaced).is_absolute() && !raw.starts_with("{BUILD_DIR}") {
+                match std::path::Path::new(&replaced).strip_prefix(root) {
+                    Ok(r) => r.to_string_lossy().into_owned(),
+                    Err(_) => {
+                        missing.push(format!(
+                            "EXECUTION-TRACKER.md:{line}: `{raw}` is outside the build directory"
+                        ));
+                        continue;
+                    }
                 }
-            }
-        } else {
-            replaced.trim_start_matches("./").trim_start_matches('/').to_string()
-        };
+            } else {
+                replaced
+                    .trim_start_matches("./")
+                    .trim_start_matches('/')
+                    .to_string()
+            };
         let rel = rel.trim_end_matches('/').to_string();
         let name = rel.rsplit('/').next().unwrap_or(&rel);
-        if p
-            .skip
+        if p.skip
             .iter()
             .any(|g| g.matcher().is_some_and(|m| m.is_match(name)))
         {
@@ -336,7 +385,9 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
             continue;
         }
         if rel.split('/').any(|c| c == "..") {
-            missing.push(format!("EXECUTION-TRACKER.md:{line}: `{raw}` leaves the build directory"));
+            missing.push(format!(
+                "EXECUTION-TRACKER.md:{line}: `{raw}` leaves the build directory"
+            ));
             continue;
         }
         checked += 1;
@@ -347,7 +398,9 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
                 e.note.as_deref().unwrap_or("not a regular file")
             )),
             None if rel.is_empty() => {}
-            None => missing.push(format!("EXECUTION-TRACKER.md:{line}: `{raw}` does not exist")),
+            None => missing.push(format!(
+                "EXECUTION-TRACKER.md:{line}: `{raw}` does not exist"
+            )),
         }
     }
     o.observed = vec![format!(

@@ -22,7 +22,13 @@ fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
         errors: Vec::new(),
         unreadable: other
             .iter()
-            .map(|e| format!("{}: {}", e.rel, e.note.as_deref().unwrap_or("not a regular file")))
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.rel,
+                    e.note.as_deref().unwrap_or("not a regular file")
+                )
+            })
             .collect(),
     };
     for e in files {
@@ -100,11 +106,24 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
             .collect();
         if !wrong.is_empty() {
             let empty_only = wrong.iter().all(|e| result_of(e).is_empty());
-            o.verdict = if empty_only { Verdict::Missing } else { Verdict::Fail };
+            o.verdict = if empty_only {
+                Verdict::Missing
+            } else {
+                Verdict::Fail
+            };
             o.observed = vec![format!(
                 "{}: {}",
                 g.id,
-                wrong.iter().map(|e| result_of(e).to_string()).map(|r| if r.is_empty() { "(no result)".into() } else { r }).collect::<Vec<_>>().join(", ")
+                wrong
+                    .iter()
+                    .map(|e| result_of(e).to_string())
+                    .map(|r| if r.is_empty() {
+                        "(no result)".into()
+                    } else {
+                        r
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )];
             return o;
         }
@@ -116,7 +135,11 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
     o.observed = vec![format!(
         "{} = {}",
         g.id,
-        found.iter().map(|e| result_of(e)).collect::<Vec<_>>().join(", ")
+        found
+            .iter()
+            .map(|e| result_of(e))
+            .collect::<Vec<_>>()
+            .join(", ")
     )];
     o
 }
@@ -137,7 +160,11 @@ pub(super) fn gate_files(ctx: &Ctx<'_>, g: &GateFiles) -> Outcome {
     }
     if !loaded.errors.is_empty() {
         o.verdict = Verdict::Fail;
-        o.observed = vec![format!("{} of {} files invalid", loaded.errors.len(), loaded.files)];
+        o.observed = vec![format!(
+            "{} of {} files invalid",
+            loaded.errors.len(),
+            loaded.files
+        )];
     } else if loaded.files < g.min_files {
         o.verdict = if loaded.unreadable.is_empty() {
             Verdict::Missing
@@ -187,7 +214,9 @@ pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
     }
     let forbidden = |s: &str| {
         let l = s.trim().to_lowercase();
-        g.forbid_contains.iter().any(|c| l.contains(&c.to_lowercase()))
+        g.forbid_contains
+            .iter()
+            .any(|c| l.contains(&c.to_lowercase()))
             || g.forbid_equals.iter().any(|e| l == e.to_lowercase())
     };
     let bad: Vec<&GateEntry> = loaded

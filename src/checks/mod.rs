@@ -309,8 +309,7 @@ fn literal_prefix(glob: &str) -> &str {
 }
 
 pub fn format_time(t: SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(t)
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
@@ -352,12 +351,19 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
     match p {
         P::All(parts) => {
             let parts: Vec<Outcome> = parts.iter().map(|p| judge(ctx, p)).collect();
-            let worst = parts.iter().map(|o| o.verdict).max().unwrap_or(Verdict::Pass);
+            let worst = parts
+                .iter()
+                .map(|o| o.verdict)
+                .max()
+                .unwrap_or(Verdict::Pass);
             // Show only the parts that decided the result, unless everything passed.
             let shown = if worst == Verdict::Pass {
                 parts
             } else {
-                parts.into_iter().filter(|o| o.verdict != Verdict::Pass).collect()
+                parts
+                    .into_iter()
+                    .filter(|o| o.verdict != Verdict::Pass)
+                    .collect()
             };
             Outcome::combine(worst, shown)
         }
@@ -367,7 +373,11 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
                 let mut parts = parts;
                 return parts.swap_remove(pos);
             }
-            let mildest = parts.iter().map(|o| o.verdict).min().unwrap_or(Verdict::Missing);
+            let mildest = parts
+                .iter()
+                .map(|o| o.verdict)
+                .min()
+                .unwrap_or(Verdict::Missing);
             Outcome::combine(mildest, parts)
         }
         P::Not(inner) => {
@@ -469,7 +479,10 @@ mod tests {
         assert_eq!(literal_prefix("screenshots/**/*.png"), "screenshots/");
         assert_eq!(literal_prefix("p3b-pa-auditor-*.md"), "p3b-pa-auditor-");
         assert_eq!(literal_prefix("screenshots/1440/"), "screenshots/1440");
-        assert_eq!(literal_prefix("EXECUTION-TRACKER.md"), "EXECUTION-TRACKER.md");
+        assert_eq!(
+            literal_prefix("EXECUTION-TRACKER.md"),
+            "EXECUTION-TRACKER.md"
+        );
         assert_eq!(literal_prefix("refine-inputs/**"), "refine-inputs/");
     }
 

@@ -54,7 +54,11 @@ fn combined(patterns: &[Pattern]) -> Option<Regex> {
 }
 
 pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
-    let mut what: Vec<String> = t.files.iter().map(|g| format!("`{}`", g.as_str())).collect();
+    let mut what: Vec<String> = t
+        .files
+        .iter()
+        .map(|g| format!("`{}`", g.as_str()))
+        .collect();
     what.extend(t.fields.iter().cloned());
     let mut rules = Vec::new();
     if let Some(x) = &t.extract {
@@ -64,11 +68,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
         rules.push(format!("at least {n} characters"));
     }
     if let Some(r) = &t.require {
-        rules.push(format!(
-            "at least {} of {}",
-            r.at_least,
-            list(&r.patterns)
-        ));
+        rules.push(format!("at least {} of {}", r.at_least, list(&r.patterns)));
     }
     if !t.forbid.is_empty() {
         rules.push(format!("none of {}", list(&t.forbid)));
@@ -152,7 +152,10 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     if !t.forbid.is_empty() {
         let hits = forbidden(&t.forbid, &sources);
         if hits.is_empty() {
-            observed.push(format!("no forbidden language in {} sources", sources.len()));
+            observed.push(format!(
+                "no forbidden language in {} sources",
+                sources.len()
+            ));
         } else {
             verdict = Verdict::Fail;
             observed.push(format!("{} forbidden matches", hits.len()));
@@ -181,7 +184,10 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                 })
                 .collect(),
             None => vec![(
-                sources.iter().map(|s| s.label.clone()).collect::<Vec<_>>().join(" + "),
+                match sources.as_slice() {
+                    [one] => one.label.clone(),
+                    many => format!("the text of {} sources", many.len()),
+                },
                 sources
                     .iter()
                     .map(|s| String::from_utf8_lossy(s.bytes()).into_owned())
@@ -253,7 +259,11 @@ fn judge_snippet(t: &Text, snippet: &str) -> (bool, String) {
         seen.push(if found.is_empty() {
             format!("none of the required {} patterns", r.patterns.len())
         } else {
-            format!("{} of the required patterns: {}", found.len(), found.join(", "))
+            format!(
+                "{} of the required patterns: {}",
+                found.len(),
+                found.join(", ")
+            )
         });
         if found.len() < r.at_least {
             ok = false;
@@ -275,7 +285,11 @@ fn forbidden(patterns: &[Pattern], sources: &[Source]) -> Vec<String> {
             line += bytecount(&s.bytes()[counted_to..start]);
             counted_to = start;
             let text = String::from_utf8_lossy(&s.bytes()[start..end]);
-            hits.push(format!("{}:{line}: `{which}` matched \"{}\"", s.label, text.trim()));
+            hits.push(format!(
+                "{}:{line}: `{which}` matched \"{}\"",
+                s.label,
+                text.trim()
+            ));
         };
         match &combined {
             Some(all) => {
@@ -283,7 +297,10 @@ fn forbidden(patterns: &[Pattern], sources: &[Source]) -> Vec<String> {
                     let which = compiled
                         .iter()
                         .zip(patterns)
-                        .find(|(re, _)| re.find_at(s.bytes(), m.start()).is_some_and(|x| x.start() == m.start()))
+                        .find(|(re, _)| {
+                            re.find_at(s.bytes(), m.start())
+                                .is_some_and(|x| x.start() == m.start())
+                        })
                         .map_or("?", |(_, p)| p.as_str());
                     record(m.start(), m.end(), which, &mut hits);
                 }
@@ -292,7 +309,10 @@ fn forbidden(patterns: &[Pattern], sources: &[Source]) -> Vec<String> {
                 // The alternation failed to compile (size limit): scan pattern by pattern.
                 let mut all: Vec<(usize, usize, &str)> = Vec::new();
                 for (re, p) in compiled.iter().zip(patterns) {
-                    all.extend(re.find_iter(s.bytes()).map(|m| (m.start(), m.end(), p.as_str())));
+                    all.extend(
+                        re.find_iter(s.bytes())
+                            .map(|m| (m.start(), m.end(), p.as_str())),
+                    );
                 }
                 all.sort();
                 for (a, b, w) in all {

@@ -48,7 +48,9 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                     return t;
                 }
             };
-            let Some(row) = tracker.field(name) else { return t };
+            let Some(row) = tracker.field(name) else {
+                return t;
+            };
             let (raw, parsed) = if by_time {
                 let raw = row.third.clone().unwrap_or_default();
                 (raw, row.time)
@@ -82,7 +84,9 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 text: c.section.clone(),
                 exact: false,
             };
-            let Some(table) = tracker.table_in(&filter, &c.column) else { return t };
+            let Some(table) = tracker.table_in(&filter, &c.column) else {
+                return t;
+            };
             for (line, cell) in tracker.column(table, &c.column) {
                 if is_empty_value(&cell) {
                     continue;
@@ -102,7 +106,10 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             };
             for e in ctx.matches(glob) {
                 if let Some(m) = e.mtime {
-                    t.times.push((DateTime::<Utc>::from(m), format!("{} mtime {}", e.rel, format_time(m))));
+                    t.times.push((
+                        DateTime::<Utc>::from(m),
+                        format!("{} mtime {}", e.rel, format_time(m)),
+                    ));
                 }
             }
             t
@@ -131,7 +138,11 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             } else {
                 t.times.iter().min_by_key(|(ts, _)| *ts).cloned()
             };
-            t.label = format!("{} of {}", if latest { "latest" } else { "earliest" }, t.label);
+            t.label = format!(
+                "{} of {}",
+                if latest { "latest" } else { "earliest" },
+                t.label
+            );
             t.times = pick.into_iter().collect();
             t
         }
@@ -150,11 +161,19 @@ fn resolve_label(ctx: &Ctx<'_>, r: &TimeRef) -> String {
 
 pub(super) fn has_time(ctx: &Ctx<'_>, r: &TimeRef) -> Outcome {
     let t = resolve(ctx, r);
-    let verdict = if t.absent() { Verdict::Missing } else { Verdict::Pass };
+    let verdict = if t.absent() {
+        Verdict::Missing
+    } else {
+        Verdict::Pass
+    };
     Outcome::new(
         verdict,
         format!("{} recorded", t.label),
-        format!("{} times, {} unparseable", t.times.len(), t.unparseable.len()),
+        format!(
+            "{} times, {} unparseable",
+            t.times.len(),
+            t.unparseable.len()
+        ),
     )
 }
 
@@ -184,14 +203,21 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
         }
     }
     if let Some(blocked) = resolved.iter().find_map(|t| t.blocked.clone()) {
-        return Outcome { expected: o.expected, ..blocked };
+        return Outcome {
+            expected: o.expected,
+            ..blocked
+        };
     }
     let unparseable: Vec<&String> = resolved.iter().flat_map(|t| &t.unparseable).collect();
     if !unparseable.is_empty() {
         o.verdict = Verdict::Inconclusive;
         o.observed = vec![format!(
             "unparseable timestamp: {}",
-            unparseable.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+            unparseable
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
         )];
         return o;
     }
@@ -241,7 +267,14 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
         }
     }
     if violations.is_empty() {
-        o.observed = vec![format!("in order ({} recorded)", present.len())];
+        let shown: Vec<String> = present
+            .iter()
+            .map(|t| match t.times.as_slice() {
+                [(ts, _)] => format!("{} {}", t.label, ts.format("%Y-%m-%dT%H:%M:%SZ")),
+                many => format!("{} ({} times)", t.label, many.len()),
+            })
+            .collect();
+        o.observed = vec![format!("in order: {}", shown.join(&op))];
     } else {
         o.verdict = Verdict::Fail;
         o.observed = vec![format!("{} out of order", violations.len())];

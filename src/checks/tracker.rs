@@ -34,12 +34,22 @@ pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
             Some(row) if is_empty_value(&row.value) => {
                 empty.push(format!("{f} (line {}: `{}`)", row.line, row.value.trim()))
             }
-            Some(row) => values.push(format!("{TRACKER}:{}: {} = {}", row.line, row.name, row.value.trim())),
+            Some(row) => values.push(format!(
+                "{TRACKER}:{}: {} = {}",
+                row.line,
+                row.name,
+                row.value.trim()
+            )),
         }
     }
     tracker_file(ctx, &mut o);
     if empty.is_empty() {
-        o.observed = vec![format!("all {} filled", fields.len())];
+        o.observed = vec![match fields {
+            [one] => t.field(one).map_or_else(String::new, |r| {
+                format!("{} = {}", r.name, super::clip(r.value.trim(), 60))
+            }),
+            _ => format!("all {} filled", fields.len()),
+        }];
         for v in values {
             o.push_detail(v);
         }
@@ -69,7 +79,11 @@ pub(super) fn section_filled(ctx: &Ctx<'_>, s: &Section) -> Outcome {
         return o;
     }
     let empty: Vec<_> = rows.iter().filter(|r| is_empty_value(&r.value)).collect();
-    o.observed = vec![format!("{} of {} rows filled", rows.len() - empty.len(), rows.len())];
+    o.observed = vec![format!(
+        "{} of {} rows filled",
+        rows.len() - empty.len(),
+        rows.len()
+    )];
     if !empty.is_empty() {
         o.verdict = Verdict::Missing;
         for r in empty {
@@ -99,7 +113,12 @@ pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
     for name in &f.fields {
         match t.field(name) {
             Some(row) if !is_empty_value(&row.value) => {
-                let line = format!("{TRACKER}:{}: {} = {}", row.line, row.name, row.value.trim());
+                let line = format!(
+                    "{TRACKER}:{}: {} = {}",
+                    row.line,
+                    row.name,
+                    row.value.trim()
+                );
                 if re.is_match(row.value.trim().as_bytes()) {
                     matched.push(line)
                 } else {
@@ -127,7 +146,11 @@ pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
     let mut o = Outcome::new(
         verdict,
         expected,
-        format!("{} match, {} do not, {absent} empty", matched.len(), unmatched.len()),
+        format!(
+            "{} match, {} do not, {absent} empty",
+            matched.len(),
+            unmatched.len()
+        ),
     );
     tracker_file(ctx, &mut o);
     for d in matched.into_iter().chain(unmatched) {
@@ -177,7 +200,11 @@ pub(super) fn column(ctx: &Ctx<'_>, c: &ColumnMatches) -> Outcome {
         .iter()
         .filter(|(_, v)| !re.is_match(v.as_bytes()))
         .collect();
-    o.observed = vec![format!("{} of {} cells match", cells.len() - bad.len(), cells.len())];
+    o.observed = vec![format!(
+        "{} of {} cells match",
+        cells.len() - bad.len(),
+        cells.len()
+    )];
     if !bad.is_empty() {
         o.verdict = Verdict::Fail;
         for (line, v) in bad {
@@ -212,7 +239,11 @@ pub(super) fn fill_rate(ctx: &Ctx<'_>, f: &FillRate) -> Outcome {
         o.verdict = Verdict::Missing;
     }
     if !fill.empty.is_empty() {
-        let names: Vec<String> = fill.empty.iter().map(|(n, l)| format!("{n} (line {l})")).collect();
+        let names: Vec<String> = fill
+            .empty
+            .iter()
+            .map(|(n, l)| format!("{n} (line {l})"))
+            .collect();
         o.push_detail(format!("empty: {}", names.join(", ")));
     }
     o
@@ -252,7 +283,12 @@ pub(super) fn distinct(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
         }
     }
     for r in &values {
-        o.push_detail(format!("{TRACKER}:{}: {} = {}", r.line, r.name, r.value.trim()));
+        o.push_detail(format!(
+            "{TRACKER}:{}: {} = {}",
+            r.line,
+            r.name,
+            r.value.trim()
+        ));
     }
     if same.is_empty() {
         o.observed = vec!["all different".into()];

@@ -16,7 +16,10 @@ fn ts(t: &DateTime<Utc>) -> String {
 }
 
 fn def<'p>(p: &'p Protocol, id: &str) -> Option<&'p CheckDef> {
-    p.checks().into_iter().find(|d| d.id == id).map(|d| d.as_ref())
+    p.checks()
+        .into_iter()
+        .find(|d| d.id == id)
+        .map(|d| d.as_ref())
 }
 
 /// Escapes a value for a table cell.
@@ -25,10 +28,10 @@ fn cell(s: &str) -> String {
 }
 
 fn pass_title(p: &Protocol, id: &str) -> String {
-    p.passes
-        .iter()
-        .find(|x| x.id == id)
-        .map_or_else(|| format!("Pass {id}"), |x| format!("Pass {id}: {}", x.title))
+    p.passes.iter().find(|x| x.id == id).map_or_else(
+        || format!("Pass {id}"),
+        |x| format!("Pass {id}: {}", x.title),
+    )
 }
 
 fn evidence_summary(r: &CheckResult) -> String {
@@ -88,10 +91,7 @@ fn result_section(out: &mut String, r: &CheckResult, level: &str) {
 }
 
 fn header_line(p: &Protocol) -> String {
-    format!(
-        "Protocol: `{}` {} (sha256 `{}`)",
-        p.id, p.version, p.sha256
-    )
+    format!("Protocol: `{}` {} (sha256 `{}`)", p.id, p.version, p.sha256)
 }
 
 fn history_lines(out: &mut String, history: &[&Change]) {
@@ -130,7 +130,10 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
     }
     out.push('\n');
     let results: Vec<&CheckResult> = eval.results.iter().filter(|r| r.pass == pass).collect();
-    let _ = writeln!(out, "| Check | Severity | Status | Title |\n|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| Check | Severity | Status | Title |\n|---|---|---|---|"
+    );
     for r in &results {
         let _ = writeln!(
             out,
@@ -188,7 +191,11 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
         );
         let mut ev: Vec<String> = r.evidence.details.iter().take(12).cloned().collect();
         if r.evidence.details.len() > 12 {
-            ev.push(format!("… {} more in OBSERVER-PASS-{}.md", r.evidence.details.len() - 12, r.pass));
+            ev.push(format!(
+                "… {} more in OBSERVER-PASS-{}.md",
+                r.evidence.details.len() - 12,
+                r.pass
+            ));
         }
         ev.extend(r.evidence.files.iter().take(6).map(file_line));
         if ev.is_empty() {
@@ -202,7 +209,9 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
         let _ = writeln!(
             out,
             "**Required Action:** {}",
-            d.map_or("Resolve the violation described above.", |d| d.action.as_str())
+            d.map_or("Resolve the violation described above.", |d| d
+                .action
+                .as_str())
         );
         if let Some((_, why)) = ctx.escalations.iter().find(|(k, _)| *k == r.key()) {
             let _ = writeln!(out, "**ESCALATED: human review required** — {why}");
@@ -214,7 +223,11 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
 fn summary_block(out: &mut String, eval: &Evaluation) {
     let s = eval.summary();
     let _ = writeln!(out, "### Summary\n");
-    let _ = writeln!(out, "- Total checks executed: {}", s.checks - s.waiting - s.skip);
+    let _ = writeln!(
+        out,
+        "- Total checks executed: {}",
+        s.checks - s.waiting - s.skip
+    );
     let _ = writeln!(out, "- PASS: {}", s.pass);
     let _ = writeln!(
         out,
@@ -228,7 +241,10 @@ fn summary_block(out: &mut String, eval: &Evaluation) {
         out,
         "- Observer compliance rate: {}",
         s.compliance_rate
-            .map_or("n/a (nothing judged yet)".to_string(), |r| format!("{:.0}%", r * 100.0))
+            .map_or("n/a (nothing judged yet)".to_string(), |r| format!(
+                "{:.0}%",
+                r * 100.0
+            ))
     );
     out.push('\n');
 }
@@ -236,10 +252,10 @@ fn summary_block(out: &mut String, eval: &Evaluation) {
 /// `OBSERVER-REPORT.md` (and what `verify` prints): the seed's report format.
 pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     let mut out = String::new();
-    let slug = ctx
-        .build_dir
-        .file_name()
-        .map_or_else(|| ctx.build_dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let slug = ctx.build_dir.file_name().map_or_else(
+        || ctx.build_dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let date = ctx.written.or(ctx.started).unwrap_or_else(Utc::now);
     let _ = writeln!(out, "# Observer Verification Report");
     let _ = writeln!(out, "## Build: {slug} — {}\n", date.format("%Y-%m-%d"));
@@ -271,7 +287,10 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     for c in &ctx.history {
         let is_blocking = def(p, &c.check).is_some_and(|d| d.severity == Severity::Blocking);
         if is_blocking && c.to == Status::Fail {
-            blocking.entry(format!("{}:{}", c.pass, c.check)).or_default().1 = Some(c);
+            blocking
+                .entry(format!("{}:{}", c.pass, c.check))
+                .or_default()
+                .1 = Some(c);
         }
     }
     let _ = writeln!(out, "### BLOCKING Failures\n");
@@ -281,7 +300,10 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         let _ = writeln!(out, "| Check ID | Description | Evidence | Phase | Resolved? |\n|----------|-------------|----------|-------|-----------|");
         for (key, (now, past)) in &blocking {
             let (pass, check) = key.split_once(':').unwrap_or(("", key));
-            let current = eval.results.iter().find(|r| r.pass == pass && r.check == check);
+            let current = eval
+                .results
+                .iter()
+                .find(|r| r.pass == pass && r.check == check);
             let (desc, evidence) = match now.or(current) {
                 Some(r) => (r.title.clone(), evidence_summary(r)),
                 None => (String::new(), String::new()),
@@ -292,7 +314,12 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                     let when = ctx
                         .history
                         .iter()
-                        .filter(|h| h.pass == pass && h.check == check && h.at >= c.at && h.to != Status::Fail)
+                        .filter(|h| {
+                            h.pass == pass
+                                && h.check == check
+                                && h.at >= c.at
+                                && h.to != Status::Fail
+                        })
                         .map(|h| ts(&h.at))
                         .next_back()
                         .unwrap_or_default();
@@ -356,7 +383,10 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
 
     if !ctx.incidents.is_empty() {
         let _ = writeln!(out, "### Incidents\n");
-        let _ = writeln!(out, "| Time | Kind | What happened |\n|------|------|---------------|");
+        let _ = writeln!(
+            out,
+            "| Time | Kind | What happened |\n|------|------|---------------|"
+        );
         for i in &ctx.incidents {
             let _ = writeln!(out, "| {} | {} | {} |", ts(&i.at), i.kind, cell(&i.text));
         }
@@ -369,13 +399,27 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         let ran = match state {
             Some(s) if s.ran => format!(
                 "ran{}",
-                s.reason.map(|r| format!(" on its {r:?}").to_lowercase()).unwrap_or_default()
+                s.reason
+                    .map(|r| format!(" on its {r:?}").to_lowercase())
+                    .unwrap_or_default()
             ),
             _ if pass.optional => "not triggered (optional)".to_string(),
             _ => "not run yet".to_string(),
         };
         let _ = writeln!(out, "#### {} — {ran}\n", pass_title(p, &pass.id));
-        for r in eval.results.iter().filter(|r| r.pass == pass.id) {
+        let results: Vec<&CheckResult> =
+            eval.results.iter().filter(|r| r.pass == pass.id).collect();
+        if pass.optional && state.is_none_or(|s| !s.ran) {
+            let ids: Vec<&str> = results.iter().map(|r| r.check.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "All {} check instances SKIP: {}\n",
+                ids.len(),
+                ids.join(", ")
+            );
+            continue;
+        }
+        for r in results {
             let _ = writeln!(
                 out,
                 "- {} [{}] **{}** — {}: {}",
@@ -431,7 +475,10 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     }
     recs.sort();
     if recs.is_empty() {
-        let _ = writeln!(out, "- No process change indicated: no check failed or was inconclusive.");
+        let _ = writeln!(
+            out,
+            "- No process change indicated: no check failed or was inconclusive."
+        );
     }
     for (_, id, rec) in recs {
         let _ = writeln!(out, "- {id}: {rec}");
@@ -443,14 +490,19 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     if files.is_empty() {
         let _ = writeln!(out, "None read.");
     } else {
-        let _ = writeln!(out, "| Path | Bytes | SHA-256 |\n|------|-------|---------|");
+        let _ = writeln!(
+            out,
+            "| Path | Bytes | SHA-256 |\n|------|-------|---------|"
+        );
         for f in files {
             let _ = writeln!(
                 out,
                 "| `{}` | {} | {} |",
                 cell(&f.path),
                 f.size,
-                f.sha256.as_deref().map_or("(not read)".to_string(), |h| format!("`{h}`"))
+                f.sha256
+                    .as_deref()
+                    .map_or("(not read)".to_string(), |h| format!("`{h}`"))
             );
         }
     }
@@ -461,7 +513,9 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
 pub fn artifacts(eval: &Evaluation) -> Vec<FileRef> {
     let mut by_path: BTreeMap<&str, &FileRef> = BTreeMap::new();
     for f in eval.results.iter().flat_map(|r| &r.evidence.files) {
-        let keep = by_path.get(f.path.as_str()).is_none_or(|old| old.sha256.is_none());
+        let keep = by_path
+            .get(f.path.as_str())
+            .is_none_or(|old| old.sha256.is_none());
         if keep {
             by_path.insert(&f.path, f);
         }

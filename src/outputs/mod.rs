@@ -92,7 +92,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write_atomic(dir.path(), "OBSERVER-STOP.md", "one").unwrap();
         write_atomic(dir.path(), "OBSERVER-STOP.md", "two").unwrap();
-        assert_eq!(std::fs::read_to_string(dir.path().join("OBSERVER-STOP.md")).unwrap(), "two");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("OBSERVER-STOP.md")).unwrap(),
+            "two"
+        );
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())

@@ -191,7 +191,10 @@ fn time(t: &TimeRef) -> String {
         TimeRef::FieldTime(f) => format!("the time cell of {f}"),
         TimeRef::Column(c) => format!("the `{}` column of `{}`", c.column, c.section),
         TimeRef::Mtime(g) => format!("mtimes of `{}`", g.as_str()),
-        TimeRef::FirstOf(v) => format!("({})", v.iter().map(time).collect::<Vec<_>>().join(", else ")),
+        TimeRef::FirstOf(v) => format!(
+            "({})",
+            v.iter().map(time).collect::<Vec<_>>().join(", else ")
+        ),
         TimeRef::Earliest(i) => format!("the earliest of {}", time(i)),
         TimeRef::Latest(i) => format!("the latest of {}", time(i)),
     }
@@ -224,16 +227,28 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
         );
         match &inst.deadline {
             Some(dl) => {
-                let _ = writeln!(out, "  Due when (or when the pipeline is complete, or with --final):\n{}", indent(&describe(dl), 4));
+                let _ = writeln!(
+                    out,
+                    "  Due when (or when the pipeline is complete, or with --final):\n{}",
+                    indent(&describe(dl), 4)
+                );
             }
             None => {
                 let _ = writeln!(out, "  Due: as soon as the pass runs");
             }
         }
         if let Some(w) = &inst.when {
-            let _ = writeln!(out, "  Applies only when (else SKIP):\n{}", indent(&describe(w), 4));
+            let _ = writeln!(
+                out,
+                "  Applies only when (else SKIP):\n{}",
+                indent(&describe(w), 4)
+            );
         }
-        let _ = writeln!(out, "  PASS when:\n{}", indent(&describe(&inst.predicate), 4));
+        let _ = writeln!(
+            out,
+            "  PASS when:\n{}",
+            indent(&describe(&inst.predicate), 4)
+        );
     }
     let missing = match d.missing {
         MissingAs::Fail => "FAIL",
@@ -252,5 +267,8 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
 
 fn indent(s: &str, n: usize) -> String {
     let pad = " ".repeat(n);
-    s.lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
+    s.lines()
+        .map(|l| format!("{pad}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -24,8 +24,11 @@ use vars::Vars;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The protocols compiled into the binary: (id, file name, text).
-pub const EMBEDDED: &[(&str, &str, &str)] =
-    &[("d10", "protocols/d10.toml", include_str!("../../protocols/d10.toml"))];
+pub const EMBEDDED: &[(&str, &str, &str)] = &[(
+    "d10",
+    "protocols/d10.toml",
+    include_str!("../../protocols/d10.toml"),
+)];
 
 /// The protocol used when none is named.
 pub const DEFAULT_ID: &str = "d10";
@@ -292,7 +295,10 @@ impl Protocol {
                 .map_err(|m| err_at(Some(vars.span()), format!("in [vars.{name}]: {m}")))?;
         }
         if raw.verdict.files.is_empty() {
-            return Err(err_at(None, "`verdict.files` must name at least one glob".into()));
+            return Err(err_at(
+                None,
+                "`verdict.files` must name at least one glob".into(),
+            ));
         }
         let empty = Vars::new();
         let variant = |name: &Spanned<String>| -> Result<&Vars, ProtocolError> {
@@ -302,7 +308,11 @@ impl Protocol {
                 .ok_or_else(|| {
                     err_at(
                         Some(name.span()),
-                        format!("unknown variant `{}` (no [vars.{}] table)", name.get_ref(), name.get_ref()),
+                        format!(
+                            "unknown variant `{}` (no [vars.{}] table)",
+                            name.get_ref(),
+                            name.get_ref()
+                        ),
                     )
                 })
         };
@@ -317,7 +327,10 @@ impl Protocol {
                 return Err(err_at(Some(c.id.span()), "empty check id".into()));
             }
             if defs.contains_key(&id) {
-                return Err(err_at(Some(c.id.span()), format!("duplicate check id `{id}`")));
+                return Err(err_at(
+                    Some(c.id.span()),
+                    format!("duplicate check id `{id}`"),
+                ));
             }
             let def = CheckDef {
                 id: id.clone(),
@@ -337,7 +350,10 @@ impl Protocol {
         for p in &raw.passes {
             let id = p.get_ref().id.get_ref();
             if !pass_ids.insert(id.clone()) {
-                return Err(err_at(Some(p.get_ref().id.span()), format!("duplicate pass id `{id}`")));
+                return Err(err_at(
+                    Some(p.get_ref().id.span()),
+                    format!("duplicate pass id `{id}`"),
+                ));
             }
         }
         let mut used: BTreeMap<&str, &str> = BTreeMap::new();
@@ -349,8 +365,12 @@ impl Protocol {
                 Some(name) => variant(name)?,
                 None => main_vars,
             };
-            let variant_name = p.vars.as_ref().map_or(MAIN_VARIANT, |n| n.get_ref().as_str());
-            let at_pass = |m: String| err_at(Some(spanned.span()), format!("in pass `{pass_id}`: {m}"));
+            let variant_name = p
+                .vars
+                .as_ref()
+                .map_or(MAIN_VARIANT, |n| n.get_ref().as_str());
+            let at_pass =
+                |m: String| err_at(Some(spanned.span()), format!("in pass `{pass_id}`: {m}"));
             let trigger = instantiate_checked(&p.trigger, vars).map_err(at_pass)?;
             let deadline = p
                 .deadline
@@ -361,15 +381,28 @@ impl Protocol {
             let mut checks = Vec::new();
             for r in &p.checks {
                 let (def, raw_check) = defs.get(r.get_ref().trim()).ok_or_else(|| {
-                    err_at(Some(r.span()), format!("pass `{pass_id}` names unknown check `{}`", r.get_ref()))
+                    err_at(
+                        Some(r.span()),
+                        format!("pass `{pass_id}` names unknown check `{}`", r.get_ref()),
+                    )
                 })?;
-                if let Some(other) = used.insert(def.id.as_str(), pass_id_str(&raw.passes, &pass_id)) {
+                if let Some(other) =
+                    used.insert(def.id.as_str(), pass_id_str(&raw.passes, &pass_id))
+                {
                     return Err(err_at(
                         Some(r.span()),
                         format!("check `{}` is already in pass `{other}`", def.id),
                     ));
                 }
-                checks.push(instance(text, def, raw_check, vars, variant_name, p.deadline.as_ref(), &err_at)?);
+                checks.push(instance(
+                    text,
+                    def,
+                    raw_check,
+                    vars,
+                    variant_name,
+                    p.deadline.as_ref(),
+                    &err_at,
+                )?);
             }
             for rep in &p.repeat {
                 let rep_vars = variant(&rep.vars)?;
@@ -380,10 +413,16 @@ impl Protocol {
                         .map(|s| s.get_ref())
                         .find(|s| s.id.get_ref() == rp.get_ref())
                         .ok_or_else(|| {
-                            err_at(Some(rp.span()), format!("pass `{pass_id}` repeats unknown pass `{}`", rp.get_ref()))
+                            err_at(
+                                Some(rp.span()),
+                                format!("pass `{pass_id}` repeats unknown pass `{}`", rp.get_ref()),
+                            )
                         })?;
                     if src.id.get_ref() == &pass_id {
-                        return Err(err_at(Some(rp.span()), format!("pass `{pass_id}` cannot repeat itself")));
+                        return Err(err_at(
+                            Some(rp.span()),
+                            format!("pass `{pass_id}` cannot repeat itself"),
+                        ));
                     }
                     for r in &src.checks {
                         if let Some((def, raw_check)) = defs.get(r.get_ref().trim()) {
@@ -421,7 +460,12 @@ impl Protocol {
         let verdict = VerdictSpec {
             files: raw.verdict.files,
             pattern: raw.verdict.pattern,
-            complete: raw.verdict.complete.iter().map(|s| s.trim().to_uppercase()).collect(),
+            complete: raw
+                .verdict
+                .complete
+                .iter()
+                .map(|s| s.trim().to_uppercase())
+                .collect(),
         };
         let sha256 = hex(&Sha256::digest(text.as_bytes()));
         Ok(Protocol {
@@ -483,16 +527,28 @@ fn instance(
     let c = raw.get_ref();
     let located = |m: String| {
         // Point at the offending value when it can be found inside the check, else at the check.
+        // The check's text runs from its header to the next array-of-tables header.
         let span = raw.span();
+        let end = text[span.start + 1..]
+            .find("\n[[")
+            .map_or(text.len(), |i| span.start + 1 + i)
+            .max(span.end);
         let pos = quoted_value(&m)
-            .and_then(|needle| text[span.clone()].find(needle.as_str()).map(|i| span.start + i))
+            .and_then(|needle| {
+                text[span.start..end]
+                    .find(needle.as_str())
+                    .map(|i| span.start + i)
+            })
             .map(|p| p..p);
         let suffix = if variant == MAIN_VARIANT {
             String::new()
         } else {
             format!(" (variant `{variant}`)")
         };
-        err_at(pos.or(Some(span)), format!("in check `{}`{suffix}: {m}", def.id))
+        err_at(
+            pos.or(Some(span)),
+            format!("in check `{}`{suffix}: {m}", def.id),
+        )
     };
     let predicate = instantiate_checked(&c.predicate, vars).map_err(located)?;
     let deadline = c
@@ -554,7 +610,10 @@ fn validate(p: &Predicate) -> Result<(), String> {
         }
         P::FileSet(f) => {
             if f.key.regex().is_some_and(|r| r.captures_len() < 2) {
-                return Err(format!("`file_set.key` `{}` needs a capture group for the key", f.key.as_str()));
+                return Err(format!(
+                    "`file_set.key` `{}` needs a capture group for the key",
+                    f.key.as_str()
+                ));
             }
             Ok(())
         }
@@ -573,17 +632,26 @@ fn validate(p: &Predicate) -> Result<(), String> {
             if t.files.is_empty() && t.fields.is_empty() {
                 return Err("`text` needs `files` or `fields`".into());
             }
-            if t.require.is_none() && t.forbid.is_empty() && t.min_chars.is_none() && t.extract.is_none() {
-                return Err("`text` needs at least one of `require`, `forbid`, `min_chars`, `extract`".into());
+            if t.require.is_none()
+                && t.forbid.is_empty()
+                && t.min_chars.is_none()
+                && t.extract.is_none()
+            {
+                return Err(
+                    "`text` needs at least one of `require`, `forbid`, `min_chars`, `extract`"
+                        .into(),
+                );
             }
             Ok(())
         }
-        P::Dissimilar(d) if !(0.0..=1.0).contains(&d.threshold) => {
-            Err(format!("`threshold` `{}` must be between 0 and 1", d.threshold))
-        }
-        P::FillRate(f) if !(0.0..=1.0).contains(&f.min) => {
-            Err(format!("`fill_rate.min` `{}` must be between 0 and 1", f.min))
-        }
+        P::Dissimilar(d) if !(0.0..=1.0).contains(&d.threshold) => Err(format!(
+            "`threshold` `{}` must be between 0 and 1",
+            d.threshold
+        )),
+        P::FillRate(f) if !(0.0..=1.0).contains(&f.min) => Err(format!(
+            "`fill_rate.min` `{}` must be between 0 and 1",
+            f.min
+        )),
         P::Heading(h) if !(1..=6).contains(&h.level) => {
             Err(format!("heading level `{}` must be 1 to 6", h.level))
         }
@@ -594,7 +662,9 @@ fn validate(p: &Predicate) -> Result<(), String> {
 
 fn validate_time(t: &TimeRef) -> Result<(), String> {
     match t {
-        TimeRef::FirstOf(v) if v.is_empty() => Err("`first_of` needs at least one reference".into()),
+        TimeRef::FirstOf(v) if v.is_empty() => {
+            Err("`first_of` needs at least one reference".into())
+        }
         TimeRef::FirstOf(v) => v.iter().try_for_each(validate_time),
         TimeRef::Earliest(i) | TimeRef::Latest(i) => validate_time(i),
         _ => Ok(()),
@@ -620,8 +690,10 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 /// Lowercase hex of a digest.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

@@ -180,7 +180,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
                 T::deserialize(s.into_deserializer()).map(OneOrMany::One)
             }
             fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                Vec::<T>::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(OneOrMany::Many)
+                Vec::<T>::deserialize(de::value::SeqAccessDeserializer::new(seq))
+                    .map(OneOrMany::Many)
             }
         }
         d.deserialize_any(V(std::marker::PhantomData))

@@ -33,7 +33,9 @@ fn substitute(value: &mut toml::Value, vars: &Vars) -> Result<(), String> {
             for mut item in std::mem::take(items) {
                 substitute(&mut item, vars)?;
                 match item {
-                    toml::Value::Array(inner) if inner.iter().all(|i| i.is_str()) => out.extend(inner),
+                    toml::Value::Array(inner) if inner.iter().all(|i| i.is_str()) => {
+                        out.extend(inner)
+                    }
                     other => out.push(other),
                 }
             }
@@ -117,12 +119,13 @@ mod tests {
 
     #[test]
     fn interpolates_and_replaces_whole_values() {
-        let p: Predicate =
-            toml::from_str::<toml::Table>("p = { time_order = { fields = [\"X\", \"${chain}\"] } }")
-                .unwrap()["p"]
-                .clone()
-                .try_into()
-                .unwrap();
+        let p: Predicate = toml::from_str::<toml::Table>(
+            "p = { time_order = { fields = [\"X\", \"${chain}\"] } }",
+        )
+        .unwrap()["p"]
+            .clone()
+            .try_into()
+            .unwrap();
         let v = vars(&[(
             "chain",
             toml::Value::Array(vec!["A_REFINE".into(), "B_REFINE".into()]),

@@ -1,0 +1,340 @@
+//! The command line as a user meets it: help text, protocol errors that point at the
+//! mistake, `verify`'s printed formats (snapshots), `--write` and exit codes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use assert_cmd::Command;
+
+use crate::builder::Build;
+
+fn referee() -> Command {
+    let mut cmd = Command::cargo_bin("referee").expect("the referee binary");
+    cmd.timeout(Duration::from_secs(20));
+    cmd
+}
+
+/// Runs `referee ARGS` and returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = referee().args(args).output().expect("referee runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn materialise(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = Build::named(name)
+        .and_then(|b| b.materialise(tmp.path()))
+        .unwrap_or_else(|e| panic!("build {name}: {e}"));
+    (tmp, dir)
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.path().strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Redacts what changes from run to run: times, the temp dir, the protocol hash.
+fn redact(text: &str, dir: &Path) -> String {
+    let text = text.replace(&dir.display().to_string(), "[BUILD_DIR]");
+    let ts = regex::Regex::new(r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap();
+    let today = regex::Regex::new(r"— 20\d\d-\d\d-\d\d\n").unwrap();
+    let text = today.replace_all(&text, "— [DATE]\n");
+    let text = ts.replace_all(&text, |c: &regex::Captures| {
+        // Fixture times (2026-02-25…) are data; only the run's own clock is redacted.
+        if c[0].starts_with("2026-02-25") {
+            c[0].to_string()
+        } else {
+            "[NOW]".to_string()
+        }
+    });
+    let sha = regex::Regex::new(r"(sha256.{1,6})[0-9a-f]{64}").unwrap();
+    let proto = referee::protocol::Protocol::default_protocol()
+        .unwrap()
+        .sha256;
+    text.replace(&proto, "[PROTOCOL_SHA256]")
+        .replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
+        .lines()
+        .map(|l| {
+            if l.contains("[PROTOCOL_SHA256]") {
+                l.to_string()
+            } else {
+                sha.replace_all(l, "$1…").into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn help_texts() {
+    for args in [
+        vec!["--help"],
+        vec!["verify", "--help"],
+        vec!["protocol", "--help"],
+    ] {
+        let (code, out, _) = run(&args);
+        assert_eq!(code, 0, "{args:?}");
+        insta::assert_snapshot!(format!("help_{}", args.join("_").replace("--", "")), out);
+    }
+}
+
+#[test]
+fn verify_clean_markdown_and_json() {
+    let (_tmp, dir) = materialise("clean");
+    let d = dir.to_str().unwrap();
+    let (code, md, err) = run(&["verify", d]);
+    assert_eq!(code, 0, "{err}");
+    insta::assert_snapshot!("verify_clean_md", redact(&md, &dir));
+
+    let (code, json, _) = run(&["verify", d, "--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(v["schema"], "referee.verify/1");
+    assert_eq!(v["protocol"]["id"], "d10");
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["verdict"], "SHIP");
+    assert_eq!(v["results"].as_array().unwrap().len(), 51);
+    insta::assert_snapshot!("verify_clean_json", redact(&json, &dir));
+}
+
+#[test]
+fn verify_writes_nothing_unless_asked() {
+    let (_tmp, dir) = materialise("clean");
+    let before = listing(&dir);
+    let (code, _, _) = run(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        listing(&dir),
+        before,
+        "verify without --write must not write"
+    );
+
+    let (code, _, err) = run(&["verify", dir.to_str().unwrap(), "--write"]);
+    assert_eq!(code, 0, "{err}");
+    let added: Vec<String> = listing(&dir)
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            "OBSERVER-PASS-0.md",
+            "OBSERVER-PASS-1.md",
+            "OBSERVER-PASS-2.md",
+            "OBSERVER-PASS-3.md",
+            "OBSERVER-PASS-4.md",
+            "OBSERVER-REPORT.md"
+        ]
+    );
+    let pass2 = std::fs::read_to_string(dir.join("OBSERVER-PASS-2.md")).unwrap();
+    assert!(
+        pass2.starts_with("# Observer Pass 2: Post-Phase 3A"),
+        "{pass2}"
+    );
+    assert!(pass2.contains("| OBS-27 | BLOCKING | PASS |"), "{pass2}");
+    // The referee's own files are never inputs: verifying again gives the same results.
+    let (code, json, _) = run(&["verify", dir.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0);
+    assert!(json.contains("\"fail\": 0"), "{json}");
+}
+
+#[test]
+fn verify_reports_a_blocking_failure_with_exit_1() {
+    let (_tmp, dir) = materialise("clean");
+    let gates = dir.join("p3a-gate-results.json");
+    let text = std::fs::read_to_string(&gates).unwrap();
+    let text = text.replacen("\"gate-runner\"", "\"manual\"", 1);
+    std::fs::write(&gates, text).unwrap();
+    let (code, md, _) = run(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{md}");
+    assert!(md.contains("| OBS-27 | No manual gate results |"), "{md}");
+    assert!(md.contains("p3a-gate-results.json[0]"), "{md}");
+    assert!(md.contains("- FAIL: 1 (1 BLOCKING, 0 SIGNIFICANT)"), "{md}");
+}
+
+#[test]
+fn verify_usage_errors_exit_2() {
+    let (code, _, err) = run(&["verify", "/nonexistent/build"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("cannot read build directory `/nonexistent/build`"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["verify"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("BUILD_DIR"), "{err}");
+    let (code, _, err) = run(&["verify", ".", "--protocol", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown protocol `nope`"), "{err}");
+}
+
+#[test]
+fn protocol_list_show_check_explain() {
+    let (code, out, _) = run(&["protocol", "list"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("d10\t1.0.0\t6 passes, 30 checks"), "{out}");
+
+    let (code, text, _) = run(&["protocol", "show", "d10"]);
+    assert_eq!(code, 0);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("mine.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (code, out, err) = run(&["protocol", "check", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("ok: protocol `d10` 1.0.0 — 6 passes, 30 checks, 51 check instances"),
+        "{out}"
+    );
+
+    let (code, out, _) = run(&["protocol", "explain", "OBS-07"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("explain_obs_07", out);
+
+    let (code, _, err) = run(&["protocol", "explain", "OBS-99"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no check `OBS-99`"), "{err}");
+}
+
+/// A copy of the D10 protocol with one edit; the error must name the right line and column.
+fn broken(edit: impl Fn(&str) -> String) -> (i32, String) {
+    let d10 = referee::protocol::EMBEDDED[0].2;
+    let text = edit(d10);
+    assert_ne!(text, d10, "the edit must change the protocol");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("p.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (code, _, err) = run(&["protocol", "check", file.to_str().unwrap()]);
+    let err = err.replace(&file.display().to_string(), "p.toml");
+    // verify refuses the same protocol before it looks at anything.
+    let (vcode, _, verr) = run(&["verify", ".", "--protocol", file.to_str().unwrap()]);
+    assert_eq!(vcode, 2, "{verr}");
+    (code, err)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in protocol")
+        + 1
+}
+
+#[test]
+fn protocol_errors_point_at_the_mistake() {
+    let d10 = referee::protocol::EMBEDDED[0].2;
+    let cases: Vec<(&str, Box<dyn Fn(&str) -> String>, String, &str)> = vec![
+        (
+            "unknown key",
+            Box::new(|t: &str| {
+                t.replacen(
+                    "severity = \"blocking\"",
+                    "severity = \"blocking\"\nseverty = 1",
+                    1,
+                )
+            }),
+            format!("p.toml:{}:1:", line_of(d10, "severity = \"blocking\"") + 1),
+            "unknown field `severty`",
+        ),
+        (
+            "duplicate check id",
+            Box::new(|t: &str| t.replacen("id = \"OBS-02\"", "id = \"OBS-01\"", 1)),
+            format!("p.toml:{}:", line_of(d10, "id = \"OBS-02\"")),
+            "duplicate check id `OBS-01`",
+        ),
+        (
+            "invalid glob",
+            Box::new(|t: &str| {
+                t.replacen(
+                    "{ exists = \"p0-content-map*.md\" }",
+                    "{ exists = \"p0-[content\" }",
+                    1,
+                )
+            }),
+            format!("p.toml:{}:", line_of(d10, "p0-content-map*.md")),
+            "invalid glob `p0-[content`",
+        ),
+        (
+            "invalid regex",
+            Box::new(|t: &str| t.replacen("'(?i)opus'", "'(?i)opus('", 1)),
+            format!("p.toml:{}:", line_of(d10, "'(?i)opus'")),
+            "invalid regex `(?i)opus(`",
+        ),
+        (
+            "unknown predicate",
+            Box::new(|t: &str| {
+                t.replacen(
+                    "{ fill_rate = { min = 0.8 } }",
+                    "{ fill_ratio = { min = 0.8 } }",
+                    1,
+                )
+            }),
+            format!("p.toml:{}:", line_of(d10, "fill_rate = { min = 0.8 }")),
+            "unknown variant `fill_ratio`",
+        ),
+        (
+            "dangling check reference",
+            Box::new(|t: &str| {
+                t.replacen(
+                    "checks = [\"OBS-16\"]",
+                    "checks = [\"OBS-16\", \"OBS-99\"]",
+                    1,
+                )
+            }),
+            format!("p.toml:{}:", line_of(d10, "checks = [\"OBS-16\"]")),
+            "pass `0` names unknown check `OBS-99`",
+        ),
+        (
+            "undefined variable",
+            Box::new(|t: &str| {
+                t.replacen(
+                    "{ filled = \"EXPERIENTIAL_SCAN${sfx}\" }",
+                    "{ filled = \"EXPERIENTIAL_SCAN${suffix}\" }",
+                    1,
+                )
+            }),
+            format!(
+                "p.toml:{}:",
+                line_of(d10, "{ filled = \"EXPERIENTIAL_SCAN${sfx}\" }")
+            ),
+            "undefined variable `${suffix}`",
+        ),
+        (
+            "unknown variant of a repeat",
+            Box::new(|t: &str| t.replacen("vars = \"refine\"", "vars = \"refined\"", 1)),
+            format!("p.toml:{}:", line_of(d10, "vars = \"refine\"")),
+            "unknown variant `refined`",
+        ),
+        (
+            "unsupported schema",
+            Box::new(|t: &str| t.replacen("schema_version = 1", "schema_version = 2", 1)),
+            format!("p.toml:{}:18:", line_of(d10, "schema_version = 1")),
+            "unsupported schema_version `2`",
+        ),
+        (
+            "not TOML",
+            Box::new(|t: &str| format!("{t}\n[[check]\n")),
+            format!("p.toml:{}:", d10.lines().count() + 2),
+            "",
+        ),
+    ];
+    for (what, edit, at, message) in cases {
+        let (code, err) = broken(edit);
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(
+            err.contains(&at),
+            "{what}: expected position `{at}` in: {err}"
+        );
+        assert!(
+            err.contains(message),
+            "{what}: expected `{message}` in: {err}"
+        );
+    }
+}

@@ -1,0 +1,3 @@
+mod builder;
+mod cases;
+mod cli;
