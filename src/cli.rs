@@ -31,11 +31,24 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run beside a pipeline: watch BUILD_DIR, run passes as they become due, keep
+    /// OBSERVER-STOP.md and the pass files current, and write the final report.
+    Watch(WatchArgs),
     /// Audit a build directory once, as it stands, and print the report.
     Verify(VerifyArgs),
+    /// For an orchestrator at a phase transition: print OBSERVER-STOP.md and exit 1 if it
+    /// exists, else print `go` and exit 0 (exit 3 with --require-live and no live referee).
+    Status(StatusArgs),
     /// Inspect and validate protocols.
     #[command(subcommand)]
     Protocol(ProtocolCommand),
+    /// Write a recorded pipeline run (a timeline) into DIR in its recorded order and timing,
+    /// setting each file's mtime to its recorded time.
+    Replay(ReplayArgs),
+    /// Watch the referee catch a violation live: replays a short D10 run (a hand-entered gate
+    /// result raises STOP, a re-run resolves it) into a new directory while the watch daemon
+    /// runs on it, and narrates both sides. Finishes by itself in about 15 s.
+    Demo(DemoArgs),
 }
 
 #[derive(Args, Debug)]
@@ -119,8 +132,12 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         }
     };
     match cli.command {
+        Command::Watch(a) => watch(a),
         Command::Verify(a) => verify(a),
+        Command::Status(a) => status(a),
         Command::Protocol(p) => protocol_command(p),
+        Command::Replay(a) => replay(a),
+        Command::Demo(a) => demo(a),
     }
 }
 
@@ -244,4 +261,189 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::Ok)
+}
+
+#[derive(Args, Debug)]
+struct ReplayArgs {
+    /// A timeline file (`fixtures/timelines/*.toml`) or an embedded one (`demo`, `clean`).
+    #[arg(value_name = "TIMELINE")]
+    timeline: String,
+    /// The directory to write into (created if missing); nothing is written outside it.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Play X times faster than recorded; 0 writes everything without waiting.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    speed: f64,
+    /// Play only the steps recorded at or after this offset (e.g. `49m`).
+    #[arg(long, value_name = "OFFSET")]
+    from: Option<String>,
+    /// Play only the steps recorded before this offset (e.g. `49m`: a run stopped in Phase 3A).
+    #[arg(long, value_name = "OFFSET")]
+    until: Option<String>,
+    /// Print nothing while playing.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn replay(a: ReplayArgs) -> Result<ExitCode> {
+    let timeline = crate::replay::Timeline::load(&a.timeline)?;
+    let offset = |s: &Option<String>| -> Result<_> {
+        s.as_deref()
+            .map(crate::replay::parse_offset)
+            .transpose()
+            .map_err(anyhow::Error::msg)
+    };
+    let opts = crate::replay::PlayOptions {
+        speed: a.speed,
+        from: offset(&a.from)?,
+        until: offset(&a.until)?,
+        ..Default::default()
+    };
+    crate::replay::play(&timeline, &a.dir, &opts, |played| {
+        if !a.quiet && print(&crate::replay::line(played)).is_err() {
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    })?;
+    Ok(ExitCode::Ok)
+}
+
+// ---- watch and status -----------------------------------------------------------------------
+
+#[derive(Args, Debug)]
+struct WatchArgs {
+    /// The pipeline's build output directory.
+    build_dir: PathBuf,
+    #[command(flatten)]
+    protocol: ProtocolArg,
+    /// Poll the directory every MS milliseconds instead of using OS notifications (for network
+    /// filesystems). Polling is also the automatic fallback when notifications are unavailable.
+    #[arg(long, value_name = "MS", num_args = 0..=1, require_equals = true, default_missing_value = "200")]
+    poll: Option<u64>,
+    /// Finish (judging every check as due) when the pipeline's process PID exits.
+    #[arg(long, value_name = "PID")]
+    exit_with: Option<i32>,
+    /// Finish after this long, judging the directory as it stands (e.g. `90s`, `30m`, `2h`).
+    #[arg(long, value_name = "DURATION", value_parser = crate::daemon::parse_duration)]
+    timeout: Option<std::time::Duration>,
+    /// What to do when the referee itself cannot scan, evaluate or write its files: `stop`
+    /// writes a STOP block naming the fault; `continue` records it and goes on.
+    #[arg(long, value_enum, default_value_t = OnFault::Stop)]
+    on_fault: OnFault,
+    /// Fix attempts on a failing BLOCKING check before its STOP says `ESCALATED: human review
+    /// required` (an attempt whose evidence is unchanged escalates at once).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    max_fix_attempts: u32,
+    /// Seconds between writes of OBSERVER-HEARTBEAT.json (fractions allowed).
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_heartbeat)]
+    heartbeat: std::time::Duration,
+    /// A failure resting on a file changed less than MS milliseconds ago is held until the file
+    /// is quiet (a half-written file is not judged).
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    settle: u64,
+    /// Start a new OBSERVER-EVENTS.jsonl instead of resuming (the old log is moved aside to
+    /// OBSERVER-EVENTS-<time>.jsonl, never deleted).
+    #[arg(long)]
+    fresh: bool,
+    /// Print no progress lines (warnings and faults still go to stderr).
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum OnFault {
+    Stop,
+    Continue,
+}
+
+fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
+    let d = crate::daemon::parse_duration(s)?;
+    if d < std::time::Duration::from_millis(50) {
+        return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
+    }
+    Ok(d)
+}
+
+#[derive(Args, Debug)]
+struct StatusArgs {
+    /// The pipeline's build output directory.
+    build_dir: PathBuf,
+    /// Exit 3 unless a live referee watches the directory (its heartbeat is fresh, not
+    /// finished, and its process runs).
+    #[arg(long)]
+    require_live: bool,
+    /// A heartbeat older than SECS is stale (default: 3 × its interval, or 10 s).
+    #[arg(long, value_name = "SECS", value_parser = crate::daemon::parse_duration)]
+    stale: Option<std::time::Duration>,
+}
+
+fn watch(a: WatchArgs) -> Result<ExitCode> {
+    // Block SIGINT/SIGTERM before any thread exists, so only the sigwait thread sees them and
+    // the daemon can write its final report.
+    let shutdown = crate::daemon::signals::listen_for_termination()
+        .context("cannot set up SIGINT/SIGTERM handling")?;
+    let mut config = crate::daemon::Config::new(a.build_dir);
+    config.protocol = a.protocol.protocol;
+    config.watch = match a.poll {
+        Some(ms) => crate::watch::Mode::Poll(std::time::Duration::from_millis(ms.max(10))),
+        None => crate::watch::Mode::Native,
+    };
+    config.exit_with = a.exit_with;
+    config.timeout = a.timeout;
+    config.on_fault = match a.on_fault {
+        OnFault::Stop => crate::daemon::FaultPolicy::Stop,
+        OnFault::Continue => crate::daemon::FaultPolicy::Continue,
+    };
+    config.max_fix_attempts = a.max_fix_attempts;
+    config.heartbeat = a.heartbeat;
+    config.settle = std::time::Duration::from_millis(a.settle);
+    config.fresh = a.fresh;
+    config.quiet = a.quiet;
+    config.limits = Limits {
+        max_read_bytes: a.read.max_read_bytes,
+    };
+    Ok(crate::daemon::run(config, Some(shutdown))?.exit)
+}
+
+fn status(a: StatusArgs) -> Result<ExitCode> {
+    let answer = crate::status::status(&crate::status::Config {
+        build_dir: a.build_dir,
+        require_live: a.require_live,
+        stale: a.stale,
+    })?;
+    if let Some(note) = &answer.stderr {
+        eprintln!("{note}");
+    }
+    if !answer.stdout.is_empty() {
+        print(&answer.stdout)?;
+    }
+    Ok(answer.code)
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// Play X times faster than recorded (the run lasts about 15 s at 1); 0: no pauses.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    speed: f64,
+    /// Play into DIR (created; must be empty) instead of a new temporary directory.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Show every change the referee logs, not just passes, failures and STOP.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+fn demo(a: DemoArgs) -> Result<ExitCode> {
+    // Before any thread exists, so SIGINT/SIGTERM reach the daemon as a request to finish.
+    let signals = crate::daemon::signals::listen_for_termination()
+        .context("cannot listen for SIGINT/SIGTERM")?;
+    let cfg = crate::demo::DemoConfig {
+        speed: a.speed,
+        dir: a.keep,
+        verbose: a.verbose,
+    };
+    let outcome = crate::demo::run(&cfg, Some(signals), &mut std::io::stdout().lock())?;
+    Ok(outcome.exit)
 }

@@ -7,7 +7,12 @@
 pub mod artifacts;
 pub mod checks;
 pub mod cli;
+pub mod daemon;
+pub mod demo;
 pub mod engine;
 pub mod exit;
 pub mod outputs;
 pub mod protocol;
+pub mod replay;
+pub mod status;
+pub mod watch;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use super::{with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::tracker::is_empty_value;
@@ -250,12 +250,14 @@ fn judge_snippet(t: &Text, snippet: &str) -> (bool, String) {
         }
     }
     if let Some(r) = &t.require {
-        let found: Vec<&str> = r
-            .patterns
-            .iter()
-            .filter(|p| p.regex().is_some_and(|re| re.is_match(trimmed.as_bytes())))
-            .map(|p| p.as_str())
-            .collect();
+        let found: Vec<&str> = match set(&r.patterns) {
+            Some(set) => set
+                .matches(trimmed.as_bytes())
+                .into_iter()
+                .map(|i| r.patterns[i].as_str())
+                .collect(),
+            None => Vec::new(),
+        };
         seen.push(if found.is_empty() {
             format!("none of the required {} patterns", r.patterns.len())
         } else {
@@ -272,9 +274,27 @@ fn judge_snippet(t: &Text, snippet: &str) -> (bool, String) {
     (ok, seen.join(", "))
 }
 
-/// Every forbidden match, as `source:line: pattern: "matched text"`.
+/// A pattern list as one set (which of them match), compiled once per process.
+fn set(patterns: &[Pattern]) -> Option<RegexSet> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<RegexSet>>>> = OnceLock::new();
+    let key = patterns.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\u{0}");
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry(key)
+        .or_insert_with(|| {
+            RegexSetBuilder::new(patterns.iter().map(|p| p.as_str()))
+                .multi_line(true)
+                .size_limit(1 << 24)
+                .build()
+                .ok()
+        })
+        .clone()
+}
+
+/// Every forbidden match, as `source:line: pattern: "matched text"`. Only a hit compiles
+/// the individual patterns, to say which one matched.
 fn forbidden(patterns: &[Pattern], sources: &[Source]) -> Vec<String> {
-    let compiled: Vec<&Regex> = patterns.iter().filter_map(|p| p.regex()).collect();
     // One scan per source with the alternation of all patterns; attribute each hit after.
     let combined = combined(patterns);
     let mut hits = Vec::new();
@@ -294,25 +314,28 @@ fn forbidden(patterns: &[Pattern], sources: &[Source]) -> Vec<String> {
         match &combined {
             Some(all) => {
                 for m in all.find_iter(s.bytes()) {
-                    let which = compiled
+                    let which = patterns
                         .iter()
-                        .zip(patterns)
-                        .find(|(re, _)| {
-                            re.find_at(s.bytes(), m.start())
-                                .is_some_and(|x| x.start() == m.start())
+                        .find(|p| {
+                            p.regex().is_some_and(|re| {
+                                re.find_at(s.bytes(), m.start())
+                                    .is_some_and(|x| x.start() == m.start())
+                            })
                         })
-                        .map_or("?", |(_, p)| p.as_str());
+                        .map_or("?", |p| p.as_str());
                     record(m.start(), m.end(), which, &mut hits);
                 }
             }
             None => {
                 // The alternation failed to compile (size limit): scan pattern by pattern.
                 let mut all: Vec<(usize, usize, &str)> = Vec::new();
-                for (re, p) in compiled.iter().zip(patterns) {
-                    all.extend(
-                        re.find_iter(s.bytes())
-                            .map(|m| (m.start(), m.end(), p.as_str())),
-                    );
+                for p in patterns {
+                    if let Some(re) = p.regex() {
+                        all.extend(
+                            re.find_iter(s.bytes())
+                                .map(|m| (m.start(), m.end(), p.as_str())),
+                        );
+                    }
                 }
                 all.sort();
                 for (a, b, w) in all {

@@ -424,6 +424,12 @@ impl Protocol {
                             format!("pass `{pass_id}` cannot repeat itself"),
                         ));
                     }
+                    let src_deadline = src
+                        .deadline
+                        .as_ref()
+                        .map(|d| instantiate_checked(d, rep_vars))
+                        .transpose()
+                        .map_err(|m| err_at(Some(rp.span()), format!("in pass `{}`: {m}", src.id.get_ref())))?;
                     for r in &src.checks {
                         if let Some((def, raw_check)) = defs.get(r.get_ref().trim()) {
                             checks.push(instance(
@@ -432,7 +438,7 @@ impl Protocol {
                                 raw_check,
                                 rep_vars,
                                 rep.vars.get_ref(),
-                                src.deadline.as_ref(),
+                                src_deadline.as_ref(),
                                 &err_at,
                             )?);
                         }
@@ -551,13 +557,11 @@ fn instance(
         )
     };
     let predicate = instantiate_checked(&c.predicate, vars).map_err(located)?;
-    let deadline = c
-        .deadline
-        .as_ref()
-        .or(pass_deadline)
-        .map(|d| instantiate_checked(d, vars))
-        .transpose()
-        .map_err(located)?;
+    // The pass's deadline comes instantiated for this variant already.
+    let deadline = match &c.deadline {
+        Some(d) => Some(instantiate_checked(d, vars).map_err(located)?),
+        None => pass_deadline.cloned(),
+    };
     let when = c
         .when
         .as_ref()
@@ -609,7 +613,7 @@ fn validate(p: &Predicate) -> Result<(), String> {
             i.otherwise.as_ref().map_or(Ok(()), validate)
         }
         P::FileSet(f) => {
-            if f.key.regex().is_some_and(|r| r.captures_len() < 2) {
+            if f.key.captures_len() < 2 {
                 return Err(format!(
                     "`file_set.key` `{}` needs a capture group for the key",
                     f.key.as_str()

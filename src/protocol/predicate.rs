@@ -7,10 +7,31 @@
 //! substitution; all others are compiled while the file is parsed, so a bad glob or regex
 //! is reported at its own line and column.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Mutex, OnceLock};
 
 use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
+
+/// Compiling a regex costs far more than judging a build, and a protocol names the same
+/// pattern in many check instances; so patterns are validated (parsed) at load and
+/// compiled on first use, once per process.
+fn cached<T: Clone>(
+    cache: &'static OnceLock<Mutex<HashMap<String, Option<T>>>>,
+    key: &str,
+    build: impl FnOnce() -> Option<T>,
+) -> Option<T> {
+    let map = cache.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(hit) = map.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+        return hit.clone();
+    }
+    let built = build();
+    map.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key.to_string(), built.clone());
+    built
+}
 
 /// A glob matched against paths relative to the build directory.
 ///
@@ -22,7 +43,9 @@ use serde::{Deserialize, Serialize};
 #[serde(try_from = "String", into = "String")]
 pub struct Glob {
     src: String,
-    matcher: Option<GlobMatcher>,
+    /// Parsed (so valid) at load; compiled on first use.
+    glob: Option<globset::Glob>,
+    matcher: OnceLock<Option<GlobMatcher>>,
 }
 
 impl Glob {
@@ -32,7 +55,13 @@ impl Glob {
 
     /// The compiled matcher; `None` only before variable substitution.
     pub fn matcher(&self) -> Option<&GlobMatcher> {
-        self.matcher.as_ref()
+        self.matcher
+            .get_or_init(|| {
+                static CACHE: OnceLock<Mutex<HashMap<String, Option<GlobMatcher>>>> = OnceLock::new();
+                let glob = self.glob.as_ref()?;
+                cached(&CACHE, &self.src, || Some(glob.compile_matcher()))
+            })
+            .as_ref()
     }
 
     /// Whether the glob only matches directories (written with a trailing `/`).
@@ -51,7 +80,11 @@ impl TryFrom<String> for Glob {
 
     fn try_from(src: String) -> Result<Self, String> {
         if src.contains("${") {
-            return Ok(Glob { src, matcher: None });
+            return Ok(Glob {
+                src,
+                glob: None,
+                matcher: OnceLock::new(),
+            });
         }
         let body = src.trim_end_matches('/');
         if body.is_empty() {
@@ -62,15 +95,15 @@ impl TryFrom<String> for Glob {
                 "invalid glob `{src}`: globs are relative to the build directory and may not leave it"
             ));
         }
-        let matcher = globset::GlobBuilder::new(body)
+        let glob = globset::GlobBuilder::new(body)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|e| format!("invalid glob `{src}`: {}", e.kind()))?
-            .compile_matcher();
+            .map_err(|e| format!("invalid glob `{src}`: {}", e.kind()))?;
         Ok(Glob {
             src,
-            matcher: Some(matcher),
+            glob: Some(glob),
+            matcher: OnceLock::new(),
         })
     }
 }
@@ -92,7 +125,9 @@ impl fmt::Debug for Glob {
 #[serde(try_from = "String", into = "String")]
 pub struct Pattern {
     src: String,
-    regex: Option<regex::bytes::Regex>,
+    /// Whether it parsed at load (`false` only before variable substitution).
+    valid: bool,
+    regex: OnceLock<Option<regex::bytes::Regex>>,
 }
 
 impl Pattern {
@@ -102,7 +137,23 @@ impl Pattern {
 
     /// The compiled regex; `None` only before variable substitution.
     pub fn regex(&self) -> Option<&regex::bytes::Regex> {
-        self.regex.as_ref()
+        self.regex
+            .get_or_init(|| {
+                static CACHE: OnceLock<Mutex<HashMap<String, Option<regex::bytes::Regex>>>> =
+                    OnceLock::new();
+                if !self.valid {
+                    return None;
+                }
+                cached(&CACHE, &self.src, || compile_regex(&self.src).ok())
+            })
+            .as_ref()
+    }
+
+    /// How many capture groups it has (group 0 included).
+    pub fn captures_len(&self) -> usize {
+        regex_syntax::parse(&self.src).map_or(1, |hir| {
+            hir.properties().explicit_captures_len() + 1
+        })
     }
 }
 
@@ -111,18 +162,43 @@ impl TryFrom<String> for Pattern {
 
     fn try_from(src: String) -> Result<Self, String> {
         if src.contains("${") {
-            return Ok(Pattern { src, regex: None });
+            return Ok(Pattern {
+                src,
+                valid: false,
+                regex: OnceLock::new(),
+            });
         }
-        let regex = regex::bytes::RegexBuilder::new(&src)
-            .multi_line(true)
-            .size_limit(1 << 22)
-            .build()
-            .map_err(|e| format!("invalid regex `{src}`: {}", first_line(&e.to_string())))?;
+        validate_regex(&src)?;
         Ok(Pattern {
             src,
-            regex: Some(regex),
+            valid: true,
+            regex: OnceLock::new(),
         })
     }
+}
+
+/// Parses a regex (without compiling it), once per distinct pattern per process.
+fn validate_regex(src: &str) -> Result<(), String> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Option<Result<(), String>>>>> = OnceLock::new();
+    cached(&CACHE, src, || {
+        let parsed = regex_syntax::ParserBuilder::new()
+            .multi_line(true)
+            .utf8(false)
+            .build()
+            .parse(src);
+        Some(parsed.map(|_| ()).map_err(|e| {
+            format!("invalid regex `{src}`: {}", first_line(&e.to_string()))
+        }))
+    })
+    .unwrap_or(Ok(()))
+}
+
+/// Compiles a protocol regex: multi-line mode, bounded size.
+pub fn compile_regex(src: &str) -> Result<regex::bytes::Regex, regex::Error> {
+    regex::bytes::RegexBuilder::new(src)
+        .multi_line(true)
+        .size_limit(1 << 24)
+        .build()
 }
 
 fn first_line(s: &str) -> String {

@@ -14,10 +14,26 @@ pub type Vars = BTreeMap<String, toml::Value>;
 /// patterns. A string that is exactly `${name}` takes the variable's value as is; a list
 /// variable standing alone as a list element is spliced into that list
 /// (`fields = ["${phase_chain}"]`); elsewhere the variable must be a string.
-pub fn instantiate<T: Serialize + DeserializeOwned>(value: &T, vars: &Vars) -> Result<T, String> {
+pub fn instantiate<T: Serialize + DeserializeOwned + Clone>(
+    value: &T,
+    vars: &Vars,
+) -> Result<T, String> {
     let mut tree = toml::Value::try_from(value).map_err(|e| e.to_string())?;
+    if !mentions_var(&tree) {
+        // Nothing to substitute: the parsed value is already valid and compiled as is.
+        return Ok(value.clone());
+    }
     substitute(&mut tree, vars)?;
     tree.try_into::<T>().map_err(|e| e.message().to_string())
+}
+
+fn mentions_var(value: &toml::Value) -> bool {
+    match value {
+        toml::Value::String(s) => s.contains("${"),
+        toml::Value::Array(items) => items.iter().any(mentions_var),
+        toml::Value::Table(t) => t.values().any(mentions_var),
+        _ => false,
+    }
 }
 
 fn substitute(value: &mut toml::Value, vars: &Vars) -> Result<(), String> {

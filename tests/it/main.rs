@@ -1,3 +1,5 @@
 mod builder;
 mod cases;
 mod cli;
+mod replay;
+mod watch;

@@ -1,0 +1,473 @@
+//! `OBSERVER-EVENTS.jsonl`: the daemon's append-only structured log, one JSON object a line in the
+//! event envelope of seed 003 §8.1, and how a restarted referee resumes from it.
+//!
+//! This module owns the envelope (`trace_id`, `timestamp`, `scope`, `signal_type`, `severity`,
+//! `payload`, `artifact_ids`, `context_ref`), appending (`O_APPEND`, one `write` per line), the
+//! advisory lock that keeps two referees off one build directory, rotating an old log aside
+//! (`--fresh`: data is moved, never deleted), and replaying a log into the state a restart needs.
+//! It must not decide what is worth logging or judge anything: the daemon hands it payloads.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::{PassState, RunReason, Status};
+use crate::outputs::{Change, Incident};
+
+/// The log's file name in the build directory.
+pub const EVENTS_FILE: &str = "OBSERVER-EVENTS.jsonl";
+
+/// `app`: a judgment about the pipeline's artifacts; `motor`: about the referee itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    App,
+    Motor,
+}
+
+/// The envelope's `signal_type` (seed 003's list; the referee uses these three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Signal {
+    /// Results, pass runs, STOP raised/resolved, fix attempts, escalations.
+    Validation,
+    /// The referee's faults and tampering with its files.
+    Error,
+    /// What the referee covered: start, restart, rescan, protocol edits, end.
+    Coverage,
+}
+
+/// The envelope's `severity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+    Critical,
+}
+
+/// One event to append; `payload` must carry an `event` name.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub scope: Scope,
+    pub signal: Signal,
+    pub level: Level,
+    pub payload: Value,
+    /// `path@sha256` of the artifacts the event rests on.
+    pub artifacts: Vec<String>,
+}
+
+/// `context_ref`: which build directory and which protocol (`id@version+sha256`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContextRef {
+    pub app_ctx: String,
+    pub motor_ctx: String,
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    trace_id: &'a str,
+    timestamp: String,
+    scope: Scope,
+    signal_type: Signal,
+    severity: Level,
+    payload: &'a Value,
+    artifact_ids: &'a [String],
+    context_ref: &'a ContextRef,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("another referee is already watching this directory (it holds the lock on `{path}`); stop it first")]
+    Busy { path: String },
+    #[error("cannot open `{path}`: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The open, locked log.
+#[derive(Debug)]
+pub struct EventLog {
+    file: File,
+    path: PathBuf,
+    trace_id: String,
+    context: ContextRef,
+}
+
+/// Formats a time as the envelope does: RFC 3339 with milliseconds, UTC.
+pub fn timestamp(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Opens (creating) and locks the log. Returns the log and its previous contents.
+///
+/// The lock is an exclusive `flock` held for the life of the returned value (and released by the
+/// kernel if the process dies), so a second referee on the same directory is refused.
+pub fn open_locked(dir: &Path) -> Result<(File, String), LogError> {
+    let path = dir.join(EVENTS_FILE);
+    let io_err = |source: io::Error| LogError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(&path)
+        .map_err(io_err)?;
+    // SAFETY: flock on a file descriptor we own; no memory is passed.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(LogError::Busy {
+                path: path.display().to_string(),
+            });
+        }
+        return Err(io_err(e));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(io_err)?;
+    Ok((file, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Moves the log aside as `OBSERVER-EVENTS-<timestamp>.jsonl` (never deleting data).
+pub fn rotate(dir: &Path, now: &DateTime<Utc>) -> io::Result<PathBuf> {
+    let stamp = now.format("%Y%m%dT%H%M%S%.3fZ").to_string();
+    let mut target = dir.join(format!("OBSERVER-EVENTS-{stamp}.jsonl"));
+    let mut n = 1;
+    while target.exists() {
+        target = dir.join(format!("OBSERVER-EVENTS-{stamp}-{n}.jsonl"));
+        n += 1;
+    }
+    std::fs::rename(dir.join(EVENTS_FILE), &target)?;
+    Ok(target)
+}
+
+impl EventLog {
+    /// Wraps a locked log file; `previous` is its earlier contents (a torn last line is closed off).
+    pub fn new(
+        dir: &Path,
+        mut file: File,
+        previous: &str,
+        trace_id: String,
+        context: ContextRef,
+    ) -> io::Result<EventLog> {
+        if !previous.is_empty() && !previous.ends_with('\n') {
+            // A line torn by a crash: end it so the next event starts on its own line.
+            file.write_all(b"\n")?;
+        }
+        Ok(EventLog {
+            file,
+            path: dir.join(EVENTS_FILE),
+            trace_id,
+            context,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn trace_id(&self) -> &str {
+        &self.trace_id
+    }
+
+    /// Appends one event as one line with a single write.
+    pub fn append(&mut self, r: &Record, at: &DateTime<Utc>) -> io::Result<()> {
+        let env = Envelope {
+            trace_id: &self.trace_id,
+            timestamp: timestamp(at),
+            scope: r.scope,
+            signal_type: r.signal,
+            severity: r.level,
+            payload: &r.payload,
+            artifact_ids: &r.artifacts,
+            context_ref: &self.context,
+        };
+        let mut line = serde_json::to_string(&env).map_err(io::Error::other)?;
+        line.push('\n');
+        // O_APPEND: the kernel positions each write at the end, so a line is never interleaved.
+        let n = self.file.write(line.as_bytes())?;
+        if n < line.len() {
+            self.file.write_all(&line.as_bytes()[n..])?;
+        }
+        self.file.flush()
+    }
+
+    /// Forces the log to stable storage (at the end of a run).
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// What a restarted referee takes over from an earlier run's log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resumed {
+    /// The protocol hash of the latest start or restart.
+    pub protocol_sha256: Option<String>,
+    pub protocol_id: Option<String>,
+    pub trace_ids: Vec<String>,
+    /// When the first run started.
+    pub started: Option<DateTime<Utc>>,
+    /// Passes that ran, with when and why.
+    pub ran: BTreeMap<String, PassState>,
+    /// The last status of every check instance whose pass ran (`pass:check`).
+    pub statuses: BTreeMap<String, Status>,
+    pub history: Vec<Change>,
+    pub incidents: Vec<Incident>,
+    /// Escalated `pass:check` keys still failing, with the reason.
+    pub escalations: Vec<(String, String)>,
+    /// Fix attempts of still-failing keys, and the evidence hash of the latest one.
+    pub attempts: BTreeMap<String, (u32, String)>,
+    /// Whether the last run wrote its `end` event.
+    pub ended: bool,
+    pub events: usize,
+    /// Lines that could not be parsed (a torn last line, damage): ignored.
+    pub skipped: usize,
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+fn status(v: Option<&str>) -> Option<Status> {
+    serde_json::from_value(Value::String(v?.to_string())).ok()
+}
+
+fn time(v: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(v?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Replays a log's text. Unparsable lines (a torn last line) are counted and ignored.
+pub fn replay(text: &str) -> Resumed {
+    let mut r = Resumed::default();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(env) = serde_json::from_str::<Value>(line) else {
+            r.skipped += 1;
+            continue;
+        };
+        let (Some(p), Some(at)) = (env.get("payload"), time(s(&env, "timestamp"))) else {
+            r.skipped += 1;
+            continue;
+        };
+        r.events += 1;
+        if let Some(t) = s(&env, "trace_id") {
+            if !r.trace_ids.iter().any(|x| x == t) {
+                r.trace_ids.push(t.to_string());
+            }
+        }
+        let key = || Some(format!("{}:{}", s(p, "pass")?, s(p, "check")?));
+        match s(p, "event").unwrap_or("") {
+            ev @ ("start" | "restart") => {
+                let proto = p.get("protocol");
+                r.protocol_sha256 = proto.and_then(|x| s(x, "sha256")).map(str::to_string);
+                r.protocol_id = proto.and_then(|x| s(x, "id")).map(str::to_string);
+                if r.started.is_none() {
+                    r.started = time(s(p, "started")).or(Some(at));
+                }
+                r.ended = false;
+                if ev == "restart" {
+                    if let Some(text) = s(p, "text") {
+                        r.incidents.push(Incident {
+                            at,
+                            kind: "restart".into(),
+                            text: text.into(),
+                        });
+                    }
+                }
+            }
+            "pass_run" => {
+                let Some(id) = s(p, "pass") else { continue };
+                let reason = p
+                    .get("reason")
+                    .and_then(|x| serde_json::from_value::<RunReason>(x.clone()).ok());
+                r.ran.insert(
+                    id.to_string(),
+                    PassState {
+                        id: id.to_string(),
+                        ran: true,
+                        reason,
+                        at: time(s(p, "at")).or(Some(at)),
+                    },
+                );
+                if let Some(results) = p.get("results").and_then(Value::as_object) {
+                    for (check, st) in results {
+                        if let Some(st) = status(st.as_str()) {
+                            r.statuses.insert(format!("{id}:{check}"), st);
+                        }
+                    }
+                }
+            }
+            "result_changed" => {
+                let (Some(k), Some(to)) = (key(), status(s(p, "to"))) else {
+                    continue;
+                };
+                r.statuses.insert(k, to);
+                r.history.push(Change {
+                    at,
+                    pass: s(p, "pass").unwrap_or_default().into(),
+                    check: s(p, "check").unwrap_or_default().into(),
+                    from: status(s(p, "from")),
+                    to,
+                    note: s(p, "note").map(str::to_string),
+                });
+            }
+            "stop_raised" => {
+                if let Some(k) = key() {
+                    let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
+                    r.attempts.insert(k, (0, hash));
+                }
+            }
+            "stop_resolved" => {
+                if let Some(k) = key() {
+                    r.attempts.remove(&k);
+                    r.escalations.retain(|(e, _)| *e != k);
+                }
+            }
+            "fix_attempt" => {
+                if let Some(k) = key() {
+                    let n = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+                    let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
+                    r.attempts
+                        .insert(k, (u32::try_from(n).unwrap_or(u32::MAX), hash));
+                }
+            }
+            "escalation" => {
+                let Some(k) = key() else { continue };
+                let reason = s(p, "reason").unwrap_or_default().to_string();
+                r.history.push(Change {
+                    at,
+                    pass: s(p, "pass").unwrap_or_default().into(),
+                    check: s(p, "check").unwrap_or_default().into(),
+                    from: Some(Status::Fail),
+                    to: Status::Fail,
+                    note: Some(format!("ESCALATED: human review required — {reason}")),
+                });
+                r.escalations.retain(|(e, _)| *e != k);
+                r.escalations.push((k, reason));
+                if let Some(text) = s(p, "text") {
+                    r.incidents.push(Incident {
+                        at,
+                        kind: "escalation".into(),
+                        text: text.into(),
+                    });
+                }
+            }
+            kind @ ("tamper" | "fault" | "protocol_edit") => {
+                if let Some(text) = s(p, "text") {
+                    r.incidents.push(Incident {
+                        at,
+                        kind: kind.replace('_', " "),
+                        text: text.into(),
+                    });
+                }
+            }
+            "end" => r.ended = true,
+            _ => {}
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> ContextRef {
+        ContextRef {
+            app_ctx: "/b".into(),
+            motor_ctx: "d10@1.0.0+abc".into(),
+        }
+    }
+
+    fn rec(payload: Value) -> Record {
+        Record {
+            scope: Scope::App,
+            signal: Signal::Validation,
+            level: Level::Info,
+            payload,
+            artifacts: vec!["p3a-gate-results.json@ff".into()],
+        }
+    }
+
+    #[test]
+    fn appends_envelopes_and_replays_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, prev) = open_locked(dir.path()).unwrap();
+        assert_eq!(prev, "");
+        let mut log = EventLog::new(dir.path(), file, &prev, "t1".into(), ctx()).unwrap();
+        let at = Utc::now();
+        for p in [
+            json!({"event": "start", "protocol": {"id": "d10", "sha256": "abc"}, "started": timestamp(&at)}),
+            json!({"event": "pass_run", "pass": "2", "reason": "trigger", "at": timestamp(&at), "results": {"OBS-27": "FAIL", "OBS-10": "PASS"}}),
+            json!({"event": "result_changed", "pass": "2", "check": "OBS-27", "from": null, "to": "FAIL", "note": "STOP raised"}),
+            json!({"event": "stop_raised", "pass": "2", "check": "OBS-27", "evidence_sha256": "e0"}),
+            json!({"event": "fix_attempt", "pass": "2", "check": "OBS-27", "attempt": 1, "evidence_sha256": "e1"}),
+            json!({"event": "escalation", "pass": "2", "check": "OBS-27", "reason": "no progress", "text": "OBS-27 escalated"}),
+            json!({"event": "tamper", "text": "OBSERVER-STOP.md deleted; restored"}),
+        ] {
+            log.append(&rec(p), &at).unwrap();
+        }
+        let text = std::fs::read_to_string(dir.path().join(EVENTS_FILE)).unwrap();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        for k in [
+            "trace_id",
+            "timestamp",
+            "scope",
+            "signal_type",
+            "severity",
+            "payload",
+            "artifact_ids",
+            "context_ref",
+        ] {
+            assert!(first.get(k).is_some(), "missing {k}");
+        }
+        assert_eq!(first["context_ref"]["motor_ctx"], "d10@1.0.0+abc");
+        // A torn last line is ignored.
+        let r = replay(&format!("{text}{{\"trace_id\": \"t1\", \"payl"));
+        assert_eq!(r.skipped, 1);
+        assert_eq!(r.protocol_sha256.as_deref(), Some("abc"));
+        assert_eq!(r.ran["2"].reason, Some(RunReason::Trigger));
+        assert_eq!(r.statuses["2:OBS-27"], Status::Fail);
+        assert_eq!(r.statuses["2:OBS-10"], Status::Pass);
+        assert_eq!(r.history.len(), 2);
+        assert_eq!(r.attempts["2:OBS-27"], (1, "e1".to_string()));
+        assert_eq!(r.escalations, vec![("2:OBS-27".into(), "no progress".into())]);
+        assert_eq!(r.incidents.len(), 2);
+        assert!(!r.ended);
+    }
+
+    #[test]
+    fn a_second_lock_is_refused_and_a_torn_line_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(EVENTS_FILE), "{\"torn\": ").unwrap();
+        let (file, prev) = open_locked(dir.path()).unwrap();
+        assert!(matches!(open_locked(dir.path()), Err(LogError::Busy { .. })));
+        let mut log = EventLog::new(dir.path(), file, &prev, "t".into(), ctx()).unwrap();
+        log.append(&rec(json!({"event": "start"})), &Utc::now()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(EVENTS_FILE)).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        assert_eq!(replay(&text).skipped, 1);
+        drop(log);
+        let rotated = rotate(dir.path(), &Utc::now()).unwrap();
+        assert!(rotated.exists());
+        assert!(!dir.path().join(EVENTS_FILE).exists());
+    }
+}

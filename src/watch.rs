@@ -1,0 +1,371 @@
+//! Where events come from: a recursive watch on the build directory that turns file-system
+//! notifications into [`FsEvent`]s handed to a callback.
+//!
+//! This module owns choosing the event source (inotify through `notify`'s recommended watcher, or
+//! `notify`'s poll watcher with `--poll`), falling back to polling when the native watcher cannot
+//! be created or runs out of watches (with the `max_user_watches` hint), and deciding which
+//! notifications are changes at all (opening or reading a file is not; closing it after writing
+//! is). It must not evaluate, block or sleep in the callback: the callback runs on `notify`'s
+//! thread and only forwards. It knows nothing of the referee's own files, of passes or of checks.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+use notify::{Config, Event, EventKind, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
+
+/// The poll interval of `--poll` without a value.
+pub const DEFAULT_POLL: Duration = Duration::from_millis(200);
+
+/// What to tell a user whose inotify watches ran out.
+pub const WATCH_LIMIT_HINT: &str =
+    "raise the limit with `sysctl fs.inotify.max_user_watches=524288`, or use `--poll`";
+
+/// How to watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// OS notifications (inotify), falling back to polling when they are unavailable.
+    Native,
+    /// Poll the directory tree at this interval.
+    Poll(Duration),
+}
+
+/// One path that changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathChange {
+    pub path: PathBuf,
+    /// The path arrived by a rename: it is a complete file, not one being written.
+    pub renamed_in: bool,
+}
+
+/// What the watcher reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FsEvent {
+    /// These paths were created, written, renamed or removed.
+    Changed(Vec<PathChange>),
+    /// Events may have been lost (queue overflow, watcher error): look at everything again.
+    Rescan { why: String },
+    /// The native watcher ran out of watches: switch to polling (and look at everything again).
+    Limit { message: String },
+}
+
+/// The kind of source that is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    Native,
+    Poll(Duration),
+}
+
+impl std::fmt::Display for SourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceKind::Native => write!(f, "inotify"),
+            SourceKind::Poll(d) => write!(f, "polling every {} ms", d.as_millis()),
+        }
+    }
+}
+
+/// A running event source. Dropping it stops the watch.
+pub struct Source {
+    _watcher: Box<dyn Watcher + Send>,
+    pub kind: SourceKind,
+    /// Set when the native watcher was wanted but polling is used: why, with a hint.
+    pub warning: Option<String>,
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Source")
+            .field("kind", &self.kind)
+            .field("warning", &self.warning)
+            .finish()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("cannot watch `{path}`: {message}")]
+    Failed { path: String, message: String },
+}
+
+/// Starts watching `dir` recursively; every change is passed to `sink` (on the watcher's thread).
+///
+/// In [`Mode::Native`], a native watcher that cannot be created or cannot watch the tree falls back
+/// to polling at [`DEFAULT_POLL`], and [`Source::warning`] says why.
+pub fn start<F>(dir: &Path, mode: Mode, sink: F) -> Result<Source, WatchError>
+where
+    F: FnMut(FsEvent) + Send + Clone + 'static,
+{
+    match mode {
+        Mode::Poll(interval) => start_poll(dir, interval, sink),
+        Mode::Native => match start_native(dir, sink.clone()) {
+            Ok(source) => Ok(source),
+            Err(e) => {
+                let mut source = start_poll(dir, DEFAULT_POLL, sink)?;
+                source.warning = Some(fallback_warning(&e));
+                Ok(source)
+            }
+        },
+    }
+}
+
+/// The warning printed when polling replaces the native watcher.
+pub fn fallback_warning(e: &notify::Error) -> String {
+    if is_watch_limit(e) {
+        format!(
+            "inotify watch limit reached ({}); falling back to polling every {} ms — {WATCH_LIMIT_HINT}",
+            describe(e),
+            DEFAULT_POLL.as_millis()
+        )
+    } else {
+        format!(
+            "file notifications unavailable ({}); falling back to polling every {} ms",
+            describe(e),
+            DEFAULT_POLL.as_millis()
+        )
+    }
+}
+
+fn start_native<F>(dir: &Path, mut sink: F) -> Result<Source, notify::Error>
+where
+    F: FnMut(FsEvent) + Send + 'static,
+{
+    let handler = move |res: notify::Result<Event>| {
+        if let Some(ev) = translate(res) {
+            sink(ev);
+        }
+    };
+    let mut watcher =
+        RecommendedWatcher::new(handler, Config::default().with_follow_symlinks(false))?;
+    watcher.watch(dir, RecursiveMode::Recursive)?;
+    Ok(Source {
+        _watcher: Box::new(watcher),
+        kind: SourceKind::Native,
+        warning: None,
+    })
+}
+
+fn start_poll<F>(dir: &Path, interval: Duration, mut sink: F) -> Result<Source, WatchError>
+where
+    F: FnMut(FsEvent) + Send + 'static,
+{
+    let handler = move |res: notify::Result<Event>| {
+        if let Some(ev) = translate(res) {
+            sink(ev);
+        }
+    };
+    let config = Config::default()
+        .with_poll_interval(interval)
+        .with_follow_symlinks(false);
+    let failed = |e: notify::Error| WatchError::Failed {
+        path: dir.display().to_string(),
+        message: describe(&e),
+    };
+    let mut watcher = PollWatcher::new(handler, config).map_err(failed)?;
+    watcher.watch(dir, RecursiveMode::Recursive).map_err(failed)?;
+    Ok(Source {
+        _watcher: Box::new(watcher),
+        kind: SourceKind::Poll(interval),
+        warning: None,
+    })
+}
+
+/// Whether an error means the inotify watch (or instance) limit was reached.
+pub fn is_watch_limit(e: &notify::Error) -> bool {
+    match &e.kind {
+        notify::ErrorKind::MaxFilesWatch => true,
+        notify::ErrorKind::Io(io) => {
+            io.raw_os_error() == Some(libc::ENOSPC) || io.raw_os_error() == Some(libc::EMFILE)
+        }
+        notify::ErrorKind::Generic(s) => {
+            let s = s.to_lowercase();
+            s.contains("no space left on device") || (s.contains("max") && s.contains("watch"))
+        }
+        _ => false,
+    }
+}
+
+fn describe(e: &notify::Error) -> String {
+    let what = match &e.kind {
+        notify::ErrorKind::MaxFilesWatch => "the maximum number of inotify watches is in use".into(),
+        notify::ErrorKind::Io(io) => io.to_string().to_lowercase(),
+        notify::ErrorKind::Generic(s) => s.to_lowercase(),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    match e.paths.first() {
+        Some(p) => format!("{what}: `{}`", p.display()),
+        None => what,
+    }
+}
+
+/// Turns one notification into a change, or nothing when it changes nothing.
+fn translate(res: notify::Result<Event>) -> Option<FsEvent> {
+    let ev = match res {
+        Ok(ev) => ev,
+        Err(e) if is_watch_limit(&e) => {
+            return Some(FsEvent::Limit {
+                message: describe(&e),
+            })
+        }
+        Err(e) => {
+            return Some(FsEvent::Rescan {
+                why: format!("watcher error: {}", describe(&e)),
+            })
+        }
+    };
+    if ev.need_rescan() {
+        return Some(FsEvent::Rescan {
+            why: "the event queue overflowed".into(),
+        });
+    }
+    let plain = |paths: Vec<PathBuf>| {
+        paths
+            .into_iter()
+            .map(|path| PathChange {
+                path,
+                renamed_in: false,
+            })
+            .collect::<Vec<_>>()
+    };
+    let changes = match ev.kind {
+        // Opening and reading change nothing (and the referee's own reads must not wake it).
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => plain(ev.paths),
+        EventKind::Access(_) => return None,
+        EventKind::Modify(ModifyKind::Name(RenameMode::To)) => ev
+            .paths
+            .into_iter()
+            .map(|path| PathChange {
+                path,
+                renamed_in: true,
+            })
+            .collect(),
+        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
+            let n = ev.paths.len();
+            ev.paths
+                .into_iter()
+                .enumerate()
+                .map(|(i, path)| PathChange {
+                    path,
+                    renamed_in: i + 1 == n && n > 1,
+                })
+                .collect()
+        }
+        _ => plain(ev.paths),
+    };
+    if changes.is_empty() {
+        // An event without a path (e.g. an unidentified `Other`): be safe, look again.
+        return Some(FsEvent::Rescan {
+            why: "an event without a path".into(),
+        });
+    }
+    Some(FsEvent::Changed(changes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, Flag, RemoveKind};
+    use std::sync::mpsc;
+
+    fn ev(kind: EventKind, paths: &[&str]) -> notify::Result<Event> {
+        let mut e = Event::new(kind);
+        for p in paths {
+            e = e.add_path(PathBuf::from(p));
+        }
+        Ok(e)
+    }
+
+    #[test]
+    fn reads_are_not_changes() {
+        assert_eq!(
+            translate(ev(EventKind::Access(AccessKind::Open(AccessMode::Any)), &["/b/x"])),
+            None
+        );
+        assert_eq!(
+            translate(ev(EventKind::Access(AccessKind::Read), &["/b/x"])),
+            None
+        );
+        assert!(matches!(
+            translate(ev(
+                EventKind::Access(AccessKind::Close(AccessMode::Write)),
+                &["/b/x"]
+            )),
+            Some(FsEvent::Changed(_))
+        ));
+    }
+
+    #[test]
+    fn renames_mark_the_target() {
+        let Some(FsEvent::Changed(c)) = translate(ev(
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
+            &["/b/.tmp", "/b/x"],
+        )) else {
+            panic!("expected a change")
+        };
+        assert!(!c[0].renamed_in);
+        assert!(c[1].renamed_in);
+        let Some(FsEvent::Changed(c)) = translate(ev(
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            &["/b/x"],
+        )) else {
+            panic!("expected a change")
+        };
+        assert!(c[0].renamed_in);
+        let Some(FsEvent::Changed(c)) =
+            translate(ev(EventKind::Create(CreateKind::File), &["/b/x"]))
+        else {
+            panic!("expected a change")
+        };
+        assert!(!c[0].renamed_in);
+        assert!(matches!(
+            translate(ev(EventKind::Remove(RemoveKind::File), &["/b/x"])),
+            Some(FsEvent::Changed(_))
+        ));
+    }
+
+    #[test]
+    fn overflow_and_errors_rescan_and_limits_fall_back() {
+        let overflow = Event::new(EventKind::Other).set_flag(Flag::Rescan);
+        assert!(matches!(
+            translate(Ok(overflow)),
+            Some(FsEvent::Rescan { .. })
+        ));
+        assert!(matches!(
+            translate(Err(notify::Error::generic("boom"))),
+            Some(FsEvent::Rescan { .. })
+        ));
+        let limit = notify::Error::new(notify::ErrorKind::MaxFilesWatch);
+        assert!(matches!(translate(Err(limit)), Some(FsEvent::Limit { .. })));
+        let enospc = notify::Error::io(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        assert!(is_watch_limit(&enospc));
+        assert!(fallback_warning(&enospc).contains("max_user_watches=524288"));
+        assert!(!is_watch_limit(&notify::Error::path_not_found()));
+    }
+
+    #[test]
+    fn native_and_poll_sources_report_a_new_file() {
+        for mode in [Mode::Native, Mode::Poll(Duration::from_millis(50))] {
+            let dir = tempfile::tempdir().unwrap();
+            let (tx, rx) = mpsc::channel();
+            let source = start(dir.path(), mode, move |e| {
+                let _ = tx.send(e);
+            })
+            .unwrap();
+            // A file in a directory created after the watch started may be written before the
+            // watch on that directory exists; the daemon's full scans cover that, not this module.
+            std::fs::write(dir.path().join("a.md"), "x").unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            let mut seen = false;
+            while !seen {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(FsEvent::Changed(c)) => {
+                        seen = c.iter().any(|p| p.path.ends_with("a.md"))
+                    }
+                    Ok(_) => {}
+                    Err(_) => panic!("no event for a.md with {:?}", source.kind),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,567 @@
+//! The live daemon (`referee watch`) and `referee status`, end to end: the built binary runs
+//! against a temporary build directory, artifacts arrive as plain writes or renames, and real
+//! signals stop it. Every wait polls the file system against a deadline and fails with the
+//! daemon's output; nothing sleeps and hopes.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::builder::{fixtures_dir, Build};
+
+/// The longest any single condition may take to become true.
+const WAIT: Duration = Duration::from_secs(10);
+const STOP: &str = "OBSERVER-STOP.md";
+const EVENTS: &str = "OBSERVER-EVENTS.jsonl";
+const HEARTBEAT: &str = "OBSERVER-HEARTBEAT.json";
+const GATES: &str = "p3a-gate-results.json";
+
+fn referee() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("referee")
+}
+
+/// A materialised fixture build in its own temporary root: `root/build`.
+fn build(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = Build::named(name)
+        .and_then(|b| b.materialise(root.path()))
+        .unwrap_or_else(|e| panic!("cannot materialise `{name}`: {e}"));
+    (root, dir)
+}
+
+fn gates_text() -> String {
+    fs::read_to_string(fixtures_dir().join("content/gate-results.json")).expect("gate results")
+}
+
+/// The fixture's gate results with the first `n` entries' source made manual (OBS-27 FAILs).
+fn manual_gates(n: usize) -> String {
+    gates_text().replacen(
+        "\"source\": \"gate-runner\"",
+        "\"source\": \"manual\"",
+        n,
+    )
+}
+
+/// A running `referee watch`, killed if the test fails before it ends.
+struct Watch {
+    child: Option<Child>,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Watch {
+    fn start(dir: &Path, logs: &Path, args: &[&str]) -> Watch {
+        let n = fs::read_dir(logs).map(|r| r.count()).unwrap_or(0);
+        let out = logs.join(format!("watch-{n}.out"));
+        let err = logs.join(format!("watch-{n}.err"));
+        let child = Command::new(referee())
+            .arg("watch")
+            .arg(dir)
+            .args(["--heartbeat", "0.5"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&out).expect("stdout file"))
+            .stderr(fs::File::create(&err).expect("stderr file"))
+            .spawn()
+            .expect("spawn referee watch");
+        Watch {
+            child: Some(child),
+            out,
+            err,
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// What the daemon printed so far (for failure messages).
+    fn output(&self) -> String {
+        format!(
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            fs::read_to_string(&self.out).unwrap_or_default(),
+            fs::read_to_string(&self.err).unwrap_or_default()
+        )
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: sending a signal to our own child process.
+        let rc = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(rc, 0, "cannot signal the referee");
+    }
+
+    /// Waits for the daemon to exit on its own.
+    fn wait(&mut self, within: Duration) -> ExitStatus {
+        let deadline = Instant::now() + within;
+        let child = self.child.as_mut().expect("already waited");
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                self.child = None;
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                self.child = None;
+                panic!(
+                    "referee watch did not exit within {within:?}\n{}",
+                    self.output()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().expect("kill -9");
+            c.wait().expect("reap");
+        }
+    }
+
+    fn until(&self, what: &str, cond: impl FnMut() -> bool) {
+        wait_until(WAIT, what, cond, || self.output());
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Polls `cond` until it holds; fails the test with `what` and `context()` at the deadline.
+fn wait_until(
+    within: Duration,
+    what: &str,
+    mut cond: impl FnMut() -> bool,
+    context: impl Fn() -> String,
+) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {within:?} waiting until {what}\n{}",
+            context()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn events(dir: &Path) -> Vec<Value> {
+    fs::read_to_string(dir.join(EVENTS))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn payloads(dir: &Path, event: &str) -> Vec<Value> {
+    events(dir)
+        .into_iter()
+        .map(|e| e["payload"].clone())
+        .filter(|p| p["event"] == event)
+        .collect()
+}
+
+fn count(dir: &Path, event: &str, check: &str) -> usize {
+    payloads(dir, event)
+        .iter()
+        .filter(|p| check.is_empty() || p["check"] == check)
+        .count()
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+fn exit_code(s: ExitStatus) -> i32 {
+    s.code()
+        .unwrap_or_else(|| panic!("referee died of a signal: {s:?}"))
+}
+
+fn mv(from: &Path, to: &Path, rel: &str) {
+    fs::rename(from.join(rel), to.join(rel)).unwrap_or_else(|e| panic!("move {rel}: {e}"));
+}
+
+/// Runs a short command (`status`, `verify`) with a timeout.
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = assert_cmd::Command::new(referee())
+        .args(args)
+        .timeout(WAIT)
+        .output()
+        .expect("run referee");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn status(dir: &Path, live: bool) -> (i32, String, String) {
+    let d = dir.to_str().expect("utf-8 path");
+    if live {
+        run(&["status", d, "--require-live"])
+    } else {
+        run(&["status", d])
+    }
+}
+
+/// `pass:check → status` from the `end` event of the last run.
+fn final_statuses(dir: &Path) -> BTreeMap<String, String> {
+    let end = payloads(dir, "end").pop().expect("an end event");
+    end["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                format!("{}:{}", r["pass"].as_str().unwrap_or(""), r["check"].as_str().unwrap_or("")),
+                r["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `pass:check → status` from `referee verify --format json`.
+fn verify_statuses(dir: &Path, final_: bool) -> BTreeMap<String, String> {
+    let d = dir.to_str().expect("utf-8 path");
+    let mut args = vec!["verify", d, "--format", "json"];
+    if final_ {
+        args.push("--final");
+    }
+    let (_, out, err) = run(&args);
+    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("verify json: {e}\n{err}"));
+    doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                format!("{}:{}", r["pass"].as_str().unwrap_or(""), r["check"].as_str().unwrap_or("")),
+                r["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A pre-audit build (passes 0–2 ran, pass 2 not due) with a running daemon on it.
+fn watching(args: &[&str]) -> (tempfile::TempDir, PathBuf, Watch) {
+    let (root, dir) = build("pre-audit");
+    let w = Watch::start(&dir, root.path(), args);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    (root, dir, w)
+}
+
+fn raise_stop(dir: &Path, w: &Watch) {
+    fs::write(dir.join(GATES), manual_gates(1)).expect("write gates");
+    w.until("STOP raised for OBS-27", || read(&dir.join(STOP)).contains("OBS-27"));
+}
+
+// ---- tests ------------------------------------------------------------------------------------
+
+/// A pipeline run replayed file by file: each pass runs on its trigger or at its deadline, pass 2
+/// becomes due when an auditor report appears, and the daemon finishes by itself when the weaver
+/// says SHIP, with the same verdicts as `verify --final` on the finished directory.
+#[test]
+fn passes_run_on_trigger_and_deadline_and_the_run_ends_at_completion() {
+    let (stage_root, stage) = build("pre-audit");
+    let (clean_root, clean) = build("clean");
+    let dir = stage_root.path().join("watched");
+    fs::create_dir(&dir).expect("mkdir");
+    let mut w = Watch::start(&dir, clean_root.path(), &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+
+    // Phase 0 was skipped: the brief is its deadline.
+    mv(&stage, &dir, "EXECUTION-TRACKER.md");
+    mv(&stage, &dir, "p1-execution-brief.md");
+    w.until("passes 0 and 1 ran", || {
+        dir.join("OBSERVER-PASS-0.md").exists() && dir.join("OBSERVER-PASS-1.md").exists()
+    });
+    assert!(read(&dir.join("OBSERVER-PASS-0.md")).contains("(on its Deadline)"));
+    assert!(read(&dir.join("OBSERVER-PASS-1.md")).contains("(on its Trigger)"));
+
+    for rel in ["p0-content-map.md", "p2-builder-prompt.md", "p2-output.html", "screenshots", GATES] {
+        mv(&stage, &dir, rel);
+    }
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    let run2 = payloads(&dir, "pass_run")
+        .into_iter()
+        .find(|p| p["pass"] == "2")
+        .expect("pass_run 2");
+    assert_eq!(run2["reason"], "trigger");
+    assert_eq!(run2["results"]["OBS-03"], "WAITING", "pass 2 is not due yet");
+
+    // The first auditor report is pass 2's deadline: OBS-03 is judged now.
+    mv(&clean, &dir, "p3b-pa-auditor-A.md");
+    w.until("OBS-03 judged when pass 2 became due", || {
+        payloads(&dir, "result_changed")
+            .iter()
+            .any(|p| p["check"] == "OBS-03" && p["pass"] == "2" && p["to"] == "PASS")
+    });
+    assert!(!dir.join("OBSERVER-PASS-3.md").exists());
+
+    for l in "BCDEFGHI".chars() {
+        mv(&clean, &dir, &format!("p3b-pa-auditor-{l}.md"));
+    }
+    mv(&clean, &dir, "EXECUTION-TRACKER.md");
+    mv(&clean, &dir, "p3b-pa-integrative.md");
+    w.until("pass 3 ran", || dir.join("OBSERVER-PASS-3.md").exists());
+    mv(&clean, &dir, "p3c-weaver.md");
+
+    let code = exit_code(w.wait(WAIT));
+    assert_eq!(code, 0, "{}", w.output());
+    let report = read(&dir.join("OBSERVER-REPORT.md"));
+    assert!(report.contains("the pipeline completed (VERDICT: SHIP)"), "{report}");
+    assert!(!dir.join(STOP).exists());
+    assert!(read(&dir.join("OBSERVER-PASS-4.md")).contains("(on its Trigger)"));
+    let hb: Value = serde_json::from_str(&read(&dir.join(HEARTBEAT))).expect("heartbeat json");
+    assert_eq!(hb["state"], "finished");
+    assert!(read(&w.out).contains("report: "));
+    assert_eq!(final_statuses(&dir), verify_statuses(&dir, true));
+}
+
+fn stop_raised_resolved_and_tamper_restored(mode: &[&str]) {
+    let (_root, dir, mut w) = watching(mode);
+    raise_stop(&dir, &w);
+    let stop = read(&dir.join(STOP));
+    assert!(stop.contains("**Check:** OBS-27"), "{stop}");
+    assert!(stop.contains("**Severity:** BLOCKING"));
+
+    // Someone deletes the STOP while the failure stands: it comes back, and it is recorded.
+    fs::remove_file(dir.join(STOP)).expect("delete STOP");
+    w.until("the STOP file is restored", || dir.join(STOP).exists());
+    w.until("a tamper event", || count(&dir, "tamper", "") == 1);
+    assert_eq!(read(&dir.join(STOP)), stop);
+
+    // The fix resolves it.
+    fs::write(dir.join(GATES), gates_text()).expect("fix gates");
+    w.until("the STOP file is removed", || !dir.join(STOP).exists());
+    w.until("the pass file notes the resolution", || {
+        read(&dir.join("OBSERVER-PASS-2.md")).contains("OBS-27: RESOLVED after STOP.")
+    });
+
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+    let report = read(&dir.join("OBSERVER-REPORT.md"));
+    assert!(report.contains("| tamper |"), "{report}");
+    assert!(report.contains("SIGTERM received"), "{report}");
+    assert!(report.contains("| OBS-27 |") && report.contains("Yes ("), "{report}");
+    let out = read(&w.out);
+    assert!(out.contains("STOP raised: OBS-27") && out.contains("STOP resolved: OBS-27"), "{out}");
+}
+
+/// OBS-27 (a manual gate source) raises STOP; deleting the STOP restores it (tamper, in the
+/// report); the fix removes it and the pass file says `OBS-27: RESOLVED after STOP.`
+#[test]
+fn stop_raised_tamper_restored_and_resolved_by_the_fix() {
+    stop_raised_resolved_and_tamper_restored(&[]);
+}
+
+/// The same scenario with `--poll` instead of inotify.
+#[test]
+fn stop_raised_tamper_restored_and_resolved_in_poll_mode() {
+    stop_raised_resolved_and_tamper_restored(&["--poll=50"]);
+}
+
+/// A STOP file created by someone else while nothing fails is removed and recorded.
+#[test]
+fn a_foreign_stop_file_is_removed() {
+    let (_root, dir, mut w) = watching(&[]);
+    fs::write(dir.join(STOP), "# fake stop\n").expect("write fake STOP");
+    w.until("the fake STOP is removed", || !dir.join(STOP).exists());
+    w.until("a tamper event", || count(&dir, "tamper", "") == 1);
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
+/// kill -9 mid-run, then a restart on the same directory resumes from OBSERVER-EVENTS.jsonl: the
+/// STOP stands, history is kept (the fix is `RESOLVED after STOP`), and the final verdicts match
+/// `verify`. A different protocol is refused without `--fresh`; with it the old log is kept aside.
+#[test]
+fn kill_9_and_restart_resumes_and_another_protocol_needs_fresh() {
+    let (root, dir, mut w) = watching(&[]);
+    raise_stop(&dir, &w);
+    w.until("stop_raised is logged", || count(&dir, "stop_raised", "OBS-27") == 1);
+    w.kill9();
+    assert_eq!(status(&dir, true).0, 1, "the STOP outlives the referee");
+    fs::remove_file(dir.join(STOP)).expect("remove STOP");
+    let (code, _, err) = status(&dir, true);
+    assert_eq!(code, 3, "a killed referee is not live: {err}");
+    assert!(err.contains("not running") || err.contains("stale"), "{err}");
+
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("a restart event", || count(&dir, "restart", "") == 1);
+    w.until("the STOP is rewritten (the failure still stands)", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+    assert_eq!(count(&dir, "stop_raised", "OBS-27"), 1, "no second STOP raised");
+    fs::write(dir.join(GATES), gates_text()).expect("fix gates");
+    w.until("the STOP file is removed", || !dir.join(STOP).exists());
+    w.until("the pass file notes the resolution", || {
+        read(&dir.join("OBSERVER-PASS-2.md")).contains("OBS-27: RESOLVED after STOP.")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+    let report = read(&dir.join("OBSERVER-REPORT.md"));
+    assert!(report.contains("OBS-27: STOP raised"), "history from before the kill: {report}");
+    assert!(report.contains("| restart |"), "{report}");
+    assert_eq!(final_statuses(&dir), verify_statuses(&dir, false));
+
+    // Another protocol (one added comment changes its hash): refused, naming both hashes.
+    let proto = root.path().join("edited.toml");
+    let mut text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("protocols/d10.toml"))
+        .expect("d10.toml");
+    text.push_str("\n# edited\n");
+    fs::write(&proto, text).expect("write protocol");
+    let d = dir.to_str().expect("utf-8");
+    let p = proto.to_str().expect("utf-8");
+    let (code, _, err) = run(&["watch", d, "--protocol", p, "--timeout", "1s", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--fresh") && err.matches("sha256 `").count() == 2, "{err}");
+    let (code, _, err) = run(&["watch", d, "--protocol", p, "--timeout", "1s", "--quiet", "--fresh"]);
+    assert_eq!(code, 0, "{err}");
+    let rotated: Vec<String> = fs::read_dir(&dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with("OBSERVER-EVENTS-") && n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(rotated.len(), 1, "the old log is kept aside");
+    assert_eq!(count(&dir, "start", ""), 1, "the new log starts afresh");
+    assert_eq!(count(&dir, "restart", ""), 0);
+}
+
+/// Two changes that leave OBS-27 failing are two fix attempts; with `--max-fix-attempts 2` the
+/// STOP then says `ESCALATED: human review required`, once.
+#[test]
+fn escalates_after_max_fix_attempts() {
+    let (_root, dir, mut w) = watching(&["--max-fix-attempts", "2"]);
+    raise_stop(&dir, &w);
+    fs::write(dir.join(GATES), manual_gates(2)).expect("attempt 1");
+    w.until("fix attempt 1", || count(&dir, "fix_attempt", "OBS-27") == 1);
+    assert!(!read(&dir.join(STOP)).contains("ESCALATED"));
+    fs::write(dir.join(GATES), manual_gates(3)).expect("attempt 2");
+    w.until("escalated", || read(&dir.join(STOP)).contains("ESCALATED: human review required"));
+    assert!(read(&dir.join(STOP)).contains("2 fix attempts"));
+    assert_eq!(count(&dir, "escalation", "OBS-27"), 1);
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "the failure stands: {}", w.output());
+    assert!(read(&dir.join("OBSERVER-REPORT.md")).contains("| escalation |"));
+}
+
+/// An attempt whose evidence is identical to the previous one (the same bad file written again)
+/// is no progress and escalates at once.
+#[test]
+fn escalates_on_identical_evidence() {
+    let (_root, dir, mut w) = watching(&[]);
+    raise_stop(&dir, &w);
+    fs::write(dir.join(GATES), manual_gates(1)).expect("same bytes again");
+    w.until("escalated", || read(&dir.join(STOP)).contains("ESCALATED: human review required"));
+    assert!(read(&dir.join(STOP)).contains("no progress"));
+    let attempt = payloads(&dir, "fix_attempt").pop().expect("a fix attempt");
+    assert_eq!(attempt["identical"], true);
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
+
+/// Invalid JSON written and completed within the settle window is never judged: OBS-24 goes from
+/// WAITING to PASS, with no FAIL and no STOP in between.
+#[test]
+fn a_half_written_file_is_not_judged() {
+    let (root, dir) = build("pre-audit");
+    fs::remove_file(dir.join(GATES)).expect("no gate results yet");
+    let mut w = Watch::start(&dir, root.path(), &["--settle", "1000"]);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    let full = gates_text();
+    let half = &full[..full.len() / 2];
+    fs::write(dir.join(GATES), half).expect("half");
+    std::thread::sleep(Duration::from_millis(50)); // the writer is still busy, by design
+    fs::write(dir.join(GATES), &full).expect("whole");
+    w.until("OBS-24 passes", || {
+        payloads(&dir, "result_changed")
+            .iter()
+            .any(|p| p["check"] == "OBS-24" && p["pass"] == "2" && p["to"] == "PASS")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+    let judged: Vec<Value> = payloads(&dir, "result_changed")
+        .into_iter()
+        .filter(|p| p["to"] == "FAIL" || p["to"] == "INCONCLUSIVE")
+        .collect();
+    assert!(judged.is_empty(), "judged half-written: {judged:?}");
+    assert_eq!(count(&dir, "stop_raised", ""), 0);
+}
+
+/// SIGTERM: the report is written, says why and that it judged as-is; a standing failure keeps its
+/// STOP and makes the exit status 1.
+#[test]
+fn sigterm_writes_the_report_with_the_reason_and_the_exit_status() {
+    let (_root, dir, mut w) = watching(&[]);
+    raise_stop(&dir, &w);
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    let report = read(&dir.join("OBSERVER-REPORT.md"));
+    assert!(
+        report.contains("SIGTERM received; judged as the directory stands (not final"),
+        "{report}"
+    );
+    assert!(report.contains("| OBS-27 |") && report.contains("| No |"), "{report}");
+    assert!(dir.join(STOP).exists(), "a standing failure keeps its STOP");
+    let end = payloads(&dir, "end").pop().expect("end event");
+    assert_eq!(end["reason"], "signal");
+    assert_eq!(end["exit_code"], 1);
+}
+
+/// `--exit-with PID`: when the pipeline's process exits, the run is judged as final (missing
+/// artifacts now fail) and the report says so.
+#[test]
+fn exit_with_pid_judges_the_run_as_final() {
+    let (root, dir) = build("in-progress");
+    let mut pipeline = Command::new("sleep").arg("1").spawn().expect("spawn sleep");
+    let pid = pipeline.id().to_string();
+    let mut w = Watch::start(&dir, root.path(), &["--exit-with", &pid]);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    pipeline.wait().expect("sleep exits");
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    let report = read(&dir.join("OBSERVER-REPORT.md"));
+    assert!(report.contains(&format!("(pid {pid}) exited; judged as final")), "{report}");
+    assert!(read(&dir.join(STOP)).contains("OBS-24"), "gate results never came");
+    assert_eq!(final_statuses(&dir), verify_statuses(&dir, true));
+}
+
+/// `referee status`: 0 `go`, 1 with the STOP printed, 3 without a live referee.
+#[test]
+fn status_exit_codes() {
+    let (root, dir) = build("pre-audit");
+    let (code, out, _) = status(&dir, false);
+    assert_eq!((code, out.as_str()), (0, "go\n"));
+    let (code, _, err) = status(&dir, true);
+    assert_eq!(code, 3);
+    assert!(err.contains("missing"), "{err}");
+
+    let mut w = Watch::start(&dir, root.path(), &["--timeout", "8s"]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    let (code, out, err) = status(&dir, true);
+    assert_eq!((code, out.as_str()), (0, "go\n"), "{err}");
+    raise_stop(&dir, &w);
+    let (code, out, _) = status(&dir, true);
+    assert_eq!(code, 1);
+    assert!(out.contains("OBS-27"), "{out}");
+
+    fs::write(dir.join(GATES), gates_text()).expect("fix gates");
+    w.until("the STOP file is removed", || !dir.join(STOP).exists());
+    w.signal(libc::SIGINT);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+    assert!(read(&dir.join("OBSERVER-REPORT.md")).contains("SIGINT received"));
+    let (code, _, err) = status(&dir, true);
+    assert_eq!(code, 3, "a finished referee is not live");
+    assert!(err.contains("finished"), "{err}");
+    assert_eq!(status(&dir, false).0, 0);
+}
