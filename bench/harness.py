@@ -6,7 +6,7 @@ something reacts. Reactions are observed through inotify on the directory (never
 the measurement adds only the kernel's event delivery to what it measures.
 
   harness.py stop DIR BAD GOOD --trials N [--target NAME]
-      Each trial: copy BAD to a temp file in DIR, start the clock, rename it to NAME
+      Each trial: copy BAD to a temp file in DIR (or --temp-dir), start the clock, rename it to NAME
       (default p3a-gate-results.json), stop the clock when OBSERVER-STOP.md appears (created or
       renamed into place). Reset: rename GOOD in the same way and wait for OBSERVER-STOP.md to go.
       Works for anything that maintains a STOP file: `referee watch`, or a watchexec script.
@@ -85,9 +85,13 @@ class Inotify:
                     return now
 
 
+TEMP_DIR = None
+
+
 def place(src, directory, target):
-    """Copies `src` to a temp name in `directory`; returns a function that renames it into place."""
-    tmp = os.path.join(directory, f".{target}.bench")
+    """Copies `src` to a temp name beside the target (or in --temp-dir, which must be on the same
+    filesystem); returns a function that renames it into place."""
+    tmp = os.path.join(TEMP_DIR or directory, f".{target}.bench")
     shutil.copyfile(src, tmp)
     dst = os.path.join(directory, target)
     return lambda: os.rename(tmp, dst)
@@ -200,7 +204,10 @@ def main():
         s.add_argument("--timeout", type=float, default=5.0)
         s.add_argument("--gap", type=float, default=0.1, help="quiet seconds before each trial")
         s.add_argument("--name")
+        s.add_argument("--temp-dir", help="write the temp file here instead of beside the target")
     a = p.parse_args()
+    global TEMP_DIR
+    TEMP_DIR = a.temp_dir
     result = run_stop(a) if a.mode == "stop" else run_inotifywait(a)
     print(json.dumps(result))
 

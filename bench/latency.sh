@@ -3,7 +3,9 @@
 #
 #   (a) referee:     a violating gate-results file (GR-48 entered by hand, OBS-27) is renamed into
 #                    a build directory at pass 2 → OBSERVER-STOP.md exists. Reset between trials:
-#                    the clean file is renamed back in and the STOP must disappear.
+#                    the clean file is renamed back in and the STOP must disappear. Measured twice:
+#                    with the writer's temp file beside the target (the usual atomic write) and
+#                    with it outside the directory (only the rename is seen).
 #   (b) the floor:   an `inotifywait` process waking on the same rename and printing its name.
 #   (c) a script:    what a user would otherwise write: `watchexec` running a jq check that
 #                    writes/removes a STOP file (watchexec's default 50 ms debounce).
@@ -118,8 +120,13 @@ echo "(a) referee watch: rename → OBSERVER-STOP.md …"
 pass2 "$WORK/a"
 start_watch "$WORK/a"
 python3 "$here/harness.py" stop "$WORK/a" "$bad" "$good" --trials "$TRIALS" --name referee >"$WORK/a.json"
-stop_watch "$watch_pid"
 cat "$WORK/a.json"
+# The same with the writer's temp file outside the build directory: only the rename is seen.
+mkdir -p "$WORK/tmp"
+python3 "$here/harness.py" stop "$WORK/a" "$bad" "$good" --trials "$TRIALS" --name referee-temp-outside \
+    --temp-dir "$WORK/tmp" >"$WORK/a2.json"
+stop_watch "$watch_pid"
+cat "$WORK/a2.json"
 
 # ---- (b) inotifywait -----------------------------------------------------------------------
 echo "(b) inotifywait: rename → wake-up …"
@@ -231,10 +238,11 @@ python3 - "$WORK" <<'EOF'
 import json, sys, os
 w = sys.argv[1]
 load = lambda n: json.load(open(os.path.join(w, n)))
-a, b, c, d, e = (load(f"{x}.json") for x in "abcde")
+a, a2, b, c, d, e = (load(f"{x}.json") for x in ("a", "a2", "b", "c", "d", "e"))
 print()
 print(f"{'latency (ms)':<44}{'n':>5}{'p50':>10}{'p99':>10}{'max':>10}{'timeouts':>10}")
-for label, r in (("(a) referee watch: rename → STOP", a), ("(b) inotifywait wakes (floor)", b),
+for label, r in (("(a) referee watch: rename → STOP", a),
+                 ("    … temp file written outside the dir", a2), ("(b) inotifywait wakes (floor)", b),
                  ("(c) watchexec + jq script → STOP", c)):
     if r.get("skipped"):
         print(f"{label:<44}{'skipped':>15}")

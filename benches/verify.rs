@@ -63,17 +63,28 @@ fn verify(dir: &Path) {
         .arg(dir)
         .output()
         .expect("referee runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The floor: walk the tree once and read every non-PNG file once.
 fn walk_and_read(dir: &Path) -> usize {
     let mut total = 0;
     let mut buf = Vec::new();
-    for e in walkdir::WalkDir::new(dir).into_iter().filter_map(Result::ok) {
+    for e in walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
         if e.file_type().is_file() && e.path().extension().is_none_or(|x| x != "png") {
             buf.clear();
-            std::fs::File::open(e.path()).unwrap().read_to_end(&mut buf).unwrap();
+            std::fs::File::open(e.path())
+                .unwrap()
+                .read_to_end(&mut buf)
+                .unwrap();
             total += buf.len();
         }
     }

@@ -106,7 +106,10 @@ pub fn run(
     config.quiet = true;
     config.lines = Some(lines_tx);
     // A safety net: the demo ends by itself even if the run never completes.
-    config.timeout = Some(real.saturating_add(FINISH_GRACE).saturating_add(FINISH_GRACE));
+    config.timeout = Some(
+        real.saturating_add(FINISH_GRACE)
+            .saturating_add(FINISH_GRACE),
+    );
     let referee = std::thread::Builder::new()
         .name("referee-daemon".into())
         .spawn(move || daemon::run(config, Some(stop_rx)))
@@ -216,6 +219,10 @@ pub fn run(
     }
     let outcome = result?;
     narrator.summary(&outcome)?;
+    if let Some(e) = replay_err {
+        // The referee did its job, but the run it watched was cut short: not a clean demo.
+        return Err(e.into());
+    }
     let (raised, resolved) = (narrator.raised, narrator.resolved);
     Ok(DemoOutcome {
         dir,
@@ -347,7 +354,9 @@ impl Narrator<'_> {
         if !(story || self.verbose) {
             return Ok(());
         }
-        let mark = if text.starts_with("STOP raised") || (text.starts_with(STOP_FILE) && text.contains("written")) {
+        let mark = if text.starts_with("STOP raised")
+            || (text.starts_with(STOP_FILE) && text.contains("written"))
+        {
             "referee  ▶"
         } else {
             "referee  │"
@@ -366,9 +375,7 @@ impl Narrator<'_> {
         for l in stop.lines().map(str::trim) {
             let keep = if l.starts_with("**") {
                 in_evidence = l.starts_with("**Evidence:**");
-                in_evidence
-                    || l.starts_with("**Check:**")
-                    || l.starts_with("**Required Action:**")
+                in_evidence || l.starts_with("**Check:**") || l.starts_with("**Required Action:**")
             } else {
                 (in_evidence && l.starts_with("- ")) || l.contains("ESCALATED")
             };
@@ -383,11 +390,7 @@ impl Narrator<'_> {
         let s = o.evaluation.summary();
         let verdict = o.evaluation.verdict.as_deref().unwrap_or("none");
         writeln!(self.out)?;
-        writeln!(
-            self.out,
-            "The referee finished: {}.",
-            o.reason.describe()
-        )?;
+        writeln!(self.out, "The referee finished: {}.", o.reason.describe())?;
         writeln!(
             self.out,
             "  checks {}: {} PASS, {} FAIL ({} BLOCKING), {} SKIP, {} INCONCLUSIVE, {} WAITING; compliance {}; verdict {verdict}",
@@ -407,7 +410,11 @@ impl Narrator<'_> {
             self.raised,
             self.resolved,
             STOP_FILE,
-            if self.dir.join(STOP_FILE).exists() { "present" } else { "absent" }
+            if self.dir.join(STOP_FILE).exists() {
+                "present"
+            } else {
+                "absent"
+            }
         )?;
         let standing: Vec<String> = o
             .evaluation
@@ -421,7 +428,11 @@ impl Narrator<'_> {
         }
         match &o.report {
             Some(p) => writeln!(self.out, "  report: {}", p.display())?,
-            None => writeln!(self.out, "  no report could be written to {}", self.dir.join(REPORT_FILE).display())?,
+            None => writeln!(
+                self.out,
+                "  no report could be written to {}",
+                self.dir.join(REPORT_FILE).display()
+            )?,
         }
         writeln!(
             self.out,

@@ -27,29 +27,88 @@ pub const TRACKER: &str = "EXECUTION-TRACKER.md";
 
 /// The timelines compiled into the binary: (name, file name, text).
 pub const EMBEDDED: &[(&str, &str, &str)] = &[
-    ("demo", "timelines/demo.toml", include_str!("../fixtures/timelines/demo.toml")),
-    ("clean", "timelines/clean.toml", include_str!("../fixtures/timelines/clean.toml")),
+    (
+        "demo",
+        "timelines/demo.toml",
+        include_str!("../fixtures/timelines/demo.toml"),
+    ),
+    (
+        "clean",
+        "timelines/clean.toml",
+        include_str!("../fixtures/timelines/clean.toml"),
+    ),
 ];
 
 /// The files the embedded timelines read with `from = "…"`, by their path under `fixtures/`.
 pub const EMBEDDED_FILES: &[(&str, &str)] = &[
-    ("content/tracker-start.md", include_str!("../fixtures/content/tracker-start.md")),
-    ("content/content-map.md", include_str!("../fixtures/content/content-map.md")),
-    ("content/execution-brief.md", include_str!("../fixtures/content/execution-brief.md")),
-    ("content/builder-prompt.md", include_str!("../fixtures/content/builder-prompt.md")),
-    ("content/output.html", include_str!("../fixtures/content/output.html")),
-    ("content/gate-results.json", include_str!("../fixtures/content/gate-results.json")),
-    ("content/auditor-A.md", include_str!("../fixtures/content/auditor-A.md")),
-    ("content/auditor-B.md", include_str!("../fixtures/content/auditor-B.md")),
-    ("content/auditor-C.md", include_str!("../fixtures/content/auditor-C.md")),
-    ("content/auditor-D.md", include_str!("../fixtures/content/auditor-D.md")),
-    ("content/auditor-E.md", include_str!("../fixtures/content/auditor-E.md")),
-    ("content/auditor-F.md", include_str!("../fixtures/content/auditor-F.md")),
-    ("content/auditor-G.md", include_str!("../fixtures/content/auditor-G.md")),
-    ("content/auditor-H.md", include_str!("../fixtures/content/auditor-H.md")),
-    ("content/auditor-I.md", include_str!("../fixtures/content/auditor-I.md")),
-    ("content/integrative.md", include_str!("../fixtures/content/integrative.md")),
-    ("content/weaver.md", include_str!("../fixtures/content/weaver.md")),
+    (
+        "content/tracker-start.md",
+        include_str!("../fixtures/content/tracker-start.md"),
+    ),
+    (
+        "content/content-map.md",
+        include_str!("../fixtures/content/content-map.md"),
+    ),
+    (
+        "content/execution-brief.md",
+        include_str!("../fixtures/content/execution-brief.md"),
+    ),
+    (
+        "content/builder-prompt.md",
+        include_str!("../fixtures/content/builder-prompt.md"),
+    ),
+    (
+        "content/output.html",
+        include_str!("../fixtures/content/output.html"),
+    ),
+    (
+        "content/gate-results.json",
+        include_str!("../fixtures/content/gate-results.json"),
+    ),
+    (
+        "content/auditor-A.md",
+        include_str!("../fixtures/content/auditor-A.md"),
+    ),
+    (
+        "content/auditor-B.md",
+        include_str!("../fixtures/content/auditor-B.md"),
+    ),
+    (
+        "content/auditor-C.md",
+        include_str!("../fixtures/content/auditor-C.md"),
+    ),
+    (
+        "content/auditor-D.md",
+        include_str!("../fixtures/content/auditor-D.md"),
+    ),
+    (
+        "content/auditor-E.md",
+        include_str!("../fixtures/content/auditor-E.md"),
+    ),
+    (
+        "content/auditor-F.md",
+        include_str!("../fixtures/content/auditor-F.md"),
+    ),
+    (
+        "content/auditor-G.md",
+        include_str!("../fixtures/content/auditor-G.md"),
+    ),
+    (
+        "content/auditor-H.md",
+        include_str!("../fixtures/content/auditor-H.md"),
+    ),
+    (
+        "content/auditor-I.md",
+        include_str!("../fixtures/content/auditor-I.md"),
+    ),
+    (
+        "content/integrative.md",
+        include_str!("../fixtures/content/integrative.md"),
+    ),
+    (
+        "content/weaver.md",
+        include_str!("../fixtures/content/weaver.md"),
+    ),
 ];
 
 /// A timeline that cannot be loaded, or a step that cannot be played.
@@ -79,7 +138,11 @@ pub enum ReplayError {
 }
 
 fn embedded_names() -> String {
-    EMBEDDED.iter().map(|(n, _, _)| *n).collect::<Vec<_>>().join(", ")
+    EMBEDDED
+        .iter()
+        .map(|(n, _, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 // ---- the file format -------------------------------------------------------------------
@@ -187,12 +250,21 @@ pub enum Action {
     },
     /// Rewrites the tracker atomically (temp + rename): its current text (or `base`) with
     /// field rows set.
-    Tracker { base: Option<Arc<Vec<u8>>>, sets: Vec<FieldSet> },
-    Mkdir { path: String },
+    Tracker {
+        base: Option<Arc<Vec<u8>>>,
+        sets: Vec<FieldSet>,
+    },
+    Mkdir {
+        path: String,
+    },
     /// Removes a file, or a directory with everything in it.
-    Remove { path: String },
+    Remove {
+        path: String,
+    },
     /// Nothing happens for a while.
-    Wait { duration: Duration },
+    Wait {
+        duration: Duration,
+    },
 }
 
 /// One tracker edit: the field row named `field` (first occurrence, ignoring case, in
@@ -226,7 +298,9 @@ impl Step {
                 format!("write {label} ({} files)", paths.len())
             }
             Action::Write { label, .. } => format!("write {label}"),
-            Action::Rename { to, temp, source, .. } => {
+            Action::Rename {
+                to, temp, source, ..
+            } => {
                 format!("rename {} → {to}", source.as_deref().unwrap_or(temp))
             }
             Action::Tracker { base, sets } => {
@@ -442,7 +516,10 @@ impl Timeline {
             })
             .transpose()?;
         if raw.steps.is_empty() {
-            return Err(err_at(None, "a timeline needs at least one [[step]]".into()));
+            return Err(err_at(
+                None,
+                "a timeline needs at least one [[step]]".into(),
+            ));
         }
         let mut clock = Duration::ZERO;
         let mut known = Known::Unknown;
@@ -450,7 +527,8 @@ impl Timeline {
         for (i, spanned) in raw.steps.iter().enumerate() {
             let s = spanned.get_ref();
             let step_span = spanned.span();
-            let at_step = |m: String| err_at(Some(step_span.clone()), format!("step {}: {m}", i + 1));
+            let at_step =
+                |m: String| err_at(Some(step_span.clone()), format!("step {}: {m}", i + 1));
             let at = match &s.at {
                 Some(at) => {
                     let d = duration(at.get_ref()).map_err(|m| err_at(Some(at.span()), m))?;
@@ -517,10 +595,15 @@ fn step_action(
     if named.len() != 1 {
         return Err(at_step(format!(
             "give exactly one action (write, rename, tracker, mkdir, remove, wait); found {}",
-            if named.is_empty() { "none".to_string() } else { named.join(", ") }
+            if named.is_empty() {
+                "none".to_string()
+            } else {
+                named.join(", ")
+            }
         )));
     }
-    let has_content = s.text.is_some() || s.from.is_some() || s.hex.is_some() || !s.replace.is_empty();
+    let has_content =
+        s.text.is_some() || s.from.is_some() || s.hex.is_some() || !s.replace.is_empty();
     // Keys that only some actions take.
     let refuse = |key: &str, span: Option<Range<usize>>, action: &str| {
         err_at(span, format!("`{key}` does not apply to a `{action}` step"))
@@ -606,14 +689,20 @@ fn step_action(
                 Some(t) => {
                     let t = rel(t)?;
                     if source.is_some() {
-                        return Err(refuse("temp", s.temp.as_ref().map(|x| x.span()), "rename … source"));
+                        return Err(refuse(
+                            "temp",
+                            s.temp.as_ref().map(|x| x.span()),
+                            "rename … source",
+                        ));
                     }
                     t
                 }
                 None => default_temp(&to),
             };
             if temp == to {
-                return Err(at_step(format!("the temp file and the target are both `{to}`")));
+                return Err(at_step(format!(
+                    "the temp file and the target are both `{to}`"
+                )));
             }
             Action::Rename {
                 to,
@@ -639,7 +728,10 @@ fn step_action(
                 if r.column.is_some() && (r.time.is_some() || r.value.is_none()) {
                     return Err(err_at(
                         Some(set.span()),
-                        format!("set `{}`: with `column`, give `value` (and no `time`)", r.field),
+                        format!(
+                            "set `{}`: with `column`, give `value` (and no `time`)",
+                            r.field
+                        ),
                     ));
                 }
                 sets.push(FieldSet {
@@ -699,7 +791,10 @@ fn content(
         .count();
     if given > 1 {
         let span = s.hex.as_ref().or(s.from.as_ref()).map(|x| x.span());
-        return Err(err_at(span, "give only one of `text`, `from`, `hex`".into()));
+        return Err(err_at(
+            span,
+            "give only one of `text`, `from`, `hex`".into(),
+        ));
     }
     let mut bytes = if let Some(t) = &s.text {
         t.get_ref().as_bytes().to_vec()
@@ -748,7 +843,9 @@ fn check_tracker(
         Action::Rename { to, content, .. } if to == TRACKER => {
             *known = content.as_ref().map_or(Known::Unknown, |c| utf8(c));
         }
-        Action::Rename { source: Some(src), .. } if src == TRACKER => *known = Known::Absent,
+        Action::Rename {
+            source: Some(src), ..
+        } if src == TRACKER => *known = Known::Absent,
         Action::Remove { path } if path == TRACKER => *known = Known::Absent,
         Action::Tracker { base, sets } => {
             let mut text = match (base, &*known) {
@@ -757,7 +854,9 @@ fn check_tracker(
                 (None, Known::Absent) => {
                     return Err(err_at(
                         s.tracker.as_ref().map(|t| t.span()),
-                        format!("the timeline removed `{TRACKER}`; give a base (`from`) to write it anew"),
+                        format!(
+                        "the timeline removed `{TRACKER}`; give a base (`from`) to write it anew"
+                    ),
                     ))
                 }
                 (None, Known::Unknown) => {
@@ -765,7 +864,11 @@ fn check_tracker(
                     return Ok(());
                 }
             };
-            let spans = s.tracker.as_ref().map(|t| t.get_ref().as_slice()).unwrap_or_default();
+            let spans = s
+                .tracker
+                .as_ref()
+                .map(|t| t.get_ref().as_slice())
+                .unwrap_or_default();
             for (set, raw) in sets.iter().zip(spans) {
                 text = set_field(&text, set).map_err(|m| err_at(Some(raw.span()), m))?;
             }
@@ -797,8 +900,10 @@ fn duration(raw: &RawDuration) -> Result<Duration, String> {
         RawDuration::Seconds(s) => *s,
         RawDuration::Text(t) => parse_duration_text(t)?,
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
-        return Err(format!("bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"));
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+        return Err(format!(
+            "bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"
+        ));
     }
     Duration::try_from_secs_f64(secs).map_err(|e| format!("bad duration `{secs}`: {e}"))
 }
@@ -845,7 +950,9 @@ fn check_rel(path: &str) -> Result<(), String> {
         return Err("empty path".into());
     }
     if p.is_absolute() {
-        return Err(format!("path `{path}` is absolute; timeline paths are relative to DIR"));
+        return Err(format!(
+            "path `{path}` is absolute; timeline paths are relative to DIR"
+        ));
     }
     if path.contains('\0') || p.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Err(format!(
@@ -884,7 +991,11 @@ pub fn expand_braces(pattern: &str) -> Result<Vec<String>, String> {
     let inner = &pattern[open + 1..close];
     let options: Vec<String> = match inner.split_once("..") {
         Some((a, b)) if !inner.contains(',') => {
-            let range = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("bad range `{{{inner}}}` in `{pattern}`"));
+            let range = |x: &str| {
+                x.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("bad range `{{{inner}}}` in `{pattern}`"))
+            };
             let (a, b) = (range(a)?, range(b)?);
             if b < a || b - a > 100_000 {
                 return Err(format!("bad range `{{{inner}}}` in `{pattern}`"));
@@ -951,7 +1062,10 @@ pub fn set_field(text: &str, set: &FieldSet) -> Result<String, String> {
         None => parsed.field(&set.field),
     }
     .ok_or_else(|| match &set.section {
-        Some(sec) => format!("no field row `{}` in a section `{sec}` of the tracker", set.field),
+        Some(sec) => format!(
+            "no field row `{}` in a section `{sec}` of the tracker",
+            set.field
+        ),
         None => format!("no field row `{}` in the tracker", set.field),
     })?;
     let escape = |v: &str| v.replace('\n', " ").replace('|', "\\|");
@@ -963,7 +1077,10 @@ pub fn set_field(text: &str, set: &FieldSet) -> Result<String, String> {
                 .find(|t| t.rows.iter().any(|r| r.line == row.line))
                 .ok_or_else(|| format!("field row `{}` is not in a table", set.field))?;
             Some(table.column_index(col).ok_or_else(|| {
-                format!("the table of field row `{}` has no column `{col}`", set.field)
+                format!(
+                    "the table of field row `{}` has no column `{col}`",
+                    set.field
+                )
             })?)
         }
         None => None,
@@ -1070,7 +1187,11 @@ pub fn play(
     })?;
     let epoch = opts.epoch.or(timeline.epoch).unwrap_or_else(Utc::now);
     let start = Instant::now();
-    let cancelled = || opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    let cancelled = || {
+        opts.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    };
     let total = timeline.steps.len();
     let origin = opts.from.unwrap_or_default();
     let mut played_steps = 0;
@@ -1091,7 +1212,9 @@ pub fn play(
             stopped: true,
         };
         let at = |offset: Duration| epoch + chrono::Duration::from_std(offset).unwrap_or_default();
-        if !wait_until(start, step.at - origin, opts.speed, &cancelled).map_err(|m| fail(step, index, m))? {
+        if !wait_until(start, step.at - origin, opts.speed, &cancelled)
+            .map_err(|m| fail(step, index, m))?
+        {
             return Ok(stopped(start));
         }
         match &step.action {
@@ -1124,7 +1247,9 @@ pub fn play(
                         write_file(dir, temp, c, at(step.at)).map_err(|m| fail(step, index, m))?;
                         safe_path(dir, temp, false).map_err(|m| fail(step, index, m))?
                     }
-                    (None, Some(src)) => safe_path(dir, src, false).map_err(|m| fail(step, index, m))?,
+                    (None, Some(src)) => {
+                        safe_path(dir, src, false).map_err(|m| fail(step, index, m))?
+                    }
                     (None, None) => return Err(fail(step, index, "nothing to rename".into())),
                 };
                 std::fs::rename(&from, &target)
@@ -1135,8 +1260,9 @@ pub fn play(
                     Some(b) => String::from_utf8_lossy(b).into_owned(),
                     None => {
                         let p = safe_path(dir, TRACKER, false).map_err(|m| fail(step, index, m))?;
-                        std::fs::read_to_string(&p)
-                            .map_err(|e| fail(step, index, format!("cannot read `{TRACKER}`: {e}")))?
+                        std::fs::read_to_string(&p).map_err(|e| {
+                            fail(step, index, format!("cannot read `{TRACKER}`: {e}"))
+                        })?
                     }
                 };
                 let mut text = current;
@@ -1213,9 +1339,15 @@ fn wait_until(
     if speed == 0.0 {
         return Ok(true);
     }
-    let real = Duration::try_from_secs_f64(offset.as_secs_f64() / speed)
-        .map_err(|_| format!("speed `{speed}` is too small for an offset of {}", format_offset(offset)))?;
-    let target = start.checked_add(real).ok_or_else(|| "the wait is too long".to_string())?;
+    let real = Duration::try_from_secs_f64(offset.as_secs_f64() / speed).map_err(|_| {
+        format!(
+            "speed `{speed}` is too small for an offset of {}",
+            format_offset(offset)
+        )
+    })?;
+    let target = start
+        .checked_add(real)
+        .ok_or_else(|| "the wait is too long".to_string())?;
     loop {
         let now = Instant::now();
         if now >= target {
@@ -1261,7 +1393,11 @@ fn safe_path(dir: &Path, rel: &str, last_may_link: bool) -> Result<PathBuf, Stri
 fn make_parents(dir: &Path, rel: &str, include_last: bool) -> Result<Vec<PathBuf>, String> {
     safe_path(dir, rel, false)?;
     let comps: Vec<_> = Path::new(rel).components().collect();
-    let upto = if include_last { comps.len() } else { comps.len().saturating_sub(1) };
+    let upto = if include_last {
+        comps.len()
+    } else {
+        comps.len().saturating_sub(1)
+    };
     let mut created = Vec::new();
     let mut cur = dir.to_path_buf();
     for c in &comps[..upto] {
@@ -1290,7 +1426,8 @@ fn write_file(dir: &Path, rel: &str, bytes: &[u8], mtime: DateTime<Utc>) -> Resu
 
 fn set_mtime(p: &Path, t: DateTime<Utc>) -> Result<(), String> {
     let ft = filetime::FileTime::from_unix_time(t.timestamp(), t.timestamp_subsec_nanos());
-    filetime::set_file_mtime(p, ft).map_err(|e| format!("cannot set the mtime of `{}`: {e}", p.display()))
+    filetime::set_file_mtime(p, ft)
+        .map_err(|e| format!("cannot set the mtime of `{}`: {e}", p.display()))
 }
 
 #[cfg(test)]
@@ -1320,7 +1457,10 @@ mod tests {
         assert_eq!(d("+12m30s"), Duration::from_secs(750));
         assert_eq!(d("4.5s"), Duration::from_millis(4500));
         assert_eq!(d("250ms"), Duration::from_millis(250));
-        assert_eq!(duration(&RawDuration::Seconds(2.0)).unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            duration(&RawDuration::Seconds(2.0)).unwrap(),
+            Duration::from_secs(2)
+        );
         for bad in ["", "12", "s", "1x", "-1s", "1.2.3s"] {
             assert!(duration(&RawDuration::Text(bad.into())).is_err(), "{bad}");
         }
@@ -1378,7 +1518,9 @@ mod tests {
         let head = "[[step]]\nrename = \"EXECUTION-TRACKER.md\"\ntext = \"## T\\n\\n| F | V | T |\\n|---|---|---|\\n| P0_START | ___ | |\\n\"\n\n";
         let ok = format!("{head}[[step]]\ntracker = [{{ field = \"p0_start\", value = \"x\" }}]\n");
         assert!(parse(&ok).is_ok());
-        let bad = format!("{head}[[step]]\ntracker = [\n  {{ field = \"P1_START\", value = \"x\" }},\n]\n");
+        let bad = format!(
+            "{head}[[step]]\ntracker = [\n  {{ field = \"P1_START\", value = \"x\" }},\n]\n"
+        );
         let (line, _, msg) = invalid(&bad);
         assert_eq!(line, 7, "{msg}");
         assert!(msg.contains("P1_START"), "{msg}");
@@ -1410,7 +1552,10 @@ mod tests {
         }
         let demo = Timeline::demo().unwrap();
         let secs = demo.duration().as_secs_f64();
-        assert!((8.0..=25.0).contains(&secs), "the demo lasts {secs}s at speed 1");
+        assert!(
+            (8.0..=25.0).contains(&secs),
+            "the demo lasts {secs}s at speed 1"
+        );
     }
 
     #[test]
@@ -1429,12 +1574,23 @@ mod tests {
             ControlFlow::Continue(())
         })
         .unwrap();
-        assert_eq!(seen, ["write a/{x,y}.txt (2 files)", "rename .b.json.tmp → b.json", "remove a/x.txt"]);
+        assert_eq!(
+            seen,
+            [
+                "write a/{x,y}.txt (2 files)",
+                "rename .b.json.tmp → b.json",
+                "remove a/x.txt"
+            ]
+        );
         let mtime = |p: &str| {
-            filetime::FileTime::from_last_modification_time(&std::fs::metadata(dir.path().join(p)).unwrap())
-                .unix_seconds()
+            filetime::FileTime::from_last_modification_time(
+                &std::fs::metadata(dir.path().join(p)).unwrap(),
+            )
+            .unix_seconds()
         };
-        let epoch = DateTime::parse_from_rfc3339("2026-02-25T10:00:00Z").unwrap().timestamp();
+        let epoch = DateTime::parse_from_rfc3339("2026-02-25T10:00:00Z")
+            .unwrap()
+            .timestamp();
         assert_eq!(mtime("a/y.txt"), epoch + 2);
         assert_eq!(mtime("b.json"), epoch + 2);
         assert!(!dir.path().join("a/x.txt").exists());
@@ -1443,9 +1599,11 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
         let t = parse("[[step]]\nwrite = \"link/evil.txt\"\ntext = \"x\"\n").unwrap();
-        let err = play(&t, dir.path(), &PlayOptions::default(), |_| ControlFlow::Continue(()))
-            .unwrap_err()
-            .to_string();
+        let err = play(&t, dir.path(), &PlayOptions::default(), |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("symlink"), "{err}");
         assert!(!outside.path().join("evil.txt").exists());
     }

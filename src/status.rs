@@ -101,14 +101,16 @@ pub fn liveness(cfg: &Config) -> Result<Heartbeat, String> {
         return Err(format!(
             "the referee (pid {}) finished at {}",
             hb.pid,
-            hb.last_beat.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            hb.last_beat
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         ));
     }
-    let threshold = cfg.stale.unwrap_or_else(|| {
-        hb.interval()
-            .map_or(DEFAULT_STALE, |i| i * STALE_INTERVALS)
-    });
-    let age = (Utc::now() - hb.last_beat).to_std().unwrap_or(Duration::ZERO);
+    let threshold = cfg
+        .stale
+        .unwrap_or_else(|| hb.interval().map_or(DEFAULT_STALE, |i| i * STALE_INTERVALS));
+    let age = (Utc::now() - hb.last_beat)
+        .to_std()
+        .unwrap_or(Duration::ZERO);
     if age > threshold {
         return Err(format!(
             "the last heartbeat is {:.1} s old (stale after {:.1} s; pid {})",

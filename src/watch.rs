@@ -2,17 +2,25 @@
 //! notifications into [`FsEvent`]s handed to a callback.
 //!
 //! This module owns choosing the event source (inotify through `notify`'s recommended watcher, or
-//! `notify`'s poll watcher with `--poll`), falling back to polling when the native watcher cannot
-//! be created or runs out of watches (with the `max_user_watches` hint), and deciding which
-//! notifications are changes at all (opening or reading a file is not; closing it after writing
-//! is). It must not evaluate, block or sleep in the callback: the callback runs on `notify`'s
-//! thread and only forwards. It knows nothing of the referee's own files, of passes or of checks.
+//! a stat poller with `--poll`), falling back to polling when the native watcher cannot be created
+//! or runs out of watches (with the `max_user_watches` hint), and deciding which notifications are
+//! changes at all (opening or reading a file is not; closing it after writing is). It must not
+//! evaluate, block or sleep in the callback: the callback runs on the source's thread and only
+//! forwards. It knows nothing of the referee's own files, of passes or of checks.
+//!
+//! Why not `notify`'s `PollWatcher`: it compares whole-second mtimes with `>` and nothing else, so a
+//! file rewritten within the same second, or rewritten with an older mtime (as `referee replay`
+//! does), is never reported. The poller here compares size, mtime and ctime to the nanosecond and
+//! the inode, so every write is seen (ctime cannot be set back by a writer).
 
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
-use notify::{Config, Event, EventKind, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{Config, Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 /// The poll interval of `--poll` without a value.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(200);
@@ -67,7 +75,7 @@ impl std::fmt::Display for SourceKind {
 
 /// A running event source. Dropping it stops the watch.
 pub struct Source {
-    _watcher: Box<dyn Watcher + Send>,
+    _inner: Inner,
     pub kind: SourceKind,
     /// Set when the native watcher was wanted but polling is used: why, with a hint.
     pub warning: Option<String>,
@@ -139,35 +147,130 @@ where
         RecommendedWatcher::new(handler, Config::default().with_follow_symlinks(false))?;
     watcher.watch(dir, RecursiveMode::Recursive)?;
     Ok(Source {
-        _watcher: Box::new(watcher),
+        _inner: Inner::Native { _watcher: watcher },
         kind: SourceKind::Native,
         warning: None,
     })
+}
+
+/// What keeps a source alive.
+enum Inner {
+    Native {
+        _watcher: RecommendedWatcher,
+    },
+    /// Dropping the sender wakes the poll thread and ends it.
+    Poll {
+        _stop: mpsc::Sender<()>,
+    },
 }
 
 fn start_poll<F>(dir: &Path, interval: Duration, mut sink: F) -> Result<Source, WatchError>
 where
     F: FnMut(FsEvent) + Send + 'static,
 {
-    let handler = move |res: notify::Result<Event>| {
-        if let Some(ev) = translate(res) {
-            sink(ev);
-        }
-    };
-    let config = Config::default()
-        .with_poll_interval(interval)
-        .with_follow_symlinks(false);
-    let failed = |e: notify::Error| WatchError::Failed {
+    let failed = |message: String| WatchError::Failed {
         path: dir.display().to_string(),
-        message: describe(&e),
+        message,
     };
-    let mut watcher = PollWatcher::new(handler, config).map_err(failed)?;
-    watcher.watch(dir, RecursiveMode::Recursive).map_err(failed)?;
+    let mut previous = fingerprints(dir).map_err(|e| failed(e.to_string().to_lowercase()))?;
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let root = dir.to_path_buf();
+    std::thread::Builder::new()
+        .name("referee-poll".into())
+        .spawn(move || {
+            let mut failing = false;
+            // Sleeps on the stop channel: the source's drop wakes and ends it.
+            while let Err(RecvTimeoutError::Timeout) = stop_rx.recv_timeout(interval) {
+                match fingerprints(&root) {
+                    Ok(now) => {
+                        failing = false;
+                        let changes = diff(&previous, &now);
+                        previous = now;
+                        if !changes.is_empty() {
+                            sink(FsEvent::Changed(changes));
+                        }
+                    }
+                    Err(e) if !failing => {
+                        failing = true;
+                        sink(FsEvent::Rescan {
+                            why: format!(
+                                "cannot poll `{}`: {}",
+                                root.display(),
+                                e.to_string().to_lowercase()
+                            ),
+                        });
+                    }
+                    Err(_) => {}
+                }
+            }
+        })
+        .map_err(|e| failed(format!("cannot start the poll thread: {e}")))?;
     Ok(Source {
-        _watcher: Box::new(watcher),
+        _inner: Inner::Poll { _stop: stop_tx },
         kind: SourceKind::Poll(interval),
         warning: None,
     })
+}
+
+/// What identifies one state of an entry: type, size, inode, mtime and ctime (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Print {
+    dir: bool,
+    mode: u32,
+    size: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// Every entry under `root` (symlinks not followed) and its fingerprint.
+fn fingerprints(root: &Path) -> std::io::Result<HashMap<PathBuf, Print>> {
+    // An unreadable root must be an error, not an empty tree.
+    std::fs::read_dir(root)?;
+    let mut out = HashMap::new();
+    for entry in walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+    {
+        let Ok(m) = entry.metadata() else { continue };
+        out.insert(
+            entry.into_path(),
+            Print {
+                dir: m.is_dir(),
+                mode: m.mode() & libc::S_IFMT,
+                size: m.size(),
+                ino: m.ino(),
+                mtime: (m.mtime(), m.mtime_nsec()),
+                ctime: (m.ctime(), m.ctime_nsec()),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Paths added, removed or changed between two polls. A directory counts only when it appears,
+/// vanishes or changes type (its own mtime moves with every child, which is reported itself).
+fn diff(old: &HashMap<PathBuf, Print>, new: &HashMap<PathBuf, Print>) -> Vec<PathChange> {
+    let mut paths: Vec<&PathBuf> = Vec::new();
+    for (p, n) in new {
+        match old.get(p) {
+            None => paths.push(p),
+            Some(o) if n.dir && o.dir => {}
+            Some(o) if o != n => paths.push(p),
+            Some(_) => {}
+        }
+    }
+    paths.extend(old.keys().filter(|p| !new.contains_key(*p)));
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| PathChange {
+            path: p.clone(),
+            renamed_in: false,
+        })
+        .collect()
 }
 
 /// Whether an error means the inotify watch (or instance) limit was reached.
@@ -187,7 +290,9 @@ pub fn is_watch_limit(e: &notify::Error) -> bool {
 
 fn describe(e: &notify::Error) -> String {
     let what = match &e.kind {
-        notify::ErrorKind::MaxFilesWatch => "the maximum number of inotify watches is in use".into(),
+        notify::ErrorKind::MaxFilesWatch => {
+            "the maximum number of inotify watches is in use".into()
+        }
         notify::ErrorKind::Io(io) => io.to_string().to_lowercase(),
         notify::ErrorKind::Generic(s) => s.to_lowercase(),
         other => format!("{other:?}").to_lowercase(),
@@ -278,7 +383,10 @@ mod tests {
     #[test]
     fn reads_are_not_changes() {
         assert_eq!(
-            translate(ev(EventKind::Access(AccessKind::Open(AccessMode::Any)), &["/b/x"])),
+            translate(ev(
+                EventKind::Access(AccessKind::Open(AccessMode::Any)),
+                &["/b/x"]
+            )),
             None
         );
         assert_eq!(
@@ -343,6 +451,38 @@ mod tests {
     }
 
     #[test]
+    fn the_poller_sees_rewrites_in_the_same_second_and_backdated_mtimes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("g.json");
+        std::fs::write(&f, "one").unwrap();
+        let a = fingerprints(dir.path()).unwrap();
+        std::fs::write(&f, "two").unwrap();
+        let b = fingerprints(dir.path()).unwrap();
+        assert_eq!(
+            diff(&a, &b).len(),
+            1,
+            "same size, same second: still a change"
+        );
+        let old = filetime::FileTime::from_unix_time(1_000_000, 0);
+        std::fs::write(&f, "three").unwrap();
+        filetime::set_file_mtime(&f, old).unwrap();
+        let c = fingerprints(dir.path()).unwrap();
+        assert_eq!(diff(&b, &c).len(), 1, "an older mtime is a change too");
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        let d = fingerprints(dir.path()).unwrap();
+        assert_eq!(diff(&c, &d).len(), 2, "one added, one removed");
+        std::fs::write(dir.path().join("d/x"), "x").unwrap();
+        let e = fingerprints(dir.path()).unwrap();
+        let changes = diff(&d, &e);
+        assert_eq!(
+            changes.len(),
+            1,
+            "the new file, not its directory: {changes:?}"
+        );
+    }
+
+    #[test]
     fn native_and_poll_sources_report_a_new_file() {
         for mode in [Mode::Native, Mode::Poll(Duration::from_millis(50))] {
             let dir = tempfile::tempdir().unwrap();
@@ -359,9 +499,7 @@ mod tests {
             while !seen {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 match rx.recv_timeout(left) {
-                    Ok(FsEvent::Changed(c)) => {
-                        seen = c.iter().any(|p| p.path.ends_with("a.md"))
-                    }
+                    Ok(FsEvent::Changed(c)) => seen = c.iter().any(|p| p.path.ends_with("a.md")),
                     Ok(_) => {}
                     Err(_) => panic!("no event for a.md with {:?}", source.kind),
                 }

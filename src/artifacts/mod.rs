@@ -13,7 +13,6 @@ pub mod fsread;
 pub mod gates;
 pub mod tracker;
 
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -65,9 +64,6 @@ pub struct Entry {
     /// 1 = directly in the root.
     pub depth: usize,
     pub kind: Kind,
-    /// Size in bytes for files (the target's for a symlink), 0 for anything else.
-    pub size: u64,
-    pub mtime: Option<SystemTime>,
     /// Why the entry is [`Kind::Other`] (e.g. `fifo`); `None` for files and directories.
     pub note: Option<String>,
     /// The entry's path on disk, under the canonical root.
@@ -78,9 +74,34 @@ pub struct Entry {
     refusal: Option<ReadError>,
     /// The cached read result.
     data: OnceLock<Result<Arc<FileData>, ReadError>>,
+    /// Size and mtime, looked up on first use: a scan learns each entry's type from the
+    /// directory listing alone, so 30,000 screenshots that are only counted cost no `stat`.
+    meta: OnceLock<(u64, Option<SystemTime>)>,
 }
 
 impl Entry {
+    /// Size in bytes for files (the target's for a symlink), 0 for anything else.
+    pub fn size(&self) -> u64 {
+        self.meta().0
+    }
+
+    /// Modification time (the target's for a symlink); `None` if it cannot be had.
+    pub fn mtime(&self) -> Option<SystemTime> {
+        self.meta().1
+    }
+
+    fn meta(&self) -> (u64, Option<SystemTime>) {
+        *self
+            .meta
+            .get_or_init(|| match fs::symlink_metadata(&self.path) {
+                Ok(m) => (
+                    if self.kind == Kind::File { m.len() } else { 0 },
+                    m.modified().ok(),
+                ),
+                Err(_) => (0, None),
+            })
+    }
+
     /// The entry's path on disk (under the canonical root; for a symlink, the link itself).
     pub fn path(&self) -> &Path {
         &self.path
@@ -106,7 +127,6 @@ pub struct Snapshot {
     root: PathBuf,
     canonical_root: PathBuf,
     entries: Vec<Entry>,
-    index: HashMap<String, usize>,
     limits: Limits,
     walk_errors: Vec<String>,
     tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
@@ -149,17 +169,18 @@ impl Snapshot {
                 Err(message) => walk_errors.push(message),
             }
         }
-        entries.sort_by(|a, b| a.rel.cmp(&b.rel));
-        let mut index = HashMap::with_capacity(entries.len());
-        for (position, entry) in entries.iter().enumerate() {
-            // Two names can collide only after lossy UTF-8 conversion; the first one wins.
-            index.entry(entry.rel.clone()).or_insert(position);
-        }
+        // Sort by path, moving each (large) entry once: sorting the entries themselves would
+        // move them O(n log n) times, which dominates a scan of 30,000 screenshots.
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.sort_unstable_by(|&a, &b| entries[a].rel.cmp(&entries[b].rel));
+        let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
+        let mut entries: Vec<Entry> = order.into_iter().filter_map(|i| slots[i].take()).collect();
+        // Two names can collide only after lossy UTF-8 conversion; the first one wins.
+        entries.dedup_by(|b, a| a.rel == b.rel);
         Ok(Snapshot {
             root: root.to_path_buf(),
             canonical_root,
             entries,
-            index,
             limits,
             walk_errors,
             tracker: OnceLock::new(),
@@ -199,7 +220,10 @@ impl Snapshot {
     /// The entry at `rel` (a leading `./` is ignored).
     pub fn get(&self, rel: &str) -> Option<&Entry> {
         let rel = normalize_rel(rel);
-        self.index.get(rel).and_then(|&i| self.entries.get(i))
+        self.entries
+            .binary_search_by(|e| e.rel.as_str().cmp(rel))
+            .ok()
+            .map(|i| &self.entries[i])
     }
 
     /// Reads the file at `rel`, at most once per snapshot; later calls return the cached result
@@ -273,6 +297,24 @@ fn walk_error_message(root: &Path, err: &walkdir::Error) -> String {
     format!("skipped `{what}`: {cause}")
 }
 
+/// The path of an entry relative to the root, from the bytes (the walk yields normalised
+/// paths under the root, so no component parsing is needed); lossy for non-UTF-8 names.
+fn rel_of(root: &Path, path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let root = root.as_os_str().as_bytes();
+    match bytes.strip_prefix(root) {
+        Some(rest) => {
+            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+            String::from_utf8_lossy(rest).into_owned()
+        }
+        None => rel_string(
+            path.strip_prefix(Path::new(std::ffi::OsStr::from_bytes(root)))
+                .unwrap_or(path),
+        ),
+    }
+}
+
 /// `/`-joined components of a relative path, lossy for non-UTF-8 names.
 fn rel_string(path: &Path) -> String {
     let mut out = String::new();
@@ -288,59 +330,45 @@ fn rel_string(path: &Path) -> String {
 /// What [`make_entry`] learned about an entry's type.
 struct Resolved {
     kind: Kind,
-    size: u64,
-    mtime: Option<SystemTime>,
+    /// Size and mtime when already known (symlink targets).
+    meta: Option<(u64, Option<SystemTime>)>,
     note: Option<String>,
     refusal: Option<ReadError>,
 }
 
 fn make_entry(root: &Path, dent: &walkdir::DirEntry) -> Result<Entry, String> {
     let path = dent.path();
-    let rel = rel_string(path.strip_prefix(root).unwrap_or(path));
-    let mut symlink = true;
-    let resolved = if dent.path_is_symlink() {
-        resolve_symlink(root, path, &rel)
+    let rel = rel_of(root, path);
+    let meta = OnceLock::new();
+    let (resolved, symlink) = if dent.path_is_symlink() {
+        (resolve_symlink(root, path, &rel), true)
     } else {
-        match dent.metadata() {
-            // Swapped for a symlink between readdir and lstat.
-            Ok(meta) if meta.file_type().is_symlink() => resolve_symlink(root, path, &rel),
-            Ok(meta) => {
-                symlink = false;
-                classify(&rel, &meta, false)
-            }
-            Err(e) => {
-                let cause = e
-                    .io_error()
-                    .map(fsread::lowercase_message)
-                    .unwrap_or_else(|| e.to_string());
-                return Err(format!("skipped `{rel}`: {cause}"));
-            }
-        }
+        // The type comes from the directory listing (no syscall); size and mtime on demand.
+        (classify_type(&rel, &dent.file_type(), false), false)
     };
+    if let Some(known) = resolved.meta {
+        let _ = meta.set(known);
+    }
     Ok(Entry {
         name: dent.file_name().to_string_lossy().into_owned(),
         depth: dent.depth(),
         kind: resolved.kind,
-        size: resolved.size,
-        mtime: resolved.mtime,
         note: resolved.note,
         path: path.to_path_buf(),
         symlink,
         refusal: resolved.refusal,
         data: OnceLock::new(),
+        meta,
         rel,
     })
 }
 
-/// Classifies an entry's metadata (a symlink target's when `via_symlink`).
-fn classify(rel: &str, meta: &fs::Metadata, via_symlink: bool) -> Resolved {
-    let file_type = meta.file_type();
-    let mtime = meta.modified().ok();
+/// Classifies an entry by its type (a symlink target's when `via_symlink`).
+fn classify_type(rel: &str, file_type: &fs::FileType, via_symlink: bool) -> Resolved {
     if file_type.is_file() {
         return Resolved {
             kind: Kind::File,
-            size: meta.len(),
-            mtime,
+            meta: None,
             note: None,
             refusal: None,
         };
@@ -348,8 +376,7 @@ fn classify(rel: &str, meta: &fs::Metadata, via_symlink: bool) -> Resolved {
     if file_type.is_dir() {
         return Resolved {
             kind: Kind::Dir,
-            size: 0,
-            mtime,
+            meta: None,
             note: None,
             refusal: Some(ReadError::NotRegular {
                 rel: rel.to_string(),
@@ -358,14 +385,13 @@ fn classify(rel: &str, meta: &fs::Metadata, via_symlink: bool) -> Resolved {
         };
     }
     let what = if via_symlink {
-        format!("symlink to a {}", fsread::describe_type(&file_type))
+        format!("symlink to a {}", fsread::describe_type(file_type))
     } else {
-        fsread::describe_type(&file_type).to_string()
+        fsread::describe_type(file_type).to_string()
     };
     Resolved {
         kind: Kind::Other,
-        size: 0,
-        mtime,
+        meta: None,
         note: Some(what.clone()),
         refusal: Some(ReadError::NotRegular {
             rel: rel.to_string(),
@@ -374,12 +400,20 @@ fn classify(rel: &str, meta: &fs::Metadata, via_symlink: bool) -> Resolved {
     }
 }
 
+/// Classifies a symlink's target from its metadata, which is kept (the link's own path
+/// would give the link's size and mtime).
+fn classify(rel: &str, meta: &fs::Metadata, via_symlink: bool) -> Resolved {
+    let mut r = classify_type(rel, &meta.file_type(), via_symlink);
+    let size = if r.kind == Kind::File { meta.len() } else { 0 };
+    r.meta = Some((size, meta.modified().ok()));
+    r
+}
+
 /// Resolves a symlink: it counts as its target only when the canonical target is inside `root`.
 fn resolve_symlink(root: &Path, path: &Path, rel: &str) -> Resolved {
     let other = |note: String, refusal: ReadError| Resolved {
         kind: Kind::Other,
-        size: 0,
-        mtime: None,
+        meta: Some((0, None)),
         note: Some(note),
         refusal: Some(refusal),
     };
@@ -522,19 +556,19 @@ mod tests {
         );
         let map = snap.get("p0-content-map.md").unwrap();
         assert_eq!(map.kind, Kind::File);
-        assert_eq!(map.size, 5);
+        assert_eq!(map.size(), 5);
         assert_eq!(map.depth, 1);
         assert_eq!(map.name, "p0-content-map.md");
-        assert!(map.mtime.is_some());
+        assert!(map.mtime().is_some());
         assert!(map.note.is_none());
         assert!(map.is_file());
         let png = snap.get("screenshots/1440/cold-look.png").unwrap();
         assert_eq!(png.depth, 3);
         assert_eq!(png.name, "cold-look.png");
-        assert_eq!(png.size, 10);
+        assert_eq!(png.size(), 10);
         let shots = snap.get("screenshots").unwrap();
         assert_eq!(shots.kind, Kind::Dir);
-        assert_eq!(shots.size, 0);
+        assert_eq!(shots.size(), 0);
         assert_eq!(snap.root(), root);
         assert_eq!(snap.canonical_root(), fs::canonicalize(root).unwrap());
         assert!(snap.walk_errors().is_empty());
@@ -618,8 +652,8 @@ mod tests {
         let snap = scan(dir.path());
         let e = snap.get("p3b-pa-auditor-B.md").unwrap();
         assert_eq!(e.kind, Kind::File);
-        assert_eq!(e.size, 3);
-        assert!(e.mtime.is_some());
+        assert_eq!(e.size(), 3);
+        assert!(e.mtime().is_some());
         assert_eq!(e.note, None);
         assert!(e.is_symlink());
         assert!(!snap.get("sub/real.md").unwrap().is_symlink());
@@ -660,7 +694,7 @@ mod tests {
         for rel in ["abs.md", "rel.md", "up"] {
             let e = snap.get(rel).unwrap();
             assert_eq!(e.kind, Kind::Other, "{rel}");
-            assert_eq!(e.size, 0);
+            assert_eq!(e.size(), 0);
             let note = e.note.as_deref().unwrap();
             assert!(
                 note.starts_with("symlink resolves outside the build directory: `"),

@@ -12,8 +12,10 @@ use crate::protocol::predicate::{
 pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     let mut missing = Vec::new();
     let mut found = Vec::new();
+    let mut refs = Vec::new();
     for g in globs {
         let hits = ctx.matches(g);
+        refs.extend(hits.iter().take(20).map(|e| Ctx::entry_ref(e)));
         match hits.first() {
             Some(e) => found.push(if hits.len() == 1 {
                 e.rel.clone()
@@ -32,7 +34,11 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
             .join(", ")
     );
     if missing.is_empty() {
-        Outcome::pass(expected, format!("found {}", found.join(", ")))
+        let mut o = Outcome::pass(expected, format!("found {}", found.join(", ")));
+        for r in refs {
+            o.push_file(r);
+        }
+        o
     } else {
         Outcome::new(
             Verdict::Missing,
@@ -142,7 +148,7 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
     }
     let mut o = Outcome::new(verdict, expected, observed);
     for e in &files {
-        o.push_file(ctx.file_ref(e));
+        o.push_file(Ctx::entry_ref(e));
     }
     note_unreadable(&mut o, &other);
     o
@@ -181,11 +187,10 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
             }
         };
         o.push_file(Ctx::data_ref(&data));
-        let text = data.text();
         let want = h.text.trim().to_lowercase();
         let mut found: Option<usize> = None;
         let mut last: Option<(usize, String)> = None;
-        for (line, heading) in headings(&text, h.level) {
+        for (line, heading) in headings(&data.bytes, h.level) {
             if heading.trim().to_lowercase() == want && found.is_none() {
                 found = Some(line);
             }
@@ -228,29 +233,37 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
 }
 
 /// ATX headings of one level outside fenced code blocks: (line, text).
-fn headings(text: &str, level: u8) -> Vec<(usize, String)> {
+fn headings(text: &[u8], level: u8) -> Vec<(usize, String)> {
+    // Works on bytes: a 2 MB report is scanned line by line without a UTF-8 pass over it.
     let mut out = Vec::new();
-    let mut fence: Option<&str> = None;
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim_start();
+    let mut fence: Option<&[u8]> = None;
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', text).chain(std::iter::once(text.len()));
+    for (i, end) in ends.enumerate() {
+        let line = &text[start..end];
+        start = end + 1;
+        // Prose lines are skipped on their first byte; only `#`, fences and indents go on.
+        match line.first() {
+            Some(b'#' | b'`' | b'~' | b' ' | b'\t') => {}
+            _ if fence.is_none() => continue,
+            _ => {}
+        }
+        let t = line.trim_ascii_start();
         if let Some(f) = fence {
             if t.starts_with(f) {
                 fence = None;
             }
             continue;
         }
-        if t.starts_with("```") {
-            fence = Some("```");
+        if t.starts_with(b"```") || t.starts_with(b"~~~") {
+            fence = Some(&t[..3]);
             continue;
         }
-        if t.starts_with("~~~") {
-            fence = Some("~~~");
-            continue;
-        }
-        let hashes = t.bytes().take_while(|&b| b == b'#').count();
+        let hashes = t.iter().take_while(|&&b| b == b'#').count();
         if hashes == level as usize {
             let rest = &t[hashes..];
-            if rest.is_empty() || rest.starts_with([' ', '\t']) {
+            if rest.is_empty() || rest[0] == b' ' || rest[0] == b'\t' {
+                let rest = String::from_utf8_lossy(rest);
                 let rest = rest.trim().trim_end_matches('#').trim();
                 out.push((i + 1, rest.to_string()));
             }
@@ -392,7 +405,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
         }
         checked += 1;
         match ctx.snap.get(&rel) {
-            Some(e) if e.kind != Kind::Other => o.push_file(ctx.file_ref(e)),
+            Some(e) if e.kind != Kind::Other => o.push_file(Ctx::entry_ref(e)),
             Some(e) => missing.push(format!(
                 "EXECUTION-TRACKER.md:{line}: `{raw}`: {}",
                 e.note.as_deref().unwrap_or("not a regular file")
@@ -423,7 +436,7 @@ mod tests {
     #[test]
     fn headings_skip_fences_and_other_levels() {
         let text = "# T\n## A\n```\n## Not\n```\n### Sub\n## Completion Manifest ##\n";
-        let h = headings(text, 2);
+        let h = headings(text.as_bytes(), 2);
         assert_eq!(h, vec![(2, "A".into()), (7, "Completion Manifest".into())]);
     }
 

@@ -32,6 +32,12 @@ fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
             .collect(),
     };
     for e in files {
+        // A file that cannot be read (over the cap, vanished) is undecidable, not invalid.
+        if let Err(err) = ctx.read(&e.rel) {
+            loaded.unreadable.push(format!("{}: {err}", e.rel));
+            loaded.files -= 1;
+            continue;
+        }
         o.push_file(ctx.file_ref(e));
         let parsed: Rc<Result<Vec<GateEntry>, GateError>> = ctx.gate_file(&e.rel);
         match parsed.as_ref() {
@@ -165,12 +171,16 @@ pub(super) fn gate_files(ctx: &Ctx<'_>, g: &GateFiles) -> Outcome {
             loaded.errors.len(),
             loaded.files
         )];
+    } else if !loaded.unreadable.is_empty() {
+        // Every one must parse; one that cannot be read cannot be judged.
+        o.verdict = Verdict::Inconclusive;
+        o.observed = vec![format!(
+            "{} files readable, {} cannot be read",
+            loaded.files,
+            loaded.unreadable.len()
+        )];
     } else if loaded.files < g.min_files {
-        o.verdict = if loaded.unreadable.is_empty() {
-            Verdict::Missing
-        } else {
-            Verdict::Inconclusive
-        };
+        o.verdict = Verdict::Missing;
         o.observed = vec![format!("{} files", loaded.files)];
     } else {
         o.observed = vec![format!(

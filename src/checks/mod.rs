@@ -149,6 +149,9 @@ pub struct PipelineVerdict {
     pub complete: bool,
 }
 
+/// One gate-results file, parsed.
+type GateParse = Result<Vec<GateEntry>, GateError>;
+
 /// Everything a predicate may look at during one evaluation, with per-evaluation caches
 /// so each file is read at most once and each glob matched at most once.
 pub struct Ctx<'a> {
@@ -156,7 +159,7 @@ pub struct Ctx<'a> {
     marker: Option<&'a str>,
     pub verdict: Option<PipelineVerdict>,
     globs: RefCell<HashMap<String, Rc<Vec<usize>>>>,
-    gates: RefCell<HashMap<String, Rc<Result<Vec<GateEntry>, GateError>>>>,
+    gates: RefCell<HashMap<String, Rc<GateParse>>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -254,9 +257,20 @@ impl<'a> Ctx<'a> {
         };
         FileRef {
             path: e.rel.clone(),
-            size: e.size,
+            size: e.size(),
             sha256,
-            mtime: e.mtime.map(format_time),
+            mtime: e.mtime().map(format_time),
+        }
+    }
+
+    /// Evidence for an entry whose content the verdict does not rest on (it exists, it is
+    /// counted): never reads it, so screenshots are counted, never read.
+    pub fn entry_ref(e: &Entry) -> FileRef {
+        FileRef {
+            path: e.rel.clone(),
+            size: e.size(),
+            sha256: None,
+            mtime: e.mtime().map(format_time),
         }
     }
 
@@ -270,7 +284,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Gate entries of one file, parsed once per evaluation.
-    fn gate_file(&self, rel: &str) -> Rc<Result<Vec<GateEntry>, GateError>> {
+    fn gate_file(&self, rel: &str) -> Rc<GateParse> {
         if let Some(hit) = self.gates.borrow().get(rel) {
             return hit.clone();
         }
@@ -318,7 +332,7 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
         let (files, _) = ctx.files(glob);
         // Newest file first; within a file the last verdict line is the final word.
         let mut files = files;
-        files.sort_by_key(|e| std::cmp::Reverse(e.mtime));
+        files.sort_by_key(|e| std::cmp::Reverse(e.mtime()));
         for e in files {
             let Ok(data) = ctx.read(&e.rel) else { continue };
             let mut found = None;
@@ -332,7 +346,7 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
             }
             if let Some((line, verdict)) = found {
                 let verdict = verdict.split_whitespace().collect::<Vec<_>>().join(" ");
-                let complete = spec.complete.iter().any(|c| *c == verdict);
+                let complete = spec.complete.contains(&verdict);
                 return Some(PipelineVerdict {
                     verdict,
                     file: e.rel.clone(),
@@ -356,7 +370,9 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
                 .map(|o| o.verdict)
                 .max()
                 .unwrap_or(Verdict::Pass);
-            // Show only the parts that decided the result, unless everything passed.
+            // Say what decided the result (the failing parts, unless all passed), but keep
+            // every file any part rests on.
+            let files: Vec<FileRef> = parts.iter().flat_map(|o| o.files.clone()).collect();
             let shown = if worst == Verdict::Pass {
                 parts
             } else {
@@ -365,7 +381,11 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
                     .filter(|o| o.verdict != Verdict::Pass)
                     .collect()
             };
-            Outcome::combine(worst, shown)
+            let mut out = Outcome::combine(worst, shown);
+            for f in files {
+                out.push_file(f);
+            }
+            out
         }
         P::Any(parts) => {
             let parts: Vec<Outcome> = parts.iter().map(|p| judge(ctx, p)).collect();

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use super::{with_tracker, Ctx, Outcome, Verdict};
@@ -70,8 +71,12 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     if let Some(r) = &t.require {
         rules.push(format!("at least {} of {}", r.at_least, list(&r.patterns)));
     }
-    if !t.forbid.is_empty() {
-        rules.push(format!("none of {}", list(&t.forbid)));
+    if !t.forbid.is_empty() || !t.forbid_terms.is_empty() {
+        let mut all: Vec<String> = t.forbid_terms.iter().map(|w| format!("`{w}`")).collect();
+        if !t.forbid.is_empty() {
+            all.push(list(&t.forbid));
+        }
+        rules.push(format!("none of {}", all.join(", ")));
     }
     let expected = format!("{}: {}", what.join(", "), rules.join("; "));
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
@@ -149,8 +154,8 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     let mut verdict = Verdict::Pass;
 
     // Forbidden language: every hit, with its line.
-    if !t.forbid.is_empty() {
-        let hits = forbidden(&t.forbid, &sources);
+    if !t.forbid.is_empty() || !t.forbid_terms.is_empty() {
+        let hits = forbidden(&t.forbid, &t.forbid_terms, &sources);
         if hits.is_empty() {
             observed.push(format!(
                 "no forbidden language in {} sources",
@@ -277,7 +282,11 @@ fn judge_snippet(t: &Text, snippet: &str) -> (bool, String) {
 /// A pattern list as one set (which of them match), compiled once per process.
 fn set(patterns: &[Pattern]) -> Option<RegexSet> {
     static CACHE: OnceLock<Mutex<HashMap<String, Option<RegexSet>>>> = OnceLock::new();
-    let key = patterns.iter().map(|p| p.as_str()).collect::<Vec<_>>().join("\u{0}");
+    let key = patterns
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join("\u{0}");
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
     cache
@@ -292,56 +301,145 @@ fn set(patterns: &[Pattern]) -> Option<RegexSet> {
         .clone()
 }
 
-/// Every forbidden match, as `source:line: pattern: "matched text"`. Only a hit compiles
-/// the individual patterns, to say which one matched.
-fn forbidden(patterns: &[Pattern], sources: &[Source]) -> Vec<String> {
-    // One scan per source with the alternation of all patterns; attribute each hit after.
-    let combined = combined(patterns);
+/// Literal terms (lowercased) as one automaton, built once per process. Matching runs on
+/// lowercased text, so the fast SIMD searcher applies where an ASCII-case-insensitive
+/// automaton would have to step through every byte of prose.
+fn terms(terms: &[String]) -> Option<(AhoCorasick, usize)> {
+    type Cache = OnceLock<Mutex<HashMap<String, Option<(AhoCorasick, usize)>>>>;
+    static CACHE: Cache = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry(terms.join("\u{0}"))
+        .or_insert_with(|| {
+            let lower: Vec<String> = terms.iter().map(|t| t.to_ascii_lowercase()).collect();
+            let longest = lower.iter().map(String::len).max().unwrap_or(0);
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(&lower)
+                .ok()
+                .map(|ac| (ac, longest))
+        })
+        .clone()
+}
+
+/// Finds the terms in `bytes` ASCII-case-insensitively: lowercases a cache-sized chunk at a
+/// time (with an overlap of the longest term) and searches it.
+fn find_terms(ac: &AhoCorasick, longest: usize, bytes: &[u8]) -> Vec<(usize, usize, usize)> {
+    const CHUNK: usize = 64 * 1024;
+    let mut out = Vec::new();
+    let mut buf = Vec::with_capacity(CHUNK + longest);
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let end = (pos + CHUNK + longest).min(bytes.len());
+        buf.clear();
+        buf.extend(bytes[pos..end].iter().map(u8::to_ascii_lowercase));
+        for m in ac.find_iter(&buf) {
+            // A match starting in the overlap belongs to the next chunk.
+            if m.start() < CHUNK {
+                out.push((pos + m.start(), pos + m.end(), m.pattern().as_usize()));
+            }
+        }
+        pos += CHUNK;
+    }
+    out
+}
+
+/// Every forbidden match (regex or literal term), as `source:line: `what` matched "text"`,
+/// in the order they occur. One scan per source for the regexes together and one for the
+/// terms; only a regex hit compiles the individual patterns, to say which one matched.
+fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Vec<String> {
+    let combined = if patterns.is_empty() {
+        None
+    } else {
+        combined(patterns)
+    };
+    let automaton = if literal.is_empty() {
+        None
+    } else {
+        terms(literal)
+    };
+    let scan = |part: &[Source]| {
+        forbidden_in(
+            patterns,
+            literal,
+            combined.as_ref(),
+            automaton.as_ref(),
+            part,
+        )
+    };
+    // Every report is read in full; with megabytes of them, use both halves of the machine.
+    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+    if total < 4 << 20 || sources.len() < 2 {
+        return scan(sources);
+    }
+    let (a, b) = sources.split_at(sources.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| scan(b));
+        let mut hits = scan(a);
+        match second.join() {
+            Ok(more) => hits.extend(more),
+            // A panic in the scan is a bug; scan again here rather than lose the hits.
+            Err(_) => hits.extend(scan(b)),
+        }
+        hits
+    })
+}
+
+fn forbidden_in(
+    patterns: &[Pattern],
+    literal: &[String],
+    combined: Option<&Regex>,
+    automaton: Option<&(AhoCorasick, usize)>,
+    sources: &[Source],
+) -> Vec<String> {
     let mut hits = Vec::new();
     for s in sources {
-        let mut line = 1;
-        let mut counted_to = 0;
-        let mut record = |start: usize, end: usize, which: &str, hits: &mut Vec<String>| {
-            line += bytecount(&s.bytes()[counted_to..start]);
+        let bytes = s.bytes();
+        let mut found: Vec<(usize, usize, String)> = Vec::new();
+        if let Some((ac, longest)) = automaton {
+            for (start, end, which) in find_terms(ac, *longest, bytes) {
+                found.push((start, end, literal[which].clone()));
+            }
+        }
+        match combined {
+            Some(all) => {
+                for m in all.find_iter(bytes) {
+                    let which = patterns
+                        .iter()
+                        .find(|p| {
+                            p.regex().is_some_and(|re| {
+                                re.find_at(bytes, m.start())
+                                    .is_some_and(|x| x.start() == m.start())
+                            })
+                        })
+                        .map_or("?", |p| p.as_str());
+                    found.push((m.start(), m.end(), which.to_string()));
+                }
+            }
+            // The alternation failed to compile (size limit): scan pattern by pattern.
+            None => {
+                for p in patterns {
+                    if let Some(re) = p.regex() {
+                        found.extend(
+                            re.find_iter(bytes)
+                                .map(|m| (m.start(), m.end(), p.as_str().to_string())),
+                        );
+                    }
+                }
+            }
+        }
+        found.sort();
+        let (mut line, mut counted_to) = (1, 0);
+        for (start, end, which) in found {
+            line += bytecount(&bytes[counted_to..start]);
             counted_to = start;
-            let text = String::from_utf8_lossy(&s.bytes()[start..end]);
+            let text = String::from_utf8_lossy(&bytes[start..end]);
             hits.push(format!(
                 "{}:{line}: `{which}` matched \"{}\"",
                 s.label,
                 text.trim()
             ));
-        };
-        match &combined {
-            Some(all) => {
-                for m in all.find_iter(s.bytes()) {
-                    let which = patterns
-                        .iter()
-                        .find(|p| {
-                            p.regex().is_some_and(|re| {
-                                re.find_at(s.bytes(), m.start())
-                                    .is_some_and(|x| x.start() == m.start())
-                            })
-                        })
-                        .map_or("?", |p| p.as_str());
-                    record(m.start(), m.end(), which, &mut hits);
-                }
-            }
-            None => {
-                // The alternation failed to compile (size limit): scan pattern by pattern.
-                let mut all: Vec<(usize, usize, &str)> = Vec::new();
-                for p in patterns {
-                    if let Some(re) = p.regex() {
-                        all.extend(
-                            re.find_iter(s.bytes())
-                                .map(|m| (m.start(), m.end(), p.as_str())),
-                        );
-                    }
-                }
-                all.sort();
-                for (a, b, w) in all {
-                    record(a, b, w, &mut hits);
-                }
-            }
         }
     }
     hits
@@ -353,4 +451,67 @@ fn bytecount(b: &[u8]) -> usize {
 
 fn line_of(b: &[u8], offset: usize) -> usize {
     bytecount(&b[..offset.min(b.len())]) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(label: &str, text: &str) -> Source {
+        Source {
+            label: label.into(),
+            content: Content::Field(text.into()),
+        }
+    }
+
+    #[test]
+    fn terms_match_any_ascii_case_across_chunks() {
+        let list = vec!["Gate Runner".to_string(), "BV-".to_string()];
+        let (ac, longest) = terms(&list).unwrap();
+        // Put one hit across the 64 KiB chunk boundary and one at the very end.
+        let mut text = vec![b'x'; 64 * 1024 - 4];
+        text.extend_from_slice(b"gATE rUNNER and bv-");
+        let hits = find_terms(&ac, longest, &text);
+        assert_eq!(
+            hits,
+            vec![
+                (64 * 1024 - 4, 64 * 1024 + 7, 0),
+                (64 * 1024 + 12, 64 * 1024 + 15, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn forbidden_reports_lines_in_order_for_terms_and_patterns() {
+        let patterns = vec![Pattern::try_from(r"(?-u:\b)REFINE(?-u:\b)".to_string()).unwrap()];
+        let list = vec!["content map".to_string()];
+        let src = field(
+            "r.md",
+            "fine\nthe Content Map says\nREFINED is ok\nbut REFINE is not\n",
+        );
+        let hits = forbidden(&patterns, &list, &[src]);
+        assert_eq!(
+            hits,
+            vec![
+                "r.md:2: `content map` matched \"Content Map\"".to_string(),
+                "r.md:4: `(?-u:\\b)REFINE(?-u:\\b)` matched \"REFINE\"".to_string(),
+            ]
+        );
+        assert!(forbidden(&patterns, &list, &[field("ok.md", "nothing here")]).is_empty());
+    }
+
+    #[test]
+    fn snippets_need_length_and_required_language() {
+        let t: Text = toml::from_str(
+            r#"fields = ["X"]
+               min_chars = 10
+               require = { patterns = ['(?i)preserved', '(?i)changed', '(?i)next'], at_least = 2 }"#,
+        )
+        .unwrap();
+        assert!(judge_snippet(&t, "we preserved the hero and changed the grid").0);
+        let (ok, why) = judge_snippet(&t, "preserved everything");
+        assert!(!ok);
+        assert!(why.contains("1 of the required patterns"), "{why}");
+        assert!(!judge_snippet(&t, "changed").0, "too short");
+    }
 }

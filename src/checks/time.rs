@@ -105,7 +105,7 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 ..Times::default()
             };
             for e in ctx.matches(glob) {
-                if let Some(m) = e.mtime {
+                if let Some(m) = e.mtime() {
                     t.times.push((
                         DateTime::<Utc>::from(m),
                         format!("{} mtime {}", e.rel, format_time(m)),

@@ -238,13 +238,8 @@ pub(super) fn fill_rate(ctx: &Ctx<'_>, f: &FillRate) -> Outcome {
     if rate + 1e-9 < f.min {
         o.verdict = Verdict::Missing;
     }
-    if !fill.empty.is_empty() {
-        let names: Vec<String> = fill
-            .empty
-            .iter()
-            .map(|(n, l)| format!("{n} (line {l})"))
-            .collect();
-        o.push_detail(format!("empty: {}", names.join(", ")));
+    for (name, line) in &fill.empty {
+        o.push_detail(format!("{TRACKER}:{line}: {name} is empty"));
     }
     o
 }

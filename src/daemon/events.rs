@@ -326,6 +326,7 @@ pub fn replay(text: &str) -> Resumed {
                     from: status(s(p, "from")),
                     to,
                     note: s(p, "note").map(str::to_string),
+                    observed: s(p, "observed").map(str::to_string),
                 });
             }
             "stop_raised" => {
@@ -358,6 +359,7 @@ pub fn replay(text: &str) -> Resumed {
                     from: Some(Status::Fail),
                     to: Status::Fail,
                     note: Some(format!("ESCALATED: human review required — {reason}")),
+                    observed: None,
                 });
                 r.escalations.retain(|(e, _)| *e != k);
                 r.escalations.push((k, reason));
@@ -449,7 +451,10 @@ mod tests {
         assert_eq!(r.statuses["2:OBS-10"], Status::Pass);
         assert_eq!(r.history.len(), 2);
         assert_eq!(r.attempts["2:OBS-27"], (1, "e1".to_string()));
-        assert_eq!(r.escalations, vec![("2:OBS-27".into(), "no progress".into())]);
+        assert_eq!(
+            r.escalations,
+            vec![("2:OBS-27".into(), "no progress".into())]
+        );
         assert_eq!(r.incidents.len(), 2);
         assert!(!r.ended);
     }
@@ -459,9 +464,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(EVENTS_FILE), "{\"torn\": ").unwrap();
         let (file, prev) = open_locked(dir.path()).unwrap();
-        assert!(matches!(open_locked(dir.path()), Err(LogError::Busy { .. })));
+        assert!(matches!(
+            open_locked(dir.path()),
+            Err(LogError::Busy { .. })
+        ));
         let mut log = EventLog::new(dir.path(), file, &prev, "t".into(), ctx()).unwrap();
-        log.append(&rec(json!({"event": "start"})), &Utc::now()).unwrap();
+        log.append(&rec(json!({"event": "start"})), &Utc::now())
+            .unwrap();
         let text = std::fs::read_to_string(dir.path().join(EVENTS_FILE)).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert_eq!(replay(&text).skipped, 1);

@@ -126,7 +126,8 @@ impl EndReason {
 
     /// What the report says about why the referee finished.
     pub fn describe(&self) -> String {
-        const AS_IS: &str = "judged as the directory stands (not final: checks not yet due stay WAITING)";
+        const AS_IS: &str =
+            "judged as the directory stands (not final: checks not yet due stay WAITING)";
         match self {
             EndReason::Complete { verdict } => format!(
                 "the pipeline completed (VERDICT: {})",
@@ -207,7 +208,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     while !rest.is_empty() {
         let digits = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("duration `{s}` needs a unit after `{rest}` (ms, s, m, h, d)"))?;
+            .ok_or_else(|| {
+                format!("duration `{s}` needs a unit after `{rest}` (ms, s, m, h, d)")
+            })?;
         if digits == 0 {
             return Err(format!("invalid duration `{s}` (e.g. `90s`, `30m`, `2h`)"));
         }
@@ -224,7 +227,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "m" | "min" | "mins" => n * 60.0,
             "h" | "hr" | "hrs" => n * 3600.0,
             "d" => n * 86400.0,
-            _ => return Err(format!("unknown unit `{unit}` in duration `{s}` (ms, s, m, h, d)")),
+            _ => {
+                return Err(format!(
+                    "unknown unit `{unit}` in duration `{s}` (ms, s, m, h, d)"
+                ))
+            }
         };
         total += Duration::from_secs_f64(secs);
         rest = &rest[digits + unit_len..];
@@ -286,8 +293,7 @@ impl Batch {
             Msg::Rescan(why) => self.rescan.push(why),
             Msg::Limit(m) => self.limit = Some(m),
             Msg::PipelineExited(pid) => {
-                self.end
-                    .get_or_insert(EndReason::PipelineExited { pid });
+                self.end.get_or_insert(EndReason::PipelineExited { pid });
             }
             Msg::Shutdown(s) => {
                 self.end.get_or_insert(EndReason::Shutdown(s));
@@ -432,9 +438,14 @@ impl Daemon {
             path: dir.display().to_string(),
             message,
         };
-        let canon = std::fs::canonicalize(&dir).map_err(|e| bad_dir(e.to_string().to_lowercase()))?;
-        Snapshot::scan(&dir, cfg.limits).map_err(|e| bad_dir(e.to_string()))?;
-        remove_stale_temps(&dir);
+        let canon =
+            std::fs::canonicalize(&dir).map_err(|e| bad_dir(e.to_string().to_lowercase()))?;
+        if !canon.is_dir() {
+            return Err(bad_dir("not a directory".into()));
+        }
+        if let Err(e) = std::fs::read_dir(&canon) {
+            return Err(bad_dir(e.to_string().to_lowercase()));
+        }
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -447,6 +458,8 @@ impl Daemon {
         let mut resumed = None;
         let log = match events::open_locked(&dir) {
             Ok((file, previous)) => {
+                // Holding the lock, no other referee writes here: its temp files are leftovers.
+                remove_stale_temps(&dir);
                 let r = events::replay(&previous);
                 let (file, previous) = if r.events == 0 && r.skipped == 0 {
                     (file, previous)
@@ -583,7 +596,8 @@ impl Daemon {
     /// The start (or restart) event and line; restores the state of a resumed run.
     fn announce(&mut self, resumed: Option<events::Resumed>, rotated: Option<PathBuf>) {
         let p = &self.protocol;
-        let protocol = json!({"id": p.id, "version": p.version, "sha256": p.sha256, "origin": p.origin});
+        let protocol =
+            json!({"id": p.id, "version": p.version, "sha256": p.sha256, "origin": p.origin});
         let options = json!({
             "watch": self.source_name(),
             "exit_with": self.cfg.exit_with,
@@ -695,7 +709,9 @@ impl Daemon {
             if let Some(reason) = self.end.take() {
                 return Ok(self.finish(reason));
             }
-            let wait = self.next_deadline().saturating_duration_since(Instant::now());
+            let wait = self
+                .next_deadline()
+                .saturating_duration_since(Instant::now());
             let mut batch = Batch::default();
             if !wait.is_zero() {
                 match rx.recv_timeout(wait) {
@@ -740,7 +756,10 @@ impl Daemon {
             );
             eprintln!("referee: warning: {text}");
             if let Err(e) = self.start_source(Mode::Poll(watch::DEFAULT_POLL)) {
-                self.fault("watch", format!("cannot poll the build directory either: {e}"));
+                self.fault(
+                    "watch",
+                    format!("cannot poll the build directory either: {e}"),
+                );
             }
             self.rescan_event(&text);
             full = true;
@@ -822,8 +841,7 @@ impl Daemon {
         if self.pid_by_ticks {
             if let Some(pid) = self.cfg.exit_with {
                 if !u32::try_from(pid).is_ok_and(heartbeat::pid_alive) {
-                    self.end
-                        .get_or_insert(EndReason::PipelineExited { pid });
+                    self.end.get_or_insert(EndReason::PipelineExited { pid });
                 }
             }
         }
@@ -894,7 +912,7 @@ impl Daemon {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        let mtime = |p: &str| snap.get(p).and_then(|e| e.mtime);
+        let mtime = |p: &str| snap.get(p).and_then(|e| e.mtime());
         let inst = self.instance(&r.pass, &r.check);
         let evidence = r.evidence.files.iter().map(|f| f.path.as_str());
         let recent = self
@@ -1055,6 +1073,7 @@ impl Daemon {
                     from: prev,
                     to: r.status,
                     note: note.map(str::to_string),
+                    observed: Some(r.evidence.observed.clone()),
                 });
                 let level = match (r.status, r.severity) {
                     (Status::Fail, Severity::Blocking) => Level::Error,
@@ -1153,7 +1172,7 @@ impl Daemon {
             let moving = paths
                 .iter()
                 .filter_map(|p| {
-                    let mtime = snap.get(p).and_then(|e| e.mtime);
+                    let mtime = snap.get(p).and_then(|e| e.mtime());
                     self.settle.fresh_until(p, mtime, inst_now, wall)
                 })
                 .max();
@@ -1199,6 +1218,7 @@ impl Daemon {
                     from: Some(Status::Fail),
                     to: Status::Fail,
                     note: Some(format!("ESCALATED: human review required — {reason}")),
+                    observed: None,
                 });
                 self.incidents.push(Incident {
                     at: now,
@@ -1309,7 +1329,10 @@ impl Daemon {
             }
             Err(e) => self.fault(
                 "write OBSERVER-STOP.md",
-                format!("cannot write `{STOP_FILE}`: {}", e.to_string().to_lowercase()),
+                format!(
+                    "cannot write `{STOP_FILE}`: {}",
+                    e.to_string().to_lowercase()
+                ),
             ),
         }
     }
@@ -1353,7 +1376,10 @@ impl Daemon {
             }
             Err(e) => self.fault(
                 "write OBSERVER-STOP.md",
-                format!("cannot check or restore `{STOP_FILE}`: {}", e.to_string().to_lowercase()),
+                format!(
+                    "cannot check or restore `{STOP_FILE}`: {}",
+                    e.to_string().to_lowercase()
+                ),
             ),
         }
     }
@@ -1553,7 +1579,10 @@ impl Daemon {
             Err(e) => {
                 self.fault(
                     "write OBSERVER-REPORT.md",
-                    format!("cannot write `{REPORT_FILE}`: {}", e.to_string().to_lowercase()),
+                    format!(
+                        "cannot write `{REPORT_FILE}`: {}",
+                        e.to_string().to_lowercase()
+                    ),
                 );
                 self.flush_outputs();
                 None
@@ -1665,7 +1694,10 @@ mod tests {
     #[test]
     fn paths_relative_to_the_root() {
         let root = Path::new("/b");
-        assert_eq!(rel_of(root, Path::new("/b/x/y.md")).as_deref(), Some("x/y.md"));
+        assert_eq!(
+            rel_of(root, Path::new("/b/x/y.md")).as_deref(),
+            Some("x/y.md")
+        );
         assert_eq!(rel_of(root, Path::new("/b")).as_deref(), Some(""));
         assert_eq!(rel_of(root, Path::new("/c/x")), None);
     }
@@ -1673,7 +1705,10 @@ mod tests {
     #[test]
     fn batches_coalesce_and_keep_the_latest_event() {
         let mut b = Batch::default();
-        b.add(Msg::Changed(vec![("a.md".into(), false), (STOP_FILE.into(), false)]));
+        b.add(Msg::Changed(vec![
+            ("a.md".into(), false),
+            (STOP_FILE.into(), false),
+        ]));
         b.add(Msg::Changed(vec![("a.md".into(), true)]));
         b.add(Msg::Shutdown(Shutdown::Signal("SIGTERM".into())));
         b.add(Msg::PipelineExited(7));

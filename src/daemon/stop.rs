@@ -171,7 +171,9 @@ impl StopFile {
             return Ok(OnDisk::Foreign);
         }
         let mut bytes = Vec::new();
-        f.by_ref().take(MAX_STOP_BYTES + 1).read_to_end(&mut bytes)?;
+        f.by_ref()
+            .take(MAX_STOP_BYTES + 1)
+            .read_to_end(&mut bytes)?;
         if bytes.len() as u64 > MAX_STOP_BYTES {
             return Ok(OnDisk::Foreign);
         }
@@ -258,7 +260,10 @@ mod tests {
 
     #[test]
     fn faults_make_their_own_blocks() {
-        let f = vec![("write".to_string(), "cannot write `OBSERVER-PASS-2.md`".to_string())];
+        let f = vec![(
+            "write".to_string(),
+            "cannot write `OBSERVER-PASS-2.md`".to_string(),
+        )];
         let only = compose(None, &f).unwrap();
         assert!(only.starts_with("# OBSERVER STOP"));
         assert!(only.contains("**Check:** REFEREE-FAULT"));

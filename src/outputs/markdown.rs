@@ -304,9 +304,18 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 .results
                 .iter()
                 .find(|r| r.pass == pass && r.check == check);
-            let (desc, evidence) = match now.or(current) {
-                Some(r) => (r.title.clone(), evidence_summary(r)),
-                None => (String::new(), String::new()),
+            // A resolved failure is shown with what was observed when it failed.
+            let (desc, evidence) = match (now, current, past) {
+                (Some(r), _, _) => (r.title.clone(), evidence_summary(r)),
+                (None, Some(r), Some(c)) => (
+                    r.title.clone(),
+                    c.observed.clone().map_or_else(
+                        || evidence_summary(r),
+                        |o| format!("observed {o} (at {})", ts(&c.at)),
+                    ),
+                ),
+                (None, Some(r), None) => (r.title.clone(), evidence_summary(r)),
+                (None, None, _) => (String::new(), String::new()),
             };
             let resolved = match (now, past) {
                 (Some(_), _) => "No".to_string(),
@@ -376,6 +385,18 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 cell(&r.title),
                 cell(&evidence_summary(r)),
                 r.pass
+            );
+        }
+        out.push('\n');
+    }
+
+    if !ctx.escalations.is_empty() {
+        let _ = writeln!(out, "### Escalations\n");
+        for (key, why) in &ctx.escalations {
+            let (pass, check) = key.split_once(':').unwrap_or(("", key));
+            let _ = writeln!(
+                out,
+                "- {check} (pass {pass}): ESCALATED: human review required — {why}"
             );
         }
         out.push('\n');

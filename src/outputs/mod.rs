@@ -31,6 +31,10 @@ pub struct Change {
     pub to: Status,
     /// e.g. `RESOLVED after STOP`, `STOP raised`, `ESCALATED: …`
     pub note: Option<String>,
+    /// What was observed when the status changed (the evidence of a failure that was later
+    /// resolved is no longer in the current results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
 }
 
 /// Something the referee noticed about its own files or itself (tamper, fault, restart).

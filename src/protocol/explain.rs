@@ -137,10 +137,16 @@ fn leaf(p: &Predicate) -> String {
                     r.patterns.iter().map(|p| q(p.as_str())).collect::<Vec<_>>().join(", ")
                 ));
             }
-            if !t.forbid.is_empty() {
+            if !t.forbid.is_empty() || !t.forbid_terms.is_empty() {
+                let mut all: Vec<String> = t
+                    .forbid_terms
+                    .iter()
+                    .map(|w| format!("{} (any case)", q(w)))
+                    .collect();
+                all.extend(t.forbid.iter().map(|p| q(p.as_str())));
                 parts.push(format!(
                     "with no match anywhere of {} (every hit reported as file:line)",
-                    t.forbid.iter().map(|p| q(p.as_str())).collect::<Vec<_>>().join(", ")
+                    all.join(", ")
                 ));
             }
             format!("text of {}: {}", src.join(", "), parts.join(", "))

@@ -424,12 +424,21 @@ impl Protocol {
                             format!("pass `{pass_id}` cannot repeat itself"),
                         ));
                     }
+                    // A repeat is due at the variant's analogue of the pass's deadline; a
+                    // pass due "at once" is due when it runs, so its repeat is due when the
+                    // variant's trigger holds.
                     let src_deadline = src
                         .deadline
                         .as_ref()
+                        .or(Some(&src.trigger))
                         .map(|d| instantiate_checked(d, rep_vars))
                         .transpose()
-                        .map_err(|m| err_at(Some(rp.span()), format!("in pass `{}`: {m}", src.id.get_ref())))?;
+                        .map_err(|m| {
+                            err_at(
+                                Some(rp.span()),
+                                format!("in pass `{}`: {m}", src.id.get_ref()),
+                            )
+                        })?;
                     for r in &src.checks {
                         if let Some((def, raw_check)) = defs.get(r.get_ref().trim()) {
                             checks.push(instance(
@@ -638,6 +647,7 @@ fn validate(p: &Predicate) -> Result<(), String> {
             }
             if t.require.is_none()
                 && t.forbid.is_empty()
+                && t.forbid_terms.is_empty()
                 && t.min_chars.is_none()
                 && t.extract.is_none()
             {

@@ -292,10 +292,12 @@ impl Build {
             let kind = match (s.kind.as_str(), &s.target) {
                 ("fifo", None) => Kind::Fifo,
                 ("symlink", Some(t)) => Kind::Symlink(t.clone()),
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "[[special]] `{}`: kind must be `fifo` (no target) or `symlink` (with target)",
                     s.path
-                )),
+                ))
+                }
             };
             let mtime = self.opt_time(s.mtime.as_deref())?;
             self.insert(&s.path, kind, mtime)?;
@@ -801,35 +803,37 @@ fn set_mtime(p: &Path, t: DateTime<Utc>) -> Result<(), String> {
     let ft = filetime::FileTime::from_unix_time(t.timestamp(), t.timestamp_subsec_nanos());
     // `utimensat` on the path itself: never opens it (opening a FIFO would block), never follows a
     // symlink (a link's own mtime is set).
-    filetime::set_symlink_file_times(p, ft, ft).map_err(|e| format!("set mtime {}: {e}", p.display()))
+    filetime::set_symlink_file_times(p, ft, ft)
+        .map_err(|e| format!("set mtime {}: {e}", p.display()))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn braces_expand_in_order() {
         assert_eq!(
-            expand_braces("s/{a,b}/x-{1..2}.png").unwrap(),
+            super::expand_braces("s/{a,b}/x-{1..2}.png").unwrap(),
             ["s/a/x-1.png", "s/a/x-2.png", "s/b/x-1.png", "s/b/x-2.png"]
         );
     }
 
     #[test]
     fn durations_parse() {
-        assert_eq!(parse_duration("1h2m3s").unwrap(), Duration::seconds(3723));
         assert_eq!(
-            parse_duration("250ms").unwrap(),
-            Duration::milliseconds(250)
+            super::parse_duration("1h2m3s").unwrap(),
+            super::Duration::seconds(3723)
         );
-        assert!(parse_duration("12").is_err());
+        assert_eq!(
+            super::parse_duration("250ms").unwrap(),
+            super::Duration::milliseconds(250)
+        );
+        assert!(super::parse_duration("12").is_err());
     }
 
     #[test]
     fn field_rows_are_rewritten_not_headers() {
         let t = "## S\n\n| Field | Value | Time |\n|---|---|---|\n| A | x | |\n| a | y | |\n";
-        let f = Field {
+        let f = super::Field {
             name: "A".into(),
             value: Some("z".into()),
             time: Some("t".into()),
@@ -840,7 +844,7 @@ mod tests {
             path: None,
         };
         assert_eq!(
-            edit_field(t, &f).unwrap(),
+            super::edit_field(t, &f).unwrap(),
             "## S\n\n| Field | Value | Time |\n|---|---|---|\n| A | z | t |\n| a | y | |\n"
         );
     }

@@ -343,13 +343,31 @@ fn describe(r: &Value) -> String {
     )
 }
 
+/// The BLOCKING FAILs, to explain an unexpected exit code.
+fn blocking_failures(json: &Value) -> String {
+    let fails: Vec<String> = results(json)
+        .into_iter()
+        .filter(|r| str_of(r, "status") == "FAIL" && str_of(r, "severity") == "BLOCKING")
+        .map(|r| format!("{} (pass {})", str_of(r, "check"), str_of(r, "pass")))
+        .collect();
+    if fails.is_empty() {
+        String::new()
+    } else {
+        format!(" (BLOCKING FAIL: {})", fails.join(", "))
+    }
+}
+
 fn check_case(case: &Case) -> Result<(), String> {
     let build = Build::from_doc(&case.doc)?;
     let (json, run) = run_checked(&build, case.keys.final_, &case.keys.args, case.keys.exit)?;
     let mut failures = Vec::new();
     if let Some(want) = case.keys.exit {
         if run.code != Some(want) {
-            failures.push(format!("exit {:?}, want {want}", run.code));
+            failures.push(format!(
+                "exit {:?}, want {want}{}",
+                run.code,
+                blocking_failures(&json)
+            ));
         }
     }
     if let Some(want) = case.keys.complete {
@@ -375,7 +393,11 @@ fn check_case(case: &Case) -> Result<(), String> {
         let label = format!("{} (pass {})", e.check, e.pass.as_deref().unwrap_or("main"));
         if let Some(want) = e.exit {
             if run.code != Some(want) {
-                failures.push(format!("{label}: exit {:?}, want {want}", run.code));
+                failures.push(format!(
+                    "{label}: exit {:?}, want {want}{}",
+                    run.code,
+                    blocking_failures(&json)
+                ));
             }
         }
         let r = match find_result(&json, &e.check, e.pass.as_deref()) {
@@ -545,6 +567,23 @@ fn assert_table(build: &str, want: &BTreeMap<(String, String), &'static str>) ->
     if run.code != Some(0) {
         problems.push(format!("exit {:?}, want 0", run.code));
     }
+    // SPEC §4: compliance rate = PASS ÷ (PASS + FAIL + INCONCLUSIVE); FAIL splits BLOCKING/SIGNIFICANT.
+    let count = |k: &str| json["summary"][k].as_f64().unwrap_or(f64::NAN);
+    let (pass, fail, inc) = (count("pass"), count("fail"), count("inconclusive"));
+    if fail != count("fail_blocking") + count("fail_significant") {
+        problems.push(format!(
+            "summary: fail != fail_blocking + fail_significant: {}",
+            json["summary"]
+        ));
+    }
+    if pass + fail + inc > 0.0
+        && (count("compliance_rate") - pass / (pass + fail + inc)).abs() > 1e-9
+    {
+        problems.push(format!(
+            "summary: compliance_rate is not PASS/(PASS+FAIL+INCONCLUSIVE): {}",
+            json["summary"]
+        ));
+    }
     assert!(
         problems.is_empty(),
         "build `{build}`:\n  {}",
@@ -688,7 +727,8 @@ fn fixtures_materialise() {
 #[test]
 #[ignore = "a tool: set REFEREE_MATERIALISE"]
 fn materialise() {
-    let spec = std::env::var("REFEREE_MATERIALISE").expect("set REFEREE_MATERIALISE=builds/NAME:DIR or cases/NAME:DIR");
+    let spec = std::env::var("REFEREE_MATERIALISE")
+        .expect("set REFEREE_MATERIALISE=builds/NAME:DIR or cases/NAME:DIR");
     let (what, dir) = spec.split_once(':').expect("NAME:DIR");
     let write = |build: Result<Build, String>, dir: &Path| {
         let build = build.unwrap_or_else(|e| panic!("{e}"));
@@ -699,14 +739,29 @@ fn materialise() {
     match what.strip_prefix("cases/") {
         Some("*") => {
             for p in case_files() {
-                let stem = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
-                write(load_case(&p).and_then(|c| Build::from_doc(&c.doc)), &Path::new(dir).join(stem));
+                let stem = p
+                    .file_stem()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                write(
+                    load_case(&p).and_then(|c| Build::from_doc(&c.doc)),
+                    &Path::new(dir).join(stem),
+                );
             }
         }
         Some(c) => {
-            let path = fixtures_dir().join("cases").join(format!("{}.toml", c.trim_end_matches(".toml")));
-            write(load_case(&path).and_then(|c| Build::from_doc(&c.doc)), Path::new(dir));
+            let path = fixtures_dir()
+                .join("cases")
+                .join(format!("{}.toml", c.trim_end_matches(".toml")));
+            write(
+                load_case(&path).and_then(|c| Build::from_doc(&c.doc)),
+                Path::new(dir),
+            );
         }
-        None => write(Build::named(what.trim_start_matches("builds/")), Path::new(dir)),
+        None => write(
+            Build::named(what.trim_start_matches("builds/")),
+            Path::new(dir),
+        ),
     }
 }

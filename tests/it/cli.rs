@@ -220,6 +220,9 @@ fn broken(edit: impl Fn(&str) -> String) -> (i32, String) {
     (code, err)
 }
 
+/// An edit of the protocol text.
+type Edit = Box<dyn Fn(&str) -> String>;
+
 fn line_of(text: &str, needle: &str) -> usize {
     text.lines()
         .position(|l| l.contains(needle))
@@ -230,7 +233,7 @@ fn line_of(text: &str, needle: &str) -> usize {
 #[test]
 fn protocol_errors_point_at_the_mistake() {
     let d10 = referee::protocol::EMBEDDED[0].2;
-    let cases: Vec<(&str, Box<dyn Fn(&str) -> String>, String, &str)> = vec![
+    let cases: Vec<(&str, Edit, String, &str)> = vec![
         (
             "unknown key",
             Box::new(|t: &str| {

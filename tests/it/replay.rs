@@ -62,7 +62,13 @@ fn listing(dir: &Path) -> Vec<String> {
         .min_depth(1)
         .into_iter()
         .filter_map(Result::ok)
-        .map(|e| e.path().strip_prefix(dir).unwrap_or(e.path()).to_string_lossy().into_owned())
+        .map(|e| {
+            e.path()
+                .strip_prefix(dir)
+                .unwrap_or(e.path())
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     v.sort();
     v
@@ -125,7 +131,10 @@ remove = "notes/a.md"
         ],
         "no temp files are left behind"
     );
-    assert_eq!(std::fs::read_to_string(dir.join("notes/b.md")).unwrap(), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes/b.md")).unwrap(),
+        "hello\n"
+    );
     assert_eq!(mtime(&dir.join("notes/b.md")), epoch() + 90);
     assert_eq!(mtime(&dir.join("p3a-gate-results.json")), epoch() + 120);
     assert_eq!(
@@ -137,7 +146,9 @@ remove = "notes/a.md"
     assert_eq!(mtime(&dir.join("screenshots/1440")), epoch() + 300);
     // Each step is printed as it is played.
     assert_eq!(out.stdout.lines().count(), 7, "{}", out.stdout);
-    assert!(out.stdout.contains("rename .p3a-gate-results.json.tmp → p3a-gate-results.json"));
+    assert!(out
+        .stdout
+        .contains("rename .p3a-gate-results.json.tmp → p3a-gate-results.json"));
 }
 
 #[test]
@@ -148,9 +159,18 @@ fn the_clean_timeline_rebuilds_the_clean_run() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
 
     let content = |name: &str| std::fs::read(fixtures().join("content").join(name)).unwrap();
-    assert_eq!(std::fs::read(dir.join("EXECUTION-TRACKER.md")).unwrap(), content("tracker.md"));
-    assert_eq!(std::fs::read(dir.join("p3c-weaver.md")).unwrap(), content("weaver.md"));
-    assert_eq!(std::fs::read(dir.join("p3a-gate-results.json")).unwrap(), content("gate-results.json"));
+    assert_eq!(
+        std::fs::read(dir.join("EXECUTION-TRACKER.md")).unwrap(),
+        content("tracker.md")
+    );
+    assert_eq!(
+        std::fs::read(dir.join("p3c-weaver.md")).unwrap(),
+        content("weaver.md")
+    );
+    assert_eq!(
+        std::fs::read(dir.join("p3a-gate-results.json")).unwrap(),
+        content("gate-results.json")
+    );
     for (path, offset) in [
         ("p0-content-map.md", 4 * 60),
         ("p1-execution-brief.md", 14 * 60),
@@ -168,7 +188,12 @@ fn the_clean_timeline_rebuilds_the_clean_run() {
     let pngs = listing(&dir).iter().filter(|p| p.ends_with(".png")).count();
     assert_eq!(pngs, 27);
 
-    let v = run(&["verify".as_ref(), dir.as_os_str(), "--format".as_ref(), "json".as_ref()]);
+    let v = run(&[
+        "verify".as_ref(),
+        dir.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
     assert_eq!(v.code, Some(0), "{}{}", v.stdout, v.stderr);
     let json: Value = serde_json::from_str(&v.stdout).expect("one JSON object");
     assert_eq!(json["complete"], true);
@@ -181,7 +206,11 @@ fn the_clean_timeline_rebuilds_the_clean_run() {
             r["check"].as_str().unwrap_or_default(),
             r["status"].as_str().unwrap_or_default(),
         );
-        let want = if pass == "R" || check == "OBS-18" { "SKIP" } else { "PASS" };
+        let want = if pass == "R" || check == "OBS-18" {
+            "SKIP"
+        } else {
+            "PASS"
+        };
         assert_eq!(status, want, "{pass}:{check}: {}", r["evidence"]);
     }
 }
@@ -199,7 +228,11 @@ fn the_embedded_timelines_match_the_fixture_files() {
         assert_eq!(listing(&a), listing(&b), "{name}");
         for p in listing(&a) {
             if a.join(&p).is_file() {
-                assert_eq!(std::fs::read(a.join(&p)).unwrap(), std::fs::read(b.join(&p)).unwrap(), "{name}: {p}");
+                assert_eq!(
+                    std::fs::read(a.join(&p)).unwrap(),
+                    std::fs::read(b.join(&p)).unwrap(),
+                    "{name}: {p}"
+                );
             }
         }
     }
@@ -214,33 +247,93 @@ fn rejects(text: &str, line: usize, col: usize, needle: &str) {
     let out = replay(&timeline, &dir);
     assert_eq!(out.code, Some(2), "{text}\n{}{}", out.stdout, out.stderr);
     let at = format!("t.toml:{line}:{col}: ");
-    assert!(out.stderr.contains(&at), "expected `{at}` in: {}", out.stderr);
-    assert!(out.stderr.contains(needle), "expected `{needle}` in: {}", out.stderr);
-    assert!(!dir.exists() || listing(&dir).is_empty(), "a bad timeline writes nothing");
-    assert_eq!(listing(tmp.path()), ["t.toml"], "nothing is written beside DIR");
+    assert!(
+        out.stderr.contains(&at),
+        "expected `{at}` in: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(needle),
+        "expected `{needle}` in: {}",
+        out.stderr
+    );
+    assert!(
+        !dir.exists() || listing(&dir).is_empty(),
+        "a bad timeline writes nothing"
+    );
+    assert_eq!(
+        listing(tmp.path()),
+        ["t.toml"],
+        "nothing is written beside DIR"
+    );
 }
 
 #[test]
 fn bad_timelines_fail_with_their_position() {
-    rejects("[[step]]\nwrite = \"a.md\"\ntext = \"x\"\ncolour = \"red\"\n", 4, 1, "colour");
-    rejects("descripton = \"typo\"\n[[step]]\nmkdir = \"a\"\n", 1, 1, "descripton");
+    rejects(
+        "[[step]]\nwrite = \"a.md\"\ntext = \"x\"\ncolour = \"red\"\n",
+        4,
+        1,
+        "colour",
+    );
+    rejects(
+        "descripton = \"typo\"\n[[step]]\nmkdir = \"a\"\n",
+        1,
+        1,
+        "descripton",
+    );
     rejects(
         "[[step]]\ntracker = [\n  { field = \"P0_START\", vale = \"x\" },\n]\n",
         3,
         25,
         "vale",
     );
-    rejects("[[step]]\nat = \"5 minutes\"\nmkdir = \"a\"\n", 2, 6, "bad duration");
-    rejects("[[step]]\nat = \"2s\"\nmkdir = \"a\"\n[[step]]\nat = \"1s\"\nmkdir = \"b\"\n", 5, 6, "recorded order");
-    rejects("[[step]]\nwrite = \"a.md\"\nfrom = \"content/no-such-file.md\"\n", 3, 8, "cannot read");
+    rejects(
+        "[[step]]\nat = \"5 minutes\"\nmkdir = \"a\"\n",
+        2,
+        6,
+        "bad duration",
+    );
+    rejects(
+        "[[step]]\nat = \"2s\"\nmkdir = \"a\"\n[[step]]\nat = \"1s\"\nmkdir = \"b\"\n",
+        5,
+        6,
+        "recorded order",
+    );
+    rejects(
+        "[[step]]\nwrite = \"a.md\"\nfrom = \"content/no-such-file.md\"\n",
+        3,
+        8,
+        "cannot read",
+    );
 }
 
 #[test]
 fn timelines_cannot_write_outside_dir() {
-    rejects("[[step]]\nwrite = \"../escaped.md\"\ntext = \"x\"\n", 2, 9, "inside DIR");
-    rejects("[[step]]\nwrite = \"/tmp/escaped.md\"\ntext = \"x\"\n", 2, 9, "absolute");
-    rejects("[[step]]\nwrite = \"a/{b,../../c}.md\"\ntext = \"x\"\n", 2, 9, "inside DIR");
-    rejects("[[step]]\nrename = \"a.md\"\ntemp = \"../t\"\ntext = \"x\"\n", 3, 8, "inside DIR");
+    rejects(
+        "[[step]]\nwrite = \"../escaped.md\"\ntext = \"x\"\n",
+        2,
+        9,
+        "inside DIR",
+    );
+    rejects(
+        "[[step]]\nwrite = \"/tmp/escaped.md\"\ntext = \"x\"\n",
+        2,
+        9,
+        "absolute",
+    );
+    rejects(
+        "[[step]]\nwrite = \"a/{b,../../c}.md\"\ntext = \"x\"\n",
+        2,
+        9,
+        "inside DIR",
+    );
+    rejects(
+        "[[step]]\nrename = \"a.md\"\ntemp = \"../t\"\ntext = \"x\"\n",
+        3,
+        8,
+        "inside DIR",
+    );
     rejects("[[step]]\nremove = \"sub/../..\"\n", 2, 10, "inside DIR");
 
     // A symlink inside DIR that points out of it is never written through.
@@ -251,9 +344,76 @@ fn timelines_cannot_write_outside_dir() {
     std::fs::create_dir_all(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, dir.join("screenshots")).unwrap();
     let timeline = tmp.path().join("t.toml");
-    std::fs::write(&timeline, "[[step]]\nwrite = \"screenshots/x.png\"\nhex = \"89 50\"\n").unwrap();
+    std::fs::write(
+        &timeline,
+        "[[step]]\nwrite = \"screenshots/x.png\"\nhex = \"89 50\"\n",
+    )
+    .unwrap();
     let out = replay(&timeline, &dir);
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("symlink"), "{}", out.stderr);
     assert!(listing(&outside).is_empty());
+}
+
+#[test]
+fn the_demo_raises_and_resolves_a_stop_by_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let out = referee()
+        .args(["demo", "--speed", "4", "--keep"])
+        .arg(&dir)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("run referee demo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    for needle in [
+        "pipeline │ the gate results arrive",
+        "STOP raised: OBS-27 (pass 2)",
+        "OBSERVER-STOP.md says:",
+        "GR-48",
+        "STOP resolved: OBS-27 (pass 2)",
+        "pass 4 ran",
+        "STOP raised 1 time(s), resolved 1 time(s)",
+        "verdict SHIP",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "`{needle}` missing from:\n{stdout}"
+        );
+    }
+    let report_path = dir.join("OBSERVER-REPORT.md");
+    assert!(
+        stdout.contains(&format!("report: {}", report_path.display())),
+        "{stdout}"
+    );
+    assert!(
+        !dir.join("OBSERVER-STOP.md").exists(),
+        "the STOP was resolved"
+    );
+
+    // The report's history keeps the STOP and its resolution.
+    let report = std::fs::read_to_string(&report_path).expect("the final report");
+    let history: Vec<&str> = report.lines().filter(|l| l.contains("OBS-27")).collect();
+    assert!(
+        history.iter().any(|l| l.contains("STOP raised")),
+        "{report}"
+    );
+    assert!(
+        history.iter().any(|l| l.contains("RESOLVED after STOP")),
+        "{report}"
+    );
+    // And the replay ran to the end: the weaver's verdict is there.
+    assert!(dir.join("p3c-weaver.md").exists());
+}
+
+#[test]
+fn the_demo_refuses_a_directory_with_files_in_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("precious.md"), "x").unwrap();
+    let out = run(&["demo".as_ref(), "--keep".as_ref(), tmp.path().as_os_str()]);
+    assert_eq!(out.code, Some(2), "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("not empty"), "{}", out.stderr);
+    assert_eq!(listing(tmp.path()), ["precious.md"]);
 }

@@ -39,11 +39,7 @@ fn gates_text() -> String {
 
 /// The fixture's gate results with the first `n` entries' source made manual (OBS-27 FAILs).
 fn manual_gates(n: usize) -> String {
-    gates_text().replacen(
-        "\"source\": \"gate-runner\"",
-        "\"source\": \"manual\"",
-        n,
-    )
+    gates_text().replacen("\"source\": \"gate-runner\"", "\"source\": \"manual\"", n)
 }
 
 /// A running `referee watch`, killed if the test fails before it ends.
@@ -223,7 +219,11 @@ fn final_statuses(dir: &Path) -> BTreeMap<String, String> {
         .iter()
         .map(|r| {
             (
-                format!("{}:{}", r["pass"].as_str().unwrap_or(""), r["check"].as_str().unwrap_or("")),
+                format!(
+                    "{}:{}",
+                    r["pass"].as_str().unwrap_or(""),
+                    r["check"].as_str().unwrap_or("")
+                ),
                 r["status"].as_str().unwrap_or("").to_string(),
             )
         })
@@ -238,14 +238,19 @@ fn verify_statuses(dir: &Path, final_: bool) -> BTreeMap<String, String> {
         args.push("--final");
     }
     let (_, out, err) = run(&args);
-    let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("verify json: {e}\n{err}"));
+    let doc: Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("verify json: {e}\n{err}"));
     doc["results"]
         .as_array()
         .expect("results")
         .iter()
         .map(|r| {
             (
-                format!("{}:{}", r["pass"].as_str().unwrap_or(""), r["check"].as_str().unwrap_or("")),
+                format!(
+                    "{}:{}",
+                    r["pass"].as_str().unwrap_or(""),
+                    r["check"].as_str().unwrap_or("")
+                ),
                 r["status"].as_str().unwrap_or("").to_string(),
             )
         })
@@ -262,7 +267,9 @@ fn watching(args: &[&str]) -> (tempfile::TempDir, PathBuf, Watch) {
 
 fn raise_stop(dir: &Path, w: &Watch) {
     fs::write(dir.join(GATES), manual_gates(1)).expect("write gates");
-    w.until("STOP raised for OBS-27", || read(&dir.join(STOP)).contains("OBS-27"));
+    w.until("STOP raised for OBS-27", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
 }
 
 // ---- tests ------------------------------------------------------------------------------------
@@ -279,16 +286,22 @@ fn passes_run_on_trigger_and_deadline_and_the_run_ends_at_completion() {
     let mut w = Watch::start(&dir, clean_root.path(), &[]);
     w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
 
-    // Phase 0 was skipped: the brief is its deadline.
-    mv(&stage, &dir, "EXECUTION-TRACKER.md");
+    // Phase 0 was skipped: the brief is pass 0's deadline and pass 1's trigger.
     mv(&stage, &dir, "p1-execution-brief.md");
     w.until("passes 0 and 1 ran", || {
         dir.join("OBSERVER-PASS-0.md").exists() && dir.join("OBSERVER-PASS-1.md").exists()
     });
     assert!(read(&dir.join("OBSERVER-PASS-0.md")).contains("(on its Deadline)"));
     assert!(read(&dir.join("OBSERVER-PASS-1.md")).contains("(on its Trigger)"));
+    mv(&stage, &dir, "EXECUTION-TRACKER.md");
 
-    for rel in ["p0-content-map.md", "p2-builder-prompt.md", "p2-output.html", "screenshots", GATES] {
+    for rel in [
+        "p0-content-map.md",
+        "p2-builder-prompt.md",
+        "p2-output.html",
+        "screenshots",
+        GATES,
+    ] {
         mv(&stage, &dir, rel);
     }
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
@@ -297,7 +310,10 @@ fn passes_run_on_trigger_and_deadline_and_the_run_ends_at_completion() {
         .find(|p| p["pass"] == "2")
         .expect("pass_run 2");
     assert_eq!(run2["reason"], "trigger");
-    assert_eq!(run2["results"]["OBS-03"], "WAITING", "pass 2 is not due yet");
+    assert_eq!(
+        run2["results"]["OBS-03"], "WAITING",
+        "pass 2 is not due yet"
+    );
 
     // The first auditor report is pass 2's deadline: OBS-03 is judged now.
     mv(&clean, &dir, "p3b-pa-auditor-A.md");
@@ -319,7 +335,10 @@ fn passes_run_on_trigger_and_deadline_and_the_run_ends_at_completion() {
     let code = exit_code(w.wait(WAIT));
     assert_eq!(code, 0, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));
-    assert!(report.contains("the pipeline completed (VERDICT: SHIP)"), "{report}");
+    assert!(
+        report.contains("the pipeline completed (VERDICT: SHIP)"),
+        "{report}"
+    );
     assert!(!dir.join(STOP).exists());
     assert!(read(&dir.join("OBSERVER-PASS-4.md")).contains("(on its Trigger)"));
     let hb: Value = serde_json::from_str(&read(&dir.join(HEARTBEAT))).expect("heartbeat json");
@@ -353,9 +372,15 @@ fn stop_raised_resolved_and_tamper_restored(mode: &[&str]) {
     let report = read(&dir.join("OBSERVER-REPORT.md"));
     assert!(report.contains("| tamper |"), "{report}");
     assert!(report.contains("SIGTERM received"), "{report}");
-    assert!(report.contains("| OBS-27 |") && report.contains("Yes ("), "{report}");
+    assert!(
+        report.contains("| OBS-27 |") && report.contains("Yes ("),
+        "{report}"
+    );
     let out = read(&w.out);
-    assert!(out.contains("STOP raised: OBS-27") && out.contains("STOP resolved: OBS-27"), "{out}");
+    assert!(
+        out.contains("STOP raised: OBS-27") && out.contains("STOP resolved: OBS-27"),
+        "{out}"
+    );
 }
 
 /// OBS-27 (a manual gate source) raises STOP; deleting the STOP restores it (tamper, in the
@@ -389,20 +414,29 @@ fn a_foreign_stop_file_is_removed() {
 fn kill_9_and_restart_resumes_and_another_protocol_needs_fresh() {
     let (root, dir, mut w) = watching(&[]);
     raise_stop(&dir, &w);
-    w.until("stop_raised is logged", || count(&dir, "stop_raised", "OBS-27") == 1);
+    w.until("stop_raised is logged", || {
+        count(&dir, "stop_raised", "OBS-27") == 1
+    });
     w.kill9();
     assert_eq!(status(&dir, true).0, 1, "the STOP outlives the referee");
     fs::remove_file(dir.join(STOP)).expect("remove STOP");
     let (code, _, err) = status(&dir, true);
     assert_eq!(code, 3, "a killed referee is not live: {err}");
-    assert!(err.contains("not running") || err.contains("stale"), "{err}");
+    assert!(
+        err.contains("not running") || err.contains("stale"),
+        "{err}"
+    );
 
     let mut w = Watch::start(&dir, root.path(), &[]);
     w.until("a restart event", || count(&dir, "restart", "") == 1);
     w.until("the STOP is rewritten (the failure still stands)", || {
         read(&dir.join(STOP)).contains("OBS-27")
     });
-    assert_eq!(count(&dir, "stop_raised", "OBS-27"), 1, "no second STOP raised");
+    assert_eq!(
+        count(&dir, "stop_raised", "OBS-27"),
+        1,
+        "no second STOP raised"
+    );
     fs::write(dir.join(GATES), gates_text()).expect("fix gates");
     w.until("the STOP file is removed", || !dir.join(STOP).exists());
     w.until("the pass file notes the resolution", || {
@@ -411,22 +445,38 @@ fn kill_9_and_restart_resumes_and_another_protocol_needs_fresh() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));
-    assert!(report.contains("OBS-27: STOP raised"), "history from before the kill: {report}");
+    assert!(
+        report.contains("OBS-27: STOP raised"),
+        "history from before the kill: {report}"
+    );
     assert!(report.contains("| restart |"), "{report}");
     assert_eq!(final_statuses(&dir), verify_statuses(&dir, false));
 
     // Another protocol (one added comment changes its hash): refused, naming both hashes.
     let proto = root.path().join("edited.toml");
-    let mut text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("protocols/d10.toml"))
-        .expect("d10.toml");
+    let mut text =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("protocols/d10.toml"))
+            .expect("d10.toml");
     text.push_str("\n# edited\n");
     fs::write(&proto, text).expect("write protocol");
     let d = dir.to_str().expect("utf-8");
     let p = proto.to_str().expect("utf-8");
     let (code, _, err) = run(&["watch", d, "--protocol", p, "--timeout", "1s", "--quiet"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--fresh") && err.matches("sha256 `").count() == 2, "{err}");
-    let (code, _, err) = run(&["watch", d, "--protocol", p, "--timeout", "1s", "--quiet", "--fresh"]);
+    assert!(
+        err.contains("--fresh") && err.matches("sha256 `").count() == 2,
+        "{err}"
+    );
+    let (code, _, err) = run(&[
+        "watch",
+        d,
+        "--protocol",
+        p,
+        "--timeout",
+        "1s",
+        "--quiet",
+        "--fresh",
+    ]);
     assert_eq!(code, 0, "{err}");
     let rotated: Vec<String> = fs::read_dir(&dir)
         .expect("read dir")
@@ -445,14 +495,23 @@ fn escalates_after_max_fix_attempts() {
     let (_root, dir, mut w) = watching(&["--max-fix-attempts", "2"]);
     raise_stop(&dir, &w);
     fs::write(dir.join(GATES), manual_gates(2)).expect("attempt 1");
-    w.until("fix attempt 1", || count(&dir, "fix_attempt", "OBS-27") == 1);
+    w.until("fix attempt 1", || {
+        count(&dir, "fix_attempt", "OBS-27") == 1
+    });
     assert!(!read(&dir.join(STOP)).contains("ESCALATED"));
     fs::write(dir.join(GATES), manual_gates(3)).expect("attempt 2");
-    w.until("escalated", || read(&dir.join(STOP)).contains("ESCALATED: human review required"));
+    w.until("escalated", || {
+        read(&dir.join(STOP)).contains("ESCALATED: human review required")
+    });
     assert!(read(&dir.join(STOP)).contains("2 fix attempts"));
     assert_eq!(count(&dir, "escalation", "OBS-27"), 1);
     w.signal(libc::SIGTERM);
-    assert_eq!(exit_code(w.wait(WAIT)), 1, "the failure stands: {}", w.output());
+    assert_eq!(
+        exit_code(w.wait(WAIT)),
+        1,
+        "the failure stands: {}",
+        w.output()
+    );
     assert!(read(&dir.join("OBSERVER-REPORT.md")).contains("| escalation |"));
 }
 
@@ -463,7 +522,9 @@ fn escalates_on_identical_evidence() {
     let (_root, dir, mut w) = watching(&[]);
     raise_stop(&dir, &w);
     fs::write(dir.join(GATES), manual_gates(1)).expect("same bytes again");
-    w.until("escalated", || read(&dir.join(STOP)).contains("ESCALATED: human review required"));
+    w.until("escalated", || {
+        read(&dir.join(STOP)).contains("ESCALATED: human review required")
+    });
     assert!(read(&dir.join(STOP)).contains("no progress"));
     let attempt = payloads(&dir, "fix_attempt").pop().expect("a fix attempt");
     assert_eq!(attempt["identical"], true);
@@ -512,7 +573,10 @@ fn sigterm_writes_the_report_with_the_reason_and_the_exit_status() {
         report.contains("SIGTERM received; judged as the directory stands (not final"),
         "{report}"
     );
-    assert!(report.contains("| OBS-27 |") && report.contains("| No |"), "{report}");
+    assert!(
+        report.contains("| OBS-27 |") && report.contains("| No |"),
+        "{report}"
+    );
     assert!(dir.join(STOP).exists(), "a standing failure keeps its STOP");
     let end = payloads(&dir, "end").pop().expect("end event");
     assert_eq!(end["reason"], "signal");
@@ -531,8 +595,14 @@ fn exit_with_pid_judges_the_run_as_final() {
     pipeline.wait().expect("sleep exits");
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));
-    assert!(report.contains(&format!("(pid {pid}) exited; judged as final")), "{report}");
-    assert!(read(&dir.join(STOP)).contains("OBS-24"), "gate results never came");
+    assert!(
+        report.contains(&format!("(pid {pid}) exited; judged as final")),
+        "{report}"
+    );
+    assert!(
+        read(&dir.join(STOP)).contains("OBS-24"),
+        "gate results never came"
+    );
     assert_eq!(final_statuses(&dir), verify_statuses(&dir, true));
 }
 
@@ -550,6 +620,11 @@ fn status_exit_codes() {
     w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
     let (code, out, err) = status(&dir, true);
     assert_eq!((code, out.as_str()), (0, "go\n"), "{err}");
+    // One referee per directory.
+    let d = dir.to_str().expect("utf-8");
+    let (code, _, err) = run(&["watch", d, "--timeout", "1s", "--quiet"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("another referee"), "{err}");
     raise_stop(&dir, &w);
     let (code, out, _) = status(&dir, true);
     assert_eq!(code, 1);
@@ -564,4 +639,51 @@ fn status_exit_codes() {
     assert_eq!(code, 3, "a finished referee is not live");
     assert!(err.contains("finished"), "{err}");
     assert_eq!(status(&dir, false).0, 0);
+}
+
+/// The protocol is loaded once: an edit to its file mid-run is ignored and recorded.
+#[test]
+fn a_protocol_file_edited_mid_run_is_ignored_and_recorded() {
+    let (root, dir) = build("pre-audit");
+    let proto = root.path().join("d10.toml");
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("protocols/d10.toml"))
+        .expect("d10.toml");
+    fs::write(&proto, &text).expect("copy protocol");
+    let p = proto.to_str().expect("utf-8");
+    let mut w = Watch::start(&dir, root.path(), &["--protocol", p]);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    fs::write(&proto, format!("{text}\n# tightened mid-run\n")).expect("edit protocol");
+    w.until("a protocol_edit event", || {
+        count(&dir, "protocol_edit", "") == 1
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+    assert!(read(&dir.join("OBSERVER-REPORT.md")).contains("| protocol edit |"));
+}
+
+/// The referee's own fault (here: a directory squats on `OBSERVER-PASS-2.md`, so the pass file
+/// cannot be written): `--on-fault stop` names it in a STOP block and exits 2; `continue` records
+/// it and carries on.
+#[test]
+fn own_faults_stop_or_continue_by_policy() {
+    for (policy, exit) in [("stop", 2), ("continue", 0)] {
+        let (root, dir) = build("pre-audit");
+        fs::create_dir(dir.join("OBSERVER-PASS-2.md")).expect("squat");
+        let mut w = Watch::start(&dir, root.path(), &["--on-fault", policy]);
+        w.until("a fault event", || count(&dir, "fault", "") >= 1);
+        if policy == "stop" {
+            w.until("the STOP names the fault", || {
+                read(&dir.join(STOP)).contains("**Check:** REFEREE-FAULT")
+            });
+        }
+        w.signal(libc::SIGTERM);
+        assert_eq!(
+            exit_code(w.wait(WAIT)),
+            exit,
+            "--on-fault {policy}: {}",
+            w.output()
+        );
+        assert_eq!(dir.join(STOP).exists(), policy == "stop");
+        assert!(read(&dir.join("OBSERVER-REPORT.md")).contains("| fault |"));
+    }
 }
