@@ -12,7 +12,8 @@
 #   (d) idle cost:   wake-ups (context switches of all its threads) of `referee watch` on an
 #                    idle build for IDLE_SECS; peak RSS (VmHWM) idle, and on the large build
 #                    (bench/make-large-build.sh: clean run + 30,000 screenshots + nine ~2 MB
-#                    auditor reports) — target ≤ 15 MB.
+#                    auditor reports) — target ≤ 15 MB — with VmRSS idle after the first
+#                    evaluation and after one more change.
 #   (e) event storm: STORM files created as fast as possible in the watched directory, then the
 #                    rest of a finished run; the daemon's final verdicts must equal
 #                    `referee verify --final --format json`'s.
@@ -182,6 +183,9 @@ t0=$(date +%s%N)
 start_watch "$WORK/large"
 wait_for "$WORK/large/OBSERVER-PASS-3.md" 120 || die "no pass 3 on the large build"
 t1=$(date +%s%N)
+# Idle after the first evaluation: what the daemon keeps between evaluations.
+sleep 3
+large_idle_rss=$(kib "$watch_pid" VmRSS)
 # One change after the first evaluation: the orchestrator rewrites the tracker.
 cp "$WORK/large/EXECUTION-TRACKER.md" "$WORK/large/.tracker.tmp"
 touch -r "$WORK/large/EXECUTION-TRACKER.md" "$WORK/large/.tracker.tmp"
@@ -192,9 +196,10 @@ large_rss=$(kib "$watch_pid" VmRSS)
 stop_watch "$watch_pid"
 jq -n --argjson s "$((s1 - s0))" --argjson secs "$IDLE_SECS" --argjson idle "$idle_hwm" \
     --argjson threads "$threads" --argjson hwm "$large_hwm" --argjson rss "$large_rss" \
+    --argjson idle_rss "$large_idle_rss" \
     --argjson first_ms "$(((t1 - t0) / 1000000))" \
     '{switches: $s, secs: $secs, idle_hwm_kib: $idle, threads: $threads, large_hwm_kib: $hwm,
-      large_rss_kib: $rss, large_first_pass3_s: ($first_ms / 1000)}' >"$WORK/d.json"
+      large_idle_rss_kib: $idle_rss, large_rss_kib: $rss, large_first_pass3_s: ($first_ms / 1000)}' >"$WORK/d.json"
 cat "$WORK/d.json"
 
 # ---- (e) event storm -----------------------------------------------------------------------
@@ -257,7 +262,8 @@ print()
 print(f"(d) idle {d['secs']} s: {d['switches']} wake-ups ({d['switches'] / d['secs']:.2f}/s, {d['threads']} threads);"
       f" VmHWM idle {d['idle_hwm_kib'] / 1024:.1f} MiB")
 verdict = "ok" if d["large_hwm_kib"] <= 15 * 1024 else "OVER the 15 MB target"
-print(f"    large build: VmHWM {d['large_hwm_kib'] / 1024:.1f} MiB ({verdict}), VmRSS {d['large_rss_kib'] / 1024:.1f} MiB,"
+print(f"    large build: VmHWM {d['large_hwm_kib'] / 1024:.1f} MiB ({verdict}), VmRSS idle after the first evaluation"
+      f" {d['large_idle_rss_kib'] / 1024:.1f} MiB, after one more change {d['large_rss_kib'] / 1024:.1f} MiB,"
       f" first evaluation {d['large_first_pass3_s'] or float('nan'):.1f} s")
 same = "equal" if not e["differences"] and e["results"] else f"DIFFER in {len(e['differences'])}: {e['differences'][:5]}"
 print(f"(e) storm: {e['storm']['files']} files in {e['storm']['seconds']:.2f} s; daemon finished {e['finished_after_s'] or float('nan'):.1f} s"

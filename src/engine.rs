@@ -140,6 +140,8 @@ pub struct Options {
 pub struct Evaluation {
     pub complete: bool,
     pub verdict: Option<String>,
+    /// Where the verdict was read: `file:line`.
+    pub verdict_at: Option<String>,
     pub final_: bool,
     pub passes: Vec<PassState>,
     pub results: Vec<CheckResult>,
@@ -235,6 +237,10 @@ pub fn evaluate_changed(
     Evaluation {
         complete,
         verdict: ctx.verdict.as_ref().map(|v| v.verdict.clone()),
+        verdict_at: ctx
+            .verdict
+            .as_ref()
+            .map(|v| format!("{}:{}", v.file, v.line)),
         final_: opts.final_,
         passes,
         results,

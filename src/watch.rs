@@ -4,7 +4,8 @@
 //! This module owns choosing the event source (inotify through `notify`'s recommended watcher, or
 //! a stat poller with `--poll`), falling back to polling when the native watcher cannot be created
 //! or runs out of watches (with the `max_user_watches` hint), and deciding which notifications are
-//! changes at all (opening or reading a file is not; closing it after writing is). It must not
+//! changes at all (opening or reading a file is not; closing it after writing is) and what kind
+//! ([`ChangeKind`]: written in place, renamed into place, removed, metadata only). It must not
 //! evaluate, block or sleep in the callback: the callback runs on the source's thread and only
 //! forwards. It knows nothing of the referee's own files, of passes or of checks.
 //!
@@ -38,12 +39,25 @@ pub enum Mode {
     Poll(Duration),
 }
 
+/// What happened to a path, as far as the source can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Created or written in place (or closed after writing); with polling, any change that is
+    /// not a removal. The writer may not be done with it.
+    Written,
+    /// Something was renamed into this path: it arrived complete (a writer's atomic replace).
+    RenamedIn,
+    /// Removed, or renamed away (a writer's temp file after its rename).
+    Removed,
+    /// Only its metadata changed (mode, owner, times); the contents are as they were.
+    Metadata,
+}
+
 /// One path that changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathChange {
     pub path: PathBuf,
-    /// The path arrived by a rename: it is a complete file, not one being written.
-    pub renamed_in: bool,
+    pub kind: ChangeKind,
 }
 
 /// What the watcher reports.
@@ -253,24 +267,26 @@ fn fingerprints(root: &Path) -> std::io::Result<HashMap<PathBuf, Print>> {
 /// Paths added, removed or changed between two polls. A directory counts only when it appears,
 /// vanishes or changes type (its own mtime moves with every child, which is reported itself).
 fn diff(old: &HashMap<PathBuf, Print>, new: &HashMap<PathBuf, Print>) -> Vec<PathChange> {
-    let mut paths: Vec<&PathBuf> = Vec::new();
+    let mut changes: Vec<PathChange> = Vec::new();
+    let mut push = |p: &PathBuf, kind| {
+        changes.push(PathChange {
+            path: p.clone(),
+            kind,
+        })
+    };
     for (p, n) in new {
         match old.get(p) {
-            None => paths.push(p),
+            None => push(p, ChangeKind::Written),
             Some(o) if n.dir && o.dir => {}
-            Some(o) if o != n => paths.push(p),
+            Some(o) if o != n => push(p, ChangeKind::Written),
             Some(_) => {}
         }
     }
-    paths.extend(old.keys().filter(|p| !new.contains_key(*p)));
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| PathChange {
-            path: p.clone(),
-            renamed_in: false,
-        })
-        .collect()
+    for p in old.keys().filter(|p| !new.contains_key(*p)) {
+        push(p, ChangeKind::Removed);
+    }
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    changes
 }
 
 /// Whether an error means the inotify watch (or instance) limit was reached.
@@ -323,39 +339,42 @@ fn translate(res: notify::Result<Event>) -> Option<FsEvent> {
             why: "the event queue overflowed".into(),
         });
     }
-    let plain = |paths: Vec<PathBuf>| {
+    let all = |paths: Vec<PathBuf>, kind: ChangeKind| {
         paths
             .into_iter()
-            .map(|path| PathChange {
-                path,
-                renamed_in: false,
-            })
+            .map(|path| PathChange { path, kind })
             .collect::<Vec<_>>()
     };
     let changes = match ev.kind {
+        // Closing after writing: the writer is done with this write (it may write again).
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => {
+            all(ev.paths, ChangeKind::Written)
+        }
         // Opening and reading change nothing (and the referee's own reads must not wake it).
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => plain(ev.paths),
         EventKind::Access(_) => return None,
-        EventKind::Modify(ModifyKind::Name(RenameMode::To)) => ev
-            .paths
-            .into_iter()
-            .map(|path| PathChange {
-                path,
-                renamed_in: true,
-            })
-            .collect(),
+        EventKind::Modify(ModifyKind::Name(RenameMode::To)) => all(ev.paths, ChangeKind::RenamedIn),
+        EventKind::Modify(ModifyKind::Name(RenameMode::From)) | EventKind::Remove(_) => {
+            all(ev.paths, ChangeKind::Removed)
+        }
+        // `[from, to]`; the from path may be missing when it was not watched.
         EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
-            let n = ev.paths.len();
+            let last = ev.paths.len().saturating_sub(1);
             ev.paths
                 .into_iter()
                 .enumerate()
                 .map(|(i, path)| PathChange {
                     path,
-                    renamed_in: i + 1 == n && n > 1,
+                    kind: if i == last {
+                        ChangeKind::RenamedIn
+                    } else {
+                        ChangeKind::Removed
+                    },
                 })
                 .collect()
         }
-        _ => plain(ev.paths),
+        EventKind::Modify(ModifyKind::Metadata(_)) => all(ev.paths, ChangeKind::Metadata),
+        // Created, written, or something the backend cannot name: treat as a write.
+        _ => all(ev.paths, ChangeKind::Written),
     };
     if changes.is_empty() {
         // An event without a path (e.g. an unidentified `Other`): be safe, look again.
@@ -369,7 +388,7 @@ fn translate(res: notify::Result<Event>) -> Option<FsEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{CreateKind, Flag, RemoveKind};
+    use notify::event::{CreateKind, DataChange, Flag, MetadataKind, RemoveKind};
     use std::sync::mpsc;
 
     fn ev(kind: EventKind, paths: &[&str]) -> notify::Result<Event> {
@@ -402,33 +421,66 @@ mod tests {
         ));
     }
 
+    fn kinds(res: notify::Result<Event>) -> Vec<(String, ChangeKind)> {
+        match translate(res) {
+            Some(FsEvent::Changed(c)) => c
+                .into_iter()
+                .map(|p| (p.path.display().to_string(), p.kind))
+                .collect(),
+            other => panic!("expected a change, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn renames_mark_the_target() {
-        let Some(FsEvent::Changed(c)) = translate(ev(
-            EventKind::Modify(ModifyKind::Name(RenameMode::Both)),
-            &["/b/.tmp", "/b/x"],
-        )) else {
-            panic!("expected a change")
-        };
-        assert!(!c[0].renamed_in);
-        assert!(c[1].renamed_in);
-        let Some(FsEvent::Changed(c)) = translate(ev(
-            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
-            &["/b/x"],
-        )) else {
-            panic!("expected a change")
-        };
-        assert!(c[0].renamed_in);
-        let Some(FsEvent::Changed(c)) =
-            translate(ev(EventKind::Create(CreateKind::File), &["/b/x"]))
-        else {
-            panic!("expected a change")
-        };
-        assert!(!c[0].renamed_in);
-        assert!(matches!(
-            translate(ev(EventKind::Remove(RemoveKind::File), &["/b/x"])),
-            Some(FsEvent::Changed(_))
-        ));
+    fn renames_mark_the_target_complete_and_the_source_removed() {
+        use ChangeKind::*;
+        let name = |m| EventKind::Modify(ModifyKind::Name(m));
+        assert_eq!(
+            kinds(ev(name(RenameMode::Both), &["/b/.tmp", "/b/x"])),
+            [("/b/.tmp".into(), Removed), ("/b/x".into(), RenamedIn)]
+        );
+        // Moved in from outside the watch: only the target is known.
+        assert_eq!(
+            kinds(ev(name(RenameMode::Both), &["/b/x"])),
+            [("/b/x".into(), RenamedIn)]
+        );
+        assert_eq!(
+            kinds(ev(name(RenameMode::To), &["/b/x"])),
+            [("/b/x".into(), RenamedIn)]
+        );
+        assert_eq!(
+            kinds(ev(name(RenameMode::From), &["/b/.tmp"])),
+            [("/b/.tmp".into(), Removed)]
+        );
+        assert_eq!(
+            kinds(ev(EventKind::Create(CreateKind::File), &["/b/x"])),
+            [("/b/x".into(), Written)]
+        );
+        assert_eq!(
+            kinds(ev(
+                EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+                &["/b/x"]
+            )),
+            [("/b/x".into(), Written)]
+        );
+        assert_eq!(
+            kinds(ev(
+                EventKind::Access(AccessKind::Close(AccessMode::Write)),
+                &["/b/x"]
+            )),
+            [("/b/x".into(), Written)]
+        );
+        assert_eq!(
+            kinds(ev(
+                EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
+                &["/b/x"]
+            )),
+            [("/b/x".into(), Metadata)]
+        );
+        assert_eq!(
+            kinds(ev(EventKind::Remove(RemoveKind::File), &["/b/x"])),
+            [("/b/x".into(), Removed)]
+        );
     }
 
     #[test]
@@ -471,7 +523,12 @@ mod tests {
         std::fs::create_dir(dir.path().join("d")).unwrap();
         std::fs::remove_file(&f).unwrap();
         let d = fingerprints(dir.path()).unwrap();
-        assert_eq!(diff(&c, &d).len(), 2, "one added, one removed");
+        let kinds: Vec<ChangeKind> = diff(&c, &d).into_iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [ChangeKind::Written, ChangeKind::Removed],
+            "one added, one removed"
+        );
         std::fs::write(dir.path().join("d/x"), "x").unwrap();
         let e = fingerprints(dir.path()).unwrap();
         let changes = diff(&d, &e);

@@ -13,10 +13,11 @@ pub mod fsread;
 pub mod gates;
 pub mod tracker;
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use walkdir::WalkDir;
@@ -55,31 +56,46 @@ pub enum Kind {
 }
 
 /// One entry of the build directory, as listed by [`Snapshot::scan`].
+///
+/// Kept small (96 bytes besides `rel`'s text): a build directory can hold tens of thousands of
+/// screenshots that are only counted. The name is a slice of `rel`, the path on disk is joined on
+/// demand, and what only unusual entries need (a refusal, a non-UTF-8 name's real path) is boxed.
 #[derive(Debug)]
 pub struct Entry {
     /// Path relative to the root, `/`-separated, no leading `./`. Non-UTF-8 bytes are replaced.
     pub rel: String,
-    /// The last component of `rel`.
-    pub name: String,
-    /// 1 = directly in the root.
-    pub depth: usize,
-    pub kind: Kind,
     /// Why the entry is [`Kind::Other`] (e.g. `fifo`); `None` for files and directories.
-    pub note: Option<String>,
-    /// The entry's path on disk, under the canonical root.
-    path: PathBuf,
-    /// Whether the entry is a symlink (its kind, size and mtime are the target's).
-    symlink: bool,
-    /// Set when [`Snapshot::read`] must refuse this entry without touching the disk.
-    refusal: Option<ReadError>,
-    /// The cached read result.
-    data: OnceLock<Result<Arc<FileData>, ReadError>>,
+    pub note: Option<Box<str>>,
+    /// The canonical root, shared by every entry of the snapshot.
+    root: Arc<PathBuf>,
+    /// Only for unusual entries (see [`Extra`]).
+    extra: Option<Box<Extra>>,
     /// Size and mtime, looked up on first use: a scan learns each entry's type from the
     /// directory listing alone, so 30,000 screenshots that are only counted cost no `stat`.
     meta: OnceLock<(u64, Option<SystemTime>)>,
+    /// 1 = directly in the root.
+    pub depth: u16,
+    pub kind: Kind,
+    /// Whether the entry is a symlink (its kind, size and mtime are the target's).
+    symlink: bool,
+}
+
+/// What only a few entries need.
+#[derive(Debug)]
+struct Extra {
+    /// Why [`Snapshot::read`] refuses a [`Kind::Other`] entry without touching the disk (a
+    /// directory's refusal needs no storing).
+    refusal: Option<ReadError>,
+    /// The real path of an entry whose name is not valid UTF-8 (`rel` is lossy).
+    raw: Option<PathBuf>,
 }
 
 impl Entry {
+    /// The last component of `rel`.
+    pub fn name(&self) -> &str {
+        self.rel.rsplit('/').next().unwrap_or(&self.rel)
+    }
+
     /// Size in bytes for files (the target's for a symlink), 0 for anything else.
     pub fn size(&self) -> u64 {
         self.meta().0
@@ -93,7 +109,7 @@ impl Entry {
     fn meta(&self) -> (u64, Option<SystemTime>) {
         *self
             .meta
-            .get_or_init(|| match fs::symlink_metadata(&self.path) {
+            .get_or_init(|| match fs::symlink_metadata(self.path()) {
                 Ok(m) => (
                     if self.kind == Kind::File { m.len() } else { 0 },
                     m.modified().ok(),
@@ -103,8 +119,11 @@ impl Entry {
     }
 
     /// The entry's path on disk (under the canonical root; for a symlink, the link itself).
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn path(&self) -> PathBuf {
+        match self.extra.as_ref().and_then(|x| x.raw.as_ref()) {
+            Some(raw) => raw.clone(),
+            None => self.root.join(&self.rel),
+        }
     }
 
     /// Whether the entry is a regular file (or a symlink to one inside the build directory).
@@ -116,19 +135,45 @@ impl Entry {
     pub fn is_symlink(&self) -> bool {
         self.symlink
     }
+
+    /// Why [`Snapshot::read`] must refuse this entry without touching the disk, if it must.
+    fn refusal(&self) -> Option<ReadError> {
+        match self.kind {
+            Kind::File => None,
+            Kind::Dir => Some(ReadError::NotRegular {
+                rel: self.rel.clone(),
+                what: "directory".to_string(),
+            }),
+            Kind::Other => Some(
+                self.extra
+                    .as_ref()
+                    .and_then(|x| x.refusal.clone())
+                    .unwrap_or_else(|| ReadError::NotRegular {
+                        rel: self.rel.clone(),
+                        what: self.note.as_deref().unwrap_or("unknown").to_string(),
+                    }),
+            ),
+        }
+    }
 }
+
+/// A file's read, shared by every reader of one snapshot.
+type ReadSlot = Arc<OnceLock<Result<Arc<FileData>, ReadError>>>;
 
 /// A listing of a build directory at one moment, with reads cached per file.
 ///
-/// A snapshot is cheap to share between threads: reads go through a `OnceLock` per entry, so each
-/// file is read and hashed at most once however many checks ask for it.
+/// A snapshot is cheap to share between threads: reads of one file share one `OnceLock`, so each
+/// file is read and hashed at most once however many checks ask for it. Contents live as long as
+/// the snapshot: drop it when the evaluation is done.
 #[derive(Debug)]
 pub struct Snapshot {
     root: PathBuf,
-    canonical_root: PathBuf,
+    canonical_root: Arc<PathBuf>,
     entries: Vec<Entry>,
     limits: Limits,
     walk_errors: Vec<String>,
+    /// Reads by entry index: only the few files that are read have a slot.
+    reads: Mutex<HashMap<usize, ReadSlot>>,
     tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
 }
 
@@ -151,9 +196,10 @@ impl Snapshot {
         // or an unreadable directory would look like an empty one.
         fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
 
+        let canonical_root = Arc::new(canonical_root);
         let mut entries = Vec::new();
         let mut walk_errors = Vec::new();
-        for item in WalkDir::new(&canonical_root)
+        for item in WalkDir::new(canonical_root.as_path())
             .min_depth(1)
             .follow_links(false)
         {
@@ -169,20 +215,17 @@ impl Snapshot {
                 Err(message) => walk_errors.push(message),
             }
         }
-        // Sort by path, moving each (large) entry once: sorting the entries themselves would
-        // move them O(n log n) times, which dominates a scan of 30,000 screenshots.
-        let mut order: Vec<usize> = (0..entries.len()).collect();
-        order.sort_unstable_by(|&a, &b| entries[a].rel.cmp(&entries[b].rel));
-        let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
-        let mut entries: Vec<Entry> = order.into_iter().filter_map(|i| slots[i].take()).collect();
+        sort_by_rel(&mut entries);
         // Two names can collide only after lossy UTF-8 conversion; the first one wins.
         entries.dedup_by(|b, a| a.rel == b.rel);
+        entries.shrink_to_fit();
         Ok(Snapshot {
             root: root.to_path_buf(),
             canonical_root,
             entries,
             limits,
             walk_errors,
+            reads: Mutex::new(HashMap::new()),
             tracker: OnceLock::new(),
         })
     }
@@ -219,34 +262,52 @@ impl Snapshot {
 
     /// The entry at `rel` (a leading `./` is ignored).
     pub fn get(&self, rel: &str) -> Option<&Entry> {
+        self.index(rel).map(|i| &self.entries[i])
+    }
+
+    fn index(&self, rel: &str) -> Option<usize> {
         let rel = normalize_rel(rel);
         self.entries
             .binary_search_by(|e| e.rel.as_str().cmp(rel))
             .ok()
-            .map(|i| &self.entries[i])
+    }
+
+    /// The read slots (a panic while one was held cannot leave them inconsistent: each
+    /// insertion is one map operation).
+    fn reads(&self) -> std::sync::MutexGuard<'_, HashMap<usize, ReadSlot>> {
+        self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The file at `rel` if it has already been read in this snapshot; never touches the disk.
+    pub fn peek(&self, rel: &str) -> Option<Arc<FileData>> {
+        let i = self.index(rel)?;
+        let slot = self.reads().get(&i)?.clone();
+        slot.get()?.as_ref().ok().cloned()
     }
 
     /// Reads the file at `rel`, at most once per snapshot; later calls return the cached result
     /// (including a cached error). Entries that are not files are refused without touching the disk.
     pub fn read(&self, rel: &str) -> Result<Arc<FileData>, ReadError> {
-        let entry = self
-            .get(rel)
+        let i = self
+            .index(rel)
             .ok_or_else(|| ReadError::NotFound(normalize_rel(rel).to_string()))?;
-        if let Some(refusal) = &entry.refusal {
-            return Err(refusal.clone());
+        let entry = &self.entries[i];
+        if let Some(refusal) = entry.refusal() {
+            return Err(refusal);
         }
-        entry
-            .data
-            .get_or_init(|| {
-                fsread::read_file(
-                    &self.canonical_root,
-                    &entry.path,
-                    &entry.rel,
-                    self.limits.max_read_bytes,
-                )
-                .map(Arc::new)
-            })
-            .clone()
+        // The map is locked only to find the slot; the read itself runs outside the lock, and
+        // concurrent readers of the same file wait on its slot.
+        let slot = self.reads().entry(i).or_default().clone();
+        slot.get_or_init(|| {
+            fsread::read_file(
+                &self.canonical_root,
+                &entry.path(),
+                &entry.rel,
+                self.limits.max_read_bytes,
+            )
+            .map(Arc::new)
+        })
+        .clone()
     }
 
     /// The parsed `EXECUTION-TRACKER.md` (parsed once, cached); `None` when the snapshot has no such
@@ -299,18 +360,25 @@ fn walk_error_message(root: &Path, err: &walkdir::Error) -> String {
 
 /// The path of an entry relative to the root, from the bytes (the walk yields normalised
 /// paths under the root, so no component parsing is needed); lossy for non-UTF-8 names.
-fn rel_of(root: &Path, path: &Path) -> String {
+/// Also says whether it is lossless (joining it to the root gives the entry's path back).
+fn rel_of(root: &Path, path: &Path) -> (String, bool) {
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
     let root = root.as_os_str().as_bytes();
     match bytes.strip_prefix(root) {
         Some(rest) => {
             let rest = rest.strip_prefix(b"/").unwrap_or(rest);
-            String::from_utf8_lossy(rest).into_owned()
+            match std::str::from_utf8(rest) {
+                Ok(rel) => (rel.to_string(), true),
+                Err(_) => (String::from_utf8_lossy(rest).into_owned(), false),
+            }
         }
-        None => rel_string(
-            path.strip_prefix(Path::new(std::ffi::OsStr::from_bytes(root)))
-                .unwrap_or(path),
+        None => (
+            rel_string(
+                path.strip_prefix(Path::new(std::ffi::OsStr::from_bytes(root)))
+                    .unwrap_or(path),
+            ),
+            false,
         ),
     }
 }
@@ -327,6 +395,30 @@ fn rel_string(path: &Path) -> String {
     out
 }
 
+/// Sorts entries by `rel` through a sorted index, then moves each entry once into place (cycle by
+/// cycle): sorting the entries themselves would move them O(n log n) times, and a sorted copy
+/// would hold two listings of 30,000 screenshots at once.
+fn sort_by_rel(entries: &mut [Entry]) {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_unstable_by(|&a, &b| entries[a].rel.cmp(&entries[b].rel));
+    // Position j must receive the entry now at order[j]; usize::MAX marks a placed position.
+    for start in 0..order.len() {
+        let mut j = start;
+        loop {
+            let k = order[j];
+            if k == usize::MAX {
+                break;
+            }
+            order[j] = usize::MAX;
+            if k == start {
+                break;
+            }
+            entries.swap(j, k);
+            j = k;
+        }
+    }
+}
+
 /// What [`make_entry`] learned about an entry's type.
 struct Resolved {
     kind: Kind,
@@ -336,9 +428,9 @@ struct Resolved {
     refusal: Option<ReadError>,
 }
 
-fn make_entry(root: &Path, dent: &walkdir::DirEntry) -> Result<Entry, String> {
+fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry) -> Result<Entry, String> {
     let path = dent.path();
-    let rel = rel_of(root, path);
+    let (rel, lossless) = rel_of(root, path);
     let meta = OnceLock::new();
     let (resolved, symlink) = if dent.path_is_symlink() {
         (resolve_symlink(root, path, &rel), true)
@@ -349,15 +441,17 @@ fn make_entry(root: &Path, dent: &walkdir::DirEntry) -> Result<Entry, String> {
     if let Some(known) = resolved.meta {
         let _ = meta.set(known);
     }
+    // A directory's refusal is made on demand; only an odd entry's is kept.
+    let refusal = resolved.refusal.filter(|_| resolved.kind == Kind::Other);
+    let raw = (!lossless).then(|| path.to_path_buf());
+    let extra = (refusal.is_some() || raw.is_some()).then(|| Box::new(Extra { refusal, raw }));
     Ok(Entry {
-        name: dent.file_name().to_string_lossy().into_owned(),
-        depth: dent.depth(),
+        depth: u16::try_from(dent.depth()).unwrap_or(u16::MAX),
         kind: resolved.kind,
-        note: resolved.note,
-        path: path.to_path_buf(),
+        note: resolved.note.map(String::into_boxed_str),
+        root: Arc::clone(root),
+        extra,
         symlink,
-        refusal: resolved.refusal,
-        data: OnceLock::new(),
         meta,
         rel,
     })
@@ -558,13 +652,13 @@ mod tests {
         assert_eq!(map.kind, Kind::File);
         assert_eq!(map.size(), 5);
         assert_eq!(map.depth, 1);
-        assert_eq!(map.name, "p0-content-map.md");
+        assert_eq!(map.name(), "p0-content-map.md");
         assert!(map.mtime().is_some());
         assert!(map.note.is_none());
         assert!(map.is_file());
         let png = snap.get("screenshots/1440/cold-look.png").unwrap();
         assert_eq!(png.depth, 3);
-        assert_eq!(png.name, "cold-look.png");
+        assert_eq!(png.name(), "cold-look.png");
         assert_eq!(png.size(), 10);
         let shots = snap.get("screenshots").unwrap();
         assert_eq!(shots.kind, Kind::Dir);
@@ -928,9 +1022,55 @@ mod tests {
         let snap = scan(dir.path());
         let rel = "bad-\u{fffd}.md";
         let e = snap.get(rel).unwrap();
-        assert_eq!(e.name, rel);
+        assert_eq!(e.name(), rel);
         assert_eq!(e.kind, Kind::File);
+        // The real name is kept for the disk: stat and read work.
+        assert_eq!(e.path(), fs::canonicalize(dir.path()).unwrap().join(name));
+        assert_eq!(e.size(), 7);
         assert_eq!(snap.read(rel).unwrap().bytes, b"content");
+    }
+
+    #[test]
+    fn entries_stay_small() {
+        // 30,000 screenshots are listed on every evaluation of a large build.
+        assert!(
+            std::mem::size_of::<Entry>() <= 96,
+            "{}",
+            std::mem::size_of::<Entry>()
+        );
+    }
+
+    #[test]
+    fn sorting_moves_every_entry_to_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        // `a.md` and `a-b` sort before `a/x` although the walk meets `a/` first.
+        fs::create_dir_all(dir.path().join("a/x")).unwrap();
+        fs::create_dir_all(dir.path().join("c/d")).unwrap();
+        for file in ["b", "a.md", "a-b", "c/d/e", "A", "a/x.y"] {
+            fs::write(dir.path().join(file), "x").unwrap();
+        }
+        let snap = scan(dir.path());
+        let got = rels(&snap);
+        let mut want = got.clone();
+        want.sort_unstable();
+        assert_eq!(got, want);
+        assert_eq!(got.len(), 10);
+        // Entries moved with their own data.
+        for e in snap.entries() {
+            assert_eq!(e.path(), fs::canonicalize(dir.path()).unwrap().join(&e.rel));
+            assert_eq!(e.depth as usize, e.rel.split('/').count());
+        }
+    }
+
+    #[test]
+    fn peek_sees_only_what_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.md"), "a").unwrap();
+        let snap = scan(dir.path());
+        assert!(snap.peek("a.md").is_none());
+        let read = snap.read("a.md").unwrap();
+        assert!(Arc::ptr_eq(&snap.peek("./a.md").unwrap(), &read));
+        assert!(snap.peek("missing").is_none());
     }
 
     #[test]

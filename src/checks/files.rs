@@ -15,7 +15,7 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     let mut refs = Vec::new();
     for g in globs {
         let hits = ctx.matches(g);
-        refs.extend(hits.iter().take(20).map(|e| Ctx::entry_ref(e)));
+        refs.extend(hits.iter().take(20).map(|e| ctx.entry_ref(e)));
         match hits.first() {
             Some(e) => found.push(if hits.len() == 1 {
                 e.rel.clone()
@@ -91,7 +91,7 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
     let mut keys: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
     let mut unkeyed = Vec::new();
     for e in &files {
-        match regex.captures(e.name.as_bytes()).and_then(|c| c.get(1)) {
+        match regex.captures(e.name().as_bytes()).and_then(|c| c.get(1)) {
             Some(k) => keys
                 .entry(String::from_utf8_lossy(k.as_bytes()).into_owned())
                 .or_default()
@@ -148,7 +148,7 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
     }
     let mut o = Outcome::new(verdict, expected, observed);
     for e in &files {
-        o.push_file(Ctx::entry_ref(e));
+        o.push_file(ctx.entry_ref(e));
     }
     note_unreadable(&mut o, &other);
     o
@@ -405,7 +405,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
         }
         checked += 1;
         match ctx.snap.get(&rel) {
-            Some(e) if e.kind != Kind::Other => o.push_file(Ctx::entry_ref(e)),
+            Some(e) if e.kind != Kind::Other => o.push_file(ctx.entry_ref(e)),
             Some(e) => missing.push(format!(
                 "EXECUTION-TRACKER.md:{line}: `{raw}`: {}",
                 e.note.as_deref().unwrap_or("not a regular file")

@@ -264,12 +264,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// Evidence for an entry whose content the verdict does not rest on (it exists, it is
-    /// counted): never reads it, so screenshots are counted, never read.
-    pub fn entry_ref(e: &Entry) -> FileRef {
+    /// counted): never reads it, so screenshots are counted, never read. Carries the hash
+    /// when another check of this evaluation has read the file anyway.
+    pub fn entry_ref(&self, e: &Entry) -> FileRef {
         FileRef {
             path: e.rel.clone(),
             size: e.size(),
-            sha256: None,
+            sha256: self.snap.peek(&e.rel).map(|d| d.sha256.clone()),
             mtime: e.mtime().map(format_time),
         }
     }

@@ -23,6 +23,13 @@ pub fn evidence_hash(ev: &Evidence) -> String {
     crate::protocol::hex(&Sha256::digest(text.as_bytes()))
 }
 
+/// A digest of evidence plus its files' exact mtimes (`mtimes`, in nanoseconds): equal means
+/// no input was rewritten at all.
+pub fn state_hash(ev: &Evidence, mtimes: &[Option<u128>]) -> String {
+    let text = serde_json::to_string(&(ev, mtimes)).unwrap_or_default();
+    crate::protocol::hex(&Sha256::digest(text.as_bytes()))
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Track {
     count: u32,
@@ -47,6 +54,8 @@ pub struct Guard {
     max: u32,
     tracks: BTreeMap<String, Track>,
     pending: BTreeMap<String, BTreeSet<String>>,
+    /// Per key: the evidence (mtimes included) last seen, to tell a rewrite from an echo.
+    states: BTreeMap<String, String>,
 }
 
 impl Guard {
@@ -55,7 +64,22 @@ impl Guard {
             max: max.max(1),
             tracks: BTreeMap::new(),
             pending: BTreeMap::new(),
+            states: BTreeMap::new(),
         }
+    }
+
+    /// Records the evidence state of failing `key`; true when it equals the state last seen,
+    /// i.e. an event arrived but no input was rewritten (a duplicate or metadata-only event
+    /// of the write that raised the STOP). Such an echo is no fix attempt: its pending
+    /// attempt is dropped.
+    pub fn echo(&mut self, key: &str, state: String) -> bool {
+        let same = self.states.get(key) == Some(&state);
+        if same {
+            self.pending.remove(key);
+        } else {
+            self.states.insert(key.to_string(), state);
+        }
+        same
     }
 
     /// Restores a key's state from the event log.
@@ -87,6 +111,7 @@ impl Guard {
     pub fn resolved(&mut self, key: &str) {
         self.tracks.remove(key);
         self.pending.remove(key);
+        self.states.remove(key);
     }
 
     /// Inputs of failing `key` changed (`paths`); the attempt is judged once they settle.
@@ -191,6 +216,20 @@ mod tests {
         assert_eq!(g.escalations().len(), 1);
         g.resolved("2:OBS-27");
         assert!(g.escalations().is_empty());
+    }
+
+    #[test]
+    fn an_echo_is_no_attempt() {
+        let mut g = Guard::new(3);
+        g.raised("2:OBS-27", "h0".into());
+        assert!(!g.echo("2:OBS-27", "s0".into()));
+        g.touched("2:OBS-27", &["p3a-gate-results.json".to_string()]);
+        assert!(g.echo("2:OBS-27", "s0".into()), "nothing rewritten");
+        assert!(!g.has_pending());
+        assert!(
+            !g.echo("2:OBS-27", "s1".into()),
+            "rewritten (if identically)"
+        );
     }
 
     #[test]

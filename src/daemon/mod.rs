@@ -38,7 +38,7 @@ use crate::engine::{self, CheckResult, Evaluation, Evidence, Options, PassState,
 use crate::exit::ExitCode;
 use crate::outputs::{self, markdown, Change, Context, Incident, REPORT_FILE, STOP_FILE};
 use crate::protocol::{CheckInstance, Protocol, ProtocolError, Severity};
-use crate::watch::{self, FsEvent, Mode, Source};
+use crate::watch::{self, ChangeKind, FsEvent, Mode, Source};
 
 use events::{ContextRef, EventLog, Level, Record, Scope, Signal};
 use guard::{evidence_hash, Guard};
@@ -258,9 +258,9 @@ fn human(d: Duration) -> String {
 /// What arrives on the daemon's one channel.
 #[derive(Debug)]
 enum Msg {
-    /// Relative paths (the referee's own files already dropped, except the STOP file), and
-    /// whether each arrived by a rename.
-    Changed(Vec<(String, bool)>),
+    /// Relative paths (the referee's own files already dropped, except the STOP file), and what
+    /// happened to each.
+    Changed(Vec<(String, ChangeKind)>),
     Rescan(String),
     Limit(String),
     PipelineExited(i32),
@@ -270,7 +270,7 @@ enum Msg {
 /// Everything that arrived since the loop last woke.
 #[derive(Debug, Default)]
 struct Batch {
-    paths: BTreeMap<String, bool>,
+    paths: BTreeMap<String, ChangeKind>,
     stop_touched: bool,
     rescan: Vec<String>,
     limit: Option<String>,
@@ -281,12 +281,15 @@ impl Batch {
     fn add(&mut self, m: Msg) {
         match m {
             Msg::Changed(v) => {
-                for (rel, renamed) in v {
+                for (rel, kind) in v {
                     if rel == STOP_FILE {
                         self.stop_touched = true;
+                    } else if kind == ChangeKind::Metadata {
+                        // A metadata change after a write leaves it a write.
+                        self.paths.entry(rel).or_insert(kind);
                     } else {
-                        // The latest event for a path decides whether it arrived complete.
-                        self.paths.insert(rel, renamed);
+                        // Otherwise the latest event decides (written, renamed in, removed).
+                        self.paths.insert(rel, kind);
                     }
                 }
             }
@@ -375,6 +378,8 @@ struct Daemon {
     pass_files: BTreeMap<String, String>,
     protocol_file: Option<ProtocolFile>,
     pid_by_ticks: bool,
+    /// An evaluation ran since memory was last handed back.
+    evaluated: bool,
     // Timers.
     next_beat: Instant,
     recheck_at: Option<Instant>,
@@ -538,6 +543,7 @@ impl Daemon {
             pass_files: BTreeMap::new(),
             protocol_file,
             pid_by_ticks: false,
+            evaluated: false,
             recheck_at: None,
             finish_at: None,
             last_activity: start,
@@ -556,14 +562,14 @@ impl Daemon {
         let sink = move |ev: FsEvent| {
             let msg = match ev {
                 FsEvent::Changed(changes) => {
-                    let v: Vec<(String, bool)> = changes
+                    let v: Vec<(String, ChangeKind)> = changes
                         .into_iter()
                         .filter_map(|c| {
                             let rel = rel_of(&canon, &c.path)?;
                             // The root itself (its mtime) and the referee's own writes are no
                             // work; the STOP file is checked for tampering.
                             let keep = !rel.is_empty() && (rel == STOP_FILE || !is_own_file(&rel));
-                            keep.then_some((rel, c.renamed_in))
+                            keep.then_some((rel, c.kind))
                         })
                         .collect();
                     if v.is_empty() {
@@ -702,6 +708,7 @@ impl Daemon {
         }
         self.flush_outputs();
         self.tick();
+        self.release_memory();
     }
 
     fn run_loop(&mut self, rx: &Receiver<Msg>) -> Result<Outcome, DaemonError> {
@@ -731,6 +738,22 @@ impl Daemon {
             }
             self.handle(batch);
             self.timers();
+            self.release_memory();
+        }
+    }
+
+    /// After an evaluation (its snapshot, with every file it read, is gone by now), hands the freed
+    /// memory back to the OS: glibc keeps freed heap for reuse, and a large read raises its mmap
+    /// threshold so later ones land in that heap too — an idle daemon would otherwise hold the
+    /// peak of its last evaluation. Runs after the outputs are written, so it costs no latency.
+    fn release_memory(&mut self) {
+        if !std::mem::take(&mut self.evaluated) {
+            return;
+        }
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only returns free pages to the OS; no live allocation is touched.
+        unsafe {
+            libc::malloc_trim(0);
         }
     }
 
@@ -769,8 +792,8 @@ impl Daemon {
             full = true;
         }
         let now = Instant::now();
-        for (rel, renamed) in &batch.paths {
-            self.settle.saw(rel, *renamed, now);
+        for (rel, kind) in &batch.paths {
+            self.settle.saw(rel, *kind, now);
             self.last_activity = now;
         }
         let touched: BTreeSet<String> = batch.paths.into_keys().collect();
@@ -855,6 +878,7 @@ impl Daemon {
         changed: Option<&BTreeSet<String>>,
         final_: bool,
     ) -> Option<(Evaluation, Snapshot)> {
+        self.evaluated = true;
         let snap = match Snapshot::scan(&self.dir, self.cfg.limits) {
             Ok(s) => {
                 self.clear_fault("scan");
@@ -904,7 +928,8 @@ impl Daemon {
             .find(|i| i.def.id == check)
     }
 
-    /// Until when a result's files (its evidence, and recent changes to its inputs) are unsettled.
+    /// Until when a result's files (its evidence, and its inputs being written in place) are
+    /// unsettled. Anything else — a writer's temp file, a file no input glob matches — never holds.
     fn unsettled_until(
         &self,
         r: &CheckResult,
@@ -912,17 +937,15 @@ impl Daemon {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        let mtime = |p: &str| snap.get(p).and_then(|e| e.mtime());
         let inst = self.instance(&r.pass, &r.check);
         let evidence = r.evidence.files.iter().map(|f| f.path.as_str());
-        let recent = self
+        let moving = self
             .settle
-            .recent()
-            .filter(|p| inst.is_some_and(|i| i.inputs.touched_by(p)))
-            .map(String::as_str);
+            .moving()
+            .filter(|p| inst.is_some_and(|i| settle::reads(&i.inputs, p)));
         evidence
-            .chain(recent)
-            .filter_map(|p| self.settle.fresh_until(p, mtime(p), now, wall))
+            .chain(moving)
+            .filter_map(|p| self.settle.fresh_until(p, snap.get(p), now, wall))
             .max()
     }
 
@@ -1007,7 +1030,7 @@ impl Daemon {
             };
             let paths: Vec<&String> = touched
                 .iter()
-                .filter(|p| inst.inputs.touched_by(p))
+                .filter(|p| inst.inputs.everything || settle::reads(&inst.inputs, p))
                 .collect();
             if !paths.is_empty() {
                 self.guard.touched(&key, paths);
@@ -1115,6 +1138,7 @@ impl Daemon {
             }
             if r.stops() {
                 self.guard.raised(&key, hash.clone());
+                self.guard.echo(&key, input_state(&r.evidence, snap));
                 self.say(&format!(
                     "STOP raised: {} (pass {}) — {}: {}",
                     r.check, r.pass, r.title, r.evidence.observed
@@ -1171,13 +1195,13 @@ impl Daemon {
             }
             let moving = paths
                 .iter()
-                .filter_map(|p| {
-                    let mtime = snap.get(p).and_then(|e| e.mtime());
-                    self.settle.fresh_until(p, mtime, inst_now, wall)
-                })
+                .filter_map(|p| self.settle.fresh_until(p, snap.get(p), inst_now, wall))
                 .max();
             if let Some(until) = moving {
                 self.recheck(until);
+                continue;
+            }
+            if self.guard.echo(&key, input_state(&r.evidence, snap)) {
                 continue;
             }
             let a = self.guard.attempt(&key, evidence_hash(&r.evidence));
@@ -1566,6 +1590,7 @@ impl Daemon {
         let eval = self.published.clone().unwrap_or_else(|| Evaluation {
             complete: false,
             verdict: None,
+            verdict_at: None,
             final_,
             passes: Vec::new(),
             results: Vec::new(),
@@ -1668,6 +1693,21 @@ fn own_file_fault<T>(
     }
 }
 
+/// The evidence with its files' exact mtimes: what tells a rewrite from an echo of one.
+fn input_state(ev: &Evidence, snap: &Snapshot) -> String {
+    let mtimes: Vec<Option<u128>> = ev
+        .files
+        .iter()
+        .map(|f| {
+            snap.get(&f.path)
+                .and_then(|e| e.mtime())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_nanos())
+        })
+        .collect();
+    guard::state_hash(ev, &mtimes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1706,14 +1746,28 @@ mod tests {
     fn batches_coalesce_and_keep_the_latest_event() {
         let mut b = Batch::default();
         b.add(Msg::Changed(vec![
-            ("a.md".into(), false),
-            (STOP_FILE.into(), false),
+            ("a.md".into(), ChangeKind::Written),
+            (STOP_FILE.into(), ChangeKind::Written),
+            (".b.tmp".into(), ChangeKind::Written),
+            ("c.md".into(), ChangeKind::Written),
         ]));
-        b.add(Msg::Changed(vec![("a.md".into(), true)]));
+        b.add(Msg::Changed(vec![
+            ("a.md".into(), ChangeKind::RenamedIn),
+            (".b.tmp".into(), ChangeKind::Removed),
+            ("c.md".into(), ChangeKind::Metadata),
+            ("d.md".into(), ChangeKind::Metadata),
+        ]));
         b.add(Msg::Shutdown(Shutdown::Signal("SIGTERM".into())));
         b.add(Msg::PipelineExited(7));
-        assert_eq!(b.paths.len(), 1);
-        assert!(b.paths["a.md"]);
+        assert_eq!(b.paths.len(), 4);
+        assert_eq!(b.paths["a.md"], ChangeKind::RenamedIn);
+        assert_eq!(b.paths[".b.tmp"], ChangeKind::Removed);
+        assert_eq!(
+            b.paths["c.md"],
+            ChangeKind::Written,
+            "a touch after a write"
+        );
+        assert_eq!(b.paths["d.md"], ChangeKind::Metadata);
         assert!(b.stop_touched);
         assert_eq!(
             b.end,

@@ -1,27 +1,62 @@
-//! Settling (SPEC §5): a file being written is not judged half-written.
+//! Settling (SPEC §5): a file being written is not judged half-written, and a file renamed into
+//! place is judged at once.
 //!
-//! This module remembers when each path last changed and answers "is this path still moving, and
-//! until when?": a path is unsettled while its last change event, or its mtime, is younger than
-//! the settle window — unless its last event was a rename into place (a renamed file is complete;
-//! its mtime is when it was written, which is usually old). The daemon holds a result that would
-//! newly become FAIL or INCONCLUSIVE (or would lift a standing STOP) while any of its files is
-//! unsettled, and re-judges it when the answer runs out (a timer, never a sleep). It must not
-//! judge, read files or keep time itself.
+//! This module remembers the last thing that happened to each path the watcher reported and
+//! answers "is this path still moving, and until when?":
+//!
+//! - renamed into place (after its last write): complete — a writer's atomic replace; never held;
+//! - removed or renamed away (a writer's temp file after its rename): gone; never held;
+//! - only its metadata changed: as settled as it was before;
+//! - written in place (created, modified, or closed after writing): moving until it has been quiet
+//!   for the settle window. Closing is not the end: a writer may close and write again (the
+//!   half-written file of SPEC §5 is exactly that), so a failure on such a file is re-tried once
+//!   it is quiet. With `--poll` every change but a removal is of this kind;
+//! - nothing seen since the daemon started (or since it forgot): its mtime is the only clue, so a
+//!   young mtime counts as a recent write.
+//!
+//! Only a check's *inputs* may hold its result: [`reads`] is the strict test (a glob that could not
+//! be compiled matches nothing here, and "any path may matter" does not make a writer's temp file
+//! an input). The daemon holds a result that would newly become FAIL or INCONCLUSIVE (or would lift
+//! a standing STOP) while any of its inputs is moving, and re-judges it when the answer runs out (a
+//! timer, never a sleep). This module must not judge, read files or keep time itself.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::artifacts::{Entry, TRACKER_FILE};
+use crate::protocol::inputs::Inputs;
+use crate::watch::ChangeKind;
+
+/// The last thing known to have happened to a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Written in place at this time: moving until quiet for the window.
+    Written(Instant),
+    /// Renamed into place, or only its metadata changed: complete.
+    Complete(Instant),
+    /// Removed or renamed away.
+    Gone(Instant),
+}
+
+impl State {
+    fn at(self) -> Instant {
+        match self {
+            State::Written(t) | State::Complete(t) | State::Gone(t) => t,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Settle {
     window: Duration,
-    recent: HashMap<String, (Instant, bool)>,
+    paths: HashMap<String, State>,
 }
 
 impl Settle {
     pub fn new(window: Duration) -> Settle {
         Settle {
             window,
-            recent: HashMap::new(),
+            paths: HashMap::new(),
         }
     }
 
@@ -29,74 +64,184 @@ impl Settle {
         self.window
     }
 
-    /// `rel` changed at `at`; `renamed_in`: it arrived complete, by a rename.
-    pub fn saw(&mut self, rel: &str, renamed_in: bool, at: Instant) {
-        self.recent.insert(rel.to_string(), (at, renamed_in));
+    /// `rel` changed (`kind`) at `at`.
+    pub fn saw(&mut self, rel: &str, kind: ChangeKind, at: Instant) {
+        let state = match kind {
+            ChangeKind::Written => State::Written(at),
+            ChangeKind::RenamedIn => State::Complete(at),
+            ChangeKind::Removed => State::Gone(at),
+            // The contents did not change: whatever was known stands (a `touch` after a write
+            // does not make the write complete, nor a chmod a complete file moving).
+            ChangeKind::Metadata => match self.paths.get(rel) {
+                Some(&s) => s,
+                None => State::Complete(at),
+            },
+        };
+        self.paths.insert(rel.to_string(), state);
     }
 
-    /// Forgets changes older than the window.
+    /// Forgets what is older than the window (a forgotten path falls back to its mtime, which is
+    /// no younger than the event that was forgotten).
     pub fn prune(&mut self, now: Instant) {
         let w = self.window;
-        self.recent
-            .retain(|_, (t, _)| now.saturating_duration_since(*t) < w);
+        self.paths
+            .retain(|_, s| now.saturating_duration_since(s.at()) < w);
     }
 
-    /// Paths that changed within the window.
-    pub fn recent(&self) -> impl Iterator<Item = &String> {
-        self.recent.keys()
+    /// Paths written in place within the window: the only ones that can hold a result besides
+    /// the result's own evidence.
+    pub fn moving(&self) -> impl Iterator<Item = &str> {
+        self.paths.iter().filter_map(|(p, s)| match s {
+            State::Written(_) => Some(p.as_str()),
+            _ => None,
+        })
     }
 
-    /// Until when `rel` (with this mtime) is unsettled; `None` when it is settled now.
+    /// Until when `rel` is unsettled; `None` when it is settled now.
+    ///
+    /// `entry`: the path in the snapshot being judged; `None` when it is not there (then it is
+    /// gone, and nothing can be half-written there). Its mtime is looked at only when nothing is
+    /// known about the path.
     pub fn fresh_until(
         &self,
         rel: &str,
-        mtime: Option<SystemTime>,
+        entry: Option<&Entry>,
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        let mut until = None;
-        if let Some(&(t, renamed_in)) = self.recent.get(rel) {
-            if renamed_in {
-                return None;
-            }
-            let end = t + self.window;
-            if end > now {
-                until = Some(end);
-            }
-        }
-        if let Some(age) = mtime.and_then(|m| wall.duration_since(m).ok()) {
-            if age < self.window {
-                let end = now + (self.window - age);
-                until = until.max(Some(end));
+        let entry = entry?;
+        match self.paths.get(rel) {
+            Some(State::Written(t)) => Some(*t + self.window).filter(|&end| end > now),
+            Some(State::Complete(_) | State::Gone(_)) => None,
+            None => {
+                let age = wall.duration_since(entry.mtime()?).ok()?;
+                (age < self.window).then(|| now + (self.window - age))
             }
         }
-        until
     }
+}
+
+/// Whether a change to `rel` can change what a check with these inputs read — strictly: a glob
+/// that was never compiled matches nothing here, and a check that "any path may matter" to
+/// (paths listed in the tracker) reads its evidence and the tracker, not every file written.
+/// [`Inputs::touched_by`] is the conservative test for re-judging; this one decides what may
+/// hold a result back or count as a fix attempt.
+pub fn reads(inputs: &Inputs, rel: &str) -> bool {
+    if inputs.tracker && rel == TRACKER_FILE {
+        return true;
+    }
+    inputs.globs.iter().filter_map(|g| g.matcher()).any(|m| {
+        // The path itself, or any of its ancestors (a directory glob, a count of a directory).
+        let mut path = rel;
+        loop {
+            if m.is_match(path) {
+                return true;
+            }
+            match path.rfind('/') {
+                Some(i) => path = &path[..i],
+                None => return false,
+            }
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::artifacts::{Limits, Snapshot};
+    use crate::protocol::predicate::Glob;
+
+    const W: Duration = Duration::from_millis(300);
+
+    /// A snapshot with `a` (mtime `age` ago) and nothing else.
+    fn snap(age: Duration) -> (tempfile::TempDir, Snapshot, SystemTime) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a");
+        std::fs::write(&path, "x").unwrap();
+        let wall = SystemTime::now();
+        filetime::set_file_mtime(&path, filetime::FileTime::from_system_time(wall - age)).unwrap();
+        let snap = Snapshot::scan(dir.path(), Limits::default()).unwrap();
+        (dir, snap, wall)
+    }
 
     #[test]
-    fn events_mtimes_and_renames() {
-        let w = Duration::from_millis(300);
-        let mut s = Settle::new(w);
+    fn writes_in_place_settle_after_the_window() {
+        let (_d, snap, wall) = snap(Duration::from_secs(3600));
+        let a = snap.get("a");
+        let mut s = Settle::new(W);
         let now = Instant::now();
-        let wall = SystemTime::now();
-        let old = wall - Duration::from_secs(3600);
-        // Nothing known, old mtime: settled.
-        assert_eq!(s.fresh_until("a", Some(old), now, wall), None);
-        // Young mtime: unsettled for the rest of the window.
-        let young = s.fresh_until("a", Some(wall - Duration::from_millis(100)), now, wall);
-        assert_eq!(young, Some(now + Duration::from_millis(200)));
-        // A recent write event: unsettled even with an old mtime.
-        s.saw("a", false, now);
-        assert_eq!(s.fresh_until("a", Some(old), now, wall), Some(now + w));
-        // A rename into place: settled at once, whatever the mtime.
-        s.saw("a", true, now);
-        assert_eq!(s.fresh_until("a", Some(wall), now, wall), None);
-        s.prune(now + w);
-        assert_eq!(s.recent().count(), 0);
+        s.saw("a", ChangeKind::Written, now);
+        assert_eq!(s.fresh_until("a", a, now, wall), Some(now + W));
+        assert_eq!(s.fresh_until("a", a, now + W, wall), None);
+        assert_eq!(s.moving().collect::<Vec<_>>(), ["a"]);
+        // A later write restarts the window; a metadata change (a `touch`) does not end it.
+        s.saw("a", ChangeKind::Written, now + W / 2);
+        s.saw("a", ChangeKind::Metadata, now + W / 2);
+        assert_eq!(s.fresh_until("a", a, now + W, wall), Some(now + W / 2 + W));
+        s.prune(now + W / 2 + W);
+        assert_eq!(s.moving().count(), 0);
+    }
+
+    #[test]
+    fn a_rename_into_place_is_complete_whatever_the_mtime() {
+        let (_d, snap, wall) = snap(Duration::ZERO);
+        let a = snap.get("a");
+        let mut s = Settle::new(W);
+        let now = Instant::now();
+        s.saw("a", ChangeKind::Written, now);
+        s.saw("a", ChangeKind::RenamedIn, now);
+        assert_eq!(s.fresh_until("a", a, now, wall), None);
+        assert_eq!(s.moving().count(), 0);
+        // A metadata change keeps it complete.
+        s.saw("a", ChangeKind::Metadata, now);
+        assert_eq!(s.fresh_until("a", a, now, wall), None);
+    }
+
+    #[test]
+    fn gone_paths_and_paths_not_in_the_snapshot_never_hold() {
+        let (_d, snap, wall) = snap(Duration::ZERO);
+        let mut s = Settle::new(W);
+        let now = Instant::now();
+        s.saw(".a.tmp", ChangeKind::Written, now);
+        assert_eq!(s.fresh_until(".a.tmp", snap.get(".a.tmp"), now, wall), None);
+        s.saw("a", ChangeKind::Removed, now);
+        assert_eq!(s.fresh_until("a", snap.get("a"), now, wall), None);
+    }
+
+    #[test]
+    fn without_events_a_young_mtime_is_a_recent_write() {
+        let (_d, young, wall) = snap(Duration::from_millis(100));
+        let s = Settle::new(W);
+        let now = Instant::now();
+        let until = s.fresh_until("a", young.get("a"), now, wall);
+        assert_eq!(until, Some(now + Duration::from_millis(200)));
+        let (_d, old, wall) = snap(Duration::from_secs(3600));
+        assert_eq!(s.fresh_until("a", old.get("a"), now, wall), None);
+        // A metadata change on a path nothing was known about: complete.
+        let mut s = s;
+        s.saw("a", ChangeKind::Metadata, now);
+        assert_eq!(s.fresh_until("a", young.get("a"), now, wall), None);
+    }
+
+    #[test]
+    fn reads_is_strict_about_globs_and_the_tracker() {
+        let glob = |g: &str| Glob::try_from(g.to_string()).unwrap();
+        let inputs = Inputs {
+            globs: vec![
+                glob("p3a-gate-results*.json"),
+                glob("screenshots"),
+                glob("${auditors}"),
+            ],
+            tracker: true,
+            verdict: false,
+            everything: true,
+        };
+        assert!(reads(&inputs, "p3a-gate-results.json"));
+        assert!(reads(&inputs, "screenshots/1440/a.png"));
+        assert!(reads(&inputs, TRACKER_FILE));
+        assert!(!reads(&inputs, ".p3a-gate-results.json.tmp"));
+        assert!(!reads(&inputs, "notes.md"));
+        // The conservative test counts both (an uncompiled glob, "everything").
+        assert!(inputs.touched_by(".p3a-gate-results.json.tmp"));
     }
 }

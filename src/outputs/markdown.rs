@@ -265,8 +265,14 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         out,
         "- Pipeline: {}",
         match (&eval.verdict, eval.complete) {
-            (Some(v), true) => format!("complete (VERDICT: {v})"),
-            (Some(v), false) => format!("in progress (latest VERDICT: {v})"),
+            (Some(v), true) => format!(
+                "complete (VERDICT: {v}, {})",
+                eval.verdict_at.as_deref().unwrap_or("?")
+            ),
+            (Some(v), false) => format!(
+                "in progress (latest VERDICT: {v}, {})",
+                eval.verdict_at.as_deref().unwrap_or("?")
+            ),
             (None, _) => "in progress (no verdict yet)".to_string(),
         }
     );
@@ -521,9 +527,10 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 "| `{}` | {} | {} |",
                 cell(&f.path),
                 f.size,
-                f.sha256
-                    .as_deref()
-                    .map_or("(not read)".to_string(), |h| format!("`{h}`"))
+                f.sha256.as_deref().map_or(
+                    "(not read: only its existence or time counts)".to_string(),
+                    |h| format!("`{h}`")
+                )
             );
         }
     }

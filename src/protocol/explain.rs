@@ -131,11 +131,10 @@ fn leaf(p: &Predicate) -> String {
                 parts.push(format!("of at least {m} characters"));
             }
             if let Some(r) = &t.require {
-                parts.push(format!(
-                    "containing at least {} of {}",
-                    r.at_least,
-                    r.patterns.iter().map(|p| q(p.as_str())).collect::<Vec<_>>().join(", ")
-                ));
+                let mut all: Vec<String> =
+                    r.terms.iter().map(|w| format!("{} (any case)", q(w))).collect();
+                all.extend(r.patterns.iter().map(|p| q(p.as_str())));
+                parts.push(format!("containing at least {} of {}", r.at_least, all.join(", ")));
             }
             if !t.forbid.is_empty() || !t.forbid_terms.is_empty() {
                 let mut all: Vec<String> = t

@@ -497,6 +497,26 @@ impl Protocol {
         })
     }
 
+    /// Compiles the patterns the protocol's main passes use, in the order an evaluation
+    /// meets them (verdict, then pass by pass). Patterns compile lazily and once per process;
+    /// calling this on a second thread while the first judges hides most of that cost.
+    pub fn warm(&self) {
+        let _ = self.verdict.pattern.regex();
+        for g in &self.verdict.files {
+            let _ = g.matcher();
+        }
+        for pass in self.passes.iter().filter(|p| !p.optional) {
+            pass.trigger.warm();
+            for c in &pass.checks {
+                c.predicate.warm();
+                c.deadline
+                    .iter()
+                    .chain(c.when.iter())
+                    .for_each(Predicate::warm);
+            }
+        }
+    }
+
     /// Every check definition, in protocol order of first appearance.
     pub fn checks(&self) -> Vec<&Arc<CheckDef>> {
         let mut seen = BTreeSet::new();
@@ -644,6 +664,15 @@ fn validate(p: &Predicate) -> Result<(), String> {
         P::Text(t) => {
             if t.files.is_empty() && t.fields.is_empty() {
                 return Err("`text` needs `files` or `fields`".into());
+            }
+            if let Some(r) = &t.require {
+                let n = r.patterns.len() + r.terms.len();
+                if n == 0 || r.at_least == 0 || r.at_least > n {
+                    return Err(format!(
+                        "`require.at_least` `{}` must be between 1 and the number of patterns and terms ({n})",
+                        r.at_least
+                    ));
+                }
             }
             if t.require.is_none()
                 && t.forbid.is_empty()

@@ -493,7 +493,11 @@ pub struct Text {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Require {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<Pattern>,
+    /// Literal terms, matched ASCII-case-insensitively; each found term or pattern counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<String>,
     #[serde(default = "one")]
     pub at_least: usize,
 }
@@ -572,4 +576,72 @@ pub struct PathsListed {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+impl Predicate {
+    /// Compiles every glob and regex this predicate uses (they compile lazily otherwise).
+    /// `Protocol::warm` runs this on a second thread while the first one judges.
+    pub fn warm(&self) {
+        use Predicate as P;
+        let globs = |g: &[Glob]| {
+            for g in g {
+                let _ = g.matcher();
+            }
+        };
+        let patterns = |p: &[Pattern]| {
+            for p in p {
+                let _ = p.regex();
+            }
+        };
+        match self {
+            P::All(v) | P::Any(v) => v.iter().for_each(Predicate::warm),
+            P::Not(q) | P::FailIfMissing(q) => q.warm(),
+            P::If(i) => {
+                i.cond.warm();
+                i.then.warm();
+                if let Some(e) = &i.otherwise {
+                    e.warm();
+                }
+            }
+            P::Always(_) | P::Complete(_) | P::Filled(_) | P::SectionFilled(_) => {}
+            P::FillRate(_) | P::Distinct(_) => {}
+            P::Exists(g) => globs(g.as_slice()),
+            P::Count(c) => globs(std::slice::from_ref(&c.glob)),
+            P::FileSet(f) => {
+                globs(std::slice::from_ref(&f.glob));
+                patterns(std::slice::from_ref(&f.key));
+            }
+            P::FieldMatches(f) => patterns(std::slice::from_ref(&f.pattern)),
+            P::Column(c) => patterns(std::slice::from_ref(&c.pattern)),
+            P::HasTime(t) => t.warm(),
+            P::TimeOrder(t) => t.chain.iter().for_each(TimeRef::warm),
+            P::Dissimilar(d) => globs(&d.files),
+            P::Text(t) => {
+                globs(&t.files);
+                patterns(&t.forbid);
+                if let Some(x) = &t.extract {
+                    patterns(std::slice::from_ref(x));
+                }
+            }
+            P::Heading(h) => globs(std::slice::from_ref(&h.files)),
+            P::Gate(g) => globs(std::slice::from_ref(&g.files)),
+            P::GateFiles(g) => globs(std::slice::from_ref(&g.files)),
+            P::GateCount(g) => globs(std::slice::from_ref(&g.files)),
+            P::GateSources(g) => globs(std::slice::from_ref(&g.files)),
+            P::PathsListed(p) => globs(&p.skip),
+        }
+    }
+}
+
+impl TimeRef {
+    fn warm(&self) {
+        match self {
+            TimeRef::Mtime(g) => {
+                let _ = g.matcher();
+            }
+            TimeRef::FirstOf(v) => v.iter().for_each(TimeRef::warm),
+            TimeRef::Earliest(i) | TimeRef::Latest(i) => i.warm(),
+            TimeRef::Field(_) | TimeRef::FieldTime(_) | TimeRef::Column(_) => {}
+        }
+    }
 }
