@@ -175,6 +175,13 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         s.spawn(|| protocol.warm());
         engine::evaluate(&protocol, &snap, &options)
     });
+    if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
+        eprintln!(
+            "referee: warning: no pass has run and there is no {} in `{}`: is this the build directory?",
+            crate::artifacts::TRACKER_FILE,
+            a.build_dir.display()
+        );
+    }
     let ctx = Context {
         build_dir: snap.root().to_path_buf(),
         started: Some(now),

@@ -1,11 +1,12 @@
 //! `${var}` substitution: how one check definition becomes an instance per variant (the
 //! D10 REFINE repeats are the pass-2/3/4 checks with the `refine` variables). Works on the
-//! serialized form of a predicate so every predicate type gets it for free; it never
-//! judges anything.
+//! serialized form of a predicate (a JSON tree: cheaper to build and read back than a TOML
+//! one) so every predicate type gets it for free; it never judges anything.
 
 use std::collections::BTreeMap;
 
 use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value as Json;
 
 /// The variables of one variant: each a string or an array of strings.
 pub type Vars = BTreeMap<String, toml::Value>;
@@ -18,46 +19,44 @@ pub fn instantiate<T: Serialize + DeserializeOwned + Clone>(
     value: &T,
     vars: &Vars,
 ) -> Result<T, String> {
-    let mut tree = toml::Value::try_from(value).map_err(|e| e.to_string())?;
+    let mut tree = serde_json::to_value(value).map_err(|e| e.to_string())?;
     if !mentions_var(&tree) {
         // Nothing to substitute: the parsed value is already valid and compiled as is.
         return Ok(value.clone());
     }
     substitute(&mut tree, vars)?;
-    tree.try_into::<T>().map_err(|e| e.message().to_string())
+    serde_json::from_value::<T>(tree).map_err(|e| e.to_string())
 }
 
-fn mentions_var(value: &toml::Value) -> bool {
+fn mentions_var(value: &Json) -> bool {
     match value {
-        toml::Value::String(s) => s.contains("${"),
-        toml::Value::Array(items) => items.iter().any(mentions_var),
-        toml::Value::Table(t) => t.values().any(mentions_var),
+        Json::String(s) => s.contains("${"),
+        Json::Array(items) => items.iter().any(mentions_var),
+        Json::Object(t) => t.values().any(mentions_var),
         _ => false,
     }
 }
 
-fn substitute(value: &mut toml::Value, vars: &Vars) -> Result<(), String> {
+fn substitute(value: &mut Json, vars: &Vars) -> Result<(), String> {
     match value {
-        toml::Value::String(s) => {
+        Json::String(s) => {
             if let Some(new) = substitute_str(s, vars)? {
                 *value = new;
             }
         }
-        toml::Value::Array(items) => {
+        Json::Array(items) => {
             // A list variable standing alone as an element is spliced into the list.
             let mut out = Vec::with_capacity(items.len());
             for mut item in std::mem::take(items) {
                 substitute(&mut item, vars)?;
                 match item {
-                    toml::Value::Array(inner) if inner.iter().all(|i| i.is_str()) => {
-                        out.extend(inner)
-                    }
+                    Json::Array(inner) if inner.iter().all(Json::is_string) => out.extend(inner),
                     other => out.push(other),
                 }
             }
             *items = out;
         }
-        toml::Value::Table(table) => {
+        Json::Object(table) => {
             for (_, item) in table.iter_mut() {
                 substitute(item, vars)?;
             }
@@ -67,13 +66,13 @@ fn substitute(value: &mut toml::Value, vars: &Vars) -> Result<(), String> {
     Ok(())
 }
 
-fn substitute_str(s: &str, vars: &Vars) -> Result<Option<toml::Value>, String> {
+fn substitute_str(s: &str, vars: &Vars) -> Result<Option<Json>, String> {
     if !s.contains("${") {
         return Ok(None);
     }
     if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
         if !name.contains(['$', '{', '}']) {
-            return lookup(name, vars).map(|v| Some(v.clone()));
+            return lookup(name, vars).map(|v| Some(to_json(v)));
         }
     }
     let mut out = String::with_capacity(s.len());
@@ -96,7 +95,16 @@ fn substitute_str(s: &str, vars: &Vars) -> Result<Option<toml::Value>, String> {
         rest = &after[end + 1..];
     }
     out.push_str(rest);
-    Ok(Some(toml::Value::String(out)))
+    Ok(Some(Json::String(out)))
+}
+
+/// A variable's value (validated: a string or an array of strings) as JSON.
+fn to_json(v: &toml::Value) -> Json {
+    match v {
+        toml::Value::String(s) => Json::String(s.clone()),
+        toml::Value::Array(items) => Json::Array(items.iter().map(to_json).collect()),
+        other => Json::String(other.to_string()),
+    }
 }
 
 fn lookup<'v>(name: &str, vars: &'v Vars) -> Result<&'v toml::Value, String> {

@@ -341,3 +341,15 @@ fn protocol_errors_point_at_the_mistake() {
         );
     }
 }
+
+#[test]
+fn verify_warns_about_a_directory_with_nothing_to_judge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, json, err) = run(&["verify", tmp.path().to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("is this the build directory?"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["summary"]["waiting"], 25);
+    assert_eq!(v["summary"]["skip"], 26);
+    assert_eq!(v["summary"]["compliance_rate"], serde_json::Value::Null);
+}

@@ -598,6 +598,32 @@ fn a_violation_renamed_into_place_is_judged_at_once() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
 
+/// A file that is none of a failing check's inputs is no fix attempt: writing notes beside the
+/// build while OBS-27 fails neither counts as an attempt nor escalates (as "no progress").
+#[test]
+fn an_unrelated_file_is_not_a_fix_attempt() {
+    let (_root, dir, mut w) = watching(&[]);
+    raise_stop(&dir, &w);
+    fs::write(dir.join("notes.md"), "notes of the orchestrator\n").expect("write notes");
+    // A fix attempt is counted once its files have settled (300 ms); two heartbeats later
+    // (0.5 s each) the daemon has long decided.
+    let beat = || read(&dir.join(HEARTBEAT));
+    for _ in 0..2 {
+        let before = beat();
+        w.until("the next heartbeat", || beat() != before);
+    }
+    assert_eq!(count(&dir, "fix_attempt", "OBS-27"), 0, "{}", w.output());
+    assert_eq!(count(&dir, "escalation", "OBS-27"), 0, "{}", w.output());
+    // A change to its input still is one.
+    fs::write(dir.join(GATES), manual_gates(2)).expect("attempt 1");
+    w.until("fix attempt 1", || {
+        count(&dir, "fix_attempt", "OBS-27") == 1
+    });
+    assert_eq!(count(&dir, "escalation", "OBS-27"), 0, "{}", w.output());
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
+
 /// SIGTERM: the report is written, says why and that it judged as-is; a standing failure keeps its
 /// STOP and makes the exit status 1.
 #[test]
