@@ -400,7 +400,7 @@ impl Protocol {
                     raw_check,
                     vars,
                     variant_name,
-                    p.deadline.as_ref(),
+                    deadline.as_ref(),
                     &err_at,
                 )?);
             }
@@ -739,4 +739,50 @@ pub fn hex(bytes: &[u8]) -> String {
             let _ = write!(s, "{b:02x}");
             s
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every predicate an evaluation will judge is fully instantiated: no `${var}` left, so
+    /// every glob and regex compiles (an uninstantiated deadline never holds).
+    #[test]
+    fn every_instance_is_fully_instantiated() {
+        let p = Protocol::default_protocol().unwrap();
+        for pass in &p.passes {
+            let mut preds = vec![&pass.trigger];
+            preds.extend(pass.deadline.iter());
+            for c in &pass.checks {
+                preds.push(&c.predicate);
+                preds.extend(c.deadline.iter().chain(c.when.iter()));
+            }
+            for pred in preds {
+                let text = serde_json::to_string(pred).unwrap();
+                assert!(!text.contains("${"), "pass {}: {text}", pass.id);
+            }
+        }
+    }
+
+    #[test]
+    fn repeats_use_the_variant_and_the_source_pass_deadline() {
+        let p = Protocol::default_protocol().unwrap();
+        let r = p.passes.iter().find(|x| x.id == "R").unwrap();
+        let obs19 = r.checks.iter().find(|c| c.def.id == "OBS-19").unwrap();
+        assert_eq!(obs19.variant, "refine");
+        let deadline = serde_json::to_string(obs19.deadline.as_ref().unwrap()).unwrap();
+        assert!(
+            deadline.contains("p3b-pa-integrative-refine.md"),
+            "{deadline}"
+        );
+        // Pass 4 is due "at once"; its repeat is due when the REFINE weaver exists.
+        let obs26 = r.checks.iter().find(|c| c.def.id == "OBS-26").unwrap();
+        let deadline = serde_json::to_string(obs26.deadline.as_ref().unwrap()).unwrap();
+        assert!(deadline.contains("p3c-weaver*-refine*.md"), "{deadline}");
+        // The main pass 2 deadline names the main auditor reports.
+        let two = p.passes.iter().find(|x| x.id == "2").unwrap();
+        let obs01 = two.checks.iter().find(|c| c.def.id == "OBS-01").unwrap();
+        let deadline = serde_json::to_string(obs01.deadline.as_ref().unwrap()).unwrap();
+        assert!(deadline.contains("p3b-pa-auditor-*.md"), "{deadline}");
+    }
 }
