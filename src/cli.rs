@@ -148,6 +148,7 @@ fn load_protocol(spec: &str) -> Result<Protocol> {
 fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
     let limits = Limits {
         max_read_bytes: read.max_read_bytes,
+        ..Limits::default()
     };
     // The error already names the directory.
     Snapshot::scan(dir, limits).map_err(anyhow::Error::from)
@@ -424,6 +425,7 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
     config.quiet = a.quiet;
     config.limits = Limits {
         max_read_bytes: a.read.max_read_bytes,
+        ..config.limits
     };
     Ok(crate::daemon::run(config, Some(shutdown))?.exit)
 }

@@ -35,12 +35,17 @@ pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 pub struct Limits {
     /// Files larger than this are refused with [`ReadError::TooLarge`], never read.
     pub max_read_bytes: u64,
+    /// Files larger than this are not kept after a read: each reader reads them again. `None`
+    /// keeps every file for the snapshot's life, so each is read at most once (`verify`); the
+    /// daemon sets it to bound its memory while it watches a large build.
+    pub keep_bytes: Option<u64>,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            keep_bytes: None,
         }
     }
 }
@@ -294,6 +299,19 @@ impl Snapshot {
         let entry = &self.entries[i];
         if let Some(refusal) = entry.refusal() {
             return Err(refusal);
+        }
+        if self
+            .limits
+            .keep_bytes
+            .is_some_and(|keep| entry.size() > keep)
+        {
+            return fsread::read_file(
+                &self.canonical_root,
+                &entry.path(),
+                &entry.rel,
+                self.limits.max_read_bytes,
+            )
+            .map(Arc::new);
         }
         // The map is locked only to find the slot; the read itself runs outside the lock, and
         // concurrent readers of the same file wait on its slot.
@@ -942,6 +960,25 @@ mod tests {
     }
 
     #[test]
+    fn large_files_are_not_kept_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("big.md"), "0123456789").unwrap();
+        fs::write(dir.path().join("small.md"), "01").unwrap();
+        let limits = Limits {
+            keep_bytes: Some(5),
+            ..Limits::default()
+        };
+        let snap = Snapshot::scan(dir.path(), limits).unwrap();
+        let a = snap.read("big.md").unwrap();
+        let b = snap.read("big.md").unwrap();
+        assert!(!Arc::ptr_eq(&a, &b), "read again, not kept");
+        assert_eq!(a.sha256, b.sha256);
+        assert!(snap.peek("big.md").is_none());
+        let c = snap.read("small.md").unwrap();
+        assert!(Arc::ptr_eq(&c, &snap.read("small.md").unwrap()));
+    }
+
+    #[test]
     fn errors_are_cached_too() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.md"), "x").unwrap();
@@ -973,7 +1010,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("big.html"), vec![b'x'; 11]).unwrap();
         fs::write(dir.path().join("ok.html"), vec![b'x'; 10]).unwrap();
-        let snap = Snapshot::scan(dir.path(), Limits { max_read_bytes: 10 }).unwrap();
+        let snap = Snapshot::scan(
+            dir.path(),
+            Limits {
+                max_read_bytes: 10,
+                ..Limits::default()
+            },
+        )
+        .unwrap();
         assert_eq!(snap.limits().max_read_bytes, 10);
         assert_eq!(
             snap.read("big.html"),
@@ -990,7 +1034,14 @@ mod tests {
     fn file_that_grew_past_the_cap_after_scan_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a"), "small").unwrap();
-        let snap = Snapshot::scan(dir.path(), Limits { max_read_bytes: 8 }).unwrap();
+        let snap = Snapshot::scan(
+            dir.path(),
+            Limits {
+                max_read_bytes: 8,
+                ..Limits::default()
+            },
+        )
+        .unwrap();
         fs::write(dir.path().join("a"), "much larger now").unwrap();
         assert!(matches!(
             snap.read("a"),
@@ -1128,7 +1179,14 @@ mod tests {
 
         let big = tempfile::tempdir().unwrap();
         fs::write(big.path().join(TRACKER_FILE), "0123456789").unwrap();
-        let snap = Snapshot::scan(big.path(), Limits { max_read_bytes: 4 }).unwrap();
+        let snap = Snapshot::scan(
+            big.path(),
+            Limits {
+                max_read_bytes: 4,
+                ..Limits::default()
+            },
+        )
+        .unwrap();
         assert!(matches!(
             snap.tracker(),
             Some(Err(ReadError::TooLarge { .. }))

@@ -85,8 +85,17 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     let expected = format!("{}: {}", what.join(", "), rules.join("; "));
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
 
-    // Gather the sources.
-    prefetch(ctx, &t.files);
+    // Gather the sources. When the snapshot does not keep large files (the daemon, bounding
+    // its memory), a forbid-only check scans each file as it reads it and lets it go.
+    let streaming = ctx.snap.limits().keep_bytes.is_some()
+        && t.require.is_none()
+        && t.extract.is_none()
+        && t.min_chars.is_none();
+    if !streaming {
+        prefetch(ctx, &t.files);
+    }
+    let mut streamed_hits = Vec::new();
+    let mut streamed = 0;
     let mut sources = Vec::new();
     let mut unreadable = Vec::new();
     let mut binary = 0;
@@ -101,10 +110,17 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                         o.push_detail(format!("{}: binary, not judged", e.rel));
                         continue;
                     }
-                    sources.push(Source {
+                    let source = Source {
                         label: e.rel.clone(),
                         content: Content::File(d),
-                    });
+                    };
+                    if streaming {
+                        streamed += 1;
+                        let one = std::slice::from_ref(&source);
+                        streamed_hits.extend(forbidden(&t.forbid, &t.forbid_terms, one));
+                    } else {
+                        sources.push(source);
+                    }
                 }
                 Err(err) => unreadable.push(format!("{}: {err}", e.rel)),
             }
@@ -141,7 +157,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     for u in &unreadable {
         o.push_detail(format!("cannot be read: {u}"));
     }
-    if sources.is_empty() {
+    if sources.is_empty() && streamed == 0 {
         o.verdict = if unreadable.is_empty() {
             Verdict::Missing
         } else {
@@ -160,11 +176,12 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
 
     // Forbidden language: every hit, with its line.
     if !t.forbid.is_empty() || !t.forbid_terms.is_empty() {
-        let hits = forbidden(&t.forbid, &t.forbid_terms, &sources);
+        let mut hits = std::mem::take(&mut streamed_hits);
+        hits.extend(forbidden(&t.forbid, &t.forbid_terms, &sources));
         if hits.is_empty() {
             observed.push(format!(
                 "no forbidden language in {} sources",
-                sources.len()
+                sources.len() + streamed
             ));
         } else {
             verdict = Verdict::Fail;

@@ -94,7 +94,12 @@ impl Config {
             settle: Duration::from_millis(300),
             fresh: false,
             quiet: false,
-            limits: Limits::default(),
+            // A watcher lives long beside big builds: files over 1 MiB are read by each check
+            // that needs them rather than all held at once (see `Limits::keep_bytes`).
+            limits: Limits {
+                keep_bytes: Some(1 << 20),
+                ..Limits::default()
+            },
             lines: None,
         }
     }
