@@ -130,19 +130,10 @@ pub fn reads(inputs: &Inputs, rel: &str) -> bool {
     if inputs.tracker && rel == TRACKER_FILE {
         return true;
     }
-    inputs.globs.iter().filter_map(|g| g.matcher()).any(|m| {
-        // The path itself, or any of its ancestors (a directory glob, a count of a directory).
-        let mut path = rel;
-        loop {
-            if m.is_match(path) {
-                return true;
-            }
-            match path.rfind('/') {
-                Some(i) => path = &path[..i],
-                None => return false,
-            }
-        }
-    })
+    inputs
+        .globs
+        .iter()
+        .any(|g| crate::protocol::inputs::touches(g, rel))
 }
 
 #[cfg(test)]

@@ -4,6 +4,24 @@
 use super::predicate::{Glob, Predicate, TimeRef};
 use crate::artifacts::TRACKER_FILE;
 
+/// Whether `rel`, or one of its ancestors (a directory glob, a count in a directory),
+/// matches the glob. An uncompiled glob matches nothing.
+pub fn touches(glob: &Glob, rel: &str) -> bool {
+    let Some(m) = glob.matcher() else {
+        return false;
+    };
+    let mut path = rel;
+    loop {
+        if m.is_match(path) {
+            return true;
+        }
+        match path.rfind('/') {
+            Some(i) => path = &path[..i],
+            None => return false,
+        }
+    }
+}
+
 /// The inputs of a predicate (or several).
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
@@ -30,21 +48,10 @@ impl Inputs {
         if self.everything || (self.tracker && rel == TRACKER_FILE) {
             return true;
         }
-        self.globs.iter().any(|g| {
-            let Some(m) = g.matcher() else { return true };
-            // The path itself, or any of its ancestors (a directory glob, a count of a dir).
-            let mut path = rel;
-            loop {
-                if m.is_match(path) {
-                    return true;
-                }
-                match path.rfind('/') {
-                    Some(i) => path = &path[..i],
-                    None => break,
-                }
-            }
-            false
-        })
+        // An uncompiled glob cannot be judged, so it counts as touched (conservative).
+        self.globs
+            .iter()
+            .any(|g| g.matcher().is_none() || touches(g, rel))
     }
 
     fn add(&mut self, p: &Predicate) {
