@@ -944,7 +944,7 @@ fn parse_duration_text(s: &str) -> Result<f64, String> {
 }
 
 /// A relative path of normal components only: no root, no `.`, no `..`.
-fn check_rel(path: &str) -> Result<(), String> {
+pub fn check_rel(path: &str) -> Result<(), String> {
     let p = Path::new(path);
     if path.is_empty() {
         return Err("empty path".into());
@@ -962,7 +962,8 @@ fn check_rel(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_hex(h: &str) -> Result<Vec<u8>, String> {
+/// Hex bytes (`89 50 4e 47`), white space ignored.
+pub fn parse_hex(h: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = h.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
     if digits.len() % 2 != 0 {
         return Err(format!("odd number of hex digits in `{h}`"));

@@ -651,31 +651,29 @@ impl Daemon {
                         .map(|(_, why)| why.clone());
                     self.guard.restore(&key, count, hash, esc);
                 }
-                let now = Utc::now();
-                self.incidents.push(Incident {
-                    at: now,
-                    kind: "restart".into(),
-                    text: text.clone(),
-                });
-                self.say(&text);
-                self.record(Record {
-                    scope: Scope::Motor,
-                    signal: Signal::Coverage,
-                    level: Level::Warn,
-                    payload: json!({
-                        "event": "restart",
-                        "protocol": protocol,
-                        "started": events::timestamp(&self.started),
-                        "pid": std::process::id(),
-                        "build_dir": self.canon.display().to_string(),
-                        "previous_trace_ids": r.trace_ids,
-                        "skipped_lines": r.skipped,
-                        "options": options,
-                        "warning": warning,
-                        "text": text,
-                    }),
-                    artifacts: Vec::new(),
-                });
+                self.incident(
+                    "restart",
+                    text.clone(),
+                    &text,
+                    Record {
+                        scope: Scope::Motor,
+                        signal: Signal::Coverage,
+                        level: Level::Warn,
+                        payload: json!({
+                            "event": "restart",
+                            "protocol": protocol,
+                            "started": events::timestamp(&self.started),
+                            "pid": std::process::id(),
+                            "build_dir": self.canon.display().to_string(),
+                            "previous_trace_ids": r.trace_ids,
+                            "skipped_lines": r.skipped,
+                            "options": options,
+                            "warning": warning,
+                            "text": text,
+                        }),
+                        artifacts: Vec::new(),
+                    },
+                );
             }
             None => {
                 if let Some(to) = &rotated {
@@ -1249,26 +1247,25 @@ impl Daemon {
                     note: Some(format!("ESCALATED: human review required — {reason}")),
                     observed: None,
                 });
-                self.incidents.push(Incident {
-                    at: now,
-                    kind: "escalation".into(),
-                    text: text.clone(),
-                });
-                self.say(&format!("ESCALATED: {text}"));
-                self.record(Record {
-                    scope: Scope::App,
-                    signal: Signal::Validation,
-                    level: Level::Critical,
-                    payload: json!({
-                        "event": "escalation",
-                        "pass": r.pass,
-                        "check": r.check,
-                        "reason": reason,
-                        "attempts": a.number,
-                        "text": text,
-                    }),
-                    artifacts: artifact_ids(&r.evidence),
-                });
+                self.incident(
+                    "escalation",
+                    text.clone(),
+                    &format!("ESCALATED: {text}"),
+                    Record {
+                        scope: Scope::App,
+                        signal: Signal::Validation,
+                        level: Level::Critical,
+                        payload: json!({
+                            "event": "escalation",
+                            "pass": r.pass,
+                            "check": r.check,
+                            "reason": reason,
+                            "attempts": a.number,
+                            "text": text,
+                        }),
+                        artifacts: artifact_ids(&r.evidence),
+                    },
+                );
             }
         }
 
@@ -1382,17 +1379,15 @@ impl Daemon {
                 } else {
                     format!("{STOP_FILE} {} ({})", t.describe(), failing.join(", "))
                 };
-                self.incidents.push(Incident {
-                    at: Utc::now(),
-                    kind: "tamper".into(),
-                    text: text.clone(),
-                });
-                self.say(&format!("tamper: {text}"));
-                self.record(Record {
-                    scope: Scope::Motor,
-                    signal: Signal::Error,
-                    level: Level::Error,
-                    payload: json!({
+                self.incident(
+                    "tamper",
+                    text.clone(),
+                    &format!("tamper: {text}"),
+                    Record {
+                        scope: Scope::Motor,
+                        signal: Signal::Error,
+                        level: Level::Error,
+                        payload: json!({
                         "event": "tamper",
                         "file": STOP_FILE,
                         "what": t.as_str(),
@@ -1400,8 +1395,9 @@ impl Daemon {
                         "failing": failing,
                         "text": text,
                     }),
-                    artifacts: Vec::new(),
-                });
+                        artifacts: Vec::new(),
+                    },
+                );
             }
             Err(e) => self.fault(
                 "write OBSERVER-STOP.md",
@@ -1466,25 +1462,36 @@ impl Daemon {
             "protocol file `{path}` was edited mid-run (now sha256 {hash}); ignored: the referee keeps judging with the protocol it loaded (sha256 {})",
             self.protocol.sha256
         );
+        self.incident(
+            "protocol edit",
+            text.clone(),
+            &text,
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Coverage,
+                level: Level::Warn,
+                payload: json!({
+                    "event": "protocol_edit",
+                    "path": path,
+                    "loaded_sha256": self.protocol.sha256,
+                    "now_sha256": hash,
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+    }
+
+    /// Something about the referee's own files or itself: kept for the report, said to the
+    /// user, and logged as an event.
+    fn incident(&mut self, kind: &str, text: String, said: &str, record: Record) {
         self.incidents.push(Incident {
             at: Utc::now(),
-            kind: "protocol edit".into(),
-            text: text.clone(),
+            kind: kind.to_string(),
+            text,
         });
-        self.say(&text);
-        self.record(Record {
-            scope: Scope::Motor,
-            signal: Signal::Coverage,
-            level: Level::Warn,
-            payload: json!({
-                "event": "protocol_edit",
-                "path": path,
-                "loaded_sha256": self.protocol.sha256,
-                "now_sha256": hash,
-                "text": text,
-            }),
-            artifacts: Vec::new(),
-        });
+        self.say(said);
+        self.record(record);
     }
 
     fn rescan_event(&mut self, why: &str) {

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
+// The same path, hex and brace rules as the timelines of `referee replay`.
+use referee::replay::{check_rel, expand_braces, parse_hex};
 use serde::Deserialize;
 
 /// The default tracker file that `[[field]]` edits rewrite.
@@ -559,34 +561,6 @@ impl Content {
     }
 }
 
-fn check_rel(path: &str) -> Result<(), String> {
-    let p = Path::new(path);
-    if path.is_empty()
-        || p.is_absolute()
-        || p.components()
-            .any(|c| !matches!(c, std::path::Component::Normal(_)))
-    {
-        return Err(format!(
-            "path `{path}` must be relative, without `.` or `..`"
-        ));
-    }
-    Ok(())
-}
-
-fn parse_hex(h: &str) -> Result<Vec<u8>, String> {
-    let digits: Vec<char> = h.chars().filter(|c| !c.is_whitespace()).collect();
-    if digits.len() % 2 != 0 {
-        return Err(format!("odd number of hex digits in `{h}`"));
-    }
-    digits
-        .chunks(2)
-        .map(|p| {
-            let s: String = p.iter().collect();
-            u8::from_str_radix(&s, 16).map_err(|_| format!("bad hex byte `{s}`"))
-        })
-        .collect()
-}
-
 /// `1h2m3s`, `12m30s`, `90s`, `250ms`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let mut total = Duration::zero();
@@ -626,33 +600,6 @@ pub fn parse_abs_time(s: &str) -> Result<DateTime<Utc>, String> {
     NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S")
         .map(|t| t.and_utc())
         .map_err(|_| format!("bad time `{s}` (use +12m30s, RFC 3339, or YYYY-MM-DD HH:MM:SS)"))
-}
-
-/// Expands `{a,b,c}` alternatives and `{1..8}` ranges, left to right.
-pub fn expand_braces(pattern: &str) -> Result<Vec<String>, String> {
-    let Some(open) = pattern.find('{') else {
-        return Ok(vec![pattern.to_string()]);
-    };
-    let close = pattern[open..]
-        .find('}')
-        .map(|i| open + i)
-        .ok_or_else(|| format!("unclosed `{{` in `{pattern}`"))?;
-    let inner = &pattern[open + 1..close];
-    let options: Vec<String> = match inner.split_once("..") {
-        Some((a, b)) if !inner.contains(',') => {
-            let a: i64 = a.parse().map_err(|_| format!("bad range in `{pattern}`"))?;
-            let b: i64 = b.parse().map_err(|_| format!("bad range in `{pattern}`"))?;
-            (a..=b).map(|n| n.to_string()).collect()
-        }
-        _ => inner.split(',').map(str::to_string).collect(),
-    };
-    let mut out = Vec::new();
-    for o in options {
-        for rest in expand_braces(&pattern[close + 1..])? {
-            out.push(format!("{}{o}{rest}", &pattern[..open]));
-        }
-    }
-    Ok(out)
 }
 
 /// Splits a markdown table line into trimmed cells (`| a | b |` → `["a", "b"]`).
