@@ -20,7 +20,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::artifacts::tracker::{self, SectionFilter, Tracker};
-use crate::protocol::line_col;
+use crate::protocol::{line_col, Lines};
 
 /// The tracker file that `tracker = [...]` steps edit.
 pub const TRACKER: &str = "EXECUTION-TRACKER.md";
@@ -500,6 +500,7 @@ impl Timeline {
         let raw: RawTimeline =
             toml::from_str(text).map_err(|e| err_at(e.span(), e.message().to_string()))?;
         let contents = &contents(raw.root.as_deref());
+        let lines = Lines::new(text);
         let epoch = raw
             .epoch
             .as_ref()
@@ -551,7 +552,7 @@ impl Timeline {
             check_tracker(&action, &mut known, s, &err_at)?;
             let step = Step {
                 at,
-                line: line_col(text, step_span.start).0,
+                line: lines.line(step_span.start),
                 note: s.note.clone(),
                 action,
             };

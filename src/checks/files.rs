@@ -85,15 +85,17 @@ fn note_unreadable(o: &mut Outcome, other: &[&Entry]) {
 
 pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
     let (files, other) = ctx.files(&f.glob);
-    let Some(regex) = f.key.regex() else {
+    if f.key.regex().is_none() {
         return Outcome::new(Verdict::Inconclusive, "file set", "uncompiled key pattern");
-    };
+    }
     let mut keys: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
     let mut unkeyed = Vec::new();
     for e in &files {
-        match regex.captures(e.name().as_bytes()).and_then(|c| c.get(1)) {
+        let name = e.name();
+        match f.key.capture(name.as_bytes(), 1, false) {
+            // Bytes, not `name[k]`: a byte-mode group may split a character.
             Some(k) => keys
-                .entry(String::from_utf8_lossy(k.as_bytes()).into_owned())
+                .entry(String::from_utf8_lossy(&name.as_bytes()[k]).into_owned())
                 .or_default()
                 .push(e),
             None => unkeyed.push(e.rel.clone()),
@@ -390,10 +392,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
             };
         let rel = rel.trim_end_matches('/').to_string();
         let name = rel.rsplit('/').next().unwrap_or(&rel);
-        if p.skip
-            .iter()
-            .any(|g| g.matcher().is_some_and(|m| m.is_match(name)))
-        {
+        if p.skip.iter().any(|g| g.is_match(name)) {
             skipped += 1;
             continue;
         }

@@ -207,9 +207,9 @@ impl<'a> Ctx<'a> {
     }
 
     fn compute_matches(&self, glob: &Glob) -> Vec<usize> {
-        let Some(matcher) = glob.matcher() else {
+        if !glob.is_resolved() {
             return Vec::new();
-        };
+        }
         let entries = self.snap.entries();
         let src = glob.as_str();
         // Entries are sorted by path, so all paths with the glob's literal prefix are one run.
@@ -233,7 +233,7 @@ impl<'a> Ctx<'a> {
             {
                 continue;
             }
-            if matcher.is_match(&e.rel) {
+            if glob.is_match(&e.rel) {
                 out.push(i);
             }
         }
@@ -337,12 +337,14 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
         for e in files {
             let Ok(data) = ctx.read(&e.rel) else { continue };
             let mut found = None;
+            let mut caps = regex.create_captures();
             for (i, line) in data.bytes.split(|&b| b == b'\n').enumerate() {
-                if let Some(c) = regex.captures(line) {
-                    let m = c.get(1).or_else(|| c.get(0));
-                    if let Some(m) = m {
-                        found = Some((i + 1, String::from_utf8_lossy(m.as_bytes()).to_uppercase()));
-                    }
+                regex.captures(line, &mut caps);
+                if let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) {
+                    found = Some((
+                        i + 1,
+                        String::from_utf8_lossy(&line[m.range()]).to_uppercase(),
+                    ));
                 }
             }
             if let Some((line, verdict)) = found {

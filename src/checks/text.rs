@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use aho_corasick::{AhoCorasick, MatchKind};
-use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use regex_automata::meta::Regex;
 
 use super::{with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::tracker::is_empty_value;
 use crate::artifacts::FileData;
+use crate::protocol::pattern;
 use crate::protocol::predicate::{Pattern, Text};
 
 struct Source {
@@ -30,28 +31,6 @@ impl Source {
             Content::Field(s) => s.as_bytes(),
         }
     }
-}
-
-/// The alternation of a pattern list, compiled once per process.
-fn combined(patterns: &[Pattern]) -> Option<Regex> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
-    let key = patterns
-        .iter()
-        .map(|p| format!("(?:{})", p.as_str()))
-        .collect::<Vec<_>>()
-        .join("|");
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    cache
-        .entry(key)
-        .or_insert_with_key(|k| {
-            RegexBuilder::new(k)
-                .multi_line(true)
-                .size_limit(1 << 24)
-                .build()
-                .ok()
-        })
-        .clone()
 }
 
 pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
@@ -84,6 +63,20 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     }
     let expected = format!("{}: {}", what.join(", "), rules.join("; "));
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+
+    // Patterns valid at load can still be too large to compile; nothing is judged by them.
+    let uncompiled = (!t.forbid.is_empty() && pattern::search(&t.forbid).is_none())
+        || t.extract
+            .as_ref()
+            .is_some_and(|x| pattern::search(std::slice::from_ref(x)).is_none())
+        || t.require
+            .as_ref()
+            .is_some_and(|r| !r.patterns.is_empty() && pattern::overlapping(&r.patterns).is_none());
+    if uncompiled {
+        o.verdict = Verdict::Inconclusive;
+        o.observed = vec!["a pattern cannot be compiled (past the regex size limit)".into()];
+        return o;
+    }
 
     // Gather the sources. When the snapshot does not keep large files (the daemon, bounding
     // its memory), a forbid-only check scans each file as it reads it and lets it go.
@@ -194,17 +187,21 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
 
     // Extraction, length and required language: over snippets, or all the text together.
     if t.extract.is_some() || t.min_chars.is_some() || t.require.is_some() {
-        let snippets: Vec<(String, String)> = match t.extract.as_ref().and_then(|x| x.regex()) {
+        let extract = t
+            .extract
+            .as_ref()
+            .and_then(|x| pattern::search(std::slice::from_ref(x)));
+        let snippets: Vec<(String, String)> = match extract {
             Some(re) => sources
                 .iter()
                 .flat_map(|s| {
                     re.captures_iter(s.bytes())
-                        .filter_map(|c| c.get(1).or_else(|| c.get(0)))
+                        .filter_map(|c| c.get_group(1).or_else(|| c.get_group(0)))
                         .map(|m| {
-                            let line = line_of(s.bytes(), m.start());
+                            let line = line_of(s.bytes(), m.start);
                             (
                                 format!("{}:{line}", s.label),
-                                String::from_utf8_lossy(m.as_bytes()).into_owned(),
+                                String::from_utf8_lossy(&s.bytes()[m.range()]).into_owned(),
                             )
                         })
                         .collect::<Vec<_>>()
@@ -277,14 +274,11 @@ fn judge_snippet(t: &Text, snippet: &str) -> (bool, String) {
         }
     }
     if let Some(r) = &t.require {
-        let mut found: Vec<&str> = match set(&r.patterns) {
-            Some(set) if !r.patterns.is_empty() => set
-                .matches(trimmed.as_bytes())
-                .into_iter()
-                .map(|i| r.patterns[i].as_str())
-                .collect(),
-            _ => Vec::new(),
-        };
+        let mut found: Vec<&str> = pattern::which(&r.patterns, trimmed.as_bytes())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| r.patterns[i].as_str())
+            .collect();
         let lower = trimmed.to_ascii_lowercase();
         found.extend(
             r.terms
@@ -330,28 +324,6 @@ fn prefetch(ctx: &Ctx<'_>, globs: &[crate::protocol::predicate::Glob]) {
     });
 }
 
-/// A pattern list as one set (which of them match), compiled once per process.
-fn set(patterns: &[Pattern]) -> Option<RegexSet> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Option<RegexSet>>>> = OnceLock::new();
-    let key = patterns
-        .iter()
-        .map(|p| p.as_str())
-        .collect::<Vec<_>>()
-        .join("\u{0}");
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    cache
-        .entry(key)
-        .or_insert_with(|| {
-            RegexSetBuilder::new(patterns.iter().map(|p| p.as_str()))
-                .multi_line(true)
-                .size_limit(1 << 24)
-                .build()
-                .ok()
-        })
-        .clone()
-}
-
 /// Literal terms (lowercased) as one automaton, built once per process. Matching runs on
 /// lowercased text, so the fast SIMD searcher applies where an ASCII-case-insensitive
 /// automaton would have to step through every byte of prose.
@@ -365,8 +337,12 @@ fn terms(terms: &[String]) -> Option<(AhoCorasick, usize)> {
         .or_insert_with(|| {
             let lower: Vec<String> = terms.iter().map(|t| t.to_ascii_lowercase()).collect();
             let longest = lower.iter().map(String::len).max().unwrap_or(0);
+            // A contiguous NFA builds in a fraction of a DFA's time (which would cost more
+            // than a small build's whole scan) and searches nearly as fast behind the
+            // prefilter.
             AhoCorasick::builder()
                 .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(AhoCorasickKind::ContiguousNFA))
                 .build(&lower)
                 .ok()
                 .map(|ac| (ac, longest))
@@ -400,11 +376,7 @@ fn find_terms(ac: &AhoCorasick, longest: usize, bytes: &[u8]) -> Vec<(usize, usi
 /// in the order they occur. One scan per source for the regexes together and one for the
 /// terms; only a regex hit compiles the individual patterns, to say which one matched.
 fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Vec<String> {
-    let combined = if patterns.is_empty() {
-        None
-    } else {
-        combined(patterns)
-    };
+    let combined = pattern::search(patterns);
     let automaton = if literal.is_empty() {
         None
     } else {
@@ -453,31 +425,10 @@ fn forbidden_in(
                 found.push((start, end, literal[which].clone()));
             }
         }
-        match combined {
-            Some(all) => {
-                for m in all.find_iter(bytes) {
-                    let which = patterns
-                        .iter()
-                        .find(|p| {
-                            p.regex().is_some_and(|re| {
-                                re.find_at(bytes, m.start())
-                                    .is_some_and(|x| x.start() == m.start())
-                            })
-                        })
-                        .map_or("?", |p| p.as_str());
-                    found.push((m.start(), m.end(), which.to_string()));
-                }
-            }
-            // The alternation failed to compile (size limit): scan pattern by pattern.
-            None => {
-                for p in patterns {
-                    if let Some(re) = p.regex() {
-                        found.extend(
-                            re.find_iter(bytes)
-                                .map(|m| (m.start(), m.end(), p.as_str().to_string())),
-                        );
-                    }
-                }
+        if let Some(all) = combined {
+            for m in all.find_iter(bytes) {
+                let which = patterns[m.pattern().as_usize()].as_str();
+                found.push((m.start(), m.end(), which.to_string()));
             }
         }
         found.sort();

@@ -7,12 +7,9 @@ use crate::artifacts::TRACKER_FILE;
 /// Whether `rel`, or one of its ancestors (a directory glob, a count in a directory),
 /// matches the glob. An uncompiled glob matches nothing.
 pub fn touches(glob: &Glob, rel: &str) -> bool {
-    let Some(m) = glob.matcher() else {
-        return false;
-    };
     let mut path = rel;
     loop {
-        if m.is_match(path) {
+        if glob.is_match(path) {
             return true;
         }
         match path.rfind('/') {
@@ -51,7 +48,7 @@ impl Inputs {
         // An uncompiled glob cannot be judged, so it counts as touched (conservative).
         self.globs
             .iter()
-            .any(|g| g.matcher().is_none() || touches(g, rel))
+            .any(|g| !g.is_resolved() || touches(g, rel))
     }
 
     fn add(&mut self, p: &Predicate) {

@@ -4,7 +4,10 @@
 //! after loading can fail on the protocol. This module never looks at a build directory.
 
 pub mod explain;
+pub mod glob;
 pub mod inputs;
+pub mod memo;
+pub mod pattern;
 pub mod predicate;
 pub mod vars;
 
@@ -319,6 +322,7 @@ impl Protocol {
         let main_vars = raw.vars.get(MAIN_VARIANT).map_or(&empty, |v| v.get_ref());
 
         // Check definitions, by id.
+        let lines = Lines::new(text);
         let mut defs: BTreeMap<String, (Arc<CheckDef>, &Spanned<RawCheck>)> = BTreeMap::new();
         for spanned in &raw.checks {
             let c = spanned.get_ref();
@@ -340,7 +344,7 @@ impl Protocol {
                 action: c.action.clone(),
                 recommendation: c.recommendation.clone(),
                 missing: c.missing,
-                line: line_col(text, spanned.span().start).0,
+                line: lines.line(spanned.span().start),
             };
             defs.insert(id, (Arc::new(def), spanned));
         }
@@ -502,9 +506,7 @@ impl Protocol {
     /// calling this on a second thread while the first judges hides most of that cost.
     pub fn warm(&self) {
         let _ = self.verdict.pattern.regex();
-        for g in &self.verdict.files {
-            let _ = g.matcher();
-        }
+        self.verdict.files.iter().for_each(Glob::warm);
         for pass in self.passes.iter().filter(|p| !p.optional) {
             pass.trigger.warm();
             for c in &pass.checks {
@@ -714,6 +716,21 @@ fn validate_time(t: &TimeRef) -> Result<(), String> {
     }
 }
 
+/// The 1-based line numbers of byte offsets in one text, for callers that ask many times
+/// (a line per check or per timeline step); `line_col` rescans the text on every call.
+pub struct Lines(Vec<usize>);
+
+impl Lines {
+    pub fn new(text: &str) -> Lines {
+        let starts = memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1);
+        Lines(std::iter::once(0).chain(starts).collect())
+    }
+
+    pub fn line(&self, offset: usize) -> usize {
+        self.0.partition_point(|&start| start <= offset)
+    }
+}
+
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
@@ -744,6 +761,20 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_agree_with_line_col() {
+        for text in ["", "a", "\n", "ab\ncd\n\nef", "é\nü\n"] {
+            let lines = Lines::new(text);
+            for offset in 0..=text.len() {
+                assert_eq!(
+                    lines.line(offset),
+                    line_col(text, offset).0,
+                    "{text:?} @ {offset}"
+                );
+            }
+        }
+    }
 
     /// Every predicate an evaluation will judge is fully instantiated: no `${var}` left, so
     /// every glob and regex compiles (an uninstantiated deadline never holds).

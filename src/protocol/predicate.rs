@@ -7,224 +7,14 @@
 //! substitution; all others are compiled while the file is parsed, so a bad glob or regex
 //! is reported at its own line and column.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Mutex, OnceLock};
 
-use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
-/// Compiling a regex costs far more than judging a build, and a protocol names the same
-/// pattern in many check instances; so patterns are validated (parsed) at load and
-/// compiled on first use, once per process.
-type Cache<T> = OnceLock<Mutex<HashMap<String, Option<T>>>>;
+pub use super::glob::Glob;
+pub use super::pattern::Pattern;
 
-fn cached<T: Clone>(
-    cache: &'static Cache<T>,
-    key: &str,
-    build: impl FnOnce() -> Option<T>,
-) -> Option<T> {
-    let map = cache.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(hit) = map.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
-        return hit.clone();
-    }
-    let built = build();
-    map.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key.to_string(), built.clone());
-    built
-}
-
-/// A glob matched against paths relative to the build directory.
-///
-/// A glob without `/` matches names directly in the build directory only. A glob that
-/// does not itself contain the protocol's variant marker (D10: `-refine`) never matches a
-/// name containing it, so main-phase globs never see REFINE artifacts. A glob ending in
-/// `/` matches directories only.
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Glob {
-    src: String,
-    /// Parsed (so valid) at load; compiled on first use.
-    glob: Option<globset::Glob>,
-    matcher: OnceLock<Option<GlobMatcher>>,
-}
-
-impl Glob {
-    pub fn as_str(&self) -> &str {
-        &self.src
-    }
-
-    /// The compiled matcher; `None` only before variable substitution.
-    pub fn matcher(&self) -> Option<&GlobMatcher> {
-        self.matcher
-            .get_or_init(|| {
-                static CACHE: Cache<GlobMatcher> = OnceLock::new();
-                let glob = self.glob.as_ref()?;
-                cached(&CACHE, &self.src, || Some(glob.compile_matcher()))
-            })
-            .as_ref()
-    }
-
-    /// Whether the glob only matches directories (written with a trailing `/`).
-    pub fn dirs_only(&self) -> bool {
-        self.src.ends_with('/')
-    }
-
-    /// Whether the glob can match below the top level.
-    pub fn nested(&self) -> bool {
-        self.src.trim_end_matches('/').contains('/')
-    }
-}
-
-impl TryFrom<String> for Glob {
-    type Error = String;
-
-    fn try_from(src: String) -> Result<Self, String> {
-        if src.contains("${") {
-            return Ok(Glob {
-                src,
-                glob: None,
-                matcher: OnceLock::new(),
-            });
-        }
-        let body = src.trim_end_matches('/');
-        if body.is_empty() {
-            return Err("empty glob".to_string());
-        }
-        if body.starts_with('/') || body.split('/').any(|c| c == "..") {
-            return Err(format!(
-                "invalid glob `{src}`: globs are relative to the build directory and may not leave it"
-            ));
-        }
-        let glob = globset::GlobBuilder::new(body)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-            .map_err(|e| format!("invalid glob `{src}`: {}", e.kind()))?;
-        Ok(Glob {
-            src,
-            glob: Some(glob),
-            matcher: OnceLock::new(),
-        })
-    }
-}
-
-impl From<Glob> for String {
-    fn from(g: Glob) -> String {
-        g.src
-    }
-}
-
-impl fmt::Debug for Glob {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Glob({:?})", self.src)
-    }
-}
-
-/// A regular expression (Rust `regex` syntax; use `(?i)` for case-insensitive matching).
-#[derive(Clone, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Pattern {
-    src: String,
-    /// Whether it parsed at load (`false` only before variable substitution).
-    valid: bool,
-    regex: OnceLock<Option<regex::bytes::Regex>>,
-}
-
-impl Pattern {
-    pub fn as_str(&self) -> &str {
-        &self.src
-    }
-
-    /// The compiled regex; `None` only before variable substitution.
-    pub fn regex(&self) -> Option<&regex::bytes::Regex> {
-        self.regex
-            .get_or_init(|| {
-                static CACHE: OnceLock<Mutex<HashMap<String, Option<regex::bytes::Regex>>>> =
-                    OnceLock::new();
-                if !self.valid {
-                    return None;
-                }
-                cached(&CACHE, &self.src, || compile_regex(&self.src).ok())
-            })
-            .as_ref()
-    }
-
-    /// How many capture groups it has (group 0 included).
-    pub fn captures_len(&self) -> usize {
-        regex_syntax::parse(&self.src).map_or(1, |hir| hir.properties().explicit_captures_len() + 1)
-    }
-}
-
-impl TryFrom<String> for Pattern {
-    type Error = String;
-
-    fn try_from(src: String) -> Result<Self, String> {
-        if src.contains("${") {
-            return Ok(Pattern {
-                src,
-                valid: false,
-                regex: OnceLock::new(),
-            });
-        }
-        validate_regex(&src)?;
-        Ok(Pattern {
-            src,
-            valid: true,
-            regex: OnceLock::new(),
-        })
-    }
-}
-
-/// Parses a regex (without compiling it), once per distinct pattern per process.
-fn validate_regex(src: &str) -> Result<(), String> {
-    static CACHE: Cache<Result<(), String>> = OnceLock::new();
-    cached(&CACHE, src, || {
-        let parsed = regex_syntax::ParserBuilder::new()
-            .multi_line(true)
-            .utf8(false)
-            .build()
-            .parse(src);
-        Some(
-            parsed
-                .map(|_| ())
-                .map_err(|e| format!("invalid regex `{src}`: {}", first_line(&e.to_string()))),
-        )
-    })
-    .unwrap_or(Ok(()))
-}
-
-/// Compiles a protocol regex: multi-line mode, bounded size.
-pub fn compile_regex(src: &str) -> Result<regex::bytes::Regex, regex::Error> {
-    regex::bytes::RegexBuilder::new(src)
-        .multi_line(true)
-        .size_limit(1 << 24)
-        .build()
-}
-
-fn first_line(s: &str) -> String {
-    // regex errors are multi-line with a caret diagram; the last line carries the reason.
-    s.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or(s)
-        .trim()
-        .trim_start_matches("error: ")
-        .to_string()
-}
-
-impl From<Pattern> for String {
-    fn from(p: Pattern) -> String {
-        p.src
-    }
-}
-
-impl fmt::Debug for Pattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Pattern({:?})", self.src)
-    }
-}
+use super::pattern;
 
 /// One value or a list of them (`exists = "a"` or `exists = ["a", "b"]`).
 #[derive(Debug, Clone)]
@@ -583,16 +373,8 @@ impl Predicate {
     /// `Protocol::warm` runs this on a second thread while the first one judges.
     pub fn warm(&self) {
         use Predicate as P;
-        let globs = |g: &[Glob]| {
-            for g in g {
-                let _ = g.matcher();
-            }
-        };
-        let patterns = |p: &[Pattern]| {
-            for p in p {
-                let _ = p.regex();
-            }
-        };
+        let globs = |g: &[Glob]| g.iter().for_each(Glob::warm);
+        let patterns = |p: &[Pattern]| p.iter().for_each(Pattern::warm);
         match self {
             P::All(v) | P::Any(v) => v.iter().for_each(Predicate::warm),
             P::Not(q) | P::FailIfMissing(q) => q.warm(),
@@ -618,9 +400,12 @@ impl Predicate {
             P::Dissimilar(d) => globs(&d.files),
             P::Text(t) => {
                 globs(&t.files);
-                patterns(&t.forbid);
+                let _ = pattern::search(&t.forbid);
                 if let Some(x) = &t.extract {
-                    patterns(std::slice::from_ref(x));
+                    let _ = pattern::search(std::slice::from_ref(x));
+                }
+                if let Some(r) = &t.require {
+                    let _ = pattern::overlapping(&r.patterns);
                 }
             }
             P::Heading(h) => globs(std::slice::from_ref(&h.files)),
@@ -636,9 +421,7 @@ impl Predicate {
 impl TimeRef {
     fn warm(&self) {
         match self {
-            TimeRef::Mtime(g) => {
-                let _ = g.matcher();
-            }
+            TimeRef::Mtime(g) => g.warm(),
             TimeRef::FirstOf(v) => v.iter().for_each(TimeRef::warm),
             TimeRef::Earliest(i) | TimeRef::Latest(i) => i.warm(),
             TimeRef::Field(_) | TimeRef::FieldTime(_) | TimeRef::Column(_) => {}

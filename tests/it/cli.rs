@@ -266,9 +266,9 @@ fn protocol_errors_point_at_the_mistake() {
         ),
         (
             "invalid regex",
-            Box::new(|t: &str| t.replacen("'(?i)opus'", "'(?i)opus('", 1)),
-            format!("p.toml:{}:", line_of(d10, "'(?i)opus'")),
-            "invalid regex `(?i)opus(`",
+            Box::new(|t: &str| t.replacen("'(?i-u)opus'", "'(?i-u)opus('", 1)),
+            format!("p.toml:{}:", line_of(d10, "'(?i-u)opus'")),
+            "invalid regex `(?i-u)opus(`",
         ),
         (
             "unknown predicate",

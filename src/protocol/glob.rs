@@ -1,0 +1,384 @@
+//! Protocol globs: parsed (so validated) by `globset` at load, matched against paths
+//! relative to the build directory.
+//!
+//! Compiling a glob into a regex costs tens of microseconds, more than judging a small
+//! build, and nearly every glob a protocol names is a literal directory and a name with
+//! `*` in it, optionally at any depth (`p3b-pa-auditor-*.md`, `screenshots/**/*.png`,
+//! `refine-inputs/**`). Those are matched directly: the directory as a prefix, the name by
+//! its literal pieces in order (the greedy match is exact for `*`, which never crosses
+//! `/`). Only globs with `?`, `[...]`, `{a,b}`, `\` escapes, or `*` / `**` anywhere else
+//! compile globset's matcher, once per process. `tests::fast_paths_agree_with_globset`
+//! holds the two to the same answers.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use globset::GlobMatcher;
+use serde::{Deserialize, Serialize};
+
+use super::memo::{memo, Memo};
+
+/// A glob matched against paths relative to the build directory.
+///
+/// A glob without `/` matches names directly in the build directory only. A glob that
+/// does not itself contain the protocol's variant marker (D10: `-refine`) never matches a
+/// name containing it, so main-phase globs never see REFINE artifacts. A glob ending in
+/// `/` matches directories only. Those rules are applied by the caller (`checks::Ctx`);
+/// this type answers whether a path matches the glob's pattern.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Glob {
+    src: String,
+    /// `None` only before variable substitution (`${var}` in `src`).
+    how: Option<How>,
+}
+
+#[derive(Clone)]
+enum How {
+    /// A literal directory prefix (`a/b/`, or empty), then — at any depth below it when
+    /// `deep` (`**/`) — a last component of literal pieces joined by `*` (one piece: the
+    /// name itself).
+    Name {
+        dir: String,
+        deep: bool,
+        pieces: Vec<String>,
+    },
+    /// Anything else: globset's matcher, compiled on first use.
+    Compiled(OnceLock<Option<GlobMatcher>>),
+}
+
+impl Glob {
+    pub fn as_str(&self) -> &str {
+        &self.src
+    }
+
+    /// The pattern without the trailing `/` of a directories-only glob.
+    fn body(&self) -> &str {
+        self.src.trim_end_matches('/')
+    }
+
+    /// Whether the glob is fully resolved (it has no `${var}` left).
+    pub fn is_resolved(&self) -> bool {
+        self.how.is_some()
+    }
+
+    /// Whether `path` matches. An unresolved glob matches nothing.
+    pub fn is_match(&self, path: &str) -> bool {
+        match &self.how {
+            None => false,
+            Some(How::Name { dir, deep, pieces }) => {
+                let Some(rest) = path.strip_prefix(dir.as_str()) else {
+                    return false;
+                };
+                let name = match rest.rfind('/') {
+                    Some(_) if !deep => return false,
+                    Some(i) => &rest[i + 1..],
+                    None => rest,
+                };
+                match pieces.as_slice() {
+                    [whole] => name == whole,
+                    pieces => stars_match(pieces, name),
+                }
+            }
+            Some(How::Compiled(m)) => m
+                .get_or_init(|| compiled(self.body()))
+                .as_ref()
+                .is_some_and(|m| m.is_match(path)),
+        }
+    }
+
+    /// Does the work `is_match` would otherwise do on first use (compiling a matcher).
+    pub fn warm(&self) {
+        if let Some(How::Compiled(m)) = &self.how {
+            m.get_or_init(|| compiled(self.body()));
+        }
+    }
+
+    /// Whether the glob only matches directories (written with a trailing `/`).
+    pub fn dirs_only(&self) -> bool {
+        self.src.ends_with('/')
+    }
+
+    /// Whether the glob can match below the top level.
+    pub fn nested(&self) -> bool {
+        self.body().contains('/')
+    }
+}
+
+/// Whether `name` (no `/`) is `pieces` joined by runs of anything.
+fn stars_match(pieces: &[String], name: &str) -> bool {
+    let (first, last) = match pieces {
+        [first, .., last] => (first, last),
+        _ => return false,
+    };
+    if name.len() < first.len() + last.len() || !name.starts_with(first.as_str()) {
+        return false;
+    }
+    if !name.ends_with(last.as_str()) {
+        return false;
+    }
+    // Each middle piece at its leftmost place leaves the most room for the rest.
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for piece in &pieces[1..pieces.len() - 1] {
+        match rest.find(piece.as_str()) {
+            Some(i) => rest = &rest[i + piece.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+fn builder(body: &str) -> globset::GlobBuilder<'_> {
+    let mut b = globset::GlobBuilder::new(body);
+    b.literal_separator(true).backslash_escape(true);
+    b
+}
+
+/// globset's matcher for a glob that parsed at load.
+fn compiled(body: &str) -> Option<GlobMatcher> {
+    static MEMO: Memo<Option<GlobMatcher>> = OnceLock::new();
+    memo(&MEMO, body, || {
+        builder(body).build().ok().map(|g| g.compile_matcher())
+    })
+}
+
+/// Parses (validates) a glob body, once per distinct body.
+fn parse(body: &str) -> Result<(), String> {
+    static MEMO: Memo<Result<(), String>> = OnceLock::new();
+    memo(&MEMO, body, || {
+        builder(body)
+            .build()
+            .map(drop)
+            .map_err(|e| e.kind().to_string())
+    })
+}
+
+/// How a valid glob body is matched.
+fn how(body: &str) -> How {
+    let compiled = || How::Compiled(OnceLock::new());
+    if body.contains(['?', '[', ']', '{', '}', '\\']) {
+        return compiled();
+    }
+    let (parents, last) = match body.rsplit_once('/') {
+        Some((parents, last)) => (Some(parents), last),
+        None => (None, body),
+    };
+    // `a/**` is `a/**/*`: everything below `a`.
+    let (parents, last) = if last == "**" {
+        (Some(body), "*")
+    } else {
+        (parents, last)
+    };
+    if last.contains("**") {
+        return compiled();
+    }
+    let (dir, deep) = match parents {
+        None => ("", false),
+        Some("**") => ("", true),
+        Some(p) => match p.strip_suffix("/**") {
+            Some(d) => (d, true),
+            None => (p, false),
+        },
+    };
+    if dir.contains('*') {
+        return compiled();
+    }
+    How::Name {
+        dir: if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        },
+        deep,
+        pieces: last.split('*').map(str::to_string).collect(),
+    }
+}
+
+impl TryFrom<String> for Glob {
+    type Error = String;
+
+    fn try_from(src: String) -> Result<Self, String> {
+        if src.contains("${") {
+            return Ok(Glob { src, how: None });
+        }
+        let body = src.trim_end_matches('/');
+        if body.is_empty() {
+            return Err("empty glob".to_string());
+        }
+        if body.starts_with('/') || body.split('/').any(|c| c == "..") {
+            return Err(format!(
+                "invalid glob `{src}`: globs are relative to the build directory and may not leave it"
+            ));
+        }
+        parse(body).map_err(|e| format!("invalid glob `{src}`: {e}"))?;
+        let how = how(body);
+        Ok(Glob {
+            src,
+            how: Some(how),
+        })
+    }
+}
+
+impl From<Glob> for String {
+    fn from(g: Glob) -> String {
+        g.src
+    }
+}
+
+impl fmt::Debug for Glob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Glob({:?})", self.src)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn glob(s: &str) -> Glob {
+        Glob::try_from(s.to_string()).unwrap()
+    }
+
+    fn strategy(s: &str) -> &'static str {
+        match glob(s).how {
+            None => "unresolved",
+            Some(How::Name { deep: false, .. }) => "name",
+            Some(How::Name { deep: true, .. }) => "deep",
+            Some(How::Compiled(_)) => "compiled",
+        }
+    }
+
+    #[test]
+    fn strategies() {
+        assert_eq!(strategy("EXECUTION-TRACKER.md"), "name");
+        assert_eq!(strategy("screenshots/768/"), "name");
+        assert_eq!(strategy("p3b-pa-auditor-*.md"), "name");
+        assert_eq!(strategy("screenshots/768/scroll-*.png"), "name");
+        assert_eq!(strategy("p3c-weaver*-refine*.md"), "name");
+        assert_eq!(strategy("*"), "name");
+        assert_eq!(strategy("screenshots/**/*.png"), "deep");
+        assert_eq!(strategy("refine-inputs/**"), "deep");
+        assert_eq!(strategy("**/x.md"), "deep");
+        assert_eq!(strategy("**"), "deep");
+        assert_eq!(strategy("*/cold-look.png"), "compiled");
+        assert_eq!(strategy("a/**/b/c"), "compiled");
+        assert_eq!(strategy("a**b"), "compiled");
+        assert_eq!(strategy("p?.md"), "compiled");
+        assert_eq!(strategy("p[12].md"), "compiled");
+        assert_eq!(strategy("{a,b}.md"), "compiled");
+        assert_eq!(strategy(r"a\*.md"), "compiled");
+        assert_eq!(strategy("${auditors}"), "unresolved");
+    }
+
+    #[test]
+    fn unresolved_matches_nothing() {
+        let g = glob("${auditors}");
+        assert!(!g.is_resolved());
+        assert!(!g.is_match("${auditors}"));
+    }
+
+    #[test]
+    fn invalid_globs_are_errors() {
+        for bad in ["", "/", "/abs/*.md", "../up.md", "a/../b", "p[1.md", "{a,b"] {
+            assert!(Glob::try_from(bad.to_string()).is_err(), "{bad:?}");
+        }
+    }
+
+    /// Every fast path answers exactly as globset does, over globs and paths built to
+    /// probe the edges: empty pieces, overlapping pieces, separators, prefixes and suffixes
+    /// that share characters, and names shorter than the pattern.
+    #[test]
+    fn fast_paths_agree_with_globset() {
+        let globs = [
+            "a",
+            "ab.md",
+            "*",
+            "*.md",
+            "a*",
+            "a*b",
+            "a*a",
+            "aa*aa",
+            "*a*",
+            "a*b*c",
+            "a*b*c*d",
+            "*-refine*",
+            "p3c-weaver*-refine*.md",
+            "p1-execution-brief*-rev*.md",
+            "p3b-pa-auditor-*.md",
+            "d/*",
+            "d/a*.png",
+            "d/e/*x*",
+            "d/e/lit.png",
+            "d/",
+            "**",
+            "d/**",
+            "d/**/*.png",
+            "d/**/a.png",
+            "d/e/**/*x*",
+            "**/a.png",
+            "**/*",
+            "a/**/b",
+        ];
+        let paths = [
+            "",
+            "a",
+            "aa",
+            "aaa",
+            "aaaa",
+            "ab",
+            "ab.md",
+            "abc",
+            "acb",
+            "abbc",
+            "abcbd",
+            "abdcd",
+            "a/b",
+            "a/a",
+            "b",
+            "x.md",
+            ".md",
+            "a.md/x.md",
+            "x-refine",
+            "x-refine-y",
+            "p3c-weaver-refine.md",
+            "p3c-weaver-2-refine-x.md",
+            "p3c-weaver.md",
+            "p1-execution-brief-rev2.md",
+            "p1-execution-brief-refine-rev1.md",
+            "p1-execution-brief.md",
+            "p3b-pa-auditor-A.md",
+            "p3b-pa-auditor-.md",
+            "p3b-pa-auditor-A/B.md",
+            "d",
+            "d/a.png",
+            "d/ab.png",
+            "d/x/a.png",
+            "d/e/x",
+            "d/e/axb",
+            "d/e/lit.png",
+            "d/e/f/x",
+            "dd/a.png",
+            "d/",
+            "d/x/y/a.png",
+            "d/e/f/g/zxz",
+            "x/y/a.png",
+            "a.png",
+            "a/x/b",
+            "a/x/y/b",
+            "ab/b",
+        ];
+        for g in globs {
+            let ours = glob(g);
+            let body = g.trim_end_matches('/');
+            let reference = builder(body).build().unwrap().compile_matcher();
+            for p in paths {
+                assert_eq!(
+                    ours.is_match(p),
+                    reference.is_match(p),
+                    "glob {g:?} on {p:?} ({})",
+                    strategy(g)
+                );
+            }
+        }
+    }
+}
