@@ -210,8 +210,11 @@ impl TryFrom<String> for Glob {
                 "invalid glob `{src}`: globs are relative to the build directory and may not leave it"
             ));
         }
-        parse(body).map_err(|e| format!("invalid glob `{src}`: {e}"))?;
         let how = how(body);
+        // Only `?`, `[...]`, `{a,b}`, `\` and a `**` inside a component can be malformed.
+        if let How::Compiled(_) = how {
+            parse(body).map_err(|e| format!("invalid glob `{src}`: {e}"))?;
+        }
         Ok(Glob {
             src,
             how: Some(how),
