@@ -155,10 +155,15 @@ fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
 }
 
 fn verify(a: VerifyArgs) -> Result<ExitCode> {
-    // Two cores: list the directory while the protocol loads, and compile the protocol's
-    // patterns while the checks are judged (a run takes milliseconds; this halves them).
+    // Two cores: list the directory and parse the tracker (every protocol's first reader)
+    // while the protocol loads, and compile the protocol's patterns while the checks are
+    // judged (a run takes milliseconds; this halves them).
     let (protocol, snap) = std::thread::scope(|s| {
-        let listing = s.spawn(|| scan(&a.build_dir, &a.read));
+        let listing = s.spawn(|| {
+            let snap = scan(&a.build_dir, &a.read)?;
+            let _ = snap.tracker();
+            Ok(snap)
+        });
         let protocol = load_protocol(&a.protocol.protocol);
         let snap = listing
             .join()

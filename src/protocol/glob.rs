@@ -11,7 +11,7 @@
 //! holds the two to the same answers.
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
@@ -29,8 +29,9 @@ use super::memo::{memo, Memo};
 #[serde(try_from = "String", into = "String")]
 pub struct Glob {
     src: String,
-    /// `None` only before variable substitution (`${var}` in `src`).
-    how: Option<How>,
+    /// `None` only before variable substitution (`${var}` in `src`). Shared: a glob is
+    /// cloned into every check instance that names it.
+    how: Option<Arc<How>>,
 }
 
 #[derive(Clone)]
@@ -64,7 +65,7 @@ impl Glob {
 
     /// Whether `path` matches. An unresolved glob matches nothing.
     pub fn is_match(&self, path: &str) -> bool {
-        match &self.how {
+        match self.how.as_deref() {
             None => false,
             Some(How::Name { dir, deep, pieces }) => {
                 let Some(rest) = path.strip_prefix(dir.as_str()) else {
@@ -89,7 +90,7 @@ impl Glob {
 
     /// Does the work `is_match` would otherwise do on first use (compiling a matcher).
     pub fn warm(&self) {
-        if let Some(How::Compiled(m)) = &self.how {
+        if let Some(How::Compiled(m)) = self.how.as_deref() {
             m.get_or_init(|| compiled(self.body()));
         }
     }
@@ -217,7 +218,7 @@ impl TryFrom<String> for Glob {
         }
         Ok(Glob {
             src,
-            how: Some(how),
+            how: Some(Arc::new(how)),
         })
     }
 }
@@ -243,7 +244,7 @@ mod tests {
     }
 
     fn strategy(s: &str) -> &'static str {
-        match glob(s).how {
+        match glob(s).how.as_deref() {
             None => "unresolved",
             Some(How::Name { deep: false, .. }) => "name",
             Some(How::Name { deep: true, .. }) => "deep",

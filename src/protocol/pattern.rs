@@ -69,9 +69,7 @@ impl Pattern {
 
     /// How many capture groups it has (group 0 included).
     pub fn captures_len(&self) -> usize {
-        parser()
-            .parse(&self.src)
-            .map_or(1, |hir| hir.properties().explicit_captures_len() + 1)
+        validate(&self.src).unwrap_or(1)
     }
 }
 
@@ -172,13 +170,14 @@ impl TryFrom<String> for Pattern {
     }
 }
 
-/// Parses a regex (without compiling it), once per distinct pattern per process.
-fn validate(src: &str) -> Result<(), String> {
-    static MEMO: Memo<Result<(), String>> = OnceLock::new();
+/// Parses a regex (without compiling it), once per distinct pattern per process: its
+/// number of capture groups (group 0 included), or what is wrong with it.
+fn validate(src: &str) -> Result<usize, String> {
+    static MEMO: Memo<Result<usize, String>> = OnceLock::new();
     memo(&MEMO, src, || {
         parser()
             .parse(src)
-            .map(drop)
+            .map(|hir| hir.properties().explicit_captures_len() + 1)
             .map_err(|e| format!("invalid regex `{src}`: {}", first_line(&e.to_string())))
     })
 }

@@ -1,80 +1,95 @@
 //! `${var}` substitution: how one check definition becomes an instance per variant (the
-//! D10 REFINE repeats are the pass-2/3/4 checks with the `refine` variables). Works on the
-//! serialized form of a predicate (a JSON tree: cheaper to build and read back than a TOML
-//! one) so every predicate type gets it for free; it never judges anything.
+//! D10 REFINE repeats are the pass-2/3/4 checks with the `refine` variables). Only strings
+//! can hold a reference, so substitution walks a predicate's string-bearing fields
+//! (`Substitute`); every other field is copied. It never judges anything.
 
 use std::collections::BTreeMap;
 
-use serde::{de::DeserializeOwned, Serialize};
-use serde_json::Value as Json;
+use super::predicate::*;
 
 /// The variables of one variant: each a string or an array of strings.
 pub type Vars = BTreeMap<String, toml::Value>;
 
-/// Substitutes every `${name}` in `value` and parses the result back, compiling its
-/// patterns. A string that is exactly `${name}` takes the variable's value as is; a list
-/// variable standing alone as a list element is spliced into that list
-/// (`fields = ["${phase_chain}"]`); elsewhere the variable must be a string.
-pub fn instantiate<T: Serialize + DeserializeOwned + Clone>(
-    value: &T,
-    vars: &Vars,
-) -> Result<T, String> {
-    let mut tree = serde_json::to_value(value).map_err(|e| e.to_string())?;
-    if !mentions_var(&tree) {
-        // Nothing to substitute: the parsed value is already valid and compiled as is.
+/// A copy of `value` with every `${name}` substituted; globs and patterns that held a
+/// reference are validated anew. A string that is exactly `${name}` takes the variable's
+/// value as is; a list variable standing alone as a list element is spliced into that list
+/// (`fields = ["${phase_chain}"]`), or makes a one-or-many value many; elsewhere the
+/// variable must be a string.
+pub fn instantiate<T: Substitute>(value: &T, vars: &Vars) -> Result<T, String> {
+    value.substitute(vars)
+}
+
+/// A value whose strings may hold `${var}` references.
+pub trait Substitute: Sized {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String>;
+}
+
+/// A string-like value: the unit a list variable is spliced in as.
+pub trait Scalar: Sized + Clone {
+    fn source(&self) -> &str;
+    fn from_source(source: String) -> Result<Self, String>;
+}
+
+impl Scalar for String {
+    fn source(&self) -> &str {
+        self
+    }
+    fn from_source(source: String) -> Result<Self, String> {
+        Ok(source)
+    }
+}
+
+impl Scalar for Glob {
+    fn source(&self) -> &str {
+        self.as_str()
+    }
+    fn from_source(source: String) -> Result<Self, String> {
+        Glob::try_from(source)
+    }
+}
+
+impl Scalar for Pattern {
+    fn source(&self) -> &str {
+        self.as_str()
+    }
+    fn from_source(source: String) -> Result<Self, String> {
+        Pattern::try_from(source)
+    }
+}
+
+/// A scalar with its references replaced (each must name a string variable).
+fn scalar<T: Scalar>(value: &T, vars: &Vars) -> Result<T, String> {
+    let s = value.source();
+    if !s.contains("${") {
         return Ok(value.clone());
     }
-    substitute(&mut tree, vars)?;
-    serde_json::from_value::<T>(tree).map_err(|e| e.to_string())
+    T::from_source(interpolate(s, vars)?)
 }
 
-fn mentions_var(value: &Json) -> bool {
-    match value {
-        Json::String(s) => s.contains("${"),
-        Json::Array(items) => items.iter().any(mentions_var),
-        Json::Object(t) => t.values().any(mentions_var),
-        _ => false,
+/// The values a list element stands for: a list variable's items when it is exactly
+/// `${list}`, else the element with its references replaced.
+fn spliced<T: Scalar>(item: &T, vars: &Vars, out: &mut Vec<T>) -> Result<(), String> {
+    if let Some(name) = standalone(item.source()) {
+        if let toml::Value::Array(items) = lookup(name, vars)? {
+            for v in items {
+                out.push(T::from_source(v.as_str().unwrap_or_default().to_string())?);
+            }
+            return Ok(());
+        }
     }
-}
-
-fn substitute(value: &mut Json, vars: &Vars) -> Result<(), String> {
-    match value {
-        Json::String(s) => {
-            if let Some(new) = substitute_str(s, vars)? {
-                *value = new;
-            }
-        }
-        Json::Array(items) => {
-            // A list variable standing alone as an element is spliced into the list.
-            let mut out = Vec::with_capacity(items.len());
-            for mut item in std::mem::take(items) {
-                substitute(&mut item, vars)?;
-                match item {
-                    Json::Array(inner) if inner.iter().all(Json::is_string) => out.extend(inner),
-                    other => out.push(other),
-                }
-            }
-            *items = out;
-        }
-        Json::Object(table) => {
-            for (_, item) in table.iter_mut() {
-                substitute(item, vars)?;
-            }
-        }
-        _ => {}
-    }
+    out.push(scalar(item, vars)?);
     Ok(())
 }
 
-fn substitute_str(s: &str, vars: &Vars) -> Result<Option<Json>, String> {
-    if !s.contains("${") {
-        return Ok(None);
-    }
-    if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
-        if !name.contains(['$', '{', '}']) {
-            return lookup(name, vars).map(|v| Some(to_json(v)));
-        }
-    }
+/// The name in a string that is exactly `${name}`.
+fn standalone(s: &str) -> Option<&str> {
+    s.strip_prefix("${")?
+        .strip_suffix('}')
+        .filter(|name| !name.contains(['$', '{', '}']))
+}
+
+/// `s` with every `${name}` replaced by its (string) variable.
+fn interpolate(s: &str, vars: &Vars) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${") {
@@ -88,22 +103,185 @@ fn substitute_str(s: &str, vars: &Vars) -> Result<Option<Json>, String> {
             toml::Value::String(v) => out.push_str(v),
             _ => {
                 return Err(format!(
-                    "variable `${{{name}}}` is a list and must stand alone in its string"
-                ))
+                "variable `${{{name}}}` is a list: it can only stand alone as an element of a list"
+            ))
             }
         }
         rest = &after[end + 1..];
     }
     out.push_str(rest);
-    Ok(Some(Json::String(out)))
+    Ok(out)
 }
 
-/// A variable's value (validated: a string or an array of strings) as JSON.
-fn to_json(v: &toml::Value) -> Json {
-    match v {
-        toml::Value::String(s) => Json::String(s.clone()),
-        toml::Value::Array(items) => Json::Array(items.iter().map(to_json).collect()),
-        other => Json::String(other.to_string()),
+macro_rules! scalars {
+    ($($ty:ty),*) => {$(
+        impl Substitute for $ty {
+            fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+                scalar(self, vars)
+            }
+        }
+        impl Substitute for Vec<$ty> {
+            fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+                let mut out = Vec::with_capacity(self.len());
+                for item in self {
+                    spliced(item, vars, &mut out)?;
+                }
+                Ok(out)
+            }
+        }
+    )*};
+}
+scalars!(String, Glob, Pattern);
+
+impl<T: Substitute> Substitute for Option<T> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        self.as_ref().map(|v| v.substitute(vars)).transpose()
+    }
+}
+
+impl<T: Substitute> Substitute for Box<T> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        Ok(Box::new((**self).substitute(vars)?))
+    }
+}
+
+impl<T: Scalar> Substitute for OneOrMany<T> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        let mut out = Vec::new();
+        match self {
+            OneOrMany::One(one) => {
+                let name = standalone(one.source());
+                match name.map(|n| lookup(n, vars)).transpose()? {
+                    Some(toml::Value::Array(_)) => {
+                        spliced(one, vars, &mut out)?;
+                        Ok(OneOrMany::Many(out))
+                    }
+                    _ => Ok(OneOrMany::One(scalar(one, vars)?)),
+                }
+            }
+            OneOrMany::Many(many) => {
+                for item in many {
+                    spliced(item, vars, &mut out)?;
+                }
+                Ok(OneOrMany::Many(out))
+            }
+        }
+    }
+}
+
+impl Substitute for [Glob; 2] {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        Ok([scalar(&self[0], vars)?, scalar(&self[1], vars)?])
+    }
+}
+
+impl Substitute for Vec<Predicate> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        self.iter().map(|p| p.substitute(vars)).collect()
+    }
+}
+
+impl Substitute for Vec<TimeRef> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        self.iter().map(|t| t.substitute(vars)).collect()
+    }
+}
+
+/// `Substitute` for a struct: the fields that may hold references, then those copied as
+/// they are. Every field is named, so a new field does not compile until it is placed.
+macro_rules! fields {
+    ($ty:ident { $($sub:ident),* $(; $($keep:ident),*)? }) => {
+        impl Substitute for $ty {
+            fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+                let $ty { $($sub,)* $($($keep,)*)? } = self;
+                Ok($ty {
+                    $($sub: $sub.substitute(vars)?,)*
+                    $($($keep: $keep.clone(),)*)?
+                })
+            }
+        }
+    };
+}
+
+fields!(IfThen {
+    cond,
+    then,
+    otherwise
+});
+fields!(Count { glob; min, max });
+fields!(FileSet { glob, key, expect });
+fields!(Section { section; exact });
+fields!(FieldMatches { fields, pattern; any });
+fields!(ColumnMatches {
+    section,
+    column,
+    pattern
+});
+fields!(ColumnRef { section, column });
+fields!(TimeOrder { chain, fields; min_gap_seconds, absent, min_present });
+fields!(Dissimilar { files; threshold, if_absent });
+fields!(Text { files, fields, extract, forbid, forbid_terms, require; min_chars });
+fields!(Require { patterns, terms; at_least });
+fields!(Heading { files, text; level, last });
+fields!(Gate { files, id, result; require_result });
+fields!(GateFiles { files; min_files });
+fields!(GateCount { files; min });
+fields!(GateSources {
+    files,
+    forbid_contains,
+    forbid_equals
+});
+fields!(PathsListed {
+    section,
+    column,
+    skip
+});
+
+impl Substitute for TimeRef {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        Ok(match self {
+            TimeRef::Field(f) => TimeRef::Field(f.substitute(vars)?),
+            TimeRef::FieldTime(f) => TimeRef::FieldTime(f.substitute(vars)?),
+            TimeRef::Column(c) => TimeRef::Column(c.substitute(vars)?),
+            TimeRef::Mtime(g) => TimeRef::Mtime(g.substitute(vars)?),
+            TimeRef::FirstOf(v) => TimeRef::FirstOf(v.substitute(vars)?),
+            TimeRef::Earliest(t) => TimeRef::Earliest(t.substitute(vars)?),
+            TimeRef::Latest(t) => TimeRef::Latest(t.substitute(vars)?),
+        })
+    }
+}
+
+impl Substitute for Predicate {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        use Predicate as P;
+        Ok(match self {
+            P::All(v) => P::All(v.substitute(vars)?),
+            P::Any(v) => P::Any(v.substitute(vars)?),
+            P::Not(p) => P::Not(p.substitute(vars)?),
+            P::If(i) => P::If(i.substitute(vars)?),
+            P::FailIfMissing(p) => P::FailIfMissing(p.substitute(vars)?),
+            P::Always(b) => P::Always(*b),
+            P::Complete(b) => P::Complete(*b),
+            P::Exists(g) => P::Exists(g.substitute(vars)?),
+            P::Count(c) => P::Count(c.substitute(vars)?),
+            P::FileSet(f) => P::FileSet(f.substitute(vars)?),
+            P::Filled(f) => P::Filled(f.substitute(vars)?),
+            P::SectionFilled(s) => P::SectionFilled(s.substitute(vars)?),
+            P::FieldMatches(f) => P::FieldMatches(f.substitute(vars)?),
+            P::Column(c) => P::Column(c.substitute(vars)?),
+            P::HasTime(t) => P::HasTime(t.substitute(vars)?),
+            P::TimeOrder(t) => P::TimeOrder(t.substitute(vars)?),
+            P::Distinct(v) => P::Distinct(v.substitute(vars)?),
+            P::Dissimilar(d) => P::Dissimilar(d.substitute(vars)?),
+            P::Text(t) => P::Text(t.substitute(vars)?),
+            P::Heading(h) => P::Heading(h.substitute(vars)?),
+            P::FillRate(f) => P::FillRate(f.clone()),
+            P::Gate(g) => P::Gate(g.substitute(vars)?),
+            P::GateFiles(g) => P::GateFiles(g.substitute(vars)?),
+            P::GateCount(g) => P::GateCount(g.substitute(vars)?),
+            P::GateSources(g) => P::GateSources(g.substitute(vars)?),
+            P::PathsListed(p) => P::PathsListed(p.substitute(vars)?),
+        })
     }
 }
 
@@ -115,14 +293,24 @@ fn lookup<'v>(name: &str, vars: &'v Vars) -> Result<&'v toml::Value, String> {
 /// Checks that every variable is a string or an array of strings.
 pub fn validate(vars: &Vars) -> Result<(), String> {
     for (name, value) in vars {
-        let ok = match value {
-            toml::Value::String(_) => true,
-            toml::Value::Array(items) => items.iter().all(|i| i.is_str()),
-            _ => false,
+        let strings = match value {
+            toml::Value::String(s) => vec![s.as_str()],
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str())
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    format!("variable `{name}` must be a string or an array of strings")
+                })?,
+            _ => {
+                return Err(format!(
+                    "variable `{name}` must be a string or an array of strings"
+                ))
+            }
         };
-        if !ok {
+        if strings.iter().any(|s| s.contains("${")) {
             return Err(format!(
-                "variable `{name}` must be a string or an array of strings"
+                "variable `{name}` refers to another variable; values are substituted once"
             ));
         }
     }
@@ -132,7 +320,6 @@ pub fn validate(vars: &Vars) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::predicate::Predicate;
 
     fn vars(pairs: &[(&str, toml::Value)]) -> Vars {
         pairs
@@ -170,6 +357,49 @@ mod tests {
         assert!(err.contains("undefined variable `${sfx}`"), "{err}");
         let ok = instantiate(&p, &vars(&[("sfx", "_REFINE".into())])).unwrap();
         assert!(format!("{ok:?}").contains("P3A_START_REFINE"));
+    }
+
+    #[test]
+    fn list_variables_splice_or_make_many_and_nothing_else() {
+        let list = toml::Value::Array(vec!["a.md".into(), "b.md".into()]);
+        let v = vars(&[("files", list), ("one", "c.md".into())]);
+        let exists = |g: &str| Predicate::Exists(OneOrMany::One(g.to_string().try_into().unwrap()));
+        let globs = |p: Predicate| match p {
+            Predicate::Exists(OneOrMany::Many(g)) => {
+                g.iter().map(|g| g.as_str().to_string()).collect()
+            }
+            Predicate::Exists(OneOrMany::One(g)) => vec![format!("one:{}", g.as_str())],
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            globs(instantiate(&exists("${files}"), &v).unwrap()),
+            ["a.md", "b.md"]
+        );
+        assert_eq!(
+            globs(instantiate(&exists("${one}"), &v).unwrap()),
+            ["one:c.md"]
+        );
+        assert_eq!(
+            globs(instantiate(&exists("x/${one}"), &v).unwrap()),
+            ["one:x/c.md"]
+        );
+        let err = instantiate(&exists("x/${files}"), &v).unwrap_err();
+        assert!(err.contains("is a list"), "{err}");
+        let count = Predicate::Count(Count {
+            glob: "${files}".to_string().try_into().unwrap(),
+            min: None,
+            max: None,
+        });
+        let err = instantiate(&count, &v).unwrap_err();
+        assert!(err.contains("is a list"), "{err}");
+    }
+
+    #[test]
+    fn variable_values_are_strings_without_references() {
+        assert!(validate(&vars(&[("a", "x".into())])).is_ok());
+        assert!(validate(&vars(&[("a", toml::Value::Integer(1))])).is_err());
+        let err = validate(&vars(&[("a", "${b}".into())])).unwrap_err();
+        assert!(err.contains("refers to another variable"), "{err}");
     }
 
     #[test]
