@@ -218,6 +218,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     // cost time (a tenth of a large build's run), so leave that to the OS.
     std::mem::forget(snap);
     std::mem::forget(eval);
+    std::mem::forget(protocol);
     Ok(code)
 }
 

@@ -8,7 +8,8 @@ use crate::artifacts::gates::{GateEntry, GateError};
 use crate::protocol::predicate::{Gate, GateCount, GateFiles, GateSources, Glob};
 
 struct Loaded {
-    entries: Vec<GateEntry>,
+    /// Each parsed file, shared with the evaluation's cache (never copied per predicate).
+    parsed: Vec<Rc<Result<Vec<GateEntry>, GateError>>>,
     files: usize,
     errors: Vec<(String, GateError)>,
     unreadable: Vec<String>,
@@ -17,7 +18,7 @@ struct Loaded {
 fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
     let (files, other) = ctx.files(glob);
     let mut loaded = Loaded {
-        entries: Vec::new(),
+        parsed: Vec::new(),
         files: files.len(),
         errors: Vec::new(),
         unreadable: other
@@ -39,13 +40,23 @@ fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
             continue;
         }
         o.push_file(ctx.file_ref(e));
-        let parsed: Rc<Result<Vec<GateEntry>, GateError>> = ctx.gate_file(&e.rel);
+        let parsed = ctx.gate_file(&e.rel);
         match parsed.as_ref() {
-            Ok(entries) => loaded.entries.extend(entries.iter().cloned()),
+            Ok(_) => loaded.parsed.push(parsed),
             Err(err) => loaded.errors.push((e.rel.clone(), err.clone())),
         }
     }
     loaded
+}
+
+impl Loaded {
+    /// Every entry of every file that parsed, in file order.
+    fn entries(&self) -> impl Iterator<Item = &GateEntry> {
+        self.parsed
+            .iter()
+            .filter_map(|p| p.as_ref().as_ref().ok())
+            .flatten()
+    }
 }
 
 fn describe(e: &GateEntry) -> String {
@@ -79,8 +90,7 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
     let loaded = load(ctx, &g.files, &mut o);
     let found: Vec<&GateEntry> = loaded
-        .entries
-        .iter()
+        .entries()
         .filter(|e| e.id.trim().eq_ignore_ascii_case(g.id.trim()))
         .collect();
     for e in &found {
@@ -92,7 +102,7 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
         o.observed = vec![format!(
             "{} absent from {} gate entries in {} files{}",
             g.id,
-            loaded.entries.len(),
+            loaded.entries().count(),
             loaded.files,
             if loaded.errors.is_empty() {
                 String::new()
@@ -186,7 +196,7 @@ pub(super) fn gate_files(ctx: &Ctx<'_>, g: &GateFiles) -> Outcome {
         o.observed = vec![format!(
             "{} files, {} entries",
             loaded.files,
-            loaded.entries.len()
+            loaded.entries().count()
         )];
     }
     o
@@ -196,7 +206,7 @@ pub(super) fn gate_count(ctx: &Ctx<'_>, g: &GateCount) -> Outcome {
     let expected = format!(">= {} gate entries", g.min);
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
     let loaded = load(ctx, &g.files, &mut o);
-    let n = loaded.entries.len();
+    let n = loaded.entries().count();
     o.observed = vec![format!("{n} entries in {} files", loaded.files)];
     if n < g.min {
         o.verdict = Verdict::Missing;
@@ -230,21 +240,20 @@ pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
             || g.forbid_equals.iter().any(|e| l == e.to_lowercase())
     };
     let bad: Vec<&GateEntry> = loaded
-        .entries
-        .iter()
+        .entries()
         .filter(|e| e.source.as_deref().is_some_and(forbidden))
         .collect();
     o.observed = vec![format!(
         "{} of {} entries have a forbidden source",
         bad.len(),
-        loaded.entries.len()
+        loaded.entries().count()
     )];
     if !bad.is_empty() {
         o.verdict = Verdict::Fail;
         for e in bad {
             o.push_detail(describe(e));
         }
-    } else if !loaded.errors.is_empty() && loaded.entries.is_empty() {
+    } else if !loaded.errors.is_empty() && loaded.entries().next().is_none() {
         o.verdict = Verdict::Inconclusive;
         for (file, err) in &loaded.errors {
             o.push_detail(error_line(file, err));

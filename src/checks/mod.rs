@@ -374,18 +374,15 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
                 .max()
                 .unwrap_or(Verdict::Pass);
             // Say what decided the result (the failing parts, unless all passed), but keep
-            // every file any part rests on.
-            let files: Vec<FileRef> = parts.iter().flat_map(|o| o.files.clone()).collect();
-            let shown = if worst == Verdict::Pass {
-                parts
-            } else {
-                parts
-                    .into_iter()
-                    .filter(|o| o.verdict != Verdict::Pass)
-                    .collect()
-            };
+            // every file any part rests on: the shown parts' first, then the others'.
+            if worst == Verdict::Pass {
+                return Outcome::combine(worst, parts);
+            }
+            let (shown, passed): (Vec<Outcome>, Vec<Outcome>) = parts
+                .into_iter()
+                .partition(|o| o.verdict != Verdict::Pass);
             let mut out = Outcome::combine(worst, shown);
-            for f in files {
+            for f in passed.into_iter().flat_map(|o| o.files) {
                 out.push_file(f);
             }
             out

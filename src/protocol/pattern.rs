@@ -3,8 +3,8 @@
 //!
 //! Compiling costs far more than judging a small build, so a pattern is compiled for what
 //! it is used on. A pattern on a short haystack (a tracker value, a file name, a line)
-//! skips what only pays off over megabytes: the full DFA the `regex` crate builds for small
-//! patterns, and the literal prefilter. Patterns searched over whole files (`forbid`,
+//! skips what only pays off over long text: the full DFA the `regex` crate builds for small
+//! patterns, the lazy DFA and its cache, and the literal prefilter. Patterns searched over whole files (`forbid`,
 //! `require`, `extract`) keep the prefilter and are compiled together, one regex per list,
 //! whose matches say which pattern matched. Both use `regex-automata`'s meta engine, the
 //! one behind the `regex` crate, so the syntax and the answers are the same.
@@ -73,9 +73,10 @@ impl Pattern {
     }
 }
 
-/// For short haystacks: no full DFA, no prefilter.
+/// For short haystacks: no DFA (full or lazy) and no prefilter; the one-pass DFA, the
+/// bounded backtracker and the PikeVM need no large cache.
 fn short() -> Config {
-    Config::new().dfa(false).auto_prefilter(false)
+    Config::new().dfa(false).hybrid(false).auto_prefilter(false)
 }
 
 /// For whole files: the lazy DFA with a literal prefilter.
