@@ -156,8 +156,9 @@ fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
 
 fn verify(a: VerifyArgs) -> Result<ExitCode> {
     // Two cores: list the directory and parse the tracker (every protocol's first reader)
-    // while the protocol loads, and compile the protocol's patterns while the checks are
-    // judged (a run takes milliseconds; this halves them).
+    // while the protocol loads. (Compiling patterns on a second thread while judging was
+    // tried and dropped: patterns are compiled for their use now, and a thread costs about
+    // as much as it saved.)
     let (protocol, snap) = std::thread::scope(|s| {
         let listing = s.spawn(|| {
             let snap = scan(&a.build_dir, &a.read)?;
@@ -177,10 +178,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         now: Some(now),
         ..Options::default()
     };
-    let eval = std::thread::scope(|s| {
-        s.spawn(|| protocol.warm());
-        engine::evaluate(&protocol, &snap, &options)
-    });
+    let eval = engine::evaluate(&protocol, &snap, &options);
     if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
         eprintln!(
             "referee: warning: no pass has run and there is no {} in `{}`: is this the build directory?",

@@ -378,9 +378,8 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
             if worst == Verdict::Pass {
                 return Outcome::combine(worst, parts);
             }
-            let (shown, passed): (Vec<Outcome>, Vec<Outcome>) = parts
-                .into_iter()
-                .partition(|o| o.verdict != Verdict::Pass);
+            let (shown, passed): (Vec<Outcome>, Vec<Outcome>) =
+                parts.into_iter().partition(|o| o.verdict != Verdict::Pass);
             let mut out = Outcome::combine(worst, shown);
             for f in passed.into_iter().flat_map(|o| o.files) {
                 out.push_file(f);

@@ -88,13 +88,6 @@ impl Glob {
         }
     }
 
-    /// Does the work `is_match` would otherwise do on first use (compiling a matcher).
-    pub fn warm(&self) {
-        if let Some(How::Compiled(m)) = self.how.as_deref() {
-            m.get_or_init(|| compiled(self.body()));
-        }
-    }
-
     /// Whether the glob only matches directories (written with a trailing `/`).
     pub fn dirs_only(&self) -> bool {
         self.src.ends_with('/')

@@ -501,24 +501,6 @@ impl Protocol {
         })
     }
 
-    /// Compiles the patterns the protocol's main passes use, in the order an evaluation
-    /// meets them (verdict, then pass by pass). Patterns compile lazily and once per process;
-    /// calling this on a second thread while the first judges hides most of that cost.
-    pub fn warm(&self) {
-        let _ = self.verdict.pattern.regex();
-        self.verdict.files.iter().for_each(Glob::warm);
-        for pass in self.passes.iter().filter(|p| !p.optional) {
-            pass.trigger.warm();
-            for c in &pass.checks {
-                c.predicate.warm();
-                c.deadline
-                    .iter()
-                    .chain(c.when.iter())
-                    .for_each(Predicate::warm);
-            }
-        }
-    }
-
     /// Every check definition, in protocol order of first appearance.
     pub fn checks(&self) -> Vec<&Arc<CheckDef>> {
         let mut seen = BTreeSet::new();

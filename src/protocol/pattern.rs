@@ -51,11 +51,6 @@ impl Pattern {
             .as_ref()
     }
 
-    /// Compiles the short-haystack regex now rather than on first use.
-    pub fn warm(&self) {
-        let _ = self.regex();
-    }
-
     /// The span of capture group `group` in the first match in `haystack`, falling back to
     /// the whole match when `or_whole` and the group did not take part.
     pub fn capture(&self, haystack: &[u8], group: usize, or_whole: bool) -> Option<Range<usize>> {

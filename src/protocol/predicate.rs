@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 pub use super::glob::Glob;
 pub use super::pattern::Pattern;
 
-use super::pattern;
-
 /// One value or a list of them (`exists = "a"` or `exists = ["a", "b"]`).
 #[derive(Debug, Clone)]
 pub enum OneOrMany<T> {
@@ -366,65 +364,4 @@ pub struct PathsListed {
 
 fn is_false(b: &bool) -> bool {
     !*b
-}
-
-impl Predicate {
-    /// Compiles every glob and regex this predicate uses (they compile lazily otherwise).
-    /// `Protocol::warm` runs this on a second thread while the first one judges.
-    pub fn warm(&self) {
-        use Predicate as P;
-        let globs = |g: &[Glob]| g.iter().for_each(Glob::warm);
-        let patterns = |p: &[Pattern]| p.iter().for_each(Pattern::warm);
-        match self {
-            P::All(v) | P::Any(v) => v.iter().for_each(Predicate::warm),
-            P::Not(q) | P::FailIfMissing(q) => q.warm(),
-            P::If(i) => {
-                i.cond.warm();
-                i.then.warm();
-                if let Some(e) = &i.otherwise {
-                    e.warm();
-                }
-            }
-            P::Always(_) | P::Complete(_) | P::Filled(_) | P::SectionFilled(_) => {}
-            P::FillRate(_) | P::Distinct(_) => {}
-            P::Exists(g) => globs(g.as_slice()),
-            P::Count(c) => globs(std::slice::from_ref(&c.glob)),
-            P::FileSet(f) => {
-                globs(std::slice::from_ref(&f.glob));
-                patterns(std::slice::from_ref(&f.key));
-            }
-            P::FieldMatches(f) => patterns(std::slice::from_ref(&f.pattern)),
-            P::Column(c) => patterns(std::slice::from_ref(&c.pattern)),
-            P::HasTime(t) => t.warm(),
-            P::TimeOrder(t) => t.chain.iter().for_each(TimeRef::warm),
-            P::Dissimilar(d) => globs(&d.files),
-            P::Text(t) => {
-                globs(&t.files);
-                let _ = pattern::search(&t.forbid);
-                if let Some(x) = &t.extract {
-                    let _ = pattern::search(std::slice::from_ref(x));
-                }
-                if let Some(r) = &t.require {
-                    let _ = pattern::overlapping(&r.patterns);
-                }
-            }
-            P::Heading(h) => globs(std::slice::from_ref(&h.files)),
-            P::Gate(g) => globs(std::slice::from_ref(&g.files)),
-            P::GateFiles(g) => globs(std::slice::from_ref(&g.files)),
-            P::GateCount(g) => globs(std::slice::from_ref(&g.files)),
-            P::GateSources(g) => globs(std::slice::from_ref(&g.files)),
-            P::PathsListed(p) => globs(&p.skip),
-        }
-    }
-}
-
-impl TimeRef {
-    fn warm(&self) {
-        match self {
-            TimeRef::Mtime(g) => g.warm(),
-            TimeRef::FirstOf(v) => v.iter().for_each(TimeRef::warm),
-            TimeRef::Earliest(i) | TimeRef::Latest(i) => i.warm(),
-            TimeRef::Field(_) | TimeRef::FieldTime(_) | TimeRef::Column(_) => {}
-        }
-    }
 }
