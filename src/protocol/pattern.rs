@@ -113,24 +113,27 @@ fn list_key(patterns: &[Pattern]) -> String {
 /// unresolved or the list is past the size limit.
 pub fn search(patterns: &[Pattern]) -> Option<Regex> {
     static MEMO: Memo<Option<Regex>> = OnceLock::new();
-    if patterns.is_empty() || patterns.iter().any(|p| !p.valid) {
-        return None;
-    }
-    memo(&MEMO, &list_key(patterns), || {
-        let srcs: Vec<&str> = patterns.iter().map(Pattern::as_str).collect();
-        build(long(), MatchKind::LeftmostFirst, &srcs)
-    })
+    list(&MEMO, patterns, MatchKind::LeftmostFirst)
 }
 
 /// The patterns as one regex that reports every pattern occurring (overlaps included).
 pub fn overlapping(patterns: &[Pattern]) -> Option<Regex> {
     static MEMO: Memo<Option<Regex>> = OnceLock::new();
+    list(&MEMO, patterns, MatchKind::All)
+}
+
+/// A list of patterns compiled as one whole-file regex, once per distinct list.
+fn list(
+    memo_of: &'static Memo<Option<Regex>>,
+    patterns: &[Pattern],
+    kind: MatchKind,
+) -> Option<Regex> {
     if patterns.is_empty() || patterns.iter().any(|p| !p.valid) {
         return None;
     }
-    memo(&MEMO, &list_key(patterns), || {
+    memo(memo_of, &list_key(patterns), || {
         let srcs: Vec<&str> = patterns.iter().map(Pattern::as_str).collect();
-        build(long(), MatchKind::All, &srcs)
+        build(long(), kind, &srcs)
     })
 }
 
