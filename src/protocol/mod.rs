@@ -1,7 +1,9 @@
 //! What the protocol says: the TOML protocol format, strict loading and validation, and
 //! the embedded protocols. A loaded [`Protocol`] is fully resolved — every check instance
-//! of every pass and variant has its predicate, deadline and `when` compiled — so nothing
-//! after loading can fail on the protocol. This module never looks at a build directory.
+//! of every pass and variant has its predicate, deadline and `when` instantiated and every
+//! glob and pattern validated — so nothing after loading fails on a mistake in the protocol
+//! (a pattern past the regex size limit is judged INCONCLUSIVE when it is first compiled).
+//! This module never looks at a build directory.
 
 pub mod explain;
 pub mod glob;

@@ -245,6 +245,16 @@ mod tests {
     }
 
     #[test]
+    fn valid_but_too_large_patterns_do_not_compile() {
+        // Parses (so the protocol loads), but its NFA is far past the 16 MiB limit: the
+        // `text` predicate judges such a check INCONCLUSIVE rather than matching nothing.
+        let huge = pattern(r"\w{50000}");
+        assert!(huge.regex().is_none());
+        assert!(search(std::slice::from_ref(&huge)).is_none());
+        assert!(which(std::slice::from_ref(&huge), b"x").is_none());
+    }
+
+    #[test]
     fn invalid_patterns_are_errors() {
         let e = Pattern::try_from("(".to_string()).unwrap_err();
         assert!(e.starts_with("invalid regex `(`: "), "{e}");

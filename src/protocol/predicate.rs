@@ -1,11 +1,11 @@
 //! The predicate language: the generic building blocks a protocol composes into checks,
-//! triggers and deadlines. This module only *describes* predicates (and compiles their
-//! patterns); judging them against a build directory is `checks`' job.
+//! triggers and deadlines. This module only *describes* predicates; judging them against a
+//! build directory is `checks`' job.
 //!
 //! Every string may contain `${var}` references, resolved per variant at load time by
-//! `protocol::vars`. Patterns that still contain a reference are compiled after
-//! substitution; all others are compiled while the file is parsed, so a bad glob or regex
-//! is reported at its own line and column.
+//! `protocol::vars`. Globs and patterns are validated as soon as they hold no reference (so a
+//! bad one is reported at its own line and column) and compiled on first use (`glob`,
+//! `pattern`).
 
 use std::fmt;
 
