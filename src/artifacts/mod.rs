@@ -5,12 +5,13 @@
 //! build directory, and a symlinked directory is never descended, so nothing is counted twice and
 //! loops are impossible), and reading each file at most once per snapshot through [`fsread`]. It also
 //! hosts the parsers of the two structured artifacts, the execution tracker ([`tracker`]) and the gate
-//! results ([`gates`]). It must not write anything, must not open anything but regular files, must not
+//! results ([`gates`]), and the markdown block structure they and the checks share ([`markdown`]). It must not write anything, must not open anything but regular files, must not
 //! filter entries (not even `OBSERVER-*` files: callers decide what to ignore), and must not judge
 //! artifacts: a missing or unreadable file is reported as data, never as a check result or a panic.
 
 pub mod fsread;
 pub mod gates;
+pub mod markdown;
 pub mod tracker;
 
 use std::collections::HashMap;

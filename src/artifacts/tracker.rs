@@ -5,16 +5,43 @@
 //! the checks need: a field by name, the rows or a table of a section, a table's column, the fill rate,
 //! and what counts as an empty value or a timestamp. It must never fail or panic on any input (the
 //! tracker is written by the pipeline, in any state), must stay linear in the size of the text (huge
-//! lines, many backticks), must skip fenced code blocks, and must not judge anything: whether a field
-//! is missing, late or wrong is the checks' business.
+//! lines, many backticks), and must not judge anything: whether a field is missing, late or wrong is
+//! the checks' business. Block structure (line endings, byte-order marks, fenced code, HTML comments,
+//! ATX and setext headings) is [`markdown`]'s; this module reads GFM tables out of what is left, with
+//! or without outer pipes.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use std::collections::HashMap;
+
+use super::markdown::{self, Kind};
+
+/// Consecutive table lines not yet turned into tables: (line number, cells, comment text).
+#[derive(Default)]
+struct Run {
+    lines: Vec<(usize, Vec<String>, String)>,
+    /// A delimiter row (`|---|`) has been seen: the run is a GFM table, whose rows may omit the
+    /// outer pipes.
+    delimited: bool,
+}
+
+/// Whether the next visible line is a GFM delimiter row with `columns` cells (so the line
+/// before it, written without outer pipes, is a header row).
+fn delimiter_follows(rest: &[markdown::Line<'_>], columns: usize) -> bool {
+    let Some(next) = rest.iter().find(|l| l.kind != Kind::Comment) else {
+        return false;
+    };
+    if !matches!(next.kind, Kind::Text { .. }) {
+        return false;
+    }
+    let visible = next.visible();
+    let visible = String::from_utf8_lossy(&visible);
+    let cells = split_cells(visible.trim());
+    visible.contains('|') && cells.len() == columns && is_separator(&cells)
+}
 
 /// The parsed tracker.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tracker {
-    /// ATX headings, in document order.
+    /// Headings (ATX and setext), in document order.
     pub sections: Vec<Section>,
     /// Field rows of all tables, in document order.
     pub rows: Vec<FieldRow>,
@@ -22,7 +49,7 @@ pub struct Tracker {
     pub tables: Vec<Table>,
 }
 
-/// An ATX heading (`#` … `######`).
+/// A heading: ATX (`#` … `######`) or setext (underlined with `===` or `---`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
     /// The heading text, trimmed, without the `#` markers.
@@ -44,6 +71,9 @@ pub struct FieldRow {
     pub third: Option<String>,
     /// The third cell parsed as a timestamp.
     pub time: Option<DateTime<Utc>>,
+    /// The text of HTML comments on the row's line: no cell holds it (`| P2_START | <!-- todo --> |`
+    /// is empty), but the text rules read it, since a term hidden in a comment is still written.
+    pub comments: String,
     /// 1-based line number.
     pub line: usize,
     /// Index into [`Tracker::sections`] of the heading above; `None` before the first heading.
@@ -130,39 +160,50 @@ impl Table {
 
 impl Tracker {
     /// Parses tracker text. Never fails; anything that is not a heading or a table line is ignored.
+    ///
+    /// Structure comes from [`markdown::lines`]: fenced code and HTML comments are not data, a
+    /// line holding only a comment is invisible (a table goes on across it), and a comment
+    /// inside a row is kept apart from its cells ([`FieldRow::comments`]).
     pub fn parse(text: &str) -> Tracker {
-        // A byte-order mark would hide a first-line heading or table row.
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut tracker = Tracker::default();
         let mut section: Option<usize> = None;
-        let mut fence: Option<Fence> = None;
-        let mut run: Vec<(usize, Vec<String>)> = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            let number = index + 1;
-            if let Some(open) = fence {
-                if closes_fence(line, open) {
-                    fence = None;
-                }
-                continue;
-            }
-            if let Some(open) = opens_fence(line) {
-                tracker.flush_table(&mut run, section);
-                fence = Some(open);
-                continue;
-            }
-            let trimmed = line.trim();
-            if trimmed.starts_with('|') {
-                run.push((number, split_cells(trimmed)));
-                continue;
-            }
-            tracker.flush_table(&mut run, section);
-            if let Some((level, heading)) = parse_heading(line) {
-                tracker.sections.push(Section {
-                    heading: heading.to_string(),
+        let mut run = Run::default();
+        let lines: Vec<markdown::Line<'_>> = markdown::lines(text.as_bytes()).collect();
+        for (index, line) in lines.iter().enumerate() {
+            match &line.kind {
+                Kind::Comment => continue,
+                Kind::Code => tracker.flush_table(&mut run, section),
+                Kind::Heading {
                     level,
+                    text,
                     line: number,
-                });
-                section = Some(tracker.sections.len() - 1);
+                } => {
+                    tracker.flush_table(&mut run, section);
+                    tracker.sections.push(Section {
+                        heading: text.trim().to_string(),
+                        level: *level,
+                        line: *number,
+                    });
+                    section = Some(tracker.sections.len() - 1);
+                }
+                Kind::Text { .. } => {
+                    let visible = line.visible();
+                    let visible = String::from_utf8_lossy(&visible);
+                    let trimmed = visible.trim();
+                    let cells = split_cells(trimmed);
+                    // GFM: a row needs no outer pipes once a table has begun (a header row
+                    // directly above a delimiter row); a pipe-led row is read even without one.
+                    let row = trimmed.starts_with('|')
+                        || (cells.len() > 1
+                            && ((!run.lines.is_empty() && (run.delimited || is_separator(&cells)))
+                                || delimiter_follows(&lines[index + 1..], cells.len())));
+                    if row {
+                        run.delimited |= is_separator(&cells);
+                        run.lines.push((line.number, cells, line.hidden()));
+                    } else {
+                        tracker.flush_table(&mut run, section);
+                    }
+                }
             }
         }
         tracker.flush_table(&mut run, section);
@@ -170,13 +211,18 @@ impl Tracker {
     }
 
     /// Turns a run of consecutive table lines into tables and field rows.
-    fn flush_table(&mut self, run: &mut Vec<(usize, Vec<String>)>, section: Option<usize>) {
-        if run.is_empty() {
+    fn flush_table(&mut self, run: &mut Run, section: Option<usize>) {
+        run.delimited = false;
+        if run.lines.is_empty() {
             return;
         }
-        let separator: Vec<bool> = run.iter().map(|(_, cells)| is_separator(cells)).collect();
+        let separator: Vec<bool> = run
+            .lines
+            .iter()
+            .map(|(_, cells, _)| is_separator(cells))
+            .collect();
         let mut table: Option<Table> = None;
-        for (i, (line, cells)) in run.drain(..).enumerate() {
+        for (i, (line, cells, comments)) in run.lines.drain(..).enumerate() {
             let is_sep = separator[i];
             let is_header = !is_sep && separator.get(i + 1).copied().unwrap_or(false);
             if is_header {
@@ -207,6 +253,7 @@ impl Tracker {
                         value: cells.get(1).cloned().unwrap_or_default(),
                         time: third.as_deref().and_then(parse_timestamp),
                         third,
+                        comments,
                         line,
                         section,
                     });
@@ -399,68 +446,6 @@ fn paren_suffix(s: &str) -> Option<&str> {
     None
 }
 
-/// An open code fence: its character and length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fence {
-    ch: char,
-    len: usize,
-}
-
-fn fence_run(line: &str) -> Option<(char, usize, &str)> {
-    let trimmed = line.trim_start();
-    let ch = trimmed.chars().next()?;
-    if ch != '`' && ch != '~' {
-        return None;
-    }
-    let len = trimmed.chars().take_while(|&c| c == ch).count();
-    if len < 3 {
-        return None;
-    }
-    // `ch` is ASCII, so `len` chars are `len` bytes.
-    Some((ch, len, &trimmed[len..]))
-}
-
-fn opens_fence(line: &str) -> Option<Fence> {
-    let (ch, len, info) = fence_run(line)?;
-    // A backtick fence's info string cannot contain backticks (that is inline code instead).
-    if ch == '`' && info.contains('`') {
-        return None;
-    }
-    Some(Fence { ch, len })
-}
-
-fn closes_fence(line: &str, open: Fence) -> bool {
-    matches!(fence_run(line), Some((ch, len, rest)) if ch == open.ch && len >= open.len && rest.trim().is_empty())
-}
-
-/// An ATX heading: up to three spaces, 1–6 `#`, then a space, a tab or the end of the line.
-/// Returns the level and the text without the opening and closing `#` sequences.
-fn parse_heading(line: &str) -> Option<(u8, &str)> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    if indent > 3 {
-        return None;
-    }
-    let rest = &line[indent..];
-    let hashes = rest.len() - rest.trim_start_matches('#').len();
-    if hashes == 0 || hashes > 6 {
-        return None;
-    }
-    let rest = &rest[hashes..];
-    if !(rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t')) {
-        return None;
-    }
-    let mut text = rest.trim();
-    // A closing sequence of `#`s counts only when preceded by whitespace (or is the whole text).
-    let without_closing = text.trim_end_matches('#');
-    if without_closing.is_empty() {
-        text = "";
-    } else if without_closing.ends_with([' ', '\t']) {
-        text = without_closing.trim_end();
-    }
-    // `hashes` is at most 6.
-    Some((u8::try_from(hashes).unwrap_or(6), text))
-}
-
 /// Whether every cell (and there is at least one) is `:?-+:?`.
 fn is_separator(cells: &[String]) -> bool {
     !cells.is_empty()
@@ -478,7 +463,7 @@ fn is_separator(cells: &[String]) -> bool {
 /// and after a trailing pipe is dropped. Linear in the line length.
 fn split_cells(line: &str) -> Vec<String> {
     let bytes = line.as_bytes();
-    let spans = code_spans(bytes);
+    let spans = markdown::code_spans(bytes);
     let mut spans = spans.iter().peekable();
     let mut cells = Vec::new();
     let mut cell = String::new();
@@ -528,44 +513,6 @@ fn split_cells(line: &str) -> Vec<String> {
 
 fn ends_with_unescaped_pipe(line: &str) -> bool {
     line.ends_with('|') && !line.ends_with("\\|")
-}
-
-/// Code spans `(start, end)` (byte offsets, end exclusive) on one line, CommonMark-style: a run of
-/// N backticks is closed by the next run of exactly N backticks; runs without a partner are text.
-/// Linear: each run's partner is found through a table of the next run of each length.
-fn code_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'`' {
-            let start = i;
-            while i < bytes.len() && bytes[i] == b'`' {
-                i += 1;
-            }
-            runs.push((start, i - start));
-        } else {
-            i += 1;
-        }
-    }
-    let mut next_same: Vec<Option<usize>> = vec![None; runs.len()];
-    let mut seen: HashMap<usize, usize> = HashMap::new();
-    for (index, &(_, len)) in runs.iter().enumerate().rev() {
-        next_same[index] = seen.insert(len, index);
-    }
-    let mut spans = Vec::new();
-    let mut r = 0;
-    while r < runs.len() {
-        let (start, len) = runs[r];
-        match next_same[r] {
-            Some(close) => {
-                let (close_start, _) = runs[close];
-                spans.push((start, close_start + len));
-                r = close + 1;
-            }
-            None => r += 1,
-        }
-    }
-    spans
 }
 
 #[cfg(test)]
@@ -871,28 +818,63 @@ mod tests {
     }
 
     #[test]
-    fn headings_follow_atx_rules() {
-        assert_eq!(parse_heading("# A"), Some((1, "A")));
-        assert_eq!(parse_heading("###### Six"), Some((6, "Six")));
-        assert_eq!(parse_heading("####### Seven"), None);
-        assert_eq!(parse_heading("#NoSpace"), None);
-        assert_eq!(parse_heading("   ## Indented ##  "), Some((2, "Indented")));
-        assert_eq!(parse_heading("    # code"), None);
-        assert_eq!(parse_heading("#"), Some((1, "")));
-        assert_eq!(parse_heading("## ###"), Some((2, "")));
-        assert_eq!(parse_heading("# C#"), Some((1, "C#")));
-        assert_eq!(parse_heading("#\tTab"), Some((1, "Tab")));
-        assert_eq!(parse_heading("text # not"), None);
-        assert_eq!(parse_heading(""), None);
-    }
-
-    #[test]
     fn code_fences_are_skipped() {
         let text = "## S\n~~~~\n| A | 1 |\n~~~\n| B | 2 |\n~~~~\n| C | 3 |\n```rust\n# Not a heading\n```\n";
         let t = Tracker::parse(text);
         let names: Vec<_> = t.rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["C"]);
         assert_eq!(t.sections.len(), 1);
+    }
+
+    #[test]
+    fn gfm_tables_without_outer_pipes() {
+        let text = "## Phase 3B Auditors\nAuditor | Model | Spawned\n:--- | :---: | ---:\nA | claude-opus | 2026-02-25T10:00:00Z\n| B | opus | |\n\nprose a | b\n";
+        let t = Tracker::parse(text);
+        let table = t
+            .table_in(&SectionFilter::contains("Phase 3B Auditors"), "Model")
+            .unwrap();
+        assert_eq!(table.header, ["Auditor", "Model", "Spawned"]);
+        assert_eq!(
+            t.column(table, "Model"),
+            [(4, "claude-opus".to_string()), (5, "opus".to_string())]
+        );
+        assert_eq!(t.field("A").unwrap().time, Some(ts(2026, 2, 25, 10, 0, 0)));
+        // A pipe in prose with no delimiter row below is not a table.
+        assert!(t.field("prose a").is_none());
+        // The header needs as many cells as the delimiter row (GFM).
+        assert!(Tracker::parse("a | b\n--- | --- | ---\nc | d\n").rows.is_empty());
+    }
+
+    #[test]
+    fn html_comments_are_not_data() {
+        let text = "## Phase Timestamps\n| Field | Value |\n|---|---|\n<!-- example rows:\n| P0_START | 2026-01-01T00:00:00Z |\n## Not a section\n-->\n| P1_START | <!-- fill in --> |\n| P2_START | 2026-02-25T10:10:00Z <!-- UTC --> |\n";
+        let t = Tracker::parse(text);
+        assert!(t.field("P0_START").is_none());
+        assert_eq!(t.sections.len(), 1);
+        let p1 = t.field("P1_START").unwrap();
+        assert!(is_empty_value(&p1.value));
+        assert_eq!(p1.comments, "<!-- fill in -->");
+        assert_eq!(t.field("P2_START").unwrap().value, "2026-02-25T10:10:00Z");
+        // The comment lines do not split the table.
+        assert_eq!(t.tables.len(), 1);
+        assert_eq!(t.tables[0].rows.len(), 2);
+    }
+
+    #[test]
+    fn setext_headings_and_stray_byte_order_marks() {
+        let text = "Phase Timestamps\n================\n| P0_START | x |\n\u{feff}## BV Gates ##\r\r\n| BV-01 | PASS |\n";
+        let t = Tracker::parse(text);
+        let headings: Vec<_> = t.sections.iter().map(|s| (s.level, s.heading.as_str())).collect();
+        assert_eq!(headings, [(1, "Phase Timestamps"), (2, "BV Gates")]);
+        assert_eq!(
+            t.field_in(&SectionFilter::contains("bv gates"), "BV-01")
+                .unwrap()
+                .value,
+            "PASS"
+        );
+        assert!(t
+            .field_in(&SectionFilter::contains("phase timestamps"), "P0_START")
+            .is_some());
     }
 
     #[test]
@@ -906,13 +888,6 @@ mod tests {
     fn inline_triple_backticks_do_not_open_a_fence() {
         let t = Tracker::parse("``` `x` ```\n| A | 1 |\n");
         assert_eq!(t.rows.len(), 1);
-        assert_eq!(opens_fence("```rust"), Some(Fence { ch: '`', len: 3 }));
-        assert_eq!(opens_fence("  ~~~"), Some(Fence { ch: '~', len: 3 }));
-        assert_eq!(opens_fence("``"), None);
-        assert!(closes_fence("````  ", Fence { ch: '`', len: 3 }));
-        assert!(!closes_fence("``", Fence { ch: '`', len: 3 }));
-        assert!(!closes_fence("~~~", Fence { ch: '`', len: 3 }));
-        assert!(!closes_fence("``` x", Fence { ch: '`', len: 3 }));
     }
 
     #[test]
@@ -940,15 +915,6 @@ mod tests {
         // An unclosed backtick is text and does not swallow pipes.
         assert_eq!(split_cells("| it`s | c |"), ["it`s", "c"]);
         assert_eq!(split_cells("| é | ü |"), ["é", "ü"]);
-    }
-
-    #[test]
-    fn code_spans_pair_runs_of_equal_length() {
-        assert_eq!(code_spans(b"`a`"), [(0, 3)]);
-        assert_eq!(code_spans(b"``a`b``"), [(0, 7)]);
-        assert_eq!(code_spans(b"` ``"), Vec::<(usize, usize)>::new());
-        assert_eq!(code_spans(b"`a` `b`"), [(0, 3), (4, 7)]);
-        assert_eq!(code_spans(b""), Vec::<(usize, usize)>::new());
     }
 
     #[test]

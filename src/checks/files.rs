@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::{Entry, Kind};
+use crate::artifacts::markdown::Kind;
+use crate::artifacts::{Entry, Kind as EntryKind};
 use crate::protocol::predicate::{
     Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed,
 };
@@ -234,44 +235,18 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
     o
 }
 
-/// ATX headings of one level outside fenced code blocks: (line, text).
+/// Headings of one level (ATX or setext) outside fenced code and HTML comments: (line, text).
 fn headings(text: &[u8], level: u8) -> Vec<(usize, String)> {
-    // Works on bytes: a 2 MB report is scanned line by line without a UTF-8 pass over it.
-    let mut out = Vec::new();
-    let mut fence: Option<&[u8]> = None;
-    let mut start = 0;
-    let ends = memchr::memchr_iter(b'\n', text).chain(std::iter::once(text.len()));
-    for (i, end) in ends.enumerate() {
-        let line = &text[start..end];
-        start = end + 1;
-        // Prose lines are skipped on their first byte; only `#`, fences and indents go on.
-        match line.first() {
-            Some(b'#' | b'`' | b'~' | b' ' | b'\t') => {}
-            _ if fence.is_none() => continue,
-            _ => {}
-        }
-        let t = line.trim_ascii_start();
-        if let Some(f) = fence {
-            if t.starts_with(f) {
-                fence = None;
-            }
-            continue;
-        }
-        if t.starts_with(b"```") || t.starts_with(b"~~~") {
-            fence = Some(&t[..3]);
-            continue;
-        }
-        let hashes = t.iter().take_while(|&&b| b == b'#').count();
-        if hashes == level as usize {
-            let rest = &t[hashes..];
-            if rest.is_empty() || rest[0] == b' ' || rest[0] == b'\t' {
-                let rest = String::from_utf8_lossy(rest);
-                let rest = rest.trim().trim_end_matches('#').trim();
-                out.push((i + 1, rest.to_string()));
-            }
-        }
-    }
-    out
+    crate::artifacts::markdown::lines(text)
+        .filter_map(|l| match l.kind {
+            Kind::Heading {
+                level: found,
+                text,
+                line,
+            } if found == level => Some((line, text)),
+            _ => None,
+        })
+        .collect()
 }
 
 pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
@@ -404,7 +379,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
         }
         checked += 1;
         match ctx.snap.get(&rel) {
-            Some(e) if e.kind != Kind::Other => o.push_file(ctx.entry_ref(e)),
+            Some(e) if e.kind != EntryKind::Other => o.push_file(ctx.entry_ref(e)),
             Some(e) => missing.push(format!(
                 "EXECUTION-TRACKER.md:{line}: `{raw}`: {}",
                 e.note.as_deref().unwrap_or("not a regular file")
@@ -431,6 +406,16 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headings_skip_comments_and_read_setext() {
+        let text = "## A\n<!--\n## Hidden\n-->\nCompletion Manifest\n---\n~~~md\n## Example\n~~~\n";
+        let h = headings(text.as_bytes(), 2);
+        assert_eq!(
+            h,
+            vec![(1, "A".into()), (5, "Completion Manifest".into())]
+        );
+    }
 
     #[test]
     fn headings_skip_fences_and_other_levels() {
