@@ -142,6 +142,9 @@ pub struct Evaluation {
     pub verdict: Option<String>,
     /// Where the verdict was read: `file:line`.
     pub verdict_at: Option<String>,
+    /// Verdict files that exist but have no readable verdict line (e.g. `p3c-weaver.md exists
+    /// but has no readable VERDICT line`), so that an unreadable verdict is never silent.
+    pub verdict_note: Option<String>,
     pub final_: bool,
     pub passes: Vec<PassState>,
     pub results: Vec<CheckResult>,
@@ -241,6 +244,7 @@ pub fn evaluate_changed(
             .verdict
             .as_ref()
             .map(|v| format!("{}:{}", v.file, v.line)),
+        verdict_note: ctx.verdict_note(),
         final_: opts.final_,
         passes,
         results,

@@ -18,6 +18,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use crate::artifacts::gates::{GateEntry, GateError};
+use crate::artifacts::markdown;
 use crate::artifacts::tracker::Tracker;
 use crate::artifacts::{Entry, FileData, Kind, ReadError, Snapshot};
 use crate::protocol::predicate::{Glob, Predicate};
@@ -158,6 +159,8 @@ pub struct Ctx<'a> {
     pub snap: &'a Snapshot,
     marker: Option<&'a str>,
     pub verdict: Option<PipelineVerdict>,
+    /// Verdict files with no readable verdict line, read before the verdict (newest first).
+    pub verdict_unread: Vec<String>,
     globs: RefCell<HashMap<String, Rc<Vec<usize>>>>,
     gates: RefCell<HashMap<String, Rc<GateParse>>>,
 }
@@ -168,11 +171,24 @@ impl<'a> Ctx<'a> {
             snap,
             marker: protocol.variant_marker.as_deref(),
             verdict: None,
+            verdict_unread: Vec::new(),
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
         };
-        ctx.verdict = find_verdict(&ctx, &protocol.verdict);
+        (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, &protocol.verdict);
         ctx
+    }
+
+    /// Says which verdict files exist but have no readable verdict line, when any does (and
+    /// would have been read before the verdict that counts).
+    pub fn verdict_note(&self) -> Option<String> {
+        (!self.verdict_unread.is_empty()).then(|| {
+            self.verdict_unread
+                .iter()
+                .map(|f| format!("{f} exists but has no readable VERDICT line"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
     }
 
     pub fn complete(&self) -> bool {
@@ -327,8 +343,16 @@ pub fn format_time(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
-    let regex = spec.pattern.regex()?;
+/// The verdict (SPEC §2.3), and the verdict files read before it that have none: a weaver
+/// file whose verdict cannot be read must be visible, never silently "not complete".
+///
+/// Only the document's structure is read: a verdict line inside a code fence or an HTML
+/// comment (a template's `<!-- VERDICT: SHIP | HALT -->`) is an example, not the verdict.
+fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, Vec<String>) {
+    let mut unread = Vec::new();
+    let Some(regex) = spec.pattern.regex() else {
+        return (None, unread);
+    };
     for glob in &spec.files {
         let (files, _) = ctx.files(glob);
         // Newest file first; within a file the last verdict line is the final word.
@@ -338,28 +362,36 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
             let Ok(data) = ctx.read(&e.rel) else { continue };
             let mut found = None;
             let mut caps = regex.create_captures();
-            for (i, line) in data.bytes.split(|&b| b == b'\n').enumerate() {
-                regex.captures(line, &mut caps);
+            for line in markdown::lines(&data.bytes) {
+                if !matches!(line.kind, markdown::Kind::Text { .. } | markdown::Kind::Heading { .. }) {
+                    continue;
+                }
+                let visible = line.visible();
+                regex.captures(visible.as_ref(), &mut caps);
                 if let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) {
                     found = Some((
-                        i + 1,
-                        String::from_utf8_lossy(&line[m.range()]).to_uppercase(),
+                        line.number,
+                        String::from_utf8_lossy(&visible[m.range()]).to_uppercase(),
                     ));
                 }
             }
-            if let Some((line, verdict)) = found {
-                let verdict = verdict.split_whitespace().collect::<Vec<_>>().join(" ");
-                let complete = spec.complete.contains(&verdict);
-                return Some(PipelineVerdict {
-                    verdict,
-                    file: e.rel.clone(),
-                    line,
-                    complete,
-                });
+            match found {
+                Some((line, verdict)) => {
+                    let verdict = verdict.split_whitespace().collect::<Vec<_>>().join(" ");
+                    let complete = spec.complete.contains(&verdict);
+                    let verdict = PipelineVerdict {
+                        verdict,
+                        file: e.rel.clone(),
+                        line,
+                        complete,
+                    };
+                    return (Some(verdict), unread);
+                }
+                None => unread.push(e.rel.clone()),
             }
         }
     }
-    None
+    (None, unread)
 }
 
 /// Judges a predicate.
@@ -429,10 +461,13 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
             Outcome::new(v, "always", b.to_string())
         }
         P::Complete(want) => {
-            let observed = match &ctx.verdict {
+            let mut observed = match &ctx.verdict {
                 Some(v) => format!("verdict {} ({}:{})", v.verdict, v.file, v.line),
                 None => "no verdict".to_string(),
             };
+            if let Some(note) = ctx.verdict_note() {
+                observed.push_str(&format!("; {note}"));
+            }
             let v = if ctx.complete() == *want {
                 Verdict::Pass
             } else {
@@ -511,6 +546,45 @@ mod tests {
         assert!(is_own_file(".OBSERVER-STOP.md.tmp"));
         assert!(!is_own_file("screens/OBSERVER-STOP.md"));
         assert!(!is_own_file("p3b-pa-auditor-A.md"));
+    }
+
+    /// D10's verdict pattern reads every way the verdict is commonly written, and nothing else.
+    #[test]
+    fn d10_verdict_forms() {
+        let d10 = Protocol::load("d10").unwrap();
+        let read = |line: &str| {
+            d10.verdict
+                .pattern
+                .capture(line.as_bytes(), 1, false)
+                .map(|r| line[r].to_uppercase().split_whitespace().collect::<Vec<_>>().join(" "))
+        };
+        for (line, want) in [
+            ("VERDICT: SHIP", "SHIP"),
+            ("**VERDICT:** SHIP", "SHIP"),
+            ("Verdict: **SHIP WITH FIXES**", "SHIP WITH FIXES"),
+            ("**Verdict**: SHIP", "SHIP"),
+            ("**VERDICT: SHIP**", "SHIP"),
+            ("VERDICT — SHIP", "SHIP"),
+            ("Verdict – halt", "HALT"),
+            ("Verdict - REFINE", "REFINE"),
+            ("## Verdict: SHIP", "SHIP"),
+            ("### **Final Verdict:** ship with  fixes", "SHIP WITH FIXES"),
+            ("- **Verdict:** HALT", "HALT"),
+            ("* __Verdict__: `SHIP`", "SHIP"),
+            ("| **Verdict** | **SHIP** |", "SHIP"),
+            ("verdict:ship", "SHIP"),
+        ] {
+            assert_eq!(read(line).as_deref(), Some(want), "{line:?}");
+        }
+        for line in [
+            "The verdict ship has sailed",
+            "VERDICT: [SHIP | HALT]",
+            "VERDICT: SHIPPED",
+            "VERDICT: pending",
+            "Verdicts are due",
+        ] {
+            assert_eq!(read(line), None, "{line:?}");
+        }
     }
 
     #[test]

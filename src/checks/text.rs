@@ -134,12 +134,18 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                 }
                 for f in &t.fields {
                     if let Some(row) = tracker.field(f) {
-                        if !is_empty_value(&row.value) {
-                            sources.push(Source {
-                                label: format!("EXECUTION-TRACKER.md:{} ({})", row.line, row.name),
-                                content: Content::Field(row.value.clone()),
-                            });
-                        }
+                        // A comment on the row is no part of the value, but a term hidden in
+                        // it is still written there.
+                        let text = match (is_empty_value(&row.value), row.comments.is_empty()) {
+                            (false, true) => row.value.clone(),
+                            (false, false) => format!("{} {}", row.value, row.comments),
+                            (true, false) => row.comments.clone(),
+                            (true, true) => continue,
+                        };
+                        sources.push(Source {
+                            label: format!("EXECUTION-TRACKER.md:{} ({})", row.line, row.name),
+                            content: Content::Field(text),
+                        });
                     }
                 }
             }

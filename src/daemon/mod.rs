@@ -1603,6 +1603,7 @@ impl Daemon {
             complete: false,
             verdict: None,
             verdict_at: None,
+            verdict_note: None,
             final_,
             passes: Vec::new(),
             results: Vec::new(),

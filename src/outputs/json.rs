@@ -23,6 +23,8 @@ struct Doc<'a> {
     complete: bool,
     verdict: Option<&'a str>,
     verdict_at: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verdict_note: Option<&'a str>,
     stop: bool,
     summary: Summary,
     passes: &'a [PassState],
@@ -64,6 +66,7 @@ pub fn render(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         complete: eval.complete,
         verdict: eval.verdict.as_deref(),
         verdict_at: eval.verdict_at.as_deref(),
+        verdict_note: eval.verdict_note.as_deref(),
         stop: eval.stops().next().is_some(),
         summary: eval.summary(),
         passes: &eval.passes,

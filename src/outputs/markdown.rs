@@ -273,9 +273,15 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 "in progress (latest VERDICT: {v}, {})",
                 eval.verdict_at.as_deref().unwrap_or("?")
             ),
-            (None, _) => "in progress (no verdict yet)".to_string(),
+            (None, _) => match &eval.verdict_note {
+                Some(note) => format!("not complete: {note}"),
+                None => "in progress (no verdict yet)".to_string(),
+            },
         }
     );
+    if let (Some(_), Some(note)) = (&eval.verdict, &eval.verdict_note) {
+        let _ = writeln!(out, "- Verdict files: {note}");
+    }
     if eval.final_ {
         let _ = writeln!(out, "- Judged with `--final`: every check treated as due");
     }
