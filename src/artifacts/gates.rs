@@ -1,19 +1,29 @@
 //! Gate results (`p3a-gate-results*.json`, SPEC §2.2): the gate runner's verdict per gate.
 //!
 //! This module owns turning one gate-results file into [`GateEntry`] values, accepting the canonical
-//! `{"gates": [...]}` form and a bare top-level array, and deciding whether a recorded source means the
-//! result was entered by hand. It must not read files (callers pass the bytes from a snapshot), must not
-//! combine files or judge results (the checks do), and must never panic or overflow the stack on hostile
-//! input: malformed JSON, invalid UTF-8 and deep nesting become a [`GateError`] with a position.
+//! `{"gates": [...]}` form and a bare top-level array, which gate an id names ([`same_gate`]), and
+//! deciding whether a recorded source means the result was entered by hand. It must not read files
+//! (callers pass the bytes from a snapshot), must not combine files or judge results (the checks do),
+//! and must never panic or overflow the stack on hostile input: malformed JSON, invalid UTF-8 and deep
+//! nesting become a [`GateError`] with a position. One bad entry is reported with its index and
+//! line:column and never discards the others: a manual source beside it must still be seen.
 
 use std::fmt;
 
 use serde_json::Value;
 
+/// One gate-results file: its entries, and the entries that could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GateFile {
+    pub entries: Vec<GateEntry>,
+    /// One error per entry that is not a gate entry (not an object, no id), with its position.
+    pub invalid: Vec<GateError>,
+}
+
 /// One gate's entry in a gate-results file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GateEntry {
-    /// From `id`, else `gate`.
+    /// From `id`, else `gate`: a string, or a number as written (`61`).
     pub id: String,
     /// From `result`, else `status`; numbers and booleans are stringified, `null` is `None`.
     pub result: Option<String>,
@@ -54,10 +64,11 @@ const SHAPE: &str = "expected an object with a `gates` array or an array of gate
 
 /// Parses one gate-results file. `file` is recorded in each entry (and is not used otherwise).
 ///
-/// A leading UTF-8 byte-order mark is ignored. An empty array yields no entries. Every entry must be
-/// an object with a string `id` (or `gate`); otherwise the whole file is an error, so that a
-/// half-understood file is never mistaken for a complete one.
-pub fn parse_gates(bytes: &[u8], file: &str) -> Result<Vec<GateEntry>, GateError> {
+/// A leading UTF-8 byte-order mark is ignored. An empty array yields no entries. A file that is not
+/// JSON, or not one of the two shapes, is an error; an entry that is not an object with a string or
+/// number `id` (or `gate`) is reported in [`GateFile::invalid`] with its index and position, and the
+/// other entries are kept.
+pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
@@ -88,11 +99,108 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<Vec<GateEntry>, GateError
         },
         other => return Err(shape_error(format!("{SHAPE}, found {}", describe(&other)))),
     };
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| entry(item, index, &format!("{prefix}[{index}]"), file))
-        .collect()
+    let offsets = element_offsets(bytes, !prefix.is_empty());
+    let offsets = (offsets.len() == items.len()).then_some(offsets);
+    let mut parsed = GateFile::default();
+    for (index, item) in items.into_iter().enumerate() {
+        match entry(item, index, &format!("{prefix}[{index}]"), file) {
+            Ok(e) => parsed.entries.push(e),
+            Err(mut err) => {
+                if let Some(&offset) = offsets.as_ref().and_then(|o| o.get(index)) {
+                    (err.line, err.column) = position(bytes, offset);
+                }
+                parsed.invalid.push(err);
+            }
+        }
+    }
+    Ok(parsed)
+}
+
+/// Whether an entry's id names the gate `wanted`, as a careful reader of a gate-results file
+/// would: ignoring case and surrounding space; `GR-61`, `GR61`, `gr_61` and `GR-061` are one
+/// gate; and a bare number (`61`, `"61"`) names gate 61 of whatever series is asked for, since a
+/// gate-results file numbers its own gates.
+pub fn same_gate(id: &str, wanted: &str) -> bool {
+    let (id, wanted) = (id.trim(), wanted.trim());
+    if id.eq_ignore_ascii_case(wanted) {
+        return true;
+    }
+    match (split_number(id), split_number(wanted)) {
+        (Some((prefix, n)), Some((want_prefix, want_n))) => {
+            n == want_n && (prefix.is_empty() || prefix.eq_ignore_ascii_case(want_prefix))
+        }
+        _ => false,
+    }
+}
+
+/// `GR-061` → (`GR`, `61`): the prefix without a trailing `-`, `_` or space, and the trailing
+/// digits without leading zeros. `None` when the id does not end in digits.
+fn split_number(id: &str) -> Option<(&str, &str)> {
+    let digits = id.len() - id.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return None;
+    }
+    let (prefix, number) = id.split_at(id.len() - digits);
+    let number = number.trim_start_matches('0');
+    Some((prefix.trim_end_matches(['-', '_', ' ']), number))
+}
+
+/// Where each element of the entries array starts (byte offsets): the top-level array's, or
+/// the top-level `"gates"` member's (the last one, as serde_json keeps the last duplicate key).
+/// Runs only on text that parsed as JSON, so tracking strings and depth is enough.
+fn element_offsets(text: &[u8], in_gates: bool) -> Vec<usize> {
+    let want_depth = if in_gates { 2 } else { 1 };
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut collecting = false;
+    let mut expect_element = false;
+    let mut last_string: Option<(usize, usize)> = None;
+    let mut key_is_gates = false;
+    let mut i = 0;
+    while i < text.len() {
+        let b = text[i];
+        if b.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if expect_element && b != b']' {
+            out.push(i);
+        }
+        expect_element = false;
+        match b {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    i += if text[i] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 {
+                    last_string = Some((start, i.min(text.len())));
+                }
+            }
+            b':' if depth == 1 => {
+                key_is_gates = last_string.and_then(|(s, e)| text.get(s..e)) == Some(b"gates");
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if b == b'[' && depth == want_depth && (!in_gates || key_is_gates) {
+                    out.clear();
+                    collecting = true;
+                    expect_element = true;
+                }
+            }
+            b']' | b'}' => {
+                if depth == want_depth {
+                    collecting = false;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' if collecting && depth == want_depth => expect_element = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    out
 }
 
 /// Whether a source says the result was entered by hand: lowercased and trimmed, it contains
@@ -110,11 +218,13 @@ fn entry(item: Value, index: usize, path: &str, file: &str) -> Result<GateEntry,
         )));
     };
     let id = match (map.get("id"), map.get("gate")) {
-        (Some(Value::String(id)), _) => id,
-        (None | Some(Value::Null), Some(Value::String(id))) => id,
+        (Some(Value::String(id)), _) => id.clone(),
+        (Some(Value::Number(n)), _) => n.to_string(),
+        (None | Some(Value::Null), Some(Value::String(id))) => id.clone(),
+        (None | Some(Value::Null), Some(Value::Number(n))) => n.to_string(),
         _ => {
             return Err(shape_error(format!(
-                "gate entry `{path}` has no string `id` (or `gate`)"
+                "gate entry `{path}` has no string or number `id` (or `gate`)"
             )))
         }
     };
@@ -128,7 +238,7 @@ fn entry(item: Value, index: usize, path: &str, file: &str) -> Result<GateEntry,
         Some(value) => scalar_text(value),
     };
     Ok(GateEntry {
-        id: id.clone(),
+        id,
         result,
         source: map.get("source").and_then(scalar_text),
         file: file.to_string(),
@@ -194,8 +304,13 @@ fn position(bytes: &[u8], offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
 
+    /// The entries, or the first error (of the file, else of an entry).
     fn parse(text: &str) -> Result<Vec<GateEntry>, GateError> {
-        parse_gates(text.as_bytes(), "p3a-gate-results.json")
+        let file = parse_gates(text.as_bytes(), "p3a-gate-results.json")?;
+        match file.invalid.first() {
+            Some(e) => Err(e.clone()),
+            None => Ok(file.entries),
+        }
     }
 
     fn message(text: &str) -> String {
@@ -296,7 +411,7 @@ mod tests {
     fn byte_order_mark_is_ignored() {
         let mut bytes = b"\xef\xbb\xbf".to_vec();
         bytes.extend_from_slice(br#"[{"id": "x"}]"#);
-        assert_eq!(parse_gates(&bytes, "f").unwrap()[0].id, "x");
+        assert_eq!(parse_gates(&bytes, "f").unwrap().entries[0].id, "x");
     }
 
     #[test]
@@ -342,7 +457,7 @@ mod tests {
     }
 
     #[test]
-    fn entries_must_be_objects_with_string_ids() {
+    fn entries_must_be_objects_with_ids() {
         assert_eq!(
             message(r#"{"gates": [{"id": "ok"}, "GR-01"]}"#),
             "gate entry `gates[1]` is not an object but a string"
@@ -353,20 +468,61 @@ mod tests {
         );
         assert_eq!(
             message(r#"[{"result": "PASS"}]"#),
-            "gate entry `[0]` has no string `id` (or `gate`)"
+            "gate entry `[0]` has no string or number `id` (or `gate`)"
         );
         assert_eq!(
-            message(r#"[{"id": 1}]"#),
-            "gate entry `[0]` has no string `id` (or `gate`)"
-        );
-        assert_eq!(
-            message(r#"[{"id": 1, "gate": "x"}]"#),
-            "gate entry `[0]` has no string `id` (or `gate`)"
+            message(r#"[{"id": true, "gate": "x"}]"#),
+            "gate entry `[0]` has no string or number `id` (or `gate`)"
         );
         assert_eq!(
             message(r#"[{"id": "  "}]"#),
             "gate entry `[0]` has an empty `id`"
         );
+    }
+
+    #[test]
+    fn numeric_ids_are_ids_as_written() {
+        let e = parse(r#"[{"id": 61, "result": "PASS"}, {"gate": 7}, {"id": null, "gate": 8}]"#)
+            .unwrap();
+        let ids: Vec<_> = e.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["61", "7", "8"]);
+    }
+
+    #[test]
+    fn a_bad_entry_is_reported_with_its_position_and_keeps_the_others() {
+        let text = "{\"gates\": [\n  {\"id\": \"GR-01\", \"result\": \"PASS\"},\n  {\"result\": \"PASS\"},\n  \"GR-03\",\n  {\"id\": \"GR-04\", \"source\": \"manual\"}\n]}";
+        let file = parse_gates(text.as_bytes(), "f").unwrap();
+        let ids: Vec<_> = file.entries.iter().map(|e| (e.id.as_str(), e.index)).collect();
+        assert_eq!(ids, [("GR-01", 0), ("GR-04", 3)]);
+        let errors: Vec<_> = file.invalid.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            errors,
+            [
+                "gate entry `gates[1]` has no string or number `id` (or `gate`) at line 3, column 3",
+                "gate entry `gates[2]` is not an object but a string at line 4, column 3"
+            ]
+        );
+        // A top-level array, and strings holding brackets, commas and escaped quotes.
+        let text = r#"[{"id": "a,[\"{"}, 5, {"id": "b"}]"#;
+        let file = parse_gates(text.as_bytes(), "f").unwrap();
+        assert_eq!(file.entries.len(), 2);
+        assert_eq!((file.invalid[0].line, file.invalid[0].column), (1, 20));
+        // The last `gates` member counts, as serde_json keeps it.
+        let text = r#"{"gates": [1], "x": {"gates": [2]}, "gates": [{"id": "a"}, []]}"#;
+        let file = parse_gates(text.as_bytes(), "f").unwrap();
+        assert_eq!((file.invalid[0].line, file.invalid[0].column), (1, 60));
+    }
+
+    #[test]
+    fn gate_ids_name_gates_as_a_reader_would() {
+        for id in ["GR-61", "gr-61", " GR-61 ", "GR61", "GR_61", "GR-061", "61", "061"] {
+            assert!(same_gate(id, "GR-61"), "{id:?}");
+        }
+        for id in ["GR-6", "GR-610", "BV-61", "GR-61a", "", "GR-", "6 1"] {
+            assert!(!same_gate(id, "GR-61"), "{id:?}");
+        }
+        assert!(same_gate("Custom", "custom"));
+        assert!(same_gate("GR-0", "GR-00"));
     }
 
     #[test]
@@ -391,7 +547,7 @@ mod tests {
 
     #[test]
     fn file_name_is_recorded_verbatim() {
-        let e = &parse_gates(br#"[{"id": "x"}]"#, "p3a-gate-results-refine.json").unwrap()[0];
+        let e = &parse_gates(br#"[{"id": "x"}]"#, "p3a-gate-results-refine.json").unwrap().entries[0];
         assert_eq!(e.file, "p3a-gate-results-refine.json");
     }
 

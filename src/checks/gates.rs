@@ -4,13 +4,15 @@
 use std::rc::Rc;
 
 use super::{Ctx, Outcome, Verdict};
-use crate::artifacts::gates::{GateEntry, GateError};
+use crate::artifacts::gates::{same_gate, GateEntry, GateError, GateFile};
 use crate::protocol::predicate::{Gate, GateCount, GateFiles, GateSources, Glob};
 
 struct Loaded {
     /// Each parsed file, shared with the evaluation's cache (never copied per predicate).
-    parsed: Vec<Rc<Result<Vec<GateEntry>, GateError>>>,
+    parsed: Vec<Rc<Result<GateFile, GateError>>>,
     files: usize,
+    /// Files that are not gate results, and entries that are not gate entries (whose files'
+    /// other entries still count).
     errors: Vec<(String, GateError)>,
     unreadable: Vec<String>,
 }
@@ -42,7 +44,12 @@ fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
         o.push_file(ctx.file_ref(e));
         let parsed = ctx.gate_file(&e.rel);
         match parsed.as_ref() {
-            Ok(_) => loaded.parsed.push(parsed),
+            Ok(file) => {
+                for err in &file.invalid {
+                    loaded.errors.push((e.rel.clone(), err.clone()));
+                }
+                loaded.parsed.push(parsed);
+            }
             Err(err) => loaded.errors.push((e.rel.clone(), err.clone())),
         }
     }
@@ -55,7 +62,14 @@ impl Loaded {
         self.parsed
             .iter()
             .filter_map(|p| p.as_ref().as_ref().ok())
-            .flatten()
+            .flat_map(|f| &f.entries)
+    }
+
+    /// How many files have an error (the whole file, or an entry of it).
+    fn invalid_files(&self) -> usize {
+        let mut files: Vec<&str> = self.errors.iter().map(|(f, _)| f.as_str()).collect();
+        files.dedup();
+        files.len()
     }
 }
 
@@ -91,7 +105,7 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
     let loaded = load(ctx, &g.files, &mut o);
     let found: Vec<&GateEntry> = loaded
         .entries()
-        .filter(|e| e.id.trim().eq_ignore_ascii_case(g.id.trim()))
+        .filter(|e| same_gate(&e.id, &g.id))
         .collect();
     for e in &found {
         o.push_detail(describe(e));
@@ -107,7 +121,10 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
             if loaded.errors.is_empty() {
                 String::new()
             } else {
-                format!(" ({} files unparseable)", loaded.errors.len())
+                format!(
+                    " ({} files unparseable or with invalid entries)",
+                    loaded.invalid_files()
+                )
             }
         )];
         return o;
@@ -178,7 +195,7 @@ pub(super) fn gate_files(ctx: &Ctx<'_>, g: &GateFiles) -> Outcome {
         o.verdict = Verdict::Fail;
         o.observed = vec![format!(
             "{} of {} files invalid",
-            loaded.errors.len(),
+            loaded.invalid_files(),
             loaded.files
         )];
     } else if !loaded.unreadable.is_empty() {

@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use crate::artifacts::gates::{GateEntry, GateError};
+use crate::artifacts::gates::{GateError, GateFile};
 use crate::artifacts::markdown;
 use crate::artifacts::tracker::Tracker;
 use crate::artifacts::{Entry, FileData, Kind, ReadError, Snapshot};
@@ -151,7 +151,7 @@ pub struct PipelineVerdict {
 }
 
 /// One gate-results file, parsed.
-type GateParse = Result<Vec<GateEntry>, GateError>;
+type GateParse = Result<GateFile, GateError>;
 
 /// Everything a predicate may look at during one evaluation, with per-evaluation caches
 /// so each file is read at most once and each glob matched at most once.
