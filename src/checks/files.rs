@@ -95,10 +95,21 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
         let name = e.name();
         match f.key.capture(name.as_bytes(), 1, false) {
             // Bytes, not `name[k]`: a byte-mode group may split a character.
-            Some(k) => keys
-                .entry(String::from_utf8_lossy(&name.as_bytes()[k]).into_owned())
-                .or_default()
-                .push(e),
+            Some(k) => {
+                let key = String::from_utf8_lossy(&name.as_bytes()[k]).into_owned();
+                // With `ignore_case`, `a` is the expected `A`: one key, so both files are a
+                // duplicate rather than one expected and one unexpected.
+                let key = match f.ignore_case {
+                    true => f
+                        .expect
+                        .iter()
+                        .find(|x| x.to_lowercase() == key.to_lowercase())
+                        .cloned()
+                        .unwrap_or(key),
+                    false => key,
+                };
+                keys.entry(key).or_default().push(e)
+            }
             None => unkeyed.push(e.rel.clone()),
         }
     }

@@ -69,10 +69,11 @@ fn leaf(p: &Predicate) -> String {
             c.max.map(|m| format!(" <= {m}")).unwrap_or_default()
         ),
         P::FileSet(f) => format!(
-            "files matching {} carry the keys {} exactly once each (key: {}); fewer wait, others FAIL",
+            "files matching {} carry the keys {} exactly once each (key: {}{}); fewer wait, others FAIL",
             q(f.glob.as_str()),
             f.expect.join(", "),
-            q(f.key.as_str())
+            q(f.key.as_str()),
+            if f.ignore_case { ", any case" } else { "" }
         ),
         P::Filled(f) => format!("tracker fields non-empty: {}", f.as_slice().join(", ")),
         P::SectionFilled(s) => format!("every field row of tracker section {} is non-empty", q(&s.section)),

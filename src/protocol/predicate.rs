@@ -149,6 +149,10 @@ pub struct FileSet {
     /// Regex over the file name whose first capture group is the key.
     pub key: Pattern,
     pub expect: Vec<String>,
+    /// Keys compare ignoring case: `p3b-pa-auditor-a.md` carries the key `A`, and with
+    /// `p3b-pa-auditor-A.md` beside it, `A` is there twice.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ignore_case: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -209,7 +209,7 @@ fields!(IfThen {
     otherwise
 });
 fields!(Count { glob; min, max });
-fields!(FileSet { glob, key, expect });
+fields!(FileSet { glob, key, expect; ignore_case });
 fields!(Section { section; exact });
 fields!(FieldMatches { fields, pattern; any });
 fields!(ColumnMatches {
