@@ -90,11 +90,21 @@ struct CaseKeys {
     complete: Option<bool>,
     /// `"null"` for a JSON null.
     verdict: Option<String>,
+    /// A substring of the top-level `verdict_note` (a verdict file with no readable verdict).
+    verdict_note: Option<String>,
     #[serde(default)]
     expect: Vec<Expect>,
 }
 
-const CASE_KEYS: &[&str] = &["final", "args", "exit", "complete", "verdict", "expect"];
+const CASE_KEYS: &[&str] = &[
+    "final",
+    "args",
+    "exit",
+    "complete",
+    "verdict",
+    "verdict_note",
+    "expect",
+];
 
 struct Case {
     keys: CaseKeys,
@@ -387,6 +397,12 @@ fn check_case(case: &Case) -> Result<(), String> {
         };
         if !ok {
             failures.push(format!("verdict = {got}, want {want}"));
+        }
+    }
+    if let Some(want) = &case.keys.verdict_note {
+        let got = json.get("verdict_note").and_then(Value::as_str).unwrap_or("");
+        if !got.contains(want.as_str()) {
+            failures.push(format!("verdict_note = {got:?}, want it to contain {want:?}"));
         }
     }
     for e in &case.keys.expect {
