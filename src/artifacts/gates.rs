@@ -492,7 +492,11 @@ mod tests {
     fn a_bad_entry_is_reported_with_its_position_and_keeps_the_others() {
         let text = "{\"gates\": [\n  {\"id\": \"GR-01\", \"result\": \"PASS\"},\n  {\"result\": \"PASS\"},\n  \"GR-03\",\n  {\"id\": \"GR-04\", \"source\": \"manual\"}\n]}";
         let file = parse_gates(text.as_bytes(), "f").unwrap();
-        let ids: Vec<_> = file.entries.iter().map(|e| (e.id.as_str(), e.index)).collect();
+        let ids: Vec<_> = file
+            .entries
+            .iter()
+            .map(|e| (e.id.as_str(), e.index))
+            .collect();
         assert_eq!(ids, [("GR-01", 0), ("GR-04", 3)]);
         let errors: Vec<_> = file.invalid.iter().map(|e| e.to_string()).collect();
         assert_eq!(
@@ -515,7 +519,9 @@ mod tests {
 
     #[test]
     fn gate_ids_name_gates_as_a_reader_would() {
-        for id in ["GR-61", "gr-61", " GR-61 ", "GR61", "GR_61", "GR-061", "61", "061"] {
+        for id in [
+            "GR-61", "gr-61", " GR-61 ", "GR61", "GR_61", "GR-061", "61", "061",
+        ] {
             assert!(same_gate(id, "GR-61"), "{id:?}");
         }
         for id in ["GR-6", "GR-610", "BV-61", "GR-61a", "", "GR-", "6 1"] {
@@ -547,7 +553,9 @@ mod tests {
 
     #[test]
     fn file_name_is_recorded_verbatim() {
-        let e = &parse_gates(br#"[{"id": "x"}]"#, "p3a-gate-results-refine.json").unwrap().entries[0];
+        let e = &parse_gates(br#"[{"id": "x"}]"#, "p3a-gate-results-refine.json")
+            .unwrap()
+            .entries[0];
         assert_eq!(e.file, "p3a-gate-results-refine.json");
     }
 

@@ -38,7 +38,11 @@ pub enum Kind {
     Text { comments: Vec<Range<usize>> },
     /// An ATX heading, or the underline of a setext heading (then `line` is the first line of
     /// the paragraph above it, which holds the text).
-    Heading { level: u8, text: String, line: usize },
+    Heading {
+        level: u8,
+        text: String,
+        line: usize,
+    },
     /// A code fence or a line inside a fenced code block.
     Code,
     /// A line with nothing but HTML comments (and whitespace) on it.
@@ -501,7 +505,12 @@ mod tests {
         let l: Vec<_> = lines(b"a\r\nb\n\nc").map(|l| (l.number, l.raw)).collect();
         assert_eq!(
             l,
-            [(1, &b"a"[..]), (2, &b"b"[..]), (3, &b""[..]), (4, &b"c"[..])]
+            [
+                (1, &b"a"[..]),
+                (2, &b"b"[..]),
+                (3, &b""[..]),
+                (4, &b"c"[..])
+            ]
         );
         assert_eq!(lines(b"").count(), 1);
         assert_eq!(lines(b"a\n").count(), 1);
@@ -532,7 +541,9 @@ mod tests {
 
     #[test]
     fn atx_rules() {
-        let h = |s: &'static str| atx_heading(s.as_bytes()).map(|(l, t)| (l, std::str::from_utf8(t).unwrap()));
+        let h = |s: &'static str| {
+            atx_heading(s.as_bytes()).map(|(l, t)| (l, std::str::from_utf8(t).unwrap()))
+        };
         assert_eq!(h("# A"), Some((1, "A")));
         assert_eq!(h("###### Six"), Some((6, "Six")));
         assert_eq!(h("####### Seven"), None);
@@ -562,7 +573,8 @@ mod tests {
 
     #[test]
     fn fences_hide_their_content() {
-        let doc = "~~~~ text\n# no\n~~~\n# still no\n~~~~~\n```rust\n<!-- not a comment\n```\n# yes\n";
+        let doc =
+            "~~~~ text\n# no\n~~~\n# still no\n~~~~~\n```rust\n<!-- not a comment\n```\n# yes\n";
         assert_eq!(headings(doc), [(9, 1, "yes".into())]);
         assert_eq!(kinds("``` `x` ```\n")[0].1, text(vec![]));
     }
@@ -590,7 +602,9 @@ mod tests {
     #[test]
     fn unclosed_comments() {
         // At a line's start: an HTML block to the end of the document.
-        assert!(kinds("<!-- open\n# H\n").iter().all(|k| k.1 == Kind::Comment));
+        assert!(kinds("<!-- open\n# H\n")
+            .iter()
+            .all(|k| k.1 == Kind::Comment));
         // Inside a line: literal text.
         assert_eq!(headings("a <!-- b\n# H\n"), [(2, 1, "H".into())]);
         // In a code span: literal text.
@@ -620,10 +634,23 @@ mod tests {
     #[test]
     fn garbage_never_panics() {
         for doc in [
-            "", "\r", "\u{feff}", "<!--", "-->", "<!---->", "```", "~~~\n", "#", "=\n=", "\n---",
-            "\r\n\r\n", "<!--\r\n-->\r\n",
+            "",
+            "\r",
+            "\u{feff}",
+            "<!--",
+            "-->",
+            "<!---->",
+            "```",
+            "~~~\n",
+            "#",
+            "=\n=",
+            "\n---",
+            "\r\n\r\n",
+            "<!--\r\n-->\r\n",
         ] {
-            let _ = lines(doc.as_bytes()).map(|l| l.visible().len()).sum::<usize>();
+            let _ = lines(doc.as_bytes())
+                .map(|l| l.visible().len())
+                .sum::<usize>();
         }
     }
 }

@@ -195,7 +195,8 @@ impl Tracker {
                     // directly above a delimiter row); a pipe-led row is read even without one.
                     let row = trimmed.starts_with('|')
                         || (cells.len() > 1
-                            && ((!run.lines.is_empty() && (run.delimited || is_separator(&cells)))
+                            && ((!run.lines.is_empty()
+                                && (run.delimited || is_separator(&cells)))
                                 || delimiter_follows(&lines[index + 1..], cells.len())));
                     if row {
                         run.delimited |= is_separator(&cells);
@@ -842,7 +843,9 @@ mod tests {
         // A pipe in prose with no delimiter row below is not a table.
         assert!(t.field("prose a").is_none());
         // The header needs as many cells as the delimiter row (GFM).
-        assert!(Tracker::parse("a | b\n--- | --- | ---\nc | d\n").rows.is_empty());
+        assert!(Tracker::parse("a | b\n--- | --- | ---\nc | d\n")
+            .rows
+            .is_empty());
     }
 
     #[test]
@@ -864,7 +867,11 @@ mod tests {
     fn setext_headings_and_stray_byte_order_marks() {
         let text = "Phase Timestamps\n================\n| P0_START | x |\n\u{feff}## BV Gates ##\r\r\n| BV-01 | PASS |\n";
         let t = Tracker::parse(text);
-        let headings: Vec<_> = t.sections.iter().map(|s| (s.level, s.heading.as_str())).collect();
+        let headings: Vec<_> = t
+            .sections
+            .iter()
+            .map(|s| (s.level, s.heading.as_str()))
+            .collect();
         assert_eq!(headings, [(1, "Phase Timestamps"), (2, "BV Gates")]);
         assert_eq!(
             t.field_in(&SectionFilter::contains("bv gates"), "BV-01")

@@ -439,10 +439,7 @@ mod tests {
     fn headings_skip_comments_and_read_setext() {
         let text = "## A\n<!--\n## Hidden\n-->\nCompletion Manifest\n---\n~~~md\n## Example\n~~~\n";
         let h = headings(text.as_bytes(), 2);
-        assert_eq!(
-            h,
-            vec![(1, "A".into()), (5, "Completion Manifest".into())]
-        );
+        assert_eq!(h, vec![(1, "A".into()), (5, "Completion Manifest".into())]);
     }
 
     #[test]

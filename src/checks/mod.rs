@@ -363,7 +363,10 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
             let mut found = None;
             let mut caps = regex.create_captures();
             for line in markdown::lines(&data.bytes) {
-                if !matches!(line.kind, markdown::Kind::Text { .. } | markdown::Kind::Heading { .. }) {
+                if !matches!(
+                    line.kind,
+                    markdown::Kind::Text { .. } | markdown::Kind::Heading { .. }
+                ) {
                     continue;
                 }
                 let visible = line.visible();
@@ -556,7 +559,13 @@ mod tests {
             d10.verdict
                 .pattern
                 .capture(line.as_bytes(), 1, false)
-                .map(|r| line[r].to_uppercase().split_whitespace().collect::<Vec<_>>().join(" "))
+                .map(|r| {
+                    line[r]
+                        .to_uppercase()
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
         };
         for (line, want) in [
             ("VERDICT: SHIP", "SHIP"),

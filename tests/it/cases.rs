@@ -400,9 +400,14 @@ fn check_case(case: &Case) -> Result<(), String> {
         }
     }
     if let Some(want) = &case.keys.verdict_note {
-        let got = json.get("verdict_note").and_then(Value::as_str).unwrap_or("");
+        let got = json
+            .get("verdict_note")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if !got.contains(want.as_str()) {
-            failures.push(format!("verdict_note = {got:?}, want it to contain {want:?}"));
+            failures.push(format!(
+                "verdict_note = {got:?}, want it to contain {want:?}"
+            ));
         }
     }
     for e in &case.keys.expect {
