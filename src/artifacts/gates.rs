@@ -66,7 +66,7 @@ const SHAPE: &str = "expected an object with a `gates` array or an array of gate
 ///
 /// A leading UTF-8 byte-order mark is ignored. An empty array yields no entries. A file that is not
 /// JSON, or not one of the two shapes, is an error; an entry that is not an object with a string or
-/// number `id` (or `gate`) is reported in [`GateFile::invalid`] with its index and position, and the
+/// number `id` (or `gate`; keys in any case) is reported in [`GateFile::invalid`] with its index and position, and the
 /// other entries are kept.
 pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
@@ -217,7 +217,15 @@ fn entry(item: Value, index: usize, path: &str, file: &str) -> Result<GateEntry,
             describe(&item)
         )));
     };
-    let id = match (map.get("id"), map.get("gate")) {
+    // Keys in any case: `"Source": "manual"` is a manual source, `"ID"` an id.
+    let get = |key: &str| {
+        map.get(key).or_else(|| {
+            map.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v)
+        })
+    };
+    let id = match (get("id"), get("gate")) {
         (Some(Value::String(id)), _) => id.clone(),
         (Some(Value::Number(n)), _) => n.to_string(),
         (None | Some(Value::Null), Some(Value::String(id))) => id.clone(),
@@ -233,14 +241,14 @@ fn entry(item: Value, index: usize, path: &str, file: &str) -> Result<GateEntry,
             "gate entry `{path}` has an empty `id`"
         )));
     }
-    let result = match map.get("result") {
-        None | Some(Value::Null) => map.get("status").and_then(scalar_text),
+    let result = match get("result") {
+        None | Some(Value::Null) => get("status").and_then(scalar_text),
         Some(value) => scalar_text(value),
     };
     Ok(GateEntry {
         id,
         result,
-        source: map.get("source").and_then(scalar_text),
+        source: get("source").and_then(scalar_text),
         file: file.to_string(),
         index,
     })
@@ -478,6 +486,17 @@ mod tests {
             message(r#"[{"id": "  "}]"#),
             "gate entry `[0]` has an empty `id`"
         );
+    }
+
+    #[test]
+    fn keys_in_any_case() {
+        let e = &parse(r#"[{"ID": "GR-01", "Status": "PASS", "SOURCE": "Manual"}]"#).unwrap()[0];
+        assert_eq!(e.id, "GR-01");
+        assert_eq!(e.result.as_deref(), Some("PASS"));
+        assert_eq!(e.source.as_deref(), Some("Manual"));
+        // The exact key wins over another spelling.
+        let e = &parse(r#"[{"Id": "B", "id": "A"}]"#).unwrap()[0];
+        assert_eq!(e.id, "A");
     }
 
     #[test]

@@ -492,7 +492,7 @@ fn split_cells(line: &str) -> Vec<String> {
             }
             b'|' => {
                 cell.push_str(&line[chunk..pos]);
-                cells.push(cell.trim().to_string());
+                cells.push(trim_cell(&cell).to_string());
                 cell.clear();
                 pos += 1;
                 chunk = pos;
@@ -501,7 +501,7 @@ fn split_cells(line: &str) -> Vec<String> {
         }
     }
     cell.push_str(&line[chunk..]);
-    cells.push(cell.trim().to_string());
+    cells.push(trim_cell(&cell).to_string());
     // The piece before the leading pipe is always empty.
     if line.starts_with('|') && !cells.is_empty() {
         cells.remove(0);
@@ -510,6 +510,11 @@ fn split_cells(line: &str) -> Vec<String> {
         cells.pop();
     }
     cells
+}
+
+/// A cell without surrounding whitespace or stray byte-order marks (pasted text carries them).
+fn trim_cell(cell: &str) -> &str {
+    cell.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
 fn ends_with_unescaped_pipe(line: &str) -> bool {
@@ -922,6 +927,7 @@ mod tests {
         // An unclosed backtick is text and does not swallow pipes.
         assert_eq!(split_cells("| it`s | c |"), ["it`s", "c"]);
         assert_eq!(split_cells("| é | ü |"), ["é", "ü"]);
+        assert_eq!(split_cells("| \u{feff}P0_START | x\r |"), ["P0_START", "x"]);
     }
 
     #[test]
