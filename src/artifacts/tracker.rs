@@ -47,6 +47,20 @@ pub struct Tracker {
     pub rows: Vec<FieldRow>,
     /// All tables, in document order.
     pub tables: Vec<Table>,
+    /// Rows written inside HTML comments or code fences: not data, but named in evidence so
+    /// that "no such row" never contradicts a row a reader can find in the file.
+    pub hidden: Vec<HiddenRow>,
+}
+
+/// A table row that is not data because of where it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenRow {
+    /// The first cell, as for a [`FieldRow`].
+    pub name: String,
+    /// 1-based line number.
+    pub line: usize,
+    /// `"an HTML comment"` or `"a code block"`.
+    pub inside: &'static str,
 }
 
 /// A heading: ATX (`#` … `######`) or setext (underlined with `===` or `---`).
@@ -171,8 +185,11 @@ impl Tracker {
         let lines: Vec<markdown::Line<'_>> = markdown::lines(text.as_bytes()).collect();
         for (index, line) in lines.iter().enumerate() {
             match &line.kind {
-                Kind::Comment => continue,
-                Kind::Code => tracker.flush_table(&mut run, section),
+                Kind::Comment => tracker.note_hidden(line, "an HTML comment"),
+                Kind::Code => {
+                    tracker.flush_table(&mut run, section);
+                    tracker.note_hidden(line, "a code block");
+                }
                 Kind::Heading {
                     level,
                     text,
@@ -209,6 +226,31 @@ impl Tracker {
         }
         tracker.flush_table(&mut run, section);
         tracker
+    }
+
+    /// Records a pipe-led row on a line that is not data (see [`Tracker::hidden`]).
+    fn note_hidden(&mut self, line: &markdown::Line<'_>, inside: &'static str) {
+        let text = String::from_utf8_lossy(line.raw);
+        let text = text.trim();
+        let text = text.strip_prefix("<!--").unwrap_or(text).trim_start();
+        if !text.starts_with('|') {
+            return;
+        }
+        let cells = split_cells(text);
+        let name = cells.first().map_or("", |c| strip_decoration(c));
+        if !name.is_empty() && !is_separator(&cells) {
+            self.hidden.push(HiddenRow {
+                name: name.to_string(),
+                line: line.number,
+                inside,
+            });
+        }
+    }
+
+    /// The first row named `name` written inside a comment or code block.
+    pub fn hidden_row(&self, name: &str) -> Option<&HiddenRow> {
+        let name = strip_decoration(name);
+        self.hidden.iter().find(|r| eq_ignore_case(&r.name, name))
     }
 
     /// Turns a run of consecutive table lines into tables and field rows.
@@ -830,6 +872,10 @@ mod tests {
         let names: Vec<_> = t.rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["C"]);
         assert_eq!(t.sections.len(), 1);
+        assert_eq!(
+            t.hidden_row("A").map(|h| (h.line, h.inside)),
+            Some((3, "a code block"))
+        );
     }
 
     #[test]
@@ -858,6 +904,8 @@ mod tests {
         let text = "## Phase Timestamps\n| Field | Value |\n|---|---|\n<!-- example rows:\n| P0_START | 2026-01-01T00:00:00Z |\n## Not a section\n-->\n| P1_START | <!-- fill in --> |\n| P2_START | 2026-02-25T10:10:00Z <!-- UTC --> |\n";
         let t = Tracker::parse(text);
         assert!(t.field("P0_START").is_none());
+        let hidden = t.hidden_row("p0_start").unwrap();
+        assert_eq!((hidden.line, hidden.inside), (5, "an HTML comment"));
         assert_eq!(t.sections.len(), 1);
         let p1 = t.field("P1_START").unwrap();
         assert!(is_empty_value(&p1.value));

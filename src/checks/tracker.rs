@@ -30,7 +30,16 @@ pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
     let mut values = Vec::new();
     for f in fields {
         match t.field(f) {
-            None => empty.push(format!("{f} (no such row)")),
+            None => empty.push(match t.hidden_row(f) {
+                Some(h) => format!(
+                    "{f} (no such row; line {} has one inside {}, which is not data)",
+                    h.line, h.inside
+                ),
+                None => format!("{f} (no such row)"),
+            }),
+            Some(row) if is_empty_value(&row.value) && !row.comments.is_empty() => empty.push(
+                format!("{f} (line {}: only an HTML comment, not a value)", row.line),
+            ),
             Some(row) if is_empty_value(&row.value) => {
                 empty.push(format!("{f} (line {}: `{}`)", row.line, row.value.trim()))
             }
