@@ -353,3 +353,31 @@ fn verify_warns_about_a_directory_with_nothing_to_judge() {
     assert_eq!(v["summary"]["skip"], 26);
     assert_eq!(v["summary"]["compliance_rate"], serde_json::Value::Null);
 }
+
+/// A weaver file whose verdict cannot be read is named in the printed report, never a silent
+/// "in progress".
+#[test]
+fn verify_names_an_unreadable_weaver_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let doc = crate::builder::BuildDoc::parse(
+        r#"
+base = "clean"
+[[replace]]
+path = "p3c-weaver.md"
+find = "**VERDICT:** SHIP"
+with = "Verdict pending"
+"#,
+        "inline",
+    )
+    .expect("build doc");
+    let dir = Build::from_doc(&doc)
+        .and_then(|b| b.materialise(tmp.path()))
+        .expect("materialise");
+    let (_, out, _) = run(&["verify", dir.to_str().unwrap()]);
+    assert!(
+        out.contains(
+            "- Pipeline: not complete: p3c-weaver.md exists but has no readable VERDICT line"
+        ),
+        "{out}"
+    );
+}
