@@ -101,8 +101,8 @@ pub struct Lines<'a> {
     /// While inside an HTML comment: the offset just past its `-->` (the text's length when it
     /// never closes).
     comment_end: Option<usize>,
-    /// The offset of the next `<!--` at or after `pos` (`usize::MAX`: none), so that lines
-    /// without one skip the comment scan entirely.
+    /// The offset of the next `<!--` (`usize::MAX`: there is none; `None`: not looked for
+    /// since the last comment scan), so that lines before it skip the comment scan entirely.
     next_open: Option<usize>,
     close: CloseCache,
     /// The paragraph a setext underline would make a heading: first line number and byte range.
@@ -112,7 +112,7 @@ pub struct Lines<'a> {
 /// Remembers the last `-->` search, so that many unclosed `<!--` never rescan the text.
 #[derive(Default)]
 struct CloseCache {
-    /// A search from `from` found the first `-->` at `at` (`None`: there is none).
+    /// Where the last search started, and the first `-->` at or after it (`None`: none).
     last: Option<(usize, Option<usize>)>,
 }
 
