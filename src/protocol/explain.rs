@@ -111,7 +111,7 @@ fn leaf(p: &Predicate) -> String {
         }
         P::Distinct(f) => format!("tracker values differ: {}", f.join(", ")),
         P::Dissimilar(d) => format!(
-            "{} and {} are not near-identical (line similarity < {}){}",
+            "{} and {} are not near-identical (line similarity < {}, line endings and trailing whitespace ignored){}",
             q(d.files[0].as_str()),
             q(d.files[1].as_str()),
             d.threshold,
@@ -152,7 +152,7 @@ fn leaf(p: &Predicate) -> String {
             format!("text of {}: {}", src.join(", "), parts.join(", "))
         }
         P::Heading(h) => format!(
-            "every file matching {} has the heading `{} {}`{}",
+            "every file matching {} has the heading `{} {}`{} (headings in code fences or HTML comments do not count)",
             q(h.files.as_str()),
             "#".repeat(h.level as usize),
             h.text,
