@@ -154,7 +154,72 @@ fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
     Snapshot::scan(dir, limits).map_err(anyhow::Error::from)
 }
 
+/// `verify --write` refuses a directory a live `referee watch` owns: its pass files and report
+/// would be overwritten under it (exit 2, nothing written).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{dir}` is watched by a live referee ({why}); `verify --write` would overwrite the files that daemon owns — \
+run `verify` without `--write` to print the report, or stop the daemon first"
+)]
+struct LiveReferee {
+    dir: String,
+    why: String,
+}
+
+/// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
+/// is fresh (not finished) and its pid runs.
+fn live_referee(dir: &Path) -> Option<String> {
+    use crate::daemon::heartbeat;
+    if crate::daemon::events::locked_by_other(dir) {
+        return Some(format!(
+            "another process holds the lock on `{}`",
+            crate::daemon::events::EVENTS_FILE
+        ));
+    }
+    let hb = heartbeat::read(dir).ok()?;
+    if hb.state != heartbeat::WATCHING || !heartbeat::pid_alive(hb.pid) {
+        return None;
+    }
+    let age = chrono::Utc::now()
+        .signed_duration_since(hb.last_beat)
+        .to_std()
+        .unwrap_or_default();
+    let stale = hb
+        .interval()
+        .map_or(std::time::Duration::from_secs(10), |i| i.saturating_mul(3));
+    (age <= stale).then(|| {
+        format!(
+            "`{}` is fresh and pid {} runs",
+            heartbeat::HEARTBEAT_FILE,
+            hb.pid
+        )
+    })
+}
+
+/// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
+/// followed, and said.
+fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let w =
+        outputs::write_atomic(dir, name, text).with_context(|| format!("cannot write {name}"))?;
+    if let Some(found) = w.replaced {
+        eprintln!(
+            "referee: warning: `{name}` was {} put there by someone else; replaced without being followed",
+            found.describe()
+        );
+    }
+    Ok(())
+}
+
 fn verify(a: VerifyArgs) -> Result<ExitCode> {
+    if a.write {
+        if let Some(why) = live_referee(&a.build_dir) {
+            return Err(LiveReferee {
+                dir: a.build_dir.display().to_string(),
+                why,
+            }
+            .into());
+        }
+    }
     // One thread: listing the directory beside the protocol load, or compiling patterns
     // beside the judging, cost a small build about as much as it saved (threads are not
     // free on a shared 2-core machine); the large-report scans split across cores instead.
@@ -183,12 +248,10 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     if a.write {
         for pass in eval.passes.iter().filter(|p| p.ran) {
             let text = markdown::pass_file(&protocol, &eval, &pass.id, &ctx);
-            outputs::write_atomic(&a.build_dir, &outputs::pass_file(&pass.id), &text)
-                .with_context(|| format!("cannot write {}", outputs::pass_file(&pass.id)))?;
+            write_own(&a.build_dir, &outputs::pass_file(&pass.id), &text)?;
         }
         let report = markdown::report(&protocol, &eval, &ctx);
-        outputs::write_atomic(&a.build_dir, outputs::REPORT_FILE, &report)
-            .with_context(|| format!("cannot write {}", outputs::REPORT_FILE))?;
+        write_own(&a.build_dir, outputs::REPORT_FILE, &report)?;
     }
     let text = match a.format {
         Format::Md => markdown::report(&protocol, &eval, &ctx),

@@ -5,11 +5,16 @@
 //! `payload`, `artifact_ids`, `context_ref`), appending (`O_APPEND`, one `write` per line), the
 //! advisory lock that keeps two referees off one build directory, rotating an old log aside
 //! (`--fresh`: data is moved, never deleted), and replaying a log into the state a restart needs.
+//! The log is only ever opened as a regular file (`O_NOFOLLOW`, `O_NONBLOCK`): a symlink or FIFO
+//! planted at its name is moved aside, never followed or read. A damaged log is replayed as far
+//! as it can be, and what was skipped (how many lines, which) is handed back to be reported;
+//! numbers read from it are bounded.
 //! It must not decide what is worth logging or judge anything: the daemon hands it payloads.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::{PassState, RunReason, Status};
-use crate::outputs::{Change, Incident};
+use crate::outputs::{move_aside, Change, Foreign, Incident};
 
 /// The log's file name in the build directory.
 pub const EVENTS_FILE: &str = "OBSERVER-EVENTS.jsonl";
@@ -109,22 +114,71 @@ pub fn timestamp(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// The locked log as [`open_locked`] found it.
+#[derive(Debug)]
+pub struct Opened {
+    pub file: File,
+    /// The earlier contents (lossy UTF-8).
+    pub previous: String,
+    /// What someone else had put at the log's name (a symlink, FIFO, directory …), and where it
+    /// was moved aside to; a new log was started in its place.
+    pub moved_aside: Option<(Foreign, PathBuf)>,
+}
+
+/// Opens the log without following a symlink or blocking on a FIFO; only a regular file is used.
+fn open_regular(path: &Path, create: bool) -> io::Result<Result<File, Foreign>> {
+    let mut o = OpenOptions::new();
+    o.read(true)
+        .append(true)
+        // O_NOFOLLOW: a symlink at the name fails (ELOOP) instead of redirecting the writes;
+        // O_NONBLOCK: a FIFO there cannot hang the open (a regular file ignores the flag).
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    if create {
+        o.create(true);
+    }
+    let file = match o.open(path) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(Foreign::Symlink)),
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory => return Ok(Err(Foreign::Dir)),
+        Err(e) => return Err(e),
+    };
+    match Foreign::of(&file.metadata()?) {
+        None => Ok(Ok(file)),
+        Some(f) => Ok(Err(f)),
+    }
+}
+
 /// Opens (creating) and locks the log. Returns the log and its previous contents.
 ///
 /// The lock is an exclusive `flock` held for the life of the returned value (and released by the
-/// kernel if the process dies), so a second referee on the same directory is refused.
-pub fn open_locked(dir: &Path) -> Result<(File, String), LogError> {
+/// kernel if the process dies), so a second referee on the same directory is refused. Anything
+/// but a regular file at the log's name is never followed or read: it is moved aside
+/// (`OBSERVER-EVENTS.jsonl.tampered-<time>`) and a new log started, which the caller records as
+/// tamper.
+pub fn open_locked(dir: &Path) -> Result<Opened, LogError> {
     let path = dir.join(EVENTS_FILE);
     let io_err = |source: io::Error| LogError::Io {
         path: path.display().to_string(),
         source,
     };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(&path)
-        .map_err(io_err)?;
+    let mut moved_aside = None;
+    let mut file = match open_regular(&path, true).map_err(io_err)? {
+        Ok(f) => f,
+        Err(found) => {
+            let to = move_aside(dir, EVENTS_FILE, &Utc::now()).map_err(io_err)?;
+            moved_aside = Some((found, to));
+            match open_regular(&path, true).map_err(io_err)? {
+                Ok(f) => f,
+                // Planted again in between: give up rather than loop.
+                Err(again) => {
+                    return Err(io_err(io::Error::other(format!(
+                        "`{EVENTS_FILE}` is {} (put there by someone else)",
+                        again.describe()
+                    ))))
+                }
+            }
+        }
+    };
     // SAFETY: flock on a file descriptor we own; no memory is passed.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
@@ -138,7 +192,29 @@ pub fn open_locked(dir: &Path) -> Result<(File, String), LogError> {
     }
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(io_err)?;
-    Ok((file, String::from_utf8_lossy(&bytes).into_owned()))
+    Ok(Opened {
+        file,
+        previous: String::from_utf8_lossy(&bytes).into_owned(),
+        moved_aside,
+    })
+}
+
+/// Whether another process holds the log's lock (a live `referee watch` on `dir`). Opens the log
+/// read-only without creating, following or blocking; absent or not a regular file: no.
+pub fn locked_by_other(dir: &Path) -> bool {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(dir.join(EVENTS_FILE))
+    else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    // SAFETY: flock on a descriptor we own; a shared, non-blocking try, released at close.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
 /// Moves the log aside as `OBSERVER-EVENTS-<timestamp>.jsonl` (never deleting data).
@@ -233,8 +309,44 @@ pub struct Resumed {
     /// Whether the last run wrote its `end` event.
     pub ended: bool,
     pub events: usize,
-    /// Lines that could not be parsed (a torn last line, damage): ignored.
+    /// Lines that could not be parsed (a torn last line, damage): ignored, and reported.
     pub skipped: usize,
+    /// The first [`MAX_SKIPPED_LISTED`] of them, by line number (from 1).
+    pub skipped_lines: Vec<usize>,
+}
+
+/// How many skipped line numbers are kept to name in the report (the count is always exact).
+pub const MAX_SKIPPED_LISTED: usize = 20;
+
+impl Resumed {
+    fn skip(&mut self, line: usize) {
+        self.skipped = self.skipped.saturating_add(1);
+        if self.skipped_lines.len() < MAX_SKIPPED_LISTED {
+            self.skipped_lines.push(line);
+        }
+    }
+
+    /// What a damaged log lost, for the report: `3 lines … could not be read and were skipped
+    /// (lines 2, 5, 9)`; `None` when every line was read.
+    pub fn damage(&self) -> Option<String> {
+        if self.skipped == 0 {
+            return None;
+        }
+        let mut lines: Vec<String> = self.skipped_lines.iter().map(usize::to_string).collect();
+        if self.skipped > self.skipped_lines.len() {
+            lines.push("…".into());
+        }
+        Some(format!(
+            "{n} line{s} of {EVENTS_FILE} could not be read and {were} skipped on resume (line{s} {list}); \
+the state resumed from the other {events} event{es} (a line torn by a crash is one; more is damage or tampering)",
+            n = self.skipped,
+            s = if self.skipped == 1 { "" } else { "s" },
+            were = if self.skipped == 1 { "was" } else { "were" },
+            list = lines.join(", "),
+            events = self.events,
+            es = if self.events == 1 { "" } else { "s" },
+        ))
+    }
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -251,22 +363,24 @@ fn time(v: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// Replays a log's text. Unparsable lines (a torn last line) are counted and ignored.
+/// Replays a log's text. Unparsable lines (a torn last line, damage) are counted, their line
+/// numbers kept, and ignored; numbers in it are bounded (a fix attempt saturates at `u32::MAX`).
 pub fn replay(text: &str) -> Resumed {
     let mut r = Resumed::default();
-    for line in text.lines() {
+    for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
+        // serde_json refuses nesting deeper than 128: a hostile line is an error, not a crash.
         let Ok(env) = serde_json::from_str::<Value>(line) else {
-            r.skipped += 1;
+            r.skip(i.saturating_add(1));
             continue;
         };
         let (Some(p), Some(at)) = (env.get("payload"), time(s(&env, "timestamp"))) else {
-            r.skipped += 1;
+            r.skip(i.saturating_add(1));
             continue;
         };
-        r.events += 1;
+        r.events = r.events.saturating_add(1);
         if let Some(t) = s(&env, "trace_id") {
             if !r.trace_ids.iter().any(|x| x == t) {
                 r.trace_ids.push(t.to_string());
@@ -371,7 +485,7 @@ pub fn replay(text: &str) -> Resumed {
                     });
                 }
             }
-            kind @ ("tamper" | "fault" | "protocol_edit") => {
+            kind @ ("tamper" | "fault" | "protocol_edit" | "log_damaged") => {
                 if let Some(text) = s(p, "text") {
                     r.incidents.push(Incident {
                         at,
@@ -412,7 +526,11 @@ mod tests {
     #[test]
     fn appends_envelopes_and_replays_them() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, prev) = open_locked(dir.path()).unwrap();
+        let Opened {
+            file,
+            previous: prev,
+            ..
+        } = open_locked(dir.path()).unwrap();
         assert_eq!(prev, "");
         let mut log = EventLog::new(dir.path(), file, &prev, "t1".into(), ctx()).unwrap();
         let at = Utc::now();
@@ -445,6 +563,7 @@ mod tests {
         // A torn last line is ignored.
         let r = replay(&format!("{text}{{\"trace_id\": \"t1\", \"payl"));
         assert_eq!(r.skipped, 1);
+        assert_eq!(r.skipped_lines, vec![8]);
         assert_eq!(r.protocol_sha256.as_deref(), Some("abc"));
         assert_eq!(r.ran["2"].reason, Some(RunReason::Trigger));
         assert_eq!(r.statuses["2:OBS-27"], Status::Fail);
@@ -463,7 +582,13 @@ mod tests {
     fn a_second_lock_is_refused_and_a_torn_line_is_closed() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(EVENTS_FILE), "{\"torn\": ").unwrap();
-        let (file, prev) = open_locked(dir.path()).unwrap();
+        let Opened {
+            file,
+            previous: prev,
+            moved_aside,
+        } = open_locked(dir.path()).unwrap();
+        assert!(moved_aside.is_none());
+        assert!(locked_by_other(dir.path()));
         assert!(matches!(
             open_locked(dir.path()),
             Err(LogError::Busy { .. })
@@ -475,8 +600,78 @@ mod tests {
         assert_eq!(text.lines().count(), 2);
         assert_eq!(replay(&text).skipped, 1);
         drop(log);
+        assert!(!locked_by_other(dir.path()));
         let rotated = rotate(dir.path(), &Utc::now()).unwrap();
         assert!(rotated.exists());
         assert!(!dir.path().join(EVENTS_FILE).exists());
+    }
+
+    #[test]
+    fn garbage_lines_are_counted_by_number_and_counters_cannot_overflow() {
+        let at = timestamp(&Utc::now());
+        let good = |p: Value| {
+            serde_json::to_string(&json!({"trace_id": "t", "timestamp": at, "payload": p})).unwrap()
+        };
+        let deep = "[".repeat(100_000);
+        let text = [
+            good(json!({"event": "start", "protocol": {"sha256": "abc"}})),
+            "garbage".to_string(),
+            good(json!({"event": "stop_raised", "pass": "2", "check": "OBS-27"})),
+            deep,
+            "{\"no\": \"payload\"}".to_string(),
+            good(json!({"event": "fix_attempt", "pass": "2", "check": "OBS-27", "attempt": 99_999_999_999_999u64})),
+            "\u{0}\u{ffff}".to_string(),
+        ]
+        .join("\n");
+        let r = replay(&text);
+        assert_eq!((r.events, r.skipped), (3, 4));
+        assert_eq!(r.skipped_lines, vec![2, 4, 5, 7]);
+        assert_eq!(r.attempts["2:OBS-27"].0, u32::MAX);
+        let d = r.damage().unwrap();
+        assert!(d.starts_with("4 lines of OBSERVER-EVENTS.jsonl"), "{d}");
+        assert!(d.contains("(lines 2, 4, 5, 7)"), "{d}");
+        // More than are listed: the count stays exact, the list ends with an ellipsis.
+        let many = vec!["x"; 50].join("\n");
+        let r = replay(&many);
+        assert_eq!(r.skipped, 50);
+        assert_eq!(r.skipped_lines.len(), MAX_SKIPPED_LISTED);
+        assert!(r.damage().unwrap().contains(", …)"));
+        assert_eq!(replay("").damage(), None);
+    }
+
+    #[test]
+    fn a_symlink_or_fifo_at_the_log_is_moved_aside_never_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("b");
+        std::fs::create_dir(&dir).unwrap();
+        let outside = root.path().join("outside");
+        std::fs::write(&outside, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(EVENTS_FILE)).unwrap();
+        let o = open_locked(&dir).unwrap();
+        let (found, to) = o.moved_aside.clone().unwrap();
+        assert_eq!(found, Foreign::Symlink);
+        assert!(std::fs::symlink_metadata(&to)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(o.previous, "", "the link's target is never read");
+        let mut log = EventLog::new(&dir, o.file, "", "t".into(), ctx()).unwrap();
+        log.append(&rec(json!({"event": "start"})), &Utc::now())
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+        drop(log);
+
+        let fifo = dir.join(EVENTS_FILE);
+        std::fs::remove_file(&fifo).unwrap();
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        assert!(
+            !locked_by_other(&dir),
+            "a FIFO is never opened for the lock test"
+        );
+        let o = open_locked(&dir).unwrap();
+        assert_eq!(o.moved_aside.map(|m| m.0), Some(Foreign::Fifo));
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().is_file());
     }
 }

@@ -136,7 +136,8 @@ impl Guard {
         self.pending.remove(key);
         let max = self.max;
         let t = self.tracks.entry(key.to_string()).or_default();
-        t.count += 1;
+        // Saturating: a count resumed from a damaged or hostile event log may already be at the top.
+        t.count = t.count.saturating_add(1);
         let identical = !t.last.is_empty() && t.last == hash;
         t.last = hash;
         let mut escalate = None;

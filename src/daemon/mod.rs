@@ -11,8 +11,9 @@
 //! does), and writes only the referee's own `OBSERVER-*` files.
 //!
 //! Submodules: [`events`] (the JSONL log and resume), [`settle`] (is a file still being written),
-//! [`guard`] (fix attempts and escalation), [`stop`] (the STOP file and tamper), [`heartbeat`],
-//! [`signals`] (SIGINT/SIGTERM and `--exit-with`).
+//! [`guard`] (fix attempts and escalation), [`stop`] (the STOP file and tamper), [`tamper`]
+//! (recording tamper with the referee's own files and a damaged log), [`heartbeat`], [`signals`]
+//! (SIGINT/SIGTERM and `--exit-with`).
 
 pub mod events;
 pub mod guard;
@@ -20,6 +21,7 @@ pub mod heartbeat;
 pub mod settle;
 pub mod signals;
 pub mod stop;
+mod tamper;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -193,6 +195,8 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     OwnFile { path: String, message: String },
     #[error(transparent)]
     Watch(#[from] watch::WatchError),
+    #[error("--exit-with `{pid}`: no such process (is it the pipeline's pid, and is the pipeline still running?)")]
+    NoSuchPid { pid: i32 },
 }
 
 /// Parses `90s`, `30m`, `2h`, `1h30m`, `500ms`, or plain seconds (`45`, `1.5`).
@@ -331,6 +335,13 @@ struct ProtocolFile {
 /// directory, a log under another protocol, another referee on the same directory) are errors;
 /// once running, problems are faults handled by [`Config::on_fault`].
 pub fn run(config: Config, shutdown: Option<Receiver<Shutdown>>) -> Result<Outcome, DaemonError> {
+    // Before anything is written: finishing at once "because the pipeline exited" would judge a
+    // live pipeline's half-built directory as final.
+    if let Some(pid) = config.exit_with {
+        if !u32::try_from(pid).is_ok_and(heartbeat::pid_alive) {
+            return Err(DaemonError::NoSuchPid { pid });
+        }
+    }
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut d = Daemon::start(config, tx.clone())?;
     if let Some(srx) = shutdown {
@@ -466,10 +477,17 @@ impl Daemon {
         // The event log: lock it (one referee per directory), read it, resume or rotate.
         let mut rotated = None;
         let mut resumed = None;
+        let mut log_moved = None;
+        let mut damaged = None;
         let log = match events::open_locked(&dir) {
-            Ok((file, previous)) => {
+            Ok(events::Opened {
+                file,
+                previous,
+                moved_aside,
+            }) => {
                 // Holding the lock, no other referee writes here: its temp files are leftovers.
                 remove_stale_temps(&dir);
+                log_moved = moved_aside;
                 let r = events::replay(&previous);
                 let (file, previous) = if r.events == 0 && r.skipped == 0 {
                     (file, previous)
@@ -481,8 +499,10 @@ impl Daemon {
                     rotated = Some(to);
                     let reopened = events::open_locked(&dir)?;
                     drop(file);
-                    reopened
+                    (reopened.file, reopened.previous)
                 } else {
+                    // Reported once the new log is open (a log of nothing but garbage too).
+                    damaged = (r.skipped > 0).then(|| r.clone());
                     if let Some(logged) = &r.protocol_sha256 {
                         if *logged != protocol.sha256 {
                             return Err(DaemonError::ProtocolChanged {
@@ -554,10 +574,24 @@ impl Daemon {
             last_activity: start,
             end: None,
         };
+        // A STOP left standing is adopted before anything else can touch it, and stays as it is
+        // until the first settled evaluation (no resolve-then-raise gap across a restart).
+        let raised_by_referee = resumed
+            .as_ref()
+            .is_some_and(|r: &events::Resumed| !r.attempts.is_empty());
+        let adopted = d.stop.adopt();
         // Watch before the first scan, so nothing written in between is missed.
         d.start_source(d.cfg.watch)?;
         d.announce(resumed, rotated);
-        d.stop.adopt();
+        if let Some((found, to)) = log_moved {
+            d.log_moved_aside(found, &to);
+        }
+        if let Some(r) = damaged {
+            d.log_damaged(&r);
+        }
+        if adopted {
+            d.stop_adopted(raised_by_referee);
+        }
         Ok(d)
     }
 
@@ -991,12 +1025,20 @@ impl Daemon {
                 .as_ref()
                 .and_then(|p| p.results.iter().find(|x| x.key() == key))
                 .cloned();
+            // Nothing published yet: a fresh start shows WAITING; a restart keeps the status the
+            // previous run left (a standing FAIL keeps its STOP until the files settle).
             let held = previous.unwrap_or_else(|| CheckResult {
-                status: Status::Waiting,
-                due: false,
+                status: prev.unwrap_or(Status::Waiting),
+                due: prev.is_some_and(|p| p != Status::Waiting),
                 evidence: Evidence {
                     expected: r.evidence.expected.clone(),
-                    observed: "settling: its files are still being written".into(),
+                    observed: match prev {
+                        Some(p) => format!(
+                            "{} when the referee was restarted; its files are still being written (judged again when they settle)",
+                            p.as_str()
+                        ),
+                        None => "settling: its files are still being written".into(),
+                    },
                     details: Vec::new(),
                     files: Vec::new(),
                 },
@@ -1318,9 +1360,12 @@ impl Daemon {
             let name = outputs::pass_file(&pass.id);
             let text = markdown::pass_file(&self.protocol, &eval, &pass.id, &stamped);
             match outputs::write_atomic(&self.dir, &name, &text) {
-                Ok(()) => {
+                Ok(w) => {
                     self.pass_files.insert(pass.id.clone(), key);
                     self.clear_fault(&format!("write {name}"));
+                    if let Some(found) = w.replaced {
+                        self.own_file_tampered(&name, found);
+                    }
                 }
                 Err(e) => self.fault(
                     &format!("write {name}"),
@@ -1339,8 +1384,16 @@ impl Daemon {
             FaultPolicy::Continue => Vec::new(),
         };
         let was = self.stop.standing();
-        match self.stop.sync(stop::compose(checks, &faults)) {
-            Ok(Synced::Unchanged) => {}
+        if eval.is_some() && self.holds.is_empty() {
+            // Judged with nothing held back: a STOP adopted at start now follows the evaluation.
+            self.stop.judged();
+        }
+        let synced = self.stop.sync(stop::compose(checks, &faults));
+        if let Some(t) = self.stop.take_noticed() {
+            self.stop_tampered(&t);
+        }
+        match synced {
+            Ok(Synced::Unchanged | Synced::Kept) => {}
             Ok(Synced::Written) => {
                 self.clear_fault("write OBSERVER-STOP.md");
                 if !was {
@@ -1367,38 +1420,7 @@ impl Daemon {
     fn check_stop(&mut self) {
         match self.stop.check() {
             Ok(None) => {}
-            Ok(Some(t)) => {
-                let failing: Vec<String> = self
-                    .published
-                    .iter()
-                    .flat_map(|e| e.stops())
-                    .map(|r| format!("{} (pass {})", r.check, r.pass))
-                    .collect();
-                let text = if failing.is_empty() {
-                    format!("{STOP_FILE} {}", t.describe())
-                } else {
-                    format!("{STOP_FILE} {} ({})", t.describe(), failing.join(", "))
-                };
-                self.incident(
-                    "tamper",
-                    text.clone(),
-                    &format!("tamper: {text}"),
-                    Record {
-                        scope: Scope::Motor,
-                        signal: Signal::Error,
-                        level: Level::Error,
-                        payload: json!({
-                        "event": "tamper",
-                        "file": STOP_FILE,
-                        "what": t.as_str(),
-                        "action": if t == stop::Tamper::Created { "removed" } else { "restored" },
-                        "failing": failing,
-                        "text": text,
-                    }),
-                        artifacts: Vec::new(),
-                    },
-                );
-            }
+            Ok(Some(t)) => self.stop_tampered(&t),
             Err(e) => self.fault(
                 "write OBSERVER-STOP.md",
                 format!(
@@ -1426,7 +1448,12 @@ impl Daemon {
         };
         let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
         match heartbeat::write(&self.dir, &hb) {
-            Ok(()) => self.clear_fault(&area),
+            Ok(w) => {
+                self.clear_fault(&area);
+                if let Some(found) = w.replaced {
+                    self.own_file_tampered(heartbeat::HEARTBEAT_FILE, found);
+                }
+            }
             Err(e) => self.fault(
                 &area,
                 format!(
@@ -1612,7 +1639,13 @@ impl Daemon {
         let ctx = self.context(Some(written), Some(ended.clone()));
         let text = markdown::report(&self.protocol, &eval, &ctx);
         let report = match outputs::write_atomic(&self.dir, REPORT_FILE, &text) {
-            Ok(()) => Some(self.dir.join(REPORT_FILE)),
+            Ok(w) => {
+                if let Some(found) = w.replaced {
+                    // After the report, but in the log (the report was already rendered).
+                    self.own_file_tampered(REPORT_FILE, found);
+                }
+                Some(self.dir.join(REPORT_FILE))
+            }
             Err(e) => {
                 self.fault(
                     "write OBSERVER-REPORT.md",
