@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use crate::outputs::{move_aside, remove_own, write_atomic, Foreign, STOP_FILE};
+use crate::outputs::{move_aside, remove_own, write_atomic, write_over_dir, Foreign, STOP_FILE};
 
 /// What someone else did to the STOP file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +102,10 @@ enum OnDisk {
     TooLarge,
 }
 
+/// What stands in for a STOP found at start that was not a readable regular file, until the
+/// first settled evaluation says what fails (or removes it).
+const UNJUDGED: &str = "# OBSERVER STOP — NOT YET JUDGED\n\nThe referee found `OBSERVER-STOP.md` at start in a form it did not write (not a readable regular file). It keeps the STOP standing until it has judged the build directory; it then rewrites or removes this file.\n";
+
 /// The largest STOP file the daemon reads back; anything larger is not what it wrote.
 const MAX_STOP_BYTES: u64 = 4 << 20;
 
@@ -139,11 +143,9 @@ impl StopFile {
     pub fn adopt(&mut self) -> bool {
         self.expected = match self.read() {
             Ok(OnDisk::File(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
-            // Not what the daemon wrote: it stands (an orchestrator may see it) and is replaced
-            // at the first sync, which records it.
-            Ok(OnDisk::Foreign(_) | OnDisk::TooLarge) => Some(String::new()),
-            // Unreadable: as good as standing, so it is not removed before it is judged.
-            Err(_) => Some(String::new()),
+            // Not what the daemon wrote, but an orchestrator reads it as a STOP: it stands until
+            // judged, and the first check or sync replaces it with this (and records it).
+            Ok(OnDisk::Foreign(_) | OnDisk::TooLarge) | Err(_) => Some(UNJUDGED.to_string()),
             Ok(OnDisk::Absent) => None,
         };
         self.adopted = self.expected.is_some();
@@ -222,9 +224,14 @@ impl StopFile {
     /// Writes `text` atomically over whatever is there: a symlink or FIFO is replaced by the
     /// rename (never followed), a directory is moved aside first. What was found is noted.
     fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
-        let moved_to = self.move_dir_aside()?;
-        let w = write_atomic(&self.dir, STOP_FILE, text)?;
-        let found = moved_to.as_ref().map(|_| Foreign::Dir).or(w.replaced);
+        let (found, moved_to) = match crate::outputs::foreign_at(&self.dir, STOP_FILE)? {
+            // Swapped out with the new STOP in one step: the name is never absent.
+            Some(Foreign::Dir) => {
+                let to = write_over_dir(&self.dir, STOP_FILE, text, &Utc::now())?;
+                (Some(Foreign::Dir), Some(to))
+            }
+            _ => (write_atomic(&self.dir, STOP_FILE, text)?.replaced, None),
+        };
         if found.is_some() {
             self.noticed = Some(Tampered {
                 what,

@@ -138,7 +138,6 @@ pub fn temp_prefix(name: &str) -> String {
 /// than following it; what was there is returned in [`Written`]. A directory at the target cannot
 /// be renamed over and is an error (the caller decides: the STOP file moves it aside).
 pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
-    use std::os::unix::fs::PermissionsExt;
     let replaced = foreign_at(dir, name)?;
     if replaced == Some(Foreign::Dir) {
         return Err(std::io::Error::new(
@@ -146,6 +145,16 @@ pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> std::io::Result<W
             format!("`{name}` is a directory someone else put there; it is not replaced"),
         ));
     }
+    let tmp = temp_with(dir, name, contents)?;
+    // On failure the temp file comes back inside the error and is removed when it drops.
+    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    sync_dir(dir)?;
+    Ok(Written { replaced })
+}
+
+/// A new temp file beside `name` holding `contents`, on disk.
+fn temp_with(dir: &Path, name: &str, contents: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
     let prefix = temp_prefix(name);
     // 0o666 before the umask, as `File::create` would (the crate's default, 0o600, would hide
     // the referee's files from an orchestrator running as another user).
@@ -156,10 +165,70 @@ pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> std::io::Result<W
         .tempfile_in(dir)?;
     tmp.write_all(contents.as_bytes())?;
     tmp.as_file().sync_all()?;
-    // On failure the temp file comes back inside the error and is removed when it drops.
-    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
-    sync_dir(dir)?;
-    Ok(Written { replaced })
+    Ok(tmp)
+}
+
+/// Writes `contents` to `dir/name` where someone put a directory, with no moment where the name
+/// is absent (an orchestrator reads a directory at the STOP path as a STOP): the new file and the
+/// directory swap names in one `renameat2(RENAME_EXCHANGE)`, then the directory is moved aside
+/// (`{name}.tampered-<time>`, never deleted). Where the file system cannot exchange, the
+/// directory is moved aside first and the file renamed in after it. Returns where it went.
+pub fn write_over_dir(
+    dir: &Path,
+    name: &str,
+    contents: &str,
+    now: &DateTime<Utc>,
+) -> std::io::Result<PathBuf> {
+    let tmp = temp_with(dir, name, contents)?;
+    let target = dir.join(name);
+    match exchange(tmp.path(), &target) {
+        Ok(()) => {
+            // The temp name now holds the directory; the file is in place. Keep the temp name
+            // from being deleted on drop (it is the directory now), then move it aside.
+            let held = tmp.into_temp_path().keep().map_err(|e| e.error)?;
+            let to = aside_name(dir, name, now)?;
+            std::fs::rename(&held, &to)?;
+            sync_dir(dir)?;
+            Ok(to)
+        }
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+            ) =>
+        {
+            let to = move_aside(dir, name, now)?;
+            tmp.persist(&target).map_err(|e| e.error)?;
+            sync_dir(dir)?;
+            Ok(to)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Swaps two names atomically (Linux `renameat2(RENAME_EXCHANGE)`).
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    };
+    let (a, b) = (c(a)?, c(b)?);
+    // SAFETY: two valid NUL-terminated paths, relative to the working directory as given.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// fsyncs a directory, so a rename or unlink in it is on disk.
@@ -190,6 +259,14 @@ pub fn remove_own(dir: &Path, name: &str) -> std::io::Result<()> {
 /// Renames whatever someone else put at `dir/name` to `{name}.tampered-<UTC time>` beside it:
 /// evidence is kept, nothing is deleted (a directory is never removed recursively).
 pub fn move_aside(dir: &Path, name: &str, now: &DateTime<Utc>) -> std::io::Result<PathBuf> {
+    let target = aside_name(dir, name, now)?;
+    std::fs::rename(dir.join(name), &target)?;
+    sync_dir(dir)?;
+    Ok(target)
+}
+
+/// A free `{name}.tampered-<time>[-n]` beside `name`.
+fn aside_name(dir: &Path, name: &str, now: &DateTime<Utc>) -> std::io::Result<PathBuf> {
     let stamp = now.format("%Y%m%dT%H%M%S%.3fZ");
     let mut target = dir.join(format!("{name}.tampered-{stamp}"));
     let mut n: u32 = 1;
@@ -204,8 +281,6 @@ pub fn move_aside(dir: &Path, name: &str, now: &DateTime<Utc>) -> std::io::Resul
             ));
         }
     }
-    std::fs::rename(dir.join(name), &target)?;
-    sync_dir(dir)?;
     Ok(target)
 }
 
@@ -314,6 +389,19 @@ mod tests {
         assert!(to2
             .to_string_lossy()
             .contains("OBSERVER-PASS-3.md.tampered-"));
+    }
+
+    #[test]
+    fn a_directory_is_swapped_out_with_no_moment_without_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = dir.path().join("OBSERVER-STOP.md");
+        std::fs::create_dir(&stop).unwrap();
+        std::fs::write(stop.join("keep"), "x").unwrap();
+        let to = write_over_dir(dir.path(), "OBSERVER-STOP.md", "stop", &Utc::now()).unwrap();
+        assert_eq!(std::fs::read_to_string(&stop).unwrap(), "stop");
+        assert_eq!(std::fs::read_to_string(to.join("keep")).unwrap(), "x");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 2, "no temp file left");
     }
 
     #[test]

@@ -63,6 +63,8 @@ fn planted_symlinks_never_make_it_write_outside_the_build() {
     std::os::unix::fs::symlink(&target, &link).expect("plant a link");
     fs::rename(&link, dir.join(HEARTBEAT)).expect("plant at heartbeat");
     raise_stop(&dir, &w);
+    // The STOP went through `.OBSERVER-STOP.md.tmp.PID` when that name was predictable.
+    assert_eq!(read(&target), text, "written through a planted link");
     // A couple of heartbeats go through the planted heartbeat names.
     w.until("the heartbeat is a regular file again", || {
         fs::symlink_metadata(dir.join(HEARTBEAT)).is_ok_and(|m| m.is_file())
@@ -150,9 +152,13 @@ fn a_stop_replaced_by_a_directory_is_moved_aside_and_restored() {
     fs::remove_file(dir.join(STOP)).expect("remove STOP");
     fs::create_dir(dir.join(STOP)).expect("mkdir STOP");
     fs::write(dir.join(STOP).join("note.txt"), "evidence").expect("fill the directory");
+    // `referee status` reads a directory there as a STOP: the swap back leaves no gap either.
+    let poller = Poller::start(dir.join(STOP));
     w.until("the STOP is a file again", || {
         fs::symlink_metadata(dir.join(STOP)).is_ok_and(|m| m.is_file())
     });
+    let (polls, absent, _) = poller.finish();
+    assert_eq!(absent, 0, "absent during the swap ({polls} polls)");
     assert_eq!(read(&dir.join(STOP)), stop);
     w.until("a tamper event", || {
         tamper_events(&dir)
@@ -215,7 +221,7 @@ fn garbage_in_the_event_log_is_reported_on_resume() {
 }
 
 /// Reads `OBSERVER-STOP.md` as fast as it can from a thread; counts polls, absences and reads
-/// that are not a whole STOP (torn).
+/// of a file that is not a whole STOP (torn).
 struct Poller {
     done: Arc<AtomicBool>,
     handle: Option<JoinHandle<(u64, u64, u64)>>,
@@ -232,7 +238,9 @@ impl Poller {
                 match fs::read(&stop) {
                     Ok(b) if b.starts_with(b"# OBSERVER STOP") => {}
                     Ok(_) => torn += 1,
-                    Err(_) => absent += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => absent += 1,
+                    // A directory someone put there still reads as a STOP to `referee status`.
+                    Err(_) => {}
                 }
             }
             (polls, absent, torn)
