@@ -898,6 +898,7 @@ impl Daemon {
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_stop();
+        self.check_own_files();
         if self.pid_by_ticks {
             if let Some(pid) = self.cfg.exit_with {
                 if !u32::try_from(pid).is_ok_and(heartbeat::pid_alive) {

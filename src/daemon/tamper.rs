@@ -3,7 +3,8 @@
 //!
 //! This module owns the wording and the event payloads of those records. It does no I/O of its
 //! own: the writers (`outputs::write_atomic`, [`super::stop`], [`super::events::open_locked`]) find
-//! and neutralise what was planted, and hand it here. It must not judge checks.
+//! and neutralise what was planted, and hand it here; the one look of its own is a `lstat` of the
+//! pass files at each heartbeat. It must not judge checks.
 
 use std::path::Path;
 
@@ -16,6 +17,28 @@ use super::stop::{Tamper, Tampered};
 use super::Daemon;
 
 impl Daemon {
+    /// At each heartbeat: a pass file replaced by a symlink or FIFO (which an orchestrator would
+    /// read through) is rewritten at once, and the write records the tamper. Its own writes
+    /// trigger no file events, so this lstat per pass file is how the daemon notices.
+    pub(super) fn check_own_files(&mut self) {
+        let planted: Vec<String> = self
+            .pass_files
+            .keys()
+            .filter(|id| {
+                crate::outputs::foreign_at(&self.dir, &crate::outputs::pass_file(id))
+                    .is_ok_and(|f| f.is_some())
+            })
+            .cloned()
+            .collect();
+        if planted.is_empty() {
+            return;
+        }
+        for id in &planted {
+            self.pass_files.remove(id);
+        }
+        self.flush_outputs();
+    }
+
     /// Something that was not a regular file sat at one of the referee's own names and was
     /// replaced (a symlink or FIFO: the rename replaces the entry itself, never what it points to).
     pub(super) fn own_file_tampered(&mut self, name: &str, found: Foreign) {

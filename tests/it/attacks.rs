@@ -65,6 +65,19 @@ fn planted_symlinks_never_make_it_write_outside_the_build() {
     raise_stop(&dir, &w);
     // The STOP went through `.OBSERVER-STOP.md.tmp.PID` when that name was predictable.
     assert_eq!(read(&target), text, "written through a planted link");
+    // A pass file an orchestrator would read through a link to a fake: rewritten at the next
+    // heartbeat, not at its next change.
+    let link = dir.join("planted-pass-link");
+    std::os::unix::fs::symlink(&target, &link).expect("plant a link");
+    fs::rename(&link, dir.join("OBSERVER-PASS-2.md")).expect("plant at the pass file");
+    w.until("the pass file is a regular file again", || {
+        fs::symlink_metadata(dir.join("OBSERVER-PASS-2.md")).is_ok_and(|m| m.is_file())
+    });
+    w.until("the replaced pass-file link is recorded", || {
+        tamper_events(&dir)
+            .iter()
+            .any(|p| p["file"] == "OBSERVER-PASS-2.md" && p["found"] == "a symbolic link")
+    });
     // A couple of heartbeats go through the planted heartbeat names.
     w.until("the heartbeat is a regular file again", || {
         fs::symlink_metadata(dir.join(HEARTBEAT)).is_ok_and(|m| m.is_file())
