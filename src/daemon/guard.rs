@@ -220,6 +220,15 @@ mod tests {
     }
 
     #[test]
+    fn a_count_resumed_at_the_top_saturates() {
+        let mut g = Guard::new(3);
+        g.restore("2:OBS-27", u32::MAX, "h0".into(), None);
+        let a = g.attempt("2:OBS-27", "h1".into());
+        assert_eq!(a.number, u32::MAX);
+        assert!(a.escalate.is_some());
+    }
+
+    #[test]
     fn an_echo_is_no_attempt() {
         let mut g = Guard::new(3);
         g.raised("2:OBS-27", "h0".into());
