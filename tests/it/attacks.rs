@@ -21,6 +21,15 @@ fn outside(root: &Path) -> (PathBuf, &'static str) {
     (path, text)
 }
 
+/// Puts a symlink to `target` at `at`, over whatever is there, in one rename (the daemon may be
+/// writing that very name).
+fn plant_link(target: &Path, at: &Path) {
+    let name = at.file_name().expect("a name").to_string_lossy();
+    let link = at.with_file_name(format!("planting-{name}"));
+    std::os::unix::fs::symlink(target, &link).expect("make a link");
+    fs::rename(&link, at).unwrap_or_else(|e| panic!("plant a link at {at:?}: {e}"));
+}
+
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_str().expect("utf-8")).expect("no NUL");
     // SAFETY: a valid C string; mkfifo touches nothing else.
@@ -54,22 +63,18 @@ fn planted_symlinks_never_make_it_write_outside_the_build() {
     let (root, dir, mut w) = watching(&[]);
     let (target, text) = outside(root.path());
     for name in temp_names(w.pid()) {
-        std::os::unix::fs::symlink(&target, dir.join(name)).expect("plant a temp-name link");
+        plant_link(&target, &dir.join(name));
     }
-    std::os::unix::fs::symlink(&target, dir.join("OBSERVER-REPORT.md")).expect("plant at target");
-    // Over the heartbeat the daemon already wrote, atomically (it beats every 0.5 s).
+    plant_link(&target, &dir.join("OBSERVER-REPORT.md"));
+    // Over the heartbeat the daemon already wrote (it beats every 0.5 s).
     w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
-    let link = dir.join("planted-link");
-    std::os::unix::fs::symlink(&target, &link).expect("plant a link");
-    fs::rename(&link, dir.join(HEARTBEAT)).expect("plant at heartbeat");
+    plant_link(&target, &dir.join(HEARTBEAT));
     raise_stop(&dir, &w);
     // The STOP went through `.OBSERVER-STOP.md.tmp.PID` when that name was predictable.
     assert_eq!(read(&target), text, "written through a planted link");
     // A pass file an orchestrator would read through a link to a fake: rewritten at the next
     // heartbeat, not at its next change.
-    let link = dir.join("planted-pass-link");
-    std::os::unix::fs::symlink(&target, &link).expect("plant a link");
-    fs::rename(&link, dir.join("OBSERVER-PASS-2.md")).expect("plant at the pass file");
+    plant_link(&target, &dir.join("OBSERVER-PASS-2.md"));
     w.until("the pass file is a regular file again", || {
         fs::symlink_metadata(dir.join("OBSERVER-PASS-2.md")).is_ok_and(|m| m.is_file())
     });
