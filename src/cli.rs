@@ -79,7 +79,8 @@ struct VerifyArgs {
     final_: bool,
     /// Also write OBSERVER-PASS-N.md for each pass that ran and OBSERVER-REPORT.md into
     /// BUILD_DIR (atomically). Without it, verify writes nothing. It never writes
-    /// OBSERVER-STOP.md: only the live `watch` daemon owns the STOP file.
+    /// OBSERVER-STOP.md: only the live `watch` daemon owns the STOP file, and while one watches
+    /// BUILD_DIR, --write is refused (exit 2).
     #[arg(long)]
     write: bool,
     #[command(flatten)]
@@ -397,7 +398,8 @@ struct WatchArgs {
     /// filesystems). Polling is also the automatic fallback when notifications are unavailable.
     #[arg(long, value_name = "MS", num_args = 0..=1, require_equals = true, default_missing_value = "200")]
     poll: Option<u64>,
-    /// Finish (judging every check as due) when the pipeline's process PID exits.
+    /// Finish (judging every check as due) when the pipeline's process PID exits. A PID that
+    /// does not exist at start is an error (exit 2): nothing is judged or written.
     #[arg(long, value_name = "PID")]
     exit_with: Option<i32>,
     /// Finish after this long, judging the directory as it stands (e.g. `90s`, `30m`, `2h`).
