@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -118,8 +118,10 @@ pub fn timestamp(t: &DateTime<Utc>) -> String {
 #[derive(Debug)]
 pub struct Opened {
     pub file: File,
-    /// The earlier contents (lossy UTF-8).
-    pub previous: String,
+    /// What the earlier contents say (replayed line by line, never held whole in memory).
+    pub resumed: Resumed,
+    /// The last line has no newline (torn by a crash): [`EventLog::new`] closes it.
+    pub torn_tail: bool,
     /// What someone else had put at the log's name (a symlink, FIFO, directory …), and where it
     /// was moved aside to; a new log was started in its place.
     pub moved_aside: Option<(Foreign, PathBuf)>,
@@ -190,11 +192,11 @@ pub fn open_locked(dir: &Path) -> Result<Opened, LogError> {
         }
         return Err(io_err(e));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io_err)?;
+    let (resumed, torn_tail) = replay_from(io::BufReader::new(&mut file)).map_err(io_err)?;
     Ok(Opened {
         file,
-        previous: String::from_utf8_lossy(&bytes).into_owned(),
+        resumed,
+        torn_tail,
         moved_aside,
     })
 }
@@ -231,15 +233,15 @@ pub fn rotate(dir: &Path, now: &DateTime<Utc>) -> io::Result<PathBuf> {
 }
 
 impl EventLog {
-    /// Wraps a locked log file; `previous` is its earlier contents (a torn last line is closed off).
+    /// Wraps a locked log file; `torn_tail`: its last line has no newline (it is closed off).
     pub fn new(
         dir: &Path,
         mut file: File,
-        previous: &str,
+        torn_tail: bool,
         trace_id: String,
         context: ContextRef,
     ) -> io::Result<EventLog> {
-        if !previous.is_empty() && !previous.ends_with('\n') {
+        if torn_tail {
             // A line torn by a crash: end it so the next event starts on its own line.
             file.write_all(b"\n")?;
         }
@@ -363,142 +365,194 @@ fn time(v: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// The longest log line replayed. A longer one (no event comes near it) is skipped as damage
+/// without ever being held in memory whole.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
 /// Replays a log's text. Unparsable lines (a torn last line, damage) are counted, their line
 /// numbers kept, and ignored; numbers in it are bounded (a fix attempt saturates at `u32::MAX`).
 pub fn replay(text: &str) -> Resumed {
+    // Reading from memory cannot fail.
+    replay_from(text.as_bytes()).map_or_else(|_| Resumed::default(), |(r, _)| r)
+}
+
+/// Replays a log line by line (each at most [`MAX_LINE_BYTES`]); also says whether the last
+/// line lacks its newline.
+pub fn replay_from(mut reader: impl io::BufRead) -> io::Result<(Resumed, bool)> {
     let mut r = Resumed::default();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+    let mut buf = Vec::new();
+    let mut line_no: usize = 0;
+    let mut ended = true;
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        line_no = line_no.saturating_add(1);
+        ended = buf.last() == Some(&b'\n');
+        if !ended && buf.len() > MAX_LINE_BYTES {
+            ended = skip_line(&mut reader)?;
+            r.skip(line_no);
             continue;
         }
-        // serde_json refuses nesting deeper than 128: a hostile line is an error, not a crash.
-        let Ok(env) = serde_json::from_str::<Value>(line) else {
-            r.skip(i.saturating_add(1));
-            continue;
-        };
-        let (Some(p), Some(at)) = (env.get("payload"), time(s(&env, "timestamp"))) else {
-            r.skip(i.saturating_add(1));
-            continue;
-        };
-        r.events = r.events.saturating_add(1);
-        if let Some(t) = s(&env, "trace_id") {
-            if !r.trace_ids.iter().any(|x| x == t) {
-                r.trace_ids.push(t.to_string());
-            }
+        if ended {
+            buf.pop();
         }
-        let key = || Some(format!("{}:{}", s(p, "pass")?, s(p, "check")?));
-        match s(p, "event").unwrap_or("") {
-            ev @ ("start" | "restart") => {
-                let proto = p.get("protocol");
-                r.protocol_sha256 = proto.and_then(|x| s(x, "sha256")).map(str::to_string);
-                r.protocol_id = proto.and_then(|x| s(x, "id")).map(str::to_string);
-                if r.started.is_none() {
-                    r.started = time(s(p, "started")).or(Some(at));
-                }
-                r.ended = false;
-                if ev == "restart" {
-                    if let Some(text) = s(p, "text") {
-                        r.incidents.push(Incident {
-                            at,
-                            kind: "restart".into(),
-                            text: text.into(),
-                        });
-                    }
-                }
-            }
-            "pass_run" => {
-                let Some(id) = s(p, "pass") else { continue };
-                let reason = p
-                    .get("reason")
-                    .and_then(|x| serde_json::from_value::<RunReason>(x.clone()).ok());
-                r.ran.insert(
-                    id.to_string(),
-                    PassState {
-                        id: id.to_string(),
-                        ran: true,
-                        reason,
-                        at: time(s(p, "at")).or(Some(at)),
-                    },
-                );
-                if let Some(results) = p.get("results").and_then(Value::as_object) {
-                    for (check, st) in results {
-                        if let Some(st) = status(st.as_str()) {
-                            r.statuses.insert(format!("{id}:{check}"), st);
-                        }
-                    }
-                }
-            }
-            "result_changed" => {
-                let (Some(k), Some(to)) = (key(), status(s(p, "to"))) else {
-                    continue;
-                };
-                r.statuses.insert(k, to);
-                r.history.push(Change {
-                    at,
-                    pass: s(p, "pass").unwrap_or_default().into(),
-                    check: s(p, "check").unwrap_or_default().into(),
-                    from: status(s(p, "from")),
-                    to,
-                    note: s(p, "note").map(str::to_string),
-                    observed: s(p, "observed").map(str::to_string),
-                });
-            }
-            "stop_raised" => {
-                if let Some(k) = key() {
-                    let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
-                    r.attempts.insert(k, (0, hash));
-                }
-            }
-            "stop_resolved" => {
-                if let Some(k) = key() {
-                    r.attempts.remove(&k);
-                    r.escalations.retain(|(e, _)| *e != k);
-                }
-            }
-            "fix_attempt" => {
-                if let Some(k) = key() {
-                    let n = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-                    let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
-                    r.attempts
-                        .insert(k, (u32::try_from(n).unwrap_or(u32::MAX), hash));
-                }
-            }
-            "escalation" => {
-                let Some(k) = key() else { continue };
-                let reason = s(p, "reason").unwrap_or_default().to_string();
-                r.history.push(Change {
-                    at,
-                    pass: s(p, "pass").unwrap_or_default().into(),
-                    check: s(p, "check").unwrap_or_default().into(),
-                    from: Some(Status::Fail),
-                    to: Status::Fail,
-                    note: Some(format!("ESCALATED: human review required — {reason}")),
-                    observed: None,
-                });
-                r.escalations.retain(|(e, _)| *e != k);
-                r.escalations.push((k, reason));
-                if let Some(text) = s(p, "text") {
-                    r.incidents.push(Incident {
-                        at,
-                        kind: "escalation".into(),
-                        text: text.into(),
-                    });
-                }
-            }
-            kind @ ("tamper" | "fault" | "protocol_edit" | "log_damaged") => {
-                if let Some(text) = s(p, "text") {
-                    r.incidents.push(Incident {
-                        at,
-                        kind: kind.replace('_', " "),
-                        text: text.into(),
-                    });
-                }
-            }
-            "end" => r.ended = true,
-            _ => {}
+        replay_line(&mut r, line_no, &String::from_utf8_lossy(&buf));
+    }
+    Ok((r, !ended))
+}
+
+/// Consumes the rest of an over-long line; whether it ended with a newline.
+fn skip_line(reader: &mut impl io::BufRead) -> io::Result<bool> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(false);
+        }
+        if let Some(i) = memchr::memchr(b'\n', chunk) {
+            reader.consume(i + 1);
+            return Ok(true);
+        }
+        let n = chunk.len();
+        reader.consume(n);
+    }
+}
+
+/// Replays one line (numbered from 1) into `r`.
+fn replay_line(r: &mut Resumed, line_no: usize, line: &str) {
+    if line.trim().is_empty() {
+        return;
+    }
+    // serde_json refuses nesting deeper than 128: a hostile line is an error, not a crash.
+    let Ok(env) = serde_json::from_str::<Value>(line) else {
+        r.skip(line_no);
+        return;
+    };
+    let (Some(p), Some(at)) = (env.get("payload"), time(s(&env, "timestamp"))) else {
+        r.skip(line_no);
+        return;
+    };
+    r.events = r.events.saturating_add(1);
+    if let Some(t) = s(&env, "trace_id") {
+        if !r.trace_ids.iter().any(|x| x == t) {
+            r.trace_ids.push(t.to_string());
         }
     }
-    r
+    let key = || Some(format!("{}:{}", s(p, "pass")?, s(p, "check")?));
+    match s(p, "event").unwrap_or("") {
+        ev @ ("start" | "restart") => {
+            let proto = p.get("protocol");
+            r.protocol_sha256 = proto.and_then(|x| s(x, "sha256")).map(str::to_string);
+            r.protocol_id = proto.and_then(|x| s(x, "id")).map(str::to_string);
+            if r.started.is_none() {
+                r.started = time(s(p, "started")).or(Some(at));
+            }
+            r.ended = false;
+            if ev == "restart" {
+                if let Some(text) = s(p, "text") {
+                    r.incidents.push(Incident {
+                        at,
+                        kind: "restart".into(),
+                        text: text.into(),
+                    });
+                }
+            }
+        }
+        "pass_run" => {
+            let Some(id) = s(p, "pass") else { return };
+            let reason = p
+                .get("reason")
+                .and_then(|x| serde_json::from_value::<RunReason>(x.clone()).ok());
+            r.ran.insert(
+                id.to_string(),
+                PassState {
+                    id: id.to_string(),
+                    ran: true,
+                    reason,
+                    at: time(s(p, "at")).or(Some(at)),
+                },
+            );
+            if let Some(results) = p.get("results").and_then(Value::as_object) {
+                for (check, st) in results {
+                    if let Some(st) = status(st.as_str()) {
+                        r.statuses.insert(format!("{id}:{check}"), st);
+                    }
+                }
+            }
+        }
+        "result_changed" => {
+            let (Some(k), Some(to)) = (key(), status(s(p, "to"))) else {
+                return;
+            };
+            r.statuses.insert(k, to);
+            r.history.push(Change {
+                at,
+                pass: s(p, "pass").unwrap_or_default().into(),
+                check: s(p, "check").unwrap_or_default().into(),
+                from: status(s(p, "from")),
+                to,
+                note: s(p, "note").map(str::to_string),
+                observed: s(p, "observed").map(str::to_string),
+            });
+        }
+        "stop_raised" => {
+            if let Some(k) = key() {
+                let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
+                r.attempts.insert(k, (0, hash));
+            }
+        }
+        "stop_resolved" => {
+            if let Some(k) = key() {
+                r.attempts.remove(&k);
+                r.escalations.retain(|(e, _)| *e != k);
+            }
+        }
+        "fix_attempt" => {
+            if let Some(k) = key() {
+                let n = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+                let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
+                r.attempts
+                    .insert(k, (u32::try_from(n).unwrap_or(u32::MAX), hash));
+            }
+        }
+        "escalation" => {
+            let Some(k) = key() else { return };
+            let reason = s(p, "reason").unwrap_or_default().to_string();
+            r.history.push(Change {
+                at,
+                pass: s(p, "pass").unwrap_or_default().into(),
+                check: s(p, "check").unwrap_or_default().into(),
+                from: Some(Status::Fail),
+                to: Status::Fail,
+                note: Some(format!("ESCALATED: human review required — {reason}")),
+                observed: None,
+            });
+            r.escalations.retain(|(e, _)| *e != k);
+            r.escalations.push((k, reason));
+            if let Some(text) = s(p, "text") {
+                r.incidents.push(Incident {
+                    at,
+                    kind: "escalation".into(),
+                    text: text.into(),
+                });
+            }
+        }
+        kind @ ("tamper" | "fault" | "protocol_edit" | "log_damaged") => {
+            if let Some(text) = s(p, "text") {
+                r.incidents.push(Incident {
+                    at,
+                    kind: kind.replace('_', " "),
+                    text: text.into(),
+                });
+            }
+        }
+        "end" => r.ended = true,
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -528,11 +582,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let Opened {
             file,
-            previous: prev,
+            resumed,
+            torn_tail,
             ..
         } = open_locked(dir.path()).unwrap();
-        assert_eq!(prev, "");
-        let mut log = EventLog::new(dir.path(), file, &prev, "t1".into(), ctx()).unwrap();
+        assert_eq!((resumed.events, torn_tail), (0, false));
+        let mut log = EventLog::new(dir.path(), file, torn_tail, "t1".into(), ctx()).unwrap();
         let at = Utc::now();
         for p in [
             json!({"event": "start", "protocol": {"id": "d10", "sha256": "abc"}, "started": timestamp(&at)}),
@@ -584,16 +639,18 @@ mod tests {
         std::fs::write(dir.path().join(EVENTS_FILE), "{\"torn\": ").unwrap();
         let Opened {
             file,
-            previous: prev,
+            resumed,
+            torn_tail,
             moved_aside,
         } = open_locked(dir.path()).unwrap();
+        assert_eq!((resumed.skipped, torn_tail), (1, true));
         assert!(moved_aside.is_none());
         assert!(locked_by_other(dir.path()));
         assert!(matches!(
             open_locked(dir.path()),
             Err(LogError::Busy { .. })
         ));
-        let mut log = EventLog::new(dir.path(), file, &prev, "t".into(), ctx()).unwrap();
+        let mut log = EventLog::new(dir.path(), file, torn_tail, "t".into(), ctx()).unwrap();
         log.append(&rec(json!({"event": "start"})), &Utc::now())
             .unwrap();
         let text = std::fs::read_to_string(dir.path().join(EVENTS_FILE)).unwrap();
@@ -640,6 +697,23 @@ mod tests {
     }
 
     #[test]
+    fn an_over_long_line_is_skipped_without_being_held() {
+        let at = timestamp(&Utc::now());
+        let good = serde_json::to_string(
+            &json!({"trace_id": "t", "timestamp": at, "payload": {"event": "end"}}),
+        )
+        .unwrap();
+        let long = "x".repeat(MAX_LINE_BYTES + 10);
+        let text = format!("{good}\n{long}\n{good}\n{long}");
+        let (r, torn) = replay_from(text.as_bytes()).unwrap();
+        assert_eq!((r.events, r.skipped), (2, 2));
+        assert_eq!(r.skipped_lines, vec![2, 4]);
+        assert!(torn, "the last line has no newline");
+        let (_, torn) = replay_from(format!("{good}\n").as_bytes()).unwrap();
+        assert!(!torn);
+    }
+
+    #[test]
     fn a_symlink_or_fifo_at_the_log_is_moved_aside_never_followed() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("b");
@@ -654,8 +728,12 @@ mod tests {
             .unwrap()
             .file_type()
             .is_symlink());
-        assert_eq!(o.previous, "", "the link's target is never read");
-        let mut log = EventLog::new(&dir, o.file, "", "t".into(), ctx()).unwrap();
+        assert_eq!(
+            o.resumed,
+            Resumed::default(),
+            "the link's target is never read"
+        );
+        let mut log = EventLog::new(&dir, o.file, false, "t".into(), ctx()).unwrap();
         log.append(&rec(json!({"event": "start"})), &Utc::now())
             .unwrap();
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");

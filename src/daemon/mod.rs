@@ -482,15 +482,15 @@ impl Daemon {
         let log = match events::open_locked(&dir) {
             Ok(events::Opened {
                 file,
-                previous,
+                resumed: r,
+                torn_tail,
                 moved_aside,
             }) => {
                 // Holding the lock, no other referee writes here: its temp files are leftovers.
                 remove_stale_temps(&dir);
                 log_moved = moved_aside;
-                let r = events::replay(&previous);
-                let (file, previous) = if r.events == 0 && r.skipped == 0 {
-                    (file, previous)
+                let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
+                    (file, torn_tail)
                 } else if cfg.fresh {
                     let to = events::rotate(&dir, &now).map_err(|e| DaemonError::OwnFile {
                         path: dir.join(events::EVENTS_FILE).display().to_string(),
@@ -499,7 +499,7 @@ impl Daemon {
                     rotated = Some(to);
                     let reopened = events::open_locked(&dir)?;
                     drop(file);
-                    (reopened.file, reopened.previous)
+                    (reopened.file, reopened.torn_tail)
                 } else {
                     // Reported once the new log is open (a log of nothing but garbage too).
                     damaged = (r.skipped > 0).then(|| r.clone());
@@ -515,9 +515,9 @@ impl Daemon {
                     if r.events > 0 {
                         resumed = Some(r);
                     }
-                    (file, previous)
+                    (file, torn_tail)
                 };
-                match EventLog::new(&dir, file, &previous, trace.clone(), context) {
+                match EventLog::new(&dir, file, torn_tail, trace.clone(), context) {
                     Ok(log) => Some(log),
                     Err(e) => own_file_fault(&cfg, &dir, events::EVENTS_FILE, &e)?,
                 }

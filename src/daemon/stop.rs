@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use crate::outputs::{move_aside, remove_own, write_atomic, write_over_dir, Foreign, STOP_FILE};
+use crate::outputs::{move_aside, remove_own, write_over_dir, Foreign, STOP_FILE};
 
 /// What someone else did to the STOP file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,19 +224,13 @@ impl StopFile {
     /// Writes `text` atomically over whatever is there: a symlink or FIFO is replaced by the
     /// rename (never followed), a directory is moved aside first. What was found is noted.
     fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
-        let (found, moved_to) = match crate::outputs::foreign_at(&self.dir, STOP_FILE)? {
-            // Swapped out with the new STOP in one step: the name is never absent.
-            Some(Foreign::Dir) => {
-                let to = write_over_dir(&self.dir, STOP_FILE, text, &Utc::now())?;
-                (Some(Foreign::Dir), Some(to))
-            }
-            _ => (write_atomic(&self.dir, STOP_FILE, text)?.replaced, None),
-        };
-        if found.is_some() {
+        // Even a directory is swapped out with the new STOP in one step: the name is never absent.
+        let w = write_over_dir(&self.dir, STOP_FILE, text)?;
+        if w.replaced.is_some() {
             self.noticed = Some(Tampered {
                 what,
-                found,
-                moved_to,
+                found: w.replaced,
+                moved_to: w.moved_to,
             });
         }
         Ok(())

@@ -108,9 +108,11 @@ impl Foreign {
 
 /// What [`write_atomic`] found at its target and replaced (the link or FIFO itself, never what it
 /// points to): the caller records it as tamper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Written {
     pub replaced: Option<Foreign>,
+    /// Where a directory found at the target was moved to ([`write_over_dir`] only).
+    pub moved_to: Option<PathBuf>,
 }
 
 /// What is at `dir/name`, looked at without following it: `None` when absent or a regular file.
@@ -134,22 +136,102 @@ pub fn temp_prefix(name: &str) -> String {
 /// The temp file is created exclusively (`O_CREAT | O_EXCL`) under a random name by the
 /// `tempfile` crate, so nothing planted in advance — a symlink pointing outside the build
 /// directory, a FIFO that would block the open — can be at that name: an existing entry is never
-/// opened, a new name is drawn. `rename(2)` replaces a symlink or FIFO at the target itself rather
-/// than following it; what was there is returned in [`Written`]. A directory at the target cannot
-/// be renamed over and is an error (the caller decides: the STOP file moves it aside).
+/// opened, a new name is drawn. The rename is a `renameat2(RENAME_EXCHANGE)`: the new file takes
+/// the target's name in one step and the old entry lands on the temp name, where it is looked at
+/// (`lstat`, never followed or opened) and unlinked — so what was replaced is known exactly, not
+/// guessed from a look taken before the rename. A symlink or FIFO found there is returned in
+/// [`Written`]. A directory at the target is an error (see [`write_over_dir`]).
 pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
-    let replaced = foreign_at(dir, name)?;
-    if replaced == Some(Foreign::Dir) {
+    if foreign_at(dir, name)? == Some(Foreign::Dir) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
             format!("`{name}` is a directory someone else put there; it is not replaced"),
         ));
     }
+    replace(dir, name, contents)
+}
+
+/// Writes `contents` to `dir/name` even where someone put a directory, with no moment where the
+/// name is absent (an orchestrator reads a directory at the STOP path as a STOP): the directory
+/// is swapped out in the same exchange and moved aside (`{name}.tampered-<time>`, never
+/// deleted). Where the file system cannot exchange, it is moved aside first.
+pub fn write_over_dir(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
+    replace(dir, name, contents)
+}
+
+/// How the new file took its name.
+enum Swap {
+    /// The old entry is now at the temp name.
+    Exchanged,
+    /// Nothing was at the target.
+    Placed,
+    /// The file system cannot exchange names.
+    Unsupported,
+}
+
+fn replace(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
     let tmp = temp_with(dir, name, contents)?;
-    // On failure the temp file comes back inside the error and is removed when it drops.
-    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    let target = dir.join(name);
+    let mut written = Written::default();
+    match swap_in(tmp.path(), &target)? {
+        Swap::Exchanged => {
+            // From here the temp name holds the old entry, not our file.
+            let old = tmp.into_temp_path();
+            written.replaced = std::fs::symlink_metadata(&old)
+                .ok()
+                .and_then(|m| Foreign::of(&m));
+            if written.replaced == Some(Foreign::Dir) {
+                let held = old.keep().map_err(|e| e.error)?;
+                let to = aside_name(dir, name, &Utc::now())?;
+                std::fs::rename(&held, &to)?;
+                written.moved_to = Some(to);
+            } else {
+                // Unlinks the entry (a link or FIFO is never opened).
+                old.close()?;
+            }
+        }
+        Swap::Placed => {
+            // Nothing was there to keep; the temp path is gone (renamed into place).
+            let _ = tmp.into_temp_path().keep();
+        }
+        Swap::Unsupported => {
+            written.replaced = foreign_at(dir, name)?;
+            if written.replaced == Some(Foreign::Dir) {
+                written.moved_to = Some(move_aside(dir, name, &Utc::now())?);
+            }
+            // On failure the temp file comes back inside the error and is removed when it drops.
+            tmp.persist(&target).map_err(|e| e.error)?;
+        }
+    }
     sync_dir(dir)?;
-    Ok(Written { replaced })
+    Ok(written)
+}
+
+/// Puts `tmp` at `target`: exchanged with what is there, or renamed in where nothing is (without
+/// replacing anything that appears in between).
+fn swap_in(tmp: &Path, target: &Path) -> std::io::Result<Swap> {
+    const UNSUPPORTED: [i32; 3] = [libc::EINVAL, libc::ENOSYS, libc::EOPNOTSUPP];
+    // Each round loses only to a name appearing or vanishing in between; a few are plenty.
+    for _ in 0..8 {
+        match rename2(tmp, target, libc::RENAME_EXCHANGE) {
+            Ok(()) => return Ok(Swap::Exchanged),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                match rename2(tmp, target, libc::RENAME_NOREPLACE) {
+                    Ok(()) => return Ok(Swap::Placed),
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if e.raw_os_error().is_some_and(|c| UNSUPPORTED.contains(&c)) => {
+                return Ok(Swap::Unsupported)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "`{}` kept appearing and vanishing while it was being replaced",
+        target.display()
+    )))
 }
 
 /// A new temp file beside `name` holding `contents`, on disk.
@@ -168,46 +250,9 @@ fn temp_with(dir: &Path, name: &str, contents: &str) -> std::io::Result<tempfile
     Ok(tmp)
 }
 
-/// Writes `contents` to `dir/name` where someone put a directory, with no moment where the name
-/// is absent (an orchestrator reads a directory at the STOP path as a STOP): the new file and the
-/// directory swap names in one `renameat2(RENAME_EXCHANGE)`, then the directory is moved aside
-/// (`{name}.tampered-<time>`, never deleted). Where the file system cannot exchange, the
-/// directory is moved aside first and the file renamed in after it. Returns where it went.
-pub fn write_over_dir(
-    dir: &Path,
-    name: &str,
-    contents: &str,
-    now: &DateTime<Utc>,
-) -> std::io::Result<PathBuf> {
-    let tmp = temp_with(dir, name, contents)?;
-    let target = dir.join(name);
-    match exchange(tmp.path(), &target) {
-        Ok(()) => {
-            // The temp name now holds the directory; the file is in place. Keep the temp name
-            // from being deleted on drop (it is the directory now), then move it aside.
-            let held = tmp.into_temp_path().keep().map_err(|e| e.error)?;
-            let to = aside_name(dir, name, now)?;
-            std::fs::rename(&held, &to)?;
-            sync_dir(dir)?;
-            Ok(to)
-        }
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
-            ) =>
-        {
-            let to = move_aside(dir, name, now)?;
-            tmp.persist(&target).map_err(|e| e.error)?;
-            sync_dir(dir)?;
-            Ok(to)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Swaps two names atomically (Linux `renameat2(RENAME_EXCHANGE)`).
-fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+/// Linux `renameat2` with `flags` (`RENAME_EXCHANGE`: swap two names atomically;
+/// `RENAME_NOREPLACE`: fail if the target exists).
+fn rename2(a: &Path, b: &Path, flags: libc::c_uint) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = |p: &Path| {
         std::ffi::CString::new(p.as_os_str().as_bytes())
@@ -221,7 +266,7 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
             a.as_ptr(),
             libc::AT_FDCWD,
             b.as_ptr(),
-            libc::RENAME_EXCHANGE,
+            flags,
         )
     };
     if rc == 0 {
@@ -397,7 +442,9 @@ mod tests {
         let stop = dir.path().join("OBSERVER-STOP.md");
         std::fs::create_dir(&stop).unwrap();
         std::fs::write(stop.join("keep"), "x").unwrap();
-        let to = write_over_dir(dir.path(), "OBSERVER-STOP.md", "stop", &Utc::now()).unwrap();
+        let w = write_over_dir(dir.path(), "OBSERVER-STOP.md", "stop").unwrap();
+        assert_eq!(w.replaced, Some(Foreign::Dir));
+        let to = w.moved_to.unwrap();
         assert_eq!(std::fs::read_to_string(&stop).unwrap(), "stop");
         assert_eq!(std::fs::read_to_string(to.join("keep")).unwrap(), "x");
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
