@@ -167,9 +167,29 @@ fn a_stop_replaced_by_a_directory_is_moved_aside_and_restored() {
     let (_root, dir, mut w) = watching(&[]);
     raise_stop(&dir, &w);
     let stop = read(&dir.join(STOP));
-    fs::remove_file(dir.join(STOP)).expect("remove STOP");
-    fs::create_dir(dir.join(STOP)).expect("mkdir STOP");
-    fs::write(dir.join(STOP).join("note.txt"), "evidence").expect("fill the directory");
+    // The directory is made beside it and swapped in at once (the daemon restores a deleted
+    // STOP within milliseconds, so `rm` then `mkdir` would race it).
+    let planted = dir.join("planted-dir");
+    fs::create_dir(&planted).expect("mkdir");
+    fs::write(planted.join("note.txt"), "evidence").expect("fill the directory");
+    let c = |p: &Path| std::ffi::CString::new(p.to_str().expect("utf-8")).expect("no NUL");
+    let (a, b) = (c(&planted), c(&dir.join(STOP)));
+    // SAFETY: two valid C strings; renameat2 only renames.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(
+        rc,
+        0,
+        "swap a directory in: {}",
+        std::io::Error::last_os_error()
+    );
     // `referee status` reads a directory there as a STOP: the swap back leaves no gap either.
     let poller = Poller::start(dir.join(STOP));
     w.until("the STOP is a file again", || {
