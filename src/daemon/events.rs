@@ -229,6 +229,7 @@ pub fn rotate(dir: &Path, now: &DateTime<Utc>) -> io::Result<PathBuf> {
         n += 1;
     }
     std::fs::rename(dir.join(EVENTS_FILE), &target)?;
+    crate::outputs::sync_dir(dir)?;
     Ok(target)
 }
 
