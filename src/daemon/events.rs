@@ -141,8 +141,14 @@ fn open_regular(path: &Path, create: bool) -> io::Result<Result<File, Foreign>> 
     let file = match o.open(path) {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(Foreign::Symlink)),
-        Err(e) if e.kind() == io::ErrorKind::IsADirectory => return Ok(Err(Foreign::Dir)),
-        Err(e) => return Err(e),
+        // A directory (EISDIR), a socket (ENXIO) …: say what is there rather than fail on it.
+        Err(e) => match std::fs::symlink_metadata(path)
+            .ok()
+            .and_then(|m| Foreign::of(&m))
+        {
+            Some(found) => return Ok(Err(found)),
+            None => return Err(e),
+        },
     };
     match Foreign::of(&file.metadata()?) {
         None => Ok(Ok(file)),
@@ -751,6 +757,14 @@ mod tests {
         );
         let o = open_locked(&dir).unwrap();
         assert_eq!(o.moved_aside.map(|m| m.0), Some(Foreign::Fifo));
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().is_file());
+        drop(o.file);
+
+        // A socket cannot even be opened (ENXIO): it is moved aside all the same.
+        std::fs::remove_file(&fifo).unwrap();
+        let _listener = std::os::unix::net::UnixListener::bind(&fifo).unwrap();
+        let o = open_locked(&dir).unwrap();
+        assert_eq!(o.moved_aside.map(|m| m.0), Some(Foreign::Socket));
         assert!(std::fs::symlink_metadata(&fifo).unwrap().is_file());
     }
 }
