@@ -222,7 +222,8 @@ impl StopFile {
     }
 
     /// Writes `text` atomically over whatever is there: a symlink or FIFO is replaced by the
-    /// rename (never followed), a directory is moved aside first. What was found is noted.
+    /// exchange (never followed), a directory swapped out and moved aside. What was found is
+    /// noted.
     fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
         // Even a directory is swapped out with the new STOP in one step: the name is never absent.
         let w = write_over_dir(&self.dir, STOP_FILE, text)?;
