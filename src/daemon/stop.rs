@@ -467,6 +467,21 @@ mod tests {
         s.judged();
         assert_eq!(s.sync(None).unwrap(), Synced::Removed);
         assert!(!path.exists());
+        // A FIFO at start: standing (never opened), replaced by a "not yet judged" STOP.
+        std::fs::remove_file(&path).ok();
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let mut s = StopFile::new(dir.path());
+        assert!(s.adopt());
+        let t = s.check().unwrap().unwrap();
+        assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("NOT YET JUDGED"));
+        assert_eq!(s.sync(None).unwrap(), Synced::Kept);
+        s.judged();
+        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
         // Nothing at start: nothing adopted.
         let mut fresh = StopFile::new(dir.path());
         assert!(!fresh.adopt());
