@@ -1623,7 +1623,15 @@ impl Daemon {
         let final_ = reason.is_final();
         // Judge everything once more, as it stands (as final when the pipeline is gone).
         if let Some((eval, snap)) = self.evaluate(None, final_) {
-            self.holds.clear();
+            // Not final (a signal, the timeout): a file caught mid-write is still not judged —
+            // a standing STOP is not lifted, nor a new one raised, on half a file, and no referee
+            // is left to put it right. Final: the pipeline is gone, so are its writes.
+            let eval = if final_ {
+                self.holds.clear();
+                eval
+            } else {
+                self.hold(eval, &snap)
+            };
             self.apply(eval, &BTreeSet::new(), &snap);
         }
         self.flush_outputs();

@@ -436,3 +436,22 @@ fn exit_with_a_missing_pid_exits_2_and_writes_nothing() {
         .collect();
     assert!(own.is_empty(), "written: {own:?}");
 }
+
+/// SIGTERM while the failing input is being rewritten in place: the half-written file would
+/// judge INCONCLUSIVE, but a standing STOP is not lifted on a file caught mid-write — not even by
+/// the last evaluation before the referee exits (nobody would be left to raise it again).
+#[test]
+fn sigterm_mid_rewrite_does_not_lift_a_standing_stop() {
+    let (_root, dir, mut w) = watching(&["--settle", "2000"]);
+    raise_stop(&dir, &w);
+    let gates = manual_gates(1);
+    fs::write(dir.join(GATES), &gates[..gates.len() / 2]).expect("half");
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    assert!(
+        read(&dir.join(STOP)).contains("OBS-27"),
+        "the STOP was lifted at exit\n{}",
+        w.output()
+    );
+    assert_eq!(count(&dir, "stop_resolved", ""), 0, "{}", w.output());
+}
