@@ -527,3 +527,48 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
     let outcome = crate::demo::run(&cfg, Some(signals), &mut std::io::stdout().lock())?;
     Ok(outcome.exit)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::heartbeat::{self, Heartbeat, ProtocolRef};
+
+    fn beat(dir: &Path, pid: u32, state: &str, age_secs: i64) {
+        let now = chrono::Utc::now();
+        let hb = Heartbeat {
+            pid,
+            started: now,
+            last_beat: now - chrono::Duration::seconds(age_secs),
+            interval_secs: 1.0,
+            protocol: ProtocolRef {
+                id: "d10".into(),
+                sha256: "abc".into(),
+            },
+            state: state.into(),
+            stop: false,
+            build_dir: dir.display().to_string(),
+            trace_id: "t".into(),
+        };
+        heartbeat::write(dir, &hb).unwrap();
+    }
+
+    #[test]
+    fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(live_referee(dir.path()), None, "nothing there");
+        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 0);
+        let why = live_referee(dir.path()).unwrap();
+        assert!(why.contains("is fresh and pid"), "{why}");
+        beat(dir.path(), std::process::id(), heartbeat::FINISHED, 0);
+        assert_eq!(live_referee(dir.path()), None, "finished");
+        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 60);
+        assert_eq!(live_referee(dir.path()), None, "stale");
+        beat(dir.path(), 0, heartbeat::WATCHING, 0);
+        assert_eq!(live_referee(dir.path()), None, "no such pid");
+        let log = crate::daemon::events::open_locked(dir.path()).unwrap();
+        let why = live_referee(dir.path()).unwrap();
+        assert!(why.contains("holds the lock"), "{why}");
+        drop(log);
+        assert_eq!(live_referee(dir.path()), None);
+    }
+}
