@@ -79,7 +79,8 @@ struct VerifyArgs {
     final_: bool,
     /// Also write OBSERVER-PASS-N.md for each pass that ran and OBSERVER-REPORT.md into
     /// BUILD_DIR (atomically). Without it, verify writes nothing. It never writes
-    /// OBSERVER-STOP.md: only the live `watch` daemon owns the STOP file.
+    /// OBSERVER-STOP.md: only the live `watch` daemon owns the STOP file, and while one watches
+    /// BUILD_DIR, --write is refused (exit 2).
     #[arg(long)]
     write: bool,
     #[command(flatten)]
@@ -154,7 +155,72 @@ fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
     Snapshot::scan(dir, limits).map_err(anyhow::Error::from)
 }
 
+/// `verify --write` refuses a directory a live `referee watch` owns: its pass files and report
+/// would be overwritten under it (exit 2, nothing written).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{dir}` is watched by a live referee ({why}); `verify --write` would overwrite the files that daemon owns — \
+run `verify` without `--write` to print the report, or stop the daemon first"
+)]
+struct LiveReferee {
+    dir: String,
+    why: String,
+}
+
+/// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
+/// is fresh (not finished) and its pid runs.
+fn live_referee(dir: &Path) -> Option<String> {
+    use crate::daemon::heartbeat;
+    if crate::daemon::events::locked_by_other(dir) {
+        return Some(format!(
+            "another process holds the lock on `{}`",
+            crate::daemon::events::EVENTS_FILE
+        ));
+    }
+    let hb = heartbeat::read(dir).ok()?;
+    if hb.state != heartbeat::WATCHING || !heartbeat::pid_alive(hb.pid) {
+        return None;
+    }
+    let age = chrono::Utc::now()
+        .signed_duration_since(hb.last_beat)
+        .to_std()
+        .unwrap_or_default();
+    let stale = hb
+        .interval()
+        .map_or(std::time::Duration::from_secs(10), |i| i.saturating_mul(3));
+    (age <= stale).then(|| {
+        format!(
+            "`{}` is fresh and pid {} runs",
+            heartbeat::HEARTBEAT_FILE,
+            hb.pid
+        )
+    })
+}
+
+/// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
+/// followed, and said.
+fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let w =
+        outputs::write_atomic(dir, name, text).with_context(|| format!("cannot write {name}"))?;
+    if let Some(found) = w.replaced {
+        eprintln!(
+            "referee: warning: `{name}` was {} put there by someone else; replaced without being followed",
+            found.describe()
+        );
+    }
+    Ok(())
+}
+
 fn verify(a: VerifyArgs) -> Result<ExitCode> {
+    if a.write {
+        if let Some(why) = live_referee(&a.build_dir) {
+            return Err(LiveReferee {
+                dir: a.build_dir.display().to_string(),
+                why,
+            }
+            .into());
+        }
+    }
     // One thread: listing the directory beside the protocol load, or compiling patterns
     // beside the judging, cost a small build about as much as it saved (threads are not
     // free on a shared 2-core machine); the large-report scans split across cores instead.
@@ -183,12 +249,10 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     if a.write {
         for pass in eval.passes.iter().filter(|p| p.ran) {
             let text = markdown::pass_file(&protocol, &eval, &pass.id, &ctx);
-            outputs::write_atomic(&a.build_dir, &outputs::pass_file(&pass.id), &text)
-                .with_context(|| format!("cannot write {}", outputs::pass_file(&pass.id)))?;
+            write_own(&a.build_dir, &outputs::pass_file(&pass.id), &text)?;
         }
         let report = markdown::report(&protocol, &eval, &ctx);
-        outputs::write_atomic(&a.build_dir, outputs::REPORT_FILE, &report)
-            .with_context(|| format!("cannot write {}", outputs::REPORT_FILE))?;
+        write_own(&a.build_dir, outputs::REPORT_FILE, &report)?;
     }
     let text = match a.format {
         Format::Md => markdown::report(&protocol, &eval, &ctx),
@@ -334,7 +398,8 @@ struct WatchArgs {
     /// filesystems). Polling is also the automatic fallback when notifications are unavailable.
     #[arg(long, value_name = "MS", num_args = 0..=1, require_equals = true, default_missing_value = "200")]
     poll: Option<u64>,
-    /// Finish (judging every check as due) when the pipeline's process PID exits.
+    /// Finish (judging every check as due) when the pipeline's process PID exits. A PID that
+    /// does not exist at start is an error (exit 2): nothing is judged or written.
     #[arg(long, value_name = "PID")]
     exit_with: Option<i32>,
     /// Finish after this long, judging the directory as it stands (e.g. `90s`, `30m`, `2h`).
@@ -461,4 +526,49 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
     };
     let outcome = crate::demo::run(&cfg, Some(signals), &mut std::io::stdout().lock())?;
     Ok(outcome.exit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::heartbeat::{self, Heartbeat, ProtocolRef};
+
+    fn beat(dir: &Path, pid: u32, state: &str, age_secs: i64) {
+        let now = chrono::Utc::now();
+        let hb = Heartbeat {
+            pid,
+            started: now,
+            last_beat: now - chrono::Duration::seconds(age_secs),
+            interval_secs: 1.0,
+            protocol: ProtocolRef {
+                id: "d10".into(),
+                sha256: "abc".into(),
+            },
+            state: state.into(),
+            stop: false,
+            build_dir: dir.display().to_string(),
+            trace_id: "t".into(),
+        };
+        heartbeat::write(dir, &hb).unwrap();
+    }
+
+    #[test]
+    fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(live_referee(dir.path()), None, "nothing there");
+        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 0);
+        let why = live_referee(dir.path()).unwrap();
+        assert!(why.contains("is fresh and pid"), "{why}");
+        beat(dir.path(), std::process::id(), heartbeat::FINISHED, 0);
+        assert_eq!(live_referee(dir.path()), None, "finished");
+        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 60);
+        assert_eq!(live_referee(dir.path()), None, "stale");
+        beat(dir.path(), 0, heartbeat::WATCHING, 0);
+        assert_eq!(live_referee(dir.path()), None, "no such pid");
+        let log = crate::daemon::events::open_locked(dir.path()).unwrap();
+        let why = live_referee(dir.path()).unwrap();
+        assert!(why.contains("holds the lock"), "{why}");
+        drop(log);
+        assert_eq!(live_referee(dir.path()), None);
+    }
 }

@@ -5,11 +5,16 @@
 //! `payload`, `artifact_ids`, `context_ref`), appending (`O_APPEND`, one `write` per line), the
 //! advisory lock that keeps two referees off one build directory, rotating an old log aside
 //! (`--fresh`: data is moved, never deleted), and replaying a log into the state a restart needs.
+//! The log is only ever opened as a regular file (`O_NOFOLLOW`, `O_NONBLOCK`): a symlink or FIFO
+//! planted at its name is moved aside, never followed or read. A damaged log is replayed as far
+//! as it can be, and what was skipped (how many lines, which) is handed back to be reported;
+//! numbers read from it are bounded.
 //! It must not decide what is worth logging or judge anything: the daemon hands it payloads.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::{PassState, RunReason, Status};
-use crate::outputs::{Change, Incident};
+use crate::outputs::{move_aside, Change, Foreign, Incident};
 
 /// The log's file name in the build directory.
 pub const EVENTS_FILE: &str = "OBSERVER-EVENTS.jsonl";
@@ -109,22 +114,79 @@ pub fn timestamp(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// The locked log as [`open_locked`] found it.
+#[derive(Debug)]
+pub struct Opened {
+    pub file: File,
+    /// What the earlier contents say (replayed line by line, never held whole in memory).
+    pub resumed: Resumed,
+    /// The last line has no newline (torn by a crash): [`EventLog::new`] closes it.
+    pub torn_tail: bool,
+    /// What someone else had put at the log's name (a symlink, FIFO, directory …), and where it
+    /// was moved aside to; a new log was started in its place.
+    pub moved_aside: Option<(Foreign, PathBuf)>,
+}
+
+/// Opens the log without following a symlink or blocking on a FIFO; only a regular file is used.
+fn open_regular(path: &Path, create: bool) -> io::Result<Result<File, Foreign>> {
+    let mut o = OpenOptions::new();
+    o.read(true)
+        .append(true)
+        // O_NOFOLLOW: a symlink at the name fails (ELOOP) instead of redirecting the writes;
+        // O_NONBLOCK: a FIFO there cannot hang the open (a regular file ignores the flag).
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    if create {
+        o.create(true);
+    }
+    let file = match o.open(path) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(Foreign::Symlink)),
+        // A directory (EISDIR), a socket (ENXIO) …: say what is there rather than fail on it.
+        Err(e) => match std::fs::symlink_metadata(path)
+            .ok()
+            .and_then(|m| Foreign::of(&m))
+        {
+            Some(found) => return Ok(Err(found)),
+            None => return Err(e),
+        },
+    };
+    match Foreign::of(&file.metadata()?) {
+        None => Ok(Ok(file)),
+        Some(f) => Ok(Err(f)),
+    }
+}
+
 /// Opens (creating) and locks the log. Returns the log and its previous contents.
 ///
 /// The lock is an exclusive `flock` held for the life of the returned value (and released by the
-/// kernel if the process dies), so a second referee on the same directory is refused.
-pub fn open_locked(dir: &Path) -> Result<(File, String), LogError> {
+/// kernel if the process dies), so a second referee on the same directory is refused. Anything
+/// but a regular file at the log's name is never followed or read: it is moved aside
+/// (`OBSERVER-EVENTS.jsonl.tampered-<time>`) and a new log started, which the caller records as
+/// tamper.
+pub fn open_locked(dir: &Path) -> Result<Opened, LogError> {
     let path = dir.join(EVENTS_FILE);
     let io_err = |source: io::Error| LogError::Io {
         path: path.display().to_string(),
         source,
     };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(&path)
-        .map_err(io_err)?;
+    let mut moved_aside = None;
+    let mut file = match open_regular(&path, true).map_err(io_err)? {
+        Ok(f) => f,
+        Err(found) => {
+            let to = move_aside(dir, EVENTS_FILE, &Utc::now()).map_err(io_err)?;
+            moved_aside = Some((found, to));
+            match open_regular(&path, true).map_err(io_err)? {
+                Ok(f) => f,
+                // Planted again in between: give up rather than loop.
+                Err(again) => {
+                    return Err(io_err(io::Error::other(format!(
+                        "`{EVENTS_FILE}` is {} (put there by someone else)",
+                        again.describe()
+                    ))))
+                }
+            }
+        }
+    };
     // SAFETY: flock on a file descriptor we own; no memory is passed.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
@@ -136,9 +198,31 @@ pub fn open_locked(dir: &Path) -> Result<(File, String), LogError> {
         }
         return Err(io_err(e));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(io_err)?;
-    Ok((file, String::from_utf8_lossy(&bytes).into_owned()))
+    let (resumed, torn_tail) = replay_from(io::BufReader::new(&mut file)).map_err(io_err)?;
+    Ok(Opened {
+        file,
+        resumed,
+        torn_tail,
+        moved_aside,
+    })
+}
+
+/// Whether another process holds the log's lock (a live `referee watch` on `dir`). Opens the log
+/// read-only without creating, following or blocking; absent or not a regular file: no.
+pub fn locked_by_other(dir: &Path) -> bool {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(dir.join(EVENTS_FILE))
+    else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    // SAFETY: flock on a descriptor we own; a shared, non-blocking try, released at close.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
 /// Moves the log aside as `OBSERVER-EVENTS-<timestamp>.jsonl` (never deleting data).
@@ -151,19 +235,20 @@ pub fn rotate(dir: &Path, now: &DateTime<Utc>) -> io::Result<PathBuf> {
         n += 1;
     }
     std::fs::rename(dir.join(EVENTS_FILE), &target)?;
+    crate::outputs::sync_dir(dir)?;
     Ok(target)
 }
 
 impl EventLog {
-    /// Wraps a locked log file; `previous` is its earlier contents (a torn last line is closed off).
+    /// Wraps a locked log file; `torn_tail`: its last line has no newline (it is closed off).
     pub fn new(
         dir: &Path,
         mut file: File,
-        previous: &str,
+        torn_tail: bool,
         trace_id: String,
         context: ContextRef,
     ) -> io::Result<EventLog> {
-        if !previous.is_empty() && !previous.ends_with('\n') {
+        if torn_tail {
             // A line torn by a crash: end it so the next event starts on its own line.
             file.write_all(b"\n")?;
         }
@@ -233,8 +318,44 @@ pub struct Resumed {
     /// Whether the last run wrote its `end` event.
     pub ended: bool,
     pub events: usize,
-    /// Lines that could not be parsed (a torn last line, damage): ignored.
+    /// Lines that could not be parsed (a torn last line, damage): ignored, and reported.
     pub skipped: usize,
+    /// The first [`MAX_SKIPPED_LISTED`] of them, by line number (from 1).
+    pub skipped_lines: Vec<usize>,
+}
+
+/// How many skipped line numbers are kept to name in the report (the count is always exact).
+pub const MAX_SKIPPED_LISTED: usize = 20;
+
+impl Resumed {
+    fn skip(&mut self, line: usize) {
+        self.skipped = self.skipped.saturating_add(1);
+        if self.skipped_lines.len() < MAX_SKIPPED_LISTED {
+            self.skipped_lines.push(line);
+        }
+    }
+
+    /// What a damaged log lost, for the report: `3 lines … could not be read and were skipped
+    /// (lines 2, 5, 9)`; `None` when every line was read.
+    pub fn damage(&self) -> Option<String> {
+        if self.skipped == 0 {
+            return None;
+        }
+        let mut lines: Vec<String> = self.skipped_lines.iter().map(usize::to_string).collect();
+        if self.skipped > self.skipped_lines.len() {
+            lines.push("…".into());
+        }
+        Some(format!(
+            "{n} line{s} of {EVENTS_FILE} could not be read and {were} skipped on resume (line{s} {list}); \
+the state resumed from the other {events} event{es} (a line torn by a crash is one; more is damage or tampering)",
+            n = self.skipped,
+            s = if self.skipped == 1 { "" } else { "s" },
+            were = if self.skipped == 1 { "was" } else { "were" },
+            list = lines.join(", "),
+            events = self.events,
+            es = if self.events == 1 { "" } else { "s" },
+        ))
+    }
 }
 
 fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -251,140 +372,194 @@ fn time(v: Option<&str>) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// Replays a log's text. Unparsable lines (a torn last line) are counted and ignored.
+/// The longest log line replayed. A longer one (no event comes near it) is skipped as damage
+/// without ever being held in memory whole.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Replays a log's text. Unparsable lines (a torn last line, damage) are counted, their line
+/// numbers kept, and ignored; numbers in it are bounded (a fix attempt saturates at `u32::MAX`).
 pub fn replay(text: &str) -> Resumed {
+    // Reading from memory cannot fail.
+    replay_from(text.as_bytes()).map_or_else(|_| Resumed::default(), |(r, _)| r)
+}
+
+/// Replays a log line by line (each at most [`MAX_LINE_BYTES`]); also says whether the last
+/// line lacks its newline.
+pub fn replay_from(mut reader: impl io::BufRead) -> io::Result<(Resumed, bool)> {
     let mut r = Resumed::default();
-    for line in text.lines() {
-        if line.trim().is_empty() {
+    let mut buf = Vec::new();
+    let mut line_no: usize = 0;
+    let mut ended = true;
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        line_no = line_no.saturating_add(1);
+        ended = buf.last() == Some(&b'\n');
+        if !ended && buf.len() > MAX_LINE_BYTES {
+            ended = skip_line(&mut reader)?;
+            r.skip(line_no);
             continue;
         }
-        let Ok(env) = serde_json::from_str::<Value>(line) else {
-            r.skipped += 1;
-            continue;
-        };
-        let (Some(p), Some(at)) = (env.get("payload"), time(s(&env, "timestamp"))) else {
-            r.skipped += 1;
-            continue;
-        };
-        r.events += 1;
-        if let Some(t) = s(&env, "trace_id") {
-            if !r.trace_ids.iter().any(|x| x == t) {
-                r.trace_ids.push(t.to_string());
-            }
+        if ended {
+            buf.pop();
         }
-        let key = || Some(format!("{}:{}", s(p, "pass")?, s(p, "check")?));
-        match s(p, "event").unwrap_or("") {
-            ev @ ("start" | "restart") => {
-                let proto = p.get("protocol");
-                r.protocol_sha256 = proto.and_then(|x| s(x, "sha256")).map(str::to_string);
-                r.protocol_id = proto.and_then(|x| s(x, "id")).map(str::to_string);
-                if r.started.is_none() {
-                    r.started = time(s(p, "started")).or(Some(at));
-                }
-                r.ended = false;
-                if ev == "restart" {
-                    if let Some(text) = s(p, "text") {
-                        r.incidents.push(Incident {
-                            at,
-                            kind: "restart".into(),
-                            text: text.into(),
-                        });
-                    }
-                }
-            }
-            "pass_run" => {
-                let Some(id) = s(p, "pass") else { continue };
-                let reason = p
-                    .get("reason")
-                    .and_then(|x| serde_json::from_value::<RunReason>(x.clone()).ok());
-                r.ran.insert(
-                    id.to_string(),
-                    PassState {
-                        id: id.to_string(),
-                        ran: true,
-                        reason,
-                        at: time(s(p, "at")).or(Some(at)),
-                    },
-                );
-                if let Some(results) = p.get("results").and_then(Value::as_object) {
-                    for (check, st) in results {
-                        if let Some(st) = status(st.as_str()) {
-                            r.statuses.insert(format!("{id}:{check}"), st);
-                        }
-                    }
-                }
-            }
-            "result_changed" => {
-                let (Some(k), Some(to)) = (key(), status(s(p, "to"))) else {
-                    continue;
-                };
-                r.statuses.insert(k, to);
-                r.history.push(Change {
-                    at,
-                    pass: s(p, "pass").unwrap_or_default().into(),
-                    check: s(p, "check").unwrap_or_default().into(),
-                    from: status(s(p, "from")),
-                    to,
-                    note: s(p, "note").map(str::to_string),
-                    observed: s(p, "observed").map(str::to_string),
-                });
-            }
-            "stop_raised" => {
-                if let Some(k) = key() {
-                    let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
-                    r.attempts.insert(k, (0, hash));
-                }
-            }
-            "stop_resolved" => {
-                if let Some(k) = key() {
-                    r.attempts.remove(&k);
-                    r.escalations.retain(|(e, _)| *e != k);
-                }
-            }
-            "fix_attempt" => {
-                if let Some(k) = key() {
-                    let n = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-                    let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
-                    r.attempts
-                        .insert(k, (u32::try_from(n).unwrap_or(u32::MAX), hash));
-                }
-            }
-            "escalation" => {
-                let Some(k) = key() else { continue };
-                let reason = s(p, "reason").unwrap_or_default().to_string();
-                r.history.push(Change {
-                    at,
-                    pass: s(p, "pass").unwrap_or_default().into(),
-                    check: s(p, "check").unwrap_or_default().into(),
-                    from: Some(Status::Fail),
-                    to: Status::Fail,
-                    note: Some(format!("ESCALATED: human review required — {reason}")),
-                    observed: None,
-                });
-                r.escalations.retain(|(e, _)| *e != k);
-                r.escalations.push((k, reason));
-                if let Some(text) = s(p, "text") {
-                    r.incidents.push(Incident {
-                        at,
-                        kind: "escalation".into(),
-                        text: text.into(),
-                    });
-                }
-            }
-            kind @ ("tamper" | "fault" | "protocol_edit") => {
-                if let Some(text) = s(p, "text") {
-                    r.incidents.push(Incident {
-                        at,
-                        kind: kind.replace('_', " "),
-                        text: text.into(),
-                    });
-                }
-            }
-            "end" => r.ended = true,
-            _ => {}
+        replay_line(&mut r, line_no, &String::from_utf8_lossy(&buf));
+    }
+    Ok((r, !ended))
+}
+
+/// Consumes the rest of an over-long line; whether it ended with a newline.
+fn skip_line(reader: &mut impl io::BufRead) -> io::Result<bool> {
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(false);
+        }
+        if let Some(i) = memchr::memchr(b'\n', chunk) {
+            reader.consume(i + 1);
+            return Ok(true);
+        }
+        let n = chunk.len();
+        reader.consume(n);
+    }
+}
+
+/// Replays one line (numbered from 1) into `r`.
+fn replay_line(r: &mut Resumed, line_no: usize, line: &str) {
+    if line.trim().is_empty() {
+        return;
+    }
+    // serde_json refuses nesting deeper than 128: a hostile line is an error, not a crash.
+    let Ok(env) = serde_json::from_str::<Value>(line) else {
+        r.skip(line_no);
+        return;
+    };
+    let (Some(p), Some(at)) = (env.get("payload"), time(s(&env, "timestamp"))) else {
+        r.skip(line_no);
+        return;
+    };
+    r.events = r.events.saturating_add(1);
+    if let Some(t) = s(&env, "trace_id") {
+        if !r.trace_ids.iter().any(|x| x == t) {
+            r.trace_ids.push(t.to_string());
         }
     }
-    r
+    let key = || Some(format!("{}:{}", s(p, "pass")?, s(p, "check")?));
+    match s(p, "event").unwrap_or("") {
+        ev @ ("start" | "restart") => {
+            let proto = p.get("protocol");
+            r.protocol_sha256 = proto.and_then(|x| s(x, "sha256")).map(str::to_string);
+            r.protocol_id = proto.and_then(|x| s(x, "id")).map(str::to_string);
+            if r.started.is_none() {
+                r.started = time(s(p, "started")).or(Some(at));
+            }
+            r.ended = false;
+            if ev == "restart" {
+                if let Some(text) = s(p, "text") {
+                    r.incidents.push(Incident {
+                        at,
+                        kind: "restart".into(),
+                        text: text.into(),
+                    });
+                }
+            }
+        }
+        "pass_run" => {
+            let Some(id) = s(p, "pass") else { return };
+            let reason = p
+                .get("reason")
+                .and_then(|x| serde_json::from_value::<RunReason>(x.clone()).ok());
+            r.ran.insert(
+                id.to_string(),
+                PassState {
+                    id: id.to_string(),
+                    ran: true,
+                    reason,
+                    at: time(s(p, "at")).or(Some(at)),
+                },
+            );
+            if let Some(results) = p.get("results").and_then(Value::as_object) {
+                for (check, st) in results {
+                    if let Some(st) = status(st.as_str()) {
+                        r.statuses.insert(format!("{id}:{check}"), st);
+                    }
+                }
+            }
+        }
+        "result_changed" => {
+            let (Some(k), Some(to)) = (key(), status(s(p, "to"))) else {
+                return;
+            };
+            r.statuses.insert(k, to);
+            r.history.push(Change {
+                at,
+                pass: s(p, "pass").unwrap_or_default().into(),
+                check: s(p, "check").unwrap_or_default().into(),
+                from: status(s(p, "from")),
+                to,
+                note: s(p, "note").map(str::to_string),
+                observed: s(p, "observed").map(str::to_string),
+            });
+        }
+        "stop_raised" => {
+            if let Some(k) = key() {
+                let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
+                r.attempts.insert(k, (0, hash));
+            }
+        }
+        "stop_resolved" => {
+            if let Some(k) = key() {
+                r.attempts.remove(&k);
+                r.escalations.retain(|(e, _)| *e != k);
+            }
+        }
+        "fix_attempt" => {
+            if let Some(k) = key() {
+                let n = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+                let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
+                r.attempts
+                    .insert(k, (u32::try_from(n).unwrap_or(u32::MAX), hash));
+            }
+        }
+        "escalation" => {
+            let Some(k) = key() else { return };
+            let reason = s(p, "reason").unwrap_or_default().to_string();
+            r.history.push(Change {
+                at,
+                pass: s(p, "pass").unwrap_or_default().into(),
+                check: s(p, "check").unwrap_or_default().into(),
+                from: Some(Status::Fail),
+                to: Status::Fail,
+                note: Some(format!("ESCALATED: human review required — {reason}")),
+                observed: None,
+            });
+            r.escalations.retain(|(e, _)| *e != k);
+            r.escalations.push((k, reason));
+            if let Some(text) = s(p, "text") {
+                r.incidents.push(Incident {
+                    at,
+                    kind: "escalation".into(),
+                    text: text.into(),
+                });
+            }
+        }
+        kind @ ("tamper" | "fault" | "protocol_edit" | "log_damaged") => {
+            if let Some(text) = s(p, "text") {
+                r.incidents.push(Incident {
+                    at,
+                    kind: kind.replace('_', " "),
+                    text: text.into(),
+                });
+            }
+        }
+        "end" => r.ended = true,
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -412,9 +587,14 @@ mod tests {
     #[test]
     fn appends_envelopes_and_replays_them() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, prev) = open_locked(dir.path()).unwrap();
-        assert_eq!(prev, "");
-        let mut log = EventLog::new(dir.path(), file, &prev, "t1".into(), ctx()).unwrap();
+        let Opened {
+            file,
+            resumed,
+            torn_tail,
+            ..
+        } = open_locked(dir.path()).unwrap();
+        assert_eq!((resumed.events, torn_tail), (0, false));
+        let mut log = EventLog::new(dir.path(), file, torn_tail, "t1".into(), ctx()).unwrap();
         let at = Utc::now();
         for p in [
             json!({"event": "start", "protocol": {"id": "d10", "sha256": "abc"}, "started": timestamp(&at)}),
@@ -445,6 +625,7 @@ mod tests {
         // A torn last line is ignored.
         let r = replay(&format!("{text}{{\"trace_id\": \"t1\", \"payl"));
         assert_eq!(r.skipped, 1);
+        assert_eq!(r.skipped_lines, vec![8]);
         assert_eq!(r.protocol_sha256.as_deref(), Some("abc"));
         assert_eq!(r.ran["2"].reason, Some(RunReason::Trigger));
         assert_eq!(r.statuses["2:OBS-27"], Status::Fail);
@@ -463,20 +644,127 @@ mod tests {
     fn a_second_lock_is_refused_and_a_torn_line_is_closed() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(EVENTS_FILE), "{\"torn\": ").unwrap();
-        let (file, prev) = open_locked(dir.path()).unwrap();
+        let Opened {
+            file,
+            resumed,
+            torn_tail,
+            moved_aside,
+        } = open_locked(dir.path()).unwrap();
+        assert_eq!((resumed.skipped, torn_tail), (1, true));
+        assert!(moved_aside.is_none());
+        assert!(locked_by_other(dir.path()));
         assert!(matches!(
             open_locked(dir.path()),
             Err(LogError::Busy { .. })
         ));
-        let mut log = EventLog::new(dir.path(), file, &prev, "t".into(), ctx()).unwrap();
+        let mut log = EventLog::new(dir.path(), file, torn_tail, "t".into(), ctx()).unwrap();
         log.append(&rec(json!({"event": "start"})), &Utc::now())
             .unwrap();
         let text = std::fs::read_to_string(dir.path().join(EVENTS_FILE)).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert_eq!(replay(&text).skipped, 1);
         drop(log);
+        assert!(!locked_by_other(dir.path()));
         let rotated = rotate(dir.path(), &Utc::now()).unwrap();
         assert!(rotated.exists());
         assert!(!dir.path().join(EVENTS_FILE).exists());
+    }
+
+    #[test]
+    fn garbage_lines_are_counted_by_number_and_counters_cannot_overflow() {
+        let at = timestamp(&Utc::now());
+        let good = |p: Value| {
+            serde_json::to_string(&json!({"trace_id": "t", "timestamp": at, "payload": p})).unwrap()
+        };
+        let deep = "[".repeat(100_000);
+        let text = [
+            good(json!({"event": "start", "protocol": {"sha256": "abc"}})),
+            "garbage".to_string(),
+            good(json!({"event": "stop_raised", "pass": "2", "check": "OBS-27"})),
+            deep,
+            "{\"no\": \"payload\"}".to_string(),
+            good(json!({"event": "fix_attempt", "pass": "2", "check": "OBS-27", "attempt": 99_999_999_999_999u64})),
+            "\u{0}\u{ffff}".to_string(),
+        ]
+        .join("\n");
+        let r = replay(&text);
+        assert_eq!((r.events, r.skipped), (3, 4));
+        assert_eq!(r.skipped_lines, vec![2, 4, 5, 7]);
+        assert_eq!(r.attempts["2:OBS-27"].0, u32::MAX);
+        let d = r.damage().unwrap();
+        assert!(d.starts_with("4 lines of OBSERVER-EVENTS.jsonl"), "{d}");
+        assert!(d.contains("(lines 2, 4, 5, 7)"), "{d}");
+        // More than are listed: the count stays exact, the list ends with an ellipsis.
+        let many = vec!["x"; 50].join("\n");
+        let r = replay(&many);
+        assert_eq!(r.skipped, 50);
+        assert_eq!(r.skipped_lines.len(), MAX_SKIPPED_LISTED);
+        assert!(r.damage().unwrap().contains(", …)"));
+        assert_eq!(replay("").damage(), None);
+    }
+
+    #[test]
+    fn an_over_long_line_is_skipped_without_being_held() {
+        let at = timestamp(&Utc::now());
+        let good = serde_json::to_string(
+            &json!({"trace_id": "t", "timestamp": at, "payload": {"event": "end"}}),
+        )
+        .unwrap();
+        let long = "x".repeat(MAX_LINE_BYTES + 10);
+        let text = format!("{good}\n{long}\n{good}\n{long}");
+        let (r, torn) = replay_from(text.as_bytes()).unwrap();
+        assert_eq!((r.events, r.skipped), (2, 2));
+        assert_eq!(r.skipped_lines, vec![2, 4]);
+        assert!(torn, "the last line has no newline");
+        let (_, torn) = replay_from(format!("{good}\n").as_bytes()).unwrap();
+        assert!(!torn);
+    }
+
+    #[test]
+    fn a_symlink_or_fifo_at_the_log_is_moved_aside_never_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("b");
+        std::fs::create_dir(&dir).unwrap();
+        let outside = root.path().join("outside");
+        std::fs::write(&outside, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(EVENTS_FILE)).unwrap();
+        let o = open_locked(&dir).unwrap();
+        let (found, to) = o.moved_aside.clone().unwrap();
+        assert_eq!(found, Foreign::Symlink);
+        assert!(std::fs::symlink_metadata(&to)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            o.resumed,
+            Resumed::default(),
+            "the link's target is never read"
+        );
+        let mut log = EventLog::new(&dir, o.file, false, "t".into(), ctx()).unwrap();
+        log.append(&rec(json!({"event": "start"})), &Utc::now())
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+        drop(log);
+
+        let fifo = dir.join(EVENTS_FILE);
+        std::fs::remove_file(&fifo).unwrap();
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        assert!(
+            !locked_by_other(&dir),
+            "a FIFO is never opened for the lock test"
+        );
+        let o = open_locked(&dir).unwrap();
+        assert_eq!(o.moved_aside.map(|m| m.0), Some(Foreign::Fifo));
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().is_file());
+        drop(o.file);
+
+        // A socket cannot even be opened (ENXIO): it is moved aside all the same.
+        std::fs::remove_file(&fifo).unwrap();
+        let _listener = std::os::unix::net::UnixListener::bind(&fifo).unwrap();
+        let o = open_locked(&dir).unwrap();
+        assert_eq!(o.moved_aside.map(|m| m.0), Some(Foreign::Socket));
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().is_file());
     }
 }

@@ -136,7 +136,8 @@ impl Guard {
         self.pending.remove(key);
         let max = self.max;
         let t = self.tracks.entry(key.to_string()).or_default();
-        t.count += 1;
+        // Saturating: a count resumed from a damaged or hostile event log may already be at the top.
+        t.count = t.count.saturating_add(1);
         let identical = !t.last.is_empty() && t.last == hash;
         t.last = hash;
         let mut escalate = None;
@@ -216,6 +217,15 @@ mod tests {
         assert_eq!(g.escalations().len(), 1);
         g.resolved("2:OBS-27");
         assert!(g.escalations().is_empty());
+    }
+
+    #[test]
+    fn a_count_resumed_at_the_top_saturates() {
+        let mut g = Guard::new(3);
+        g.restore("2:OBS-27", u32::MAX, "h0".into(), None);
+        let a = g.attempt("2:OBS-27", "h1".into());
+        assert_eq!(a.number, u32::MAX);
+        assert!(a.escalate.is_some());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::outputs::write_atomic;
+use crate::outputs::{write_atomic, Written};
 
 /// The heartbeat's file name in the build directory.
 pub const HEARTBEAT_FILE: &str = "OBSERVER-HEARTBEAT.json";
@@ -50,8 +50,8 @@ impl Heartbeat {
     }
 }
 
-/// Writes the heartbeat atomically.
-pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<()> {
+/// Writes the heartbeat atomically; says what someone else had put at its name (tamper).
+pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<Written> {
     let mut text = serde_json::to_string_pretty(hb).map_err(std::io::Error::other)?;
     text.push('\n');
     write_atomic(dir, HEARTBEAT_FILE, &text)

@@ -11,8 +11,9 @@
 //! does), and writes only the referee's own `OBSERVER-*` files.
 //!
 //! Submodules: [`events`] (the JSONL log and resume), [`settle`] (is a file still being written),
-//! [`guard`] (fix attempts and escalation), [`stop`] (the STOP file and tamper), [`heartbeat`],
-//! [`signals`] (SIGINT/SIGTERM and `--exit-with`).
+//! [`guard`] (fix attempts and escalation), [`stop`] (the STOP file and tamper), [`tamper`]
+//! (recording tamper with the referee's own files and a damaged log), [`heartbeat`], [`signals`]
+//! (SIGINT/SIGTERM and `--exit-with`).
 
 pub mod events;
 pub mod guard;
@@ -20,6 +21,7 @@ pub mod heartbeat;
 pub mod settle;
 pub mod signals;
 pub mod stop;
+mod tamper;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -193,6 +195,8 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     OwnFile { path: String, message: String },
     #[error(transparent)]
     Watch(#[from] watch::WatchError),
+    #[error("--exit-with `{pid}`: no such process (is it the pipeline's pid, and is the pipeline still running?)")]
+    NoSuchPid { pid: i32 },
 }
 
 /// Parses `90s`, `30m`, `2h`, `1h30m`, `500ms`, or plain seconds (`45`, `1.5`).
@@ -331,6 +335,13 @@ struct ProtocolFile {
 /// directory, a log under another protocol, another referee on the same directory) are errors;
 /// once running, problems are faults handled by [`Config::on_fault`].
 pub fn run(config: Config, shutdown: Option<Receiver<Shutdown>>) -> Result<Outcome, DaemonError> {
+    // Before anything is written: finishing at once "because the pipeline exited" would judge a
+    // live pipeline's half-built directory as final.
+    if let Some(pid) = config.exit_with {
+        if !u32::try_from(pid).is_ok_and(heartbeat::pid_alive) {
+            return Err(DaemonError::NoSuchPid { pid });
+        }
+    }
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut d = Daemon::start(config, tx.clone())?;
     if let Some(srx) = shutdown {
@@ -466,13 +477,20 @@ impl Daemon {
         // The event log: lock it (one referee per directory), read it, resume or rotate.
         let mut rotated = None;
         let mut resumed = None;
+        let mut log_moved = None;
+        let mut damaged = None;
         let log = match events::open_locked(&dir) {
-            Ok((file, previous)) => {
+            Ok(events::Opened {
+                file,
+                resumed: r,
+                torn_tail,
+                moved_aside,
+            }) => {
                 // Holding the lock, no other referee writes here: its temp files are leftovers.
                 remove_stale_temps(&dir);
-                let r = events::replay(&previous);
-                let (file, previous) = if r.events == 0 && r.skipped == 0 {
-                    (file, previous)
+                log_moved = moved_aside;
+                let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
+                    (file, torn_tail)
                 } else if cfg.fresh {
                     let to = events::rotate(&dir, &now).map_err(|e| DaemonError::OwnFile {
                         path: dir.join(events::EVENTS_FILE).display().to_string(),
@@ -481,8 +499,10 @@ impl Daemon {
                     rotated = Some(to);
                     let reopened = events::open_locked(&dir)?;
                     drop(file);
-                    reopened
+                    (reopened.file, reopened.torn_tail)
                 } else {
+                    // Reported once the new log is open (a log of nothing but garbage too).
+                    damaged = (r.skipped > 0).then(|| r.clone());
                     if let Some(logged) = &r.protocol_sha256 {
                         if *logged != protocol.sha256 {
                             return Err(DaemonError::ProtocolChanged {
@@ -495,9 +515,9 @@ impl Daemon {
                     if r.events > 0 {
                         resumed = Some(r);
                     }
-                    (file, previous)
+                    (file, torn_tail)
                 };
-                match EventLog::new(&dir, file, &previous, trace.clone(), context) {
+                match EventLog::new(&dir, file, torn_tail, trace.clone(), context) {
                     Ok(log) => Some(log),
                     Err(e) => own_file_fault(&cfg, &dir, events::EVENTS_FILE, &e)?,
                 }
@@ -554,10 +574,24 @@ impl Daemon {
             last_activity: start,
             end: None,
         };
+        // A STOP left standing is adopted before anything else can touch it, and stays as it is
+        // until the first settled evaluation (no resolve-then-raise gap across a restart).
+        let raised_by_referee = resumed
+            .as_ref()
+            .is_some_and(|r: &events::Resumed| !r.attempts.is_empty());
+        let adopted = d.stop.adopt();
         // Watch before the first scan, so nothing written in between is missed.
         d.start_source(d.cfg.watch)?;
         d.announce(resumed, rotated);
-        d.stop.adopt();
+        if let Some((found, to)) = log_moved {
+            d.log_moved_aside(found, &to);
+        }
+        if let Some(r) = damaged {
+            d.log_damaged(&r);
+        }
+        if adopted {
+            d.stop_adopted(raised_by_referee);
+        }
         Ok(d)
     }
 
@@ -864,6 +898,7 @@ impl Daemon {
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_stop();
+        self.check_own_files();
         if self.pid_by_ticks {
             if let Some(pid) = self.cfg.exit_with {
                 if !u32::try_from(pid).is_ok_and(heartbeat::pid_alive) {
@@ -991,12 +1026,20 @@ impl Daemon {
                 .as_ref()
                 .and_then(|p| p.results.iter().find(|x| x.key() == key))
                 .cloned();
+            // Nothing published yet: a fresh start shows WAITING; a restart keeps the status the
+            // previous run left (a standing FAIL keeps its STOP until the files settle).
             let held = previous.unwrap_or_else(|| CheckResult {
-                status: Status::Waiting,
-                due: false,
+                status: prev.unwrap_or(Status::Waiting),
+                due: prev.is_some_and(|p| p != Status::Waiting),
                 evidence: Evidence {
                     expected: r.evidence.expected.clone(),
-                    observed: "settling: its files are still being written".into(),
+                    observed: match prev {
+                        Some(p) => format!(
+                            "{} when the referee was restarted; its files are still being written (judged again when they settle)",
+                            p.as_str()
+                        ),
+                        None => "settling: its files are still being written".into(),
+                    },
                     details: Vec::new(),
                     files: Vec::new(),
                 },
@@ -1318,9 +1361,12 @@ impl Daemon {
             let name = outputs::pass_file(&pass.id);
             let text = markdown::pass_file(&self.protocol, &eval, &pass.id, &stamped);
             match outputs::write_atomic(&self.dir, &name, &text) {
-                Ok(()) => {
+                Ok(w) => {
                     self.pass_files.insert(pass.id.clone(), key);
                     self.clear_fault(&format!("write {name}"));
+                    if let Some(found) = w.replaced {
+                        self.own_file_tampered(&name, found);
+                    }
                 }
                 Err(e) => self.fault(
                     &format!("write {name}"),
@@ -1339,8 +1385,16 @@ impl Daemon {
             FaultPolicy::Continue => Vec::new(),
         };
         let was = self.stop.standing();
-        match self.stop.sync(stop::compose(checks, &faults)) {
-            Ok(Synced::Unchanged) => {}
+        if eval.is_some() && self.holds.is_empty() {
+            // Judged with nothing held back: a STOP adopted at start now follows the evaluation.
+            self.stop.judged();
+        }
+        let synced = self.stop.sync(stop::compose(checks, &faults));
+        if let Some(t) = self.stop.take_noticed() {
+            self.stop_tampered(&t);
+        }
+        match synced {
+            Ok(Synced::Unchanged | Synced::Kept) => {}
             Ok(Synced::Written) => {
                 self.clear_fault("write OBSERVER-STOP.md");
                 if !was {
@@ -1367,38 +1421,7 @@ impl Daemon {
     fn check_stop(&mut self) {
         match self.stop.check() {
             Ok(None) => {}
-            Ok(Some(t)) => {
-                let failing: Vec<String> = self
-                    .published
-                    .iter()
-                    .flat_map(|e| e.stops())
-                    .map(|r| format!("{} (pass {})", r.check, r.pass))
-                    .collect();
-                let text = if failing.is_empty() {
-                    format!("{STOP_FILE} {}", t.describe())
-                } else {
-                    format!("{STOP_FILE} {} ({})", t.describe(), failing.join(", "))
-                };
-                self.incident(
-                    "tamper",
-                    text.clone(),
-                    &format!("tamper: {text}"),
-                    Record {
-                        scope: Scope::Motor,
-                        signal: Signal::Error,
-                        level: Level::Error,
-                        payload: json!({
-                        "event": "tamper",
-                        "file": STOP_FILE,
-                        "what": t.as_str(),
-                        "action": if t == stop::Tamper::Created { "removed" } else { "restored" },
-                        "failing": failing,
-                        "text": text,
-                    }),
-                        artifacts: Vec::new(),
-                    },
-                );
-            }
+            Ok(Some(t)) => self.stop_tampered(&t),
             Err(e) => self.fault(
                 "write OBSERVER-STOP.md",
                 format!(
@@ -1426,7 +1449,12 @@ impl Daemon {
         };
         let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
         match heartbeat::write(&self.dir, &hb) {
-            Ok(()) => self.clear_fault(&area),
+            Ok(w) => {
+                self.clear_fault(&area);
+                if let Some(found) = w.replaced {
+                    self.own_file_tampered(heartbeat::HEARTBEAT_FILE, found);
+                }
+            }
             Err(e) => self.fault(
                 &area,
                 format!(
@@ -1595,7 +1623,15 @@ impl Daemon {
         let final_ = reason.is_final();
         // Judge everything once more, as it stands (as final when the pipeline is gone).
         if let Some((eval, snap)) = self.evaluate(None, final_) {
-            self.holds.clear();
+            // Not final (a signal, the timeout): a file caught mid-write is still not judged —
+            // a standing STOP is not lifted, nor a new one raised, on half a file, and no referee
+            // is left to put it right. Final: the pipeline is gone, so are its writes.
+            let eval = if final_ {
+                self.holds.clear();
+                eval
+            } else {
+                self.hold(eval, &snap)
+            };
             self.apply(eval, &BTreeSet::new(), &snap);
         }
         self.flush_outputs();
@@ -1613,7 +1649,13 @@ impl Daemon {
         let ctx = self.context(Some(written), Some(ended.clone()));
         let text = markdown::report(&self.protocol, &eval, &ctx);
         let report = match outputs::write_atomic(&self.dir, REPORT_FILE, &text) {
-            Ok(()) => Some(self.dir.join(REPORT_FILE)),
+            Ok(w) => {
+                if let Some(found) = w.replaced {
+                    // After the report, but in the log (the report was already rendered).
+                    self.own_file_tampered(REPORT_FILE, found);
+                }
+                Some(self.dir.join(REPORT_FILE))
+            }
             Err(e) => {
                 self.fault(
                     "write OBSERVER-REPORT.md",

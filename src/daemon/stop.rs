@@ -3,16 +3,21 @@
 //! wrote, and is restored when someone else deletes or edits it (tamper).
 //!
 //! This module owns the bytes last written, writing or removing the file, comparing the disk with
-//! them, and the STOP block that names a referee fault. It never opens anything but a regular file
-//! (a FIFO put in its place is removed, not read). The check blocks themselves come from
-//! `outputs::markdown::stop_file`; this module must not judge checks or decide when to stop.
+//! them, and the STOP block that names a referee fault. It never opens anything but a regular file:
+//! a symlink or FIFO put in its place is replaced or unlinked, never followed or read, and a
+//! directory is moved aside (`OBSERVER-STOP.md.tampered-<time>`), never deleted. A STOP found at
+//! start is adopted as it stands and kept until the daemon has judged the directory (see
+//! [`StopFile::adopt`]): a restart never lifts it by accident. The check blocks themselves come
+//! from `outputs::markdown::stop_file`; this module must not judge checks or decide when to stop.
 
 use std::fs::OpenOptions;
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::outputs::{remove_own, write_atomic, STOP_FILE};
+use chrono::Utc;
+
+use crate::outputs::{move_aside, remove_own, write_over_dir, Foreign, STOP_FILE};
 
 /// What someone else did to the STOP file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,12 +48,47 @@ impl Tamper {
     }
 }
 
+/// One tamper with the STOP file, and what the daemon did about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tampered {
+    pub what: Tamper,
+    /// Not a regular file: what was found there (never opened or followed).
+    pub found: Option<Foreign>,
+    /// Where a directory found there was moved to.
+    pub moved_to: Option<PathBuf>,
+}
+
+impl Tampered {
+    /// `edited … restored (it was a directory, moved aside to `…`)`.
+    pub fn describe(&self) -> String {
+        let mut text = self.what.describe().to_string();
+        match (self.found, &self.moved_to) {
+            (Some(f), Some(to)) => text.push_str(&format!(
+                " (it was {}; moved aside to `{}`, not deleted)",
+                f.describe(),
+                to.file_name().map_or_else(
+                    || to.display().to_string(),
+                    |n| n.to_string_lossy().into_owned()
+                )
+            )),
+            (Some(f), None) => text.push_str(&format!(
+                " (it was {}; replaced without being followed or opened)",
+                f.describe()
+            )),
+            _ => {}
+        }
+        text
+    }
+}
+
 /// What [`StopFile::sync`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Synced {
     Unchanged,
     Written,
     Removed,
+    /// No STOP is wanted, but the one found at start stays until the directory has been judged.
+    Kept,
 }
 
 /// What is on disk at the STOP path.
@@ -56,9 +96,15 @@ pub enum Synced {
 enum OnDisk {
     Absent,
     File(Vec<u8>),
-    /// Not a regular file (FIFO, directory, symlink …) or too large: never ours.
-    Foreign,
+    /// Not a regular file (FIFO, directory, symlink …): never ours, never opened.
+    Foreign(Foreign),
+    /// A regular file too large to be what the daemon wrote.
+    TooLarge,
 }
+
+/// What stands in for a STOP found at start that was not a readable regular file, until the
+/// first settled evaluation says what fails (or removes it).
+const UNJUDGED: &str = "# OBSERVER STOP — NOT YET JUDGED\n\nThe referee found `OBSERVER-STOP.md` at start in a form it did not write (not a readable regular file). It keeps the STOP standing until it has judged the build directory; it then rewrites or removes this file.\n";
 
 /// The largest STOP file the daemon reads back; anything larger is not what it wrote.
 const MAX_STOP_BYTES: u64 = 4 << 20;
@@ -68,6 +114,11 @@ pub struct StopFile {
     dir: PathBuf,
     /// What the file should contain; `None`: it should not exist.
     expected: Option<String>,
+    /// A STOP found at start, kept until [`StopFile::judged`].
+    adopted: bool,
+    /// Tamper found while writing or removing (not by [`StopFile::check`]), for the daemon to
+    /// record.
+    noticed: Option<Tampered>,
 }
 
 impl StopFile {
@@ -75,6 +126,8 @@ impl StopFile {
         StopFile {
             dir: dir.to_path_buf(),
             expected: None,
+            adopted: false,
+            noticed: None,
         }
     }
 
@@ -83,29 +136,60 @@ impl StopFile {
         self.expected.is_some()
     }
 
-    /// Takes what is on disk as the current state (at start: a STOP left by an earlier run).
-    pub fn adopt(&mut self) {
+    /// Takes what is on disk as the current state (at start: a STOP left by an earlier run, or by
+    /// anyone). The file is left exactly as it is — not rewritten, not removed — until the daemon
+    /// has judged the directory ([`StopFile::judged`]): between a restart and its first settled
+    /// evaluation an orchestrator must keep seeing the STOP. Returns whether one was there.
+    pub fn adopt(&mut self) -> bool {
         self.expected = match self.read() {
             Ok(OnDisk::File(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
-            Ok(OnDisk::Foreign) => Some(String::new()),
-            _ => None,
+            // Not what the daemon wrote, but an orchestrator reads it as a STOP: it stands until
+            // judged, and the first check or sync replaces it with this (and records it).
+            Ok(OnDisk::Foreign(_) | OnDisk::TooLarge) | Err(_) => Some(UNJUDGED.to_string()),
+            Ok(OnDisk::Absent) => None,
         };
+        self.adopted = self.expected.is_some();
+        self.adopted
     }
 
-    /// Makes the file say `want` (or not exist) unless it already does.
+    /// The directory has been judged (an evaluation with nothing held back): a STOP adopted at
+    /// start follows the evaluation from now on.
+    pub fn judged(&mut self) {
+        self.adopted = false;
+    }
+
+    /// Whether a STOP found at start is still kept unjudged.
+    pub fn adopted(&self) -> bool {
+        self.adopted
+    }
+
+    /// Tamper found by the last [`StopFile::sync`], once.
+    pub fn take_noticed(&mut self) -> Option<Tampered> {
+        self.noticed.take()
+    }
+
+    /// Makes the file say `want` (or not exist) unless it already does. A STOP adopted at start
+    /// and not yet judged is never removed; it is rewritten in place (atomically) if `want` says
+    /// something else.
     pub fn sync(&mut self, want: Option<String>) -> io::Result<Synced> {
         if want == self.expected {
             return Ok(Synced::Unchanged);
         }
         match want {
             Some(text) => {
-                self.replace_foreign()?;
-                write_atomic(&self.dir, STOP_FILE, &text)?;
+                // Anything found there that is not a regular file was put there by someone else.
+                let what = if self.expected.is_some() {
+                    Tamper::Edited
+                } else {
+                    Tamper::Created
+                };
+                self.write(&text, what)?;
                 self.expected = Some(text);
                 Ok(Synced::Written)
             }
+            None if self.adopted => Ok(Synced::Kept),
             None => {
-                remove_own(&self.dir, STOP_FILE)?;
+                self.remove(Tamper::Created)?;
                 self.expected = None;
                 Ok(Synced::Removed)
             }
@@ -113,35 +197,68 @@ impl StopFile {
     }
 
     /// Compares the disk with what the daemon wrote; puts it right and says what happened.
-    pub fn check(&mut self) -> io::Result<Option<Tamper>> {
+    pub fn check(&mut self) -> io::Result<Option<Tampered>> {
         let disk = self.read()?;
-        let tamper = match (&self.expected, &disk) {
+        let what = match (&self.expected, &disk) {
             (Some(e), OnDisk::File(d)) if d.as_slice() == e.as_bytes() => None,
             (Some(_), OnDisk::Absent) => Some(Tamper::Deleted),
             (Some(_), _) => Some(Tamper::Edited),
             (None, OnDisk::Absent) => None,
             (None, _) => Some(Tamper::Created),
         };
-        if let Some(t) = tamper {
-            match &self.expected {
-                Some(text) => {
-                    self.replace_foreign()?;
-                    write_atomic(&self.dir, STOP_FILE, text)?;
-                }
-                None => remove_own(&self.dir, STOP_FILE)?,
-            }
-            return Ok(Some(t));
+        let Some(what) = what else {
+            return Ok(None);
+        };
+        match self.expected.clone() {
+            Some(text) => self.write(&text, what)?,
+            None => self.remove(what)?,
         }
-        Ok(None)
+        // `write`/`remove` noted what they found; this tamper is returned, not noted twice.
+        Ok(self.noticed.take().or(Some(Tampered {
+            what,
+            found: None,
+            moved_to: None,
+        })))
     }
 
-    /// A directory cannot be renamed over; anything that is not a regular file goes first.
-    fn replace_foreign(&self) -> io::Result<()> {
-        let path = self.dir.join(STOP_FILE);
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
-            Ok(m) if !m.is_file() => std::fs::remove_file(&path),
-            _ => Ok(()),
+    /// Writes `text` atomically over whatever is there: a symlink or FIFO is replaced by the
+    /// exchange (never followed), a directory swapped out and moved aside. What was found is
+    /// noted.
+    fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
+        // Even a directory is swapped out with the new STOP in one step: the name is never absent.
+        let w = write_over_dir(&self.dir, STOP_FILE, text)?;
+        if w.replaced.is_some() {
+            self.noticed = Some(Tampered {
+                what,
+                found: w.replaced,
+                moved_to: w.moved_to,
+            });
+        }
+        Ok(())
+    }
+
+    /// Removes the file; a symlink or FIFO is unlinked (never opened), a directory moved aside.
+    fn remove(&mut self, what: Tamper) -> io::Result<()> {
+        let found = crate::outputs::foreign_at(&self.dir, STOP_FILE)?;
+        let moved_to = self.move_dir_aside()?;
+        if moved_to.is_none() {
+            remove_own(&self.dir, STOP_FILE)?;
+        }
+        if found.is_some() {
+            self.noticed = Some(Tampered {
+                what,
+                found,
+                moved_to,
+            });
+        }
+        Ok(())
+    }
+
+    /// A directory cannot be renamed over or unlinked: it is moved aside, never deleted.
+    fn move_dir_aside(&self) -> io::Result<Option<PathBuf>> {
+        match crate::outputs::foreign_at(&self.dir, STOP_FILE)? {
+            Some(Foreign::Dir) => move_aside(&self.dir, STOP_FILE, &Utc::now()).map(Some),
+            _ => Ok(None),
         }
     }
 
@@ -152,30 +269,35 @@ impl StopFile {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(OnDisk::Absent),
             Err(e) => return Err(e),
         };
-        if !meta.is_file() || meta.len() > MAX_STOP_BYTES {
-            return Ok(OnDisk::Foreign);
+        if let Some(f) = Foreign::of(&meta) {
+            return Ok(OnDisk::Foreign(f));
+        }
+        if meta.len() > MAX_STOP_BYTES {
+            return Ok(OnDisk::TooLarge);
         }
         // O_NONBLOCK | O_NOFOLLOW: a FIFO or symlink swapped in after the check cannot hang or
         // redirect the read.
         let mut f = match OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)
         {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(OnDisk::Absent),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(OnDisk::Foreign),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Ok(OnDisk::Foreign(Foreign::Symlink))
+            }
             Err(e) => return Err(e),
         };
-        if !f.metadata()?.is_file() {
-            return Ok(OnDisk::Foreign);
+        if let Some(found) = Foreign::of(&f.metadata()?) {
+            return Ok(OnDisk::Foreign(found));
         }
         let mut bytes = Vec::new();
         f.by_ref()
             .take(MAX_STOP_BYTES + 1)
             .read_to_end(&mut bytes)?;
         if bytes.len() as u64 > MAX_STOP_BYTES {
-            return Ok(OnDisk::Foreign);
+            return Ok(OnDisk::TooLarge);
         }
         Ok(OnDisk::File(bytes))
     }
@@ -233,15 +355,15 @@ mod tests {
         assert_eq!(s.sync(Some("stop".into())).unwrap(), Synced::Written);
         assert_eq!(s.check().unwrap(), None);
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(s.check().unwrap(), Some(Tamper::Deleted));
+        assert_eq!(s.check().unwrap().map(|t| t.what), Some(Tamper::Deleted));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
         std::fs::write(&path, "go on").unwrap();
-        assert_eq!(s.check().unwrap(), Some(Tamper::Edited));
+        assert_eq!(s.check().unwrap().map(|t| t.what), Some(Tamper::Edited));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
         assert_eq!(s.sync(None).unwrap(), Synced::Removed);
         assert!(!path.exists());
         std::fs::write(&path, "fake").unwrap();
-        assert_eq!(s.check().unwrap(), Some(Tamper::Created));
+        assert_eq!(s.check().unwrap().map(|t| t.what), Some(Tamper::Created));
         assert!(!path.exists());
     }
 
@@ -254,8 +376,116 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
-        assert_eq!(s.check().unwrap(), Some(Tamper::Edited));
+        let t = s.check().unwrap().unwrap();
+        assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_directory_in_its_place_is_moved_aside_never_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STOP_FILE);
+        let mut s = StopFile::new(dir.path());
+        s.sync(Some("stop".into())).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("evidence"), "kept").unwrap();
+        let t = s.check().unwrap().unwrap();
+        assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Dir)));
+        let aside = t.moved_to.clone().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(aside.join("evidence")).unwrap(),
+            "kept"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
+        assert!(t.describe().contains("moved aside"), "{}", t.describe());
+        // With no failure standing, a directory created there is moved aside too.
+        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        std::fs::create_dir(&path).unwrap();
+        let t = s.check().unwrap().unwrap();
+        assert_eq!((t.what, t.found), (Tamper::Created, Some(Foreign::Dir)));
+        assert!(!path.exists());
+        assert_eq!(names(dir.path()).len(), 2, "{:?}", names(dir.path()));
+    }
+
+    #[test]
+    fn a_symlink_in_its_place_is_never_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("b");
+        std::fs::create_dir(&dir).unwrap();
+        let outside = root.path().join("outside");
+        std::fs::write(&outside, "precious").unwrap();
+        let mut s = StopFile::new(&dir);
+        s.sync(Some("stop".into())).unwrap();
+        std::fs::remove_file(dir.join(STOP_FILE)).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(STOP_FILE)).unwrap();
+        let t = s.check().unwrap().unwrap();
+        assert_eq!(t.found, Some(Foreign::Symlink));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(std::fs::symlink_metadata(dir.join(STOP_FILE))
+            .unwrap()
+            .is_file());
+        // Removing: the link is unlinked, its target untouched.
+        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        std::os::unix::fs::symlink(&outside, dir.join(STOP_FILE)).unwrap();
+        let t = s.check().unwrap().unwrap();
+        assert_eq!((t.what, t.found), (Tamper::Created, Some(Foreign::Symlink)));
+        assert!(std::fs::symlink_metadata(dir.join(STOP_FILE)).is_err());
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+    }
+
+    #[test]
+    fn an_adopted_stop_stands_until_judged_and_is_rewritten_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STOP_FILE);
+        std::fs::write(&path, "left by the last run").unwrap();
+        let mut s = StopFile::new(dir.path());
+        assert!(s.adopt());
+        assert!(s.standing());
+        assert_eq!(s.check().unwrap(), None, "adopted as it stands");
+        // Nothing to say yet (the first evaluation held its results back): it stays.
+        assert_eq!(s.sync(None).unwrap(), Synced::Kept);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "left by the last run"
+        );
+        // The failure stands: rewritten in place.
+        assert_eq!(
+            s.sync(Some("still failing".into())).unwrap(),
+            Synced::Written
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "still failing");
+        s.judged();
+        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        assert!(!path.exists());
+        // A FIFO at start: standing (never opened), replaced by a "not yet judged" STOP.
+        std::fs::remove_file(&path).ok();
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let mut s = StopFile::new(dir.path());
+        assert!(s.adopt());
+        let t = s.check().unwrap().unwrap();
+        assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("NOT YET JUDGED"));
+        assert_eq!(s.sync(None).unwrap(), Synced::Kept);
+        s.judged();
+        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        // Nothing at start: nothing adopted.
+        let mut fresh = StopFile::new(dir.path());
+        assert!(!fresh.adopt());
+        assert!(!fresh.adopted());
     }
 
     #[test]

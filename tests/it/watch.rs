@@ -751,3 +751,7 @@ fn own_faults_stop_or_continue_by_policy() {
         assert!(read(&dir.join("OBSERVER-REPORT.md")).contains("| fault |"));
     }
 }
+
+// Attacks on the referee's own files (a child module: it shares the helpers above).
+#[path = "attacks.rs"]
+mod attacks;

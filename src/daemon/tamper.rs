@@ -1,0 +1,192 @@
+//! Recording what someone else did to the referee's own files, and what a damaged event log cost
+//! a restart: each becomes an incident (in the report) and an event, never a silent repair.
+//!
+//! This module owns the wording and the event payloads of those records. It does no I/O of its
+//! own: the writers (`outputs::write_atomic`, [`super::stop`], [`super::events::open_locked`]) find
+//! and neutralise what was planted, and hand it here; the one look of its own is a `lstat` of the
+//! pass files at each heartbeat. It must not judge checks.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::outputs::{Foreign, STOP_FILE};
+
+use super::events::{self, Level, Record, Scope, Signal};
+use super::stop::{Tamper, Tampered};
+use super::Daemon;
+
+impl Daemon {
+    /// At each heartbeat: a pass file replaced by a symlink or FIFO (which an orchestrator would
+    /// read through) is rewritten at once, and the write records the tamper. Its own writes
+    /// trigger no file events, so this lstat per pass file is how the daemon notices.
+    pub(super) fn check_own_files(&mut self) {
+        let planted: Vec<String> = self
+            .pass_files
+            .keys()
+            .filter(|id| {
+                crate::outputs::foreign_at(&self.dir, &crate::outputs::pass_file(id))
+                    .is_ok_and(|f| f.is_some())
+            })
+            .cloned()
+            .collect();
+        if planted.is_empty() {
+            return;
+        }
+        for id in &planted {
+            self.pass_files.remove(id);
+        }
+        self.flush_outputs();
+    }
+
+    /// Something that was not a regular file sat at one of the referee's own names and was
+    /// replaced (a symlink or FIFO: the rename replaces the entry itself, never what it points to).
+    pub(super) fn own_file_tampered(&mut self, name: &str, found: Foreign) {
+        let text = format!(
+            "`{name}` was {} put there by someone else; replaced without being followed or opened",
+            found.describe()
+        );
+        self.incident(
+            "tamper",
+            text.clone(),
+            &format!("tamper: {text}"),
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Error,
+                level: Level::Error,
+                payload: json!({
+                    "event": "tamper",
+                    "file": name,
+                    "what": "replaced",
+                    "found": found.describe(),
+                    "action": "replaced",
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+    }
+
+    /// The event log's name held something else at start: moved aside, and a new log started.
+    pub(super) fn log_moved_aside(&mut self, found: Foreign, to: &Path) {
+        let text = format!(
+            "`{}` was {} put there by someone else; never followed or read, moved aside to `{}` and a new log started (nothing resumed from it)",
+            events::EVENTS_FILE,
+            found.describe(),
+            to.display()
+        );
+        self.incident(
+            "tamper",
+            text.clone(),
+            &format!("tamper: {text}"),
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Error,
+                level: Level::Error,
+                payload: json!({
+                    "event": "tamper",
+                    "file": events::EVENTS_FILE,
+                    "what": "replaced",
+                    "found": found.describe(),
+                    "action": "moved aside",
+                    "moved_to": to.display().to_string(),
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+    }
+
+    /// Lines of the event log that could not be read on resume: reported, with their numbers.
+    pub(super) fn log_damaged(&mut self, r: &events::Resumed) {
+        let Some(text) = r.damage() else {
+            return;
+        };
+        self.incident(
+            "log damaged",
+            text.clone(),
+            &format!("warning: {text}"),
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Error,
+                level: Level::Warn,
+                payload: json!({
+                    "event": "log_damaged",
+                    "file": events::EVENTS_FILE,
+                    "skipped": r.skipped,
+                    "lines": r.skipped_lines,
+                    "events": r.events,
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+    }
+
+    /// A STOP left by an earlier run (or by anyone) found at start: adopted as it stands, kept
+    /// until the directory has been judged.
+    pub(super) fn stop_adopted(&mut self, raised_by_referee: bool) {
+        let text = format!(
+            "{STOP_FILE} found at start ({}); kept as it stands until the first settled evaluation judges the directory",
+            if raised_by_referee {
+                "the event log says the referee raised it"
+            } else {
+                "the event log does not say the referee raised it"
+            }
+        );
+        self.say(&text);
+        self.record(Record {
+            scope: Scope::Motor,
+            signal: Signal::Coverage,
+            level: Level::Info,
+            payload: json!({
+                "event": "stop_adopted",
+                "raised_by_referee": raised_by_referee,
+                "text": text,
+            }),
+            artifacts: Vec::new(),
+        });
+    }
+
+    /// Tamper with the STOP file (found by a check or while writing): incident and event.
+    pub(super) fn stop_tampered(&mut self, t: &Tampered) {
+        let failing: Vec<String> = self
+            .published
+            .iter()
+            .flat_map(|e| e.stops())
+            .map(|r| format!("{} (pass {})", r.check, r.pass))
+            .collect();
+        let text = if failing.is_empty() {
+            format!("{STOP_FILE} {}", t.describe())
+        } else {
+            format!("{STOP_FILE} {} ({})", t.describe(), failing.join(", "))
+        };
+        let action = match (t.what, &t.moved_to) {
+            (_, Some(_)) if t.what == Tamper::Created => "moved aside",
+            (_, Some(_)) => "moved aside and restored",
+            (Tamper::Created, None) => "removed",
+            _ => "restored",
+        };
+        self.incident(
+            "tamper",
+            text.clone(),
+            &format!("tamper: {text}"),
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Error,
+                level: Level::Error,
+                payload: json!({
+                    "event": "tamper",
+                    "file": STOP_FILE,
+                    "what": t.what.as_str(),
+                    "found": t.found.map(Foreign::describe),
+                    "moved_to": t.moved_to.as_ref().map(|p| p.display().to_string()),
+                    "action": action,
+                    "failing": failing,
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+    }
+}
