@@ -12,8 +12,17 @@
 //!
 //! Submodules: [`events`] (the JSONL log and resume), [`settle`] (is a file still being written),
 //! [`guard`] (fix attempts and escalation), [`stop`] (the STOP file and tamper), [`heartbeat`],
-//! [`signals`] (SIGINT/SIGTERM and `--exit-with`).
+//! [`attach`] (is the build directory's path still the directory being watched), [`signals`]
+//! (SIGINT/SIGTERM and `--exit-with`).
+//!
+//! Never blind while saying live: at every wake-up and every heartbeat the daemon compares what
+//! the build directory's path names with the directory it attached to; a directory deleted,
+//! re-created, renamed or replaced is re-attached (new watches, a full scan, its files written
+//! there) or, while the path names nothing usable, the daemon is detached and writes nothing.
+//! Its heartbeat says `faulted` while any of its own faults stands, and whether a STOP should
+//! stand even when the disk refused it.
 
+pub mod attach;
 pub mod events;
 pub mod guard;
 pub mod heartbeat;
@@ -270,11 +279,15 @@ enum Msg {
     Limit(String),
     PipelineExited(i32),
     Shutdown(Shutdown),
+    /// An event on the build directory itself; `lost`: it was deleted or moved (its watch is gone).
+    Root { lost: bool },
 }
 
 /// Everything that arrived since the loop last woke.
 #[derive(Debug, Default)]
 struct Batch {
+    /// An event on the root arrived; `true` if one said its watch is gone.
+    root: Option<bool>,
     paths: BTreeMap<String, ChangeKind>,
     stop_touched: bool,
     rescan: Vec<String>,
@@ -306,6 +319,7 @@ impl Batch {
             Msg::Shutdown(s) => {
                 self.end.get_or_insert(EndReason::Shutdown(s));
             }
+            Msg::Root { lost } => self.root = Some(self.root.unwrap_or(false) || lost),
         }
     }
 }
@@ -363,6 +377,12 @@ struct Daemon {
     dir: PathBuf,
     /// Its canonical path (events arrive under it).
     canon: PathBuf,
+    /// The directory the daemon watches, or detached.
+    attached: attach::State,
+    /// Why it is detached (said and recorded once per reason).
+    detached_why: Option<String>,
+    /// This process's start time, for the heartbeat (tells it from a recycled pid).
+    proc_start: Option<u64>,
     tx: Sender<Msg>,
     source: Option<Source>,
     started: DateTime<Utc>,
@@ -456,6 +476,7 @@ impl Daemon {
         if let Err(e) = std::fs::read_dir(&canon) {
             return Err(bad_dir(e.to_string().to_lowercase()));
         }
+        let dir_id = attach::DirId::of(&canon).map_err(|e| bad_dir(e.to_string()))?;
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -533,6 +554,9 @@ impl Daemon {
             protocol,
             dir,
             canon,
+            attached: attach::State::Attached(dir_id),
+            detached_why: None,
+            proc_start: heartbeat::proc_start(std::process::id()),
             tx,
             source: None,
             started: now,
@@ -567,16 +591,25 @@ impl Daemon {
         let sink = move |ev: FsEvent| {
             let msg = match ev {
                 FsEvent::Changed(changes) => {
+                    let mut root: Option<bool> = None;
                     let v: Vec<(String, ChangeKind)> = changes
                         .into_iter()
                         .filter_map(|c| {
                             let rel = rel_of(&canon, &c.path)?;
+                            if rel.is_empty() {
+                                // The build directory itself: the daemon checks what its path
+                                // names now (deleted, moved: the watch on it is gone).
+                                root = Some(root.unwrap_or(false) || c.kind == ChangeKind::Removed);
+                            }
                             // The root itself (its mtime) and the referee's own writes are no
                             // work; the STOP file is checked for tampering.
                             let keep = !rel.is_empty() && (rel == STOP_FILE || !is_own_file(&rel));
                             keep.then_some((rel, c.kind))
                         })
                         .collect();
+                    if let Some(lost) = root {
+                        let _ = tx.send(Msg::Root { lost });
+                    }
                     if v.is_empty() {
                         return;
                     }
@@ -773,6 +806,11 @@ impl Daemon {
             self.end = Some(end);
             return;
         }
+        // One stat per wake-up: nothing is judged or written for a directory no longer there.
+        self.check_dir(batch.root.unwrap_or(false));
+        if self.detached_why.is_some() {
+            return;
+        }
         let mut full = false;
         if let Some(message) = batch.limit {
             let text = format!(
@@ -861,6 +899,7 @@ impl Daemon {
     /// The heartbeat tick: beat, and the cheap checks that need no event.
     fn tick(&mut self) {
         self.next_beat = Instant::now() + self.cfg.heartbeat;
+        self.check_dir(false);
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_stop();
@@ -873,6 +912,162 @@ impl Daemon {
         }
     }
 
+    // ---- the build directory's identity ----------------------------------------------------
+
+    /// Compares what the build directory's path names with the directory the daemon watches, and
+    /// detaches or re-attaches (see [`attach::decide`]). `watch_lost`: the root's watch is gone.
+    fn check_dir(&mut self, watch_lost: bool) {
+        let (now, why) = match attach::DirId::of(&self.dir) {
+            Ok(id) => (Some(id), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        match attach::decide(&self.attached, now, watch_lost) {
+            attach::Action::Stay => {}
+            attach::Action::Detach => {
+                self.detach(why.unwrap_or_else(|| "the build directory is gone".into()))
+            }
+            attach::Action::Reattach(id) => self.reattach(id),
+        }
+    }
+
+    /// Stops watching and writing: the path names nothing the daemon can watch. Said and recorded
+    /// once per reason (in the old event log, whose file moved with a renamed directory).
+    fn detach(&mut self, why: String) {
+        self.source = None;
+        self.attached = attach::State::Detached;
+        if self.detached_why.as_deref() == Some(why.as_str()) {
+            return;
+        }
+        self.detached_why = Some(why.clone());
+        let text = format!(
+            "detached: {why}; watching and writing nothing until a directory is at `{}` again (checked every heartbeat)",
+            self.dir.display()
+        );
+        eprintln!("referee: warning: {text}");
+        self.incident(
+            "detached",
+            text.clone(),
+            &text,
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Error,
+                level: Level::Critical,
+                payload: json!({
+                    "event": "detached",
+                    "build_dir": self.dir.display().to_string(),
+                    "why": why,
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+    }
+
+    /// The path names a directory the daemon is not watching (re-created, replaced, or back after
+    /// a detach): new watches, its own event log, a full scan, and the STOP, pass files and
+    /// heartbeat written there. What the daemon knows (passes run, history, fix attempts) is
+    /// kept: re-creating the directory must not wipe a STOP.
+    fn reattach(&mut self, id: attach::DirId) {
+        // Watch before the scan, so nothing written in between is missed.
+        self.source = None;
+        let canon = match std::fs::canonicalize(&self.dir) {
+            Ok(c) => c,
+            Err(e) => {
+                self.detach(format!(
+                    "cannot resolve `{}`: {}",
+                    self.dir.display(),
+                    e.to_string().to_lowercase()
+                ));
+                return;
+            }
+        };
+        // The old log's file went with the old directory. Dropping it first releases its lock
+        // (the same file, when the directory was renamed away and back).
+        let old_log = self.log.take().map(|l| l.path().to_path_buf());
+        let context = ContextRef {
+            app_ctx: canon.display().to_string(),
+            motor_ctx: format!(
+                "{}@{}+{}",
+                self.protocol.id, self.protocol.version, self.protocol.sha256
+            ),
+        };
+        let mut previous_events = 0;
+        match events::open_locked(&self.dir) {
+            Ok((file, previous)) => {
+                previous_events = previous.lines().count();
+                match EventLog::new(&self.dir, file, &previous, self.trace_id.clone(), context) {
+                    Ok(log) => self.log = Some(log),
+                    Err(e) => self.fault(
+                        "events",
+                        format!(
+                            "cannot append to `{}`: {}",
+                            events::EVENTS_FILE,
+                            e.to_string().to_lowercase()
+                        ),
+                    ),
+                }
+            }
+            Err(events::LogError::Busy { path }) => {
+                self.detach(format!(
+                    "another referee watches the directory now at the build directory's path (`{path}` is locked)"
+                ));
+                return;
+            }
+            Err(events::LogError::Io { path, source }) => self.fault(
+                "events",
+                format!(
+                    "cannot open `{path}`: {}",
+                    source.to_string().to_lowercase()
+                ),
+            ),
+        }
+        let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
+        self.detached_why = None;
+        self.canon = canon;
+        remove_stale_temps(&self.dir);
+        self.stop = StopFile::new(&self.dir);
+        self.stop.adopt();
+        self.pass_files.clear();
+        if let Err(e) = self.start_source(self.cfg.watch) {
+            self.fault("watch", format!("cannot watch the build directory: {e}"));
+        }
+        let text = format!(
+            "build directory `{}` re-created or replaced ({}); re-attached: new watches ({}), a full rescan, its files written there",
+            self.dir.display(),
+            match was {
+                attach::State::Attached(old) => format!("was {old}, now {id}"),
+                attach::State::Detached => format!("now {id}"),
+            },
+            self.source_name()
+        );
+        self.incident(
+            "reattach",
+            text.clone(),
+            &text,
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Coverage,
+                level: Level::Warn,
+                payload: json!({
+                    "event": "reattach",
+                    "build_dir": self.canon.display().to_string(),
+                    "dev": id.dev,
+                    "ino": id.ino,
+                    "previous_log": old_log.map(|p| p.display().to_string()),
+                    "previous_lines": previous_events,
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+        if let Some((eval, snap)) = self.evaluate(None, false) {
+            let eval = self.hold(eval, &snap);
+            self.apply(eval, &BTreeSet::new(), &snap);
+        }
+        self.flush_outputs();
+        self.beat(heartbeat::WATCHING);
+    }
+
     // ---- judging --------------------------------------------------------------------------
 
     /// Scans and evaluates (only the instances `changed` touches, when given); faults on failure.
@@ -881,6 +1076,9 @@ impl Daemon {
         changed: Option<&BTreeSet<String>>,
         final_: bool,
     ) -> Option<(Evaluation, Snapshot)> {
+        if self.detached_why.is_some() {
+            return None;
+        }
         self.evaluated = true;
         let snap = match Snapshot::scan(&self.dir, self.cfg.limits) {
             Ok(s) => {
@@ -1303,6 +1501,9 @@ impl Daemon {
 
     /// Brings the STOP file and the pass files in line with the published evaluation.
     fn flush_outputs(&mut self) {
+        if self.detached_why.is_some() {
+            return;
+        }
         let Some(eval) = self.published.take() else {
             self.sync_stop(None);
             return;
@@ -1365,6 +1566,9 @@ impl Daemon {
 
     /// Compares the STOP file with what the daemon wrote; restores it and records tamper.
     fn check_stop(&mut self) {
+        if self.detached_why.is_some() {
+            return;
+        }
         match self.stop.check() {
             Ok(None) => {}
             Ok(Some(t)) => {
@@ -1410,6 +1614,28 @@ impl Daemon {
     }
 
     fn beat(&mut self, state: &str) {
+        if self.detached_why.is_some() {
+            // The path names no directory of ours: a heartbeat written there would vouch for it.
+            return;
+        }
+        let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
+        // This write's own fault is cleared or renewed by its outcome below.
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .filter(|(a, _)| **a != area)
+            .map(|(_, m)| m.chars().take(300).collect())
+            .take(8)
+            .collect();
+        let state = if state == heartbeat::WATCHING && !faults.is_empty() {
+            heartbeat::FAULTED
+        } else {
+            state
+        };
+        let failing = self
+            .published
+            .as_ref()
+            .is_some_and(|e| e.stops().next().is_some());
         let hb = heartbeat::Heartbeat {
             pid: std::process::id(),
             started: self.started,
@@ -1421,12 +1647,26 @@ impl Daemon {
             },
             state: state.to_string(),
             stop: self.stop.standing(),
+            stop_wanted: failing || (self.cfg.on_fault == FaultPolicy::Stop && !faults.is_empty()),
+            faults,
             build_dir: self.canon.display().to_string(),
+            dir: match &self.attached {
+                attach::State::Attached(id) => Some(*id),
+                attach::State::Detached => None,
+            },
+            proc_start: self.proc_start,
             trace_id: self.trace_id.clone(),
         };
-        let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
         match heartbeat::write(&self.dir, &hb) {
-            Ok(()) => self.clear_fault(&area),
+            Ok(heartbeat::Written::Atomic) => self.clear_fault(&area),
+            Ok(heartbeat::Written::InPlace(e)) => self.fault(
+                &area,
+                format!(
+                    "cannot write `{}` atomically ({}); overwrote it in place",
+                    heartbeat::HEARTBEAT_FILE,
+                    e.to_string().to_lowercase()
+                ),
+            ),
             Err(e) => self.fault(
                 &area,
                 format!(
@@ -1514,6 +1754,8 @@ impl Daemon {
             return;
         }
         self.faults.insert(area.to_string(), message.clone());
+        // The heartbeat says `faulted` at once, not at the next tick.
+        self.next_beat = Instant::now();
         eprintln!("referee: fault: {message}");
         self.say(&format!("fault: {message}"));
         self.incidents.push(Incident {
@@ -1543,6 +1785,7 @@ impl Daemon {
 
     fn clear_fault(&mut self, area: &str) {
         if let Some(message) = self.faults.remove(area) {
+            self.next_beat = Instant::now();
             self.say(&format!("fault cleared: {message}"));
             self.record(Record {
                 scope: Scope::Motor,
