@@ -383,6 +383,8 @@ struct Daemon {
     detached_why: Option<String>,
     /// This process's start time, for the heartbeat (tells it from a recycled pid).
     proc_start: Option<u64>,
+    /// Whether a STOP should stand as of the last sync, written or not (for the heartbeat).
+    wants_stop: bool,
     tx: Sender<Msg>,
     source: Option<Source>,
     started: DateTime<Utc>,
@@ -557,6 +559,7 @@ impl Daemon {
             attached: attach::State::Attached(dir_id),
             detached_why: None,
             proc_start: heartbeat::proc_start(std::process::id()),
+            wants_stop: false,
             tx,
             source: None,
             started: now,
@@ -1540,7 +1543,9 @@ impl Daemon {
             FaultPolicy::Continue => Vec::new(),
         };
         let was = self.stop.standing();
-        match self.stop.sync(stop::compose(checks, &faults)) {
+        let want = stop::compose(checks, &faults);
+        self.wants_stop = want.is_some();
+        match self.stop.sync(want) {
             Ok(Synced::Unchanged) => {}
             Ok(Synced::Written) => {
                 self.clear_fault("write OBSERVER-STOP.md");
@@ -1619,12 +1624,12 @@ impl Daemon {
             return;
         }
         let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
-        // This write's own fault is cleared or renewed by its outcome below.
+        // Every fault standing, the heartbeat's own included: when this write clears it, clearing
+        // brings the next beat forward, and that one says `watching`.
         let faults: Vec<String> = self
             .faults
-            .iter()
-            .filter(|(a, _)| **a != area)
-            .map(|(_, m)| m.chars().take(300).collect())
+            .values()
+            .map(|m| m.chars().take(300).collect())
             .take(8)
             .collect();
         let state = if state == heartbeat::WATCHING && !faults.is_empty() {
@@ -1632,10 +1637,6 @@ impl Daemon {
         } else {
             state
         };
-        let failing = self
-            .published
-            .as_ref()
-            .is_some_and(|e| e.stops().next().is_some());
         let hb = heartbeat::Heartbeat {
             pid: std::process::id(),
             started: self.started,
@@ -1647,7 +1648,9 @@ impl Daemon {
             },
             state: state.to_string(),
             stop: self.stop.standing(),
-            stop_wanted: failing || (self.cfg.on_fault == FaultPolicy::Stop && !faults.is_empty()),
+            // The STOP as last composed, and one for a fault since under `--on-fault stop`.
+            stop_wanted: self.wants_stop
+                || (self.cfg.on_fault == FaultPolicy::Stop && !faults.is_empty()),
             faults,
             build_dir: self.canon.display().to_string(),
             dir: match &self.attached {
