@@ -206,6 +206,14 @@ pub fn judge(
 ) -> Verdict {
     let no = |why: String| Verdict::NotLive(why);
     let pid = hb.pid;
+    // Said first: a referee that finished has no process left to check.
+    if hb.state == heartbeat::FINISHED {
+        return no(format!(
+            "the referee (pid {pid}) finished at {}",
+            hb.last_beat
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ));
+    }
     let Some(interval) = hb
         .interval()
         .filter(|i| *i <= MAX_INTERVAL && hb.interval_secs <= MAX_INTERVAL.as_secs_f64())
@@ -280,13 +288,6 @@ the directory was re-created, copied or replaced, and the referee is not watchin
             _ => {}
         },
         Proc::Running(_) => {}
-    }
-    if hb.state == heartbeat::FINISHED {
-        return no(format!(
-            "the referee (pid {pid}) finished at {}",
-            hb.last_beat
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        ));
     }
     if hb.stop_wanted {
         return Verdict::StopWanted(hb.faults.clone());
