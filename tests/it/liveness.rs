@@ -56,8 +56,10 @@ fn a_recreated_directory_is_reattached(mode: &[&str]) {
         "STOP after {took:?} (heartbeat {BEAT:?})\n{}",
         w.output()
     );
-    w.until("a reattach event in the new directory's log", || {
-        count(&dir, "reattach", "") == 1
+    // Its files are written there, not only the STOP (the pass files it had already written
+    // went with the old directory).
+    w.until("the pass file is written into the new directory", || {
+        dir.join("OBSERVER-PASS-2.md").exists()
     });
     let (code, out, err) = status(&dir, true);
     assert_eq!(code, 1, "{out}{err}");
@@ -67,6 +69,9 @@ fn a_recreated_directory_is_reattached(mode: &[&str]) {
     w.until("the STOP file is removed", || !dir.join(STOP).exists());
     // The heartbeat follows the STOP file's removal (until then it still says a STOP stands).
     w.until("status says go", || status(&dir, true).0 == 0);
+    w.until("a reattach event in the new directory's log", || {
+        count(&dir, "reattach", "") == 1
+    });
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
     assert!(read(&dir.join("OBSERVER-REPORT.md")).contains("| reattach |"));
@@ -94,6 +99,7 @@ fn never_live(dir: &Path, span: Duration, w: &Watch) {
             dir.display(),
             w.output()
         );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -173,7 +179,6 @@ fn forged_heartbeats_are_not_live() {
 
     // A recycled pid: alive, but started at another time than the referee that wrote the beat.
     let dead_start = real["proc_start"].clone();
-    assert!(dead_start.is_u64(), "the heartbeat records its start time: {real}");
     type Forge = Box<dyn Fn(&mut Value)>;
     let recycled = |pid: u32| -> Forge {
         let start = dead_start.clone();
