@@ -148,7 +148,10 @@ mod tests {
             Action::Reattach(reused)
         );
         assert_eq!(decide(&State::Detached, None, false), Action::Stay);
-        assert_eq!(decide(&State::Detached, Some(b), false), Action::Reattach(b));
+        assert_eq!(
+            decide(&State::Detached, Some(b), false),
+            Action::Reattach(b)
+        );
     }
 
     #[test]

@@ -74,7 +74,8 @@ impl Heartbeat {
     /// The interval, when it is a positive finite number of seconds that fits a `Duration`
     /// (a forged `1e300` must not panic the reader).
     pub fn interval(&self) -> Option<Duration> {
-        if !(self.interval_secs > 0.0) {
+        // NaN, zero and negatives all fail here; infinity and 1e300 fail the conversion.
+        if self.interval_secs.is_nan() || self.interval_secs <= 0.0 {
             return None;
         }
         Duration::try_from_secs_f64(self.interval_secs).ok()
@@ -241,7 +242,10 @@ mod tests {
         )
         .unwrap();
         let old = read(dir.path()).unwrap();
-        assert_eq!((old.dir, old.proc_start, old.stop_wanted), (None, None, false));
+        assert_eq!(
+            (old.dir, old.proc_start, old.stop_wanted),
+            (None, None, false)
+        );
     }
 
     #[test]
@@ -289,7 +293,10 @@ mod tests {
         assert!(write(dir.path(), &hb).is_err());
         std::fs::write(dir.path().join(HEARTBEAT_FILE), "x".repeat(3000)).unwrap();
         hb.state = FAULTED.into();
-        assert!(matches!(write(dir.path(), &hb).unwrap(), Written::InPlace(_)));
+        assert!(matches!(
+            write(dir.path(), &hb).unwrap(),
+            Written::InPlace(_)
+        ));
         assert_eq!(read(dir.path()).unwrap(), hb, "cut to its new length");
     }
 

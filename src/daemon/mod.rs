@@ -280,7 +280,9 @@ enum Msg {
     PipelineExited(i32),
     Shutdown(Shutdown),
     /// An event on the build directory itself; `lost`: it was deleted or moved (its watch is gone).
-    Root { lost: bool },
+    Root {
+        lost: bool,
+    },
 }
 
 /// Everything that arrived since the loop last woke.

@@ -113,7 +113,10 @@ fn a_build_directory_renamed_away_is_not_live() {
     let moved = root.path().join("moved");
     fs::rename(&dir, &moved).expect("rename the build directory away");
     let (code, _, err) = status(&moved, true);
-    assert_eq!(code, 3, "the moved directory's heartbeat is not about it: {err}");
+    assert_eq!(
+        code, 3,
+        "the moved directory's heartbeat is not about it: {err}"
+    );
     assert!(err.contains("renamed"), "{err}");
     let (code, _, err) = status(&dir, true);
     assert_eq!(code, 3, "nothing at the old path: {err}");
@@ -264,7 +267,9 @@ impl Tmpfs {
             .arg(at)
             .output();
         match out {
-            Ok(o) if o.status.success() => Some(Tmpfs { at: at.to_path_buf() }),
+            Ok(o) if o.status.success() => Some(Tmpfs {
+                at: at.to_path_buf(),
+            }),
             Ok(o) => {
                 eprintln!(
                     "note: skipped: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {}",

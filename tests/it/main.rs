@@ -1,6 +1,6 @@
 mod builder;
 mod cases;
 mod cli;
-mod replay;
 mod liveness;
+mod replay;
 mod watch;
