@@ -423,3 +423,84 @@ fn a_full_disk_faults_the_referee() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
     assert_no_torn_line(&dir);
 }
+
+/// A read-only bind mount of `dir` over itself for the life of the value: the same directory
+/// (same device and inode, the same watches), but nothing can be created in it through its path.
+struct ReadOnly {
+    at: PathBuf,
+}
+
+impl ReadOnly {
+    fn mount(at: &Path) -> Option<ReadOnly> {
+        let run = |args: &[&str]| {
+            Command::new("mount")
+                .args(args)
+                .arg(at)
+                .arg(at)
+                .output()
+                .map_err(|e| e.to_string())
+                .and_then(|o| {
+                    if o.status.success() {
+                        Ok(())
+                    } else {
+                        Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+                    }
+                })
+        };
+        if let Err(e) = run(&["--bind"]) {
+            eprintln!("note: skipped: cannot bind-mount (needs root or CAP_SYS_ADMIN): {e}");
+            return None;
+        }
+        let guard = ReadOnly { at: at.to_path_buf() };
+        if let Err(e) = run(&["-o", "remount,bind,ro"]) {
+            eprintln!("note: skipped: cannot remount the bind mount read-only: {e}");
+            return None;
+        }
+        Some(guard)
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.at).status();
+    }
+}
+
+/// The build directory becomes unwritable (read-only): the referee cannot write even its
+/// heartbeat, so the heartbeat goes stale and `status --require-live` answers 3 within 3
+/// intervals; once writable again the referee is live again.
+#[test]
+fn an_unwritable_build_directory_is_not_live_once_its_heartbeat_is_stale() {
+    let (_root, dir, mut w) = watching(&[]);
+    assert_eq!(status(&dir, true).0, 0);
+    let Some(ro) = ReadOnly::mount(&dir) else {
+        return;
+    };
+    let at = Instant::now();
+    let mut last = (0, String::new(), String::new());
+    wait_until(
+        WAIT,
+        "status stops saying go",
+        || {
+            last = status(&dir, true);
+            last.0 != 0
+        },
+        || w.output(),
+    );
+    let took = at.elapsed();
+    eprintln!("read-only: not live after {took:?} (heartbeat {BEAT:?})");
+    let (code, out, err) = last;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("stale"), "{err}");
+    assert!(
+        took < BEAT * 3 + Duration::from_secs(2),
+        "not live only after {took:?}"
+    );
+    w.until("the referee says it cannot write", || {
+        read(&w.out).contains("read-only file system")
+    });
+    drop(ro);
+    w.until("live again", || status(&dir, true).0 == 0);
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
