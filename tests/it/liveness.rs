@@ -451,7 +451,9 @@ impl ReadOnly {
             eprintln!("note: skipped: cannot bind-mount (needs root or CAP_SYS_ADMIN): {e}");
             return None;
         }
-        let guard = ReadOnly { at: at.to_path_buf() };
+        let guard = ReadOnly {
+            at: at.to_path_buf(),
+        };
         if let Err(e) = run(&["-o", "remount,bind,ro"]) {
             eprintln!("note: skipped: cannot remount the bind mount read-only: {e}");
             return None;
@@ -503,4 +505,56 @@ fn an_unwritable_build_directory_is_not_live_once_its_heartbeat_is_stale() {
     w.until("live again", || status(&dir, true).0 == 0);
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
+/// An event-log append the disk cuts short (a line longer than what is left of a full tmpfs) is
+/// taken back whole: the log never holds a torn line, and the next append, once there is room,
+/// starts on a line of its own.
+#[test]
+fn an_append_the_disk_cuts_short_leaves_no_torn_line() {
+    use referee::daemon::events::{self, ContextRef, EventLog, Level, Record, Scope, Signal};
+    let root = tempfile::tempdir().expect("tempdir");
+    let Some(mnt) = Tmpfs::mount(&root.path().join("mnt"), "256k") else {
+        return;
+    };
+    let (file, previous) = events::open_locked(&mnt.at).expect("open the log");
+    let context = ContextRef {
+        app_ctx: mnt.at.display().to_string(),
+        motor_ctx: "d10@test".into(),
+    };
+    let mut log = EventLog::new(&mnt.at, file, &previous, "t".into(), context).expect("log");
+    let rec = |text: String| Record {
+        scope: Scope::Motor,
+        signal: Signal::Coverage,
+        level: Level::Info,
+        payload: serde_json::json!({"event": "test", "text": text}),
+        artifacts: Vec::new(),
+    };
+    let now = chrono::Utc::now();
+    log.append(&rec("first".into()), &now)
+        .expect("room for the first line");
+    let filler = fill(&mnt.at);
+    let cut = log.append(&rec("x".repeat(64 << 10)), &now);
+    assert!(cut.is_err(), "the disk is full");
+    let lines = |n: usize| {
+        let text = read(&mnt.at.join(events::EVENTS_FILE));
+        assert!(
+            text.ends_with('\n'),
+            "a torn tail: {:?}",
+            &text[text.len().saturating_sub(80)..]
+        );
+        let all: Vec<&str> = text.lines().collect();
+        assert_eq!(all.len(), n, "{} lines", all.len());
+        for l in all {
+            assert!(
+                serde_json::from_str::<Value>(l).is_ok(),
+                "torn line: {:.80}",
+                l
+            );
+        }
+    };
+    lines(1);
+    fs::remove_file(filler).expect("free the disk");
+    log.append(&rec("after".into()), &now).expect("room again");
+    lines(2);
 }
