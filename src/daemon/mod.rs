@@ -2017,6 +2017,12 @@ mod tests {
             ("c.md".into(), ChangeKind::Metadata),
             ("d.md".into(), ChangeKind::Metadata),
         ]));
+        assert_eq!(b.root, None);
+        b.add(Msg::Root { lost: false });
+        assert_eq!(b.root, Some(false), "a touch of the root: look again");
+        b.add(Msg::Root { lost: true });
+        b.add(Msg::Root { lost: false });
+        assert_eq!(b.root, Some(true), "once its watch is lost, it stays lost");
         b.add(Msg::Shutdown(Shutdown::Signal("SIGTERM".into())));
         b.add(Msg::PipelineExited(7));
         assert_eq!(b.paths.len(), 4);
