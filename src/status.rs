@@ -56,7 +56,7 @@ pub struct Answer {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
-    #[error("cannot read build directory `{path}`: {source}")]
+    #[error("cannot read build directory `{path}`")]
     BuildDir {
         path: String,
         #[source]
@@ -64,7 +64,7 @@ pub enum StatusError {
     },
     #[error("`{path}` is not a directory")]
     NotDir { path: String },
-    #[error("cannot read `{path}`: {source}")]
+    #[error("cannot read `{path}`")]
     Stop {
         path: String,
         #[source]
@@ -111,7 +111,7 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
             return Ok(Answer {
                 code: ExitCode::NotLive,
                 stdout: String::new(),
-                stderr: Some(format!("referee: no live referee: {e}")),
+                stderr: Some(format!("referee: no live referee: {}", describe(&e))),
             })
         }
         Err(e) => return Err(e),
@@ -161,6 +161,17 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
         stdout: "go\n".into(),
         stderr: None,
     })
+}
+
+/// An error with its causes, one line (the error keeps them as sources for `{:#}` chains).
+fn describe(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {}", c.to_string().to_lowercase()));
+        cause = c.source();
+    }
+    text
 }
 
 /// The directory's identity and canonical path.

@@ -76,7 +76,7 @@ impl std::fmt::Display for DirId {
 /// Why the path names no directory the daemon can attach to.
 #[derive(Debug, thiserror::Error)]
 pub enum Gone {
-    #[error("cannot look at the build directory `{path}`: {source}")]
+    #[error("cannot look at the build directory `{path}`")]
     Io {
         path: String,
         #[source]
@@ -84,6 +84,17 @@ pub enum Gone {
     },
     #[error("the build directory `{path}` is no longer a directory")]
     NotDir { path: String },
+}
+
+impl Gone {
+    /// The message with its cause, for a line or an event (the error itself keeps the cause as
+    /// its source, so a `{:#}` chain does not say it twice).
+    pub fn describe(&self) -> String {
+        match self {
+            Gone::Io { source, .. } => format!("{self}: {}", source.to_string().to_lowercase()),
+            Gone::NotDir { .. } => self.to_string(),
+        }
+    }
 }
 
 /// Where the daemon stands.

@@ -480,7 +480,7 @@ impl Daemon {
         if let Err(e) = std::fs::read_dir(&canon) {
             return Err(bad_dir(e.to_string().to_lowercase()));
         }
-        let dir_id = attach::DirId::of(&canon).map_err(|e| bad_dir(e.to_string()))?;
+        let dir_id = attach::DirId::of(&canon).map_err(|e| bad_dir(e.describe()))?;
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -924,7 +924,7 @@ impl Daemon {
     fn check_dir(&mut self, watch_lost: bool) {
         let (now, why) = match attach::DirId::of(&self.dir) {
             Ok(id) => (Some(id), None),
-            Err(e) => (None, Some(e.to_string())),
+            Err(e) => (None, Some(e.describe())),
         };
         match attach::decide(&self.attached, now, watch_lost) {
             attach::Action::Stay => {}
