@@ -279,17 +279,20 @@ enum Msg {
     Limit(String),
     PipelineExited(i32),
     Shutdown(Shutdown),
-    /// An event on the build directory itself; `lost`: it was deleted or moved (its watch is gone).
+    /// An event on the build directory itself; `lost`: it was deleted or moved (its watch is
+    /// gone). `source`: which event source saw it (one still queued from a source already
+    /// replaced is about a directory the daemon has left).
     Root {
         lost: bool,
+        source: u64,
     },
 }
 
 /// Everything that arrived since the loop last woke.
 #[derive(Debug, Default)]
 struct Batch {
-    /// An event on the root arrived; `true` if one said its watch is gone.
-    root: Option<bool>,
+    /// The event sources that said the root's watch is gone.
+    root_lost: BTreeSet<u64>,
     paths: BTreeMap<String, ChangeKind>,
     stop_touched: bool,
     rescan: Vec<String>,
@@ -321,7 +324,11 @@ impl Batch {
             Msg::Shutdown(s) => {
                 self.end.get_or_insert(EndReason::Shutdown(s));
             }
-            Msg::Root { lost } => self.root = Some(self.root.unwrap_or(false) || lost),
+            Msg::Root { lost, source } => {
+                if lost {
+                    self.root_lost.insert(source);
+                }
+            }
         }
     }
 }
@@ -387,6 +394,8 @@ struct Daemon {
     proc_start: Option<u64>,
     /// Whether a STOP should stand as of the last sync, written or not (for the heartbeat).
     wants_stop: bool,
+    /// Counts event sources started, to tell the current one's messages from stale ones.
+    source_gen: u64,
     tx: Sender<Msg>,
     source: Option<Source>,
     started: DateTime<Utc>,
@@ -562,6 +571,7 @@ impl Daemon {
             detached_why: None,
             proc_start: heartbeat::proc_start(std::process::id()),
             wants_stop: false,
+            source_gen: 0,
             tx,
             source: None,
             started: now,
@@ -593,6 +603,8 @@ impl Daemon {
     fn start_source(&mut self, mode: Mode) -> Result<(), DaemonError> {
         let canon = self.canon.clone();
         let tx = self.tx.clone();
+        self.source_gen += 1;
+        let gen = self.source_gen;
         let sink = move |ev: FsEvent| {
             let msg = match ev {
                 FsEvent::Changed(changes) => {
@@ -613,7 +625,7 @@ impl Daemon {
                         })
                         .collect();
                     if let Some(lost) = root {
-                        let _ = tx.send(Msg::Root { lost });
+                        let _ = tx.send(Msg::Root { lost, source: gen });
                     }
                     if v.is_empty() {
                         return;
@@ -812,7 +824,7 @@ impl Daemon {
             return;
         }
         // One stat per wake-up: nothing is judged or written for a directory no longer there.
-        self.check_dir(batch.root.unwrap_or(false));
+        self.check_dir(batch.root_lost.contains(&self.source_gen));
         if self.detached_why.is_some() {
             return;
         }
@@ -2017,12 +2029,28 @@ mod tests {
             ("c.md".into(), ChangeKind::Metadata),
             ("d.md".into(), ChangeKind::Metadata),
         ]));
-        assert_eq!(b.root, None);
-        b.add(Msg::Root { lost: false });
-        assert_eq!(b.root, Some(false), "a touch of the root: look again");
-        b.add(Msg::Root { lost: true });
-        b.add(Msg::Root { lost: false });
-        assert_eq!(b.root, Some(true), "once its watch is lost, it stays lost");
+        b.add(Msg::Root {
+            lost: false,
+            source: 1,
+        });
+        assert!(b.root_lost.is_empty(), "a touch of the root loses no watch");
+        b.add(Msg::Root {
+            lost: true,
+            source: 1,
+        });
+        b.add(Msg::Root {
+            lost: false,
+            source: 1,
+        });
+        b.add(Msg::Root {
+            lost: true,
+            source: 2,
+        });
+        assert_eq!(
+            b.root_lost,
+            BTreeSet::from([1, 2]),
+            "once lost, a source's watch stays lost"
+        );
         b.add(Msg::Shutdown(Shutdown::Signal("SIGTERM".into())));
         b.add(Msg::PipelineExited(7));
         assert_eq!(b.paths.len(), 4);
