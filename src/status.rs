@@ -271,7 +271,8 @@ the directory was re-created, copied or replaced, and the referee is not watchin
         }
         Some(_) => {}
     }
-    if Path::new(&hb.build_dir) != here.canon {
+    // Compared as the heartbeat records it (a non-UTF-8 name is lossy on both sides alike).
+    if hb.build_dir != here.canon.display().to_string() {
         return no(format!(
             "the referee watches `{}`, not `{}` (the directory was renamed or moved)",
             hb.build_dir,
