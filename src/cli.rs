@@ -377,6 +377,11 @@ fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
     if d < std::time::Duration::from_millis(50) {
         return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
     }
+    // `status` believes no heartbeat interval longer than this: a referee beating less often
+    // could never be live.
+    if d > crate::status::MAX_INTERVAL {
+        return Err(format!("heartbeat `{s}` is too long (at most 1d)"));
+    }
     Ok(d)
 }
 
