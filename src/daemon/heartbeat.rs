@@ -114,17 +114,24 @@ pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<Written> {
     }
 }
 
-/// Overwrites an existing regular file from its start and cuts it to length (never creating it,
-/// never following a symlink).
-fn overwrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Overwrites an existing regular file from its start (never creating it, never following a
+/// symlink). Shorter text is padded with spaces to the old length rather than cut, so a reader
+/// never meets the old text's tail after the new JSON (trailing whitespace parses).
+fn overwrite(path: &Path, text: &[u8]) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
-    if !f.metadata()?.is_file() {
+    let meta = f.metadata()?;
+    if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
     }
-    f.write_all(bytes)?;
+    let old = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    let mut bytes = text.to_vec();
+    if bytes.len() < old && old <= IN_PLACE_MAX {
+        bytes.resize(old, b' ');
+    }
+    f.write_all(&bytes)?;
     f.set_len(bytes.len() as u64)?;
     f.flush()
 }
