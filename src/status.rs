@@ -8,7 +8,7 @@
 //! stale (3 × the interval) nor from the future; it was written for this directory (same device,
 //! inode and birth time, same canonical path: not a copy, not a directory re-created or renamed
 //! into place); its pid is running and is the process that wrote it (same start time, not a
-//! recycled pid); and its state is `watching` (not `finished`, `faulted` or `detached`).
+//! recycled pid); and its state is `watching` (not `finished` or `faulted`).
 //!
 //! This module owns that decision and its messages. It only reads the referee's own files (never
 //! opening anything but a small regular file) and writes nothing.
@@ -314,9 +314,6 @@ the directory was re-created, copied or replaced, and the referee is not watchin
                 hb.faults.join("; ")
             }
         )),
-        heartbeat::DETACHED => no(format!(
-            "the referee (pid {pid}) is detached: the build directory's path no longer names the directory it watches"
-        )),
         other => no(format!("unknown heartbeat state `{other}` (pid {pid})")),
     }
 }
@@ -501,7 +498,7 @@ mod tests {
         .contains("another directory"));
         assert!(bad(&|h| h.build_dir = "/elsewhere".into()).contains("renamed"));
         assert!(bad(&|h| h.state = heartbeat::FINISHED.into()).contains("finished"));
-        assert!(bad(&|h| h.state = heartbeat::DETACHED.into()).contains("detached"));
+        assert!(bad(&|h| h.state = "detached".into()).contains("unknown"));
         assert!(bad(&|h| h.state = "sleeping".into()).contains("unknown"));
         assert!(bad(&|h| {
             h.state = heartbeat::FAULTED.into();

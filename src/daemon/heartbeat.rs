@@ -26,8 +26,6 @@ pub const FINISHED: &str = "finished";
 /// The daemon runs but cannot do its whole job: some of its own files cannot be written, or the
 /// build directory cannot be scanned (see `faults`).
 pub const FAULTED: &str = "faulted";
-/// The build directory's path no longer names the directory the daemon watches.
-pub const DETACHED: &str = "detached";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProtocolRef {
@@ -44,7 +42,8 @@ pub struct Heartbeat {
     /// Seconds between beats (so a reader can judge staleness).
     pub interval_secs: f64,
     pub protocol: ProtocolRef,
-    /// `watching`, `faulted`, `detached` or `finished`.
+    /// `watching`, `faulted` or `finished`. A detached daemon (its directory's path names
+    /// nothing it can watch) writes no heartbeat: there is nowhere that is its directory.
     pub state: String,
     /// Whether `OBSERVER-STOP.md` stands (as the daemon last wrote it).
     pub stop: bool,

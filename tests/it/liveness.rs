@@ -135,6 +135,27 @@ fn a_build_directory_renamed_away_is_not_live() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
 
+/// Renamed away and back (the same directory, the same inode): the referee detaches while it is
+/// gone, re-attaches when it is back (the inotify watch it had is not trusted after a move), and
+/// judges what happens there next.
+#[test]
+fn a_build_directory_renamed_away_and_back_is_watched_again() {
+    let (root, dir, mut w) = watching(&[]);
+    w.until("a live referee", || status(&dir, true).0 == 0);
+    let away = root.path().join("away");
+    fs::rename(&dir, &away).expect("rename away");
+    w.until("a detached event", || count(&away, "detached", "") == 1);
+    fs::rename(&away, &dir).expect("rename back");
+    w.until("a reattach event", || count(&dir, "reattach", "") == 1);
+    w.until("live again", || status(&dir, true).0 == 0);
+    fs::write(dir.join(GATES), manual_gates(1)).expect("a violation");
+    w.until("STOP raised for OBS-27", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
+
 /// A process that lives until dropped.
 struct Sleeper(Child);
 
