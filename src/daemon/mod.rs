@@ -1045,8 +1045,10 @@ impl Daemon {
         self.stop = StopFile::new(&self.dir);
         self.stop.adopt();
         self.pass_files.clear();
-        if let Err(e) = self.start_source(self.cfg.watch) {
-            self.fault("watch", format!("cannot watch the build directory: {e}"));
+        // A referee that cannot watch is blind: a fault (the heartbeat says `faulted`).
+        match self.start_source(self.cfg.watch) {
+            Ok(()) => self.clear_fault("watch"),
+            Err(e) => self.fault("watch", format!("cannot watch the build directory: {e}")),
         }
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches ({}), a full rescan, its files written there",
