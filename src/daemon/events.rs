@@ -100,6 +100,9 @@ pub enum LogError {
 #[derive(Debug)]
 pub struct EventLog {
     file: File,
+    /// A cut-short line could not be taken back: the next append starts with a newline, so the
+    /// fragment stays a line of its own (skipped on resume) instead of spoiling the next one.
+    torn: bool,
     path: PathBuf,
     trace_id: String,
     context: ContextRef,
@@ -170,6 +173,7 @@ impl EventLog {
         }
         Ok(EventLog {
             file,
+            torn: false,
             path: dir.join(EVENTS_FILE),
             trace_id,
             context,
@@ -196,7 +200,12 @@ impl EventLog {
             artifact_ids: &r.artifacts,
             context_ref: &self.context,
         };
-        let mut line = serde_json::to_string(&env).map_err(io::Error::other)?;
+        let mut line = if self.torn {
+            String::from("\n")
+        } else {
+            String::new()
+        };
+        line.push_str(&serde_json::to_string(&env).map_err(io::Error::other)?);
         line.push('\n');
         // Where the log ended, so a line the disk cut short (full, quota) can be taken back: a torn
         // fragment left in the middle of the log would glue itself to the next line.
@@ -209,12 +218,13 @@ impl EventLog {
             self.file.flush()
         });
         if let Err(e) = written {
-            // Shrinking needs no space. Should it fail too, the next append starts on a new line.
+            // Shrinking needs no space; should it fail too, the next line starts with a newline.
             if self.file.set_len(end).is_err() {
-                let _ = self.file.write_all(b"\n");
+                self.torn = true;
             }
             return Err(e);
         }
+        self.torn = false;
         Ok(())
     }
 
