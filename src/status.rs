@@ -11,7 +11,7 @@
 //! recycled pid); and its state is `watching` (not `finished` or `faulted`).
 //!
 //! This module owns that decision and its messages. It only reads the referee's own files (never
-//! opening anything but a small regular file) and writes nothing.
+//! opening anything but a small regular file) and `/proc/PID/stat`, and writes nothing.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
