@@ -170,31 +170,13 @@ struct LiveReferee {
 /// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
 /// is fresh (not finished) and its pid runs.
 fn live_referee(dir: &Path) -> Option<String> {
-    use crate::daemon::heartbeat;
     if crate::daemon::events::locked_by_other(dir) {
         return Some(format!(
             "another process holds the lock on `{}`",
             crate::daemon::events::EVENTS_FILE
         ));
     }
-    let hb = heartbeat::read(dir).ok()?;
-    if hb.state != heartbeat::WATCHING || !heartbeat::pid_alive(hb.pid) {
-        return None;
-    }
-    let age = chrono::Utc::now()
-        .signed_duration_since(hb.last_beat)
-        .to_std()
-        .unwrap_or_default();
-    let stale = hb
-        .interval()
-        .map_or(std::time::Duration::from_secs(10), |i| i.saturating_mul(3));
-    (age <= stale).then(|| {
-        format!(
-            "`{}` is fresh and pid {} runs",
-            heartbeat::HEARTBEAT_FILE,
-            hb.pid
-        )
-    })
+    crate::status::watched_by(dir)
 }
 
 /// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
@@ -442,6 +424,11 @@ fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
     if d < std::time::Duration::from_millis(50) {
         return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
     }
+    // `status` believes no heartbeat interval longer than this: a referee beating less often
+    // could never be live.
+    if d > crate::status::MAX_INTERVAL {
+        return Err(format!("heartbeat `{s}` is too long (at most 1d)"));
+    }
     Ok(d)
 }
 
@@ -546,7 +533,11 @@ mod tests {
             },
             state: state.into(),
             stop: false,
-            build_dir: dir.display().to_string(),
+            stop_wanted: false,
+            faults: Vec::new(),
+            build_dir: std::fs::canonicalize(dir).unwrap().display().to_string(),
+            dir: Some(crate::daemon::attach::DirId::of(dir).unwrap()),
+            proc_start: heartbeat::proc_start(pid),
             trace_id: "t".into(),
         };
         heartbeat::write(dir, &hb).unwrap();

@@ -2,7 +2,8 @@
 //! event envelope of seed 003 §8.1, and how a restarted referee resumes from it.
 //!
 //! This module owns the envelope (`trace_id`, `timestamp`, `scope`, `signal_type`, `severity`,
-//! `payload`, `artifact_ids`, `context_ref`), appending (`O_APPEND`, one `write` per line), the
+//! `payload`, `artifact_ids`, `context_ref`), appending (`O_APPEND`, one `write` per line, a line
+//! the disk cut short truncated away so the log never holds a torn line in its middle), the
 //! advisory lock that keeps two referees off one build directory, rotating an old log aside
 //! (`--fresh`: data is moved, never deleted), and replaying a log into the state a restart needs.
 //! The log is only ever opened as a regular file (`O_NOFOLLOW`, `O_NONBLOCK`): a symlink or FIFO
@@ -104,6 +105,9 @@ pub enum LogError {
 #[derive(Debug)]
 pub struct EventLog {
     file: File,
+    /// A cut-short line could not be taken back: the next append starts with a newline, so the
+    /// fragment stays a line of its own (skipped on resume) instead of spoiling the next one.
+    torn: bool,
     path: PathBuf,
     trace_id: String,
     context: ContextRef,
@@ -254,6 +258,7 @@ impl EventLog {
         }
         Ok(EventLog {
             file,
+            torn: false,
             path: dir.join(EVENTS_FILE),
             trace_id,
             context,
@@ -280,14 +285,32 @@ impl EventLog {
             artifact_ids: &r.artifacts,
             context_ref: &self.context,
         };
-        let mut line = serde_json::to_string(&env).map_err(io::Error::other)?;
+        let mut line = if self.torn {
+            String::from("\n")
+        } else {
+            String::new()
+        };
+        line.push_str(&serde_json::to_string(&env).map_err(io::Error::other)?);
         line.push('\n');
+        // Where the log ended, so a line the disk cut short (full, quota) can be taken back: a torn
+        // fragment left in the middle of the log would glue itself to the next line.
+        let end = self.file.metadata()?.len();
         // O_APPEND: the kernel positions each write at the end, so a line is never interleaved.
-        let n = self.file.write(line.as_bytes())?;
-        if n < line.len() {
-            self.file.write_all(&line.as_bytes()[n..])?;
+        let written = self.file.write(line.as_bytes()).and_then(|n| {
+            if n < line.len() {
+                self.file.write_all(&line.as_bytes()[n..])?;
+            }
+            self.file.flush()
+        });
+        if let Err(e) = written {
+            // Shrinking needs no space; should it fail too, the next line starts with a newline.
+            if self.file.set_len(end).is_err() {
+                self.torn = true;
+            }
+            return Err(e);
         }
-        self.file.flush()
+        self.torn = false;
+        Ok(())
     }
 
     /// Forces the log to stable storage (at the end of a run).

@@ -1,15 +1,20 @@
 //! `OBSERVER-HEARTBEAT.json`: proof of life, so an orchestrator can tell a dead referee from a
-//! quiet one. This module owns the file's format, writing it (atomically) and reading it back,
-//! and whether a process id is alive. It must not decide when to beat (the daemon's timer does)
-//! or what "stale" means (`referee status` does).
+//! quiet one, a blind one (its directory replaced under it) or a faulted one (it cannot write its
+//! files). This module owns the file's format, writing it (atomically, or in place when the disk
+//! has no room for a temp file) and reading it back, whether a process id is alive, and which
+//! process it is (its start time). It must not decide when to beat (the daemon's timer does) or
+//! what "live" means (`referee status` does).
 
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::outputs::{write_atomic, Written};
+use crate::daemon::attach::DirId;
+use crate::outputs::write_atomic;
 
 /// The heartbeat's file name in the build directory.
 pub const HEARTBEAT_FILE: &str = "OBSERVER-HEARTBEAT.json";
@@ -18,6 +23,9 @@ pub const HEARTBEAT_FILE: &str = "OBSERVER-HEARTBEAT.json";
 pub const WATCHING: &str = "watching";
 /// The daemon wrote its final report and exited (or is exiting).
 pub const FINISHED: &str = "finished";
+/// The daemon runs but cannot do its whole job: some of its own files cannot be written, or the
+/// build directory cannot be scanned (see `faults`).
+pub const FAULTED: &str = "faulted";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProtocolRef {
@@ -34,27 +42,118 @@ pub struct Heartbeat {
     /// Seconds between beats (so a reader can judge staleness).
     pub interval_secs: f64,
     pub protocol: ProtocolRef,
-    /// `watching` or `finished`.
+    /// `watching`, `faulted` or `finished`. A detached daemon (its directory's path names
+    /// nothing it can watch) writes no heartbeat: there is nowhere that is its directory.
     pub state: String,
-    /// Whether `OBSERVER-STOP.md` stands.
+    /// Whether `OBSERVER-STOP.md` stands (as the daemon last wrote it).
     pub stop: bool,
+    /// Whether a STOP should stand (a BLOCKING failure, or a fault under `--on-fault stop`),
+    /// written or not: a STOP the disk refused is still a STOP.
+    #[serde(default)]
+    pub stop_wanted: bool,
+    /// The referee's own faults standing, one message each.
+    #[serde(default)]
+    pub faults: Vec<String>,
+    /// The canonical path of the directory the daemon watches.
     pub build_dir: String,
+    /// The identity of that directory when the daemon attached to it: a heartbeat found in a
+    /// directory with another identity (a copy, or a directory re-created at its path) is not
+    /// this daemon's word about it.
+    #[serde(default)]
+    pub dir: Option<DirId>,
+    /// The writer's start time in clock ticks after boot (`/proc/PID/stat` field 22): a pid that
+    /// is alive but started at another time is a recycled pid, not the referee.
+    #[serde(default)]
+    pub proc_start: Option<u64>,
     #[serde(default)]
     pub trace_id: String,
 }
 
 impl Heartbeat {
+    /// The interval, when it is a positive finite number of seconds that fits a `Duration`
+    /// (a forged `1e300` must not panic the reader).
     pub fn interval(&self) -> Option<Duration> {
-        (self.interval_secs.is_finite() && self.interval_secs > 0.0)
-            .then(|| Duration::from_secs_f64(self.interval_secs))
+        // NaN, zero and negatives all fail here; infinity and 1e300 fail the conversion.
+        if self.interval_secs.is_nan() || self.interval_secs <= 0.0 {
+            return None;
+        }
+        Duration::try_from_secs_f64(self.interval_secs).ok()
     }
 }
 
-/// Writes the heartbeat atomically; says what someone else had put at its name (tamper).
+/// How a heartbeat reached the disk.
+#[derive(Debug)]
+pub enum Written {
+    /// Temp file and rename, as every file of the referee's; says what someone else had put at
+    /// its name (tamper).
+    Atomic(crate::outputs::Written),
+    /// The atomic write failed (its cause here), typically a full disk with no room for the temp
+    /// file; the existing heartbeat was overwritten in place, which needs no new block. A reader
+    /// catching it half-written cannot parse it, and an unparsable heartbeat is not live.
+    InPlace(std::io::Error),
+}
+
+/// The longest heartbeat written in place: one block, so overwriting needs no allocation.
+const IN_PLACE_MAX: usize = 4096;
+
+/// Writes the heartbeat: atomically, or failing that in place over the previous one.
 pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<Written> {
     let mut text = serde_json::to_string_pretty(hb).map_err(std::io::Error::other)?;
     text.push('\n');
-    write_atomic(dir, HEARTBEAT_FILE, &text)
+    let cause = match write_atomic(dir, HEARTBEAT_FILE, &text) {
+        Ok(w) => return Ok(Written::Atomic(w)),
+        Err(e) => e,
+    };
+    if text.len() > IN_PLACE_MAX {
+        return Err(cause);
+    }
+    match overwrite(&dir.join(HEARTBEAT_FILE), text.as_bytes()) {
+        Ok(()) => Ok(Written::InPlace(cause)),
+        // The atomic write's error is the one that says what is wrong.
+        Err(_) => Err(cause),
+    }
+}
+
+/// Overwrites an existing regular file from its start (never creating it, never following a
+/// symlink). Shorter text is padded with spaces to the old length rather than cut, so a reader
+/// never meets the old text's tail after the new JSON (trailing whitespace parses).
+fn overwrite(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let old = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    let mut bytes = text.to_vec();
+    if bytes.len() < old && old <= IN_PLACE_MAX {
+        bytes.resize(old, b' ');
+    }
+    f.write_all(&bytes)?;
+    f.set_len(bytes.len() as u64)?;
+    f.flush()
+}
+
+/// The start time of a process in clock ticks after boot (`/proc/PID/stat` field 22), if this
+/// system has `/proc` and the process exists.
+pub fn proc_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_start(&stat)
+}
+
+/// Field 22 of a `/proc/PID/stat` line. The command name (field 2) is in parentheses and may hold
+/// spaces and parentheses itself, so fields are counted after its last `)`.
+fn parse_start(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    // After the name: field 3 (state) is the first; 22 is the 20th.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether this system has `/proc` process entries (so a start time can be checked at all).
+pub fn has_proc() -> bool {
+    proc_start(std::process::id()).is_some()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,13 +229,85 @@ mod tests {
             },
             state: WATCHING.into(),
             stop: false,
+            stop_wanted: true,
+            faults: vec!["cannot write `OBSERVER-STOP.md`".into()],
             build_dir: "/b".into(),
+            dir: Some(DirId::of(dir.path()).unwrap()),
+            proc_start: proc_start(std::process::id()),
             trace_id: "t".into(),
         };
-        write(dir.path(), &hb).unwrap();
+        assert!(matches!(
+            write(dir.path(), &hb).unwrap(),
+            Written::Atomic(_)
+        ));
         assert_eq!(read(dir.path()).unwrap(), hb);
         std::fs::write(dir.path().join(HEARTBEAT_FILE), "{").unwrap();
         assert!(matches!(read(dir.path()), Err(ReadError::Invalid(_))));
+        // A heartbeat of an older referee (no identity, no start time) still parses.
+        std::fs::write(
+            dir.path().join(HEARTBEAT_FILE),
+            r#"{"pid":1,"started":"2026-01-01T00:00:00Z","last_beat":"2026-01-01T00:00:00Z",
+               "interval_secs":2.0,"protocol":{"id":"d10","sha256":"x"},"state":"watching",
+               "stop":false,"build_dir":"/b"}"#,
+        )
+        .unwrap();
+        let old = read(dir.path()).unwrap();
+        assert_eq!(
+            (old.dir, old.proc_start, old.stop_wanted),
+            (None, None, false)
+        );
+    }
+
+    #[test]
+    fn start_time_is_field_22_after_the_last_parenthesis() {
+        let line = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615";
+        assert_eq!(parse_start(line), Some(987654));
+        assert_eq!(parse_start("4242 (x) S 1"), None);
+        assert_eq!(parse_start("garbage"), None);
+        if has_proc() {
+            let mine = proc_start(std::process::id()).unwrap();
+            assert_eq!(proc_start(std::process::id()), Some(mine));
+            assert_eq!(proc_start(u32::MAX), None);
+        }
+    }
+
+    #[test]
+    fn a_full_disk_is_written_over_in_place() {
+        // The atomic write fails when the temp file cannot be created (here: a directory squats
+        // on its name); the existing heartbeat is overwritten instead.
+        let dir = tempfile::tempdir().unwrap();
+        let mut hb = Heartbeat {
+            pid: 1,
+            started: Utc::now(),
+            last_beat: Utc::now(),
+            interval_secs: 2.0,
+            protocol: ProtocolRef {
+                id: "d10".into(),
+                sha256: "abc".into(),
+            },
+            state: WATCHING.into(),
+            stop: false,
+            stop_wanted: false,
+            faults: Vec::new(),
+            build_dir: "/b".into(),
+            dir: None,
+            proc_start: None,
+            trace_id: "t".into(),
+        };
+        let tmp = dir
+            .path()
+            .join(format!(".{HEARTBEAT_FILE}.tmp.{}", std::process::id()));
+        std::fs::create_dir(&tmp).unwrap();
+        std::fs::create_dir(tmp.join("keep")).unwrap();
+        // Nothing to overwrite yet: the atomic write's error.
+        assert!(write(dir.path(), &hb).is_err());
+        std::fs::write(dir.path().join(HEARTBEAT_FILE), "x".repeat(3000)).unwrap();
+        hb.state = FAULTED.into();
+        assert!(matches!(
+            write(dir.path(), &hb).unwrap(),
+            Written::InPlace(_)
+        ));
+        assert_eq!(read(dir.path()).unwrap(), hb, "cut to its new length");
     }
 
     #[test]

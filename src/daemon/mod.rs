@@ -12,9 +12,18 @@
 //!
 //! Submodules: [`events`] (the JSONL log and resume), [`settle`] (is a file still being written),
 //! [`guard`] (fix attempts and escalation), [`stop`] (the STOP file and tamper), [`tamper`]
-//! (recording tamper with the referee's own files and a damaged log), [`heartbeat`], [`signals`]
+//! (recording tamper with the referee's own files and a damaged log), [`heartbeat`], [`attach`]
+//! (is the build directory's path still the directory being watched), [`signals`]
 //! (SIGINT/SIGTERM and `--exit-with`).
+//!
+//! Never blind while saying live: at every wake-up and every heartbeat the daemon compares what
+//! the build directory's path names with the directory it attached to; a directory deleted,
+//! re-created, renamed or replaced is re-attached (new watches, a full scan, its files written
+//! there) or, while the path names nothing usable, the daemon is detached and writes nothing.
+//! Its heartbeat says `faulted` while any of its own faults stands, and whether a STOP should
+//! stand even when the disk refused it.
 
+pub mod attach;
 pub mod events;
 pub mod guard;
 pub mod heartbeat;
@@ -274,11 +283,20 @@ enum Msg {
     Limit(String),
     PipelineExited(i32),
     Shutdown(Shutdown),
+    /// An event on the build directory itself; `lost`: it was deleted or moved (its watch is
+    /// gone). `source`: which event source saw it (one still queued from a source already
+    /// replaced is about a directory the daemon has left).
+    Root {
+        lost: bool,
+        source: u64,
+    },
 }
 
 /// Everything that arrived since the loop last woke.
 #[derive(Debug, Default)]
 struct Batch {
+    /// The event sources that said the root's watch is gone.
+    root_lost: BTreeSet<u64>,
     paths: BTreeMap<String, ChangeKind>,
     stop_touched: bool,
     rescan: Vec<String>,
@@ -309,6 +327,11 @@ impl Batch {
             }
             Msg::Shutdown(s) => {
                 self.end.get_or_insert(EndReason::Shutdown(s));
+            }
+            Msg::Root { lost, source } => {
+                if lost {
+                    self.root_lost.insert(source);
+                }
             }
         }
     }
@@ -374,6 +397,16 @@ struct Daemon {
     dir: PathBuf,
     /// Its canonical path (events arrive under it).
     canon: PathBuf,
+    /// The directory the daemon watches, or detached.
+    attached: attach::State,
+    /// Why it is detached (said and recorded once per reason).
+    detached_why: Option<String>,
+    /// This process's start time, for the heartbeat (tells it from a recycled pid).
+    proc_start: Option<u64>,
+    /// Whether a STOP should stand as of the last sync, written or not (for the heartbeat).
+    wants_stop: bool,
+    /// Counts event sources started, to tell the current one's messages from stale ones.
+    source_gen: u64,
     tx: Sender<Msg>,
     source: Option<Source>,
     started: DateTime<Utc>,
@@ -467,6 +500,7 @@ impl Daemon {
         if let Err(e) = std::fs::read_dir(&canon) {
             return Err(bad_dir(e.to_string().to_lowercase()));
         }
+        let dir_id = attach::DirId::of(&canon).map_err(|e| bad_dir(e.describe()))?;
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -553,6 +587,11 @@ impl Daemon {
             protocol,
             dir,
             canon,
+            attached: attach::State::Attached(dir_id),
+            detached_why: None,
+            proc_start: heartbeat::proc_start(std::process::id()),
+            wants_stop: false,
+            source_gen: 0,
             tx,
             source: None,
             started: now,
@@ -598,19 +637,30 @@ impl Daemon {
     fn start_source(&mut self, mode: Mode) -> Result<(), DaemonError> {
         let canon = self.canon.clone();
         let tx = self.tx.clone();
+        self.source_gen += 1;
+        let gen = self.source_gen;
         let sink = move |ev: FsEvent| {
             let msg = match ev {
                 FsEvent::Changed(changes) => {
+                    let mut root: Option<bool> = None;
                     let v: Vec<(String, ChangeKind)> = changes
                         .into_iter()
                         .filter_map(|c| {
                             let rel = rel_of(&canon, &c.path)?;
+                            if rel.is_empty() {
+                                // The build directory itself: the daemon checks what its path
+                                // names now (deleted, moved: the watch on it is gone).
+                                root = Some(root.unwrap_or(false) || c.kind == ChangeKind::Removed);
+                            }
                             // The root itself (its mtime) and the referee's own writes are no
                             // work; the STOP file is checked for tampering.
                             let keep = !rel.is_empty() && (rel == STOP_FILE || !is_own_file(&rel));
                             keep.then_some((rel, c.kind))
                         })
                         .collect();
+                    if let Some(lost) = root {
+                        let _ = tx.send(Msg::Root { lost, source: gen });
+                    }
                     if v.is_empty() {
                         return;
                     }
@@ -807,6 +857,11 @@ impl Daemon {
             self.end = Some(end);
             return;
         }
+        // One stat per wake-up: nothing is judged or written for a directory no longer there.
+        self.check_dir(batch.root_lost.contains(&self.source_gen));
+        if self.detached_why.is_some() {
+            return;
+        }
         let mut full = false;
         if let Some(message) = batch.limit {
             let text = format!(
@@ -895,6 +950,7 @@ impl Daemon {
     /// The heartbeat tick: beat, and the cheap checks that need no event.
     fn tick(&mut self) {
         self.next_beat = Instant::now() + self.cfg.heartbeat;
+        self.check_dir(false);
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_stop();
@@ -908,6 +964,174 @@ impl Daemon {
         }
     }
 
+    // ---- the build directory's identity ----------------------------------------------------
+
+    /// Compares what the build directory's path names with the directory the daemon watches, and
+    /// detaches or re-attaches (see [`attach::decide`]). `watch_lost`: the root's watch is gone.
+    fn check_dir(&mut self, watch_lost: bool) {
+        let (now, why) = match attach::DirId::of(&self.dir) {
+            Ok(id) => (Some(id), None),
+            Err(e) => (None, Some(e.describe())),
+        };
+        match attach::decide(&self.attached, now, watch_lost) {
+            attach::Action::Stay => {}
+            attach::Action::Detach => {
+                self.detach(why.unwrap_or_else(|| "the build directory is gone".into()))
+            }
+            attach::Action::Reattach(id) => self.reattach(id),
+        }
+    }
+
+    /// Stops watching and writing: the path names nothing the daemon can watch. Said and recorded
+    /// once per reason (in the old event log, whose file moved with a renamed directory).
+    fn detach(&mut self, why: String) {
+        self.source = None;
+        self.attached = attach::State::Detached;
+        if self.detached_why.as_deref() == Some(why.as_str()) {
+            return;
+        }
+        self.detached_why = Some(why.clone());
+        let text = format!(
+            "detached: {why}; watching and writing nothing until a directory is at `{}` again (checked every heartbeat)",
+            self.dir.display()
+        );
+        eprintln!("referee: warning: {text}");
+        self.incident(
+            "detached",
+            text.clone(),
+            &text,
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Error,
+                level: Level::Critical,
+                payload: json!({
+                    "event": "detached",
+                    "build_dir": self.dir.display().to_string(),
+                    "why": why,
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+    }
+
+    /// The path names a directory the daemon is not watching (re-created, replaced, or back after
+    /// a detach): new watches, its own event log, a full scan, and the STOP, pass files and
+    /// heartbeat written there. What the daemon knows (passes run, history, fix attempts) is
+    /// kept: re-creating the directory must not wipe a STOP.
+    fn reattach(&mut self, id: attach::DirId) {
+        // Watch before the scan, so nothing written in between is missed.
+        self.source = None;
+        let canon = match std::fs::canonicalize(&self.dir) {
+            Ok(c) => c,
+            Err(e) => {
+                self.detach(format!(
+                    "cannot resolve `{}`: {}",
+                    self.dir.display(),
+                    e.to_string().to_lowercase()
+                ));
+                return;
+            }
+        };
+        // The old log's file went with the old directory. Dropping it first releases its lock
+        // (the same file, when the directory was renamed away and back).
+        let old_log = self.log.take().map(|l| l.path().to_path_buf());
+        let context = ContextRef {
+            app_ctx: canon.display().to_string(),
+            motor_ctx: format!(
+                "{}@{}+{}",
+                self.protocol.id, self.protocol.version, self.protocol.sha256
+            ),
+        };
+        let mut previous_events = 0;
+        let mut log_moved = None;
+        match events::open_locked(&self.dir) {
+            Ok(events::Opened {
+                file,
+                resumed,
+                torn_tail,
+                moved_aside,
+            }) => {
+                previous_events = resumed.events.saturating_add(resumed.skipped);
+                log_moved = moved_aside;
+                match EventLog::new(&self.dir, file, torn_tail, self.trace_id.clone(), context) {
+                    Ok(log) => self.log = Some(log),
+                    Err(e) => self.fault(
+                        "events",
+                        format!(
+                            "cannot append to `{}`: {}",
+                            events::EVENTS_FILE,
+                            e.to_string().to_lowercase()
+                        ),
+                    ),
+                }
+            }
+            Err(events::LogError::Busy { path }) => {
+                self.detach(format!(
+                    "another referee watches the directory now at the build directory's path (`{path}` is locked)"
+                ));
+                return;
+            }
+            Err(events::LogError::Io { path, source }) => self.fault(
+                "events",
+                format!(
+                    "cannot open `{path}`: {}",
+                    source.to_string().to_lowercase()
+                ),
+            ),
+        }
+        if let Some((found, to)) = log_moved {
+            self.log_moved_aside(found, &to);
+        }
+        let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
+        self.detached_why = None;
+        self.canon = canon;
+        remove_stale_temps(&self.dir);
+        self.stop = StopFile::new(&self.dir);
+        self.stop.adopt();
+        self.pass_files.clear();
+        // A referee that cannot watch is blind: a fault (the heartbeat says `faulted`).
+        match self.start_source(self.cfg.watch) {
+            Ok(()) => self.clear_fault("watch"),
+            Err(e) => self.fault("watch", format!("cannot watch the build directory: {e}")),
+        }
+        let text = format!(
+            "build directory `{}` re-created or replaced ({}); re-attached: new watches ({}), a full rescan, its files written there",
+            self.dir.display(),
+            match was {
+                attach::State::Attached(old) => format!("was {old}, now {id}"),
+                attach::State::Detached => format!("now {id}"),
+            },
+            self.source_name()
+        );
+        self.incident(
+            "reattach",
+            text.clone(),
+            &text,
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Coverage,
+                level: Level::Warn,
+                payload: json!({
+                    "event": "reattach",
+                    "build_dir": self.canon.display().to_string(),
+                    "dev": id.dev,
+                    "ino": id.ino,
+                    "previous_log": old_log.map(|p| p.display().to_string()),
+                    "previous_lines": previous_events,
+                    "text": text,
+                }),
+                artifacts: Vec::new(),
+            },
+        );
+        if let Some((eval, snap)) = self.evaluate(None, false) {
+            let eval = self.hold(eval, &snap);
+            self.apply(eval, &BTreeSet::new(), &snap);
+        }
+        self.flush_outputs();
+        self.beat(heartbeat::WATCHING);
+    }
+
     // ---- judging --------------------------------------------------------------------------
 
     /// Scans and evaluates (only the instances `changed` touches, when given); faults on failure.
@@ -916,6 +1140,9 @@ impl Daemon {
         changed: Option<&BTreeSet<String>>,
         final_: bool,
     ) -> Option<(Evaluation, Snapshot)> {
+        if self.detached_why.is_some() {
+            return None;
+        }
         self.evaluated = true;
         let snap = match Snapshot::scan(&self.dir, self.cfg.limits) {
             Ok(s) => {
@@ -1346,6 +1573,9 @@ impl Daemon {
 
     /// Brings the STOP file and the pass files in line with the published evaluation.
     fn flush_outputs(&mut self) {
+        if self.detached_why.is_some() {
+            return;
+        }
         let Some(eval) = self.published.take() else {
             self.sync_stop(None);
             return;
@@ -1389,7 +1619,9 @@ impl Daemon {
             // Judged with nothing held back: a STOP adopted at start now follows the evaluation.
             self.stop.judged();
         }
-        let synced = self.stop.sync(stop::compose(checks, &faults));
+        let want = stop::compose(checks, &faults);
+        self.wants_stop = want.is_some();
+        let synced = self.stop.sync(want);
         if let Some(t) = self.stop.take_noticed() {
             self.stop_tampered(&t);
         }
@@ -1419,6 +1651,9 @@ impl Daemon {
 
     /// Compares the STOP file with what the daemon wrote; restores it and records tamper.
     fn check_stop(&mut self) {
+        if self.detached_why.is_some() {
+            return;
+        }
         match self.stop.check() {
             Ok(None) => {}
             Ok(Some(t)) => self.stop_tampered(&t),
@@ -1433,6 +1668,24 @@ impl Daemon {
     }
 
     fn beat(&mut self, state: &str) {
+        if self.detached_why.is_some() {
+            // The path names no directory of ours: a heartbeat written there would vouch for it.
+            return;
+        }
+        let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
+        // Every fault standing, the heartbeat's own included: when this write clears it, clearing
+        // brings the next beat forward, and that one says `watching`.
+        let faults: Vec<String> = self
+            .faults
+            .values()
+            .map(|m| m.chars().take(300).collect())
+            .take(8)
+            .collect();
+        let state = if state == heartbeat::WATCHING && !faults.is_empty() {
+            heartbeat::FAULTED
+        } else {
+            state
+        };
         let hb = heartbeat::Heartbeat {
             pid: std::process::id(),
             started: self.started,
@@ -1444,17 +1697,33 @@ impl Daemon {
             },
             state: state.to_string(),
             stop: self.stop.standing(),
+            // The STOP as last composed, and one for a fault since under `--on-fault stop`.
+            stop_wanted: self.wants_stop
+                || (self.cfg.on_fault == FaultPolicy::Stop && !faults.is_empty()),
+            faults,
             build_dir: self.canon.display().to_string(),
+            dir: match &self.attached {
+                attach::State::Attached(id) => Some(*id),
+                attach::State::Detached => None,
+            },
+            proc_start: self.proc_start,
             trace_id: self.trace_id.clone(),
         };
-        let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
         match heartbeat::write(&self.dir, &hb) {
-            Ok(w) => {
+            Ok(heartbeat::Written::Atomic(w)) => {
                 self.clear_fault(&area);
                 if let Some(found) = w.replaced {
                     self.own_file_tampered(heartbeat::HEARTBEAT_FILE, found);
                 }
             }
+            Ok(heartbeat::Written::InPlace(e)) => self.fault(
+                &area,
+                format!(
+                    "cannot write `{}` atomically ({}); overwrote it in place",
+                    heartbeat::HEARTBEAT_FILE,
+                    e.to_string().to_lowercase()
+                ),
+            ),
             Err(e) => self.fault(
                 &area,
                 format!(
@@ -1542,6 +1811,8 @@ impl Daemon {
             return;
         }
         self.faults.insert(area.to_string(), message.clone());
+        // The heartbeat says `faulted` at once, not at the next tick.
+        self.next_beat = Instant::now();
         eprintln!("referee: fault: {message}");
         self.say(&format!("fault: {message}"));
         self.incidents.push(Incident {
@@ -1571,6 +1842,7 @@ impl Daemon {
 
     fn clear_fault(&mut self, area: &str) {
         if let Some(message) = self.faults.remove(area) {
+            self.next_beat = Instant::now();
             self.say(&format!("fault cleared: {message}"));
             self.record(Record {
                 scope: Scope::Motor,
@@ -1812,6 +2084,28 @@ mod tests {
             ("c.md".into(), ChangeKind::Metadata),
             ("d.md".into(), ChangeKind::Metadata),
         ]));
+        b.add(Msg::Root {
+            lost: false,
+            source: 1,
+        });
+        assert!(b.root_lost.is_empty(), "a touch of the root loses no watch");
+        b.add(Msg::Root {
+            lost: true,
+            source: 1,
+        });
+        b.add(Msg::Root {
+            lost: false,
+            source: 1,
+        });
+        b.add(Msg::Root {
+            lost: true,
+            source: 2,
+        });
+        assert_eq!(
+            b.root_lost,
+            BTreeSet::from([1, 2]),
+            "once lost, a source's watch stays lost"
+        );
         b.add(Msg::Shutdown(Shutdown::Signal("SIGTERM".into())));
         b.add(Msg::PipelineExited(7));
         assert_eq!(b.paths.len(), 4);

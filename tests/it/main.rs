@@ -1,5 +1,6 @@
 mod builder;
 mod cases;
 mod cli;
+mod liveness;
 mod replay;
 mod watch;

@@ -14,18 +14,18 @@ use serde_json::Value;
 use crate::builder::{fixtures_dir, Build};
 
 /// The longest any single condition may take to become true.
-const WAIT: Duration = Duration::from_secs(10);
-const STOP: &str = "OBSERVER-STOP.md";
-const EVENTS: &str = "OBSERVER-EVENTS.jsonl";
-const HEARTBEAT: &str = "OBSERVER-HEARTBEAT.json";
-const GATES: &str = "p3a-gate-results.json";
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const STOP: &str = "OBSERVER-STOP.md";
+pub(crate) const EVENTS: &str = "OBSERVER-EVENTS.jsonl";
+pub(crate) const HEARTBEAT: &str = "OBSERVER-HEARTBEAT.json";
+pub(crate) const GATES: &str = "p3a-gate-results.json";
 
-fn referee() -> PathBuf {
+pub(crate) fn referee() -> PathBuf {
     assert_cmd::cargo::cargo_bin("referee")
 }
 
 /// A materialised fixture build in its own temporary root: `root/build`.
-fn build(name: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn build(name: &str) -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().expect("tempdir");
     let dir = Build::named(name)
         .and_then(|b| b.materialise(root.path()))
@@ -33,24 +33,24 @@ fn build(name: &str) -> (tempfile::TempDir, PathBuf) {
     (root, dir)
 }
 
-fn gates_text() -> String {
+pub(crate) fn gates_text() -> String {
     fs::read_to_string(fixtures_dir().join("content/gate-results.json")).expect("gate results")
 }
 
 /// The fixture's gate results with the first `n` entries' source made manual (OBS-27 FAILs).
-fn manual_gates(n: usize) -> String {
+pub(crate) fn manual_gates(n: usize) -> String {
     gates_text().replacen("\"source\": \"gate-runner\"", "\"source\": \"manual\"", n)
 }
 
 /// A running `referee watch`, killed if the test fails before it ends.
-struct Watch {
+pub(crate) struct Watch {
     child: Option<Child>,
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     err: PathBuf,
 }
 
 impl Watch {
-    fn start(dir: &Path, logs: &Path, args: &[&str]) -> Watch {
+    pub(crate) fn start(dir: &Path, logs: &Path, args: &[&str]) -> Watch {
         let n = fs::read_dir(logs).map(|r| r.count()).unwrap_or(0);
         let out = logs.join(format!("watch-{n}.out"));
         let err = logs.join(format!("watch-{n}.err"));
@@ -71,12 +71,12 @@ impl Watch {
         }
     }
 
-    fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.as_ref().map_or(0, |c| c.id() as i32)
     }
 
     /// What the daemon printed so far (for failure messages).
-    fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         format!(
             "--- stdout ---\n{}\n--- stderr ---\n{}",
             fs::read_to_string(&self.out).unwrap_or_default(),
@@ -84,14 +84,14 @@ impl Watch {
         )
     }
 
-    fn signal(&self, sig: libc::c_int) {
+    pub(crate) fn signal(&self, sig: libc::c_int) {
         // SAFETY: sending a signal to our own child process.
         let rc = unsafe { libc::kill(self.pid(), sig) };
         assert_eq!(rc, 0, "cannot signal the referee");
     }
 
     /// Waits for the daemon to exit on its own.
-    fn wait(&mut self, within: Duration) -> ExitStatus {
+    pub(crate) fn wait(&mut self, within: Duration) -> ExitStatus {
         let deadline = Instant::now() + within;
         let child = self.child.as_mut().expect("already waited");
         loop {
@@ -112,14 +112,14 @@ impl Watch {
         }
     }
 
-    fn kill9(&mut self) {
+    pub(crate) fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             c.kill().expect("kill -9");
             c.wait().expect("reap");
         }
     }
 
-    fn until(&self, what: &str, cond: impl FnMut() -> bool) {
+    pub(crate) fn until(&self, what: &str, cond: impl FnMut() -> bool) {
         wait_until(WAIT, what, cond, || self.output());
     }
 }
@@ -134,7 +134,7 @@ impl Drop for Watch {
 }
 
 /// Polls `cond` until it holds; fails the test with `what` and `context()` at the deadline.
-fn wait_until(
+pub(crate) fn wait_until(
     within: Duration,
     what: &str,
     mut cond: impl FnMut() -> bool,
@@ -151,7 +151,7 @@ fn wait_until(
     }
 }
 
-fn events(dir: &Path) -> Vec<Value> {
+pub(crate) fn events(dir: &Path) -> Vec<Value> {
     fs::read_to_string(dir.join(EVENTS))
         .unwrap_or_default()
         .lines()
@@ -159,7 +159,7 @@ fn events(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn payloads(dir: &Path, event: &str) -> Vec<Value> {
+pub(crate) fn payloads(dir: &Path, event: &str) -> Vec<Value> {
     events(dir)
         .into_iter()
         .map(|e| e["payload"].clone())
@@ -167,18 +167,18 @@ fn payloads(dir: &Path, event: &str) -> Vec<Value> {
         .collect()
 }
 
-fn count(dir: &Path, event: &str, check: &str) -> usize {
+pub(crate) fn count(dir: &Path, event: &str, check: &str) -> usize {
     payloads(dir, event)
         .iter()
         .filter(|p| check.is_empty() || p["check"] == check)
         .count()
 }
 
-fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_default()
 }
 
-fn exit_code(s: ExitStatus) -> i32 {
+pub(crate) fn exit_code(s: ExitStatus) -> i32 {
     s.code()
         .unwrap_or_else(|| panic!("referee died of a signal: {s:?}"))
 }
@@ -188,7 +188,7 @@ fn mv(from: &Path, to: &Path, rel: &str) {
 }
 
 /// Runs a short command (`status`, `verify`) with a timeout.
-fn run(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run(args: &[&str]) -> (i32, String, String) {
     let out = assert_cmd::Command::new(referee())
         .args(args)
         .timeout(WAIT)
@@ -201,7 +201,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn status(dir: &Path, live: bool) -> (i32, String, String) {
+pub(crate) fn status(dir: &Path, live: bool) -> (i32, String, String) {
     let d = dir.to_str().expect("utf-8 path");
     if live {
         run(&["status", d, "--require-live"])
@@ -258,14 +258,14 @@ fn verify_statuses(dir: &Path, final_: bool) -> BTreeMap<String, String> {
 }
 
 /// A pre-audit build (passes 0–2 ran, pass 2 not due) with a running daemon on it.
-fn watching(args: &[&str]) -> (tempfile::TempDir, PathBuf, Watch) {
+pub(crate) fn watching(args: &[&str]) -> (tempfile::TempDir, PathBuf, Watch) {
     let (root, dir) = build("pre-audit");
     let w = Watch::start(&dir, root.path(), args);
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
     (root, dir, w)
 }
 
-fn raise_stop(dir: &Path, w: &Watch) {
+pub(crate) fn raise_stop(dir: &Path, w: &Watch) {
     fs::write(dir.join(GATES), manual_gates(1)).expect("write gates");
     w.until("STOP raised for OBS-27", || {
         read(&dir.join(STOP)).contains("OBS-27")
