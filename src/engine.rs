@@ -61,11 +61,14 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// The outcome's evidence, each string made one line: names are escaped where they are
+    /// listed, but matched text and tracker values come from file contents, and no content may
+    /// forge a line in a STOP, pass or report file.
     fn from_outcome(o: &Outcome) -> Evidence {
         Evidence {
-            expected: dedup_join(&o.expected),
-            observed: dedup_join(&o.observed),
-            details: o.details.clone(),
+            expected: one_line(&dedup_join(&o.expected)),
+            observed: one_line(&dedup_join(&o.observed)),
+            details: o.details.iter().map(|d| one_line(d)).collect(),
             files: o.files.clone(),
         }
     }
@@ -78,6 +81,23 @@ impl Evidence {
             files: Vec::new(),
         }
     }
+}
+
+/// `s` with control characters (and Unicode line separators and bidirectional overrides)
+/// written as escapes, so it stays one line of text wherever it is printed.
+fn one_line(s: &str) -> String {
+    if !s.chars().any(crate::artifacts::needs_escape) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| match c {
+            '\n' => "\\n".to_string(),
+            '\r' => "\\r".to_string(),
+            '\t' => "\\t".to_string(),
+            c if crate::artifacts::needs_escape(c) => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 fn dedup_join(parts: &[String]) -> String {

@@ -2,6 +2,12 @@
 //! an [`Outcome`] (pass, fail, missing, inconclusive) with the evidence that decided it.
 //! This module knows nothing of passes, deadlines or statuses — turning "missing" into
 //! WAITING or FAIL is the engine's job — and it never writes anything.
+//!
+//! One rule runs through every predicate: what cannot be read is never absent and never clean.
+//! A file that matched but cannot be read (over the cap, a FIFO, permission denied) and a place
+//! the walk could not list where a glob could match ([`Ctx::hidden`]) make a result that depends
+//! on them INCONCLUSIVE, with the path and the cause; only a verdict the unknown part cannot
+//! change (a forbidden hit found, a count already over its maximum, a file that exists) stands.
 
 mod files;
 mod gates;
@@ -193,6 +199,44 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .filter(|e| e.kind != Kind::Dir)
             .partition(|e| e.kind == Kind::File)
+    }
+
+    /// Evidence lines for the places the walk could not look into (a directory that could not be
+    /// listed, an entry that could not be examined) where `glob` could match something: what is
+    /// there is unknown, so a result that rests on the glob's matches cannot be decided.
+    /// Conservative: a place counts when the glob's literal prefix and the place's path agree.
+    pub fn hidden(&self, glob: &Glob) -> Vec<String> {
+        let unlisted = self.snap.unlisted();
+        if unlisted.is_empty() || !glob.is_resolved() {
+            return Vec::new();
+        }
+        let src = glob.as_str();
+        let prefix = literal_prefix(src);
+        let nested = glob.nested();
+        let marker_ok = |rel: &str| match self.marker {
+            Some(m) if !src.contains(m) => !top_component(rel).contains(m),
+            _ => true,
+        };
+        unlisted
+            .iter()
+            .filter(|u| {
+                if u.rel.is_empty() {
+                    return true;
+                }
+                if !marker_ok(&u.rel) || is_own_file(&u.rel) {
+                    return false;
+                }
+                // The place itself was not listed and the glob names it.
+                let itself = self.snap.get(&u.rel).is_none()
+                    && (nested || !u.rel.contains('/'))
+                    && glob.is_match(&u.rel);
+                // Something under the place: only a nested glob reaches below the top level.
+                let under = format!("{}/", u.rel);
+                let below = nested && (prefix.starts_with(&under) || under.starts_with(prefix));
+                itself || below
+            })
+            .map(|u| u.describe())
+            .collect()
     }
 
     fn match_indices(&self, glob: &Glob) -> Rc<Vec<usize>> {
@@ -467,7 +511,8 @@ pub fn holds(ctx: &Ctx<'_>, p: &Predicate) -> bool {
     judge(ctx, p).verdict == Verdict::Pass
 }
 
-/// The tracker, or the outcome to report when it cannot be had.
+/// The tracker, or the outcome to report when it cannot be had: absent is missing, present but
+/// unreadable (or not examinable) is INCONCLUSIVE with the cause.
 fn with_tracker(ctx: &Ctx<'_>) -> Result<Arc<Tracker>, Outcome> {
     match ctx.tracker() {
         None => Err(Outcome::new(

@@ -1,6 +1,12 @@
 //! The `text` predicate: required and forbidden language in files and tracker fields, with
 //! every forbidden hit reported as `file:line`. Each file is scanned once by a single
 //! combined regex, so checking every report costs one pass over its bytes.
+//!
+//! Every byte of every file in scope is searched, whatever it holds: NUL bytes, invalid UTF-8 or
+//! a whole PNG (the patterns are byte patterns). A NUL byte planted in a report must not hide
+//! the words after it, so no file is skipped as "binary"; a text check never passes on content
+//! it did not search. A file or place that cannot be read leaves the check INCONCLUSIVE unless a
+//! forbidden hit elsewhere already decides it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -94,14 +100,15 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     let mut binary = 0;
     for g in &t.files {
         let (files, other) = ctx.files(g);
+        unreadable.extend(ctx.hidden(g));
         for e in files {
             match ctx.read(&e.rel) {
                 Ok(d) => {
                     o.push_file(Ctx::data_ref(&d));
                     if d.looks_binary() {
+                        // Searched like any other file: say so, since a hit may be chance bytes.
                         binary += 1;
-                        o.push_detail(format!("{}: binary, not judged", e.rel));
-                        continue;
+                        o.push_detail(format!("{}: has NUL bytes; searched byte for byte", e.rel));
                     }
                     let source = Source {
                         label: e.rel.clone(),
@@ -156,11 +163,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
         } else {
             Verdict::Inconclusive
         };
-        o.observed = vec![if binary > 0 {
-            "only binary files".to_string()
-        } else {
-            "no text to judge".to_string()
-        }];
+        o.observed = vec!["no text to judge".to_string()];
         return o;
     }
 
@@ -173,8 +176,13 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
         hits.extend(forbidden(&t.forbid, &t.forbid_terms, &sources));
         if hits.is_empty() {
             observed.push(format!(
-                "no forbidden language in {} sources",
-                sources.len() + streamed
+                "no forbidden language in {} sources{}",
+                sources.len() + streamed,
+                if binary > 0 {
+                    format!(" ({binary} with NUL bytes, searched as bytes)")
+                } else {
+                    String::new()
+                }
             ));
         } else {
             verdict = Verdict::Fail;
