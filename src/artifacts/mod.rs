@@ -410,12 +410,20 @@ impl Unlisted {
         Unlisted { rel, cause }
     }
 
-    /// `` `rel` cannot be listed: cause `` for evidence.
+    /// `` `rel` cannot be listed or examined: cause `` for evidence. A path too long to show
+    /// (one past `PATH_MAX` is 4 KB) keeps its start and end, so the cause survives the cap on
+    /// evidence lines.
     pub fn describe(&self) -> String {
+        const KEEP: usize = 60;
         let what = if self.rel.is_empty() {
-            "part of the build directory"
+            "part of the build directory".to_string()
+        } else if self.rel.chars().count() > 2 * KEEP {
+            let head: String = self.rel.chars().take(KEEP).collect();
+            let tail: Vec<char> = self.rel.chars().rev().take(KEEP).collect();
+            let tail: String = tail.into_iter().rev().collect();
+            format!("{head}…{tail}")
         } else {
-            self.rel.as_str()
+            self.rel.clone()
         };
         format!("`{what}` cannot be listed or examined: {}", self.cause)
     }

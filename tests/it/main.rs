@@ -2,4 +2,5 @@ mod builder;
 mod cases;
 mod cli;
 mod replay;
+mod unreadable;
 mod watch;
