@@ -90,6 +90,10 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
         format!("{n} files match `{}`", c.glob.as_str()),
     );
     note_unreadable(&mut o, &other);
+    if verdict == Verdict::Missing && !other.is_empty() {
+        // Too few files, but something that cannot be read sits where one is looked for.
+        o.verdict = Verdict::Inconclusive;
+    }
     // Unseen entries can only add: too many stands, too few (or a maximum) cannot be decided.
     let hidden = ctx.hidden(&c.glob);
     if !hidden.is_empty()
@@ -187,6 +191,10 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
         o.push_file(ctx.entry_ref(e));
     }
     note_unreadable(&mut o, &other);
+    if verdict == Verdict::Missing && !other.is_empty() {
+        // A member is missing, but something that cannot be read matches where it is looked for.
+        o.verdict = Verdict::Inconclusive;
+    }
     // An unexpected or duplicated file stands; a full or short set may hide another one.
     let hidden = ctx.hidden(&f.glob);
     if !hidden.is_empty() && verdict != Verdict::Fail {

@@ -188,10 +188,10 @@ fn a_folder_that_cannot_be_listed_is_inconclusive_not_clean_for_watch() {
     let log = fs::read_to_string(dir.join("OBSERVER-EVENTS.jsonl")).unwrap_or_default();
     let end = log
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .map(|e| e["payload"].clone())
-        .filter(|p| p["event"] == "end")
-        .last()
+        .find(|p| p["event"] == "end")
         .unwrap_or_else(|| {
             panic!(
                 "no end event ({status:?})\n{log}\n{}",
