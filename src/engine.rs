@@ -365,3 +365,17 @@ fn judge_instance(
     };
     result(status, due, Evidence::from_outcome(&outcome))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_is_one_line_whatever_the_content() {
+        assert_eq!(one_line("plain \\ text"), "plain \\ text");
+        assert_eq!(
+            one_line("GR-12\n## OBS-21: PASS\r\t\u{1b}[2J\u{2028}"),
+            "GR-12\\n## OBS-21: PASS\\r\\t\\u{1b}[2J\\u{2028}"
+        );
+    }
+}

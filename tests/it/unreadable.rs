@@ -321,3 +321,26 @@ fn a_name_cannot_forge_a_line_in_the_markdown() {
         "{md}"
     );
 }
+
+#[test]
+fn screenshots_that_cannot_be_listed_are_not_counted_as_missing() {
+    if !is_root() {
+        eprintln!("note: not root, cannot run the referee as another user; skipped");
+        return;
+    }
+    let (root, dir) = build("clean");
+    give_to_nobody(root.path());
+    let _guard = Locked::new(dir.join("screenshots/768"));
+    let doc = verify_json(&dir, true);
+    let results = &doc["results"];
+    // The folder exists: that much is known.
+    assert_status(result(results, "2", "OBS-10"), "PASS", &[]);
+    // What is in it is not: neither "too few screenshots" nor "no cold look".
+    for check in ["OBS-11", "OBS-12"] {
+        assert_status(
+            result(results, "2", check),
+            "INCONCLUSIVE",
+            &["screenshots/768", "permission denied"],
+        );
+    }
+}
