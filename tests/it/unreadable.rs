@@ -344,3 +344,26 @@ fn screenshots_that_cannot_be_listed_are_not_counted_as_missing() {
         );
     }
 }
+
+#[test]
+fn a_listed_path_where_the_walk_could_not_look_is_unknown_not_missing() {
+    if !is_root() {
+        eprintln!("note: not root, cannot run the referee as another user; skipped");
+        return;
+    }
+    let (root, dir) = build("clean");
+    give_to_nobody(root.path());
+    // The tracker's Output Files table lists `screenshots/1440/cold-look.png`.
+    let _guard = Locked::new(dir.join("screenshots/1440"));
+    let doc = verify_json(&dir, true);
+    let obs30 = result(&doc["results"], "4", "OBS-30");
+    assert_status(
+        obs30,
+        "INCONCLUSIVE",
+        &["screenshots/1440/cold-look.png", "permission denied"],
+    );
+    assert!(
+        !obs30["evidence"].to_string().contains("does not exist"),
+        "{obs30}"
+    );
+}
