@@ -14,6 +14,8 @@ use crate::protocol::predicate::{
 pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     let mut missing = Vec::new();
     let mut hidden = Vec::new();
+    // A glob with no match and nowhere unseen to match decides "missing" for all of them.
+    let mut surely_missing = false;
     let mut found = Vec::new();
     let mut refs = Vec::new();
     for g in globs {
@@ -27,7 +29,9 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
             }),
             None => {
                 missing.push(format!("`{}`", g.as_str()));
-                hidden.extend(ctx.hidden(g));
+                let h = ctx.hidden(g);
+                surely_missing |= h.is_empty();
+                hidden.extend(h);
             }
         }
     }
@@ -45,7 +49,7 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
             o.push_file(r);
         }
         o
-    } else if !hidden.is_empty() {
+    } else if !surely_missing {
         // Nothing seen, but the walk could not look everywhere the glob reaches.
         let mut o = Outcome::new(
             Verdict::Inconclusive,
