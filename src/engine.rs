@@ -345,6 +345,19 @@ fn judge_instance(
         opts.final_ || complete || inst.deadline.as_ref().is_none_or(|d| checks::holds(ctx, d));
     if let Some(when) = &inst.when {
         let w = checks::judge(ctx, when);
+        if w.verdict == Verdict::Inconclusive {
+            // Whether the check applies cannot be read: neither SKIP ("not applicable") nor
+            // a judgment of the predicate.
+            let mut ev = Evidence::from_outcome(&w);
+            ev.expected = format!("applies when: {}", ev.expected);
+            ev.observed = format!("cannot tell whether it applies: {}", ev.observed);
+            let status = if due {
+                Status::Inconclusive
+            } else {
+                Status::Waiting
+            };
+            return result(status, due, ev);
+        }
         if w.verdict != Verdict::Pass {
             let mut ev = Evidence::from_outcome(&w);
             ev.expected = format!("applies when: {}", ev.expected);

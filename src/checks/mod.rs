@@ -445,20 +445,25 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         }
         P::Not(inner) => {
             let o = judge(ctx, inner);
-            let verdict = if o.verdict == Verdict::Pass {
-                Verdict::Fail
-            } else {
-                Verdict::Pass
+            // What cannot be decided stays undecided: "not unknown" is not a pass.
+            let verdict = match o.verdict {
+                Verdict::Pass => Verdict::Fail,
+                Verdict::Inconclusive => Verdict::Inconclusive,
+                Verdict::Missing | Verdict::Fail => Verdict::Pass,
             };
             Outcome { verdict, ..o }
         }
         P::If(i) => {
-            if judge(ctx, &i.cond).verdict == Verdict::Pass {
-                judge(ctx, &i.then)
-            } else if let Some(e) = &i.otherwise {
-                judge(ctx, e)
-            } else {
-                Outcome::pass("(condition not met)", "not applicable")
+            let cond = judge(ctx, &i.cond);
+            match cond.verdict {
+                Verdict::Pass => judge(ctx, &i.then),
+                // A condition that cannot be decided (an unreadable tracker) must not choose
+                // the other branch, which would pass on what could not be read.
+                Verdict::Inconclusive => cond,
+                _ => match &i.otherwise {
+                    Some(e) => judge(ctx, e),
+                    None => Outcome::pass("(condition not met)", "not applicable"),
+                },
             }
         }
         P::FailIfMissing(inner) => {
