@@ -379,7 +379,11 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> Option<PipelineVerdict> {
         let mut files = files;
         files.sort_by_key(|e| std::cmp::Reverse(e.mtime()));
         for e in files {
-            let Ok(data) = ctx.read(&e.rel) else { continue };
+            // The newest verdict file cannot be read: the latest verdict is unknown, and an
+            // older file's must not stand in for it (the pipeline is not known to be complete).
+            let Ok(data) = ctx.read(&e.rel) else {
+                return None;
+            };
             let mut found = None;
             let mut caps = regex.create_captures();
             for (i, line) in data.bytes.split(|&b| b == b'\n').enumerate() {
