@@ -61,11 +61,14 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// The outcome's evidence, each string made one line: names are escaped where they are
+    /// listed, but matched text and tracker values come from file contents, and no content may
+    /// forge a line in a STOP, pass or report file.
     fn from_outcome(o: &Outcome) -> Evidence {
         Evidence {
-            expected: dedup_join(&o.expected),
-            observed: dedup_join(&o.observed),
-            details: o.details.clone(),
+            expected: one_line(&dedup_join(&o.expected)),
+            observed: one_line(&dedup_join(&o.observed)),
+            details: o.details.iter().map(|d| one_line(d)).collect(),
             files: o.files.clone(),
         }
     }
@@ -78,6 +81,23 @@ impl Evidence {
             files: Vec::new(),
         }
     }
+}
+
+/// `s` with control characters (and Unicode line separators and bidirectional overrides)
+/// written as escapes, so it stays one line of text wherever it is printed.
+fn one_line(s: &str) -> String {
+    if !s.chars().any(crate::artifacts::needs_escape) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| match c {
+            '\n' => "\\n".to_string(),
+            '\r' => "\\r".to_string(),
+            '\t' => "\\t".to_string(),
+            c if crate::artifacts::needs_escape(c) => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 fn dedup_join(parts: &[String]) -> String {
@@ -329,6 +349,19 @@ fn judge_instance(
         opts.final_ || complete || inst.deadline.as_ref().is_none_or(|d| checks::holds(ctx, d));
     if let Some(when) = &inst.when {
         let w = checks::judge(ctx, when);
+        if w.verdict == Verdict::Inconclusive {
+            // Whether the check applies cannot be read: neither SKIP ("not applicable") nor
+            // a judgment of the predicate.
+            let mut ev = Evidence::from_outcome(&w);
+            ev.expected = format!("applies when: {}", ev.expected);
+            ev.observed = format!("cannot tell whether it applies: {}", ev.observed);
+            let status = if due {
+                Status::Inconclusive
+            } else {
+                Status::Waiting
+            };
+            return result(status, due, ev);
+        }
         if w.verdict != Verdict::Pass {
             let mut ev = Evidence::from_outcome(&w);
             ev.expected = format!("applies when: {}", ev.expected);
@@ -348,4 +381,18 @@ fn judge_instance(
         (_, false) => Status::Waiting,
     };
     result(status, due, Evidence::from_outcome(&outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_is_one_line_whatever_the_content() {
+        assert_eq!(one_line("plain \\ text"), "plain \\ text");
+        assert_eq!(
+            one_line("GR-12\n## OBS-21: PASS\r\t\u{1b}[2J\u{2028}"),
+            "GR-12\\n## OBS-21: PASS\\r\\t\\u{1b}[2J\\u{2028}"
+        );
+    }
 }

@@ -8,6 +8,13 @@
 //! results ([`gates`]), and the markdown block structure they and the checks share ([`markdown`]). It must not write anything, must not open anything but regular files, must not
 //! filter entries (not even `OBSERVER-*` files: callers decide what to ignore), and must not judge
 //! artifacts: a missing or unreadable file is reported as data, never as a check result or a panic.
+//!
+//! Two rules keep "cannot be read" apart from "absent": a directory the walk could not list (or an
+//! entry it could not examine: permission denied, a path longer than `PATH_MAX`, …) is kept as an
+//! [`Unlisted`] place, so a check whose glob could reach under it knows its listing is incomplete;
+//! and every name is made into `rel` by [`escape_name`], an injective escape (invalid UTF-8 bytes
+//! as `\xff`, control characters as `\n`/`\x1b`, a backslash as `\\`), so two names never
+//! collapse into one and no name can carry a line break into an output file.
 
 pub mod fsread;
 pub mod gates;
@@ -68,7 +75,8 @@ pub enum Kind {
 /// demand, and what only unusual entries need (a refusal, a non-UTF-8 name's real path) is boxed.
 #[derive(Debug)]
 pub struct Entry {
-    /// Path relative to the root, `/`-separated, no leading `./`. Non-UTF-8 bytes are replaced.
+    /// Path relative to the root, `/`-separated, no leading `./`, each name escaped by
+    /// [`escape_name`] (so it is one line of text, and distinct names stay distinct).
     pub rel: String,
     /// Why the entry is [`Kind::Other`] (e.g. `fifo`); `None` for files and directories.
     pub note: Option<Box<str>>,
@@ -92,7 +100,7 @@ struct Extra {
     /// Why [`Snapshot::read`] refuses a [`Kind::Other`] entry without touching the disk (a
     /// directory's refusal needs no storing).
     refusal: Option<ReadError>,
-    /// The real path of an entry whose name is not valid UTF-8 (`rel` is lossy).
+    /// The real path of an entry whose name [`escape_name`] changed (`rel` is not its path).
     raw: Option<PathBuf>,
 }
 
@@ -177,7 +185,8 @@ pub struct Snapshot {
     canonical_root: Arc<PathBuf>,
     entries: Vec<Entry>,
     limits: Limits,
-    walk_errors: Vec<String>,
+    /// Places the walk could not look into, sorted by `rel`.
+    unlisted: Vec<Unlisted>,
     /// Reads by entry index: only the few files that are read have a slot.
     reads: Mutex<HashMap<usize, ReadSlot>>,
     tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
@@ -187,8 +196,8 @@ impl Snapshot {
     /// Lists everything under `root` in one walk.
     ///
     /// Fails only when `root` itself cannot be resolved, is not a directory, or cannot be listed.
-    /// Entries that vanish or cannot be examined during the walk are skipped and recorded in
-    /// [`Snapshot::walk_errors`].
+    /// Directories that cannot be listed and entries that cannot be examined during the walk are
+    /// recorded in [`Snapshot::unlisted`]: what they hold is unknown, not absent.
     pub fn scan(root: &Path, limits: Limits) -> io::Result<Snapshot> {
         let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
         let meta = fs::metadata(&canonical_root).map_err(|e| root_error(root, &e))?;
@@ -204,33 +213,28 @@ impl Snapshot {
 
         let canonical_root = Arc::new(canonical_root);
         let mut entries = Vec::new();
-        let mut walk_errors = Vec::new();
+        let mut unlisted = Vec::new();
         for item in WalkDir::new(canonical_root.as_path())
             .min_depth(1)
             .follow_links(false)
         {
-            let dent = match item {
-                Ok(dent) => dent,
-                Err(e) => {
-                    walk_errors.push(walk_error_message(&canonical_root, &e));
-                    continue;
-                }
-            };
-            match make_entry(&canonical_root, &dent) {
-                Ok(entry) => entries.push(entry),
-                Err(message) => walk_errors.push(message),
+            match item {
+                Ok(dent) => entries.push(make_entry(&canonical_root, &dent)),
+                Err(e) => unlisted.push(Unlisted::from_walk(&canonical_root, &e)),
             }
         }
         sort_by_rel(&mut entries);
-        // Two names can collide only after lossy UTF-8 conversion; the first one wins.
-        entries.dedup_by(|b, a| a.rel == b.rel);
+        // `rel` is an injective escape of the path, so no two entries share one: nothing is
+        // de-duplicated (two names that differ only in invalid bytes are two files).
         entries.shrink_to_fit();
+        unlisted.sort_by(|a, b| a.rel.cmp(&b.rel));
+        unlisted.dedup();
         Ok(Snapshot {
             root: root.to_path_buf(),
             canonical_root,
             entries,
             limits,
-            walk_errors,
+            unlisted,
             reads: Mutex::new(HashMap::new()),
             tracker: OnceLock::new(),
         })
@@ -261,9 +265,23 @@ impl Snapshot {
         self.entries.iter().filter(|e| e.kind == Kind::File)
     }
 
-    /// Problems met while walking (entries that vanished or could not be examined); they were skipped.
-    pub fn walk_errors(&self) -> &[String] {
-        &self.walk_errors
+    /// Places the walk could not look into (directories that could not be listed, entries that
+    /// could not be examined), sorted by `rel`. Checks treat what may lie there as unknown.
+    pub fn unlisted(&self) -> &[Unlisted] {
+        &self.unlisted
+    }
+
+    /// The unlisted place that may hide an entry at `rel`: `rel` itself when it was not listed,
+    /// or a directory above it that could not be listed.
+    pub fn unlisted_at(&self, rel: &str) -> Option<&Unlisted> {
+        let rel = normalize_rel(rel);
+        self.unlisted.iter().find(|u| {
+            u.rel.is_empty()
+                || (u.rel == rel && self.get(rel).is_none())
+                || rel
+                    .strip_prefix(u.rel.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
     }
 
     /// The entry at `rel` (a leading `./` is ignored).
@@ -330,11 +348,18 @@ impl Snapshot {
     }
 
     /// The parsed `EXECUTION-TRACKER.md` (parsed once, cached); `None` when the snapshot has no such
-    /// entry. An entry that cannot be read (vanished, too large, a FIFO, …) is `Some(Err(..))`.
+    /// entry. An entry that cannot be read (vanished, too large, a FIFO, not examinable, …) is
+    /// `Some(Err(..))`: unreadable is never absent.
     pub fn tracker(&self) -> Option<Result<Arc<tracker::Tracker>, ReadError>> {
         self.tracker
             .get_or_init(|| {
-                self.get(TRACKER_FILE)?;
+                if self.get(TRACKER_FILE).is_none() {
+                    let u = self.unlisted_at(TRACKER_FILE)?;
+                    return Some(Err(ReadError::Io {
+                        rel: TRACKER_FILE.to_string(),
+                        message: format!("cannot be examined: {}", u.describe()),
+                    }));
+                }
                 Some(
                     self.read(TRACKER_FILE)
                         .map(|data| Arc::new(tracker::Tracker::parse(&data.text()))),
@@ -365,53 +390,108 @@ fn root_error(root: &Path, err: &io::Error) -> io::Error {
     )
 }
 
-fn walk_error_message(root: &Path, err: &walkdir::Error) -> String {
-    let what = err
-        .path()
-        .map(|p| rel_string(p.strip_prefix(root).unwrap_or(p)))
-        .unwrap_or_default();
-    let cause = err
-        .io_error()
-        .map(fsread::lowercase_message)
-        .unwrap_or_else(|| err.to_string());
-    format!("skipped `{what}`: {cause}")
+/// A place the walk could not look into: a directory that could not be listed or an entry that
+/// could not be examined (permission denied, a path longer than `PATH_MAX`, a loop, …). What is
+/// there is unknown: a check whose glob could reach it must not call it absent or clean.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unlisted {
+    /// Escaped path relative to the root (as [`Entry::rel`]); empty when the walk did not say.
+    pub rel: String,
+    /// Why, lowercase (e.g. `permission denied (os error 13)`).
+    pub cause: String,
+}
+
+impl Unlisted {
+    fn from_walk(root: &Path, err: &walkdir::Error) -> Unlisted {
+        let rel = err.path().map(|p| rel_of(root, p).0).unwrap_or_default();
+        let cause = err
+            .io_error()
+            .map(fsread::lowercase_message)
+            .unwrap_or_else(|| err.to_string());
+        Unlisted { rel, cause }
+    }
+
+    /// `` `rel` cannot be listed or examined: cause `` for evidence. A path too long to show
+    /// (one past `PATH_MAX` is 4 KB) keeps its start and end, so the cause survives the cap on
+    /// evidence lines.
+    pub fn describe(&self) -> String {
+        const KEEP: usize = 60;
+        let what = if self.rel.is_empty() {
+            "part of the build directory".to_string()
+        } else if self.rel.chars().count() > 2 * KEEP {
+            let head: String = self.rel.chars().take(KEEP).collect();
+            let tail: Vec<char> = self.rel.chars().rev().take(KEEP).collect();
+            let tail: String = tail.into_iter().rev().collect();
+            format!("{head}…{tail}")
+        } else {
+            self.rel.clone()
+        };
+        format!("`{what}` cannot be listed or examined: {}", self.cause)
+    }
+}
+
+/// Escapes one path (or name) for use as a `rel`: valid UTF-8 stays as it is except that a
+/// backslash becomes `\\`, control characters become `\n`, `\r`, `\t` or `\xNN` (C1 and
+/// the Unicode line, paragraph and bidirectional controls `\u{NNNN}`), and each byte of invalid
+/// UTF-8 becomes `\xNN` (always >= 0x80, so never confused with an escaped control). The
+/// escape is injective, so distinct names stay distinct, and its output is one line of text
+/// that cannot forge a line in a markdown file. Borrowed when nothing needed escaping.
+pub fn escape_name(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    use std::fmt::Write;
+    let needs = |c: char| c == '\\' || needs_escape(c);
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        if !s.chars().any(needs) {
+            return Cow::Borrowed(s);
+        }
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x80 && needs_escape(c) => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c if needs_escape(c) => {
+                    let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Characters that must not reach output text raw: controls (C0, DEL, C1) and the Unicode
+/// line/paragraph separators and bidirectional overrides, which reorder or break a line.
+pub fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The path of an entry relative to the root, from the bytes (the walk yields normalised
-/// paths under the root, so no component parsing is needed); lossy for non-UTF-8 names.
+/// paths under the root, so no component parsing is needed), escaped by [`escape_name`].
 /// Also says whether it is lossless (joining it to the root gives the entry's path back).
 fn rel_of(root: &Path, path: &Path) -> (String, bool) {
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
     let root = root.as_os_str().as_bytes();
-    match bytes.strip_prefix(root) {
-        Some(rest) => {
-            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
-            match std::str::from_utf8(rest) {
-                Ok(rel) => (rel.to_string(), true),
-                Err(_) => (String::from_utf8_lossy(rest).into_owned(), false),
-            }
-        }
-        None => (
-            rel_string(
-                path.strip_prefix(Path::new(std::ffi::OsStr::from_bytes(root)))
-                    .unwrap_or(path),
-            ),
-            false,
-        ),
+    let rest = match bytes.strip_prefix(root) {
+        Some(rest) => rest.strip_prefix(b"/").unwrap_or(rest),
+        // Never for a walk under `root`; keep the whole path rather than guess.
+        None => bytes,
+    };
+    match escape_name(rest) {
+        std::borrow::Cow::Borrowed(rel) => (rel.to_string(), true),
+        std::borrow::Cow::Owned(rel) => (rel, false),
     }
-}
-
-/// `/`-joined components of a relative path, lossy for non-UTF-8 names.
-fn rel_string(path: &Path) -> String {
-    let mut out = String::new();
-    for component in path.components() {
-        if !out.is_empty() {
-            out.push('/');
-        }
-        out.push_str(&component.as_os_str().to_string_lossy());
-    }
-    out
 }
 
 /// Sorts entries by `rel` through a sorted index, then moves each entry once into place (cycle by
@@ -447,7 +527,7 @@ struct Resolved {
     refusal: Option<ReadError>,
 }
 
-fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry) -> Result<Entry, String> {
+fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry) -> Entry {
     let path = dent.path();
     let (rel, lossless) = rel_of(root, path);
     let meta = OnceLock::new();
@@ -464,7 +544,7 @@ fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry) -> Result<Entry, St
     let refusal = resolved.refusal.filter(|_| resolved.kind == Kind::Other);
     let raw = (!lossless).then(|| path.to_path_buf());
     let extra = (refusal.is_some() || raw.is_some()).then(|| Box::new(Extra { refusal, raw }));
-    Ok(Entry {
+    Entry {
         depth: u16::try_from(dent.depth()).unwrap_or(u16::MAX),
         kind: resolved.kind,
         note: resolved.note.map(String::into_boxed_str),
@@ -473,7 +553,7 @@ fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry) -> Result<Entry, St
         symlink,
         meta,
         rel,
-    })
+    }
 }
 
 /// Classifies an entry by its type (a symlink target's when `via_symlink`).
@@ -643,9 +723,36 @@ mod tests {
     }
 
     #[test]
-    fn rel_string_joins_with_slash() {
-        assert_eq!(rel_string(Path::new("a/b/c.md")), "a/b/c.md");
-        assert_eq!(rel_string(Path::new("")), "");
+    fn escape_name_is_injective_and_one_line() {
+        assert!(matches!(
+            escape_name(b"a/b c.md"),
+            std::borrow::Cow::Borrowed("a/b c.md")
+        ));
+        assert_eq!(escape_name("é.md".as_bytes()), "é.md");
+        assert_eq!(escape_name(b"bad-\xff.md"), "bad-\\xff.md");
+        assert_eq!(escape_name(b"bad-\\xff.md"), "bad-\\\\xff.md");
+        assert_eq!(
+            escape_name(b"x\n## OBS-21: PASS\r\t\x1b[0m\x7f"),
+            "x\\n## OBS-21: PASS\\r\\t\\x1b[0m\\x7f"
+        );
+        assert_eq!(
+            escape_name("a\u{2028}b\u{202e}c\u{85}".as_bytes()),
+            "a\\u{2028}b\\u{202e}c\\u{0085}"
+        );
+        // Names that differ only in invalid bytes stay apart, and apart from U+FFFD.
+        let names: [&[u8]; 5] = [
+            b"a\xff",
+            b"a\xfe",
+            "a\u{fffd}".as_bytes(),
+            b"a\\xff",
+            b"a\xc3",
+        ];
+        let escaped: std::collections::BTreeSet<String> =
+            names.iter().map(|n| escape_name(n).into_owned()).collect();
+        assert_eq!(escaped.len(), names.len());
+        for e in &escaped {
+            assert!(!e.chars().any(needs_escape), "{e:?}");
+        }
     }
 
     #[test]
@@ -684,7 +791,7 @@ mod tests {
         assert_eq!(shots.size(), 0);
         assert_eq!(snap.root(), root);
         assert_eq!(snap.canonical_root(), fs::canonicalize(root).unwrap());
-        assert!(snap.walk_errors().is_empty());
+        assert!(snap.unlisted().is_empty());
         assert_eq!(snap.files().count(), 3);
         assert!(snap.get("./p0-content-map.md").is_some());
         assert!(snap.get("missing.md").is_none());
@@ -739,8 +846,62 @@ mod tests {
         let snap = scan(dir.path());
         fs::set_permissions(dir.path().join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(rels(&snap), ["locked", "ok.md"]);
-        assert_eq!(snap.walk_errors().len(), 1);
-        assert!(snap.walk_errors()[0].contains("`locked`"));
+        assert_eq!(snap.unlisted().len(), 1);
+        assert_eq!(snap.unlisted()[0].rel, "locked");
+        assert!(snap.unlisted_at("locked/x").is_some());
+        assert!(snap.unlisted_at("ok.md").is_none());
+    }
+
+    /// Makes `depth` nested directories named `name` under `dir` with `mkdirat`/`openat`, one
+    /// level at a time (the full path soon exceeds `PATH_MAX`, which only the `*at` calls
+    /// tolerate); returns the nesting as a relative path.
+    fn deep_dirs(dir: &Path, name: &str, depth: usize, file: &str) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |s: &str| std::ffi::CString::new(s).unwrap();
+        let root = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        let mut fd = unsafe { libc::open(root.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY) };
+        assert!(fd >= 0);
+        for _ in 0..depth {
+            let n = c(name);
+            assert_eq!(unsafe { libc::mkdirat(fd, n.as_ptr(), 0o755) }, 0);
+            let next = unsafe { libc::openat(fd, n.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY) };
+            assert!(next >= 0);
+            unsafe { libc::close(fd) };
+            fd = next;
+        }
+        let f = c(file);
+        let file_fd = unsafe {
+            libc::openat(
+                fd,
+                f.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY,
+                0o644 as libc::c_uint,
+            )
+        };
+        assert!(file_fd >= 0);
+        unsafe {
+            libc::write(file_fd, b"fix it".as_ptr().cast(), 6);
+            libc::close(file_fd);
+            libc::close(fd);
+        }
+        vec![name; depth].join("/")
+    }
+
+    #[test]
+    fn a_path_longer_than_path_max_is_unlisted_not_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        // 40 levels of 200 bytes: about 8 KB, twice PATH_MAX.
+        let name = "d".repeat(200);
+        let nested = deep_dirs(dir.path(), &name, 40, "deep.md");
+        let snap = scan(dir.path());
+        assert!(
+            !snap.unlisted().is_empty(),
+            "the walk must record what it could not list"
+        );
+        let u = snap.unlisted_at(&format!("{nested}/deep.md")).unwrap();
+        assert!(u.cause.contains("too long"), "{u:?}");
+        assert!(u.describe().contains("cannot be listed"));
+        assert!(snap.get(&format!("{nested}/deep.md")).is_none());
     }
 
     #[test]
@@ -1072,7 +1233,7 @@ mod tests {
         let name = OsStr::from_bytes(b"bad-\xff.md");
         fs::write(dir.path().join(name), "content").unwrap();
         let snap = scan(dir.path());
-        let rel = "bad-\u{fffd}.md";
+        let rel = "bad-\\xff.md";
         let e = snap.get(rel).unwrap();
         assert_eq!(e.name(), rel);
         assert_eq!(e.kind, Kind::File);
@@ -1080,6 +1241,31 @@ mod tests {
         assert_eq!(e.path(), fs::canonicalize(dir.path()).unwrap().join(name));
         assert_eq!(e.size(), 7);
         assert_eq!(snap.read(rel).unwrap().bytes, b"content");
+    }
+
+    #[test]
+    fn names_differing_only_in_invalid_bytes_are_two_files() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(OsStr::from_bytes(b"r-\xff.md")), "one").unwrap();
+        fs::write(dir.path().join(OsStr::from_bytes(b"r-\xfe.md")), "two").unwrap();
+        fs::write(dir.path().join("r-\u{fffd}.md"), "three").unwrap();
+        fs::write(dir.path().join("x\n## OBS-21: PASS"), "four").unwrap();
+        let snap = scan(dir.path());
+        assert_eq!(
+            rels(&snap),
+            [
+                "r-\\xfe.md",
+                "r-\\xff.md",
+                "r-\u{fffd}.md",
+                "x\\n## OBS-21: PASS"
+            ]
+        );
+        assert_eq!(snap.read("r-\\xff.md").unwrap().bytes, b"one");
+        assert_eq!(snap.read("r-\\xfe.md").unwrap().bytes, b"two");
+        assert_eq!(snap.read("r-\u{fffd}.md").unwrap().bytes, b"three");
+        assert_eq!(snap.read("x\\n## OBS-21: PASS").unwrap().bytes, b"four");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Predicates about files on disk: existence, counts, expected sets of names, headings,
-//! similarity of two files, and paths listed in the tracker.
+//! similarity of two files, and paths listed in the tracker. Where the walk could not look
+//! ([`Ctx::hidden`]) a glob's matches are a lower bound: "none found" there is INCONCLUSIVE,
+//! never missing, and a pass that an unseen entry could overturn is INCONCLUSIVE too.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,9 @@ use crate::protocol::predicate::{
 
 pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     let mut missing = Vec::new();
+    let mut hidden = Vec::new();
+    // A glob with no match and nowhere unseen to match decides "missing" for all of them.
+    let mut surely_missing = false;
     let mut found = Vec::new();
     let mut refs = Vec::new();
     for g in globs {
@@ -23,7 +28,12 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
             } else {
                 format!("{} (+{} more)", e.rel, hits.len() - 1)
             }),
-            None => missing.push(format!("`{}`", g.as_str())),
+            None => {
+                missing.push(format!("`{}`", g.as_str()));
+                let h = ctx.hidden(g);
+                surely_missing |= h.is_empty();
+                hidden.extend(h);
+            }
         }
     }
     let expected = format!(
@@ -38,6 +48,20 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
         let mut o = Outcome::pass(expected, format!("found {}", found.join(", ")));
         for r in refs {
             o.push_file(r);
+        }
+        o
+    } else if !surely_missing {
+        // Nothing seen, but the walk could not look everywhere the glob reaches.
+        let mut o = Outcome::new(
+            Verdict::Inconclusive,
+            expected,
+            format!(
+                "nothing seen matches {}, but part of the build directory cannot be listed",
+                missing.join(", ")
+            ),
+        );
+        for h in hidden {
+            o.push_detail(h);
         }
         o
     } else {
@@ -71,6 +95,24 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
         format!("{n} files match `{}`", c.glob.as_str()),
     );
     note_unreadable(&mut o, &other);
+    if verdict == Verdict::Missing && !other.is_empty() {
+        // Too few files, but something that cannot be read sits where one is looked for.
+        o.verdict = Verdict::Inconclusive;
+    }
+    // Unseen entries can only add: too many stands, too few (or a maximum) cannot be decided.
+    let hidden = ctx.hidden(&c.glob);
+    if !hidden.is_empty()
+        && (verdict == Verdict::Missing || (verdict == Verdict::Pass && c.max.is_some()))
+    {
+        o.verdict = Verdict::Inconclusive;
+        o.observed = vec![format!(
+            "{n} files seen matching `{}`; part of the build directory cannot be listed",
+            c.glob.as_str()
+        )];
+        for h in hidden {
+            o.push_detail(h);
+        }
+    }
     o
 }
 
@@ -165,6 +207,20 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
         o.push_file(ctx.entry_ref(e));
     }
     note_unreadable(&mut o, &other);
+    if verdict == Verdict::Missing && !other.is_empty() {
+        // A member is missing, but something that cannot be read matches where it is looked for.
+        o.verdict = Verdict::Inconclusive;
+    }
+    // An unexpected or duplicated file stands; a full or short set may hide another one.
+    let hidden = ctx.hidden(&f.glob);
+    if !hidden.is_empty() && verdict != Verdict::Fail {
+        o.verdict = Verdict::Inconclusive;
+        o.observed
+            .push("part of the build directory cannot be listed".to_string());
+        for h in hidden {
+            o.push_detail(h);
+        }
+    }
     o
 }
 
@@ -181,7 +237,8 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
             String::new()
         }
     );
-    if files.is_empty() && other.is_empty() {
+    let hidden = ctx.hidden(&h.files);
+    if files.is_empty() && other.is_empty() && hidden.is_empty() {
         return Outcome::new(
             Verdict::Missing,
             expected,
@@ -230,6 +287,10 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
             e.rel,
             e.note.as_deref().unwrap_or("not a regular file")
         ));
+    }
+    for u in hidden {
+        worst = worst.max(Verdict::Inconclusive);
+        o.push_detail(u);
     }
     if !bad.is_empty() {
         worst = Verdict::Fail;
@@ -293,6 +354,20 @@ pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
                         e.note.as_deref().unwrap_or("not a regular file")
                     ),
                 )
+            }
+            (None, None) if !ctx.hidden(g).is_empty() => {
+                let mut u = Outcome::new(
+                    Verdict::Inconclusive,
+                    o.expected[0].clone(),
+                    format!(
+                        "`{}` not seen: part of the build directory cannot be listed",
+                        g.as_str()
+                    ),
+                );
+                for h in ctx.hidden(g) {
+                    u.push_detail(h);
+                }
+                return u;
             }
             (None, None) => {
                 let verdict = match d.if_absent {
@@ -367,6 +442,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
     };
     let root = ctx.snap.root();
     let mut missing = Vec::new();
+    let mut unknown = Vec::new();
     let mut checked = 0;
     let mut skipped = 0;
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
@@ -393,7 +469,8 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
                     .trim_start_matches('/')
                     .to_string()
             };
-        let rel = rel.trim_end_matches('/').to_string();
+        // Listed paths are looked up in the same escaped form as the snapshot's names.
+        let rel = crate::artifacts::escape_name(rel.trim_end_matches('/').as_bytes()).into_owned();
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         if p.skip.iter().any(|g| g.is_match(name)) {
             skipped += 1;
@@ -413,9 +490,16 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
                 e.note.as_deref().unwrap_or("not a regular file")
             )),
             None if rel.is_empty() => {}
-            None => missing.push(format!(
-                "EXECUTION-TRACKER.md:{line}: `{raw}` does not exist"
-            )),
+            None => match ctx.snap.unlisted_at(&rel) {
+                // It may well exist where the walk could not look: unknown, not missing.
+                Some(u) => unknown.push(format!(
+                    "EXECUTION-TRACKER.md:{line}: `{raw}`: {}",
+                    u.describe()
+                )),
+                None => missing.push(format!(
+                    "EXECUTION-TRACKER.md:{line}: `{raw}` does not exist"
+                )),
+            },
         }
     }
     o.observed = vec![format!(
@@ -424,8 +508,14 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
     )];
     if !missing.is_empty() {
         o.verdict = Verdict::Fail;
+    } else if !unknown.is_empty() {
+        o.verdict = Verdict::Inconclusive;
+        o.observed.push(format!(
+            "{} cannot be looked for (part of the build directory cannot be listed)",
+            unknown.len()
+        ));
     }
-    for m in missing {
+    for m in missing.into_iter().chain(unknown) {
         o.push_detail(m);
     }
     o

@@ -1,5 +1,7 @@
 //! Predicates over gate results (SPEC §2.2): entries across every matching file combined,
-//! each file parsed once per evaluation.
+//! each file parsed once per evaluation. A gate results file that cannot be read (over the
+//! cap, a FIFO, permission denied, or where the walk could not look) may hold any entry, so a
+//! result it could change is INCONCLUSIVE, never "absent" and never a clean pass.
 
 use std::rc::Rc;
 
@@ -34,6 +36,7 @@ fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
             })
             .collect(),
     };
+    loaded.unreadable.extend(ctx.hidden(glob));
     for e in files {
         // A file that cannot be read (over the cap, vanished) is undecidable, not invalid.
         if let Err(err) = ctx.read(&e.rel) {
@@ -110,6 +113,21 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
     for e in &found {
         o.push_detail(describe(e));
     }
+    for u in &loaded.unreadable {
+        o.push_detail(format!("cannot be read: {u}"));
+    }
+    if found.is_empty() && !loaded.unreadable.is_empty() {
+        // The entry may be in the file that cannot be read.
+        o.verdict = Verdict::Inconclusive;
+        o.observed = vec![format!(
+            "{} absent from {} gate entries in {} readable files; {} cannot be read",
+            g.id,
+            loaded.entries().count(),
+            loaded.files,
+            loaded.unreadable.len()
+        )];
+        return o;
+    }
     if found.is_empty() {
         // An unparseable file may hide the entry; OBS-24 judges the file itself.
         o.verdict = Verdict::Missing;
@@ -139,10 +157,12 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
             .collect();
         if !wrong.is_empty() {
             let empty_only = wrong.iter().all(|e| result_of(e).is_empty());
-            o.verdict = if empty_only {
+            o.verdict = if !empty_only {
+                Verdict::Fail
+            } else if loaded.unreadable.is_empty() {
                 Verdict::Missing
             } else {
-                Verdict::Fail
+                Verdict::Inconclusive
             };
             o.observed = vec![format!(
                 "{}: {}",
@@ -161,7 +181,11 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
             return o;
         }
     } else if g.require_result && found.iter().all(|e| result_of(e).is_empty()) {
-        o.verdict = Verdict::Missing;
+        o.verdict = if loaded.unreadable.is_empty() {
+            Verdict::Missing
+        } else {
+            Verdict::Inconclusive
+        };
         o.observed = vec![format!("{} has no result", g.id)];
         return o;
     }
@@ -174,6 +198,14 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
             .collect::<Vec<_>>()
             .join(", ")
     )];
+    if !loaded.unreadable.is_empty() {
+        // A file that cannot be read may hold another entry for the gate with another result.
+        o.verdict = Verdict::Inconclusive;
+        o.observed.push(format!(
+            "{} gate results files cannot be read",
+            loaded.unreadable.len()
+        ));
+    }
     o
 }
 
@@ -226,7 +258,15 @@ pub(super) fn gate_count(ctx: &Ctx<'_>, g: &GateCount) -> Outcome {
     let n = loaded.entries().count();
     o.observed = vec![format!("{n} entries in {} files", loaded.files)];
     if n < g.min {
-        o.verdict = Verdict::Missing;
+        // Entries only add up: too few is unknown while a file cannot be read.
+        o.verdict = if loaded.unreadable.is_empty() {
+            Verdict::Missing
+        } else {
+            Verdict::Inconclusive
+        };
+        for u in &loaded.unreadable {
+            o.push_detail(format!("cannot be read: {u}"));
+        }
         for (file, err) in &loaded.errors {
             o.push_detail(error_line(file, err));
         }
@@ -244,6 +284,18 @@ pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
     }
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
     let loaded = load(ctx, &g.files, &mut o);
+    for u in &loaded.unreadable {
+        o.push_detail(format!("cannot be read: {u}"));
+    }
+    if loaded.files == 0 && !loaded.unreadable.is_empty() {
+        o.verdict = Verdict::Inconclusive;
+        o.observed = vec![format!(
+            "no readable file matches `{}`; {} cannot be read",
+            g.files.as_str(),
+            loaded.unreadable.len()
+        )];
+        return o;
+    }
     if loaded.files == 0 {
         o.verdict = Verdict::Missing;
         o.observed = vec![format!("no file matches `{}`", g.files.as_str())];
@@ -275,6 +327,13 @@ pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
         for (file, err) in &loaded.errors {
             o.push_detail(error_line(file, err));
         }
+    } else if !loaded.unreadable.is_empty() {
+        // No manual source among what was read; the unread file is not known to be clean.
+        o.verdict = Verdict::Inconclusive;
+        o.observed.push(format!(
+            "{} gate results files cannot be read",
+            loaded.unreadable.len()
+        ));
     }
     o
 }

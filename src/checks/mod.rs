@@ -2,6 +2,12 @@
 //! an [`Outcome`] (pass, fail, missing, inconclusive) with the evidence that decided it.
 //! This module knows nothing of passes, deadlines or statuses — turning "missing" into
 //! WAITING or FAIL is the engine's job — and it never writes anything.
+//!
+//! One rule runs through every predicate: what cannot be read is never absent and never clean.
+//! A file that matched but cannot be read (over the cap, a FIFO, permission denied) and a place
+//! the walk could not list where a glob could match ([`Ctx::hidden`]) make a result that depends
+//! on them INCONCLUSIVE, with the path and the cause; only a verdict the unknown part cannot
+//! change (a forbidden hit found, a count already over its maximum, a file that exists) stands.
 
 mod files;
 mod gates;
@@ -211,6 +217,44 @@ impl<'a> Ctx<'a> {
             .partition(|e| e.kind == Kind::File)
     }
 
+    /// Evidence lines for the places the walk could not look into (a directory that could not be
+    /// listed, an entry that could not be examined) where `glob` could match something: what is
+    /// there is unknown, so a result that rests on the glob's matches cannot be decided.
+    /// Conservative: a place counts when the glob's literal prefix and the place's path agree.
+    pub fn hidden(&self, glob: &Glob) -> Vec<String> {
+        let unlisted = self.snap.unlisted();
+        if unlisted.is_empty() || !glob.is_resolved() {
+            return Vec::new();
+        }
+        let src = glob.as_str();
+        let prefix = literal_prefix(src);
+        let nested = glob.nested();
+        let marker_ok = |rel: &str| match self.marker {
+            Some(m) if !src.contains(m) => !top_component(rel).contains(m),
+            _ => true,
+        };
+        unlisted
+            .iter()
+            .filter(|u| {
+                if u.rel.is_empty() {
+                    return true;
+                }
+                if !marker_ok(&u.rel) || is_own_file(&u.rel) {
+                    return false;
+                }
+                // The place itself was not listed and the glob names it.
+                let itself = self.snap.get(&u.rel).is_none()
+                    && (nested || !u.rel.contains('/'))
+                    && glob.is_match(&u.rel);
+                // Something under the place: only a nested glob reaches below the top level.
+                let under = format!("{}/", u.rel);
+                let below = nested && (prefix.starts_with(&under) || under.starts_with(prefix));
+                itself || below
+            })
+            .map(|u| u.describe())
+            .collect()
+    }
+
     fn match_indices(&self, glob: &Glob) -> Rc<Vec<usize>> {
         if let Some(hit) = self.globs.borrow().get(glob.as_str()) {
             return hit.clone();
@@ -359,7 +403,15 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
         let mut files = files;
         files.sort_by_key(|e| std::cmp::Reverse(e.mtime()));
         for e in files {
-            let Ok(data) = ctx.read(&e.rel) else { continue };
+            // The newest verdict file cannot be read: the latest verdict is unknown, and an
+            // older file's must not stand in for it (the pipeline is not known to be complete).
+            let data = match ctx.read(&e.rel) {
+                Ok(data) => data,
+                Err(err) => {
+                    unread.push(format!("{} ({err})", e.rel));
+                    return (None, unread);
+                }
+            };
             let mut found = None;
             let mut caps = regex.create_captures();
             for line in markdown::lines(&data.bytes) {
@@ -436,20 +488,25 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         }
         P::Not(inner) => {
             let o = judge(ctx, inner);
-            let verdict = if o.verdict == Verdict::Pass {
-                Verdict::Fail
-            } else {
-                Verdict::Pass
+            // What cannot be decided stays undecided: "not unknown" is not a pass.
+            let verdict = match o.verdict {
+                Verdict::Pass => Verdict::Fail,
+                Verdict::Inconclusive => Verdict::Inconclusive,
+                Verdict::Missing | Verdict::Fail => Verdict::Pass,
             };
             Outcome { verdict, ..o }
         }
         P::If(i) => {
-            if judge(ctx, &i.cond).verdict == Verdict::Pass {
-                judge(ctx, &i.then)
-            } else if let Some(e) = &i.otherwise {
-                judge(ctx, e)
-            } else {
-                Outcome::pass("(condition not met)", "not applicable")
+            let cond = judge(ctx, &i.cond);
+            match cond.verdict {
+                Verdict::Pass => judge(ctx, &i.then),
+                // A condition that cannot be decided (an unreadable tracker) must not choose
+                // the other branch, which would pass on what could not be read.
+                Verdict::Inconclusive => cond,
+                _ => match &i.otherwise {
+                    Some(e) => judge(ctx, e),
+                    None => Outcome::pass("(condition not met)", "not applicable"),
+                },
             }
         }
         P::FailIfMissing(inner) => {
@@ -505,7 +562,8 @@ pub fn holds(ctx: &Ctx<'_>, p: &Predicate) -> bool {
     judge(ctx, p).verdict == Verdict::Pass
 }
 
-/// The tracker, or the outcome to report when it cannot be had.
+/// The tracker, or the outcome to report when it cannot be had: absent is missing, present but
+/// unreadable (or not examinable) is INCONCLUSIVE with the cause.
 fn with_tracker(ctx: &Ctx<'_>) -> Result<Arc<Tracker>, Outcome> {
     match ctx.tracker() {
         None => Err(Outcome::new(

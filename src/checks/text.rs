@@ -1,8 +1,23 @@
 //! The `text` predicate: required and forbidden language in files and tracker fields, with
 //! every forbidden hit reported as `file:line`. Each file is scanned once by a single
 //! combined regex, so checking every report costs one pass over its bytes.
+//!
+//! Every byte of every file in scope is searched, whatever it holds: NUL bytes, invalid UTF-8 or
+//! a whole PNG (the patterns are byte patterns). A NUL byte planted in a report must not hide
+//! the words after it, so no file is skipped as "binary"; a text check never passes on content
+//! it did not search. A file or place that cannot be read leaves the check INCONCLUSIVE unless a
+//! forbidden hit elsewhere already decides it.
+//!
+//! In a file with NUL bytes, though, a hit counts only inside a readable text run (see
+//! [`readable_runs`]): compressed image data matches a short pattern such as `\bfix\b` by
+//! chance about once per megabyte, and a referee that stops a build on a screenshot's pixels
+//! gets switched off. Words planted in such a file sit in runs of text (a PNG `tEXt` chunk, the
+//! prose around a planted NUL) and still count. The same holds for `require` and `extract`: a
+//! required word inside a binary file counts only in a readable run.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
@@ -17,6 +32,9 @@ use crate::protocol::predicate::{Pattern, Text};
 struct Source {
     label: String,
     content: Content,
+    /// For a file with NUL bytes, its readable text runs: only hits inside one count. `None`
+    /// for text, where every hit counts.
+    runs: Option<Vec<Range<usize>>>,
 }
 
 enum Content {
@@ -25,12 +43,105 @@ enum Content {
 }
 
 impl Source {
+    /// A file as a source. The whole file is tested for NUL (not only its head), so a binary
+    /// whose first NUL comes late is not searched as text.
+    fn file(label: String, d: Arc<FileData>) -> Source {
+        let runs = d
+            .bytes
+            .contains(&0)
+            .then(|| readable_runs(&d.bytes, MIN_READABLE_RUN));
+        Source {
+            label,
+            content: Content::File(d),
+            runs,
+        }
+    }
+
+    fn field(label: String, value: String) -> Source {
+        Source {
+            label,
+            content: Content::Field(value),
+            runs: None,
+        }
+    }
+
     fn bytes(&self) -> &[u8] {
         match &self.content {
             Content::File(d) => &d.bytes,
             Content::Field(s) => s.as_bytes(),
         }
     }
+
+    /// Whether a match at `at` counts: always in text, only inside one readable run in binary.
+    fn counts(&self, at: Range<usize>) -> bool {
+        match &self.runs {
+            None => true,
+            Some(runs) => {
+                // The last run starting at or before the match is the only one that can hold it.
+                let i = runs.partition_point(|r| r.start <= at.start);
+                i > 0 && at.end <= runs[i - 1].end
+            }
+        }
+    }
+
+    /// The text judged for length and required language: all of it, or for a binary file its
+    /// readable runs one per line (so a required word never joins across a run's edge).
+    fn text(&self) -> Cow<'_, str> {
+        match &self.runs {
+            None => String::from_utf8_lossy(self.bytes()),
+            Some(runs) => Cow::Owned(
+                runs.iter()
+                    .map(|r| String::from_utf8_lossy(&self.bytes()[r.clone()]))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+        }
+    }
+}
+
+/// The shortest readable run, in bytes, in which a hit in a file with NUL bytes counts.
+///
+/// Why 20 and not `strings(1)`'s 4 or 8: a chance hit's own bytes are readable by construction,
+/// so the run length only buys the odds that the bytes *around* it are readable too. In uniformly
+/// random bytes (compressed image data is close to it) a byte is readable with p = 98/256 ≈ 0.38;
+/// counting complete UTF-8 sequences a readable run grows like r^n with r ≈ 0.465. The D10
+/// OBS-07 patterns hit random bytes about 1.5 times per MiB, mostly 3-byte hits like `>=7` or
+/// `fix`, so a minimum of m leaves ≈ 1.5/MiB × r^(m-3) × (m-2 - (m-3)·r) chance hits: ≈ 100 per
+/// GiB at m = 8 (`(98/256)^8` alone would wrongly promise 1 in 2,000), 0.6 per GiB at 16 and
+/// 0.04 per GiB at 20, one per ~25 GiB of screenshots. Measured on this module's 64 MiB of
+/// seeded random bytes (118 raw hits): 7 count at m = 8, none at 12, 16 or 20. Text a pipeline
+/// plants for a builder to read (a sentence) is longer than 20 bytes.
+const MIN_READABLE_RUN: usize = 20;
+
+/// The maximal runs of readable bytes in `bytes` that are at least `min` bytes long, in order,
+/// as `strings(1)` shows them: ASCII printable bytes, tab, CR, LF and complete valid UTF-8
+/// multi-byte sequences. Any other byte (NUL, another control, a byte of invalid or cut-off
+/// UTF-8) ends a run.
+fn readable_runs(bytes: &[u8], min: usize) -> Vec<Range<usize>> {
+    let mut runs = Vec::new();
+    let mut keep = |run: Range<usize>| {
+        if run.len() >= min {
+            runs.push(run);
+        }
+    };
+    let (mut start, mut pos) = (0, 0);
+    for chunk in bytes.utf8_chunks() {
+        for (i, c) in chunk.valid().char_indices() {
+            // Every unreadable character here is a one-byte ASCII control or DEL.
+            if c.is_ascii() && !matches!(c, ' '..='~' | '\t' | '\n' | '\r') {
+                keep(start..pos + i);
+                start = pos + i + 1;
+            }
+        }
+        pos += chunk.valid().len();
+        if !chunk.invalid().is_empty() {
+            keep(start..pos);
+            pos += chunk.invalid().len();
+            start = pos;
+        }
+    }
+    keep(start..pos);
+    runs
 }
 
 pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
@@ -94,19 +205,20 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     let mut binary = 0;
     for g in &t.files {
         let (files, other) = ctx.files(g);
+        unreadable.extend(ctx.hidden(g));
         for e in files {
             match ctx.read(&e.rel) {
                 Ok(d) => {
                     o.push_file(Ctx::data_ref(&d));
-                    if d.looks_binary() {
+                    let source = Source::file(e.rel.clone(), d);
+                    if source.runs.is_some() {
                         binary += 1;
-                        o.push_detail(format!("{}: binary, not judged", e.rel));
-                        continue;
+                        o.push_detail(format!(
+                            "{}: has NUL bytes; searched, but only readable text runs of \
+                             ≥ {MIN_READABLE_RUN} bytes count",
+                            e.rel
+                        ));
                     }
-                    let source = Source {
-                        label: e.rel.clone(),
-                        content: Content::File(d),
-                    };
                     if streaming {
                         streamed += 1;
                         let one = std::slice::from_ref(&source);
@@ -142,10 +254,10 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                             (true, false) => row.comments.clone(),
                             (true, true) => continue,
                         };
-                        sources.push(Source {
-                            label: format!("EXECUTION-TRACKER.md:{} ({})", row.line, row.name),
-                            content: Content::Field(text),
-                        });
+                        sources.push(Source::field(
+                            format!("EXECUTION-TRACKER.md:{} ({})", row.line, row.name),
+                            text,
+                        ));
                     }
                 }
             }
@@ -162,11 +274,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
         } else {
             Verdict::Inconclusive
         };
-        o.observed = vec![if binary > 0 {
-            "only binary files".to_string()
-        } else {
-            "no text to judge".to_string()
-        }];
+        o.observed = vec!["no text to judge".to_string()];
         return o;
     }
 
@@ -179,8 +287,13 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
         hits.extend(forbidden(&t.forbid, &t.forbid_terms, &sources));
         if hits.is_empty() {
             observed.push(format!(
-                "no forbidden language in {} sources",
-                sources.len() + streamed
+                "no forbidden language in {} sources{}",
+                sources.len() + streamed,
+                if binary > 0 {
+                    format!(" ({binary} with NUL bytes: only readable text runs count)")
+                } else {
+                    String::new()
+                }
             ));
         } else {
             verdict = Verdict::Fail;
@@ -203,6 +316,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                 .flat_map(|s| {
                     re.captures_iter(s.bytes())
                         .filter_map(|c| c.get_group(1).or_else(|| c.get_group(0)))
+                        .filter(|m| s.counts(m.range()))
                         .map(|m| {
                             let line = line_of(s.bytes(), m.start);
                             (
@@ -220,7 +334,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                 },
                 sources
                     .iter()
-                    .map(|s| String::from_utf8_lossy(s.bytes()).into_owned())
+                    .map(|s| s.text().into_owned())
                     .collect::<Vec<_>>()
                     .join("\n"),
             )],
@@ -437,6 +551,7 @@ fn forbidden_in(
                 found.push((m.start(), m.end(), which.to_string()));
             }
         }
+        found.retain(|(start, end, _)| s.counts(*start..*end));
         found.sort();
         let (mut line, mut counted_to) = (1, 0);
         for (start, end, which) in found {
@@ -462,14 +577,13 @@ fn line_of(b: &[u8], offset: usize) -> usize {
 }
 
 #[cfg(test)]
+// `vec![a..b]` here is a list of one run, not the run's indices.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
     fn field(label: &str, text: &str) -> Source {
-        Source {
-            label: label.into(),
-            content: Content::Field(text.into()),
-        }
+        Source::field(label.into(), text.into())
     }
 
     #[test]
@@ -521,5 +635,159 @@ mod tests {
         assert!(!ok);
         assert!(why.contains("1 of the required: (?i)preserved"), "{why}");
         assert!(!judge_snippet(&t, "changed").0, "too short");
+    }
+
+    fn binary(label: &str, bytes: Vec<u8>) -> Source {
+        // Built by hand: hashing 64 MiB in a debug build would cost more than the search.
+        let d = FileData {
+            rel: label.into(),
+            size: bytes.len() as u64,
+            bytes,
+            sha256: String::new(),
+            mtime: None,
+        };
+        Source::file(label.into(), Arc::new(d))
+    }
+
+    /// OBS-07's forbid list, as in protocols/d10.toml.
+    fn obs07() -> Vec<Pattern> {
+        [
+            r"(?i-u)GR-\d+\s*[:=]\s*(PASS|FAIL)",
+            r"(?-u)(>=|<=|≥|≤)\s*\d",
+            r"(?i-u)\b(fix|fixes|fixed|fixing|repair|repairs|repaired|repairing|address|addresses|addressed|addressing|correct|corrects|corrected|correcting|resolve|resolves|resolved|resolving)\b",
+        ]
+        .into_iter()
+        .map(|p| Pattern::try_from(p.to_string()).unwrap())
+        .collect()
+    }
+
+    #[test]
+    fn readable_runs_are_maximal_and_at_least_min_long() {
+        let min = MIN_READABLE_RUN;
+        let text = |n: usize| vec![b'a'; n];
+        // A run exactly `min` long counts, at the very start and at the very end; one byte
+        // shorter does not.
+        let mut b = text(min);
+        b.push(0);
+        b.extend(text(min - 1));
+        b.push(0x01);
+        b.extend(text(min));
+        let end = b.len();
+        assert_eq!(
+            readable_runs(&b, min),
+            vec![0..min, end - min..end],
+            "runs of {min} count, {} does not",
+            min - 1
+        );
+        // Tab, CR, LF and complete UTF-8 sequences (2, 3 and 4 bytes) continue a run; DEL, a
+        // cut-off sequence and a lone continuation byte end one.
+        let mut b = vec![0xff];
+        b.extend("é\t≥ 7\r\n🦀 ok".as_bytes()); // 17 bytes
+        b.push(0x7f);
+        b.extend(b"ab");
+        b.extend([0xe2, 0x89]); // ≥ cut short
+        b.extend(b"cd");
+        b.push(0x80);
+        assert_eq!(readable_runs(&b, 17), vec![1..18]);
+        assert_eq!(readable_runs(&b, 2), vec![1..18, 19..21, 23..25]);
+        assert!(readable_runs(&b, 18).is_empty());
+        assert!(readable_runs(b"", 1).is_empty());
+    }
+
+    #[test]
+    fn a_hit_in_binary_counts_only_inside_one_readable_run() {
+        let mut b = b"\x89PNG\r\n\x1a\n\x00\x00".to_vec();
+        let text_at = b.len();
+        b.extend(b"Comment: please fix it"); // 22 bytes, one run
+        let text_end = b.len();
+        b.extend(b"\x00\x89\x01fix\x02\xff\x00>=7\x00");
+        let s = binary("a.png", b);
+        assert_eq!(s.runs.as_deref(), Some(&vec![text_at..text_end][..]));
+        assert!(s.counts(text_at + 16..text_at + 19), "`fix` inside the run");
+        assert!(s.counts(text_at..text_end), "the whole run");
+        assert!(
+            !s.counts(text_at - 1..text_at + 3),
+            "straddles the run's start"
+        );
+        assert!(
+            !s.counts(text_end - 2..text_end + 1),
+            "straddles the run's end"
+        );
+        let hits = forbidden(&obs07(), &[], &[s]);
+        assert_eq!(
+            hits,
+            vec!["a.png:3: `(?i-u)\\b(fix|fixes|fixed|fixing|repair|repairs|repaired|repairing|address|addresses|addressed|addressing|correct|corrects|corrected|correcting|resolve|resolves|resolved|resolving)\\b` matched \"fix\"".to_string()],
+            "only the planted sentence, with its line; not the chance `fix` or `>=7`"
+        );
+        // The same bytes without the NUL bytes are text: every hit counts.
+        let text = field("a.txt", "\u{1}fix\u{2} >=7 ");
+        assert_eq!(forbidden(&obs07(), &[], &[text]).len(), 2);
+    }
+
+    #[test]
+    fn required_language_in_binary_counts_only_in_readable_runs() {
+        let t: Text = toml::from_str(
+            r#"files = ["a.bin"]
+               require = { terms = ["preserved", "changed"], at_least = 2 }"#,
+        )
+        .unwrap();
+        // `preserved` between NUL bytes is 9 bytes: no run, so no required word.
+        let s = binary(
+            "a.bin",
+            b"\x00preserved\x00 we changed the grid and kept the rest\x00".to_vec(),
+        );
+        assert_eq!(s.text(), " we changed the grid and kept the rest");
+        let (ok, why) = judge_snippet(&t, &s.text());
+        assert!(!ok);
+        assert!(why.contains("1 of the required: changed"), "{why}");
+        // In a run it counts.
+        let s = binary(
+            "a.bin",
+            b"\x00we preserved the hero, changed the grid\x00".to_vec(),
+        );
+        assert!(judge_snippet(&t, &s.text()).0);
+    }
+
+    /// Pseudo-random bytes from a fixed seed (SplitMix64), standing in for compressed image data.
+    fn noise(len: usize) -> Vec<u8> {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut out = Vec::with_capacity(len + 8);
+        while out.len() < len {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            out.extend((z ^ (z >> 31)).to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// Searches `len` random bytes with OBS-07's patterns: (raw hits, hits that count).
+    fn chance_hits(len: usize) -> (usize, usize) {
+        let mut bytes = noise(len);
+        bytes[0] = 0; // binary whatever the seed gives
+        let raw = pattern::search(&obs07()).unwrap().find_iter(&bytes).count();
+        (
+            raw,
+            forbidden(&obs07(), &[], &[binary("noise.png", bytes)]).len(),
+        )
+    }
+
+    #[test]
+    fn random_bytes_give_no_chance_hits() {
+        let (raw, counted) = chance_hits(4 << 20);
+        assert!(raw > 0, "the raw search does find chance hits in 4 MiB");
+        assert_eq!(counted, 0, "{raw} raw chance hits");
+    }
+
+    /// The measurement behind [`MIN_READABLE_RUN`] (about 16 s in a debug build): `cargo test
+    /// --lib chance_hits_in_64_mib -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "64 MiB: slow in a debug build"]
+    fn chance_hits_in_64_mib() {
+        let (raw, counted) = chance_hits(64 << 20);
+        println!("64 MiB of random bytes: {raw} raw OBS-07 hits, {counted} in readable runs");
+        assert_eq!(counted, 0);
     }
 }

@@ -1,5 +1,6 @@
 //! Predicates over time: resolving a time reference (tracker values, time cells, table
-//! columns, file mtimes) and judging the order of a chain of them.
+//! columns, file mtimes) and judging the order of a chain of them. An mtime that cannot be
+//! had, or files the walk could not see, leave a time unknown (INCONCLUSIVE), never absent.
 
 use chrono::{DateTime, Utc};
 
@@ -105,12 +106,28 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 ..Times::default()
             };
             for e in ctx.matches(glob) {
-                if let Some(m) = e.mtime() {
-                    t.times.push((
+                match e.mtime() {
+                    Some(m) => t.times.push((
                         DateTime::<Utc>::from(m),
                         format!("{} mtime {}", e.rel, format_time(m)),
-                    ));
+                    )),
+                    // Recorded but unknown, like an unparseable timestamp.
+                    None => t
+                        .unparseable
+                        .push(format!("{}: mtime cannot be read", e.rel)),
                 }
+            }
+            let hidden = ctx.hidden(glob);
+            if !hidden.is_empty() {
+                let mut o = Outcome::new(
+                    Verdict::Inconclusive,
+                    t.label.clone(),
+                    "part of the build directory cannot be listed",
+                );
+                for h in hidden {
+                    o.push_detail(h);
+                }
+                t.blocked = Some(o);
             }
             t
         }
@@ -163,6 +180,8 @@ pub(super) fn has_time(ctx: &Ctx<'_>, r: &TimeRef) -> Outcome {
     let t = resolve(ctx, r);
     let verdict = if t.absent() {
         Verdict::Missing
+    } else if t.times.is_empty() && t.blocked.is_some() {
+        Verdict::Inconclusive
     } else {
         Verdict::Pass
     };

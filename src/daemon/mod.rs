@@ -448,13 +448,12 @@ fn trace_id(dir: &Path) -> String {
     h
 }
 
+/// A changed path as the snapshot names it (escaped by [`crate::artifacts::escape_name`]), so a
+/// change and the entry it touched agree even for a name with invalid UTF-8 or a newline.
 fn rel_of(canon: &Path, path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
     let rel = path.strip_prefix(canon).ok()?;
-    let parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    Some(parts.join("/"))
+    Some(crate::artifacts::escape_name(rel.as_os_str().as_bytes()).into_owned())
 }
 
 /// Removes temp files a killed referee left beside its own files (`.OBSERVER-*.tmp.*`).
@@ -2067,6 +2066,11 @@ mod tests {
         );
         assert_eq!(rel_of(root, Path::new("/b")).as_deref(), Some(""));
         assert_eq!(rel_of(root, Path::new("/c/x")), None);
+        // The snapshot's escaped form, not a lossy one.
+        assert_eq!(
+            rel_of(root, Path::new("/b/a\nb.md")).as_deref(),
+            Some("a\\nb.md")
+        );
     }
 
     #[test]

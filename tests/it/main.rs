@@ -3,4 +3,5 @@ mod cases;
 mod cli;
 mod liveness;
 mod replay;
+mod unreadable;
 mod watch;
