@@ -167,23 +167,33 @@ pub enum ReadError {
 }
 
 /// Reads the heartbeat of a build directory.
+///
+/// Only a small regular file counts: a symlink planted at the name is not followed (it could
+/// point at another directory's live heartbeat), and a FIFO is never opened.
 pub fn read(dir: &Path) -> Result<Heartbeat, ReadError> {
+    use std::io::Read;
     let path = dir.join(HEARTBEAT_FILE);
-    let meta = match std::fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Missing),
-        Err(e) => return Err(ReadError::Io(e.to_string().to_lowercase())),
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Missing,
+        _ => ReadError::Io(e.to_string().to_lowercase()),
     };
-    if !meta.is_file() || meta.len() > 1 << 20 {
+    let meta = std::fs::symlink_metadata(&path).map_err(io)?;
+    if !meta.is_file() || meta.len() > MAX_READ {
         return Err(ReadError::Invalid("not a small regular file".into()));
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::Missing,
-        std::io::ErrorKind::InvalidData => ReadError::Invalid("not UTF-8".into()),
-        _ => ReadError::Io(e.to_string().to_lowercase()),
-    })?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(io)?;
+    let mut bytes = Vec::new();
+    f.take(MAX_READ).read_to_end(&mut bytes).map_err(io)?;
+    let text = String::from_utf8(bytes).map_err(|_| ReadError::Invalid("not UTF-8".into()))?;
     serde_json::from_str(&text).map_err(|e| ReadError::Invalid(e.to_string()))
 }
+
+/// The largest heartbeat [`read`] takes; the daemon writes a few hundred bytes.
+const MAX_READ: u64 = 1 << 20;
 
 /// Whether a process with this id exists and has not exited (a zombie counts as exited).
 pub fn pid_alive(pid: u32) -> bool {
@@ -272,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_disk_is_written_over_in_place() {
+    fn a_heartbeat_is_written_over_in_place() {
         // The atomic write fails when the temp file cannot be created (here: a directory squats
         // on its name); the existing heartbeat is overwritten instead.
         let dir = tempfile::tempdir().unwrap();
@@ -294,20 +304,31 @@ mod tests {
             proc_start: None,
             trace_id: "t".into(),
         };
-        let tmp = dir
-            .path()
-            .join(format!(".{HEARTBEAT_FILE}.tmp.{}", std::process::id()));
-        std::fs::create_dir(&tmp).unwrap();
-        std::fs::create_dir(tmp.join("keep")).unwrap();
-        // Nothing to overwrite yet: the atomic write's error.
-        assert!(write(dir.path(), &hb).is_err());
-        std::fs::write(dir.path().join(HEARTBEAT_FILE), "x".repeat(3000)).unwrap();
+        // A full disk is exercised for real in tests/it/liveness.rs (tmpfs); here the fallback
+        // itself: nothing to overwrite is an error, never a create.
+        let path = dir.path().join(HEARTBEAT_FILE);
+        let text = |hb: &Heartbeat| serde_json::to_string_pretty(hb).unwrap() + "\n";
+        assert!(overwrite(&path, text(&hb).as_bytes()).is_err());
+        assert!(!path.exists());
+        std::fs::write(&path, "x".repeat(3000)).unwrap();
         hb.state = FAULTED.into();
-        assert!(matches!(
-            write(dir.path(), &hb).unwrap(),
-            Written::InPlace(_)
-        ));
+        overwrite(&path, text(&hb).as_bytes()).unwrap();
         assert_eq!(read(dir.path()).unwrap(), hb, "cut to its new length");
+    }
+
+    #[test]
+    fn a_symlink_or_fifo_at_the_heartbeat_is_not_read() {
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join(HEARTBEAT_FILE), "{}").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(HEARTBEAT_FILE);
+        std::os::unix::fs::symlink(elsewhere.path().join(HEARTBEAT_FILE), &path).unwrap();
+        assert!(matches!(read(dir.path()), Err(ReadError::Invalid(_))));
+        std::fs::remove_file(&path).unwrap();
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        // Never opened: a FIFO with no writer would block the reader forever.
+        assert!(matches!(read(dir.path()), Err(ReadError::Invalid(_))));
     }
 
     #[test]
