@@ -436,8 +436,9 @@ fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
 struct StatusArgs {
     /// The pipeline's build output directory.
     build_dir: PathBuf,
-    /// Exit 3 unless a live referee watches the directory (its heartbeat is fresh, not
-    /// finished, and its process runs).
+    /// Exit 3 unless a live referee watches this very directory: its heartbeat is fresh, sane,
+    /// not finished or faulted, written for this directory (same identity and path), and its
+    /// process runs (the same process: a recycled pid is not live).
     #[arg(long)]
     require_live: bool,
     /// A heartbeat older than SECS is stale (default: 3 × its interval, or 10 s).
