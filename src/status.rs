@@ -105,9 +105,10 @@ pub fn liveness(cfg: &Config) -> Result<Heartbeat, String> {
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         ));
     }
-    let threshold = cfg
-        .stale
-        .unwrap_or_else(|| hb.interval().map_or(DEFAULT_STALE, |i| i * STALE_INTERVALS));
+    let threshold = cfg.stale.unwrap_or_else(|| {
+        hb.interval()
+            .map_or(DEFAULT_STALE, |i| i.saturating_mul(STALE_INTERVALS))
+    });
     let age = (Utc::now() - hb.last_beat)
         .to_std()
         .unwrap_or(Duration::ZERO);
@@ -222,5 +223,28 @@ mod tests {
         let stop = status(&cfg(d, false)).unwrap();
         assert_eq!(stop.code, ExitCode::Violation);
         assert!(stop.stdout.starts_with("# OBSERVER STOP"));
+    }
+
+    /// Found by fuzzing: an interval too long for a `Duration`, or one that overflows when
+    /// multiplied, panicked; it now means "never stale".
+    #[test]
+    fn an_absurd_interval_is_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for interval in ["1e300", "6.2e18"] {
+            let text = format!(
+                r#"{{"pid": {}, "started": "{now}", "last_beat": "2000-01-01T00:00:00Z",
+                "interval_secs": {interval}, "protocol": {{"id": "d10", "sha256": "x"}},
+                "state": "watching", "stop": false, "build_dir": "/b"}}"#,
+                std::process::id(),
+                now = Utc::now().to_rfc3339()
+            );
+            std::fs::write(d.join(heartbeat::HEARTBEAT_FILE), text).unwrap();
+            assert_eq!(
+                status(&cfg(d, true)).unwrap().code,
+                ExitCode::Ok,
+                "{interval}"
+            );
+        }
     }
 }

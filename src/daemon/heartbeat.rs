@@ -44,9 +44,11 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
+    /// The beat interval; an absurdly long one (any `f64` up to 1.8e308 parses) saturates
+    /// rather than panicking.
     pub fn interval(&self) -> Option<Duration> {
         (self.interval_secs.is_finite() && self.interval_secs > 0.0)
-            .then(|| Duration::from_secs_f64(self.interval_secs))
+            .then(|| Duration::try_from_secs_f64(self.interval_secs).unwrap_or(Duration::MAX))
     }
 }
 
