@@ -1,5 +1,11 @@
 mod builder;
 mod cases;
 mod cli;
+mod fuzz;
+mod heap;
 mod replay;
 mod watch;
+
+/// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.
+#[global_allocator]
+static HEAP: heap::Counting = heap::Counting;
