@@ -1,3 +1,4 @@
+mod agree;
 mod builder;
 mod cases;
 mod cli;
