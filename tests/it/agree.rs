@@ -88,8 +88,11 @@ fn stem(path: &Path) -> String {
         .into_owned()
 }
 
+/// `pass:check → status`.
+type Statuses = BTreeMap<String, String>;
+
 /// `pass:check → status` from a list of results.
-fn statuses(results: &Value) -> Result<BTreeMap<String, String>, String> {
+fn statuses(results: &Value) -> Result<Statuses, String> {
     let list = results.as_array().ok_or("no `results` array")?;
     Ok(list
         .iter()
@@ -139,7 +142,7 @@ fn gone_pid() -> Result<u32, String> {
 }
 
 /// Both sides' statuses for one case, or why they could not be had.
-fn judge(path: &Path) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>), String> {
+fn judge(path: &Path) -> Result<(Statuses, Statuses), String> {
     let (args, build) = load(path)?;
     let tmp = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
     let dir = build.materialise(tmp.path())?;
@@ -167,10 +170,10 @@ fn judge(path: &Path) -> Result<(BTreeMap<String, String>, BTreeMap<String, Stri
     let log = std::fs::read_to_string(dir.join("OBSERVER-EVENTS.jsonl")).unwrap_or_default();
     let end = log
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .map(|e| e["payload"].clone())
-        .filter(|p| p["event"] == "end")
-        .last()
+        .find(|p| p["event"] == "end")
         .ok_or_else(|| {
             format!("watch (exit {code:?}) wrote no `end` event\nstdout: {out}\nstderr: {err}")
         })?;
@@ -199,7 +202,7 @@ fn judge(path: &Path) -> Result<(BTreeMap<String, String>, BTreeMap<String, Stri
 }
 
 /// The differences between the two sides, one line per check instance.
-fn differences(verify: &BTreeMap<String, String>, watch: &BTreeMap<String, String>) -> Vec<String> {
+fn differences(verify: &Statuses, watch: &Statuses) -> Vec<String> {
     let none = "(absent)".to_string();
     verify
         .keys()
