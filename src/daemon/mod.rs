@@ -808,19 +808,19 @@ impl Daemon {
             let mut batch = Batch::default();
             if !wait.is_zero() {
                 match rx.recv_timeout(wait) {
-                    Ok(m) => {
-                        batch.add(m);
-                        // Coalesce: everything pending now is one evaluation.
-                        while let Ok(m) = rx.try_recv() {
-                            batch.add(m);
-                        }
-                    }
+                    Ok(m) => batch.add(m),
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => {
                         // Every event source is gone: nothing can wake the loop but timers.
                         std::thread::sleep(wait);
                     }
                 }
+            }
+            // Coalesce: everything pending now is one evaluation. Read even when a timer is
+            // already due, so a signal or the pipeline's exit that arrived during a long
+            // evaluation is acted on before the timer (which could end the run otherwise).
+            while let Ok(m) = rx.try_recv() {
+                batch.add(m);
             }
             self.handle(batch);
             self.timers();

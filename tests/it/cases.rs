@@ -96,7 +96,8 @@ struct CaseKeys {
     expect: Vec<Expect>,
 }
 
-const CASE_KEYS: &[&str] = &[
+/// The keys of a case file that are expectations, not build contents (`agree` strips them too).
+pub(crate) const CASE_KEYS: &[&str] = &[
     "final",
     "args",
     "exit",

@@ -1,7 +1,14 @@
+mod agree;
 mod builder;
 mod cases;
 mod cli;
+mod fuzz;
+mod heap;
 mod liveness;
 mod replay;
 mod unreadable;
 mod watch;
+
+/// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.
+#[global_allocator]
+static HEAP: heap::Counting = heap::Counting;
