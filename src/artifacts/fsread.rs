@@ -34,6 +34,17 @@ pub enum ReadError {
     /// Larger than the per-file read cap; the file was not read.
     #[error("`{rel}` is {size} bytes, over the per-file read cap of {cap} bytes (raise the read cap to judge it)")]
     TooLarge { rel: String, size: u64, cap: u64 },
+    /// A structured document over the size its parser takes (see
+    /// [`MAX_TRACKER_BYTES`](crate::artifacts::MAX_TRACKER_BYTES)).
+    #[error(
+        "`{rel}` is {size} bytes, over the {cap} bytes a {what} is parsed up to; it was not parsed"
+    )]
+    TooLargeToParse {
+        rel: String,
+        what: &'static str,
+        size: u64,
+        cap: u64,
+    },
     /// Any other I/O error, e.g. permission denied.
     #[error("cannot read `{rel}`: {message}")]
     Io { rel: String, message: String },
@@ -47,6 +58,7 @@ impl ReadError {
             | ReadError::NotRegular { rel, .. }
             | ReadError::OutsideRoot { rel, .. }
             | ReadError::TooLarge { rel, .. }
+            | ReadError::TooLargeToParse { rel, .. }
             | ReadError::Io { rel, .. } => rel,
         }
     }

@@ -35,6 +35,12 @@ pub use fsread::{FileData, ReadError};
 /// The execution tracker's file name, directly in the build directory.
 pub const TRACKER_FILE: &str = "EXECUTION-TRACKER.md";
 
+/// The largest execution tracker that is parsed. A real one is tens of kilobytes; the parsed form
+/// costs up to ~110 bytes per byte of text (a table of one-character rows: each row is a field
+/// row and a table row, with their strings), so a 64 MiB tracker of such rows would take ~7 GB.
+/// A larger tracker makes every check that reads it INCONCLUSIVE, with this reason.
+pub const MAX_TRACKER_BYTES: u64 = 4 << 20;
+
 /// The default per-file read cap: 64 MiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -360,10 +366,18 @@ impl Snapshot {
                         message: format!("cannot be examined: {}", u.describe()),
                     }));
                 }
-                Some(
-                    self.read(TRACKER_FILE)
-                        .map(|data| Arc::new(tracker::Tracker::parse(&data.text()))),
-                )
+                Some(self.read(TRACKER_FILE).and_then(|data| {
+                    let size = data.bytes.len() as u64;
+                    if size > MAX_TRACKER_BYTES {
+                        return Err(ReadError::TooLargeToParse {
+                            rel: TRACKER_FILE.to_string(),
+                            what: "execution tracker",
+                            size,
+                            cap: MAX_TRACKER_BYTES,
+                        });
+                    }
+                    Ok(Arc::new(tracker::Tracker::parse(&data.text())))
+                }))
             })
             .clone()
     }
@@ -1341,6 +1355,29 @@ mod tests {
         assert_eq!(one.field("p0_start").unwrap().value, "2026-02-25T10:00:00Z");
         let two = snap.tracker().unwrap().unwrap();
         assert!(Arc::ptr_eq(&one, &two));
+    }
+
+    #[test]
+    fn a_tracker_over_the_parse_cap_is_not_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        // One-character rows: the costliest text per byte to parse.
+        let rows = "| a |\n".repeat(MAX_TRACKER_BYTES as usize / 6 + 1);
+        fs::write(dir.path().join(TRACKER_FILE), &rows).unwrap();
+        let snap = scan(dir.path());
+        match snap.tracker() {
+            Some(Err(ReadError::TooLargeToParse { size, cap, .. })) => {
+                assert_eq!(size, rows.len() as u64);
+                assert_eq!(cap, MAX_TRACKER_BYTES);
+            }
+            other => panic!("want TooLargeToParse, got {other:?}"),
+        }
+        // At the cap it is parsed.
+        fs::write(
+            dir.path().join(TRACKER_FILE),
+            &rows[..MAX_TRACKER_BYTES as usize],
+        )
+        .unwrap();
+        assert!(scan(dir.path()).tracker().unwrap().is_ok());
     }
 
     #[test]
