@@ -17,6 +17,27 @@ use super::stop::{Tamper, Tampered};
 use super::Daemon;
 
 impl Daemon {
+    /// One tamper record: an incident in the report and a `tamper` event whose payload has
+    /// `text` added and `event` set.
+    fn tamper(&mut self, text: String, mut payload: serde_json::Value) {
+        if let Some(p) = payload.as_object_mut() {
+            p.insert("event".into(), json!("tamper"));
+            p.insert("text".into(), json!(text));
+        }
+        self.incident(
+            "tamper",
+            text.clone(),
+            &format!("tamper: {text}"),
+            Record {
+                scope: Scope::Motor,
+                signal: Signal::Error,
+                level: Level::Error,
+                payload,
+                artifacts: Vec::new(),
+            },
+        );
+    }
+
     /// At each heartbeat: a pass file replaced by a symlink or FIFO (which an orchestrator would
     /// read through) is rewritten at once, and the write records the tamper. Its own writes
     /// trigger no file events, so this lstat per pass file is how the daemon notices.
@@ -46,24 +67,14 @@ impl Daemon {
             "`{name}` was {} put there by someone else; replaced without being followed or opened",
             found.describe()
         );
-        self.incident(
-            "tamper",
-            text.clone(),
-            &format!("tamper: {text}"),
-            Record {
-                scope: Scope::Motor,
-                signal: Signal::Error,
-                level: Level::Error,
-                payload: json!({
-                    "event": "tamper",
-                    "file": name,
-                    "what": "replaced",
-                    "found": found.describe(),
-                    "action": "replaced",
-                    "text": text,
-                }),
-                artifacts: Vec::new(),
-            },
+        self.tamper(
+            text,
+            json!({
+                "file": name,
+                "what": "replaced",
+                "found": found.describe(),
+                "action": "replaced",
+            }),
         );
     }
 
@@ -75,25 +86,15 @@ impl Daemon {
             found.describe(),
             to.display()
         );
-        self.incident(
-            "tamper",
-            text.clone(),
-            &format!("tamper: {text}"),
-            Record {
-                scope: Scope::Motor,
-                signal: Signal::Error,
-                level: Level::Error,
-                payload: json!({
-                    "event": "tamper",
-                    "file": events::EVENTS_FILE,
-                    "what": "replaced",
-                    "found": found.describe(),
-                    "action": "moved aside",
-                    "moved_to": to.display().to_string(),
-                    "text": text,
-                }),
-                artifacts: Vec::new(),
-            },
+        self.tamper(
+            text,
+            json!({
+                "file": events::EVENTS_FILE,
+                "what": "replaced",
+                "found": found.describe(),
+                "action": "moved aside",
+                "moved_to": to.display().to_string(),
+            }),
         );
     }
 
@@ -167,26 +168,16 @@ impl Daemon {
             (Tamper::Created, None) => "removed",
             _ => "restored",
         };
-        self.incident(
-            "tamper",
-            text.clone(),
-            &format!("tamper: {text}"),
-            Record {
-                scope: Scope::Motor,
-                signal: Signal::Error,
-                level: Level::Error,
-                payload: json!({
-                    "event": "tamper",
-                    "file": STOP_FILE,
-                    "what": t.what.as_str(),
-                    "found": t.found.map(Foreign::describe),
-                    "moved_to": t.moved_to.as_ref().map(|p| p.display().to_string()),
-                    "action": action,
-                    "failing": failing,
-                    "text": text,
-                }),
-                artifacts: Vec::new(),
-            },
+        self.tamper(
+            text,
+            json!({
+                "file": STOP_FILE,
+                "what": t.what.as_str(),
+                "found": t.found.map(Foreign::describe),
+                "moved_to": t.moved_to.as_ref().map(|p| p.display().to_string()),
+                "action": action,
+                "failing": failing,
+            }),
         );
     }
 }
