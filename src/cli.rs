@@ -421,7 +421,7 @@ enum OnFault {
 
 fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
     let d = crate::daemon::parse_duration(s)?;
-    if d < std::time::Duration::from_millis(50) {
+    if d < crate::status::MIN_INTERVAL {
         return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
     }
     // `status` believes no heartbeat interval longer than this: a referee beating less often

@@ -31,6 +31,10 @@ pub const DEFAULT_STALE: Duration = Duration::from_secs(10);
 /// How many intervals without a beat make a heartbeat stale.
 pub const STALE_INTERVALS: u32 = 3;
 
+/// The shortest heartbeat interval believed, and the shortest `watch --heartbeat` takes: a
+/// shorter one would make a heartbeat stale between two reads of the clock.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
+
 /// The longest heartbeat interval believed: a beat a day proves nothing about the last hour.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 
@@ -240,12 +244,11 @@ pub fn judge(
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         ));
     }
-    let Some(interval) = hb
-        .interval()
-        .filter(|i| *i <= MAX_INTERVAL && hb.interval_secs <= MAX_INTERVAL.as_secs_f64())
-    else {
+    let Some(interval) = hb.interval().filter(|i| {
+        (MIN_INTERVAL..=MAX_INTERVAL).contains(i) && hb.interval_secs <= MAX_INTERVAL.as_secs_f64()
+    }) else {
         return no(format!(
-            "its heartbeat interval `{}` s is not believable (more than 0 and at most a day; pid {pid})",
+            "its heartbeat interval `{}` s is not believable (from 0.05 s to a day; pid {pid})",
             hb.interval_secs
         ));
     };
@@ -491,7 +494,16 @@ mod tests {
         let future = Utc::now() + chrono::Duration::seconds(3600);
         assert!(bad(&|h| h.last_beat = future).contains("future"));
         assert!(bad(&|h| h.started = future).contains("started after its last beat"));
-        for absurd in [0.0, -2.0, f64::NAN, f64::INFINITY, 86_401.0, 1e300] {
+        for absurd in [
+            0.0,
+            -2.0,
+            f64::NAN,
+            f64::INFINITY,
+            86_401.0,
+            1e300,
+            5e-324,
+            0.049,
+        ] {
             assert!(
                 bad(&|h| h.interval_secs = absurd).contains("not believable"),
                 "interval {absurd}"
