@@ -373,7 +373,14 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
 #[derive(Args, Debug)]
 struct WatchArgs {
     /// The pipeline's build output directory.
-    build_dir: PathBuf,
+    #[arg(required_unless_present = "root")]
+    build_dir: Option<PathBuf>,
+    /// Referee every build directory under ROOT in one process: each immediate subdirectory
+    /// (and each one created later; hidden ones and symlinks are skipped) gets the files a
+    /// single `watch` would give it. A build's report is written when it completes, the rest
+    /// at SIGINT/SIGTERM or `--timeout`; the exit code is the worst of all builds.
+    #[arg(long, value_name = "ROOT", conflicts_with_all = ["build_dir", "exit_with"])]
+    root: Option<PathBuf>,
     #[command(flatten)]
     protocol: ProtocolArg,
     /// Poll the directory every MS milliseconds instead of using OS notifications (for network
@@ -451,7 +458,7 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
     // the daemon can write its final report.
     let shutdown = crate::daemon::signals::listen_for_termination()
         .context("cannot set up SIGINT/SIGTERM handling")?;
-    let mut config = crate::daemon::Config::new(a.build_dir);
+    let mut config = crate::daemon::Config::new(a.build_dir.clone().unwrap_or_default());
     config.protocol = a.protocol.protocol;
     config.watch = match a.poll {
         Some(ms) => crate::watch::Mode::Poll(std::time::Duration::from_millis(ms.max(10))),
@@ -472,7 +479,10 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
         max_read_bytes: a.read.max_read_bytes,
         ..config.limits
     };
-    Ok(crate::daemon::run(config, Some(shutdown))?.exit)
+    match a.root {
+        Some(root) => Ok(crate::daemon::run_root(root, config, Some(shutdown))?.exit),
+        None => Ok(crate::daemon::run(config, Some(shutdown))?.exit),
+    }
 }
 
 fn status(a: StatusArgs) -> Result<ExitCode> {

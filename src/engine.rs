@@ -128,9 +128,32 @@ impl CheckResult {
         self.severity == Severity::Blocking && self.status == Status::Fail
     }
 
-    /// `pass:check`, unique within an evaluation.
-    pub fn key(&self) -> String {
-        format!("{}:{}", self.pass, self.check)
+    /// Which check instance this is: unique within an evaluation.
+    pub fn key(&self) -> CheckKey {
+        CheckKey::new(&self.pass, &self.check)
+    }
+}
+
+/// One check instance: a check in a pass (a check may run in several passes). Shown, and read
+/// from older logs, as `pass:check`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CheckKey {
+    pub pass: String,
+    pub check: String,
+}
+
+impl CheckKey {
+    pub fn new(pass: &str, check: &str) -> CheckKey {
+        CheckKey {
+            pass: pass.to_string(),
+            check: check.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for CheckKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.pass, self.check)
     }
 }
 
@@ -199,7 +222,7 @@ impl Evaluation {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Summary {
     pub checks: usize,
     pub pass: usize,

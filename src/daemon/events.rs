@@ -20,10 +20,11 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-use crate::engine::{PassState, RunReason, Status};
+use super::event::Event;
+
+use crate::engine::{CheckKey, PassState, Status};
 use crate::outputs::{move_aside, Change, Foreign, Incident};
 
 /// The log's file name in the build directory.
@@ -59,15 +60,21 @@ pub enum Level {
     Critical,
 }
 
-/// One event to append; `payload` must carry an `event` name.
+/// One event to append, with the artifacts it rests on (`path@sha256`). The envelope's scope,
+/// signal type and severity follow from the event.
 #[derive(Debug, Clone)]
 pub struct Record {
-    pub scope: Scope,
-    pub signal: Signal,
-    pub level: Level,
-    pub payload: Value,
-    /// `path@sha256` of the artifacts the event rests on.
+    pub event: Event,
     pub artifacts: Vec<String>,
+}
+
+impl From<Event> for Record {
+    fn from(event: Event) -> Record {
+        Record {
+            event,
+            artifacts: Vec::new(),
+        }
+    }
 }
 
 /// `context_ref`: which build directory and which protocol (`id@version+sha256`).
@@ -84,7 +91,7 @@ struct Envelope<'a> {
     scope: Scope,
     signal_type: Signal,
     severity: Level,
-    payload: &'a Value,
+    payload: &'a Event,
     artifact_ids: &'a [String],
     context_ref: &'a ContextRef,
 }
@@ -278,10 +285,10 @@ impl EventLog {
         let env = Envelope {
             trace_id: &self.trace_id,
             timestamp: timestamp(at),
-            scope: r.scope,
-            signal_type: r.signal,
-            severity: r.level,
-            payload: &r.payload,
+            scope: r.event.scope(),
+            signal_type: r.event.signal(),
+            severity: r.event.level(),
+            payload: &r.event,
             artifact_ids: &r.artifacts,
             context_ref: &self.context,
         };
@@ -330,14 +337,14 @@ pub struct Resumed {
     pub started: Option<DateTime<Utc>>,
     /// Passes that ran, with when and why.
     pub ran: BTreeMap<String, PassState>,
-    /// The last status of every check instance whose pass ran (`pass:check`).
-    pub statuses: BTreeMap<String, Status>,
+    /// The last status of every check instance whose pass ran.
+    pub statuses: BTreeMap<CheckKey, Status>,
     pub history: Vec<Change>,
     pub incidents: Vec<Incident>,
     /// Escalated `pass:check` keys still failing, with the reason.
-    pub escalations: Vec<(String, String)>,
+    pub escalations: Vec<(CheckKey, String)>,
     /// Fix attempts of still-failing keys, and the evidence hash of the latest one.
-    pub attempts: BTreeMap<String, (u32, String)>,
+    pub attempts: BTreeMap<CheckKey, (u32, String)>,
     /// Whether the last run wrote its `end` event.
     pub ended: bool,
     pub events: usize,
@@ -379,20 +386,6 @@ the state resumed from the other {events} event{es} (a line torn by a crash is o
             es = if self.events == 1 { "" } else { "s" },
         ))
     }
-}
-
-fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
-    v.get(k).and_then(Value::as_str)
-}
-
-fn status(v: Option<&str>) -> Option<Status> {
-    serde_json::from_value(Value::String(v?.to_string())).ok()
-}
-
-fn time(v: Option<&str>) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(v?)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// The longest log line replayed. A longer one (no event comes near it) is skipped as damage
@@ -452,143 +445,160 @@ fn skip_line(reader: &mut impl io::BufRead) -> io::Result<bool> {
     }
 }
 
+/// A logged line as the replay reads it: the envelope's time and trace, and the typed event.
+#[derive(Deserialize)]
+struct Logged {
+    #[serde(default)]
+    trace_id: Option<String>,
+    timestamp: String,
+    payload: Event,
+}
+
+fn time(v: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(v?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
 /// Replays one line (numbered from 1) into `r`.
 fn replay_line(r: &mut Resumed, line_no: usize, line: &str) {
     if line.trim().is_empty() {
         return;
     }
     // serde_json refuses nesting deeper than 128: a hostile line is an error, not a crash.
-    let Ok(env) = serde_json::from_str::<Value>(line) else {
+    let Ok(logged) = serde_json::from_str::<Logged>(line) else {
         r.skip(line_no);
         return;
     };
-    let (Some(p), Some(at)) = (env.get("payload"), time(s(&env, "timestamp"))) else {
+    let Some(at) = time(Some(&logged.timestamp)) else {
         r.skip(line_no);
         return;
     };
-    r.events = r.events.saturating_add(1);
-    if let Some(t) = s(&env, "trace_id") {
-        if !r.trace_ids.iter().any(|x| x == t) {
-            r.trace_ids.push(t.to_string());
-        }
-    }
-    let key = || Some(format!("{}:{}", s(p, "pass")?, s(p, "check")?));
-    match s(p, "event").unwrap_or("") {
-        ev @ ("start" | "restart") => {
-            let proto = p.get("protocol");
-            r.protocol_sha256 = proto.and_then(|x| s(x, "sha256")).map(str::to_string);
-            r.protocol_id = proto.and_then(|x| s(x, "id")).map(str::to_string);
-            if r.started.is_none() {
-                r.started = time(s(p, "started")).or(Some(at));
+    r.absorb(logged.payload, logged.trace_id, at);
+}
+
+impl Resumed {
+    /// What one logged event changes in the state a restart takes over.
+    fn absorb(&mut self, event: Event, trace_id: Option<String>, at: DateTime<Utc>) {
+        self.events = self.events.saturating_add(1);
+        if let Some(t) = trace_id {
+            if !self.trace_ids.contains(&t) {
+                self.trace_ids.push(t);
             }
-            r.ended = false;
-            if ev == "restart" {
-                if let Some(text) = s(p, "text") {
-                    r.incidents.push(Incident {
-                        at,
-                        kind: "restart".into(),
-                        text: text.into(),
-                    });
+        }
+        if let Some((kind, text)) = event.incident() {
+            self.incidents.push(Incident {
+                at,
+                kind: kind.into(),
+                text: text.into(),
+            });
+        }
+        let key = event.check().map(|(p, c)| CheckKey::new(p, c));
+        match event {
+            Event::Start { run, .. } | Event::Restart { run, .. } => {
+                self.protocol_sha256 = Some(run.protocol.sha256);
+                self.protocol_id = Some(run.protocol.id);
+                if self.started.is_none() {
+                    self.started = time(run.started.as_deref()).or(Some(at));
                 }
+                self.ended = false;
             }
-        }
-        "pass_run" => {
-            let Some(id) = s(p, "pass") else { return };
-            let reason = p
-                .get("reason")
-                .and_then(|x| serde_json::from_value::<RunReason>(x.clone()).ok());
-            r.ran.insert(
-                id.to_string(),
-                PassState {
-                    id: id.to_string(),
-                    ran: true,
-                    reason,
-                    at: time(s(p, "at")).or(Some(at)),
-                },
-            );
-            if let Some(results) = p.get("results").and_then(Value::as_object) {
+            Event::PassRun {
+                pass,
+                reason,
+                at: ran_at,
+                results,
+            } => {
                 for (check, st) in results {
-                    if let Some(st) = status(st.as_str()) {
-                        r.statuses.insert(format!("{id}:{check}"), st);
-                    }
+                    self.statuses.insert(CheckKey::new(&pass, &check), st);
+                }
+                self.ran.insert(
+                    pass.clone(),
+                    PassState {
+                        id: pass,
+                        ran: true,
+                        reason,
+                        at: time(ran_at.as_deref()).or(Some(at)),
+                    },
+                );
+            }
+            Event::ResultChanged {
+                pass,
+                check,
+                from,
+                to,
+                note,
+                observed,
+                ..
+            } => {
+                if let Some(k) = key {
+                    self.statuses.insert(k, to);
+                }
+                self.history.push(Change {
+                    at,
+                    pass,
+                    check,
+                    from,
+                    to,
+                    note,
+                    observed: Some(observed),
+                });
+            }
+            Event::StopRaised {
+                evidence_sha256, ..
+            } => {
+                self.attempts.extend(key.map(|k| (k, (0, evidence_sha256))));
+            }
+            Event::StopResolved { .. } => {
+                if let Some(k) = key {
+                    self.attempts.remove(&k);
+                    self.escalations.retain(|(e, _)| *e != k);
                 }
             }
-        }
-        "result_changed" => {
-            let (Some(k), Some(to)) = (key(), status(s(p, "to"))) else {
-                return;
-            };
-            r.statuses.insert(k, to);
-            r.history.push(Change {
-                at,
-                pass: s(p, "pass").unwrap_or_default().into(),
-                check: s(p, "check").unwrap_or_default().into(),
-                from: status(s(p, "from")),
-                to,
-                note: s(p, "note").map(str::to_string),
-                observed: s(p, "observed").map(str::to_string),
-            });
-        }
-        "stop_raised" => {
-            if let Some(k) = key() {
-                let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
-                r.attempts.insert(k, (0, hash));
+            Event::FixAttempt {
+                attempt,
+                evidence_sha256,
+                ..
+            } => {
+                let n = u32::try_from(attempt).unwrap_or(u32::MAX);
+                self.attempts.extend(key.map(|k| (k, (n, evidence_sha256))));
             }
-        }
-        "stop_resolved" => {
-            if let Some(k) = key() {
-                r.attempts.remove(&k);
-                r.escalations.retain(|(e, _)| *e != k);
-            }
-        }
-        "fix_attempt" => {
-            if let Some(k) = key() {
-                let n = p.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-                let hash = s(p, "evidence_sha256").unwrap_or_default().to_string();
-                r.attempts
-                    .insert(k, (u32::try_from(n).unwrap_or(u32::MAX), hash));
-            }
-        }
-        "escalation" => {
-            let Some(k) = key() else { return };
-            let reason = s(p, "reason").unwrap_or_default().to_string();
-            r.history.push(Change {
-                at,
-                pass: s(p, "pass").unwrap_or_default().into(),
-                check: s(p, "check").unwrap_or_default().into(),
-                from: Some(Status::Fail),
-                to: Status::Fail,
-                note: Some(format!("ESCALATED: human review required — {reason}")),
-                observed: None,
-            });
-            r.escalations.retain(|(e, _)| *e != k);
-            r.escalations.push((k, reason));
-            if let Some(text) = s(p, "text") {
-                r.incidents.push(Incident {
+            Event::Escalation {
+                pass,
+                check,
+                reason,
+                ..
+            } => {
+                self.history.push(Change {
                     at,
-                    kind: "escalation".into(),
-                    text: text.into(),
+                    pass,
+                    check,
+                    from: Some(Status::Fail),
+                    to: Status::Fail,
+                    note: Some(format!("ESCALATED: human review required — {reason}")),
+                    observed: None,
                 });
+                if let Some(k) = key {
+                    self.escalations.retain(|(e, _)| *e != k);
+                    self.escalations.push((k, reason));
+                }
             }
+            Event::End(_) => self.ended = true,
+            _ => {}
         }
-        kind @ ("tamper" | "fault" | "protocol_edit" | "log_damaged") => {
-            if let Some(text) = s(p, "text") {
-                r.incidents.push(Incident {
-                    at,
-                    kind: kind.replace('_', " "),
-                    text: text.into(),
-                });
-            }
-        }
-        "end" => r.ended = true,
-        _ => {}
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::engine::RunReason;
+    use serde_json::{json, Value};
+
+    fn k(s: &str) -> CheckKey {
+        let (pass, check) = s.split_once(':').unwrap();
+        CheckKey::new(pass, check)
+    }
 
     fn ctx() -> ContextRef {
         ContextRef {
@@ -599,10 +609,7 @@ mod tests {
 
     fn rec(payload: Value) -> Record {
         Record {
-            scope: Scope::App,
-            signal: Signal::Validation,
-            level: Level::Info,
-            payload,
+            event: serde_json::from_value(payload).unwrap(),
             artifacts: vec!["p3a-gate-results.json@ff".into()],
         }
     }
@@ -651,14 +658,11 @@ mod tests {
         assert_eq!(r.skipped_lines, vec![8]);
         assert_eq!(r.protocol_sha256.as_deref(), Some("abc"));
         assert_eq!(r.ran["2"].reason, Some(RunReason::Trigger));
-        assert_eq!(r.statuses["2:OBS-27"], Status::Fail);
-        assert_eq!(r.statuses["2:OBS-10"], Status::Pass);
+        assert_eq!(r.statuses[&k("2:OBS-27")], Status::Fail);
+        assert_eq!(r.statuses[&k("2:OBS-10")], Status::Pass);
         assert_eq!(r.history.len(), 2);
-        assert_eq!(r.attempts["2:OBS-27"], (1, "e1".to_string()));
-        assert_eq!(
-            r.escalations,
-            vec![("2:OBS-27".into(), "no progress".into())]
-        );
+        assert_eq!(r.attempts[&k("2:OBS-27")], (1, "e1".to_string()));
+        assert_eq!(r.escalations, vec![(k("2:OBS-27"), "no progress".into())]);
         assert_eq!(r.incidents.len(), 2);
         assert!(!r.ended);
     }
@@ -681,8 +685,11 @@ mod tests {
             Err(LogError::Busy { .. })
         ));
         let mut log = EventLog::new(dir.path(), file, torn_tail, "t".into(), ctx()).unwrap();
-        log.append(&rec(json!({"event": "start"})), &Utc::now())
-            .unwrap();
+        log.append(
+            &rec(json!({"event": "start", "protocol": {"sha256": "abc"}})),
+            &Utc::now(),
+        )
+        .unwrap();
         let text = std::fs::read_to_string(dir.path().join(EVENTS_FILE)).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert_eq!(replay(&text).skipped, 1);
@@ -713,7 +720,7 @@ mod tests {
         let r = replay(&text);
         assert_eq!((r.events, r.skipped), (3, 4));
         assert_eq!(r.skipped_lines, vec![2, 4, 5, 7]);
-        assert_eq!(r.attempts["2:OBS-27"].0, u32::MAX);
+        assert_eq!(r.attempts[&k("2:OBS-27")].0, u32::MAX);
         let d = r.damage().unwrap();
         assert!(d.starts_with("4 lines of OBSERVER-EVENTS.jsonl"), "{d}");
         assert!(d.contains("(lines 2, 4, 5, 7)"), "{d}");
@@ -764,8 +771,11 @@ mod tests {
             "the link's target is never read"
         );
         let mut log = EventLog::new(&dir, o.file, false, "t".into(), ctx()).unwrap();
-        log.append(&rec(json!({"event": "start"})), &Utc::now())
-            .unwrap();
+        log.append(
+            &rec(json!({"event": "start", "protocol": {"sha256": "abc"}})),
+            &Utc::now(),
+        )
+        .unwrap();
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
         drop(log);
 

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
 
-use crate::engine::Evidence;
+use crate::engine::{CheckKey, Evidence};
 
 /// A digest of evidence that ignores file mtimes (a `touch` is no progress).
 pub fn evidence_hash(ev: &Evidence) -> String {
@@ -52,10 +52,10 @@ pub struct Attempt {
 #[derive(Debug, Clone)]
 pub struct Guard {
     max: u32,
-    tracks: BTreeMap<String, Track>,
-    pending: BTreeMap<String, BTreeSet<String>>,
+    tracks: BTreeMap<CheckKey, Track>,
+    pending: BTreeMap<CheckKey, BTreeSet<String>>,
     /// Per key: the evidence (mtimes included) last seen, to tell a rewrite from an echo.
-    states: BTreeMap<String, String>,
+    states: BTreeMap<CheckKey, String>,
 }
 
 impl Guard {
@@ -72,20 +72,20 @@ impl Guard {
     /// i.e. an event arrived but no input was rewritten (a duplicate or metadata-only event
     /// of the write that raised the STOP). Such an echo is no fix attempt: its pending
     /// attempt is dropped.
-    pub fn echo(&mut self, key: &str, state: String) -> bool {
+    pub fn echo(&mut self, key: &CheckKey, state: String) -> bool {
         let same = self.states.get(key) == Some(&state);
         if same {
             self.pending.remove(key);
         } else {
-            self.states.insert(key.to_string(), state);
+            self.states.insert(key.clone(), state);
         }
         same
     }
 
     /// Restores a key's state from the event log.
-    pub fn restore(&mut self, key: &str, count: u32, last: String, escalated: Option<String>) {
+    pub fn restore(&mut self, key: &CheckKey, count: u32, last: String, escalated: Option<String>) {
         self.tracks.insert(
-            key.to_string(),
+            key.clone(),
             Track {
                 count,
                 last,
@@ -95,9 +95,9 @@ impl Guard {
     }
 
     /// A STOP was raised for `key` with this evidence: attempts count from here.
-    pub fn raised(&mut self, key: &str, hash: String) {
+    pub fn raised(&mut self, key: &CheckKey, hash: String) {
         self.tracks.insert(
-            key.to_string(),
+            key.clone(),
             Track {
                 count: 0,
                 last: hash,
@@ -108,22 +108,22 @@ impl Guard {
     }
 
     /// `key` no longer fails: forget its attempts and escalation.
-    pub fn resolved(&mut self, key: &str) {
+    pub fn resolved(&mut self, key: &CheckKey) {
         self.tracks.remove(key);
         self.pending.remove(key);
         self.states.remove(key);
     }
 
     /// Inputs of failing `key` changed (`paths`); the attempt is judged once they settle.
-    pub fn touched<'a>(&mut self, key: &str, paths: impl IntoIterator<Item = &'a String>) {
+    pub fn touched<'a>(&mut self, key: &CheckKey, paths: impl IntoIterator<Item = &'a String>) {
         self.pending
-            .entry(key.to_string())
+            .entry(key.clone())
             .or_default()
             .extend(paths.into_iter().cloned());
     }
 
     /// Keys with an attempt waiting, and the paths that made it.
-    pub fn pending(&self) -> impl Iterator<Item = (&String, &BTreeSet<String>)> {
+    pub fn pending(&self) -> impl Iterator<Item = (&CheckKey, &BTreeSet<String>)> {
         self.pending.iter()
     }
 
@@ -132,10 +132,10 @@ impl Guard {
     }
 
     /// Counts the waiting attempt of `key`, whose evidence is now `hash`.
-    pub fn attempt(&mut self, key: &str, hash: String) -> Attempt {
+    pub fn attempt(&mut self, key: &CheckKey, hash: String) -> Attempt {
         self.pending.remove(key);
         let max = self.max;
-        let t = self.tracks.entry(key.to_string()).or_default();
+        let t = self.tracks.entry(key.clone()).or_default();
         // Saturating: a count resumed from a damaged or hostile event log may already be at the top.
         t.count = t.count.saturating_add(1);
         let identical = !t.last.is_empty() && t.last == hash;
@@ -168,7 +168,7 @@ impl Guard {
     }
 
     /// Escalated keys with their reasons, for the STOP file.
-    pub fn escalations(&self) -> Vec<(String, String)> {
+    pub fn escalations(&self) -> Vec<(CheckKey, String)> {
         self.tracks
             .iter()
             .filter_map(|(k, t)| t.escalated.clone().map(|r| (k.clone(), r)))
@@ -180,6 +180,11 @@ impl Guard {
 mod tests {
     use super::*;
     use crate::checks::FileRef;
+
+    fn key(s: &str) -> CheckKey {
+        let (pass, check) = s.split_once(':').unwrap();
+        CheckKey::new(pass, check)
+    }
 
     fn ev(sha: &str, mtime: &str) -> Evidence {
         Evidence {
@@ -204,26 +209,26 @@ mod tests {
     #[test]
     fn escalates_at_the_limit_once() {
         let mut g = Guard::new(3);
-        g.raised("2:OBS-27", "h0".into());
-        g.touched("2:OBS-27", &["p3a-gate-results.json".to_string()]);
+        g.raised(&key("2:OBS-27"), "h0".into());
+        g.touched(&key("2:OBS-27"), &["p3a-gate-results.json".to_string()]);
         assert!(g.has_pending());
-        assert_eq!(g.attempt("2:OBS-27", "h1".into()).escalate, None);
+        assert_eq!(g.attempt(&key("2:OBS-27"), "h1".into()).escalate, None);
         assert!(!g.has_pending());
-        assert_eq!(g.attempt("2:OBS-27", "h2".into()).escalate, None);
-        let third = g.attempt("2:OBS-27", "h3".into());
+        assert_eq!(g.attempt(&key("2:OBS-27"), "h2".into()).escalate, None);
+        let third = g.attempt(&key("2:OBS-27"), "h3".into());
         assert_eq!(third.number, 3);
         assert!(third.escalate.unwrap().contains("3 fix attempts"));
-        assert_eq!(g.attempt("2:OBS-27", "h4".into()).escalate, None);
+        assert_eq!(g.attempt(&key("2:OBS-27"), "h4".into()).escalate, None);
         assert_eq!(g.escalations().len(), 1);
-        g.resolved("2:OBS-27");
+        g.resolved(&key("2:OBS-27"));
         assert!(g.escalations().is_empty());
     }
 
     #[test]
     fn a_count_resumed_at_the_top_saturates() {
         let mut g = Guard::new(3);
-        g.restore("2:OBS-27", u32::MAX, "h0".into(), None);
-        let a = g.attempt("2:OBS-27", "h1".into());
+        g.restore(&key("2:OBS-27"), u32::MAX, "h0".into(), None);
+        let a = g.attempt(&key("2:OBS-27"), "h1".into());
         assert_eq!(a.number, u32::MAX);
         assert!(a.escalate.is_some());
     }
@@ -231,13 +236,13 @@ mod tests {
     #[test]
     fn an_echo_is_no_attempt() {
         let mut g = Guard::new(3);
-        g.raised("2:OBS-27", "h0".into());
-        assert!(!g.echo("2:OBS-27", "s0".into()));
-        g.touched("2:OBS-27", &["p3a-gate-results.json".to_string()]);
-        assert!(g.echo("2:OBS-27", "s0".into()), "nothing rewritten");
+        g.raised(&key("2:OBS-27"), "h0".into());
+        assert!(!g.echo(&key("2:OBS-27"), "s0".into()));
+        g.touched(&key("2:OBS-27"), &["p3a-gate-results.json".to_string()]);
+        assert!(g.echo(&key("2:OBS-27"), "s0".into()), "nothing rewritten");
         assert!(!g.has_pending());
         assert!(
-            !g.echo("2:OBS-27", "s1".into()),
+            !g.echo(&key("2:OBS-27"), "s1".into()),
             "rewritten (if identically)"
         );
     }
@@ -245,8 +250,8 @@ mod tests {
     #[test]
     fn escalates_on_identical_evidence() {
         let mut g = Guard::new(5);
-        g.raised("2:OBS-27", "h0".into());
-        let a = g.attempt("2:OBS-27", "h0".into());
+        g.raised(&key("2:OBS-27"), "h0".into());
+        let a = g.attempt(&key("2:OBS-27"), "h0".into());
         assert!(a.identical);
         assert!(a.escalate.unwrap().starts_with("no progress"));
     }

@@ -8,7 +8,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::{Change, Context};
 use crate::checks::FileRef;
-use crate::engine::{CheckResult, Evaluation, Status};
+use crate::engine::{CheckKey, CheckResult, Evaluation, Status};
 use crate::protocol::{CheckDef, Protocol, Severity};
 
 fn ts(t: &DateTime<Utc>) -> String {
@@ -292,7 +292,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     summary_block(&mut out, eval);
 
     // BLOCKING failures: those failing now, and those that failed earlier and were resolved.
-    let mut blocking: BTreeMap<String, (Option<&CheckResult>, Option<&Change>)> = BTreeMap::new();
+    let mut blocking: BTreeMap<CheckKey, (Option<&CheckResult>, Option<&Change>)> = BTreeMap::new();
     for r in eval.results.iter().filter(|r| r.stops()) {
         blocking.entry(r.key()).or_default().0 = Some(r);
     }
@@ -300,7 +300,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         let is_blocking = def(p, &c.check).is_some_and(|d| d.severity == Severity::Blocking);
         if is_blocking && c.to == Status::Fail {
             blocking
-                .entry(format!("{}:{}", c.pass, c.check))
+                .entry(CheckKey::new(&c.pass, &c.check))
                 .or_default()
                 .1 = Some(c);
         }
@@ -310,12 +310,11 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         let _ = writeln!(out, "None.\n");
     } else {
         let _ = writeln!(out, "| Check ID | Description | Evidence | Phase | Resolved? |\n|----------|-------------|----------|-------|-----------|");
-        for (key, (now, past)) in &blocking {
-            let (pass, check) = key.split_once(':').unwrap_or(("", key));
+        for (CheckKey { pass, check }, (now, past)) in &blocking {
             let current = eval
                 .results
                 .iter()
-                .find(|r| r.pass == pass && r.check == check);
+                .find(|r| r.pass == *pass && r.check == *check);
             // A resolved failure is shown with what was observed when it failed.
             let (desc, evidence) = match (now, current, past) {
                 (Some(r), _, _) => (r.title.clone(), evidence_summary(r)),
@@ -336,8 +335,8 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                         .history
                         .iter()
                         .filter(|h| {
-                            h.pass == pass
-                                && h.check == check
+                            h.pass == *pass
+                                && h.check == *check
                                 && h.at >= c.at
                                 && h.to != Status::Fail
                         })
@@ -404,8 +403,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
 
     if !ctx.escalations.is_empty() {
         let _ = writeln!(out, "### Escalations\n");
-        for (key, why) in &ctx.escalations {
-            let (pass, check) = key.split_once(':').unwrap_or(("", key));
+        for (CheckKey { pass, check }, why) in &ctx.escalations {
             let _ = writeln!(
                 out,
                 "- {check} (pass {pass}): ESCALATED: human review required — {why}"

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Status;
+use crate::engine::{CheckKey, Status};
 
 pub const STOP_FILE: &str = "OBSERVER-STOP.md";
 pub const REPORT_FILE: &str = "OBSERVER-REPORT.md";
@@ -61,7 +61,7 @@ pub struct Context {
     pub history: Vec<Change>,
     pub incidents: Vec<Incident>,
     /// Per STOP-raising check (`pass:check`): the escalation reason, if escalated.
-    pub escalations: Vec<(String, String)>,
+    pub escalations: Vec<(CheckKey, String)>,
 }
 
 /// Something at one of the referee's own names that the referee did not put there: it is never

@@ -543,7 +543,8 @@ fn an_unwritable_build_directory_is_not_live_once_its_heartbeat_is_stale() {
 /// starts on a line of its own.
 #[test]
 fn an_append_the_disk_cuts_short_leaves_no_torn_line() {
-    use referee::daemon::events::{self, ContextRef, EventLog, Level, Record, Scope, Signal};
+    use referee::daemon::event::Event;
+    use referee::daemon::events::{self, ContextRef, EventLog, Record};
     let root = tempfile::tempdir().expect("tempdir");
     let Some(mnt) = Tmpfs::mount(&root.path().join("mnt"), "256k") else {
         return;
@@ -555,13 +556,7 @@ fn an_append_the_disk_cuts_short_leaves_no_torn_line() {
     };
     let mut log =
         EventLog::new(&mnt.at, opened.file, opened.torn_tail, "t".into(), context).expect("log");
-    let rec = |text: String| Record {
-        scope: Scope::Motor,
-        signal: Signal::Coverage,
-        level: Level::Info,
-        payload: serde_json::json!({"event": "test", "text": text}),
-        artifacts: Vec::new(),
-    };
+    let rec = |why: String| Record::from(Event::Rescan { why });
     let now = chrono::Utc::now();
     log.append(&rec("first".into()), &now)
         .expect("room for the first line");

@@ -6,6 +6,7 @@ mod fuzz;
 mod heap;
 mod liveness;
 mod replay;
+mod root;
 mod unreadable;
 mod watch;
 

@@ -46,17 +46,28 @@ pub(crate) fn manual_gates(n: usize) -> String {
 pub(crate) struct Watch {
     child: Option<Child>,
     pub(crate) out: PathBuf,
-    err: PathBuf,
+    pub(crate) err: PathBuf,
 }
 
 impl Watch {
     pub(crate) fn start(dir: &Path, logs: &Path, args: &[&str]) -> Watch {
+        Watch::spawn(Some(dir), logs, args)
+    }
+
+    /// `referee watch --root ROOT`.
+    pub(crate) fn start_root(root: &Path, logs: &Path, args: &[&str]) -> Watch {
+        let mut all = vec!["--root", root.to_str().expect("a UTF-8 root")];
+        all.extend_from_slice(args);
+        Watch::spawn(None, logs, &all)
+    }
+
+    fn spawn(dir: Option<&Path>, logs: &Path, args: &[&str]) -> Watch {
         let n = fs::read_dir(logs).map(|r| r.count()).unwrap_or(0);
         let out = logs.join(format!("watch-{n}.out"));
         let err = logs.join(format!("watch-{n}.err"));
         let child = Command::new(referee())
             .arg("watch")
-            .arg(dir)
+            .args(dir)
             .args(["--heartbeat", "0.5"])
             .args(args)
             .stdin(Stdio::null())

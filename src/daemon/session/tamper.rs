@@ -2,42 +2,20 @@
 //! a restart: each becomes an incident (in the report) and an event, never a silent repair.
 //!
 //! This module owns the wording and the event payloads of those records. It does no I/O of its
-//! own: the writers (`outputs::write_atomic`, [`super::stop`], [`super::events::open_locked`]) find
+//! own: the writers (`outputs::write_atomic`, [`super::super::stop`], [`super::super::events::open_locked`]) find
 //! and neutralise what was planted, and hand it here; the one look of its own is a `lstat` of the
 //! pass files at each heartbeat. It must not judge checks.
 
 use std::path::Path;
 
-use serde_json::json;
-
 use crate::outputs::{Foreign, STOP_FILE};
 
-use super::events::{self, Level, Record, Scope, Signal};
-use super::stop::{Tamper, Tampered};
-use super::Daemon;
+use super::super::event::Event;
+use super::super::events;
+use super::super::stop::{Tamper, Tampered};
+use super::Session;
 
-impl Daemon {
-    /// One tamper record: an incident in the report and a `tamper` event whose payload has
-    /// `text` added and `event` set.
-    fn tamper(&mut self, text: String, mut payload: serde_json::Value) {
-        if let Some(p) = payload.as_object_mut() {
-            p.insert("event".into(), json!("tamper"));
-            p.insert("text".into(), json!(text));
-        }
-        self.incident(
-            "tamper",
-            text.clone(),
-            &format!("tamper: {text}"),
-            Record {
-                scope: Scope::Motor,
-                signal: Signal::Error,
-                level: Level::Error,
-                payload,
-                artifacts: Vec::new(),
-            },
-        );
-    }
-
+impl Session {
     /// At each heartbeat: a pass file replaced by a symlink or FIFO (which an orchestrator would
     /// read through) is rewritten at once, and the write records the tamper. Its own writes
     /// trigger no file events, so this lstat per pass file is how the daemon notices.
@@ -67,14 +45,17 @@ impl Daemon {
             "`{name}` was {} put there by someone else; replaced without being followed or opened",
             found.describe()
         );
-        self.tamper(
-            text,
-            json!({
-                "file": name,
-                "what": "replaced",
-                "found": found.describe(),
-                "action": "replaced",
-            }),
+        self.emit(
+            Event::Tamper {
+                file: name.to_string(),
+                what: "replaced".into(),
+                found: Some(found.describe().into()),
+                action: "replaced".into(),
+                moved_to: None,
+                failing: Vec::new(),
+                text,
+            }
+            .into(),
         );
     }
 
@@ -86,15 +67,17 @@ impl Daemon {
             found.describe(),
             to.display()
         );
-        self.tamper(
-            text,
-            json!({
-                "file": events::EVENTS_FILE,
-                "what": "replaced",
-                "found": found.describe(),
-                "action": "moved aside",
-                "moved_to": to.display().to_string(),
-            }),
+        self.emit(
+            Event::Tamper {
+                file: events::EVENTS_FILE.into(),
+                what: "replaced".into(),
+                found: Some(found.describe().into()),
+                action: "moved aside".into(),
+                moved_to: Some(to.display().to_string()),
+                failing: Vec::new(),
+                text,
+            }
+            .into(),
         );
     }
 
@@ -103,24 +86,15 @@ impl Daemon {
         let Some(text) = r.damage() else {
             return;
         };
-        self.incident(
-            "log damaged",
-            text.clone(),
-            &format!("warning: {text}"),
-            Record {
-                scope: Scope::Motor,
-                signal: Signal::Error,
-                level: Level::Warn,
-                payload: json!({
-                    "event": "log_damaged",
-                    "file": events::EVENTS_FILE,
-                    "skipped": r.skipped,
-                    "lines": r.skipped_lines,
-                    "events": r.events,
-                    "text": text,
-                }),
-                artifacts: Vec::new(),
-            },
+        self.emit(
+            Event::LogDamaged {
+                file: events::EVENTS_FILE.into(),
+                skipped: r.skipped,
+                lines: r.skipped_lines.clone(),
+                events: r.events,
+                text,
+            }
+            .into(),
         );
     }
 
@@ -135,23 +109,19 @@ impl Daemon {
                 "the event log does not say the referee raised it"
             }
         );
-        self.say(&text);
-        self.record(Record {
-            scope: Scope::Motor,
-            signal: Signal::Coverage,
-            level: Level::Info,
-            payload: json!({
-                "event": "stop_adopted",
-                "raised_by_referee": raised_by_referee,
-                "text": text,
-            }),
-            artifacts: Vec::new(),
-        });
+        self.emit(
+            Event::StopAdopted {
+                raised_by_referee,
+                text,
+            }
+            .into(),
+        );
     }
 
     /// Tamper with the STOP file (found by a check or while writing): incident and event.
     pub(super) fn stop_tampered(&mut self, t: &Tampered) {
         let failing: Vec<String> = self
+            .ledger
             .published
             .iter()
             .flat_map(|e| e.stops())
@@ -168,16 +138,17 @@ impl Daemon {
             (Tamper::Created, None) => "removed",
             _ => "restored",
         };
-        self.tamper(
-            text,
-            json!({
-                "file": STOP_FILE,
-                "what": t.what.as_str(),
-                "found": t.found.map(Foreign::describe),
-                "moved_to": t.moved_to.as_ref().map(|p| p.display().to_string()),
-                "action": action,
-                "failing": failing,
-            }),
+        self.emit(
+            Event::Tamper {
+                file: STOP_FILE.into(),
+                what: t.what.as_str().into(),
+                found: t.found.map(|f| f.describe().to_string()),
+                action: action.into(),
+                moved_to: t.moved_to.as_ref().map(|p| p.display().to_string()),
+                failing,
+                text,
+            }
+            .into(),
         );
     }
 }

@@ -1,0 +1,435 @@
+//! A session's decisions: what one evaluation changes in what the referee has published.
+//!
+//! This module owns the rules between "the engine judged the directory" and "the files say so":
+//! which new failures wait for their files to settle ([`Ledger::hold`]), which passes ran, which
+//! statuses changed, when a STOP is raised or resolved, what counts as a fix attempt and when one
+//! escalates ([`Ledger::apply`]). They are plain functions of the evaluation, the paths touched, a
+//! view of the files ([`Files`]) and the time ([`Clock`]): no threads, no I/O, no clock read, so a
+//! test drives them directly. What they decide comes back as [`Decided`]: the events to log (in
+//! order), when to look again, and whether the run may finish. The session carries it out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant, SystemTime};
+
+use chrono::{DateTime, Utc};
+
+use crate::artifacts::Snapshot;
+use crate::engine::{CheckKey, CheckResult, Evaluation, Evidence, PassState, Status};
+use crate::outputs::Change;
+use crate::protocol::{CheckInstance, Protocol, Severity};
+
+use super::event::Event;
+use super::events::{self, Record};
+use super::guard::{self, evidence_hash, Guard};
+use super::settle::{self, Settle};
+
+/// The time a decision is made at.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    pub now: Instant,
+    pub wall: DateTime<Utc>,
+}
+
+/// What the decisions need to know of the files, beyond the evaluation.
+pub trait Files {
+    /// Until when `path` is still being written; `None` when it has settled (or is gone).
+    fn fresh_until(&self, path: &str) -> Option<Instant>;
+    /// Paths written in place and not yet settled.
+    fn moving(&self) -> Vec<&str>;
+    /// A digest of the evidence with its files' exact mtimes: what tells a rewrite from an echo.
+    fn state(&self, evidence: &Evidence) -> String;
+}
+
+/// The real view: what the settle tracker saw, and the snapshot that was judged.
+pub struct Seen<'a> {
+    pub settle: &'a Settle,
+    pub snap: &'a Snapshot,
+    pub now: Instant,
+    pub wall: SystemTime,
+}
+
+impl Files for Seen<'_> {
+    fn fresh_until(&self, path: &str) -> Option<Instant> {
+        self.settle
+            .fresh_until(path, self.snap.get(path), self.now, self.wall)
+    }
+
+    fn moving(&self) -> Vec<&str> {
+        self.settle.moving().collect()
+    }
+
+    fn state(&self, ev: &Evidence) -> String {
+        let mtimes: Vec<Option<u128>> = ev
+            .files
+            .iter()
+            .map(|f| {
+                self.snap
+                    .get(&f.path)
+                    .and_then(|e| e.mtime())
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_nanos())
+            })
+            .collect();
+        guard::state_hash(ev, &mtimes)
+    }
+}
+
+/// What an evaluation decided.
+#[derive(Debug, Default)]
+pub struct Decided {
+    /// Events to log, in order (each also said as a line).
+    pub records: Vec<Record>,
+    /// Look again at this time (files still settling).
+    pub recheck: Option<Instant>,
+    /// The pipeline is complete and nothing is held or pending: the run may finish once quiet.
+    pub may_finish: bool,
+}
+
+/// What a session has published and remembers between evaluations.
+#[derive(Debug)]
+pub struct Ledger {
+    /// Pass memory: a pass that ran stays run.
+    pub ran: BTreeMap<String, PassState>,
+    /// The last published status of every instance whose pass ran.
+    pub statuses: BTreeMap<CheckKey, Status>,
+    pub published: Option<Evaluation>,
+    pub history: Vec<Change>,
+    pub guard: Guard,
+    /// Results held back while their files settle, since when.
+    pub holds: BTreeMap<CheckKey, Instant>,
+    /// The longest a result is held: a file written forever cannot jam the referee.
+    pub max_hold: Duration,
+}
+
+fn instance<'p>(protocol: &'p Protocol, key: &CheckKey) -> Option<&'p CheckInstance> {
+    protocol
+        .passes
+        .iter()
+        .find(|p| p.id == key.pass)?
+        .checks
+        .iter()
+        .find(|i| i.def.id == key.check)
+}
+
+fn artifact_ids(ev: &Evidence) -> Vec<String> {
+    ev.files
+        .iter()
+        .filter_map(|f| f.sha256.as_ref().map(|h| format!("{}@{h}", f.path)))
+        .collect()
+}
+
+fn record(event: Event, ev: &Evidence) -> Record {
+    Record {
+        event,
+        artifacts: artifact_ids(ev),
+    }
+}
+
+impl Ledger {
+    pub fn new(max_fix_attempts: u32, settle: Duration) -> Ledger {
+        Ledger {
+            ran: BTreeMap::new(),
+            statuses: BTreeMap::new(),
+            published: None,
+            history: Vec::new(),
+            guard: Guard::new(max_fix_attempts),
+            holds: BTreeMap::new(),
+            max_hold: (settle * 20).max(Duration::from_secs(3)),
+        }
+    }
+
+    /// Takes over what an earlier run's log says.
+    pub fn resume(&mut self, r: events::Resumed) {
+        self.ran = r.ran;
+        self.statuses = r.statuses;
+        self.history = r.history;
+        for (key, (count, hash)) in r.attempts {
+            let esc = r
+                .escalations
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, why)| why.clone());
+            self.guard.restore(&key, count, hash, esc);
+        }
+    }
+
+    /// Until when a result's files (its evidence, and its inputs being written in place) are
+    /// unsettled. Anything else — a writer's temp file, a file no input glob matches — never holds.
+    fn unsettled_until(
+        protocol: &Protocol,
+        r: &CheckResult,
+        files: &impl Files,
+    ) -> Option<Instant> {
+        let inst = instance(protocol, &r.key());
+        let moving = files.moving();
+        let moving = moving
+            .into_iter()
+            .filter(|p| inst.is_some_and(|i| settle::reads(&i.inputs, p)));
+        r.evidence
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .chain(moving)
+            .filter_map(|p| files.fresh_until(p))
+            .max()
+    }
+
+    /// Holds back results that would newly become FAIL or INCONCLUSIVE (or would lift a standing
+    /// STOP) while their files are still being written; says when to look again.
+    pub fn hold(
+        &mut self,
+        protocol: &Protocol,
+        mut eval: Evaluation,
+        files: &impl Files,
+        now: Instant,
+    ) -> (Evaluation, Option<Instant>) {
+        let mut holds = BTreeMap::new();
+        let mut recheck: Option<Instant> = None;
+        for i in 0..eval.results.len() {
+            let r = &eval.results[i];
+            let key = r.key();
+            let prev = self.statuses.get(&key).copied();
+            if prev == Some(r.status) {
+                continue;
+            }
+            let bad = matches!(r.status, Status::Fail | Status::Inconclusive);
+            // A standing STOP is not lifted by a file caught mid-write either (a truncated file
+            // must not let the pipeline through for a moment).
+            let lifts_stop = prev == Some(Status::Fail) && r.severity == Severity::Blocking;
+            if !bad && !lifts_stop {
+                continue;
+            }
+            let Some(until) = Self::unsettled_until(protocol, r, files) else {
+                continue;
+            };
+            let since = self.holds.get(&key).copied().unwrap_or(now);
+            if now.saturating_duration_since(since) >= self.max_hold {
+                continue;
+            }
+            let previous = self
+                .published
+                .as_ref()
+                .and_then(|p| p.results.iter().find(|x| x.key() == key))
+                .cloned();
+            // Nothing published yet: a fresh start shows WAITING; a restart keeps the status the
+            // previous run left (a standing FAIL keeps its STOP until the files settle).
+            let held = previous.unwrap_or_else(|| CheckResult {
+                status: prev.unwrap_or(Status::Waiting),
+                due: prev.is_some_and(|p| p != Status::Waiting),
+                evidence: Evidence {
+                    expected: r.evidence.expected.clone(),
+                    observed: match prev {
+                        Some(p) => format!(
+                            "{} when the referee was restarted; its files are still being written (judged again when they settle)",
+                            p.as_str()
+                        ),
+                        None => "settling: its files are still being written".into(),
+                    },
+                    details: Vec::new(),
+                    files: Vec::new(),
+                },
+                ..r.clone()
+            });
+            eval.results[i] = held;
+            holds.insert(key, since);
+            recheck = recheck.max(Some(until));
+        }
+        self.holds = holds;
+        (eval, recheck)
+    }
+
+    /// Publishes an evaluation: pass runs, status changes (history, STOP raised/resolved), fix
+    /// attempts and escalations. `touched`: the paths whose change caused it.
+    pub fn apply(
+        &mut self,
+        protocol: &Protocol,
+        eval: Evaluation,
+        touched: &BTreeSet<String>,
+        files: &impl Files,
+        clock: Clock,
+    ) -> Decided {
+        let mut out = Decided::default();
+        self.count_touches(protocol, touched);
+        self.passes_run(&eval, &mut out);
+        self.changes(&eval, files, clock, &mut out);
+        self.attempts(&eval, files, clock, &mut out);
+        out.may_finish = eval.complete && self.holds.is_empty() && !self.guard.has_pending();
+        self.published = Some(eval);
+        out
+    }
+
+    /// Changes to the inputs of a check that was holding the pipeline are fix attempts.
+    fn count_touches(&mut self, protocol: &Protocol, touched: &BTreeSet<String>) {
+        let stopping: Vec<CheckKey> = self
+            .published
+            .iter()
+            .flat_map(|e| e.stops())
+            .map(CheckResult::key)
+            .collect();
+        for key in stopping {
+            let Some(inst) = instance(protocol, &key) else {
+                continue;
+            };
+            let paths: Vec<&String> = touched
+                .iter()
+                .filter(|p| inst.inputs.everything || settle::reads(&inst.inputs, p))
+                .collect();
+            if !paths.is_empty() {
+                self.guard.touched(&key, paths);
+            }
+        }
+    }
+
+    fn passes_run(&mut self, eval: &Evaluation, out: &mut Decided) {
+        for ps in &eval.passes {
+            if !ps.ran || self.ran.contains_key(&ps.id) {
+                continue;
+            }
+            self.ran.insert(ps.id.clone(), ps.clone());
+            let results = eval
+                .results
+                .iter()
+                .filter(|r| r.pass == ps.id)
+                .map(|r| (r.check.clone(), r.status))
+                .collect();
+            out.records.push(
+                Event::PassRun {
+                    pass: ps.id.clone(),
+                    reason: ps.reason,
+                    at: ps.at.map(|t| events::timestamp(&t)),
+                    results,
+                }
+                .into(),
+            );
+        }
+    }
+
+    fn changes(&mut self, eval: &Evaluation, files: &impl Files, clock: Clock, out: &mut Decided) {
+        for r in &eval.results {
+            if !self.ran.contains_key(&r.pass) {
+                continue;
+            }
+            let key = r.key();
+            let prev = self.statuses.get(&key).copied();
+            if prev == Some(r.status) {
+                continue;
+            }
+            let was_stop = prev == Some(Status::Fail) && r.severity == Severity::Blocking;
+            let note = if r.stops() {
+                Some("STOP raised")
+            } else if was_stop {
+                Some("RESOLVED after STOP")
+            } else {
+                None
+            };
+            let hash = evidence_hash(&r.evidence);
+            // A pass's first results are in its pass_run event; only bad ones enter the history.
+            if prev.is_some() || matches!(r.status, Status::Fail | Status::Inconclusive) {
+                self.history.push(Change {
+                    at: clock.wall,
+                    pass: r.pass.clone(),
+                    check: r.check.clone(),
+                    from: prev,
+                    to: r.status,
+                    note: note.map(str::to_string),
+                    observed: Some(r.evidence.observed.clone()),
+                });
+                let event = Event::ResultChanged {
+                    pass: r.pass.clone(),
+                    check: r.check.clone(),
+                    title: r.title.clone(),
+                    severity: r.severity.as_str().to_string(),
+                    from: prev,
+                    to: r.status,
+                    note: note.map(str::to_string),
+                    due: r.due,
+                    expected: r.evidence.expected.clone(),
+                    observed: r.evidence.observed.clone(),
+                    evidence_sha256: hash.clone(),
+                };
+                out.records.push(record(event, &r.evidence));
+            }
+            if r.stops() {
+                self.guard.raised(&key, hash.clone());
+                self.guard.echo(&key, files.state(&r.evidence));
+                let event = Event::StopRaised {
+                    pass: r.pass.clone(),
+                    check: r.check.clone(),
+                    title: r.title.clone(),
+                    observed: r.evidence.observed.clone(),
+                    evidence_sha256: hash,
+                };
+                out.records.push(record(event, &r.evidence));
+            } else if was_stop {
+                self.guard.resolved(&key);
+                let event = Event::StopResolved {
+                    pass: r.pass.clone(),
+                    check: r.check.clone(),
+                    to: Some(r.status),
+                };
+                out.records.push(record(event, &r.evidence));
+            }
+            self.statuses.insert(key, r.status);
+        }
+    }
+
+    /// Fix attempts whose inputs have settled: counted, and escalated at the limit or when an
+    /// attempt changed nothing.
+    fn attempts(&mut self, eval: &Evaluation, files: &impl Files, clock: Clock, out: &mut Decided) {
+        let pending: Vec<(CheckKey, BTreeSet<String>)> = self
+            .guard
+            .pending()
+            .map(|(k, p)| (k.clone(), p.clone()))
+            .collect();
+        for (key, paths) in pending {
+            let Some(r) = eval.results.iter().find(|r| r.key() == key) else {
+                self.guard.resolved(&key);
+                continue;
+            };
+            if !r.stops() {
+                self.guard.resolved(&key);
+                continue;
+            }
+            if let Some(until) = paths.iter().filter_map(|p| files.fresh_until(p)).max() {
+                out.recheck = out.recheck.min(Some(until)).or(Some(until));
+                continue;
+            }
+            if self.guard.echo(&key, files.state(&r.evidence)) {
+                continue;
+            }
+            let hash = evidence_hash(&r.evidence);
+            let a = self.guard.attempt(&key, hash.clone());
+            let event = Event::FixAttempt {
+                pass: r.pass.clone(),
+                check: r.check.clone(),
+                attempt: a.number.into(),
+                identical: a.identical,
+                evidence_sha256: hash,
+            };
+            out.records.push(record(event, &r.evidence));
+            if let Some(reason) = a.escalate {
+                let text = format!(
+                    "{} (pass {}) ESCALATED: human review required — {reason}",
+                    r.check, r.pass
+                );
+                self.history.push(Change {
+                    at: clock.wall,
+                    pass: r.pass.clone(),
+                    check: r.check.clone(),
+                    from: Some(Status::Fail),
+                    to: Status::Fail,
+                    note: Some(format!("ESCALATED: human review required — {reason}")),
+                    observed: None,
+                });
+                let event = Event::Escalation {
+                    pass: r.pass.clone(),
+                    check: r.check.clone(),
+                    reason,
+                    attempts: a.number,
+                    text,
+                };
+                out.records.push(record(event, &r.evidence));
+            }
+        }
+    }
+}

@@ -1,0 +1,652 @@
+//! The loop: one thread that drives every session of the process.
+//!
+//! This module owns what sessions must not: the event source (one for the whole process: the
+//! build directory, or under `--root` the root, watched recursively), the channel everything
+//! arrives on (file events, signals, the pipeline's exit), which session an event belongs to, the
+//! timers of all sessions, finding new build directories under `--root`, and ending. It sleeps
+//! on the channel with a timeout to the earliest timer of any session, and nothing else wakes it.
+//!
+//! Reaction first: what arrives is handled before due timers, and between two sessions' timers
+//! the channel is looked at again, so a violation landing while 500 heartbeats are due waits for
+//! at most one of them. Threads are bounded whatever the number of builds: this loop, the event
+//! source's, and the signal and `--exit-with` waiters.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::artifacts::escape_name;
+use crate::checks::is_own_file;
+use crate::exit::ExitCode;
+use crate::outputs::STOP_FILE;
+use crate::protocol::Protocol;
+use crate::watch::{self, ChangeKind, FsEvent, Mode, Source};
+
+use super::session::{Batch, Rewatch, Session};
+use super::{
+    attach, heartbeat, signals, Config, DaemonError, EndReason, Outcome, RootOutcome, Shutdown,
+};
+
+/// What arrives on the loop's one channel.
+#[derive(Debug)]
+enum Msg {
+    /// Paths that changed: (session, path relative to its directory, what happened). The
+    /// referee's own files are already dropped, except the STOP file.
+    Changed(Vec<(String, String, ChangeKind)>),
+    /// An event on a build directory itself; `lost`: it was deleted or moved (its watch is gone).
+    /// `source`: which event source saw it (one still queued from a source already replaced is
+    /// about a directory the loop has left).
+    Dir {
+        name: String,
+        lost: bool,
+        source: u64,
+    },
+    Rescan(String),
+    Limit(String),
+    PipelineExited(i32),
+    Shutdown(Shutdown),
+}
+
+/// Which session a path belongs to: one build directory (every path is the one session's, named
+/// `""`), or a root whose immediate subdirectories are the sessions.
+#[derive(Debug, Clone)]
+struct Router {
+    base: PathBuf,
+    root: bool,
+}
+
+impl Router {
+    /// `(session, relative path)` in the snapshot's escaped form (so a change and the entry it
+    /// touched agree even for a name with invalid UTF-8 or a newline); `None` outside, or the
+    /// root itself under `--root`.
+    fn route(&self, path: &Path) -> Option<(String, String)> {
+        let rel = path.strip_prefix(&self.base).ok()?;
+        if !self.root {
+            return Some((String::new(), escape(rel)));
+        }
+        let mut parts = rel.components();
+        let Some(Component::Normal(first)) = parts.next() else {
+            return None;
+        };
+        Some((
+            escape_name(first.as_bytes()).into_owned(),
+            escape(parts.as_path()),
+        ))
+    }
+}
+
+fn escape(rel: &Path) -> String {
+    escape_name(rel.as_os_str().as_bytes()).into_owned()
+}
+
+/// Turns the source's events into messages, on the source's thread (no state, no blocking).
+fn sink(router: Router, source: u64, tx: Sender<Msg>) -> impl FnMut(FsEvent) + Send + Clone {
+    move |ev: FsEvent| {
+        let msg = match ev {
+            FsEvent::Changed(changes) => {
+                let mut v = Vec::new();
+                for c in changes {
+                    let Some((name, rel)) = router.route(&c.path) else {
+                        continue;
+                    };
+                    if rel.is_empty() {
+                        // A build directory itself: the session checks what its path names now
+                        // (deleted, moved: the watch on it is gone); under --root it may be new.
+                        let lost = c.kind == ChangeKind::Removed;
+                        let _ = tx.send(Msg::Dir { name, lost, source });
+                    } else if rel == STOP_FILE || !is_own_file(&rel) {
+                        // The referee's own writes are no work; the STOP file is checked for
+                        // tampering.
+                        v.push((name, rel, c.kind));
+                    }
+                }
+                if v.is_empty() {
+                    return;
+                }
+                Msg::Changed(v)
+            }
+            FsEvent::Rescan { why } => Msg::Rescan(why),
+            FsEvent::Limit { message } => Msg::Limit(message),
+        };
+        let _ = tx.send(msg);
+    }
+}
+
+/// A build directory under `--root` that has no running session.
+#[derive(Debug)]
+enum Known {
+    /// Its session finished (the pipeline completed); a new directory at the name starts anew.
+    Finished(Option<attach::DirId>),
+    /// It could not be opened (another referee holds it, its log is under another protocol …):
+    /// said once per reason, tried again at each look.
+    Refused(String),
+}
+
+struct Driver {
+    router: Router,
+    /// `--root`: the options every build gets, and the protocol, loaded once.
+    template: Option<(Config, Arc<Protocol>)>,
+    mode: Mode,
+    tx: Sender<Msg>,
+    rx: Receiver<Msg>,
+    source: Option<Source>,
+    /// Counts event sources started, to tell the current one's messages from stale ones.
+    gen: u64,
+    sessions: BTreeMap<String, Session>,
+    /// Messages taken off the channel while timers ran: handled first at the next turn.
+    carry: Vec<Msg>,
+    /// The session whose timers ran last (timers go round, so none is starved).
+    cursor: String,
+    known: BTreeMap<String, Known>,
+    outcomes: Vec<(String, Outcome)>,
+    /// `--root`: when to list the root again (new builds, refused ones retried).
+    next_look: Option<Instant>,
+    /// `--root`: the whole run's timeout (when, and how long it was).
+    timeout_at: Option<(Instant, std::time::Duration)>,
+    ending: Option<EndReason>,
+}
+
+/// One build directory: the loop with one session, until it ends.
+pub(super) fn run_one(
+    config: Config,
+    shutdown: Option<Receiver<Shutdown>>,
+) -> Result<Outcome, DaemonError> {
+    // Before anything is written: finishing at once "because the pipeline exited" would judge a
+    // live pipeline's half-built directory as final.
+    if let Some(pid) = config.exit_with {
+        if !u32::try_from(pid).is_ok_and(heartbeat::pid_alive) {
+            return Err(DaemonError::NoSuchPid { pid });
+        }
+    }
+    let protocol = Arc::new(Protocol::load(&config.protocol)?);
+    let mut session = Session::open(config.clone(), protocol, None)?;
+    let mut d = Driver::new(session.canon().to_path_buf(), false, config.watch, None);
+    // Watch before the first scan, so nothing written in between is missed.
+    let warning = d.start_source()?;
+    session.source_is(Ok(d.source_name()));
+    session.announce(warning);
+    d.forward(shutdown);
+    if let Some(pid) = config.exit_with {
+        let tx = d.tx.clone();
+        let how = signals::watch_pid(pid, move || {
+            let _ = tx.send(Msg::PipelineExited(pid));
+        });
+        session.pid_by_ticks = how == signals::PidWatch::Ticks;
+    }
+    session.first_evaluation();
+    d.sessions.insert(String::new(), session);
+    d.run();
+    Ok(d.outcomes
+        .pop()
+        .map(|(_, o)| o)
+        .expect("the one session ended with an outcome"))
+}
+
+/// Every build directory under `root`, until shutdown (or the timeout).
+pub(super) fn run_root(
+    root: PathBuf,
+    mut template: Config,
+    shutdown: Option<Receiver<Shutdown>>,
+) -> Result<RootOutcome, DaemonError> {
+    let protocol = Arc::new(Protocol::load(&template.protocol)?);
+    let bad = |message: String| DaemonError::BuildDir {
+        path: root.display().to_string(),
+        message,
+    };
+    let canon = std::fs::canonicalize(&root).map_err(|e| bad(e.to_string().to_lowercase()))?;
+    if !canon.is_dir() {
+        return Err(bad("not a directory".into()));
+    }
+    // Each build holds its event log open (and locked): allow as many files as the system does.
+    let _ = rlimit::increase_nofile_limit(u64::MAX);
+    let timeout = template.timeout.take();
+    template.exit_with = None;
+    template.build_dir = root;
+    let mut d = Driver::new(canon, true, template.watch, Some((template, protocol)));
+    d.timeout_at = timeout.map(|t| (Instant::now() + t, t));
+    d.start_source()?;
+    d.forward(shutdown);
+    d.look();
+    d.run();
+    let exit = d
+        .outcomes
+        .iter()
+        .map(|(_, o)| o.exit)
+        .max_by_key(|e| *e as u8)
+        .unwrap_or(ExitCode::Ok);
+    Ok(RootOutcome {
+        exit,
+        builds: std::mem::take(&mut d.outcomes),
+    })
+}
+
+impl Driver {
+    fn new(
+        base: PathBuf,
+        root: bool,
+        mode: Mode,
+        template: Option<(Config, Arc<Protocol>)>,
+    ) -> Driver {
+        let (tx, rx) = mpsc::channel();
+        Driver {
+            router: Router { base, root },
+            template,
+            mode,
+            tx,
+            rx,
+            source: None,
+            gen: 0,
+            sessions: BTreeMap::new(),
+            carry: Vec::new(),
+            cursor: String::new(),
+            known: BTreeMap::new(),
+            outcomes: Vec::new(),
+            next_look: root.then(Instant::now),
+            timeout_at: None,
+            ending: None,
+        }
+    }
+
+    /// Forwards the first shutdown request into the loop's channel.
+    fn forward(&self, shutdown: Option<Receiver<Shutdown>>) {
+        let Some(srx) = shutdown else {
+            return;
+        };
+        let tx = self.tx.clone();
+        let _ = std::thread::Builder::new()
+            .name("referee-shutdown".into())
+            .spawn(move || {
+                if let Ok(s) = srx.recv() {
+                    let _ = tx.send(Msg::Shutdown(s));
+                }
+            });
+    }
+
+    fn source_name(&self) -> String {
+        self.source
+            .as_ref()
+            .map_or_else(|| "nothing".into(), |s| s.kind.to_string())
+    }
+
+    /// Starts watching the base in the configured mode (the old source, if any, is dropped once
+    /// the new one runs, so nothing is missed in between). Returns the fallback warning.
+    fn start_source(&mut self) -> Result<Option<String>, watch::WatchError> {
+        self.gen += 1;
+        let sink = sink(self.router.clone(), self.gen, self.tx.clone());
+        let source = watch::start(&self.router.base, self.mode, sink)?;
+        let warning = source.warning.clone();
+        if let Some(w) = &warning {
+            eprintln!("referee: warning: {w}");
+        }
+        self.source = Some(source);
+        Ok(warning)
+    }
+
+    /// Restarts the source and tells every session what it watches with now.
+    fn restart_source(&mut self) {
+        let result = self
+            .start_source()
+            .map(|_| self.source_name())
+            .map_err(|e| e.to_string());
+        if result.is_err() {
+            self.source = None;
+        }
+        for s in self.sessions.values_mut() {
+            s.source_is(result.clone());
+        }
+    }
+
+    fn run(&mut self) {
+        loop {
+            self.reap();
+            if self.sessions.is_empty() && (!self.router.root || self.ending.is_some()) {
+                return;
+            }
+            let mut msgs = std::mem::take(&mut self.carry);
+            let wait = self
+                .next_deadline()
+                .saturating_duration_since(Instant::now());
+            if msgs.is_empty() && !wait.is_zero() {
+                match self.rx.recv_timeout(wait) {
+                    Ok(m) => msgs.push(m),
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+                }
+            }
+            // Coalesce: everything pending now is one evaluation per session. Read even when a
+            // timer is already due, so a signal or the pipeline's exit that arrived during a long
+            // evaluation is acted on before the timer (which could end the run otherwise).
+            msgs.extend(self.rx.try_iter());
+            self.dispatch(msgs);
+            self.rewatch();
+            self.timers();
+            self.release_memory();
+        }
+    }
+
+    fn next_deadline(&self) -> Instant {
+        let sessions = self.sessions.values().map(Session::next_deadline);
+        let own = [self.next_look, self.timeout_at.map(|t| t.0)]
+            .into_iter()
+            .flatten();
+        sessions
+            .chain(own)
+            .min()
+            .unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600))
+    }
+
+    /// Hands each session what arrived for it.
+    fn dispatch(&mut self, msgs: Vec<Msg>) {
+        let mut per: BTreeMap<String, Batch> = BTreeMap::new();
+        let mut rescan = Vec::new();
+        let mut limit = None;
+        let mut look = false;
+        for m in msgs {
+            match m {
+                Msg::Changed(v) => {
+                    for (name, rel, kind) in v {
+                        per.entry(name).or_default().add(rel, kind);
+                    }
+                }
+                Msg::Dir { name, lost, source } => {
+                    look = true;
+                    let b = per.entry(name).or_default();
+                    b.root_lost |= lost && source == self.gen;
+                }
+                Msg::Rescan(why) => rescan.push(why),
+                Msg::Limit(m) => limit = Some(m),
+                Msg::PipelineExited(pid) => self.end_all(EndReason::PipelineExited { pid }),
+                Msg::Shutdown(s) => self.end_all(EndReason::Shutdown(s)),
+            }
+        }
+        if self.ending.is_some() {
+            // The final evaluation looks at everything anyway.
+            return;
+        }
+        if let Some(message) = limit {
+            let text = format!(
+                "inotify watch limit reached while watching ({message}); switching to polling every {} ms — {}",
+                watch::DEFAULT_POLL.as_millis(),
+                watch::WATCH_LIMIT_HINT
+            );
+            eprintln!("referee: warning: {text}");
+            self.mode = Mode::Poll(watch::DEFAULT_POLL);
+            self.restart_source();
+            rescan.push(text);
+        }
+        if !rescan.is_empty() {
+            look = true;
+            for name in self.sessions.keys() {
+                per.entry(name.clone()).or_default().rescan = rescan.clone();
+            }
+        }
+        if look && self.router.root {
+            self.look();
+        }
+        for (name, batch) in per {
+            if let Some(s) = self.sessions.get_mut(&name) {
+                s.handle(batch);
+            }
+        }
+    }
+
+    fn end_all(&mut self, reason: EndReason) {
+        for s in self.sessions.values_mut() {
+            s.end_with(reason.clone());
+        }
+        self.ending.get_or_insert(reason);
+    }
+
+    /// What sessions asked of the event source: a re-created directory is watched anew (under
+    /// `--root` the root's watch is renewed); one with nothing usable at its path is no longer
+    /// watched (one build directory only: the root's watch stays).
+    fn rewatch(&mut self) {
+        let mut start = false;
+        let mut drop = false;
+        for s in self.sessions.values_mut() {
+            match s.take_rewatch() {
+                Some(Rewatch::Start) => start = true,
+                Some(Rewatch::Drop) => drop = true,
+                None => {}
+            }
+        }
+        if start {
+            if !self.router.root {
+                if let Some(s) = self.sessions.values().next() {
+                    self.router.base = s.canon().to_path_buf();
+                }
+            }
+            self.restart_source();
+        } else if drop && !self.router.root {
+            self.source = None;
+        }
+    }
+
+    /// Runs every due timer, one session at a time, looking at the channel between two: what
+    /// arrived is handled first, the rest of the timers at the next turn.
+    fn timers(&mut self) {
+        let now = Instant::now();
+        if let Some((at, t)) = self.timeout_at {
+            if at <= now {
+                self.timeout_at = None;
+                self.end_all(EndReason::Timeout(t));
+                return;
+            }
+        }
+        if self.next_look.is_some_and(|t| t <= now) {
+            self.look();
+        }
+        let due: Vec<String> = {
+            let after = self
+                .sessions
+                .range::<String, _>((
+                    std::ops::Bound::Excluded(&self.cursor),
+                    std::ops::Bound::Unbounded,
+                ))
+                .chain(self.sessions.range::<String, _>(..=&self.cursor));
+            after
+                .filter(|(_, s)| s.next_deadline() <= now)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        for name in due {
+            if let Some(s) = self.sessions.get_mut(&name) {
+                s.timers();
+            }
+            self.cursor = name;
+            if let Ok(m) = self.rx.try_recv() {
+                self.carry.push(m);
+                break;
+            }
+        }
+    }
+
+    /// Finishes every session that should end, keeping its outcome.
+    fn reap(&mut self) {
+        let ended: Vec<(String, EndReason)> = self
+            .sessions
+            .iter_mut()
+            .filter_map(|(n, s)| s.take_end().map(|r| (n.clone(), r)))
+            .collect();
+        for (name, reason) in ended {
+            let Some(mut s) = self.sessions.remove(&name) else {
+                continue;
+            };
+            let outcome = s.finish(reason);
+            let id = attach::DirId::of(s.dir()).ok();
+            drop(s);
+            self.known.insert(name.clone(), Known::Finished(id));
+            self.outcomes.push((name, outcome));
+        }
+    }
+
+    /// After evaluations (their snapshots, with every file they read, are gone by now), hands the
+    /// freed memory back to the OS: glibc keeps freed heap for reuse, and a large read raises its
+    /// mmap threshold so later ones land in that heap too — an idle daemon would otherwise hold
+    /// the peak of its last evaluation. Runs after the outputs are written: no latency.
+    fn release_memory(&mut self) {
+        let mut evaluated = false;
+        for s in self.sessions.values_mut() {
+            evaluated |= s.take_evaluated();
+        }
+        if !evaluated {
+            return;
+        }
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only returns free pages to the OS; no live allocation is touched.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+
+    /// `--root`: lists the root; every subdirectory without a session gets one (hidden ones and
+    /// symlinks excepted), unless its session finished and it is still the same directory.
+    fn look(&mut self) {
+        let Some((template, protocol)) = &self.template else {
+            return;
+        };
+        self.next_look = Some(Instant::now() + template.heartbeat);
+        let root = template.build_dir.clone();
+        let entries = match std::fs::read_dir(&root) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!(
+                    "referee: warning: cannot list the root `{}`: {}",
+                    root.display(),
+                    e.to_string().to_lowercase()
+                );
+                return;
+            }
+        };
+        let mut found = Vec::new();
+        for e in entries.flatten() {
+            let os = e.file_name();
+            let name = escape_name(os.as_bytes()).into_owned();
+            if name.starts_with('.') || self.sessions.contains_key(&name) {
+                continue;
+            }
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = root.join(&os);
+            if let Some(Known::Finished(id)) = self.known.get(&name) {
+                let now = attach::DirId::of(&path).ok();
+                if now.is_none() || matches!((id, now), (Some(a), Some(b)) if a.same(&b)) {
+                    continue;
+                }
+            }
+            found.push((name, path));
+        }
+        let (template, protocol) = (template.clone(), protocol.clone());
+        let source = self.source_name();
+        for (name, path) in found {
+            let mut cfg = template.clone();
+            cfg.build_dir = path;
+            match Session::open(cfg, protocol.clone(), Some(name.clone())) {
+                Ok(mut s) => {
+                    self.known.remove(&name);
+                    s.source_is(Ok(source.clone()));
+                    s.announce(None);
+                    s.first_evaluation();
+                    self.sessions.insert(name, s);
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    if !matches!(self.known.get(&name), Some(Known::Refused(w)) if *w == why) {
+                        eprintln!("referee: warning: `{name}` is not refereed: {why}");
+                    }
+                    self.known.insert(name, Known::Refused(why));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_route_to_their_session() {
+        let one = Router {
+            base: "/b".into(),
+            root: false,
+        };
+        assert_eq!(
+            one.route(Path::new("/b/x/y.md")),
+            Some((String::new(), "x/y.md".into()))
+        );
+        assert_eq!(
+            one.route(Path::new("/b")),
+            Some((String::new(), String::new()))
+        );
+        assert_eq!(one.route(Path::new("/c/x")), None);
+        // The snapshot's escaped form, not a lossy one.
+        assert_eq!(
+            one.route(Path::new("/b/a\nb.md")),
+            Some((String::new(), "a\\nb.md".into()))
+        );
+        let root = Router {
+            base: "/r".into(),
+            root: true,
+        };
+        assert_eq!(
+            root.route(Path::new("/r/b7/x/y.md")),
+            Some(("b7".into(), "x/y.md".into()))
+        );
+        assert_eq!(
+            root.route(Path::new("/r/b7")),
+            Some(("b7".into(), String::new()))
+        );
+        assert_eq!(root.route(Path::new("/r")), None, "the root itself");
+        assert_eq!(root.route(Path::new("/other/b7/x")), None);
+    }
+
+    #[test]
+    fn the_sink_drops_own_files_and_tells_directory_events() {
+        let (tx, rx) = mpsc::channel();
+        let mut s = sink(
+            Router {
+                base: "/r".into(),
+                root: true,
+            },
+            3,
+            tx,
+        );
+        let change = |p: &str, kind| watch::PathChange {
+            path: p.into(),
+            kind,
+        };
+        s(FsEvent::Changed(vec![
+            change("/r/b1/OBSERVER-HEARTBEAT.json", ChangeKind::RenamedIn),
+            change("/r/b1/OBSERVER-STOP.md", ChangeKind::Removed),
+            change("/r/b2/gate.json", ChangeKind::Written),
+            change("/r/b3", ChangeKind::Removed),
+        ]));
+        let got: Vec<Msg> = rx.try_iter().collect();
+        assert!(
+            matches!(&got[0], Msg::Dir { name, lost: true, source: 3 } if name == "b3"),
+            "{got:?}"
+        );
+        let Msg::Changed(v) = &got[1] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(
+            v,
+            &vec![
+                ("b1".into(), STOP_FILE.into(), ChangeKind::Removed),
+                ("b2".into(), "gate.json".into(), ChangeKind::Written),
+            ]
+        );
+        s(FsEvent::Changed(vec![change(
+            "/r/b1/OBSERVER-PASS-1.md",
+            ChangeKind::Written,
+        )]));
+        assert!(
+            rx.try_recv().is_err(),
+            "the referee's own writes wake nothing"
+        );
+    }
+}

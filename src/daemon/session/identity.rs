@@ -1,0 +1,154 @@
+//! Never blind while saying live: whether the build directory's path still names the directory
+//! the session watches, and what to do when it does not (detach, or re-attach to a new one).
+//!
+//! At every wake-up and every heartbeat the session compares what the path names with the
+//! directory it attached to ([`attach::decide`]). A directory deleted, re-created, renamed or
+//! replaced is re-attached (the loop watches it anew, its own event log is opened, a full scan
+//! follows, its files are written there); while the path names nothing usable, the session is
+//! detached and writes nothing.
+
+use std::time::Instant;
+
+use super::super::attach;
+use super::super::event::Event;
+use super::super::events::{self, EventLog};
+use super::super::heartbeat;
+use super::super::stop::StopFile;
+use super::{context_ref, remove_stale_temps, Rewatch, Session};
+
+impl Session {
+    /// Compares what the build directory's path names with the directory watched, and detaches
+    /// or re-attaches. `watch_lost`: the event source said the directory's own watch is gone.
+    pub(super) fn check_dir(&mut self, watch_lost: bool) {
+        let (now, why) = match attach::DirId::of(&self.dir) {
+            Ok(id) => (Some(id), None),
+            Err(e) => (None, Some(e.describe())),
+        };
+        match attach::decide(&self.attached, now, watch_lost) {
+            attach::Action::Stay => {}
+            attach::Action::Detach => {
+                self.detach(why.unwrap_or_else(|| "the build directory is gone".into()))
+            }
+            attach::Action::Reattach(id) => self.reattach(id),
+        }
+    }
+
+    /// Stops watching and writing: the path names nothing the session can watch. Said and
+    /// recorded once per reason (in the old event log, whose file moved with a renamed directory).
+    fn detach(&mut self, why: String) {
+        if self.attached != attach::State::Detached {
+            self.rewatch = Some(Rewatch::Drop);
+        }
+        self.attached = attach::State::Detached;
+        if self.detached_why.as_deref() == Some(why.as_str()) {
+            return;
+        }
+        self.detached_why = Some(why.clone());
+        let text = format!(
+            "detached: {why}; watching and writing nothing until a directory is at `{}` again (checked every heartbeat)",
+            self.dir.display()
+        );
+        eprintln!("referee: warning: {text}");
+        self.emit(
+            Event::Detached {
+                build_dir: self.dir.display().to_string(),
+                why,
+                text,
+            }
+            .into(),
+        );
+    }
+
+    /// The path names a directory the session is not watching (re-created, replaced, or back
+    /// after a detach): the loop watches it anew, its own event log is opened, and a full scan
+    /// follows at once (after the watch, so nothing written in between is missed). What the
+    /// session knows (passes run, history, fix attempts) is kept: re-creating the directory must
+    /// not wipe a STOP.
+    fn reattach(&mut self, id: attach::DirId) {
+        let canon = match std::fs::canonicalize(&self.dir) {
+            Ok(c) => c,
+            Err(e) => {
+                self.detach(format!(
+                    "cannot resolve `{}`: {}",
+                    self.dir.display(),
+                    e.to_string().to_lowercase()
+                ));
+                return;
+            }
+        };
+        // The old log's file went with the old directory. Dropping it first releases its lock
+        // (the same file, when the directory was renamed away and back).
+        let old_log = self.log.take().map(|l| l.path().to_path_buf());
+        let mut previous_events = 0;
+        let mut log_moved = None;
+        match events::open_locked(&self.dir) {
+            Ok(events::Opened {
+                file,
+                resumed,
+                torn_tail,
+                moved_aside,
+            }) => {
+                previous_events = resumed.events.saturating_add(resumed.skipped);
+                log_moved = moved_aside;
+                let context = context_ref(&canon, &self.protocol);
+                match EventLog::new(&self.dir, file, torn_tail, self.trace_id.clone(), context) {
+                    Ok(log) => self.log = Some(log),
+                    Err(e) => self.fault(
+                        "events",
+                        format!(
+                            "cannot append to `{}`: {}",
+                            events::EVENTS_FILE,
+                            e.to_string().to_lowercase()
+                        ),
+                    ),
+                }
+            }
+            Err(events::LogError::Busy { path }) => {
+                self.detach(format!(
+                    "another referee watches the directory now at the build directory's path (`{path}` is locked)"
+                ));
+                return;
+            }
+            Err(events::LogError::Io { path, source }) => self.fault(
+                "events",
+                format!(
+                    "cannot open `{path}`: {}",
+                    source.to_string().to_lowercase()
+                ),
+            ),
+        }
+        if let Some((found, to)) = log_moved {
+            self.log_moved_aside(found, &to);
+        }
+        let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
+        self.detached_why = None;
+        self.canon = canon;
+        remove_stale_temps(&self.dir);
+        self.stop = StopFile::new(&self.dir);
+        self.stop.adopt();
+        self.pass_files.clear();
+        self.rewatch = Some(Rewatch::Start);
+        let text = format!(
+            "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",
+            self.dir.display(),
+            match was {
+                attach::State::Attached(old) => format!("was {old}, now {id}"),
+                attach::State::Detached => format!("now {id}"),
+            },
+        );
+        self.emit(
+            Event::Reattach {
+                build_dir: self.canon.display().to_string(),
+                dev: id.dev,
+                ino: id.ino,
+                previous_log: old_log.map(|p| p.display().to_string()),
+                previous_lines: previous_events,
+                text,
+            }
+            .into(),
+        );
+        self.beat(heartbeat::WATCHING);
+        // Judged as soon as the loop has watched it.
+        self.recheck(Instant::now());
+    }
+}

@@ -1,0 +1,342 @@
+//! What a session writes and says: the STOP file and pass files brought in line with what it
+//! published, the heartbeat, the event log, the human lines, and its own faults.
+//!
+//! Every write goes through [`crate::outputs`] (atomic, never following what was planted at a
+//! name); what was found planted is recorded as tamper. A write that fails is a fault, which the
+//! heartbeat reports and, under `--on-fault stop`, the STOP file names.
+
+use std::io::Write as _;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
+use crate::engine::Evaluation;
+use crate::outputs::{self, markdown, Context, Incident, STOP_FILE};
+
+use super::super::event::Event;
+use super::super::events::{self, Record};
+use super::super::stop::{self, Synced};
+use super::super::{attach, heartbeat, FaultPolicy};
+use super::Session;
+
+impl Session {
+    pub(super) fn context(&self, written: Option<DateTime<Utc>>, ended: Option<String>) -> Context {
+        Context {
+            build_dir: self.dir.clone(),
+            started: Some(self.started),
+            written,
+            ended,
+            history: self.ledger.history.clone(),
+            incidents: self.incidents.clone(),
+            escalations: self.ledger.guard.escalations(),
+        }
+    }
+
+    pub(super) fn fault_list(&self) -> Vec<(String, String)> {
+        self.faults
+            .iter()
+            .map(|(a, m)| (a.clone(), m.clone()))
+            .collect()
+    }
+
+    /// Brings the STOP file and the pass files in line with the published evaluation. The STOP
+    /// comes first: it is what the orchestrator waits on.
+    pub(super) fn flush_outputs(&mut self) {
+        if self.detached_why.is_some() {
+            return;
+        }
+        let Some(eval) = self.ledger.published.take() else {
+            self.sync_stop(None);
+            return;
+        };
+        self.sync_stop(Some(&eval));
+        let bare = self.context(None, None);
+        let stamped = self.context(Some(Utc::now()), None);
+        for pass in eval.passes.iter().filter(|p| p.ran) {
+            let key = markdown::pass_file(&self.protocol, &eval, &pass.id, &bare);
+            if self.pass_files.get(&pass.id) == Some(&key) {
+                continue;
+            }
+            let name = outputs::pass_file(&pass.id);
+            let text = markdown::pass_file(&self.protocol, &eval, &pass.id, &stamped);
+            match outputs::write_atomic(&self.dir, &name, &text) {
+                Ok(w) => {
+                    self.pass_files.insert(pass.id.clone(), key);
+                    self.clear_fault(&format!("write {name}"));
+                    if let Some(found) = w.replaced {
+                        self.own_file_tampered(&name, found);
+                    }
+                }
+                Err(e) => self.fault(
+                    &format!("write {name}"),
+                    format!("cannot write `{name}`: {}", e.to_string().to_lowercase()),
+                ),
+            }
+        }
+        self.ledger.published = Some(eval);
+    }
+
+    fn sync_stop(&mut self, eval: Option<&Evaluation>) {
+        let ctx = self.context(None, None);
+        let checks = eval.and_then(|e| markdown::stop_file(&self.protocol, e, &ctx));
+        let faults = match self.cfg.on_fault {
+            FaultPolicy::Stop => self.fault_list(),
+            FaultPolicy::Continue => Vec::new(),
+        };
+        let was = self.stop.standing();
+        if eval.is_some() && self.ledger.holds.is_empty() {
+            // Judged with nothing held back: a STOP adopted at start now follows the evaluation.
+            self.stop.judged();
+        }
+        self.faults_changed = false;
+        let want = stop::compose(checks, &faults);
+        self.wants_stop = want.is_some();
+        let synced = self.stop.sync(want);
+        if let Some(t) = self.stop.take_noticed() {
+            self.stop_tampered(&t);
+        }
+        match synced {
+            Ok(Synced::Unchanged | Synced::Kept) => {}
+            Ok(Synced::Written) => {
+                self.clear_fault("write OBSERVER-STOP.md");
+                if !was {
+                    self.say(&format!("{STOP_FILE} written"));
+                }
+                self.beat(heartbeat::WATCHING);
+            }
+            Ok(Synced::Removed) => {
+                self.clear_fault("write OBSERVER-STOP.md");
+                self.say(&format!("{STOP_FILE} removed: no BLOCKING failure stands"));
+                self.beat(heartbeat::WATCHING);
+            }
+            Err(e) => self.fault(
+                "write OBSERVER-STOP.md",
+                format!(
+                    "cannot write `{STOP_FILE}`: {}",
+                    e.to_string().to_lowercase()
+                ),
+            ),
+        }
+    }
+
+    /// Compares the STOP file with what the session wrote; restores it and records tamper.
+    pub(super) fn check_stop(&mut self) {
+        if self.detached_why.is_some() {
+            return;
+        }
+        match self.stop.check() {
+            Ok(None) => {}
+            Ok(Some(t)) => self.stop_tampered(&t),
+            Err(e) => self.fault(
+                "write OBSERVER-STOP.md",
+                format!(
+                    "cannot check or restore `{STOP_FILE}`: {}",
+                    e.to_string().to_lowercase()
+                ),
+            ),
+        }
+    }
+
+    pub(super) fn beat(&mut self, state: &str) {
+        if self.detached_why.is_some() {
+            // The path names no directory of ours: a heartbeat written there would vouch for it.
+            return;
+        }
+        let area = format!("write {}", heartbeat::HEARTBEAT_FILE);
+        // Every fault standing, the heartbeat's own included: when this write clears it, clearing
+        // brings the next beat forward, and that one says `watching`.
+        let faults: Vec<String> = self
+            .faults
+            .values()
+            .map(|m| m.chars().take(300).collect())
+            .take(8)
+            .collect();
+        let state = if state == heartbeat::WATCHING && !faults.is_empty() {
+            heartbeat::FAULTED
+        } else {
+            state
+        };
+        let hb = heartbeat::Heartbeat {
+            pid: std::process::id(),
+            started: self.started,
+            last_beat: Utc::now(),
+            interval_secs: self.cfg.heartbeat.as_secs_f64(),
+            protocol: heartbeat::ProtocolRef {
+                id: self.protocol.id.clone(),
+                sha256: self.protocol.sha256.clone(),
+            },
+            state: state.to_string(),
+            stop: self.stop.standing(),
+            // The STOP as last composed, and one for a fault since under `--on-fault stop`.
+            stop_wanted: self.wants_stop
+                || (self.cfg.on_fault == FaultPolicy::Stop && !faults.is_empty()),
+            faults,
+            build_dir: self.canon.display().to_string(),
+            dir: match &self.attached {
+                attach::State::Attached(id) => Some(*id),
+                attach::State::Detached => None,
+            },
+            proc_start: self.proc_start,
+            trace_id: self.trace_id.clone(),
+        };
+        match heartbeat::write(&self.dir, &hb) {
+            Ok(heartbeat::Written::Atomic(w)) => {
+                self.clear_fault(&area);
+                if let Some(found) = w.replaced {
+                    self.own_file_tampered(heartbeat::HEARTBEAT_FILE, found);
+                }
+            }
+            Ok(heartbeat::Written::InPlace(e)) => self.fault(
+                &area,
+                format!(
+                    "cannot write `{}` atomically ({}); overwrote it in place",
+                    heartbeat::HEARTBEAT_FILE,
+                    e.to_string().to_lowercase()
+                ),
+            ),
+            Err(e) => self.fault(
+                &area,
+                format!(
+                    "cannot write `{}`: {}",
+                    heartbeat::HEARTBEAT_FILE,
+                    e.to_string().to_lowercase()
+                ),
+            ),
+        }
+    }
+
+    /// Edits to the protocol file mid-run are ignored, and recorded once per new content.
+    pub(super) fn check_protocol_file(&mut self) {
+        let Some(pf) = &mut self.protocol_file else {
+            return;
+        };
+        let now_seen = std::fs::metadata(&pf.path)
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())));
+        if now_seen == pf.seen {
+            return;
+        }
+        pf.seen = now_seen;
+        let hash = match std::fs::read(&pf.path) {
+            Ok(b) => crate::protocol::hex(&Sha256::digest(&b)),
+            Err(_) => "(unreadable or removed)".to_string(),
+        };
+        if hash == self.protocol.sha256 || !pf.reported.insert(hash.clone()) {
+            return;
+        }
+        let path = pf.path.display().to_string();
+        let text = format!(
+            "protocol file `{path}` was edited mid-run (now sha256 {hash}); ignored: the referee keeps judging with the protocol it loaded (sha256 {})",
+            self.protocol.sha256
+        );
+        self.emit(
+            Event::ProtocolEdit {
+                path,
+                loaded_sha256: self.protocol.sha256.clone(),
+                now_sha256: hash,
+                text,
+            }
+            .into(),
+        );
+    }
+
+    // ---- faults, events, lines ---------------------------------------------------------------
+
+    /// The session's own fault: recorded once per distinct message; under `--on-fault stop` the
+    /// STOP file names it (at the next flush).
+    pub(super) fn fault(&mut self, area: &str, message: String) {
+        if self.faults.get(area) == Some(&message) {
+            return;
+        }
+        self.faults.insert(area.to_string(), message.clone());
+        self.faults_changed = true;
+        // The heartbeat says `faulted` at once, not at the next tick.
+        self.next_beat = Instant::now();
+        eprintln!("referee: fault: {message}");
+        let event = Event::Fault {
+            area: area.to_string(),
+            message: message.clone(),
+            policy: Some(self.cfg.on_fault.as_str().into()),
+            text: Some(message),
+            cleared: false,
+        };
+        if area == "events" {
+            // The log cannot take it: said and kept for the report only.
+            self.note(&event);
+        } else {
+            self.emit(event.into());
+        }
+    }
+
+    pub(super) fn clear_fault(&mut self, area: &str) {
+        if let Some(message) = self.faults.remove(area) {
+            self.faults_changed = true;
+            self.next_beat = Instant::now();
+            self.emit(
+                Event::Fault {
+                    area: area.to_string(),
+                    message,
+                    policy: None,
+                    text: None,
+                    cleared: true,
+                }
+                .into(),
+            );
+        }
+    }
+
+    /// Says an event and keeps it for the report when it is an incident, without logging it.
+    fn note(&mut self, event: &Event) {
+        if let Some((kind, text)) = event.incident() {
+            self.incidents.push(Incident {
+                at: Utc::now(),
+                kind: kind.to_string(),
+                text: text.to_string(),
+            });
+        }
+        if let Some(line) = event.line() {
+            self.say(&line);
+        }
+    }
+
+    /// Carries out one event: the report's incidents, the human line, the event log.
+    pub(super) fn emit(&mut self, r: Record) {
+        self.note(&r.event);
+        let Some(log) = &mut self.log else {
+            return;
+        };
+        match log.append(&r, &Utc::now()) {
+            Ok(()) => {
+                if self.faults.remove("events").is_some() {
+                    self.say("fault cleared: the event log is writable again");
+                }
+            }
+            Err(e) => self.fault(
+                "events",
+                format!(
+                    "cannot append to `{}`: {}",
+                    events::EVENTS_FILE,
+                    e.to_string().to_lowercase()
+                ),
+            ),
+        }
+    }
+
+    /// One human line: stdout (unless `--quiet`) and the configured sink.
+    pub(super) fn say(&self, text: &str) {
+        let stamp = chrono::Local::now().format("%H:%M:%S%.3f");
+        let line = match &self.label {
+            Some(l) => format!("[{stamp}] {l}: {text}"),
+            None => format!("[{stamp}] {text}"),
+        };
+        if !self.cfg.quiet {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+        if let Some(tx) = &self.cfg.lines {
+            let _ = tx.send(line);
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! `referee watch --root`: one process referees every build directory under a root, each exactly
+//! as a single `watch` would, with real inotify events, real processes and real signals.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::builder::Build;
+use crate::watch::{
+    exit_code, gates_text, manual_gates, read, referee, status, wait_until, Watch, GATES,
+    HEARTBEAT, STOP, WAIT,
+};
+
+/// Materialises the `pre-audit` fixture (passes 0–2 ran) at `root/name`.
+fn pre_audit(root: &Path, name: &str) -> PathBuf {
+    let stage = tempfile::tempdir_in(root.parent().expect("root has a parent")).expect("tempdir");
+    let built = Build::named("pre-audit")
+        .and_then(|b| b.materialise(stage.path()))
+        .expect("materialise pre-audit");
+    let dir = root.join(name);
+    fs::rename(built, &dir).expect("move the build under the root");
+    dir
+}
+
+/// How many inotify instances a process holds.
+fn inotify_instances(pid: i32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten()
+                .filter(|fd| {
+                    fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("inotify"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn threads(pid: i32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |t| t.count())
+}
+
+/// Three builds at start and one created later: each gets its own files; a violation in one
+/// raises STOP there and nowhere else; `status` works on each; SIGTERM writes every report and
+/// the exit code is the worst of all builds.
+#[test]
+fn one_process_referees_every_build_under_a_root() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let root = top.path().join("builds");
+    fs::create_dir(&root).expect("mkdir root");
+    let logs = top.path().join("logs");
+    fs::create_dir(&logs).expect("mkdir logs");
+    let dirs: Vec<PathBuf> = ["b1", "b2", "b3"]
+        .iter()
+        .map(|n| pre_audit(&root, n))
+        .collect();
+    // Not builds: a hidden directory and a plain file.
+    fs::create_dir(root.join(".cache")).expect("mkdir .cache");
+    fs::write(root.join("notes.txt"), "x").expect("write notes");
+
+    let mut w = Watch::start_root(&root, &logs, &[]);
+    w.until("every build's pass 2 ran", || {
+        dirs.iter()
+            .all(|d| d.join("OBSERVER-PASS-2.md").exists() && d.join(HEARTBEAT).exists())
+    });
+    assert!(!root.join(".cache").join(HEARTBEAT).exists());
+    let pid = w.pid();
+    assert_eq!(
+        inotify_instances(pid),
+        1,
+        "one inotify instance for all builds"
+    );
+    let before = threads(pid);
+
+    // A violation renamed into b2: STOP there only.
+    let tmp = dirs[1].join(".gates.tmp");
+    fs::write(&tmp, manual_gates(1)).expect("write");
+    fs::rename(&tmp, dirs[1].join(GATES)).expect("rename");
+    w.until("STOP in b2", || {
+        read(&dirs[1].join(STOP)).contains("OBS-27")
+    });
+    assert!(!dirs[0].join(STOP).exists() && !dirs[2].join(STOP).exists());
+    let said = read(&w.out);
+    assert!(said.contains("b2: STOP raised: OBS-27"), "{said}");
+
+    // A build created after start is picked up.
+    let late = pre_audit(&root, "b4");
+    w.until("the new build is refereed", || {
+        late.join("OBSERVER-PASS-2.md").exists()
+    });
+    let (code, out, _) = status(&late, true);
+    assert_eq!(code, 0, "status on a build under the root: {out}");
+    assert_eq!(threads(pid), before, "no thread per build");
+    assert_eq!(inotify_instances(pid), 1);
+
+    // b2 fixed: resolved there.
+    fs::write(&tmp, gates_text()).expect("write");
+    fs::rename(&tmp, dirs[1].join(GATES)).expect("rename");
+    w.until("STOP in b2 resolved", || !dirs[1].join(STOP).exists());
+    // And broken again, to end with one unresolved.
+    fs::write(&tmp, manual_gates(2)).expect("write");
+    fs::rename(&tmp, dirs[1].join(GATES)).expect("rename");
+    w.until("STOP in b2 again", || dirs[1].join(STOP).exists());
+
+    w.signal(libc::SIGTERM);
+    let code = exit_code(w.wait(WAIT));
+    assert_eq!(code, 1, "b2's BLOCKING failure stands\n{}", w.output());
+    for d in dirs.iter().chain([&late]) {
+        let report = read(&d.join("OBSERVER-REPORT.md"));
+        assert!(report.contains("SIGTERM"), "{}: {report}", d.display());
+    }
+    assert!(read(&dirs[1].join("OBSERVER-REPORT.md")).contains("OBS-27"));
+}
+
+/// A build that completes is finished on its own (its report written) while the others go on;
+/// one that another referee already watches is left to it, and a build directory deleted and
+/// re-created keeps its STOP.
+#[test]
+fn builds_end_on_their_own_and_refused_or_recreated_ones_are_handled() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let root = top.path().join("builds");
+    fs::create_dir(&root).expect("mkdir root");
+    let logs = top.path().join("logs");
+    fs::create_dir(&logs).expect("mkdir logs");
+    let owned = pre_audit(&root, "owned");
+    let single = Watch::start(&owned, &logs, &[]);
+    single.until("the single referee runs", || owned.join(HEARTBEAT).exists());
+    let busy = pre_audit(&root, "busy");
+    let done = root.join("done");
+    let clean = Build::named("clean")
+        .and_then(|b| b.materialise(top.path()))
+        .expect("materialise clean");
+    let mut w = Watch::start_root(&root, &logs, &[]);
+    w.until("the busy build's pass 2", || {
+        busy.join("OBSERVER-PASS-2.md").exists()
+    });
+    wait_until(
+        WAIT,
+        "the already-watched build is left to its referee",
+        || read(&w.err).contains("`owned` is not refereed"),
+        || w.output(),
+    );
+    // A completed run arrives whole: it is judged and finished on its own.
+    fs::rename(&clean, &done).expect("move the clean run in");
+    w.until("the completed build's report", || {
+        done.join("OBSERVER-REPORT.md").exists()
+    });
+    assert!(read(&done.join("OBSERVER-REPORT.md")).contains("the pipeline completed"));
+
+    // Deleted and re-created with the violation: STOP there.
+    fs::write(busy.join(GATES), manual_gates(1)).expect("write");
+    w.until("STOP in busy", || busy.join(STOP).exists());
+    let parked = top.path().join("parked");
+    fs::rename(&busy, &parked).expect("move away");
+    fs::create_dir(&busy).expect("re-create");
+    for e in fs::read_dir(&parked).expect("list").flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with("OBSERVER-") {
+            fs::rename(e.path(), busy.join(&name)).expect("move back");
+        }
+    }
+    w.until("STOP in the re-created build", || {
+        read(&busy.join(STOP)).contains("OBS-27")
+    });
+    w.signal(libc::SIGINT);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    assert!(
+        !owned.join("OBSERVER-REPORT.md").exists(),
+        "the other referee's build is not written to"
+    );
+    drop(single);
+}
+
+/// `--root` needs a directory, and takes neither a build directory nor `--exit-with`.
+#[test]
+fn root_arguments_are_checked() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        Command::new(referee())
+            .arg("watch")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run referee")
+    };
+    let missing = top.path().join("nope");
+    let out = run(&["--root", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nope"), "{stderr}");
+    let root = top.path().to_str().unwrap();
+    assert_eq!(run(&["--root", root, "x"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["--root", root, "--exit-with", "1"]).status.code(),
+        Some(2)
+    );
+}
