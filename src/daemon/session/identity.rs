@@ -14,7 +14,8 @@ use super::super::event::Event;
 use super::super::events::{self, EventLog};
 use super::super::heartbeat;
 use super::super::stop::StopFile;
-use super::{context_ref, remove_stale_temps, Rewatch, Session};
+use super::open::{context_ref, remove_stale_temps};
+use super::{Rewatch, Session};
 
 impl Session {
     /// Compares what the build directory's path names with the directory watched, and detaches

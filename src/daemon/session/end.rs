@@ -1,0 +1,126 @@
+//! A session's end: one more judgment (as final when the pipeline is gone), the report, the last
+//! heartbeat and the `end` event, and the outcome the loop hands back.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use chrono::Utc;
+
+use crate::engine::{CheckResult, Evaluation};
+use crate::exit::ExitCode;
+use crate::outputs::{markdown, REPORT_FILE};
+
+use super::super::event::{Ended, Event, FinalResult};
+use super::super::events::Record;
+use super::super::{heartbeat, EndReason, FaultPolicy, Outcome};
+use super::Session;
+
+impl Session {
+    /// Judges once more (as final when the pipeline is gone), writes the report and the last
+    /// heartbeat and event.
+    pub fn finish(&mut self, reason: EndReason) -> Outcome {
+        let final_ = reason.is_final();
+        if let Some((eval, snap)) = self.evaluate(None, final_) {
+            // Not final (a signal, the timeout): a file caught mid-write is still not judged —
+            // a standing STOP is not lifted, nor a new one raised, on half a file, and no referee
+            // is left to put it right. Final: the pipeline is gone, so are its writes.
+            let eval = if final_ {
+                self.ledger.holds.clear();
+                eval
+            } else {
+                self.hold(eval, &snap)
+            };
+            self.publish(eval, &BTreeSet::new(), &snap);
+        }
+        self.flush_outputs();
+        let eval = self.ledger.published.clone().unwrap_or_else(|| Evaluation {
+            complete: false,
+            verdict: None,
+            verdict_at: None,
+            verdict_note: None,
+            final_,
+            passes: Vec::new(),
+            results: Vec::new(),
+        });
+        let ended = reason.describe();
+        let report = self.write_report(&eval, &ended);
+        let unresolved: Vec<String> = eval.stops().map(|r| r.key().to_string()).collect();
+        let faulted = self.cfg.on_fault == FaultPolicy::Stop && !self.faults.is_empty();
+        let exit = if report.is_none() || faulted {
+            ExitCode::Error
+        } else if !unresolved.is_empty() {
+            ExitCode::Violation
+        } else {
+            ExitCode::Ok
+        };
+        self.beat(heartbeat::FINISHED);
+        let results = eval
+            .results
+            .iter()
+            .map(|r: &CheckResult| FinalResult {
+                pass: r.pass.clone(),
+                check: r.check.clone(),
+                severity: r.severity.as_str().to_string(),
+                status: r.status,
+            })
+            .collect();
+        self.emit(Record {
+            event: Event::End(Box::new(Ended {
+                reason: reason.tag().into(),
+                text: ended.clone(),
+                final_,
+                complete: eval.complete,
+                verdict: eval.verdict.clone(),
+                exit_code: exit as u8,
+                stop: self.stop.standing(),
+                unresolved,
+                summary: Some(eval.summary()),
+                report: report.as_ref().map(|p| p.display().to_string()),
+                results,
+            })),
+            artifacts: markdown::artifacts(&eval)
+                .into_iter()
+                .filter_map(|f| f.sha256.map(|h| format!("{}@{h}", f.path)))
+                .collect(),
+        });
+        if let Some(log) = &self.log {
+            let _ = log.sync();
+        }
+        self.say(&format!("finished: {ended}"));
+        if let Some(p) = &report {
+            self.say(&format!("report: {}", p.display()));
+        }
+        Outcome {
+            exit,
+            reason,
+            report,
+            evaluation: eval,
+            faults: self.fault_list(),
+        }
+    }
+
+    fn write_report(&mut self, eval: &Evaluation, ended: &str) -> Option<PathBuf> {
+        let ctx = self.context(Some(Utc::now()), Some(ended.to_string()));
+        let text = markdown::report(&self.protocol, eval, &ctx);
+        match crate::outputs::write_atomic(&self.dir, REPORT_FILE, &text) {
+            Ok(w) => {
+                if let Some(found) = w.replaced {
+                    // After the report, but in the log (the report was already rendered).
+                    self.own_file_tampered(REPORT_FILE, found);
+                }
+                Some(self.dir.join(REPORT_FILE))
+            }
+            Err(e) => {
+                self.fault(
+                    "write OBSERVER-REPORT.md",
+                    format!(
+                        "cannot write `{REPORT_FILE}`: {}",
+                        e.to_string().to_lowercase()
+                    ),
+                );
+                self.flush_outputs();
+                None
+            }
+        }
+    }
+}

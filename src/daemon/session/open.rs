@@ -1,0 +1,325 @@
+//! Opening a session: the build directory checked, its event log locked and read (resumed, or
+//! rotated with `--fresh`), a STOP left standing adopted before anything can touch it, and the
+//! start (or restart) announced once the loop watches the directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use chrono::Utc;
+use sha2::{Digest, Sha256};
+
+use crate::checks::is_own_file;
+use crate::protocol::Protocol;
+
+use super::super::decide::Ledger;
+use super::super::event::{Event, ProtocolInfo, RunOptions, Started};
+use super::super::events::{self, ContextRef, EventLog};
+use super::super::settle::Settle;
+use super::super::stop::StopFile;
+use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
+use super::{ProtocolFile, Session};
+
+/// What opening found, said once the event source is known.
+pub(super) struct Opening {
+    resumed: Option<events::Resumed>,
+    rotated: Option<PathBuf>,
+    log_moved: Option<(crate::outputs::Foreign, PathBuf)>,
+    damaged: Option<events::Resumed>,
+    adopted: bool,
+}
+
+fn trace_id(dir: &Path) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = format!("{}:{nanos}:{}", std::process::id(), dir.display());
+    let mut h = crate::protocol::hex(&Sha256::digest(seed.as_bytes()));
+    h.truncate(32);
+    h
+}
+
+/// Removes temp files a killed referee left beside its own files (`.OBSERVER-*.tmp.*`).
+pub(super) fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".OBSERVER-") && name.contains(".tmp.") && is_own_file(&name) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+pub(super) fn context_ref(canon: &Path, p: &Protocol) -> ContextRef {
+    ContextRef {
+        app_ctx: canon.display().to_string(),
+        motor_ctx: format!("{}@{}+{}", p.id, p.version, p.sha256),
+    }
+}
+
+impl Session {
+    /// Opens a build directory: checks it, locks and reads its event log (resume, or rotate with
+    /// `--fresh`), and adopts a STOP left standing before anything can touch it. Nothing is
+    /// judged yet; the loop starts watching, then calls [`Session::announce`] and
+    /// [`Session::first_evaluation`].
+    pub fn open(
+        cfg: Config,
+        protocol: Arc<Protocol>,
+        label: Option<String>,
+    ) -> Result<Session, DaemonError> {
+        let dir = cfg.build_dir.clone();
+        let bad_dir = |message: String| DaemonError::BuildDir {
+            path: dir.display().to_string(),
+            message,
+        };
+        let canon =
+            std::fs::canonicalize(&dir).map_err(|e| bad_dir(e.to_string().to_lowercase()))?;
+        if !canon.is_dir() {
+            return Err(bad_dir("not a directory".into()));
+        }
+        if let Err(e) = std::fs::read_dir(&canon) {
+            return Err(bad_dir(e.to_string().to_lowercase()));
+        }
+        let dir_id = attach::DirId::of(&canon).map_err(|e| bad_dir(e.describe()))?;
+
+        let now = Utc::now();
+        let trace = trace_id(&canon);
+        let mut opening = Opening {
+            resumed: None,
+            rotated: None,
+            log_moved: None,
+            damaged: None,
+            adopted: false,
+        };
+        // The event log: lock it (one referee per directory), read it, resume or rotate.
+        let log = match events::open_locked(&dir) {
+            Ok(events::Opened {
+                file,
+                resumed: r,
+                torn_tail,
+                moved_aside,
+            }) => {
+                // Holding the lock, no other referee writes here: its temp files are leftovers.
+                remove_stale_temps(&dir);
+                opening.log_moved = moved_aside;
+                let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
+                    (file, torn_tail)
+                } else if cfg.fresh {
+                    let to = events::rotate(&dir, &now).map_err(|e| DaemonError::OwnFile {
+                        path: dir.join(events::EVENTS_FILE).display().to_string(),
+                        message: format!("cannot move it aside: {e}"),
+                    })?;
+                    opening.rotated = Some(to);
+                    let reopened = events::open_locked(&dir)?;
+                    drop(file);
+                    (reopened.file, reopened.torn_tail)
+                } else {
+                    // Reported once the new log is open (a log of nothing but garbage too).
+                    opening.damaged = (r.skipped > 0).then(|| r.clone());
+                    if let Some(logged) = &r.protocol_sha256 {
+                        if *logged != protocol.sha256 {
+                            return Err(DaemonError::ProtocolChanged {
+                                log: dir.join(events::EVENTS_FILE).display().to_string(),
+                                logged: logged.clone(),
+                                loaded: protocol.sha256.clone(),
+                            });
+                        }
+                    }
+                    if r.events > 0 {
+                        opening.resumed = Some(r);
+                    }
+                    (file, torn_tail)
+                };
+                let context = context_ref(&canon, &protocol);
+                match EventLog::new(&dir, file, torn_tail, trace.clone(), context) {
+                    Ok(log) => Some(log),
+                    Err(e) => own_file_fault(&cfg, &dir, events::EVENTS_FILE, &e)?,
+                }
+            }
+            Err(events::LogError::Busy { path }) => {
+                return Err(events::LogError::Busy { path }.into());
+            }
+            Err(events::LogError::Io { source, .. }) => {
+                own_file_fault(&cfg, &dir, events::EVENTS_FILE, &source)?
+            }
+        };
+
+        let protocol_file = (!protocol.origin.starts_with("embedded:")).then(|| {
+            let path = PathBuf::from(&protocol.origin);
+            let seen = std::fs::metadata(&path)
+                .ok()
+                .and_then(|m| Some((m.modified().ok()?, m.len())));
+            ProtocolFile {
+                path,
+                seen,
+                reported: BTreeSet::new(),
+            }
+        });
+
+        let start = Instant::now();
+        let mut stop = StopFile::new(&dir);
+        // A STOP left standing is adopted before anything else can touch it, and stays as it is
+        // until the first settled evaluation (no resolve-then-raise gap across a restart).
+        opening.adopted = stop.adopt();
+        Ok(Session {
+            settle: Settle::new(cfg.settle),
+            ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle),
+            stop,
+            timeout_at: cfg.timeout.map(|t| start + t),
+            next_beat: start,
+            cfg,
+            protocol,
+            label,
+            dir,
+            canon,
+            attached: attach::State::Attached(dir_id),
+            detached_why: None,
+            source: "nothing".into(),
+            rewatch: None,
+            proc_start: heartbeat::proc_start(std::process::id()),
+            wants_stop: false,
+            started: now,
+            trace_id: trace,
+            log,
+            incidents: Vec::new(),
+            faults: BTreeMap::new(),
+            faults_changed: false,
+            pass_files: BTreeMap::new(),
+            protocol_file,
+            pid_by_ticks: false,
+            evaluated: false,
+            recheck_at: None,
+            finish_at: None,
+            last_activity: start,
+            end: None,
+            opening: Some(opening),
+        })
+    }
+
+    fn run_options(&self) -> RunOptions {
+        RunOptions {
+            watch: self.source.clone(),
+            exit_with: self.cfg.exit_with,
+            timeout_secs: self.cfg.timeout.map(|t| t.as_secs_f64()),
+            on_fault: self.cfg.on_fault.as_str().into(),
+            max_fix_attempts: self.cfg.max_fix_attempts,
+            heartbeat_secs: self.cfg.heartbeat.as_secs_f64(),
+            settle_ms: self.cfg.settle.as_millis() as u64,
+            max_read_bytes: self.cfg.limits.max_read_bytes,
+        }
+    }
+
+    /// The start (or restart) event and line; restores the state of a resumed run; tells what
+    /// opening found (a log moved aside or damaged, a STOP adopted).
+    pub fn announce(&mut self, warning: Option<String>) {
+        let Some(opening) = self.opening.take() else {
+            return;
+        };
+        let p = &self.protocol;
+        let run = Started {
+            protocol: ProtocolInfo {
+                id: p.id.clone(),
+                version: p.version.clone(),
+                sha256: p.sha256.clone(),
+                origin: p.origin.clone(),
+            },
+            started: None,
+            pid: std::process::id(),
+            build_dir: self.canon.display().to_string(),
+            options: self.run_options(),
+            warning,
+        };
+        self.say(&format!(
+            "watching `{}` ({}) — protocol {} {} (sha256 {}…), trace {}",
+            self.dir.display(),
+            self.source,
+            p.id,
+            p.version,
+            &p.sha256[..12.min(p.sha256.len())],
+            self.trace_id
+        ));
+        let raised_by_referee = opening
+            .resumed
+            .as_ref()
+            .is_some_and(|r| !r.attempts.is_empty());
+        match opening.resumed {
+            Some(r) => {
+                let text = format!(
+                    "restarted: resumed from {} ({} events, {} history entries; the previous run {})",
+                    events::EVENTS_FILE,
+                    r.events,
+                    r.history.len(),
+                    if r.ended { "had finished" } else { "was interrupted" }
+                );
+                self.started = r.started.unwrap_or(self.started);
+                let previous_trace_ids = r.trace_ids.clone();
+                let skipped_lines = r.skipped;
+                self.incidents = r.incidents.clone();
+                self.ledger.resume(r);
+                self.emit(
+                    Event::Restart {
+                        run: Started {
+                            started: Some(events::timestamp(&self.started)),
+                            ..run
+                        },
+                        previous_trace_ids,
+                        skipped_lines,
+                        text,
+                    }
+                    .into(),
+                );
+            }
+            None => {
+                if let Some(to) = &opening.rotated {
+                    self.say(&format!(
+                        "--fresh: the previous event log was moved to `{}`",
+                        to.display()
+                    ));
+                }
+                self.emit(
+                    Event::Start {
+                        run: Started {
+                            started: Some(events::timestamp(&self.started)),
+                            ..run
+                        },
+                        rotated: opening.rotated.map(|r| r.display().to_string()),
+                    }
+                    .into(),
+                );
+            }
+        }
+        if let Some((found, to)) = opening.log_moved {
+            self.log_moved_aside(found, &to);
+        }
+        if let Some(r) = opening.damaged {
+            self.log_damaged(&r);
+        }
+        if opening.adopted {
+            self.stop_adopted(raised_by_referee);
+        }
+    }
+}
+
+/// At startup, a file of the referee's own that cannot be written: fatal under `--on-fault stop`,
+/// a warning (and no such file) under `continue`.
+fn own_file_fault<T>(
+    cfg: &Config,
+    dir: &Path,
+    name: &str,
+    e: &std::io::Error,
+) -> Result<Option<T>, DaemonError> {
+    let message = e.to_string().to_lowercase();
+    match cfg.on_fault {
+        FaultPolicy::Stop => Err(DaemonError::OwnFile {
+            path: dir.join(name).display().to_string(),
+            message,
+        }),
+        FaultPolicy::Continue => {
+            eprintln!("referee: warning: cannot write `{name}` ({message}); continuing without it (--on-fault continue)");
+            Ok(None)
+        }
+    }
+}
