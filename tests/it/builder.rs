@@ -180,12 +180,6 @@ impl BuildDoc {
     pub fn parse(text: &str, origin: &str) -> Result<BuildDoc, String> {
         toml::from_str(text).map_err(|e| format!("{origin}: {e}"))
     }
-
-    pub fn from_table(table: toml::Table, origin: &str) -> Result<BuildDoc, String> {
-        toml::Value::Table(table)
-            .try_into()
-            .map_err(|e| format!("{origin}: {e}"))
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

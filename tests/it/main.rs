@@ -1,6 +1,4 @@
-mod agree;
 mod builder;
-mod cases;
 mod cli;
 mod fuzz;
 mod heap;
