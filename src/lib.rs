@@ -9,6 +9,7 @@ pub mod checks;
 pub mod cli;
 pub mod daemon;
 pub mod demo;
+pub mod duration;
 pub mod engine;
 pub mod exit;
 pub mod outputs;

@@ -895,53 +895,37 @@ pub fn parse_offset(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// `1h2m3s`, `12m30s`, `4.5s`, `250ms`, or a number of seconds.
+/// `1h2m3s`, `12m30s`, `4.5s`, `250ms`, or a number of seconds (a TOML number; a string needs a
+/// unit), read by [`crate::duration::parse`]; at most 10^9 s.
 fn duration(raw: &RawDuration) -> Result<Duration, String> {
-    let secs = match raw {
-        RawDuration::Seconds(s) => *s,
-        RawDuration::Text(t) => parse_duration_text(t)?,
+    let d = match raw {
+        RawDuration::Seconds(secs) => {
+            if !secs.is_finite() || *secs < 0.0 {
+                return Err(format!(
+                    "bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"
+                ));
+            }
+            Duration::try_from_secs_f64(*secs).map_err(|e| format!("bad duration `{secs}`: {e}"))?
+        }
+        RawDuration::Text(t) => {
+            let t = t.trim();
+            let t = t.strip_prefix('+').unwrap_or(t);
+            // In a timeline a number of seconds is a TOML number: a quoted one is a slip.
+            if t.parse::<f64>().is_ok() {
+                return Err(format!(
+                    "bad duration `{t}`: a string needs a unit (`{t}s`), or write the number {t}"
+                ));
+            }
+            crate::duration::parse(t).map_err(|e| format!("bad duration: {e}"))?
+        }
     };
-    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+    if d > Duration::from_secs(1_000_000_000) {
         return Err(format!(
-            "bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"
+            "bad duration `{}`: at most 10^9 s",
+            crate::duration::human(d)
         ));
     }
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("bad duration `{secs}`: {e}"))
-}
-
-fn parse_duration_text(s: &str) -> Result<f64, String> {
-    let bad = || format!("bad duration `{s}` (use e.g. `4.5s`, `12m30s`, `250ms`, `1h`)");
-    let t = s.trim();
-    let t = t.strip_prefix('+').unwrap_or(t);
-    if t.is_empty() {
-        return Err(bad());
-    }
-    let mut total = 0.0;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let (unit, len) = if rest.starts_with("ms") {
-            (0.001, 2)
-        } else if rest.starts_with('h') {
-            (3600.0, 1)
-        } else if rest.starts_with('m') {
-            (60.0, 1)
-        } else if rest.starts_with('s') {
-            (1.0, 1)
-        } else {
-            return Err(bad());
-        };
-        total += n * unit;
-        rest = &rest[len..];
-    }
-    Ok(total)
+    Ok(d)
 }
 
 /// A relative path of normal components only: no root, no `.`, no `..`.
@@ -1487,13 +1471,18 @@ mod tests {
         assert_eq!(d("+12m30s"), Duration::from_secs(750));
         assert_eq!(d("4.5s"), Duration::from_millis(4500));
         assert_eq!(d("250ms"), Duration::from_millis(250));
+        assert_eq!(d("1h 30m"), Duration::from_secs(5400));
+        assert_eq!(d("5 minutes"), Duration::from_secs(300));
         assert_eq!(
             duration(&RawDuration::Seconds(2.0)).unwrap(),
             Duration::from_secs(2)
         );
-        for bad in ["", "12", "s", "1x", "-1s", "1.2.3s"] {
-            assert!(duration(&RawDuration::Text(bad.into())).is_err(), "{bad}");
+        for bad in ["", "12", "s", "1x", "-1s", "1.2.3s", "30M", "2000000000s"] {
+            let e = duration(&RawDuration::Text(bad.into())).unwrap_err();
+            assert!(e.starts_with("bad duration"), "{bad}: {e}");
         }
+        assert_eq!(parse_offset("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_offset("+49m").unwrap(), Duration::from_secs(2940));
         assert!(duration(&RawDuration::Seconds(-1.0)).is_err());
         assert!(duration(&RawDuration::Seconds(f64::NAN)).is_err());
     }
