@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod demo;
 pub mod duration;
 pub mod engine;
+mod error;
 pub mod exit;
 pub mod outputs;
 pub mod protocol;

@@ -121,8 +121,21 @@ pub enum ReplayError {
         column: usize,
         message: String,
     },
-    #[error("cannot read timeline `{path}`: {message}")]
-    Io { path: String, message: String },
+    #[error("cannot read timeline `{path}`")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that is no timeline file to read: a directory, a device, a huge file.
+    #[error("cannot read timeline `{path}`: {why}")]
+    NotAFile { path: String, why: &'static str },
+    #[error("cannot create the target directory `{path}`")]
+    TargetDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("unknown timeline `{0}` (embedded: {list}; or give the path of a timeline file)", list = embedded_names())]
     Unknown(String),
     #[error("{origin}:{line}: step {step} (`{action}`): {message}")]
@@ -452,18 +465,22 @@ impl Timeline {
     /// Loads a timeline file; `from` paths are relative to its `root` (default: the parent
     /// of the file's directory, so `fixtures/timelines/x.toml` reads from `fixtures/`).
     pub fn load_file(path: &Path) -> Result<Timeline, ReplayError> {
-        let io = |message: String| ReplayError::Io {
+        let io = |source: std::io::Error| ReplayError::Io {
             path: path.display().to_string(),
-            message,
+            source,
         };
-        let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+        let not_a_file = |why| ReplayError::NotAFile {
+            path: path.display().to_string(),
+            why,
+        };
+        let meta = std::fs::metadata(path).map_err(io)?;
         if !meta.is_file() {
-            return Err(io("not a regular file".into()));
+            return Err(not_a_file("not a regular file"));
         }
         if meta.len() > 4 << 20 {
-            return Err(io("larger than 4 MiB".into()));
+            return Err(not_a_file("larger than 4 MiB"));
         }
-        let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
+        let bytes = std::fs::read(path).map_err(io)?;
         let origin = path.display().to_string();
         let text = String::from_utf8(bytes).map_err(|_| ReplayError::Invalid {
             origin: origin.clone(),
@@ -1195,9 +1212,9 @@ pub fn play(
         action: step.describe(),
         message,
     };
-    std::fs::create_dir_all(dir).map_err(|e| ReplayError::Io {
+    std::fs::create_dir_all(dir).map_err(|source| ReplayError::TargetDir {
         path: dir.display().to_string(),
-        message: format!("cannot create the target directory: {e}"),
+        source,
     })?;
     let epoch = opts.epoch.or(timeline.epoch).unwrap_or_else(Utc::now);
     let start = Instant::now();
@@ -1447,6 +1464,28 @@ fn set_mtime(p: &Path, t: DateTime<Utc>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_errors_keep_their_cause() {
+        let e = Timeline::load_file(Path::new("/nonexistent-referee-dir/t.toml")).unwrap_err();
+        let ReplayError::Io { source, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        let t = Timeline::load_embedded("demo").unwrap();
+        let target = Path::new("/proc/nonexistent-referee-dir/build");
+        let e = play(&t, target, &PlayOptions::default(), |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
+        assert!(
+            crate::error::chain(&e).starts_with(
+                "cannot create the target directory `/proc/nonexistent-referee-dir/build`: "
+            ),
+            "{e:?}"
+        );
+        assert!(matches!(e, ReplayError::TargetDir { .. }), "{e:?}");
+    }
 
     fn parse(text: &str) -> Result<Timeline, ReplayError> {
         Timeline::parse(text, "t.toml", Path::new("/nonexistent"))
