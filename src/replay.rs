@@ -905,7 +905,7 @@ fn utf8(bytes: &[u8]) -> Known {
 }
 
 /// Parses an offset as timelines write them: `1h2m3s`, `12m30s`, `4.5s`, `250ms`, `90`.
-pub fn parse_offset(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_offset(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(secs) => duration(&RawDuration::Seconds(secs)),
         Err(_) => duration(&RawDuration::Text(s.to_string())),

@@ -540,7 +540,10 @@ fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {
         .unwrap_or("")
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one check instance is made of this many independent parts of the protocol"
+)]
 fn instance(
     text: &str,
     def: &Arc<CheckDef>,
@@ -707,6 +710,7 @@ fn validate_time(t: &TimeRef) -> Result<(), String> {
 
 /// The 1-based line numbers of byte offsets in one text, for callers that ask many times
 /// (a line per check or per timeline step); `line_col` rescans the text on every call.
+#[derive(Debug)]
 pub struct Lines(Vec<usize>);
 
 impl Lines {

@@ -17,8 +17,7 @@ use std::path::PathBuf;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-// The builder is shared with the `it` tests, which use more of it.
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared with the `it` tests, which use more of it")]
 #[path = "../it/builder.rs"]
 mod builder;
 

@@ -26,7 +26,7 @@ pub fn fixtures_dir() -> PathBuf {
 #[serde(deny_unknown_fields)]
 pub struct BuildDoc {
     /// What the build or case is; for readers of the fixture only.
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "read by people, not by the tests")]
     pub description: Option<String>,
     /// Another build in `fixtures/builds/` to start from.
     pub base: Option<String>,

@@ -1,3 +1,6 @@
+// Test helpers unwrap freely: a failed unwrap is a failed test, with its place.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
 mod builder;
 mod cli;
 mod fuzz;
