@@ -15,7 +15,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 #[path = "../tests/it/builder.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, reason = "shared with the tests, which use more of it")]
 mod builder;
 
 const REFEREE: &str = env!("CARGO_BIN_EXE_referee");
@@ -32,15 +32,18 @@ fn enlarge(dir: &Path) {
     for vp in ["1440", "1024", "768"] {
         let d = dir.join("screenshots").join(vp);
         for i in 0..10_000 {
-            std::fs::write(d.join(format!("extra-{i:05}.png")), b"\x89PNG\r\n\x1a\n").unwrap();
+            std::fs::write(d.join(format!("extra-{i:05}.png")), b"\x89PNG\r\n\x1a\n")
+                .expect("write a filler image");
         }
     }
     let para = "The hero band reads clearly at every width; the headline keeps its weight and the \
                 supporting copy sits comfortably below it with generous spacing around the fold.\n";
     for letter in 'A'..='I' {
         let path = dir.join(format!("p3b-pa-auditor-{letter}.md"));
-        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-        let original = std::fs::read_to_string(&path).unwrap();
+        let mtime = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .expect("the tracker's mtime");
+        let original = std::fs::read_to_string(&path).expect("read the tracker");
         let (body, manifest) = original
             .split_once("## Completion Manifest")
             .expect("fixture report has a manifest");
@@ -52,8 +55,9 @@ fn enlarge(dir: &Path) {
         }
         text.push_str("\n## Completion Manifest");
         text.push_str(manifest);
-        std::fs::write(&path, text).unwrap();
-        filetime::set_file_mtime(&path, filetime::FileTime::from_system_time(mtime)).unwrap();
+        std::fs::write(&path, text).expect("write the tracker");
+        filetime::set_file_mtime(&path, filetime::FileTime::from_system_time(mtime))
+            .expect("keep the tracker's mtime");
     }
 }
 
@@ -82,9 +86,8 @@ fn walk_and_read(dir: &Path) -> usize {
         if e.file_type().is_file() && e.path().extension().is_none_or(|x| x != "png") {
             buf.clear();
             std::fs::File::open(e.path())
-                .unwrap()
-                .read_to_end(&mut buf)
-                .unwrap();
+                .and_then(|mut f| f.read_to_end(&mut buf))
+                .expect("read a build file");
             total += buf.len();
         }
     }
@@ -92,7 +95,7 @@ fn walk_and_read(dir: &Path) -> usize {
 }
 
 fn benches(c: &mut Criterion) {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().expect("a temporary directory");
     let clean = materialise("clean", &tmp.path().join("clean"));
     let mut g = c.benchmark_group("clean");
     g.bench_function("referee verify (process)", |b| b.iter(|| verify(&clean)));

@@ -392,7 +392,7 @@ struct WatchArgs {
     #[arg(long, value_name = "PID")]
     exit_with: Option<i32>,
     /// Finish after this long, judging the directory as it stands (e.g. `90s`, `30m`, `2h`).
-    #[arg(long, value_name = "DURATION", value_parser = crate::daemon::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     timeout: Option<std::time::Duration>,
     /// What to do when the referee itself cannot scan, evaluate or write its files: `stop`
     /// writes a STOP block naming the fault; `continue` records it and goes on.
@@ -427,7 +427,7 @@ enum OnFault {
 }
 
 fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
-    let d = crate::daemon::parse_duration(s)?;
+    let d = crate::duration::parse(s)?;
     if d < crate::status::MIN_INTERVAL {
         return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
     }
@@ -449,7 +449,7 @@ struct StatusArgs {
     #[arg(long)]
     require_live: bool,
     /// A heartbeat older than SECS is stale (default: 3 × its interval, or 10 s).
-    #[arg(long, value_name = "SECS", value_parser = crate::daemon::parse_duration)]
+    #[arg(long, value_name = "SECS", value_parser = crate::duration::parse)]
     stale: Option<std::time::Duration>,
 }
 

@@ -37,12 +37,18 @@ pub struct DemoConfig {
 pub enum DemoError {
     #[error("`{path}` is not empty; the demo needs an empty (or new) directory")]
     NotEmpty { path: String },
-    #[error("cannot create the demo directory `{path}`: {message}")]
-    Dir { path: String, message: String },
+    #[error("cannot create the demo directory `{path}`")]
+    Dir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Replay(#[from] ReplayError),
     #[error(transparent)]
     Daemon(#[from] DaemonError),
+    #[error("cannot start the daemon thread")]
+    Thread(#[source] std::io::Error),
     #[error("the referee stopped unexpectedly: {0}")]
     Crashed(String),
     #[error("cannot print: {0}")]
@@ -113,7 +119,7 @@ pub fn run(
     let referee = std::thread::Builder::new()
         .name("referee-daemon".into())
         .spawn(move || daemon::run(config, Some(stop_rx)))
-        .map_err(|e| DemoError::Crashed(format!("cannot start the daemon thread: {e}")))?;
+        .map_err(DemoError::Thread)?;
     {
         let tx = tx.clone();
         let _ = std::thread::Builder::new()
@@ -173,7 +179,7 @@ pub fn run(
             let overdue = replay_done_at.is_some_and(|t| t.elapsed() > FINISH_GRACE);
             if overdue || replay_err.is_some() || cancel.load(Ordering::Relaxed) {
                 let why = match &replay_err {
-                    Some(e) => format!("the demo's replay failed: {e}"),
+                    Some(e) => format!("the demo's replay failed: {}", crate::error::chain(e)),
                     None if cancel.load(Ordering::Relaxed) => "the demo was interrupted".into(),
                     None => "the demo's run ended without the referee finishing".into(),
                 };
@@ -196,7 +202,8 @@ pub fn run(
                 match r {
                     Ok(s) => replay = Some(s),
                     Err(e) => {
-                        narrator.note(&format!("the replay failed: {e}"))?;
+                        narrator
+                            .note(&format!("the replay failed: {}", crate::error::chain(&e)))?;
                         replay_err = Some(e);
                     }
                 }
@@ -277,9 +284,9 @@ fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, DemoError> {
             std::env::temp_dir().join(format!("referee-demo-{}-{nanos:08x}", std::process::id()))
         }
     };
-    let io = |e: std::io::Error| DemoError::Dir {
+    let io = |source: std::io::Error| DemoError::Dir {
         path: dir.display().to_string(),
-        message: e.to_string(),
+        source,
     };
     std::fs::create_dir_all(&dir).map_err(io)?;
     if std::fs::read_dir(&dir).map_err(io)?.next().is_some() {

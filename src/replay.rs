@@ -121,8 +121,21 @@ pub enum ReplayError {
         column: usize,
         message: String,
     },
-    #[error("cannot read timeline `{path}`: {message}")]
-    Io { path: String, message: String },
+    #[error("cannot read timeline `{path}`")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that is no timeline file to read: a directory, a device, a huge file.
+    #[error("cannot read timeline `{path}`: {why}")]
+    NotAFile { path: String, why: &'static str },
+    #[error("cannot create the target directory `{path}`")]
+    TargetDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("unknown timeline `{0}` (embedded: {list}; or give the path of a timeline file)", list = embedded_names())]
     Unknown(String),
     #[error("{origin}:{line}: step {step} (`{action}`): {message}")]
@@ -452,18 +465,22 @@ impl Timeline {
     /// Loads a timeline file; `from` paths are relative to its `root` (default: the parent
     /// of the file's directory, so `fixtures/timelines/x.toml` reads from `fixtures/`).
     pub fn load_file(path: &Path) -> Result<Timeline, ReplayError> {
-        let io = |message: String| ReplayError::Io {
+        let io = |source: std::io::Error| ReplayError::Io {
             path: path.display().to_string(),
-            message,
+            source,
         };
-        let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+        let not_a_file = |why| ReplayError::NotAFile {
+            path: path.display().to_string(),
+            why,
+        };
+        let meta = std::fs::metadata(path).map_err(io)?;
         if !meta.is_file() {
-            return Err(io("not a regular file".into()));
+            return Err(not_a_file("not a regular file"));
         }
         if meta.len() > 4 << 20 {
-            return Err(io("larger than 4 MiB".into()));
+            return Err(not_a_file("larger than 4 MiB"));
         }
-        let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
+        let bytes = std::fs::read(path).map_err(io)?;
         let origin = path.display().to_string();
         let text = String::from_utf8(bytes).map_err(|_| ReplayError::Invalid {
             origin: origin.clone(),
@@ -888,60 +905,44 @@ fn utf8(bytes: &[u8]) -> Known {
 }
 
 /// Parses an offset as timelines write them: `1h2m3s`, `12m30s`, `4.5s`, `250ms`, `90`.
-pub fn parse_offset(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_offset(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(secs) => duration(&RawDuration::Seconds(secs)),
         Err(_) => duration(&RawDuration::Text(s.to_string())),
     }
 }
 
-/// `1h2m3s`, `12m30s`, `4.5s`, `250ms`, or a number of seconds.
+/// `1h2m3s`, `12m30s`, `4.5s`, `250ms`, or a number of seconds (a TOML number; a string needs a
+/// unit), read by [`crate::duration::parse`]; at most 10^9 s.
 fn duration(raw: &RawDuration) -> Result<Duration, String> {
-    let secs = match raw {
-        RawDuration::Seconds(s) => *s,
-        RawDuration::Text(t) => parse_duration_text(t)?,
+    let d = match raw {
+        RawDuration::Seconds(secs) => {
+            if !secs.is_finite() || *secs < 0.0 {
+                return Err(format!(
+                    "bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"
+                ));
+            }
+            Duration::try_from_secs_f64(*secs).map_err(|e| format!("bad duration `{secs}`: {e}"))?
+        }
+        RawDuration::Text(t) => {
+            let t = t.trim();
+            let t = t.strip_prefix('+').unwrap_or(t);
+            // In a timeline a number of seconds is a TOML number: a quoted one is a slip.
+            if t.parse::<f64>().is_ok() {
+                return Err(format!(
+                    "bad duration `{t}`: a string needs a unit (`{t}s`), or write the number {t}"
+                ));
+            }
+            crate::duration::parse(t).map_err(|e| format!("bad duration: {e}"))?
+        }
     };
-    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+    if d > Duration::from_secs(1_000_000_000) {
         return Err(format!(
-            "bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"
+            "bad duration `{}`: at most 10^9 s",
+            crate::duration::human(d)
         ));
     }
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("bad duration `{secs}`: {e}"))
-}
-
-fn parse_duration_text(s: &str) -> Result<f64, String> {
-    let bad = || format!("bad duration `{s}` (use e.g. `4.5s`, `12m30s`, `250ms`, `1h`)");
-    let t = s.trim();
-    let t = t.strip_prefix('+').unwrap_or(t);
-    if t.is_empty() {
-        return Err(bad());
-    }
-    let mut total = 0.0;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if num_len == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let (unit, len) = if rest.starts_with("ms") {
-            (0.001, 2)
-        } else if rest.starts_with('h') {
-            (3600.0, 1)
-        } else if rest.starts_with('m') {
-            (60.0, 1)
-        } else if rest.starts_with('s') {
-            (1.0, 1)
-        } else {
-            return Err(bad());
-        };
-        total += n * unit;
-        rest = &rest[len..];
-    }
-    Ok(total)
+    Ok(d)
 }
 
 /// A relative path of normal components only: no root, no `.`, no `..`.
@@ -1211,9 +1212,9 @@ pub fn play(
         action: step.describe(),
         message,
     };
-    std::fs::create_dir_all(dir).map_err(|e| ReplayError::Io {
+    std::fs::create_dir_all(dir).map_err(|source| ReplayError::TargetDir {
         path: dir.display().to_string(),
-        message: format!("cannot create the target directory: {e}"),
+        source,
     })?;
     let epoch = opts.epoch.or(timeline.epoch).unwrap_or_else(Utc::now);
     let start = Instant::now();
@@ -1464,6 +1465,28 @@ fn set_mtime(p: &Path, t: DateTime<Utc>) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn io_errors_keep_their_cause() {
+        let e = Timeline::load_file(Path::new("/nonexistent-referee-dir/t.toml")).unwrap_err();
+        let ReplayError::Io { source, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        let t = Timeline::load_embedded("demo").unwrap();
+        let target = Path::new("/proc/nonexistent-referee-dir/build");
+        let e = play(&t, target, &PlayOptions::default(), |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
+        assert!(
+            crate::error::chain(&e).starts_with(
+                "cannot create the target directory `/proc/nonexistent-referee-dir/build`: "
+            ),
+            "{e:?}"
+        );
+        assert!(matches!(e, ReplayError::TargetDir { .. }), "{e:?}");
+    }
+
     fn parse(text: &str) -> Result<Timeline, ReplayError> {
         Timeline::parse(text, "t.toml", Path::new("/nonexistent"))
     }
@@ -1487,13 +1510,18 @@ mod tests {
         assert_eq!(d("+12m30s"), Duration::from_secs(750));
         assert_eq!(d("4.5s"), Duration::from_millis(4500));
         assert_eq!(d("250ms"), Duration::from_millis(250));
+        assert_eq!(d("1h 30m"), Duration::from_secs(5400));
+        assert_eq!(d("5 minutes"), Duration::from_secs(300));
         assert_eq!(
             duration(&RawDuration::Seconds(2.0)).unwrap(),
             Duration::from_secs(2)
         );
-        for bad in ["", "12", "s", "1x", "-1s", "1.2.3s"] {
-            assert!(duration(&RawDuration::Text(bad.into())).is_err(), "{bad}");
+        for bad in ["", "12", "s", "1x", "-1s", "1.2.3s", "30M", "2000000000s"] {
+            let e = duration(&RawDuration::Text(bad.into())).unwrap_err();
+            assert!(e.starts_with("bad duration"), "{bad}: {e}");
         }
+        assert_eq!(parse_offset("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_offset("+49m").unwrap(), Duration::from_secs(2940));
         assert!(duration(&RawDuration::Seconds(-1.0)).is_err());
         assert!(duration(&RawDuration::Seconds(f64::NAN)).is_err());
     }

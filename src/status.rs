@@ -115,7 +115,10 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
             return Ok(Answer {
                 code: ExitCode::NotLive,
                 stdout: String::new(),
-                stderr: Some(format!("referee: no live referee: {}", describe(&e))),
+                stderr: Some(format!(
+                    "referee: no live referee: {}",
+                    crate::error::chain(&e)
+                )),
             })
         }
         Err(e) => return Err(e),
@@ -180,17 +183,6 @@ pub fn watched_by(dir: &Path) -> Option<String> {
             hb.pid
         )),
     }
-}
-
-/// An error with its causes, one line (the error keeps them as sources for `{:#}` chains).
-fn describe(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(&format!(": {}", c.to_string().to_lowercase()));
-        cause = c.source();
-    }
-    text
 }
 
 /// The directory's identity and canonical path.

@@ -92,6 +92,7 @@ pub fn lines(text: &[u8]) -> Lines<'_> {
 }
 
 /// The iterator behind [`lines`].
+#[derive(Debug)]
 pub struct Lines<'a> {
     text: &'a [u8],
     /// Where the next line starts.
@@ -110,7 +111,7 @@ pub struct Lines<'a> {
 }
 
 /// Remembers the last `-->` search, so that many unclosed `<!--` never rescan the text.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct CloseCache {
     /// Where the last search started, and the first `-->` at or after it (`None`: none).
     last: Option<(usize, Option<usize>)>,

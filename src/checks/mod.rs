@@ -161,6 +161,7 @@ type GateParse = Result<GateFile, GateError>;
 
 /// Everything a predicate may look at during one evaluation, with per-evaluation caches
 /// so each file is read at most once and each glob matched at most once.
+#[derive(Debug)]
 pub struct Ctx<'a> {
     pub snap: &'a Snapshot,
     marker: Option<&'a str>,

@@ -577,8 +577,10 @@ fn line_of(b: &[u8], offset: usize) -> usize {
 }
 
 #[cfg(test)]
-// `vec![a..b]` here is a list of one run, not the run's indices.
-#[allow(clippy::single_range_in_vec_init)]
+#[allow(
+    clippy::single_range_in_vec_init,
+    reason = "`vec![a..b]` here is a list of one run, not the run's indices"
+)]
 mod tests {
     use super::*;
 

@@ -41,6 +41,7 @@ pub trait Files {
 }
 
 /// The real view: what the settle tracker saw, and the snapshot that was judged.
+#[derive(Debug)]
 pub struct Seen<'a> {
     pub settle: &'a Settle,
     pub snap: &'a Snapshot,

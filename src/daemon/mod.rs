@@ -147,7 +147,7 @@ impl EndReason {
             EndReason::PipelineExited { pid } => format!(
                 "the pipeline process (pid {pid}) exited; judged as final (every check due: missing artifacts fail)"
             ),
-            EndReason::Timeout(d) => format!("the timeout ({}) passed; {AS_IS}", human(*d)),
+            EndReason::Timeout(d) => format!("the timeout ({}) passed; {AS_IS}", crate::duration::human(*d)),
             EndReason::Shutdown(Shutdown::Signal(s)) => format!("{s} received; {AS_IS}"),
             EndReason::Shutdown(Shutdown::Requested(why)) => format!("stopped: {why}; {AS_IS}"),
         }
@@ -203,71 +203,6 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     NoSuchPid { pid: i32 },
 }
 
-/// Parses `90s`, `30m`, `2h`, `1h30m`, `500ms`, or plain seconds (`45`, `1.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if t.is_empty() {
-        return Err("empty duration (e.g. `90s`, `30m`, `2h`)".into());
-    }
-    if let Ok(secs) = t.parse::<f64>() {
-        return if secs.is_finite() && secs >= 0.0 {
-            Ok(Duration::from_secs_f64(secs))
-        } else {
-            Err(format!("invalid duration `{s}`"))
-        };
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| {
-                format!("duration `{s}` needs a unit after `{rest}` (ms, s, m, h, d)")
-            })?;
-        if digits == 0 {
-            return Err(format!("invalid duration `{s}` (e.g. `90s`, `30m`, `2h`)"));
-        }
-        let n: f64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("invalid number in duration `{s}`"))?;
-        let unit_len = rest[digits..]
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len() - digits);
-        let unit = &rest[digits..digits + unit_len];
-        let secs = match unit {
-            "ms" => n / 1000.0,
-            "s" | "sec" | "secs" => n,
-            "m" | "min" | "mins" => n * 60.0,
-            "h" | "hr" | "hrs" => n * 3600.0,
-            "d" => n * 86400.0,
-            _ => {
-                return Err(format!(
-                    "unknown unit `{unit}` in duration `{s}` (ms, s, m, h, d)"
-                ))
-            }
-        };
-        total += Duration::from_secs_f64(secs);
-        rest = &rest[digits + unit_len..];
-    }
-    Ok(total)
-}
-
-/// `90s`, `30m`, `2h`, `1500ms`.
-fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms % 1000 != 0 {
-        return format!("{ms}ms");
-    }
-    let s = d.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
-        format!("{}h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
-        format!("{}m", s / 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
 /// Runs the referee on one build directory until it finishes; the final report is always
 /// attempted.
 ///
@@ -298,28 +233,4 @@ pub fn run_root(
     shutdown: Option<Receiver<Shutdown>>,
 ) -> Result<RootOutcome, DaemonError> {
     driver::run_root(root, template, shutdown)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
-        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
-        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("45").unwrap(), Duration::from_secs(45));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("5x").is_err());
-        assert!(parse_duration("m").is_err());
-        assert!(parse_duration("-3").is_err());
-        assert_eq!(human(Duration::from_secs(90)), "90s");
-        assert_eq!(human(Duration::from_secs(1800)), "30m");
-        assert_eq!(human(Duration::from_secs(7200)), "2h");
-        assert_eq!(human(Duration::from_millis(1500)), "1500ms");
-    }
 }

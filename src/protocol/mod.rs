@@ -47,8 +47,15 @@ pub enum ProtocolError {
         column: usize,
         message: String,
     },
-    #[error("cannot read protocol file `{path}`: {message}")]
-    Io { path: String, message: String },
+    #[error("cannot read protocol file `{path}`")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that is no protocol file to read: a directory, a device, a huge file.
+    #[error("cannot read protocol file `{path}`: {why}")]
+    NotAFile { path: String, why: &'static str },
     #[error("unknown protocol `{0}` (embedded: {list}; or give the path of a protocol file)", list = embedded_ids())]
     Unknown(String),
 }
@@ -240,22 +247,20 @@ impl Protocol {
     }
 
     pub fn load_file(path: &Path) -> Result<Protocol, ProtocolError> {
-        let io = |e: std::io::Error| ProtocolError::Io {
+        let io = |source: std::io::Error| ProtocolError::Io {
             path: path.display().to_string(),
-            message: e.to_string(),
+            source,
+        };
+        let not_a_file = |why| ProtocolError::NotAFile {
+            path: path.display().to_string(),
+            why,
         };
         let meta = std::fs::metadata(path).map_err(io)?;
         if !meta.is_file() {
-            return Err(ProtocolError::Io {
-                path: path.display().to_string(),
-                message: "not a regular file".into(),
-            });
+            return Err(not_a_file("not a regular file"));
         }
         if meta.len() > 4 << 20 {
-            return Err(ProtocolError::Io {
-                path: path.display().to_string(),
-                message: "larger than 4 MiB".into(),
-            });
+            return Err(not_a_file("larger than 4 MiB"));
         }
         let bytes = std::fs::read(path).map_err(io)?;
         let text = String::from_utf8(bytes).map_err(|_| ProtocolError::Invalid {
@@ -535,7 +540,10 @@ fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {
         .unwrap_or("")
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one check instance is made of this many independent parts of the protocol"
+)]
 fn instance(
     text: &str,
     def: &Arc<CheckDef>,
@@ -702,6 +710,7 @@ fn validate_time(t: &TimeRef) -> Result<(), String> {
 
 /// The 1-based line numbers of byte offsets in one text, for callers that ask many times
 /// (a line per check or per timeline step); `line_col` rescans the text on every call.
+#[derive(Debug)]
 pub struct Lines(Vec<usize>);
 
 impl Lines {
@@ -745,6 +754,26 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreadable_file_keeps_its_io_error() {
+        let path = Path::new("/nonexistent-referee-dir/p.toml");
+        let e = Protocol::load_file(path).unwrap_err();
+        let ProtocolError::Io { source, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(
+            crate::error::chain(&e),
+            "cannot read protocol file `/nonexistent-referee-dir/p.toml`: \
+             no such file or directory (os error 2)"
+        );
+        let dir = Protocol::load_file(Path::new("/")).unwrap_err();
+        assert_eq!(
+            dir.to_string(),
+            "cannot read protocol file `/`: not a regular file"
+        );
+    }
 
     #[test]
     fn lines_agree_with_line_col() {

@@ -26,7 +26,7 @@ pub fn fixtures_dir() -> PathBuf {
 #[serde(deny_unknown_fields)]
 pub struct BuildDoc {
     /// What the build or case is; for readers of the fixture only.
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "read by people, not by the tests")]
     pub description: Option<String>,
     /// Another build in `fixtures/builds/` to start from.
     pub base: Option<String>,
@@ -179,12 +179,6 @@ pub struct Touch {
 impl BuildDoc {
     pub fn parse(text: &str, origin: &str) -> Result<BuildDoc, String> {
         toml::from_str(text).map_err(|e| format!("{origin}: {e}"))
-    }
-
-    pub fn from_table(table: toml::Table, origin: &str) -> Result<BuildDoc, String> {
-        toml::Value::Table(table)
-            .try_into()
-            .map_err(|e| format!("{origin}: {e}"))
     }
 }
 
@@ -561,36 +555,14 @@ impl Content {
     }
 }
 
-/// `1h2m3s`, `12m30s`, `90s`, `250ms`.
+/// `1h2m3s`, `12m30s`, `90s`, `250ms`: the referee's own duration grammar, except that a unit is
+/// required (a bare `+12` in a fixture could mean anything).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let mut total = Duration::zero();
-    let mut num = String::new();
-    let mut chars = s.trim().chars().peekable();
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() {
-            num.push(c);
-            continue;
-        }
-        let n: i64 = num.parse().map_err(|_| format!("bad duration `{s}`"))?;
-        num.clear();
-        let unit = match c {
-            'h' => Duration::hours(n),
-            'm' if chars.peek() == Some(&'s') => {
-                chars.next();
-                Duration::milliseconds(n)
-            }
-            'm' => Duration::minutes(n),
-            's' => Duration::seconds(n),
-            _ => return Err(format!("bad duration unit `{c}` in `{s}`")),
-        };
-        total += unit;
-        any = true;
+    if s.trim().parse::<f64>().is_ok() {
+        return Err(format!("bad duration `{s}`: give a unit (e.g. `12m30s`)"));
     }
-    if !num.is_empty() || !any {
-        return Err(format!("bad duration `{s}` (use e.g. 12m30s)"));
-    }
-    Ok(total)
+    let d = referee::duration::parse(s)?;
+    Duration::from_std(d).map_err(|e| format!("bad duration `{s}`: {e}"))
 }
 
 pub fn parse_abs_time(s: &str) -> Result<DateTime<Utc>, String> {
@@ -774,7 +746,12 @@ mod tests {
             super::parse_duration("250ms").unwrap(),
             super::Duration::milliseconds(250)
         );
+        assert_eq!(
+            super::parse_duration("1.5s").unwrap(),
+            super::Duration::milliseconds(1500)
+        );
         assert!(super::parse_duration("12").is_err());
+        assert!(super::parse_duration("12x").is_err());
     }
 
     #[test]

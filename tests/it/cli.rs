@@ -48,7 +48,7 @@ fn redact(text: &str, dir: &Path) -> String {
     let ts = regex::Regex::new(r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap();
     let today = regex::Regex::new(r"— 20\d\d-\d\d-\d\d\n").unwrap();
     let text = today.replace_all(&text, "— [DATE]\n");
-    let text = ts.replace_all(&text, |c: &regex::Captures| {
+    let text = ts.replace_all(&text, |c: &regex::Captures<'_>| {
         // Fixture times (2026-02-25…) are data; only the run's own clock is redacted.
         if c[0].starts_with("2026-02-25") {
             c[0].to_string()

@@ -31,7 +31,8 @@ fn add(n: isize) {
 // const-initialised thread locals without destructors, so counting never allocates.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
+        // SAFETY: the caller's contract for `alloc`, passed on.
+        let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             add(layout.size() as isize);
         }
@@ -39,7 +40,8 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(layout);
+        // SAFETY: the caller's contract for `alloc_zeroed`, passed on.
+        let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             add(layout.size() as isize);
         }
@@ -47,12 +49,15 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
+        // SAFETY: the caller's contract for `dealloc` (`ptr` came from this allocator, which is
+        // the system's), passed on.
+        unsafe { System.dealloc(ptr, layout) };
         add(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = System.realloc(ptr, layout, new_size);
+        // SAFETY: the caller's contract for `realloc`, passed on.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             add(new_size as isize - layout.size() as isize);
         }

@@ -575,8 +575,7 @@ fn an_append_the_disk_cuts_short_leaves_no_torn_line() {
         for l in all {
             assert!(
                 serde_json::from_str::<Value>(l).is_ok(),
-                "torn line: {:.80}",
-                l
+                "torn line: {l:.80}"
             );
         }
     };

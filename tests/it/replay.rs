@@ -289,7 +289,7 @@ fn bad_timelines_fail_with_their_position() {
         "vale",
     );
     rejects(
-        "[[step]]\nat = \"5 minutes\"\nmkdir = \"a\"\n",
+        "[[step]]\nat = \"5 fortnights\"\nmkdir = \"a\"\n",
         2,
         6,
         "bad duration",

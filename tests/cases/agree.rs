@@ -1,26 +1,22 @@
-//! `verify` and `watch` judge alike: for every fixture case (`fixtures/cases/*.toml`), the
-//! one-shot `referee verify DIR --final` and a `referee watch DIR` that finishes because the
+//! `agree::CASE`: `verify` and `watch` judge alike. For a fixture case (`fixtures/cases/*.toml`),
+//! the one-shot `referee verify DIR --final` and a `referee watch DIR` that finishes because the
 //! pipeline's process is gone (`--exit-with` a process that exits once the referee has started,
 //! so the run is judged as final) must give every check instance the same status.
 //!
 //! `verify` runs first, on the directory exactly as the case materialised it (verify writes
 //! nothing); then `watch` runs on the same directory and its statuses are read from the `end`
-//! event of `OBSERVER-EVENTS.jsonl`. A difference names the case, the check instance and both
-//! statuses. Cases that cannot be compared are listed in [`EXCLUDED`] with the reason, and the
-//! test fails if such a case no longer exists. `REFEREE_CASES=substr[,substr]` runs only the
-//! matching cases, as in `cases`.
+//! event of `OBSERVER-EVENTS.jsonl`. A difference names the check instance and both statuses.
+//! Cases that cannot be compared are listed in [`EXCLUDED`] with the reason (their trials are
+//! ignored), and `agree::excluded_cases_exist` fails if such a case no longer exists.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use crate::builder::{fixtures_dir, Build, BuildDoc};
+use crate::case;
 
 /// How long one `verify` or one `watch` may take before the case counts as hung.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -28,63 +24,6 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// Cases whose `verify` and `watch` results are not comparable, with the reason. None so far:
 /// the FIFO cases (`sec-fifo-*`) compare too, since both commands refuse to open a FIFO.
 const EXCLUDED: &[(&str, &str)] = &[];
-
-/// The case keys `cases` reads; only `args` matters here (the rest are expectations).
-#[derive(Debug, Default, Deserialize)]
-struct Keys {
-    #[serde(default)]
-    args: Vec<String>,
-}
-
-fn load(path: &Path) -> Result<(Vec<String>, Build), String> {
-    let name = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
-    let mut table: toml::Table = text.parse().map_err(|e| format!("{name}: {e}"))?;
-    let mut keys = toml::Table::new();
-    for k in crate::cases::CASE_KEYS {
-        if let Some(v) = table.remove(*k) {
-            keys.insert((*k).to_string(), v);
-        }
-    }
-    let keys: Keys = toml::Value::Table(keys)
-        .try_into()
-        .map_err(|e| format!("{name}: {e}"))?;
-    let doc = BuildDoc::from_table(table, &name)?;
-    Ok((keys.args, Build::from_doc(&doc)?))
-}
-
-fn case_files() -> Vec<PathBuf> {
-    let dir = fixtures_dir().join("cases");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    if let Ok(filter) = std::env::var("REFEREE_CASES") {
-        let wanted: Vec<String> = filter
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        files.retain(|p| {
-            let n = p.file_name().unwrap_or_default().to_string_lossy();
-            wanted.iter().any(|w| n.contains(w.as_str()))
-        });
-    }
-    files
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// `pass:check → status`.
 type Statuses = BTreeMap<String, String>;
@@ -153,7 +92,9 @@ fn pipeline(dir: &Path) -> Result<(u32, std::thread::JoinHandle<()>), String> {
 
 /// Both sides' statuses for one case, or why they could not be had.
 fn judge(path: &Path) -> Result<(Statuses, Statuses), String> {
-    let (args, build) = load(path)?;
+    let case = case::load(path)?;
+    let build = case.build()?;
+    let args = case.keys.args;
     let tmp = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
     let dir = build.materialise(tmp.path())?;
     let referee = assert_cmd::cargo::cargo_bin("referee");
@@ -230,58 +171,43 @@ fn differences(verify: &Statuses, watch: &Statuses) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn verify_and_watch_agree_on_every_case() {
-    let files = case_files();
-    let names: Vec<String> = files.iter().map(|p| stem(p)).collect();
-    if std::env::var("REFEREE_CASES").is_err() {
-        assert!(!files.is_empty(), "no case files");
-        for (case, _) in EXCLUDED {
-            assert!(
-                names.iter().any(|n| n == case),
-                "excluded case `{case}` no longer exists: drop it from EXCLUDED"
-            );
-        }
+/// Why a case is not compared, if it is in [`EXCLUDED`].
+pub fn excluded(name: &str) -> Option<&'static str> {
+    EXCLUDED
+        .iter()
+        .find(|(case, _)| *case == name)
+        .map(|(_, why)| *why)
+}
+
+/// Every case in [`EXCLUDED`] still exists (an exclusion outliving its case hides nothing, but it
+/// is stale).
+pub fn excluded_cases_exist() -> Result<(), String> {
+    let names: Vec<String> = case::files().iter().map(|p| case::name(p)).collect();
+    let stale: Vec<&str> = EXCLUDED
+        .iter()
+        .map(|(case, _)| *case)
+        .filter(|case| !names.iter().any(|n| n == case))
+        .collect();
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "excluded cases no longer exist: drop them from EXCLUDED: {}",
+            stale.join(", ")
+        ))
     }
-    let next = AtomicUsize::new(0);
-    let compared = AtomicUsize::new(0);
-    let problems: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    // Each case runs two processes; three at a time keeps a small machine responsive.
-    std::thread::scope(|s| {
-        for _ in 0..3 {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(path) = files.get(i) else { break };
-                let name = stem(path);
-                if EXCLUDED.iter().any(|(c, _)| *c == name) {
-                    continue;
-                }
-                let problem = match judge(path) {
-                    Ok((verify, watch)) => {
-                        compared.fetch_add(1, Ordering::SeqCst);
-                        let diff = differences(&verify, &watch);
-                        (!diff.is_empty()).then(|| format!("{name}:\n    {}", diff.join("\n    ")))
-                    }
-                    Err(e) => Some(format!("{name}: not compared: {e}")),
-                };
-                if let Some(p) = problem {
-                    problems.lock().unwrap_or_else(|e| e.into_inner()).push(p);
-                }
-            });
-        }
-    });
-    let mut problems = problems.into_inner().unwrap_or_else(|e| e.into_inner());
-    problems.sort();
-    println!(
-        "verify and watch compared on {} of {} cases ({} excluded)",
-        compared.load(Ordering::SeqCst),
-        files.len(),
-        EXCLUDED.len()
-    );
-    assert!(
-        problems.is_empty(),
-        "verify --final and a watch judged as final disagree on {} cases:\n  {}",
-        problems.len(),
-        problems.join("\n  ")
-    );
+}
+
+/// `verify --final` and a `watch` judged as final give every check instance the same status.
+pub fn check(path: &Path) -> Result<(), String> {
+    let (verify, watch) = judge(path).map_err(|e| format!("not compared: {e}"))?;
+    let diff = differences(&verify, &watch);
+    if diff.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "verify --final and a watch judged as final disagree:\n    {}",
+            diff.join("\n    ")
+        ))
+    }
 }

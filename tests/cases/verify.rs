@@ -1,23 +1,16 @@
-//! Data-driven check tests: every `fixtures/cases/*.toml` is materialised (see `builder`), run
-//! through `referee verify DIR --format json`, and its expectations checked; the clean builds must
-//! produce exactly their documented status tables.
-//!
-//! Useful while working on the engine:
-//! - `REFEREE_CASES=obs-07 cargo test --test it cases::` runs only the cases whose file name
-//!   contains `obs-07` (comma-separated substrings are OR-ed).
-//! - `REFEREE_MATERIALISE=cases/obs-07-fail-diagnostic-verb:/tmp/x cargo test --test it
-//!   materialise -- --ignored` writes a case's (or `builds/NAME`'s) build directory to `/tmp/x/build`.
+//! `verify::CASE`: a fixture case is materialised (see `builder`), run through `referee verify DIR
+//! --format json`, and its expectations checked; `tables::*`: the named builds must produce exactly
+//! their documented status tables. Every run must also keep the universal contract (no hang, one
+//! JSON object, no write into the build directory): see [`run_checked`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use crate::builder::{fixtures_dir, Build, BuildDoc};
+use crate::builder::{fixtures_dir, Build};
+use crate::case;
 
 /// A run that takes longer than this has hung (on a FIFO, a deep file, ...): a failure, not a wait.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -37,131 +30,6 @@ const PASSES: &[(&str, &[&str])] = &[
     ("4", &["OBS-26", "OBS-28", "OBS-29", "OBS-30"]),
 ];
 const PASS_R_OWN: &[&str] = &["OBS-05", "OBS-06", "OBS-07", "OBS-08", "OBS-09"];
-
-// ---------------------------------------------------------------------------------------------
-// Case files
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    fn options(&self) -> Vec<&str> {
-        match self {
-            OneOrMany::One(s) => vec![s.as_str()],
-            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Expect {
-    check: String,
-    /// `"0"`..`"4"` or `"R"`; default: the main (non-R) instance, or R for OBS-05..09.
-    pass: Option<String>,
-    /// One status, or a list of acceptable ones (where the spec leaves room).
-    status: OneOrMany,
-    /// Substrings of the JSON-serialised evidence (case-insensitive); a list item may itself be a
-    /// list of alternatives, any one of which is enough.
-    #[serde(default)]
-    evidence: Vec<OneOrMany>,
-    /// Substrings that must not appear in the evidence.
-    #[serde(default)]
-    evidence_not: Vec<String>,
-    due: Option<bool>,
-    /// Expected process exit code.
-    exit: Option<i32>,
-    /// Upper bound on the serialised evidence's length (evidence is capped in size).
-    evidence_max_len: Option<usize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CaseKeys {
-    #[serde(rename = "final", default)]
-    final_: bool,
-    #[serde(default)]
-    args: Vec<String>,
-    exit: Option<i32>,
-    complete: Option<bool>,
-    /// `"null"` for a JSON null.
-    verdict: Option<String>,
-    /// A substring of the top-level `verdict_note` (a verdict file with no readable verdict).
-    verdict_note: Option<String>,
-    #[serde(default)]
-    expect: Vec<Expect>,
-}
-
-/// The keys of a case file that are expectations, not build contents (`agree` strips them too).
-pub(crate) const CASE_KEYS: &[&str] = &[
-    "final",
-    "args",
-    "exit",
-    "complete",
-    "verdict",
-    "verdict_note",
-    "expect",
-];
-
-struct Case {
-    keys: CaseKeys,
-    doc: BuildDoc,
-}
-
-fn load_case(path: &Path) -> Result<Case, String> {
-    let name = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: {e}"))?;
-    let mut table: toml::Table = text.parse().map_err(|e| format!("{name}: {e}"))?;
-    let mut keys = toml::Table::new();
-    for k in CASE_KEYS {
-        if let Some(v) = table.remove(*k) {
-            keys.insert((*k).to_string(), v);
-        }
-    }
-    let keys: CaseKeys = toml::Value::Table(keys)
-        .try_into()
-        .map_err(|e| format!("{name}: {e}"))?;
-    let doc = BuildDoc::from_table(table, &name)?;
-    if doc.base.is_none() {
-        return Err(format!("{name}: a case needs `base = \"<build>\"`"));
-    }
-    if keys.expect.is_empty() && keys.exit.is_none() {
-        return Err(format!(
-            "{name}: a case needs at least one [[expect]] or `exit`"
-        ));
-    }
-    Ok(Case { keys, doc })
-}
-
-fn case_files() -> Vec<PathBuf> {
-    let dir = fixtures_dir().join("cases");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    if let Ok(filter) = std::env::var("REFEREE_CASES") {
-        let wanted: Vec<&str> = filter
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
-        files.retain(|p| {
-            let n = p.file_name().unwrap_or_default().to_string_lossy();
-            wanted.iter().any(|w| n.contains(w))
-        });
-    }
-    files
-}
 
 // ---------------------------------------------------------------------------------------------
 // Running the binary
@@ -368,8 +236,10 @@ fn blocking_failures(json: &Value) -> String {
     }
 }
 
-fn check_case(case: &Case) -> Result<(), String> {
-    let build = Build::from_doc(&case.doc)?;
+/// Runs `verify` on a case's build and checks every expectation; the error lists them all.
+pub fn check(path: &Path) -> Result<(), String> {
+    let case = case::load(path)?;
+    let build = case.build()?;
     let (json, run) = run_checked(&build, case.keys.final_, &case.keys.args, case.keys.exit)?;
     let mut failures = Vec::new();
     if let Some(want) = case.keys.exit {
@@ -485,54 +355,6 @@ fn check_case(case: &Case) -> Result<(), String> {
     }
 }
 
-#[test]
-fn every_case_holds() {
-    let files = case_files();
-    assert!(
-        !files.is_empty() || std::env::var("REFEREE_CASES").is_ok(),
-        "no case files"
-    );
-    let next = AtomicUsize::new(0);
-    let failures: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map_or(4, |n| n.get())
-        .min(8);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(path) = files.get(i) else { break };
-                let name = path
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                let outcome = load_case(path).and_then(|case| check_case(&case));
-                if let Err(msg) = outcome {
-                    failures
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((name, msg));
-                }
-            });
-        }
-    });
-    let mut failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
-    failures.sort();
-    if !failures.is_empty() {
-        let report: Vec<String> = failures
-            .iter()
-            .map(|(n, m)| format!("\n  {n}:\n    {m}"))
-            .collect();
-        panic!(
-            "{} of {} cases failed:{}",
-            failures.len(),
-            files.len(),
-            report.concat()
-        );
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The named builds' full tables
 
@@ -614,8 +436,7 @@ fn assert_table(build: &str, want: &BTreeMap<(String, String), &'static str>) ->
     json
 }
 
-#[test]
-fn clean_build_passes_everything() {
+pub fn clean_build_passes_everything() {
     let want = table(
         |_, c| if c == "OBS-18" { "SKIP" } else { "PASS" },
         |_| "SKIP",
@@ -628,8 +449,7 @@ fn clean_build_passes_everything() {
     assert_eq!(json["summary"]["fail"], 0);
 }
 
-#[test]
-fn clean_refine_build_passes_everything() {
+pub fn clean_refine_build_passes_everything() {
     let want = table(
         |_, c| if c == "OBS-18" { "SKIP" } else { "PASS" },
         |_| "PASS",
@@ -643,8 +463,7 @@ fn clean_refine_build_passes_everything() {
     assert_eq!(json["summary"]["fail"], 0);
 }
 
-#[test]
-fn in_progress_build_waits() {
+pub fn in_progress_build_waits() {
     let want = table(
         |pass, c| match (pass, c) {
             ("1", "OBS-18") => "SKIP",
@@ -706,8 +525,7 @@ fn in_progress_build_waits() {
 }
 
 /// Every build and case file parses and materialises (no referee needed).
-#[test]
-fn fixtures_materialise() {
+pub fn fixtures_materialise() {
     let mut problems = Vec::new();
     let builds = fixtures_dir().join("builds");
     for e in std::fs::read_dir(&builds)
@@ -730,13 +548,11 @@ fn fixtures_materialise() {
             }
         }
     }
-    for p in case_files() {
-        let r = load_case(&p)
-            .and_then(|c| Build::from_doc(&c.doc))
-            .and_then(|b| {
-                let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-                b.materialise(tmp.path()).map(|_| ())
-            });
+    for p in case::files() {
+        let r = case::load(&p).and_then(|c| c.build()).and_then(|b| {
+            let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+            b.materialise(tmp.path()).map(|_| ())
+        });
         if let Err(e) = r {
             problems.push(e);
         }
@@ -746,9 +562,7 @@ fn fixtures_materialise() {
 
 /// `REFEREE_MATERIALISE=builds/clean:/tmp/x` (or `cases/NAME:DIR`, or `cases/*:DIR` for every case,
 /// each in `DIR/NAME/`) writes fixtures out for a look. DIR should be empty.
-#[test]
-#[ignore = "a tool: set REFEREE_MATERIALISE"]
-fn materialise() {
+pub fn materialise() {
     let spec = std::env::var("REFEREE_MATERIALISE")
         .expect("set REFEREE_MATERIALISE=builds/NAME:DIR or cases/NAME:DIR");
     let (what, dir) = spec.split_once(':').expect("NAME:DIR");
@@ -760,15 +574,10 @@ fn materialise() {
     };
     match what.strip_prefix("cases/") {
         Some("*") => {
-            for p in case_files() {
-                let stem = p
-                    .file_stem()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
+            for p in case::files() {
                 write(
-                    load_case(&p).and_then(|c| Build::from_doc(&c.doc)),
-                    &Path::new(dir).join(stem),
+                    case::load(&p).and_then(|c| c.build()),
+                    &Path::new(dir).join(case::name(&p)),
                 );
             }
         }
@@ -776,10 +585,7 @@ fn materialise() {
             let path = fixtures_dir()
                 .join("cases")
                 .join(format!("{}.toml", c.trim_end_matches(".toml")));
-            write(
-                load_case(&path).and_then(|c| Build::from_doc(&c.doc)),
-                Path::new(dir),
-            );
+            write(case::load(&path).and_then(|c| c.build()), Path::new(dir));
         }
         None => write(
             Build::named(what.trim_start_matches("builds/")),
