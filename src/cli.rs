@@ -454,8 +454,7 @@ struct StatusArgs {
 }
 
 fn watch(a: WatchArgs) -> Result<ExitCode> {
-    // Block SIGINT/SIGTERM before any thread exists, so only the sigwait thread sees them and
-    // the daemon can write its final report.
+    // SIGINT/SIGTERM become a request to finish, so the daemon can write its final report.
     let shutdown = crate::daemon::signals::listen_for_termination()
         .context("cannot set up SIGINT/SIGTERM handling")?;
     let mut config = crate::daemon::Config::new(a.build_dir.clone().unwrap_or_default());
@@ -514,7 +513,7 @@ struct DemoArgs {
 }
 
 fn demo(a: DemoArgs) -> Result<ExitCode> {
-    // Before any thread exists, so SIGINT/SIGTERM reach the daemon as a request to finish.
+    // SIGINT/SIGTERM reach the daemon as a request to finish.
     let signals = crate::daemon::signals::listen_for_termination()
         .context("cannot listen for SIGINT/SIGTERM")?;
     let cfg = crate::demo::DemoConfig {

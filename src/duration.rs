@@ -81,13 +81,13 @@ pub fn parse(s: &str) -> Result<Duration, String> {
 /// millisecond (what [`parse`] reads back). Below a millisecond is not shown.
 pub fn human(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = d.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
+    if s >= 3600 && s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")

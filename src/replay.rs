@@ -967,7 +967,7 @@ pub fn check_rel(path: &str) -> Result<(), String> {
 /// Hex bytes (`89 50 4e 47`), white space ignored.
 pub fn parse_hex(h: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = h.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits in `{h}`"));
     }
     digits

@@ -1,48 +1,34 @@
-//! Ways the daemon learns it should end, without waking periodically: SIGINT/SIGTERM through
-//! `sigwait` on a dedicated thread, and the exit of the pipeline's process (`--exit-with PID`)
-//! through a `pidfd` polled on a thread.
+//! Ways the daemon learns it should end, without waking periodically: SIGINT/SIGTERM on a
+//! dedicated thread (`signal-hook`), and the exit of the pipeline's process (`--exit-with PID`)
+//! through a `pidfd` polled on a thread (`rustix`). Both crates replace hand-written signal masks
+//! and raw syscalls: no `unsafe` here.
 //!
-//! This module owns the signal mask and those two threads. It must not touch the daemon's state:
-//! each thread only calls the callback it was given, once. Blocking signals affects the whole
-//! process, so only the binary calls [`listen_for_termination`] (before any thread is spawned);
-//! a library user stops the daemon through its shutdown channel instead.
+//! This module owns those two threads. It must not touch the daemon's state: each thread only
+//! sends or calls what it was given. Signal handlers are process-wide, so only the binary calls
+//! [`listen_for_termination`]; a library user stops the daemon through its shutdown channel.
 
 use std::io;
 use std::sync::mpsc::{self, Receiver};
 
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::io::Errno;
+use rustix::process::{pidfd_open, Pid, PidfdFlags};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
 use super::Shutdown;
 
-/// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it spawns later) and
-/// starts a thread that waits for them. The first one is sent on the returned channel; a second
-/// one exits the process at once (status 130), for a user who insists.
-///
-/// Call it from the main thread before spawning any other thread, or signals may be delivered to
-/// a thread that does not block them and kill the process without a report.
+/// Starts a thread that waits for SIGINT and SIGTERM (`signal-hook`: the handlers only wake it).
+/// The first one is sent on the returned channel; a second one exits the process at once
+/// (status 130), for a user who insists.
 pub fn listen_for_termination() -> io::Result<Receiver<Shutdown>> {
-    // SAFETY: sigset_t is plain data; it is initialised by sigemptyset before use.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t; the calls only write to it and the thread's mask.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-    }
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("referee-signals".into())
         .spawn(move || {
             let mut first = true;
-            loop {
-                let mut sig: libc::c_int = 0;
-                // SAFETY: `set` and `sig` are valid for the call; sigwait only writes `sig`.
-                let rc = unsafe { libc::sigwait(&set, &mut sig) };
-                if rc != 0 {
-                    continue;
-                }
+            for sig in signals.forever() {
                 if first {
                     first = false;
                     let _ = tx.send(Shutdown::Signal(signal_name(sig).to_string()));
@@ -58,10 +44,10 @@ pub fn listen_for_termination() -> io::Result<Receiver<Shutdown>> {
     Ok(rx)
 }
 
-fn signal_name(sig: libc::c_int) -> &'static str {
+fn signal_name(sig: i32) -> &'static str {
     match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
         _ => "signal",
     }
 }
@@ -77,53 +63,40 @@ pub enum PidWatch {
     Ticks,
 }
 
-/// Calls `on_exit` once when process `pid` exits, from a thread that sleeps in `poll(2)`.
+/// Calls `on_exit` once when process `pid` exits, from a thread that sleeps in `poll(2)` on a
+/// pidfd (no periodic wake-ups).
 pub fn watch_pid<F>(pid: i32, on_exit: F) -> PidWatch
 where
     F: FnOnce() + Send + 'static,
 {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::ESRCH) {
+    let Some(p) = Pid::from_raw(pid) else {
+        return PidWatch::Ticks;
+    };
+    let fd = match pidfd_open(p, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::SRCH) => {
             on_exit();
             return PidWatch::Gone;
         }
-        return PidWatch::Ticks;
-    }
-    let Ok(fd) = libc::c_int::try_from(fd) else {
-        return PidWatch::Ticks;
+        Err(_) => return PidWatch::Ticks,
     };
     let spawned = std::thread::Builder::new()
         .name("referee-exit-with".into())
         .spawn(move || {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
             loop {
-                // SAFETY: one valid pollfd; an infinite timeout: no periodic wake-ups.
-                let rc = unsafe { libc::poll(&mut pfd, 1, -1) };
-                if rc > 0 {
-                    break;
-                }
-                if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                    break;
+                let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+                match poll(&mut fds, None) {
+                    Err(Errno::INTR) => continue,
+                    Ok(0) => continue,
+                    _ => break,
                 }
             }
-            // SAFETY: closing the descriptor this thread owns.
-            unsafe { libc::close(fd) };
+            drop(fd);
             on_exit();
         });
     match spawned {
         Ok(_) => PidWatch::Pidfd,
-        Err(_) => {
-            // SAFETY: the thread was not started, so the descriptor is still ours.
-            unsafe { libc::close(fd) };
-            PidWatch::Ticks
-        }
+        Err(_) => PidWatch::Ticks,
     }
 }
 

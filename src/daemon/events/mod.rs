@@ -17,10 +17,9 @@ mod resume;
 
 pub use resume::{replay, replay_from, Resumed, MAX_LINE_BYTES, MAX_SKIPPED_LISTED};
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -201,16 +200,15 @@ pub fn open_locked(dir: &Path) -> Result<Opened, LogError> {
             }
         }
     };
-    // SAFETY: flock on a file descriptor we own; no memory is passed.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+    // `flock(LOCK_EX | LOCK_NB)` on Linux, held until the file is closed.
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
             return Err(LogError::Busy {
                 path: path.display().to_string(),
-            });
+            })
         }
-        return Err(io_err(e));
+        Err(TryLockError::Error(e)) => return Err(io_err(e)),
     }
     let (resumed, torn_tail) = replay_from(io::BufReader::new(&mut file)).map_err(io_err)?;
     Ok(Opened {
@@ -234,9 +232,8 @@ pub fn locked_by_other(dir: &Path) -> bool {
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return false;
     }
-    // SAFETY: flock on a descriptor we own; a shared, non-blocking try, released at close.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    // A shared, non-blocking try, released when `file` is closed.
+    matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock))
 }
 
 /// Moves the log aside as `OBSERVER-EVENTS-<timestamp>.jsonl` (never deleting data).
