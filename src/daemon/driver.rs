@@ -192,13 +192,14 @@ pub(super) fn run_root(
     shutdown: Option<Receiver<Shutdown>>,
 ) -> Result<RootOutcome, DaemonError> {
     let protocol = Arc::new(Protocol::load(&template.protocol)?);
-    let bad = |message: String| DaemonError::BuildDir {
+    let canon = std::fs::canonicalize(&root).map_err(|source| DaemonError::BuildDir {
         path: root.display().to_string(),
-        message,
-    };
-    let canon = std::fs::canonicalize(&root).map_err(|e| bad(e.to_string().to_lowercase()))?;
+        source,
+    })?;
     if !canon.is_dir() {
-        return Err(bad("not a directory".into()));
+        return Err(DaemonError::NotADirectory {
+            path: root.display().to_string(),
+        });
     }
     // Each build holds its event log open (and locked): allow as many files as the system does.
     let _ = rlimit::increase_nofile_limit(u64::MAX);
@@ -553,7 +554,7 @@ impl Driver {
                     self.sessions.insert(name, s);
                 }
                 Err(e) => {
-                    let why = e.to_string();
+                    let why = crate::error::chain(&e);
                     if !matches!(self.known.get(&name), Some(Known::Refused(w)) if *w == why) {
                         eprintln!("referee: warning: `{name}` is not refereed: {why}");
                     }

@@ -182,8 +182,16 @@ pub struct Outcome {
 pub enum DaemonError {
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
-    #[error("cannot read build directory `{path}`: {message}")]
-    BuildDir { path: String, message: String },
+    #[error("cannot read build directory `{path}`")]
+    BuildDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read build directory `{path}`: not a directory")]
+    NotADirectory { path: String },
+    #[error(transparent)]
+    Gone(#[from] attach::Gone),
     #[error(
         "`{log}` was written under protocol sha256 `{logged}`, but the loaded protocol has sha256 `{loaded}`; \
 refusing to resume under a different protocol — pass `--fresh` to start a new log (the old one is kept as OBSERVER-EVENTS-<time>.jsonl)"
@@ -195,8 +203,20 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     },
     #[error(transparent)]
     Log(#[from] events::LogError),
-    #[error("cannot write the referee's own file `{path}`: {message} (use `--on-fault continue` to run without it)")]
-    OwnFile { path: String, message: String },
+    #[error(
+        "cannot write the referee's own file `{path}` (`--on-fault continue` runs without it)"
+    )]
+    OwnFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--fresh: cannot move the event log `{path}` aside")]
+    Rotate {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Watch(#[from] watch::WatchError),
     #[error("--exit-with `{pid}`: no such process (is it the pipeline's pid, and is the pipeline still running?)")]

@@ -22,6 +22,17 @@ fn pre_audit(root: &Path, name: &str) -> PathBuf {
     dir
 }
 
+/// A temporary top folder with `builds/` (the root) and `logs/` (the referee's output).
+fn top() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let top = tempfile::tempdir().expect("tempdir");
+    let root = top.path().join("builds");
+    let logs = top.path().join("logs");
+    for d in [&root, &logs] {
+        fs::create_dir(d).expect("mkdir");
+    }
+    (top, root, logs)
+}
+
 /// How many inotify instances a process holds.
 fn inotify_instances(pid: i32) -> usize {
     fs::read_dir(format!("/proc/{pid}/fd"))
@@ -44,11 +55,7 @@ fn threads(pid: i32) -> usize {
 /// the exit code is the worst of all builds.
 #[test]
 fn one_process_referees_every_build_under_a_root() {
-    let top = tempfile::tempdir().expect("tempdir");
-    let root = top.path().join("builds");
-    fs::create_dir(&root).expect("mkdir root");
-    let logs = top.path().join("logs");
-    fs::create_dir(&logs).expect("mkdir logs");
+    let (_top, root, logs) = top();
     let dirs: Vec<PathBuf> = ["b1", "b2", "b3"]
         .iter()
         .map(|n| pre_audit(&root, n))
@@ -123,11 +130,7 @@ fn one_process_referees_every_build_under_a_root() {
 /// re-created keeps its STOP.
 #[test]
 fn builds_end_on_their_own_and_refused_or_recreated_ones_are_handled() {
-    let top = tempfile::tempdir().expect("tempdir");
-    let root = top.path().join("builds");
-    fs::create_dir(&root).expect("mkdir root");
-    let logs = top.path().join("logs");
-    fs::create_dir(&logs).expect("mkdir logs");
+    let (top, root, logs) = top();
     let owned = pre_audit(&root, "owned");
     let single = Watch::start(&owned, &logs, &[]);
     single.until("the single referee runs", || owned.join(HEARTBEAT).exists());

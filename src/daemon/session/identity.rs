@@ -94,14 +94,7 @@ impl Session {
                 let context = context_ref(&canon, &self.protocol);
                 match EventLog::new(&self.dir, file, torn_tail, self.trace_id.clone(), context) {
                     Ok(log) => self.log = Some(log),
-                    Err(e) => self.fault(
-                        "events",
-                        format!(
-                            "cannot append to `{}`: {}",
-                            events::EVENTS_FILE,
-                            e.to_string().to_lowercase()
-                        ),
-                    ),
+                    Err(e) => self.log_fault(&e),
                 }
             }
             Err(events::LogError::Busy { path }) => {

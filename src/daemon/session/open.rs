@@ -71,19 +71,18 @@ impl Session {
         label: Option<String>,
     ) -> Result<Session, DaemonError> {
         let dir = cfg.build_dir.clone();
-        let bad_dir = |message: String| DaemonError::BuildDir {
+        let bad_dir = |source| DaemonError::BuildDir {
             path: dir.display().to_string(),
-            message,
+            source,
         };
-        let canon =
-            std::fs::canonicalize(&dir).map_err(|e| bad_dir(e.to_string().to_lowercase()))?;
+        let canon = std::fs::canonicalize(&dir).map_err(bad_dir)?;
         if !canon.is_dir() {
-            return Err(bad_dir("not a directory".into()));
+            return Err(DaemonError::NotADirectory {
+                path: dir.display().to_string(),
+            });
         }
-        if let Err(e) = std::fs::read_dir(&canon) {
-            return Err(bad_dir(e.to_string().to_lowercase()));
-        }
-        let dir_id = attach::DirId::of(&canon).map_err(|e| bad_dir(e.describe()))?;
+        std::fs::read_dir(&canon).map_err(bad_dir)?;
+        let dir_id = attach::DirId::of(&canon)?;
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -108,9 +107,9 @@ impl Session {
                 let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
                     (file, torn_tail)
                 } else if cfg.fresh {
-                    let to = events::rotate(&dir, &now).map_err(|e| DaemonError::OwnFile {
+                    let to = events::rotate(&dir, &now).map_err(|source| DaemonError::Rotate {
                         path: dir.join(events::EVENTS_FILE).display().to_string(),
-                        message: format!("cannot move it aside: {e}"),
+                        source,
                     })?;
                     opening.rotated = Some(to);
                     let reopened = events::open_locked(&dir)?;
@@ -136,14 +135,14 @@ impl Session {
                 let context = context_ref(&canon, &protocol);
                 match EventLog::new(&dir, file, torn_tail, trace.clone(), context) {
                     Ok(log) => Some(log),
-                    Err(e) => own_file_fault(&cfg, &dir, events::EVENTS_FILE, &e)?,
+                    Err(e) => own_file_fault(&cfg, &dir, events::EVENTS_FILE, e)?,
                 }
             }
             Err(events::LogError::Busy { path }) => {
                 return Err(events::LogError::Busy { path }.into());
             }
             Err(events::LogError::Io { source, .. }) => {
-                own_file_fault(&cfg, &dir, events::EVENTS_FILE, &source)?
+                own_file_fault(&cfg, &dir, events::EVENTS_FILE, source)?
             }
         };
 
@@ -309,15 +308,15 @@ fn own_file_fault<T>(
     cfg: &Config,
     dir: &Path,
     name: &str,
-    e: &std::io::Error,
+    e: std::io::Error,
 ) -> Result<Option<T>, DaemonError> {
-    let message = e.to_string().to_lowercase();
     match cfg.on_fault {
         FaultPolicy::Stop => Err(DaemonError::OwnFile {
             path: dir.join(name).display().to_string(),
-            message,
+            source: e,
         }),
         FaultPolicy::Continue => {
+            let message = e.to_string().to_lowercase();
             eprintln!("referee: warning: cannot write `{name}` ({message}); continuing without it (--on-fault continue)");
             Ok(None)
         }

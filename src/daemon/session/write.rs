@@ -312,15 +312,20 @@ impl Session {
                     self.say("fault cleared: the event log is writable again");
                 }
             }
-            Err(e) => self.fault(
-                "events",
-                format!(
-                    "cannot append to `{}`: {}",
-                    events::EVENTS_FILE,
-                    e.to_string().to_lowercase()
-                ),
-            ),
+            Err(e) => self.log_fault(&e),
         }
+    }
+
+    /// The event log cannot take an event: a fault (said, kept for the report, not logged).
+    pub(super) fn log_fault(&mut self, e: &std::io::Error) {
+        self.fault(
+            "events",
+            format!(
+                "cannot append to `{}`: {}",
+                events::EVENTS_FILE,
+                e.to_string().to_lowercase()
+            ),
+        );
     }
 
     /// One human line: stdout (unless `--quiet`) and the configured sink.
