@@ -543,6 +543,12 @@ impl Driver {
         let (template, protocol) = (template.clone(), protocol.clone());
         let source = self.source_name();
         for (name, path) in found {
+            // What arrived meanwhile goes first: the rest are found again at once.
+            if let Ok(m) = self.rx.try_recv() {
+                self.carry.push(m);
+                self.next_look = Some(Instant::now());
+                break;
+            }
             let mut cfg = template.clone();
             cfg.build_dir = path;
             match Session::open(cfg, protocol.clone(), Some(name.clone())) {
@@ -550,7 +556,9 @@ impl Driver {
                     self.known.remove(&name);
                     s.source_is(Ok(source.clone()));
                     s.announce(None);
-                    s.first_evaluation();
+                    // Judged among the timers, which look at the channel between two sessions:
+                    // 500 builds found at once do not hold up a violation in one of them.
+                    s.first_evaluation_due();
                     self.sessions.insert(name, s);
                 }
                 Err(e) => {

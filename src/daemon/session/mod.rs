@@ -179,6 +179,13 @@ impl Session {
         self.tick();
     }
 
+    /// The first look, at the loop's next round of timers.
+    pub fn first_evaluation_due(&mut self) {
+        let now = Instant::now();
+        self.recheck(now);
+        self.next_beat = now;
+    }
+
     /// Judges what changed (everything when `touched` is `None`) and carries out what that
     /// decides; then brings the files in line.
     fn judge(&mut self, touched: Option<&BTreeSet<String>>) {
