@@ -131,9 +131,18 @@ where
     }
 }
 
+/// What to tell a user who ran out of inotify instances (one per `referee watch` process).
+pub const INSTANCE_LIMIT_HINT: &str = "raise the limit with `sysctl fs.inotify.max_user_instances=1024`, or referee many builds from one process with `referee watch --root`";
+
 /// The warning printed when polling replaces the native watcher.
 pub fn fallback_warning(e: &notify::Error) -> String {
-    if is_watch_limit(e) {
+    if is_instance_limit(e) {
+        format!(
+            "no inotify instance left ({}); falling back to polling every {} ms — {INSTANCE_LIMIT_HINT}",
+            describe(e),
+            DEFAULT_POLL.as_millis()
+        )
+    } else if is_watch_limit(e) {
         format!(
             "inotify watch limit reached ({}); falling back to polling every {} ms — {WATCH_LIMIT_HINT}",
             describe(e),
@@ -293,15 +302,19 @@ fn diff(old: &HashMap<PathBuf, Print>, new: &HashMap<PathBuf, Print>) -> Vec<Pat
 pub fn is_watch_limit(e: &notify::Error) -> bool {
     match &e.kind {
         notify::ErrorKind::MaxFilesWatch => true,
-        notify::ErrorKind::Io(io) => {
-            io.raw_os_error() == Some(libc::ENOSPC) || io.raw_os_error() == Some(libc::EMFILE)
-        }
+        notify::ErrorKind::Io(io) => io.raw_os_error() == Some(libc::ENOSPC),
         notify::ErrorKind::Generic(s) => {
             let s = s.to_lowercase();
             s.contains("no space left on device") || (s.contains("max") && s.contains("watch"))
         }
         _ => false,
     }
+}
+
+/// Creating an inotify instance failed with EMFILE: the user's `max_user_instances` (or the
+/// process's open-file limit) is reached — not the watch limit.
+pub fn is_instance_limit(e: &notify::Error) -> bool {
+    matches!(&e.kind, notify::ErrorKind::Io(io) if io.raw_os_error() == Some(libc::EMFILE))
 }
 
 fn describe(e: &notify::Error) -> String {
@@ -500,6 +513,9 @@ mod tests {
         assert!(is_watch_limit(&enospc));
         assert!(fallback_warning(&enospc).contains("max_user_watches=524288"));
         assert!(!is_watch_limit(&notify::Error::path_not_found()));
+        let emfile = notify::Error::io(std::io::Error::from_raw_os_error(libc::EMFILE));
+        assert!(is_instance_limit(&emfile) && !is_watch_limit(&emfile));
+        assert!(fallback_warning(&emfile).contains("max_user_instances"));
     }
 
     #[test]
