@@ -51,23 +51,21 @@ pub fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
 
 /// The lines `new` adds relative to `old`, with their 1-based line numbers in `new`.
 pub fn added_lines<'a>(old: &str, new: &'a str) -> Vec<(usize, &'a str)> {
+    // Indexed once: looking each line up by number would be quadratic in a large file.
+    let lines: Vec<&str> = new
+        .split_inclusive('\n')
+        .map(|l| l.strip_suffix('\n').unwrap_or(l))
+        .collect();
     let diff = similar::TextDiff::from_lines(old, new);
     let mut out = Vec::new();
     for change in diff.iter_all_changes() {
         if change.tag() == similar::ChangeTag::Insert {
             if let Some(i) = change.new_index() {
-                let line = new_line(new, i);
-                out.push((i + 1, line));
+                out.push((i + 1, lines.get(i).copied().unwrap_or("")));
             }
         }
     }
     out
-}
-
-fn new_line(text: &str, index: usize) -> &str {
-    text.split_inclusive('\n')
-        .nth(index)
-        .map_or("", |l| l.strip_suffix('\n').unwrap_or(l))
 }
 
 /// difflib's `SequenceMatcher(None, a, b, autojunk=False).ratio()` over the lines of `a` and
