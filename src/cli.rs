@@ -85,6 +85,14 @@ struct VerifyArgs {
     write: bool,
     #[command(flatten)]
     read: ReadArgs,
+    /// Code-change protocol: the git revision the workspace is measured against (default:
+    /// `HEAD` in a git work tree).
+    #[arg(long, value_name = "REV", conflicts_with = "baseline_dir")]
+    baseline: Option<String>,
+    /// Code-change protocol: a pristine copy of the workspace to measure against (for a
+    /// workspace that is not a git work tree).
+    #[arg(long, value_name = "DIR")]
+    baseline_dir: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,6 +215,15 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     // beside the judging, cost a small build about as much as it saved (threads are not
     // free on a shared 2-core machine); the large-report scans split across cores instead.
     let protocol = load_protocol(&a.protocol.protocol)?;
+    if protocol.tasks.is_some() {
+        return verify_workspace(a, protocol);
+    }
+    if a.baseline.is_some() || a.baseline_dir.is_some() {
+        bail!(
+            "`--baseline` and `--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{}`",
+            protocol.id
+        );
+    }
     let snap = scan(&a.build_dir, &a.read)?;
     let now = chrono::Utc::now();
     let options = Options {
@@ -252,6 +269,84 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     std::mem::forget(eval);
     std::mem::forget(protocol);
     Ok(code)
+}
+
+/// `verify` under a protocol of task records (code-change): judge every task record of the
+/// workspace against its baseline; with `--write`, write the verdicts, STOP, the report and the
+/// kept attempts into `WORKSPACE/.referee/` (and nothing anywhere else).
+fn verify_workspace(a: VerifyArgs, protocol: Protocol) -> Result<ExitCode> {
+    use crate::outputs::code_change;
+    use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
+    let spec = match (&a.baseline, &a.baseline_dir) {
+        (Some(rev), _) => BaselineSpec::Rev(rev.clone()),
+        (None, Some(dir)) => BaselineSpec::Dir(dir.clone()),
+        (None, None) => BaselineSpec::Auto,
+    };
+    if a.write {
+        let out = a.build_dir.join(OUTPUT_DIR);
+        if out.is_dir() {
+            if let Some(why) = live_referee(&out) {
+                return Err(LiveReferee {
+                    dir: out.display().to_string(),
+                    why,
+                }
+                .into());
+            }
+        }
+    }
+    let limits = Limits {
+        max_read_bytes: a.read.max_read_bytes,
+        ..Limits::default()
+    };
+    let ws = Workspace::open(&a.build_dir, &spec, limits.max_read_bytes)?;
+    let snap = Snapshot::empty(&a.build_dir, limits)?;
+    let now = chrono::Utc::now();
+    let options = Options {
+        final_: true,
+        now: Some(now),
+        ..Options::default()
+    };
+    let (eval, runs) = engine::evaluate_workspace(&protocol, &snap, &ws, &options);
+    let verdicts = crate::verdict::judge(&protocol, &ws, &eval.results, &runs);
+    if runs.is_empty() {
+        eprintln!(
+            "referee: warning: no task records in `{}`: nothing to judge",
+            a.build_dir.join(crate::workspace::TASKS_DIR).display()
+        );
+    }
+    let ctx = Context {
+        build_dir: ws.root().to_path_buf(),
+        started: Some(now),
+        written: Some(now),
+        ..Context::default()
+    };
+    if a.write {
+        code_change::write_all(&protocol, &ws, &eval, &runs, &verdicts, &ctx).with_context(
+            || {
+                format!(
+                    "cannot write into `{}`",
+                    ws.root().join(OUTPUT_DIR).display()
+                )
+            },
+        )?;
+    }
+    let text = match a.format {
+        Format::Md => code_change::report_md(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
+        Format::Json => code_change::verify_json(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
+    };
+    print(&text)?;
+    let rejected = verdicts.iter().any(|v| {
+        protocol
+            .guards
+            .as_ref()
+            .is_none_or(|g| !g.final_verdicts.contains(&v.verdict))
+            && v.verdict != "MINOR_ISSUES"
+    });
+    Ok(if eval.stops().next().is_some() || rejected {
+        ExitCode::Violation
+    } else {
+        ExitCode::Ok
+    })
 }
 
 fn print(text: &str) -> Result<()> {
@@ -485,8 +580,14 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
 }
 
 fn status(a: StatusArgs) -> Result<ExitCode> {
+    // A workspace's referee files are in its `.referee/` folder (code-change protocol).
+    let own = a.build_dir.join(crate::workspace::OUTPUT_DIR);
+    let build_dir = match std::fs::symlink_metadata(&own) {
+        Ok(m) if m.is_dir() => own,
+        _ => a.build_dir,
+    };
     let answer = crate::status::status(&crate::status::Config {
-        build_dir: a.build_dir,
+        build_dir,
         require_live: a.require_live,
         stale: a.stale,
     })?;

@@ -236,6 +236,112 @@ pub struct Summary {
     pub compliance_rate: Option<f64>,
 }
 
+/// One task record seen in a workspace evaluation.
+#[derive(Debug, Clone)]
+pub struct TaskRun {
+    /// The pass instance key: the `task_id`, or the file stem of a malformed record.
+    pub key: String,
+    pub record: crate::workspace::record::Record,
+    /// Whether it was judged (status to judge, or malformed).
+    pub judged: bool,
+    /// The unified diff of the changes in the task's scope (`None` without a baseline).
+    pub diff: Option<String>,
+    /// The changed paths in the task's scope.
+    pub scope: Vec<String>,
+}
+
+/// Judges a workspace: the passes without `for_each` as [`evaluate`] does, and each pass with
+/// `for_each = "task"` once per judged task record, its results keyed by the record's task id.
+pub fn evaluate_workspace(
+    protocol: &Protocol,
+    snap: &Snapshot,
+    ws: &crate::workspace::Workspace,
+    opts: &Options,
+) -> (Evaluation, Vec<TaskRun>) {
+    let required = protocol
+        .tasks
+        .as_ref()
+        .map(|t| t.required.clone())
+        .unwrap_or_default();
+    let judge_status: Vec<String> = protocol
+        .tasks
+        .as_ref()
+        .map(|t| t.judge_status.clone())
+        .unwrap_or_default();
+    let records = ws.records(&required);
+    let judged: Vec<&crate::workspace::record::Record> = records
+        .iter()
+        .filter(|r| match &r.parsed {
+            Ok(t) => judge_status.iter().any(|s| s == &t.status),
+            Err(_) => true,
+        })
+        .collect();
+    let ctx = Ctx::new(protocol, snap);
+    let complete = ctx.complete();
+    let now = opts.now.unwrap_or_else(Utc::now);
+    let mut passes = Vec::new();
+    let mut results = Vec::new();
+    let mut runs = Vec::new();
+    for pass in protocol.passes.iter().filter(|p| p.for_each.is_none()) {
+        let state = pass_state(&ctx, pass, opts, complete, now);
+        for inst in &pass.checks {
+            results.push(judge_instance(&ctx, pass, &state, inst, opts, complete));
+        }
+        passes.push(state);
+    }
+    for record in &records {
+        let is_judged = judged.iter().any(|r| r.rel == record.rel);
+        let key = record.key().to_string();
+        if !is_judged {
+            runs.push(TaskRun {
+                key,
+                record: record.clone(),
+                judged: false,
+                diff: None,
+                scope: Vec::new(),
+            });
+            continue;
+        }
+        let scope = crate::checks::change::TaskScope::new(ws, record, &judged);
+        let tctx = ctx.for_task(&scope);
+        for pass in protocol.passes.iter().filter(|p| p.for_each.is_some()) {
+            let state = PassState {
+                id: key.clone(),
+                ran: true,
+                reason: Some(RunReason::Trigger),
+                at: Some(now),
+            };
+            for inst in &pass.checks {
+                let mut r = judge_instance(&tctx, pass, &state, inst, opts, complete);
+                r.pass = key.clone();
+                results.push(r);
+            }
+            passes.push(state);
+        }
+        runs.push(TaskRun {
+            key,
+            record: record.clone(),
+            judged: true,
+            diff: scope.attempt_diff(),
+            scope: scope
+                .scope
+                .as_ref()
+                .map(|s| s.keys().cloned().collect())
+                .unwrap_or_default(),
+        });
+    }
+    let eval = Evaluation {
+        complete,
+        verdict: None,
+        verdict_at: None,
+        verdict_note: None,
+        final_: opts.final_,
+        passes,
+        results,
+    };
+    (eval, runs)
+}
+
 /// Judges every check instance of the protocol against a snapshot.
 pub fn evaluate(protocol: &Protocol, snap: &Snapshot, opts: &Options) -> Evaluation {
     evaluate_changed(protocol, snap, opts, None)

@@ -17,4 +17,6 @@ pub mod outputs;
 pub mod protocol;
 pub mod replay;
 pub mod status;
+pub mod verdict;
 pub mod watch;
+pub mod workspace;

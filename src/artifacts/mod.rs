@@ -246,6 +246,21 @@ impl Snapshot {
         })
     }
 
+    /// A snapshot that lists nothing: for a protocol whose checks read a workspace through
+    /// `crate::workspace`, not through the build-directory listing.
+    pub fn empty(root: &Path, limits: Limits) -> io::Result<Snapshot> {
+        let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
+        Ok(Snapshot {
+            root: root.to_path_buf(),
+            canonical_root: Arc::new(canonical_root),
+            entries: Vec::new(),
+            limits,
+            unlisted: Vec::new(),
+            reads: Mutex::new(HashMap::new()),
+            tracker: OnceLock::new(),
+        })
+    }
+
     /// The root as given to [`Snapshot::scan`].
     pub fn root(&self) -> &Path {
         &self.root

@@ -9,6 +9,7 @@
 //! on them INCONCLUSIVE, with the path and the cause; only a verdict the unknown part cannot
 //! change (a forbidden hit found, a count already over its maximum, a file that exists) stands.
 
+pub mod change;
 mod files;
 mod gates;
 mod text;
@@ -170,6 +171,8 @@ pub struct Ctx<'a> {
     pub verdict_unread: Vec<String>,
     globs: RefCell<HashMap<String, Rc<Vec<usize>>>>,
     gates: RefCell<HashMap<String, Rc<GateParse>>>,
+    /// The task attempt judged, in a pass instance of a task record (`for_each`).
+    pub task: Option<&'a change::TaskScope<'a>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -181,9 +184,25 @@ impl<'a> Ctx<'a> {
             verdict_unread: Vec::new(),
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
+            task: None,
         };
-        (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, &protocol.verdict);
+        if let Some(spec) = &protocol.verdict {
+            (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
+        }
         ctx
+    }
+
+    /// A context judging one task attempt; shares nothing mutable with `self`.
+    pub fn for_task(&self, task: &'a change::TaskScope<'a>) -> Ctx<'a> {
+        Ctx {
+            snap: self.snap,
+            marker: self.marker,
+            verdict: self.verdict.clone(),
+            verdict_unread: self.verdict_unread.clone(),
+            globs: RefCell::new(HashMap::new()),
+            gates: RefCell::new(HashMap::new()),
+            task: Some(task),
+        }
     }
 
     /// Says which verdict files exist but have no readable verdict line, when any does (and
@@ -555,6 +574,16 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::GateFiles(g) => gates::gate_files(ctx, g),
         P::GateCount(g) => gates::gate_count(ctx, g),
         P::GateSources(g) => gates::gate_sources(ctx, g),
+        P::TaskRecord(_) => change::task_record(ctx),
+        P::Unchanged(u) => change::unchanged(ctx, &u.globs),
+        P::ChangesListed(_) => change::changes_listed(ctx),
+        P::HashesMatch(_) => change::hashes_match(ctx),
+        P::NoLoss(_) => change::no_loss(ctx),
+        P::Parses(_) => change::parses(ctx),
+        P::SizeLimit(l) => change::size_limit(ctx, l),
+        P::AddedLines(a) => change::added_lines(ctx, a),
+        P::RecordField(r) => change::record_field(ctx, r),
+        P::Style(st) => change::style(ctx, st),
     }
 }
 
@@ -616,6 +645,8 @@ mod tests {
         let d10 = Protocol::load("d10").unwrap();
         let read = |line: &str| {
             d10.verdict
+                .as_ref()
+                .unwrap()
                 .pattern
                 .capture(line.as_bytes(), 1, false)
                 .map(|r| {

@@ -8,6 +8,7 @@
 //! what someone else put at a target (a symlink, FIFO, directory) is reported as [`Foreign`] to
 //! the caller, which records it as tamper. Nothing here deletes a directory.
 
+pub mod code_change;
 pub mod json;
 pub mod markdown;
 

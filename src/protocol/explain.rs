@@ -181,6 +181,35 @@ fn leaf(p: &Predicate) -> String {
             g.forbid_contains.join("/"),
             g.forbid_equals.join("/")
         ),
+        P::TaskRecord(_) => "the task record parses and has the required fields".into(),
+        P::Unchanged(u) => format!(
+            "no path matching {} is added, modified or removed against the baseline",
+            u.globs.iter().map(|g| q(g.as_str())).collect::<Vec<_>>().join(", ")
+        ),
+        P::ChangesListed(_) => "every change against the baseline (in the task's scope) is listed in the record's `changes`, and every listed change happened".into(),
+        P::HashesMatch(_) => "the record's `pre_hashes` match the baseline and its `post_hashes` the files now".into(),
+        P::NoLoss(_) => "no file removed unless listed in `removed`, and no changed file emptied".into(),
+        P::Parses(_) => "every added or modified file parses (by its type)".into(),
+        P::SizeLimit(s) => format!(
+            "every added or modified file is within its size limit ({}; any other file {} bytes)",
+            s.by_extension.iter().map(|e| format!("{} {} bytes", e.ext, e.max)).collect::<Vec<_>>().join(", "),
+            s.default
+        ),
+        P::AddedLines(a) => format!(
+            "no added line matches: {}",
+            a.forbid.iter().map(|f| format!("{} {}", f.name, q(f.pattern.as_str()))).collect::<Vec<_>>().join(", ")
+        ),
+        P::RecordField(r) => format!("the record's {} (first line) matches {}", q(&r.field), q(r.pattern.as_str())),
+        P::Style(s) => {
+            let mut parts = Vec::new();
+            if s.final_newline {
+                parts.push("each changed text file ends with a newline");
+            }
+            if s.trailing_whitespace {
+                parts.push("no added line ends in whitespace");
+            }
+            parts.join(", and ")
+        }
         P::PathsListed(p) => format!(
             "every path in the {} column of the {} table exists (skipping {})",
             q(&p.column),

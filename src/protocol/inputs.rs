@@ -78,6 +78,18 @@ impl Inputs {
                 self.globs.extend(t.files.iter().cloned());
                 self.tracker |= !t.fields.is_empty();
             }
+            // Workspace predicates read the task record and the workspace, not the snapshot:
+            // they are re-judged on every evaluation.
+            P::TaskRecord(_)
+            | P::Unchanged(_)
+            | P::ChangesListed(_)
+            | P::HashesMatch(_)
+            | P::NoLoss(_)
+            | P::Parses(_)
+            | P::SizeLimit(_)
+            | P::AddedLines(_)
+            | P::RecordField(_)
+            | P::Style(_) => self.everything = true,
             P::PathsListed(_) => {
                 // Any path may be listed: every change counts.
                 self.tracker = true;

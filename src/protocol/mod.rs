@@ -29,11 +29,18 @@ use vars::Vars;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The protocols compiled into the binary: (id, file name, text).
-pub const EMBEDDED: &[(&str, &str, &str)] = &[(
-    "d10",
-    "protocols/d10.toml",
-    include_str!("../../protocols/d10.toml"),
-)];
+pub const EMBEDDED: &[(&str, &str, &str)] = &[
+    (
+        "d10",
+        "protocols/d10.toml",
+        include_str!("../../protocols/d10.toml"),
+    ),
+    (
+        "code-change",
+        "protocols/code-change.toml",
+        include_str!("../../protocols/code-change.toml"),
+    ),
+];
 
 /// The protocol used when none is named.
 pub const DEFAULT_ID: &str = "d10";
@@ -103,6 +110,8 @@ pub struct CheckDef {
     pub action: String,
     pub recommendation: String,
     pub missing: MissingAs,
+    /// The reason tag a failure of this check gives a task verdict (`protected_file_modified`).
+    pub tag: Option<String>,
     pub line: usize,
 }
 
@@ -128,7 +137,71 @@ pub struct Pass {
     pub optional: bool,
     pub trigger: Predicate,
     pub deadline: Option<Predicate>,
+    /// `Some`: one instance of the pass per judged task record, keyed by its `task_id`.
+    pub for_each: Option<ForEach>,
     pub checks: Vec<CheckInstance>,
+}
+
+/// What a pass is instantiated over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForEach {
+    /// Every task record (`.tasks/*.json`) the protocol's `[tasks]` table judges.
+    Task,
+}
+
+/// Which task records are judged, and what a well-formed one holds (SPEC §7).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSpec {
+    /// A record is judged when its `status` is one of these (a malformed record always is).
+    pub judge_status: Vec<String>,
+    /// Top-level fields a record must have (CC-00).
+    pub required: Vec<String>,
+}
+
+/// One rung of the verdict mapping: the first grade whose `when` matches a result decides.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grade {
+    pub verdict: String,
+    /// Matches when any result has one of these severities and statuses; empty: always.
+    #[serde(default)]
+    pub when: Vec<GradeWhen>,
+    /// Build a cleanup task from the matching results (MINOR_ISSUES).
+    #[serde(default)]
+    pub cleanup: bool,
+    /// List the files to restore (REJECT).
+    #[serde(default)]
+    pub restore: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradeWhen {
+    pub severity: Severity,
+    /// `FAIL`, `INCONCLUSIVE`, …
+    pub status: Vec<String>,
+}
+
+/// The loop guards over a task's attempts (seeds 000, 002, 004), applied in this order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guards {
+    /// Verdicts that end the loop: no guard overrides them.
+    #[serde(default)]
+    pub final_verdicts: Vec<String>,
+    /// The verdict that counts as a rejection.
+    pub reject: String,
+    /// The task's Nth rejection escalates.
+    pub max_rejects: u32,
+    /// An attempt whose diff equals the previous attempt's escalates.
+    #[serde(default)]
+    pub identical_diff: bool,
+    /// From this attempt on, a diff similarity ratio at or above `convergence_ratio` with the
+    /// previous attempt's diff escalates as convergence.
+    pub convergence_from_attempt: u64,
+    pub convergence_ratio: f64,
 }
 
 /// How the pipeline's verdict is found (SPEC §2.3).
@@ -152,7 +225,13 @@ pub struct Protocol {
     pub text: String,
     /// A glob that does not contain the marker never matches a name that does.
     pub variant_marker: Option<String>,
-    pub verdict: VerdictSpec,
+    /// How the pipeline's verdict is read (D10); `None` for a protocol of task verdicts.
+    pub verdict: Option<VerdictSpec>,
+    /// Task records (code-change): which are judged, and their required fields.
+    pub tasks: Option<TasksSpec>,
+    /// The verdict mapping of a task attempt, first match wins.
+    pub grades: Vec<Grade>,
+    pub guards: Option<Guards>,
     pub passes: Vec<Pass>,
 }
 
@@ -169,7 +248,11 @@ struct RawProtocol {
     description: String,
     #[serde(default)]
     globs: RawGlobs,
-    verdict: RawVerdict,
+    verdict: Option<RawVerdict>,
+    tasks: Option<TasksSpec>,
+    #[serde(default, rename = "grade")]
+    grades: Vec<Grade>,
+    guards: Option<Guards>,
     #[serde(default)]
     vars: BTreeMap<String, Spanned<Vars>>,
     #[serde(rename = "pass")]
@@ -201,6 +284,7 @@ struct RawPass {
     optional: bool,
     #[serde(default)]
     vars: Option<Spanned<String>>,
+    for_each: Option<ForEach>,
     trigger: Predicate,
     deadline: Option<Predicate>,
     checks: Vec<Spanned<String>>,
@@ -226,6 +310,7 @@ struct RawCheck {
     recommendation: String,
     #[serde(default)]
     missing: MissingAs,
+    tag: Option<String>,
     deadline: Option<Predicate>,
     when: Option<Predicate>,
     predicate: Predicate,
@@ -304,11 +389,56 @@ impl Protocol {
             vars::validate(vars.get_ref())
                 .map_err(|m| err_at(Some(vars.span()), format!("in [vars.{name}]: {m}")))?;
         }
-        if raw.verdict.files.is_empty() {
+        match (&raw.verdict, &raw.tasks) {
+            (Some(v), _) if v.files.is_empty() => {
+                return Err(err_at(
+                    None,
+                    "`verdict.files` must name at least one glob".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(err_at(
+                    None,
+                    "a protocol needs a `[verdict]` table (how the pipeline's verdict is read) or a `[tasks]` table (task records judged one by one)".into(),
+                ));
+            }
+            _ => {}
+        }
+        if raw.tasks.is_some() && raw.grades.is_empty() {
             return Err(err_at(
                 None,
-                "`verdict.files` must name at least one glob".into(),
+                "a protocol with `[tasks]` needs at least one `[[grade]]` (the verdict mapping)"
+                    .into(),
             ));
+        }
+        for g in &raw.grades {
+            for w in &g.when {
+                for st in &w.status {
+                    if !["PASS", "FAIL", "WAITING", "SKIP", "INCONCLUSIVE"].contains(&st.as_str()) {
+                        return Err(err_at(
+                            None,
+                            format!("grade `{}`: unknown status `{st}` (PASS, FAIL, WAITING, SKIP, INCONCLUSIVE)", g.verdict),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(g) = &raw.guards {
+            if !(0.0..=1.0).contains(&g.convergence_ratio) {
+                return Err(err_at(
+                    None,
+                    format!(
+                        "`guards.convergence_ratio` `{}` must be between 0 and 1",
+                        g.convergence_ratio
+                    ),
+                ));
+            }
+            if g.max_rejects == 0 {
+                return Err(err_at(
+                    None,
+                    "`guards.max_rejects` must be at least 1".into(),
+                ));
+            }
         }
         let empty = Vars::new();
         let variant = |name: &Spanned<String>| -> Result<&Vars, ProtocolError> {
@@ -351,6 +481,7 @@ impl Protocol {
                 action: c.action.clone(),
                 recommendation: c.recommendation.clone(),
                 missing: c.missing,
+                tag: c.tag.clone(),
                 line: lines.line(spanned.span().start),
             };
             defs.insert(id, (Arc::new(def), spanned));
@@ -382,6 +513,11 @@ impl Protocol {
                 .map_or(MAIN_VARIANT, |n| n.get_ref().as_str());
             let at_pass =
                 |m: String| err_at(Some(spanned.span()), format!("in pass `{pass_id}`: {m}"));
+            if p.for_each.is_some() && raw.tasks.is_none() {
+                return Err(at_pass(
+                    "`for_each = \"task\"` needs a `[tasks]` table".into(),
+                ));
+            }
             let trigger = instantiate_checked(&p.trigger, vars).map_err(at_pass)?;
             let deadline = p
                 .deadline
@@ -471,6 +607,7 @@ impl Protocol {
                 optional: p.optional,
                 trigger,
                 deadline,
+                for_each: p.for_each,
                 checks,
             });
         }
@@ -483,16 +620,11 @@ impl Protocol {
             }
         }
 
-        let verdict = VerdictSpec {
-            files: raw.verdict.files,
-            pattern: raw.verdict.pattern,
-            complete: raw
-                .verdict
-                .complete
-                .iter()
-                .map(|s| s.trim().to_uppercase())
-                .collect(),
-        };
+        let verdict = raw.verdict.map(|v| VerdictSpec {
+            files: v.files,
+            pattern: v.pattern,
+            complete: v.complete.iter().map(|s| s.trim().to_uppercase()).collect(),
+        });
         let sha256 = hex(&Sha256::digest(text.as_bytes()));
         Ok(Protocol {
             id: raw.id,
@@ -504,6 +636,9 @@ impl Protocol {
             text: text.to_string(),
             variant_marker: raw.globs.variant_marker.filter(|m| !m.is_empty()),
             verdict,
+            tasks: raw.tasks,
+            grades: raw.grades,
+            guards: raw.guards,
             passes,
         })
     }

@@ -121,6 +121,83 @@ pub enum Predicate {
     GateSources(GateSources),
     /// Every path listed in a tracker table column exists.
     PathsListed(PathsListed),
+    // ---- workspace predicates: judged in a pass instance of one task record (`for_each`) ----
+    /// The pass's task record parses and has the protocol's required fields.
+    TaskRecord(bool),
+    /// No path matching the globs is added, modified or removed against the baseline.
+    Unchanged(Unchanged),
+    /// Every change in the task's scope is listed in its record, and every listed change
+    /// happened (as listed).
+    ChangesListed(bool),
+    /// The record's `pre_hashes` match the baseline and its `post_hashes` the files now.
+    HashesMatch(bool),
+    /// No file removed unless listed in `removed`, and no changed file emptied.
+    NoLoss(bool),
+    /// Every added or modified file in the task's scope parses.
+    Parses(bool),
+    /// Every added or modified file in the task's scope is within its size limit.
+    SizeLimit(SizeLimit),
+    /// No added line matches a forbidden pattern.
+    AddedLines(AddedLines),
+    /// A task record field matches a pattern.
+    RecordField(RecordField),
+    /// Changed text files end with a newline and add no trailing whitespace.
+    Style(Style),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unchanged {
+    /// Matched against the whole path relative to the workspace (`**/x.py` matches `x.py`).
+    pub globs: Vec<Glob>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeLimit {
+    /// Limits in bytes by file extension (`".py" = 204800`), the first matching wins.
+    #[serde(default)]
+    pub by_extension: Vec<ExtLimit>,
+    /// The limit for every other file, in bytes.
+    pub default: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtLimit {
+    pub ext: String,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddedLines {
+    /// Each pattern is reported by its `name` when it matches an added line.
+    pub forbid: Vec<Forbid>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Forbid {
+    pub name: String,
+    pub pattern: Pattern,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordField {
+    pub field: String,
+    /// Matched against the field's first line (leading space trimmed).
+    pub pattern: Pattern,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Style {
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub final_newline: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub trailing_whitespace: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

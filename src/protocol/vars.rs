@@ -237,6 +237,17 @@ fields!(PathsListed {
     skip
 });
 
+fields!(Unchanged { globs });
+fields!(AddedLines { forbid });
+fields!(Forbid { pattern; name });
+fields!(RecordField { field, pattern });
+
+impl Substitute for Vec<Forbid> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        self.iter().map(|f| f.substitute(vars)).collect()
+    }
+}
+
 impl Substitute for TimeRef {
     fn substitute(&self, vars: &Vars) -> Result<Self, String> {
         Ok(match self {
@@ -281,6 +292,16 @@ impl Substitute for Predicate {
             P::GateCount(g) => P::GateCount(g.substitute(vars)?),
             P::GateSources(g) => P::GateSources(g.substitute(vars)?),
             P::PathsListed(p) => P::PathsListed(p.substitute(vars)?),
+            P::TaskRecord(b) => P::TaskRecord(*b),
+            P::Unchanged(u) => P::Unchanged(u.substitute(vars)?),
+            P::ChangesListed(b) => P::ChangesListed(*b),
+            P::HashesMatch(b) => P::HashesMatch(*b),
+            P::NoLoss(b) => P::NoLoss(*b),
+            P::Parses(b) => P::Parses(*b),
+            P::SizeLimit(s) => P::SizeLimit(s.clone()),
+            P::AddedLines(a) => P::AddedLines(a.substitute(vars)?),
+            P::RecordField(r) => P::RecordField(r.substitute(vars)?),
+            P::Style(s) => P::Style(s.clone()),
         })
     }
 }

@@ -23,6 +23,7 @@ mod builder;
 
 mod agree;
 mod case;
+mod cc;
 mod verify;
 
 fn main() {
@@ -66,6 +67,10 @@ fn main() {
             case_trial(format!("agree::{name}"), path, agree::check)
                 .with_ignored_flag(agree::excluded(&name).is_some()),
         );
+    }
+    for path in cc::files() {
+        let name = case::name(&path);
+        trials.push(case_trial(format!("cc::{name}"), path, cc::check));
     }
     libtest_mimic::run(&args, trials).exit();
 }

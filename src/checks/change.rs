@@ -1,0 +1,717 @@
+//! Predicates about a task attempt in a workspace (SPEC §7): its record, and what changed
+//! against the baseline in the task's scope. They are judged in a pass instance of one task
+//! record ([`TaskScope`]); outside one they are INCONCLUSIVE. Without a baseline, everything
+//! that needs one is INCONCLUSIVE, never PASS: the evidence says why there is none.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Ctx, FileRef, Outcome, Verdict};
+use crate::protocol::predicate::{AddedLines, Glob, RecordField, SizeLimit, Style};
+use crate::workspace::record::{Record, Task};
+use crate::workspace::{diff, Change, Content, Workspace};
+
+/// What one task attempt is judged on.
+#[derive(Debug)]
+pub struct TaskScope<'a> {
+    pub ws: &'a Workspace,
+    pub record: &'a Record,
+    /// The changes in this task's scope: those its record lists, plus those no other judged
+    /// record claims (SPEC §7 precisions). `None` without a baseline.
+    pub scope: Option<BTreeMap<String, Change>>,
+}
+
+impl<'a> TaskScope<'a> {
+    /// The scope of `record` among the `judged` records (which include it).
+    pub fn new(ws: &'a Workspace, record: &'a Record, judged: &[&Record]) -> TaskScope<'a> {
+        let scope = ws.changes().map(|changes| {
+            let own = record.parsed.as_ref().ok();
+            let claimed_elsewhere: BTreeSet<&str> = judged
+                .iter()
+                .filter(|r| r.rel != record.rel)
+                .filter_map(|r| r.parsed.as_ref().ok())
+                .flat_map(|t| t.listed().map(|(p, _)| p))
+                .collect();
+            changes
+                .iter()
+                .filter(|(p, _)| {
+                    own.is_some_and(|t| t.lists(p)) || !claimed_elsewhere.contains(p.as_str())
+                })
+                .map(|(p, c)| (p.clone(), *c))
+                .collect()
+        });
+        TaskScope { ws, record, scope }
+    }
+
+    /// The files of the task that exist now (added or modified): from the scope, or, without
+    /// a baseline, as the record lists them.
+    pub fn present_files(&self) -> Vec<String> {
+        match (&self.scope, self.record.parsed.as_ref()) {
+            (Some(scope), _) => scope
+                .iter()
+                .filter(|(_, c)| **c != Change::Removed)
+                .map(|(p, _)| p.clone())
+                .collect(),
+            (None, Ok(t)) => {
+                let mut v: Vec<String> = t.added.iter().chain(&t.modified).cloned().collect();
+                v.sort();
+                v.dedup();
+                v
+            }
+            (None, Err(_)) => Vec::new(),
+        }
+    }
+
+    /// The unified diff of every change in the scope, by path: the attempt's diff, kept for
+    /// the loop guards. `None` without a baseline.
+    pub fn attempt_diff(&self) -> Option<String> {
+        let scope = self.scope.as_ref()?;
+        let mut out = String::new();
+        for p in scope.keys() {
+            match self.ws.diff(p) {
+                Ok(d) => out.push_str(&d),
+                Err(why) => out.push_str(&format!("?? {p}: cannot be read: {why}\n")),
+            }
+        }
+        Some(out)
+    }
+}
+
+fn scope<'c>(ctx: &'c Ctx<'_>) -> Result<&'c TaskScope<'c>, Outcome> {
+    ctx.task.ok_or_else(|| {
+        Outcome::new(
+            Verdict::Inconclusive,
+            "a task record to judge",
+            "this predicate is judged only in a pass with `for_each = \"task\"`",
+        )
+    })
+}
+
+fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
+    s.record.parsed.as_ref().map_err(|e| {
+        Outcome::new(
+            Verdict::Inconclusive,
+            "a well-formed task record",
+            format!("{} is malformed ({e}): see CC-00", s.record.rel),
+        )
+    })
+}
+
+fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
+    Outcome::new(
+        Verdict::Inconclusive,
+        expected,
+        s.ws.no_baseline
+            .clone()
+            .unwrap_or_else(|| "no baseline".into()),
+    )
+}
+
+fn file_ref(ws: &Workspace, rel: &str) -> FileRef {
+    match ws.current(rel) {
+        Content::Bytes(d) => Ctx::data_ref(&d),
+        _ => FileRef {
+            path: rel.to_string(),
+            size: 0,
+            sha256: None,
+            mtime: None,
+        },
+    }
+}
+
+/// The outcome of a list of findings: FAIL when any, else INCONCLUSIVE when something could
+/// not be judged, else PASS.
+fn conclude(
+    expected: &str,
+    fails: Vec<String>,
+    unknown: Vec<String>,
+    pass_note: String,
+) -> Outcome {
+    if !fails.is_empty() {
+        let mut o = Outcome::new(
+            Verdict::Fail,
+            expected,
+            format!("{} finding(s)", fails.len()),
+        );
+        fails.into_iter().for_each(|f| o.push_detail(f));
+        unknown
+            .into_iter()
+            .for_each(|u| o.push_detail(format!("not judged: {u}")));
+        o
+    } else if !unknown.is_empty() {
+        let mut o = Outcome::new(
+            Verdict::Inconclusive,
+            expected,
+            format!("{} file(s) could not be judged", unknown.len()),
+        );
+        unknown.into_iter().for_each(|u| o.push_detail(u));
+        o
+    } else {
+        Outcome::pass(expected, pass_note)
+    }
+}
+
+// ---- CC-00 ----------------------------------------------------------------------------------
+
+pub(super) fn task_record(ctx: &Ctx<'_>) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "the task record parses and has the required fields";
+    let o = match &s.record.parsed {
+        Ok(t) => Outcome::pass(
+            expected,
+            format!(
+                "{}: task `{}`, attempt {}, status `{}`",
+                s.record.rel, t.task_id, t.attempt, t.status
+            ),
+        ),
+        Err(e) => Outcome::new(Verdict::Fail, expected, format!("{}:{e}", s.record.rel))
+            .detail(format!("{}: {e}", s.record.rel)),
+    };
+    o.file(file_ref(s.ws, &s.record.rel))
+}
+
+// ---- CC-01 ----------------------------------------------------------------------------------
+
+pub(super) fn unchanged(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = format!(
+        "no protected path ({}) added, modified or removed",
+        globs
+            .iter()
+            .map(Glob::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let Some(changes) = s.ws.changes() else {
+        return no_baseline(s, &expected);
+    };
+    let protected = |p: &str| globs.iter().any(|g| g.is_match(p));
+    let mut fails = Vec::new();
+    let mut files = Vec::new();
+    // A veto stands in the workspace, whoever made it: every change, not just the task's scope.
+    for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
+        fails.push(format!("protected_file_modified: {p} ({})", c.as_str()));
+        if let Ok(d) = s.ws.diff(p) {
+            fails.extend(d.lines().map(|l| format!("  {l}")));
+        }
+        files.push(file_ref(s.ws, p));
+    }
+    let unknown: Vec<String> =
+        s.ws.undecided
+            .iter()
+            .filter(|(p, _)| protected(p))
+            .map(|(p, why)| format!("{p}: {why}"))
+            .collect();
+    let mut o = conclude(
+        &expected,
+        fails,
+        unknown,
+        format!("{} change(s), none protected", changes.len()),
+    );
+    files.into_iter().for_each(|f| o.push_file(f));
+    o
+}
+
+/// The protected paths changed in the workspace, for the verdict file's diffs.
+pub fn protected_changes(ws: &Workspace, globs: &[Glob]) -> Vec<String> {
+    ws.changes()
+        .map(|c| {
+            c.keys()
+                .filter(|p| globs.iter().any(|g| g.is_match(p)))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// ---- CC-02 ----------------------------------------------------------------------------------
+
+pub(super) fn changes_listed(ctx: &Ctx<'_>) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "every change against the baseline is listed in `changes`, and every listed change happened";
+    let t = match task(s) {
+        Ok(t) => t,
+        Err(o) => return o,
+    };
+    let Some(scope) = &s.scope else {
+        return no_baseline(s, expected);
+    };
+    let mut fails = Vec::new();
+    for (p, c) in scope {
+        match t.listed().find(|(q, _)| *q == p.as_str()) {
+            None => fails.push(format!("unlisted: {p} ({})", c.as_str())),
+            Some((_, how)) if how != c.as_str() => {
+                fails.push(format!("listed as {how}, actually {}: {p}", c.as_str()))
+            }
+            Some(_) => {}
+        }
+    }
+    for (p, how) in t.listed() {
+        if !scope.contains_key(p) {
+            fails.push(format!("phantom: {p} (listed as {how}, not changed)"));
+        }
+    }
+    let unknown: Vec<String> =
+        s.ws.undecided
+            .iter()
+            .map(|(p, why)| format!("{p}: {why}"))
+            .collect();
+    conclude(
+        expected,
+        fails,
+        unknown,
+        format!("{} change(s), all listed as they happened", scope.len()),
+    )
+}
+
+// ---- CC-03 ----------------------------------------------------------------------------------
+
+pub(super) fn hashes_match(ctx: &Ctx<'_>) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "`pre_hashes` match the baseline and `post_hashes` match the files now";
+    let t = match task(s) {
+        Ok(t) => t,
+        Err(o) => return o,
+    };
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut compare = |which: &str, path: &str, claimed: &Option<String>, actual: Content| {
+        let actual = match actual {
+            Content::Absent => None,
+            Content::Bytes(d) => Some(d.sha256.clone()),
+            Content::Unknown(why) => {
+                unknown.push(format!("{which} {path}: {why}"));
+                return;
+            }
+        };
+        if *claimed != actual {
+            fails.push(format!(
+                "{which} {path}: claimed {}, actual {}",
+                claimed.as_deref().unwrap_or("(absent)"),
+                actual.as_deref().unwrap_or("(absent)")
+            ));
+        }
+    };
+    for (p, claimed) in &t.pre_hashes {
+        compare("pre_hashes", p, claimed, s.ws.base(p));
+    }
+    for (p, claimed) in &t.post_hashes {
+        compare("post_hashes", p, claimed, s.ws.current(p));
+    }
+    let n = t.pre_hashes.len() + t.post_hashes.len();
+    conclude(
+        expected,
+        fails,
+        unknown,
+        format!("{n} hash(es) claimed, all match"),
+    )
+}
+
+// ---- CC-04 ----------------------------------------------------------------------------------
+
+pub(super) fn no_loss(ctx: &Ctx<'_>) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "no file removed unless listed in `removed`, and no file shrank to zero bytes";
+    let t = match task(s) {
+        Ok(t) => t,
+        Err(o) => return o,
+    };
+    let Some(scope) = &s.scope else {
+        return no_baseline(s, expected);
+    };
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let old_size = |p: &str| match s.ws.base(p) {
+        Content::Bytes(d) => Ok(d.size),
+        Content::Absent => Ok(0),
+        Content::Unknown(why) => Err(why),
+    };
+    for (p, c) in scope {
+        match c {
+            Change::Removed if !t.removed.iter().any(|r| r == p) => match old_size(p) {
+                Ok(n) => fails.push(format!(
+                    "removed but not listed in `removed`: {p} (was {n} bytes)"
+                )),
+                Err(why) => fails.push(format!("removed but not listed in `removed`: {p} ({why})")),
+            },
+            Change::Modified => match (s.ws.current(p), old_size(p)) {
+                (Content::Bytes(d), Ok(n)) if d.size == 0 && n > 0 => {
+                    fails.push(format!("emptied: {p} (was {n} bytes, now 0)"))
+                }
+                (Content::Unknown(why), _) | (_, Err(why)) => unknown.push(format!("{p}: {why}")),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    conclude(
+        expected,
+        fails,
+        unknown,
+        "no unlisted removal, no file emptied".into(),
+    )
+}
+
+// ---- CC-05 ----------------------------------------------------------------------------------
+
+pub(super) fn parses(ctx: &Ctx<'_>) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "every added or modified file parses";
+    if let Err(o) = task(s) {
+        return o;
+    }
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut parsed = Vec::new();
+    let files = s.present_files();
+    for p in &files {
+        let data = match s.ws.current(p) {
+            Content::Bytes(d) => d,
+            Content::Absent => {
+                fails.push(format!("{p}: listed as present but does not exist"));
+                continue;
+            }
+            Content::Unknown(why) => {
+                unknown.push(format!("{p}: {why}"));
+                continue;
+            }
+        };
+        match parse_check(p, &data.bytes, &s.ws.root().join(p)) {
+            Parse::Parsed { how } => parsed.push(format!("{p} ({how})")),
+            Parse::Invalid {
+                line,
+                column,
+                message,
+                how,
+            } => fails.push(format!("{p}:{line}:{column}: {message} ({how})")),
+            Parse::Inconclusive { why } => unknown.push(format!("{p}: {why}")),
+            Parse::NotApplicable => {}
+        }
+    }
+    let note = if parsed.is_empty() {
+        format!("{} file(s), none of a type with a parser", files.len())
+    } else {
+        format!("parsed: {}", parsed.join(", "))
+    };
+    conclude(expected, fails, unknown, note)
+}
+
+/// What a syntax check says about one file.
+#[derive(Debug, Clone, PartialEq)]
+enum Parse {
+    Parsed {
+        how: String,
+    },
+    Invalid {
+        line: usize,
+        column: usize,
+        message: String,
+        how: String,
+    },
+    #[allow(
+        dead_code,
+        reason = "given by crate::syntax::check (a command that timed out) once cc-syntax merges"
+    )]
+    Inconclusive {
+        why: String,
+    },
+    NotApplicable,
+}
+
+// replaced by crate::syntax::check when cc-syntax merges: that module parses JSON, TOML, YAML,
+// Python, JavaScript/TypeScript, Rust and Go (tree-sitter) and runs configured commands. Until
+// then only the JSON and TOML parsers this crate already has are used; other files are not
+// judged here (NotApplicable), which the evidence shows by naming only the files parsed.
+fn parse_check(rel: &str, bytes: &[u8], _abs: &std::path::Path) -> Parse {
+    let ext = rel.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("json") => match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Ok(_) => Parse::Parsed { how: "json".into() },
+            Err(e) => Parse::Invalid {
+                line: e.line(),
+                column: e.column(),
+                message: e
+                    .to_string()
+                    .rsplit_once(" at line ")
+                    .map_or(e.to_string(), |(m, _)| m.to_string()),
+                how: "json".into(),
+            },
+        },
+        Some("toml") => {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                return Parse::Invalid {
+                    line: 1,
+                    column: 1,
+                    message: "not valid UTF-8".into(),
+                    how: "toml".into(),
+                };
+            };
+            match text.parse::<toml::Table>() {
+                Ok(_) => Parse::Parsed { how: "toml".into() },
+                Err(e) => {
+                    let (line, column) =
+                        crate::protocol::line_col(text, e.span().map_or(0, |s| s.start));
+                    Parse::Invalid {
+                        line,
+                        column,
+                        message: e.message().to_string(),
+                        how: "toml".into(),
+                    }
+                }
+            }
+        }
+        _ => Parse::NotApplicable,
+    }
+}
+
+// ---- CC-06 ----------------------------------------------------------------------------------
+
+pub(super) fn size_limit(ctx: &Ctx<'_>, l: &SizeLimit) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "every changed file within its size limit";
+    if let Err(o) = task(s) {
+        return o;
+    }
+    let limit = |p: &str| {
+        l.by_extension
+            .iter()
+            .find(|e| {
+                p.to_ascii_lowercase()
+                    .ends_with(&e.ext.to_ascii_lowercase())
+            })
+            .map_or(l.default, |e| e.max)
+    };
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let files = s.present_files();
+    for p in &files {
+        // The size on disk: a file over the read cap is still measured.
+        match std::fs::metadata(s.ws.root().join(p)) {
+            Ok(m) if m.is_file() => {
+                let max = limit(p);
+                if m.len() > max {
+                    fails.push(format!("{p}: {} bytes, limit {max} bytes", m.len()));
+                }
+            }
+            Ok(_) => unknown.push(format!("{p}: not a regular file")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => unknown.push(format!("{p}: {e}")),
+        }
+    }
+    conclude(
+        expected,
+        fails,
+        unknown,
+        format!("{} file(s) within their limits", files.len()),
+    )
+}
+
+// ---- CC-07, CC-09 ---------------------------------------------------------------------------
+
+/// The added lines of each present text file of the scope: `Err` for a file that cannot be
+/// read; binary files are left out.
+type Added = Vec<(String, Result<Vec<(usize, String)>, String>)>;
+
+fn added(s: &TaskScope<'_>) -> Added {
+    let mut out = Vec::new();
+    for p in s.present_files() {
+        let new = match s.ws.current(&p) {
+            Content::Bytes(d) => d,
+            Content::Absent => continue,
+            Content::Unknown(why) => {
+                out.push((p, Err(why)));
+                continue;
+            }
+        };
+        let old = match s.ws.base(&p) {
+            Content::Bytes(d) => Some(d),
+            Content::Absent => None,
+            Content::Unknown(why) => {
+                out.push((p, Err(why)));
+                continue;
+            }
+        };
+        if new.looks_binary() || old.as_ref().is_some_and(|o| o.looks_binary()) {
+            continue;
+        }
+        let new_text = new.text();
+        let old_text = old.as_ref().map(|o| o.text()).unwrap_or_default();
+        let lines = diff::added_lines(&old_text, &new_text)
+            .into_iter()
+            .map(|(n, l)| (n, l.to_string()))
+            .collect();
+        out.push((p, Ok(lines)));
+    }
+    out
+}
+
+pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = format!(
+        "no added line matches a forbidden pattern ({})",
+        a.forbid
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Err(o) = task(s) {
+        return o;
+    }
+    if s.scope.is_none() {
+        return no_baseline(s, &expected);
+    }
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut n = 0;
+    for (p, lines) in added(s) {
+        let lines = match lines {
+            Ok(l) => l,
+            Err(why) => {
+                unknown.push(format!("{p}: {why}"));
+                continue;
+            }
+        };
+        n += lines.len();
+        for (line_no, line) in &lines {
+            for f in &a.forbid {
+                let Some(re) = f.pattern.regex() else {
+                    unknown.push(format!(
+                        "pattern `{}` cannot be compiled",
+                        f.pattern.as_str()
+                    ));
+                    continue;
+                };
+                if re.is_match(line.as_bytes()) {
+                    // The matched text of a secret is not repeated in the evidence.
+                    fails.push(format!("{p}:{line_no}: {}", f.name));
+                }
+            }
+        }
+    }
+    conclude(
+        &expected,
+        fails,
+        unknown,
+        format!("{n} added line(s), none forbidden"),
+    )
+}
+
+pub(super) fn style(ctx: &Ctx<'_>, st: &Style) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "changed text files end with a newline and add no trailing whitespace";
+    if let Err(o) = task(s) {
+        return o;
+    }
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    if st.final_newline {
+        for p in s.present_files() {
+            match s.ws.current(&p) {
+                Content::Bytes(d)
+                    if !d.looks_binary() && !d.bytes.is_empty() && !d.bytes.ends_with(b"\n") =>
+                {
+                    let lines = d.bytes.iter().filter(|b| **b == b'\n').count() + 1;
+                    fails.push(format!("{p}:{lines}: no newline at end of file"));
+                }
+                Content::Unknown(why) => unknown.push(format!("{p}: {why}")),
+                _ => {}
+            }
+        }
+    }
+    if st.trailing_whitespace {
+        if s.scope.is_none() {
+            unknown.push(
+                s.ws.no_baseline
+                    .clone()
+                    .unwrap_or_else(|| "no baseline".into()),
+            );
+        } else {
+            for (p, lines) in added(s) {
+                match lines {
+                    Ok(lines) => {
+                        for (n, l) in lines {
+                            let l = l.strip_suffix('\r').unwrap_or(&l);
+                            if l.ends_with([' ', '\t']) {
+                                fails.push(format!("{p}:{n}: trailing whitespace"));
+                            }
+                        }
+                    }
+                    Err(why) => unknown.push(format!("{p}: {why}")),
+                }
+            }
+        }
+    }
+    fails.sort();
+    fails.dedup();
+    conclude(expected, fails, unknown, "clean".into())
+}
+
+// ---- CC-08 ----------------------------------------------------------------------------------
+
+pub(super) fn record_field(ctx: &Ctx<'_>, r: &RecordField) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = format!("`{}` matches `{}`", r.field, r.pattern.as_str());
+    let t = match task(s) {
+        Ok(t) => t,
+        Err(o) => return o,
+    };
+    let value = match t.raw.get(&r.field) {
+        Some(serde_json::Value::String(v)) => v.as_str(),
+        Some(_) => {
+            return Outcome::new(
+                Verdict::Fail,
+                expected,
+                format!("`{}` is not a string", r.field),
+            )
+        }
+        None => return Outcome::new(Verdict::Fail, expected, format!("`{}` is absent", r.field)),
+    };
+    let first = value.trim_start().lines().next().unwrap_or("");
+    let Some(re) = r.pattern.regex() else {
+        return Outcome::new(
+            Verdict::Inconclusive,
+            expected,
+            format!("pattern `{}` cannot be compiled", r.pattern.as_str()),
+        );
+    };
+    let v = if re.is_match(first.as_bytes()) {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    Outcome::new(
+        v,
+        expected,
+        format!("first line of `{}`: {:?}", r.field, super::clip(first, 120)),
+    )
+}

@@ -1,0 +1,444 @@
+//! What the code-change referee writes, all under `WORKSPACE/.referee/` (SPEC §7): the folder
+//! itself (with a `.gitignore` of `*`), `OBSERVER-VERDICT-<task_id>.md` and `.json`
+//! (`referee.verdict/1`), `OBSERVER-STOP.md` while a protected-file veto stands or a task is
+//! escalated, the report, and each attempt's diff and verdict kept for the loop guards. Every
+//! file is written atomically; `.referee` itself must be a real directory, never a symlink.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Context;
+use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
+use crate::protocol::Protocol;
+use crate::verdict::{safe_name, Kept, Restore, TaskVerdict, ESCALATE, ESCALATE_CONVERGENCE};
+use crate::workspace::{Workspace, OUTPUT_DIR};
+
+pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
+
+/// `WORKSPACE/.referee/`, created (with its `.gitignore`) when missing. Refuses a `.referee`
+/// that is a symlink or not a directory: writing through it could land outside the workspace.
+pub fn ensure_dir(root: &Path) -> std::io::Result<PathBuf> {
+    let dir = root.join(OUTPUT_DIR);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(std::io::Error::other(format!(
+                "`{}` exists but is not a directory (a symlink or a file): the referee writes only into a real `.referee/` folder",
+                dir.display()
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&dir)?,
+        Err(e) => return Err(e),
+    }
+    if std::fs::symlink_metadata(dir.join(".gitignore")).is_err() {
+        super::write_atomic(&dir, ".gitignore", "*\n")?;
+    }
+    Ok(dir)
+}
+
+pub fn verdict_file(task_id: &str, ext: &str) -> String {
+    format!("OBSERVER-VERDICT-{}.{ext}", safe_name(task_id))
+}
+
+#[derive(Serialize)]
+struct VerdictDoc<'a> {
+    schema: &'static str,
+    task_id: &'a str,
+    attempt: Option<u64>,
+    verdict: &'a str,
+    reasons: &'a [String],
+    results: Vec<ResultDoc<'a>>,
+    restore: &'a [Restore],
+    cleanup_task: Option<&'a str>,
+    diff_similarity: Option<f64>,
+    // Beyond the schema's required keys (adding is compatible):
+    graded: &'a str,
+    escalation: Option<&'a str>,
+    record: &'a str,
+}
+
+#[derive(Serialize)]
+struct ResultDoc<'a> {
+    check: &'a str,
+    severity: &'a str,
+    status: &'a str,
+    evidence: &'a crate::engine::Evidence,
+}
+
+/// `OBSERVER-VERDICT-<task_id>.json`.
+pub fn verdict_json(v: &TaskVerdict) -> String {
+    let doc = VerdictDoc {
+        schema: VERDICT_SCHEMA,
+        task_id: &v.task_id,
+        attempt: v.attempt,
+        verdict: &v.verdict,
+        reasons: &v.reasons,
+        results: v
+            .results
+            .iter()
+            .map(|r| ResultDoc {
+                check: &r.check,
+                severity: r.severity.as_str(),
+                status: r.status.as_str(),
+                evidence: &r.evidence,
+            })
+            .collect(),
+        restore: &v.restore,
+        cleanup_task: v.cleanup_task.as_deref(),
+        diff_similarity: v.diff_similarity,
+        graded: &v.graded,
+        escalation: v.escalation.as_deref(),
+        record: &v.record,
+    };
+    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+fn failing(r: &CheckResult) -> bool {
+    matches!(r.status, Status::Fail | Status::Inconclusive)
+}
+
+/// `OBSERVER-VERDICT-<task_id>.md`: the verdict first, then each failing check with its
+/// evidence (and the unified diff for a veto), the files to restore, the cleanup task.
+pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
+    let mut s = String::new();
+    let attempt = v.attempt.map_or("?".to_string(), |a| a.to_string());
+    let _ = writeln!(
+        s,
+        "# Verdict: {} — task `{}`, attempt {attempt}\n",
+        v.verdict, v.task_id
+    );
+    if let Some(e) = &v.escalation {
+        let _ = writeln!(s, "**ESCALATED: human review required** — {e}\n");
+    }
+    if v.graded != v.verdict {
+        let _ = writeln!(s, "Graded {} before the loop guards.\n", v.graded);
+    }
+    if !v.reasons.is_empty() {
+        let _ = writeln!(
+            s,
+            "Reasons: {}\n",
+            v.reasons
+                .iter()
+                .map(|r| format!("`{r}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(r) = v.diff_similarity {
+        let _ = writeln!(s, "Diff similarity with the previous attempt: {r:.4}\n");
+    }
+    let _ = writeln!(
+        s,
+        "Record: `{}` · protocol `{}` {} (sha256 {})\n",
+        v.record, p.id, p.version, p.sha256
+    );
+    let fails: Vec<&CheckResult> = v.results.iter().filter(|r| failing(r)).collect();
+    if !fails.is_empty() {
+        let _ = writeln!(s, "## Failing checks\n");
+        for r in fails {
+            let _ = writeln!(
+                s,
+                "### {} {} — {} ({})\n",
+                r.check,
+                r.title,
+                r.status.as_str(),
+                r.severity.as_str()
+            );
+            let _ = writeln!(s, "- Expected: {}", r.evidence.expected);
+            let _ = writeln!(s, "- Observed: {}", r.evidence.observed);
+            let veto = r.check == "CC-01" && r.status == Status::Fail;
+            for d in r
+                .evidence
+                .details
+                .iter()
+                .filter(|d| !(veto && d.starts_with("  ")))
+            {
+                let _ = writeln!(s, "  - {d}");
+            }
+            if veto {
+                for (path, diff) in &v.protected_diffs {
+                    let _ = writeln!(
+                        s,
+                        "\nUnified diff of `{path}` against the baseline:\n\n```diff\n{diff}```"
+                    );
+                }
+            }
+            if let Some(action) = p
+                .checks()
+                .iter()
+                .find(|c| c.id == r.check)
+                .map(|c| c.action.clone())
+            {
+                let _ = writeln!(s, "\nRequired action: {action}");
+            }
+            let _ = writeln!(s);
+        }
+    }
+    if !v.restore.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Files to restore\n\n| path | baseline SHA-256 |\n|---|---|"
+        );
+        for r in &v.restore {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} |",
+                r.path,
+                r.sha256
+                    .as_deref()
+                    .map_or("(added: remove it)".to_string(), |h| format!("`{h}`"))
+            );
+        }
+        let _ = writeln!(s);
+    }
+    if let Some(c) = &v.cleanup_task {
+        let _ = writeln!(s, "## Cleanup task\n\n{c}\n");
+    }
+    let _ = writeln!(
+        s,
+        "## All checks\n\n| check | severity | status |\n|---|---|---|"
+    );
+    for r in &v.results {
+        let _ = writeln!(
+            s,
+            "| {} {} | {} | {} |",
+            r.check,
+            r.title,
+            r.severity.as_str(),
+            r.status.as_str()
+        );
+    }
+    s
+}
+
+/// The STOP text: while a protected-file veto stands or a task is escalated; `None` otherwise.
+pub fn stop_md(verdicts: &[TaskVerdict]) -> Option<String> {
+    let mut blocks = Vec::new();
+    for v in verdicts {
+        if let Some(r) = v
+            .results
+            .iter()
+            .find(|r| r.check == "CC-01" && r.status == Status::Fail)
+        {
+            blocks.push(format!(
+                "**Check:** CC-01 — {}\n**Severity:** BLOCKING\n**Phase:** task `{}` attempt {}\n**Description:** protected_file_modified\n**Evidence:** {}\n**Required Action:** restore: {}\n",
+                r.title,
+                v.task_id,
+                v.attempt.unwrap_or(0),
+                r.evidence.details.iter().filter(|d| !d.starts_with("  ")).cloned().collect::<Vec<_>>().join("; "),
+                v.protected_diffs.iter().map(|(p, _)| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if v.verdict == ESCALATE || v.verdict == ESCALATE_CONVERGENCE {
+            blocks.push(format!(
+                "**Check:** loop guard\n**Severity:** BLOCKING\n**Phase:** task `{}` attempt {}\n**Description:** {}\n**Evidence:** {}\n**Required Action:** ESCALATED: human review required\n",
+                v.task_id,
+                v.attempt.unwrap_or(0),
+                v.verdict,
+                v.escalation.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    (!blocks.is_empty()).then(|| format!("# OBSERVER STOP\n\n{}", blocks.join("\n---\n\n")))
+}
+
+/// The report: one line per task, then each judged attempt's verdict file.
+pub fn report_md(
+    p: &Protocol,
+    ws: &Workspace,
+    eval: &Evaluation,
+    runs: &[TaskRun],
+    verdicts: &[TaskVerdict],
+    ctx: &Context,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Observer report — code change\n");
+    let _ = writeln!(s, "- Workspace: `{}`", ws.root().display());
+    let _ = writeln!(
+        s,
+        "- Baseline: {}",
+        ws.baseline.as_ref().map_or_else(
+            || format!("none ({})", ws.no_baseline.clone().unwrap_or_default()),
+            |b| b.describe.clone()
+        )
+    );
+    let _ = writeln!(
+        s,
+        "- Protocol: `{}` {} (sha256 {})",
+        p.id, p.version, p.sha256
+    );
+    if let Some(t) = ctx.written {
+        let _ = writeln!(
+            s,
+            "- Written: {}",
+            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+    }
+    let sum = eval.summary();
+    let _ = writeln!(
+        s,
+        "- Checks: {} (PASS {}, FAIL {} — {} BLOCKING, INCONCLUSIVE {})\n",
+        sum.checks, sum.pass, sum.fail, sum.fail_blocking, sum.inconclusive
+    );
+    let _ = writeln!(
+        s,
+        "## Tasks\n\n| task | attempt | verdict | reasons |\n|---|---|---|---|"
+    );
+    for run in runs {
+        match verdicts.iter().find(|v| v.task_id == run.key) {
+            Some(v) => {
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {} | **{}** | {} |",
+                    v.task_id,
+                    v.attempt.map_or("?".into(), |a| a.to_string()),
+                    v.verdict,
+                    v.reasons.join(", ")
+                );
+            }
+            None => {
+                let status = run
+                    .record
+                    .parsed
+                    .as_ref()
+                    .map(|t| t.status.clone())
+                    .unwrap_or_default();
+                let _ = writeln!(s, "| `{}` | | not judged (status `{status}`) | |", run.key);
+            }
+        }
+    }
+    for v in verdicts {
+        let _ = writeln!(s, "\n---\n");
+        s.push_str(
+            &verdict_md(p, v)
+                .replacen("# Verdict", "## Verdict", 1)
+                .replace("\n## ", "\n### ")
+                .replace("\n### ### ", "\n#### "),
+        );
+    }
+    s
+}
+
+#[derive(Serialize)]
+struct TaskLine<'a> {
+    task_id: &'a str,
+    attempt: Option<u64>,
+    verdict: Option<&'a str>,
+    reasons: &'a [String],
+    record: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_judged: Option<String>,
+}
+
+/// `verify --format json` for a workspace: `referee.verify/1` with `tasks`.
+pub fn verify_json(
+    p: &Protocol,
+    ws: &Workspace,
+    eval: &Evaluation,
+    runs: &[TaskRun],
+    verdicts: &[TaskVerdict],
+    ctx: &Context,
+) -> String {
+    let tasks: Vec<TaskLine<'_>> = runs
+        .iter()
+        .map(|run| {
+            let v = verdicts.iter().find(|v| v.task_id == run.key);
+            TaskLine {
+                task_id: &run.key,
+                attempt: run.record.parsed.as_ref().ok().map(|t| t.attempt),
+                verdict: v.map(|v| v.verdict.as_str()),
+                reasons: v.map_or(&[][..], |v| &v.reasons[..]),
+                record: &run.record.rel,
+                not_judged: (!run.judged).then(|| {
+                    format!(
+                        "status `{}`",
+                        run.record
+                            .parsed
+                            .as_ref()
+                            .map(|t| t.status.as_str())
+                            .unwrap_or("")
+                    )
+                }),
+            }
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "schema": super::json::SCHEMA,
+        "referee": { "version": env!("CARGO_PKG_VERSION") },
+        "protocol": { "id": p.id, "version": p.version, "sha256": p.sha256, "origin": p.origin },
+        "build_dir": ws.root().display().to_string(),
+        "baseline": ws.baseline,
+        "no_baseline": ws.no_baseline,
+        "evaluated_at": ctx.written.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        "final": eval.final_,
+        "complete": true,
+        "verdict": serde_json::Value::Null,
+        "stop": stop_md(verdicts).is_some(),
+        "summary": eval.summary(),
+        "passes": eval.passes,
+        "results": eval.results,
+        "tasks": tasks,
+        "verdicts": verdicts.iter().map(|v| serde_json::json!({
+            "task_id": v.task_id, "attempt": v.attempt, "verdict": v.verdict, "graded": v.graded,
+            "reasons": v.reasons, "restore": v.restore, "cleanup_task": v.cleanup_task,
+            "diff_similarity": v.diff_similarity, "escalation": v.escalation,
+        })).collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// Writes every output of a one-shot judgment into `.referee/` and keeps each attempt.
+pub fn write_all(
+    p: &Protocol,
+    ws: &Workspace,
+    eval: &Evaluation,
+    runs: &[TaskRun],
+    verdicts: &[TaskVerdict],
+    ctx: &Context,
+) -> std::io::Result<()> {
+    let dir = ensure_dir(ws.root())?;
+    for v in verdicts {
+        super::write_atomic(&dir, &verdict_file(&v.task_id, "md"), &verdict_md(p, v))?;
+        super::write_atomic(&dir, &verdict_file(&v.task_id, "json"), &verdict_json(v))?;
+        if let (Some(attempt), Some(diff)) = (v.attempt, &v.diff) {
+            let attempts = dir.join("attempts");
+            ensure_real_dir(&attempts)?;
+            let tdir = attempts.join(safe_name(&v.task_id));
+            ensure_real_dir(&tdir)?;
+            super::write_atomic(&tdir, &format!("{attempt}.diff"), diff)?;
+            let kept = Kept {
+                attempt,
+                verdict: v.verdict.clone(),
+                graded: v.graded.clone(),
+            };
+            let text = serde_json::to_string_pretty(&kept).unwrap_or_default();
+            super::write_atomic(&tdir, &format!("{attempt}.json"), &text)?;
+        }
+    }
+    match stop_md(verdicts) {
+        Some(text) => {
+            super::write_atomic(&dir, super::STOP_FILE, &text)?;
+        }
+        None => super::remove_own(&dir, super::STOP_FILE)?,
+    }
+    super::write_atomic(
+        &dir,
+        super::REPORT_FILE,
+        &report_md(p, ws, eval, runs, verdicts, ctx),
+    )?;
+    Ok(())
+}
+
+fn ensure_real_dir(d: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(d) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(std::io::Error::other(format!(
+            "`{}` is not a directory",
+            d.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(d),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,339 @@
+//! Task records (`.tasks/<task_id>.json`, SPEC §7): parsed leniently enough never to fail on bad
+//! input, strictly enough to say exactly what is wrong (the JSON error's line:column, a missing
+//! or mistyped field). A record that cannot be parsed is data for CC-00, never an error.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// One task record as the worker wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// The record's path relative to the workspace (`.tasks/t1.json`).
+    pub rel: String,
+    /// The file name without `.json`: the key of a record that has no readable `task_id`.
+    pub stem: String,
+    pub parsed: Result<Task, RecordError>,
+}
+
+/// Why a record cannot be judged as a task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordError {
+    pub message: String,
+    /// 1-based; 0 when the problem is not at a position (a missing field).
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}: {}", self.line, self.column, self.message)
+        } else {
+            f.write_str(&self.message)
+        }
+    }
+}
+
+/// A well-formed task record.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Task {
+    pub task_id: String,
+    pub status: String,
+    pub description: String,
+    pub attempt: u64,
+    pub summary: String,
+    pub added: Vec<String>,
+    pub modified: Vec<String>,
+    pub removed: Vec<String>,
+    pub pre_hashes: BTreeMap<String, Option<String>>,
+    pub post_hashes: BTreeMap<String, Option<String>>,
+    /// The raw object, for predicates over other fields.
+    pub raw: serde_json::Map<String, Value>,
+}
+
+impl Task {
+    /// Every path the record lists as changed, with how.
+    pub fn listed(&self) -> impl Iterator<Item = (&str, &'static str)> {
+        self.added
+            .iter()
+            .map(|p| (p.as_str(), "added"))
+            .chain(self.modified.iter().map(|p| (p.as_str(), "modified")))
+            .chain(self.removed.iter().map(|p| (p.as_str(), "removed")))
+    }
+
+    pub fn lists(&self, path: &str) -> bool {
+        self.listed().any(|(p, _)| p == path)
+    }
+}
+
+impl Record {
+    /// The key of the pass instance judging this record: its `task_id`, else its file stem.
+    pub fn key(&self) -> &str {
+        match &self.parsed {
+            Ok(t) => &t.task_id,
+            Err(_) => &self.stem,
+        }
+    }
+}
+
+/// Parses a record's bytes. `required` names the top-level fields that must be present
+/// (`task_id`, `status`, `attempt`, `summary`, `changes` by default, from the protocol).
+pub fn parse(rel: &str, bytes: &[u8], required: &[String]) -> Record {
+    let stem = rel
+        .rsplit('/')
+        .next()
+        .unwrap_or(rel)
+        .trim_end_matches(".json")
+        .to_string();
+    Record {
+        rel: rel.to_string(),
+        stem: stem.clone(),
+        parsed: parse_task(bytes, &stem, required),
+    }
+}
+
+fn at(message: impl Into<String>) -> RecordError {
+    RecordError {
+        message: message.into(),
+        line: 0,
+        column: 0,
+    }
+}
+
+fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, RecordError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| RecordError {
+        message: format!("invalid JSON: {}", strip_position(&e.to_string())),
+        line: e.line(),
+        column: e.column(),
+    })?;
+    let Value::Object(obj) = value else {
+        return Err(at("a task record must be a JSON object"));
+    };
+    let missing: Vec<&str> = required
+        .iter()
+        .filter(|f| obj.get(f.as_str()).is_none_or(Value::is_null))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(at(format!(
+            "missing required field(s): {}",
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let string = |k: &str| -> Result<String, RecordError> {
+        match obj.get(k) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(at(format!("`{k}` must be a string, not {}", kind(other)))),
+        }
+    };
+    let task_id = string("task_id")?;
+    if obj.contains_key("task_id") {
+        if task_id.trim().is_empty() {
+            return Err(at("`task_id` is empty"));
+        }
+        if task_id != stem {
+            return Err(at(format!(
+                "`task_id` `{task_id}` does not match the file name `{stem}.json`"
+            )));
+        }
+    }
+    let attempt = match obj.get("attempt") {
+        None | Some(Value::Null) => 1,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(a) if a >= 1 => a,
+            _ => return Err(at(format!("`attempt` must be 1, 2, …, not `{n}`"))),
+        },
+        Some(other) => {
+            return Err(at(format!(
+                "`attempt` must be a whole number, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let mut task = Task {
+        task_id: if task_id.is_empty() {
+            stem.to_string()
+        } else {
+            task_id
+        },
+        status: string("status")?,
+        description: string("description")?,
+        attempt,
+        summary: string("summary")?,
+        ..Task::default()
+    };
+    match obj.get("changes") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(ch)) => {
+            for (k, v) in ch {
+                let list = match k.as_str() {
+                    "added" => &mut task.added,
+                    "modified" => &mut task.modified,
+                    "removed" => &mut task.removed,
+                    other => {
+                        return Err(at(format!(
+                        "unknown key `changes.{other}` (expected `added`, `modified`, `removed`)"
+                    )))
+                    }
+                };
+                *list = paths(v, &format!("changes.{k}"))?;
+            }
+        }
+        Some(other) => {
+            return Err(at(format!(
+                "`changes` must be an object, not {}",
+                kind(other)
+            )))
+        }
+    }
+    task.pre_hashes = hashes(obj.get("pre_hashes"), "pre_hashes")?;
+    task.post_hashes = hashes(obj.get("post_hashes"), "post_hashes")?;
+    task.raw = obj;
+    Ok(task)
+}
+
+fn paths(v: &Value, what: &str) -> Result<Vec<String>, RecordError> {
+    let Value::Array(items) = v else {
+        return Err(at(format!(
+            "`{what}` must be an array of paths, not {}",
+            kind(v)
+        )));
+    };
+    items
+        .iter()
+        .map(|i| match i {
+            Value::String(s) => Ok(normalize(s)),
+            other => Err(at(format!(
+                "`{what}` must hold paths (strings), not {}",
+                kind(other)
+            ))),
+        })
+        .collect()
+}
+
+fn hashes(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, Option<String>>, RecordError> {
+    match v {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) if s.is_empty() => Ok((normalize(k), None)),
+                Value::String(s) => Ok((normalize(k), Some(s.trim().to_ascii_lowercase()))),
+                Value::Null => Ok((normalize(k), None)),
+                other => Err(at(format!(
+                    "`{what}.{k}` must be a SHA-256 hex string or null, not {}",
+                    kind(other)
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(at(format!(
+            "`{what}` must be an object {{path: sha256}}, not {}",
+            kind(other)
+        ))),
+    }
+}
+
+/// A listed path as the referee compares it: `/`-separated, no leading `./`.
+pub fn normalize(p: &str) -> String {
+    let p = p.trim().replace('\\', "/");
+    let mut s = p.as_str();
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest;
+    }
+    s.to_string()
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// serde_json's message without its trailing " at line L column C" (given separately).
+fn strip_position(m: &str) -> String {
+    match m.rfind(" at line ") {
+        Some(i) => m[..i].to_string(),
+        None => m.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> Vec<String> {
+        ["task_id", "status", "attempt", "summary", "changes"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn a_valid_record() {
+        let r = parse(
+            ".tasks/t1.json",
+            br#"{"task_id":"t1","status":"pending_review","attempt":2,"summary":"s",
+                "changes":{"added":["./a.py"],"modified":["b.py"],"removed":[]},
+                "pre_hashes":{"b.py":"AB"},"post_hashes":{"a.py":"cd","gone":null}}"#,
+            &req(),
+        );
+        let t = r.parsed.unwrap();
+        assert_eq!(t.attempt, 2);
+        assert_eq!(t.added, vec!["a.py"]);
+        assert_eq!(t.pre_hashes["b.py"].as_deref(), Some("ab"));
+        assert_eq!(t.post_hashes["gone"], None);
+    }
+
+    #[test]
+    fn malformed_records_say_where_and_what() {
+        let r = parse(
+            ".tasks/t2.json",
+            b"{\n  \"task_id\": \"t2\",\n  oops\n}",
+            &req(),
+        );
+        let e = r.parsed.unwrap_err();
+        assert_eq!((e.line, e.column), (3, 3), "{e}");
+        assert_eq!(r.stem, "t2");
+        let e = parse(".tasks/t3.json", br#"{"task_id":"t3"}"#, &req())
+            .parsed
+            .unwrap_err();
+        assert!(
+            e.message.contains("`status`") && e.message.contains("`changes`"),
+            "{e}"
+        );
+        let e = parse(
+            ".tasks/t4.json",
+            br#"{"task_id":"other","status":"x","attempt":1,"summary":"","changes":{}}"#,
+            &req(),
+        )
+        .parsed
+        .unwrap_err();
+        assert!(e.message.contains("does not match"), "{e}");
+        let e = parse(
+            ".tasks/t5.json",
+            br#"{"task_id":"t5","status":"x","attempt":0,"summary":"","changes":{}}"#,
+            &req(),
+        )
+        .parsed
+        .unwrap_err();
+        assert!(e.message.contains("attempt"), "{e}");
+        let e = parse(".tasks/t6.json", br#"[1]"#, &req())
+            .parsed
+            .unwrap_err();
+        assert!(e.message.contains("object"), "{e}");
+        let e = parse(".tasks/t7.json", b"\xff\xfe", &req())
+            .parsed
+            .unwrap_err();
+        assert!(e.line >= 1, "{e}");
+    }
+}
