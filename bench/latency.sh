@@ -39,6 +39,7 @@
 #   bench/latency.sh                                        # everything, ~5 minutes after the builds
 #   TRIALS=20 IDLE_SECS=10 STORM=5000 bench/latency.sh      # a quick look
 #   PARTS=reaction TRIALS=30 SKIP_WATCHEXEC=1 bench/latency.sh   # referee vs the floor, ~30 s
+#   BASELINE=/path/to/older/referee PARTS=reaction bench/latency.sh # … and vs another build
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,10 +99,10 @@ wait_for() { # FILE SECONDS
     done
 }
 
-start_watch() { # DIR [ARGS...] → sets $watch_pid
+start_watch() { # DIR [ARGS...] → sets $watch_pid (the binary: $bin, else $REFEREE)
     local dir=$1
     shift
-    "$REFEREE" watch "$dir" --quiet "$@" >"$dir.log" 2>&1 &
+    "${bin:-$REFEREE}" watch "$dir" --quiet "$@" >"$dir.log" 2>&1 &
     watch_pid=$!
     pids+=("$watch_pid")
     wait_for "$dir/OBSERVER-HEARTBEAT.json" 10 || die "referee watch did not start on $dir: $(cat "$dir.log")"
@@ -146,6 +147,14 @@ reaction() {
     local watch_a2=$watch_pid
     mkdir -p "$WORK/tmp"
     args+=(--stop "referee-temp-outside=$WORK/a2:$WORK/tmp")
+    # Another build of the referee (BASELINE=path, e.g. main's), for before/after in one run.
+    local watch_a0=
+    if [ -n "${BASELINE:-}" ]; then
+        pass2 "$WORK/a0"
+        bin=$BASELINE start_watch "$WORK/a0"
+        watch_a0=$watch_pid
+        args+=(--stop "baseline=$WORK/a0")
+    fi
 
     # The scripted floor: inotifywait wakes a shell loop that greps the gate results and keeps a
     # STOP file (written beside, then renamed into place: the same observable job as the referee,
@@ -209,6 +218,7 @@ CHECK
     kill -- "-$floor_pgid" 2>/dev/null || true
     stop_watch "$watch_a"
     stop_watch "$watch_a2"
+    [ -z "$watch_a0" ] || stop_watch "$watch_a0"
 }
 
 # ---- (d) idle cost and memory --------------------------------------------------------------
@@ -309,6 +319,7 @@ if rows:
     print(f"{'latency (ms), trials interleaved':<44}{'n':>5}{'p50':>10}{'p99':>10}{'max':>10}{'timeouts':>10}")
     for label, key in (("(a) referee watch: rename → STOP", "referee"),
                        ("    … temp file written outside the dir", "referee-temp-outside"),
+                       ("    BASELINE build, temp file beside", "baseline"),
                        ("(b) inotifywait | sh: grep → STOP (floor)", "shell-floor"),
                        ("    inotifywait wakes (no check, no STOP)", "inotifywait"),
                        ("(c) watchexec + jq script → STOP", "watchexec")):
