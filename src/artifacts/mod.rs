@@ -416,16 +416,10 @@ impl Snapshot {
             unlisted,
             ..
         } = self;
-        let is_dirty = |rel: &str| {
-            dirty.contains(rel)
-                || rel
-                    .match_indices('/')
-                    .any(|(i, _)| dirty.contains(&rel[..i]))
-        };
         let mut entries = entries;
-        entries.retain(|e| !is_dirty(&e.rel));
+        drop_under(&mut entries, &dirty, |e| &e.rel);
         let mut unlisted = unlisted;
-        unlisted.retain(|u| !is_dirty(&u.rel));
+        drop_under(&mut unlisted, &dirty, |u| &u.rel);
         for e in &mut entries {
             if e.symlink {
                 *e = relisted(&canonical_root, e);
@@ -478,7 +472,7 @@ impl Snapshot {
 
     /// The changed paths to list again (none below another), or `None` when only a full scan
     /// will do (see [`Snapshot::rescan`]).
-    fn rescan_plan(&self, changed: &[String]) -> Option<std::collections::HashSet<String>> {
+    fn rescan_plan(&self, changed: &[String]) -> Option<Vec<String>> {
         if changed.len() > MAX_RESCAN_PATHS {
             return None;
         }
@@ -491,7 +485,7 @@ impl Snapshot {
         // Shortest first, so a directory comes before what is under it.
         rels.sort_unstable_by_key(|r| (r.len(), *r));
         rels.dedup();
-        let mut dirty = std::collections::HashSet::new();
+        let mut dirty: Vec<String> = Vec::new();
         for rel in rels {
             let mappable = !rel.is_empty()
                 && !rel.contains('\\')
@@ -503,7 +497,7 @@ impl Snapshot {
                 return None;
             }
             let ancestors: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
-            if ancestors.iter().any(|a| dirty.contains(*a)) {
+            if ancestors.iter().any(|a| dirty.iter().any(|d| d == a)) {
                 continue;
             }
             // Listed below a directory this snapshot listed (or the root), and nowhere the
@@ -523,7 +517,7 @@ impl Snapshot {
             if hidden {
                 return None;
             }
-            dirty.insert(rel.to_string());
+            dirty.push(rel.to_string());
         }
         Some(dirty)
     }
@@ -534,6 +528,39 @@ impl Snapshot {
         self.reads = Mutex::new(HashMap::new());
         self.tracker = OnceLock::new();
     }
+}
+
+/// Removes from `items` (sorted by `rel`) everything at or under one of `paths`: binary searches
+/// for the ranges, then one pass, so a change costs no hashing or scanning of every name.
+fn drop_under<T>(items: &mut Vec<T>, paths: &[String], rel: impl Fn(&T) -> &str) {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for p in paths {
+        // `p` itself, then everything in `p/` … up to `p0` (`0` sorts right after `/`).
+        let at = items.partition_point(|x| rel(x) < p.as_str());
+        if items.get(at).is_some_and(|x| rel(x) == p) {
+            ranges.push((at, at + 1));
+        }
+        let (lo, hi) = (format!("{p}/"), format!("{p}0"));
+        let start = items.partition_point(|x| rel(x) < lo.as_str());
+        let end = items.partition_point(|x| rel(x) < hi.as_str());
+        if start < end {
+            ranges.push((start, end));
+        }
+    }
+    if ranges.is_empty() {
+        return;
+    }
+    ranges.sort_unstable();
+    let mut i = 0;
+    let mut next = 0;
+    items.retain(|_| {
+        while next < ranges.len() && ranges[next].1 <= i {
+            next += 1;
+        }
+        let gone = next < ranges.len() && ranges[next].0 <= i;
+        i += 1;
+        !gone
+    });
 }
 
 /// A symlink entry taken over by [`Snapshot::rescan`], resolved again.
@@ -1703,6 +1730,15 @@ mod tests {
         let many: Vec<String> = (0..=MAX_RESCAN_PATHS).map(|i| format!("f{i}")).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         rescans_like_a_scan(d, snap, &many);
+    }
+
+    #[test]
+    fn drop_under_removes_a_path_and_what_is_below_it_only() {
+        let mut v: Vec<String> = ["a", "a-b", "a.c", "a/x", "a/y/z", "a0", "ab", "b", "b/c"]
+            .map(String::from)
+            .to_vec();
+        drop_under(&mut v, &["a".into(), "b/c".into(), "nothing".into()], |s| s);
+        assert_eq!(v, ["a-b", "a.c", "a0", "ab", "b"]);
     }
 
     #[test]
