@@ -15,8 +15,12 @@ the measurement adds only the kernel's event delivery to what it measures.
       The floor: an `inotifywait -m -e moved_to` process watching DIR; the clock stops when it
       prints the target's name (a separate process waking on the same rename and saying so).
 
-Prints one JSON object: {"name", "trials", "ok", "timeouts", "p50_ms", "p99_ms", "mean_ms",
-"min_ms", "max_ms"}.
+  harness.py compare BAD GOOD --trials N [--stop NAME=DIR[:TEMPDIR]]... [--inotifywait NAME=DIR]...
+      Several of the above side by side, each on its own directory: the trials go round-robin over
+      them (the order rotated each round), so a busy machine weighs on all of them alike.
+
+Prints one JSON object per line, per reactor: {"name", "trials", "ok", "timeouts", "p50_ms",
+"p99_ms", "mean_ms", "min_ms", "max_ms"}.
 """
 
 import argparse
@@ -85,13 +89,10 @@ class Inotify:
                     return now
 
 
-TEMP_DIR = None
-
-
-def place(src, directory, target):
-    """Copies `src` to a temp name beside the target (or in --temp-dir, which must be on the same
+def place(src, directory, target, temp_dir=None):
+    """Copies `src` to a temp name beside the target (or in `temp_dir`, which must be on the same
     filesystem); returns a function that renames it into place."""
-    tmp = os.path.join(TEMP_DIR or directory, f".{target}.bench")
+    tmp = os.path.join(temp_dir or directory, f".{target}.bench")
     shutil.copyfile(src, tmp)
     dst = os.path.join(directory, target)
     return lambda: os.rename(tmp, dst)
@@ -112,90 +113,134 @@ def summarise(name, samples, timeouts, trials):
     return out
 
 
-def run_stop(a):
-    ino = Inotify(a.dir, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)
-    samples, timeouts = [], 0
-    stop_path = os.path.join(a.dir, STOP)
-    for i in range(a.trials + a.warmup):
+class StopRunner:
+    """Times rename → OBSERVER-STOP.md in one directory that something keeps a STOP file for."""
+
+    def __init__(self, name, directory, bad, good, a, temp_dir=None):
+        self.name, self.dir, self.bad, self.good, self.a = name, directory, bad, good, a
+        self.temp_dir = temp_dir
+        self.ino = Inotify(directory, IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM)
+        self.stop_path = os.path.join(directory, STOP)
+        self.samples, self.timeouts = [], 0
+
+    def _place(self, src):
+        return place(src, self.dir, self.a.target, self.temp_dir)
+
+    def trial(self, i):
+        a = self.a
         # Reset: the clean file in place and no STOP.
-        if os.path.exists(stop_path):
-            ino.drain()
-            place(a.good, a.dir, a.target)()
-            if ino.wait_for(STOP, IN_DELETE | IN_MOVED_FROM, a.timeout) is None and os.path.exists(stop_path):
-                print(f"trial {i}: STOP did not go away after the reset", file=sys.stderr)
-                timeouts += 1
-                continue
+        if os.path.exists(self.stop_path):
+            self.ino.drain()
+            self._place(self.good)()
+            if self.ino.wait_for(STOP, IN_DELETE | IN_MOVED_FROM, a.timeout) is None and os.path.exists(
+                self.stop_path
+            ):
+                print(f"{self.name} trial {i}: STOP did not go away after the reset", file=sys.stderr)
+                self.timeouts += 1
+                return
         time.sleep(a.gap)
-        rename = place(a.bad, a.dir, a.target)
-        ino.drain()
+        rename = self._place(self.bad)
+        self.ino.drain()
         t0 = time.perf_counter()
         rename()
-        t1 = ino.wait_for(STOP, IN_CREATE | IN_MOVED_TO, a.timeout)
+        t1 = self.ino.wait_for(STOP, IN_CREATE | IN_MOVED_TO, a.timeout)
         if t1 is None:
-            timeouts += 1
-            print(f"trial {i}: no STOP within {a.timeout}s", file=sys.stderr)
+            self.timeouts += 1
+            print(f"{self.name} trial {i}: no STOP within {a.timeout}s", file=sys.stderr)
         elif i >= a.warmup:
-            samples.append((t1 - t0) * 1000)
-    # Leave the directory clean.
-    place(a.good, a.dir, a.target)()
-    ino.wait_for(STOP, IN_DELETE | IN_MOVED_FROM, a.timeout)
-    return summarise(a.name or "stop", samples, timeouts, a.trials)
+            self.samples.append((t1 - t0) * 1000)
+
+    def close(self):
+        # Leave the directory clean.
+        self._place(self.good)()
+        self.ino.wait_for(STOP, IN_DELETE | IN_MOVED_FROM, self.a.timeout)
+        return summarise(self.name, self.samples, self.timeouts, self.a.trials)
 
 
-def run_inotifywait(a):
-    proc = subprocess.Popen(
-        ["inotifywait", "-m", "-q", "-e", "moved_to", "--format", "%f", a.dir],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        bufsize=0,
-    )
-    samples, timeouts = [], 0
-    try:
+class InotifywaitRunner:
+    """The bare floor: an `inotifywait -m -e moved_to` process watching the directory; the clock
+    stops when it prints the target's name."""
+
+    def __init__(self, name, directory, good, a, temp_dir=None):
+        self.name, self.dir, self.good, self.a, self.temp_dir = name, directory, good, a, temp_dir
+        self.proc = subprocess.Popen(
+            ["inotifywait", "-m", "-q", "-e", "moved_to", "--format", "%f", directory],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
         # inotifywait prints "Watches established." on stderr only without -q; give it a moment.
         time.sleep(0.3)
-        fd = proc.stdout.fileno()
-        os.set_blocking(fd, False)
-        pending = b""
+        self.fd = self.proc.stdout.fileno()
+        os.set_blocking(self.fd, False)
+        self.pending = b""
+        self.samples, self.timeouts = [], 0
+
+    def trial(self, i):
+        a = self.a
+        time.sleep(a.gap)
+        rename = place(self.good, self.dir, a.target, self.temp_dir)
+        t0 = time.perf_counter()
+        rename()
+        t1 = None
+        deadline = t0 + a.timeout
+        while t1 is None:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                break
+            now = time.perf_counter()
+            try:
+                self.pending += os.read(self.fd, 4096)
+            except BlockingIOError:
+                continue
+            while b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                if line.decode(errors="replace") == a.target:
+                    t1 = now
+        if t1 is None:
+            self.timeouts += 1
+        elif i >= a.warmup:
+            self.samples.append((t1 - t0) * 1000)
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=5)
+        return summarise(self.name, self.samples, self.timeouts, self.a.trials)
+
+
+def run(runners, a):
+    """Trials round-robin over the runners, the order rotated each round: every runner sees the
+    same machine at nearly the same moments, so a busy neighbour skews them alike."""
+    try:
         for i in range(a.trials + a.warmup):
-            time.sleep(a.gap)
-            rename = place(a.good, a.dir, a.target)
-            t0 = time.perf_counter()
-            rename()
-            t1 = None
-            deadline = t0 + a.timeout
-            while t1 is None:
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    break
-                ready, _, _ = select.select([fd], [], [], left)
-                if not ready:
-                    break
-                now = time.perf_counter()
-                try:
-                    pending += os.read(fd, 4096)
-                except BlockingIOError:
-                    continue
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    if line.decode(errors="replace") == a.target:
-                        t1 = now
-            if t1 is None:
-                timeouts += 1
-            elif i >= a.warmup:
-                samples.append((t1 - t0) * 1000)
+            k = i % len(runners)
+            for r in runners[k:] + runners[:k]:
+                r.trial(i)
     finally:
-        proc.terminate()
-        proc.wait(timeout=5)
-    return summarise(a.name or "inotifywait", samples, timeouts, a.trials)
+        results = [r.close() for r in runners]
+    return results
+
+
+def spec(text):
+    """`NAME=DIR[:TEMPDIR]` → (name, dir, temp dir or None)."""
+    name, _, rest = text.partition("=")
+    if not name or not rest:
+        raise argparse.ArgumentTypeError(f"`{text}` is not NAME=DIR[:TEMPDIR]")
+    directory, _, temp = rest.partition(":")
+    return name, directory, temp or None
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="mode", required=True)
-    for mode in ("stop", "inotifywait"):
+    for mode in ("stop", "inotifywait", "compare"):
         s = sub.add_parser(mode)
-        s.add_argument("dir")
-        if mode == "stop":
+        if mode != "compare":
+            s.add_argument("dir")
+        if mode in ("stop", "compare"):
             s.add_argument("bad")
         s.add_argument("good")
         s.add_argument("--trials", type=int, default=100)
@@ -203,13 +248,24 @@ def main():
         s.add_argument("--target", default="p3a-gate-results.json")
         s.add_argument("--timeout", type=float, default=5.0)
         s.add_argument("--gap", type=float, default=0.1, help="quiet seconds before each trial")
-        s.add_argument("--name")
-        s.add_argument("--temp-dir", help="write the temp file here instead of beside the target")
+        if mode == "compare":
+            s.add_argument("--stop", type=spec, action="append", default=[], metavar="NAME=DIR[:TEMPDIR]")
+            s.add_argument("--inotifywait", type=spec, action="append", default=[], metavar="NAME=DIR")
+        else:
+            s.add_argument("--name")
+            s.add_argument("--temp-dir", help="write the temp file here instead of beside the target")
     a = p.parse_args()
-    global TEMP_DIR
-    TEMP_DIR = a.temp_dir
-    result = run_stop(a) if a.mode == "stop" else run_inotifywait(a)
-    print(json.dumps(result))
+    if a.mode == "stop":
+        runners = [StopRunner(a.name or "stop", a.dir, a.bad, a.good, a, a.temp_dir)]
+    elif a.mode == "inotifywait":
+        runners = [InotifywaitRunner(a.name or "inotifywait", a.dir, a.good, a, a.temp_dir)]
+    else:
+        runners = [StopRunner(n, d, a.bad, a.good, a, t) for n, d, t in a.stop]
+        runners += [InotifywaitRunner(n, d, a.good, a, t) for n, d, t in a.inotifywait]
+        if not runners:
+            p.error("compare needs at least one --stop or --inotifywait")
+    for result in run(runners, a):
+        print(json.dumps(result))
 
 
 if __name__ == "__main__":

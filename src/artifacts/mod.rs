@@ -225,7 +225,7 @@ impl Snapshot {
             .follow_links(false)
         {
             match item {
-                Ok(dent) => entries.push(make_entry(&canonical_root, &dent)),
+                Ok(dent) => entries.push(make_entry(&canonical_root, &dent, 0)),
                 Err(e) => unlisted.push(Unlisted::from_walk(&canonical_root, &e)),
             }
         }
@@ -398,6 +398,209 @@ impl Snapshot {
     }
 }
 
+/// More changed paths than this in one [`Snapshot::rescan`]: one walk of the tree is cheaper.
+const MAX_RESCAN_PATHS: usize = 256;
+
+impl Snapshot {
+    /// This listing brought up to date after `changed` (paths relative to the root, as
+    /// [`Entry::rel`] names them): each changed path, and everything under it, is listed again;
+    /// every other entry is taken over as it was listed. Nothing read is carried over (contents,
+    /// the tracker, sizes and mtimes are looked up again on demand), and symlinks are resolved
+    /// again (their targets may be among the changes).
+    ///
+    /// `changed` must name every path that changed since this snapshot was taken (the watcher's
+    /// events): what it does not name is not looked at. The referee's own files (`OBSERVER-*`)
+    /// are not inputs to any check, so a listing may be stale about them. Falls back to a full
+    /// [`Snapshot::scan`] (this listing dropped first, so two are never held) when the root no
+    /// longer resolves to the directory listed, when a changed path cannot be mapped back to the
+    /// disk (an escaped name, `.` or `..`), lies below something not listed as a directory (a
+    /// symlinked directory, a place the walk could not look into), or when there are so many
+    /// that one walk is cheaper. A change at an unlisted place or below it, or at the root itself,
+    /// falls back too.
+    pub fn rescan(self, changed: &[String]) -> io::Result<Snapshot> {
+        let Some(dirty) = self.rescan_plan(changed) else {
+            let (root, limits) = (self.root.clone(), self.limits);
+            drop(self);
+            return Snapshot::scan(&root, limits);
+        };
+        let Snapshot {
+            root,
+            canonical_root,
+            entries,
+            limits,
+            unlisted,
+            ..
+        } = self;
+        let mut entries = entries;
+        drop_under(&mut entries, &dirty, |e| &e.rel);
+        let mut unlisted = unlisted;
+        drop_under(&mut unlisted, &dirty, |u| &u.rel);
+        for e in &mut entries {
+            if e.symlink {
+                *e = relisted(&canonical_root, e);
+            } else {
+                e.meta = OnceLock::new();
+            }
+        }
+        let mut fresh = Vec::new();
+        for rel in &dirty {
+            let base = rel.split('/').count();
+            let walk = WalkDir::new(canonical_root.join(rel))
+                .follow_links(false)
+                .follow_root_links(false);
+            for item in walk {
+                match item {
+                    Ok(dent) => fresh.push(make_entry(&canonical_root, &dent, base)),
+                    // The changed path itself is gone: removed, nothing to list.
+                    Err(e)
+                        if e.depth() == 0
+                            && e.io_error()
+                                .is_some_and(|io| io.kind() == io::ErrorKind::NotFound) => {}
+                    Err(e) => unlisted.push(Unlisted::from_walk(&canonical_root, &e)),
+                }
+            }
+        }
+        if fresh.len() <= 16 {
+            // A few: each moved into place (one shift of the tail each).
+            fresh.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+            for e in fresh {
+                let at = entries.partition_point(|x| x.rel < e.rel);
+                entries.insert(at, e);
+            }
+        } else {
+            // Two sorted runs: the stable sort merges them in one pass.
+            entries.extend(fresh);
+            entries.sort_by(|a, b| a.rel.cmp(&b.rel));
+        }
+        unlisted.sort_by(|a, b| a.rel.cmp(&b.rel));
+        unlisted.dedup();
+        Ok(Snapshot {
+            root,
+            canonical_root,
+            entries,
+            limits,
+            unlisted,
+            reads: Mutex::new(HashMap::new()),
+            tracker: OnceLock::new(),
+        })
+    }
+
+    /// The changed paths to list again (none below another), or `None` when only a full scan
+    /// will do (see [`Snapshot::rescan`]).
+    fn rescan_plan(&self, changed: &[String]) -> Option<Vec<String>> {
+        if changed.len() > MAX_RESCAN_PATHS {
+            return None;
+        }
+        // The root still names the directory listed (and can be listed at all).
+        if fs::canonicalize(&self.root).ok()? != *self.canonical_root {
+            return None;
+        }
+        fs::read_dir(self.canonical_root.as_path()).ok()?;
+        let mut rels: Vec<&str> = changed.iter().map(|c| normalize_rel(c)).collect();
+        // Shortest first, so a directory comes before what is under it.
+        rels.sort_unstable_by_key(|r| (r.len(), *r));
+        rels.dedup();
+        let mut dirty: Vec<String> = Vec::new();
+        for rel in rels {
+            let mappable = !rel.is_empty()
+                && !rel.contains('\\')
+                && rel
+                    .split('/')
+                    .all(|c| !c.is_empty() && c != "." && c != "..")
+                && escape_name(rel.as_bytes()) == rel;
+            if !mappable {
+                return None;
+            }
+            let ancestors: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
+            if ancestors.iter().any(|a| dirty.iter().any(|d| d == a)) {
+                continue;
+            }
+            // Listed below a directory this snapshot listed (or the root), and nowhere the
+            // walk could not look.
+            if let Some(parent) = ancestors.last() {
+                let listed_dir = self
+                    .get(parent)
+                    .is_some_and(|e| e.kind == Kind::Dir && !e.symlink);
+                if !listed_dir {
+                    return None;
+                }
+            }
+            let hidden = self
+                .unlisted
+                .iter()
+                .any(|u| u.rel.is_empty() || u.rel == rel || ancestors.contains(&u.rel.as_str()));
+            if hidden {
+                return None;
+            }
+            dirty.push(rel.to_string());
+        }
+        Some(dirty)
+    }
+
+    /// Drops every cached read (contents, the parsed tracker), keeping the listing: what a
+    /// caller holds between two [`Snapshot::rescan`]s need not hold the files it read.
+    pub fn forget_reads(&mut self) {
+        self.reads = Mutex::new(HashMap::new());
+        self.tracker = OnceLock::new();
+    }
+}
+
+/// Removes from `items` (sorted by `rel`) everything at or under one of `paths`: binary searches
+/// for the ranges, then one pass, so a change costs no hashing or scanning of every name.
+fn drop_under<T>(items: &mut Vec<T>, paths: &[String], rel: impl Fn(&T) -> &str) {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for p in paths {
+        // `p` itself, then everything in `p/` … up to `p0` (`0` sorts right after `/`).
+        let at = items.partition_point(|x| rel(x) < p.as_str());
+        if items.get(at).is_some_and(|x| rel(x) == p) {
+            ranges.push((at, at + 1));
+        }
+        let (lo, hi) = (format!("{p}/"), format!("{p}0"));
+        let start = items.partition_point(|x| rel(x) < lo.as_str());
+        let end = items.partition_point(|x| rel(x) < hi.as_str());
+        if start < end {
+            ranges.push((start, end));
+        }
+    }
+    if ranges.is_empty() {
+        return;
+    }
+    ranges.sort_unstable();
+    let mut i = 0;
+    let mut next = 0;
+    items.retain(|_| {
+        while next < ranges.len() && ranges[next].1 <= i {
+            next += 1;
+        }
+        let gone = next < ranges.len() && ranges[next].0 <= i;
+        i += 1;
+        !gone
+    });
+}
+
+/// A symlink entry taken over by [`Snapshot::rescan`], resolved again.
+fn relisted(root: &Arc<PathBuf>, old: &Entry) -> Entry {
+    let path = old.path();
+    let resolved = resolve_symlink(root, &path, &old.rel);
+    let meta = OnceLock::new();
+    if let Some(known) = resolved.meta {
+        let _ = meta.set(known);
+    }
+    let refusal = resolved.refusal.filter(|_| resolved.kind == Kind::Other);
+    let raw = old.extra.as_ref().and_then(|x| x.raw.clone());
+    let extra = (refusal.is_some() || raw.is_some()).then(|| Box::new(Extra { refusal, raw }));
+    Entry {
+        rel: old.rel.clone(),
+        note: resolved.note.map(String::into_boxed_str),
+        root: Arc::clone(root),
+        extra,
+        meta,
+        depth: old.depth,
+        kind: resolved.kind,
+        symlink: true,
+    }
+}
+
 /// Strips any leading `./` so callers may write either form.
 fn normalize_rel(rel: &str) -> &str {
     let mut rel = rel;
@@ -556,7 +759,9 @@ struct Resolved {
     refusal: Option<ReadError>,
 }
 
-fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry) -> Entry {
+/// The entry for what the walk found; `base`: the depth of the walk's start below the root (0 for
+/// the root itself).
+fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry, base: usize) -> Entry {
     let path = dent.path();
     let (rel, lossless) = rel_of(root, path);
     let meta = OnceLock::new();
@@ -574,7 +779,7 @@ fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry) -> Entry {
     let raw = (!lossless).then(|| path.to_path_buf());
     let extra = (refusal.is_some() || raw.is_some()).then(|| Box::new(Extra { refusal, raw }));
     Entry {
-        depth: u16::try_from(dent.depth()).unwrap_or(u16::MAX),
+        depth: u16::try_from(dent.depth() + base).unwrap_or(u16::MAX),
         kind: resolved.kind,
         note: resolved.note.map(String::into_boxed_str),
         root: Arc::clone(root),
@@ -1451,5 +1656,150 @@ mod tests {
         assert!(snap.entries().windows(2).all(|w| w[0].rel < w[1].rel));
         // Generous bound for debug builds on slow CI; a release scan takes tens of milliseconds.
         assert!(elapsed < Duration::from_secs(20), "scan took {elapsed:?}");
+    }
+
+    /// What a listing says, entry by entry (sizes looked up), and where it could not look.
+    fn listing(snap: &Snapshot) -> (Vec<String>, Vec<Unlisted>) {
+        let entries = snap
+            .entries()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {:?} depth={} size={} link={} note={:?}",
+                    e.rel,
+                    e.kind,
+                    e.depth,
+                    e.size(),
+                    e.is_symlink(),
+                    e.note
+                )
+            })
+            .collect();
+        (entries, snap.unlisted().to_vec())
+    }
+
+    #[track_caller]
+    fn rescans_like_a_scan(dir: &Path, before: Snapshot, changed: &[&str]) -> Snapshot {
+        let changed: Vec<String> = changed.iter().map(|c| c.to_string()).collect();
+        let again = before.rescan(&changed).unwrap();
+        assert_eq!(listing(&again), listing(&scan(dir)), "after {changed:?}");
+        again
+    }
+
+    #[test]
+    fn rescan_lists_only_what_changed_and_agrees_with_a_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::create_dir_all(d.join("screenshots/1440")).unwrap();
+        fs::write(d.join("screenshots/1440/a.png"), "png").unwrap();
+        fs::write(d.join("p3a-gate-results.json"), "{}").unwrap();
+        fs::write(d.join("notes.md"), "n").unwrap();
+        symlink("notes.md", d.join("link.md")).unwrap();
+        let snap = scan(d);
+        // A file rewritten (renamed into place), one added, one removed.
+        fs::write(d.join(".g.tmp"), "{\"gates\": []}").unwrap();
+        fs::rename(d.join(".g.tmp"), d.join("p3a-gate-results.json")).unwrap();
+        fs::write(d.join("screenshots/1440/b.png"), "png2").unwrap();
+        fs::remove_file(d.join("screenshots/1440/a.png")).unwrap();
+        let snap = rescans_like_a_scan(
+            d,
+            snap,
+            &[
+                ".g.tmp",
+                "p3a-gate-results.json",
+                "screenshots/1440/b.png",
+                "screenshots/1440/a.png",
+            ],
+        );
+        assert_eq!(
+            snap.read("p3a-gate-results.json").unwrap().text(),
+            "{\"gates\": []}"
+        );
+        // A new directory with files already in it (written before its watch existed), and a
+        // file under it named too.
+        fs::create_dir_all(d.join("screenshots/768/deep")).unwrap();
+        fs::write(d.join("screenshots/768/deep/c.png"), "png").unwrap();
+        fs::write(d.join("screenshots/768/d.png"), "png").unwrap();
+        let snap = rescans_like_a_scan(d, snap, &["screenshots/768/d.png", "screenshots/768"]);
+        // A symlink's target removed: the link dangles, though only the target was named.
+        fs::remove_file(d.join("notes.md")).unwrap();
+        let snap = rescans_like_a_scan(d, snap, &["notes.md"]);
+        assert_eq!(snap.get("link.md").unwrap().kind, Kind::Other);
+        // A directory removed with everything under it; a file replaced by a directory.
+        fs::remove_dir_all(d.join("screenshots/768")).unwrap();
+        fs::remove_file(d.join("p3a-gate-results.json")).unwrap();
+        fs::create_dir(d.join("p3a-gate-results.json")).unwrap();
+        fs::write(d.join("p3a-gate-results.json/x"), "x").unwrap();
+        let snap = rescans_like_a_scan(d, snap, &["screenshots/768", "p3a-gate-results.json"]);
+        // Nothing changed: the same listing, and no read carried over.
+        let snap = rescans_like_a_scan(d, snap, &[]);
+        // Only what was named is listed again: the rest is taken over, not walked.
+        fs::write(d.join("screenshots/1440/unnamed.png"), "png").unwrap();
+        let snap = snap.rescan(&[]).unwrap();
+        assert!(snap.get("screenshots/1440/unnamed.png").is_none());
+        let mut snap = rescans_like_a_scan(d, snap, &["screenshots/1440/unnamed.png"]);
+        snap.read("screenshots/1440/b.png").unwrap();
+        snap.forget_reads();
+        assert!(snap.peek("screenshots/1440/b.png").is_none());
+        // More than a walk's worth of changes: a full scan, the same answer.
+        let many: Vec<String> = (0..=MAX_RESCAN_PATHS).map(|i| format!("f{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        rescans_like_a_scan(d, snap, &many);
+    }
+
+    #[test]
+    fn drop_under_removes_a_path_and_what_is_below_it_only() {
+        let mut v: Vec<String> = ["a", "a-b", "a.c", "a/x", "a/y/z", "a0", "ab", "b", "b/c"]
+            .map(String::from)
+            .to_vec();
+        drop_under(&mut v, &["a".into(), "b/c".into(), "nothing".into()], |s| s);
+        assert_eq!(v, ["a-b", "a.c", "a0", "ab", "b"]);
+    }
+
+    #[test]
+    fn rescan_falls_back_to_a_scan_when_it_cannot_place_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::create_dir(d.join("real")).unwrap();
+        symlink("real", d.join("linked")).unwrap();
+        let snap = scan(d);
+        // Under a directory the snapshot never listed (its own event was missed).
+        fs::create_dir_all(d.join("new/inner")).unwrap();
+        fs::write(d.join("new/inner/f.md"), "f").unwrap();
+        let snap = rescans_like_a_scan(d, snap, &["new/inner/f.md"]);
+        // Under a symlinked directory (never descended), and names that cannot be mapped back.
+        fs::write(d.join("real/f.md"), "f").unwrap();
+        let snap = rescans_like_a_scan(d, snap, &["linked/f.md", "real/f.md"]);
+        let snap = rescans_like_a_scan(d, snap, &["", "./real/../real", "a\\\\b"]);
+        // The root replaced by another directory at the same path: listed afresh.
+        let other = tempfile::tempdir().unwrap();
+        fs::write(other.path().join("only-here.md"), "x").unwrap();
+        let moved = d.with_extension("moved");
+        fs::rename(d, &moved).unwrap();
+        symlink(other.path(), d).unwrap();
+        let again = snap.rescan(&[]).unwrap();
+        assert_eq!(rels(&again), ["only-here.md"]);
+        fs::remove_file(d).unwrap();
+        fs::rename(&moved, d).unwrap();
+    }
+
+    #[test]
+    fn rescan_keeps_unlisted_places_and_looks_again_where_they_changed() {
+        if is_root() {
+            return; // root reads everything: nothing is unlisted
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        use std::os::unix::fs::PermissionsExt;
+        fs::create_dir(d.join("locked")).unwrap();
+        fs::write(d.join("locked/f.md"), "f").unwrap();
+        fs::set_permissions(d.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+        let snap = scan(d);
+        assert_eq!(snap.unlisted().len(), 1);
+        fs::write(d.join("other.md"), "o").unwrap();
+        let snap = rescans_like_a_scan(d, snap, &["other.md"]);
+        fs::set_permissions(d.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+        let snap = rescans_like_a_scan(d, snap, &["locked"]);
+        assert!(snap.unlisted().is_empty());
     }
 }

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::daemon::attach::DirId;
-use crate::outputs::write_atomic;
+use crate::outputs::{write_atomic_as, Durability};
 
 /// The heartbeat's file name in the build directory.
 pub const HEARTBEAT_FILE: &str = "OBSERVER-HEARTBEAT.json";
@@ -100,7 +100,10 @@ const IN_PLACE_MAX: usize = 4096;
 pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<Written> {
     let mut text = serde_json::to_string_pretty(hb).map_err(std::io::Error::other)?;
     text.push('\n');
-    let cause = match write_atomic(dir, HEARTBEAT_FILE, &text) {
+    // Not fsynced: a heartbeat means nothing after a power cut (its process is gone, and an old,
+    // empty or unparsable heartbeat is not live), and two fsyncs per beat would put the disk's
+    // latency in the loop after every STOP change and every tick.
+    let cause = match write_atomic_as(dir, HEARTBEAT_FILE, &text, Durability::Volatile) {
         Ok(w) => return Ok(Written::Atomic(w)),
         Err(e) => e,
     };

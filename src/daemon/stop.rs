@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use crate::outputs::{move_aside, remove_own, write_over_dir, Foreign, STOP_FILE};
+use crate::outputs::{move_aside, remove_own, write_over_dir, Durability, Foreign, STOP_FILE};
 
 /// What someone else did to the STOP file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,10 +223,11 @@ impl StopFile {
 
     /// Writes `text` atomically over whatever is there: a symlink or FIFO is replaced by the
     /// exchange (never followed), a directory swapped out and moved aside. What was found is
-    /// noted.
+    /// noted. The STOP takes its name before it is fsynced ([`Durability::VisibleFirst`]): an
+    /// orchestrator sees it without waiting for the disk, and it is on disk when this returns.
     fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
         // Even a directory is swapped out with the new STOP in one step: the name is never absent.
-        let w = write_over_dir(&self.dir, STOP_FILE, text)?;
+        let w = write_over_dir(&self.dir, STOP_FILE, text, Durability::VisibleFirst)?;
         if w.replaced.is_some() {
             self.noticed = Some(Tampered {
                 what,

@@ -1,7 +1,10 @@
 //! What gets written: the referee's own files (`OBSERVER-PASS-N.md`, `OBSERVER-STOP.md`,
 //! `OBSERVER-REPORT.md`) and the printed formats. Every write is atomic — a temp file
-//! beside the target, then a rename, then an fsync of the directory — so a reader never sees
-//! half a file. Nothing here writes any other path: the referee never changes a pipeline file.
+//! beside the target, then a rename — so a reader never sees half a file; what it must survive
+//! besides readers (a power cut) is the caller's [`Durability`]: the pass files and the report
+//! are on disk before their rename, the STOP file is renamed into place first (an orchestrator
+//! sees it at once) and on disk right after. Nothing here writes any other path: the referee
+//! never changes a pipeline file.
 //!
 //! The referee's own names cannot be turned against it: temp files are created exclusively
 //! under random names (a symlink or FIFO planted in advance is never opened or followed), and
@@ -131,8 +134,27 @@ pub fn temp_prefix(name: &str) -> String {
     format!(".{name}.tmp.")
 }
 
+/// What a write must survive besides readers (who never see half a file, whichever is chosen).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The contents are fsynced before the rename and the directory after: after a power cut the
+    /// name holds the old contents or the new ones, whole. The pass files and the report.
+    Contents,
+    /// The rename comes first, then the fsync of the contents and of the directory: the name
+    /// appears as soon as it can, and is on disk when the write returns. After a power cut in
+    /// between, the name may hold less than was written (or the old entry, if the rename was not
+    /// on disk yet). For `OBSERVER-STOP.md`, whose existence is the message: an orchestrator must
+    /// not move on while it is there, whatever it says, so a short STOP is still a STOP; and the
+    /// fsync of its contents before the rename was most of the referee's reaction time.
+    VisibleFirst,
+    /// No fsync: the rename alone. For a file that means nothing after a power cut: the
+    /// heartbeat, whose process is gone then (an old, empty or unparsable heartbeat is not live).
+    Volatile,
+}
+
 /// Writes `contents` to `dir/name` atomically: a new temp file beside it, fsync, rename, fsync of
-/// the directory (so the rename itself survives a crash).
+/// the directory (so the rename itself survives a crash). [`write_atomic_as`] with
+/// [`Durability::Contents`].
 ///
 /// The temp file is created exclusively (`O_CREAT | O_EXCL`) under a random name by the
 /// `tempfile` crate, so nothing planted in advance — a symlink pointing outside the build
@@ -143,21 +165,36 @@ pub fn temp_prefix(name: &str) -> String {
 /// guessed from a look taken before the rename. A symlink or FIFO found there is returned in
 /// [`Written`]. A directory at the target is an error (see [`write_over_dir`]).
 pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
+    write_atomic_as(dir, name, contents, Durability::Contents)
+}
+
+/// [`write_atomic`], fsyncing as `durability` says.
+pub fn write_atomic_as(
+    dir: &Path,
+    name: &str,
+    contents: &str,
+    durability: Durability,
+) -> std::io::Result<Written> {
     if foreign_at(dir, name)? == Some(Foreign::Dir) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
             format!("`{name}` is a directory someone else put there; it is not replaced"),
         ));
     }
-    replace(dir, name, contents)
+    replace(dir, name, contents, durability)
 }
 
 /// Writes `contents` to `dir/name` even where someone put a directory, with no moment where the
 /// name is absent (an orchestrator reads a directory at the STOP path as a STOP): the directory
 /// is swapped out in the same exchange and moved aside (`{name}.tampered-<time>`, never
 /// deleted). Where the file system cannot exchange, it is moved aside first.
-pub fn write_over_dir(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
-    replace(dir, name, contents)
+pub fn write_over_dir(
+    dir: &Path,
+    name: &str,
+    contents: &str,
+    durability: Durability,
+) -> std::io::Result<Written> {
+    replace(dir, name, contents, durability)
 }
 
 /// How the new file took its name.
@@ -170,11 +207,24 @@ enum Swap {
     Unsupported,
 }
 
-fn replace(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
+fn replace(
+    dir: &Path,
+    name: &str,
+    contents: &str,
+    durability: Durability,
+) -> std::io::Result<Written> {
     let tmp = temp_with(dir, name, contents)?;
+    if durability == Durability::Contents {
+        tmp.as_file().sync_all()?;
+    }
     let target = dir.join(name);
     let mut written = Written::default();
-    match swap_in(tmp.path(), &target)? {
+    let swap = swap_in(tmp.path(), &target)?;
+    if durability == Durability::VisibleFirst && !matches!(swap, Swap::Unsupported) {
+        // Visible now; the file handle is still the new file's, whatever name it has.
+        tmp.as_file().sync_all()?;
+    }
+    match swap {
         Swap::Exchanged => {
             // From here the temp name holds the old entry, not our file.
             let old = tmp.into_temp_path();
@@ -196,6 +246,10 @@ fn replace(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
             let _ = tmp.into_temp_path().keep();
         }
         Swap::Unsupported => {
+            // Nothing was renamed yet; `persist` gives the handle up, so the contents go first.
+            if durability == Durability::VisibleFirst {
+                tmp.as_file().sync_all()?;
+            }
             written.replaced = foreign_at(dir, name)?;
             if written.replaced == Some(Foreign::Dir) {
                 written.moved_to = Some(move_aside(dir, name, &Utc::now())?);
@@ -204,7 +258,9 @@ fn replace(dir: &Path, name: &str, contents: &str) -> std::io::Result<Written> {
             tmp.persist(&target).map_err(|e| e.error)?;
         }
     }
-    sync_dir(dir)?;
+    if durability != Durability::Volatile {
+        sync_dir(dir)?;
+    }
     Ok(written)
 }
 
@@ -235,7 +291,7 @@ fn swap_in(tmp: &Path, target: &Path) -> std::io::Result<Swap> {
     )))
 }
 
-/// A new temp file beside `name` holding `contents`, on disk.
+/// A new temp file beside `name` holding `contents` (not yet fsynced).
 fn temp_with(dir: &Path, name: &str, contents: &str) -> std::io::Result<tempfile::NamedTempFile> {
     use std::os::unix::fs::PermissionsExt;
     let prefix = temp_prefix(name);
@@ -247,7 +303,6 @@ fn temp_with(dir: &Path, name: &str, contents: &str) -> std::io::Result<tempfile
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)?;
     tmp.write_all(contents.as_bytes())?;
-    tmp.as_file().sync_all()?;
     Ok(tmp)
 }
 
@@ -443,7 +498,13 @@ mod tests {
         let stop = dir.path().join("OBSERVER-STOP.md");
         std::fs::create_dir(&stop).unwrap();
         std::fs::write(stop.join("keep"), "x").unwrap();
-        let w = write_over_dir(dir.path(), "OBSERVER-STOP.md", "stop").unwrap();
+        let w = write_over_dir(
+            dir.path(),
+            "OBSERVER-STOP.md",
+            "stop",
+            Durability::VisibleFirst,
+        )
+        .unwrap();
         assert_eq!(w.replaced, Some(Foreign::Dir));
         let to = w.moved_to.unwrap();
         assert_eq!(std::fs::read_to_string(&stop).unwrap(), "stop");
