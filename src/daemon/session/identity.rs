@@ -41,6 +41,7 @@ impl Session {
             self.rewatch = Some(Rewatch::Drop);
         }
         self.attached = attach::State::Detached;
+        self.listing = None;
         if self.detached_why.as_deref() == Some(why.as_str()) {
             return;
         }
@@ -121,6 +122,7 @@ impl Session {
         self.stop = StopFile::new(&self.dir);
         self.stop.adopt();
         self.pass_files.clear();
+        self.listing = None;
         self.rewatch = Some(Rewatch::Start);
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",

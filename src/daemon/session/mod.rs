@@ -118,6 +118,11 @@ pub struct Session {
     pub(super) pid_by_ticks: bool,
     /// An evaluation ran since memory was last handed back.
     evaluated: bool,
+    /// The last listing of the directory (its reads dropped): an event re-lists only the paths
+    /// it names ([`Snapshot::rescan`]).
+    listing: Option<Snapshot>,
+    /// Events decided but not yet logged: they follow the STOP file, which goes first.
+    pending: Vec<super::events::Record>,
     // Timers.
     next_beat: Instant,
     recheck_at: Option<Instant>,
@@ -200,8 +205,15 @@ impl Session {
             }
             let eval = self.hold(eval, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
+            self.keep_listing(snap);
         }
         self.flush_outputs();
+    }
+
+    /// Keeps a judged snapshot's listing (not its reads) for the next event's re-listing.
+    fn keep_listing(&mut self, mut snap: Snapshot) {
+        snap.forget_reads();
+        self.listing = Some(snap);
     }
 
     /// What arrived for this directory since the loop last woke.
@@ -243,7 +255,12 @@ impl Session {
             return None;
         }
         self.evaluated = true;
-        let snap = match Snapshot::scan(&self.dir, self.cfg.limits) {
+        // A change re-lists only the paths it names; anything else looks at everything.
+        let listed = match (changed, self.listing.take()) {
+            (Some(c), Some(prev)) if !final_ => prev.rescan(&c.iter().cloned().collect::<Vec<_>>()),
+            _ => Snapshot::scan(&self.dir, self.cfg.limits),
+        };
+        let snap = match listed {
             Ok(s) => {
                 self.clear_fault("scan");
                 s
@@ -314,9 +331,9 @@ impl Session {
         let decided = self
             .ledger
             .apply(&self.protocol, eval, touched, &seen, clock);
-        for r in decided.records {
-            self.emit(r);
-        }
+        // Logged once the STOP file is in line (see `flush_outputs`): it is what the
+        // orchestrator waits on.
+        self.pending.extend(decided.records);
         if let Some(at) = decided.recheck {
             self.recheck(at);
         }

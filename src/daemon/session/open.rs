@@ -190,6 +190,8 @@ impl Session {
             protocol_file,
             pid_by_ticks: false,
             evaluated: false,
+            listing: None,
+            pending: Vec::new(),
             recheck_at: None,
             finish_at: None,
             last_activity: start,

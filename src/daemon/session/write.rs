@@ -48,9 +48,11 @@ impl Session {
         }
         let Some(eval) = self.ledger.published.take() else {
             self.sync_stop(None);
+            self.emit_pending();
             return;
         };
         self.sync_stop(Some(&eval));
+        self.emit_pending();
         let bare = self.context(None, None);
         let stamped = self.context(Some(Utc::now()), None);
         for pass in eval.passes.iter().filter(|p| p.ran) {
@@ -283,6 +285,13 @@ impl Session {
                 }
                 .into(),
             );
+        }
+    }
+
+    /// Logs the events decided since the last flush, in order.
+    fn emit_pending(&mut self) {
+        for r in std::mem::take(&mut self.pending) {
+            self.emit(r);
         }
     }
 
