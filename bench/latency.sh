@@ -40,6 +40,7 @@
 #   TRIALS=20 IDLE_SECS=10 STORM=5000 bench/latency.sh      # a quick look
 #   PARTS=reaction TRIALS=30 SKIP_WATCHEXEC=1 bench/latency.sh   # referee vs the floor, ~30 s
 #   BASELINE=/path/to/older/referee PARTS=reaction bench/latency.sh # … and vs another build
+#   LARGE=1 PARTS=reaction TRIALS=30 SKIP_WATCHEXEC=1 bench/latency.sh # … on a 30,000-file build
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -130,6 +131,14 @@ echo "work:    $WORK"
 echo "trials:  $TRIALS per latency figure"
 echo "parts:   $PARTS"
 echo
+
+# LARGE=1: every reactor watches a large build instead (bench/make-large-build.sh, made once and
+# copied): what an event costs when the directory holds 30,000 files.
+if [ "${LARGE:-0}" = 1 ] && case " $PARTS " in *" reaction "*) true ;; *) false ;; esac; then
+    echo "making the large build for the reaction part …"
+    "$here/make-large-build.sh" "$WORK/large-proto" "$REFEREE" >"$WORK/large-proto.log"
+    pass2() { cp -a "$WORK/large-proto" "$1"; }
+fi
 
 # ---- (a)–(c) reaction, side by side -------------------------------------------------------
 # Every reactor watches its own build directory at pass 2; harness.py runs the trials round-robin
