@@ -323,6 +323,9 @@ impl Driver {
             self.dispatch(msgs);
             self.rewatch();
             self.timers();
+            // A directory re-attached at a tick is watched anew before anything else arrives:
+            // what the old source still has queued about the old directory is then stale.
+            self.rewatch();
             self.release_memory();
         }
     }

@@ -223,11 +223,12 @@ impl StopFile {
 
     /// Writes `text` atomically over whatever is there: a symlink or FIFO is replaced by the
     /// exchange (never followed), a directory swapped out and moved aside. What was found is
-    /// noted. The STOP takes its name before it is fsynced ([`Durability::VisibleFirst`]): an
-    /// orchestrator sees it without waiting for the disk, and it is on disk when this returns.
+    /// noted. The STOP takes its name before it is fsynced, and the fsync is the background
+    /// thread's ([`Durability::Background`]): an orchestrator sees it without waiting for the
+    /// disk, and the loop goes on to the next event (another build's, under `--root`).
     fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
         // Even a directory is swapped out with the new STOP in one step: the name is never absent.
-        let w = write_over_dir(&self.dir, STOP_FILE, text, Durability::VisibleFirst)?;
+        let w = write_over_dir(&self.dir, STOP_FILE, text, Durability::Background)?;
         if w.replaced.is_some() {
             self.noticed = Some(Tampered {
                 what,

@@ -147,6 +147,12 @@ pub enum Durability {
     /// not move on while it is there, whatever it says, so a short STOP is still a STOP; and the
     /// fsync of its contents before the rename was most of the referee's reaction time.
     VisibleFirst,
+    /// As [`Durability::VisibleFirst`], but the fsyncs are done by one background thread
+    /// ([`sync_in_background`]): the caller goes on at once. For the daemon's STOP and pass
+    /// files, where one loop serves every build (`watch --root`) and a disk flush for one build
+    /// must not hold up another build's STOP. After a power cut the name may hold less than was
+    /// written; the daemon rewrites its files when it starts again.
+    Background,
     /// No fsync: the rename alone. For a file that means nothing after a power cut: the
     /// heartbeat, whose process is gone then (an old, empty or unparsable heartbeat is not live).
     Volatile,
@@ -217,6 +223,11 @@ fn replace(
     if durability == Durability::Contents {
         tmp.as_file().sync_all()?;
     }
+    // The new file's handle, whatever name it ends up with, for the background fsync.
+    let background = match durability {
+        Durability::Background => Some(tmp.as_file().try_clone()?),
+        _ => None,
+    };
     let target = dir.join(name);
     let mut written = Written::default();
     let swap = swap_in(tmp.path(), &target)?;
@@ -258,10 +269,60 @@ fn replace(
             tmp.persist(&target).map_err(|e| e.error)?;
         }
     }
-    if durability != Durability::Volatile {
-        sync_dir(dir)?;
+    match background {
+        Some(file) => sync_in_background(file, dir),
+        None if durability != Durability::Volatile => sync_dir(dir)?,
+        None => {}
     }
     Ok(written)
+}
+
+/// One fsync job: a file that has its name already, and the directory holding the name.
+struct SyncJob {
+    file: std::fs::File,
+    dir: std::path::PathBuf,
+}
+
+/// Hands a file and its directory to the one background thread that fsyncs them (started on
+/// first use; jobs drained in batches, each directory fsynced once a batch). Should the thread
+/// be gone, the caller fsyncs itself.
+pub fn sync_in_background(file: std::fs::File, dir: &Path) {
+    use std::sync::mpsc::{self, Sender};
+    use std::sync::{Mutex, OnceLock};
+    static QUEUE: OnceLock<Mutex<Option<Sender<SyncJob>>>> = OnceLock::new();
+    let queue = QUEUE.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SyncJob>();
+        let spawned = std::thread::Builder::new()
+            .name("referee-sync".into())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    let mut dirs = std::collections::BTreeSet::new();
+                    for job in std::iter::once(first).chain(rx.try_iter()) {
+                        let _ = job.file.sync_all();
+                        dirs.insert(job.dir);
+                    }
+                    for d in dirs {
+                        let _ = sync_dir(&d);
+                    }
+                }
+            });
+        Mutex::new(spawned.ok().map(|_| tx))
+    });
+    let job = SyncJob {
+        file,
+        dir: dir.to_path_buf(),
+    };
+    let sent = match queue.lock() {
+        Ok(q) => match q.as_ref() {
+            Some(tx) => tx.send(job).map_err(|e| e.0),
+            None => Err(job),
+        },
+        Err(_) => Err(job),
+    };
+    if let Err(job) = sent {
+        let _ = job.file.sync_all();
+        let _ = sync_dir(&job.dir);
+    }
 }
 
 /// Puts `tmp` at `target`: exchanged with what is there, or renamed in where nothing is (without

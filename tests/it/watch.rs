@@ -515,7 +515,10 @@ fn escalates_after_max_fix_attempts() {
         read(&dir.join(STOP)).contains("ESCALATED: human review required")
     });
     assert!(read(&dir.join(STOP)).contains("2 fix attempts"));
-    assert_eq!(count(&dir, "escalation", "OBS-27"), 1);
+    // The STOP goes first; the events that decided it follow.
+    w.until("the escalation is logged", || {
+        count(&dir, "escalation", "OBS-27") == 1
+    });
     w.signal(libc::SIGTERM);
     assert_eq!(
         exit_code(w.wait(WAIT)),
@@ -537,6 +540,10 @@ fn escalates_on_identical_evidence() {
         read(&dir.join(STOP)).contains("ESCALATED: human review required")
     });
     assert!(read(&dir.join(STOP)).contains("no progress"));
+    // The STOP goes first; the events that decided it follow.
+    w.until("the fix attempt is logged", || {
+        count(&dir, "escalation", "OBS-27") == 1
+    });
     let attempt = payloads(&dir, "fix_attempt").pop().expect("a fix attempt");
     assert_eq!(attempt["identical"], true);
     w.signal(libc::SIGTERM);

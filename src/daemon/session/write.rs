@@ -62,7 +62,9 @@ impl Session {
             }
             let name = outputs::pass_file(&pass.id);
             let text = markdown::pass_file(&self.protocol, &eval, &pass.id, &stamped);
-            match outputs::write_atomic(&self.dir, &name, &text) {
+            // Fsynced in the background: a disk flush must not hold up the next STOP.
+            match outputs::write_atomic_as(&self.dir, &name, &text, outputs::Durability::Background)
+            {
                 Ok(w) => {
                     self.pass_files.insert(pass.id.clone(), key);
                     self.clear_fault(&format!("write {name}"));
