@@ -17,4 +17,5 @@ pub mod outputs;
 pub mod protocol;
 pub mod replay;
 pub mod status;
+pub mod syntax;
 pub mod watch;
