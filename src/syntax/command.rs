@@ -135,7 +135,9 @@ pub(super) fn run(rule: &CommandRule, rel: &str, abs: &Path) -> Outcome {
     let message = if output.trim().is_empty() {
         format!("`{shown}` exited with {code} and printed nothing")
     } else {
-        output.trim_end().to_owned()
+        // The file as the evidence names it: its workspace path, not where the workspace is
+        // (a temporary directory in tests, another checkout elsewhere).
+        output.trim_end().replace(abs_str, rel)
     };
     Outcome::Invalid {
         line,

@@ -650,6 +650,22 @@ fn command_from_the_workspace_is_refused() {
 }
 
 #[test]
+fn command_output_names_the_file_by_its_workspace_path() {
+    let ws = Ws::new();
+    let o = ws.check_with(
+        "scripts/x.lua",
+        "",
+        &[sh("lua", "echo \"$1: line 2: unexpected end\" >&2; exit 1")],
+    );
+    invalid_at(&o, 2, 0, "scripts/x.lua: line 2: unexpected end");
+    let Outcome::Invalid { message, .. } = &o else {
+        panic!("{o:?}")
+    };
+    let abs = ws.path("scripts/x.lua");
+    assert!(!message.contains(abs.to_str().unwrap()), "{message}");
+}
+
+#[test]
 fn command_runs_outside_the_workspace() {
     let ws = Ws::new();
     let o = ws.check_with("x.lua", "", &[sh("lua", "pwd; exit 1")]);
