@@ -459,7 +459,7 @@ fn judge_instance(
                 Status::Skip,
                 false,
                 Evidence::note(
-                    &def.description,
+                    &inst.description,
                     format!("pass {} was never triggered (optional)", pass.id),
                 ),
             )
@@ -468,7 +468,7 @@ fn judge_instance(
                 Status::Waiting,
                 false,
                 Evidence::note(
-                    &def.description,
+                    &inst.description,
                     format!("pass {} has not run yet", pass.id),
                 ),
             )

@@ -17,6 +17,7 @@ pub mod outputs;
 pub mod protocol;
 pub mod replay;
 pub mod status;
+pub mod syntax;
 pub mod verdict;
 pub mod watch;
 pub mod workspace;

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, FileRef, Outcome, Verdict};
-use crate::protocol::predicate::{AddedLines, Glob, RecordField, SizeLimit, Style};
+use crate::protocol::predicate::{AddedLines, Glob, Parses, RecordField, SizeLimit, Style};
+use crate::syntax;
 use crate::workspace::record::{Record, Task};
 use crate::workspace::{diff, Change, Content, Workspace};
 
@@ -368,7 +369,7 @@ pub(super) fn no_loss(ctx: &Ctx<'_>) -> Outcome {
 
 // ---- CC-05 ----------------------------------------------------------------------------------
 
-pub(super) fn parses(ctx: &Ctx<'_>) -> Outcome {
+pub(super) fn parses(ctx: &Ctx<'_>, spec: &Parses) -> Outcome {
     let s = match scope(ctx) {
         Ok(s) => s,
         Err(o) => return o,
@@ -377,9 +378,11 @@ pub(super) fn parses(ctx: &Ctx<'_>) -> Outcome {
     if let Err(o) = task(s) {
         return o;
     }
+    let commands: Vec<syntax::CommandRule> = spec.commands.iter().map(|c| c.rule()).collect();
     let mut fails = Vec::new();
     let mut unknown = Vec::new();
     let mut parsed = Vec::new();
+    let mut unjudged = Vec::new();
     let files = s.present_files();
     for p in &files {
         let data = match s.ws.current(p) {
@@ -393,92 +396,49 @@ pub(super) fn parses(ctx: &Ctx<'_>) -> Outcome {
                 continue;
             }
         };
-        match parse_check(p, &data.bytes, &s.ws.root().join(p)) {
-            Parse::Parsed { how } => parsed.push(format!("{p} ({how})")),
-            Parse::Invalid {
-                line,
-                column,
-                message,
-                how,
-            } => fails.push(format!("{p}:{line}:{column}: {message} ({how})")),
-            Parse::Inconclusive { why } => unknown.push(format!("{p}: {why}")),
-            Parse::NotApplicable => {}
+        let outcome = syntax::check(p, &data.bytes, &s.ws.root().join(p), &commands);
+        match outcome {
+            syntax::Outcome::Parsed { .. } => parsed.push(outcome.evidence(p)),
+            syntax::Outcome::Invalid { .. } => fails.push(outcome.evidence(p)),
+            syntax::Outcome::Inconclusive { .. } => unknown.push(outcome.evidence(p)),
+            syntax::Outcome::NotApplicable => unjudged.push(p.as_str()),
         }
     }
-    let note = if parsed.is_empty() {
-        format!("{} file(s), none of a type with a parser", files.len())
+    // The evidence names every file and how it was checked: the findings first (they decide),
+    // then what parsed, then the files no parser applies to (not judged).
+    let (verdict, observed) = if !fails.is_empty() {
+        (
+            Verdict::Fail,
+            format!("{} file(s) do not parse", fails.len()),
+        )
+    } else if !unknown.is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!("{} file(s) could not be checked", unknown.len()),
+        )
     } else {
-        format!("parsed: {}", parsed.join(", "))
+        (
+            Verdict::Pass,
+            format!(
+                "{} file(s) parse, {} of a type with no syntax check",
+                parsed.len(),
+                unjudged.len()
+            ),
+        )
     };
-    conclude(expected, fails, unknown, note)
-}
-
-/// What a syntax check says about one file.
-#[derive(Debug, Clone, PartialEq)]
-enum Parse {
-    Parsed {
-        how: String,
-    },
-    Invalid {
-        line: usize,
-        column: usize,
-        message: String,
-        how: String,
-    },
-    #[allow(
-        dead_code,
-        reason = "given by crate::syntax::check (a command that timed out) once cc-syntax merges"
-    )]
-    Inconclusive {
-        why: String,
-    },
-    NotApplicable,
-}
-
-// replaced by crate::syntax::check when cc-syntax merges: that module parses JSON, TOML, YAML,
-// Python, JavaScript/TypeScript, Rust and Go (tree-sitter) and runs configured commands. Until
-// then only the JSON and TOML parsers this crate already has are used; other files are not
-// judged here (NotApplicable), which the evidence shows by naming only the files parsed.
-fn parse_check(rel: &str, bytes: &[u8], _abs: &std::path::Path) -> Parse {
-    let ext = rel.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    match ext.as_deref() {
-        Some("json") => match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            Ok(_) => Parse::Parsed { how: "json".into() },
-            Err(e) => Parse::Invalid {
-                line: e.line(),
-                column: e.column(),
-                message: e
-                    .to_string()
-                    .rsplit_once(" at line ")
-                    .map_or(e.to_string(), |(m, _)| m.to_string()),
-                how: "json".into(),
-            },
-        },
-        Some("toml") => {
-            let Ok(text) = std::str::from_utf8(bytes) else {
-                return Parse::Invalid {
-                    line: 1,
-                    column: 1,
-                    message: "not valid UTF-8".into(),
-                    how: "toml".into(),
-                };
-            };
-            match text.parse::<toml::Table>() {
-                Ok(_) => Parse::Parsed { how: "toml".into() },
-                Err(e) => {
-                    let (line, column) =
-                        crate::protocol::line_col(text, e.span().map_or(0, |s| s.start));
-                    Parse::Invalid {
-                        line,
-                        column,
-                        message: e.message().to_string(),
-                        how: "toml".into(),
-                    }
-                }
-            }
-        }
-        _ => Parse::NotApplicable,
+    let mut o = Outcome::new(verdict, expected, observed);
+    fails
+        .into_iter()
+        .chain(unknown)
+        .chain(parsed)
+        .for_each(|d| o.push_detail(d));
+    if !unjudged.is_empty() {
+        o.push_detail(format!(
+            "not judged (no syntax check for the type): {}",
+            unjudged.join(", ")
+        ));
     }
+    o
 }
 
 // ---- CC-06 ----------------------------------------------------------------------------------

@@ -579,7 +579,7 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::ChangesListed(_) => change::changes_listed(ctx),
         P::HashesMatch(_) => change::hashes_match(ctx),
         P::NoLoss(_) => change::no_loss(ctx),
-        P::Parses(_) => change::parses(ctx),
+        P::Parses(p) => change::parses(ctx, p),
         P::SizeLimit(l) => change::size_limit(ctx, l),
         P::AddedLines(a) => change::added_lines(ctx, a),
         P::RecordField(r) => change::record_field(ctx, r),

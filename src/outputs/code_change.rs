@@ -103,10 +103,10 @@ fn failing(r: &CheckResult) -> bool {
 /// evidence (and the unified diff for a veto), the files to restore, the cleanup task.
 pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
     let mut s = String::new();
-    let attempt = v.attempt.map_or("?".to_string(), |a| a.to_string());
+    let attempt = attempt_label(v.attempt);
     let _ = writeln!(
         s,
-        "# Verdict: {} — task `{}`, attempt {attempt}\n",
+        "# Verdict: {} — task `{}`, {attempt}\n",
         v.verdict, v.task_id
     );
     if let Some(e) = &v.escalation {
@@ -213,6 +213,14 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
     s
 }
 
+/// `attempt 2`, or for a record whose attempt cannot be read (a malformed record),
+/// `attempt ? (unreadable record)`: never a made-up number.
+fn attempt_label(attempt: Option<u64>) -> String {
+    attempt.map_or("attempt ? (unreadable record)".into(), |a| {
+        format!("attempt {a}")
+    })
+}
+
 /// The STOP text: while a protected-file veto stands or a task is escalated; `None` otherwise.
 pub fn stop_md(verdicts: &[TaskVerdict]) -> Option<String> {
     let mut blocks = Vec::new();
@@ -223,19 +231,19 @@ pub fn stop_md(verdicts: &[TaskVerdict]) -> Option<String> {
             .find(|r| r.check == "CC-01" && r.status == Status::Fail)
         {
             blocks.push(format!(
-                "**Check:** CC-01 — {}\n**Severity:** BLOCKING\n**Phase:** task `{}` attempt {}\n**Description:** protected_file_modified\n**Evidence:** {}\n**Required Action:** restore: {}\n",
+                "**Check:** CC-01 — {}\n**Severity:** BLOCKING\n**Phase:** task `{}` {}\n**Description:** protected_file_modified\n**Evidence:** {}\n**Required Action:** restore: {}\n",
                 r.title,
                 v.task_id,
-                v.attempt.unwrap_or(0),
+                attempt_label(v.attempt),
                 r.evidence.details.iter().filter(|d| !d.starts_with("  ")).cloned().collect::<Vec<_>>().join("; "),
                 v.protected_diffs.iter().map(|(p, _)| format!("`{p}`")).collect::<Vec<_>>().join(", ")
             ));
         }
         if v.verdict == ESCALATE || v.verdict == ESCALATE_CONVERGENCE {
             blocks.push(format!(
-                "**Check:** loop guard\n**Severity:** BLOCKING\n**Phase:** task `{}` attempt {}\n**Description:** {}\n**Evidence:** {}\n**Required Action:** ESCALATED: human review required\n",
+                "**Check:** loop guard\n**Severity:** BLOCKING\n**Phase:** task `{}` {}\n**Description:** {}\n**Evidence:** {}\n**Required Action:** ESCALATED: human review required\n",
                 v.task_id,
-                v.attempt.unwrap_or(0),
+                attempt_label(v.attempt),
                 v.verdict,
                 v.escalation.as_deref().unwrap_or("")
             ));
@@ -440,5 +448,63 @@ fn ensure_real_dir(d: &Path) -> std::io::Result<()> {
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(d),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Evidence;
+    use crate::protocol::Severity;
+
+    fn verdict(attempt: Option<u64>) -> TaskVerdict {
+        TaskVerdict {
+            task_id: "t1".into(),
+            attempt,
+            verdict: "REJECT".into(),
+            graded: "REJECT".into(),
+            reasons: vec!["protected_file_modified".into()],
+            results: vec![CheckResult {
+                pass: "t1".into(),
+                check: "CC-01".into(),
+                title: "No protected file touched".into(),
+                severity: Severity::Blocking,
+                status: Status::Fail,
+                due: true,
+                evidence: Evidence {
+                    expected: "no protected path".into(),
+                    observed: "1 finding(s)".into(),
+                    details: vec!["protected_file_modified: app/orchestrator.py (modified)".into()],
+                    files: Vec::new(),
+                },
+            }],
+            restore: Vec::new(),
+            cleanup_task: None,
+            diff_similarity: None,
+            escalation: None,
+            protected_diffs: vec![("app/orchestrator.py".into(), String::new())],
+            record: ".tasks/t1.json".into(),
+            diff: None,
+        }
+    }
+
+    /// A malformed record has no readable attempt: the STOP block and the verdict file say so
+    /// instead of numbering it 0.
+    #[test]
+    fn an_unreadable_attempt_is_not_numbered() {
+        let stop = stop_md(&[verdict(None)]).unwrap();
+        assert!(
+            stop.contains("**Phase:** task `t1` attempt ? (unreadable record)\n"),
+            "{stop}"
+        );
+        assert!(!stop.contains("attempt 0"), "{stop}");
+        let stop = stop_md(&[verdict(Some(2))]).unwrap();
+        assert!(stop.contains("**Phase:** task `t1` attempt 2\n"), "{stop}");
+        let p = Protocol::load("code-change").unwrap();
+        let md = verdict_md(&p, &verdict(None));
+        assert!(
+            md.starts_with("# Verdict: REJECT — task `t1`, attempt ? (unreadable record)\n"),
+            "{md}"
+        );
     }
 }

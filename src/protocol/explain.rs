@@ -189,7 +189,26 @@ fn leaf(p: &Predicate) -> String {
         P::ChangesListed(_) => "every change against the baseline (in the task's scope) is listed in the record's `changes`, and every listed change happened".into(),
         P::HashesMatch(_) => "the record's `pre_hashes` match the baseline and its `post_hashes` the files now".into(),
         P::NoLoss(_) => "no file removed unless listed in `removed`, and no changed file emptied".into(),
-        P::Parses(_) => "every added or modified file parses (by its type)".into(),
+        P::Parses(p) => {
+            let builtin = "every added or modified file parses by its type (JSON, TOML, YAML; Python, JavaScript, TypeScript, TSX, Rust, Go through tree-sitter; the worker's code is never run)";
+            if p.commands.is_empty() {
+                format!("{builtin}; other types are not judged")
+            } else {
+                format!(
+                    "{builtin}, and by command: {} (exit 0 parses; not installed, timed out or killed is INCONCLUSIVE; a command adds to a built-in parser, the stricter outcome wins); other types are not judged",
+                    p.commands
+                        .iter()
+                        .map(|c| format!(
+                            "`.{}` {} within {}s",
+                            c.ext.trim_start_matches('.'),
+                            q(&c.argv.join(" ")),
+                            c.timeout_seconds
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        }
         P::SizeLimit(s) => format!(
             "every added or modified file is within its size limit ({}; any other file {} bytes)",
             s.by_extension.iter().map(|e| format!("{} {} bytes", e.ext, e.max)).collect::<Vec<_>>().join(", "),
@@ -242,7 +261,7 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
     let d = &first.def;
     let mut out = String::new();
     let _ = writeln!(out, "{} [{}] {}\n", d.id, d.severity.as_str(), d.title);
-    let _ = writeln!(out, "{}\n", d.description);
+    let _ = writeln!(out, "{}\n", first.description);
     for (pass, inst) in &instances {
         let variant = if inst.variant == "main" {
             String::new()
@@ -250,6 +269,9 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
             format!(" with the `{}` variables", inst.variant)
         };
         let _ = writeln!(out, "In pass {} ({}){variant}:", pass.id, pass.title);
+        if inst.description != first.description {
+            let _ = writeln!(out, "  {}", inst.description);
+        }
         let _ = writeln!(
             out,
             "  Runs when{}:\n{}",

@@ -120,6 +120,8 @@ pub struct CheckDef {
 pub struct CheckInstance {
     pub def: Arc<CheckDef>,
     pub variant: String,
+    /// The definition's description with this variant's variables substituted (what is shown).
+    pub description: String,
     pub predicate: Predicate,
     /// When the check becomes due; `None`: as soon as its pass runs.
     pub deadline: Option<Predicate>,
@@ -373,8 +375,8 @@ impl Protocol {
                 message,
             }
         };
-        let raw: RawProtocol =
-            toml::from_str(text).map_err(|e| err_at(e.span(), e.message().to_string()))?;
+        let raw: RawProtocol = toml::from_str(text)
+            .map_err(|e| err_at(within(text, e.span(), e.message()), e.message().to_string()))?;
 
         if *raw.schema_version.get_ref() != SCHEMA_VERSION {
             return Err(err_at(
@@ -715,6 +717,8 @@ fn instance(
         )
     };
     let predicate = instantiate_checked(&c.predicate, vars).map_err(located)?;
+    let description = vars::prose(&def.description, vars)
+        .map_err(|m| located(format!("in `description`: {m}")))?;
     // The pass's deadline comes instantiated for this variant already.
     let deadline = match &c.deadline {
         Some(d) => Some(instantiate_checked(d, vars).map_err(located)?),
@@ -733,11 +737,26 @@ fn instance(
     Ok(CheckInstance {
         def: def.clone(),
         variant: variant.to_string(),
+        description,
         predicate,
         deadline,
         when,
         inputs,
     })
+}
+
+/// Where a load error points: toml gives the span of the value being read when a check failed
+/// (for a rule in an array, the whole array); when the message starts with the offending value
+/// in backticks and that value occurs inside the span, its first occurrence there.
+fn within(text: &str, span: Option<Range<usize>>, message: &str) -> Option<Range<usize>> {
+    let span = span?;
+    let found = message
+        .starts_with('`')
+        .then(|| quoted_value(message))
+        .flatten()
+        .and_then(|needle| text.get(span.clone())?.find(needle.as_str()))
+        .map(|i| span.start + i);
+    Some(found.map_or(span, |p| p..p))
 }
 
 /// The first backticked value of an error message (`invalid regex `(`: …` → `(`).
@@ -828,6 +847,7 @@ fn validate(p: &Predicate) -> Result<(), String> {
             Err(format!("heading level `{}` must be 1 to 6", h.level))
         }
         P::Distinct(v) if v.len() < 2 => Err("`distinct` needs at least two fields".into()),
+        P::Parses(p) => p.commands.iter().try_for_each(|c| c.validate()),
         _ => Ok(()),
     }
 }
@@ -907,6 +927,127 @@ mod tests {
         assert_eq!(
             dir.to_string(),
             "cannot read protocol file `/`: not a regular file"
+        );
+    }
+
+    /// CC-05's command rules are checked when the protocol loads, each error at the rule
+    /// (the line and column of its offending value), like every other predicate field.
+    #[test]
+    fn syntax_command_rules_are_validated_at_load() {
+        let cc = EMBEDDED[1].2;
+        let rule = r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 10 }"#;
+        let line = cc.lines().position(|l| l.contains(rule)).unwrap() + 1;
+        let cases = [
+            (
+                r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 0 }"#,
+                53,
+                "`timeout_seconds = 0`: a syntax command's timeout must be 1 to 600 seconds",
+            ),
+            (
+                r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 601 }"#,
+                53,
+                "`timeout_seconds = 601`",
+            ),
+            (
+                r#"{ ext = ".bash", argv = ["bin/lint", "{path}"] }"#,
+                29,
+                "`bin/lint`: a syntax command's program must be a name looked up on `PATH`",
+            ),
+            (
+                r#"{ ext = ".bash", argv = ["bash", "-n"] }"#,
+                12,
+                "`.bash`: the syntax command `bash` needs `{path}` in an argument",
+            ),
+            (
+                r#"{ ext = ".bash", argv = [] }"#,
+                12,
+                "`.bash`: a syntax command needs `argv` with a program",
+            ),
+            (
+                r#"{ ext = "*.sh", argv = ["bash", "-n", "{path}"] }"#,
+                12,
+                "`*.sh`: a syntax command's `ext` must be a file extension",
+            ),
+            (
+                r#"{ ext = ".bash", argv = ["bash", "{path}"], timeout = "5s" }"#,
+                47,
+                "unknown field `timeout`, expected one of `ext`, `argv`, `timeout_seconds`",
+            ),
+        ];
+        for (edit, column, message) in cases {
+            let text = cc.replacen(rule, edit, 1);
+            let e = Protocol::parse(&text, "p.toml").unwrap_err();
+            let ProtocolError::Invalid {
+                line: l,
+                column: c,
+                message: m,
+                ..
+            } = &e
+            else {
+                panic!("{e:?}")
+            };
+            assert_eq!((*l, *c), (line, column), "{edit}: {e}");
+            assert!(m.starts_with(message), "{edit}: {e}");
+        }
+        // `parses = false` is refused; a default timeout is filled in; a rule's strings take
+        // variables and are validated once substituted.
+        let text = cc.replacen("{ task_record = true }", "{ parses = false }", 1);
+        let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+        assert!(e.contains("`parses = false` judges nothing"), "{e}");
+        let text = cc.replacen(
+            rule,
+            r#"{ ext = ".bash", argv = ["${shell}", "-n", "{path}"] }"#,
+            1,
+        );
+        let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+        assert!(e.contains("undefined variable `${shell}`"), "{e}");
+        let with_var = |shell: &str| {
+            text.replacen(
+                "[vars.main]\n",
+                &format!("[vars.main]\nshell = \"{shell}\"\n"),
+                1,
+            )
+        };
+        let e = Protocol::parse(&with_var("tools/sh"), "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("in check `CC-05`: `tools/sh`: a syntax command's program"),
+            "{e}"
+        );
+        let p = Protocol::parse(&with_var("/bin/bash"), "p.toml").unwrap();
+        let (_, cc05) = p.instances_of("CC-05")[0];
+        let predicate::Predicate::Parses(parses) = &cc05.predicate else {
+            panic!("{:?}", cc05.predicate)
+        };
+        assert_eq!(parses.commands[1].argv, ["/bin/bash", "-n", "{path}"]);
+        assert_eq!(
+            parses.commands[1].timeout_seconds,
+            predicate::SyntaxCommand::DEFAULT_TIMEOUT_SECONDS
+        );
+    }
+
+    /// A description shows the variables it names (CC-01 lists the protected globs), in
+    /// `explain` and in the evidence of a pass that has not run; an undefined one is an error.
+    #[test]
+    fn descriptions_show_their_variables() {
+        let p = Protocol::load("code-change").unwrap();
+        let text = explain::explain(&p, "CC-01").unwrap();
+        assert!(!text.contains("${"), "{text}");
+        assert!(
+            text.contains("(the orchestrator's own code: **/grind_spawner*.py, **/orchestrator.py, **/roles.py,"),
+            "{text}"
+        );
+        let (_, cc01) = p.instances_of("CC-01")[0];
+        assert!(cc01.def.description.contains("${protected}"));
+        assert!(!cc01.description.contains("${"), "{}", cc01.description);
+        let text = EMBEDDED[1]
+            .2
+            .replacen("own code: ${protected}", "own code: ${guarded}", 1);
+        let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+        assert!(
+            e.contains("in check `CC-01`: in `description`: undefined variable `${guarded}`"),
+            "{e}"
         );
     }
 

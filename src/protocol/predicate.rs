@@ -133,8 +133,9 @@ pub enum Predicate {
     HashesMatch(bool),
     /// No file removed unless listed in `removed`, and no changed file emptied.
     NoLoss(bool),
-    /// Every added or modified file in the task's scope parses.
-    Parses(bool),
+    /// Every added or modified file in the task's scope parses: `parses = true`, or
+    /// `parses = { commands = [...] }` to add command rules (CC-05, `crate::syntax`).
+    Parses(Parses),
     /// Every added or modified file in the task's scope is within its size limit.
     SizeLimit(SizeLimit),
     /// No added line matches a forbidden pattern.
@@ -150,6 +151,157 @@ pub enum Predicate {
 pub struct Unchanged {
     /// Matched against the whole path relative to the workspace (`**/x.py` matches `x.py`).
     pub globs: Vec<Glob>,
+}
+
+/// The syntax check: the built-in parsers (by extension, see `crate::syntax`) plus `commands`.
+/// Written `parses = true` (built-in parsers only) or `parses = { commands = [...] }`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Parses {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<SyntaxCommand>,
+}
+
+impl<'de> Deserialize<'de> for Parses {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de;
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            #[serde(default)]
+            commands: Vec<SyntaxCommand>,
+        }
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = Parses;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`true` or a table with `commands`")
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<Parses, E> {
+                if b {
+                    Ok(Parses::default())
+                } else {
+                    Err(E::custom(
+                        "`parses = false` judges nothing: write `parses = true`, or leave the check out of its pass",
+                    ))
+                }
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Parses, A::Error> {
+                let t = Table::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Parses {
+                    commands: t.commands,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A syntax command rule: files ending in `ext` are also checked by running `argv` (no shell;
+/// `{path}` becomes the file's absolute path), killed after `timeout_seconds`. Validated when
+/// loaded (and again once `${var}` references are substituted): see [`SyntaxCommand::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawSyntaxCommand")]
+pub struct SyntaxCommand {
+    /// The file extension, with or without its leading dot (`.sh`, `sh`, `.d.ts`).
+    pub ext: String,
+    /// The program (a name looked up on `PATH`, or an absolute path) and its arguments.
+    pub argv: Vec<String>,
+    /// Seconds before the command (and its process group) is killed: 1 to
+    /// [`SyntaxCommand::MAX_TIMEOUT_SECONDS`]; default [`SyntaxCommand::DEFAULT_TIMEOUT_SECONDS`].
+    pub timeout_seconds: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSyntaxCommand {
+    ext: String,
+    argv: Vec<String>,
+    #[serde(default = "default_timeout")]
+    timeout_seconds: u64,
+}
+
+fn default_timeout() -> u64 {
+    SyntaxCommand::DEFAULT_TIMEOUT_SECONDS
+}
+
+impl TryFrom<RawSyntaxCommand> for SyntaxCommand {
+    type Error = String;
+    fn try_from(r: RawSyntaxCommand) -> Result<Self, String> {
+        let c = SyntaxCommand {
+            ext: r.ext,
+            argv: r.argv,
+            timeout_seconds: r.timeout_seconds,
+        };
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+impl SyntaxCommand {
+    pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+    /// A syntax check that needs more than ten minutes per file is not a syntax check.
+    pub const MAX_TIMEOUT_SECONDS: u64 = 600;
+
+    /// The rules a protocol may not break. A value still holding a `${var}` reference is checked
+    /// once it is substituted. Each message starts with the offending value in backticks, so
+    /// the load error points at it.
+    pub fn validate(&self) -> Result<(), String> {
+        let held = |s: &str| s.contains("${");
+        let ext = self.ext.strip_prefix('.').unwrap_or(&self.ext);
+        if !held(&self.ext)
+            && (ext.is_empty()
+                || ext.starts_with('.')
+                || ext.ends_with('.')
+                || ext.contains(['/', '\\', '*', '?', '[', '{'])
+                || ext.chars().any(char::is_whitespace))
+        {
+            return Err(format!(
+                "`{}`: a syntax command's `ext` must be a file extension such as `.sh` or `.d.ts` (no path, glob or space)",
+                self.ext
+            ));
+        }
+        let Some(program) = self.argv.first() else {
+            return Err(format!(
+                "`{}`: a syntax command needs `argv` with a program, e.g. `[\"bash\", \"-n\", \"{{path}}\"]`",
+                self.ext
+            ));
+        };
+        if !held(program)
+            && (program.trim().is_empty() || (program.contains('/') && !program.starts_with('/')))
+        {
+            return Err(format!(
+                "`{program}`: a syntax command's program must be a name looked up on `PATH` (`bash`) or an absolute path (`/usr/bin/bash`): a relative path could run a file from the workspace"
+            ));
+        }
+        if !self
+            .argv
+            .iter()
+            .skip(1)
+            .any(|a| a.contains("{path}") || held(a))
+        {
+            return Err(format!(
+                "`{}`: the syntax command `{program}` needs `{{path}}` in an argument (it becomes the checked file's absolute path)",
+                self.ext
+            ));
+        }
+        if !(1..=Self::MAX_TIMEOUT_SECONDS).contains(&self.timeout_seconds) {
+            return Err(format!(
+                "`timeout_seconds = {}`: a syntax command's timeout must be 1 to {} seconds",
+                self.timeout_seconds,
+                Self::MAX_TIMEOUT_SECONDS
+            ));
+        }
+        Ok(())
+    }
+
+    /// The rule as `crate::syntax` runs it.
+    pub fn rule(&self) -> crate::syntax::CommandRule {
+        crate::syntax::CommandRule {
+            ext: self.ext.clone(),
+            argv: self.argv.clone(),
+            timeout: std::time::Duration::from_secs(self.timeout_seconds),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -113,6 +113,35 @@ fn interpolate(s: &str, vars: &Vars) -> Result<String, String> {
     Ok(out)
 }
 
+/// Prose (a check's description) with every `${name}` replaced: a string variable by its value,
+/// a list variable by its items joined with `, ` (`${protected}` in CC-01's description lists
+/// the protected globs). An undefined variable is an error, as in a predicate.
+pub fn prose(s: &str, vars: &Vars) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("unterminated variable reference in `{s}`"))?;
+        let name = &after[..end];
+        match lookup(name, vars)? {
+            toml::Value::Array(items) => out.push_str(
+                &items
+                    .iter()
+                    .filter_map(toml::Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            v => out.push_str(v.as_str().unwrap_or_default()),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 macro_rules! scalars {
     ($($ty:ty),*) => {$(
         impl Substitute for $ty {
@@ -241,6 +270,14 @@ fields!(Unchanged { globs });
 fields!(AddedLines { forbid });
 fields!(Forbid { pattern; name });
 fields!(RecordField { field, pattern });
+fields!(Parses { commands });
+fields!(SyntaxCommand { ext, argv; timeout_seconds });
+
+impl Substitute for Vec<SyntaxCommand> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        self.iter().map(|c| c.substitute(vars)).collect()
+    }
+}
 
 impl Substitute for Vec<Forbid> {
     fn substitute(&self, vars: &Vars) -> Result<Self, String> {
@@ -297,7 +334,7 @@ impl Substitute for Predicate {
             P::ChangesListed(b) => P::ChangesListed(*b),
             P::HashesMatch(b) => P::HashesMatch(*b),
             P::NoLoss(b) => P::NoLoss(*b),
-            P::Parses(b) => P::Parses(*b),
+            P::Parses(p) => P::Parses(p.substitute(vars)?),
             P::SizeLimit(s) => P::SizeLimit(s.clone()),
             P::AddedLines(a) => P::AddedLines(a.substitute(vars)?),
             P::RecordField(r) => P::RecordField(r.substitute(vars)?),

@@ -27,7 +27,18 @@ struct Case {
     /// Written and committed with the baseline.
     #[serde(default)]
     setup: Vec<Write>,
+    /// A variant of the protocol: edits of `protocols/code-change.toml` (each `find` must
+    /// occur), written beside the workspace and passed as `--protocol FILE`.
+    #[serde(default)]
+    protocol_replace: Vec<Replace>,
     step: Vec<Step>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Replace {
+    find: String,
+    with: String,
 }
 
 fn git() -> String {
@@ -284,6 +295,24 @@ pub fn check(path: &Path) -> Result<(), String> {
     }
     std::fs::create_dir(&base).map_err(|e| e.to_string())?;
     copy_tree(&ws, &base)?;
+    let mut protocol = "code-change".to_string();
+    if !case.protocol_replace.is_empty() {
+        let file = fixtures_dir().join("../protocols/code-change.toml");
+        let mut text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+        for r in &case.protocol_replace {
+            if !text.contains(&r.find) {
+                return Err(format!(
+                    "protocol_replace: `{}` is not in {}",
+                    r.find,
+                    file.display()
+                ));
+            }
+            text = text.replace(&r.find, &r.with);
+        }
+        let variant = tmp.path().join("code-change-variant.toml");
+        std::fs::write(&variant, text).map_err(|e| e.to_string())?;
+        protocol = variant.display().to_string();
+    }
     let mut base_args: Vec<String> = Vec::new();
     match case.baseline.as_str() {
         "git" => {
@@ -319,7 +348,7 @@ pub fn check(path: &Path) -> Result<(), String> {
         let mut cmd = assert_cmd::Command::cargo_bin("referee").map_err(|e| e.to_string())?;
         cmd.arg("verify")
             .arg(&ws)
-            .args(["--protocol", "code-change", "--format", "json"])
+            .args(["--protocol", &protocol, "--format", "json"])
             .args(&base_args)
             .args(&step.args)
             .timeout(std::time::Duration::from_secs(30));

@@ -1,0 +1,260 @@
+//! Syntax checks for one file, behind check CC-05 of the code-change protocol: does an added or
+//! modified file parse? It owns the choice of parser by file extension, the parsers' messages and
+//! positions, and the running of the protocol's syntax commands. It never runs the worker's code,
+//! never writes in the workspace, and never reads the file itself: the caller reads it (bounded)
+//! and judges the [`Outcome`].
+//!
+//! # API
+//!
+//! ```text
+//! pub struct CommandRule { pub ext: String, pub argv: Vec<String>, pub timeout: Duration }
+//! pub enum Outcome {
+//!     Parsed { how: String },
+//!     Invalid { line: usize, column: usize, message: String, how: String },
+//!     Inconclusive { why: String },
+//!     NotApplicable,
+//! }
+//! pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> Outcome;
+//! impl Outcome { pub fn evidence(&self, rel: &str) -> String }  // `a.py:3:7: missing `)` (...)`
+//! ```
+//!
+//! # Which parser
+//!
+//! By the extension of `rel` (ASCII case ignored):
+//! - `.json`: `serde_json`; `.toml`: the `toml` crate; `.yaml`/`.yml`: `saphyr-parser` (every
+//!   document of a multi-document stream, anchors resolved).
+//! - `.py`, `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts`, `.tsx`, `.rs`, `.go`: tree-sitter
+//!   grammars. An `ERROR` or `MISSING` node anywhere in the tree makes the file invalid; the first
+//!   (in document order) is reported, plus how many more there are.
+//! - any extension a [`CommandRule`] names: its command. A rule whose extension also has a
+//!   built-in parser does not replace it: both run, the built-in first, and the stricter outcome
+//!   wins (invalid over inconclusive over parsed), so a protocol can add
+//!   `python3 -m py_compile {path}` to `.py` for the errors only the compiler sees, but can never
+//!   weaken a built-in check. Every matching rule runs, in the protocol's order, until one finds the
+//!   file invalid.
+//! - anything else: [`Outcome::NotApplicable`].
+//!
+//! # Positions and text
+//!
+//! Lines and columns are 1-based, columns counted in characters (Unicode scalar values), as an
+//! editor shows them. Column 0 (and line 0) mean "not known": a command's output that names no
+//! position. A leading UTF-8 byte-order mark is skipped and not counted. A file that is not valid
+//! UTF-8 is [`Outcome::Invalid`] at the first bad byte for the built-in parsers (JSON, TOML and
+//! YAML require UTF-8; so do Rust and Go, and it is the default and near-universal encoding of
+//! Python, JavaScript and TypeScript sources), except a Python file that declares another encoding
+//! (`# -*- coding: latin-1 -*-` on line 1 or 2), which is [`Outcome::Inconclusive`]: the referee
+//! cannot parse it, and the file is not known to be wrong.
+//!
+//! # Bounds
+//!
+//! Parsing is bounded: each tree-sitter parse is cancelled after [`PARSE_BUDGET`] (then
+//! inconclusive); nothing recurses per nesting level of the input (JSON is skipped over with an
+//! explicit stack, TOML and YAML have nesting limits that are reported as errors, tree-sitter
+//! parses with a stack of its own), so 100,000 nested brackets neither hang nor overflow the
+//! stack. The caller bounds the size of what it reads.
+//!
+//! # Commands
+//!
+//! A command is run without a shell: `argv[0]` is a bare program name, looked up on `PATH`
+//! (relative `PATH` entries and entries inside the workspace are skipped), or an absolute path
+//! outside the workspace; any other `argv[0]` is refused (inconclusive), so nothing in the
+//! workspace is ever run. `{path}` in any argument becomes the file's absolute path. The command
+//! runs in a fresh empty temporary directory (so `python3 -m` cannot import a module the worker
+//! left in the workspace), with `PYTHONPYCACHEPREFIX` pointing there too (so `py_compile` writes
+//! no `__pycache__` into the workspace), stdin null, in its own process group; stdout and stderr
+//! are captured (the first [`OUTPUT_LIMIT`] bytes of each kept). At the rule's timeout the whole
+//! process group is killed. Exit 0 is parsed; another exit is invalid, at the first
+//! `file:line:column` or `line N` the output names (else line 0, column 0) with the output as the
+//! message; a program that is not installed (or exits 126/127, as shells and shims do when the real
+//! program is missing), a timeout, or a death by signal is inconclusive.
+
+use std::path::Path;
+use std::time::Duration;
+
+mod command;
+mod data;
+mod source;
+#[cfg(test)]
+mod tests;
+
+pub use command::OUTPUT_LIMIT;
+pub use source::PARSE_BUDGET;
+
+/// A command rule from the protocol: files ending in `ext` (with or without the leading dot, e.g.
+/// `sh` or `.d.ts`) are checked by running `argv` (`{path}` replaced by the file's absolute path),
+/// killed after `timeout`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRule {
+    pub ext: String,
+    pub argv: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// What the syntax check found for one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It parses. `how`: which parser(s) said so, e.g. `JSON (serde_json)`,
+    /// `Python (tree-sitter-python 0.25.0)`, `command `python3 -m py_compile {path}``.
+    Parsed { how: String },
+    /// It does not: where and why (1-based line and column; 0 when not known), the first error,
+    /// plus how many more in `message` when the parser knows.
+    Invalid {
+        line: usize,
+        column: usize,
+        message: String,
+        how: String,
+    },
+    /// It could not be decided: a command is not installed, timed out or was killed, the file
+    /// declares an encoding the parser cannot read, parsing took too long. Fail closed: never a
+    /// PASS.
+    Inconclusive { why: String },
+    /// No parser applies to this file type (e.g. `.png`, `.txt`): nothing to check.
+    NotApplicable,
+}
+
+impl Outcome {
+    /// One line of evidence for the file at `rel`: `src/a.py:3:7: missing `)` (Python
+    /// (tree-sitter-python 0.25.0))`; an unknown line or column is left out.
+    pub fn evidence(&self, rel: &str) -> String {
+        match self {
+            Outcome::Parsed { how } => format!("{rel}: parses ({how})"),
+            Outcome::Invalid {
+                line,
+                column,
+                message,
+                how,
+            } => {
+                let at = match (line, column) {
+                    (0, _) => String::new(),
+                    (l, 0) => format!(":{l}"),
+                    (l, c) => format!(":{l}:{c}"),
+                };
+                format!("{rel}{at}: {message} ({how})")
+            }
+            Outcome::Inconclusive { why } => format!("{rel}: not decided: {why}"),
+            Outcome::NotApplicable => format!("{rel}: no syntax check for this file type"),
+        }
+    }
+
+    /// How strict an outcome is, to combine a built-in parser's with the commands'.
+    fn rank(&self) -> u8 {
+        match self {
+            Outcome::NotApplicable => 0,
+            Outcome::Parsed { .. } => 1,
+            Outcome::Inconclusive { .. } => 2,
+            Outcome::Invalid { .. } => 3,
+        }
+    }
+}
+
+/// The built-in parsers, by extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Builtin {
+    Json,
+    Toml,
+    Yaml,
+    Source(source::Lang),
+}
+
+fn builtin_for(name: &str) -> Option<Builtin> {
+    let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "json" => Builtin::Json,
+        "toml" => Builtin::Toml,
+        "yaml" | "yml" => Builtin::Yaml,
+        "py" | "pyi" => Builtin::Source(source::Lang::Python),
+        "js" | "mjs" | "cjs" | "jsx" => Builtin::Source(source::Lang::JavaScript),
+        "ts" | "mts" | "cts" => Builtin::Source(source::Lang::TypeScript),
+        "tsx" => Builtin::Source(source::Lang::Tsx),
+        "rs" => Builtin::Source(source::Lang::Rust),
+        "go" => Builtin::Source(source::Lang::Go),
+        _ => return None,
+    })
+}
+
+/// Whether `name` (a file name) ends in the rule's extension, ASCII case ignored.
+fn rule_matches(rule: &CommandRule, name: &str) -> bool {
+    let ext = rule.ext.trim_start_matches('.');
+    if ext.is_empty() || name.len() <= ext.len() {
+        return false;
+    }
+    let (stem, tail) = name.split_at(name.len() - ext.len());
+    stem.ends_with('.') && tail.eq_ignore_ascii_case(ext)
+}
+
+/// Checks one file. `rel`: its path relative to the workspace (picks the parser by extension, see
+/// the module doc); `bytes`: its contents (already read, bounded by the caller); `abs`: its
+/// absolute path, for commands (and to tell where the workspace is: `abs` less `rel`).
+pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> Outcome {
+    let name = rel.rsplit(['/', '\\']).next().unwrap_or(rel);
+    let mut outcome = match builtin_for(name) {
+        Some(Builtin::Json) => data::json(bytes),
+        Some(Builtin::Toml) => data::toml(bytes),
+        Some(Builtin::Yaml) => data::yaml(bytes),
+        Some(Builtin::Source(lang)) => source::parse(lang, bytes),
+        None => Outcome::NotApplicable,
+    };
+    for rule in commands.iter().filter(|r| rule_matches(r, name)) {
+        if matches!(outcome, Outcome::Invalid { .. }) {
+            break;
+        }
+        let ran = command::run(rule, rel, abs);
+        outcome = combine(outcome, ran);
+    }
+    outcome
+}
+
+/// The stricter of two outcomes; two passes name both parsers.
+fn combine(a: Outcome, b: Outcome) -> Outcome {
+    match (a, b) {
+        (Outcome::Parsed { how: x }, Outcome::Parsed { how: y }) => Outcome::Parsed {
+            how: format!("{x} and {y}"),
+        },
+        (a, b) if b.rank() > a.rank() => b,
+        (a, _) => a,
+    }
+}
+
+/// Text of a file for a parser that needs UTF-8: the bytes less a leading byte-order mark, or the
+/// [`Outcome::Invalid`] naming the first bad byte.
+fn utf8<'a>(bytes: &'a [u8], how: &str) -> Result<&'a str, Outcome> {
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    std::str::from_utf8(body).map_err(|e| {
+        let at = e.valid_up_to();
+        let (line, column) = position(body, at);
+        let byte = body.get(at).copied().unwrap_or_default();
+        Outcome::Invalid {
+            line,
+            column,
+            message: format!("invalid UTF-8 (byte 0x{byte:02X})"),
+            how: how.to_owned(),
+        }
+    })
+}
+
+/// The 1-based line and character column of byte `offset` in `text` (clamped to its length).
+/// Counts characters as UTF-8 lead bytes, so it is total even on invalid UTF-8.
+fn position(text: &[u8], offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    let line = memchr::memchr_iter(b'\n', before).count() + 1;
+    (line, char_count(&before[line_start..]) + 1)
+}
+
+/// The byte offset of 1-based `line`, 1-based byte `column` (the convention of `serde_json` and
+/// tree-sitter, whose columns count bytes), clamped to the text.
+fn offset_of(text: &[u8], line: usize, byte_column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', text)
+            .nth(line - 2)
+            .map_or(text.len(), |i| i + 1)
+    };
+    (line_start + byte_column.saturating_sub(1)).min(text.len())
+}
+
+/// Characters in UTF-8 text: the bytes that are not continuation bytes.
+fn char_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
+}

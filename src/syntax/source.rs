@@ -1,0 +1,236 @@
+//! Source files through tree-sitter grammars: parsed, never run. tree-sitter always returns a
+//! tree; a syntax error shows as an `ERROR` node (text it could not fit) or a `MISSING` node (a
+//! token it had to invent). Both the parse (an explicit stack in C) and the walk over the tree (a
+//! cursor) are iterative, so nesting depth costs no Rust stack; time is bounded by cancelling the
+//! parse after [`PARSE_BUDGET`].
+
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Language, Node, ParseOptions, ParseState, Parser};
+
+use super::{position, utf8, Outcome};
+
+/// The longest a single tree-sitter parse may take before the check gives up (inconclusive).
+/// Wall time, so generous: a 4.7 MB Python file (near CC-06's 5 MB cap) takes ~3 s of CPU in a
+/// release build, longer on a busy machine; 200 KB takes a tenth of a second.
+pub const PARSE_BUDGET: Duration = Duration::from_secs(30);
+
+/// Longest excerpt of the offending text quoted in a message, in characters.
+const EXCERPT: usize = 40;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lang {
+    Python,
+    JavaScript,
+    TypeScript,
+    Tsx,
+    Rust,
+    Go,
+}
+
+impl Lang {
+    fn language(self) -> Language {
+        match self {
+            Lang::Python => tree_sitter_python::LANGUAGE.into(),
+            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
+            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
+            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
+            Lang::Go => tree_sitter_go::LANGUAGE.into(),
+        }
+    }
+
+    /// The language and the grammar crate, for `how`.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Lang::Python => ("Python", "tree-sitter-python"),
+            Lang::JavaScript => ("JavaScript", "tree-sitter-javascript"),
+            Lang::TypeScript => ("TypeScript", "tree-sitter-typescript"),
+            Lang::Tsx => ("TSX", "tree-sitter-typescript"),
+            Lang::Rust => ("Rust", "tree-sitter-rust"),
+            Lang::Go => ("Go", "tree-sitter-go"),
+        }
+    }
+
+    /// `Python (tree-sitter-python 0.25.0)`: the grammar's version from its own metadata when it
+    /// carries some.
+    fn how(self, language: &Language) -> String {
+        let (lang, grammar) = self.names();
+        match language.metadata() {
+            Some(m) => format!(
+                "{lang} ({grammar} {}.{}.{})",
+                m.major_version, m.minor_version, m.patch_version
+            ),
+            None => format!("{lang} ({grammar})"),
+        }
+    }
+}
+
+pub(super) fn parse(lang: Lang, bytes: &[u8]) -> Outcome {
+    parse_within(lang, bytes, PARSE_BUDGET)
+}
+
+pub(super) fn parse_within(lang: Lang, bytes: &[u8], budget: Duration) -> Outcome {
+    let language = lang.language();
+    let how = lang.how(&language);
+    // Another declared encoding matters only where the bytes are not plain ASCII.
+    if lang == Lang::Python && !bytes.is_ascii() {
+        if let Some(encoding) = python_encoding(bytes) {
+            return Outcome::Inconclusive {
+                why: format!("the file declares the encoding `{encoding}`, not UTF-8: not parsed"),
+            };
+        }
+    }
+    let text = match utf8(bytes, &how) {
+        Ok(text) => text.as_bytes(),
+        Err(invalid) => return invalid,
+    };
+    let mut parser = Parser::new();
+    if let Err(e) = parser.set_language(&language) {
+        return Outcome::Inconclusive {
+            why: format!("the {how} grammar does not load: {e}"),
+        };
+    }
+    let started = Instant::now();
+    let mut out_of_time = |_: &ParseState| {
+        if started.elapsed() > budget {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let options = ParseOptions::new().progress_callback(&mut out_of_time);
+    let len = text.len();
+    let tree = parser.parse_with_options(
+        &mut |i, _| if i < len { &text[i..] } else { &[] },
+        None,
+        Some(options),
+    );
+    let Some(tree) = tree else {
+        return Outcome::Inconclusive {
+            why: format!(
+                "parsing with {how} took longer than {}: cancelled",
+                humantime::format_duration(budget)
+            ),
+        };
+    };
+    let root = tree.root_node();
+    if !root.has_error() {
+        return Outcome::Parsed { how };
+    }
+    let (first, count) = errors(root);
+    let Some(first) = first else {
+        // has_error() said yes but the walk found no node: report it rather than pass.
+        return Outcome::Invalid {
+            line: 1,
+            column: 1,
+            message: "syntax error".into(),
+            how,
+        };
+    };
+    let (line, column) = position(text, first.start_byte());
+    let mut message = describe(first, text);
+    if count > 1 {
+        let more = count - 1;
+        message.push_str(&format!(
+            " (and {more} more syntax error{})",
+            if more == 1 { "" } else { "s" }
+        ));
+    }
+    Outcome::Invalid {
+        line,
+        column,
+        message,
+        how,
+    }
+}
+
+/// The first error node in document order and how many there are. An `ERROR` node counts once,
+/// whatever it contains; only subtrees that contain an error are walked.
+fn errors(root: Node<'_>) -> (Option<Node<'_>>, usize) {
+    let mut cursor = root.walk();
+    let mut first = None;
+    let mut count = 0usize;
+    loop {
+        let node = cursor.node();
+        let is_error = node.is_error() || node.is_missing();
+        if is_error {
+            count += 1;
+            if first.is_none() {
+                first = Some(node);
+            }
+        }
+        // Down into a subtree with an error, else across, else up and across.
+        if !is_error && node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return (first, count);
+            }
+        }
+    }
+}
+
+/// `missing `)``, or `syntax error: unexpected `...``.
+fn describe(node: Node<'_>, text: &[u8]) -> String {
+    if node.is_missing() {
+        let kind = node.kind();
+        return if node.is_named() {
+            format!("missing {}", kind.replace('_', " "))
+        } else {
+            format!("missing `{kind}`")
+        };
+    }
+    let bytes = text
+        .get(node.start_byte()..node.end_byte())
+        .unwrap_or_default();
+    let excerpt = String::from_utf8_lossy(bytes);
+    let first_line = excerpt
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if first_line.is_empty() {
+        return "syntax error".into();
+    }
+    let mut quoted: String = first_line.chars().take(EXCERPT).collect();
+    if first_line.chars().count() > EXCERPT || excerpt.trim() != first_line {
+        quoted.push('…');
+    }
+    format!("syntax error: unexpected `{quoted}`")
+}
+
+/// The encoding a Python file declares on line 1 or 2 (PEP 263), when it is not UTF-8.
+fn python_encoding(bytes: &[u8]) -> Option<String> {
+    for line in bytes.split(|&b| b == b'\n').take(2) {
+        let line = String::from_utf8_lossy(line);
+        let line = line.trim_start();
+        if !line.starts_with('#') {
+            continue;
+        }
+        let Some(at) = line.find("coding") else {
+            continue;
+        };
+        let rest = &line[at + "coding".len()..];
+        let Some(rest) = rest.strip_prefix([':', '=']) else {
+            continue;
+        };
+        let name: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect();
+        let normal = name.to_ascii_lowercase().replace('_', "-");
+        if name.is_empty() || normal == "utf-8" || normal == "utf8" || normal.starts_with("utf-8-")
+        {
+            return None;
+        }
+        return Some(name);
+    }
+    None
+}
