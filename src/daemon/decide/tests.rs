@@ -1,0 +1,358 @@
+use super::*;
+use crate::checks::FileRef;
+use crate::engine::RunReason;
+
+const GATES: &str = "p3a-gate-results.json";
+
+/// A view of the files chosen by the test: which paths are still being written (until when),
+/// and an evidence state that follows a counter the test bumps for "rewritten".
+#[derive(Default)]
+struct Fake {
+    fresh: BTreeMap<String, Instant>,
+    moving: Vec<String>,
+    rewrites: u32,
+}
+
+impl Files for Fake {
+    fn fresh_until(&self, path: &str) -> Option<Instant> {
+        self.fresh.get(path).copied()
+    }
+    fn moving(&self) -> Vec<&str> {
+        self.moving.iter().map(String::as_str).collect()
+    }
+    fn state(&self, ev: &Evidence) -> String {
+        format!("{}#{}", ev.observed, self.rewrites)
+    }
+}
+
+fn protocol() -> Protocol {
+    Protocol::default_protocol().expect("the embedded protocol")
+}
+
+/// Pass 2 ran; OBS-27 (BLOCKING, reads the gate results) has `status`, observed `seen`.
+fn eval(status: Status, seen: &str) -> Evaluation {
+    Evaluation {
+        complete: false,
+        verdict: None,
+        verdict_at: None,
+        verdict_note: None,
+        final_: false,
+        passes: vec![PassState {
+            id: "2".into(),
+            ran: true,
+            reason: Some(RunReason::Trigger),
+            at: None,
+        }],
+        results: vec![CheckResult {
+            pass: "2".into(),
+            check: "OBS-27".into(),
+            title: "Gate results".into(),
+            severity: Severity::Blocking,
+            status,
+            due: true,
+            evidence: Evidence {
+                expected: "no manual source".into(),
+                observed: seen.into(),
+                details: Vec::new(),
+                files: vec![FileRef {
+                    path: GATES.into(),
+                    size: 10,
+                    sha256: Some("ab".into()),
+                    mtime: None,
+                }],
+            },
+        }],
+    }
+}
+
+fn clock(now: Instant) -> Clock {
+    Clock {
+        now,
+        wall: DateTime::<Utc>::UNIX_EPOCH,
+    }
+}
+
+fn names(d: &Decided) -> Vec<String> {
+    d.records
+        .iter()
+        .map(|r| {
+            serde_json::to_value(&r.event).expect("an event")["event"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+fn touched(p: &str) -> BTreeSet<String> {
+    BTreeSet::from([p.to_string()])
+}
+
+#[test]
+fn a_failure_raises_stop_and_its_fix_resolves_it() {
+    let p = protocol();
+    let files = Fake::default();
+    let t0 = Instant::now();
+    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let d = l.apply(
+        &p,
+        eval(Status::Pass, "ok"),
+        &BTreeSet::new(),
+        &files,
+        clock(t0),
+    );
+    assert_eq!(
+        names(&d),
+        ["pass_run"],
+        "first results are in the pass_run event"
+    );
+    assert!(l.history.is_empty());
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "1 manual"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert_eq!(names(&d), ["result_changed", "stop_raised"]);
+    assert_eq!(d.records[1].artifacts, [format!("{GATES}@ab")]);
+    assert_eq!(l.history[0].note.as_deref(), Some("STOP raised"));
+    let d = l.apply(
+        &p,
+        eval(Status::Pass, "ok"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert_eq!(names(&d), ["result_changed", "stop_resolved"]);
+    assert_eq!(l.history[1].note.as_deref(), Some("RESOLVED after STOP"));
+    assert_eq!(l.statuses[&CheckKey::new("2", "OBS-27")], Status::Pass);
+    let d = l.apply(
+        &p,
+        eval(Status::Pass, "ok"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert!(d.records.is_empty(), "no change, nothing to say");
+}
+
+#[test]
+fn a_failure_on_a_file_still_being_written_is_held_then_published() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let mut files = Fake::default();
+    files
+        .fresh
+        .insert(GATES.into(), t0 + Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_millis(300));
+    l.apply(
+        &p,
+        eval(Status::Pass, "ok"),
+        &BTreeSet::new(),
+        &files,
+        clock(t0),
+    );
+    let (held, recheck) = l.hold(&p, eval(Status::Fail, "half"), &files, t0);
+    assert_eq!(
+        held.results[0].status,
+        Status::Pass,
+        "the published status stays"
+    );
+    assert_eq!(recheck, Some(t0 + Duration::from_millis(300)));
+    assert_eq!(l.holds.len(), 1);
+    let d = l.apply(&p, held, &touched(GATES), &files, clock(t0));
+    assert!(!names(&d).contains(&"stop_raised".to_string()));
+    // Settled: judged.
+    files.fresh.clear();
+    let later = t0 + Duration::from_millis(400);
+    let (ev, recheck) = l.hold(&p, eval(Status::Fail, "1 manual"), &files, later);
+    assert_eq!((ev.results[0].status, recheck), (Status::Fail, None));
+    assert!(l.holds.is_empty());
+    let d = l.apply(&p, ev, &BTreeSet::new(), &files, clock(later));
+    assert!(names(&d).contains(&"stop_raised".to_string()));
+}
+
+#[test]
+fn a_file_written_forever_cannot_hold_a_failure_past_the_limit() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let mut files = Fake::default();
+    let mut l = Ledger::new(3, Duration::from_millis(100));
+    assert_eq!(l.max_hold, Duration::from_secs(3));
+    l.apply(
+        &p,
+        eval(Status::Pass, "ok"),
+        &BTreeSet::new(),
+        &files,
+        clock(t0),
+    );
+    let mut at = t0;
+    loop {
+        files
+            .fresh
+            .insert(GATES.into(), at + Duration::from_millis(100));
+        let (ev, _) = l.hold(&p, eval(Status::Fail, "1 manual"), &files, at);
+        if ev.results[0].status == Status::Fail {
+            break;
+        }
+        at += Duration::from_millis(250);
+        assert!(at - t0 <= Duration::from_secs(4), "held forever");
+    }
+    assert!(
+        at - t0 >= Duration::from_secs(3),
+        "released early: {:?}",
+        at - t0
+    );
+}
+
+#[test]
+fn fix_attempts_count_and_escalate() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let mut files = Fake::default();
+    let mut l = Ledger::new(2, Duration::from_millis(300));
+    l.apply(
+        &p,
+        eval(Status::Fail, "1 manual"),
+        &BTreeSet::new(),
+        &files,
+        clock(t0),
+    );
+    // An echo of the write that raised STOP (nothing rewritten) is no attempt.
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "1 manual"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert!(names(&d).is_empty(), "{:?}", names(&d));
+    // A rewrite still being written waits for it to settle.
+    files.rewrites += 1;
+    files
+        .fresh
+        .insert(GATES.into(), t0 + Duration::from_millis(300));
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "2 manual"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert!(names(&d).is_empty());
+    assert_eq!(d.recheck, Some(t0 + Duration::from_millis(300)));
+    assert!(!d.may_finish);
+    files.fresh.clear();
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "2 manual"),
+        &BTreeSet::new(),
+        &files,
+        clock(t0),
+    );
+    assert_eq!(names(&d), ["fix_attempt"]);
+    // A second attempt reaches the limit of 2: escalated, once.
+    files.rewrites += 1;
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "3 manual"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert_eq!(names(&d), ["fix_attempt", "escalation"]);
+    assert_eq!(l.guard.escalations().len(), 1);
+    files.rewrites += 1;
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "4 manual"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert_eq!(names(&d), ["fix_attempt"]);
+    // A file no input of OBS-27 reads is no attempt.
+    files.rewrites += 1;
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "4 manual"),
+        &touched("notes.txt"),
+        &files,
+        clock(t0),
+    );
+    assert!(names(&d).is_empty());
+}
+
+#[test]
+fn identical_evidence_escalates_at_once() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let mut files = Fake::default();
+    let mut l = Ledger::new(5, Duration::from_millis(300));
+    l.apply(
+        &p,
+        eval(Status::Fail, "1 manual"),
+        &BTreeSet::new(),
+        &files,
+        clock(t0),
+    );
+    files.rewrites += 1;
+    let d = l.apply(
+        &p,
+        eval(Status::Fail, "1 manual"),
+        &touched(GATES),
+        &files,
+        clock(t0),
+    );
+    assert_eq!(names(&d), ["fix_attempt", "escalation"]);
+    let Event::Escalation { reason, .. } = &d.records[1].event else {
+        panic!("not an escalation")
+    };
+    assert!(reason.starts_with("no progress"), "{reason}");
+}
+
+#[test]
+fn a_complete_run_may_finish_only_with_nothing_held_or_pending() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let files = Fake::default();
+    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let mut done = eval(Status::Pass, "ok");
+    done.complete = true;
+    assert!(
+        l.apply(&p, done.clone(), &BTreeSet::new(), &files, clock(t0))
+            .may_finish
+    );
+    l.holds.insert(CheckKey::new("2", "OBS-27"), t0);
+    assert!(
+        !l.apply(&p, done, &BTreeSet::new(), &files, clock(t0))
+            .may_finish
+    );
+}
+
+#[test]
+fn a_resumed_ledger_keeps_a_standing_failure_until_its_files_settle() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let mut files = Fake::default();
+    files.moving.push(GATES.into());
+    files
+        .fresh
+        .insert(GATES.into(), t0 + Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_millis(300));
+    l.statuses
+        .insert(CheckKey::new("2", "OBS-27"), Status::Fail);
+    let (ev, _) = l.hold(&p, eval(Status::Pass, "ok"), &files, t0);
+    let r = &ev.results[0];
+    assert_eq!(
+        r.status,
+        Status::Fail,
+        "a STOP is not lifted by a file mid-write"
+    );
+    assert!(
+        r.evidence.observed.contains("restarted"),
+        "{}",
+        r.evidence.observed
+    );
+}

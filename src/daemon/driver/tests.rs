@@ -1,0 +1,83 @@
+use super::*;
+
+#[test]
+fn paths_route_to_their_session() {
+    let one = Router {
+        base: "/b".into(),
+        root: false,
+    };
+    assert_eq!(
+        one.route(Path::new("/b/x/y.md")),
+        Some((String::new(), "x/y.md".into()))
+    );
+    assert_eq!(
+        one.route(Path::new("/b")),
+        Some((String::new(), String::new()))
+    );
+    assert_eq!(one.route(Path::new("/c/x")), None);
+    // The snapshot's escaped form, not a lossy one.
+    assert_eq!(
+        one.route(Path::new("/b/a\nb.md")),
+        Some((String::new(), "a\\nb.md".into()))
+    );
+    let root = Router {
+        base: "/r".into(),
+        root: true,
+    };
+    assert_eq!(
+        root.route(Path::new("/r/b7/x/y.md")),
+        Some(("b7".into(), "x/y.md".into()))
+    );
+    assert_eq!(
+        root.route(Path::new("/r/b7")),
+        Some(("b7".into(), String::new()))
+    );
+    assert_eq!(root.route(Path::new("/r")), None, "the root itself");
+    assert_eq!(root.route(Path::new("/other/b7/x")), None);
+}
+
+#[test]
+fn the_sink_drops_own_files_and_tells_directory_events() {
+    let (tx, rx) = mpsc::channel();
+    let mut s = sink(
+        Router {
+            base: "/r".into(),
+            root: true,
+        },
+        3,
+        tx,
+    );
+    let change = |p: &str, kind| watch::PathChange {
+        path: p.into(),
+        kind,
+    };
+    s(FsEvent::Changed(vec![
+        change("/r/b1/OBSERVER-HEARTBEAT.json", ChangeKind::RenamedIn),
+        change("/r/b1/OBSERVER-STOP.md", ChangeKind::Removed),
+        change("/r/b2/gate.json", ChangeKind::Written),
+        change("/r/b3", ChangeKind::Removed),
+    ]));
+    let got: Vec<Msg> = rx.try_iter().collect();
+    assert!(
+        matches!(&got[0], Msg::Dir { name, lost: true, source: 3 } if name == "b3"),
+        "{got:?}"
+    );
+    let Msg::Changed(v) = &got[1] else {
+        panic!("{got:?}")
+    };
+    assert_eq!(
+        v,
+        &vec![
+            ("b1".into(), STOP_FILE.into(), ChangeKind::Removed),
+            ("b2".into(), "gate.json".into(), ChangeKind::Written),
+        ]
+    );
+    s(FsEvent::Changed(vec![change(
+        "/r/b1/OBSERVER-PASS-1.md",
+        ChangeKind::Written,
+    )]));
+    assert!(
+        rx.try_recv().is_err(),
+        "the referee's own writes wake nothing"
+    );
+}
