@@ -84,56 +84,40 @@ fn names(d: &Decided) -> Vec<String> {
         .collect()
 }
 
-fn touched(p: &str) -> BTreeSet<String> {
-    BTreeSet::from([p.to_string()])
+/// Publishes OBS-27 at `status` (observed `seen`), as judged after `touched` changed.
+fn step(
+    l: &mut Ledger,
+    files: &Fake,
+    status: Status,
+    seen: &str,
+    touched: &[&str],
+    now: Instant,
+) -> Decided {
+    let touched = touched.iter().map(|p| p.to_string()).collect();
+    l.apply(&protocol(), eval(status, seen), &touched, files, clock(now))
 }
 
 #[test]
 fn a_failure_raises_stop_and_its_fix_resolves_it() {
-    let p = protocol();
     let files = Fake::default();
     let t0 = Instant::now();
     let mut l = Ledger::new(3, Duration::from_millis(300));
-    let d = l.apply(
-        &p,
-        eval(Status::Pass, "ok"),
-        &BTreeSet::new(),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Pass, "ok", &[], t0);
     assert_eq!(
         names(&d),
         ["pass_run"],
         "first results are in the pass_run event"
     );
     assert!(l.history.is_empty());
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "1 manual"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "1 manual", &[GATES], t0);
     assert_eq!(names(&d), ["result_changed", "stop_raised"]);
     assert_eq!(d.records[1].artifacts, [format!("{GATES}@ab")]);
     assert_eq!(l.history[0].note.as_deref(), Some("STOP raised"));
-    let d = l.apply(
-        &p,
-        eval(Status::Pass, "ok"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Pass, "ok", &[GATES], t0);
     assert_eq!(names(&d), ["result_changed", "stop_resolved"]);
     assert_eq!(l.history[1].note.as_deref(), Some("RESOLVED after STOP"));
     assert_eq!(l.statuses[&CheckKey::new("2", "OBS-27")], Status::Pass);
-    let d = l.apply(
-        &p,
-        eval(Status::Pass, "ok"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Pass, "ok", &[GATES], t0);
     assert!(d.records.is_empty(), "no change, nothing to say");
 }
 
@@ -146,13 +130,7 @@ fn a_failure_on_a_file_still_being_written_is_held_then_published() {
         .fresh
         .insert(GATES.into(), t0 + Duration::from_millis(300));
     let mut l = Ledger::new(3, Duration::from_millis(300));
-    l.apply(
-        &p,
-        eval(Status::Pass, "ok"),
-        &BTreeSet::new(),
-        &files,
-        clock(t0),
-    );
+    step(&mut l, &files, Status::Pass, "ok", &[], t0);
     let (held, recheck) = l.hold(&p, eval(Status::Fail, "half"), &files, t0);
     assert_eq!(
         held.results[0].status,
@@ -161,7 +139,13 @@ fn a_failure_on_a_file_still_being_written_is_held_then_published() {
     );
     assert_eq!(recheck, Some(t0 + Duration::from_millis(300)));
     assert_eq!(l.holds.len(), 1);
-    let d = l.apply(&p, held, &touched(GATES), &files, clock(t0));
+    let d = l.apply(
+        &p,
+        held,
+        &BTreeSet::from([GATES.to_string()]),
+        &files,
+        clock(t0),
+    );
     assert!(!names(&d).contains(&"stop_raised".to_string()));
     // Settled: judged.
     files.fresh.clear();
@@ -180,13 +164,7 @@ fn a_file_written_forever_cannot_hold_a_failure_past_the_limit() {
     let mut files = Fake::default();
     let mut l = Ledger::new(3, Duration::from_millis(100));
     assert_eq!(l.max_hold, Duration::from_secs(3));
-    l.apply(
-        &p,
-        eval(Status::Pass, "ok"),
-        &BTreeSet::new(),
-        &files,
-        clock(t0),
-    );
+    step(&mut l, &files, Status::Pass, "ok", &[], t0);
     let mut at = t0;
     loop {
         files
@@ -208,103 +186,47 @@ fn a_file_written_forever_cannot_hold_a_failure_past_the_limit() {
 
 #[test]
 fn fix_attempts_count_and_escalate() {
-    let p = protocol();
     let t0 = Instant::now();
     let mut files = Fake::default();
     let mut l = Ledger::new(2, Duration::from_millis(300));
-    l.apply(
-        &p,
-        eval(Status::Fail, "1 manual"),
-        &BTreeSet::new(),
-        &files,
-        clock(t0),
-    );
+    step(&mut l, &files, Status::Fail, "1 manual", &[], t0);
     // An echo of the write that raised STOP (nothing rewritten) is no attempt.
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "1 manual"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "1 manual", &[GATES], t0);
     assert!(names(&d).is_empty(), "{:?}", names(&d));
     // A rewrite still being written waits for it to settle.
     files.rewrites += 1;
     files
         .fresh
         .insert(GATES.into(), t0 + Duration::from_millis(300));
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "2 manual"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "2 manual", &[GATES], t0);
     assert!(names(&d).is_empty());
     assert_eq!(d.recheck, Some(t0 + Duration::from_millis(300)));
     assert!(!d.may_finish);
     files.fresh.clear();
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "2 manual"),
-        &BTreeSet::new(),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "2 manual", &[], t0);
     assert_eq!(names(&d), ["fix_attempt"]);
     // A second attempt reaches the limit of 2: escalated, once.
     files.rewrites += 1;
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "3 manual"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "3 manual", &[GATES], t0);
     assert_eq!(names(&d), ["fix_attempt", "escalation"]);
     assert_eq!(l.guard.escalations().len(), 1);
     files.rewrites += 1;
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "4 manual"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "4 manual", &[GATES], t0);
     assert_eq!(names(&d), ["fix_attempt"]);
     // A file no input of OBS-27 reads is no attempt.
     files.rewrites += 1;
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "4 manual"),
-        &touched("notes.txt"),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "4 manual", &["notes.txt"], t0);
     assert!(names(&d).is_empty());
 }
 
 #[test]
 fn identical_evidence_escalates_at_once() {
-    let p = protocol();
     let t0 = Instant::now();
     let mut files = Fake::default();
     let mut l = Ledger::new(5, Duration::from_millis(300));
-    l.apply(
-        &p,
-        eval(Status::Fail, "1 manual"),
-        &BTreeSet::new(),
-        &files,
-        clock(t0),
-    );
+    step(&mut l, &files, Status::Fail, "1 manual", &[], t0);
     files.rewrites += 1;
-    let d = l.apply(
-        &p,
-        eval(Status::Fail, "1 manual"),
-        &touched(GATES),
-        &files,
-        clock(t0),
-    );
+    let d = step(&mut l, &files, Status::Fail, "1 manual", &[GATES], t0);
     assert_eq!(names(&d), ["fix_attempt", "escalation"]);
     let Event::Escalation { reason, .. } = &d.records[1].event else {
         panic!("not an escalation")
