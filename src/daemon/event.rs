@@ -157,6 +157,17 @@ pub enum Event {
         attempts: u32,
         text: String,
     },
+    /// A task attempt judged (a protocol with `[tasks]`): its verdict, once per attempt.
+    Verdict {
+        task_id: String,
+        #[serde(default)]
+        attempt: Option<u64>,
+        verdict: String,
+        #[serde(default)]
+        reasons: Vec<String>,
+        #[serde(default)]
+        text: String,
+    },
     /// The referee's own fault (`cleared`: it no longer stands).
     Fault {
         area: String,
@@ -286,6 +297,8 @@ impl Event {
                 _ => Level::Critical,
             },
             Event::Escalation { .. } | Event::Detached { .. } => Level::Critical,
+            Event::Verdict { verdict, .. } if verdict.starts_with("ESCALATE") => Level::Critical,
+            Event::Verdict { verdict, .. } if verdict == "REJECT" => Level::Error,
             Event::Restart { .. }
             | Event::FixAttempt { .. }
             | Event::Rescan { .. }
@@ -378,6 +391,7 @@ impl Event {
                 }
             ),
             Event::Escalation { text, .. } => format!("ESCALATED: {text}"),
+            Event::Verdict { text, .. } => text.clone(),
             Event::Fault {
                 message,
                 cleared: false,
@@ -480,6 +494,13 @@ mod tests {
                 reason: "no progress".into(),
                 attempts: 3,
                 text: "escalated".into(),
+            },
+            Event::Verdict {
+                task_id: "t1".into(),
+                attempt: Some(2),
+                verdict: "REJECT".into(),
+                reasons: vec!["protected_file_modified".into()],
+                text: "task t1 attempt 2: REJECT".into(),
             },
             Event::Fault {
                 area: "scan".into(),
@@ -591,6 +612,7 @@ mod tests {
                 "stop_resolved",
                 "fix_attempt",
                 "escalation",
+                "verdict",
                 "fault",
                 "fault",
                 "rescan",
