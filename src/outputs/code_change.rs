@@ -420,8 +420,9 @@ pub fn write_all(
 /// attempt (its diff and verdict) for the loop guards. The STOP file is not touched: `verify`
 /// writes it in [`write_all`], the daemon through its own STOP file.
 pub fn write_verdict(dir: &Path, p: &Protocol, v: &TaskVerdict) -> std::io::Result<()> {
-    super::write_atomic(dir, &verdict_file(&v.task_id, "md"), &verdict_md(p, v))?;
+    // The JSON first: it is what an orchestrator waits on.
     super::write_atomic(dir, &verdict_file(&v.task_id, "json"), &verdict_json(v))?;
+    super::write_atomic(dir, &verdict_file(&v.task_id, "md"), &verdict_md(p, v))?;
     if let (Some(attempt), Some(diff)) = (v.attempt, &v.diff) {
         let attempts = dir.join("attempts");
         ensure_real_dir(&attempts)?;

@@ -30,6 +30,8 @@ use super::{panic_message, Session};
 #[derive(Debug)]
 pub(super) struct Tasks {
     spec: BaselineSpec,
+    /// Whether the workspace was a git work tree at start (asked once).
+    git: bool,
     /// `WORKSPACE/.referee/`: the session's own files.
     pub out: PathBuf,
     /// The STOP text as of the last judgment (`None`: no veto stands, nothing escalated).
@@ -73,12 +75,14 @@ impl Tasks {
         };
         let out = code_change::ensure_dir(canon).map_err(out_err)?;
         let cap = cfg.limits.max_read_bytes;
-        if cfg.baseline == BaselineSpec::Auto && !workspace::git::is_work_tree(canon) {
+        let git = workspace::git::is_work_tree(canon);
+        if cfg.baseline == BaselineSpec::Auto && !git {
             workspace::snapshot::create(canon, cap).map_err(out_err)?;
         }
-        Workspace::open(canon, &cfg.baseline, cap)?;
+        Workspace::open_as(canon, &cfg.baseline, cap, Some(git))?;
         Ok(Tasks {
             spec: cfg.baseline.clone(),
+            git,
             out,
             stop: None,
             violation: false,
@@ -104,7 +108,8 @@ impl Session {
     pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
         let tasks = self.tasks.as_ref()?;
         self.evaluated = true;
-        let ws = match Workspace::open(&self.canon, &tasks.spec, self.cfg.limits.max_read_bytes) {
+        let cap = self.cfg.limits.max_read_bytes;
+        let ws = match Workspace::open_as(&self.canon, &tasks.spec, cap, Some(tasks.git)) {
             Ok(ws) => {
                 self.clear_fault("scan");
                 ws
