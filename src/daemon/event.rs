@@ -263,7 +263,8 @@ impl Event {
             | Event::StopRaised { .. }
             | Event::StopResolved { .. }
             | Event::FixAttempt { .. }
-            | Event::Escalation { .. } => Scope::App,
+            | Event::Escalation { .. }
+            | Event::Verdict { .. } => Scope::App,
             _ => Scope::Motor,
         }
     }
@@ -649,10 +650,16 @@ mod tests {
         let kinds = every_kind();
         let levels: Vec<Level> = kinds.iter().map(Event::level).collect();
         assert_eq!(levels[3], Level::Error, "a BLOCKING FAIL");
-        assert_eq!(levels[8], Level::Critical, "a fault under --on-fault stop");
-        assert_eq!(levels[9], Level::Info, "a fault cleared");
+        assert_eq!(levels[8], Level::Error, "a REJECT verdict");
+        assert_eq!(levels[9], Level::Critical, "a fault under --on-fault stop");
+        assert_eq!(levels[10], Level::Info, "a fault cleared");
         assert_eq!(kinds[4].scope(), Scope::App);
-        assert_eq!(kinds[14].signal(), Signal::Error);
+        assert_eq!(kinds[15].signal(), Signal::Error);
+        assert_eq!(
+            kinds[8].scope(),
+            Scope::App,
+            "a verdict judges the pipeline's work"
+        );
         assert_eq!(kinds[0].signal(), Signal::Coverage);
         let incidents: Vec<&str> = kinds
             .iter()

@@ -177,7 +177,9 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
     );
     w.until("STOP written", || stop(&ws).exists());
     assert!(read(&stop(&ws)).contains("CC-01"));
-    assert!(ws.join(".referee/OBSERVER-VERDICT-t1.md").exists());
+    w.until("the markdown verdict too", || {
+        read(&ws.join(".referee/OBSERVER-VERDICT-t1.md")).contains("REJECT")
+    });
     assert_eq!(
         tree_hash(&ws),
         before,
@@ -260,13 +262,16 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
     });
 
     // Events: one `verdict` per judged attempt, across both runs.
-    let verdicts: Vec<Value> = read(&ws.join(".referee/OBSERVER-EVENTS.jsonl"))
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|e| e["payload"].clone())
-        .filter(|p| p["event"] == "verdict")
-        .collect();
-    assert_eq!(verdicts.len(), 7, "{verdicts:?}");
+    let verdicts = || -> Vec<Value> {
+        read(&ws.join(".referee/OBSERVER-EVENTS.jsonl"))
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|e| e["payload"].clone())
+            .filter(|p| p["event"] == "verdict")
+            .collect()
+    };
+    w.until("seven verdict events", || verdicts().len() >= 7);
+    assert_eq!(verdicts().len(), 7, "{:?}", verdicts());
 
     // SIGTERM: the report, exit 1 (an escalation stands).
     w.signal(libc::SIGTERM);

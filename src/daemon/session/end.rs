@@ -107,17 +107,15 @@ impl Session {
     /// check fails.
     fn finish_tasks(&mut self, reason: EndReason) -> Outcome {
         // A record still being written is not judged; the last judgment stands for it.
-        let moving = self
-            .settle
-            .moving()
-            .any(|p| p.starts_with(crate::workspace::TASKS_DIR));
-        let judged = if moving { None } else { self.evaluate_tasks() };
-        if let Some(j) = &judged {
-            self.write_verdicts(&j.verdicts);
+        let moving = self.settle.moving().any(super::tasks::is_record);
+        let judged = self.evaluate_tasks();
+        if let Some(j) = judged.as_ref().filter(|_| !moving) {
             if let Some(tasks) = &mut self.tasks {
                 tasks.stop = crate::outputs::code_change::stop_md(&j.verdicts);
                 tasks.violation = super::tasks::violation(&self.protocol, &j.eval, &j.verdicts);
             }
+            self.flush_outputs();
+            self.write_verdicts(&j.verdicts);
         }
         self.flush_outputs();
         let ended = reason.describe();

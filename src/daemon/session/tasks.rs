@@ -59,6 +59,14 @@ pub(super) fn relevant(rel: &str) -> bool {
     top != OUTPUT_DIR && top != ".git"
 }
 
+/// Whether a path (relative to the workspace) is a task record: `.tasks/<name>.json`, not a
+/// temp file beside it.
+pub(super) fn is_record(rel: &str) -> bool {
+    rel.strip_prefix(workspace::TASKS_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|name| !name.contains('/') && name.ends_with(".json"))
+}
+
 /// The STOP file's path relative to the workspace, as events name it.
 pub(super) fn stop_rel() -> String {
     format!("{OUTPUT_DIR}/{}", crate::outputs::STOP_FILE)
@@ -167,7 +175,7 @@ impl Session {
         let moving: Vec<Instant> = self
             .settle
             .moving()
-            .filter(|p| p.starts_with(workspace::TASKS_DIR))
+            .filter(|p| is_record(p))
             .filter_map(|p| self.settle.written_until(p, now))
             .collect();
         if let Some(at) = moving.into_iter().max() {
@@ -177,11 +185,14 @@ impl Session {
         let Some(j) = self.evaluate_tasks() else {
             return;
         };
-        self.write_verdicts(&j.verdicts);
         if let Some(tasks) = &mut self.tasks {
             tasks.stop = code_change::stop_md(&j.verdicts);
             tasks.violation = violation(&self.protocol, &j.eval, &j.verdicts);
         }
+        // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
+        // new verdict finds the STOP already in line with it.
+        self.flush_outputs();
+        self.write_verdicts(&j.verdicts);
     }
 
     /// Writes the verdict files of every attempt not judged before (and a malformed record's
@@ -299,5 +310,9 @@ mod tests {
         assert!(relevant("src/.git-keep"));
         assert!(relevant("a/.referee/x"));
         assert_eq!(stop_rel(), ".referee/OBSERVER-STOP.md");
+        assert!(is_record(".tasks/t1.json"));
+        assert!(!is_record(".tasks/.t1.tmp"));
+        assert!(!is_record(".tasks/sub/t1.json"));
+        assert!(!is_record(".tasksx/t1.json"));
     }
 }
