@@ -316,7 +316,19 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
         "Statuses: something present and wrong FAILs at once. Something missing is WAITING until the check is due, then {missing}. Undecidable data (unparseable timestamp, unreadable file) is WAITING until due, then INCONCLUSIVE."
     );
     if d.severity == super::Severity::Blocking {
-        let _ = writeln!(out, "A FAIL is BLOCKING: it raises OBSERVER-STOP.md.");
+        if p.tasks.is_none() {
+            let _ = writeln!(out, "A FAIL is BLOCKING: it raises OBSERVER-STOP.md.");
+        } else if d.tag.as_deref() == Some("protected_file_modified") {
+            let _ = writeln!(
+                out,
+                "A FAIL is BLOCKING: the task attempt is REJECTed, and it is a veto: OBSERVER-STOP.md stands while the change is in the workspace."
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "A FAIL is BLOCKING: the task attempt is REJECTed (OBSERVER-STOP.md is raised only by a veto or an escalation)."
+            );
+        }
     }
     let _ = writeln!(out, "\nRequired action on FAIL: {}", d.action);
     Some(out)

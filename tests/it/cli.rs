@@ -202,6 +202,20 @@ fn protocol_list_show_check_explain() {
     let (code, _, err) = run(&["protocol", "explain", "OBS-99"]);
     assert_eq!(code, 2);
     assert!(err.contains("no check `OBS-99`"), "{err}");
+
+    // What a BLOCKING FAIL does depends on the protocol: D10 raises STOP; code-change REJECTs
+    // the attempt, and only its veto (CC-01) raises STOP.
+    let (_, out, _) = run(&["protocol", "explain", "OBS-27"]);
+    assert!(out.contains("it raises OBSERVER-STOP.md"), "{out}");
+    let explain_cc = |id: &str| run(&["protocol", "explain", id, "--protocol", "code-change"]).1;
+    let veto = explain_cc("CC-01");
+    assert!(veto.contains("REJECTed, and it is a veto"), "{veto}");
+    let listed = explain_cc("CC-02");
+    assert!(
+        listed.contains("REJECTed (OBSERVER-STOP.md is raised only by a veto"),
+        "{listed}"
+    );
+    assert!(!listed.contains("it raises OBSERVER-STOP.md"), "{listed}");
 }
 
 /// A copy of the D10 protocol with one edit; the error must name the right line and column.
