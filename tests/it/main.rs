@@ -3,7 +3,6 @@
 
 mod builder;
 mod cli;
-mod code_change;
 mod fuzz;
 mod heap;
 mod liveness;
