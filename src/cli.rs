@@ -513,6 +513,14 @@ struct WatchArgs {
     quiet: bool,
     #[command(flatten)]
     read: ReadArgs,
+    /// Code-change protocol: the git revision the workspace is measured against (default:
+    /// `HEAD` in a git work tree).
+    #[arg(long, value_name = "REV", conflicts_with_all = ["baseline_dir", "root"])]
+    baseline: Option<String>,
+    /// Code-change protocol: a pristine copy of the workspace to measure against (otherwise,
+    /// outside a git work tree, a snapshot taken at start and kept in `.referee/`).
+    #[arg(long, value_name = "DIR", conflicts_with = "root")]
+    baseline_dir: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -572,6 +580,11 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
     config.limits = Limits {
         max_read_bytes: a.read.max_read_bytes,
         ..config.limits
+    };
+    config.baseline = match (a.baseline, a.baseline_dir) {
+        (Some(rev), _) => crate::workspace::BaselineSpec::Rev(rev),
+        (None, Some(dir)) => crate::workspace::BaselineSpec::Dir(dir),
+        (None, None) => crate::workspace::BaselineSpec::Auto,
     };
     match a.root {
         Some(root) => Ok(crate::daemon::run_root(root, config, Some(shutdown))?.exit),

@@ -83,6 +83,8 @@ pub struct Config {
     pub limits: Limits,
     /// Also receives every human line (e.g. an embedding demo).
     pub lines: Option<Sender<String>>,
+    /// A protocol with `[tasks]` (code-change): what the workspace is measured against.
+    pub baseline: crate::workspace::BaselineSpec,
 }
 
 impl Config {
@@ -107,6 +109,7 @@ impl Config {
                 ..Limits::default()
             },
             lines: None,
+            baseline: crate::workspace::BaselineSpec::Auto,
         }
     }
 }
@@ -221,6 +224,16 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     Watch(#[from] watch::WatchError),
     #[error("--exit-with `{pid}`: no such process (is it the pipeline's pid, and is the pipeline still running?)")]
     NoSuchPid { pid: i32 },
+    #[error(transparent)]
+    Workspace(#[from] crate::workspace::WorkspaceError),
+    #[error("cannot use the workspace's referee folder `{path}` (it must be a real directory the referee can write; a symlink or a file named `.referee` is refused)")]
+    OutputDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
+    BaselineWithoutTasks { protocol: String },
 }
 
 /// Runs the referee on one build directory until it finishes; the final report is always

@@ -97,6 +97,14 @@ impl Settle {
         })
     }
 
+    /// Until when `rel`, written in place, is still moving; `None` when nothing says so.
+    pub fn written_until(&self, rel: &str, now: Instant) -> Option<Instant> {
+        match self.paths.get(rel) {
+            Some(State::Written(t)) => Some(*t + self.window).filter(|&end| end > now),
+            _ => None,
+        }
+    }
+
     /// Until when `rel` is unsettled; `None` when it is settled now.
     ///
     /// `entry`: the path in the snapshot being judged; `None` when it is not there (then it is

@@ -408,22 +408,7 @@ pub fn write_all(
 ) -> std::io::Result<()> {
     let dir = ensure_dir(ws.root())?;
     for v in verdicts {
-        super::write_atomic(&dir, &verdict_file(&v.task_id, "md"), &verdict_md(p, v))?;
-        super::write_atomic(&dir, &verdict_file(&v.task_id, "json"), &verdict_json(v))?;
-        if let (Some(attempt), Some(diff)) = (v.attempt, &v.diff) {
-            let attempts = dir.join("attempts");
-            ensure_real_dir(&attempts)?;
-            let tdir = attempts.join(safe_name(&v.task_id));
-            ensure_real_dir(&tdir)?;
-            super::write_atomic(&tdir, &format!("{attempt}.diff"), diff)?;
-            let kept = Kept {
-                attempt,
-                verdict: v.verdict.clone(),
-                graded: v.graded.clone(),
-            };
-            let text = serde_json::to_string_pretty(&kept).unwrap_or_default();
-            super::write_atomic(&tdir, &format!("{attempt}.json"), &text)?;
-        }
+        write_verdict(&dir, p, v)?;
     }
     match stop_md(verdicts) {
         Some(text) => {
@@ -437,6 +422,40 @@ pub fn write_all(
         &report_md(p, ws, eval, runs, verdicts, ctx),
     )?;
     Ok(())
+}
+
+/// Writes one attempt's verdict files into `dir` (the workspace's `.referee/`) and keeps the
+/// attempt (its diff and verdict) for the loop guards. The STOP file is not touched: `verify`
+/// writes it in [`write_all`], the daemon through its own STOP file.
+pub fn write_verdict(dir: &Path, p: &Protocol, v: &TaskVerdict) -> std::io::Result<()> {
+    // The JSON first: it is what an orchestrator waits on.
+    super::write_atomic(dir, &verdict_file(&v.task_id, "json"), &verdict_json(v))?;
+    super::write_atomic(dir, &verdict_file(&v.task_id, "md"), &verdict_md(p, v))?;
+    if let (Some(attempt), Some(diff)) = (v.attempt, &v.diff) {
+        let attempts = dir.join("attempts");
+        ensure_real_dir(&attempts)?;
+        let tdir = attempts.join(safe_name(&v.task_id));
+        ensure_real_dir(&tdir)?;
+        super::write_atomic(&tdir, &format!("{attempt}.diff"), diff)?;
+        let kept = Kept {
+            attempt,
+            verdict: v.verdict.clone(),
+            graded: v.graded.clone(),
+        };
+        let text = serde_json::to_string_pretty(&kept).unwrap_or_default();
+        super::write_atomic(&tdir, &format!("{attempt}.json"), &text)?;
+    }
+    Ok(())
+}
+
+/// Whether an attempt of a task is kept already (judged before, maybe by an earlier run).
+pub fn is_kept(dir: &Path, task_id: &str, attempt: u64) -> bool {
+    std::fs::symlink_metadata(
+        dir.join("attempts")
+            .join(safe_name(task_id))
+            .join(format!("{attempt}.json")),
+    )
+    .is_ok_and(|m| m.is_file())
 }
 
 fn ensure_real_dir(d: &Path) -> std::io::Result<()> {

@@ -139,6 +139,17 @@ pub struct Workspace {
 impl Workspace {
     /// Opens `root` against the baseline `spec`; `cap` bounds every file read.
     pub fn open(root: &Path, spec: &BaselineSpec, cap: u64) -> Result<Workspace, WorkspaceError> {
+        Workspace::open_as(root, spec, cap, None)
+    }
+
+    /// [`Workspace::open`], told whether `root` is a git work tree (`Some`: a caller that
+    /// reopens the same workspace again and again — the daemon — asks git once, not each time).
+    pub fn open_as(
+        root: &Path,
+        spec: &BaselineSpec,
+        cap: u64,
+        git_work_tree: Option<bool>,
+    ) -> Result<Workspace, WorkspaceError> {
         let root = std::fs::canonicalize(root).map_err(|source| WorkspaceError::Root {
             path: root.display().to_string(),
             source,
@@ -147,7 +158,7 @@ impl Workspace {
             path: root.display().to_string(),
             source,
         })?;
-        let git_work_tree = git::is_work_tree(&root);
+        let git_work_tree = git_work_tree.unwrap_or_else(|| git::is_work_tree(&root));
         let mut ws = Workspace {
             root,
             cap,
@@ -217,7 +228,18 @@ impl Workspace {
 
     fn open_git(&mut self, rev: &str, commit: String) -> Result<(), WorkspaceError> {
         let mut changes = BTreeMap::new();
-        for (status, path) in git::diff_names(&self.root, &commit)? {
+        // The two listings are independent processes: run them side by side (the daemon's
+        // reaction time is mostly these waits).
+        let (diffed, untracked) = std::thread::scope(|s| {
+            let untracked = s.spawn(|| git::untracked(&self.root));
+            let diffed = git::diff_names(&self.root, &commit);
+            (diffed, untracked.join())
+        });
+        let untracked = match untracked {
+            Ok(u) => u?,
+            Err(_) => git::untracked(&self.root)?,
+        };
+        for (status, path) in diffed? {
             let change = match status {
                 git::Status::Added => Change::Added,
                 git::Status::Modified => Change::Modified,
@@ -225,7 +247,7 @@ impl Workspace {
             };
             changes.insert(path, change);
         }
-        for path in git::untracked(&self.root)? {
+        for path in untracked {
             // Tracked in the baseline but dropped from the index and still on disk: the file
             // is there, so it is modified (or not changed at all) rather than removed + added.
             let change = match changes.get(&path) {

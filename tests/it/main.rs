@@ -3,6 +3,7 @@
 
 mod builder;
 mod cli;
+mod code_change;
 mod fuzz;
 mod heap;
 mod liveness;

@@ -157,6 +157,17 @@ pub enum Event {
         attempts: u32,
         text: String,
     },
+    /// A task attempt judged (a protocol with `[tasks]`): its verdict, once per attempt.
+    Verdict {
+        task_id: String,
+        #[serde(default)]
+        attempt: Option<u64>,
+        verdict: String,
+        #[serde(default)]
+        reasons: Vec<String>,
+        #[serde(default)]
+        text: String,
+    },
     /// The referee's own fault (`cleared`: it no longer stands).
     Fault {
         area: String,
@@ -252,7 +263,8 @@ impl Event {
             | Event::StopRaised { .. }
             | Event::StopResolved { .. }
             | Event::FixAttempt { .. }
-            | Event::Escalation { .. } => Scope::App,
+            | Event::Escalation { .. }
+            | Event::Verdict { .. } => Scope::App,
             _ => Scope::Motor,
         }
     }
@@ -286,6 +298,8 @@ impl Event {
                 _ => Level::Critical,
             },
             Event::Escalation { .. } | Event::Detached { .. } => Level::Critical,
+            Event::Verdict { verdict, .. } if verdict.starts_with("ESCALATE") => Level::Critical,
+            Event::Verdict { verdict, .. } if verdict == "REJECT" => Level::Error,
             Event::Restart { .. }
             | Event::FixAttempt { .. }
             | Event::Rescan { .. }
@@ -378,6 +392,7 @@ impl Event {
                 }
             ),
             Event::Escalation { text, .. } => format!("ESCALATED: {text}"),
+            Event::Verdict { text, .. } => text.clone(),
             Event::Fault {
                 message,
                 cleared: false,

@@ -80,6 +80,13 @@ fn every_kind() -> Vec<Event> {
             attempts: 3,
             text: "escalated".into(),
         },
+        Event::Verdict {
+            task_id: "t1".into(),
+            attempt: Some(2),
+            verdict: "REJECT".into(),
+            reasons: vec!["protected_file_modified".into()],
+            text: "task t1 attempt 2: REJECT".into(),
+        },
         Event::Fault {
             area: "scan".into(),
             message: "m".into(),
@@ -190,6 +197,7 @@ fn the_wire_names_stay_as_logs_have_them() {
             "stop_resolved",
             "fix_attempt",
             "escalation",
+            "verdict",
             "fault",
             "fault",
             "rescan",
@@ -226,10 +234,16 @@ fn envelopes_follow_from_the_event() {
     let kinds = every_kind();
     let levels: Vec<Level> = kinds.iter().map(Event::level).collect();
     assert_eq!(levels[3], Level::Error, "a BLOCKING FAIL");
-    assert_eq!(levels[8], Level::Critical, "a fault under --on-fault stop");
-    assert_eq!(levels[9], Level::Info, "a fault cleared");
+    assert_eq!(levels[8], Level::Error, "a REJECT verdict");
+    assert_eq!(levels[9], Level::Critical, "a fault under --on-fault stop");
+    assert_eq!(levels[10], Level::Info, "a fault cleared");
     assert_eq!(kinds[4].scope(), Scope::App);
-    assert_eq!(kinds[14].signal(), Signal::Error);
+    assert_eq!(kinds[15].signal(), Signal::Error);
+    assert_eq!(
+        kinds[8].scope(),
+        Scope::App,
+        "a verdict judges the pipeline's work"
+    );
     assert_eq!(kinds[0].signal(), Signal::Coverage);
     let incidents: Vec<&str> = kinds
         .iter()

@@ -83,7 +83,20 @@ impl Session {
         let old_log = self.log.take().map(|l| l.path().to_path_buf());
         let mut previous_events = 0;
         let mut log_moved = None;
-        match events::open_locked(&self.dir) {
+        if self.tasks.is_some() {
+            // A re-created workspace: its `.referee/` again (refused as a symlink or a file).
+            if let Err(e) = crate::outputs::code_change::ensure_dir(&self.dir) {
+                self.fault(
+                    "events",
+                    format!(
+                        "cannot use `{}`: {}",
+                        self.out.display(),
+                        e.to_string().to_lowercase()
+                    ),
+                );
+            }
+        }
+        match events::open_locked(&self.out) {
             Ok(events::Opened {
                 file,
                 resumed,
@@ -93,7 +106,7 @@ impl Session {
                 previous_events = resumed.events.saturating_add(resumed.skipped);
                 log_moved = moved_aside;
                 let context = context_ref(&canon, &self.protocol);
-                match EventLog::new(&self.dir, file, torn_tail, self.trace_id.clone(), context) {
+                match EventLog::new(&self.out, file, torn_tail, self.trace_id.clone(), context) {
                     Ok(log) => self.log = Some(log),
                     Err(e) => self.log_fault(&e),
                 }
@@ -118,8 +131,8 @@ impl Session {
         let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
         self.detached_why = None;
         self.canon = canon;
-        remove_stale_temps(&self.dir);
-        self.stop = StopFile::new(&self.dir);
+        remove_stale_temps(&self.out);
+        self.stop = StopFile::new(&self.out);
         self.stop.adopt();
         self.pass_files.clear();
         self.listing = None;

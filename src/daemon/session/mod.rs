@@ -13,6 +13,7 @@ mod end;
 mod identity;
 mod open;
 mod tamper;
+mod tasks;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,8 +88,13 @@ pub struct Session {
     protocol: Arc<Protocol>,
     /// Put before every human line (the build's name, under `watch --root`).
     label: Option<String>,
-    /// The build directory as given (for display and writes).
+    /// The build directory as given (for display and scans).
     dir: PathBuf,
+    /// Where the session's own files go: the build directory itself, or a workspace's
+    /// `.referee/` for a protocol of task records.
+    out: PathBuf,
+    /// A protocol of task records: how the workspace is judged and its verdicts written.
+    tasks: Option<tasks::Tasks>,
     /// Its canonical path (events arrive under it).
     canon: PathBuf,
     /// The directory watched, or detached.
@@ -194,6 +200,11 @@ impl Session {
     /// Judges what changed (everything when `touched` is `None`) and carries out what that
     /// decides; then brings the files in line.
     fn judge(&mut self, touched: Option<&BTreeSet<String>>) {
+        if self.tasks.is_some() {
+            self.judge_tasks();
+            self.flush_outputs();
+            return;
+        }
         if let Some((eval, snap)) = self.evaluate(touched, false) {
             // A new directory may have had files before the watch on it existed: look again
             // once it has settled (correctness first; the scan is full anyway).
@@ -217,7 +228,21 @@ impl Session {
     }
 
     /// What arrived for this directory since the loop last woke.
-    pub fn handle(&mut self, batch: Batch) {
+    pub fn handle(&mut self, mut batch: Batch) {
+        if self.tasks.is_some() {
+            // A workspace: the referee's own folder and `.git/` are no work; its STOP file is
+            // checked for tampering.
+            if batch.paths.contains_key(&tasks::stop_rel()) {
+                batch.stop_touched = true;
+            }
+            batch.paths.retain(|rel, _| tasks::relevant(rel));
+            if batch.paths.is_empty() && batch.rescan.is_empty() && !batch.root_lost {
+                if batch.stop_touched {
+                    self.check_stop();
+                }
+                return;
+            }
+        }
         // One stat per wake-up: nothing is judged or written for a directory no longer there.
         self.check_dir(batch.root_lost);
         if self.detached_why.is_some() {

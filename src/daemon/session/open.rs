@@ -19,6 +19,7 @@ use super::super::events::{self, ContextRef, EventLog};
 use super::super::settle::Settle;
 use super::super::stop::StopFile;
 use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
+use super::tasks::Tasks;
 use super::{ProtocolFile, Session};
 
 /// What opening found, said once the event source is known.
@@ -83,6 +84,20 @@ impl Session {
         }
         std::fs::read_dir(&canon).map_err(bad_dir)?;
         let dir_id = attach::DirId::of(&canon)?;
+        // A protocol of task records writes into the workspace's `.referee/`; any other into
+        // the build directory itself.
+        let tasks = match &protocol.tasks {
+            Some(_) => Some(Tasks::open(&canon, &cfg)?),
+            None if cfg.baseline != crate::workspace::BaselineSpec::Auto => {
+                return Err(DaemonError::BaselineWithoutTasks {
+                    protocol: protocol.id.clone(),
+                })
+            }
+            None => None,
+        };
+        let out = tasks
+            .as_ref()
+            .map_or_else(|| dir.clone(), |t| t.out.clone());
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -94,7 +109,7 @@ impl Session {
             adopted: false,
         };
         // The event log: lock it (one referee per directory), read it, resume or rotate.
-        let log = match events::open_locked(&dir) {
+        let log = match events::open_locked(&out) {
             Ok(events::Opened {
                 file,
                 resumed: r,
@@ -102,17 +117,17 @@ impl Session {
                 moved_aside,
             }) => {
                 // Holding the lock, no other referee writes here: its temp files are leftovers.
-                remove_stale_temps(&dir);
+                remove_stale_temps(&out);
                 opening.log_moved = moved_aside;
                 let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
                     (file, torn_tail)
                 } else if cfg.fresh {
-                    let to = events::rotate(&dir, &now).map_err(|source| DaemonError::Rotate {
-                        path: dir.join(events::EVENTS_FILE).display().to_string(),
+                    let to = events::rotate(&out, &now).map_err(|source| DaemonError::Rotate {
+                        path: out.join(events::EVENTS_FILE).display().to_string(),
                         source,
                     })?;
                     opening.rotated = Some(to);
-                    let reopened = events::open_locked(&dir)?;
+                    let reopened = events::open_locked(&out)?;
                     drop(file);
                     (reopened.file, reopened.torn_tail)
                 } else {
@@ -121,7 +136,7 @@ impl Session {
                     if let Some(logged) = &r.protocol_sha256 {
                         if *logged != protocol.sha256 {
                             return Err(DaemonError::ProtocolChanged {
-                                log: dir.join(events::EVENTS_FILE).display().to_string(),
+                                log: out.join(events::EVENTS_FILE).display().to_string(),
                                 logged: logged.clone(),
                                 loaded: protocol.sha256.clone(),
                             });
@@ -133,16 +148,16 @@ impl Session {
                     (file, torn_tail)
                 };
                 let context = context_ref(&canon, &protocol);
-                match EventLog::new(&dir, file, torn_tail, trace.clone(), context) {
+                match EventLog::new(&out, file, torn_tail, trace.clone(), context) {
                     Ok(log) => Some(log),
-                    Err(e) => own_file_fault(&cfg, &dir, events::EVENTS_FILE, e)?,
+                    Err(e) => own_file_fault(&cfg, &out, events::EVENTS_FILE, e)?,
                 }
             }
             Err(events::LogError::Busy { path }) => {
                 return Err(events::LogError::Busy { path }.into());
             }
             Err(events::LogError::Io { source, .. }) => {
-                own_file_fault(&cfg, &dir, events::EVENTS_FILE, source)?
+                own_file_fault(&cfg, &out, events::EVENTS_FILE, source)?
             }
         };
 
@@ -159,7 +174,7 @@ impl Session {
         });
 
         let start = Instant::now();
-        let mut stop = StopFile::new(&dir);
+        let mut stop = StopFile::new(&out);
         // A STOP left standing is adopted before anything else can touch it, and stays as it is
         // until the first settled evaluation (no resolve-then-raise gap across a restart).
         opening.adopted = stop.adopt();
@@ -173,6 +188,8 @@ impl Session {
             protocol,
             label,
             dir,
+            out,
+            tasks,
             canon,
             attached: attach::State::Attached(dir_id),
             detached_why: None,

@@ -24,7 +24,7 @@ impl Session {
             .pass_files
             .keys()
             .filter(|id| {
-                crate::outputs::foreign_at(&self.dir, &crate::outputs::pass_file(id))
+                crate::outputs::foreign_at(&self.out, &crate::outputs::pass_file(id))
                     .is_ok_and(|f| f.is_some())
             })
             .cloned()

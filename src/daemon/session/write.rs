@@ -33,6 +33,15 @@ impl Session {
         }
     }
 
+    /// The canonical path of the folder of the session's own files (what `status` is given).
+    fn own_canon(&self) -> std::path::PathBuf {
+        if self.tasks.is_some() {
+            std::fs::canonicalize(&self.out).unwrap_or_else(|_| self.out.clone())
+        } else {
+            self.canon.clone()
+        }
+    }
+
     pub(super) fn fault_list(&self) -> Vec<(String, String)> {
         self.faults
             .iter()
@@ -44,6 +53,12 @@ impl Session {
     /// comes first: it is what the orchestrator waits on.
     pub(super) fn flush_outputs(&mut self) {
         if self.detached_why.is_some() {
+            return;
+        }
+        if let Some(tasks) = &self.tasks {
+            let checks = tasks.stop.clone();
+            self.sync_stop_text(checks, self.ledger.holds.is_empty());
+            self.emit_pending();
             return;
         }
         let Some(eval) = self.ledger.published.take() else {
@@ -63,7 +78,7 @@ impl Session {
             let name = outputs::pass_file(&pass.id);
             let text = markdown::pass_file(&self.protocol, &eval, &pass.id, &stamped);
             // Fsynced in the background: a disk flush must not hold up the next STOP.
-            match outputs::write_atomic_as(&self.dir, &name, &text, outputs::Durability::Background)
+            match outputs::write_atomic_as(&self.out, &name, &text, outputs::Durability::Background)
             {
                 Ok(w) => {
                     self.pass_files.insert(pass.id.clone(), key);
@@ -84,12 +99,18 @@ impl Session {
     fn sync_stop(&mut self, eval: Option<&Evaluation>) {
         let ctx = self.context(None, None);
         let checks = eval.and_then(|e| markdown::stop_file(&self.protocol, e, &ctx));
+        self.sync_stop_text(checks, eval.is_some() && self.ledger.holds.is_empty());
+    }
+
+    /// Brings the STOP file in line with `checks` (the blocks of what fails) and the faults;
+    /// `judged`: a settled judgment stands behind it (a STOP adopted at start now follows it).
+    fn sync_stop_text(&mut self, checks: Option<String>, judged: bool) {
         let faults = match self.cfg.on_fault {
             FaultPolicy::Stop => self.fault_list(),
             FaultPolicy::Continue => Vec::new(),
         };
         let was = self.stop.standing();
-        if eval.is_some() && self.ledger.holds.is_empty() {
+        if judged {
             // Judged with nothing held back: a STOP adopted at start now follows the evaluation.
             self.stop.judged();
         }
@@ -176,15 +197,19 @@ impl Session {
             stop_wanted: self.wants_stop
                 || (self.cfg.on_fault == FaultPolicy::Stop && !faults.is_empty()),
             faults,
-            build_dir: self.canon.display().to_string(),
+            build_dir: self.own_canon().display().to_string(),
             dir: match &self.attached {
+                attach::State::Attached(_) if self.tasks.is_some() => {
+                    // `status WORKSPACE` reads `.referee/`: the heartbeat vouches for that folder.
+                    attach::DirId::of(&self.out).ok()
+                }
                 attach::State::Attached(id) => Some(*id),
                 attach::State::Detached => None,
             },
             proc_start: self.proc_start,
             trace_id: self.trace_id.clone(),
         };
-        match heartbeat::write(&self.dir, &hb) {
+        match heartbeat::write(&self.out, &hb) {
             Ok(heartbeat::Written::Atomic(w)) => {
                 self.clear_fault(&area);
                 if let Some(found) = w.replaced {

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Latency of `referee watch WORKSPACE --protocol code-change` (python3 standard library; Linux).
+
+Builds a git workspace of FILES files (default 1,000, in 20 folders), commits it, starts the
+referee on it, changes 10 files (one protected among them, every other trial: REJECT and APPROVE
+alternate), and times, with a monotonic clock, from the rename of the task record into `.tasks/`
+to the moment `.referee/OBSERVER-VERDICT-<task>.json` is renamed into place (seen through inotify
+on `.referee/`, never by polling). Each trial is a new task (so no loop guard applies) and the
+previous record is removed first, with a quiet gap.
+
+  code_change.py REFEREE [--files 1000] [--changed 10] [--trials 100] [--warmup 3] [--keep DIR]
+
+Prints one JSON object: {"name", "files", "changed", "trials", "ok", "timeouts", "p50_ms",
+"p99_ms", "mean_ms", "min_ms", "max_ms", "verdicts"}.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import IN_MOVED_TO, IN_CREATE, Inotify  # noqa: E402
+
+
+def git(ws, *args):
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
+    subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", *args], cwd=ws, env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def make_workspace(ws, files):
+    for i in range(files):
+        d = os.path.join(ws, "src", f"pkg{i % 20:02d}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"mod{i:04d}.py"), "w") as f:
+            f.write(f"def f{i}():\n    return {i}\n")
+    with open(os.path.join(ws, "src", "orchestrator.py"), "w") as f:
+        f.write("ROLES = ['worker']\n")
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "base")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("referee")
+    p.add_argument("--files", type=int, default=1000)
+    p.add_argument("--changed", type=int, default=10)
+    p.add_argument("--trials", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=5.0)
+    p.add_argument("--gap", type=float, default=0.15, help="quiet seconds before each trial")
+    p.add_argument("--keep", help="build the workspace here (must not exist) and keep it")
+    a = p.parse_args()
+
+    root = a.keep or tempfile.mkdtemp(prefix="referee-cc-bench-")
+    ws = os.path.join(root, "ws")
+    os.makedirs(ws)
+    make_workspace(ws, a.files)
+    log = open(os.path.join(root, "watch.out"), "w")
+    proc = subprocess.Popen([a.referee, "watch", ws, "--protocol", "code-change", "--quiet"],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    out = os.path.join(ws, ".referee")
+    deadline = time.perf_counter() + 10
+    while not os.path.exists(os.path.join(out, "OBSERVER-HEARTBEAT.json")):
+        if time.perf_counter() > deadline or proc.poll() is not None:
+            sys.exit(f"code_change.py: the referee did not start (see {root}/watch.out)")
+        time.sleep(0.01)
+    tasks = os.path.join(ws, ".tasks")
+    os.makedirs(tasks)
+    watch = Inotify(out, IN_MOVED_TO | IN_CREATE)
+    paths = [f"src/pkg{i % 20:02d}/mod{i:04d}.py" for i in range(0, a.files, max(1, a.files // a.changed))][: a.changed]
+    samples, timeouts, verdicts = [], 0, {}
+    previous = None
+    try:
+        for t in range(a.warmup + a.trials):
+            if previous:
+                os.remove(previous)
+            protected = t % 2 == 0
+            changed = list(paths[: a.changed - 1]) + (["src/orchestrator.py"] if protected else [paths[-1]])
+            for rel in changed:
+                with open(os.path.join(ws, rel), "w") as f:
+                    f.write(f"def g():\n    return {t}\n" if rel.endswith(".py") and "orchestrator" not in rel
+                            else f"ROLES = ['worker', 'r{t}']\n")
+            if not protected:
+                with open(os.path.join(ws, "src/orchestrator.py"), "w") as f:
+                    f.write("ROLES = ['worker']\n")
+            task = f"b{t:04d}"
+            record = {
+                "task_id": task, "status": "pending_review", "description": "bench", "attempt": 1,
+                "summary": "Here's what I did: bench.",
+                "changes": {"added": [], "modified": changed, "removed": []},
+                "pre_hashes": {}, "post_hashes": {},
+            }
+            tmp = os.path.join(tasks, f".{task}.tmp")
+            with open(tmp, "w") as f:
+                json.dump(record, f)
+            time.sleep(a.gap)
+            watch.drain()
+            name = f"OBSERVER-VERDICT-{task}.json"
+            dst = os.path.join(tasks, f"{task}.json")
+            start = time.perf_counter()
+            os.rename(tmp, dst)
+            seen = watch.wait_for(name, IN_MOVED_TO | IN_CREATE, a.timeout)
+            previous = dst
+            if seen is None:
+                timeouts += 1
+                continue
+            if t >= a.warmup:
+                samples.append((seen - start) * 1000)
+                try:
+                    with open(os.path.join(out, name)) as f:
+                        v = json.load(f)["verdict"]
+                    verdicts[v] = verdicts.get(v, 0) + 1
+                except (OSError, ValueError, KeyError):
+                    pass
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if not a.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    s = sorted(samples)
+    pct = lambda q: s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else None
+    print(json.dumps({
+        "name": "referee watch --protocol code-change", "files": a.files, "changed": a.changed,
+        "trials": a.trials, "ok": len(s), "timeouts": timeouts,
+        "p50_ms": pct(0.50), "p99_ms": pct(0.99),
+        "mean_ms": statistics.fmean(s) if s else None, "min_ms": s[0] if s else None,
+        "max_ms": s[-1] if s else None, "verdicts": verdicts,
+    }))
+
+
+if __name__ == "__main__":
+    main()

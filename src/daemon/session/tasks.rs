@@ -1,0 +1,318 @@
+//! How a session judges a protocol of task records (code-change, SPEC §7), as opposed to a
+//! build directory's passes: on a settled change it reopens the workspace against its baseline,
+//! runs [`engine::evaluate_workspace`] and [`verdict::judge`], writes each `(task, attempt)`'s
+//! verdict files once (keeping the attempt, so the loop guards hold across restarts), and
+//! composes the STOP text from the verdicts. The STOP file itself stays the session's
+//! ([`super::super::stop::StopFile`]): atomic, tamper-restored, adopted at start.
+//!
+//! Everything it writes goes under `WORKSPACE/.referee/`; it never touches the git index (the
+//! workspace's git calls run with `GIT_OPTIONAL_LOCKS=0`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use chrono::Utc;
+
+use crate::artifacts::Snapshot;
+use crate::engine::{self, Evaluation, Options, TaskRun};
+use crate::outputs::code_change;
+use crate::protocol::Protocol;
+use crate::verdict::{self, TaskVerdict};
+use crate::workspace::{self, BaselineSpec, Workspace, OUTPUT_DIR};
+
+use super::super::event::Event;
+use super::super::{Config, DaemonError};
+use super::{panic_message, Session};
+
+/// A session's state for a protocol with `[tasks]`.
+#[derive(Debug)]
+pub(super) struct Tasks {
+    spec: BaselineSpec,
+    /// Whether the workspace was a git work tree at start (asked once).
+    git: bool,
+    /// `WORKSPACE/.referee/`: the session's own files.
+    pub out: PathBuf,
+    /// The STOP text as of the last judgment (`None`: no veto stands, nothing escalated).
+    pub stop: Option<String>,
+    /// The last judgment says exit 1 (a REJECT or escalation, or a BLOCKING failure).
+    pub violation: bool,
+    /// Attempts judged by this process (besides those kept in `.referee/attempts/`), and the
+    /// verdict file last written for a record too malformed to have an attempt.
+    judged: BTreeSet<(String, u64)>,
+    malformed: BTreeMap<String, String>,
+}
+
+/// What one judgment of the workspace found.
+pub(super) struct Judged {
+    pub ws: Workspace,
+    pub eval: Evaluation,
+    pub runs: Vec<TaskRun>,
+    pub verdicts: Vec<TaskVerdict>,
+}
+
+/// Whether a changed path (relative to the workspace) can change a judgment: the referee's own
+/// folder and `.git/` never do.
+pub(super) fn relevant(rel: &str) -> bool {
+    let top = rel.split('/').next().unwrap_or(rel);
+    top != OUTPUT_DIR && top != ".git"
+}
+
+/// Whether a path (relative to the workspace) is a task record: `.tasks/<name>.json`, not a
+/// temp file beside it.
+pub(super) fn is_record(rel: &str) -> bool {
+    rel.strip_prefix(workspace::TASKS_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|name| !name.contains('/') && name.ends_with(".json"))
+}
+
+/// The STOP file's path relative to the workspace, as events name it.
+pub(super) fn stop_rel() -> String {
+    format!("{OUTPUT_DIR}/{}", crate::outputs::STOP_FILE)
+}
+
+impl Tasks {
+    /// Prepares a workspace: `.referee/` (refused when a symlink or a file), the start snapshot
+    /// when there is no other baseline (a restart keeps the first), and one opening of the
+    /// workspace, so a bad `--baseline` is an error before anything runs.
+    pub fn open(canon: &Path, cfg: &Config) -> Result<Tasks, DaemonError> {
+        let out_err = |source| DaemonError::OutputDir {
+            path: canon.join(OUTPUT_DIR).display().to_string(),
+            source,
+        };
+        let out = code_change::ensure_dir(canon).map_err(out_err)?;
+        let cap = cfg.limits.max_read_bytes;
+        let git = workspace::git::is_work_tree(canon);
+        if cfg.baseline == BaselineSpec::Auto && !git {
+            workspace::snapshot::create(canon, cap).map_err(out_err)?;
+        }
+        Workspace::open_as(canon, &cfg.baseline, cap, Some(git))?;
+        Ok(Tasks {
+            spec: cfg.baseline.clone(),
+            git,
+            out,
+            stop: None,
+            violation: false,
+            judged: BTreeSet::new(),
+            malformed: BTreeMap::new(),
+        })
+    }
+}
+
+/// Exit 1: an attempt rejected or escalated, or a BLOCKING check failing (as `verify`).
+pub(super) fn violation(p: &Protocol, eval: &Evaluation, verdicts: &[TaskVerdict]) -> bool {
+    let rejected = verdicts.iter().any(|v| {
+        p.guards
+            .as_ref()
+            .is_none_or(|g| !g.final_verdicts.contains(&v.verdict))
+            && v.verdict != "MINOR_ISSUES"
+    });
+    rejected || eval.stops().next().is_some()
+}
+
+impl Session {
+    /// Judges the workspace as it stands. `None` on the referee's own fault (recorded).
+    pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
+        let tasks = self.tasks.as_ref()?;
+        self.evaluated = true;
+        let cap = self.cfg.limits.max_read_bytes;
+        let ws = match Workspace::open_as(&self.canon, &tasks.spec, cap, Some(tasks.git)) {
+            Ok(ws) => {
+                self.clear_fault("scan");
+                ws
+            }
+            Err(e) => {
+                self.fault("scan", format!("cannot open the workspace: {e}"));
+                return None;
+            }
+        };
+        let snap = match Snapshot::empty(&self.canon, self.cfg.limits) {
+            Ok(s) => s,
+            Err(e) => {
+                self.fault("scan", format!("cannot open the workspace: {e}"));
+                return None;
+            }
+        };
+        let opts = Options {
+            final_: true,
+            now: Some(Utc::now()),
+            ..Options::default()
+        };
+        let protocol = &*self.protocol;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let (eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &opts);
+            let verdicts = verdict::judge(protocol, &ws, &eval.results, &runs);
+            (eval, runs, verdicts)
+        }));
+        match result {
+            Ok((eval, runs, verdicts)) => {
+                self.clear_fault("evaluate");
+                Some(Judged {
+                    ws,
+                    eval,
+                    runs,
+                    verdicts,
+                })
+            }
+            Err(p) => {
+                self.fault(
+                    "evaluate",
+                    format!("the evaluation panicked: {}", panic_message(p.as_ref())),
+                );
+                None
+            }
+        }
+    }
+
+    /// Judges the workspace, unless a task record is still being written (then again once it
+    /// has settled); writes each new attempt's verdict and sets the STOP text.
+    pub(super) fn judge_tasks(&mut self) {
+        let now = Instant::now();
+        self.settle.prune(now);
+        // A record caught mid-write is judged once it has settled, and nothing is published
+        // before: a half-written record must not lift or raise a STOP.
+        let moving: Vec<Instant> = self
+            .settle
+            .moving()
+            .filter(|p| is_record(p))
+            .filter_map(|p| self.settle.written_until(p, now))
+            .collect();
+        if let Some(at) = moving.into_iter().max() {
+            self.recheck(at);
+            return;
+        }
+        let Some(j) = self.evaluate_tasks() else {
+            return;
+        };
+        if let Some(tasks) = &mut self.tasks {
+            tasks.stop = code_change::stop_md(&j.verdicts);
+            tasks.violation = violation(&self.protocol, &j.eval, &j.verdicts);
+        }
+        // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
+        // new verdict finds the STOP already in line with it.
+        self.flush_outputs();
+        self.write_verdicts(&j.verdicts);
+    }
+
+    /// Writes the verdict files of every attempt not judged before (and a malformed record's
+    /// when it changed), and logs each.
+    pub(super) fn write_verdicts(&mut self, verdicts: &[TaskVerdict]) {
+        let Some(tasks) = &self.tasks else {
+            return;
+        };
+        let out = tasks.out.clone();
+        let mut fresh = Vec::new();
+        for v in verdicts {
+            let new = match v.attempt {
+                Some(a) => {
+                    !tasks.judged.contains(&(v.task_id.clone(), a))
+                        && !code_change::is_kept(&out, &v.task_id, a)
+                }
+                None => tasks.malformed.get(&v.task_id) != Some(&code_change::verdict_json(v)),
+            };
+            if new {
+                fresh.push(v);
+            }
+        }
+        for v in fresh {
+            let area = format!("write {}", code_change::verdict_file(&v.task_id, "json"));
+            match code_change::write_verdict(&out, &self.protocol, v) {
+                Ok(()) => {
+                    self.clear_fault(&area);
+                    if let Some(tasks) = &mut self.tasks {
+                        match v.attempt {
+                            Some(a) => {
+                                tasks.judged.insert((v.task_id.clone(), a));
+                            }
+                            None => {
+                                tasks
+                                    .malformed
+                                    .insert(v.task_id.clone(), code_change::verdict_json(v));
+                            }
+                        }
+                    }
+                    let attempt = v.attempt.map_or("?".to_string(), |a| a.to_string());
+                    let reasons = if v.reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", v.reasons.join(", "))
+                    };
+                    let text = format!(
+                        "task {} attempt {attempt}: {}{reasons}{}",
+                        v.task_id,
+                        v.verdict,
+                        v.escalation
+                            .as_deref()
+                            .map_or(String::new(), |e| format!(" — {e}"))
+                    );
+                    self.pending.push(
+                        Event::Verdict {
+                            task_id: v.task_id.clone(),
+                            attempt: v.attempt,
+                            verdict: v.verdict.clone(),
+                            reasons: v.reasons.clone(),
+                            text,
+                        }
+                        .into(),
+                    );
+                }
+                Err(e) => self.fault(
+                    &area,
+                    format!(
+                        "cannot write the verdict of task `{}` into `{}`: {}",
+                        v.task_id,
+                        out.display(),
+                        e.to_string().to_lowercase()
+                    ),
+                ),
+            }
+        }
+    }
+
+    /// The report of a task protocol, written at the end; `None` when it cannot be written.
+    pub(super) fn write_tasks_report(&mut self, j: &Judged, ended: &str) -> Option<PathBuf> {
+        let out = self.out.clone();
+        let ctx = self.context(Some(Utc::now()), Some(ended.to_string()));
+        let text =
+            code_change::report_md(&self.protocol, &j.ws, &j.eval, &j.runs, &j.verdicts, &ctx);
+        let name = crate::outputs::REPORT_FILE;
+        match crate::outputs::write_atomic(&out, name, &text) {
+            Ok(w) => {
+                if let Some(found) = w.replaced {
+                    self.own_file_tampered(name, found);
+                }
+                Some(out.join(name))
+            }
+            Err(e) => {
+                self.fault(
+                    "write OBSERVER-REPORT.md",
+                    format!("cannot write `{name}`: {}", e.to_string().to_lowercase()),
+                );
+                self.flush_outputs();
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_folder_and_git_are_never_relevant() {
+        assert!(!relevant(".referee/OBSERVER-HEARTBEAT.json"));
+        assert!(!relevant(".referee"));
+        assert!(!relevant(".git/index"));
+        assert!(!relevant(".git"));
+        assert!(relevant(".tasks/t1.json"));
+        assert!(relevant("src/.git-keep"));
+        assert!(relevant("a/.referee/x"));
+        assert_eq!(stop_rel(), ".referee/OBSERVER-STOP.md");
+        assert!(is_record(".tasks/t1.json"));
+        assert!(!is_record(".tasks/.t1.tmp"));
+        assert!(!is_record(".tasks/sub/t1.json"));
+        assert!(!is_record(".tasksx/t1.json"));
+    }
+}
