@@ -132,6 +132,8 @@ pub struct Workspace {
     changes: Option<BTreeMap<String, Change>>,
     /// Paths whose change could not be decided (unreadable on a side).
     pub undecided: Vec<(String, String)>,
+    /// The task records as read at opening, before the tree: see [`Workspace::records`].
+    raw_records: Vec<(String, Content)>,
     base_cache: RefCell<HashMap<String, Content>>,
     cur_cache: RefCell<HashMap<String, Content>>,
 }
@@ -159,6 +161,11 @@ impl Workspace {
             source,
         })?;
         let git_work_tree = git_work_tree.unwrap_or_else(|| git::is_work_tree(&root));
+        // The records first, then the tree: a worker writes its files before the record that
+        // says they are ready, so whatever record is read here has its files in place when
+        // the tree is read next. Read the other way round, a record landing in between would
+        // be judged against the tree before its change.
+        let raw_records = read_records(&root, cap);
         let mut ws = Workspace {
             root,
             cap,
@@ -168,6 +175,7 @@ impl Workspace {
             source: None,
             changes: None,
             undecided: Vec::new(),
+            raw_records,
             base_cache: RefCell::new(HashMap::new()),
             cur_cache: RefCell::new(HashMap::new()),
         };
@@ -421,43 +429,25 @@ impl Workspace {
         ))
     }
 
-    /// The task records under `.tasks/` (`*.json` directly in it), sorted by path; records that
-    /// cannot be read are records with an error.
+    /// The task records under `.tasks/` (`*.json` directly in it), sorted by path, as read
+    /// when the workspace was opened; records that cannot be read are records with an error.
     pub fn records(&self, required: &[String]) -> Vec<record::Record> {
-        let dir = self.root.join(TASKS_DIR);
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = rd
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
-            .collect();
-        names.sort();
-        names
-            .into_iter()
-            .map(|n| {
-                let rel = format!("{TASKS_DIR}/{n}");
-                match read(&self.root, &rel, self.cap.min(16 << 20)) {
-                    Content::Bytes(d) => record::parse(&rel, &d.bytes, required),
-                    Content::Absent => record::Record {
-                        stem: n.trim_end_matches(".json").to_string(),
-                        rel,
-                        parsed: Err(record::RecordError {
-                            message: "vanished while being read".into(),
-                            line: 0,
-                            column: 0,
-                        }),
-                    },
-                    Content::Unknown(why) => record::Record {
-                        stem: n.trim_end_matches(".json").to_string(),
-                        rel,
-                        parsed: Err(record::RecordError {
-                            message: format!("cannot be read: {why}"),
-                            line: 0,
-                            column: 0,
-                        }),
-                    },
+        self.raw_records
+            .iter()
+            .map(|(rel, content)| {
+                let failed = |message: String| record::Record {
+                    stem: record_stem(rel).to_string(),
+                    rel: rel.clone(),
+                    parsed: Err(record::RecordError {
+                        message,
+                        line: 0,
+                        column: 0,
+                    }),
+                };
+                match content {
+                    Content::Bytes(d) => record::parse(rel, &d.bytes, required),
+                    Content::Absent => failed("vanished while being read".into()),
+                    Content::Unknown(why) => failed(format!("cannot be read: {why}")),
                 }
             })
             .collect()
@@ -470,6 +460,33 @@ impl Workspace {
             _ => None,
         }
     }
+}
+
+/// The task records' paths (`.tasks/*.json`, not hidden) and contents, sorted by path.
+fn read_records(root: &Path, cap: u64) -> Vec<(String, Content)> {
+    let Ok(rd) = std::fs::read_dir(root.join(TASKS_DIR)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let rel = format!("{TASKS_DIR}/{n}");
+            let content = read(root, &rel, cap.min(16 << 20));
+            (rel, content)
+        })
+        .collect()
+}
+
+/// `.tasks/t1.json` → `t1`.
+fn record_stem(rel: &str) -> &str {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.strip_suffix(".json").unwrap_or(name)
 }
 
 /// Whether a path is never part of a change (`.git/`, `.tasks/`, `.referee/`).
@@ -517,4 +534,47 @@ pub fn walk(root: &Path) -> Vec<String> {
 /// Lowercase hex SHA-256 of bytes.
 pub fn sha256(bytes: &[u8]) -> String {
     sha256_hex(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A judgment is of one moment: the records are those read at opening, so a record that
+    /// lands after the tree was read is not judged against the tree before its change (the
+    /// live referee then judges it at its own event).
+    #[test]
+    fn records_are_those_read_at_opening_before_the_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let base = tempfile::tempdir().unwrap();
+        std::fs::write(base.path().join("a.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
+        std::fs::create_dir(root.join(".tasks")).unwrap();
+        std::fs::write(root.join(".tasks/t1.json"), "{}").unwrap();
+        std::fs::write(root.join(".tasks/.t2.tmp"), "{}").unwrap();
+        let spec = BaselineSpec::Dir(base.path().to_path_buf());
+        let ws = Workspace::open(root, &spec, 1 << 20).unwrap();
+        assert!(ws.changes().unwrap().is_empty());
+
+        // The worker's next change and its record, after the opening.
+        std::fs::write(root.join("a.py"), "x = 2\n").unwrap();
+        std::fs::write(root.join(".tasks/t2.json"), "{}").unwrap();
+        std::fs::write(root.join(".tasks/t1.json"), "not json").unwrap();
+        let records = ws.records(&[]);
+        let names: Vec<&str> = records.iter().map(|r| r.rel.as_str()).collect();
+        assert_eq!(names, [".tasks/t1.json"]);
+        assert_eq!(records[0].stem, "t1");
+        assert!(
+            records[0].parsed.is_ok(),
+            "the record as read at opening: {:?}",
+            records[0].parsed
+        );
+
+        let again = Workspace::open(root, &spec, 1 << 20).unwrap();
+        let records = again.records(&[]);
+        assert_eq!(records.len(), 2);
+        assert!(records[0].parsed.is_err(), "t1 is not JSON now");
+        assert!(again.changes().unwrap().contains_key("a.py"));
+    }
 }
