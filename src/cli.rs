@@ -615,6 +615,10 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
 
 #[derive(Args, Debug)]
 struct DemoArgs {
+    /// Which run to show: a D10 page build, or a coding agent's task attempts under the
+    /// code-change protocol (about 10 s).
+    #[arg(value_enum, default_value_t = DemoRun::D10)]
+    run: DemoRun,
     /// Play X times faster than recorded (the run lasts about 15 s at 1); 0: no pauses.
     #[arg(long, value_name = "X", default_value_t = 1.0)]
     speed: f64,
@@ -626,11 +630,24 @@ struct DemoArgs {
     verbose: bool,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum DemoRun {
+    /// A D10 pipeline run: a hand-entered gate result raises STOP, a re-run resolves it.
+    D10,
+    /// A worker touches a protected file (REJECT, STOP), resubmits the same diff (ESCALATE),
+    /// then a clean task (APPROVE).
+    CodeChange,
+}
+
 fn demo(a: DemoArgs) -> Result<ExitCode> {
     // SIGINT/SIGTERM reach the daemon as a request to finish.
     let signals = crate::daemon::signals::listen_for_termination()
         .context("cannot listen for SIGINT/SIGTERM")?;
     let cfg = crate::demo::DemoConfig {
+        scenario: match a.run {
+            DemoRun::D10 => crate::demo::Scenario::D10,
+            DemoRun::CodeChange => crate::demo::Scenario::CodeChange,
+        },
         speed: a.speed,
         dir: a.keep,
         verbose: a.verbose,

@@ -5,6 +5,11 @@
 //! runs, STOP raised (with the evidence the orchestrator reads) and resolved, and at the end where
 //! the report is and what it says. The exit code is the daemon's.
 //!
+//! `referee demo code-change` does the same for the code-change protocol: the timeline's steps
+//! at 0 s (the project) are written first, the referee starts on that workspace (its start
+//! snapshot is the baseline), and the rest replays a worker's task attempts; once the last one
+//! is judged, the demo asks the referee to finish, as an orchestrator would at the end of its run.
+//!
 //! This module only connects [`crate::replay`] and [`crate::daemon`] and prints. It must not judge
 //! anything, write anything but the replay into the demo directory (the daemon writes its own
 //! files there), or use a directory that holds anything already.
@@ -22,9 +27,61 @@ use crate::exit::ExitCode;
 use crate::outputs::{REPORT_FILE, STOP_FILE};
 use crate::replay::{self, PlayOptions, PlaySummary, ReplayError, Timeline};
 
+/// Which recorded run the demo plays, and under which protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scenario {
+    /// A D10 page build (`fixtures/timelines/demo.toml`).
+    #[default]
+    D10,
+    /// A coding agent's task attempts (`fixtures/timelines/code-change.toml`).
+    CodeChange,
+}
+
+impl Scenario {
+    fn timeline(self) -> &'static str {
+        match self {
+            Scenario::D10 => "demo",
+            Scenario::CodeChange => "code-change",
+        }
+    }
+
+    fn protocol(self) -> &'static str {
+        match self {
+            Scenario::D10 => crate::protocol::DEFAULT_ID,
+            Scenario::CodeChange => "code-change",
+        }
+    }
+
+    /// Where the referee's own files are: the build directory, or the workspace's `.referee/`.
+    fn out_dir(self, dir: &Path) -> PathBuf {
+        match self {
+            Scenario::D10 => dir.to_path_buf(),
+            Scenario::CodeChange => dir.join(crate::workspace::OUTPUT_DIR),
+        }
+    }
+
+    fn intro(self, dir: &Path, speed: f64, secs: f64) -> String {
+        match self {
+            Scenario::D10 => format!(
+                "referee demo: a D10 pipeline run replayed into {} at speed {speed} (about {secs:.0} s), with the referee watching.\n\
+                 One gate result was entered by hand; watch the referee stop the pipeline and let it go once it is fixed.\n",
+                dir.display()
+            ),
+            Scenario::CodeChange => format!(
+                "referee demo code-change: a coding agent's task attempts replayed into the workspace {} at speed {speed} (about {secs:.0} s), with the referee watching.\n\
+                 The worker touches a protected file, then resubmits the same diff; watch the referee reject, stop and escalate, then approve a clean task.\n\
+                 No git here: the referee's start snapshot of the project is the baseline.\n",
+                dir.display()
+            ),
+        }
+    }
+}
+
 /// How to run the demo.
 #[derive(Debug, Clone)]
 pub struct DemoConfig {
+    /// The recorded run and its protocol.
+    pub scenario: Scenario,
     /// Recorded time runs this many times faster; 0: no waiting at all.
     pub speed: f64,
     /// Where to play (must be empty or absent); default: a new directory under the temp dir.
@@ -76,6 +133,10 @@ enum Msg {
 /// How long the referee may take to finish after the last step before the demo asks it to.
 const FINISH_GRACE: Duration = Duration::from_secs(20);
 
+/// code-change: how long the referee must have been silent after the worker's last step before
+/// the demo ends the run (a settled record is judged within milliseconds).
+const QUIET: Duration = Duration::from_millis(1500);
+
 /// Runs the demo, printing the narration to `out`. `signals`: the binary's SIGINT/SIGTERM
 /// channel; the first one stops the replay and has the referee write its report.
 pub fn run(
@@ -83,11 +144,23 @@ pub fn run(
     signals: Option<Receiver<Shutdown>>,
     out: &mut dyn Write,
 ) -> Result<DemoOutcome, DemoError> {
-    let timeline = Timeline::demo()?;
+    let scenario = cfg.scenario;
+    let mut timeline = Timeline::load_embedded(scenario.timeline())?;
     if !cfg.speed.is_finite() || cfg.speed < 0.0 {
         return Err(ReplayError::Speed(cfg.speed).into());
     }
     let dir = prepare_dir(cfg.dir.as_deref())?;
+    if scenario == Scenario::CodeChange {
+        // The project is in place before the referee starts: it is the baseline.
+        let mut setup = timeline.clone();
+        setup.steps.retain(|s| s.at.is_zero());
+        timeline.steps.retain(|s| !s.at.is_zero());
+        let opts = PlayOptions {
+            speed: 0.0,
+            ..PlayOptions::default()
+        };
+        replay::play(&setup, &dir, &opts, |_| std::ops::ControlFlow::Continue(()))?;
+    }
     let length = timeline.duration();
     let real = if cfg.speed == 0.0 {
         Duration::ZERO
@@ -96,11 +169,8 @@ pub fn run(
     };
     writeln!(
         out,
-        "referee demo: a D10 pipeline run replayed into {} at speed {} (about {:.0} s), with the referee watching.\n\
-         One gate result was entered by hand; watch the referee stop the pipeline and let it go once it is fixed.\n",
-        dir.display(),
-        cfg.speed,
-        real.as_secs_f64().ceil()
+        "{}",
+        scenario.intro(&dir, cfg.speed, real.as_secs_f64().ceil())
     )?;
 
     let (tx, rx) = mpsc::channel::<Msg>();
@@ -109,6 +179,7 @@ pub fn run(
     let cancel = Arc::new(AtomicBool::new(false));
 
     let mut config = daemon::Config::new(&dir);
+    config.protocol = scenario.protocol().to_string();
     config.quiet = true;
     config.lines = Some(lines_tx);
     // A safety net: the demo ends by itself even if the run never completes.
@@ -150,9 +221,12 @@ pub fn run(
         out,
         start,
         verbose: cfg.verbose,
-        dir: dir.clone(),
+        dir: scenario.out_dir(&dir),
         raised: 0,
         resolved: 0,
+        stop_texts: 0,
+        verdicts: Vec::new(),
+        last_line: start,
     };
     // The replay starts once the referee is watching (its first line), or has given up.
     let mut replay_started = false;
@@ -160,13 +234,13 @@ pub fn run(
     let mut replay_err: Option<ReplayError> = None;
     let mut replay_done_at: Option<Instant> = None;
     let mut asked_to_stop = false;
-    let mut show_stop_after = 0;
+    // Each new text of the STOP (raised, or updated) is shown once it is on disk.
+    let mut stop_shown = 0;
     loop {
-        if narrator.raised > show_stop_after && narrator.stop_file()? {
-            show_stop_after = narrator.raised;
-        }
-        if narrator.resolved >= narrator.raised {
-            show_stop_after = narrator.raised;
+        if narrator.stop_texts > stop_shown
+            && (narrator.resolved >= narrator.raised || narrator.stop_file()?)
+        {
+            stop_shown = narrator.stop_texts;
         }
         if referee.is_finished() {
             break;
@@ -177,10 +251,16 @@ pub fn run(
         }
         if !asked_to_stop {
             let overdue = replay_done_at.is_some_and(|t| t.elapsed() > FINISH_GRACE);
-            if overdue || replay_err.is_some() || cancel.load(Ordering::Relaxed) {
+            // A workspace has no end of run of its own: once the worker's last step is done
+            // and the referee has had its say, the orchestrator (here, the demo) ends it.
+            let worker_done = scenario == Scenario::CodeChange
+                && replay_done_at
+                    .is_some_and(|t| t.elapsed() > QUIET && narrator.last_line.elapsed() > QUIET);
+            if overdue || worker_done || replay_err.is_some() || cancel.load(Ordering::Relaxed) {
                 let why = match &replay_err {
                     Some(e) => format!("the demo's replay failed: {}", crate::error::chain(e)),
                     None if cancel.load(Ordering::Relaxed) => "the demo was interrupted".into(),
+                    None if worker_done => "the worker's run is over".into(),
                     None => "the demo's run ended without the referee finishing".into(),
                 };
                 cancel.store(true, Ordering::Relaxed);
@@ -225,7 +305,10 @@ pub fn run(
         }
     }
     let outcome = result?;
-    narrator.summary(&outcome)?;
+    match scenario {
+        Scenario::D10 => narrator.summary(&outcome)?,
+        Scenario::CodeChange => narrator.tasks_summary(&outcome)?,
+    }
     if let Some(e) = replay_err {
         // The referee did its job, but the run it watched was cut short: not a clean demo.
         return Err(e.into());
@@ -311,9 +394,16 @@ struct Narrator<'a> {
     out: &'a mut dyn Write,
     start: Instant,
     verbose: bool,
+    /// Where the referee's own files are.
     dir: PathBuf,
     raised: usize,
     resolved: usize,
+    /// STOP texts announced (raised or updated).
+    stop_texts: usize,
+    /// code-change: each attempt's verdict line, as the referee said it.
+    verdicts: Vec<String>,
+    /// When the referee last said anything.
+    last_line: Instant,
 }
 
 /// Referee lines that tell the story; the rest (every check's every change) need `--verbose`.
@@ -329,6 +419,7 @@ const STORY: &[&str] = &[
     "rescan",
     "finished",
     "report:",
+    "task ",
 ];
 
 impl Narrator<'_> {
@@ -350,10 +441,16 @@ impl Narrator<'_> {
             Some((_, rest)) => rest,
             None => line,
         };
+        self.last_line = Instant::now();
         if text.starts_with("STOP raised") {
             self.raised += 1;
+            self.stop_texts += 1;
+        } else if text.starts_with("STOP updated") {
+            self.stop_texts += 1;
         } else if text.starts_with("STOP resolved") {
             self.resolved += 1;
+        } else if text.starts_with("task ") {
+            self.verdicts.push(text.to_string());
         }
         let story = STORY.iter().any(|s| text.starts_with(s))
             || text.contains("→ FAIL")
@@ -362,6 +459,7 @@ impl Narrator<'_> {
             return Ok(());
         }
         let mark = if text.starts_with("STOP raised")
+            || text.starts_with("STOP updated")
             || (text.starts_with(STOP_FILE) && text.contains("written"))
         {
             "referee  ▶"
@@ -444,6 +542,40 @@ impl Narrator<'_> {
         writeln!(
             self.out,
             "  everything else the referee wrote is beside it: OBSERVER-PASS-*.md, OBSERVER-EVENTS.jsonl, OBSERVER-HEARTBEAT.json"
+        )?;
+        writeln!(self.out, "  exit code {}", o.exit as u8)
+    }
+
+    /// The end of a code-change run: each attempt's verdict, the STOP's story, where the files are.
+    fn tasks_summary(&mut self, o: &Outcome) -> std::io::Result<()> {
+        writeln!(self.out)?;
+        writeln!(self.out, "The referee finished: {}.", o.reason.describe())?;
+        for v in &self.verdicts {
+            writeln!(self.out, "  {v}")?;
+        }
+        writeln!(
+            self.out,
+            "  STOP raised {} time(s), resolved {} time(s); {} now: {}",
+            self.raised,
+            self.resolved,
+            STOP_FILE,
+            if self.dir.join(STOP_FILE).exists() {
+                "present"
+            } else {
+                "absent"
+            }
+        )?;
+        match &o.report {
+            Some(p) => writeln!(self.out, "  report: {}", p.display())?,
+            None => writeln!(
+                self.out,
+                "  no report could be written to {}",
+                self.dir.join(REPORT_FILE).display()
+            )?,
+        }
+        writeln!(
+            self.out,
+            "  each task's verdict, for the worker and for a human, is beside it: OBSERVER-VERDICT-<task>.md and .json"
         )?;
         writeln!(self.out, "  exit code {}", o.exit as u8)
     }

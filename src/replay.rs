@@ -37,6 +37,11 @@ pub const EMBEDDED: &[(&str, &str, &str)] = &[
         "timelines/clean.toml",
         include_str!("../fixtures/timelines/clean.toml"),
     ),
+    (
+        "code-change",
+        "timelines/code-change.toml",
+        include_str!("../fixtures/timelines/code-change.toml"),
+    ),
 ];
 
 /// The files the embedded timelines read with `from = "…"`, by their path under `fixtures/`.
@@ -108,6 +113,74 @@ pub const EMBEDDED_FILES: &[(&str, &str)] = &[
     (
         "content/weaver.md",
         include_str!("../fixtures/content/weaver.md"),
+    ),
+    (
+        "code-change/workspace/README.md",
+        include_str!("../fixtures/code-change/workspace/README.md"),
+    ),
+    (
+        "code-change/workspace/app/main.py",
+        include_str!("../fixtures/code-change/workspace/app/main.py"),
+    ),
+    (
+        "code-change/workspace/app/orchestrator.py",
+        include_str!("../fixtures/code-change/workspace/app/orchestrator.py"),
+    ),
+    (
+        "code-change/workspace/cmd/main.go",
+        include_str!("../fixtures/code-change/workspace/cmd/main.go"),
+    ),
+    (
+        "code-change/workspace/conf/app.toml",
+        include_str!("../fixtures/code-change/workspace/conf/app.toml"),
+    ),
+    (
+        "code-change/workspace/conf/ci.yaml",
+        include_str!("../fixtures/code-change/workspace/conf/ci.yaml"),
+    ),
+    (
+        "code-change/workspace/conf/settings.json",
+        include_str!("../fixtures/code-change/workspace/conf/settings.json"),
+    ),
+    (
+        "code-change/workspace/src/lib.rs",
+        include_str!("../fixtures/code-change/workspace/src/lib.rs"),
+    ),
+    (
+        "code-change/workspace/web/index.js",
+        include_str!("../fixtures/code-change/workspace/web/index.js"),
+    ),
+    (
+        "code-change/workspace/web/util.ts",
+        include_str!("../fixtures/code-change/workspace/web/util.ts"),
+    ),
+    (
+        "code-change/demo/main-greet.py",
+        include_str!("../fixtures/code-change/demo/main-greet.py"),
+    ),
+    (
+        "code-change/demo/orchestrator-hijacked.py",
+        include_str!("../fixtures/code-change/demo/orchestrator-hijacked.py"),
+    ),
+    (
+        "code-change/demo/main-farewell.py",
+        include_str!("../fixtures/code-change/demo/main-farewell.py"),
+    ),
+    (
+        "code-change/demo/t1-attempt-1.json",
+        include_str!("../fixtures/code-change/demo/t1-attempt-1.json"),
+    ),
+    (
+        "code-change/demo/t1-attempt-2.json",
+        include_str!("../fixtures/code-change/demo/t1-attempt-2.json"),
+    ),
+    (
+        "code-change/demo/t1-escalated.json",
+        include_str!("../fixtures/code-change/demo/t1-escalated.json"),
+    ),
+    (
+        "code-change/demo/t2-attempt-1.json",
+        include_str!("../fixtures/code-change/demo/t2-attempt-1.json"),
     ),
 ];
 

@@ -56,6 +56,9 @@ pub struct Kept {
     pub attempt: u64,
     pub verdict: String,
     pub graded: String,
+    /// Why the attempt was escalated (absent in attempts kept before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<String>,
 }
 
 /// A file or directory name made from a task id: only `[A-Za-z0-9._-]`, never starting
@@ -235,15 +238,42 @@ pub fn judge(
             diff: run.diff.clone(),
         };
         if let (Some(guards), Some(attempt)) = (&protocol.guards, attempt) {
-            let history: Vec<(Kept, Option<String>)> = kept_attempts(ws.root(), &run.key)
-                .into_iter()
+            let kept = kept_attempts(ws.root(), &run.key);
+            let history: Vec<(Kept, Option<String>)> = kept
+                .iter()
                 .filter(|(k, _)| k.attempt < attempt)
+                .cloned()
                 .collect();
             apply_guards(guards, &history, attempt, &mut v);
+            hold_escalation(&mut v, &kept);
         }
         out.push(v);
     }
     out
+}
+
+fn is_escalation(verdict: &str) -> bool {
+    verdict == ESCALATE || verdict == ESCALATE_CONVERGENCE
+}
+
+/// An escalation, once decided for an attempt, stands while that attempt's record is pending:
+/// putting files back under it (as an orchestrator does on its way to a human) changes the
+/// workspace, not the decision, so the STOP keeps saying so until the record moves on (a new
+/// attempt, or another status). `kept`: the task's kept attempts, this one included if judged.
+pub fn hold_escalation(v: &mut TaskVerdict, kept: &[(Kept, Option<String>)]) {
+    let Some(attempt) = v.attempt else {
+        return;
+    };
+    let Some((k, _)) = kept.iter().find(|(k, _)| k.attempt == attempt) else {
+        return;
+    };
+    if is_escalation(&k.verdict) && !is_escalation(&v.verdict) {
+        v.verdict = k.verdict.clone();
+        v.escalation = Some(k.escalation.clone().unwrap_or_else(|| {
+            format!("attempt {attempt} was escalated when it was judged: human review required")
+        }));
+        v.reasons.push("escalated_when_judged".into());
+    }
 }
 
 /// The loop guards, in the order of SPEC §7; the first that applies wins.
@@ -396,6 +426,7 @@ mod tests {
                 attempt,
                 verdict: graded.into(),
                 graded: graded.into(),
+                escalation: None,
             },
             Some(diff.into()),
         )
@@ -442,6 +473,46 @@ mod tests {
         let mut y = v("MINOR_ISSUES", &near);
         apply_guards(&guards(), &h[1..], 2, &mut y);
         assert_eq!(y.verdict, "MINOR_ISSUES");
+    }
+
+    #[test]
+    fn an_escalation_stands_while_its_attempt_is_pending() {
+        let mut escalated = kept(2, "REJECT", "d\n");
+        escalated.0.verdict = ESCALATE.into();
+        escalated.0.escalation = Some("attempt 2's diff is identical to attempt 1's".into());
+        let history = [kept(1, "REJECT", "d\n"), escalated];
+        // The files put back under attempt 2: judged again, it would only be a REJECT.
+        let mut again = v("REJECT", "");
+        again.attempt = Some(2);
+        hold_escalation(&mut again, &history);
+        assert_eq!(again.verdict, ESCALATE);
+        assert_eq!(
+            again.escalation.as_deref(),
+            Some("attempt 2's diff is identical to attempt 1's")
+        );
+        assert!(again.reasons.contains(&"escalated_when_judged".to_string()));
+        // A new attempt is judged on its own; an attempt not escalated stays as judged.
+        let mut next = v("APPROVE", "e\n");
+        next.attempt = Some(3);
+        hold_escalation(&mut next, &history);
+        assert_eq!(next.verdict, "APPROVE");
+        let mut first = v("APPROVE", "");
+        first.attempt = Some(1);
+        hold_escalation(&mut first, &history);
+        assert_eq!(first.verdict, "APPROVE");
+        // Kept before the `escalation` field existed: a reason is still given.
+        let old: Kept = serde_json::from_str(
+            r#"{"attempt": 2, "verdict": "ESCALATE_CONVERGENCE", "graded": "REJECT"}"#,
+        )
+        .unwrap();
+        let mut x = v("REJECT", "");
+        x.attempt = Some(2);
+        hold_escalation(&mut x, &[(old, None)]);
+        assert_eq!(x.verdict, ESCALATE_CONVERGENCE);
+        assert!(x
+            .escalation
+            .unwrap()
+            .contains("escalated when it was judged"));
     }
 
     #[test]

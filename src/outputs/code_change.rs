@@ -441,6 +441,7 @@ pub fn write_verdict(dir: &Path, p: &Protocol, v: &TaskVerdict) -> std::io::Resu
             attempt,
             verdict: v.verdict.clone(),
             graded: v.graded.clone(),
+            escalation: v.escalation.clone(),
         };
         let text = serde_json::to_string_pretty(&kept).unwrap_or_default();
         super::write_atomic(&tdir, &format!("{attempt}.json"), &text)?;

@@ -219,7 +219,7 @@ fn the_clean_timeline_rebuilds_the_clean_run() {
 fn the_embedded_timelines_match_the_fixture_files() {
     // `referee replay clean DIR` (embedded) and the file must write the same run.
     let tmp = tempfile::tempdir().unwrap();
-    for name in ["clean", "demo"] {
+    for name in ["clean", "demo", "code-change"] {
         let a = tmp.path().join(format!("{name}-embedded"));
         let b = tmp.path().join(format!("{name}-file"));
         assert_eq!(replay(Path::new(name), &a).code, Some(0));
@@ -406,6 +406,84 @@ fn the_demo_raises_and_resolves_a_stop_by_itself() {
     );
     // And the replay ran to the end: the weaver's verdict is there.
     assert!(dir.join("p3c-weaver.md").exists());
+}
+
+/// `referee demo code-change`: the worker's protected-file touch is rejected with a STOP, the
+/// identical resubmission escalated, the STOP stands until the orchestrator hands the task to
+/// a human (not merely until the files are put back), and the clean task approved; the referee
+/// writes only under `.referee/`.
+#[test]
+fn the_code_change_demo_rejects_escalates_and_approves_by_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let out = referee()
+        .args(["demo", "code-change", "--speed", "4", "--keep"])
+        .arg(&dir)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("run referee demo code-change");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let order = [
+        "the worker asks for review: t1 attempt 1",
+        "STOP raised",
+        "OBSERVER-STOP.md says:",
+        "task t1 attempt 1: REJECT (protected_file_modified)",
+        "task t1 attempt 2: ESCALATE",
+        "ESCALATED: human review required",
+        "t1 handed to a human",
+        "STOP resolved",
+        "task t2 attempt 1: APPROVE",
+        "STOP raised 1 time(s), resolved 1 time(s)",
+        "exit code 0",
+    ];
+    let mut at = 0;
+    for needle in order {
+        let found = stdout[at..].find(needle);
+        assert!(
+            found.is_some(),
+            "`{needle}` missing (in this order) from:\n{stdout}"
+        );
+        at += found.unwrap_or(0) + needle.len();
+    }
+
+    let out_dir = dir.join(".referee");
+    let verdict = |task: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(out_dir.join(format!("OBSERVER-VERDICT-{task}.json")))
+            .expect("a verdict file");
+        serde_json::from_str(&text).expect("verdict JSON")
+    };
+    let t1 = verdict("t1");
+    assert_eq!(t1["attempt"], 2, "{t1}");
+    assert_eq!(t1["verdict"], "ESCALATE", "{t1}");
+    assert!(
+        t1["reasons"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|x| x == "identical_diff")),
+        "{t1}"
+    );
+    assert_eq!(verdict("t2")["verdict"], "APPROVE");
+    assert!(!out_dir.join("OBSERVER-STOP.md").exists());
+    assert!(out_dir.join("OBSERVER-REPORT.md").is_file());
+
+    // Outside `.referee/`, the workspace is exactly what the worker's timeline wrote.
+    let plain = tmp.path().join("plain");
+    assert_eq!(replay(Path::new("code-change"), &plain).code, Some(0));
+    let mine: Vec<String> = listing(&dir)
+        .into_iter()
+        .filter(|p| !p.starts_with(".referee"))
+        .collect();
+    assert_eq!(mine, listing(&plain));
+    for p in &mine {
+        if plain.join(p).is_file() {
+            assert_eq!(
+                std::fs::read(dir.join(p)).unwrap(),
+                std::fs::read(plain.join(p)).unwrap(),
+                "{p}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -125,14 +125,26 @@ impl Session {
             Ok(Synced::Unchanged | Synced::Kept) => {}
             Ok(Synced::Written) => {
                 self.clear_fault("write OBSERVER-STOP.md");
-                if !was {
+                if self.tasks.is_some() {
+                    // A task protocol has no stop_raised events to tell it: say what holds.
+                    let what = if was { "updated" } else { "raised" };
+                    self.say(&format!(
+                        "STOP {what}: {STOP_FILE} — a protected-file veto or an escalation stands"
+                    ));
+                } else if !was {
                     self.say(&format!("{STOP_FILE} written"));
                 }
                 self.beat(heartbeat::WATCHING);
             }
             Ok(Synced::Removed) => {
                 self.clear_fault("write OBSERVER-STOP.md");
-                self.say(&format!("{STOP_FILE} removed: no BLOCKING failure stands"));
+                if self.tasks.is_some() {
+                    self.say(&format!(
+                        "STOP resolved: {STOP_FILE} removed, no veto or escalation stands"
+                    ));
+                } else {
+                    self.say(&format!("{STOP_FILE} removed: no BLOCKING failure stands"));
+                }
                 self.beat(heartbeat::WATCHING);
             }
             Err(e) => self.fault(
