@@ -148,7 +148,7 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
             );
             let _ = writeln!(s, "- Expected: {}", r.evidence.expected);
             let _ = writeln!(s, "- Observed: {}", r.evidence.observed);
-            let veto = r.check == "CC-01" && r.status == Status::Fail;
+            let veto = p.is_veto(&r.check) && r.status == Status::Fail;
             for d in r
                 .evidence
                 .details
@@ -221,22 +221,35 @@ fn attempt_label(attempt: Option<u64>) -> String {
     })
 }
 
-/// The STOP text: while a protected-file veto stands or a task is escalated; `None` otherwise.
-pub fn stop_md(verdicts: &[TaskVerdict]) -> Option<String> {
+/// The STOP text: while a veto (a check with `veto = true`, CC-01 in `code-change`) stands or a
+/// task is escalated; `None` otherwise.
+pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
     let mut blocks = Vec::new();
     for v in verdicts {
-        if let Some(r) = v
+        for r in v
             .results
             .iter()
-            .find(|r| r.check == "CC-01" && r.status == Status::Fail)
+            .filter(|r| r.status == Status::Fail && p.is_veto(&r.check))
         {
+            let def = p.check_def(&r.check);
+            let action = if v.protected_diffs.is_empty() {
+                def.map_or(String::new(), |d| d.action.clone())
+            } else {
+                let files: Vec<String> = v
+                    .protected_diffs
+                    .iter()
+                    .map(|(p, _)| format!("`{p}`"))
+                    .collect();
+                format!("restore: {}", files.join(", "))
+            };
             blocks.push(format!(
-                "**Check:** CC-01 — {}\n**Severity:** BLOCKING\n**Phase:** task `{}` {}\n**Description:** protected_file_modified\n**Evidence:** {}\n**Required Action:** restore: {}\n",
+                "**Check:** {} — {}\n**Severity:** BLOCKING\n**Phase:** task `{}` {}\n**Description:** {}\n**Evidence:** {}\n**Required Action:** {action}\n",
+                r.check,
                 r.title,
                 v.task_id,
                 attempt_label(v.attempt),
+                def.and_then(|d| d.tag.clone()).unwrap_or_else(|| "veto".into()),
                 r.evidence.details.iter().filter(|d| !d.starts_with("  ")).cloned().collect::<Vec<_>>().join("; "),
-                v.protected_diffs.iter().map(|(p, _)| format!("`{p}`")).collect::<Vec<_>>().join(", ")
             ));
         }
         if v.verdict == ESCALATE || v.verdict == ESCALATE_CONVERGENCE {
@@ -383,7 +396,7 @@ pub fn verify_json(
         "final": eval.final_,
         "complete": true,
         "verdict": serde_json::Value::Null,
-        "stop": stop_md(verdicts).is_some(),
+        "stop": stop_md(p, verdicts).is_some(),
         "summary": eval.summary(),
         "passes": eval.passes,
         "results": eval.results,
@@ -410,7 +423,7 @@ pub fn write_all(
     for v in verdicts {
         write_verdict(&dir, p, v)?;
     }
-    match stop_md(verdicts) {
+    match stop_md(p, verdicts) {
         Some(text) => {
             super::write_atomic(&dir, super::STOP_FILE, &text)?;
         }
@@ -512,19 +525,76 @@ mod tests {
     /// instead of numbering it 0.
     #[test]
     fn an_unreadable_attempt_is_not_numbered() {
-        let stop = stop_md(&[verdict(None)]).unwrap();
+        let p = Protocol::load("code-change").unwrap();
+        let stop = stop_md(&p, &[verdict(None)]).unwrap();
         assert!(
             stop.contains("**Phase:** task `t1` attempt ? (unreadable record)\n"),
             "{stop}"
         );
         assert!(!stop.contains("attempt 0"), "{stop}");
-        let stop = stop_md(&[verdict(Some(2))]).unwrap();
+        assert!(
+            stop.contains("**Required Action:** restore: `app/orchestrator.py`"),
+            "{stop}"
+        );
+        let stop = stop_md(&p, &[verdict(Some(2))]).unwrap();
         assert!(stop.contains("**Phase:** task `t1` attempt 2\n"), "{stop}");
-        let p = Protocol::load("code-change").unwrap();
         let md = verdict_md(&p, &verdict(None));
         assert!(
             md.starts_with("# Verdict: REJECT — task `t1`, attempt ? (unreadable record)\n"),
             "{md}"
+        );
+    }
+
+    /// The veto is the protocol's (`veto = true`), not a check id the code knows: a protocol
+    /// whose CC-01 is not a veto raises no STOP for it, and one that makes another check the
+    /// veto raises it for that one, with that check's action.
+    #[test]
+    fn the_veto_is_protocol_data() {
+        let src = crate::protocol::EMBEDDED
+            .iter()
+            .find(|(id, _, _)| *id == "code-change")
+            .map(|(_, _, text)| *text)
+            .unwrap();
+        let mut v = verdict(Some(1));
+        let no_veto = Protocol::parse(&src.replace("veto = true\n", ""), "t.toml").unwrap();
+        assert!(!no_veto.is_veto("CC-01"));
+        assert_eq!(stop_md(&no_veto, std::slice::from_ref(&v)), None);
+
+        v.results[0].check = "CC-07".into();
+        v.protected_diffs.clear();
+        let other = Protocol::parse(
+            &src.replace("veto = true\n", "").replace(
+                "tag = \"forbidden_content\"\n",
+                "tag = \"forbidden_content\"\nveto = true\n",
+            ),
+            "t.toml",
+        )
+        .unwrap();
+        assert!(other.is_veto("CC-07"));
+        let stop = stop_md(&other, &[v]).unwrap();
+        assert!(stop.contains("**Check:** CC-07"), "{stop}");
+        assert!(
+            stop.contains("**Description:** forbidden_content"),
+            "{stop}"
+        );
+        let action = &other.check_def("CC-07").unwrap().action;
+        assert!(
+            stop.contains(&format!("**Required Action:** {action}")),
+            "{stop}"
+        );
+
+        let err = Protocol::parse(
+            &src.replace(
+                "tag = \"summary_format\"\n",
+                "tag = \"summary_format\"\nveto = true\n",
+            ),
+            "t.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("a veto must be `severity = \"blocking\"`"),
+            "{err}"
         );
     }
 }

@@ -318,7 +318,7 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
     if d.severity == super::Severity::Blocking {
         if p.tasks.is_none() {
             let _ = writeln!(out, "A FAIL is BLOCKING: it raises OBSERVER-STOP.md.");
-        } else if d.tag.as_deref() == Some("protected_file_modified") {
+        } else if d.veto {
             let _ = writeln!(
                 out,
                 "A FAIL is BLOCKING: the task attempt is REJECTed, and it is a veto: OBSERVER-STOP.md stands while the change is in the workspace."

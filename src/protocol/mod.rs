@@ -112,6 +112,9 @@ pub struct CheckDef {
     pub missing: MissingAs,
     /// The reason tag a failure of this check gives a task verdict (`protected_file_modified`).
     pub tag: Option<String>,
+    /// A task protocol's veto: a FAIL raises OBSERVER-STOP.md while it stands, beyond
+    /// REJECTing the attempt (in a build protocol every BLOCKING FAIL does already).
+    pub veto: bool,
     pub line: usize,
 }
 
@@ -313,6 +316,8 @@ struct RawCheck {
     #[serde(default)]
     missing: MissingAs,
     tag: Option<String>,
+    #[serde(default)]
+    veto: bool,
     deadline: Option<Predicate>,
     when: Option<Predicate>,
     predicate: Predicate,
@@ -475,6 +480,12 @@ impl Protocol {
                     format!("duplicate check id `{id}`"),
                 ));
             }
+            if c.veto && c.severity != Severity::Blocking {
+                return Err(err_at(
+                    Some(c.id.span()),
+                    format!("check `{id}`: a veto must be `severity = \"blocking\"`"),
+                ));
+            }
             let def = CheckDef {
                 id: id.clone(),
                 severity: c.severity,
@@ -484,6 +495,7 @@ impl Protocol {
                 recommendation: c.recommendation.clone(),
                 missing: c.missing,
                 tag: c.tag.clone(),
+                veto: c.veto,
                 line: lines.line(spanned.span().start),
             };
             defs.insert(id, (Arc::new(def), spanned));
@@ -657,6 +669,20 @@ impl Protocol {
             }
         }
         out
+    }
+
+    /// The definition of the check `id` (exact id).
+    pub fn check_def(&self, id: &str) -> Option<&CheckDef> {
+        self.passes
+            .iter()
+            .flat_map(|p| &p.checks)
+            .map(|c| &*c.def)
+            .find(|d| d.id == id)
+    }
+
+    /// Whether a FAIL of check `id` is a veto (see [`CheckDef::veto`]).
+    pub fn is_veto(&self, id: &str) -> bool {
+        self.check_def(id).is_some_and(|d| d.veto)
     }
 
     /// Every instance of a check, with the pass it runs in.

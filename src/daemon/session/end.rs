@@ -111,7 +111,7 @@ impl Session {
         let judged = self.evaluate_tasks();
         if let Some(j) = judged.as_ref().filter(|_| !moving) {
             if let Some(tasks) = &mut self.tasks {
-                tasks.stop = crate::outputs::code_change::stop_md(&j.verdicts);
+                tasks.stop = crate::outputs::code_change::stop_md(&self.protocol, &j.verdicts);
                 tasks.violation = super::tasks::violation(&self.protocol, &j.eval, &j.verdicts);
             }
             self.flush_outputs();

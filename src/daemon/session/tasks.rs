@@ -186,7 +186,7 @@ impl Session {
             return;
         };
         if let Some(tasks) = &mut self.tasks {
-            tasks.stop = code_change::stop_md(&j.verdicts);
+            tasks.stop = code_change::stop_md(&self.protocol, &j.verdicts);
             tasks.violation = violation(&self.protocol, &j.eval, &j.verdicts);
         }
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
