@@ -348,3 +348,59 @@ fn a_symlinked_referee_folder_is_refused() {
     assert!(err.contains(".referee"), "{err}");
     assert_eq!(fs::read_dir(&elsewhere).expect("read_dir").count(), 0);
 }
+
+/// The third guard, live and across a `kill -9`: attempts 2 and 3 differ in one line of a
+/// 120-line change (both MINOR_ISSUES, so neither of the other guards applies), and attempt 3,
+/// judged by a restarted referee, is `ESCALATE_CONVERGENCE` against the kept attempt 2.
+#[test]
+fn a_rework_going_in_circles_is_escalated_across_a_restart() {
+    let (_root, ws, logs) = git_workspace();
+    let base = BTreeMap::from([(APP, "def main():\n    return 1\n")]);
+    // A trailing space on the last line: CC-09 (SIGNIFICANT) fails, so MINOR_ISSUES.
+    let attempt = |k: u64| -> String {
+        let mut s = String::from("def main():\n    return 1\n\n");
+        for i in 0..120 {
+            let v = if i == 60 { k } else { i };
+            s.push_str(&format!("X_{i} = {v}\n"));
+        }
+        s.push_str("Y = 1 \n");
+        s
+    };
+    let mut w = start(&ws, &logs, &[]);
+    for k in [1, 2] {
+        fs::write(ws.join(APP), attempt(k)).expect("write");
+        record(&ws, "t4", k, &[APP], &base);
+        w.until("t4 judged", || judged(&ws, "t4", k));
+        let v = verdict(&ws, "t4");
+        assert_eq!(v["verdict"], "MINOR_ISSUES", "{v}\n{}", w.output());
+        assert!(v["cleanup_task"].is_string(), "{v}");
+    }
+    assert!(
+        verdict(&ws, "t4")["diff_similarity"]
+            .as_f64()
+            .is_some_and(|r| r >= 0.97),
+        "attempt 2 is as near, but convergence starts at attempt 3"
+    );
+    assert!(!stop(&ws).exists(), "no veto, no escalation yet");
+    w.kill9();
+
+    let mut w = start(&ws, &logs, &[]);
+    fs::write(ws.join(APP), attempt(3)).expect("write");
+    record(&ws, "t4", 3, &[APP], &base);
+    w.until("t4 attempt 3 judged", || judged(&ws, "t4", 3));
+    let v = verdict(&ws, "t4");
+    assert_eq!(v["verdict"], "ESCALATE_CONVERGENCE", "{v}\n{}", w.output());
+    assert!(
+        v["reasons"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("convergence"))),
+        "{v}"
+    );
+    let ratio = v["diff_similarity"].as_f64().unwrap_or(0.0);
+    assert!((0.97..1.0).contains(&ratio), "{v}");
+    w.until("STOP escalated", || {
+        read(&stop(&ws)).contains("ESCALATED: human review required")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
