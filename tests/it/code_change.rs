@@ -404,3 +404,58 @@ fn a_rework_going_in_circles_is_escalated_across_a_restart() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
 }
+
+/// `watch --root ROOT --protocol code-change`: every workspace under the root (a git work tree
+/// and a plain folder, whose start snapshot is its baseline) judged on its own, with its own
+/// `.referee/`; a veto in one raises STOP there only; `status` works on each.
+#[test]
+fn one_process_referees_every_workspace_under_a_root() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let root = top.path().join("root");
+    let logs = top.path().join("logs");
+    fs::create_dir_all(&root).expect("mkdir");
+    fs::create_dir(&logs).expect("mkdir");
+    let (_git_root, git_ws, _) = git_workspace();
+    let a = root.join("a");
+    fs::rename(&git_ws, &a).expect("move the git workspace under the root");
+    let b = root.join("b");
+    fs::create_dir_all(b.join("src")).expect("mkdir");
+    let original = "def main():\n    return 1\n";
+    fs::write(b.join(APP), original).expect("write");
+
+    let mut w = crate::watch::Watch::start_root(&root, &logs, &["--protocol", "code-change"]);
+    w.until("both workspaces are refereed", || {
+        [&a, &b]
+            .iter()
+            .all(|ws| ws.join(".referee/OBSERVER-HEARTBEAT.json").exists())
+    });
+    assert!(b.join(".referee/baseline/tree").join(APP).is_file());
+
+    let base_a = BTreeMap::from([(PROTECTED, "ROLES = ['worker']\n")]);
+    fs::write(a.join(PROTECTED), "ROLES = ['root']\n").expect("write");
+    record(&a, "t1", 1, &[PROTECTED], &base_a);
+    let base_b = BTreeMap::from([(APP, original)]);
+    fs::write(b.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&b, "t1", 1, &[APP], &base_b);
+    w.until("both judged", || judged(&a, "t1", 1) && judged(&b, "t1", 1));
+    assert_eq!(verdict(&a, "t1")["verdict"], "REJECT", "{}", w.output());
+    assert_eq!(verdict(&b, "t1")["verdict"], "APPROVE", "{}", w.output());
+    w.until("STOP in a", || stop(&a).exists());
+    assert!(!stop(&b).exists(), "b's STOP is b's own");
+    assert_eq!(status(&a, true).0, 1);
+    assert_eq!(status(&b, true).0, 0);
+    assert!(
+        !root.join(".referee").exists(),
+        "nothing at the root itself"
+    );
+
+    w.signal(libc::SIGTERM);
+    assert_eq!(
+        exit_code(w.wait(WAIT)),
+        1,
+        "the worst of both: {}",
+        w.output()
+    );
+    assert!(a.join(".referee/OBSERVER-REPORT.md").is_file());
+    assert!(b.join(".referee/OBSERVER-REPORT.md").is_file());
+}
