@@ -35,6 +35,8 @@ pub struct Resumed {
     pub escalations: Vec<(CheckKey, String)>,
     /// Fix attempts of still-failing keys, and the evidence hash of the latest one.
     pub attempts: BTreeMap<CheckKey, (u32, String)>,
+    /// Task attempts whose `verdict` event is logged (a task protocol's).
+    pub verdicts: std::collections::BTreeSet<(String, u64)>,
     /// Whether the last run wrote its `end` event.
     pub ended: bool,
     pub events: usize,
@@ -274,6 +276,13 @@ impl Resumed {
                 }
             }
             Event::End(_) => self.ended = true,
+            Event::Verdict {
+                task_id,
+                attempt: Some(a),
+                ..
+            } => {
+                self.verdicts.insert((task_id, a));
+            }
             _ => {}
         }
     }
@@ -341,5 +350,33 @@ mod tests {
         assert!(torn, "the last line has no newline");
         let (_, torn) = replay_from(format!("{good}\n").as_bytes()).unwrap();
         assert!(!torn);
+    }
+
+    /// The attempts whose verdict is logged, so a restarted referee that judges an attempt
+    /// again (its files never written) does not log it twice; a malformed record's verdict
+    /// (no attempt) is not one of them.
+    #[test]
+    fn logged_verdicts_are_taken_over() {
+        let at = timestamp(&Utc::now());
+        let line = |p: Value| {
+            serde_json::to_string(&json!({"trace_id": "t", "timestamp": at, "payload": p})).unwrap()
+        };
+        let verdict = |task: &str, attempt: Value| {
+            line(
+                json!({"event": "verdict", "task_id": task, "attempt": attempt,
+                "verdict": "REJECT", "reasons": [], "text": "x"}),
+            )
+        };
+        let text = [
+            verdict("t1", json!(1)),
+            verdict("t1", json!(2)),
+            verdict("t2", Value::Null),
+        ]
+        .join("\n");
+        let r = replay(&text);
+        assert_eq!(r.events, 3);
+        let want: std::collections::BTreeSet<(String, u64)> =
+            [("t1".to_string(), 1), ("t1".to_string(), 2)].into();
+        assert_eq!(r.verdicts, want);
     }
 }

@@ -276,6 +276,9 @@ impl Session {
                 let previous_trace_ids = r.trace_ids.clone();
                 let skipped_lines = r.skipped;
                 self.incidents = r.incidents.clone();
+                if let Some(tasks) = &mut self.tasks {
+                    tasks.logged = r.verdicts.clone();
+                }
                 self.ledger.resume(r);
                 self.emit(
                     Event::Restart {

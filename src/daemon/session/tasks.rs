@@ -42,6 +42,8 @@ pub(super) struct Tasks {
     /// verdict file last written for a record too malformed to have an attempt.
     judged: BTreeSet<(String, u64)>,
     malformed: BTreeMap<String, String>,
+    /// Attempts whose `verdict` event is in the log (this run's, and a resumed run's).
+    pub logged: BTreeSet<(String, u64)>,
 }
 
 /// What one judgment of the workspace found.
@@ -96,6 +98,7 @@ impl Tasks {
             violation: false,
             judged: BTreeSet::new(),
             malformed: BTreeMap::new(),
+            logged: BTreeSet::new(),
         })
     }
 }
@@ -196,26 +199,32 @@ impl Session {
     }
 
     /// Writes the verdict files of every attempt not judged before (and a malformed record's
-    /// when it changed), and logs each.
+    /// when it changed). Each attempt's `verdict` event is logged first, once: a `kill -9`
+    /// between the two leaves the attempt unkept, so the restarted referee judges it again and
+    /// writes its files, but does not log it twice (the resumed log says it is there).
     pub(super) fn write_verdicts(&mut self, verdicts: &[TaskVerdict]) {
         let Some(tasks) = &self.tasks else {
             return;
         };
         let out = tasks.out.clone();
-        let mut fresh = Vec::new();
-        for v in verdicts {
-            let new = match v.attempt {
+        let fresh: Vec<&TaskVerdict> = verdicts
+            .iter()
+            .filter(|v| match v.attempt {
                 Some(a) => {
                     !tasks.judged.contains(&(v.task_id.clone(), a))
                         && !code_change::is_kept(&out, &v.task_id, a)
                 }
                 None => tasks.malformed.get(&v.task_id) != Some(&code_change::verdict_json(v)),
-            };
-            if new {
-                fresh.push(v);
-            }
-        }
+            })
+            .collect();
         for v in fresh {
+            let logged = match (v.attempt, &mut self.tasks) {
+                (Some(a), Some(tasks)) => !tasks.logged.insert((v.task_id.clone(), a)),
+                _ => false,
+            };
+            if !logged {
+                self.emit(verdict_event(v).into());
+            }
             let area = format!("write {}", code_change::verdict_file(&v.task_id, "json"));
             match code_change::write_verdict(&out, &self.protocol, v) {
                 Ok(()) => {
@@ -232,30 +241,6 @@ impl Session {
                             }
                         }
                     }
-                    let attempt = v.attempt.map_or("?".to_string(), |a| a.to_string());
-                    let reasons = if v.reasons.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", v.reasons.join(", "))
-                    };
-                    let text = format!(
-                        "task {} attempt {attempt}: {}{reasons}{}",
-                        v.task_id,
-                        v.verdict,
-                        v.escalation
-                            .as_deref()
-                            .map_or(String::new(), |e| format!(" — {e}"))
-                    );
-                    self.pending.push(
-                        Event::Verdict {
-                            task_id: v.task_id.clone(),
-                            attempt: v.attempt,
-                            verdict: v.verdict.clone(),
-                            reasons: v.reasons.clone(),
-                            text,
-                        }
-                        .into(),
-                    );
                 }
                 Err(e) => self.fault(
                     &area,
@@ -293,6 +278,30 @@ impl Session {
                 None
             }
         }
+    }
+}
+
+/// The `verdict` event of an attempt: `task t1 attempt 2: ESCALATE (identical_diff) — why`.
+fn verdict_event(v: &TaskVerdict) -> Event {
+    let attempt = v.attempt.map_or("?".to_string(), |a| a.to_string());
+    let reasons = if v.reasons.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", v.reasons.join(", "))
+    };
+    let why = v
+        .escalation
+        .as_deref()
+        .map_or(String::new(), |e| format!(" — {e}"));
+    Event::Verdict {
+        task_id: v.task_id.clone(),
+        attempt: v.attempt,
+        verdict: v.verdict.clone(),
+        reasons: v.reasons.clone(),
+        text: format!(
+            "task {} attempt {attempt}: {}{reasons}{why}",
+            v.task_id, v.verdict
+        ),
     }
 }
 
