@@ -42,7 +42,8 @@ from typing import List, NamedTuple, Optional, Tuple
 
 GO, STOP, NOT_LIVE = 0, 1, 3
 
-# The referee's `--settle` default: a failure on a file written in place is held this long.
+# The referee's `--settle` default: a failure on a file written in place is held this long
+# (passing `--settle` in REFEREE_WATCH_ARGS? change it here too).
 SETTLE = 0.3
 
 

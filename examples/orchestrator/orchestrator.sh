@@ -25,7 +25,7 @@
 #   REFEREE_HEARTBEAT    seconds between the referee's heartbeats (default: 0.5)
 #   REFEREE_WATCH_ARGS   more arguments for `referee watch` (split on spaces)
 #   STOP_WAIT            seconds to wait for a re-run to clear a STOP (default: 30)
-#   FINISH_WAIT          seconds to wait for the final report after the last phase (default: 30)
+#   FINISH_WAIT          whole seconds to wait for the final report after the last phase (default: 30)
 #
 # Exit: 0 pipeline complete and the referee found no standing BLOCKING failure; 1 halted at a
 # STOP (or the referee's final verdict is 1); 2 could not run (usage, the referee would not start,
@@ -40,7 +40,8 @@ RERUNS=${RERUNS:-1}
 REFEREE_HEARTBEAT=${REFEREE_HEARTBEAT:-0.5}
 STOP_WAIT=${STOP_WAIT:-30}
 FINISH_WAIT=${FINISH_WAIT:-30}
-# The referee's `--settle` default: a failure on a file written in place is held this long.
+# The referee's `--settle` default: a failure on a file written in place is held this long
+# (passing `--settle` in REFEREE_WATCH_ARGS? change it here too).
 SETTLE=0.3
 
 # The phases of the demo run: name, then the part of the timeline it plays (`--from`, `--until`),
