@@ -305,10 +305,7 @@ pub fn run(
         }
     }
     let outcome = result?;
-    match scenario {
-        Scenario::D10 => narrator.summary(&outcome)?,
-        Scenario::CodeChange => narrator.tasks_summary(&outcome)?,
-    }
+    narrator.summary(&outcome, scenario)?;
     if let Some(e) = replay_err {
         // The referee did its job, but the run it watched was cut short: not a clean demo.
         return Err(e.into());
@@ -491,24 +488,34 @@ impl Narrator<'_> {
         Ok(true)
     }
 
-    fn summary(&mut self, o: &Outcome) -> std::io::Result<()> {
-        let s = o.evaluation.summary();
-        let verdict = o.evaluation.verdict.as_deref().unwrap_or("none");
+    /// The end of the run: how it ended, what was judged, the STOP's story, where the files are.
+    fn summary(&mut self, o: &Outcome, scenario: Scenario) -> std::io::Result<()> {
         writeln!(self.out)?;
         writeln!(self.out, "The referee finished: {}.", o.reason.describe())?;
-        writeln!(
-            self.out,
-            "  checks {}: {} PASS, {} FAIL ({} BLOCKING), {} SKIP, {} INCONCLUSIVE, {} WAITING; compliance {}; verdict {verdict}",
-            s.checks,
-            s.pass,
-            s.fail,
-            s.fail_blocking,
-            s.skip,
-            s.inconclusive,
-            s.waiting,
-            s.compliance_rate
-                .map_or("n/a".to_string(), |r| format!("{:.0} %", r * 100.0))
-        )?;
+        match scenario {
+            Scenario::D10 => {
+                let s = o.evaluation.summary();
+                let verdict = o.evaluation.verdict.as_deref().unwrap_or("none");
+                writeln!(
+                    self.out,
+                    "  checks {}: {} PASS, {} FAIL ({} BLOCKING), {} SKIP, {} INCONCLUSIVE, {} WAITING; compliance {}; verdict {verdict}",
+                    s.checks,
+                    s.pass,
+                    s.fail,
+                    s.fail_blocking,
+                    s.skip,
+                    s.inconclusive,
+                    s.waiting,
+                    s.compliance_rate
+                        .map_or("n/a".to_string(), |r| format!("{:.0} %", r * 100.0))
+                )?;
+            }
+            Scenario::CodeChange => {
+                for v in &self.verdicts {
+                    writeln!(self.out, "  {v}")?;
+                }
+            }
+        }
         writeln!(
             self.out,
             "  STOP raised {} time(s), resolved {} time(s); {} now: {}",
@@ -525,7 +532,7 @@ impl Narrator<'_> {
             .evaluation
             .results
             .iter()
-            .filter(|r| r.status == Status::Fail)
+            .filter(|r| scenario == Scenario::D10 && r.status == Status::Fail)
             .map(|r| format!("{} (pass {}, {})", r.check, r.pass, r.severity.as_str()))
             .collect();
         if !standing.is_empty() {
@@ -539,44 +546,11 @@ impl Narrator<'_> {
                 self.dir.join(REPORT_FILE).display()
             )?,
         }
-        writeln!(
-            self.out,
-            "  everything else the referee wrote is beside it: OBSERVER-PASS-*.md, OBSERVER-EVENTS.jsonl, OBSERVER-HEARTBEAT.json"
-        )?;
-        writeln!(self.out, "  exit code {}", o.exit as u8)
-    }
-
-    /// The end of a code-change run: each attempt's verdict, the STOP's story, where the files are.
-    fn tasks_summary(&mut self, o: &Outcome) -> std::io::Result<()> {
-        writeln!(self.out)?;
-        writeln!(self.out, "The referee finished: {}.", o.reason.describe())?;
-        for v in &self.verdicts {
-            writeln!(self.out, "  {v}")?;
-        }
-        writeln!(
-            self.out,
-            "  STOP raised {} time(s), resolved {} time(s); {} now: {}",
-            self.raised,
-            self.resolved,
-            STOP_FILE,
-            if self.dir.join(STOP_FILE).exists() {
-                "present"
-            } else {
-                "absent"
-            }
-        )?;
-        match &o.report {
-            Some(p) => writeln!(self.out, "  report: {}", p.display())?,
-            None => writeln!(
-                self.out,
-                "  no report could be written to {}",
-                self.dir.join(REPORT_FILE).display()
-            )?,
-        }
-        writeln!(
-            self.out,
-            "  each task's verdict, for the worker and for a human, is beside it: OBSERVER-VERDICT-<task>.md and .json"
-        )?;
+        let beside = match scenario {
+            Scenario::D10 => "everything else the referee wrote is beside it: OBSERVER-PASS-*.md, OBSERVER-EVENTS.jsonl, OBSERVER-HEARTBEAT.json",
+            Scenario::CodeChange => "each task's verdict, for the worker and for a human, is beside it: OBSERVER-VERDICT-<task>.md and .json",
+        };
+        writeln!(self.out, "  {beside}")?;
         writeln!(self.out, "  exit code {}", o.exit as u8)
     }
 }
