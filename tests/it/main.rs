@@ -7,6 +7,7 @@ mod code_change;
 mod fuzz;
 mod heap;
 mod liveness;
+mod markdown;
 mod replay;
 mod root;
 mod unreadable;
