@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::escape::{cell, code, code_cell, text};
 use super::Context;
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::Protocol;
@@ -99,6 +100,55 @@ fn failing(r: &CheckResult) -> bool {
     matches!(r.status, Status::Fail | Status::Inconclusive)
 }
 
+/// A table's header and delimiter rows (`| a | b |` / `| --- | --- |`).
+fn table_head(s: &mut String, columns: &[&str]) {
+    let _ = writeln!(s, "| {} |", columns.join(" | "));
+    let _ = writeln!(s, "|{}", " --- |".repeat(columns.len()));
+}
+
+/// A fenced code block that no line of `body` can close: the fence is longer than any run of
+/// backticks in it.
+fn fenced(lang: &str, body: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    let nl = if body.ends_with('\n') { "" } else { "\n" };
+    format!("{fence}{lang}\n{body}{nl}{fence}")
+}
+
+/// The cleanup task (`Cleanup task:` and a list, built by `verdict`) with each line escaped and
+/// a blank line before the list.
+fn cleanup_md(c: &str) -> String {
+    let mut out = String::new();
+    let mut in_list = false;
+    for line in c.lines() {
+        if let Some(rest) = line.strip_prefix("  - ") {
+            let _ = writeln!(out, "  - {}", text(rest));
+        } else if let Some(rest) = line.strip_prefix("- ") {
+            if !in_list {
+                out.push('\n');
+                in_list = true;
+            }
+            let _ = writeln!(out, "- {}", text(rest));
+        } else if !line.trim().is_empty() {
+            if in_list {
+                out.push('\n');
+                in_list = false;
+            }
+            let _ = writeln!(out, "{}", text(line));
+        }
+    }
+    out
+}
+
 /// `OBSERVER-VERDICT-<task_id>.md`: the verdict first, then each failing check with its
 /// evidence (and the unified diff for a veto), the files to restore, the cleanup task.
 pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
@@ -106,14 +156,15 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
     let attempt = attempt_label(v.attempt);
     let _ = writeln!(
         s,
-        "# Verdict: {} — task `{}`, {attempt}\n",
-        v.verdict, v.task_id
+        "# Verdict: {} — task {}, {attempt}\n",
+        text(&v.verdict),
+        code(&v.task_id)
     );
     if let Some(e) = &v.escalation {
-        let _ = writeln!(s, "**ESCALATED: human review required** — {e}\n");
+        let _ = writeln!(s, "**ESCALATED: human review required** — {}\n", text(e));
     }
     if v.graded != v.verdict {
-        let _ = writeln!(s, "Graded {} before the loop guards.\n", v.graded);
+        let _ = writeln!(s, "Graded {} before the loop guards.\n", text(&v.graded));
     }
     if !v.reasons.is_empty() {
         let _ = writeln!(
@@ -121,7 +172,7 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
             "Reasons: {}\n",
             v.reasons
                 .iter()
-                .map(|r| format!("`{r}`"))
+                .map(|r| code(r))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -131,8 +182,11 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
     }
     let _ = writeln!(
         s,
-        "Record: `{}` · protocol `{}` {} (sha256 {})\n",
-        v.record, p.id, p.version, p.sha256
+        "Record: {} · protocol {} {} (sha256 {})\n",
+        code(&v.record),
+        code(&p.id),
+        text(&p.version),
+        code(&p.sha256)
     );
     let fails: Vec<&CheckResult> = v.results.iter().filter(|r| failing(r)).collect();
     if !fails.is_empty() {
@@ -141,13 +195,13 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
             let _ = writeln!(
                 s,
                 "### {} {} — {} ({})\n",
-                r.check,
-                r.title,
+                text(&r.check),
+                text(&r.title),
                 r.status.as_str(),
                 r.severity.as_str()
             );
-            let _ = writeln!(s, "- Expected: {}", r.evidence.expected);
-            let _ = writeln!(s, "- Observed: {}", r.evidence.observed);
+            let _ = writeln!(s, "- Expected: {}", text(&r.evidence.expected));
+            let _ = writeln!(s, "- Observed: {}", text(&r.evidence.observed));
             let veto = p.is_veto(&r.check) && r.status == Status::Fail;
             for d in r
                 .evidence
@@ -155,13 +209,15 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
                 .iter()
                 .filter(|d| !(veto && d.starts_with("  ")))
             {
-                let _ = writeln!(s, "  - {d}");
+                let _ = writeln!(s, "  - {}", text(d));
             }
             if veto {
                 for (path, diff) in &v.protected_diffs {
                     let _ = writeln!(
                         s,
-                        "\nUnified diff of `{path}` against the baseline:\n\n```diff\n{diff}```"
+                        "\nUnified diff of {} against the baseline:\n\n{}",
+                        code(path),
+                        fenced("diff", diff)
                     );
                 }
             }
@@ -171,41 +227,37 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
                 .find(|c| c.id == r.check)
                 .map(|c| c.action.clone())
             {
-                let _ = writeln!(s, "\nRequired action: {action}");
+                let _ = writeln!(s, "\nRequired action: {}", text(&action));
             }
             let _ = writeln!(s);
         }
     }
     if !v.restore.is_empty() {
-        let _ = writeln!(
-            s,
-            "## Files to restore\n\n| path | baseline SHA-256 |\n|---|---|"
-        );
+        let _ = writeln!(s, "## Files to restore\n");
+        table_head(&mut s, &["path", "baseline SHA-256"]);
         for r in &v.restore {
             let _ = writeln!(
                 s,
-                "| `{}` | {} |",
-                r.path,
+                "| {} | {} |",
+                code_cell(&r.path),
                 r.sha256
                     .as_deref()
-                    .map_or("(added: remove it)".to_string(), |h| format!("`{h}`"))
+                    .map_or("(added: remove it)".to_string(), code_cell)
             );
         }
         let _ = writeln!(s);
     }
     if let Some(c) = &v.cleanup_task {
-        let _ = writeln!(s, "## Cleanup task\n\n{c}\n");
+        let _ = writeln!(s, "## Cleanup task\n\n{}", cleanup_md(c));
     }
-    let _ = writeln!(
-        s,
-        "## All checks\n\n| check | severity | status |\n|---|---|---|"
-    );
+    let _ = writeln!(s, "## All checks\n");
+    table_head(&mut s, &["check", "severity", "status"]);
     for r in &v.results {
         let _ = writeln!(
             s,
             "| {} {} | {} | {} |",
-            r.check,
-            r.title,
+            cell(&r.check),
+            cell(&r.title),
             r.severity.as_str(),
             r.status.as_str()
         );
@@ -222,7 +274,8 @@ fn attempt_label(attempt: Option<u64>) -> String {
 }
 
 /// The STOP text: while a veto (a check with `veto = true`, CC-01 in `code-change`) stands or a
-/// task is escalated; `None` otherwise.
+/// task is escalated; `None` otherwise. Each field is a paragraph of its own, as in the D10
+/// STOP file.
 pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
     let mut blocks = Vec::new();
     for v in verdicts {
@@ -235,37 +288,138 @@ pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
             let action = if v.protected_diffs.is_empty() {
                 def.map_or(String::new(), |d| d.action.clone())
             } else {
-                let files: Vec<String> = v
-                    .protected_diffs
-                    .iter()
-                    .map(|(p, _)| format!("`{p}`"))
-                    .collect();
+                let files: Vec<String> = v.protected_diffs.iter().map(|(p, _)| code(p)).collect();
                 format!("restore: {}", files.join(", "))
             };
             blocks.push(format!(
-                "**Check:** {} — {}\n**Severity:** BLOCKING\n**Phase:** task `{}` {}\n**Description:** {}\n**Evidence:** {}\n**Required Action:** {action}\n",
+                "**Check:** {} — {}\n\n**Severity:** BLOCKING\n\n**Phase:** task {} {}\n\n**Description:** {}\n\n**Evidence:** {}\n\n**Required Action:** {action}\n",
                 r.check,
-                r.title,
-                v.task_id,
+                text(&r.title),
+                code(&v.task_id),
                 attempt_label(v.attempt),
                 def.and_then(|d| d.tag.clone()).unwrap_or_else(|| "veto".into()),
-                r.evidence.details.iter().filter(|d| !d.starts_with("  ")).cloned().collect::<Vec<_>>().join("; "),
+                r.evidence.details.iter().filter(|d| !d.starts_with("  ")).map(|d| text(d)).collect::<Vec<_>>().join("; "),
             ));
         }
         if v.verdict == ESCALATE || v.verdict == ESCALATE_CONVERGENCE {
             blocks.push(format!(
-                "**Check:** loop guard\n**Severity:** BLOCKING\n**Phase:** task `{}` {}\n**Description:** {}\n**Evidence:** {}\n**Required Action:** ESCALATED: human review required\n",
-                v.task_id,
+                "**Check:** loop guard\n\n**Severity:** BLOCKING\n\n**Phase:** task {} {}\n\n**Description:** {}\n\n**Evidence:** {}\n\n**Required Action:** ESCALATED: human review required\n",
+                code(&v.task_id),
                 attempt_label(v.attempt),
-                v.verdict,
-                v.escalation.as_deref().unwrap_or("")
+                text(&v.verdict),
+                text(v.escalation.as_deref().unwrap_or(""))
             ));
         }
     }
     (!blocks.is_empty()).then(|| format!("# OBSERVER STOP\n\n{}", blocks.join("\n---\n\n")))
 }
 
-/// The report: one line per task, then each judged attempt's verdict file.
+/// A verdict file inside the report: every heading one level down and, below the verdict's
+/// own, ending with the task (`### Failing checks — `t1``), so no two headings of the report
+/// are the same. Lines inside fenced code are left alone.
+fn embed(md: &str, task_id: &str) -> String {
+    let mut out = String::with_capacity(md.len() + 64);
+    let mut fence: Option<String> = None;
+    let mut first = true;
+    for line in md.lines() {
+        let ticks: String = line.chars().take_while(|c| *c == '`').collect();
+        match &fence {
+            Some(f) if ticks.len() >= f.len() && line.trim_end() == ticks => fence = None,
+            Some(_) => {}
+            None if ticks.len() >= 3 => fence = Some(ticks),
+            None if line.starts_with('#') => {
+                if first {
+                    let _ = writeln!(out, "#{line}");
+                    first = false;
+                } else {
+                    let _ = writeln!(out, "#{line} — {}", code(task_id));
+                }
+                continue;
+            }
+            None => {}
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// The report's first lines: whether every judged attempt was approved, and what to do about
+/// each one that was not.
+fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
+    let open: Vec<&TaskVerdict> = verdicts.iter().filter(|v| v.verdict != "APPROVE").collect();
+    let list = |vs: &[&TaskVerdict]| {
+        vs.iter()
+            .map(|v| format!("{} {}", code(&v.task_id), text(&v.verdict)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let blocking: Vec<&TaskVerdict> = open
+        .iter()
+        .copied()
+        .filter(|v| v.verdict != "MINOR_ISSUES")
+        .collect();
+    if verdicts.is_empty() {
+        let _ = writeln!(s, "**PASS: no task attempt to judge** — nothing to do.\n");
+        return;
+    }
+    if blocking.is_empty() {
+        let _ = writeln!(
+            s,
+            "**PASS: {} of {} judged attempts approved** — {}.\n",
+            verdicts.len() - open.len(),
+            verdicts.len(),
+            if open.is_empty() {
+                "nothing to do".to_string()
+            } else {
+                format!("with minor issues: {}", list(&open))
+            }
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "**FAIL: {} of {} judged attempts not approved** — {}.\n",
+            blocking.len(),
+            verdicts.len(),
+            list(&blocking)
+        );
+    }
+    if open.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "What to do:\n");
+    for v in open {
+        let what = match v.verdict.as_str() {
+            ESCALATE | ESCALATE_CONVERGENCE => format!(
+                "a human must review it: {}",
+                text(
+                    v.escalation
+                        .as_deref()
+                        .unwrap_or("the loop guard stopped it")
+                )
+            ),
+            "MINOR_ISSUES" => "approved; hand on its cleanup task".to_string(),
+            _ if v.restore.is_empty() => format!(
+                "rework it ({}); see its failing checks below",
+                text(&v.reasons.join(", "))
+            ),
+            _ => format!(
+                "restore the listed files and rework it ({}); see its failing checks below",
+                text(&v.reasons.join(", "))
+            ),
+        };
+        let _ = writeln!(
+            s,
+            "- {} ({}, {}): {what}.",
+            code(&v.task_id),
+            attempt_label(v.attempt),
+            text(&v.verdict)
+        );
+    }
+    s.push('\n');
+}
+
+/// The report: a headline and what to do, one line per task, then each judged attempt's
+/// verdict file.
 pub fn report_md(
     p: &Protocol,
     ws: &Workspace,
@@ -276,19 +430,23 @@ pub fn report_md(
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Observer report — code change\n");
-    let _ = writeln!(s, "- Workspace: `{}`", ws.root().display());
+    headline(&mut s, verdicts);
+    let _ = writeln!(s, "## Run\n");
+    let _ = writeln!(s, "- Workspace: {}", code(&ws.root().display().to_string()));
     let _ = writeln!(
         s,
         "- Baseline: {}",
-        ws.baseline.as_ref().map_or_else(
+        text(&ws.baseline.as_ref().map_or_else(
             || format!("none ({})", ws.no_baseline.clone().unwrap_or_default()),
             |b| b.describe.clone()
-        )
+        ))
     );
     let _ = writeln!(
         s,
-        "- Protocol: `{}` {} (sha256 {})",
-        p.id, p.version, p.sha256
+        "- Protocol: {} {} (sha256 {})",
+        code(&p.id),
+        text(&p.version),
+        code(&p.sha256)
     );
     if let Some(t) = ctx.written {
         let _ = writeln!(
@@ -303,20 +461,18 @@ pub fn report_md(
         "- Checks: {} (PASS {}, FAIL {} — {} BLOCKING, INCONCLUSIVE {})\n",
         sum.checks, sum.pass, sum.fail, sum.fail_blocking, sum.inconclusive
     );
-    let _ = writeln!(
-        s,
-        "## Tasks\n\n| task | attempt | verdict | reasons |\n|---|---|---|---|"
-    );
+    let _ = writeln!(s, "## Tasks\n");
+    table_head(&mut s, &["task", "attempt", "verdict", "reasons"]);
     for run in runs {
         match verdicts.iter().find(|v| v.task_id == run.key) {
             Some(v) => {
                 let _ = writeln!(
                     s,
-                    "| `{}` | {} | **{}** | {} |",
-                    v.task_id,
+                    "| {} | {} | **{}** | {} |",
+                    code_cell(&v.task_id),
                     v.attempt.map_or("?".into(), |a| a.to_string()),
-                    v.verdict,
-                    v.reasons.join(", ")
+                    cell(&v.verdict),
+                    cell(&v.reasons.join(", "))
                 );
             }
             None => {
@@ -326,18 +482,22 @@ pub fn report_md(
                     .as_ref()
                     .map(|t| t.status.clone())
                     .unwrap_or_default();
-                let _ = writeln!(s, "| `{}` | | not judged (status `{status}`) | |", run.key);
+                let _ = writeln!(
+                    s,
+                    "| {} | | not judged (status {}) | |",
+                    code_cell(&run.key),
+                    if status.is_empty() {
+                        "none".to_string()
+                    } else {
+                        code_cell(&status)
+                    }
+                );
             }
         }
     }
     for v in verdicts {
         let _ = writeln!(s, "\n---\n");
-        s.push_str(
-            &verdict_md(p, v)
-                .replacen("# Verdict", "## Verdict", 1)
-                .replace("\n## ", "\n### ")
-                .replace("\n### ### ", "\n#### "),
-        );
+        s.push_str(&embed(&verdict_md(p, v), &v.task_id));
     }
     s
 }

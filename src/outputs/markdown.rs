@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use super::escape::{code, code_cell, text};
 use super::{Change, Context};
 use crate::checks::FileRef;
 use crate::engine::{CheckKey, CheckResult, Evaluation, Status};
@@ -24,14 +25,41 @@ fn def<'p>(p: &'p Protocol, id: &str) -> Option<&'p CheckDef> {
 
 /// Escapes a value for a table cell.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    super::escape::cell(s)
+}
+
+/// The finished document: one blank line between blocks, none at the end, one final newline
+/// (markdownlint MD012/MD047). The referee's markdown holds no fenced code, so every run of
+/// blank lines is between blocks.
+fn tidy(out: &str) -> String {
+    let mut t = String::with_capacity(out.len());
+    let mut blank = 0;
+    for line in out.trim().lines() {
+        if line.trim().is_empty() {
+            blank += 1;
+            continue;
+        }
+        if blank > 0 && !t.is_empty() {
+            t.push('\n');
+        }
+        blank = 0;
+        t.push_str(line.trim_end());
+        t.push('\n');
+    }
+    t
 }
 
 fn pass_title(p: &Protocol, id: &str) -> String {
     p.passes.iter().find(|x| x.id == id).map_or_else(
-        || format!("Pass {id}"),
-        |x| format!("Pass {id}: {}", x.title),
+        || format!("Pass {}", text(id)),
+        |x| format!("Pass {}: {}", text(id), text(&x.title)),
     )
+}
+
+/// A table's header and delimiter rows, in the `| a | b |` / `| --- | --- |` style throughout.
+fn table_head(out: &mut String, columns: &[&str]) {
+    let _ = writeln!(out, "| {} |", columns.join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(columns.len()));
 }
 
 fn evidence_summary(r: &CheckResult) -> String {
@@ -49,12 +77,12 @@ fn evidence_summary(r: &CheckResult) -> String {
 }
 
 fn file_line(f: &FileRef) -> String {
-    let mut s = format!("`{}` ({} bytes", f.path, f.size);
+    let mut s = format!("{} ({} bytes", code(&f.path), f.size);
     if let Some(h) = &f.sha256 {
-        let _ = write!(s, ", sha256 `{h}`");
+        let _ = write!(s, ", sha256 {}", code(h));
     }
     if let Some(m) = &f.mtime {
-        let _ = write!(s, ", mtime {m}");
+        let _ = write!(s, ", mtime {}", text(m));
     }
     s.push(')');
     s
@@ -65,20 +93,20 @@ fn result_section(out: &mut String, r: &CheckResult, level: &str) {
     let _ = writeln!(
         out,
         "{level} {}: {} — {} ({})\n",
-        r.check,
+        text(&r.check),
         r.status.as_str(),
-        r.title,
+        text(&r.title),
         r.severity.as_str()
     );
-    let _ = writeln!(out, "- **Expected:** {}", r.evidence.expected);
-    let _ = writeln!(out, "- **Observed:** {}", r.evidence.observed);
+    let _ = writeln!(out, "- **Expected:** {}", text(&r.evidence.expected));
+    let _ = writeln!(out, "- **Observed:** {}", text(&r.evidence.observed));
     if !r.due && matches!(r.status, Status::Waiting) {
         let _ = writeln!(out, "- **Due:** not yet");
     }
     if !r.evidence.details.is_empty() {
         let _ = writeln!(out, "- **Details:**");
         for d in &r.evidence.details {
-            let _ = writeln!(out, "  - {}", d.replace('\n', " "));
+            let _ = writeln!(out, "  - {}", text(d));
         }
     }
     if !r.evidence.files.is_empty() {
@@ -91,7 +119,12 @@ fn result_section(out: &mut String, r: &CheckResult, level: &str) {
 }
 
 fn header_line(p: &Protocol) -> String {
-    format!("Protocol: `{}` {} (sha256 `{}`)", p.id, p.version, p.sha256)
+    format!(
+        "Protocol: {} {} (sha256 {})",
+        code(&p.id),
+        text(&p.version),
+        code(&p.sha256)
+    )
 }
 
 fn history_lines(out: &mut String, history: &[&Change]) {
@@ -100,14 +133,14 @@ fn history_lines(out: &mut String, history: &[&Change]) {
         let note = c
             .note
             .as_deref()
-            .map(|n| format!(" — {}: {n}", c.check))
+            .map(|n| format!(" — {}: {}", text(&c.check), text(n)))
             .unwrap_or_default();
         let _ = writeln!(
             out,
             "- {} {} (pass {}): {from} → {}{note}",
             ts(&c.at),
-            c.check,
-            c.pass,
+            text(&c.check),
+            text(&c.pass),
             c.to.as_str()
         );
     }
@@ -118,7 +151,11 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
     let mut out = String::new();
     let state = eval.passes.iter().find(|s| s.id == pass);
     let _ = writeln!(out, "# Observer {}\n", pass_title(p, pass));
-    let _ = writeln!(out, "- Build: `{}`", ctx.build_dir.display());
+    let _ = writeln!(
+        out,
+        "- Build: {}",
+        code(&ctx.build_dir.display().to_string())
+    );
     let _ = writeln!(out, "- {}", header_line(p));
     if let Some(s) = state {
         if let (Some(at), Some(reason)) = (s.at, s.reason) {
@@ -130,15 +167,12 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
     }
     out.push('\n');
     let results: Vec<&CheckResult> = eval.results.iter().filter(|r| r.pass == pass).collect();
-    let _ = writeln!(
-        out,
-        "| Check | Severity | Status | Title |\n|---|---|---|---|"
-    );
+    table_head(&mut out, &["Check", "Severity", "Status", "Title"]);
     for r in &results {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} |",
-            r.check,
+            cell(&r.check),
             r.severity.as_str(),
             r.status.as_str(),
             cell(&r.title)
@@ -154,16 +188,18 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
         for c in &history {
             if let Some(n) = &c.note {
                 if n.starts_with("RESOLVED") {
-                    let _ = writeln!(out, "{}: {n}.", c.check);
+                    let _ = writeln!(out, "{}: {}.\n", text(&c.check), text(n));
                 }
             }
         }
         history_lines(&mut out, &history);
     }
-    out
+    tidy(&out)
 }
 
-/// `OBSERVER-STOP.md`, or `None` when no BLOCKING check fails.
+/// `OBSERVER-STOP.md`, or `None` when no BLOCKING check fails. Each field of a block is a
+/// paragraph of its own (`**Check:** …`, `**Severity:** …`, …, `**Required Action:** …`), so
+/// every field starts a line and none renders inside another (SPEC §4).
 pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<String> {
     let failing: Vec<&CheckResult> = eval.stops().collect();
     if failing.is_empty() {
@@ -178,54 +214,220 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
     );
     for (i, r) in failing.iter().enumerate() {
         if i > 0 {
-            out.push_str("\n---\n\n");
+            out.push_str("---\n\n");
         }
         let d = def(p, &r.check);
-        let _ = writeln!(out, "**Check:** {} — {}", r.check, r.title);
-        let _ = writeln!(out, "**Severity:** {}", r.severity.as_str());
-        let _ = writeln!(out, "**Phase:** {}", pass_title(p, &r.pass));
+        let _ = writeln!(out, "**Check:** {} — {}\n", text(&r.check), text(&r.title));
+        let _ = writeln!(out, "**Severity:** {}\n", r.severity.as_str());
+        let _ = writeln!(out, "**Phase:** {}\n", pass_title(p, &r.pass));
         let _ = writeln!(
             out,
-            "**Description:** expected {}; found {}",
-            r.evidence.expected, r.evidence.observed
+            "**Description:** expected {}; found {}\n",
+            text(&r.evidence.expected),
+            text(&r.evidence.observed)
         );
-        let mut ev: Vec<String> = r.evidence.details.iter().take(12).cloned().collect();
+        let mut ev: Vec<String> = r
+            .evidence
+            .details
+            .iter()
+            .take(12)
+            .map(|d| text(d))
+            .collect();
         if r.evidence.details.len() > 12 {
             ev.push(format!(
-                "… {} more in OBSERVER-PASS-{}.md",
+                "… {} more in {}",
                 r.evidence.details.len() - 12,
-                r.pass
+                code(&super::pass_file(&r.pass))
             ));
         }
         ev.extend(r.evidence.files.iter().take(6).map(file_line));
         if ev.is_empty() {
-            let _ = writeln!(out, "**Evidence:** {}", r.evidence.observed);
+            let _ = writeln!(out, "**Evidence:** {}\n", text(&r.evidence.observed));
         } else {
-            let _ = writeln!(out, "**Evidence:**");
+            let _ = writeln!(out, "**Evidence:**\n");
             for e in ev {
-                let _ = writeln!(out, "- {}", e.replace('\n', " "));
+                let _ = writeln!(out, "- {e}");
             }
+            out.push('\n');
         }
         let _ = writeln!(
             out,
-            "**Required Action:** {}",
-            d.map_or("Resolve the violation described above.", |d| d
-                .action
-                .as_str())
+            "**Required Action:** {}\n",
+            text(d.map_or("Resolve the violation described above.", |d| {
+                d.action.as_str()
+            }))
         );
         if let Some((_, why)) = ctx.escalations.iter().find(|(k, _)| *k == r.key()) {
-            let _ = writeln!(out, "**ESCALATED: human review required** — {why}");
+            let _ = writeln!(
+                out,
+                "**ESCALATED: human review required** — {}\n",
+                text(why)
+            );
         }
     }
-    Some(out)
+    Some(tidy(&out))
 }
 
-fn summary_block(out: &mut String, eval: &Evaluation) {
+/// The first line under the title: the referee's verdict on the run in a few words.
+fn headline(eval: &Evaluation) -> String {
     let s = eval.summary();
+    let state = match (&eval.verdict, eval.complete) {
+        (Some(v), true) => format!("pipeline complete (VERDICT: {})", text(v)),
+        (Some(v), false) => format!("pipeline in progress (latest VERDICT: {})", text(v)),
+        (None, _) => "pipeline not complete (no verdict yet)".to_string(),
+    };
+    let mut also = Vec::new();
+    if s.fail_significant > 0 {
+        also.push(format!("{} SIGNIFICANT FAIL", s.fail_significant));
+    }
+    if s.inconclusive > 0 {
+        also.push(format!("{} INCONCLUSIVE", s.inconclusive));
+    }
+    if s.waiting > 0 {
+        also.push(format!("{} not yet due", s.waiting));
+    }
+    let also = if also.is_empty() {
+        String::new()
+    } else {
+        format!("{}; ", also.join(", "))
+    };
+    if s.fail_blocking > 0 {
+        format!(
+            "**FAIL: {} BLOCKING unresolved** — {also}{state}.",
+            s.fail_blocking
+        )
+    } else if s.fail_significant + s.inconclusive > 0 {
+        format!("**PASS with findings: no BLOCKING failure** — {also}{state}.")
+    } else if s.waiting > 0 {
+        format!("**PASS so far: every check due has passed** — {also}{state}.")
+    } else {
+        format!("**PASS: every check passed or does not apply** — {state}.")
+    }
+}
+
+/// What to do about the run, most urgent first: one line per failing or inconclusive check
+/// (with the passes it fails in), from the protocol's required actions.
+fn what_to_do(out: &mut String, p: &Protocol, eval: &Evaluation, ctx: &Context) {
+    // Check id → (severity, status, passes), BLOCKING FAILs first, then SIGNIFICANT, then
+    // INCONCLUSIVE, each in protocol order.
+    let mut todo: Vec<(u8, usize, &CheckResult, Vec<&str>)> = Vec::new();
+    let order = |id: &str| {
+        p.checks()
+            .iter()
+            .position(|d| d.id == id)
+            .unwrap_or(usize::MAX)
+    };
+    for r in eval
+        .results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Fail | Status::Inconclusive))
+    {
+        let rank = match (r.status, r.severity) {
+            (Status::Fail, Severity::Blocking) => 0,
+            (Status::Fail, _) => 1,
+            _ => 2,
+        };
+        match todo
+            .iter_mut()
+            .find(|(k, _, t, _)| *k == rank && t.check == r.check)
+        {
+            Some((_, _, _, passes)) => passes.push(&r.pass),
+            None => todo.push((rank, order(&r.check), r, vec![&r.pass])),
+        }
+    }
+    todo.sort_by_key(|(rank, pos, _, _)| (*rank, *pos));
+    let _ = writeln!(out, "What to do:\n");
+    if todo.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Nothing: no check failed or was inconclusive.{}\n",
+            if eval.summary().waiting > 0 {
+                " The checks not yet due are judged as the pipeline reaches them."
+            } else {
+                ""
+            }
+        );
+        return;
+    }
+    for (rank, _, r, passes) in todo {
+        let label = match rank {
+            0 => "BLOCKING",
+            1 => "SIGNIFICANT",
+            _ => "INCONCLUSIVE",
+        };
+        let plural = if passes.len() > 1 { "es" } else { "" };
+        let passes = passes
+            .iter()
+            .map(|p| text(p))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let action = if rank == 2 {
+            format!(
+                "the referee could not judge it ({}); make its inputs readable and complete.",
+                text(&r.evidence.observed)
+            )
+        } else {
+            text(
+                def(p, &r.check).map_or("Resolve the violation described below.", |d| {
+                    d.action.as_str()
+                }),
+            )
+        };
+        let escalated = if ctx.escalations.iter().any(|(k, _)| k.check == r.check) {
+            " ESCALATED: human review required."
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "- {} (pass{plural} {passes}, {label}): {action}{escalated}",
+            text(&r.check)
+        );
+    }
+    out.push('\n');
+}
+
+/// The summary, with what its numbers count said once: checks, instances (a check can run in
+/// more than one pass), and why instances SKIP.
+fn summary_block(out: &mut String, p: &Protocol, eval: &Evaluation) {
+    let s = eval.summary();
+    let defs = p.checks();
+    let blocking = defs
+        .iter()
+        .filter(|d| d.severity == Severity::Blocking)
+        .count();
     let _ = writeln!(out, "### Summary\n");
+    // Checks that run again in a later pass (D10: pass R repeats 21 checks on a REFINE run).
+    let mut seen: Vec<&str> = Vec::new();
+    let mut repeats: Vec<String> = Vec::new();
+    for pass in &p.passes {
+        let again = pass
+            .checks
+            .iter()
+            .filter(|c| seen.contains(&c.def.id.as_str()))
+            .count();
+        if again > 0 {
+            repeats.push(format!("pass {} repeats {again}", text(&pass.id)));
+        }
+        seen.extend(pass.checks.iter().map(|c| c.def.id.as_str()));
+    }
     let _ = writeln!(
         out,
-        "- Total checks executed: {}",
+        "The {} protocol has {} checks ({blocking} BLOCKING, {} SIGNIFICANT) in {} passes. {}, so this build has {} check instances, and every number below counts instances.\n",
+        code(&p.id),
+        defs.len(),
+        defs.len() - blocking,
+        p.passes.len(),
+        if repeats.is_empty() {
+            "Each check runs in one pass".to_string()
+        } else {
+            format!("Some run in more than one pass ({})", repeats.join(", "))
+        },
+        s.checks
+    );
+    let _ = writeln!(
+        out,
+        "- Total checks executed: {} (PASS + FAIL + INCONCLUSIVE)",
         s.checks - s.waiting - s.skip
     );
     let _ = writeln!(out, "- PASS: {}", s.pass);
@@ -234,7 +436,44 @@ fn summary_block(out: &mut String, eval: &Evaluation) {
         "- FAIL: {} ({} BLOCKING, {} SIGNIFICANT)",
         s.fail, s.fail_blocking, s.fail_significant
     );
-    let _ = writeln!(out, "- SKIP: {} (not applicable)", s.skip);
+    // Why instances SKIP: a whole optional pass that was not triggered, or a check whose
+    // condition does not hold in this build.
+    let mut why: Vec<String> = Vec::new();
+    for pass in &p.passes {
+        let skipped: Vec<&CheckResult> = eval
+            .results
+            .iter()
+            .filter(|r| r.pass == pass.id && r.status == Status::Skip)
+            .collect();
+        if skipped.is_empty() {
+            continue;
+        }
+        let ran = eval.passes.iter().any(|s| s.id == pass.id && s.ran);
+        if pass.optional && !ran {
+            why.push(format!(
+                "{} in pass {}, an optional pass not triggered",
+                skipped.len(),
+                text(&pass.id)
+            ));
+        } else {
+            let ids: Vec<String> = skipped.iter().map(|r| text(&r.check)).collect();
+            why.push(format!(
+                "{} in pass {}, whose condition does not hold",
+                ids.join(", "),
+                text(&pass.id)
+            ));
+        }
+    }
+    if why.is_empty() {
+        let _ = writeln!(out, "- SKIP: {} (not applicable)", s.skip);
+    } else {
+        let _ = writeln!(
+            out,
+            "- SKIP: {} — not applicable: {}",
+            s.skip,
+            why.join("; ")
+        );
+    }
     let _ = writeln!(out, "- INCONCLUSIVE: {}", s.inconclusive);
     let _ = writeln!(out, "- WAITING: {} (not yet due)", s.waiting);
     let _ = writeln!(
@@ -242,14 +481,15 @@ fn summary_block(out: &mut String, eval: &Evaluation) {
         "- Observer compliance rate: {}",
         s.compliance_rate
             .map_or("n/a (nothing judged yet)".to_string(), |r| format!(
-                "{:.0}%",
+                "{:.0}% (PASS ÷ executed)",
                 r * 100.0
             ))
     );
     out.push('\n');
 }
 
-/// `OBSERVER-REPORT.md` (and what `verify` prints): the seed's report format.
+/// `OBSERVER-REPORT.md` (and what `verify` prints): a headline verdict and what to do, then
+/// the seed's report format.
 pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     let mut out = String::new();
     let slug = ctx.build_dir.file_name().map_or_else(
@@ -257,39 +497,52 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         |n| n.to_string_lossy().into_owned(),
     );
     let date = ctx.written.or(ctx.started).unwrap_or_else(Utc::now);
-    let _ = writeln!(out, "# Observer Verification Report");
-    let _ = writeln!(out, "## Build: {slug} — {}\n", date.format("%Y-%m-%d"));
-    let _ = writeln!(out, "- Build directory: `{}`", ctx.build_dir.display());
+    let _ = writeln!(out, "# Observer Verification Report\n");
+    let _ = writeln!(out, "{}\n", headline(eval));
+    what_to_do(&mut out, p, eval, ctx);
+    let _ = writeln!(
+        out,
+        "## Build: {} — {}\n",
+        text(&slug),
+        date.format("%Y-%m-%d")
+    );
+    let _ = writeln!(
+        out,
+        "- Build directory: {}",
+        code(&ctx.build_dir.display().to_string())
+    );
     let _ = writeln!(out, "- {}", header_line(p));
     let _ = writeln!(
         out,
         "- Pipeline: {}",
         match (&eval.verdict, eval.complete) {
             (Some(v), true) => format!(
-                "complete (VERDICT: {v}, {})",
-                eval.verdict_at.as_deref().unwrap_or("?")
+                "complete (VERDICT: {}, {})",
+                text(v),
+                text(eval.verdict_at.as_deref().unwrap_or("?"))
             ),
             (Some(v), false) => format!(
-                "in progress (latest VERDICT: {v}, {})",
-                eval.verdict_at.as_deref().unwrap_or("?")
+                "in progress (latest VERDICT: {}, {})",
+                text(v),
+                text(eval.verdict_at.as_deref().unwrap_or("?"))
             ),
             (None, _) => match &eval.verdict_note {
-                Some(note) => format!("not complete: {note}"),
+                Some(note) => format!("not complete: {}", text(note)),
                 None => "in progress (no verdict yet)".to_string(),
             },
         }
     );
     if let (Some(_), Some(note)) = (&eval.verdict, &eval.verdict_note) {
-        let _ = writeln!(out, "- Verdict files: {note}");
+        let _ = writeln!(out, "- Verdict files: {}", text(note));
     }
     if eval.final_ {
         let _ = writeln!(out, "- Judged with `--final`: every check treated as due");
     }
     if let Some(e) = &ctx.ended {
-        let _ = writeln!(out, "- Referee finished: {e}");
+        let _ = writeln!(out, "- Referee finished: {}", text(e));
     }
     out.push('\n');
-    summary_block(&mut out, eval);
+    summary_block(&mut out, p, eval);
 
     // BLOCKING failures: those failing now, and those that failed earlier and were resolved.
     let mut blocking: BTreeMap<CheckKey, (Option<&CheckResult>, Option<&Change>)> = BTreeMap::new();
@@ -309,7 +562,10 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     if blocking.is_empty() {
         let _ = writeln!(out, "None.\n");
     } else {
-        let _ = writeln!(out, "| Check ID | Description | Evidence | Phase | Resolved? |\n|----------|-------------|----------|-------|-----------|");
+        table_head(
+            &mut out,
+            &["Check ID", "Description", "Evidence", "Phase", "Resolved?"],
+        );
         for (CheckKey { pass, check }, (now, past)) in &blocking {
             let current = eval
                 .results
@@ -349,9 +605,11 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {check} | {} | {} | Pass {pass} | {resolved} |",
+                "| {} | {} | {} | Pass {} | {resolved} |",
+                cell(check),
                 cell(&desc),
-                cell(&evidence)
+                cell(&evidence),
+                cell(pass)
             );
         }
         out.push('\n');
@@ -366,15 +624,15 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     if sig.is_empty() {
         let _ = writeln!(out, "None.\n");
     } else {
-        let _ = writeln!(out, "| Check ID | Description | Evidence | Phase |\n|----------|-------------|----------|-------|");
+        table_head(&mut out, &["Check ID", "Description", "Evidence", "Phase"]);
         for r in sig {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | Pass {} |",
-                r.check,
+                cell(&r.check),
                 cell(&r.title),
                 cell(&evidence_summary(r)),
-                r.pass
+                cell(&r.pass)
             );
         }
         out.push('\n');
@@ -387,15 +645,18 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         .collect();
     if !incon.is_empty() {
         let _ = writeln!(out, "### INCONCLUSIVE\n");
-        let _ = writeln!(out, "| Check ID | Description | What is missing | Phase |\n|----------|-------------|-----------------|-------|");
+        table_head(
+            &mut out,
+            &["Check ID", "Description", "What is missing", "Phase"],
+        );
         for r in incon {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | Pass {} |",
-                r.check,
+                cell(&r.check),
                 cell(&r.title),
                 cell(&evidence_summary(r)),
-                r.pass
+                cell(&r.pass)
             );
         }
         out.push('\n');
@@ -406,7 +667,10 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         for (CheckKey { pass, check }, why) in &ctx.escalations {
             let _ = writeln!(
                 out,
-                "- {check} (pass {pass}): ESCALATED: human review required — {why}"
+                "- {} (pass {}): ESCALATED: human review required — {}",
+                text(check),
+                text(pass),
+                text(why)
             );
         }
         out.push('\n');
@@ -414,12 +678,15 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
 
     if !ctx.incidents.is_empty() {
         let _ = writeln!(out, "### Incidents\n");
-        let _ = writeln!(
-            out,
-            "| Time | Kind | What happened |\n|------|------|---------------|"
-        );
+        table_head(&mut out, &["Time", "Kind", "What happened"]);
         for i in &ctx.incidents {
-            let _ = writeln!(out, "| {} | {} | {} |", ts(&i.at), i.kind, cell(&i.text));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                ts(&i.at),
+                cell(&i.kind),
+                cell(&i.text)
+            );
         }
         out.push('\n');
     }
@@ -441,7 +708,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         let results: Vec<&CheckResult> =
             eval.results.iter().filter(|r| r.pass == pass.id).collect();
         if pass.optional && state.is_none_or(|s| !s.ran) {
-            let ids: Vec<&str> = results.iter().map(|r| r.check.as_str()).collect();
+            let ids: Vec<String> = results.iter().map(|r| text(&r.check)).collect();
             let _ = writeln!(
                 out,
                 "All {} check instances SKIP: {}\n",
@@ -454,15 +721,15 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
             let _ = writeln!(
                 out,
                 "- {} [{}] **{}** — {}: {}",
-                r.check,
+                text(&r.check),
                 r.severity.as_str(),
                 r.status.as_str(),
-                r.title,
-                r.evidence.observed
+                text(&r.title),
+                text(&r.evidence.observed)
             );
             if matches!(r.status, Status::Fail | Status::Inconclusive) {
                 for d in r.evidence.details.iter().take(8) {
-                    let _ = writeln!(out, "  - {}", d.replace('\n', " "));
+                    let _ = writeln!(out, "  - {}", text(d));
                 }
             }
         }
@@ -477,13 +744,13 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     }
 
     let _ = writeln!(out, "### Timestamps\n");
-    let _ = writeln!(out, "| Event | Timestamp |\n|-------|-----------|");
+    table_head(&mut out, &["Event", "Timestamp"]);
     if let Some(s) = ctx.started {
         let _ = writeln!(out, "| Observer spawned | {} |", ts(&s));
     }
     for s in &eval.passes {
         if let Some(at) = s.at {
-            let _ = writeln!(out, "| Pass {} complete | {} |", s.id, ts(&at));
+            let _ = writeln!(out, "| Pass {} complete | {} |", cell(&s.id), ts(&at));
         }
     }
     if let Some(w) = ctx.written {
@@ -512,7 +779,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         );
     }
     for (_, id, rec) in recs {
-        let _ = writeln!(out, "- {id}: {rec}");
+        let _ = writeln!(out, "- {}: {}", text(&id), text(&rec));
     }
     out.push('\n');
 
@@ -521,24 +788,21 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     if files.is_empty() {
         let _ = writeln!(out, "None read.");
     } else {
-        let _ = writeln!(
-            out,
-            "| Path | Bytes | SHA-256 |\n|------|-------|---------|"
-        );
+        table_head(&mut out, &["Path", "Bytes", "SHA-256"]);
         for f in files {
             let _ = writeln!(
                 out,
-                "| `{}` | {} | {} |",
-                cell(&f.path),
+                "| {} | {} | {} |",
+                code_cell(&f.path),
                 f.size,
                 f.sha256.as_deref().map_or(
                     "(not read: only its existence or time counts)".to_string(),
-                    |h| format!("`{h}`")
+                    code_cell
                 )
             );
         }
     }
-    out
+    tidy(&out)
 }
 
 /// Every file a verdict rests on, once, in path order.

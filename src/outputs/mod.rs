@@ -12,6 +12,7 @@
 //! the caller, which records it as tamper. Nothing here deletes a directory.
 
 pub mod code_change;
+pub mod escape;
 pub mod json;
 pub mod markdown;
 

@@ -8,6 +8,7 @@ mod examples;
 mod fuzz;
 mod heap;
 mod liveness;
+mod markdown;
 mod replay;
 mod root;
 mod unreadable;
