@@ -581,7 +581,7 @@ pub fn write_all(
 ) -> std::io::Result<()> {
     let dir = ensure_dir(ws.root())?;
     for v in verdicts {
-        write_verdict(&dir, p, v)?;
+        write_verdict(&dir, p, v, super::Durability::Contents)?;
     }
     match stop_md(p, verdicts) {
         Some(text) => {
@@ -600,10 +600,21 @@ pub fn write_all(
 /// Writes one attempt's verdict files into `dir` (the workspace's `.referee/`) and keeps the
 /// attempt (its diff and verdict) for the loop guards. The STOP file is not touched: `verify`
 /// writes it in [`write_all`], the daemon through its own STOP file.
-pub fn write_verdict(dir: &Path, p: &Protocol, v: &TaskVerdict) -> std::io::Result<()> {
+///
+/// `durability` is the verdict files' (the daemon's are [`super::Durability::Background`], like
+/// its STOP: an orchestrator waits on them, and a disk flush must not delay them); the kept
+/// attempt, the loop guards' memory, is always fsynced before it takes its name.
+pub fn write_verdict(
+    dir: &Path,
+    p: &Protocol,
+    v: &TaskVerdict,
+    durability: super::Durability,
+) -> std::io::Result<()> {
     // The JSON first: it is what an orchestrator waits on.
-    super::write_atomic(dir, &verdict_file(&v.task_id, "json"), &verdict_json(v))?;
-    super::write_atomic(dir, &verdict_file(&v.task_id, "md"), &verdict_md(p, v))?;
+    let json = verdict_file(&v.task_id, "json");
+    super::write_atomic_as(dir, &json, &verdict_json(v), durability)?;
+    let md = verdict_file(&v.task_id, "md");
+    super::write_atomic_as(dir, &md, &verdict_md(p, v), durability)?;
     if let (Some(attempt), Some(diff)) = (v.attempt, &v.diff) {
         let attempts = dir.join("attempts");
         ensure_real_dir(&attempts)?;

@@ -226,7 +226,12 @@ impl Session {
                 self.emit(verdict_event(v).into());
             }
             let area = format!("write {}", code_change::verdict_file(&v.task_id, "json"));
-            match code_change::write_verdict(&out, &self.protocol, v) {
+            match code_change::write_verdict(
+                &out,
+                &self.protocol,
+                v,
+                crate::outputs::Durability::Background,
+            ) {
                 Ok(()) => {
                     self.clear_fault(&area);
                     if let Some(tasks) = &mut self.tasks {
