@@ -101,6 +101,31 @@ enum Format {
     Md,
     /// One JSON object, schema `referee.verify/1` (see README).
     Json,
+    /// JUnit XML: a testcase per check instance (FAIL failure, WAITING/SKIP skipped,
+    /// INCONCLUSIVE error).
+    Junit,
+    /// SARIF 2.1.0, for code scanning (BLOCKING error, SIGNIFICANT warning).
+    Sarif,
+    /// GitHub Actions workflow commands (`::error file=…,line=…::…`).
+    Github,
+}
+
+/// The report in `format`; `base` is the build directory as the user named it.
+fn render(
+    format: Format,
+    p: &Protocol,
+    eval: &engine::Evaluation,
+    ctx: &Context,
+    base: &Path,
+    md: impl FnOnce() -> String,
+) -> String {
+    match format {
+        Format::Md => md(),
+        Format::Json => outputs::json::render(p, eval, ctx),
+        Format::Junit => outputs::junit::render(p, eval, ctx),
+        Format::Sarif => outputs::sarif::render(p, eval, ctx),
+        Format::Github => outputs::github::render(p, eval, ctx, base),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -253,10 +278,9 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         let report = markdown::report(&protocol, &eval, &ctx);
         write_own(&a.build_dir, outputs::REPORT_FILE, &report)?;
     }
-    let text = match a.format {
-        Format::Md => markdown::report(&protocol, &eval, &ctx),
-        Format::Json => outputs::json::render(&protocol, &eval, &ctx),
-    };
+    let text = render(a.format, &protocol, &eval, &ctx, &a.build_dir, || {
+        markdown::report(&protocol, &eval, &ctx)
+    });
     print(&text)?;
     let code = if eval.stops().next().is_some() {
         ExitCode::Violation
@@ -331,8 +355,10 @@ fn verify_workspace(a: VerifyArgs, protocol: Protocol) -> Result<ExitCode> {
         )?;
     }
     let text = match a.format {
-        Format::Md => code_change::report_md(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
         Format::Json => code_change::verify_json(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
+        f => render(f, &protocol, &eval, &ctx, &a.build_dir, || {
+            code_change::report_md(&protocol, &ws, &eval, &runs, &verdicts, &ctx)
+        }),
     };
     print(&text)?;
     let rejected = verdicts.iter().any(|v| {

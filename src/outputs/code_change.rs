@@ -386,7 +386,8 @@ pub fn verify_json(
         "stop": stop_md(verdicts).is_some(),
         "summary": eval.summary(),
         "passes": eval.passes,
-        "results": eval.results,
+        "results": super::json::results(&eval.results, ws.root()),
+        "waivers": ctx.waivers,
         "tasks": tasks,
         "verdicts": verdicts.iter().map(|v| serde_json::json!({
             "task_id": v.task_id, "attempt": v.attempt, "verdict": v.verdict, "graded": v.graded,
@@ -496,6 +497,7 @@ mod tests {
                     details: vec!["protected_file_modified: app/orchestrator.py (modified)".into()],
                     files: Vec::new(),
                 },
+                waiver: None,
             }],
             restore: Vec::new(),
             cleanup_task: None,

@@ -61,6 +61,7 @@ fn eval(status: Status, seen: &str) -> Evaluation {
                     mtime: None,
                 }],
             },
+            waiver: None,
         }],
     }
 }
