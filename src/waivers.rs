@@ -367,7 +367,9 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        Waivers::parse(text, "w.toml", &d10()).unwrap_err().to_string()
+        Waivers::parse(text, "w.toml", &d10())
+            .unwrap_err()
+            .to_string()
     }
 
     const GOOD: &str = "[[waiver]]\ncheck = \"OBS-27\"\npass = \"2\"\nreason = \"r\"\napproved_by = \"a\"\nexpires = 2026-12-31\n";

@@ -79,7 +79,11 @@ fn annotation(p: &Protocol, r: &CheckResult, base: &Path) -> Option<String> {
         message.push('\n');
         message.push_str(d);
     }
-    Some(format!("::{command} {}::{}", props.join(","), data(&message)))
+    Some(format!(
+        "::{command} {}::{}",
+        props.join(","),
+        data(&message)
+    ))
 }
 
 /// A message, escaped as `escapeData` of @actions/core: `%`, CR, LF.

@@ -12,8 +12,8 @@ use serde::Serialize;
 use super::Context;
 use crate::checks::FileRef;
 use crate::engine::{CheckResult, Evaluation, PassState, Status, Summary};
-use crate::protocol::Severity;
 use crate::protocol::Protocol;
+use crate::protocol::Severity;
 use crate::waivers::{Applied, InUse};
 
 pub const SCHEMA: &str = "referee.verify/1";

@@ -16,7 +16,9 @@ pub fn place(r: &CheckResult) -> Option<Place> {
     let files = &r.evidence.files;
     for d in &r.evidence.details {
         for f in files {
-            let Some(rest) = d.strip_prefix(f.path.as_str()).and_then(|s| s.strip_prefix(':'))
+            let Some(rest) = d
+                .strip_prefix(f.path.as_str())
+                .and_then(|s| s.strip_prefix(':'))
             else {
                 continue;
             };
@@ -90,7 +92,10 @@ mod tests {
                 line: Some(41)
             })
         );
-        let r = result(&["g.json[0]: GR-1 = FAIL", "T.md:x: no"], &["g.json", "T.md"]);
+        let r = result(
+            &["g.json[0]: GR-1 = FAIL", "T.md:x: no"],
+            &["g.json", "T.md"],
+        );
         assert_eq!(
             place(&r),
             Some(Place {
