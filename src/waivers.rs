@@ -133,7 +133,9 @@ impl Expired {
         };
         format!(
             "waiver for {which} ({}, approved by {}) expired on {}; ignored",
-            self.at, self.approved_by, self.expires
+            self.at,
+            self.approved_by.replace(['\n', '\r'], " "),
+            self.expires
         )
     }
 }
@@ -320,14 +322,21 @@ fn bad_date(v: &toml::Value) -> String {
 }
 
 /// The report's waiver section (markdown): the waived FAILs and the expired waivers; empty
-/// when there is neither.
-pub fn report_section(eval: &Evaluation, expired: &[Expired]) -> String {
-    let waived: Vec<_> = eval.results.iter().filter(|r| r.waived()).collect();
-    if waived.is_empty() && expired.is_empty() {
+/// without `--waivers`.
+pub fn report_section(eval: &Evaluation, waivers: Option<&InUse>) -> String {
+    let Some(in_use) = waivers else {
         return String::new();
-    }
-    let cell = |s: &str| s.replace('|', "\\|");
-    let mut s = String::from("## Waivers\n\n");
+    };
+    let expired = &in_use.expired;
+    let waived: Vec<_> = eval.results.iter().filter(|r| r.waived()).collect();
+    let cell = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let mut s = format!(
+        "### Waivers\n\n{} waiver(s) in `{}`; {} FAIL(s) waived, {} expired.\n\n",
+        in_use.count,
+        in_use.file.display(),
+        waived.len(),
+        expired.len()
+    );
     if !waived.is_empty() {
         s.push_str(
             "Waived FAILs (no STOP, no exit 1):\n\n| Pass | Check | Severity | Reason | Approved by | Expires | Waiver |\n|---|---|---|---|---|---|---|\n",

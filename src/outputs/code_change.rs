@@ -317,6 +317,13 @@ pub fn report_md(
             }
         }
     }
+    // Waived FAILs and expired waivers (`--waivers`); rendered by `waivers`.
+    let waivers = crate::waivers::report_section(eval, ctx.waivers.as_ref());
+    if !waivers.is_empty() {
+        s.push('\n');
+        s.push_str(waivers.trim_end());
+        s.push('\n');
+    }
     for v in verdicts {
         let _ = writeln!(s, "\n---\n");
         s.push_str(

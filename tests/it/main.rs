@@ -11,6 +11,7 @@ mod liveness;
 mod replay;
 mod root;
 mod unreadable;
+mod waivers;
 mod watch;
 
 /// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.
