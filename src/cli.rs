@@ -584,6 +584,11 @@ struct WatchArgs {
     quiet: bool,
     #[command(flatten)]
     read: ReadArgs,
+    /// As for `verify`; the file is looked at again at each heartbeat and reloaded when it
+    /// changes (an event in OBSERVER-EVENTS.jsonl): a STOP held only by a now-waived FAIL is
+    /// resolved, and raised again when its waiver expires or is removed.
+    #[arg(long, value_name = "FILE")]
+    waivers: Option<PathBuf>,
     /// Code-change protocol: the git revision the workspace is measured against (default:
     /// `HEAD` in a git work tree).
     #[arg(long, value_name = "REV", conflicts_with_all = ["baseline_dir", "root"])]
@@ -632,6 +637,11 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
     let shutdown = crate::daemon::signals::listen_for_termination()
         .context("cannot set up SIGINT/SIGTERM handling")?;
     let mut config = crate::daemon::Config::new(a.build_dir.clone().unwrap_or_default());
+    if let Some(file) = &a.waivers {
+        // Checked before anything runs: a bad file is exit 2 at its line and column.
+        let protocol = load_protocol(&a.protocol.protocol)?;
+        config.waivers = Some(crate::waivers::Waivers::load(file, &protocol)?);
+    }
     config.protocol = a.protocol.protocol;
     config.watch = match a.poll {
         Some(ms) => crate::watch::Mode::Poll(std::time::Duration::from_millis(ms.max(10))),

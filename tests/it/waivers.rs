@@ -246,3 +246,111 @@ fn a_waiver_in_a_code_change_workspace_keeps_the_attempt_from_rejection() {
     assert_eq!(result(&v, "t1", "CC-01")["status"], "FAIL");
     assert_eq!(result(&v, "t1", "CC-01")["waiver"]["approved_by"], "lead");
 }
+
+/// Writes `text` to `path` the way an editor saving atomically would.
+fn save(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[test]
+fn watch_reloads_a_changed_waiver_file_and_resolves_or_raises_the_stop() {
+    use crate::watch::{build, count, manual_gates, payloads, Watch, GATES, STOP};
+    let (root, dir) = build("audit-done");
+    let logs = root.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let w = root.path().join("waivers.toml");
+    save(&w, "# nothing waived yet\n");
+    std::fs::write(dir.join(GATES), manual_gates(1)).unwrap();
+    let stop = dir.join(STOP);
+
+    let mut watch = Watch::start(&dir, &logs, &["--waivers", w.to_str().unwrap()]);
+    watch.until("the STOP is raised", || stop.exists());
+
+    save(&w, WAIVE_OBS27);
+    watch.until("the waived FAIL's STOP is resolved", || !stop.exists());
+    watch.until("the resolution is logged", || {
+        count(&dir, "stop_resolved", "OBS-27") == 1
+    });
+    let reloads = payloads(&dir, "waivers_reloaded");
+    let reload = &reloads[0];
+    assert_eq!(reload["why"], "changed");
+    assert_eq!(reload["count"], 1);
+    assert_eq!(reload["file"], w.display().to_string());
+
+    // A file that no longer parses keeps the waivers loaded before.
+    save(&w, "[[waiver]]\ncheck = \"OBS-27\"\nfrobnicate = 1\n");
+    watch.until("the bad file is logged", || {
+        payloads(&dir, "waivers_reloaded")
+            .iter()
+            .any(|e| e["why"] == "invalid")
+    });
+    let invalid = payloads(&dir, "waivers_reloaded")
+        .into_iter()
+        .find(|e| e["why"] == "invalid")
+        .unwrap();
+    assert!(
+        invalid["error"].as_str().unwrap().contains(":3:1:"),
+        "{invalid}"
+    );
+    assert!(!stop.exists(), "the previous waivers still apply");
+
+    // The waiver expired (as if its day had passed): ignored, the STOP stands again.
+    save(&w, EXPIRED_OBS27);
+    watch.until("the STOP is raised again", || stop.exists());
+    watch.until("raising it is logged", || {
+        count(&dir, "stop_raised", "OBS-27") == 2
+    });
+    let reloads = payloads(&dir, "waivers_reloaded");
+    let expired = reloads.last().unwrap();
+    assert_eq!(expired["why"], "changed");
+    assert!(
+        expired["expired"][0]
+            .as_str()
+            .unwrap()
+            .contains("expired on 2020-01-01"),
+        "{expired}"
+    );
+
+    watch.signal(libc::SIGTERM);
+    let status = watch.wait(crate::watch::WAIT);
+    assert_eq!(status.code(), Some(1), "{}", watch.output());
+    let report = std::fs::read_to_string(dir.join("OBSERVER-REPORT.md")).unwrap();
+    assert!(report.contains("### Waivers"), "{report}");
+    assert!(report.contains("Expired waivers (ignored):"), "{report}");
+    assert!(
+        report.contains("WAIVED ("),
+        "the history shows the waiver: {report}"
+    );
+    assert!(report.contains("waiver gone: STOP raised"), "{report}");
+}
+
+#[test]
+fn watch_refuses_a_malformed_waiver_file_before_anything_runs() {
+    use crate::watch::build;
+    let (root, dir) = build("audit-done");
+    let w = waiver_file(
+        root.path(),
+        &WAIVE_OBS27.replace("2099-12-31", "2099-99-01"),
+    );
+    let before = std::fs::read_dir(&dir).unwrap().count();
+    let (code, _, err) = run(&[
+        "watch",
+        dir.to_str().unwrap(),
+        "--waivers",
+        w.to_str().unwrap(),
+        "--timeout",
+        "5s",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with(&format!("referee: {}:7:", w.display())),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        before,
+        "nothing written"
+    );
+}
