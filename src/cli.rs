@@ -66,6 +66,40 @@ struct ReadArgs {
 }
 
 #[derive(Args, Debug)]
+struct WaiversArg {
+    /// Waive known FAILs: a TOML file of `[[waiver]]` tables (check, pass (optional), reason,
+    /// approved_by, expires). A waived FAIL raises no STOP and does not count for exit 1, but
+    /// is shown everywhere; an expired waiver is ignored and reported.
+    #[arg(long, value_name = "FILE")]
+    waivers: Option<PathBuf>,
+}
+
+impl WaiversArg {
+    /// The waiver file, read and checked against `p` before anything runs.
+    fn load(&self, p: &Protocol) -> Result<Option<crate::waivers::Waivers>> {
+        Ok(match &self.waivers {
+            Some(path) => Some(crate::waivers::Waivers::load(path, p)?),
+            None => None,
+        })
+    }
+}
+
+/// Applies the waivers to `eval` as of `now`, warns of the expired ones on stderr, and
+/// returns what the outputs show of them.
+fn apply_waivers(
+    waivers: Option<&crate::waivers::Waivers>,
+    eval: &mut engine::Evaluation,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<crate::waivers::InUse> {
+    let w = waivers?;
+    let today = now.date_naive();
+    for e in w.apply(eval, today) {
+        eprintln!("referee: warning: {}", e.describe());
+    }
+    Some(w.in_use(today))
+}
+
+#[derive(Args, Debug)]
 struct VerifyArgs {
     /// The pipeline's build output directory.
     build_dir: PathBuf,
@@ -85,6 +119,8 @@ struct VerifyArgs {
     write: bool,
     #[command(flatten)]
     read: ReadArgs,
+    #[command(flatten)]
+    waivers: WaiversArg,
     /// Code-change protocol: the git revision the workspace is measured against (default:
     /// `HEAD` in a git work tree).
     #[arg(long, value_name = "REV", conflicts_with = "baseline_dir")]
@@ -101,6 +137,31 @@ enum Format {
     Md,
     /// One JSON object, schema `referee.verify/1` (see README).
     Json,
+    /// JUnit XML: a testcase per check instance (FAIL failure, WAITING/SKIP skipped,
+    /// INCONCLUSIVE error).
+    Junit,
+    /// SARIF 2.1.0, for code scanning (BLOCKING error, SIGNIFICANT warning).
+    Sarif,
+    /// GitHub Actions workflow commands (`::error file=…,line=…::…`).
+    Github,
+}
+
+/// The report in `format`; `base` is the build directory as the user named it.
+fn render(
+    format: Format,
+    p: &Protocol,
+    eval: &engine::Evaluation,
+    ctx: &Context,
+    base: &Path,
+    md: impl FnOnce() -> String,
+) -> String {
+    match format {
+        Format::Md => md(),
+        Format::Json => outputs::json::render(p, eval, ctx),
+        Format::Junit => outputs::junit::render(p, eval, ctx),
+        Format::Sarif => outputs::sarif::render(p, eval, ctx),
+        Format::Github => outputs::github::render(p, eval, ctx, base),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -215,8 +276,9 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     // beside the judging, cost a small build about as much as it saved (threads are not
     // free on a shared 2-core machine); the large-report scans split across cores instead.
     let protocol = load_protocol(&a.protocol.protocol)?;
+    let waivers = a.waivers.load(&protocol)?;
     if protocol.tasks.is_some() {
-        return verify_workspace(a, protocol);
+        return verify_workspace(a, protocol, waivers);
     }
     if a.baseline.is_some() || a.baseline_dir.is_some() {
         bail!(
@@ -231,7 +293,8 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         now: Some(now),
         ..Options::default()
     };
-    let eval = engine::evaluate(&protocol, &snap, &options);
+    let mut eval = engine::evaluate(&protocol, &snap, &options);
+    let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
     if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
         eprintln!(
             "referee: warning: no pass has run and there is no {} in `{}`: is this the build directory?",
@@ -243,6 +306,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         build_dir: snap.root().to_path_buf(),
         started: Some(now),
         written: Some(now),
+        waivers: waived,
         ..Context::default()
     };
     if a.write {
@@ -253,10 +317,9 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
         let report = markdown::report(&protocol, &eval, &ctx);
         write_own(&a.build_dir, outputs::REPORT_FILE, &report)?;
     }
-    let text = match a.format {
-        Format::Md => markdown::report(&protocol, &eval, &ctx),
-        Format::Json => outputs::json::render(&protocol, &eval, &ctx),
-    };
+    let text = render(a.format, &protocol, &eval, &ctx, &a.build_dir, || {
+        markdown::report(&protocol, &eval, &ctx)
+    });
     print(&text)?;
     let code = if eval.stops().next().is_some() {
         ExitCode::Violation
@@ -274,7 +337,11 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
 /// `verify` under a protocol of task records (code-change): judge every task record of the
 /// workspace against its baseline; with `--write`, write the verdicts, STOP, the report and the
 /// kept attempts into `WORKSPACE/.referee/` (and nothing anywhere else).
-fn verify_workspace(a: VerifyArgs, protocol: Protocol) -> Result<ExitCode> {
+fn verify_workspace(
+    a: VerifyArgs,
+    protocol: Protocol,
+    waivers: Option<crate::waivers::Waivers>,
+) -> Result<ExitCode> {
     use crate::outputs::code_change;
     use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
     let spec = match (&a.baseline, &a.baseline_dir) {
@@ -306,7 +373,8 @@ fn verify_workspace(a: VerifyArgs, protocol: Protocol) -> Result<ExitCode> {
         now: Some(now),
         ..Options::default()
     };
-    let (eval, runs) = engine::evaluate_workspace(&protocol, &snap, &ws, &options);
+    let (mut eval, runs) = engine::evaluate_workspace(&protocol, &snap, &ws, &options);
+    let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
     let verdicts = crate::verdict::judge(&protocol, &ws, &eval.results, &runs);
     if runs.is_empty() {
         eprintln!(
@@ -318,6 +386,7 @@ fn verify_workspace(a: VerifyArgs, protocol: Protocol) -> Result<ExitCode> {
         build_dir: ws.root().to_path_buf(),
         started: Some(now),
         written: Some(now),
+        waivers: waived,
         ..Context::default()
     };
     if a.write {
@@ -331,8 +400,10 @@ fn verify_workspace(a: VerifyArgs, protocol: Protocol) -> Result<ExitCode> {
         )?;
     }
     let text = match a.format {
-        Format::Md => code_change::report_md(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
         Format::Json => code_change::verify_json(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
+        f => render(f, &protocol, &eval, &ctx, &a.build_dir, || {
+            code_change::report_md(&protocol, &ws, &eval, &runs, &verdicts, &ctx)
+        }),
     };
     print(&text)?;
     let rejected = verdicts.iter().any(|v| {
@@ -513,6 +584,11 @@ struct WatchArgs {
     quiet: bool,
     #[command(flatten)]
     read: ReadArgs,
+    /// As for `verify`; the file is looked at again at each heartbeat and reloaded when it
+    /// changes (an event in OBSERVER-EVENTS.jsonl): a STOP held only by a now-waived FAIL is
+    /// resolved, and raised again when its waiver expires or is removed.
+    #[arg(long, value_name = "FILE")]
+    waivers: Option<PathBuf>,
     /// Code-change protocol: the git revision the workspace is measured against (default:
     /// `HEAD` in a git work tree).
     #[arg(long, value_name = "REV", conflicts_with_all = ["baseline_dir", "root"])]
@@ -561,6 +637,11 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
     let shutdown = crate::daemon::signals::listen_for_termination()
         .context("cannot set up SIGINT/SIGTERM handling")?;
     let mut config = crate::daemon::Config::new(a.build_dir.clone().unwrap_or_default());
+    if let Some(file) = &a.waivers {
+        // Checked before anything runs: a bad file is exit 2 at its line and column.
+        let protocol = load_protocol(&a.protocol.protocol)?;
+        config.waivers = Some(crate::waivers::Waivers::load(file, &protocol)?);
+    }
     config.protocol = a.protocol.protocol;
     config.watch = match a.poll {
         Some(ms) => crate::watch::Mode::Poll(std::time::Duration::from_millis(ms.max(10))),

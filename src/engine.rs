@@ -120,12 +120,21 @@ pub struct CheckResult {
     pub status: Status,
     pub due: bool,
     pub evidence: Evidence,
+    /// The waiver that covers this FAIL (`--waivers`): it stays a FAIL, shown everywhere, but
+    /// raises no STOP and does not count for exit 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiver: Option<crate::waivers::Applied>,
 }
 
 impl CheckResult {
-    /// Whether this result holds the pipeline (raises STOP).
+    /// Whether this result holds the pipeline (raises STOP): a BLOCKING FAIL no waiver covers.
     pub fn stops(&self) -> bool {
-        self.severity == Severity::Blocking && self.status == Status::Fail
+        self.severity == Severity::Blocking && self.status == Status::Fail && self.waiver.is_none()
+    }
+
+    /// Whether this is a FAIL a waiver covers.
+    pub fn waived(&self) -> bool {
+        self.status == Status::Fail && self.waiver.is_some()
     }
 
     /// Which check instance this is: unique within an evaluation.
@@ -204,6 +213,7 @@ impl Evaluation {
 
     pub fn summary(&self) -> Summary {
         let fail_blocking = self.stops().count();
+        let waived = self.results.iter().filter(|r| r.waived()).count();
         let fail = self.count(Status::Fail);
         let pass = self.count(Status::Pass);
         let inconclusive = self.count(Status::Inconclusive);
@@ -213,7 +223,8 @@ impl Evaluation {
             pass,
             fail,
             fail_blocking,
-            fail_significant: fail - fail_blocking,
+            fail_significant: fail - fail_blocking - waived,
+            waived,
             waiting: self.count(Status::Waiting),
             skip: self.count(Status::Skip),
             inconclusive,
@@ -229,6 +240,9 @@ pub struct Summary {
     pub fail: usize,
     pub fail_blocking: usize,
     pub fail_significant: usize,
+    /// FAILs a waiver covers (counted in `fail`, not in `fail_blocking` or `fail_significant`).
+    #[serde(default)]
+    pub waived: usize,
     pub waiting: usize,
     pub skip: usize,
     pub inconclusive: usize,
@@ -452,6 +466,7 @@ fn judge_instance(
         status,
         due,
         evidence,
+        waiver: None,
     };
     if !state.ran {
         return if pass.optional {

@@ -19,5 +19,6 @@ pub mod replay;
 pub mod status;
 pub mod syntax;
 pub mod verdict;
+pub mod waivers;
 pub mod watch;
 pub mod workspace;

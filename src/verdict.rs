@@ -131,9 +131,11 @@ fn grade<'p>(
         let matched: Vec<&CheckResult> = results
             .iter()
             .filter(|r| {
-                g.when.iter().any(|w| {
-                    w.severity == r.severity && w.status.iter().any(|s| s == r.status.as_str())
-                })
+                // A waived FAIL is shown but grades nothing (`--waivers`).
+                !r.waived()
+                    && g.when.iter().any(|w| {
+                        w.severity == r.severity && w.status.iter().any(|s| s == r.status.as_str())
+                    })
             })
             .collect();
         if g.when.is_empty() || !matched.is_empty() {

@@ -85,6 +85,8 @@ pub struct Config {
     pub lines: Option<Sender<String>>,
     /// A protocol with `[tasks]` (code-change): what the workspace is measured against.
     pub baseline: crate::workspace::BaselineSpec,
+    /// `--waivers`: loaded (and checked) before the run; the file is reloaded when it changes.
+    pub waivers: Option<crate::waivers::Waivers>,
 }
 
 impl Config {
@@ -110,6 +112,7 @@ impl Config {
             },
             lines: None,
             baseline: crate::workspace::BaselineSpec::Auto,
+            waivers: None,
         }
     }
 }

@@ -495,6 +495,13 @@ pub fn report_md(
             }
         }
     }
+    // Waived FAILs and expired waivers (`--waivers`); rendered by `waivers`.
+    let waivers = crate::waivers::report_section(eval, ctx.waivers.as_ref());
+    if !waivers.is_empty() {
+        s.push('\n');
+        s.push_str(waivers.trim_end());
+        s.push('\n');
+    }
     for v in verdicts {
         let _ = writeln!(s, "\n---\n");
         s.push_str(&embed(&verdict_md(p, v), &v.task_id));
@@ -559,7 +566,8 @@ pub fn verify_json(
         "stop": stop_md(p, verdicts).is_some(),
         "summary": eval.summary(),
         "passes": eval.passes,
-        "results": eval.results,
+        "results": super::json::results(&eval.results, ws.root()),
+        "waivers": ctx.waivers,
         "tasks": tasks,
         "verdicts": verdicts.iter().map(|v| serde_json::json!({
             "task_id": v.task_id, "attempt": v.attempt, "verdict": v.verdict, "graded": v.graded,
@@ -681,6 +689,7 @@ mod tests {
                     details: vec!["protected_file_modified: app/orchestrator.py (modified)".into()],
                     files: Vec::new(),
                 },
+                waiver: None,
             }],
             restore: Vec::new(),
             cleanup_task: None,

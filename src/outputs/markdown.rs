@@ -662,6 +662,9 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         out.push('\n');
     }
 
+    // Waived FAILs and expired waivers (`--waivers`); rendered by `waivers`.
+    out.push_str(&crate::waivers::report_section(eval, ctx.waivers.as_ref()));
+
     if !ctx.escalations.is_empty() {
         let _ = writeln!(out, "### Escalations\n");
         for (CheckKey { pass, check }, why) in &ctx.escalations {

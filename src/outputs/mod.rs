@@ -13,8 +13,12 @@
 
 pub mod code_change;
 pub mod escape;
+pub mod github;
 pub mod json;
+pub mod junit;
+pub mod locate;
 pub mod markdown;
+pub mod sarif;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -67,6 +71,8 @@ pub struct Context {
     pub incidents: Vec<Incident>,
     /// Per STOP-raising check (`pass:check`): the escalation reason, if escalated.
     pub escalations: Vec<(CheckKey, String)>,
+    /// The waiver file in use (`--waivers`) and its expired waivers.
+    pub waivers: Option<crate::waivers::InUse>,
 }
 
 /// Something at one of the referee's own names that the referee did not put there: it is never

@@ -5,6 +5,7 @@ mod builder;
 mod cli;
 mod code_change;
 mod examples;
+mod formats;
 mod fuzz;
 mod heap;
 mod liveness;
@@ -12,6 +13,7 @@ mod markdown;
 mod replay;
 mod root;
 mod unreadable;
+mod waivers;
 mod watch;
 
 /// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.

@@ -312,10 +312,20 @@ impl Ledger {
             }
             let key = r.key();
             let prev = self.statuses.get(&key).copied();
+            // Whether the published FAIL was waived (`--waivers`): then it held no STOP.
+            let was_waived = self
+                .published
+                .as_ref()
+                .and_then(|p| p.results.iter().find(|x| x.key() == key))
+                .is_some_and(CheckResult::waived);
             if prev == Some(r.status) {
+                if self.published.is_some() && was_waived != r.waived() {
+                    self.waiver_changed(r, files, clock, out);
+                }
                 continue;
             }
-            let was_stop = prev == Some(Status::Fail) && r.severity == Severity::Blocking;
+            let was_stop =
+                prev == Some(Status::Fail) && r.severity == Severity::Blocking && !was_waived;
             let note = if r.stops() {
                 Some("STOP raised")
             } else if was_stop {
@@ -372,6 +382,57 @@ impl Ledger {
             }
             self.statuses.insert(key, r.status);
         }
+    }
+
+    /// A standing FAIL whose waiver came or went (`--waivers`): in the history, and, for a
+    /// BLOCKING one, the STOP it held resolved or raised again.
+    fn waiver_changed(
+        &mut self,
+        r: &CheckResult,
+        files: &impl Files,
+        clock: Clock,
+        out: &mut Decided,
+    ) {
+        let key = r.key();
+        let blocking = r.severity == Severity::Blocking;
+        let note = match (&r.waiver, blocking) {
+            (Some(w), true) => format!("WAIVED ({}): RESOLVED after STOP", w.at),
+            (Some(w), false) => format!("WAIVED ({})", w.at),
+            (None, true) => "waiver gone: STOP raised".to_string(),
+            (None, false) => "waiver gone".to_string(),
+        };
+        self.history.push(Change {
+            at: clock.wall,
+            pass: r.pass.clone(),
+            check: r.check.clone(),
+            from: Some(Status::Fail),
+            to: Status::Fail,
+            note: Some(note),
+            observed: Some(r.evidence.observed.clone()),
+        });
+        if !blocking {
+            return;
+        }
+        let hash = evidence_hash(&r.evidence);
+        let event = if r.stops() {
+            self.guard.raised(&key, hash.clone());
+            self.guard.echo(&key, files.state(&r.evidence));
+            Event::StopRaised {
+                pass: r.pass.clone(),
+                check: r.check.clone(),
+                title: r.title.clone(),
+                observed: r.evidence.observed.clone(),
+                evidence_sha256: hash,
+            }
+        } else {
+            self.guard.resolved(&key);
+            Event::StopResolved {
+                pass: r.pass.clone(),
+                check: r.check.clone(),
+                to: Some(r.status),
+            }
+        };
+        out.records.push(record(event, &r.evidence));
     }
 
     /// Fix attempts whose inputs have settled: counted, and escalated at the limit or when an

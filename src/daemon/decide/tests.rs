@@ -61,6 +61,7 @@ fn eval(status: Status, seen: &str) -> Evaluation {
                     mtime: None,
                 }],
             },
+            waiver: None,
         }],
     }
 }
@@ -277,4 +278,45 @@ fn a_resumed_ledger_keeps_a_standing_failure_until_its_files_settle() {
         "{}",
         r.evidence.observed
     );
+}
+
+#[test]
+fn a_waiver_coming_or_going_resolves_or_raises_the_stop() {
+    let files = Fake::default();
+    let t0 = Instant::now();
+    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let waived = |w: bool| {
+        let mut e = eval(Status::Fail, "1 manual");
+        e.results[0].waiver = w.then(|| crate::waivers::Applied {
+            pass: None,
+            reason: "known".into(),
+            approved_by: "a".into(),
+            expires: "2099-01-01".into(),
+            at: "w.toml:1".into(),
+        });
+        e
+    };
+    let apply = |l: &mut Ledger, e| l.apply(&protocol(), e, &BTreeSet::new(), &files, clock(t0));
+    step(&mut l, &files, Status::Pass, "ok", &[], t0);
+    let d = apply(&mut l, waived(false));
+    assert_eq!(names(&d), ["result_changed", "stop_raised"]);
+    let d = apply(&mut l, waived(true));
+    assert_eq!(names(&d), ["stop_resolved"], "same status, now waived");
+    assert_eq!(
+        l.history.last().and_then(|c| c.note.as_deref()),
+        Some("WAIVED (w.toml:1): RESOLVED after STOP")
+    );
+    let d = apply(&mut l, waived(true));
+    assert!(d.records.is_empty(), "nothing changed");
+    let d = apply(&mut l, waived(false));
+    assert_eq!(names(&d), ["stop_raised"], "the waiver is gone");
+    assert_eq!(
+        l.history.last().and_then(|c| c.note.as_deref()),
+        Some("waiver gone: STOP raised")
+    );
+    // A waived FAIL that is fixed resolves no STOP: it held none.
+    apply(&mut l, waived(true));
+    let d = step(&mut l, &files, Status::Pass, "ok", &[GATES], t0);
+    assert_eq!(names(&d), ["result_changed"]);
+    assert_eq!(l.history.last().and_then(|c| c.note.as_deref()), None);
 }

@@ -231,6 +231,21 @@ pub enum Event {
         raised_by_referee: bool,
         text: String,
     },
+    /// The waiver file (`--waivers`) changed (`why`: `changed`, `removed`, `invalid` — the
+    /// waivers loaded before still apply) or one of its waivers expired (`expired`); the
+    /// directory is judged again with what now applies.
+    WaiversReloaded {
+        file: String,
+        why: String,
+        #[serde(default)]
+        count: usize,
+        /// Each expired waiver, described.
+        #[serde(default)]
+        expired: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        text: String,
+    },
     End(Box<Ended>),
     #[serde(other)]
     Unknown,
@@ -305,6 +320,7 @@ impl Event {
             | Event::Rescan { .. }
             | Event::Reattach { .. }
             | Event::ProtocolEdit { .. }
+            | Event::WaiversReloaded { .. }
             | Event::LogDamaged { .. } => Level::Warn,
             Event::End(e) if e.exit_code != 0 => Level::Error,
             _ => Level::Info,
@@ -324,6 +340,7 @@ impl Event {
                 ..
             } => Some(("fault", message)),
             Event::ProtocolEdit { text, .. } => Some(("protocol edit", text)),
+            Event::WaiversReloaded { text, .. } => Some(("waivers", text)),
             Event::LogDamaged { text, .. } => Some(("log damaged", text)),
             Event::Detached { text, .. } => Some(("detached", text)),
             Event::Reattach { text, .. } => Some(("reattach", text)),
@@ -406,6 +423,7 @@ impl Event {
             | Event::Detached { text, .. }
             | Event::Reattach { text, .. }
             | Event::ProtocolEdit { text, .. }
+            | Event::WaiversReloaded { text, .. }
             | Event::StopAdopted { text, .. } => text.clone(),
             Event::Start { .. } | Event::End(_) | Event::Unknown => return None,
         })

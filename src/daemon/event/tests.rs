@@ -143,6 +143,17 @@ fn every_kind() -> Vec<Event> {
             raised_by_referee: true,
             text: "adopted".into(),
         },
+        Event::WaiversReloaded {
+            file: "/w.toml".into(),
+            why: "invalid".into(),
+            count: 1,
+            expired: vec![
+                "waiver for OBS-27 (/w.toml:1, approved by a) expired on 2020-01-01; ignored"
+                    .into(),
+            ],
+            error: Some("/w.toml:3:1: unknown field `x`".into()),
+            text: "cannot be used".into(),
+        },
         Event::End(Box::new(Ended {
             reason: "complete".into(),
             text: "the pipeline completed".into(),
@@ -207,6 +218,7 @@ fn the_wire_names_stay_as_logs_have_them() {
             "tamper",
             "log_damaged",
             "stop_adopted",
+            "waivers_reloaded",
             "end"
         ]
     );
@@ -260,7 +272,8 @@ fn envelopes_follow_from_the_event() {
             "reattach",
             "protocol edit",
             "tamper",
-            "log damaged"
+            "log damaged",
+            "waivers"
         ]
     );
 }

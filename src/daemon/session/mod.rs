@@ -14,6 +14,7 @@ mod identity;
 mod open;
 mod tamper;
 mod tasks;
+mod waivers;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -120,6 +121,8 @@ pub struct Session {
     stop: StopFile,
     pass_files: BTreeMap<String, String>,
     protocol_file: Option<ProtocolFile>,
+    /// `--waivers`: the file, reloaded when it changes.
+    waivers: Option<waivers::WaiverFile>,
     /// `--exit-with` is checked at ticks (no pidfd).
     pub(super) pid_by_ticks: bool,
     /// An evaluation ran since memory was last handed back.
@@ -310,8 +313,11 @@ impl Session {
             _ => engine::evaluate(protocol, &snap, &opts),
         }));
         match result {
-            Ok(eval) => {
+            Ok(mut eval) => {
                 self.clear_fault("evaluate");
+                if let Some(w) = &mut self.waivers {
+                    w.apply(&mut eval);
+                }
                 Some((eval, snap))
             }
             Err(p) => {
@@ -422,6 +428,7 @@ impl Session {
         self.check_dir(false);
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
+        self.check_waivers();
         self.check_stop();
         self.check_own_files();
         if self.pid_by_ticks {

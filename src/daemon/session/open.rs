@@ -178,6 +178,7 @@ impl Session {
         // A STOP left standing is adopted before anything else can touch it, and stays as it is
         // until the first settled evaluation (no resolve-then-raise gap across a restart).
         opening.adopted = stop.adopt();
+        let waivers = cfg.waivers.clone().map(super::waivers::WaiverFile::new);
         Ok(Session {
             settle: Settle::new(cfg.settle),
             ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle),
@@ -205,6 +206,7 @@ impl Session {
             faults_changed: false,
             pass_files: BTreeMap::new(),
             protocol_file,
+            waivers,
             pid_by_ticks: false,
             evaluated: false,
             listing: None,

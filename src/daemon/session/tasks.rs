@@ -143,8 +143,12 @@ impl Session {
             ..Options::default()
         };
         let protocol = &*self.protocol;
+        let waivers = &mut self.waivers;
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let (eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &opts);
+            let (mut eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &opts);
+            if let Some(w) = waivers {
+                w.apply(&mut eval);
+            }
             let verdicts = verdict::judge(protocol, &ws, &eval.results, &runs);
             (eval, runs, verdicts)
         }));

@@ -30,6 +30,7 @@ impl Session {
             history: self.ledger.history.clone(),
             incidents: self.incidents.clone(),
             escalations: self.ledger.guard.escalations(),
+            waivers: self.waivers.as_ref().map(|w| w.in_use()),
         }
     }
 
