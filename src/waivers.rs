@@ -329,17 +329,17 @@ pub fn report_section(eval: &Evaluation, waivers: Option<&InUse>) -> String {
     };
     let expired = &in_use.expired;
     let waived: Vec<_> = eval.results.iter().filter(|r| r.waived()).collect();
-    let cell = |s: &str| s.replace('|', "\\|").replace(['\n', '\r'], " ");
+    use crate::outputs::escape::{cell, code, code_cell, text};
     let mut s = format!(
-        "### Waivers\n\n{} waiver(s) in `{}`; {} FAIL(s) waived, {} expired.\n\n",
+        "### Waivers\n\n{} waiver(s) in {}; {} FAIL(s) waived, {} expired.\n\n",
         in_use.count,
-        in_use.file.display(),
+        code(&in_use.file.display().to_string()),
         waived.len(),
         expired.len()
     );
     if !waived.is_empty() {
         s.push_str(
-            "Waived FAILs (no STOP, no exit 1):\n\n| Pass | Check | Severity | Reason | Approved by | Expires | Waiver |\n|---|---|---|---|---|---|---|\n",
+            "Waived FAILs (no STOP, no exit 1):\n\n| Pass | Check | Severity | Reason | Approved by | Expires | Waiver |\n| --- | --- | --- | --- | --- | --- | --- |\n",
         );
         for r in waived {
             if let Some(w) = &r.waiver {
@@ -351,7 +351,7 @@ pub fn report_section(eval: &Evaluation, waivers: Option<&InUse>) -> String {
                     cell(&w.reason),
                     cell(&w.approved_by),
                     w.expires,
-                    cell(&w.at)
+                    code_cell(&w.at)
                 ));
             }
         }
@@ -360,7 +360,7 @@ pub fn report_section(eval: &Evaluation, waivers: Option<&InUse>) -> String {
     if !expired.is_empty() {
         s.push_str("Expired waivers (ignored):\n\n");
         for e in expired {
-            s.push_str(&format!("- {}\n", e.describe()));
+            s.push_str(&format!("- {}\n", text(&e.describe())));
         }
         s.push('\n');
     }

@@ -286,6 +286,9 @@ fn headline(eval: &Evaluation) -> String {
     if s.waiting > 0 {
         also.push(format!("{} not yet due", s.waiting));
     }
+    if s.waived > 0 {
+        also.push(format!("{} FAIL waived", s.waived));
+    }
     let also = if also.is_empty() {
         String::new()
     } else {
@@ -300,6 +303,8 @@ fn headline(eval: &Evaluation) -> String {
         format!("**PASS with findings: no BLOCKING failure** — {also}{state}.")
     } else if s.waiting > 0 {
         format!("**PASS so far: every check due has passed** — {also}{state}.")
+    } else if s.waived > 0 {
+        format!("**PASS with waivers: every FAIL is waived** — {also}{state}.")
     } else {
         format!("**PASS: every check passed or does not apply** — {state}.")
     }
@@ -323,6 +328,7 @@ fn what_to_do(out: &mut String, p: &Protocol, eval: &Evaluation, ctx: &Context) 
         .filter(|r| matches!(r.status, Status::Fail | Status::Inconclusive))
     {
         let rank = match (r.status, r.severity) {
+            _ if r.waived() => 3,
             (Status::Fail, Severity::Blocking) => 0,
             (Status::Fail, _) => 1,
             _ => 2,
@@ -353,7 +359,8 @@ fn what_to_do(out: &mut String, p: &Protocol, eval: &Evaluation, ctx: &Context) 
         let label = match rank {
             0 => "BLOCKING",
             1 => "SIGNIFICANT",
-            _ => "INCONCLUSIVE",
+            2 => "INCONCLUSIVE",
+            _ => "WAIVED",
         };
         let plural = if passes.len() > 1 { "es" } else { "" };
         let passes = passes
@@ -361,7 +368,14 @@ fn what_to_do(out: &mut String, p: &Protocol, eval: &Evaluation, ctx: &Context) 
             .map(|p| text(p))
             .collect::<Vec<_>>()
             .join(", ");
-        let action = if rank == 2 {
+        let action = if let (3, Some(w)) = (rank, &r.waiver) {
+            format!(
+                "waived until {} by {} ({}): fix it before then; it raises no STOP meanwhile.",
+                w.expires,
+                text(&w.approved_by),
+                text(&w.reason)
+            )
+        } else if rank == 2 {
             format!(
                 "the referee could not judge it ({}); make its inputs readable and complete.",
                 text(&r.evidence.observed)
@@ -433,8 +447,15 @@ fn summary_block(out: &mut String, p: &Protocol, eval: &Evaluation) {
     let _ = writeln!(out, "- PASS: {}", s.pass);
     let _ = writeln!(
         out,
-        "- FAIL: {} ({} BLOCKING, {} SIGNIFICANT)",
-        s.fail, s.fail_blocking, s.fail_significant
+        "- FAIL: {} ({} BLOCKING, {} SIGNIFICANT{})",
+        s.fail,
+        s.fail_blocking,
+        s.fail_significant,
+        if s.waived > 0 {
+            format!(", {} waived", s.waived)
+        } else {
+            String::new()
+        }
     );
     // Why instances SKIP: a whole optional pass that was not triggered, or a check whose
     // condition does not hold in this build.

@@ -80,6 +80,37 @@ fn d10_in_progress(root: &Path) -> PathBuf {
     dir
 }
 
+/// The clean run with a hand-entered gate result that a waiver covers, and an expired waiver:
+/// the report's waiver section, the headline and what-to-do for a waived FAIL.
+fn d10_waived(root: &Path) -> PathBuf {
+    let dir = root.join("waived");
+    let (code, out, err) = referee_cmd(&["replay", "clean", s(&dir), "--speed", "0", "-q"]);
+    assert_eq!(code, 0, "replay: {out}{err}");
+    let gates = dir.join("p3a-gate-results.json");
+    let text = std::fs::read_to_string(&gates).expect("gate results");
+    std::fs::write(&gates, text.replacen("gate-runner", "manual", 1)).expect("write");
+    let waivers = root.join("waivers.toml");
+    std::fs::write(
+        &waivers,
+        "[[waiver]]\ncheck = \"OBS-27\"\nreason = \"gates re-run by hand | INC-42 *urgent*\"\napproved_by = \"jane\"\nexpires = 2999-12-31\n\n[[waiver]]\ncheck = \"OBS-19\"\nreason = \"old\"\napproved_by = \"bob\"\nexpires = 2020-01-01\n",
+    )
+    .expect("write waivers");
+    let (code, out, err) = referee_cmd(&[
+        "verify",
+        s(&dir),
+        "--final",
+        "--write",
+        "--waivers",
+        s(&waivers),
+    ]);
+    assert_eq!(code, 0, "verify: {out}{err}");
+    let report = std::fs::read_to_string(dir.join("OBSERVER-REPORT.md")).expect("report");
+    assert!(report.contains("**PASS with waivers"), "{report}");
+    assert!(report.contains("### Waivers"), "{report}");
+    assert!(report.contains("(pass 2, WAIVED)"), "{report}");
+    dir
+}
+
 fn git(ws: &Path, args: &[&str]) {
     let out = Command::new("git")
         .current_dir(ws)
@@ -249,6 +280,7 @@ fn every_observer_markdown_file_lints_clean() {
     files.extend(observer_md(&d10_with_stop(root.path())));
     files.extend(observer_md(&d10_in_progress(root.path())));
     files.extend(observer_md(&code_change(root.path())));
+    files.extend(observer_md(&d10_waived(root.path())));
     let names: Vec<String> = files
         .iter()
         .filter_map(|f| f.file_name()?.to_str().map(String::from))
