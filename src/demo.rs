@@ -491,7 +491,11 @@ impl Narrator<'_> {
     /// The end of the run: how it ended, what was judged, the STOP's story, where the files are.
     fn summary(&mut self, o: &Outcome, scenario: Scenario) -> std::io::Result<()> {
         writeln!(self.out)?;
-        writeln!(self.out, "The referee finished: {}.", o.reason.describe())?;
+        let ended = match scenario {
+            Scenario::D10 => o.reason.describe(),
+            Scenario::CodeChange => o.reason.describe_tasks(),
+        };
+        writeln!(self.out, "The referee finished: {ended}.")?;
         match scenario {
             Scenario::D10 => {
                 let s = o.evaluation.summary();

@@ -143,8 +143,17 @@ impl EndReason {
 
     /// What the report says about why the referee finished.
     pub fn describe(&self) -> String {
-        const AS_IS: &str =
-            "judged as the directory stands (not final: checks not yet due stay WAITING)";
+        self.describe_as(
+            "judged as the directory stands (not final: checks not yet due stay WAITING)",
+        )
+    }
+
+    /// [`EndReason::describe`] for a task protocol, which has no checks waiting to be due.
+    pub fn describe_tasks(&self) -> String {
+        self.describe_as("every pending attempt judged as the workspace stands")
+    }
+
+    fn describe_as(&self, as_is: &str) -> String {
         match self {
             EndReason::Complete { verdict } => format!(
                 "the pipeline completed (VERDICT: {})",
@@ -153,9 +162,9 @@ impl EndReason {
             EndReason::PipelineExited { pid } => format!(
                 "the pipeline process (pid {pid}) exited; judged as final (every check due: missing artifacts fail)"
             ),
-            EndReason::Timeout(d) => format!("the timeout ({}) passed; {AS_IS}", crate::duration::human(*d)),
-            EndReason::Shutdown(Shutdown::Signal(s)) => format!("{s} received; {AS_IS}"),
-            EndReason::Shutdown(Shutdown::Requested(why)) => format!("stopped: {why}; {AS_IS}"),
+            EndReason::Timeout(d) => format!("the timeout ({}) passed; {as_is}", crate::duration::human(*d)),
+            EndReason::Shutdown(Shutdown::Signal(s)) => format!("{s} received; {as_is}"),
+            EndReason::Shutdown(Shutdown::Requested(why)) => format!("stopped: {why}; {as_is}"),
         }
     }
 

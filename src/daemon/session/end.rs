@@ -118,7 +118,7 @@ impl Session {
             self.write_verdicts(&j.verdicts);
         }
         self.flush_outputs();
-        let ended = reason.describe();
+        let ended = reason.describe_tasks();
         let report = judged
             .as_ref()
             .and_then(|j| self.write_tasks_report(j, &ended));
