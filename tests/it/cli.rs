@@ -395,3 +395,33 @@ with = "Verdict pending"
         "{out}"
     );
 }
+
+/// The protocol examples in the README (the build protocol's and the task protocol's `toml`
+/// blocks that declare a `[[check]]`) are protocols `protocol check` accepts, with the header
+/// the README tells a user to add where the block leaves it out.
+#[test]
+fn the_readme_protocol_examples_are_valid() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (i, block) in readme.split("```toml\n").skip(1).enumerate() {
+        let body = block.split("```").next().unwrap_or("");
+        if !body.contains("[[check]]") {
+            continue;
+        }
+        let text = if body.contains("schema_version") {
+            body.to_string()
+        } else {
+            format!(
+                "schema_version = 1\nid = \"example\"\nversion = \"1.0.0\"\ntitle = \"t\"\n{body}"
+            )
+        };
+        let file = tmp.path().join(format!("example-{i}.toml"));
+        std::fs::write(&file, text).unwrap();
+        let (code, out, err) = run(&["protocol", "check", file.to_str().unwrap()]);
+        assert_eq!(code, 0, "README toml block {i}: {out}{err}\n{body}");
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "the build and the task protocol examples");
+}
