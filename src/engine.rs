@@ -285,10 +285,7 @@ pub fn evaluate_workspace(
     let records = ws.records(&required);
     let judged: Vec<&crate::workspace::record::Record> = records
         .iter()
-        .filter(|r| match &r.parsed {
-            Ok(t) => judge_status.iter().any(|s| s == &t.status),
-            Err(_) => true,
-        })
+        .filter(|r| r.is_judged(&judge_status))
         .collect();
     let ctx = Ctx::new(protocol, snap);
     let complete = ctx.complete();

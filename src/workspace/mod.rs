@@ -462,6 +462,18 @@ impl Workspace {
     }
 }
 
+/// Whether any task record under `root` asks for a judgment (see [`record::Record::is_judged`]):
+/// the cheap look before opening the workspace against its baseline (git processes and all).
+pub fn any_judged(root: &Path, cap: u64, required: &[String], judge_status: &[String]) -> bool {
+    read_records(root, cap)
+        .iter()
+        .any(|(rel, content)| match content {
+            Content::Bytes(d) => record::parse(rel, &d.bytes, required).is_judged(judge_status),
+            // A record that vanished or cannot be read is judged (and shown as such).
+            _ => true,
+        })
+}
+
 /// The task records' paths (`.tasks/*.json`, not hidden) and contents, sorted by path.
 fn read_records(root: &Path, cap: u64) -> Vec<(String, Content)> {
     let Ok(rd) = std::fs::read_dir(root.join(TASKS_DIR)) else {
@@ -576,5 +588,31 @@ mod tests {
         assert_eq!(records.len(), 2);
         assert!(records[0].parsed.is_err(), "t1 is not JSON now");
         assert!(again.changes().unwrap().contains_key("a.py"));
+    }
+
+    /// The cheap look the live referee takes before opening a workspace: only a record that
+    /// is pending (or malformed, or unreadable) asks for a judgment.
+    #[test]
+    fn any_judged_looks_at_the_records_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let judge = ["pending_review".to_string()];
+        assert!(!any_judged(root, 1 << 20, &[], &judge), "no .tasks/");
+        std::fs::create_dir(root.join(".tasks")).unwrap();
+        let rec =
+            |status: &str| format!(r#"{{"task_id": "t1", "status": "{status}", "attempt": 1}}"#);
+        std::fs::write(root.join(".tasks/t1.json"), rec("approved")).unwrap();
+        std::fs::write(root.join(".tasks/.t2.json"), rec("pending_review")).unwrap();
+        assert!(
+            !any_judged(root, 1 << 20, &[], &judge),
+            "approved, and a hidden temp file"
+        );
+        std::fs::write(root.join(".tasks/t1.json"), rec("pending_review")).unwrap();
+        assert!(any_judged(root, 1 << 20, &[], &judge));
+        std::fs::write(root.join(".tasks/t1.json"), "{ not json").unwrap();
+        assert!(
+            any_judged(root, 1 << 20, &[], &judge),
+            "a malformed record is judged"
+        );
     }
 }

@@ -16,6 +16,17 @@ pub struct Record {
     pub parsed: Result<Task, RecordError>,
 }
 
+impl Record {
+    /// Whether the record asks for a judgment: its status is one of `judge_status`, or it is
+    /// malformed (a FAIL of the record check, never skipped).
+    pub fn is_judged(&self, judge_status: &[String]) -> bool {
+        match &self.parsed {
+            Ok(t) => judge_status.iter().any(|s| s == &t.status),
+            Err(_) => true,
+        }
+    }
+}
+
 /// Why a record cannot be judged as a task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordError {

@@ -172,6 +172,19 @@ impl Session {
         }
     }
 
+    /// Whether a record in the workspace asks for a judgment now.
+    fn anything_to_judge(&self) -> bool {
+        let Some(t) = &self.protocol.tasks else {
+            return false;
+        };
+        workspace::any_judged(
+            &self.canon,
+            self.cfg.limits.max_read_bytes,
+            &t.required,
+            &t.judge_status,
+        )
+    }
+
     /// Judges the workspace, unless a task record is still being written (then again once it
     /// has settled); writes each new attempt's verdict and sets the STOP text.
     pub(super) fn judge_tasks(&mut self) {
@@ -187,6 +200,16 @@ impl Session {
             .collect();
         if let Some(at) = moving.into_iter().max() {
             self.recheck(at);
+            return;
+        }
+        if !self.anything_to_judge() {
+            // No record asks for a judgment, so no attempt and no veto can hold the STOP; and
+            // no git process runs for each file a worker writes before its record.
+            if let Some(tasks) = &mut self.tasks {
+                tasks.stop = None;
+                tasks.violation = false;
+            }
+            self.flush_outputs();
             return;
         }
         let Some(j) = self.evaluate_tasks() else {
