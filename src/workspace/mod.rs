@@ -189,7 +189,18 @@ impl Workspace {
                         rev: rev.clone(),
                         path: ws.root.display().to_string(),
                     })?;
-                ws.open_git(rev, commit)?;
+                // The two listings are independent processes: run them side by side (the
+                // daemon's reaction time is mostly these waits).
+                let (diffed, untracked) = std::thread::scope(|s| {
+                    let untracked = s.spawn(|| git::untracked(&ws.root));
+                    let diffed = git::diff_names(&ws.root, &commit);
+                    (diffed, untracked.join())
+                });
+                let untracked = match untracked {
+                    Ok(u) => u?,
+                    Err(_) => git::untracked(&ws.root)?,
+                };
+                ws.open_git(rev, commit, diffed?, untracked)?;
             }
             BaselineSpec::Dir(dir) => {
                 let base =
@@ -205,8 +216,11 @@ impl Workspace {
             }
             BaselineSpec::Auto => {
                 if git_work_tree {
-                    match git::resolve(&ws.root, "HEAD")? {
-                        Some(commit) => ws.open_git("HEAD", commit)?,
+                    // One `git status`: the commit, the changes against it and the untracked
+                    // files in one process and one consistent look.
+                    let st = git::head_status(&ws.root)?;
+                    match st.head {
+                        Some(commit) => ws.open_git("HEAD", commit, st.changes, st.untracked)?,
                         None => {
                             ws.no_baseline = Some(
                                 "the git repository has no commit yet (HEAD names none), and no \
@@ -234,20 +248,16 @@ impl Workspace {
         &self.root
     }
 
-    fn open_git(&mut self, rev: &str, commit: String) -> Result<(), WorkspaceError> {
+    /// Opens against `commit`, given what differs from it (`diffed`) and the untracked files.
+    fn open_git(
+        &mut self,
+        rev: &str,
+        commit: String,
+        diffed: Vec<(git::Status, String)>,
+        untracked: Vec<String>,
+    ) -> Result<(), WorkspaceError> {
         let mut changes = BTreeMap::new();
-        // The two listings are independent processes: run them side by side (the daemon's
-        // reaction time is mostly these waits).
-        let (diffed, untracked) = std::thread::scope(|s| {
-            let untracked = s.spawn(|| git::untracked(&self.root));
-            let diffed = git::diff_names(&self.root, &commit);
-            (diffed, untracked.join())
-        });
-        let untracked = match untracked {
-            Ok(u) => u?,
-            Err(_) => git::untracked(&self.root)?,
-        };
-        for (status, path) in diffed? {
+        for (status, path) in diffed {
             let change = match status {
                 git::Status::Added => Change::Added,
                 git::Status::Modified => Change::Modified,
