@@ -4,6 +4,7 @@
 mod builder;
 mod cli;
 mod code_change;
+mod flags;
 mod fuzz;
 mod heap;
 mod liveness;
