@@ -594,11 +594,14 @@ fn every_positional_argument_is_described() {
         let section = rest.split("\nOptions:").next().unwrap_or_default();
         let lines: Vec<&str> = section.lines().collect();
         for (i, line) in lines.iter().enumerate() {
-            // `  <NAME>` then its description, indented, on the next line (long help).
+            // `  <NAME>  Description` (short help), or `  <NAME>` and the description
+            // indented on the next line (long help).
             if line.starts_with("  ") && !line.starts_with("   ") {
+                let inline = line.trim().split_once("  ").map(|(_, d)| d.trim());
                 let next = lines.get(i + 1).copied().unwrap_or_default();
+                let below = next.starts_with("   ") && !next.trim().is_empty();
                 assert!(
-                    next.starts_with("   ") && !next.trim().is_empty(),
+                    inline.is_some_and(|d| !d.is_empty()) || below,
                     "{cmd:?}: `{}` has no description",
                     line.trim()
                 );
