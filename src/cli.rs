@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 
 use crate::artifacts::{Limits, Snapshot};
 use crate::engine::{self, Options};
@@ -22,11 +22,54 @@ use crate::protocol::{self, Protocol};
 #[command(
     after_help = "Exit codes: 0 no unresolved BLOCKING failure; 1 a BLOCKING failure \
 (or, for `status`, STOP present); 2 the referee could not run; 3 `status --require-live` \
-found no live referee."
+found no live referee.\n\n\
+Environment: REFEREE_LOG sets which diagnostics are written (env-filter syntax, e.g. `debug` or \
+`referee::engine=trace`; default `info`, `warn` with -q, `debug` with -v); NO_COLOR turns colour \
+off unless --color always."
 )]
 struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// The help heading of [`GlobalArgs`].
+const GLOBAL: &str = "Global options";
+
+/// The flags every command takes (before or after its name).
+#[derive(Args, Debug)]
+struct GlobalArgs {
+    /// Say less: warnings and errors only on stderr, and no progress lines from `watch` and
+    /// `replay`. What a command is for still prints (reports, `status`'s answer, the demo's
+    /// story).
+    #[arg(short, long, global = true, conflicts_with = "verbose", help_heading = GLOBAL)]
+    quiet: bool,
+    /// Say more on stderr: `-v` debug (each evaluation with its timing), `-vv` trace. `demo -v`
+    /// also narrates every change. REFEREE_LOG (env-filter syntax, e.g. `referee=debug`)
+    /// overrides -q and -v.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
+    verbose: u8,
+    /// Colour help, errors and diagnostics: `auto` on a terminal unless NO_COLOR is set.
+    #[arg(long, value_name = "WHEN", value_enum, global = true, default_value_t = ColorArg::Auto, help_heading = GLOBAL)]
+    color: ColorArg,
+    /// How the referee's own diagnostics are written on stderr: `text` (`referee: warning: …`)
+    /// or `json` (one object a line: timestamp, level, message, fields, target, span).
+    #[arg(long, value_name = "FORMAT", value_enum, global = true, default_value_t = LogFormat::Text, help_heading = GLOBAL)]
+    log_format: LogFormat,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -49,6 +92,19 @@ enum Command {
     /// result raises STOP, a re-run resolves it) into a new directory while the watch daemon
     /// runs on it, and narrates both sides. Finishes by itself in about 15 s.
     Demo(DemoArgs),
+    /// Print a shell completion script to stdout (e.g. `referee completions bash >
+    /// ~/.local/share/bash-completion/completions/referee`).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to stdout (e.g. `referee man | man -l -`).
+    Man {
+        /// A command's own page (`referee man verify`) instead of the main one.
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -58,10 +114,14 @@ struct ProtocolArg {
     protocol: String,
 }
 
+/// `--max-read-bytes`'s default, [`crate::artifacts::DEFAULT_MAX_READ_BYTES`] as typed.
+const DEFAULT_MAX_READ: &str = "64MiB";
+
 #[derive(Args, Debug)]
 struct ReadArgs {
-    /// Files larger than this are judged INCONCLUSIVE, never read.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::artifacts::DEFAULT_MAX_READ_BYTES)]
+    /// Files larger than this are judged INCONCLUSIVE, never read (`64MiB`, `512KiB`, `10MB`;
+    /// a bare number is bytes).
+    #[arg(long, value_name = "SIZE", default_value = DEFAULT_MAX_READ, value_parser = crate::size::parse)]
     max_read_bytes: u64,
 }
 
@@ -94,7 +154,7 @@ fn apply_waivers(
     let w = waivers?;
     let today = now.date_naive();
     for e in w.apply(eval, today) {
-        eprintln!("referee: warning: {}", e.describe());
+        tracing::warn!("{}", e.describe());
     }
     Some(w.in_use(today))
 }
@@ -170,16 +230,20 @@ enum ProtocolCommand {
     List,
     /// Print a protocol's source (embedded id or file).
     Show {
+        /// An embedded protocol id (`d10`) or the path of a protocol file.
         #[arg(value_name = "ID|FILE", default_value = protocol::DEFAULT_ID)]
         protocol: String,
     },
-    /// Validate a protocol file; errors point at file:line:column.
+    /// Validate a protocol (a file, or an embedded id); errors point at file:line:column.
     Check {
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
+        /// The path of a protocol file, or an embedded protocol id (`d10`); a file of that
+        /// name wins.
+        #[arg(value_name = "FILE|ID")]
+        protocol: String,
     },
     /// Explain one check: what it reads, when it is due, what makes it PASS/FAIL/WAIT.
     Explain {
+        /// The check's id (`OBS-07`, `CC-05`).
         #[arg(value_name = "CHECK-ID")]
         check: String,
         #[command(flatten)]
@@ -187,10 +251,24 @@ enum ProtocolCommand {
     },
 }
 
-/// Parses the arguments and runs the command.
+/// Parses the arguments, sets up logging and runs the command.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+    let args = bare_poll(args.into_iter().collect());
+    // clap colours its help and errors before the parsed `--color` exists: read it first.
+    let color = color_arg(&args);
+    let mut cmd = Cli::command().color(match color {
+        crate::color::Choice::Auto => clap::ColorChoice::Auto,
+        crate::color::Choice::Always => clap::ColorChoice::Always,
+        crate::color::Choice::Never => clap::ColorChoice::Never,
+    });
+    let parsed = cmd.try_get_matches_from_mut(args).and_then(|m| {
+        let name = m.subcommand_name().unwrap_or_default().to_string();
+        Cli::from_arg_matches(&m)
+            .map(|cli| (cli, name))
+            .map_err(|e| e.format(&mut cmd))
+    });
+    let (cli, name) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             let code = if e.use_stderr() {
                 ExitCode::Error
@@ -201,14 +279,120 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
             return Ok(code);
         }
     };
+    let g = &cli.global;
+    crate::logging::init(
+        &crate::logging::Config {
+            format: match g.log_format {
+                LogFormat::Text => crate::logging::Format::Text,
+                LogFormat::Json => crate::logging::Format::Json,
+            },
+            verbosity: crate::logging::Verbosity::from_flags(g.quiet, g.verbose),
+            color: crate::color::enabled(
+                color,
+                crate::color::Env::current(),
+                std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            ),
+        },
+        std::env::var(crate::logging::ENV).ok().as_deref(),
+    );
+    tracing::debug!(
+        version = env!("CARGO_PKG_VERSION"),
+        command = name,
+        "starting"
+    );
+    let g = cli.global;
     match cli.command {
-        Command::Watch(a) => watch(a),
+        Command::Watch(a) => watch(a, &g),
         Command::Verify(a) => verify(a),
         Command::Status(a) => status(a),
         Command::Protocol(p) => protocol_command(p),
-        Command::Replay(a) => replay(a),
-        Command::Demo(a) => demo(a),
+        Command::Replay(a) => replay(a, &g),
+        Command::Demo(a) => demo(a, &g),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { command } => man(command.as_deref()),
     }
+}
+
+/// The `--color` choice among `args` (the last one given, up to `--`); `auto` if none or not
+/// a known value (clap then says what is wrong with it).
+fn color_arg(args: &[OsString]) -> crate::color::Choice {
+    let mut choice = crate::color::Choice::Auto;
+    let mut it = args.iter().skip(1).map(|a| a.to_str().unwrap_or(""));
+    while let Some(a) = it.next() {
+        let value = match a {
+            "--" => break,
+            "--color" => it.next().unwrap_or(""),
+            _ => match a.strip_prefix("--color=") {
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        choice = match value {
+            "always" => crate::color::Choice::Always,
+            "never" => crate::color::Choice::Never,
+            _ => crate::color::Choice::Auto,
+        };
+    }
+    choice
+}
+
+/// `watch --poll` takes an optional value both as `--poll=200` and as `--poll 200`; so that a
+/// bare `--poll` before the build directory (`watch --poll DIR`) does not take DIR as its
+/// value, a `--poll` whose next argument is not a duration is given its default here.
+fn bare_poll(mut args: Vec<OsString>) -> Vec<OsString> {
+    let mut i = 1;
+    while i < args.len() {
+        if args[i] == "--" {
+            break;
+        }
+        if args[i] == "--poll" {
+            let next = args.get(i + 1).and_then(|a| a.to_str());
+            let is_value = next
+                .is_some_and(|n| !n.starts_with('-') && crate::duration::parse_millis(n).is_ok());
+            if !is_value && next.is_some_and(|n| !n.starts_with('-')) {
+                args[i] = OsString::from(format!("--poll={DEFAULT_POLL}"));
+            }
+        }
+        i += 1;
+    }
+    args
+}
+
+/// `--poll`'s interval when it is given without one.
+const DEFAULT_POLL: &str = "200";
+
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "referee", &mut buf);
+    print(&String::from_utf8_lossy(&buf))?;
+    Ok(ExitCode::Ok)
+}
+
+fn man(command: Option<&str>) -> Result<ExitCode> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let page = match command {
+        None => cmd,
+        Some(name) => match cmd.find_subcommand(name) {
+            Some(sub) => sub
+                .clone()
+                .display_name(format!("referee-{name}"))
+                .version(env!("CARGO_PKG_VERSION")),
+            None => bail!(
+                "no command `{name}` (commands: {})",
+                cmd.get_subcommands()
+                    .map(|c| c.get_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    };
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(page)
+        .render(&mut buf)
+        .context("cannot render the manual page")?;
+    print(&String::from_utf8_lossy(&buf))?;
+    Ok(ExitCode::Ok)
 }
 
 fn load_protocol(spec: &str) -> Result<Protocol> {
@@ -220,6 +404,7 @@ fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
         max_read_bytes: read.max_read_bytes,
         ..Limits::default()
     };
+    let _span = tracing::debug_span!("scan", dir = %dir.display()).entered();
     // The error already names the directory.
     Snapshot::scan(dir, limits).map_err(anyhow::Error::from)
 }
@@ -254,8 +439,8 @@ fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
     let w =
         outputs::write_atomic(dir, name, text).with_context(|| format!("cannot write {name}"))?;
     if let Some(found) = w.replaced {
-        eprintln!(
-            "referee: warning: `{name}` was {} put there by someone else; replaced without being followed",
+        tracing::warn!(
+            "`{name}` was {} put there by someone else; replaced without being followed",
             found.describe()
         );
     }
@@ -296,8 +481,8 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     let mut eval = engine::evaluate(&protocol, &snap, &options);
     let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
     if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
-        eprintln!(
-            "referee: warning: no pass has run and there is no {} in `{}`: is this the build directory?",
+        tracing::warn!(
+            "no pass has run and there is no {} in `{}`: is this the build directory?",
             crate::artifacts::TRACKER_FILE,
             a.build_dir.display()
         );
@@ -377,8 +562,8 @@ fn verify_workspace(
     let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
     let verdicts = crate::verdict::judge(&protocol, &ws, &eval.results, &runs);
     if runs.is_empty() {
-        eprintln!(
-            "referee: warning: no task records in `{}`: nothing to judge",
+        tracing::warn!(
+            "no task records in `{}`: nothing to judge",
             a.build_dir.join(crate::workspace::TASKS_DIR).display()
         );
     }
@@ -456,12 +641,17 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             let p = load_protocol(&protocol)?;
             print(&p.text)?;
         }
-        ProtocolCommand::Check { file } => {
-            let p = Protocol::load_file(&file)?;
+        ProtocolCommand::Check { protocol } => {
+            let path = Path::new(&protocol);
+            let p = if path.exists() {
+                Protocol::load_file(path)?
+            } else {
+                load_protocol(&protocol)?
+            };
             let instances: usize = p.passes.iter().map(|x| x.checks.len()).sum();
             print(&format!(
                 "{}: ok: protocol `{}` {} — {} passes, {} checks, {} check instances (sha256 {})",
-                file.display(),
+                protocol,
                 p.id,
                 p.version,
                 p.passes.len(),
@@ -506,12 +696,9 @@ struct ReplayArgs {
     /// Play only the steps recorded before this offset (e.g. `49m`: a run stopped in Phase 3A).
     #[arg(long, value_name = "OFFSET")]
     until: Option<String>,
-    /// Print nothing while playing.
-    #[arg(long, short)]
-    quiet: bool,
 }
 
-fn replay(a: ReplayArgs) -> Result<ExitCode> {
+fn replay(a: ReplayArgs, g: &GlobalArgs) -> Result<ExitCode> {
     let timeline = crate::replay::Timeline::load(&a.timeline)?;
     let offset = |s: &Option<String>| -> Result<_> {
         s.as_deref()
@@ -526,7 +713,7 @@ fn replay(a: ReplayArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     crate::replay::play(&timeline, &a.dir, &opts, |played| {
-        if !a.quiet && print(&crate::replay::line(played)).is_err() {
+        if !g.quiet && print(&crate::replay::line(played)).is_err() {
             return std::ops::ControlFlow::Break(());
         }
         std::ops::ControlFlow::Continue(())
@@ -549,10 +736,11 @@ struct WatchArgs {
     root: Option<PathBuf>,
     #[command(flatten)]
     protocol: ProtocolArg,
-    /// Poll the directory every MS milliseconds instead of using OS notifications (for network
-    /// filesystems). Polling is also the automatic fallback when notifications are unavailable.
-    #[arg(long, value_name = "MS", num_args = 0..=1, require_equals = true, default_missing_value = "200")]
-    poll: Option<u64>,
+    /// Poll the directory every INTERVAL (default 200 ms; `500ms`, `2s`; a bare number is
+    /// milliseconds) instead of using OS notifications (for network filesystems). Polling is
+    /// also the automatic fallback when notifications are unavailable.
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, default_missing_value = DEFAULT_POLL, value_parser = crate::duration::parse_millis)]
+    poll: Option<std::time::Duration>,
     /// Finish (judging every check as due) when the pipeline's process PID exits. A PID that
     /// does not exist at start is an error (exit 2): nothing is judged or written.
     #[arg(long, value_name = "PID")]
@@ -568,20 +756,18 @@ struct WatchArgs {
     /// required` (an attempt whose evidence is unchanged escalates at once).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     max_fix_attempts: u32,
-    /// Seconds between writes of OBSERVER-HEARTBEAT.json (fractions allowed).
-    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_heartbeat)]
+    /// Time between writes of OBSERVER-HEARTBEAT.json (`2s`, `500ms`; a bare number is
+    /// seconds).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_heartbeat)]
     heartbeat: std::time::Duration,
-    /// A failure resting on a file changed less than MS milliseconds ago is held until the file
-    /// is quiet (a half-written file is not judged).
-    #[arg(long, value_name = "MS", default_value_t = 300)]
-    settle: u64,
+    /// A failure resting on a file changed less than DURATION ago is held until the file is
+    /// quiet (a half-written file is not judged). `300ms`, `1s`; a bare number is milliseconds.
+    #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = crate::duration::parse_millis)]
+    settle: std::time::Duration,
     /// Start a new OBSERVER-EVENTS.jsonl instead of resuming (the old log is moved aside to
     /// OBSERVER-EVENTS-<time>.jsonl, never deleted).
     #[arg(long)]
     fresh: bool,
-    /// Print no progress lines (warnings and faults still go to stderr).
-    #[arg(long)]
-    quiet: bool,
     #[command(flatten)]
     read: ReadArgs,
     /// As for `verify`; the file is looked at again at each heartbeat and reloaded when it
@@ -627,12 +813,13 @@ struct StatusArgs {
     /// process runs (the same process: a recycled pid is not live).
     #[arg(long)]
     require_live: bool,
-    /// A heartbeat older than SECS is stale (default: 3 × its interval, or 10 s).
-    #[arg(long, value_name = "SECS", value_parser = crate::duration::parse)]
+    /// A heartbeat older than DURATION is stale (default: 3 × its interval, or 10s; a bare
+    /// number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     stale: Option<std::time::Duration>,
 }
 
-fn watch(a: WatchArgs) -> Result<ExitCode> {
+fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
     // SIGINT/SIGTERM become a request to finish, so the daemon can write its final report.
     let shutdown = crate::daemon::signals::listen_for_termination()
         .context("cannot set up SIGINT/SIGTERM handling")?;
@@ -644,7 +831,7 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
     }
     config.protocol = a.protocol.protocol;
     config.watch = match a.poll {
-        Some(ms) => crate::watch::Mode::Poll(std::time::Duration::from_millis(ms.max(10))),
+        Some(every) => crate::watch::Mode::Poll(every.max(std::time::Duration::from_millis(10))),
         None => crate::watch::Mode::Native,
     };
     config.exit_with = a.exit_with;
@@ -655,9 +842,9 @@ fn watch(a: WatchArgs) -> Result<ExitCode> {
     };
     config.max_fix_attempts = a.max_fix_attempts;
     config.heartbeat = a.heartbeat;
-    config.settle = std::time::Duration::from_millis(a.settle);
+    config.settle = a.settle;
     config.fresh = a.fresh;
-    config.quiet = a.quiet;
+    config.quiet = g.quiet;
     config.limits = Limits {
         max_read_bytes: a.read.max_read_bytes,
         ..config.limits
@@ -686,7 +873,12 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
         stale: a.stale,
     })?;
     if let Some(note) = &answer.stderr {
-        eprintln!("{note}");
+        // `status` words its notes as the referee's messages: they go out as diagnostics.
+        let note = note.strip_prefix("referee: ").unwrap_or(note);
+        match note.strip_prefix("warning: ") {
+            Some(warning) => tracing::warn!("{warning}"),
+            None => tracing::error!("{note}"),
+        }
     }
     if !answer.stdout.is_empty() {
         print(&answer.stdout)?;
@@ -706,9 +898,6 @@ struct DemoArgs {
     /// Play into DIR (created; must be empty) instead of a new temporary directory.
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
-    /// Show every change the referee logs, not just passes, failures and STOP.
-    #[arg(long, short)]
-    verbose: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -720,7 +909,7 @@ enum DemoRun {
     CodeChange,
 }
 
-fn demo(a: DemoArgs) -> Result<ExitCode> {
+fn demo(a: DemoArgs, g: &GlobalArgs) -> Result<ExitCode> {
     // SIGINT/SIGTERM reach the daemon as a request to finish.
     let signals = crate::daemon::signals::listen_for_termination()
         .context("cannot listen for SIGINT/SIGTERM")?;
@@ -731,7 +920,8 @@ fn demo(a: DemoArgs) -> Result<ExitCode> {
         },
         speed: a.speed,
         dir: a.keep,
-        verbose: a.verbose,
+        // `-v`: every change the referee logs, not just passes, failures and STOP.
+        verbose: g.verbose > 0,
     };
     let outcome = crate::demo::run(&cfg, Some(signals), &mut std::io::stdout().lock())?;
     Ok(outcome.exit)

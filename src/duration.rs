@@ -5,7 +5,8 @@
 //! units (months, years) are refused, since they have no fixed length and `30M` (months) reads
 //! as minutes. Every error names the text and shows what would be accepted. This module only
 //! converts: the bounds of a particular option (a heartbeat's shortest interval, a timeline's
-//! longest offset) belong to its caller.
+//! longest offset) belong to its caller. [`parse_millis`] reads the options that take bare
+//! milliseconds.
 
 use std::time::Duration;
 
@@ -75,6 +76,18 @@ pub fn parse(s: &str) -> Result<Duration, String> {
         ),
         DurationError::Empty => format!("empty duration ({EXAMPLES})"),
     })
+}
+
+/// Like [`parse`], but a bare number is milliseconds (`300` is `300ms`), for the options that
+/// have always been given in milliseconds (`watch --poll`, `--settle`); `1s`, `1.5s`, `250ms`
+/// are read as [`parse`] reads them.
+pub fn parse_millis(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    match t.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && !t.starts_with('-') => Duration::try_from_secs_f64(ms / 1000.0)
+            .map_err(|_| format!("duration `{s}` is too long ({EXAMPLES})")),
+        _ => parse(s),
+    }
 }
 
 /// `90s`, `30m`, `2h`, `1500ms`: one unit, the largest that states `d` exactly to the
@@ -166,6 +179,19 @@ mod tests {
         for s in ["", "m", "-1", "inf"] {
             assert!(err(s).contains("e.g. `90s`"), "{s}: {}", err(s));
         }
+    }
+
+    #[test]
+    fn bare_numbers_are_milliseconds_for_parse_millis() {
+        assert_eq!(parse_millis("300"), Ok(Duration::from_millis(300)));
+        assert_eq!(parse_millis("0.5"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_millis("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_millis("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_millis("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_millis("-3").unwrap_err().contains("is negative"));
+        assert!(parse_millis("inf").unwrap_err().contains("`inf`"));
+        assert!(parse_millis("1e300").unwrap_err().contains("too long"));
+        assert!(parse_millis("5x").unwrap_err().contains("unknown unit `x`"));
     }
 
     #[test]

@@ -272,6 +272,8 @@ pub fn evaluate_workspace(
     ws: &crate::workspace::Workspace,
     opts: &Options,
 ) -> (Evaluation, Vec<TaskRun>) {
+    let _span =
+        tracing::debug_span!("evaluate", protocol = %protocol.id, workspace = true).entered();
     let required = protocol
         .tasks
         .as_ref()
@@ -367,6 +369,13 @@ pub fn evaluate_changed(
     opts: &Options,
     previous: Option<(&Evaluation, &[String])>,
 ) -> Evaluation {
+    // At debug, each evaluation's end is logged with its time (`-v`).
+    let _span = tracing::debug_span!(
+        "evaluate",
+        protocol = %protocol.id,
+        changed = previous.map(|(_, changed)| changed.len())
+    )
+    .entered();
     let ctx = Ctx::new(protocol, snap);
     let complete = ctx.complete();
     let now = opts.now.unwrap_or_else(Utc::now);

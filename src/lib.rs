@@ -7,15 +7,18 @@
 pub mod artifacts;
 pub mod checks;
 pub mod cli;
+pub mod color;
 pub mod daemon;
 pub mod demo;
 pub mod duration;
 pub mod engine;
 mod error;
 pub mod exit;
+pub mod logging;
 pub mod outputs;
 pub mod protocol;
 pub mod replay;
+pub mod size;
 pub mod status;
 pub mod syntax;
 pub mod verdict;

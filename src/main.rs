@@ -4,7 +4,7 @@ fn main() -> ExitCode {
     match referee::cli::run(std::env::args_os()) {
         Ok(code) => code.into(),
         Err(err) => {
-            eprintln!("referee: {err:#}");
+            referee::logging::fatal(&err);
             referee::exit::ExitCode::Error.into()
         }
     }

@@ -33,8 +33,8 @@ pub fn listen_for_termination() -> io::Result<Receiver<Shutdown>> {
                     first = false;
                     let _ = tx.send(Shutdown::Signal(signal_name(sig).to_string()));
                 } else {
-                    eprintln!(
-                        "referee: second {} — exiting without a final report",
+                    tracing::error!(
+                        "second {} — exiting without a final report",
                         signal_name(sig)
                     );
                     std::process::exit(130);

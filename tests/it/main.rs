@@ -5,6 +5,7 @@ mod builder;
 mod cli;
 mod code_change;
 mod examples;
+mod flags;
 mod formats;
 mod fuzz;
 mod heap;

@@ -280,7 +280,7 @@ impl Driver {
         let source = watch::start(&self.router.base, self.mode, sink)?;
         let warning = source.warning.clone();
         if let Some(w) = &warning {
-            eprintln!("referee: warning: {w}");
+            tracing::warn!("{w}");
         }
         self.source = Some(source);
         Ok(warning)
@@ -375,7 +375,7 @@ impl Driver {
                 watch::DEFAULT_POLL.as_millis(),
                 watch::WATCH_LIMIT_HINT
             );
-            eprintln!("referee: warning: {text}");
+            tracing::warn!("{text}");
             self.mode = Mode::Poll(watch::DEFAULT_POLL);
             self.restart_source();
             rescan.push(text);
@@ -516,8 +516,8 @@ impl Driver {
         let entries = match std::fs::read_dir(&root) {
             Ok(e) => e,
             Err(e) => {
-                eprintln!(
-                    "referee: warning: cannot list the root `{}`: {}",
+                tracing::warn!(
+                    "cannot list the root `{}`: {}",
                     root.display(),
                     e.to_string().to_lowercase()
                 );
@@ -567,7 +567,7 @@ impl Driver {
                 Err(e) => {
                     let why = crate::error::chain(&e);
                     if !matches!(self.known.get(&name), Some(Known::Refused(w)) if *w == why) {
-                        eprintln!("referee: warning: `{name}` is not refereed: {why}");
+                        tracing::warn!("`{name}` is not refereed: {why}");
                     }
                     self.known.insert(name, Known::Refused(why));
                 }

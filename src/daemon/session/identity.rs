@@ -50,7 +50,7 @@ impl Session {
             "detached: {why}; watching and writing nothing until a directory is at `{}` again (checked every heartbeat)",
             self.dir.display()
         );
-        eprintln!("referee: warning: {text}");
+        tracing::warn!("{text}");
         self.emit(
             Event::Detached {
                 build_dir: self.dir.display().to_string(),

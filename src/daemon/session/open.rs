@@ -341,7 +341,9 @@ fn own_file_fault<T>(
         }),
         FaultPolicy::Continue => {
             let message = e.to_string().to_lowercase();
-            eprintln!("referee: warning: cannot write `{name}` ({message}); continuing without it (--on-fault continue)");
+            tracing::warn!(
+                "cannot write `{name}` ({message}); continuing without it (--on-fault continue)"
+            );
             Ok(None)
         }
     }

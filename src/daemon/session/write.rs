@@ -295,7 +295,7 @@ impl Session {
         self.faults_changed = true;
         // The heartbeat says `faulted` at once, not at the next tick.
         self.next_beat = Instant::now();
-        eprintln!("referee: fault: {message}");
+        tracing::error!("fault: {message}");
         let event = Event::Fault {
             area: area.to_string(),
             message: message.clone(),
