@@ -15,6 +15,31 @@ use super::super::events::Record;
 use super::super::{heartbeat, EndReason, FaultPolicy, Outcome};
 use super::Session;
 
+/// What a session's end settled on, for [`Session::conclude`].
+struct Concluded {
+    reason: EndReason,
+    ended: String,
+    eval: Evaluation,
+    report: Option<PathBuf>,
+    /// Judged as final (the pipeline is gone).
+    final_: bool,
+    /// A violation stands (exit 1 unless the referee itself failed).
+    violation: bool,
+    artifacts: Vec<String>,
+}
+
+fn empty_evaluation(final_: bool) -> Evaluation {
+    Evaluation {
+        complete: false,
+        verdict: None,
+        verdict_at: None,
+        verdict_note: None,
+        final_,
+        passes: Vec::new(),
+        results: Vec::new(),
+    }
+}
+
 impl Session {
     /// Judges once more (as final when the pipeline is gone), writes the report and the last
     /// heartbeat and event.
@@ -36,27 +61,85 @@ impl Session {
             self.publish(eval, &BTreeSet::new(), &snap);
         }
         self.flush_outputs();
-        let eval = self.ledger.published.clone().unwrap_or_else(|| Evaluation {
-            complete: false,
-            verdict: None,
-            verdict_at: None,
-            verdict_note: None,
-            final_,
-            passes: Vec::new(),
-            results: Vec::new(),
-        });
+        let eval = self
+            .ledger
+            .published
+            .clone()
+            .unwrap_or_else(|| empty_evaluation(final_));
         let ended = reason.describe();
         let report = self.write_report(&eval, &ended);
-        let unresolved: Vec<String> = eval.stops().map(|r| r.key().to_string()).collect();
+        let violation = eval.stops().next().is_some();
+        let artifacts = markdown::artifacts(&eval)
+            .into_iter()
+            .filter_map(|f| f.sha256.map(|h| format!("{}@{h}", f.path)))
+            .collect();
+        self.conclude(Concluded {
+            reason,
+            ended,
+            eval,
+            report,
+            final_,
+            violation,
+            artifacts,
+        })
+    }
+
+    /// The end of a protocol of task records: one more judgment, the report, the last
+    /// heartbeat and event. Exit 1 when an attempt stands rejected or escalated, or a BLOCKING
+    /// check fails.
+    fn finish_tasks(&mut self, reason: EndReason) -> Outcome {
+        // A record still being written is not judged; the last judgment stands for it.
+        let moving = self.settle.moving().any(super::tasks::is_record);
+        let judged = self.evaluate_tasks();
+        if let Some(j) = judged.as_ref().filter(|_| !moving) {
+            if let Some(tasks) = &mut self.tasks {
+                tasks.stop = crate::outputs::code_change::stop_md(&self.protocol, &j.verdicts);
+                tasks.violation = super::tasks::violation(&self.protocol, &j.eval, &j.verdicts);
+            }
+            self.flush_outputs();
+            self.write_verdicts(&j.verdicts);
+        }
+        self.flush_outputs();
+        let ended = reason.describe_tasks();
+        let report = judged
+            .as_ref()
+            .and_then(|j| self.write_tasks_report(j, &ended));
+        let violation = self.tasks.as_ref().is_some_and(|t| t.violation);
+        let eval = judged.map_or_else(|| empty_evaluation(false), |j| j.eval);
+        self.conclude(Concluded {
+            reason,
+            ended,
+            eval,
+            report,
+            final_: false,
+            violation,
+            artifacts: Vec::new(),
+        })
+    }
+
+    /// The last heartbeat, the `end` event, the closing lines and the outcome: exit 2 when the
+    /// report could not be written or a fault stands (under `--on-fault stop`), else 1 when a
+    /// violation stands, else 0.
+    fn conclude(&mut self, c: Concluded) -> Outcome {
+        let Concluded {
+            reason,
+            ended,
+            eval,
+            report,
+            final_,
+            violation,
+            artifacts,
+        } = c;
         let faulted = self.cfg.on_fault == FaultPolicy::Stop && !self.faults.is_empty();
         let exit = if report.is_none() || faulted {
             ExitCode::Error
-        } else if !unresolved.is_empty() {
+        } else if violation {
             ExitCode::Violation
         } else {
             ExitCode::Ok
         };
         self.beat(heartbeat::FINISHED);
+        let unresolved: Vec<String> = eval.stops().map(|r| r.key().to_string()).collect();
         let results = eval
             .results
             .iter()
@@ -81,92 +164,7 @@ impl Session {
                 report: report.as_ref().map(|p| p.display().to_string()),
                 results,
             })),
-            artifacts: markdown::artifacts(&eval)
-                .into_iter()
-                .filter_map(|f| f.sha256.map(|h| format!("{}@{h}", f.path)))
-                .collect(),
-        });
-        if let Some(log) = &self.log {
-            let _ = log.sync();
-        }
-        self.say(&format!("finished: {ended}"));
-        if let Some(p) = &report {
-            self.say(&format!("report: {}", p.display()));
-        }
-        Outcome {
-            exit,
-            reason,
-            report,
-            evaluation: eval,
-            faults: self.fault_list(),
-        }
-    }
-
-    /// The end of a protocol of task records: one more judgment, the report, the last
-    /// heartbeat and event. Exit 1 when an attempt stands rejected or escalated, or a BLOCKING
-    /// check fails.
-    fn finish_tasks(&mut self, reason: EndReason) -> Outcome {
-        // A record still being written is not judged; the last judgment stands for it.
-        let moving = self.settle.moving().any(super::tasks::is_record);
-        let judged = self.evaluate_tasks();
-        if let Some(j) = judged.as_ref().filter(|_| !moving) {
-            if let Some(tasks) = &mut self.tasks {
-                tasks.stop = crate::outputs::code_change::stop_md(&self.protocol, &j.verdicts);
-                tasks.violation = super::tasks::violation(&self.protocol, &j.eval, &j.verdicts);
-            }
-            self.flush_outputs();
-            self.write_verdicts(&j.verdicts);
-        }
-        self.flush_outputs();
-        let ended = reason.describe_tasks();
-        let report = judged
-            .as_ref()
-            .and_then(|j| self.write_tasks_report(j, &ended));
-        let violation = self.tasks.as_ref().is_some_and(|t| t.violation);
-        let faulted = self.cfg.on_fault == FaultPolicy::Stop && !self.faults.is_empty();
-        let exit = if report.is_none() || faulted {
-            ExitCode::Error
-        } else if violation {
-            ExitCode::Violation
-        } else {
-            ExitCode::Ok
-        };
-        self.beat(heartbeat::FINISHED);
-        let eval = judged.map(|j| j.eval).unwrap_or_else(|| Evaluation {
-            complete: false,
-            verdict: None,
-            verdict_at: None,
-            verdict_note: None,
-            final_: false,
-            passes: Vec::new(),
-            results: Vec::new(),
-        });
-        let unresolved: Vec<String> = eval.stops().map(|r| r.key().to_string()).collect();
-        let results = eval
-            .results
-            .iter()
-            .map(|r: &CheckResult| FinalResult {
-                pass: r.pass.clone(),
-                check: r.check.clone(),
-                severity: r.severity.as_str().to_string(),
-                status: r.status,
-            })
-            .collect();
-        self.emit(Record {
-            event: Event::End(Box::new(Ended {
-                reason: reason.tag().into(),
-                text: ended.clone(),
-                final_: false,
-                complete: eval.complete,
-                verdict: eval.verdict.clone(),
-                exit_code: exit as u8,
-                stop: self.stop.standing(),
-                unresolved,
-                summary: Some(eval.summary()),
-                report: report.as_ref().map(|p| p.display().to_string()),
-                results,
-            })),
-            artifacts: Vec::new(),
+            artifacts,
         });
         if let Some(log) = &self.log {
             let _ = log.sync();
