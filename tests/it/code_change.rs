@@ -19,7 +19,8 @@ fn sha(bytes: &[u8]) -> String {
     referee::workspace::sha256(bytes)
 }
 
-fn git(ws: &Path, args: &[&str]) {
+/// Runs git in `ws` as a worker or orchestrator would (never taking the index lock).
+pub(crate) fn git(ws: &Path, args: &[&str]) {
     let out = Command::new("git")
         .current_dir(ws)
         .env("GIT_OPTIONAL_LOCKS", "0")

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::code_change::git;
 use crate::watch::{manual_gates, referee, GATES, STOP};
 
 /// A name no auditor has, holding markdown and HTML a pipeline could plant: it reaches the
@@ -109,21 +110,6 @@ fn d10_waived(root: &Path) -> PathBuf {
     assert!(report.contains("### Waivers"), "{report}");
     assert!(report.contains("(pass 2, WAIVED)"), "{report}");
     dir
-}
-
-fn git(ws: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(ws)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// A code-change workspace: one task edits a protected file (veto, STOP, diff), another adds
