@@ -89,8 +89,9 @@ enum Command {
     /// setting each file's mtime to its recorded time.
     Replay(ReplayArgs),
     /// Watch the referee catch a violation live: replays a short D10 run (a hand-entered gate
-    /// result raises STOP, a re-run resolves it) into a new directory while the watch daemon
-    /// runs on it, and narrates both sides. Finishes by itself in about 15 s.
+    /// result raises STOP, a re-run resolves it), or with `code-change` a coding agent's task
+    /// attempts, into a new directory while the watch daemon runs on it, and narrates both
+    /// sides. Finishes by itself in 10 to 15 s.
     Demo(DemoArgs),
     /// Print a shell completion script to stdout (e.g. `referee completions bash >
     /// ~/.local/share/bash-completion/completions/referee`).
