@@ -460,3 +460,30 @@ fn one_process_referees_every_workspace_under_a_root() {
     assert!(a.join(".referee/OBSERVER-REPORT.md").is_file());
     assert!(b.join(".referee/OBSERVER-REPORT.md").is_file());
 }
+
+/// A record written into a `.tasks/` folder made a moment before (the orchestrator's first
+/// task, or one that deletes and re-creates the folder) is judged even when it lands before
+/// the watch on the new folder exists: a new folder is looked at again once it has settled.
+#[test]
+fn a_record_in_a_folder_made_just_before_it_is_judged() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ws = root.path().join("ws");
+    let logs = root.path().join("logs");
+    fs::create_dir_all(ws.join("src")).expect("mkdir");
+    fs::create_dir(&logs).expect("mkdir");
+    let original = "def main():\n    return 1\n";
+    fs::write(ws.join(APP), original).expect("write");
+    let base = BTreeMap::from([(APP, original)]);
+    let mut w = start(&ws, &logs, &[]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    for i in 0..8 {
+        let task = format!("n{i}");
+        let _ = fs::remove_dir_all(ws.join(".tasks"));
+        // `record` makes `.tasks/`, writes the temp file and renames it, with no pause.
+        record(&ws, &task, 1, &[APP], &base);
+        w.until(&format!("{task} judged"), || judged(&ws, &task, 1));
+        assert_eq!(verdict(&ws, &task)["verdict"], "APPROVE", "{}", w.output());
+    }
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}

@@ -204,6 +204,15 @@ impl Session {
     /// decides; then brings the files in line.
     fn judge(&mut self, touched: Option<&BTreeSet<String>>) {
         if self.tasks.is_some() {
+            // As below: a new directory (`.tasks/` made just before its first record) may have
+            // had files before the watch on it existed, so it is looked at again once settled.
+            if touched.is_some_and(|t| {
+                t.iter().any(|p| {
+                    std::fs::symlink_metadata(self.canon.join(p)).is_ok_and(|m| m.is_dir())
+                })
+            }) {
+                self.recheck(Instant::now() + self.settle.window());
+            }
             self.judge_tasks();
             self.flush_outputs();
             return;
