@@ -35,14 +35,24 @@ pub(crate) fn git(ws: &Path, args: &[&str]) {
     );
 }
 
-/// `root/ws`, a git work tree with one commit; `root/logs` for the daemon's output.
-fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
+/// The first content of `APP` in every test workspace.
+const ORIGINAL: &str = "def main():\n    return 1\n";
+
+/// `root/ws`, a plain folder (no git) holding `APP` as `ORIGINAL`; `root/logs` for the
+/// daemon's output.
+fn plain_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let root = tempfile::tempdir().expect("tempdir");
     let ws = root.path().join("ws");
     let logs = root.path().join("logs");
     fs::create_dir_all(ws.join("src")).expect("mkdir");
     fs::create_dir(&logs).expect("mkdir");
-    fs::write(ws.join(APP), "def main():\n    return 1\n").expect("write");
+    fs::write(ws.join(APP), ORIGINAL).expect("write");
+    (root, ws, logs)
+}
+
+/// [`plain_workspace`] with `PROTECTED` too, made a git work tree with one commit.
+fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (root, ws, logs) = plain_workspace();
     fs::write(ws.join(PROTECTED), "ROLES = ['worker']\n").expect("write");
     git(&ws, &["init", "-q"]);
     git(&ws, &["add", "-A"]);
@@ -296,18 +306,12 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
 /// keeps it.
 #[test]
 fn a_plain_workspace_is_measured_against_the_start_snapshot_across_restarts() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let ws = root.path().join("ws");
-    let logs = root.path().join("logs");
-    fs::create_dir_all(ws.join("src")).expect("mkdir");
-    fs::create_dir(&logs).expect("mkdir");
-    let original = "def main():\n    return 1\n";
-    fs::write(ws.join(APP), original).expect("write");
-    let base = BTreeMap::from([(APP, original)]);
+    let (_root, ws, logs) = plain_workspace();
+    let base = BTreeMap::from([(APP, ORIGINAL)]);
 
     let mut w = start(&ws, &logs, &[]);
     let kept = ws.join(".referee/baseline/tree").join(APP);
-    assert_eq!(read(&kept), original, "the start snapshot");
+    assert_eq!(read(&kept), ORIGINAL, "the start snapshot");
     fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
     record(&ws, "t1", 1, &[APP], &base);
     w.until("t1 judged", || judged(&ws, "t1", 1));
@@ -318,7 +322,7 @@ fn a_plain_workspace_is_measured_against_the_start_snapshot_across_restarts() {
     // Restarted with the workspace changed: the baseline is still the first snapshot, so the
     // record's pre-hash (of the original) still matches.
     let mut w = start(&ws, &logs, &[]);
-    assert_eq!(read(&kept), original, "the restart kept the first snapshot");
+    assert_eq!(read(&kept), ORIGINAL, "the restart kept the first snapshot");
     fs::write(ws.join(APP), "def main():\n    return 3\n").expect("write");
     record(&ws, "t1", 2, &[APP], &base);
     w.until("t1 attempt 2 judged", || judged(&ws, "t1", 2));
@@ -419,10 +423,9 @@ fn one_process_referees_every_workspace_under_a_root() {
     let (_git_root, git_ws, _) = git_workspace();
     let a = root.join("a");
     fs::rename(&git_ws, &a).expect("move the git workspace under the root");
+    let (_plain_root, plain_ws, _) = plain_workspace();
     let b = root.join("b");
-    fs::create_dir_all(b.join("src")).expect("mkdir");
-    let original = "def main():\n    return 1\n";
-    fs::write(b.join(APP), original).expect("write");
+    fs::rename(&plain_ws, &b).expect("move the plain workspace under the root");
 
     let mut w = crate::watch::Watch::start_root(&root, &logs, &["--protocol", "code-change"]);
     w.until("both workspaces are refereed", || {
@@ -435,7 +438,7 @@ fn one_process_referees_every_workspace_under_a_root() {
     let base_a = BTreeMap::from([(PROTECTED, "ROLES = ['worker']\n")]);
     fs::write(a.join(PROTECTED), "ROLES = ['root']\n").expect("write");
     record(&a, "t1", 1, &[PROTECTED], &base_a);
-    let base_b = BTreeMap::from([(APP, original)]);
+    let base_b = BTreeMap::from([(APP, ORIGINAL)]);
     fs::write(b.join(APP), "def main():\n    return 2\n").expect("write");
     record(&b, "t1", 1, &[APP], &base_b);
     w.until("both judged", || judged(&a, "t1", 1) && judged(&b, "t1", 1));
@@ -466,14 +469,8 @@ fn one_process_referees_every_workspace_under_a_root() {
 /// the watch on the new folder exists: a new folder is looked at again once it has settled.
 #[test]
 fn a_record_in_a_folder_made_just_before_it_is_judged() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let ws = root.path().join("ws");
-    let logs = root.path().join("logs");
-    fs::create_dir_all(ws.join("src")).expect("mkdir");
-    fs::create_dir(&logs).expect("mkdir");
-    let original = "def main():\n    return 1\n";
-    fs::write(ws.join(APP), original).expect("write");
-    let base = BTreeMap::from([(APP, original)]);
+    let (_root, ws, logs) = plain_workspace();
+    let base = BTreeMap::from([(APP, ORIGINAL)]);
     let mut w = start(&ws, &logs, &[]);
     fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
     for i in 0..8 {

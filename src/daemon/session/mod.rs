@@ -204,33 +204,35 @@ impl Session {
     /// decides; then brings the files in line.
     fn judge(&mut self, touched: Option<&BTreeSet<String>>) {
         if self.tasks.is_some() {
-            // As below: a new directory (`.tasks/` made just before its first record) may have
-            // had files before the watch on it existed, so it is looked at again once settled.
-            if touched.is_some_and(|t| {
+            // A workspace keeps no listing: ask the file system (`.tasks/` made just before
+            // its first record is the case that matters).
+            self.look_again_if_new_dir(touched.is_some_and(|t| {
                 t.iter().any(|p| {
                     std::fs::symlink_metadata(self.canon.join(p)).is_ok_and(|m| m.is_dir())
                 })
-            }) {
-                self.recheck(Instant::now() + self.settle.window());
-            }
+            }));
             self.judge_tasks();
             self.flush_outputs();
             return;
         }
         if let Some((eval, snap)) = self.evaluate(touched, false) {
-            // A new directory may have had files before the watch on it existed: look again
-            // once it has settled (correctness first; the scan is full anyway).
-            if touched.is_some_and(|t| {
+            self.look_again_if_new_dir(touched.is_some_and(|t| {
                 t.iter()
                     .any(|p| snap.get(p).is_some_and(|e| e.kind == Kind::Dir))
-            }) {
-                self.recheck(Instant::now() + self.settle.window());
-            }
+            }));
             let eval = self.hold(eval, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
             self.keep_listing(snap);
         }
         self.flush_outputs();
+    }
+
+    /// A new directory may have had files before the watch on it existed (their events are
+    /// lost): when an event named one, look again once it has settled.
+    fn look_again_if_new_dir(&mut self, new_dir: bool) {
+        if new_dir {
+            self.recheck(Instant::now() + self.settle.window());
+        }
     }
 
     /// Keeps a judged snapshot's listing (not its reads) for the next event's re-listing.
