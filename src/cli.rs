@@ -873,13 +873,10 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
         require_live: a.require_live,
         stale: a.stale,
     })?;
-    if let Some(note) = &answer.stderr {
-        // `status` words its notes as the referee's messages: they go out as diagnostics.
-        let note = note.strip_prefix("referee: ").unwrap_or(note);
-        match note.strip_prefix("warning: ") {
-            Some(warning) => tracing::warn!("{warning}"),
-            None => tracing::error!("{note}"),
-        }
+    match &answer.note {
+        Some(crate::status::Note::Warning(text)) => tracing::warn!("{text}"),
+        Some(crate::status::Note::Error(text)) => tracing::error!("{text}"),
+        None => {}
     }
     if !answer.stdout.is_empty() {
         print(&answer.stdout)?;

@@ -50,12 +50,21 @@ pub struct Config {
     pub stale: Option<Duration>,
 }
 
-/// The answer: the exit code, what to print on stdout, and a note for stderr.
+/// The answer: the exit code, what to print on stdout, and a note for the log (stderr).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub code: ExitCode,
     pub stdout: String,
-    pub stderr: Option<String>,
+    pub note: Option<Note>,
+}
+
+/// A note beside the answer: why no live referee vouches for the directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    /// The answer stands (a STOP is on disk) but no referee is live.
+    Warning(String),
+    /// The answer is "no live referee" (exit 3).
+    Error(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,10 +124,10 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
             return Ok(Answer {
                 code: ExitCode::NotLive,
                 stdout: String::new(),
-                stderr: Some(format!(
-                    "referee: no live referee: {}",
+                note: Some(Note::Error(format!(
+                    "no live referee: {}",
                     crate::error::chain(&e)
-                )),
+                ))),
             })
         }
         Err(e) => return Err(e),
@@ -135,9 +144,9 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
         return Ok(Answer {
             code: ExitCode::Violation,
             stdout: text,
-            stderr: not_live
+            note: not_live
                 .filter(|_| cfg.require_live)
-                .map(|why| format!("referee: warning: no live referee: {why}")),
+                .map(|why| Note::Warning(format!("no live referee: {why}"))),
         });
     }
     if let Verdict::StopWanted(faults) = &verdict {
@@ -150,23 +159,23 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
         return Ok(Answer {
             code: ExitCode::Violation,
             stdout: text,
-            stderr: None,
+            note: None,
         });
     }
     if let Some(why) = not_live.filter(|_| cfg.require_live) {
         return Ok(Answer {
             code: ExitCode::NotLive,
             stdout: String::new(),
-            stderr: Some(format!(
-                "referee: no live referee watches `{}`: {why}",
+            note: Some(Note::Error(format!(
+                "no live referee watches `{}`: {why}",
                 dir.display()
-            )),
+            ))),
         });
     }
     Ok(Answer {
         code: ExitCode::Ok,
         stdout: "go\n".into(),
-        stderr: None,
+        note: None,
     })
 }
 
@@ -415,13 +424,13 @@ mod tests {
         assert_eq!(status(&cfg(d, false)).unwrap().stdout, "go\n");
         let missing = status(&cfg(d, true)).unwrap();
         assert_eq!(missing.code, ExitCode::NotLive);
-        assert!(missing.stderr.unwrap().contains("missing"));
+        assert!(matches!(missing.note, Some(Note::Error(t)) if t.contains("missing")));
         beat(d, Duration::ZERO, heartbeat::WATCHING);
         assert_eq!(status(&cfg(d, true)).unwrap().code, ExitCode::Ok);
         beat(d, Duration::from_secs(60), heartbeat::WATCHING);
         let stale = status(&cfg(d, true)).unwrap();
         assert_eq!(stale.code, ExitCode::NotLive);
-        assert!(stale.stderr.unwrap().contains("stale"));
+        assert!(matches!(stale.note, Some(Note::Error(t)) if t.contains("stale")));
         beat(d, Duration::ZERO, heartbeat::FINISHED);
         assert_eq!(status(&cfg(d, true)).unwrap().code, ExitCode::NotLive);
         std::fs::write(d.join(STOP_FILE), "# OBSERVER STOP\n").unwrap();
@@ -455,7 +464,7 @@ mod tests {
         write(d, &h).unwrap();
         let a = status(&cfg(d, true)).unwrap();
         assert_eq!(a.code, ExitCode::NotLive);
-        assert!(a.stderr.unwrap().contains("faulted"));
+        assert!(matches!(a.note, Some(Note::Error(t)) if t.contains("faulted")));
         assert_eq!(status(&cfg(d, false)).unwrap().code, ExitCode::Ok);
     }
 
