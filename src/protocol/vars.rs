@@ -88,8 +88,12 @@ fn standalone(s: &str) -> Option<&str> {
         .filter(|name| !name.contains(['$', '{', '}']))
 }
 
-/// `s` with every `${name}` replaced by its (string) variable.
-fn interpolate(s: &str, vars: &Vars) -> Result<String, String> {
+/// `s` with every `${name}` replaced by `render(name, value)` of its variable.
+fn substitute(
+    s: &str,
+    vars: &Vars,
+    render: impl Fn(&str, &toml::Value) -> Result<String, String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${") {
@@ -99,47 +103,37 @@ fn interpolate(s: &str, vars: &Vars) -> Result<String, String> {
             .find('}')
             .ok_or_else(|| format!("unterminated variable reference in `{s}`"))?;
         let name = &after[..end];
-        match lookup(name, vars)? {
-            toml::Value::String(v) => out.push_str(v),
-            _ => {
-                return Err(format!(
-                "variable `${{{name}}}` is a list: it can only stand alone as an element of a list"
-            ))
-            }
-        }
+        out.push_str(&render(name, lookup(name, vars)?)?);
         rest = &after[end + 1..];
     }
     out.push_str(rest);
     Ok(out)
 }
 
+/// `s` with every `${name}` replaced by its (string) variable.
+fn interpolate(s: &str, vars: &Vars) -> Result<String, String> {
+    substitute(s, vars, |name, v| match v {
+        toml::Value::String(v) => Ok(v.clone()),
+        _ => Err(format!(
+            "variable `${{{name}}}` is a list: it can only stand alone as an element of a list"
+        )),
+    })
+}
+
 /// Prose (a check's description) with every `${name}` replaced: a string variable by its value,
 /// a list variable by its items joined with `, ` (`${protected}` in CC-01's description lists
 /// the protected globs). An undefined variable is an error, as in a predicate.
 pub fn prose(s: &str, vars: &Vars) -> Result<String, String> {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("unterminated variable reference in `{s}`"))?;
-        let name = &after[..end];
-        match lookup(name, vars)? {
-            toml::Value::Array(items) => out.push_str(
-                &items
-                    .iter()
-                    .filter_map(toml::Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-            v => out.push_str(v.as_str().unwrap_or_default()),
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    substitute(s, vars, |_, v| {
+        Ok(match v {
+            toml::Value::Array(items) => items
+                .iter()
+                .filter_map(toml::Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            v => v.as_str().unwrap_or_default().to_string(),
+        })
+    })
 }
 
 macro_rules! scalars {
@@ -468,5 +462,30 @@ mod tests {
             .unwrap();
         let err = instantiate(&p, &vars(&[("g", "[".into())])).unwrap_err();
         assert!(err.contains("invalid glob"), "{err}");
+    }
+
+    /// The one `${name}` scanner behind a predicate's strings and a description's prose: a
+    /// list variable joins in prose and is refused inside a predicate's string; an undefined
+    /// or unterminated reference is an error in both.
+    #[test]
+    fn strings_and_prose_substitute_alike_but_for_lists() {
+        let vars: Vars = [
+            ("s".to_string(), toml::Value::String("x".into())),
+            (
+                "l".to_string(),
+                toml::Value::Array(vec!["a".into(), "b".into()]),
+            ),
+        ]
+        .into();
+        assert_eq!(interpolate("p-${s}-q", &vars).unwrap(), "p-x-q");
+        assert_eq!(prose("p-${s}-q", &vars).unwrap(), "p-x-q");
+        assert_eq!(prose("globs: ${l}.", &vars).unwrap(), "globs: a, b.");
+        assert!(interpolate("globs: ${l}", &vars)
+            .unwrap_err()
+            .contains("is a list"));
+        for bad in ["${nope}", "x ${s"] {
+            assert!(interpolate(bad, &vars).is_err(), "{bad}");
+            assert!(prose(bad, &vars).is_err(), "{bad}");
+        }
     }
 }
