@@ -10,6 +10,7 @@
 
 pub mod diff;
 pub mod git;
+pub mod name;
 pub mod record;
 pub mod snapshot;
 
