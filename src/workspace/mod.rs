@@ -13,6 +13,7 @@ pub mod git;
 pub mod name;
 pub mod record;
 pub mod snapshot;
+pub mod tree;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -1,0 +1,1184 @@
+//! The work tree as the file system has it (SPEC §8: "the work tree is read from the file system
+//! itself (names, types, modes, bytes), never from git's index, stat cache, fsmonitor"): every
+//! path with its kind, mode, size and, for a regular file, its git blob id and SHA-256 from one
+//! read; and the referee's own stat cache, so a judgment costs the `lstat`s, not the reads.
+//!
+//! It never follows a symlink, never opens a FIFO, socket or device, never reads more than the
+//! cap, never writes in the tree and never panics: a path it cannot read is an entry with the
+//! reason, for the checks to make INCONCLUSIVE. Each directory is opened without following a
+//! link and checked to be the one that was listed (device and inode), and its children are
+//! reached through that open directory (`/proc/self/fd/N/name` on Linux), so a directory swapped
+//! for a symlink mid-walk cannot lead it out of the tree. What is ignored is the caller's answer
+//! ([`Options::ignored`], from the baseline's committed `.gitignore` files); an ignored directory
+//! is still walked, because protected globs must see every path, but nothing in it is read.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gix::ObjectId;
+use sha2::{Digest, Sha256};
+
+use super::name;
+use crate::artifacts::fsread::lowercase_message;
+
+/// What is at a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file; `exec` is the owner's execute bit (git's 100755).
+    File { exec: bool },
+    /// A symbolic link, never followed; `target` is what `readlink` gives.
+    Symlink { target: Vec<u8> },
+    /// A directory (walked).
+    Dir,
+    /// A `.git` directory (a nested repository) or `.git` file (a submodule or worktree
+    /// pointer): an entry, never descended into or read.
+    GitDir,
+    /// `fifo`, `socket`, `block device`, `char device`, or `unknown` (the path could not be
+    /// looked at; see [`Entry::unreadable`]). Never opened.
+    Other(&'static str),
+}
+
+/// One path of the work tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: Kind,
+    /// `st_mode` as `lstat` gives it (type and permission bits).
+    pub mode: u32,
+    /// Bytes: a file's length (as read, when it was read), a symlink target's length; 0 for a
+    /// directory, whose size says nothing about its content.
+    pub size: u64,
+    /// Git's blob id: of a regular file's bytes, or of a symlink's target (as git stores links).
+    /// `None` when the file was not read (ignored, unreadable, over the cap).
+    pub oid: Option<ObjectId>,
+    /// Lowercase hex SHA-256 of a regular file's bytes, from the same read as `oid`.
+    pub sha256: Option<String>,
+    /// Why the path could not be read (a file) or listed (a directory).
+    pub unreadable: Option<String>,
+    /// Ignored by the caller's rules, itself or as a path under an ignored directory.
+    pub ignored: bool,
+    /// Device and inode (what a hard link shares) and the link count (0 for a directory).
+    pub dev: u64,
+    pub ino: u64,
+    pub nlink: u64,
+}
+
+/// How to scan.
+pub struct Options<'a> {
+    /// The most bytes read from one file; a bigger one is unreadable ("over the read cap").
+    pub cap: u64,
+    /// Top-level names that are not part of the tree at all (e.g. `.git`, `.tasks`, `.referee`).
+    pub skip_top: &'a [&'a str],
+    /// Whether a path (raw bytes, relative, `/`-separated) is ignored; the flag says whether it
+    /// is a directory. Not asked below an ignored directory: all of it is ignored.
+    pub ignored: &'a dyn Fn(&[u8], bool) -> bool,
+}
+
+impl fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("cap", &self.cap)
+            .field("skip_top", &self.skip_top)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The work tree: every path under the root but the skipped top-level names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkTree {
+    /// Keyed by [`name::encode`]d relative paths, `/`-separated.
+    pub entries: BTreeMap<String, Entry>,
+}
+
+impl WorkTree {
+    /// Walks the whole tree under `root`. An `Err` only when `root` itself cannot be listed;
+    /// anything below that cannot be read is an entry with its reason. The cache keeps only the
+    /// files of this tree afterwards: use one cache per root.
+    pub fn scan(root: &Path, opts: &Options<'_>, cache: &mut StatCache) -> io::Result<WorkTree> {
+        let top = OpenDir::open(root, None)?;
+        let listing = top.list()?;
+        let mut tree = WorkTree::default();
+        let mut walker = Walker {
+            root,
+            opts,
+            cache,
+            entries: &mut tree.entries,
+        };
+        let mut stack = Vec::new();
+        walker.visit_listing(&[], &top, listing, false, &mut stack);
+        drop(top);
+        walker.run(stack);
+        let entries = &tree.entries;
+        cache
+            .entries
+            .retain(|key, _| entries.get(key).is_some_and(|e| e.oid.is_some()));
+        Ok(tree)
+    }
+
+    /// Re-reads only `paths` (relative, encoded) and, for a directory among them, its subtree;
+    /// entries that vanished are removed; a path whose parent is new (or no longer a directory)
+    /// is scanned from that ancestor. For the daemon: the cost follows the change, not the tree.
+    /// An empty path stands for the whole tree (a full [`scan`](Self::scan); if the root cannot
+    /// be listed any more, the tree is left as it was). Paths under a skipped top-level name
+    /// are not part of the tree and are left alone.
+    pub fn rescan(
+        &mut self,
+        root: &Path,
+        paths: &[String],
+        opts: &Options<'_>,
+        cache: &mut StatCache,
+    ) {
+        let mut targets = BTreeSet::new();
+        for path in paths {
+            let bytes = name::decode(path);
+            let parts: Vec<&[u8]> = bytes
+                .split(|&b| b == b'/')
+                .filter(|p| !p.is_empty())
+                .collect();
+            if parts.is_empty() {
+                if let Ok(tree) = WorkTree::scan(root, opts, cache) {
+                    *self = tree;
+                }
+                return;
+            }
+            if opts.skip_top.iter().any(|s| s.as_bytes() == parts[0]) {
+                continue;
+            }
+            targets.insert(self.rescan_target(&parts));
+        }
+        // A target inside another one is covered by it.
+        let mut chosen: Vec<Vec<u8>> = Vec::new();
+        for target in targets {
+            let covered = chosen.iter().any(|c| {
+                target.len() > c.len() && target.starts_with(c) && target[c.len()] == b'/'
+            });
+            if !covered {
+                chosen.push(target);
+            }
+        }
+
+        let mut removed = Vec::new();
+        let mut stack = Vec::new();
+        let mut walker = Walker {
+            root,
+            opts,
+            cache,
+            entries: &mut self.entries,
+        };
+        for mut target in chosen {
+            loop {
+                walker.remove_subtree(&target, &mut removed);
+                let (parent, base) = match target.iter().rposition(|&b| b == b'/') {
+                    Some(i) => (target[..i].to_vec(), target[i + 1..].to_vec()),
+                    None => (Vec::new(), target.clone()),
+                };
+                let (parent_id, parent_ignored) = if parent.is_empty() {
+                    (None, false)
+                } else {
+                    match walker.entries.get(&name::encode(&parent)) {
+                        Some(e) => (Some((e.dev, e.ino)), e.ignored),
+                        // Only reached once a parent failed to open (see below).
+                        None => (None, false),
+                    }
+                };
+                let opened = if parent.is_empty() || parent_id.is_some() {
+                    OpenDir::open(&walker.abs(&parent), parent_id)
+                } else {
+                    Err(io::Error::from(io::ErrorKind::NotFound))
+                };
+                match opened {
+                    Ok(dir) => {
+                        let base = OsString::from_vec(base);
+                        let meta = fs::symlink_metadata(dir.child(&base));
+                        if let Some(next) = walker.visit(target, &dir, &base, meta, parent_ignored)
+                        {
+                            stack.push(next);
+                        }
+                        break;
+                    }
+                    // The parent is no longer the directory that was listed: look again from it.
+                    Err(_) if !parent.is_empty() => target = parent,
+                    Err(_) => break,
+                }
+            }
+        }
+        walker.run(stack);
+        for key in removed {
+            if !walker.entries.get(&key).is_some_and(|e| e.oid.is_some()) {
+                walker.cache.entries.remove(&key);
+            }
+        }
+    }
+
+    /// The path to look at again for a change at `parts`: the first ancestor that is not a
+    /// known directory (new, or something else now), else the path itself.
+    fn rescan_target(&self, parts: &[&[u8]]) -> Vec<u8> {
+        let mut prefix = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                prefix.push(b'/');
+            }
+            prefix.extend_from_slice(part);
+            if i + 1 == parts.len() {
+                break;
+            }
+            let is_dir = self
+                .entries
+                .get(&name::encode(&prefix))
+                .is_some_and(|e| e.kind == Kind::Dir);
+            if !is_dir {
+                break;
+            }
+        }
+        prefix
+    }
+}
+
+/// A directory still to list: its path and the identity it had when its parent was listed.
+struct Pending {
+    rel: Vec<u8>,
+    id: (u64, u64),
+    ignored: bool,
+}
+
+/// An open directory and the path that reaches its children through the open descriptor.
+struct OpenDir {
+    _file: File,
+    via: PathBuf,
+}
+
+impl OpenDir {
+    /// Opens `abs` as a directory. With `expect`, a symlink is refused and the directory must
+    /// still be the one listed (device, inode); without it (the root), links are followed.
+    fn open(abs: &Path, expect: Option<(u64, u64)>) -> io::Result<OpenDir> {
+        let mut options = OpenOptions::new();
+        options.read(true);
+        let mut flags = libc::O_DIRECTORY | libc::O_NONBLOCK;
+        if expect.is_some() {
+            flags |= libc::O_NOFOLLOW;
+        }
+        options.custom_flags(flags);
+        let file = options.open(abs)?;
+        if let Some(id) = expect {
+            let meta = file.metadata()?;
+            if (meta.dev(), meta.ino()) != id {
+                return Err(io::Error::other("replaced while being read"));
+            }
+        }
+        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        // Without /proc, the path itself (a swap of a parent mid-walk is then not caught).
+        let via = if proc_path.is_dir() {
+            proc_path
+        } else {
+            abs.to_path_buf()
+        };
+        Ok(OpenDir { _file: file, via })
+    }
+
+    fn child(&self, base: &OsStr) -> PathBuf {
+        self.via.join(base)
+    }
+
+    /// The names in the directory with their `lstat` (taken relative to the listing).
+    fn list(&self) -> io::Result<Vec<(OsString, io::Result<Metadata>)>> {
+        let mut out = Vec::new();
+        for item in fs::read_dir(&self.via)? {
+            let item = item?;
+            out.push((item.file_name(), item.metadata()));
+        }
+        Ok(out)
+    }
+}
+
+struct Walker<'w, 'o> {
+    root: &'w Path,
+    opts: &'w Options<'o>,
+    cache: &'w mut StatCache,
+    entries: &'w mut BTreeMap<String, Entry>,
+}
+
+impl Walker<'_, '_> {
+    fn abs(&self, rel: &[u8]) -> PathBuf {
+        if rel.is_empty() {
+            self.root.to_path_buf()
+        } else {
+            self.root.join(OsStr::from_bytes(rel))
+        }
+    }
+
+    /// Lists the pending directories, depth first, with an explicit stack (any depth).
+    fn run(&mut self, mut stack: Vec<Pending>) {
+        while let Some(dir) = stack.pop() {
+            let listed = OpenDir::open(&self.abs(&dir.rel), Some(dir.id))
+                .and_then(|open| open.list().map(|listing| (open, listing)));
+            match listed {
+                Ok((open, listing)) => {
+                    self.visit_listing(&dir.rel, &open, listing, dir.ignored, &mut stack);
+                }
+                Err(e) => {
+                    if let Some(entry) = self.entries.get_mut(&name::encode(&dir.rel)) {
+                        entry.unreadable = Some(reason(&e));
+                    }
+                }
+            }
+        }
+    }
+
+    fn visit_listing(
+        &mut self,
+        parent: &[u8],
+        dir: &OpenDir,
+        listing: Vec<(OsString, io::Result<Metadata>)>,
+        ignored: bool,
+        stack: &mut Vec<Pending>,
+    ) {
+        for (base, meta) in listing {
+            if parent.is_empty()
+                && self
+                    .opts
+                    .skip_top
+                    .iter()
+                    .any(|s| s.as_bytes() == base.as_bytes())
+            {
+                continue;
+            }
+            let mut rel = Vec::with_capacity(parent.len() + 1 + base.len());
+            if !parent.is_empty() {
+                rel.extend_from_slice(parent);
+                rel.push(b'/');
+            }
+            rel.extend_from_slice(base.as_bytes());
+            if let Some(next) = self.visit(rel, dir, &base, meta, ignored) {
+                stack.push(next);
+            }
+        }
+    }
+
+    /// Records the entry at `rel` (named `base` in `dir`) from its `lstat`; returns the
+    /// directory to walk next, if it is one.
+    fn visit(
+        &mut self,
+        rel: Vec<u8>,
+        dir: &OpenDir,
+        base: &OsStr,
+        meta: io::Result<Metadata>,
+        under_ignored: bool,
+    ) -> Option<Pending> {
+        let key = name::encode(&rel);
+        let meta = match meta {
+            Ok(meta) => meta,
+            // Gone since the listing: not part of the tree.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                let entry = Entry {
+                    kind: Kind::Other("unknown"),
+                    mode: 0,
+                    size: 0,
+                    oid: None,
+                    sha256: None,
+                    unreadable: Some(reason(&e)),
+                    ignored: under_ignored,
+                    dev: 0,
+                    ino: 0,
+                    nlink: 0,
+                };
+                self.entries.insert(key, entry);
+                return None;
+            }
+        };
+        let file_type = meta.file_type();
+        let is_dir = file_type.is_dir();
+        let ignored = under_ignored || (self.opts.ignored)(&rel, is_dir);
+        let is_git = base.as_bytes() == b".git";
+        let mut entry = Entry {
+            kind: Kind::Dir,
+            mode: meta.mode(),
+            size: if is_dir { 0 } else { meta.len() },
+            oid: None,
+            sha256: None,
+            unreadable: None,
+            ignored,
+            dev: meta.dev(),
+            ino: meta.ino(),
+            // A directory's link count follows its subdirectories: noise, like its size.
+            nlink: if is_dir { 0 } else { meta.nlink() },
+        };
+        let mut next = None;
+        if is_git && (is_dir || file_type.is_file()) {
+            entry.kind = Kind::GitDir;
+        } else if is_dir {
+            next = Some(Pending {
+                rel,
+                id: (meta.dev(), meta.ino()),
+                ignored,
+            });
+        } else if file_type.is_file() {
+            entry.kind = Kind::File {
+                exec: meta.mode() & 0o100 != 0,
+            };
+            if !ignored {
+                self.hash(&key, &dir.child(base), &meta, &mut entry);
+            }
+        } else if file_type.is_symlink() {
+            match fs::read_link(dir.child(base)) {
+                Ok(target) => {
+                    let target = target.into_os_string().into_vec();
+                    match blob_oid(&target) {
+                        Ok(oid) => entry.oid = Some(oid),
+                        Err(why) => entry.unreadable = Some(why),
+                    }
+                    entry.kind = Kind::Symlink { target };
+                }
+                Err(e) => {
+                    entry.kind = Kind::Symlink { target: Vec::new() };
+                    entry.unreadable = Some(reason(&e));
+                }
+            }
+        } else {
+            entry.kind = Kind::Other(other_kind(&file_type));
+        }
+        self.entries.insert(key, entry);
+        next
+    }
+
+    /// Fills in a regular file's hashes: from the cache when it can be trusted, else from one
+    /// read of at most the cap.
+    fn hash(&mut self, key: &str, path: &Path, meta: &Metadata, entry: &mut Entry) {
+        let listed = Stat::of(meta);
+        if let Some(hit) = self.cache.trusted(key, &listed) {
+            entry.oid = Some(hit.oid);
+            entry.sha256 = Some(hit.sha256.clone());
+            return;
+        }
+        self.cache.entries.remove(key);
+        let cap = self.opts.cap;
+        if listed.size > cap {
+            entry.unreadable = Some(over_cap(cap));
+            return;
+        }
+        self.cache.reads += 1;
+        let read = match read_capped(path, &listed, cap) {
+            Ok(read) => read,
+            Err(why) => {
+                entry.unreadable = Some(why);
+                return;
+            }
+        };
+        let oid = match blob_oid(&read.bytes) {
+            Ok(oid) => oid,
+            Err(why) => {
+                entry.unreadable = Some(why);
+                return;
+            }
+        };
+        let sha256 = hex(&Sha256::digest(&read.bytes));
+        entry.size = read.bytes.len() as u64;
+        entry.oid = Some(oid);
+        entry.sha256 = Some(sha256.clone());
+        self.cache.entries.insert(
+            key.to_string(),
+            Cached {
+                stat: read.stat,
+                at: read.at,
+                oid,
+                sha256,
+            },
+        );
+    }
+
+    /// Removes `target` and everything under it, noting the keys.
+    fn remove_subtree(&mut self, target: &[u8], removed: &mut Vec<String>) {
+        let key = name::encode(target);
+        let prefix = format!("{key}/");
+        let under: Vec<String> = self
+            .entries
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in under.into_iter().chain(std::iter::once(key)) {
+            if self.entries.remove(&k).is_some() {
+                removed.push(k);
+            }
+        }
+    }
+}
+
+/// A file's bytes from one read, the `fstat` taken before reading, and when it was read.
+struct ReadFile {
+    bytes: Vec<u8>,
+    stat: Stat,
+    at: Stamp,
+}
+
+/// Opens `path` without following a link or blocking, checks on the descriptor that it is the
+/// regular file that was listed, and reads at most `cap` bytes.
+fn read_capped(path: &Path, listed: &Stat, cap: u64) -> Result<ReadFile, String> {
+    // Taken before the read: a write after this moment gives a ctime that is not older than
+    // it, so the cache will not trust this read for the new content.
+    let at = now();
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| read_reason(&e))?;
+    let meta = file.metadata().map_err(|e| read_reason(&e))?;
+    if !meta.file_type().is_file() || (meta.dev(), meta.ino()) != (listed.dev, listed.ino) {
+        return Err("replaced while being read".to_string());
+    }
+    if meta.len() > cap {
+        return Err(over_cap(cap));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| read_reason(&e))?;
+    if bytes.len() as u64 > cap {
+        return Err(over_cap(cap));
+    }
+    Ok(ReadFile {
+        bytes,
+        stat: Stat::of(&meta),
+        at,
+    })
+}
+
+fn over_cap(cap: u64) -> String {
+    format!("over the read cap of {cap} bytes")
+}
+
+fn read_reason(err: &io::Error) -> String {
+    if err.kind() == io::ErrorKind::NotFound {
+        return "vanished while being read".to_string();
+    }
+    reason(err)
+}
+
+fn reason(err: &io::Error) -> String {
+    lowercase_message(err)
+}
+
+fn other_kind(file_type: &fs::FileType) -> &'static str {
+    if file_type.is_fifo() {
+        "fifo"
+    } else if file_type.is_socket() {
+        "socket"
+    } else if file_type.is_block_device() {
+        "block device"
+    } else if file_type.is_char_device() {
+        "char device"
+    } else {
+        "unknown"
+    }
+}
+
+/// Git's blob id of `bytes` (SHA-1, with git's collision detection).
+fn blob_oid(bytes: &[u8]) -> Result<ObjectId, String> {
+    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
+        .map_err(|e| format!("git blob id: {e}"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+/// A wall-clock moment or file time: seconds and nanoseconds since the epoch.
+type Stamp = (i64, i64);
+
+fn now() -> Stamp {
+    match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            i64::from(d.subsec_nanos()),
+        ),
+        // A clock before 1970: nothing recorded now is ever trusted.
+        Err(_) => (i64::MIN, 0),
+    }
+}
+
+fn nanos(stamp: Stamp) -> i128 {
+    i128::from(stamp.0) * 1_000_000_000 + i128::from(stamp.1)
+}
+
+/// What the cache compares: everything a change to a file's bytes moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Stat {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    size: u64,
+    mtime: Stamp,
+    ctime: Stamp,
+}
+
+impl Stat {
+    fn of(meta: &Metadata) -> Stat {
+        Stat {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Cached {
+    stat: Stat,
+    /// The wall clock just before the read.
+    at: Stamp,
+    oid: ObjectId,
+    sha256: String,
+}
+
+/// The referee's own stat cache: a file's hashes, trusted again only while its `lstat` is
+/// unchanged and it was last changed clearly before it was read.
+///
+/// The second condition is git's racy-timestamp rule: a file rewritten within the timestamp
+/// tick of the read would otherwise keep its stat and a stale hash. `mtime` and `ctime` must
+/// both be older than the read by more than the margin (default 2 s: FAT's timestamp
+/// granularity, and the kernel's coarse clock lagging the wall clock). `ctime` cannot be set by
+/// a user, so an edit with the size and `mtime` put back (`touch -d`) is still read again.
+/// The margin assumes the file system's clock is the referee's (not a skewed NFS server).
+#[derive(Debug)]
+pub struct StatCache {
+    entries: HashMap<String, Cached>,
+    margin: Duration,
+    reads: u64,
+}
+
+impl Default for StatCache {
+    fn default() -> Self {
+        StatCache {
+            entries: HashMap::new(),
+            margin: Duration::from_secs(2),
+            reads: 0,
+        }
+    }
+}
+
+/// The cache file: `{"version": 1, "entries": {path: {stat, at, oid, sha256}}}`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CacheFile {
+    version: u32,
+    entries: BTreeMap<String, CachedFile>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CachedFile {
+    stat: Stat,
+    at: Stamp,
+    oid: String,
+    sha256: String,
+}
+
+const CACHE_VERSION: u32 = 1;
+
+impl StatCache {
+    pub fn new() -> StatCache {
+        StatCache::default()
+    }
+
+    /// The same cache with another racy margin (tests, or a file system known to be precise).
+    #[must_use]
+    pub fn with_margin(mut self, margin: Duration) -> StatCache {
+        self.margin = margin;
+        self
+    }
+
+    /// The cache saved at `path`; an empty one if there is none or it cannot be read or parsed
+    /// (a cache is only ever a shortcut). Entries that do not parse are dropped.
+    pub fn load(path: &Path) -> StatCache {
+        let mut cache = StatCache::default();
+        let Ok(bytes) = fs::read(path) else {
+            return cache;
+        };
+        let Ok(file) = serde_json::from_slice::<CacheFile>(&bytes) else {
+            return cache;
+        };
+        if file.version != CACHE_VERSION {
+            return cache;
+        }
+        for (key, c) in file.entries {
+            let sha_ok = c.sha256.len() == 64
+                && c.sha256
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+            match ObjectId::from_hex(c.oid.as_bytes()) {
+                Ok(oid) if sha_ok => {
+                    cache.entries.insert(
+                        key,
+                        Cached {
+                            stat: c.stat,
+                            at: c.at,
+                            oid,
+                            sha256: c.sha256,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        cache
+    }
+
+    /// Writes the cache to `path` atomically (a temp file in the same directory, renamed).
+    /// It holds the files of the last scan only: paths gone since were dropped by the scan.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        let file = CacheFile {
+            version: CACHE_VERSION,
+            entries: self
+                .entries
+                .iter()
+                .map(|(k, c)| {
+                    let entry = CachedFile {
+                        stat: c.stat,
+                        at: c.at,
+                        oid: c.oid.to_string(),
+                        sha256: c.sha256.clone(),
+                    };
+                    (k.clone(), entry)
+                })
+                .collect(),
+        };
+        let json = serde_json::to_vec(&file).map_err(io::Error::other)?;
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        io::Write::write_all(&mut tmp, &json)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// How many files it holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// How many files were read (not found in the cache) through it since it was made.
+    pub fn reads(&self) -> u64 {
+        self.reads
+    }
+
+    fn trusted(&self, key: &str, stat: &Stat) -> Option<&Cached> {
+        let cached = self.entries.get(key)?;
+        let margin = i128::try_from(self.margin.as_nanos()).unwrap_or(i128::MAX);
+        let at = nanos(cached.at);
+        let settled = |t: Stamp| nanos(t).saturating_add(margin) < at;
+        (cached.stat == *stat && settled(stat.mtime) && settled(stat.ctime)).then_some(cached)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    const SKIP: &[&str] = &[".git", ".tasks", ".referee"];
+
+    fn no_ignore(_: &[u8], _: bool) -> bool {
+        false
+    }
+
+    fn opts(cap: u64) -> Options<'static> {
+        Options {
+            cap,
+            skip_top: SKIP,
+            ignored: &no_ignore,
+        }
+    }
+
+    fn write(root: &Path, rel: &str, bytes: &[u8]) {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, bytes).expect("write");
+    }
+
+    fn scan(root: &Path, cache: &mut StatCache) -> WorkTree {
+        WorkTree::scan(root, &opts(1 << 20), cache).expect("scan")
+    }
+
+    fn is_root() -> bool {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    /// A fresh cache that trusts a file 20 ms after its last change (the tests then wait 60 ms
+    /// instead of the default 2 s).
+    fn quick_cache() -> StatCache {
+        StatCache::new().with_margin(Duration::from_millis(20))
+    }
+
+    fn settle() {
+        std::thread::sleep(Duration::from_millis(60));
+    }
+
+    const HELLO_OID: &str = "ce013625030ba8dba906f756967f9e9ca394464a";
+    const HELLO_SHA256: &str = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+
+    #[test]
+    fn every_kind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "a.txt", b"hello\n");
+        write(root, "run.sh", b"#!/bin/sh\n");
+        fs::set_permissions(root.join("run.sh"), fs::Permissions::from_mode(0o755)).expect("chmod");
+        symlink("a.txt", root.join("in")).expect("symlink");
+        symlink("/etc/passwd", root.join("out")).expect("symlink");
+        symlink("nowhere", root.join("dangling")).expect("symlink");
+        fs::create_dir(root.join("empty")).expect("mkdir");
+        let fifo = CString::new(root.join("pipe").as_os_str().as_bytes()).expect("cstring");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        write(root, "nested/.git/HEAD", b"ref: refs/heads/main\n");
+        write(root, "nested/roles.py", b"x = 1\n");
+        write(root, "sub/.git", b"gitdir: ../.git/modules/sub\n");
+        write(root, "sub/safety_x.py", b"y\n");
+
+        let tree = scan(root, &mut StatCache::new());
+        let e = |k: &str| {
+            tree.entries
+                .get(k)
+                .unwrap_or_else(|| panic!("no entry {k}"))
+        };
+
+        let a = e("a.txt");
+        assert_eq!(a.kind, Kind::File { exec: false });
+        assert_eq!(a.oid.map(|o| o.to_string()).as_deref(), Some(HELLO_OID));
+        assert_eq!(a.sha256.as_deref(), Some(HELLO_SHA256));
+        assert_eq!(a.size, 6);
+        assert_eq!(a.unreadable, None);
+        assert_eq!(e("run.sh").kind, Kind::File { exec: true });
+        assert_eq!(e("run.sh").mode & 0o777, 0o755);
+
+        assert_eq!(
+            e("in").kind,
+            Kind::Symlink {
+                target: b"a.txt".to_vec()
+            }
+        );
+        assert_eq!(e("in").oid, blob_oid(b"a.txt").ok());
+        assert_eq!(e("in").sha256, None);
+        assert_eq!(
+            e("out").kind,
+            Kind::Symlink {
+                target: b"/etc/passwd".to_vec()
+            }
+        );
+        assert_eq!(
+            e("dangling").kind,
+            Kind::Symlink {
+                target: b"nowhere".to_vec()
+            }
+        );
+        assert_eq!(e("empty").kind, Kind::Dir);
+        assert_eq!(e("empty").size, 0);
+        assert_eq!(e("pipe").kind, Kind::Other("fifo"));
+        assert_eq!(e("pipe").oid, None);
+
+        assert_eq!(e("nested").kind, Kind::Dir);
+        assert_eq!(e("nested/.git").kind, Kind::GitDir);
+        assert!(!tree.entries.contains_key("nested/.git/HEAD"));
+        assert!(e("nested/roles.py").oid.is_some());
+        assert_eq!(e("sub/.git").kind, Kind::GitDir);
+        assert_eq!(e("sub/.git").oid, None);
+        assert!(e("sub/safety_x.py").oid.is_some());
+        assert_eq!(tree.entries.len(), 13);
+    }
+
+    #[test]
+    fn skipped_top_level_names_are_not_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, ".git/HEAD", b"x");
+        write(root, ".tasks/t1.json", b"{}");
+        write(root, ".referee/OBSERVER-STOP.md", b"x");
+        write(root, "deep/.tasks/t.json", b"{}");
+        let tree = scan(root, &mut StatCache::new());
+        let keys: Vec<&str> = tree.entries.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["deep", "deep/.tasks", "deep/.tasks/t.json"]);
+    }
+
+    #[test]
+    fn ignored_directories_are_walked_but_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "__pycache__/roles.cpython-312.pyc", b"forged");
+        write(root, "node_modules/a/b.js", b"12345");
+        write(root, "debug.log", b"log");
+        write(root, "keep.py", b"k\n");
+        let asked = std::cell::RefCell::new(Vec::new());
+        let ignored = |path: &[u8], is_dir: bool| {
+            asked.borrow_mut().push(path.to_vec());
+            (is_dir && (path == b"__pycache__" || path == b"node_modules"))
+                || path.ends_with(b".log")
+        };
+        let options = Options {
+            cap: 1 << 20,
+            skip_top: SKIP,
+            ignored: &ignored,
+        };
+        let mut cache = StatCache::new();
+        let tree = WorkTree::scan(root, &options, &mut cache).expect("scan");
+        let pyc = &tree.entries["__pycache__/roles.cpython-312.pyc"];
+        assert!(pyc.ignored);
+        assert_eq!((pyc.oid, pyc.sha256.as_deref(), pyc.size), (None, None, 6));
+        assert_eq!(pyc.kind, Kind::File { exec: false });
+        let js = &tree.entries["node_modules/a/b.js"];
+        assert!(js.ignored && js.oid.is_none() && js.size == 5);
+        assert!(tree.entries["node_modules/a"].ignored);
+        assert!(tree.entries["debug.log"].ignored && tree.entries["debug.log"].oid.is_none());
+        assert!(!tree.entries["keep.py"].ignored && tree.entries["keep.py"].oid.is_some());
+        // Only keep.py was read; nothing below an ignored directory was asked about.
+        assert_eq!(cache.reads(), 1);
+        assert!(!asked
+            .borrow()
+            .iter()
+            .any(|p| p.starts_with(b"node_modules/")));
+    }
+
+    #[test]
+    fn the_read_cap() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "ten", b"0123456789");
+        write(root, "eleven", b"0123456789a");
+        let tree = WorkTree::scan(root, &opts(10), &mut StatCache::new()).expect("scan");
+        assert!(tree.entries["ten"].oid.is_some());
+        let big = &tree.entries["eleven"];
+        assert_eq!(
+            big.unreadable.as_deref(),
+            Some("over the read cap of 10 bytes")
+        );
+        assert_eq!((big.oid, big.size), (None, 11));
+    }
+
+    #[test]
+    fn unreadable_files_and_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "secret", b"s");
+        write(root, "closed/inside", b"i");
+        fs::set_permissions(root.join("secret"), fs::Permissions::from_mode(0o000)).expect("chmod");
+        fs::set_permissions(root.join("closed"), fs::Permissions::from_mode(0o000)).expect("chmod");
+        let tree = scan(root, &mut StatCache::new());
+        fs::set_permissions(root.join("closed"), fs::Permissions::from_mode(0o755)).expect("chmod");
+        if is_root() {
+            // root reads through mode 000: nothing to assert but that the scan went through.
+            eprintln!("running as root: chmod 000 does not stop reads, permission checks skipped");
+            assert!(tree.entries["secret"].oid.is_some());
+            return;
+        }
+        let secret = &tree.entries["secret"];
+        assert_eq!(secret.oid, None);
+        assert!(secret
+            .unreadable
+            .as_deref()
+            .is_some_and(|r| r.contains("permission denied")));
+        let closed = &tree.entries["closed"];
+        assert_eq!(closed.kind, Kind::Dir);
+        assert!(closed
+            .unreadable
+            .as_deref()
+            .is_some_and(|r| r.contains("permission denied")));
+        assert!(!tree.entries.contains_key("closed/inside"));
+    }
+
+    #[test]
+    fn names_of_any_bytes_round_trip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let raw: &[u8] = b"d\xffir/na\xc3me\nwith space\t\xf4\x8f\xbf\xbf";
+        let path = root.join(OsStr::from_bytes(raw));
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(&path, b"hello\n").expect("write");
+        let tree = scan(root, &mut StatCache::new());
+        let key = name::encode(raw);
+        let entry = &tree.entries[&key];
+        assert_eq!(entry.sha256.as_deref(), Some(HELLO_SHA256));
+        assert_eq!(name::to_path(root, &key), path);
+        assert_eq!(
+            fs::read(name::to_path(root, &key)).expect("read"),
+            b"hello\n"
+        );
+        assert!(tree.entries.contains_key(&name::encode(b"d\xffir")));
+    }
+
+    #[test]
+    fn deep_trees() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let rel = vec!["d"; 1000].join("/");
+        write(root, &format!("{rel}/leaf"), b"x");
+        let tree = scan(root, &mut StatCache::new());
+        assert_eq!(tree.entries.len(), 1001);
+        assert!(tree.entries[&format!("{rel}/leaf")].oid.is_some());
+    }
+
+    #[test]
+    fn the_cache_is_trusted_until_the_file_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "f", b"one\n");
+        settle();
+        let mut cache = quick_cache();
+        let first = scan(root, &mut cache);
+        assert_eq!(cache.reads(), 1);
+        let again = scan(root, &mut cache);
+        assert_eq!(
+            cache.reads(),
+            1,
+            "an unchanged, settled file is not read again"
+        );
+        assert_eq!(first, again);
+
+        // Same size, mtime put back: ctime still moves, so it is read again.
+        let mtime = filetime::FileTime::from_last_modification_time(
+            &fs::metadata(root.join("f")).expect("stat"),
+        );
+        settle();
+        fs::write(root.join("f"), b"two\n").expect("write");
+        filetime::set_file_mtime(root.join("f"), mtime).expect("mtime");
+        let edited = scan(root, &mut cache);
+        assert_eq!(cache.reads(), 2);
+        assert_ne!(edited.entries["f"].oid, first.entries["f"].oid);
+        assert_eq!(edited.entries["f"].oid, blob_oid(b"two\n").ok());
+    }
+
+    #[test]
+    fn a_file_changed_within_the_margin_is_read_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "f", b"racy");
+        // The default margin (2 s): the file was just written, so no read of it is trusted yet.
+        let mut cache = StatCache::new();
+        scan(root, &mut cache);
+        scan(root, &mut cache);
+        assert_eq!(cache.reads(), 2);
+    }
+
+    #[test]
+    fn rescan_follows_the_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "src/a.py", b"a\n");
+        write(root, "src/b.py", b"b\n");
+        write(root, "old/x/y.txt", b"y\n");
+        write(root, "old/z.txt", b"z\n");
+        settle();
+        let mut cache = quick_cache();
+        let options = opts(1 << 20);
+        let mut tree = WorkTree::scan(root, &options, &mut cache).expect("scan");
+        assert_eq!(cache.reads(), 4);
+
+        // A changed file: only it is read.
+        settle();
+        write(root, "src/a.py", b"A!\n");
+        tree.rescan(root, &["src/a.py".to_string()], &options, &mut cache);
+        assert_eq!(cache.reads(), 5);
+        assert_eq!(tree.entries["src/a.py"].oid, blob_oid(b"A!\n").ok());
+
+        // A new directory: the event names a deep path, the new ancestor is walked.
+        write(root, "new/deeper/n.txt", b"n\n");
+        write(root, "new/m.txt", b"m\n");
+        tree.rescan(
+            root,
+            &["new/deeper/n.txt".to_string()],
+            &options,
+            &mut cache,
+        );
+        assert_eq!(tree.entries["new"].kind, Kind::Dir);
+        assert!(tree.entries["new/m.txt"].oid.is_some());
+        assert!(tree.entries["new/deeper/n.txt"].oid.is_some());
+
+        // A removed subtree: its entries and cached hashes go.
+        fs::remove_dir_all(root.join("old")).expect("rm");
+        let before = cache.len();
+        tree.rescan(
+            root,
+            &["old".to_string(), ".git/index".to_string()],
+            &options,
+            &mut cache,
+        );
+        assert!(!tree.entries.keys().any(|k| k.starts_with("old")));
+        assert_eq!(cache.len(), before - 2);
+
+        // A file replaced by a directory.
+        fs::remove_file(root.join("src/b.py")).expect("rm");
+        write(root, "src/b.py/inner", b"i\n");
+        tree.rescan(root, &["src/b.py/inner".to_string()], &options, &mut cache);
+        assert_eq!(tree.entries["src/b.py"].kind, Kind::Dir);
+
+        // The rescanned tree is the tree a full scan sees.
+        assert_eq!(
+            tree,
+            WorkTree::scan(root, &options, &mut StatCache::new()).expect("scan")
+        );
+    }
+
+    #[test]
+    fn the_cache_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("ws");
+        write(&root, "a", b"a\n");
+        write(&root, "b", b"b\n");
+        settle();
+        let state = dir.path().join("stat-cache.json");
+        let mut cache = quick_cache();
+        scan(&root, &mut cache);
+        cache.save(&state).expect("save");
+
+        // A restart: the loaded cache spares the reads.
+        let mut loaded = StatCache::load(&state).with_margin(Duration::from_millis(20));
+        assert_eq!(loaded.len(), 2);
+        scan(&root, &mut loaded);
+        assert_eq!(loaded.reads(), 0);
+
+        // A path gone is dropped on save.
+        fs::remove_file(root.join("b")).expect("rm");
+        scan(&root, &mut loaded);
+        loaded.save(&state).expect("save");
+        assert_eq!(StatCache::load(&state).len(), 1);
+
+        // Garbage, a wrong version or no file at all: an empty cache.
+        fs::write(&state, b"{not json").expect("write");
+        assert!(StatCache::load(&state).is_empty());
+        fs::write(&state, br#"{"version":99,"entries":{}}"#).expect("write");
+        assert!(StatCache::load(&state).is_empty());
+        assert!(StatCache::load(&dir.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn an_unlistable_root_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("missing");
+        assert!(WorkTree::scan(&missing, &opts(10), &mut StatCache::new()).is_err());
+        write(dir.path(), "file", b"x");
+        assert!(
+            WorkTree::scan(&dir.path().join("file"), &opts(10), &mut StatCache::new()).is_err()
+        );
+    }
+}
