@@ -33,6 +33,12 @@ fn escaped_byte(c: char) -> Option<u8> {
 
 /// The `String` for a name's raw bytes; [`decode`] gives the bytes back, for every input.
 pub fn encode(bytes: &[u8]) -> String {
+    // The common case: UTF-8 without the escape range, whose chars all start with 0xF4.
+    if !bytes.contains(&0xF4) {
+        if let Ok(s) = std::str::from_utf8(bytes) {
+            return s.to_owned();
+        }
+    }
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -181,7 +187,14 @@ mod tests {
 
     #[test]
     fn utf8_passes_through() {
-        for s in ["", "a/b.txt", "héllo wörld", "日本語/ファイル", "with space\nnewline", "😀"] {
+        for s in [
+            "",
+            "a/b.txt",
+            "héllo wörld",
+            "日本語/ファイル",
+            "with space\nnewline",
+            "😀",
+        ] {
             assert_eq!(encode(s.as_bytes()), s);
             assert_eq!(decode(s), s.as_bytes());
         }
@@ -217,7 +230,10 @@ mod tests {
         assert_eq!(path.as_os_str().as_bytes(), b"/root/dir/na\xffme\nx");
         assert_eq!(from_os(OsStr::from_bytes(b"dir/na\xffme\nx")), rel);
         // An absolute path stays under the root.
-        assert_eq!(to_path(Path::new("/root"), "//etc/passwd"), Path::new("/root/etc/passwd"));
+        assert_eq!(
+            to_path(Path::new("/root"), "//etc/passwd"),
+            Path::new("/root/etc/passwd")
+        );
     }
 
     #[test]
@@ -225,7 +241,10 @@ mod tests {
         assert_eq!(display("a\nb\tc\rd"), "a\\nb\\tc\\rd");
         assert_eq!(display("x\u{1b}[31m"), "x\\u{1b}[31m");
         assert_eq!(display("\u{202E}gpj.exe"), "\\u{202e}gpj.exe");
-        assert_eq!(display("a\u{2028}b\u{2069}\u{85}"), "a\\u{2028}b\\u{2069}\\u{85}");
+        assert_eq!(
+            display("a\u{2028}b\u{2069}\u{85}"),
+            "a\\u{2028}b\\u{2069}\\u{85}"
+        );
         assert_eq!(display("back\\slash"), "back\\\\slash");
         // A literal `\n` (two chars) and a newline differ.
         assert_ne!(display("\\n"), display("\n"));
