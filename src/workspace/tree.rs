@@ -70,6 +70,13 @@ pub struct Entry {
     pub nlink: u64,
 }
 
+impl Entry {
+    /// A regular file that was read: what the stat cache holds.
+    fn is_hashed_file(&self) -> bool {
+        matches!(self.kind, Kind::File { .. }) && self.oid.is_some()
+    }
+}
+
 /// How to scan.
 pub struct Options<'a> {
     /// The most bytes read from one file; a bigger one is unreadable ("over the read cap").
@@ -118,7 +125,7 @@ impl WorkTree {
         let entries = &tree.entries;
         cache
             .entries
-            .retain(|key, _| entries.get(key).is_some_and(|e| e.oid.is_some()));
+            .retain(|key, _| entries.get(key).is_some_and(Entry::is_hashed_file));
         Ok(tree)
     }
 
@@ -211,7 +218,7 @@ impl WorkTree {
         }
         walker.run(stack);
         for key in removed {
-            if !walker.entries.get(&key).is_some_and(|e| e.oid.is_some()) {
+            if !walker.entries.get(&key).is_some_and(Entry::is_hashed_file) {
                 walker.cache.entries.remove(&key);
             }
         }
@@ -1179,6 +1186,61 @@ mod tests {
         write(dir.path(), "file", b"x");
         assert!(
             WorkTree::scan(&dir.path().join("file"), &opts(10), &mut StatCache::new()).is_err()
+        );
+    }
+
+    #[test]
+    fn a_swapped_directory_or_file_is_not_followed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "d/f", b"f\n");
+        write(root, "other/f", b"o\n");
+        let meta = fs::metadata(root.join("other")).expect("stat");
+        let other = (meta.dev(), meta.ino());
+        // A directory that is not the one listed is refused, and so is a symlink in its place.
+        let err = OpenDir::open(&root.join("d"), Some(other))
+            .err()
+            .expect("refused");
+        assert_eq!(err.to_string(), "replaced while being read");
+        symlink("other", root.join("link")).expect("symlink");
+        assert!(OpenDir::open(&root.join("link"), Some(other)).is_err());
+        // A file that is not the one listed is not read.
+        let listed = Stat::of(&fs::symlink_metadata(root.join("other/f")).expect("stat"));
+        let err = read_capped(&root.join("d/f"), &listed, 100)
+            .err()
+            .expect("refused");
+        assert_eq!(err, "replaced while being read");
+        assert!(read_capped(&root.join("other/f"), &listed, 100).is_ok());
+    }
+
+    #[test]
+    fn rescan_keeps_ignored_and_nested_repositories_as_a_scan_has_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        write(root, "target/debug/x", b"x");
+        write(root, "vendor/lib/.git/HEAD", b"ref\n");
+        let ignored = |path: &[u8], is_dir: bool| is_dir && path == b"target";
+        let options = Options {
+            cap: 1 << 20,
+            skip_top: SKIP,
+            ignored: &ignored,
+        };
+        let mut cache = StatCache::new();
+        let mut tree = WorkTree::scan(root, &options, &mut cache).expect("scan");
+        write(root, "target/debug/y", b"y");
+        write(root, "vendor/lib/.git/objects/ab", b"o");
+        let paths = [
+            "target/debug/y".to_string(),
+            "vendor/lib/.git/objects/ab".to_string(),
+        ];
+        tree.rescan(root, &paths, &options, &mut cache);
+        let y = &tree.entries["target/debug/y"];
+        assert!(y.ignored && y.oid.is_none());
+        assert_eq!(tree.entries["vendor/lib/.git"].kind, Kind::GitDir);
+        assert!(!tree.entries.contains_key("vendor/lib/.git/objects"));
+        assert_eq!(
+            tree,
+            WorkTree::scan(root, &options, &mut StatCache::new()).expect("scan")
         );
     }
 }
