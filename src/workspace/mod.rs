@@ -10,6 +10,7 @@
 
 pub mod diff;
 pub mod git;
+pub mod gitread;
 pub mod record;
 pub mod snapshot;
 
