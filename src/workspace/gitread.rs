@@ -1043,6 +1043,18 @@ mod tests {
         );
     }
 
+    /// Every file under `dir` with its size and modification time: what a write would change.
+    fn listing(dir: &Path) -> BTreeMap<PathBuf, (u64, std::time::SystemTime)> {
+        walkdir::WalkDir::new(dir)
+            .into_iter()
+            .map(|e| {
+                let e = e.unwrap();
+                let meta = e.metadata().unwrap();
+                (e.into_path(), (meta.len(), meta.modified().unwrap()))
+            })
+            .collect()
+    }
+
     /// Every way a repository can make git run a program: none of them runs here, and the
     /// answers are still the baseline's.
     #[test]
@@ -1094,6 +1106,7 @@ mod tests {
         .unwrap();
         drop(config);
 
+        let before = listing(&root.join(".git"));
         let repo = open(&root);
         assert_eq!(repo.head().unwrap(), Some(c2));
         assert_eq!(repo.resolve("HEAD~1").unwrap(), Some(c1));
@@ -1104,7 +1117,13 @@ mod tests {
             b"two\n"
         );
         Ignore::from_tree(&repo, &tree).unwrap();
+        drop(repo);
         assert!(!marker.exists(), "the reader ran the repository's program");
+        assert_eq!(
+            listing(&root.join(".git")),
+            before,
+            "the reader wrote in .git/"
+        );
 
         // The trap is live: git itself runs it.
         write(&root, b"a.txt", b"three\n");
@@ -1133,10 +1152,17 @@ mod tests {
             None,
             "git follows the replacement"
         );
+        // And a graft that gives c1 a parent it does not have.
+        write(
+            &root,
+            b".git/info/grafts",
+            format!("{c1} {c2}\n").as_bytes(),
+        );
 
         let repo = open(&root);
         assert_eq!(repo.resolve("HEAD").unwrap(), Some(c2));
         assert_eq!(repo.resolve("HEAD~1").unwrap(), Some(c1));
+        assert_eq!(repo.resolve("HEAD~2").unwrap(), None, "no grafted parent");
         let tree = repo.tree(c2).unwrap();
         assert_eq!(tree.entries[&b"a.txt"[..]].oid, two);
         assert_eq!(repo.blob(two).unwrap(), b"two\n");
@@ -1268,6 +1294,46 @@ mod tests {
         for bytes in inputs {
             let want = git_in(&root, &["hash-object", "--stdin"], Some(bytes));
             assert_eq!(blob_oid(bytes).to_string(), want);
+        }
+    }
+
+    /// `tree` of a 20,000-file repository, loose and packed (`cargo test --release -- --ignored`
+    /// for the number that matters; the debug build is several times slower).
+    #[test]
+    #[ignore = "timing; run by hand"]
+    fn lists_a_large_tree_quickly() {
+        let (_tmp, root) = new_repo();
+        let mut stream = Vec::new();
+        for i in 0..200 {
+            writeln!(stream, "blob\nmark :{}\ndata 6\nf{i:04}\n", i + 1).unwrap();
+        }
+        stream.extend_from_slice(b"commit refs/heads/main\ncommitter a <a@b> 0 +0000\ndata 2\nm\n");
+        for i in 0..20_000 {
+            let dir = i / 100;
+            writeln!(
+                stream,
+                "M 100644 :{} d{:03}/s{}/f{i:05}.txt",
+                dir + 1,
+                dir,
+                i % 3
+            )
+            .unwrap();
+        }
+        git_in(&root, &["fast-import", "--quiet"], Some(&stream));
+        for packed in [false, true] {
+            if packed {
+                git(&root, &["gc", "-q", "--prune=now"]);
+            }
+            let repo = open(&root);
+            let head = repo.head().unwrap().unwrap();
+            let start = std::time::Instant::now();
+            let tree = repo.tree(head).unwrap();
+            let took = start.elapsed();
+            assert_eq!(tree.entries.len(), 20_000);
+            eprintln!(
+                "packed={packed}: {} entries in {took:?}",
+                tree.entries.len()
+            );
         }
     }
 
