@@ -11,6 +11,7 @@
 pub mod diff;
 pub mod git;
 pub mod name;
+pub mod gitread;
 pub mod record;
 pub mod snapshot;
 pub mod tree;
