@@ -1368,6 +1368,28 @@ mod tests {
         }
     }
 
+    /// A `.git` that git could not read either is an error (the caller fails closed), never
+    /// "not a work tree" and never a guess.
+    #[test]
+    fn an_unreadable_repository_is_an_error() {
+        let (_tmp, root) = new_repo();
+        commit_all(&root, "c1");
+        std::fs::write(root.join(".git/config"), "[core\n\tnot a config ]]\n").unwrap();
+        assert!(matches!(Repo::open(&root), Err(GitReadError::Open { .. })));
+        std::fs::write(
+            root.join(".git/config"),
+            "[extensions]\n\tobjectFormat = sha256\n",
+        )
+        .unwrap();
+        assert!(matches!(Repo::open(&root), Err(GitReadError::Open { .. })));
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::create_dir(empty.path().join(".git")).unwrap();
+        assert!(matches!(
+            Repo::open(empty.path()),
+            Err(GitReadError::Open { .. })
+        ));
+    }
+
     #[test]
     fn repo_is_send() {
         fn send<T: Send>() {}
