@@ -39,7 +39,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, thiserror::Error)]
 pub enum GitReadError {
     #[error(
-        "cannot open the git repository at `{path}` (is it a repository `git status` can read?)"
+        "cannot open the git repository at `{path}` (it must be a git directory, or a `gitdir: <path>` file naming one, that the referee's user can read)"
     )]
     Open {
         path: PathBuf,
@@ -79,7 +79,7 @@ pub enum GitReadError {
         /// `hashes to <id>` or why it could not be hashed.
         actual: String,
     },
-    #[error("object `{oid}` is a {actual}, where a {expected} was expected")]
+    #[error("object `{oid}` is a {actual}, where a {expected} was expected (`git fsck` checks the repository)")]
     Kind {
         oid: ObjectId,
         expected: &'static str,
@@ -101,6 +101,13 @@ pub enum GitReadError {
          abbreviated), `HEAD`, a branch or tag name, followed by any of `~N`, `^N`, `^{{commit}}`, `^{{}}`"
     )]
     Unsupported { rev: String },
+    #[error("cannot look `{rev}` up in the object store of `{git_dir}` (`git fsck` checks it)")]
+    Lookup {
+        rev: String,
+        git_dir: PathBuf,
+        #[source]
+        source: BoxError,
+    },
     #[error("revision `{rev}` is ambiguous: more than one object id starts with it (give more hex digits)")]
     Ambiguous { rev: String },
 }
@@ -351,6 +358,26 @@ impl Repo {
         Ok(data)
     }
 
+    /// The size of a blob as the object store records it, without reading it: to decline a
+    /// blob over a read cap before [`Repo::blob`] reads it all. Not verified (the header is the
+    /// worker's to write); `None` when there is no such object.
+    pub fn blob_size(&self, oid: ObjectId) -> Result<Option<u64>, GitReadError> {
+        use gix::objs::FindHeader as _;
+        let header = self
+            .odb
+            .try_header(&oid)
+            .map_err(|e| GitReadError::Object {
+                oid,
+                git_dir: self.git_dir.clone(),
+                source: boxed(e),
+            })?;
+        match header {
+            None => Ok(None),
+            Some(h) if h.kind == gix::objs::Kind::Blob => Ok(Some(h.size)),
+            Some(h) => Err(kind_err(oid, "blob", h.kind)),
+        }
+    }
+
     /// Any object, verified: its kind and bytes hash to `oid`.
     fn object(&self, oid: ObjectId) -> Result<(gix::objs::Kind, Vec<u8>), GitReadError> {
         self.try_object(oid)?.ok_or_else(|| GitReadError::Missing {
@@ -417,8 +444,8 @@ impl Repo {
             Ok(Some(Err(()))) => Err(GitReadError::Ambiguous {
                 rev: rev.to_string(),
             }),
-            Err(e) => Err(GitReadError::Ref {
-                name: base.to_string(),
+            Err(e) => Err(GitReadError::Lookup {
+                rev: rev.to_string(),
                 git_dir: self.git_dir.clone(),
                 source: boxed(e),
             }),
@@ -574,7 +601,7 @@ fn parse_suffix(mut s: &str) -> Option<Vec<Op>> {
         }
     }
     while let Some(c) = s.chars().next() {
-        s = &s[1..];
+        s = &s[c.len_utf8()..];
         match c {
             '~' => {
                 let (n, rest) = number(s);
@@ -881,6 +908,7 @@ mod tests {
                 path.to_str_lossy()
             );
             assert_eq!(blob_oid(&want), entry.oid);
+            assert_eq!(repo.blob_size(entry.oid).unwrap(), Some(want.len() as u64));
         }
         // A tree or commit is not a blob.
         assert!(matches!(repo.blob(head), Err(GitReadError::Kind { .. })));
@@ -949,6 +977,9 @@ mod tests {
                 "HEAD^{tree}",
                 "^HEAD",
                 "HEAD:a",
+                "HEAD~é",
+                "HEAD^{",
+                "HEAD~1x",
             ] {
                 assert!(
                     matches!(repo.resolve(rev), Err(GitReadError::Unsupported { .. })),
@@ -1335,6 +1366,28 @@ mod tests {
                 tree.entries.len()
             );
         }
+    }
+
+    /// A `.git` that git could not read either is an error (the caller fails closed), never
+    /// "not a work tree" and never a guess.
+    #[test]
+    fn an_unreadable_repository_is_an_error() {
+        let (_tmp, root) = new_repo();
+        commit_all(&root, "c1");
+        std::fs::write(root.join(".git/config"), "[core\n\tnot a config ]]\n").unwrap();
+        assert!(matches!(Repo::open(&root), Err(GitReadError::Open { .. })));
+        std::fs::write(
+            root.join(".git/config"),
+            "[extensions]\n\tobjectFormat = sha256\n",
+        )
+        .unwrap();
+        assert!(matches!(Repo::open(&root), Err(GitReadError::Open { .. })));
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::create_dir(empty.path().join(".git")).unwrap();
+        assert!(matches!(
+            Repo::open(empty.path()),
+            Err(GitReadError::Open { .. })
+        ));
     }
 
     #[test]
