@@ -172,7 +172,7 @@ fn grade<'p>(
 fn protected_globs(protocol: &Protocol) -> Vec<crate::protocol::predicate::Glob> {
     fn walk(p: &Predicate, out: &mut Vec<crate::protocol::predicate::Glob>) {
         match p {
-            Predicate::Unchanged(u) => out.extend(u.globs.iter().cloned()),
+            Predicate::Unchanged(u) => out.extend(u.all_globs().into_iter().map(|(g, _)| g)),
             Predicate::All(v) | Predicate::Any(v) => v.iter().for_each(|q| walk(q, out)),
             Predicate::Not(q) | Predicate::FailIfMissing(q) => walk(q, out),
             _ => {}

@@ -6,10 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, FileRef, Outcome, Verdict};
-use crate::protocol::predicate::{AddedLines, Glob, Parses, RecordField, SizeLimit, Style};
+use crate::protocol::predicate::{
+    AddedLines, Glob, Parses, RecordField, SizeLimit, Style, Unchanged,
+};
 use crate::syntax;
 use crate::workspace::record::{Record, Task};
-use crate::workspace::{diff, Change, Content, Workspace};
+use crate::workspace::{diff, name, Change, Content, Workspace};
 
 /// What one task attempt is judged on.
 #[derive(Debug)]
@@ -175,14 +177,14 @@ pub(super) fn task_record(ctx: &Ctx<'_>) -> Outcome {
 
 // ---- CC-01 ----------------------------------------------------------------------------------
 
-pub(super) fn unchanged(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
+pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
     let s = match scope(ctx) {
         Ok(s) => s,
         Err(o) => return o,
     };
     let expected = format!(
-        "no protected path ({}) added, modified or removed",
-        globs
+        "no protected path ({}) added, modified or removed, reached by a new link or shadowed",
+        u.globs
             .iter()
             .map(Glob::as_str)
             .collect::<Vec<_>>()
@@ -191,22 +193,28 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     let Some(changes) = s.ws.changes() else {
         return no_baseline(s, &expected);
     };
+    let globs: Vec<Glob> = u.all_globs().into_iter().map(|(g, _)| g).collect();
     let protected = |p: &str| globs.iter().any(|g| g.is_match(p));
     let mut fails = Vec::new();
     let mut files = Vec::new();
     // A veto stands in the workspace, whoever made it: every change, not just the task's scope.
-    for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
-        fails.push(format!("protected_file_modified: {p} ({})", c.as_str()));
-        if let Ok(d) = s.ws.diff(p) {
-            fails.extend(d.lines().map(|l| format!("  {l}")));
+    for (p, why) in protected_findings(s.ws, &globs) {
+        fails.push(format!(
+            "protected_file_modified: {} ({why})",
+            name::display(&p)
+        ));
+        if changes.contains_key(&p) {
+            if let Ok(d) = s.ws.diff(&p) {
+                fails.extend(d.lines().map(|l| format!("  {l}")));
+            }
         }
-        files.push(file_ref(s.ws, p));
+        files.push(file_ref(s.ws, &p));
     }
     let unknown: Vec<String> =
         s.ws.undecided
             .iter()
             .filter(|(p, _)| protected(p))
-            .map(|(p, why)| format!("{p}: {why}"))
+            .map(|(p, why)| format!("{}: {why}", name::display(p)))
             .collect();
     let mut o = conclude(
         &expected,
@@ -218,16 +226,39 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     o
 }
 
-/// The protected paths changed in the workspace, for the verdict file's diffs.
+/// Every way the workspace differs from the baseline at a protected path, with what: a change
+/// of a matching path (its bytes, type or mode), a matching path the baseline's ignore rules
+/// hide, a new link to a protected baseline file. `globs` include the shadow globs.
+pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String)> {
+    let protected = |p: &str| globs.iter().any(|g| g.is_match(p));
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(changes) = ws.changes() {
+        for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
+            let what = match ws.detail(p) {
+                Some(d) => format!("{}, {d}", c.as_str()),
+                None => c.as_str().to_string(),
+            };
+            out.insert(p.clone(), what);
+        }
+    }
+    for p in ws.ignored().iter().filter(|p| protected(p)) {
+        out.insert(p.clone(), "added, hidden by an ignore rule".into());
+    }
+    for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {
+        out.insert(
+            p.clone(),
+            format!("added, a link to `{}`", name::display(to)),
+        );
+    }
+    out.into_iter().collect()
+}
+
+/// The protected paths changed in the workspace, for the verdict file's diffs and the veto.
 pub fn protected_changes(ws: &Workspace, globs: &[Glob]) -> Vec<String> {
-    ws.changes()
-        .map(|c| {
-            c.keys()
-                .filter(|p| globs.iter().any(|g| g.is_match(p)))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
+    protected_findings(ws, globs)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
 }
 
 // ---- CC-02 ----------------------------------------------------------------------------------

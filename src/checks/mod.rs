@@ -575,7 +575,7 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::GateCount(g) => gates::gate_count(ctx, g),
         P::GateSources(g) => gates::gate_sources(ctx, g),
         P::TaskRecord(_) => change::task_record(ctx),
-        P::Unchanged(u) => change::unchanged(ctx, &u.globs),
+        P::Unchanged(u) => change::unchanged(ctx, u),
         P::ChangesListed(_) => change::changes_listed(ctx),
         P::HashesMatch(_) => change::hashes_match(ctx),
         P::NoLoss(_) => change::no_loss(ctx),

@@ -151,6 +151,58 @@ pub enum Predicate {
 pub struct Unchanged {
     /// Matched against the whole path relative to the workspace (`**/x.py` matches `x.py`).
     pub globs: Vec<Glob>,
+    /// Paths that take a protected file's place for its language (SPEC §8: a module shadowing
+    /// a protected one): for each glob whose file name ends in `.EXT`, each template of the
+    /// `EXT` entry, with `{dir}` the glob's directory part (with its `/`, or empty) and
+    /// `{stem}` its file name without `.EXT`, is protected too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadows: Vec<Shadow>,
+}
+
+/// The shadow templates of one file extension (see [`Unchanged::shadows`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shadow {
+    /// The extension, without its dot (`py`).
+    pub ext: String,
+    /// Path templates with `{dir}` and `{stem}` (`{dir}{stem}/__init__.py`).
+    pub paths: Vec<String>,
+}
+
+impl Unchanged {
+    /// The protected globs and the globs of every path that shadows one, each with the glob it
+    /// protects (itself for a protected glob). A template that makes no valid glob is left out
+    /// (the protocol check reports it).
+    pub fn all_globs(&self) -> Vec<(Glob, Option<String>)> {
+        let mut out: Vec<(Glob, Option<String>)> =
+            self.globs.iter().map(|g| (g.clone(), None)).collect();
+        for g in &self.globs {
+            for (shadow, _) in shadow_sources(g.as_str(), &self.shadows) {
+                if let Ok(sg) = Glob::try_from(shadow) {
+                    out.push((sg, Some(g.as_str().to_string())));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The shadow patterns of one protected glob: (pattern, the template it came from).
+pub fn shadow_sources(glob: &str, shadows: &[Shadow]) -> Vec<(String, String)> {
+    let (dir, file) = match glob.rfind('/') {
+        Some(i) => (&glob[..=i], &glob[i + 1..]),
+        None => ("", glob),
+    };
+    let mut out = Vec::new();
+    for s in shadows {
+        let Some(stem) = file.strip_suffix(&format!(".{}", s.ext)) else {
+            continue;
+        };
+        for t in &s.paths {
+            out.push((t.replace("{dir}", dir).replace("{stem}", stem), t.clone()));
+        }
+    }
+    out
 }
 
 /// The syntax check: the built-in parsers (by extension, see `crate::syntax`) plus `commands`.

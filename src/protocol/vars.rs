@@ -260,7 +260,8 @@ fields!(PathsListed {
     skip
 });
 
-fields!(Unchanged { globs });
+fields!(Unchanged { globs, shadows });
+fields!(Shadow { paths; ext });
 fields!(AddedLines { forbid });
 fields!(Forbid { pattern; name });
 fields!(RecordField { field, pattern });
@@ -270,6 +271,12 @@ fields!(SyntaxCommand { ext, argv; timeout_seconds });
 impl Substitute for Vec<SyntaxCommand> {
     fn substitute(&self, vars: &Vars) -> Result<Self, String> {
         self.iter().map(|c| c.substitute(vars)).collect()
+    }
+}
+
+impl Substitute for Vec<Shadow> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        self.iter().map(|s| s.substitute(vars)).collect()
     }
 }
 

@@ -178,8 +178,10 @@ fn rule_matches(rule: &CommandRule, name: &str) -> bool {
     if ext.is_empty() || name.len() <= ext.len() {
         return false;
     }
-    let (stem, tail) = name.split_at(name.len() - ext.len());
-    stem.ends_with('.') && tail.eq_ignore_ascii_case(ext)
+    // Bytes, not chars: a name like `é.py` has no char boundary where a longer extension
+    // would start (splitting the str there panicked).
+    let (stem, tail) = name.as_bytes().split_at(name.len() - ext.len());
+    stem.ends_with(b".") && tail.eq_ignore_ascii_case(ext.as_bytes())
 }
 
 /// Checks one file. `rel`: its path relative to the workspace (picks the parser by extension, see

@@ -788,3 +788,22 @@ fn python_py_compile_writes_nothing_in_the_workspace() {
 fn resolve_for_test(program: &str) -> Option<PathBuf> {
     command::resolve_for_tests(program)
 }
+
+/// A non-ASCII name shorter than a rule's extension has no char boundary where the extension
+/// would start: matching it once panicked the referee (`é.py` against `.bash`).
+#[test]
+fn a_non_ascii_name_never_panics_the_rule_match() {
+    let rules = [rule(
+        ".bash",
+        &["bash", "-n", "{path}"],
+        Duration::from_secs(5),
+    )];
+    for name in ["é.py", "é", "ßé.sh", "日本.bash", "x.BASH"] {
+        let _ = rules
+            .iter()
+            .filter(|r| super::rule_matches(r, name))
+            .count();
+    }
+    assert!(super::rule_matches(&rules[0], "日本.bash"));
+    assert!(!super::rule_matches(&rules[0], "é.py"));
+}

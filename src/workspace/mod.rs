@@ -1,27 +1,36 @@
 //! What changed in a workspace (a source tree a coding agent edits) against its baseline
-//! (SPEC §7): the baseline itself (a git commit, a pristine directory, or a snapshot the referee
-//! took and keeps in `.referee/`), the change set (added, modified, removed paths), the contents
-//! on both sides, unified diffs, and the task records. It reads; the only thing it ever writes
-//! is a start snapshot under `.referee/` when asked ([`snapshot::create`]).
+//! (SPEC §7, §8): the change set (added, modified, removed paths, with type and mode changes),
+//! the contents on both sides, unified diffs, and the task records.
 //!
-//! `.git/`, `.tasks/`, `.referee/` and (in a git work tree) paths an ignore rule excludes are
-//! never part of a change. Nothing here judges: a file that cannot be read is data (its reason),
-//! for the checks to make INCONCLUSIVE.
+//! Nothing the worker writes decides what changed: the baseline is pinned once
+//! ([`baseline`]: git objects read in-process, or a pristine directory), and the work tree is
+//! read from the file system itself ([`tree`]: names of any bytes, types, modes, bytes hashed
+//! through the referee's own stat cache), never through git's index, config or filters. What
+//! is ignored is what the baseline's committed `.gitignore` files say; protected globs still
+//! see ignored paths ([`Workspace::ignored`]).
+//!
+//! `.git/`, `.tasks/` and `.referee/` at the top are never part of a change. Nothing here
+//! judges: a file that cannot be read is data (its reason), for the checks to make
+//! INCONCLUSIVE. It reads and never writes, except the pin [`baseline`] keeps in the state
+//! directory.
 
+pub mod baseline;
 pub mod diff;
 pub mod git;
-pub mod name;
 pub mod gitread;
+pub mod name;
 pub mod record;
 pub mod snapshot;
 pub mod tree;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::artifacts::fsread::{self, sha256_hex, FileData, ReadError};
+use baseline::{BaseKind, Baseline};
+use tree::{Kind, StatCache, WorkTree};
 
 /// The referee's own folder in a workspace.
 pub const OUTPUT_DIR: &str = ".referee";
@@ -76,7 +85,9 @@ pub enum WorkspaceError {
         source: std::io::Error,
     },
     #[error("cannot read the git baseline")]
-    Git(#[from] git::GitError),
+    Git(#[from] gitread::GitReadError),
+    #[error("{0}")]
+    Pin(String),
 }
 
 /// How a path differs from the baseline.
@@ -115,13 +126,7 @@ impl Content {
     }
 }
 
-#[derive(Debug)]
-enum Source {
-    Git { commit: String },
-    Dir { root: PathBuf },
-}
-
-/// A workspace and its baseline, opened once per evaluation.
+/// A workspace against its pinned baseline, as it stands at one moment: read once per judgment.
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
@@ -130,9 +135,17 @@ pub struct Workspace {
     pub baseline: Option<BaselineInfo>,
     /// Why there is no baseline (evidence of every INCONCLUSIVE that needs one).
     pub no_baseline: Option<String>,
-    source: Option<Source>,
+    base: Option<Arc<Baseline>>,
     /// Every changed path, sorted; `None` without a baseline.
     changes: Option<BTreeMap<String, Change>>,
+    /// What changed about a path besides (or instead of) its bytes: its type or its mode.
+    details: BTreeMap<String, String>,
+    /// Paths an ignore rule of the baseline hides that the baseline does not have: never a
+    /// change, but protected globs see them (SPEC §8).
+    ignored: Vec<String>,
+    /// Added paths that are a way to a baseline file: a symlink resolving to one, or a hard
+    /// link to one (path, the baseline file it reaches).
+    aliases: Vec<(String, String)>,
     /// Paths whose change could not be decided (unreadable on a side).
     pub undecided: Vec<(String, String)>,
     /// The task records as read at opening, before the tree: see [`Workspace::records`].
@@ -141,109 +154,191 @@ pub struct Workspace {
     cur_cache: RefCell<HashMap<String, Content>>,
 }
 
+/// A pinned baseline, or why there is none.
+pub type Pinned = Result<Arc<Baseline>, String>;
+
 impl Workspace {
-    /// Opens `root` against the baseline `spec`; `cap` bounds every file read.
+    /// Opens `root` against the baseline `spec`, pinned now and kept nowhere (one-shot readers
+    /// and tests); `cap` bounds every file read.
     pub fn open(root: &Path, spec: &BaselineSpec, cap: u64) -> Result<Workspace, WorkspaceError> {
-        Workspace::open_as(root, spec, cap, None)
+        let root = canonical_root(root)?;
+        let snap = snapshot::load(&root);
+        let base = Baseline::pin(&root, spec, None, snap.as_deref(), cap)?.map(Arc::new);
+        Workspace::judge(&root, &base, &mut StatCache::default(), cap)
     }
 
-    /// [`Workspace::open`], told whether `root` is a git work tree (`Some`: a caller that
-    /// reopens the same workspace again and again — the daemon — asks git once, not each time).
-    pub fn open_as(
+    /// The workspace as it stands against a pinned baseline: the records first, then the work
+    /// tree read from the file system (hashes through `cache`).
+    pub fn judge(
         root: &Path,
-        spec: &BaselineSpec,
+        base: &Pinned,
+        cache: &mut StatCache,
         cap: u64,
-        git_work_tree: Option<bool>,
     ) -> Result<Workspace, WorkspaceError> {
-        let root = std::fs::canonicalize(root).map_err(|source| WorkspaceError::Root {
-            path: root.display().to_string(),
-            source,
-        })?;
-        std::fs::read_dir(&root).map_err(|source| WorkspaceError::Root {
-            path: root.display().to_string(),
-            source,
-        })?;
-        let git_work_tree = git_work_tree.unwrap_or_else(|| git::is_work_tree(&root));
+        let root = canonical_root(root)?;
         // The records first, then the tree: a worker writes its files before the record that
         // says they are ready, so whatever record is read here has its files in place when
         // the tree is read next. Read the other way round, a record landing in between would
         // be judged against the tree before its change.
         let raw_records = read_records(&root, cap);
+        let tree = scan(&root, base.as_ref().ok().map(|b| &**b), cache, cap)?;
+        Ok(Workspace::from_tree(root, base, &tree, raw_records, cap))
+    }
+
+    fn from_tree(
+        root: PathBuf,
+        base: &Pinned,
+        tree: &WorkTree,
+        raw_records: Vec<(String, Content)>,
+        cap: u64,
+    ) -> Workspace {
+        let git_work_tree = std::fs::symlink_metadata(root.join(".git")).is_ok();
         let mut ws = Workspace {
             root,
             cap,
             git_work_tree,
             baseline: None,
             no_baseline: None,
-            source: None,
+            base: None,
             changes: None,
+            details: BTreeMap::new(),
+            ignored: Vec::new(),
+            aliases: Vec::new(),
             undecided: Vec::new(),
             raw_records,
             base_cache: RefCell::new(HashMap::new()),
             cur_cache: RefCell::new(HashMap::new()),
         };
-        match spec {
-            BaselineSpec::Rev(rev) => {
-                if !git_work_tree {
-                    return Err(WorkspaceError::NotGit(rev.clone()));
+        match base {
+            Ok(b) => {
+                ws.baseline = Some(b.info.clone());
+                ws.compare(b, tree);
+                ws.base = Some(b.clone());
+            }
+            Err(why) => ws.no_baseline = Some(why.clone()),
+        }
+        ws
+    }
+
+    /// Every difference between the baseline and the work tree: bytes, type and mode.
+    fn compare(&mut self, base: &Baseline, tree: &WorkTree) {
+        let mut changes = BTreeMap::new();
+        for (p, e) in &tree.entries {
+            if excluded(p) {
+                continue;
+            }
+            let Some(b) = base.entries.get(p) else {
+                if matches!(e.kind, Kind::Dir) {
+                    continue;
                 }
-                let commit =
-                    git::resolve(&ws.root, rev)?.ok_or_else(|| WorkspaceError::NoSuchRev {
-                        rev: rev.clone(),
-                        path: ws.root.display().to_string(),
-                    })?;
-                // The two listings are independent processes: run them side by side (the
-                // daemon's reaction time is mostly these waits).
-                let (diffed, untracked) = std::thread::scope(|s| {
-                    let untracked = s.spawn(|| git::untracked(&ws.root));
-                    let diffed = git::diff_names(&ws.root, &commit);
-                    (diffed, untracked.join())
-                });
-                let untracked = match untracked {
-                    Ok(u) => u?,
-                    Err(_) => git::untracked(&ws.root)?,
-                };
-                ws.open_git(rev, commit, diffed?, untracked)?;
-            }
-            BaselineSpec::Dir(dir) => {
-                let base =
-                    std::fs::canonicalize(dir).map_err(|source| WorkspaceError::BaseDir {
-                        path: dir.display().to_string(),
-                        source,
-                    })?;
-                std::fs::read_dir(&base).map_err(|source| WorkspaceError::BaseDir {
-                    path: dir.display().to_string(),
-                    source,
-                })?;
-                ws.open_dir(base, "dir")?;
-            }
-            BaselineSpec::Auto => {
-                if git_work_tree {
-                    // One `git status`: the commit, the changes against it and the untracked
-                    // files in one process and one consistent look.
-                    let st = git::head_status(&ws.root)?;
-                    match st.head {
-                        Some(commit) => ws.open_git("HEAD", commit, st.changes, st.untracked)?,
-                        None => {
-                            ws.no_baseline = Some(
-                                "the git repository has no commit yet (HEAD names none), and no \
-                                 --baseline-dir was given"
-                                    .into(),
-                            )
-                        }
-                    }
-                } else if let Some(dir) = snapshot::load(&ws.root) {
-                    ws.open_dir(dir, "snapshot")?;
-                } else {
-                    ws.no_baseline = Some(
-                        "no baseline: the workspace is not a git work tree, no --baseline-dir \
-                         was given, and no start snapshot is kept in .referee/"
-                            .into(),
+                if e.ignored {
+                    self.ignored.push(p.clone());
+                    continue;
+                }
+                changes.insert(p.clone(), Change::Added);
+                continue;
+            };
+            let now = match &e.kind {
+                Kind::File { exec } => BaseKind::File { exec: *exec },
+                Kind::Symlink { .. } => BaseKind::Symlink,
+                Kind::Dir if b.kind == BaseKind::Submodule => continue,
+                other => {
+                    // A directory, FIFO, socket, device or nested repository where the
+                    // baseline has a file: its type changed.
+                    changes.insert(p.clone(), Change::Modified);
+                    self.details.insert(
+                        p.clone(),
+                        format!("type: {} → {}", b.kind.describe(), kind_name(other)),
                     );
+                    continue;
+                }
+            };
+            let same_type = matches!(
+                (&now, &b.kind),
+                (BaseKind::File { .. }, BaseKind::File { .. })
+                    | (BaseKind::Symlink, BaseKind::Symlink)
+            );
+            if !same_type {
+                changes.insert(p.clone(), Change::Modified);
+                self.details.insert(
+                    p.clone(),
+                    format!("type: {} → {}", b.kind.describe(), now.describe()),
+                );
+                continue;
+            }
+            if now != b.kind {
+                changes.insert(p.clone(), Change::Modified);
+                self.details.insert(
+                    p.clone(),
+                    format!("mode: {} → {}", b.kind.describe(), now.describe()),
+                );
+            }
+            if let Some(why) = &e.unreadable {
+                self.undecided.push((p.clone(), why.clone()));
+                continue;
+            }
+            let differs = match (base.checked_out_sha256(p), &e.sha256, e.oid) {
+                (Some(sha), Some(now), _) => sha != now,
+                (None, _, Some(oid)) => oid != b.oid,
+                _ => {
+                    self.undecided
+                        .push((p.clone(), "its content could not be hashed".into()));
+                    continue;
+                }
+            };
+            if differs {
+                changes.insert(p.clone(), Change::Modified);
+            }
+        }
+        for p in base.entries.keys() {
+            let gone = match tree.entries.get(p) {
+                None => true,
+                Some(e) => {
+                    matches!(e.kind, Kind::Dir) && base.entries[p].kind != BaseKind::Submodule
+                }
+            };
+            if gone && !excluded(p) {
+                changes.entry(p.clone()).or_insert(Change::Removed);
+            }
+        }
+        // A new path that is a way to a baseline file: a link that resolves to one, or a hard
+        // link sharing its inode.
+        let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
+        let added: Vec<&String> = changes
+            .iter()
+            .filter(|(_, c)| **c == Change::Added)
+            .map(|(p, _)| p)
+            .collect();
+        if !added.is_empty() {
+            for p in base.entries.keys() {
+                if let Some(e) = tree.entries.get(p) {
+                    if matches!(e.kind, Kind::File { .. }) {
+                        inodes.insert((e.dev, e.ino), p.clone());
+                    }
                 }
             }
         }
-        Ok(ws)
+        for p in added {
+            let Some(e) = tree.entries.get(p) else {
+                continue;
+            };
+            match &e.kind {
+                Kind::Symlink { target } => {
+                    if let Some(to) = resolve_link(p, target) {
+                        if base.entries.contains_key(&to) {
+                            self.aliases.push((p.clone(), to));
+                        }
+                    }
+                }
+                Kind::File { .. } if e.nlink > 1 => {
+                    if let Some(to) = inodes.get(&(e.dev, e.ino)) {
+                        self.aliases.push((p.clone(), to.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.changes = Some(changes);
     }
 
     /// The canonical workspace root.
@@ -251,132 +346,24 @@ impl Workspace {
         &self.root
     }
 
-    /// Opens against `commit`, given what differs from it (`diffed`) and the untracked files.
-    fn open_git(
-        &mut self,
-        rev: &str,
-        commit: String,
-        diffed: Vec<(git::Status, String)>,
-        untracked: Vec<String>,
-    ) -> Result<(), WorkspaceError> {
-        let mut changes = BTreeMap::new();
-        for (status, path) in diffed {
-            let change = match status {
-                git::Status::Added => Change::Added,
-                git::Status::Modified => Change::Modified,
-                git::Status::Removed => Change::Removed,
-            };
-            changes.insert(path, change);
-        }
-        for path in untracked {
-            // Tracked in the baseline but dropped from the index and still on disk: the file
-            // is there, so it is modified (or not changed at all) rather than removed + added.
-            let change = match changes.get(&path) {
-                Some(Change::Removed) => Change::Modified,
-                _ => Change::Added,
-            };
-            changes.insert(path, change);
-        }
-        changes.retain(|p, _| !excluded(p));
-        let short: String = commit.chars().take(12).collect();
-        self.baseline = Some(BaselineInfo {
-            kind: "git",
-            describe: format!("git {rev} ({short})"),
-        });
-        self.source = Some(Source::Git { commit });
-        // Preload the baseline side of every change in one `git cat-file` call.
-        let wanted: Vec<String> = changes
-            .iter()
-            .filter(|(_, c)| **c != Change::Added)
-            .map(|(p, _)| p.clone())
-            .collect();
-        self.changes = Some(changes);
-        self.load_git_blobs(&wanted)?;
-        // An untracked-again file identical to the baseline is no change.
-        let same: Vec<String> = self
-            .changes
-            .iter()
-            .flatten()
-            .filter(|(_, c)| **c == Change::Modified)
-            .filter(|(p, _)| {
-                matches!((self.base(p), self.current(p)), (Content::Bytes(a), Content::Bytes(b)) if a.bytes == b.bytes)
-            })
-            .map(|(p, _)| p.clone())
-            .collect();
-        if let Some(ch) = self.changes.as_mut() {
-            for p in same {
-                ch.remove(&p);
-            }
-        }
-        Ok(())
-    }
-
-    fn load_git_blobs(&self, paths: &[String]) -> Result<(), WorkspaceError> {
-        let Some(Source::Git { commit }) = &self.source else {
-            return Ok(());
-        };
-        let blobs = git::blobs(&self.root, commit, paths)?;
-        let mut cache = self.base_cache.borrow_mut();
-        for (p, b) in paths.iter().zip(blobs) {
-            let content = match b {
-                Some(bytes) => Content::Bytes(Arc::new(FileData::from_bytes(p, bytes, None))),
-                None => Content::Absent,
-            };
-            cache.insert(p.clone(), content);
-        }
-        Ok(())
-    }
-
-    fn open_dir(&mut self, base: PathBuf, kind: &'static str) -> Result<(), WorkspaceError> {
-        let current: BTreeSet<String> = if self.git_work_tree {
-            git::listed(&self.root)?
-                .into_iter()
-                .filter(|p| !excluded(p))
-                .collect()
-        } else {
-            walk(&self.root).into_iter().collect()
-        };
-        let mut in_base: BTreeSet<String> = walk(&base).into_iter().collect();
-        if self.git_work_tree {
-            // A baseline file an ignore rule excludes is not part of the tree either (unless
-            // it is tracked, and so listed on the current side).
-            let candidates: Vec<String> = in_base.difference(&current).cloned().collect();
-            for p in git::ignored(&self.root, &candidates)? {
-                in_base.remove(&p);
-            }
-        }
-        self.baseline = Some(BaselineInfo {
-            kind,
-            describe: format!("{kind} {}", base.display()),
-        });
-        self.source = Some(Source::Dir { root: base });
-        let mut changes = BTreeMap::new();
-        for p in current.union(&in_base) {
-            match (in_base.contains(p), current.contains(p)) {
-                (false, true) => {
-                    changes.insert(p.clone(), Change::Added);
-                }
-                (true, false) => {
-                    changes.insert(p.clone(), Change::Removed);
-                }
-                _ => match (self.base(p), self.current(p)) {
-                    (Content::Bytes(a), Content::Bytes(b)) if a.bytes != b.bytes => {
-                        changes.insert(p.clone(), Change::Modified);
-                    }
-                    (Content::Unknown(why), _) | (_, Content::Unknown(why)) => {
-                        self.undecided.push((p.clone(), why));
-                    }
-                    _ => {}
-                },
-            }
-        }
-        self.changes = Some(changes);
-        Ok(())
-    }
-
     /// Every change against the baseline, by path; `None` without a baseline.
     pub fn changes(&self) -> Option<&BTreeMap<String, Change>> {
         self.changes.as_ref()
+    }
+
+    /// What changed about `rel` besides its bytes (`type: …`, `mode: …`), if anything.
+    pub fn detail(&self, rel: &str) -> Option<&str> {
+        self.details.get(rel).map(String::as_str)
+    }
+
+    /// Present paths the baseline's ignore rules hide (not changes; protected globs see them).
+    pub fn ignored(&self) -> &[String] {
+        &self.ignored
+    }
+
+    /// Added paths that reach a baseline file (a symlink to it, a hard link of it).
+    pub fn aliases(&self) -> &[(String, String)] {
+        &self.aliases
     }
 
     /// The baseline's content of `rel` (`Unknown` without a baseline).
@@ -384,29 +371,13 @@ impl Workspace {
         if let Some(c) = self.base_cache.borrow().get(rel) {
             return c.clone();
         }
-        let content = match &self.source {
+        let content = match &self.base {
             None => Content::Unknown(
                 self.no_baseline
                     .clone()
                     .unwrap_or_else(|| "no baseline".into()),
             ),
-            Some(Source::Dir { root }) => read(root, rel, self.cap),
-            Some(Source::Git { .. }) => {
-                // Not changed: the baseline's content is the work tree's.
-                let changed = self.changes.as_ref().is_some_and(|c| c.contains_key(rel));
-                if !changed && !excluded(rel) {
-                    self.current(rel)
-                } else if let Err(e) = self.load_git_blobs(&[rel.to_string()]) {
-                    Content::Unknown(crate::error::chain(&e))
-                } else {
-                    return self
-                        .base_cache
-                        .borrow()
-                        .get(rel)
-                        .cloned()
-                        .unwrap_or(Content::Absent);
-                }
-            }
+            Some(b) => b.content(rel, self.cap),
         };
         self.base_cache
             .borrow_mut()
@@ -414,12 +385,12 @@ impl Workspace {
         content
     }
 
-    /// The work tree's content of `rel`.
+    /// The work tree's content of `rel`: a regular file's bytes; a symlink is never followed.
     pub fn current(&self, rel: &str) -> Content {
         if let Some(c) = self.cur_cache.borrow().get(rel) {
             return c.clone();
         }
-        let content = read(&self.root, rel, self.cap);
+        let content = read(&self.root, rel, self.cap, true);
         self.cur_cache
             .borrow_mut()
             .insert(rel.to_string(), content.clone());
@@ -435,11 +406,16 @@ impl Workspace {
         };
         let old = side(self.base(rel))?;
         let new = side(self.current(rel))?;
-        Ok(diff::unified(
-            rel,
+        let shown = name::display(rel);
+        let mut d = diff::unified(
+            &shown,
             old.as_deref().map(|d| &d.bytes[..]),
             new.as_deref().map(|d| &d.bytes[..]),
-        ))
+        );
+        if let Some(detail) = self.detail(rel) {
+            d.insert_str(0, &format!("# {shown}: {detail}\n"));
+        }
+        Ok(d)
     }
 
     /// The task records under `.tasks/` (`*.json` directly in it), sorted by path, as read
@@ -475,6 +451,69 @@ impl Workspace {
     }
 }
 
+fn canonical_root(root: &Path) -> Result<PathBuf, WorkspaceError> {
+    let canon = std::fs::canonicalize(root).map_err(|source| WorkspaceError::Root {
+        path: root.display().to_string(),
+        source,
+    })?;
+    std::fs::read_dir(&canon).map_err(|source| WorkspaceError::Root {
+        path: root.display().to_string(),
+        source,
+    })?;
+    Ok(canon)
+}
+
+/// The work tree as the file system has it, with the baseline's ignore rules.
+pub fn scan(
+    root: &Path,
+    base: Option<&Baseline>,
+    cache: &mut StatCache,
+    cap: u64,
+) -> Result<WorkTree, WorkspaceError> {
+    let ig = |p: &[u8], d: bool| base.is_some_and(|b| b.is_ignored(p, d));
+    let opts = tree::Options {
+        cap,
+        skip_top: EXCLUDED,
+        ignored: &ig,
+    };
+    WorkTree::scan(root, &opts, cache).map_err(|source| WorkspaceError::Root {
+        path: root.display().to_string(),
+        source,
+    })
+}
+
+fn kind_name(k: &Kind) -> &'static str {
+    match k {
+        Kind::File { exec: false } => "file (100644)",
+        Kind::File { exec: true } => "executable file (100755)",
+        Kind::Symlink { .. } => "symlink",
+        Kind::Dir => "directory",
+        Kind::GitDir => "nested git repository",
+        Kind::Other(what) => what,
+    }
+}
+
+/// Where a symlink at `rel` with `target` points, relative to the workspace, resolved
+/// lexically; `None` outside it or when absolute.
+fn resolve_link(rel: &str, target: &[u8]) -> Option<String> {
+    let target = name::encode(target);
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    for c in target.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 /// Whether any task record under `root` asks for a judgment (see [`record::Record::is_judged`]):
 /// the cheap look before opening the workspace against its baseline (git processes and all).
 pub fn any_judged(root: &Path, cap: u64, required: &[String], judge_status: &[String]) -> bool {
@@ -494,7 +533,7 @@ fn read_records(root: &Path, cap: u64) -> Vec<(String, Content)> {
     };
     let mut names: Vec<String> = rd
         .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().into_string().ok())
+        .map(|e| name::from_os(&e.file_name()))
         .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
         .collect();
     names.sort();
@@ -502,7 +541,7 @@ fn read_records(root: &Path, cap: u64) -> Vec<(String, Content)> {
         .into_iter()
         .map(|n| {
             let rel = format!("{TASKS_DIR}/{n}");
-            let content = read(root, &rel, cap.min(16 << 20));
+            let content = read(root, &rel, cap.min(16 << 20), true);
             (rel, content)
         })
         .collect()
@@ -520,40 +559,48 @@ pub fn excluded(rel: &str) -> bool {
     EXCLUDED.contains(&top)
 }
 
-fn read(root: &Path, rel: &str, cap: u64) -> Content {
-    match fsread::read_file(root, &root.join(rel), rel, cap) {
+/// Reads `rel` (encoded, see [`name`]) under `root`; with `nofollow`, a symlink is not read
+/// (its content is not a file's).
+fn read(root: &Path, rel: &str, cap: u64, nofollow: bool) -> Content {
+    let path = name::to_path(root, rel);
+    if nofollow {
+        if let Ok(m) = std::fs::symlink_metadata(&path) {
+            if m.file_type().is_symlink() {
+                let to = std::fs::read_link(&path)
+                    .map(|t| name::display(&name::from_os(t.as_os_str())))
+                    .unwrap_or_default();
+                return Content::Unknown(format!(
+                    "`{}` is a symbolic link (to `{to}`); the referee does not follow links",
+                    name::display(rel)
+                ));
+            }
+        }
+    }
+    match fsread::read_file(root, &path, &name::display(rel), cap) {
         Ok(d) => Content::Bytes(Arc::new(d)),
         Err(ReadError::NotFound(_)) => Content::Absent,
         Err(e) => Content::Unknown(e.to_string()),
     }
 }
 
-/// Every regular file (or symlink) under `root`, relative, sorted, without the excluded
-/// top-level names; directories that cannot be listed are skipped.
+/// Every regular file (or symlink) under `root`, relative (encoded, see [`name`]), sorted,
+/// without the excluded top-level names; what cannot be listed is left out.
 pub fn walk(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let it = walkdir::WalkDir::new(root)
-        .min_depth(1)
-        .follow_links(false)
-        .into_iter()
-        .filter_entry(|e| {
-            !(e.depth() == 1
-                && EXCLUDED
-                    .iter()
-                    .any(|x| e.file_name() == std::ffi::OsStr::new(x)))
-        });
-    for e in it.flatten() {
-        if e.file_type().is_dir() {
-            continue;
-        }
-        if let Ok(rel) = e.path().strip_prefix(root) {
-            if let Some(s) = rel.to_str() {
-                out.push(s.replace('\\', "/"));
-            }
-        }
-    }
-    out.sort();
-    out
+    let none = |_: &[u8], _: bool| false;
+    let opts = tree::Options {
+        cap: 0,
+        skip_top: EXCLUDED,
+        ignored: &none,
+    };
+    WorkTree::scan(root, &opts, &mut StatCache::default())
+        .map(|t| {
+            t.entries
+                .into_iter()
+                .filter(|(_, e)| matches!(e.kind, Kind::File { .. } | Kind::Symlink { .. }))
+                .map(|(p, _)| p)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Lowercase hex SHA-256 of bytes.

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
@@ -20,7 +21,9 @@ use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::code_change;
 use crate::protocol::Protocol;
 use crate::verdict::{self, TaskVerdict};
-use crate::workspace::{self, BaselineSpec, Workspace, OUTPUT_DIR};
+use crate::workspace::baseline::Baseline;
+use crate::workspace::tree::StatCache;
+use crate::workspace::{self, BaselineSpec, Pinned, Workspace, OUTPUT_DIR};
 
 use super::super::event::Event;
 use super::super::{Config, DaemonError};
@@ -29,9 +32,10 @@ use super::{panic_message, Session};
 /// A session's state for a protocol with `[tasks]`.
 #[derive(Debug)]
 pub(super) struct Tasks {
-    spec: BaselineSpec,
-    /// Whether the workspace was a git work tree at start (asked once).
-    git: bool,
+    /// The baseline pinned at start, or why there is none.
+    base: Pinned,
+    /// The referee's own stat cache of the work tree.
+    cache: StatCache,
     /// `WORKSPACE/.referee/`: the session's own files.
     pub out: PathBuf,
     /// The STOP text as of the last judgment (`None`: no veto stands, nothing escalated).
@@ -85,14 +89,21 @@ impl Tasks {
         };
         let out = code_change::ensure_dir(canon).map_err(out_err)?;
         let cap = cfg.limits.max_read_bytes;
-        let git = workspace::git::is_work_tree(canon);
-        if cfg.baseline == BaselineSpec::Auto && !git {
-            workspace::snapshot::create(canon, cap).map_err(out_err)?;
-        }
-        Workspace::open_as(canon, &cfg.baseline, cap, Some(git))?;
+        let git = workspace::gitread::Repo::open(canon)
+            .map_err(workspace::WorkspaceError::from)?
+            .is_some();
+        let snapshot = if cfg.baseline == BaselineSpec::Auto && !git {
+            Some(workspace::snapshot::create(canon, cap).map_err(out_err)?)
+        } else {
+            None
+        };
+        // The baseline is pinned here, once: what the worker does to `.git/` afterwards (a
+        // commit, a reset, a replace ref) changes nothing (SPEC §8).
+        let base =
+            Baseline::pin(canon, &cfg.baseline, None, snapshot.as_deref(), cap)?.map(Arc::new);
         Ok(Tasks {
-            spec: cfg.baseline.clone(),
-            git,
+            base,
+            cache: StatCache::default(),
             out,
             stop: None,
             violation: false,
@@ -117,10 +128,11 @@ pub(super) fn violation(p: &Protocol, eval: &Evaluation, verdicts: &[TaskVerdict
 impl Session {
     /// Judges the workspace as it stands. `None` on the referee's own fault (recorded).
     pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
-        let tasks = self.tasks.as_ref()?;
-        self.evaluated = true;
         let cap = self.cfg.limits.max_read_bytes;
-        let ws = match Workspace::open_as(&self.canon, &tasks.spec, cap, Some(tasks.git)) {
+        let tasks = self.tasks.as_mut()?;
+        let opened = Workspace::judge(&self.canon, &tasks.base, &mut tasks.cache, cap);
+        self.evaluated = true;
+        let ws = match opened {
             Ok(ws) => {
                 self.clear_fault("scan");
                 ws
