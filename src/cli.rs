@@ -767,8 +767,9 @@ struct WatchArgs {
     settle: std::time::Duration,
     /// The longest a file still being written holds judgment back: one changing for DURATION
     /// (rewritten faster than `--settle`) is judged as it stands, so a churning file cannot
-    /// hold a task record or a result back forever. `2s`, `500ms`; a bare number is seconds.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse)]
+    /// hold a task record or a result back forever. `2s`, `1500ms`; a bare number is
+    /// milliseconds (as for `--settle`).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse_millis)]
     settle_max: std::time::Duration,
     /// Start a new OBSERVER-EVENTS.jsonl instead of resuming (the old log is moved aside to
     /// OBSERVER-EVENTS-<time>.jsonl, never deleted).
