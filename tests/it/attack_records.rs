@@ -139,6 +139,19 @@ fn the_veto_stands_whatever_the_records_say() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
 
+/// The end of a run does not lift a veto that no record carries: the STOP stays, exit 1.
+#[test]
+fn the_veto_without_a_record_outlives_the_run() {
+    let (_root, ws, logs) = git_workspace();
+    let mut w = start(&ws, &logs, &[]);
+    fs::write(ws.join(PROTECTED), "ROLES = []\n").expect("write");
+    stop_says(&w, &ws, "the veto without a record", WORKSPACE_VETO);
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    assert!(read(&stop(&ws)).contains(WORKSPACE_VETO), "the STOP stays");
+    assert_eq!(status(&ws, false).0, 1);
+}
+
 /// `verify --write` with a protected change and no record (or none pending) writes the STOP.
 #[test]
 fn verify_writes_the_veto_without_a_record() {
