@@ -765,6 +765,12 @@ struct WatchArgs {
     /// quiet (a half-written file is not judged). `300ms`, `1s`; a bare number is milliseconds.
     #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = crate::duration::parse_millis)]
     settle: std::time::Duration,
+    /// The longest a file still being written holds judgment back: one changing for DURATION
+    /// (rewritten faster than `--settle`) is judged as it stands, so a churning file cannot
+    /// hold a task record or a result back forever. `2s`, `1500ms`; a bare number is
+    /// milliseconds (as for `--settle`).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse_millis)]
+    settle_max: std::time::Duration,
     /// Start a new OBSERVER-EVENTS.jsonl instead of resuming (the old log is moved aside to
     /// OBSERVER-EVENTS-<time>.jsonl, never deleted).
     #[arg(long)]
@@ -844,6 +850,7 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
     config.max_fix_attempts = a.max_fix_attempts;
     config.heartbeat = a.heartbeat;
     config.settle = a.settle;
+    config.settle_max = a.settle_max;
     config.fresh = a.fresh;
     config.quiet = g.quiet;
     config.limits = Limits {

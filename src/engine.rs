@@ -262,6 +262,49 @@ pub struct TaskRun {
     pub diff: Option<String>,
     /// The changed paths in the task's scope.
     pub scope: Vec<String>,
+    /// [`crate::attempts::record_hash`] of a well-formed record.
+    pub record_hash: Option<String>,
+    /// Why the record is a replay of an attempt already judged (CC-00 FAILs).
+    pub replay: Option<String>,
+}
+
+/// One judged record's pass instances, as the decoy fixpoint of [`evaluate_workspace`] keeps
+/// them between rounds.
+struct Judgment {
+    scope: Option<BTreeMap<String, crate::workspace::Change>>,
+    passes: Vec<PassState>,
+    results: Vec<CheckResult>,
+    diff: Option<String>,
+    replay: Option<String>,
+}
+
+/// Why a record replays an attempt already judged for its task (SPEC §8: attempts are counted
+/// by the referee): its `attempt` is not above the last one kept. The very attempt kept, its
+/// record unchanged, is not a replay — the daemon judges a pending record again on every event,
+/// and that must keep its verdict. An attempt kept before record hashes were is taken as the
+/// same record (there is nothing to tell them apart by).
+///
+/// Counted here, in the task's scope, rather than by re-grading in the verdict stage: CC-00 is
+/// the check that says a record is not a valid attempt, so its FAIL shows in every output
+/// (`verify`'s results, the report, the STOP's reasons) the same way, and grades REJECT
+/// through the protocol's own mapping.
+fn replay(
+    store: &crate::attempts::Store,
+    record: &crate::workspace::record::Record,
+) -> Option<String> {
+    let t = record.parsed.as_ref().ok()?;
+    let last = store.last(&t.task_id)?;
+    if t.attempt > last.attempt {
+        return None;
+    }
+    let hash = crate::attempts::record_hash(&t.raw);
+    if t.attempt == last.attempt && last.record_hash.as_deref().is_none_or(|h| h == hash) {
+        return None;
+    }
+    Some(format!(
+        "attempt {} is not above attempt {}, already judged for task {}",
+        t.attempt, last.attempt, t.task_id
+    ))
 }
 
 /// Judges a workspace: the passes without `for_each` as [`evaluate`] does, and each pass with
@@ -302,45 +345,105 @@ pub fn evaluate_workspace(
         }
         passes.push(state);
     }
+    // Each judged record's checks, until no REJECTed record's claims are left excusing another
+    // record's changes (SPEC §8): judge all; drop the claims of the REJECTed ones; judge again
+    // the records whose scope that changed. Each round drops at least one more record's claims
+    // or ends, so there are at most as many rounds as records.
+    let store = crate::attempts::Store::open(&crate::attempts::dir_for(ws.root()));
+    let reject = protocol
+        .guards
+        .as_ref()
+        .map_or("REJECT", |g| g.reject.as_str());
+    let mut judgments: BTreeMap<String, Judgment> = BTreeMap::new();
+    let mut dropped: Vec<&str> = Vec::new();
+    for _ in 0..=judged.len() {
+        let claimants: Vec<&crate::workspace::record::Record> = judged
+            .iter()
+            .copied()
+            .filter(|r| !dropped.contains(&r.rel.as_str()))
+            .collect();
+        for record in &judged {
+            let mut scope = crate::checks::change::TaskScope::new(ws, record, &claimants);
+            if judgments
+                .get(&record.rel)
+                .is_some_and(|j| j.scope == scope.scope)
+            {
+                continue;
+            }
+            scope.replay = replay(&store, record);
+            let key = record.key().to_string();
+            let tctx = ctx.for_task(&scope);
+            let mut j = Judgment {
+                scope: scope.scope.clone(),
+                passes: Vec::new(),
+                results: Vec::new(),
+                diff: scope.attempt_diff(),
+                replay: scope.replay.clone(),
+            };
+            for pass in protocol.passes.iter().filter(|p| p.for_each.is_some()) {
+                let state = PassState {
+                    id: key.clone(),
+                    ran: true,
+                    reason: Some(RunReason::Trigger),
+                    at: Some(now),
+                };
+                for inst in &pass.checks {
+                    let mut r = judge_instance(&tctx, pass, &state, inst, opts, complete);
+                    r.pass = key.clone();
+                    j.results.push(r);
+                }
+                j.passes.push(state);
+            }
+            judgments.insert(record.rel.clone(), j);
+        }
+        let rejected: Vec<&str> = judged
+            .iter()
+            .filter(|r| !dropped.contains(&r.rel.as_str()))
+            .filter(|r| {
+                judgments.get(&r.rel).is_some_and(|j| {
+                    crate::verdict::graded(protocol, &j.results).as_deref() == Some(reject)
+                })
+            })
+            .map(|r| r.rel.as_str())
+            .collect();
+        if rejected.is_empty() {
+            break;
+        }
+        dropped.extend(rejected);
+    }
     for record in &records {
-        let is_judged = judged.iter().any(|r| r.rel == record.rel);
         let key = record.key().to_string();
-        if !is_judged {
+        let record_hash = record
+            .parsed
+            .as_ref()
+            .ok()
+            .map(|t| crate::attempts::record_hash(&t.raw));
+        let Some(j) = judgments.remove(&record.rel) else {
             runs.push(TaskRun {
                 key,
                 record: record.clone(),
                 judged: false,
                 diff: None,
                 scope: Vec::new(),
+                record_hash,
+                replay: None,
             });
             continue;
-        }
-        let scope = crate::checks::change::TaskScope::new(ws, record, &judged);
-        let tctx = ctx.for_task(&scope);
-        for pass in protocol.passes.iter().filter(|p| p.for_each.is_some()) {
-            let state = PassState {
-                id: key.clone(),
-                ran: true,
-                reason: Some(RunReason::Trigger),
-                at: Some(now),
-            };
-            for inst in &pass.checks {
-                let mut r = judge_instance(&tctx, pass, &state, inst, opts, complete);
-                r.pass = key.clone();
-                results.push(r);
-            }
-            passes.push(state);
-        }
+        };
+        results.extend(j.results);
+        passes.extend(j.passes);
         runs.push(TaskRun {
             key,
             record: record.clone(),
             judged: true,
-            diff: scope.attempt_diff(),
-            scope: scope
+            diff: j.diff,
+            scope: j
                 .scope
                 .as_ref()
                 .map(|s| s.keys().cloned().collect())
                 .unwrap_or_default(),
+            record_hash,
+            replay: j.replay,
         });
     }
     let eval = Evaluation {

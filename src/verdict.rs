@@ -1,17 +1,17 @@
 //! The verdict of a task attempt (SPEC §7): the protocol's grade mapping over the attempt's
 //! results, the files to restore and the cleanup task, then the loop guards over the task's
-//! earlier attempts, whose diffs and verdicts are kept in `.referee/attempts/`. Judging only:
-//! reading the kept attempts is the one I/O here; writing them is `outputs::code_change`'s.
-
-use std::path::Path;
+//! earlier attempts (every one of them, whitespace-only differences aside, SPEC §8) and the
+//! REJECTed attempts of other tasks, as the [`attempts`] store keeps them. Judging only: reading
+//! the store is the one I/O here; keeping an attempt is `outputs::code_change`'s.
 
 use serde::{Deserialize, Serialize};
 
+use crate::attempts::{self, diff_hash, is_empty_change, normalise, Kept, KeptAttempt, Store};
 use crate::checks::change::protected_changes;
 use crate::engine::{CheckResult, Status, TaskRun};
 use crate::protocol::predicate::Predicate;
 use crate::protocol::{Grade, Guards, Protocol};
-use crate::workspace::{diff, Change, Content, Workspace, OUTPUT_DIR};
+use crate::workspace::{diff, Change, Content, Workspace};
 
 pub const ESCALATE: &str = "ESCALATE";
 pub const ESCALATE_CONVERGENCE: &str = "ESCALATE_CONVERGENCE";
@@ -48,77 +48,18 @@ pub struct TaskVerdict {
     /// The attempt's diff, to keep.
     #[serde(skip)]
     pub diff: Option<String>,
+    /// The hash of the record judged ([`attempts::record_hash`]), to keep.
+    #[serde(skip)]
+    pub record_hash: Option<String>,
+    /// The record replays an attempt already judged (CC-00 FAILs): it is not an attempt, so
+    /// no guard applies and nothing of it is kept.
+    #[serde(skip)]
+    pub replay: bool,
 }
 
-/// What is kept of an attempt in `.referee/attempts/<task>/<attempt>.json` (its diff beside it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Kept {
-    pub attempt: u64,
-    pub verdict: String,
-    pub graded: String,
-    /// Why the attempt was escalated (absent in attempts kept before this field).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub escalation: Option<String>,
-}
-
-/// A file or directory name made from a task id: only `[A-Za-z0-9._-]`, never starting
-/// with a dot, so a task id cannot name a path outside `.referee/`.
-pub fn safe_name(task_id: &str) -> String {
-    let mut s: String = task_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.starts_with('.') {
-        s.insert(0, '_');
-    }
-    s
-}
-
-/// The kept attempts of a task, sorted by attempt number (unreadable ones are skipped).
-pub fn kept_attempts(root: &Path, task_id: &str) -> Vec<(Kept, Option<String>)> {
-    let dir = root
-        .join(OUTPUT_DIR)
-        .join("attempts")
-        .join(safe_name(task_id));
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".json") else {
-            continue;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
-            continue;
-        };
-        if !meta.is_file() || meta.len() > 1 << 20 {
-            continue;
-        }
-        let Ok(kept) = std::fs::read(e.path())
-            .map_err(|_| ())
-            .and_then(|b| serde_json::from_slice::<Kept>(&b).map_err(|_| ()))
-        else {
-            continue;
-        };
-        if stem != kept.attempt.to_string() {
-            continue;
-        }
-        let diff_path = dir.join(format!("{stem}.diff"));
-        let diff = std::fs::symlink_metadata(&diff_path)
-            .ok()
-            .filter(|m| m.is_file())
-            .and_then(|_| std::fs::read_to_string(&diff_path).ok());
-        out.push((kept, diff));
-    }
-    out.sort_by_key(|(k, _)| k.attempt);
-    out
+/// The verdict of the grade mapping for one attempt's results (`None`: no grade matches).
+pub fn graded(protocol: &Protocol, results: &[CheckResult]) -> Option<String> {
+    grade(protocol, results).map(|(g, _, _)| g.verdict.clone())
 }
 
 /// The first grade that matches the results, with the reasons (the tags of the matched
@@ -168,20 +109,39 @@ fn grade<'p>(
     None
 }
 
+/// The globs of the `unchanged` predicates in `p`.
+fn unchanged_globs(p: &Predicate, out: &mut Vec<crate::protocol::predicate::Glob>) {
+    match p {
+        Predicate::Unchanged(u) => out.extend(u.all_globs().into_iter().map(|(g, _)| g)),
+        Predicate::All(v) | Predicate::Any(v) => v.iter().for_each(|q| unchanged_globs(q, out)),
+        Predicate::Not(q) | Predicate::FailIfMissing(q) => unchanged_globs(q, out),
+        _ => {}
+    }
+}
+
 /// The protected globs of the protocol (from the `unchanged` predicates of its checks).
 fn protected_globs(protocol: &Protocol) -> Vec<crate::protocol::predicate::Glob> {
-    fn walk(p: &Predicate, out: &mut Vec<crate::protocol::predicate::Glob>) {
-        match p {
-            Predicate::Unchanged(u) => out.extend(u.all_globs().into_iter().map(|(g, _)| g)),
-            Predicate::All(v) | Predicate::Any(v) => v.iter().for_each(|q| walk(q, out)),
-            Predicate::Not(q) | Predicate::FailIfMissing(q) => walk(q, out),
-            _ => {}
-        }
-    }
     let mut out = Vec::new();
     for pass in &protocol.passes {
         for c in &pass.checks {
-            walk(&c.predicate, &mut out);
+            unchanged_globs(&c.predicate, &mut out);
+        }
+    }
+    out
+}
+
+/// The veto checks of the protocol (`veto = true`) that protect paths, each with its globs:
+/// what stands in the workspace whatever the records say (SPEC §8).
+pub fn veto_globs(protocol: &Protocol) -> Vec<(String, Vec<crate::protocol::predicate::Glob>)> {
+    let mut out: Vec<(String, Vec<crate::protocol::predicate::Glob>)> = Vec::new();
+    for pass in &protocol.passes {
+        for c in pass.checks.iter().filter(|c| c.def.veto) {
+            let mut globs = Vec::new();
+            unchanged_globs(&c.predicate, &mut globs);
+            if globs.is_empty() || out.iter().any(|(id, _)| *id == c.def.id) {
+                continue;
+            }
+            out.push((c.def.id.clone(), globs));
         }
     }
     out
@@ -195,6 +155,7 @@ pub fn judge(
     runs: &[TaskRun],
 ) -> Vec<TaskVerdict> {
     let globs = protected_globs(protocol);
+    let store = Store::open(&attempts::dir_for(ws.root()));
     let mut out = Vec::new();
     for run in runs.iter().filter(|r| r.judged) {
         let mine: Vec<CheckResult> = results
@@ -238,15 +199,18 @@ pub fn judge(
             protected_diffs,
             record: run.record.rel.clone(),
             diff: run.diff.clone(),
+            record_hash: run.record_hash.clone(),
+            replay: run.replay.is_some(),
         };
-        if let (Some(guards), Some(attempt)) = (&protocol.guards, attempt) {
-            let kept = kept_attempts(ws.root(), &run.key);
-            let history: Vec<(Kept, Option<String>)> = kept
+        if let (Some(guards), Some(attempt), false) = (&protocol.guards, attempt, v.replay) {
+            let kept = store.attempts(&run.key);
+            let history: Vec<KeptAttempt> = kept
                 .iter()
                 .filter(|(k, _)| k.attempt < attempt)
                 .cloned()
                 .collect();
-            apply_guards(guards, &history, attempt, &mut v);
+            let elsewhere = store.graded_elsewhere(&run.key, &guards.reject);
+            apply_guards(guards, &history, &elsewhere, attempt, &mut v);
             hold_escalation(&mut v, &kept);
         }
         out.push(v);
@@ -262,7 +226,7 @@ fn is_escalation(verdict: &str) -> bool {
 /// putting files back under it (as an orchestrator does on its way to a human) changes the
 /// workspace, not the decision, so the STOP keeps saying so until the record moves on (a new
 /// attempt, or another status). `kept`: the task's kept attempts, this one included if judged.
-pub fn hold_escalation(v: &mut TaskVerdict, kept: &[(Kept, Option<String>)]) {
+pub fn hold_escalation(v: &mut TaskVerdict, kept: &[KeptAttempt]) {
     let Some(attempt) = v.attempt else {
         return;
     };
@@ -278,17 +242,29 @@ pub fn hold_escalation(v: &mut TaskVerdict, kept: &[(Kept, Option<String>)]) {
     }
 }
 
-/// The loop guards, in the order of SPEC §7; the first that applies wins.
+/// The loop guards, in the order of SPEC §7; the first that applies wins. `history`: every
+/// earlier kept attempt of the task; `rejected_elsewhere`: the REJECTed attempts of other tasks.
+/// Diffs are compared [`normalise`]d, so whitespace-only differences do not count.
 pub fn apply_guards(
     guards: &Guards,
-    history: &[(Kept, Option<String>)],
+    history: &[KeptAttempt],
+    rejected_elsewhere: &[Kept],
     attempt: u64,
     v: &mut TaskVerdict,
 ) {
-    let previous = history.last();
-    if let (Some((_, Some(prev))), Some(now)) = (previous, v.diff.as_deref()) {
-        v.diff_similarity = diff::ratio(prev, now);
+    // The most similar earlier attempt (the later one on a tie).
+    let mut nearest: Option<(f64, u64)> = None;
+    if let Some(now) = v.diff.as_deref().map(normalise) {
+        for (k, d) in history {
+            let Some(r) = d.as_deref().and_then(|d| diff::ratio(&normalise(d), &now)) else {
+                continue;
+            };
+            if nearest.is_none_or(|(best, _)| r >= best) {
+                nearest = Some((r, k.attempt));
+            }
+        }
     }
+    v.diff_similarity = nearest.map(|(r, _)| r);
     if guards.final_verdicts.contains(&v.graded) {
         return;
     }
@@ -306,29 +282,48 @@ pub fn apply_guards(
         v.reasons.push("max_rejects".into());
         return;
     }
-    let Some((prev, Some(prev_diff))) = previous else {
-        return;
-    };
     let Some(now) = v.diff.as_deref() else {
         return;
     };
-    if guards.identical_diff && prev_diff == now {
-        v.verdict = ESCALATE.into();
-        v.escalation = Some(format!(
-            "attempt {attempt}'s diff is identical to attempt {}'s: no progress, human review required",
-            prev.attempt
-        ));
-        v.reasons.push("identical_diff".into());
-        return;
+    let hash = diff_hash(now);
+    if guards.identical_diff {
+        if let Some((same, _)) = history
+            .iter()
+            .rev()
+            .find(|(k, _)| k.diff_hash.as_deref() == Some(hash.as_str()))
+        {
+            v.verdict = ESCALATE.into();
+            v.escalation = Some(format!(
+                "attempt {attempt}'s diff is identical to attempt {}'s (whitespace aside): no progress, human review required",
+                same.attempt
+            ));
+            v.reasons.push("identical_diff".into());
+            return;
+        }
+        // A new task id does not reset the guards (SPEC §8); a change that is nothing at all
+        // once normalised is no resubmission.
+        if !is_empty_change(now) {
+            if let Some(other) = rejected_elsewhere
+                .iter()
+                .find(|k| k.diff_hash.as_deref() == Some(hash.as_str()))
+            {
+                v.verdict = ESCALATE.into();
+                v.escalation = Some(format!(
+                    "attempt {attempt}'s diff is identical to attempt {} of task `{}`, which was rejected (whitespace aside): human review required",
+                    other.attempt, other.task_id
+                ));
+                v.reasons.push("identical_to_rejected_task".into());
+                return;
+            }
+        }
     }
     if attempt >= guards.convergence_from_attempt {
-        if let Some(r) = v.diff_similarity {
+        if let Some((r, near)) = nearest {
             if r >= guards.convergence_ratio {
                 v.verdict = ESCALATE_CONVERGENCE.into();
                 v.escalation = Some(format!(
-                    "attempt {attempt}'s diff is {:.1}% similar to attempt {}'s (threshold {:.1}%): the rework is going in circles, hand off to a tester",
+                    "attempt {attempt}'s diff is {:.1}% similar to attempt {near}'s (threshold {:.1}%): the rework is going in circles, hand off to a tester",
                     r * 100.0,
-                    prev.attempt,
                     guards.convergence_ratio * 100.0
                 ));
                 v.reasons.push("convergence".into());
@@ -419,16 +414,21 @@ mod tests {
             protected_diffs: vec![],
             record: String::new(),
             diff: Some(diff.into()),
+            record_hash: None,
+            replay: false,
         }
     }
 
-    fn kept(attempt: u64, graded: &str, diff: &str) -> (Kept, Option<String>) {
+    fn kept(attempt: u64, graded: &str, diff: &str) -> KeptAttempt {
         (
             Kept {
                 attempt,
                 verdict: graded.into(),
                 graded: graded.into(),
                 escalation: None,
+                task_id: "t".into(),
+                record_hash: None,
+                diff_hash: Some(diff_hash(diff)),
             },
             Some(diff.into()),
         )
@@ -438,11 +438,11 @@ mod tests {
     fn the_third_reject_escalates_before_anything_else() {
         let h = [kept(1, "REJECT", "a\n"), kept(2, "REJECT", "b\n")];
         let mut x = v("REJECT", "b\n");
-        apply_guards(&guards(), &h, 3, &mut x);
+        apply_guards(&guards(), &h, &[], 3, &mut x);
         assert_eq!(x.verdict, ESCALATE);
         assert!(x.escalation.unwrap().contains("rejection 3"));
         let mut y = v("REJECT", "c\n");
-        apply_guards(&guards(), &h[..1], 2, &mut y);
+        apply_guards(&guards(), &h[..1], &[], 2, &mut y);
         assert_eq!(y.verdict, "REJECT");
     }
 
@@ -450,11 +450,11 @@ mod tests {
     fn an_identical_diff_escalates_and_approve_is_final() {
         let h = [kept(1, "REJECT", "same\n")];
         let mut x = v("MINOR_ISSUES", "same\n");
-        apply_guards(&guards(), &h, 2, &mut x);
+        apply_guards(&guards(), &h, &[], 2, &mut x);
         assert_eq!(x.verdict, ESCALATE);
         assert_eq!(x.diff_similarity, Some(1.0));
         let mut y = v("APPROVE", "same\n");
-        apply_guards(&guards(), &h, 2, &mut y);
+        apply_guards(&guards(), &h, &[], 2, &mut y);
         assert_eq!(y.verdict, "APPROVE");
     }
 
@@ -468,12 +468,12 @@ mod tests {
             kept(2, "MINOR_ISSUES", &base),
         ];
         let mut x = v("MINOR_ISSUES", &near);
-        apply_guards(&guards(), &h, 3, &mut x);
+        apply_guards(&guards(), &h, &[], 3, &mut x);
         assert_eq!(x.verdict, ESCALATE_CONVERGENCE);
         assert_eq!(x.diff_similarity, Some(0.99));
         // The first rework (attempt 2) is not judged for convergence.
         let mut y = v("MINOR_ISSUES", &near);
-        apply_guards(&guards(), &h[1..], 2, &mut y);
+        apply_guards(&guards(), &h[1..], &[], 2, &mut y);
         assert_eq!(y.verdict, "MINOR_ISSUES");
     }
 
@@ -518,10 +518,46 @@ mod tests {
     }
 
     #[test]
-    fn task_ids_cannot_leave_the_output_folder() {
-        assert_eq!(safe_name(".."), "_..");
-        assert_eq!(safe_name("a/b"), "a_b");
-        assert_eq!(safe_name("t-1.x"), "t-1.x");
-        assert_eq!(safe_name(""), "_");
+    fn every_earlier_attempt_counts_whitespace_aside() {
+        let a = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-x = 1\n+x = 2\n";
+        let b = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-x = 1\n+x = 3\n";
+        // A, B, A: the third is identical to the first.
+        let h = [kept(1, "MINOR_ISSUES", a), kept(2, "MINOR_ISSUES", b)];
+        let mut x = v("MINOR_ISSUES", a);
+        apply_guards(&guards(), &h, &[], 3, &mut x);
+        assert_eq!(x.verdict, ESCALATE);
+        assert!(x.reasons.contains(&"identical_diff".to_string()));
+        assert!(x.escalation.unwrap().contains("attempt 1's"));
+        // Whitespace only: identical.
+        let spaced = "--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n-x = 1\n+x  =  2 \n+\n";
+        let mut y = v("MINOR_ISSUES", spaced);
+        apply_guards(&guards(), &h[..1], &[], 2, &mut y);
+        assert_eq!(y.verdict, ESCALATE, "{:?}", y.escalation);
+    }
+
+    #[test]
+    fn a_rejected_diff_under_a_new_task_id_escalates() {
+        let d = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-x = 1\n+x = (\n";
+        let other = kept(1, "REJECT", d).0;
+        let other = Kept {
+            task_id: "t-old".into(),
+            ..other
+        };
+        let mut x = v("REJECT", d);
+        apply_guards(&guards(), &[], std::slice::from_ref(&other), 1, &mut x);
+        assert_eq!(x.verdict, ESCALATE);
+        assert_eq!(x.reasons, ["identical_to_rejected_task"]);
+        assert!(x.escalation.unwrap().contains("`t-old`"));
+        // Approved is final; an empty change is no resubmission.
+        let mut y = v("APPROVE", d);
+        apply_guards(&guards(), &[], std::slice::from_ref(&other), 1, &mut y);
+        assert_eq!(y.verdict, "APPROVE");
+        let empty = Kept {
+            diff_hash: Some(diff_hash("")),
+            ..other
+        };
+        let mut z = v("REJECT", "");
+        apply_guards(&guards(), &[], &[empty], 1, &mut z);
+        assert_eq!(z.verdict, "REJECT");
     }
 }

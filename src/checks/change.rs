@@ -21,14 +21,17 @@ pub struct TaskScope<'a> {
     /// The changes in this task's scope: those its record lists, plus those no other judged
     /// record claims (SPEC §7 precisions). `None` without a baseline.
     pub scope: Option<BTreeMap<String, Change>>,
+    /// Why the record replays an attempt already judged (SPEC §8): CC-00 FAILs with it.
+    pub replay: Option<String>,
 }
 
 impl<'a> TaskScope<'a> {
-    /// The scope of `record` among the `judged` records (which include it).
-    pub fn new(ws: &'a Workspace, record: &'a Record, judged: &[&Record]) -> TaskScope<'a> {
+    /// The scope of `record` among the `claimants`: the judged records whose claims count (in
+    /// the round, those not REJECTed; `record` itself may be among them).
+    pub fn new(ws: &'a Workspace, record: &'a Record, claimants: &[&Record]) -> TaskScope<'a> {
         let scope = ws.changes().map(|changes| {
             let own = record.parsed.as_ref().ok();
-            let claimed_elsewhere: BTreeSet<&str> = judged
+            let claimed_elsewhere: BTreeSet<&str> = claimants
                 .iter()
                 .filter(|r| r.rel != record.rel)
                 .filter_map(|r| r.parsed.as_ref().ok())
@@ -42,7 +45,12 @@ impl<'a> TaskScope<'a> {
                 .map(|(p, c)| (p.clone(), *c))
                 .collect()
         });
-        TaskScope { ws, record, scope }
+        TaskScope {
+            ws,
+            record,
+            scope,
+            replay: None,
+        }
     }
 
     /// The files of the task that exist now (added or modified): from the scope, or, without
@@ -162,6 +170,15 @@ pub(super) fn task_record(ctx: &Ctx<'_>) -> Outcome {
     };
     let expected = "the task record parses and has the required fields";
     let o = match &s.record.parsed {
+        Ok(_) if s.replay.is_some() => {
+            let why = s.replay.clone().unwrap_or_default();
+            Outcome::new(
+                Verdict::Fail,
+                "an attempt above the last one judged for its task",
+                why.clone(),
+            )
+            .detail(format!("{}: {why}", s.record.rel))
+        }
         Ok(t) => Outcome::pass(
             expected,
             format!(

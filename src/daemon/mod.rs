@@ -76,6 +76,9 @@ pub struct Config {
     pub heartbeat: Duration,
     /// How long a file must be quiet before a failure that rests on it is published.
     pub settle: Duration,
+    /// The longest a file being written holds judgment back (`--settle-max`): a file still
+    /// changing after that is judged as it stands.
+    pub settle_max: Duration,
     /// Start a new event log (the old one is moved aside) instead of resuming.
     pub fresh: bool,
     /// No human lines on stdout.
@@ -102,6 +105,7 @@ impl Config {
             max_fix_attempts: 3,
             heartbeat: Duration::from_secs(2),
             settle: Duration::from_millis(300),
+            settle_max: settle::DEFAULT_MAX,
             fresh: false,
             quiet: false,
             // A watcher lives long beside big builds: files over 1 MiB are read by each check

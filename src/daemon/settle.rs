@@ -14,6 +14,10 @@
 //! - nothing seen since the daemon started (or since it forgot): its mtime is the only clue, so a
 //!   young mtime counts as a recent write.
 //!
+//! A path is moving for at most `max` (`--settle-max`, SPEC §8) from the write that started its
+//! run of writes: a file rewritten faster than the window is judged as it stands once it has
+//! been moving that long, so a churning file cannot hold judgment back.
+//!
 //! Only a check's *inputs* may hold its result: [`reads`] is the strict test (a glob that could not
 //! be compiled matches nothing here, and "any path may matter" does not make a writer's temp file
 //! an input). The daemon holds a result that would newly become FAIL or INCONCLUSIVE (or would lift
@@ -30,8 +34,9 @@ use crate::watch::ChangeKind;
 /// The last thing known to have happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Written in place at this time: moving until quiet for the window.
-    Written(Instant),
+    /// Written in place at `.0`, in a run of writes (none quiet for the window) that started
+    /// at `.1`: moving until quiet for the window, or until `max` after the run started.
+    Written(Instant, Instant),
     /// Renamed into place, or only its metadata changed: complete.
     Complete(Instant),
     /// Removed or renamed away.
@@ -41,7 +46,7 @@ enum State {
 impl State {
     fn at(self) -> Instant {
         match self {
-            State::Written(t) | State::Complete(t) | State::Gone(t) => t,
+            State::Written(t, _) | State::Complete(t) | State::Gone(t) => t,
         }
     }
 }
@@ -49,15 +54,32 @@ impl State {
 #[derive(Debug, Clone)]
 pub struct Settle {
     window: Duration,
+    /// The longest a path stays moving (at least the window).
+    max: Duration,
     paths: HashMap<String, State>,
 }
+
+/// `--settle-max`'s default.
+pub const DEFAULT_MAX: Duration = Duration::from_secs(2);
 
 impl Settle {
     pub fn new(window: Duration) -> Settle {
         Settle {
             window,
+            max: DEFAULT_MAX.max(window),
             paths: HashMap::new(),
         }
+    }
+
+    /// The longest a path stays moving (`--settle-max`; never below the window).
+    pub fn with_max(mut self, max: Duration) -> Settle {
+        self.max = max.max(self.window);
+        self
+    }
+
+    /// Until when a path written at `at` in a run started at `since` is moving.
+    fn moving_until(&self, at: Instant, since: Instant) -> Instant {
+        (at + self.window).min(since + self.max)
     }
 
     pub fn window(&self) -> Duration {
@@ -67,7 +89,18 @@ impl Settle {
     /// `rel` changed (`kind`) at `at`.
     pub fn saw(&mut self, rel: &str, kind: ChangeKind, at: Instant) {
         let state = match kind {
-            ChangeKind::Written => State::Written(at),
+            ChangeKind::Written => {
+                // A write within the window of the last one continues its run.
+                let since = match self.paths.get(rel) {
+                    Some(&State::Written(t, since))
+                        if at.saturating_duration_since(t) < self.window =>
+                    {
+                        since
+                    }
+                    _ => at,
+                };
+                State::Written(at, since)
+            }
             ChangeKind::RenamedIn => State::Complete(at),
             ChangeKind::Removed => State::Gone(at),
             // The contents did not change: whatever was known stands (a `touch` after a write
@@ -92,15 +125,18 @@ impl Settle {
     /// the result's own evidence.
     pub fn moving(&self) -> impl Iterator<Item = &str> {
         self.paths.iter().filter_map(|(p, s)| match s {
-            State::Written(_) => Some(p.as_str()),
+            State::Written(..) => Some(p.as_str()),
             _ => None,
         })
     }
 
-    /// Until when `rel`, written in place, is still moving; `None` when nothing says so.
+    /// Until when `rel`, written in place, is still moving; `None` when nothing says so, or
+    /// when it has been moving for `max` already.
     pub fn written_until(&self, rel: &str, now: Instant) -> Option<Instant> {
         match self.paths.get(rel) {
-            Some(State::Written(t)) => Some(*t + self.window).filter(|&end| end > now),
+            Some(&State::Written(t, since)) => {
+                Some(self.moving_until(t, since)).filter(|&end| end > now)
+            }
             _ => None,
         }
     }
@@ -119,7 +155,9 @@ impl Settle {
     ) -> Option<Instant> {
         let entry = entry?;
         match self.paths.get(rel) {
-            Some(State::Written(t)) => Some(*t + self.window).filter(|&end| end > now),
+            Some(&State::Written(t, since)) => {
+                Some(self.moving_until(t, since)).filter(|&end| end > now)
+            }
             Some(State::Complete(_) | State::Gone(_)) => None,
             None => {
                 let age = wall.duration_since(entry.mtime()?).ok()?;
@@ -179,6 +217,37 @@ mod tests {
         assert_eq!(s.fresh_until("a", a, now + W, wall), Some(now + W / 2 + W));
         s.prune(now + W / 2 + W);
         assert_eq!(s.moving().count(), 0);
+    }
+
+    #[test]
+    fn a_churning_file_is_moving_for_at_most_max() {
+        let (_d, snap, wall) = snap(Duration::from_secs(3600));
+        let a = snap.get("a");
+        let max = W * 3;
+        let mut s = Settle::new(W).with_max(max);
+        let start = Instant::now();
+        // Rewritten every half window: without the bound it would never settle.
+        let mut t = start;
+        while t < start + max * 2 {
+            s.saw("a", ChangeKind::Written, t);
+            let until = s.written_until("a", t);
+            if t + W <= start + max {
+                assert_eq!(until, Some(t + W));
+            } else {
+                assert!(until.is_none_or(|u| u <= start + max), "{t:?}");
+            }
+            assert!(s
+                .fresh_until("a", a, t, wall)
+                .is_none_or(|u| u <= start + max));
+            t += W / 2;
+        }
+        assert_eq!(s.written_until("a", start + max), None);
+        // A quiet window ends the run: the next write starts a new one.
+        let later = t + W * 2;
+        s.saw("a", ChangeKind::Written, later);
+        assert_eq!(s.written_until("a", later), Some(later + W));
+        // The bound is never below the window.
+        assert_eq!(Settle::new(W).with_max(W / 10).max, W);
     }
 
     #[test]

@@ -11,9 +11,10 @@ use serde::Serialize;
 
 use super::escape::{cell, code, code_cell, text};
 use super::Context;
+use crate::attempts::{self, Kept, Store};
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::Protocol;
-use crate::verdict::{safe_name, Kept, Restore, TaskVerdict, ESCALATE, ESCALATE_CONVERGENCE};
+use crate::verdict::{Restore, TaskVerdict, ESCALATE, ESCALATE_CONVERGENCE};
 use crate::workspace::{Workspace, OUTPUT_DIR};
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
@@ -39,8 +40,10 @@ pub fn ensure_dir(root: &Path) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// `OBSERVER-VERDICT-<task_id>.<ext>`, the task id escaped one-to-one
+/// ([`attempts::file_name`]): two ids never share a verdict file.
 pub fn verdict_file(task_id: &str, ext: &str) -> String {
-    format!("OBSERVER-VERDICT-{}.{ext}", safe_name(task_id))
+    format!("OBSERVER-VERDICT-{}.{ext}", attempts::file_name(task_id))
 }
 
 #[derive(Serialize)]
@@ -178,7 +181,10 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
         );
     }
     if let Some(r) = v.diff_similarity {
-        let _ = writeln!(s, "Diff similarity with the previous attempt: {r:.4}\n");
+        let _ = writeln!(
+            s,
+            "Diff similarity with the most similar earlier attempt: {r:.4}\n"
+        );
     }
     let _ = writeln!(
         s,
@@ -312,6 +318,82 @@ pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
         }
     }
     (!blocks.is_empty()).then(|| format!("# OBSERVER STOP\n\n{}", blocks.join("\n---\n\n")))
+}
+
+/// The STOP blocks of the veto as the workspace itself shows it (SPEC §8: a property of the
+/// workspace, not of the records): for each veto check of the protocol that protects paths
+/// (CC-01 in `code-change`), the protected paths that differ from the baseline, their changes
+/// and their unified diffs. Empty when none differs, or without a baseline.
+fn veto_blocks(p: &Protocol, ws: &Workspace) -> Vec<String> {
+    let Some(changes) = ws.changes() else {
+        return Vec::new();
+    };
+    let mut blocks = Vec::new();
+    for (id, globs) in crate::verdict::veto_globs(p) {
+        let paths = crate::checks::change::protected_changes(ws, &globs);
+        if paths.is_empty() {
+            continue;
+        }
+        let def = p.check_def(&id);
+        let tag = def
+            .and_then(|d| d.tag.clone())
+            .unwrap_or_else(|| "veto".into());
+        let evidence: Vec<String> = paths
+            .iter()
+            .map(|path| {
+                let how = changes.get(path).map_or("changed", |c| c.as_str());
+                text(&format!("{tag}: {path} ({how})"))
+            })
+            .collect();
+        let files: Vec<String> = paths.iter().map(|path| code(path)).collect();
+        let mut block = format!(
+            "**Check:** {id} — {}\n\n**Severity:** BLOCKING\n\n**Phase:** workspace (whatever the task records say)\n\n**Description:** {}\n\n**Evidence:** {}\n\n**Required Action:** restore: {} — {}\n",
+            text(def.map_or("", |d| d.title.as_str())),
+            text(&tag),
+            evidence.join("; "),
+            files.join(", "),
+            text(def.map_or("", |d| d.action.as_str())),
+        );
+        for path in &paths {
+            let diff = ws
+                .diff(path)
+                .unwrap_or_else(|why| format!("(cannot be read: {why})\n"));
+            let _ = write!(
+                block,
+                "\nUnified diff of {} against the baseline:\n\n{}\n",
+                code(path),
+                fenced("diff", &diff)
+            );
+        }
+        blocks.push(block);
+    }
+    blocks
+}
+
+/// The STOP text of the workspace's veto alone (no verdict to go with it: no record pending,
+/// a record deleted or moved to another status); `None` while no protected path differs.
+pub fn veto_stop_md(p: &Protocol, ws: &Workspace) -> Option<String> {
+    let blocks = veto_blocks(p, ws);
+    (!blocks.is_empty()).then(|| format!("# OBSERVER STOP\n\n{}", blocks.join("\n---\n\n")))
+}
+
+/// The STOP text of a judgment: [`stop_md`]'s blocks for the verdicts, and the workspace's veto
+/// ([`veto_stop_md`]) when no verdict carries it already — the veto stands whatever the
+/// records say.
+pub fn workspace_stop_md(p: &Protocol, ws: &Workspace, verdicts: &[TaskVerdict]) -> Option<String> {
+    let carried = verdicts.iter().any(|v| {
+        v.results
+            .iter()
+            .any(|r| r.status == Status::Fail && p.is_veto(&r.check))
+    });
+    let veto = if carried { None } else { veto_stop_md(p, ws) };
+    match (veto, stop_md(p, verdicts)) {
+        (None, s) | (s, None) => s,
+        (Some(v), Some(s)) => Some(format!(
+            "{v}\n---\n\n{}",
+            s.trim_start_matches("# OBSERVER STOP\n\n")
+        )),
+    }
 }
 
 /// A verdict file inside the report: every heading one level down and, below the verdict's
@@ -563,7 +645,7 @@ pub fn verify_json(
         "final": eval.final_,
         "complete": true,
         "verdict": serde_json::Value::Null,
-        "stop": stop_md(p, verdicts).is_some(),
+        "stop": workspace_stop_md(p, ws, verdicts).is_some(),
         "summary": eval.summary(),
         "passes": eval.passes,
         "results": super::json::results(&eval.results, ws.root()),
@@ -588,10 +670,11 @@ pub fn write_all(
     ctx: &Context,
 ) -> std::io::Result<()> {
     let dir = ensure_dir(ws.root())?;
+    let store = Store::open(&attempts::dir_for(ws.root()));
     for v in verdicts {
-        write_verdict(&dir, p, v, super::Durability::Contents)?;
+        write_verdict(&dir, &store, p, v, super::Durability::Contents)?;
     }
-    match stop_md(p, verdicts) {
+    match workspace_stop_md(p, ws, verdicts) {
         Some(text) => {
             super::write_atomic(&dir, super::STOP_FILE, &text)?;
         }
@@ -606,14 +689,16 @@ pub fn write_all(
 }
 
 /// Writes one attempt's verdict files into `dir` (the workspace's `.referee/`) and keeps the
-/// attempt (its diff and verdict) for the loop guards. The STOP file is not touched: `verify`
-/// writes it in [`write_all`], the daemon through its own STOP file.
+/// attempt (its diff and verdict) in `store` for the loop guards; a replay is not an attempt
+/// and is not kept. The STOP file is not touched: `verify` writes it in [`write_all`], the
+/// daemon through its own STOP file.
 ///
 /// `durability` is the verdict files' (the daemon's are [`super::Durability::Background`], like
 /// its STOP: an orchestrator waits on them, and a disk flush must not delay them); the kept
 /// attempt, the loop guards' memory, is always fsynced before it takes its name.
 pub fn write_verdict(
     dir: &Path,
+    store: &Store,
     p: &Protocol,
     v: &TaskVerdict,
     durability: super::Durability,
@@ -623,44 +708,19 @@ pub fn write_verdict(
     super::write_atomic_as(dir, &json, &verdict_json(v), durability)?;
     let md = verdict_file(&v.task_id, "md");
     super::write_atomic_as(dir, &md, &verdict_md(p, v), durability)?;
-    if let (Some(attempt), Some(diff)) = (v.attempt, &v.diff) {
-        let attempts = dir.join("attempts");
-        ensure_real_dir(&attempts)?;
-        let tdir = attempts.join(safe_name(&v.task_id));
-        ensure_real_dir(&tdir)?;
-        super::write_atomic(&tdir, &format!("{attempt}.diff"), diff)?;
+    if let (Some(attempt), Some(diff), false) = (v.attempt, &v.diff, v.replay) {
         let kept = Kept {
             attempt,
             verdict: v.verdict.clone(),
             graded: v.graded.clone(),
             escalation: v.escalation.clone(),
+            task_id: v.task_id.clone(),
+            record_hash: v.record_hash.clone(),
+            diff_hash: Some(attempts::diff_hash(diff)),
         };
-        let text = serde_json::to_string_pretty(&kept).unwrap_or_default();
-        super::write_atomic(&tdir, &format!("{attempt}.json"), &text)?;
+        store.keep(&kept, diff)?;
     }
     Ok(())
-}
-
-/// Whether an attempt of a task is kept already (judged before, maybe by an earlier run).
-pub fn is_kept(dir: &Path, task_id: &str, attempt: u64) -> bool {
-    std::fs::symlink_metadata(
-        dir.join("attempts")
-            .join(safe_name(task_id))
-            .join(format!("{attempt}.json")),
-    )
-    .is_ok_and(|m| m.is_file())
-}
-
-fn ensure_real_dir(d: &Path) -> std::io::Result<()> {
-    match std::fs::symlink_metadata(d) {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(std::io::Error::other(format!(
-            "`{}` is not a directory",
-            d.display()
-        ))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(d),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]
@@ -698,6 +758,8 @@ mod tests {
             protected_diffs: vec![("app/orchestrator.py".into(), String::new())],
             record: ".tasks/t1.json".into(),
             diff: None,
+            record_hash: None,
+            replay: false,
         }
     }
 

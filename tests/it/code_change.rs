@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 
 use crate::watch::{exit_code, read, status, Watch, WAIT};
 
-const PROTECTED: &str = "src/orchestrator.py";
-const APP: &str = "src/app.py";
+pub(crate) const PROTECTED: &str = "src/orchestrator.py";
+pub(crate) const APP: &str = "src/app.py";
 
-fn sha(bytes: &[u8]) -> String {
+pub(crate) fn sha(bytes: &[u8]) -> String {
     referee::workspace::sha256(bytes)
 }
 
@@ -36,11 +36,11 @@ pub(crate) fn git(ws: &Path, args: &[&str]) {
 }
 
 /// The first content of `APP` in every test workspace.
-const ORIGINAL: &str = "def main():\n    return 1\n";
+pub(crate) const ORIGINAL: &str = "def main():\n    return 1\n";
 
 /// `root/ws`, a plain folder (no git) holding `APP` as `ORIGINAL`; `root/logs` for the
 /// daemon's output.
-fn plain_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn plain_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let root = tempfile::tempdir().expect("tempdir");
     let ws = root.path().join("ws");
     let logs = root.path().join("logs");
@@ -51,7 +51,7 @@ fn plain_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
 }
 
 /// [`plain_workspace`] with `PROTECTED` too, made a git work tree with one commit.
-fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let (root, ws, logs) = plain_workspace();
     fs::write(ws.join(PROTECTED), "ROLES = ['worker']\n").expect("write");
     git(&ws, &["init", "-q"]);
@@ -62,7 +62,13 @@ fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 /// Writes `.tasks/<id>.json` the way an orchestrator should: to a temp name, then renamed into
 /// place. `modified` are listed as modified, with their hashes (`base`: the baseline contents).
-fn record(ws: &Path, id: &str, attempt: u64, modified: &[&str], base: &BTreeMap<&str, &str>) {
+pub(crate) fn record(
+    ws: &Path,
+    id: &str,
+    attempt: u64,
+    modified: &[&str],
+    base: &BTreeMap<&str, &str>,
+) {
     let mut pre = serde_json::Map::new();
     let mut post = serde_json::Map::new();
     for p in modified {
@@ -85,7 +91,7 @@ fn record(ws: &Path, id: &str, attempt: u64, modified: &[&str], base: &BTreeMap<
     put_record(ws, id, &serde_json::to_string_pretty(&doc).expect("json"));
 }
 
-fn put_record(ws: &Path, id: &str, text: &str) {
+pub(crate) fn put_record(ws: &Path, id: &str, text: &str) {
     let tasks = ws.join(".tasks");
     fs::create_dir_all(&tasks).expect("mkdir .tasks");
     let tmp = tasks.join(format!(".{id}.tmp"));
@@ -94,23 +100,23 @@ fn put_record(ws: &Path, id: &str, text: &str) {
 }
 
 /// The orchestrator acts on a verdict: the record leaves `pending_review`.
-fn settle_record(ws: &Path, id: &str, status: &str) {
+pub(crate) fn settle_record(ws: &Path, id: &str, status: &str) {
     let path = ws.join(".tasks").join(format!("{id}.json"));
     let mut doc: Value = serde_json::from_str(&read(&path)).expect("record");
     doc["status"] = json!(status);
     put_record(ws, id, &doc.to_string());
 }
 
-fn verdict(ws: &Path, id: &str) -> Value {
+pub(crate) fn verdict(ws: &Path, id: &str) -> Value {
     let text = read(&ws.join(format!(".referee/OBSERVER-VERDICT-{id}.json")));
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
-fn judged(ws: &Path, id: &str, attempt: u64) -> bool {
+pub(crate) fn judged(ws: &Path, id: &str, attempt: u64) -> bool {
     verdict(ws, id)["attempt"] == json!(attempt)
 }
 
-fn stop(ws: &Path) -> PathBuf {
+pub(crate) fn stop(ws: &Path) -> PathBuf {
     ws.join(".referee/OBSERVER-STOP.md")
 }
 
@@ -146,7 +152,7 @@ fn tree_hash(ws: &Path) -> BTreeMap<String, String> {
     out
 }
 
-fn start(ws: &Path, logs: &Path, extra: &[&str]) -> Watch {
+pub(crate) fn start(ws: &Path, logs: &Path, extra: &[&str]) -> Watch {
     let mut args = vec!["--protocol", "code-change"];
     args.extend_from_slice(extra);
     let w = Watch::start(ws, logs, &args);

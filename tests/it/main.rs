@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 mod attack_git;
+mod attack_records;
 mod builder;
 mod cli;
 mod code_change;

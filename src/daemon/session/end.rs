@@ -93,8 +93,14 @@ impl Session {
         let judged = self.evaluate_tasks();
         if let Some(j) = judged.as_ref().filter(|_| !moving) {
             if let Some(tasks) = &mut self.tasks {
-                tasks.stop = crate::outputs::code_change::stop_md(&self.protocol, &j.verdicts);
-                tasks.violation = super::tasks::violation(&self.protocol, &j.eval, &j.verdicts);
+                // The veto stands whatever the records say (SPEC §8), at the end too.
+                tasks.stop = crate::outputs::code_change::workspace_stop_md(
+                    &self.protocol,
+                    &j.ws,
+                    &j.verdicts,
+                );
+                tasks.violation = super::tasks::violation(&self.protocol, &j.eval, &j.verdicts)
+                    || tasks.stop.is_some();
             }
             self.flush_outputs();
             self.write_verdicts(&j.verdicts);

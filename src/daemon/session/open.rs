@@ -180,7 +180,7 @@ impl Session {
         opening.adopted = stop.adopt();
         let waivers = cfg.waivers.clone().map(super::waivers::WaiverFile::new);
         Ok(Session {
-            settle: Settle::new(cfg.settle),
+            settle: Settle::new(cfg.settle).with_max(cfg.settle_max),
             ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle),
             stop,
             timeout_at: cfg.timeout.map(|t| start + t),

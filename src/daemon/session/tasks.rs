@@ -17,6 +17,7 @@ use std::time::Instant;
 use chrono::Utc;
 
 use crate::artifacts::Snapshot;
+use crate::attempts::{self, Store};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::code_change;
 use crate::protocol::Protocol;
@@ -42,10 +43,13 @@ pub(super) struct Tasks {
     pub stop: Option<String>,
     /// The last judgment says exit 1 (a REJECT or escalation, or a BLOCKING failure).
     pub violation: bool,
-    /// Attempts judged by this process (besides those kept in `.referee/attempts/`), and the
-    /// verdict file last written for a record too malformed to have an attempt.
+    /// The kept attempts ([`attempts::dir_for`] the workspace).
+    store: Store,
+    /// Attempts judged by this process (besides those kept in the store), and the verdict file
+    /// last written for a record that is no attempt to keep (too malformed to have one, or a
+    /// replay of an attempt already judged).
     judged: BTreeSet<(String, u64)>,
-    malformed: BTreeMap<String, String>,
+    unkept: BTreeMap<String, String>,
     /// Attempts whose `verdict` event is in the log (this run's, and a resumed run's).
     pub logged: BTreeSet<(String, u64)>,
 }
@@ -107,8 +111,9 @@ impl Tasks {
             out,
             stop: None,
             violation: false,
+            store: Store::open(&attempts::dir_for(canon)),
             judged: BTreeSet::new(),
-            malformed: BTreeMap::new(),
+            unkept: BTreeMap::new(),
             logged: BTreeSet::new(),
         })
     }
@@ -126,22 +131,28 @@ pub(super) fn violation(p: &Protocol, eval: &Evaluation, verdicts: &[TaskVerdict
 }
 
 impl Session {
-    /// Judges the workspace as it stands. `None` on the referee's own fault (recorded).
-    pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
+    /// Opens the workspace against its pinned baseline. `None` on the referee's own fault
+    /// (recorded).
+    fn open_workspace(&mut self) -> Option<Workspace> {
         let cap = self.cfg.limits.max_read_bytes;
         let tasks = self.tasks.as_mut()?;
-        let opened = Workspace::judge(&self.canon, &tasks.base, &mut tasks.cache, cap);
-        self.evaluated = true;
-        let ws = match opened {
+        match Workspace::judge(&self.canon, &tasks.base, &mut tasks.cache, cap) {
             Ok(ws) => {
                 self.clear_fault("scan");
-                ws
+                Some(ws)
             }
             Err(e) => {
                 self.fault("scan", format!("cannot open the workspace: {e}"));
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// Judges the workspace as it stands. `None` on the referee's own fault (recorded).
+    pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
+        self.tasks.as_ref()?;
+        self.evaluated = true;
+        let ws = self.open_workspace()?;
         let snap = match Snapshot::empty(&self.canon, self.cfg.limits) {
             Ok(s) => s,
             Err(e) => {
@@ -215,11 +226,17 @@ impl Session {
             return;
         }
         if !self.anything_to_judge() {
-            // No record asks for a judgment, so no attempt and no veto can hold the STOP; and
-            // no git process runs for each file a worker writes before its record.
+            // No record asks for a judgment, so no attempt holds the STOP; but the veto is a
+            // property of the workspace (SPEC §8): whatever the records say (none, deleted, a
+            // status set to anything), it stands while a protected path differs from the
+            // baseline, and only the protected paths' changes are looked at for it.
+            let Some(ws) = self.open_workspace() else {
+                return;
+            };
+            let stop = code_change::veto_stop_md(&self.protocol, &ws);
             if let Some(tasks) = &mut self.tasks {
-                tasks.stop = None;
-                tasks.violation = false;
+                tasks.violation = stop.is_some();
+                tasks.stop = stop;
             }
             self.flush_outputs();
             return;
@@ -227,9 +244,10 @@ impl Session {
         let Some(j) = self.evaluate_tasks() else {
             return;
         };
+        let stop = code_change::workspace_stop_md(&self.protocol, &j.ws, &j.verdicts);
         if let Some(tasks) = &mut self.tasks {
-            tasks.stop = code_change::stop_md(&self.protocol, &j.verdicts);
-            tasks.violation = violation(&self.protocol, &j.eval, &j.verdicts);
+            tasks.violation = violation(&self.protocol, &j.eval, &j.verdicts) || stop.is_some();
+            tasks.stop = stop;
         }
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
         // new verdict finds the STOP already in line with it.
@@ -246,18 +264,18 @@ impl Session {
             return;
         };
         let out = tasks.out.clone();
+        let store = tasks.store.clone();
         let fresh: Vec<&TaskVerdict> = verdicts
             .iter()
-            .filter(|v| match v.attempt {
+            .filter(|v| match v.attempt.filter(|_| !v.replay) {
                 Some(a) => {
-                    !tasks.judged.contains(&(v.task_id.clone(), a))
-                        && !code_change::is_kept(&out, &v.task_id, a)
+                    !tasks.judged.contains(&(v.task_id.clone(), a)) && !store.is_kept(&v.task_id, a)
                 }
-                None => tasks.malformed.get(&v.task_id) != Some(&code_change::verdict_json(v)),
+                None => tasks.unkept.get(&v.task_id) != Some(&code_change::verdict_json(v)),
             })
             .collect();
         for v in fresh {
-            let logged = match (v.attempt, &mut self.tasks) {
+            let logged = match (v.attempt.filter(|_| !v.replay), &mut self.tasks) {
                 (Some(a), Some(tasks)) => !tasks.logged.insert((v.task_id.clone(), a)),
                 _ => false,
             };
@@ -267,6 +285,7 @@ impl Session {
             let area = format!("write {}", code_change::verdict_file(&v.task_id, "json"));
             match code_change::write_verdict(
                 &out,
+                &store,
                 &self.protocol,
                 v,
                 crate::outputs::Durability::Background,
@@ -274,13 +293,13 @@ impl Session {
                 Ok(()) => {
                     self.clear_fault(&area);
                     if let Some(tasks) = &mut self.tasks {
-                        match v.attempt {
+                        match v.attempt.filter(|_| !v.replay) {
                             Some(a) => {
                                 tasks.judged.insert((v.task_id.clone(), a));
                             }
                             None => {
                                 tasks
-                                    .malformed
+                                    .unkept
                                     .insert(v.task_id.clone(), code_change::verdict_json(v));
                             }
                         }

@@ -1,0 +1,388 @@
+//! The referee's memory of judged task attempts (SPEC §7, §8): per task, each attempt judged
+//! (its number, verdict, grade, escalation, the hash of the record judged, its diff and the
+//! hash of its whitespace-normalised diff), and across tasks the REJECTed diffs, so the loop
+//! guards and the replay check hold across restarts and new task ids. It owns the directory
+//! layout and the one-to-one file names made from task ids ([`file_name`]); it judges nothing.
+//!
+//! Where the store lives is decided in one place, [`dir_for`]: today `WORKSPACE/.referee/attempts`.
+//!
+//! Layout: `DIR/<file_name(task_id)>/<attempt>.json` ([`Kept`]) with `<attempt>.diff` beside it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::workspace::{sha256, OUTPUT_DIR};
+
+/// The store's directory for a workspace: the one place that says where the attempts live.
+pub fn dir_for(workspace_root: &Path) -> PathBuf {
+    workspace_root.join(OUTPUT_DIR).join("attempts")
+}
+
+/// What is kept of an attempt in `<task>/<attempt>.json` (its diff beside it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kept {
+    pub attempt: u64,
+    pub verdict: String,
+    pub graded: String,
+    /// Why the attempt was escalated (absent in attempts kept before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<String>,
+    /// The task id (absent in attempts kept before this field: then the directory's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    /// [`record_hash`] of the record judged: the same record judged again is not a replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_hash: Option<String>,
+    /// [`diff_hash`] of the attempt's diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_hash: Option<String>,
+}
+
+/// A kept attempt and its diff (`None` when the diff is missing or unreadable).
+pub type KeptAttempt = (Kept, Option<String>);
+
+/// Longest file name made from a task id (before `OBSERVER-VERDICT-` and `.json`): well under
+/// the usual 255-byte limit.
+const MAX_NAME: usize = 160;
+
+/// A file or directory name made from a task id, one-to-one: `[A-Za-z0-9_-]` and a `.` that
+/// does not lead are kept; every other byte (`%` and `~` included) is written `%XX`. A name
+/// longer than [`MAX_NAME`] is cut (never inside a `%XX`) and ends with `~` and 16 hex digits
+/// of the id's SHA-256: the only `~` a name can hold, so a capped name is never an uncapped
+/// one. The empty id is `~`.
+pub fn file_name(task_id: &str) -> String {
+    if task_id.is_empty() {
+        return "~".into();
+    }
+    let mut s = String::with_capacity(task_id.len());
+    for (i, b) in task_id.bytes().enumerate() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if s.len() <= MAX_NAME {
+        return s;
+    }
+    let mut cut = MAX_NAME - 17;
+    // Not inside a `%XX`: a `%` in the last two kept bytes starts an escape that was cut.
+    if let Some(p) = s[..cut].rfind('%').filter(|p| *p + 3 > cut) {
+        cut = p;
+    }
+    format!("{}~{}", &s[..cut], &sha256(task_id.as_bytes())[..16])
+}
+
+/// The hash of a task record as judged: of its parsed fields (so rewriting it with the same
+/// content is the same record).
+pub fn record_hash(raw: &serde_json::Map<String, serde_json::Value>) -> String {
+    sha256(&serde_json::to_vec(raw).unwrap_or_default())
+}
+
+/// A diff with whitespace-only differences taken out, for the loop guards. The rule, line by
+/// line of the unified diff:
+/// - file headers (`--- `, `+++ `) are kept; hunk headers (`@@`) and context lines are dropped
+///   (their numbers and neighbours move when blank lines come and go);
+/// - in each added or removed line, every run of whitespace becomes one space, and trailing
+///   whitespace is dropped;
+/// - a line then blank (a blank line added or removed) is dropped;
+/// - within a hunk, a removed line and an added line equal after this are both dropped (a
+///   whitespace-only edit of a line).
+pub fn normalise(diff: &str) -> String {
+    let mut out = String::new();
+    let mut removed: Vec<String> = Vec::new();
+    let mut added: Vec<String> = Vec::new();
+    let flush = |out: &mut String, removed: &mut Vec<String>, added: &mut Vec<String>| {
+        let mut kept_added: Vec<Option<String>> = added.drain(..).map(Some).collect();
+        for r in removed.drain(..) {
+            match kept_added.iter_mut().find(|a| a.as_deref() == Some(&r)) {
+                Some(a) => *a = None,
+                None => {
+                    out.push('-');
+                    out.push_str(&r);
+                    out.push('\n');
+                }
+            }
+        }
+        for a in kept_added.into_iter().flatten() {
+            out.push('+');
+            out.push_str(&a);
+            out.push('\n');
+        }
+    };
+    for line in diff.lines() {
+        if line.starts_with("--- ") || line.starts_with("+++ ") || line.starts_with("@@") {
+            flush(&mut out, &mut removed, &mut added);
+            if !line.starts_with("@@") {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+            continue;
+        }
+        let (side, rest) = match line.as_bytes().first() {
+            Some(b'+') => (&mut added, &line[1..]),
+            Some(b'-') => (&mut removed, &line[1..]),
+            Some(b' ') | None => continue,
+            // `\ No newline at end of file`, a `??` unreadable note: kept as they are.
+            Some(_) => {
+                flush(&mut out, &mut removed, &mut added);
+                out.push_str(line.trim_end());
+                out.push('\n');
+                continue;
+            }
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        if words.is_empty() {
+            continue;
+        }
+        let lead = if rest.starts_with(char::is_whitespace) {
+            " "
+        } else {
+            ""
+        };
+        side.push(format!("{lead}{}", words.join(" ")));
+    }
+    flush(&mut out, &mut removed, &mut added);
+    out
+}
+
+/// The hash of a diff's [`normalise`]d form.
+pub fn diff_hash(diff: &str) -> String {
+    sha256(normalise(diff).as_bytes())
+}
+
+/// Whether a diff says nothing once normalised (only file headers, or nothing).
+pub fn is_empty_change(diff: &str) -> bool {
+    normalise(diff)
+        .lines()
+        .all(|l| l.starts_with("--- ") || l.starts_with("+++ "))
+}
+
+/// The kept attempts of a workspace.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// The store in `dir` (see [`dir_for`]); nothing is read or created until used.
+    pub fn open(dir: &Path) -> Store {
+        Store {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn task_dir(&self, task_id: &str) -> PathBuf {
+        self.dir.join(file_name(task_id))
+    }
+
+    /// The kept attempts of a task, sorted by attempt number (unreadable ones are skipped).
+    pub fn attempts(&self, task_id: &str) -> Vec<KeptAttempt> {
+        let mut out = read_task_dir(&self.task_dir(task_id), true);
+        for (k, _) in &mut out {
+            if k.task_id.is_empty() {
+                k.task_id = task_id.to_string();
+            }
+        }
+        out
+    }
+
+    /// The last attempt judged for a task.
+    pub fn last(&self, task_id: &str) -> Option<Kept> {
+        read_task_dir(&self.task_dir(task_id), false)
+            .pop()
+            .map(|(k, _)| k)
+    }
+
+    /// Whether an attempt of a task is kept already (judged before, maybe by an earlier run).
+    pub fn is_kept(&self, task_id: &str, attempt: u64) -> bool {
+        std::fs::symlink_metadata(self.task_dir(task_id).join(format!("{attempt}.json")))
+            .is_ok_and(|m| m.is_file())
+    }
+
+    /// Every kept attempt of every task but `task_id` whose grade is `graded` (the REJECTed
+    /// diffs another task may not resubmit), without their diffs.
+    pub fn graded_elsewhere(&self, task_id: &str, graded: &str) -> Vec<Kept> {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let own = file_name(task_id);
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            if e.file_name().to_str() == Some(own.as_str()) {
+                continue;
+            }
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            for (k, _) in read_task_dir(&e.path(), false) {
+                if k.graded == graded && k.task_id != task_id {
+                    out.push(k);
+                }
+            }
+        }
+        out
+    }
+
+    /// Keeps an attempt: its diff, then its [`Kept`] (fsynced, so a kept attempt always has its
+    /// diff), creating the directories as real directories (never through a symlink).
+    pub fn keep(&self, kept: &Kept, diff: &str) -> std::io::Result<()> {
+        ensure_real_dir(&self.dir)?;
+        let tdir = self.task_dir(&kept.task_id);
+        ensure_real_dir(&tdir)?;
+        crate::outputs::write_atomic(&tdir, &format!("{}.diff", kept.attempt), diff)?;
+        let text = serde_json::to_string_pretty(kept).unwrap_or_default();
+        crate::outputs::write_atomic(&tdir, &format!("{}.json", kept.attempt), &text)?;
+        Ok(())
+    }
+}
+
+/// The kept attempts in one task's directory, sorted; their diffs only when `diffs`. An
+/// attempt kept before diff hashes were has its hash computed from its diff here.
+fn read_task_dir(dir: &Path, diffs: bool) -> Vec<KeptAttempt> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".json") else {
+            continue;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if !meta.is_file() || meta.len() > 1 << 20 {
+            continue;
+        }
+        let Ok(mut kept) = std::fs::read(e.path())
+            .map_err(|_| ())
+            .and_then(|b| serde_json::from_slice::<Kept>(&b).map_err(|_| ()))
+        else {
+            continue;
+        };
+        if stem != kept.attempt.to_string() {
+            continue;
+        }
+        let diff = (diffs || kept.diff_hash.is_none())
+            .then(|| {
+                let diff_path = dir.join(format!("{stem}.diff"));
+                std::fs::symlink_metadata(&diff_path)
+                    .ok()
+                    .filter(|m| m.is_file())
+                    .and_then(|_| std::fs::read_to_string(&diff_path).ok())
+            })
+            .flatten();
+        if kept.diff_hash.is_none() {
+            kept.diff_hash = diff.as_deref().map(diff_hash);
+        }
+        out.push((kept, diff.filter(|_| diffs)));
+    }
+    out.sort_by_key(|(k, _)| k.attempt);
+    out
+}
+
+fn ensure_real_dir(d: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(d) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(std::io::Error::other(format!(
+            "`{}` is not a directory",
+            d.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(d),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_get_one_name_each() {
+        let names = [file_name("t 1"), file_name("t_1"), file_name("t%201")];
+        assert_eq!(names, ["t%201", "t_1", "t%25201"]);
+        assert_eq!(file_name(".."), "%2E.");
+        assert_eq!(file_name("a/b"), "a%2Fb");
+        assert_eq!(file_name("t-1.x"), "t-1.x");
+        assert_eq!(file_name("~"), "%7E");
+        assert_eq!(file_name(""), "~");
+        assert_eq!(file_name("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn long_ids_are_capped_with_a_hash() {
+        let a = "x".repeat(300);
+        let b = format!("{}y", "x".repeat(299));
+        let (na, nb) = (file_name(&a), file_name(&b));
+        assert_ne!(na, nb);
+        assert!(na.len() <= MAX_NAME && nb.len() <= MAX_NAME, "{na}");
+        assert_eq!(na.matches('~').count(), 1);
+        // Never cut inside an escape.
+        let c = " ".repeat(100);
+        let nc = file_name(&c);
+        let head = nc.split('~').next().unwrap();
+        assert!(head.len().is_multiple_of(3), "{nc}");
+        assert!(file_name(&"x".repeat(MAX_NAME)).len() == MAX_NAME);
+    }
+
+    #[test]
+    fn whitespace_only_differences_normalise_away() {
+        let a =
+            "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n";
+        let b = "--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,4 @@\n def f():\n-    return 1\n+    return   2  \n+\n x = 1\n-y = 1\n+y = 1 \n";
+        assert_eq!(normalise(a), normalise(b));
+        assert_eq!(
+            normalise(a),
+            "--- a/x.py\n+++ b/x.py\n- return 1\n+ return 2\n"
+        );
+        assert_ne!(diff_hash(a), diff_hash(&a.replace("return 2", "return 3")));
+        assert!(is_empty_change("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a \n+a\n"));
+        assert!(!is_empty_change(a));
+    }
+
+    #[test]
+    fn the_store_keeps_attempts_per_task_and_finds_rejects_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("attempts"));
+        assert_eq!(store.last("t 1"), None);
+        let kept = |task: &str, attempt: u64, graded: &str| Kept {
+            attempt,
+            verdict: graded.into(),
+            graded: graded.into(),
+            escalation: None,
+            task_id: task.into(),
+            record_hash: Some("r".into()),
+            diff_hash: Some(diff_hash("+a\n")),
+        };
+        store.keep(&kept("t 1", 1, "REJECT"), "+a\n").unwrap();
+        store.keep(&kept("t 1", 2, "MINOR_ISSUES"), "+b\n").unwrap();
+        store.keep(&kept("t_1", 1, "REJECT"), "+c\n").unwrap();
+        assert_eq!(store.last("t 1").unwrap().attempt, 2);
+        assert!(store.is_kept("t 1", 1) && !store.is_kept("t 1", 3));
+        let all = store.attempts("t 1");
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[1].1.as_deref(), Some("+b\n"));
+        assert_eq!(store.attempts("t_1").len(), 1);
+        let elsewhere = store.graded_elsewhere("t 1", "REJECT");
+        assert_eq!(elsewhere.len(), 1);
+        assert_eq!(elsewhere[0].task_id, "t_1");
+        // An attempt kept before `diff_hash` and `task_id` existed.
+        let old = dir.path().join("attempts").join("old");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::write(
+            old.join("1.json"),
+            r#"{"attempt": 1, "verdict": "REJECT", "graded": "REJECT"}"#,
+        )
+        .unwrap();
+        std::fs::write(old.join("1.diff"), "+a \n").unwrap();
+        let old_kept = store.attempts("old");
+        assert_eq!(old_kept[0].0.diff_hash, Some(diff_hash("+a\n")));
+        assert_eq!(old_kept[0].0.task_id, "old");
+    }
+}
