@@ -599,7 +599,10 @@ fn verify_workspace(
             .is_none_or(|g| !g.final_verdicts.contains(&v.verdict))
             && v.verdict != "MINOR_ISSUES"
     });
-    Ok(if eval.stops().next().is_some() || rejected {
+    // A protected change stands in the workspace whatever the records say (SPEC §8): no record,
+    // a deleted one, or one set to another status still exits 1.
+    let veto = code_change::workspace_stop_md(&protocol, &ws, &verdicts).is_some();
+    Ok(if eval.stops().next().is_some() || rejected || veto {
         ExitCode::Violation
     } else {
         ExitCode::Ok
