@@ -11,7 +11,7 @@ use crate::checks::change::protected_changes;
 use crate::engine::{CheckResult, Status, TaskRun};
 use crate::protocol::predicate::Predicate;
 use crate::protocol::{Grade, Guards, Protocol};
-use crate::workspace::{diff, Change, Content, Workspace, OUTPUT_DIR};
+use crate::workspace::{diff, Change, Content, Workspace};
 
 pub const ESCALATE: &str = "ESCALATE";
 pub const ESCALATE_CONVERGENCE: &str = "ESCALATE_CONVERGENCE";
@@ -81,11 +81,9 @@ pub fn safe_name(task_id: &str) -> String {
 }
 
 /// The kept attempts of a task, sorted by attempt number (unreadable ones are skipped).
-pub fn kept_attempts(root: &Path, task_id: &str) -> Vec<(Kept, Option<String>)> {
-    let dir = root
-        .join(OUTPUT_DIR)
-        .join("attempts")
-        .join(safe_name(task_id));
+/// `state`: the referee's state directory, which holds `attempts/` (SPEC §8).
+pub fn kept_attempts(state: &Path, task_id: &str) -> Vec<(Kept, Option<String>)> {
+    let dir = state.join("attempts").join(safe_name(task_id));
     let Ok(rd) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
@@ -193,6 +191,7 @@ pub fn judge(
     ws: &Workspace,
     results: &[CheckResult],
     runs: &[TaskRun],
+    state: &Path,
 ) -> Vec<TaskVerdict> {
     let globs = protected_globs(protocol);
     let mut out = Vec::new();
@@ -240,7 +239,7 @@ pub fn judge(
             diff: run.diff.clone(),
         };
         if let (Some(guards), Some(attempt)) = (&protocol.guards, attempt) {
-            let kept = kept_attempts(ws.root(), &run.key);
+            let kept = kept_attempts(state, &run.key);
             let history: Vec<(Kept, Option<String>)> = kept
                 .iter()
                 .filter(|(k, _)| k.attempt < attempt)

@@ -1,8 +1,10 @@
-//! What the code-change referee writes, all under `WORKSPACE/.referee/` (SPEC §7): the folder
-//! itself (with a `.gitignore` of `*`), `OBSERVER-VERDICT-<task_id>.md` and `.json`
-//! (`referee.verdict/1`), `OBSERVER-STOP.md` while a protected-file veto stands or a task is
-//! escalated, the report, and each attempt's diff and verdict kept for the loop guards. Every
-//! file is written atomically; `.referee` itself must be a real directory, never a symlink.
+//! What the code-change referee writes (SPEC §7, §8): `OBSERVER-VERDICT-<task_id>.md` and
+//! `.json` (`referee.verdict/1`), `OBSERVER-STOP.md` while a protected-file veto stands or a task
+//! is escalated, the report, and each attempt's diff and verdict kept for the loop guards. What
+//! counts is written into the referee's state directory ([`crate::state`]); the verdicts, STOP
+//! and report get copies in `WORKSPACE/.referee/` (the folder itself made with a `.gitignore` of
+//! `*`). Every file is written atomically; `.referee` itself must be a real directory, never a
+//! symlink.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -578,7 +580,8 @@ pub fn verify_json(
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-/// Writes every output of a one-shot judgment into `.referee/` and keeps each attempt.
+/// Writes every output of a one-shot judgment into the state directory `state` (and copies into
+/// `.referee/`) and keeps each attempt in `state`.
 pub fn write_all(
     p: &Protocol,
     ws: &Workspace,
@@ -586,16 +589,19 @@ pub fn write_all(
     runs: &[TaskRun],
     verdicts: &[TaskVerdict],
     ctx: &Context,
+    state: &Path,
 ) -> std::io::Result<()> {
     let dir = ensure_dir(ws.root())?;
     for v in verdicts {
-        write_verdict(&dir, p, v, super::Durability::Contents)?;
+        write_verdict(state, Some(&dir), p, v, super::Durability::Contents)?;
     }
-    match stop_md(p, verdicts) {
-        Some(text) => {
-            super::write_atomic(&dir, super::STOP_FILE, &text)?;
+    for d in [state, dir.as_path()] {
+        match stop_md(p, verdicts) {
+            Some(text) => {
+                super::write_atomic(d, super::STOP_FILE, &text)?;
+            }
+            None => super::remove_own(d, super::STOP_FILE)?,
         }
-        None => super::remove_own(&dir, super::STOP_FILE)?,
     }
     super::write_atomic(
         &dir,
@@ -605,26 +611,31 @@ pub fn write_all(
     Ok(())
 }
 
-/// Writes one attempt's verdict files into `dir` (the workspace's `.referee/`) and keeps the
-/// attempt (its diff and verdict) for the loop guards. The STOP file is not touched: `verify`
+/// Writes one attempt's verdict files into `state` (the referee's state directory) and their
+/// copies into `copy` (the workspace's `.referee/`, when it may be written), and keeps the
+/// attempt (its diff and verdict) in `state` for the loop guards. The STOP file is not touched: `verify`
 /// writes it in [`write_all`], the daemon through its own STOP file.
 ///
 /// `durability` is the verdict files' (the daemon's are [`super::Durability::Background`], like
 /// its STOP: an orchestrator waits on them, and a disk flush must not delay them); the kept
 /// attempt, the loop guards' memory, is always fsynced before it takes its name.
 pub fn write_verdict(
-    dir: &Path,
+    state: &Path,
+    copy: Option<&Path>,
     p: &Protocol,
     v: &TaskVerdict,
     durability: super::Durability,
 ) -> std::io::Result<()> {
     // The JSON first: it is what an orchestrator waits on.
     let json = verdict_file(&v.task_id, "json");
-    super::write_atomic_as(dir, &json, &verdict_json(v), durability)?;
     let md = verdict_file(&v.task_id, "md");
-    super::write_atomic_as(dir, &md, &verdict_md(p, v), durability)?;
+    let (json_text, md_text) = (verdict_json(v), verdict_md(p, v));
+    for dir in std::iter::once(state).chain(copy) {
+        super::write_atomic_as(dir, &json, &json_text, durability)?;
+        super::write_atomic_as(dir, &md, &md_text, durability)?;
+    }
     if let (Some(attempt), Some(diff)) = (v.attempt, &v.diff) {
-        let attempts = dir.join("attempts");
+        let attempts = state.join("attempts");
         ensure_real_dir(&attempts)?;
         let tdir = attempts.join(safe_name(&v.task_id));
         ensure_real_dir(&tdir)?;
@@ -641,7 +652,8 @@ pub fn write_verdict(
     Ok(())
 }
 
-/// Whether an attempt of a task is kept already (judged before, maybe by an earlier run).
+/// Whether an attempt of a task is kept already in the state directory `dir` (judged before,
+/// maybe by an earlier run).
 pub fn is_kept(dir: &Path, task_id: &str, attempt: u64) -> bool {
     std::fs::symlink_metadata(
         dir.join("attempts")

@@ -2,7 +2,7 @@
 //! (SPEC §7): the baseline itself (a git commit, a pristine directory, or a snapshot the referee
 //! took and keeps in `.referee/`), the change set (added, modified, removed paths), the contents
 //! on both sides, unified diffs, and the task records. It reads; the only thing it ever writes
-//! is a start snapshot under `.referee/` when asked ([`snapshot::create`]).
+//! is a start snapshot in the referee's state directory when asked ([`snapshot::create`]).
 //!
 //! `.git/`, `.tasks/`, `.referee/` and (in a git work tree) paths an ignore rule excludes are
 //! never part of a change. Nothing here judges: a file that cannot be read is data (its reason),
@@ -27,6 +27,9 @@ pub const TASKS_DIR: &str = ".tasks";
 /// Top-level names that are never part of a change.
 pub const EXCLUDED: &[&str] = &[".git", TASKS_DIR, OUTPUT_DIR];
 
+const NO_SNAPSHOT: &str = "no baseline: the workspace is not a git work tree, no --baseline-dir \
+     was given, and no start snapshot is kept in the referee's state directory";
+
 /// Which baseline to measure against.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum BaselineSpec {
@@ -37,6 +40,9 @@ pub enum BaselineSpec {
     Rev(String),
     /// A pristine copy (`--baseline-dir DIR`).
     Dir(PathBuf),
+    /// Not a git work tree: the start snapshot kept in this state directory
+    /// ([`snapshot::create`]); none there, no baseline.
+    Snapshot(PathBuf),
 }
 
 /// What the baseline is, for evidence and outputs.
@@ -229,16 +235,14 @@ impl Workspace {
                             )
                         }
                     }
-                } else if let Some(dir) = snapshot::load(&ws.root) {
-                    ws.open_dir(dir, "snapshot")?;
                 } else {
-                    ws.no_baseline = Some(
-                        "no baseline: the workspace is not a git work tree, no --baseline-dir \
-                         was given, and no start snapshot is kept in .referee/"
-                            .into(),
-                    );
+                    ws.no_baseline = Some(NO_SNAPSHOT.into());
                 }
             }
+            BaselineSpec::Snapshot(state) => match snapshot::load(state) {
+                Some(dir) => ws.open_dir(dir, "snapshot")?,
+                None => ws.no_baseline = Some(NO_SNAPSHOT.into()),
+            },
         }
         Ok(ws)
     }

@@ -1,22 +1,23 @@
 //! The start snapshot: the baseline of a workspace that is neither a git work tree nor given a
-//! `--baseline-dir`. `referee watch` takes it once at start ([`create`]) and keeps it in
-//! `.referee/baseline/`, so a restarted referee measures against the same tree ([`load`]).
+//! `--baseline-dir`. `referee watch` takes it once at start ([`create`]) and keeps it in its
+//! state directory (`STATE/baseline/`, out of the worker's reach, SPEC §8), so a restarted
+//! referee measures against the same tree ([`load`]).
 //!
-//! Layout: `.referee/baseline/tree/<path>` holds a copy of every file (the excluded top-level
-//! names left out, ignore rules honoured in a git work tree); `.referee/baseline/COMPLETE` is
+//! Layout: `STATE/baseline/tree/<path>` holds a copy of every file (the excluded top-level
+//! names left out, ignore rules honoured in a git work tree); `STATE/baseline/COMPLETE` is
 //! written last, so a snapshot cut short by a crash is never taken for a baseline.
 
 use std::path::{Path, PathBuf};
 
-use super::{excluded, git, walk, OUTPUT_DIR};
+use super::{excluded, git, walk};
 
 const DIR: &str = "baseline";
 const TREE: &str = "tree";
 const COMPLETE: &str = "COMPLETE";
 
 /// The kept snapshot's tree, when a complete one exists.
-pub fn load(root: &Path) -> Option<PathBuf> {
-    let base = root.join(OUTPUT_DIR).join(DIR);
+pub fn load(state: &Path) -> Option<PathBuf> {
+    let base = state.join(DIR);
     let complete = std::fs::symlink_metadata(base.join(COMPLETE)).ok()?;
     let tree = base.join(TREE);
     let meta = std::fs::symlink_metadata(&tree).ok()?;
@@ -26,11 +27,11 @@ pub fn load(root: &Path) -> Option<PathBuf> {
 /// Takes a snapshot of the workspace as it is now, unless a complete one is kept already
 /// (a restart keeps the first). Returns the tree. Files larger than `cap` are left out (they
 /// then count as added), as are files that cannot be read.
-pub fn create(root: &Path, cap: u64) -> std::io::Result<PathBuf> {
-    if let Some(tree) = load(root) {
+pub fn create(root: &Path, state: &Path, cap: u64) -> std::io::Result<PathBuf> {
+    if let Some(tree) = load(state) {
         return Ok(tree);
     }
-    let out = crate::outputs::code_change::ensure_dir(root)?;
+    let out = state.to_path_buf();
     let base = out.join(DIR);
     if std::fs::symlink_metadata(&base).is_ok() {
         // An incomplete snapshot from a crashed start: set it aside, never delete blindly.
@@ -83,22 +84,22 @@ mod tests {
         std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
         std::fs::create_dir(root.join(".tasks")).unwrap();
         std::fs::write(root.join(".tasks/t.json"), "{}").unwrap();
-        let none = Workspace::open(root, &BaselineSpec::Auto, 1 << 20).unwrap();
+        let state_tmp = tempfile::tempdir().unwrap();
+        let state = state_tmp.path().to_path_buf();
+        let spec = BaselineSpec::Snapshot(state.clone());
+        let none = Workspace::open(root, &spec, 1 << 20).unwrap();
         assert!(none.changes().is_none());
         assert!(none.no_baseline.as_deref().unwrap().contains("snapshot"));
 
-        let tree = create(root, 1 << 20).unwrap();
+        let tree = create(root, &state, 1 << 20).unwrap();
         assert!(tree.join("a.py").is_file());
         assert!(!tree.join(".tasks").exists());
-        assert_eq!(
-            std::fs::read_to_string(root.join(".referee/.gitignore")).unwrap(),
-            "*\n"
-        );
+        assert!(tree.starts_with(&state), "kept in the state directory");
         std::fs::write(root.join("a.py"), "x = 2\n").unwrap();
         std::fs::write(root.join("b.py"), "y\n").unwrap();
         // A second start keeps the first snapshot.
-        assert_eq!(create(root, 1 << 20).unwrap(), tree);
-        let ws = Workspace::open(root, &BaselineSpec::Auto, 1 << 20).unwrap();
+        assert_eq!(create(root, &state, 1 << 20).unwrap(), tree);
+        let ws = Workspace::open(root, &spec, 1 << 20).unwrap();
         assert_eq!(ws.baseline.as_ref().unwrap().kind, "snapshot");
         let ch: Vec<_> = ws.changes().unwrap().iter().collect();
         assert_eq!(

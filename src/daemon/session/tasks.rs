@@ -5,8 +5,9 @@
 //! composes the STOP text from the verdicts. The STOP file itself stays the session's
 //! ([`super::super::stop::StopFile`]): atomic, tamper-restored, adopted at start.
 //!
-//! Everything it writes goes under `WORKSPACE/.referee/`; it never touches the git index (the
-//! workspace's git calls run with `GIT_OPTIONAL_LOCKS=0`).
+//! What counts (verdicts, kept attempts, the start snapshot) is written into the state directory
+//! (SPEC §8); `WORKSPACE/.referee/` gets copies of the verdicts. It never touches the git index
+//! (the workspace's git calls run with `GIT_OPTIONAL_LOCKS=0`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -32,8 +33,17 @@ pub(super) struct Tasks {
     spec: BaselineSpec,
     /// Whether the workspace was a git work tree at start (asked once).
     git: bool,
-    /// `WORKSPACE/.referee/`: the session's own files.
+    /// `WORKSPACE/.referee/`: the copies of the session's files.
     pub out: PathBuf,
+    /// What `.referee` was when the session last made or checked it (a real directory).
+    pub out_id: super::super::attach::DirId,
+    /// The state directory: the verdicts and kept attempts that count (SPEC §8).
+    pub state: PathBuf,
+    /// The verdict files last written, by name: their copies in `.referee/` are restored from
+    /// these when someone else deletes or edits them.
+    pub copies: BTreeMap<String, String>,
+    /// The copies must be checked (the folder came back).
+    pub copies_dirty: bool,
     /// The STOP text as of the last judgment (`None`: no veto stands, nothing escalated).
     pub stop: Option<String>,
     /// The last judgment says exit 1 (a REJECT or escalation, or a BLOCKING failure).
@@ -78,22 +88,37 @@ impl Tasks {
     /// Prepares a workspace: `.referee/` (refused when a symlink or a file), the start snapshot
     /// when there is no other baseline (a restart keeps the first), and one opening of the
     /// workspace, so a bad `--baseline` is an error before anything runs.
-    pub fn open(canon: &Path, cfg: &Config) -> Result<Tasks, DaemonError> {
+    pub fn open(canon: &Path, state: &Path, cfg: &Config) -> Result<Tasks, DaemonError> {
         let out_err = |source| DaemonError::OutputDir {
             path: canon.join(OUTPUT_DIR).display().to_string(),
             source,
         };
         let out = code_change::ensure_dir(canon).map_err(out_err)?;
+        let out_id = std::fs::symlink_metadata(&out)
+            .map(|m| super::super::attach::DirId::from_meta(&m))
+            .map_err(out_err)?;
         let cap = cfg.limits.max_read_bytes;
         let git = workspace::git::is_work_tree(canon);
+        let mut spec = cfg.baseline.clone();
         if cfg.baseline == BaselineSpec::Auto && !git {
-            workspace::snapshot::create(canon, cap).map_err(out_err)?;
+            // The start snapshot is kept in the state directory, out of the worker's reach.
+            workspace::snapshot::create(canon, state, cap).map_err(|source| {
+                DaemonError::OutputDir {
+                    path: state.display().to_string(),
+                    source,
+                }
+            })?;
+            spec = BaselineSpec::Snapshot(state.to_path_buf());
         }
-        Workspace::open_as(canon, &cfg.baseline, cap, Some(git))?;
+        Workspace::open_as(canon, &spec, cap, Some(git))?;
         Ok(Tasks {
-            spec: cfg.baseline.clone(),
+            spec,
             git,
             out,
+            out_id,
+            state: state.to_path_buf(),
+            copies: BTreeMap::new(),
+            copies_dirty: false,
             stop: None,
             violation: false,
             judged: BTreeSet::new(),
@@ -118,6 +143,7 @@ impl Session {
     /// Judges the workspace as it stands. `None` on the referee's own fault (recorded).
     pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
         let tasks = self.tasks.as_ref()?;
+        let state = tasks.state.clone();
         self.evaluated = true;
         let cap = self.cfg.limits.max_read_bytes;
         let ws = match Workspace::open_as(&self.canon, &tasks.spec, cap, Some(tasks.git)) {
@@ -149,7 +175,7 @@ impl Session {
             if let Some(w) = waivers {
                 w.apply(&mut eval);
             }
-            let verdicts = verdict::judge(protocol, &ws, &eval.results, &runs);
+            let verdicts = verdict::judge(protocol, &ws, &eval.results, &runs, &state);
             (eval, runs, verdicts)
         }));
         match result {
@@ -234,12 +260,15 @@ impl Session {
             return;
         };
         let out = tasks.out.clone();
+        let state = tasks.state.clone();
+        // No copy while `.referee` is not the folder the session made: never written through.
+        let copy = self.folder_lost.is_none().then_some(out.as_path());
         let fresh: Vec<&TaskVerdict> = verdicts
             .iter()
             .filter(|v| match v.attempt {
                 Some(a) => {
                     !tasks.judged.contains(&(v.task_id.clone(), a))
-                        && !code_change::is_kept(&out, &v.task_id, a)
+                        && !code_change::is_kept(&state, &v.task_id, a)
                 }
                 None => tasks.malformed.get(&v.task_id) != Some(&code_change::verdict_json(v)),
             })
@@ -254,7 +283,8 @@ impl Session {
             }
             let area = format!("write {}", code_change::verdict_file(&v.task_id, "json"));
             match code_change::write_verdict(
-                &out,
+                &state,
+                copy,
                 &self.protocol,
                 v,
                 crate::outputs::Durability::Background,
@@ -262,6 +292,15 @@ impl Session {
                 Ok(()) => {
                     self.clear_fault(&area);
                     if let Some(tasks) = &mut self.tasks {
+                        for ext in ["json", "md"] {
+                            tasks.copies.insert(
+                                code_change::verdict_file(&v.task_id, ext),
+                                match ext {
+                                    "json" => code_change::verdict_json(v),
+                                    _ => code_change::verdict_md(&self.protocol, v),
+                                },
+                            );
+                        }
                         match v.attempt {
                             Some(a) => {
                                 tasks.judged.insert((v.task_id.clone(), a));
@@ -279,7 +318,7 @@ impl Session {
                     format!(
                         "cannot write the verdict of task `{}` into `{}`: {}",
                         v.task_id,
-                        out.display(),
+                        state.display(),
                         e.to_string().to_lowercase()
                     ),
                 ),
@@ -294,6 +333,14 @@ impl Session {
         let text =
             code_change::report_md(&self.protocol, &j.ws, &j.eval, &j.runs, &j.verdicts, &ctx);
         let name = crate::outputs::REPORT_FILE;
+        // The state directory keeps one too; the copy only while `.referee` is the session's.
+        let state = self.state.clone();
+        let _ = crate::outputs::write_atomic(&state, name, &text);
+        let out = if self.folder_lost.is_some() {
+            state
+        } else {
+            out
+        };
         match crate::outputs::write_atomic(&out, name, &text) {
             Ok(w) => {
                 if let Some(found) = w.replaced {
