@@ -200,7 +200,12 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
         Verdict::NotLive(why) => Some(why.clone()),
         _ => None,
     };
-    if let Some(text) = read_stop(&state)? {
+    if let Some(mut text) = read_stop(&state)? {
+        if let Some(q) = &cfg.task {
+            // The task's own verdict first, then the STOP that stands.
+            let a = task_answer(q, &state, dir)?;
+            text = format!("{}\n{text}", a.stdout);
+        }
         return Ok(Answer {
             code: ExitCode::Violation,
             stdout: text,

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::watch::{exit_code, read, status, Watch, WAIT};
 
-const PROTECTED: &str = "src/orchestrator.py";
-const APP: &str = "src/app.py";
+pub(crate) const PROTECTED: &str = "src/orchestrator.py";
+pub(crate) const APP: &str = "src/app.py";
 
 fn sha(bytes: &[u8]) -> String {
     referee::workspace::sha256(bytes)
@@ -51,7 +51,7 @@ fn plain_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
 }
 
 /// [`plain_workspace`] with `PROTECTED` too, made a git work tree with one commit.
-fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let (root, ws, logs) = plain_workspace();
     fs::write(ws.join(PROTECTED), "ROLES = ['worker']\n").expect("write");
     git(&ws, &["init", "-q"]);
@@ -62,7 +62,13 @@ fn git_workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 /// Writes `.tasks/<id>.json` the way an orchestrator should: to a temp name, then renamed into
 /// place. `modified` are listed as modified, with their hashes (`base`: the baseline contents).
-fn record(ws: &Path, id: &str, attempt: u64, modified: &[&str], base: &BTreeMap<&str, &str>) {
+pub(crate) fn record(
+    ws: &Path,
+    id: &str,
+    attempt: u64,
+    modified: &[&str],
+    base: &BTreeMap<&str, &str>,
+) {
     let mut pre = serde_json::Map::new();
     let mut post = serde_json::Map::new();
     for p in modified {

@@ -13,6 +13,7 @@ mod liveness;
 mod markdown;
 mod replay;
 mod root;
+mod state;
 mod unreadable;
 mod waivers;
 mod watch;
