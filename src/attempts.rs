@@ -14,9 +14,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::workspace::{sha256, OUTPUT_DIR};
 
-/// The store's directory for a workspace: the one place that says where the attempts live.
-pub fn dir_for(workspace_root: &Path) -> PathBuf {
-    workspace_root.join(OUTPUT_DIR).join("attempts")
+/// The store's directory in the referee's state directory `state` (SPEC §8: out of the
+/// worker's reach): the one place that says where the attempts live.
+pub fn dir_for(state: &Path) -> PathBuf {
+    state.join("attempts")
+}
+
+/// The store of a workspace being judged: in its state directory; a workspace opened without
+/// one (a library caller, a unit test) keeps them in its own `.referee/`.
+pub fn dir_for_workspace(ws: &crate::workspace::Workspace) -> PathBuf {
+    match ws.state() {
+        Some(state) => dir_for(state),
+        None => ws.root().join(OUTPUT_DIR).join("attempts"),
+    }
 }
 
 /// What is kept of an attempt in `<task>/<attempt>.json` (its diff beside it).

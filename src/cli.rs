@@ -190,6 +190,13 @@ struct VerifyArgs {
     /// workspace that is not a git work tree).
     #[arg(long, value_name = "DIR")]
     baseline_dir: Option<PathBuf>,
+    /// The referee's own memory (event log, heartbeat, STOP, verdicts, kept attempts), kept
+    /// out of the watched directory's reach (created 0700; a symlink, a directory of another
+    /// user or one others can write is refused). Default:
+    /// `$XDG_STATE_HOME/referee/<name>-<hash>` (else `~/.local/state/referee/…`), named from the
+    /// directory's canonical path and identity.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -424,14 +431,21 @@ struct LiveReferee {
 
 /// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
 /// is fresh (not finished) and its pid runs.
-fn live_referee(dir: &Path) -> Option<String> {
-    if crate::daemon::events::locked_by_other(dir) {
+fn live_referee(dir: &Path, state: &Path) -> Option<String> {
+    if crate::daemon::events::locked_by_other(state) {
         return Some(format!(
             "another process holds the lock on `{}`",
-            crate::daemon::events::EVENTS_FILE
+            state.join(crate::daemon::events::EVENTS_FILE).display()
         ));
     }
-    crate::status::watched_by(dir)
+    crate::status::watched_by(dir, state)
+}
+
+/// The state directory of `dir` (`--state-dir`, else the default), as `watch` finds it.
+fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
+    let canon = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot read directory `{}`", dir.display()))?;
+    Ok(crate::state::locate(&canon, explicit)?)
 }
 
 /// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
@@ -450,7 +464,8 @@ fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
 
 fn verify(a: VerifyArgs) -> Result<ExitCode> {
     if a.write {
-        if let Some(why) = live_referee(&a.build_dir) {
+        let state = state_of(&a.build_dir, a.state_dir.as_deref())?;
+        if let Some(why) = live_referee(&a.build_dir, &state) {
             return Err(LiveReferee {
                 dir: a.build_dir.display().to_string(),
                 why,
@@ -530,28 +545,32 @@ fn verify_workspace(
 ) -> Result<ExitCode> {
     use crate::outputs::code_change;
     use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
+    // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
+    // verdicts and STOP that count are the state directory's (SPEC §8).
+    let state = state_of(&a.build_dir, a.state_dir.as_deref())?;
     let spec = match (&a.baseline, &a.baseline_dir) {
         (Some(rev), _) => BaselineSpec::Rev(rev.clone()),
         (None, Some(dir)) => BaselineSpec::Dir(dir.clone()),
+        (None, None) if !a.build_dir.join(".git").exists() => BaselineSpec::Snapshot(state.clone()),
         (None, None) => BaselineSpec::Auto,
     };
+    if crate::state::exists(&state) || a.write {
+        crate::state::ensure(&state)?;
+    }
     if a.write {
-        let out = a.build_dir.join(OUTPUT_DIR);
-        if out.is_dir() {
-            if let Some(why) = live_referee(&out) {
-                return Err(LiveReferee {
-                    dir: out.display().to_string(),
-                    why,
-                }
-                .into());
+        if let Some(why) = live_referee(&a.build_dir, &state) {
+            return Err(LiveReferee {
+                dir: a.build_dir.display().to_string(),
+                why,
             }
+            .into());
         }
     }
     let limits = Limits {
         max_read_bytes: a.read.max_read_bytes,
         ..Limits::default()
     };
-    let ws = Workspace::open(&a.build_dir, &spec, limits.max_read_bytes)?;
+    let ws = Workspace::open_in(&a.build_dir, &spec, &state, limits.max_read_bytes)?;
     let snap = Snapshot::empty(&a.build_dir, limits)?;
     let now = chrono::Utc::now();
     let options = Options {
@@ -561,7 +580,7 @@ fn verify_workspace(
     };
     let (mut eval, runs) = engine::evaluate_workspace(&protocol, &snap, &ws, &options);
     let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
-    let verdicts = crate::verdict::judge(&protocol, &ws, &eval.results, &runs);
+    let verdicts = crate::verdict::judge(&protocol, &ws, &eval.results, &runs, &state);
     if runs.is_empty() {
         tracing::warn!(
             "no task records in `{}`: nothing to judge",
@@ -576,14 +595,13 @@ fn verify_workspace(
         ..Context::default()
     };
     if a.write {
-        code_change::write_all(&protocol, &ws, &eval, &runs, &verdicts, &ctx).with_context(
-            || {
+        code_change::write_all(&protocol, &ws, &eval, &runs, &verdicts, &ctx, &state)
+            .with_context(|| {
                 format!(
                     "cannot write into `{}`",
                     ws.root().join(OUTPUT_DIR).display()
                 )
-            },
-        )?;
+            })?;
     }
     let text = match a.format {
         Format::Json => code_change::verify_json(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
@@ -790,9 +808,16 @@ struct WatchArgs {
     #[arg(long, value_name = "REV", conflicts_with_all = ["baseline_dir", "root"])]
     baseline: Option<String>,
     /// Code-change protocol: a pristine copy of the workspace to measure against (otherwise,
-    /// outside a git work tree, a snapshot taken at start and kept in `.referee/`).
+    /// outside a git work tree, a snapshot taken at start and kept in the state directory).
     #[arg(long, value_name = "DIR", conflicts_with = "root")]
     baseline_dir: Option<PathBuf>,
+    /// The referee's own memory (event log, heartbeat, STOP, verdicts, kept attempts), kept
+    /// out of the watched directory's reach (created 0700; a symlink, a directory of another
+    /// user or one others can write is refused). With `--root`, each build gets `DIR/<name>-<hash>`. Default:
+    /// `$XDG_STATE_HOME/referee/<name>-<hash>` (else `~/.local/state/referee/…`), named from the
+    /// directory's canonical path and identity.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -827,6 +852,25 @@ struct StatusArgs {
     /// number is seconds).
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     stale: Option<std::time::Duration>,
+    /// Answer for one task of a task protocol (code-change): 0 when its latest attempt is judged
+    /// good (a final verdict, or the cleanup grade's) and no STOP stands; 1 when it is judged
+    /// bad (REJECT, ESCALATE*) or a STOP stands; 4 when it is not judged yet. Run it before
+    /// accepting an attempt: plain `status` says go for a REJECT that raised no STOP.
+    #[arg(long, value_name = "ID")]
+    task: Option<String>,
+    /// With `--task`: wait up to DURATION for the verdict to appear (`30s`; default 0).
+    #[arg(long, value_name = "DURATION", requires = "task", value_parser = crate::duration::parse)]
+    wait: Option<std::time::Duration>,
+    /// With `--task`: the protocol whose verdict names count as good (default: code-change).
+    #[arg(long, value_name = "ID|FILE", requires = "task")]
+    protocol: Option<String>,
+    /// The referee's own memory (event log, heartbeat, STOP, verdicts, kept attempts), kept
+    /// out of the watched directory's reach (created 0700; a symlink, a directory of another
+    /// user or one others can write is refused). Default:
+    /// `$XDG_STATE_HOME/referee/<name>-<hash>` (else `~/.local/state/referee/…`), named from the
+    /// directory's canonical path and identity.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
@@ -865,6 +909,7 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
         (None, Some(dir)) => crate::workspace::BaselineSpec::Dir(dir),
         (None, None) => crate::workspace::BaselineSpec::Auto,
     };
+    config.state_dir = a.state_dir;
     match a.root {
         Some(root) => Ok(crate::daemon::run_root(root, config, Some(shutdown))?.exit),
         None => Ok(crate::daemon::run(config, Some(shutdown))?.exit),
@@ -872,18 +917,39 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
 }
 
 fn status(a: StatusArgs) -> Result<ExitCode> {
-    // A workspace's referee files are in its `.referee/` folder (code-change protocol).
-    let own = a.build_dir.join(crate::workspace::OUTPUT_DIR);
-    let build_dir = match std::fs::symlink_metadata(&own) {
-        Ok(m) if m.is_dir() => own,
-        _ => a.build_dir,
+    let task = match a.task {
+        Some(id) => {
+            let p = load_protocol(a.protocol.as_deref().unwrap_or("code-change"))?;
+            // Good: the guards' final verdicts and every cleanup grade's (MINOR_ISSUES), as the
+            // protocol names them.
+            let mut go: Vec<String> = p
+                .guards
+                .as_ref()
+                .map(|g| g.final_verdicts.clone())
+                .unwrap_or_default();
+            go.extend(
+                p.grades
+                    .iter()
+                    .filter(|g| g.cleanup)
+                    .map(|g| g.verdict.clone()),
+            );
+            Some(crate::status::TaskQuery {
+                id,
+                wait: a.wait.unwrap_or_default(),
+                go,
+            })
+        }
+        None => None,
     };
     let answer = crate::status::status(&crate::status::Config {
-        build_dir,
+        build_dir: a.build_dir,
+        state_dir: a.state_dir,
         require_live: a.require_live,
         stale: a.stale,
+        task,
     })?;
     match &answer.note {
+        Some(crate::status::Note::Info(text)) => tracing::info!("{text}"),
         Some(crate::status::Note::Warning(text)) => tracing::warn!("{text}"),
         Some(crate::status::Note::Error(text)) => tracing::error!("{text}"),
         None => {}
@@ -906,6 +972,10 @@ struct DemoArgs {
     /// Play into DIR (created; must be empty) instead of a new temporary directory.
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
+    /// The referee's state directory (default: beside the demo's directory, or, with
+    /// `--keep`, the default of `watch`).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -928,6 +998,7 @@ fn demo(a: DemoArgs, g: &GlobalArgs) -> Result<ExitCode> {
         },
         speed: a.speed,
         dir: a.keep,
+        state_dir: a.state_dir,
         // `-v`: every change the referee logs, not just passes, failures and STOP.
         verbose: g.verbose > 0,
     };
@@ -966,20 +1037,20 @@ mod tests {
     #[test]
     fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(live_referee(dir.path()), None, "nothing there");
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "nothing there");
         beat(dir.path(), std::process::id(), heartbeat::WATCHING, 0);
-        let why = live_referee(dir.path()).unwrap();
+        let why = live_referee(dir.path(), dir.path()).unwrap();
         assert!(why.contains("is fresh and pid"), "{why}");
         beat(dir.path(), std::process::id(), heartbeat::FINISHED, 0);
-        assert_eq!(live_referee(dir.path()), None, "finished");
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "finished");
         beat(dir.path(), std::process::id(), heartbeat::WATCHING, 60);
-        assert_eq!(live_referee(dir.path()), None, "stale");
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "stale");
         beat(dir.path(), 0, heartbeat::WATCHING, 0);
-        assert_eq!(live_referee(dir.path()), None, "no such pid");
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "no such pid");
         let log = crate::daemon::events::open_locked(dir.path()).unwrap();
-        let why = live_referee(dir.path()).unwrap();
+        let why = live_referee(dir.path(), dir.path()).unwrap();
         assert!(why.contains("holds the lock"), "{why}");
         drop(log);
-        assert_eq!(live_referee(dir.path()), None);
+        assert_eq!(live_referee(dir.path(), dir.path()), None);
     }
 }

@@ -88,6 +88,9 @@ pub struct DemoConfig {
     pub dir: Option<PathBuf>,
     /// Show every line the referee logs (each check's every change), not just the story.
     pub verbose: bool,
+    /// The referee's state directory; default: beside a temporary play directory, or the
+    /// default of `watch` for a kept one.
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -179,6 +182,13 @@ pub fn run(
     let cancel = Arc::new(AtomicBool::new(false));
 
     let mut config = daemon::Config::new(&dir);
+    config.state_dir = cfg.state_dir.clone().or_else(|| {
+        cfg.dir.is_none().then(|| {
+            let mut name = dir.file_name().unwrap_or_default().to_os_string();
+            name.push(".state");
+            dir.with_file_name(name)
+        })
+    });
     config.protocol = scenario.protocol().to_string();
     config.quiet = true;
     config.lines = Some(lines_tx);

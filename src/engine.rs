@@ -349,7 +349,7 @@ pub fn evaluate_workspace(
     // record's changes (SPEC §8): judge all; drop the claims of the REJECTed ones; judge again
     // the records whose scope that changed. Each round drops at least one more record's claims
     // or ends, so there are at most as many rounds as records.
-    let store = crate::attempts::Store::open(&crate::attempts::dir_for(ws.root()));
+    let store = crate::attempts::Store::open(&crate::attempts::dir_for_workspace(ws));
     let reject = protocol
         .guards
         .as_ref()

@@ -11,6 +11,8 @@ pub enum ExitCode {
     Error = 2,
     /// `status --require-live`: no live referee (heartbeat missing or stale).
     NotLive = 3,
+    /// `status --task`: the task's latest attempt is not judged yet (after `--wait`).
+    NotJudged = 4,
 }
 
 impl From<ExitCode> for std::process::ExitCode {

@@ -20,6 +20,7 @@ pub mod outputs;
 pub mod protocol;
 pub mod replay;
 pub mod size;
+pub mod state;
 pub mod status;
 pub mod syntax;
 pub mod verdict;

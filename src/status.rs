@@ -1,14 +1,20 @@
 //! `referee status BUILD_DIR`: what an orchestrator asks at a phase transition. Prints
 //! `OBSERVER-STOP.md` and answers 1 when it exists (or when a live referee holds a STOP it could
 //! not write), else prints `go` and answers 0; with `--require-live`, answers 3 unless a live
-//! referee is watching this very directory.
+//! referee is watching this very directory. With `--task ID` (a task protocol), it answers for
+//! that task's latest attempt: 0 judged good, 1 judged bad or a STOP stands, 4 not judged yet.
+//!
+//! Every answer comes from the referee's state directory (SPEC §8, [`crate::state`]), found as
+//! `watch` finds it: never from the copies in the watched directory, which the pipeline or worker
+//! can delete, replace or forge. No state directory means no referee ever ran there.
 //!
 //! "Live" is strict, because a wrong "go" lets a pipeline past a failure nobody saw: the
 //! heartbeat parses; its interval is sane (more than 0, at most a day); its last beat is neither
 //! stale (3 × the interval) nor from the future; it was written for this directory (same device,
 //! inode and birth time, same canonical path: not a copy, not a directory re-created or renamed
 //! into place); its pid is running and is the process that wrote it (same start time, not a
-//! recycled pid); and its state is `watching` (not `finished` or `faulted`).
+//! recycled pid), and not stopped (`SIGSTOP`); its state is `watching` (not `finished` or
+//! `faulted`); and the state directory's event log is locked (the live daemon holds it).
 //!
 //! This module owns that decision and its messages. It only reads the referee's own files (never
 //! opening anything but a small regular file) and `/proc/PID/stat`, and writes nothing.
@@ -45,9 +51,24 @@ pub const FUTURE_TOLERANCE: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone)]
 pub struct Config {
     pub build_dir: PathBuf,
+    /// `--state-dir` (else the default for the directory, as `watch` finds it).
+    pub state_dir: Option<PathBuf>,
     pub require_live: bool,
     /// Override of the staleness threshold (default: 3 × the heartbeat's interval, or 10 s).
     pub stale: Option<Duration>,
+    /// `--task ID`: answer for that task's latest attempt.
+    pub task: Option<TaskQuery>,
+}
+
+/// `status --task ID [--wait DURATION]`.
+#[derive(Debug, Clone)]
+pub struct TaskQuery {
+    pub id: String,
+    /// How long to wait for a verdict to appear.
+    pub wait: Duration,
+    /// The verdicts that let an attempt through (the protocol's final verdicts and its cleanup
+    /// grade's); anything else judged is a 1.
+    pub go: Vec<String>,
 }
 
 /// The answer: the exit code, what to print on stdout, and a note for the log (stderr).
@@ -61,6 +82,8 @@ pub struct Answer {
 /// A note beside the answer: why no live referee vouches for the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Note {
+    /// Worth saying, not worth a warning (`-q` silences it): e.g. no referee ever ran here.
+    Info(String),
     /// The answer stands (a STOP is on disk) but no referee is live.
     Warning(String),
     /// The answer is "no live referee" (exit 3).
@@ -83,6 +106,8 @@ pub enum StatusError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
 }
 
 /// What the heartbeat says, judged.
@@ -103,6 +128,8 @@ pub enum Proc {
     Gone,
     /// Running; its start time in clock ticks after boot, when `/proc` shows it.
     Running(Option<u64>),
+    /// Stopped (`SIGSTOP`, a debugger): it exists but referees nothing.
+    Stopped,
 }
 
 /// What the directory asked about is, now.
@@ -114,33 +141,71 @@ pub struct Here {
     pub proc_times: bool,
 }
 
-/// Answers `referee status`.
+/// Answers `referee status` (with `--task --wait`, polling until a verdict is there or the
+/// wait is over).
 pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
+    let deadline = std::time::Instant::now() + cfg.task.as_ref().map_or(Duration::ZERO, |t| t.wait);
+    loop {
+        let answer = status_once(cfg)?;
+        if answer.code != ExitCode::NotJudged || std::time::Instant::now() >= deadline {
+            return Ok(answer);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn no_live(why: String) -> Answer {
+    Answer {
+        code: ExitCode::NotLive,
+        stdout: String::new(),
+        note: Some(Note::Error(why)),
+    }
+}
+
+fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
     let dir = &cfg.build_dir;
     let here = match look(dir) {
         Ok(h) => h,
         // Asked to vouch for a directory that is not there: nobody watches it.
         Err(e) if cfg.require_live => {
-            return Ok(Answer {
-                code: ExitCode::NotLive,
-                stdout: String::new(),
-                note: Some(Note::Error(format!(
-                    "no live referee: {}",
-                    crate::error::chain(&e)
-                ))),
-            })
+            return Ok(no_live(format!(
+                "no live referee: {}",
+                crate::error::chain(&e)
+            )))
         }
         Err(e) => return Err(e),
     };
-    let verdict = match heartbeat::read(dir) {
-        Ok(hb) => judge(&hb, &here, Utc::now(), cfg.stale, &process),
-        Err(e) => Verdict::NotLive(e.to_string()),
-    };
+    let state = crate::state::locate(&here.canon, cfg.state_dir.as_deref())?;
+    if !crate::state::exists(&state) {
+        let why = format!(
+            "no referee has run on `{}` (no state directory `{}`)",
+            dir.display(),
+            state.display()
+        );
+        if cfg.require_live {
+            return Ok(no_live(why));
+        }
+        if cfg.task.is_some() {
+            return Ok(not_judged(why));
+        }
+        return Ok(Answer {
+            code: ExitCode::Ok,
+            stdout: "go\n".into(),
+            note: Some(Note::Info(why)),
+        });
+    }
+    crate::state::check(&state)?;
+    let verdict = live(&state, &here, cfg.stale);
     let not_live = match &verdict {
         Verdict::NotLive(why) => Some(why.clone()),
         _ => None,
     };
-    if let Some(text) = read_stop(cfg)? {
+    if let Some(mut text) = read_stop(&state)? {
+        if let Some(q) = &cfg.task {
+            // The task's own verdict first, then the STOP that stands.
+            let a = task_answer(q, &state, dir)?;
+            text = format!("{}\n{text}", a.stdout);
+        }
         return Ok(Answer {
             code: ExitCode::Violation,
             stdout: text,
@@ -162,15 +227,21 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
             note: None,
         });
     }
+    let task = match &cfg.task {
+        Some(q) => Some(task_answer(q, &state, dir)?),
+        None => None,
+    };
+    if let Some(a) = task.as_ref().filter(|a| a.code == ExitCode::Violation) {
+        return Ok(a.clone());
+    }
     if let Some(why) = not_live.filter(|_| cfg.require_live) {
-        return Ok(Answer {
-            code: ExitCode::NotLive,
-            stdout: String::new(),
-            note: Some(Note::Error(format!(
-                "no live referee watches `{}`: {why}",
-                dir.display()
-            ))),
-        });
+        return Ok(no_live(format!(
+            "no live referee watches `{}`: {why}",
+            dir.display()
+        )));
+    }
+    if let Some(a) = task {
+        return Ok(a);
     }
     Ok(Answer {
         code: ExitCode::Ok,
@@ -179,11 +250,120 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
     })
 }
 
+fn not_judged(why: String) -> Answer {
+    Answer {
+        code: ExitCode::NotJudged,
+        stdout: String::new(),
+        note: Some(Note::Error(why)),
+    }
+}
+
+/// The task's latest verdict in the state directory, against the attempt its record asks about.
+fn task_answer(q: &TaskQuery, state: &Path, dir: &Path) -> Result<Answer, StatusError> {
+    let name = crate::outputs::code_change::verdict_file(&q.id, "json");
+    let path = state.join(&name);
+    let Some(bytes) = read_small(&path).map_err(|source| StatusError::Stop {
+        path: path.display().to_string(),
+        source,
+    })?
+    else {
+        return Ok(not_judged(format!("task `{}` is not judged yet", q.id)));
+    };
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let verdict = doc["verdict"].as_str().unwrap_or("?").to_string();
+    let attempt = doc["attempt"].as_u64();
+    // The record names the attempt the orchestrator is about to accept: a verdict for an
+    // earlier one does not answer for it.
+    let record = dir
+        .join(crate::workspace::TASKS_DIR)
+        .join(format!("{}.json", q.id));
+    let asked = read_small(&record)
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|r| r["attempt"].as_u64());
+    if let (Some(asked), Some(judged)) = (asked, attempt) {
+        if asked > judged {
+            return Ok(not_judged(format!(
+                "task `{}` attempt {asked} is not judged yet (the latest verdict is attempt {judged}'s: {verdict})",
+                q.id
+            )));
+        }
+    }
+    let reasons: Vec<String> = doc["reasons"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut text = format!(
+        "task {} attempt {}: {verdict}\n",
+        q.id,
+        attempt.map_or("?".to_string(), |a| a.to_string())
+    );
+    if !reasons.is_empty() {
+        text.push_str(&format!("reasons: {}\n", reasons.join(", ")));
+    }
+    if let Some(e) = doc["escalation"].as_str() {
+        text.push_str(&format!("escalation: {e}\n"));
+    }
+    let code = if q.go.contains(&verdict) {
+        ExitCode::Ok
+    } else {
+        ExitCode::Violation
+    };
+    Ok(Answer {
+        code,
+        stdout: text,
+        note: None,
+    })
+}
+
+/// A small regular file's bytes; `None` when absent. Never follows a link or opens a FIFO.
+fn read_small(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() && m.len() <= 16 << 20 => {}
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut b = Vec::new();
+    f.by_ref().take(16 << 20).read_to_end(&mut b)?;
+    Ok(Some(b))
+}
+
+/// Whether a live referee keeps `state` for the directory `here`: its heartbeat judged
+/// ([`judge`]) and the event log's lock held by another process.
+fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Verdict {
+    let verdict = match heartbeat::read(state) {
+        Ok(hb) => judge(&hb, here, Utc::now(), stale, &process),
+        Err(e) => Verdict::NotLive(e.to_string()),
+    };
+    if !matches!(verdict, Verdict::NotLive(_)) && !crate::daemon::events::locked_by_other(state) {
+        return Verdict::NotLive(format!(
+            "no process holds the lock on the event log in the state directory `{}` (the heartbeat was not written by a live referee)",
+            state.display()
+        ));
+    }
+    verdict
+}
+
 /// Why a live referee watches `dir` now, judged exactly as `status --require-live` judges it;
 /// `None` when none does (`verify --write` refuses a directory a live referee owns).
-pub fn watched_by(dir: &Path) -> Option<String> {
+pub fn watched_by(dir: &Path, state: &Path) -> Option<String> {
     let here = look(dir).ok()?;
-    let hb = heartbeat::read(dir).ok()?;
+    let hb = heartbeat::read(state).ok()?;
     match judge(&hb, &here, Utc::now(), None, &process) {
         Verdict::NotLive(_) => None,
         Verdict::Live | Verdict::StopWanted(_) => Some(format!(
@@ -216,6 +396,9 @@ fn look(dir: &Path) -> Result<Here, StatusError> {
 /// The running process with this pid, as `/proc` shows it.
 pub fn process(pid: u32) -> Proc {
     if heartbeat::pid_alive(pid) {
+        if heartbeat::proc_stopped(pid) {
+            return Proc::Stopped;
+        }
         Proc::Running(heartbeat::proc_start(pid))
     } else {
         Proc::Gone
@@ -300,6 +483,11 @@ the directory was re-created, copied or replaced, and the referee is not watchin
     }
     match procs(pid) {
         Proc::Gone => return no(format!("its process (pid {pid}) is not running")),
+        Proc::Stopped => {
+            return no(format!(
+                "its process (pid {pid}) is stopped (SIGSTOP or a debugger): it referees nothing"
+            ))
+        }
         Proc::Running(now_start) if here.proc_times => match (hb.proc_start, now_start) {
             (None, _) => {
                 return no(format!(
@@ -338,8 +526,8 @@ the directory was re-created, copied or replaced, and the referee is not watchin
 }
 
 /// The STOP file's text, if it exists (never opening a FIFO or device in its place).
-fn read_stop(cfg: &Config) -> Result<Option<String>, StatusError> {
-    let path = cfg.build_dir.join(STOP_FILE);
+fn read_stop(dir: &Path) -> Result<Option<String>, StatusError> {
+    let path = dir.join(STOP_FILE);
     let err = |source: std::io::Error| StatusError::Stop {
         path: path.display().to_string(),
         source,
@@ -384,8 +572,11 @@ mod tests {
     fn cfg(dir: &Path, live: bool) -> Config {
         Config {
             build_dir: dir.to_path_buf(),
+            // The directory is its own state directory here: one place for the heartbeat.
+            state_dir: Some(dir.to_path_buf()),
             require_live: live,
             stale: None,
+            task: None,
         }
     }
 
@@ -426,6 +617,11 @@ mod tests {
         assert_eq!(missing.code, ExitCode::NotLive);
         assert!(matches!(missing.note, Some(Note::Error(t)) if t.contains("missing")));
         beat(d, Duration::ZERO, heartbeat::WATCHING);
+        // A heartbeat alone, with nobody holding the event log's lock, is a forgery.
+        let forged = status(&cfg(d, true)).unwrap();
+        assert_eq!(forged.code, ExitCode::NotLive);
+        assert!(matches!(forged.note, Some(Note::Error(t)) if t.contains("lock")));
+        let _log = crate::daemon::events::open_locked(d).unwrap();
         assert_eq!(status(&cfg(d, true)).unwrap().code, ExitCode::Ok);
         beat(d, Duration::from_secs(60), heartbeat::WATCHING);
         let stale = status(&cfg(d, true)).unwrap();
@@ -440,6 +636,34 @@ mod tests {
     }
 
     #[test]
+    fn no_state_directory_means_no_referee_ever_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = cfg(dir.path(), false);
+        c.state_dir = Some(dir.path().join("never"));
+        let a = status(&c).unwrap();
+        assert_eq!(a.code, ExitCode::Ok);
+        assert!(matches!(a.note, Some(Note::Info(t)) if t.contains("no referee has run")));
+        c.require_live = true;
+        assert_eq!(status(&c).unwrap().code, ExitCode::NotLive);
+        c.require_live = false;
+        c.task = Some(TaskQuery {
+            id: "t1".into(),
+            wait: Duration::ZERO,
+            go: vec!["APPROVE".into()],
+        });
+        assert_eq!(status(&c).unwrap().code, ExitCode::NotJudged);
+    }
+
+    #[test]
+    fn a_stopped_process_is_not_live() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let h = hb(d, Duration::ZERO, heartbeat::WATCHING);
+        let here = look(d).unwrap();
+        assert!(verdict(&h, &here, &|_| Proc::Stopped).contains("stopped"));
+    }
+
+    #[test]
     fn a_missing_directory_has_no_live_referee() {
         let root = tempfile::tempdir().unwrap();
         let gone = root.path().join("gone");
@@ -451,6 +675,7 @@ mod tests {
     fn a_stop_the_disk_refused_still_stops() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
+        let _log = crate::daemon::events::open_locked(d).unwrap();
         let mut h = hb(d, Duration::ZERO, heartbeat::FAULTED);
         h.stop_wanted = true;
         h.faults = vec!["cannot write `OBSERVER-STOP.md`: no space left on device".into()];

@@ -4,6 +4,8 @@
 //! REJECTed attempts of other tasks, as the [`attempts`] store keeps them. Judging only: reading
 //! the store is the one I/O here; keeping an attempt is `outputs::code_change`'s.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use crate::attempts::{self, diff_hash, is_empty_change, normalise, Kept, KeptAttempt, Store};
@@ -153,9 +155,10 @@ pub fn judge(
     ws: &Workspace,
     results: &[CheckResult],
     runs: &[TaskRun],
+    state: &Path,
 ) -> Vec<TaskVerdict> {
     let globs = protected_globs(protocol);
-    let store = Store::open(&attempts::dir_for(ws.root()));
+    let store = Store::open(&attempts::dir_for(state));
     let mut out = Vec::new();
     for run in runs.iter().filter(|r| r.judged) {
         let mine: Vec<CheckResult> = results

@@ -154,6 +154,19 @@ fn parse_start(stat: &str) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Whether the process is stopped (`T`/`t` in `/proc/PID/stat`: SIGSTOP, a tracer).
+pub fn proc_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let (_, rest) = s.rsplit_once(')')?;
+            rest.split_whitespace()
+                .next()
+                .map(|st| st == "T" || st == "t")
+        })
+        .unwrap_or(false)
+}
+
 /// Whether this system has `/proc` process entries (so a start time can be checked at all).
 pub fn has_proc() -> bool {
     proc_start(std::process::id()).is_some()

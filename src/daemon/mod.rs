@@ -90,6 +90,9 @@ pub struct Config {
     pub baseline: crate::workspace::BaselineSpec,
     /// `--waivers`: loaded (and checked) before the run; the file is reloaded when it changes.
     pub waivers: Option<crate::waivers::Waivers>,
+    /// `--state-dir`: the referee's memory (SPEC §8); `None`: the default for the directory
+    /// ([`crate::state::locate`]). Under `watch --root`, the folder each build's is made in.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -117,6 +120,7 @@ impl Config {
             lines: None,
             baseline: crate::workspace::BaselineSpec::Auto,
             waivers: None,
+            state_dir: None,
         }
     }
 }
@@ -248,6 +252,8 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
     #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
     BaselineWithoutTasks { protocol: String },
 }

@@ -9,6 +9,11 @@
 //! start is adopted as it stands and kept until the daemon has judged the directory (see
 //! [`StopFile::adopt`]): a restart never lifts it by accident. The check blocks themselves come
 //! from `outputs::markdown::stop_file`; this module must not judge checks or decide when to stop.
+//!
+//! The authoritative STOP is in the state directory (SPEC §8, [`crate::state`]): written first,
+//! removed first, read back at start; the file in the watched directory is its copy, restored
+//! from it when someone else touches it. While the copy's folder is not usable (a workspace's
+//! `.referee` replaced by a link or a file), only the state directory's is kept.
 
 use std::fs::OpenOptions;
 use std::io::{self, Read};
@@ -111,7 +116,12 @@ const MAX_STOP_BYTES: u64 = 4 << 20;
 
 #[derive(Debug)]
 pub struct StopFile {
+    /// The folder of the copy in the watched directory.
     dir: PathBuf,
+    /// The state directory: the authoritative STOP (`None`: only the copy, as in unit tests).
+    state: Option<PathBuf>,
+    /// Whether the copy's folder is usable (never written through when it is not).
+    copy: bool,
     /// What the file should contain; `None`: it should not exist.
     expected: Option<String>,
     /// A STOP found at start, kept until [`StopFile::judged`].
@@ -125,10 +135,26 @@ impl StopFile {
     pub fn new(dir: &Path) -> StopFile {
         StopFile {
             dir: dir.to_path_buf(),
+            state: None,
+            copy: true,
             expected: None,
             adopted: false,
             noticed: None,
         }
+    }
+
+    /// A STOP kept in the state directory `state`, with its copy in `dir`.
+    pub fn with_state(dir: &Path, state: &Path) -> StopFile {
+        StopFile {
+            state: Some(state.to_path_buf()),
+            ..StopFile::new(dir)
+        }
+    }
+
+    /// Whether the copy's folder can be written (a replaced `.referee` cannot); when it comes
+    /// back, the next [`StopFile::check`] restores the copy.
+    pub fn set_copy(&mut self, usable: bool) {
+        self.copy = usable;
     }
 
     /// Whether a STOP stands (as far as the daemon wrote it).
@@ -141,6 +167,14 @@ impl StopFile {
     /// has judged the directory ([`StopFile::judged`]): between a restart and its first settled
     /// evaluation an orchestrator must keep seeing the STOP. Returns whether one was there.
     pub fn adopt(&mut self) -> bool {
+        if let Some(state) = self.state.clone() {
+            // The state directory's STOP is the referee's own: it stands whatever the copy says.
+            if let Ok(OnDisk::File(b)) = read_in(&state) {
+                self.expected = Some(String::from_utf8_lossy(&b).into_owned());
+                self.adopted = true;
+                return true;
+            }
+        }
         self.expected = match self.read() {
             Ok(OnDisk::File(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
             // Not what the daemon wrote, but an orchestrator reads it as a STOP: it stands until
@@ -149,7 +183,35 @@ impl StopFile {
             Ok(OnDisk::Absent) => None,
         };
         self.adopted = self.expected.is_some();
+        if let Some(text) = self.expected.clone() {
+            // A STOP found only in the watched directory is kept in the state directory too.
+            let _ = self.write_state(&text);
+        }
         self.adopted
+    }
+
+    /// Writes the authoritative STOP.
+    fn write_state(&self, text: &str) -> io::Result<()> {
+        match &self.state {
+            Some(state) => {
+                write_over_dir(state, STOP_FILE, text, Durability::Background).map(|_| ())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Puts the state directory's STOP in line with what the daemon last wrote (nobody else
+    /// can write there; a failed write is found here again).
+    fn check_state(&self) -> io::Result<()> {
+        let Some(state) = &self.state else {
+            return Ok(());
+        };
+        match (&self.expected, read_in(state)?) {
+            (Some(e), OnDisk::File(d)) if d.as_slice() == e.as_bytes() => Ok(()),
+            (Some(e), _) => self.write_state(e),
+            (None, OnDisk::Absent) => Ok(()),
+            (None, _) => remove_own(state, STOP_FILE),
+        }
     }
 
     /// The directory has been judged (an evaluation with nothing held back): a STOP adopted at
@@ -198,6 +260,10 @@ impl StopFile {
 
     /// Compares the disk with what the daemon wrote; puts it right and says what happened.
     pub fn check(&mut self) -> io::Result<Option<Tampered>> {
+        self.check_state()?;
+        if !self.copy {
+            return Ok(None);
+        }
         let disk = self.read()?;
         let what = match (&self.expected, &disk) {
             (Some(e), OnDisk::File(d)) if d.as_slice() == e.as_bytes() => None,
@@ -227,6 +293,11 @@ impl StopFile {
     /// thread's ([`Durability::Background`]): an orchestrator sees it without waiting for the
     /// disk, and the loop goes on to the next event (another build's, under `--root`).
     fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
+        // The authoritative STOP first: `status` answers from it.
+        self.write_state(text)?;
+        if !self.copy {
+            return Ok(());
+        }
         // Even a directory is swapped out with the new STOP in one step: the name is never absent.
         let w = write_over_dir(&self.dir, STOP_FILE, text, Durability::Background)?;
         if w.replaced.is_some() {
@@ -241,6 +312,12 @@ impl StopFile {
 
     /// Removes the file; a symlink or FIFO is unlinked (never opened), a directory moved aside.
     fn remove(&mut self, what: Tamper) -> io::Result<()> {
+        if let Some(state) = &self.state {
+            remove_own(state, STOP_FILE)?;
+        }
+        if !self.copy {
+            return Ok(());
+        }
         let found = crate::outputs::foreign_at(&self.dir, STOP_FILE)?;
         let moved_to = self.move_dir_aside()?;
         if moved_to.is_none() {
@@ -265,7 +342,14 @@ impl StopFile {
     }
 
     fn read(&self) -> io::Result<OnDisk> {
-        let path = self.dir.join(STOP_FILE);
+        read_in(&self.dir)
+    }
+}
+
+/// What is at `dir/OBSERVER-STOP.md`, never following or opening anything but a regular file.
+fn read_in(dir: &Path) -> io::Result<OnDisk> {
+    {
+        let path = dir.join(STOP_FILE);
         let meta = match std::fs::symlink_metadata(&path) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(OnDisk::Absent),

@@ -1,8 +1,10 @@
-//! What the code-change referee writes, all under `WORKSPACE/.referee/` (SPEC §7): the folder
-//! itself (with a `.gitignore` of `*`), `OBSERVER-VERDICT-<task_id>.md` and `.json`
-//! (`referee.verdict/1`), `OBSERVER-STOP.md` while a protected-file veto stands or a task is
-//! escalated, the report, and each attempt's diff and verdict kept for the loop guards. Every
-//! file is written atomically; `.referee` itself must be a real directory, never a symlink.
+//! What the code-change referee writes (SPEC §7, §8): `OBSERVER-VERDICT-<task_id>.md` and
+//! `.json` (`referee.verdict/1`), `OBSERVER-STOP.md` while a protected-file veto stands or a task
+//! is escalated, the report, and each attempt's diff and verdict kept for the loop guards. What
+//! counts is written into the referee's state directory ([`crate::state`]); the verdicts, STOP
+//! and report get copies in `WORKSPACE/.referee/` (the folder itself made with a `.gitignore` of
+//! `*`). Every file is written atomically; `.referee` itself must be a real directory, never a
+//! symlink.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -288,7 +290,8 @@ pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
         for r in v
             .results
             .iter()
-            .filter(|r| r.status == Status::Fail && p.is_veto(&r.check))
+            // A waived FAIL raises no STOP (README, Waivers): it is shown everywhere else.
+            .filter(|r| r.status == Status::Fail && p.is_veto(&r.check) && r.waiver.is_none())
         {
             let def = p.check_def(&r.check);
             let action = if v.protected_diffs.is_empty() {
@@ -381,6 +384,8 @@ pub fn veto_stop_md(p: &Protocol, ws: &Workspace) -> Option<String> {
 /// ([`veto_stop_md`]) when no verdict carries it already — the veto stands whatever the
 /// records say.
 pub fn workspace_stop_md(p: &Protocol, ws: &Workspace, verdicts: &[TaskVerdict]) -> Option<String> {
+    // Carried by a verdict, or accepted there by a waiver (a human's decision for that task's
+    // attempt: the same protected change is not raised again as the workspace's).
     let carried = verdicts.iter().any(|v| {
         v.results
             .iter()
@@ -660,7 +665,8 @@ pub fn verify_json(
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
-/// Writes every output of a one-shot judgment into `.referee/` and keeps each attempt.
+/// Writes every output of a one-shot judgment into the state directory `state` (and copies into
+/// `.referee/`) and keeps each attempt in `state`.
 pub fn write_all(
     p: &Protocol,
     ws: &Workspace,
@@ -668,17 +674,20 @@ pub fn write_all(
     runs: &[TaskRun],
     verdicts: &[TaskVerdict],
     ctx: &Context,
+    state: &Path,
 ) -> std::io::Result<()> {
     let dir = ensure_dir(ws.root())?;
-    let store = Store::open(&attempts::dir_for(ws.root()));
+    let store = Store::open(&attempts::dir_for(state));
     for v in verdicts {
-        write_verdict(&dir, &store, p, v, super::Durability::Contents)?;
+        write_verdict(state, Some(&dir), &store, p, v, super::Durability::Contents)?;
     }
-    match workspace_stop_md(p, ws, verdicts) {
-        Some(text) => {
-            super::write_atomic(&dir, super::STOP_FILE, &text)?;
+    for d in [state, dir.as_path()] {
+        match workspace_stop_md(p, ws, verdicts) {
+            Some(text) => {
+                super::write_atomic(d, super::STOP_FILE, &text)?;
+            }
+            None => super::remove_own(d, super::STOP_FILE)?,
         }
-        None => super::remove_own(&dir, super::STOP_FILE)?,
     }
     super::write_atomic(
         &dir,
@@ -688,7 +697,8 @@ pub fn write_all(
     Ok(())
 }
 
-/// Writes one attempt's verdict files into `dir` (the workspace's `.referee/`) and keeps the
+/// Writes one attempt's verdict files into `state` (the referee's state directory) and their
+/// copies into `copy` (the workspace's `.referee/`, when it may be written), and keeps the
 /// attempt (its diff and verdict) in `store` for the loop guards; a replay is not an attempt
 /// and is not kept. The STOP file is not touched: `verify` writes it in [`write_all`], the
 /// daemon through its own STOP file.
@@ -697,7 +707,8 @@ pub fn write_all(
 /// its STOP: an orchestrator waits on them, and a disk flush must not delay them); the kept
 /// attempt, the loop guards' memory, is always fsynced before it takes its name.
 pub fn write_verdict(
-    dir: &Path,
+    state: &Path,
+    copy: Option<&Path>,
     store: &Store,
     p: &Protocol,
     v: &TaskVerdict,
@@ -705,9 +716,12 @@ pub fn write_verdict(
 ) -> std::io::Result<()> {
     // The JSON first: it is what an orchestrator waits on.
     let json = verdict_file(&v.task_id, "json");
-    super::write_atomic_as(dir, &json, &verdict_json(v), durability)?;
     let md = verdict_file(&v.task_id, "md");
-    super::write_atomic_as(dir, &md, &verdict_md(p, v), durability)?;
+    let (json_text, md_text) = (verdict_json(v), verdict_md(p, v));
+    for dir in std::iter::once(state).chain(copy) {
+        super::write_atomic_as(dir, &json, &json_text, durability)?;
+        super::write_atomic_as(dir, &md, &md_text, durability)?;
+    }
     if let (Some(attempt), Some(diff), false) = (v.attempt, &v.diff, v.replay) {
         let kept = Kept {
             attempt,

@@ -131,6 +131,10 @@ impl Baseline {
                 })?;
                 Baseline::from_dir(base, "dir", repo.as_ref(), cap).map(Ok)
             }
+            BaselineSpec::Snapshot(state) => match super::snapshot::load(state) {
+                Some(dir) => Baseline::from_dir(dir, "snapshot", repo.as_ref(), cap).map(Ok),
+                None => Ok(Err(super::NO_SNAPSHOT.into())),
+            },
             BaselineSpec::Rev(rev) => {
                 let Some(repo) = repo else {
                     return Err(WorkspaceError::NotGit(rev.clone()));

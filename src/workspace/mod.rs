@@ -16,7 +16,6 @@
 
 pub mod baseline;
 pub mod diff;
-pub mod git;
 pub mod gitread;
 pub mod name;
 pub mod record;
@@ -39,16 +38,26 @@ pub const TASKS_DIR: &str = ".tasks";
 /// Top-level names that are never part of a change.
 pub const EXCLUDED: &[&str] = &[".git", TASKS_DIR, OUTPUT_DIR];
 
+pub(crate) const NO_SNAPSHOT: &str =
+    "no baseline: the workspace is not a git work tree, no --baseline-dir \
+     was given, and no start snapshot is kept in the referee's state directory";
+
+/// The referee's stat cache of a work tree, in its state directory.
+pub const STAT_CACHE: &str = "statcache.json";
+
 /// Which baseline to measure against.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum BaselineSpec {
-    /// A git work tree: `HEAD`; otherwise the snapshot in `.referee/` if there is one; else none.
+    /// A git work tree: `HEAD` (pinned once); otherwise none.
     #[default]
     Auto,
     /// A git revision (`--baseline REV`).
     Rev(String),
     /// A pristine copy (`--baseline-dir DIR`).
     Dir(PathBuf),
+    /// Not a git work tree: the start snapshot kept in this state directory
+    /// ([`snapshot::create`]); none there, no baseline.
+    Snapshot(PathBuf),
 }
 
 /// What the baseline is, for evidence and outputs.
@@ -136,6 +145,8 @@ pub struct Workspace {
     /// Why there is no baseline (evidence of every INCONCLUSIVE that needs one).
     pub no_baseline: Option<String>,
     base: Option<Arc<Baseline>>,
+    /// The referee's state directory (its memory, SPEC §8), when the caller has one.
+    state: Option<PathBuf>,
     /// Every changed path, sorted; `None` without a baseline.
     changes: Option<BTreeMap<String, Change>>,
     /// What changed about a path besides (or instead of) its bytes: its type or its mode.
@@ -162,9 +173,31 @@ impl Workspace {
     /// and tests); `cap` bounds every file read.
     pub fn open(root: &Path, spec: &BaselineSpec, cap: u64) -> Result<Workspace, WorkspaceError> {
         let root = canonical_root(root)?;
-        let snap = snapshot::load(&root);
-        let base = Baseline::pin(&root, spec, None, snap.as_deref(), cap)?.map(Arc::new);
+        let base = Baseline::pin(&root, spec, None, None, cap)?.map(Arc::new);
         Workspace::judge(&root, &base, &mut StatCache::default(), cap)
+    }
+
+    /// Opens `root` with the referee's state directory `state` (SPEC §8): the baseline pinned
+    /// there (or reused when pinned before), the stat cache kept there, the kept attempts
+    /// there. A `state` that does not exist is not created: the pin and the cache are then not
+    /// kept.
+    pub fn open_in(
+        root: &Path,
+        spec: &BaselineSpec,
+        state: &Path,
+        cap: u64,
+    ) -> Result<Workspace, WorkspaceError> {
+        let root = canonical_root(root)?;
+        let keep = state.is_dir();
+        let base = Baseline::pin(&root, spec, keep.then_some(state), None, cap)?.map(Arc::new);
+        let cache_file = state.join(STAT_CACHE);
+        let mut cache = StatCache::load(&cache_file);
+        let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
+        if keep {
+            // A cache that cannot be kept costs the next run one read of each file, no more.
+            let _ = cache.save(&cache_file);
+        }
+        Ok(ws)
     }
 
     /// The workspace as it stands against a pinned baseline: the records first, then the work
@@ -200,6 +233,7 @@ impl Workspace {
             baseline: None,
             no_baseline: None,
             base: None,
+            state: None,
             changes: None,
             details: BTreeMap::new(),
             ignored: Vec::new(),
@@ -344,6 +378,18 @@ impl Workspace {
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// This workspace judged with the referee's state directory `state` (where the kept
+    /// attempts are).
+    pub fn with_state(mut self, state: &Path) -> Workspace {
+        self.state = Some(state.to_path_buf());
+        self
+    }
+
+    /// The referee's state directory, when given.
+    pub fn state(&self) -> Option<&Path> {
+        self.state.as_deref()
     }
 
     /// Every change against the baseline, by path; `None` without a baseline.

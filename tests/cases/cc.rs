@@ -346,8 +346,12 @@ pub fn check(path: &Path) -> Result<(), String> {
         let before_all = tree(&ws, false);
         let before = tree(&ws, true);
         let mut cmd = assert_cmd::Command::cargo_bin("referee").map_err(|e| e.to_string())?;
+        // The referee's memory (kept attempts, the authoritative STOP and verdicts) is in its
+        // state directory, out of the workspace (SPEC §8): one per case, never the real $HOME.
         cmd.arg("verify")
             .arg(&ws)
+            .arg("--state-dir")
+            .arg(tmp.path().join("state"))
             .args(["--protocol", &protocol, "--format", "json"])
             .args(&base_args)
             .args(&step.args)
@@ -466,7 +470,13 @@ pub fn check(path: &Path) -> Result<(), String> {
                 Some(n) => (true, n),
                 None => (false, o.as_str()),
             };
-            if ws.join(".referee").join(name).exists() == absent {
+            // Kept attempts are the state directory's; the rest has a copy in `.referee/`.
+            let at = if name.starts_with("attempts/") {
+                tmp.path().join("state").join(name)
+            } else {
+                ws.join(".referee").join(name)
+            };
+            if at.exists() == absent {
                 return Err(fail(format!(
                     ".referee/{name}: expected {}",
                     if absent { "absent" } else { "present" }

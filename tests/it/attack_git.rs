@@ -123,7 +123,7 @@ impl Ws {
     fn referee(&self, args: &[&str]) -> (i32, String, String) {
         let out = Command::new(referee())
             .args(args)
-            .args(std::env::var("NO_STATE").is_err().then(|| self.state_arg()))
+            .arg(self.state_arg())
             .output()
             .expect("run referee");
         (

@@ -134,6 +134,13 @@ fn planted_fifos_never_hang_it() {
 fn a_symlink_at_the_event_log_is_moved_aside() {
     let (root, dir) = build("pre-audit");
     let (target, text) = outside(root.path());
+    // At the log's name in the state directory (the one that is opened and resumed from), and
+    // at its copy's in the build directory.
+    let state = crate::code_change::default_state(&dir);
+    fs::create_dir_all(&state).expect("state dir");
+    fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    std::os::unix::fs::symlink(&target, state.join(EVENTS)).expect("plant");
     std::os::unix::fs::symlink(&target, dir.join(EVENTS)).expect("plant");
     let mut w = Watch::start(&dir, root.path(), &[]);
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
@@ -147,7 +154,7 @@ fn a_symlink_at_the_event_log_is_moved_aside() {
             .any(|p| p["file"] == EVENTS && p["action"] == "moved aside"),
         "{t:?}"
     );
-    let aside: Vec<_> = fs::read_dir(&dir)
+    let aside: Vec<_> = fs::read_dir(&state)
         .expect("list")
         .filter_map(|e| e.ok())
         .filter(|e| {
@@ -232,13 +239,15 @@ fn garbage_in_the_event_log_is_reported_on_resume() {
     raise_stop(&dir, &w);
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
-    let log = read(&dir.join(EVENTS));
+    // The log a restart resumes from is the state directory's.
+    let state = crate::code_change::default_state(&dir);
+    let log = read(&state.join(EVENTS));
     let mut lines: Vec<String> = log.lines().map(str::to_string).collect();
     let n = lines.len();
     lines.insert(1, "not json at all".into());
     lines.insert(3, "{\"payload\": {\"event\": \"stop_resolved\"}}".into());
     lines.push("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[".into());
-    fs::write(dir.join(EVENTS), lines.join("\n") + "\n").expect("damage the log");
+    fs::write(state.join(EVENTS), lines.join("\n") + "\n").expect("damage the log");
 
     let mut w = Watch::start(&dir, root.path(), &[]);
     w.until("a log_damaged event", || {

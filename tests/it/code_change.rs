@@ -308,6 +308,13 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
     assert!(!text.contains("?? .referee"), "{text}");
 }
 
+/// The state directory `watch` makes for `dir` by default (under the tests' `XDG_STATE_HOME`).
+pub(crate) fn default_state(dir: &Path) -> PathBuf {
+    crate::state_home()
+        .join("referee")
+        .join(referee::state::name_for(dir).expect("a state dir name"))
+}
+
 /// Outside git and without `--baseline-dir`: the start snapshot is the baseline, and a restart
 /// keeps it.
 #[test]
@@ -316,8 +323,16 @@ fn a_plain_workspace_is_measured_against_the_start_snapshot_across_restarts() {
     let base = BTreeMap::from([(APP, ORIGINAL)]);
 
     let mut w = start(&ws, &logs, &[]);
-    let kept = ws.join(".referee/baseline/tree").join(APP);
-    assert_eq!(read(&kept), ORIGINAL, "the start snapshot");
+    let kept = default_state(&ws).join("baseline/tree").join(APP);
+    assert_eq!(
+        read(&kept),
+        ORIGINAL,
+        "the start snapshot, in the state directory"
+    );
+    assert!(
+        !ws.join(".referee/baseline").exists(),
+        "not in the worker's reach"
+    );
     fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
     record(&ws, "t1", 1, &[APP], &base);
     w.until("t1 judged", || judged(&ws, "t1", 1));
@@ -439,7 +454,7 @@ fn one_process_referees_every_workspace_under_a_root() {
             .iter()
             .all(|ws| ws.join(".referee/OBSERVER-HEARTBEAT.json").exists())
     });
-    assert!(b.join(".referee/baseline/tree").join(APP).is_file());
+    assert!(default_state(&b).join("baseline/tree").join(APP).is_file());
 
     let base_a = BTreeMap::from([(PROTECTED, "ROLES = ['worker']\n")]);
     fs::write(a.join(PROTECTED), "ROLES = ['root']\n").expect("write");

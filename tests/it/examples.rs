@@ -125,6 +125,7 @@ fn orchestrate(script: Script, dir: &Path, env: &[(&str, &str)]) -> Run {
     };
     cmd.arg(dir)
         .env("REFEREE", referee())
+        .env("XDG_STATE_HOME", crate::state_home())
         .env("REFEREE_HEARTBEAT", "0.2")
         .env("STOP_WAIT", "20")
         .env("FINISH_WAIT", "20")

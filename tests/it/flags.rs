@@ -11,6 +11,7 @@ use crate::builder::Build;
 /// developer's or CI's own settings cannot change what a test sees.
 fn referee() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("referee").expect("the referee binary");
+    cmd.env("XDG_STATE_HOME", crate::state_home());
     cmd.timeout(Duration::from_secs(30))
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")

@@ -13,6 +13,7 @@ use crate::builder::{Build, BuildDoc};
 
 fn referee() -> Command {
     let mut cmd = Command::cargo_bin("referee").expect("the referee binary");
+    cmd.env("XDG_STATE_HOME", crate::state_home());
     cmd.timeout(Duration::from_secs(20));
     cmd
 }

@@ -1304,8 +1304,11 @@ fn heartbeat_text() -> impl Strategy<Value = String> {
 fn status_config(dir: &Path, require_live: bool, stale: Option<Duration>) -> status::Config {
     status::Config {
         build_dir: dir.to_path_buf(),
+        // The heartbeat is fuzzed where `status` reads it: the directory is its own state dir.
+        state_dir: Some(dir.to_path_buf()),
         require_live,
         stale,
+        task: None,
     }
 }
 

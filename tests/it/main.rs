@@ -15,6 +15,7 @@ mod liveness;
 mod markdown;
 mod replay;
 mod root;
+mod state;
 mod unreadable;
 mod waivers;
 mod watch;
@@ -22,3 +23,17 @@ mod watch;
 /// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.
 #[global_allocator]
 static HEAP: heap::Counting = heap::Counting;
+
+/// Where the referee keeps its state directories in these tests (`XDG_STATE_HOME` of every
+/// process spawned): one private folder for the test run, never the real `$HOME`. Each watched
+/// directory still gets its own state directory in it (named from its path and identity).
+pub(crate) fn state_home() -> &'static std::path::Path {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("referee-it-state-")
+            .tempdir()
+            .expect("a state home")
+    })
+    .path()
+}

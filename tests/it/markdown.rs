@@ -19,6 +19,7 @@ const PLANTED: &str = "p3b-pa-auditor-K_<b>*x*<i> `tick |pipe [a](b) www.x.com.m
 
 fn referee_cmd(args: &[&str]) -> (i32, String, String) {
     let out = assert_cmd::Command::new(referee())
+        .env("XDG_STATE_HOME", crate::state_home())
         .args(args)
         .timeout(Duration::from_secs(60))
         .output()

@@ -16,6 +16,7 @@ fn fixtures() -> PathBuf {
 
 fn referee() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("referee").expect("the referee binary");
+    cmd.env("XDG_STATE_HOME", crate::state_home());
     cmd.timeout(TIMEOUT);
     cmd
 }

@@ -186,6 +186,7 @@ fn root_arguments_are_checked() {
     let top = tempfile::tempdir().expect("tempdir");
     let run = |args: &[&str]| {
         Command::new(referee())
+            .env("XDG_STATE_HOME", crate::state_home())
             .arg("watch")
             .args(args)
             .stdin(Stdio::null())

@@ -84,6 +84,7 @@ fn locked_refine_build() -> Option<(tempfile::TempDir, PathBuf, Locked)> {
 /// Runs `referee ARGS` (as `nobody` when asked) with a timeout: (exit code, stdout, stderr).
 fn run(args: &[&OsStr], as_nobody: bool) -> (i32, String, String) {
     let mut cmd = Command::new(referee());
+    cmd.env("XDG_STATE_HOME", crate::state_home());
     cmd.args(args);
     if as_nobody {
         cmd.uid(NOBODY).gid(NOBODY);
@@ -158,9 +159,17 @@ fn a_folder_that_cannot_be_listed_is_inconclusive_not_clean_for_watch() {
     fs::create_dir(&logs).expect("mkdir logs");
     let out = logs.join("watch.out");
     let err = logs.join("watch.err");
+    // Its state directory is nobody's, as a referee run as another user has its own.
+    let state = root.path().join("state-nobody");
+    fs::create_dir(&state).expect("mkdir state");
+    std::os::unix::fs::chown(&state, Some(NOBODY), Some(NOBODY)).expect("chown state");
+    fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod state");
     let mut child = Command::new(referee())
         .arg("watch")
         .arg(&dir)
+        .arg("--state-dir")
+        .arg(&state)
         .args(["--heartbeat", "0.5"])
         .uid(NOBODY)
         .gid(NOBODY)

@@ -66,6 +66,7 @@ impl Watch {
         let out = logs.join(format!("watch-{n}.out"));
         let err = logs.join(format!("watch-{n}.err"));
         let child = Command::new(referee())
+            .env("XDG_STATE_HOME", crate::state_home())
             .arg("watch")
             .args(dir)
             .args(["--heartbeat", "0.5"])
@@ -201,6 +202,7 @@ fn mv(from: &Path, to: &Path, rel: &str) {
 /// Runs a short command (`status`, `verify`) with a timeout.
 pub(crate) fn run(args: &[&str]) -> (i32, String, String) {
     let out = assert_cmd::Command::new(referee())
+        .env("XDG_STATE_HOME", crate::state_home())
         .args(args)
         .timeout(WAIT)
         .output()
@@ -431,6 +433,10 @@ fn kill_9_and_restart_resumes_and_another_protocol_needs_fresh() {
     w.kill9();
     assert_eq!(status(&dir, true).0, 1, "the STOP outlives the referee");
     fs::remove_file(dir.join(STOP)).expect("remove STOP");
+    // The copy is gone, the referee's own STOP is not (SPEC §8).
+    assert_eq!(status(&dir, true).0, 1, "the state directory's STOP stands");
+    let state = crate::code_change::default_state(&dir);
+    fs::remove_file(state.join(STOP)).expect("remove the state directory's STOP");
     let (code, _, err) = status(&dir, true);
     assert_eq!(code, 3, "a killed referee is not live: {err}");
     assert!(
@@ -489,7 +495,8 @@ fn kill_9_and_restart_resumes_and_another_protocol_needs_fresh() {
         "--fresh",
     ]);
     assert_eq!(code, 0, "{err}");
-    let rotated: Vec<String> = fs::read_dir(&dir)
+    // In the state directory, where the log is.
+    let rotated: Vec<String> = fs::read_dir(&state)
         .expect("read dir")
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .filter(|n| n.starts_with("OBSERVER-EVENTS-") && n.ends_with(".jsonl"))
@@ -696,7 +703,7 @@ fn status_exit_codes() {
     assert_eq!((code, out.as_str()), (0, "go\n"));
     let (code, _, err) = status(&dir, true);
     assert_eq!(code, 3);
-    assert!(err.contains("missing"), "{err}");
+    assert!(err.contains("no referee has run"), "{err}");
 
     let mut w = Watch::start(&dir, root.path(), &["--timeout", "8s"]);
     w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());

@@ -553,6 +553,13 @@ impl Driver {
                 break;
             }
             let mut cfg = template.clone();
+            // Each build its own memory: under `--state-dir` when given, else the default.
+            if let Some(base) = &template.state_dir {
+                match crate::state::name_for(&path) {
+                    Ok(n) => cfg.state_dir = Some(base.join(n)),
+                    Err(_) => continue,
+                }
+            }
             cfg.build_dir = path;
             match Session::open(cfg, protocol.clone(), Some(name.clone())) {
                 Ok(mut s) => {

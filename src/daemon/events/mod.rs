@@ -120,6 +120,36 @@ pub struct EventLog {
     path: PathBuf,
     trace_id: String,
     context: ContextRef,
+    /// The folder of the copy in the watched directory (for people and tools that read it
+    /// there), appended to after the authoritative log; `None`: no copy is kept (its folder is
+    /// not usable).
+    mirror: Option<PathBuf>,
+}
+
+/// The largest log copied whole into the watched directory; a larger one's copy is left as is.
+const MAX_MIRROR: u64 = 64 << 20;
+
+/// What was wrong with the copy of the log in the watched directory, now put right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MirrorFix {
+    Deleted,
+    Edited,
+    /// Something not a regular file was there (replaced, never followed).
+    Replaced(Foreign),
+}
+
+/// A small regular file's bytes, never following a symlink or opening a FIFO.
+fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    let mut f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut b = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(&mut f, MAX_MIRROR + 1), &mut b)?;
+    Ok(b)
 }
 
 /// Formats a time as the envelope does: RFC 3339 with milliseconds, UTC.
@@ -269,7 +299,62 @@ impl EventLog {
             path: dir.join(EVENTS_FILE),
             trace_id,
             context,
+            mirror: None,
         })
+    }
+
+    /// The folder holding the log was renamed to `dir` (the open file and its lock are kept).
+    pub fn moved_to(&mut self, dir: &Path) {
+        self.path = dir.join(EVENTS_FILE);
+    }
+
+    /// Keeps a copy of the log in `dir` (or none). Only the log in the state directory is ever
+    /// read back; the copy is rewritten from it when it differs ([`EventLog::restore_mirror`]).
+    pub fn set_mirror(&mut self, dir: Option<PathBuf>) {
+        self.mirror = dir;
+    }
+
+    /// Makes the copy the same as the log (written atomically, never following what was planted
+    /// at its name). `full`: compare the bytes (at start), else only the sizes (at each tick).
+    /// Returns what was wrong with it, if anything: `Ok(None)` when it was in line.
+    pub fn restore_mirror(&mut self, full: bool) -> io::Result<Option<MirrorFix>> {
+        let Some(dir) = self.mirror.clone() else {
+            return Ok(None);
+        };
+        let copy = dir.join(EVENTS_FILE);
+        let ours = self.file.metadata()?.len();
+        let theirs = std::fs::symlink_metadata(&copy);
+        let what = match &theirs {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => MirrorFix::Deleted,
+            Err(e) => return Err(io::Error::new(e.kind(), e.to_string())),
+            Ok(m) if Foreign::of(m).is_some() => MirrorFix::Edited,
+            Ok(m) if m.len() != ours => MirrorFix::Edited,
+            Ok(_) if !full => return Ok(None),
+            Ok(_) => {
+                let mut mine = Vec::new();
+                io::Read::read_to_end(&mut File::open(&self.path)?, &mut mine)?;
+                match read_regular(&copy) {
+                    Ok(b) if b == mine => return Ok(None),
+                    _ => MirrorFix::Edited,
+                }
+            }
+        };
+        if ours > MAX_MIRROR {
+            return Ok(None);
+        }
+        let mut mine = Vec::new();
+        io::Read::read_to_end(&mut File::open(&self.path)?, &mut mine)?;
+        let text = String::from_utf8_lossy(&mine);
+        let w = crate::outputs::write_atomic_as(
+            &dir,
+            EVENTS_FILE,
+            &text,
+            crate::outputs::Durability::Volatile,
+        )?;
+        Ok(Some(match w.replaced {
+            Some(f) => MirrorFix::Replaced(f),
+            None => what,
+        }))
     }
 
     pub fn path(&self) -> &Path {
@@ -317,7 +402,27 @@ impl EventLog {
             return Err(e);
         }
         self.torn = false;
+        self.append_mirror(line.trim_start_matches('\n'));
         Ok(())
+    }
+
+    /// Appends a line to the copy, best effort: O_APPEND, never following a symlink or blocking
+    /// on a FIFO, only into a regular file that exists (a missing or foreign copy is put right
+    /// from the log at the next tick).
+    fn append_mirror(&mut self, line: &str) {
+        let Some(dir) = &self.mirror else {
+            return;
+        };
+        let Ok(Ok(mut f)) = open_regular(&dir.join(EVENTS_FILE), false) else {
+            return;
+        };
+        let Ok(end) = f.metadata().map(|m| m.len()) else {
+            return;
+        };
+        if f.write_all(line.as_bytes()).is_err() {
+            // As in the log itself: no torn line left in the copy.
+            let _ = f.set_len(end);
+        }
     }
 
     /// Forces the log to stable storage (at the end of a run).

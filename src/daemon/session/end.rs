@@ -110,7 +110,9 @@ impl Session {
         let report = judged
             .as_ref()
             .and_then(|j| self.write_tasks_report(j, &ended));
-        let violation = self.tasks.as_ref().is_some_and(|t| t.violation);
+        // A replaced `.referee` holds a STOP too (SPEC §8).
+        let violation =
+            self.tasks.as_ref().is_some_and(|t| t.violation) || self.folder_lost.is_some();
         let eval = judged.map_or_else(|| empty_evaluation(false), |j| j.eval);
         self.conclude(Concluded {
             reason,

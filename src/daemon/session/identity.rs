@@ -61,6 +61,34 @@ impl Session {
         );
     }
 
+    /// The directory at the path is another one now, whose default state directory has another
+    /// name (SPEC §8: named from the directory's identity). The session's memory follows the
+    /// directory it re-attaches to: its state directory is renamed to the new name (the log
+    /// stays open and locked through the rename), so `status` finds it there. With
+    /// `--state-dir`, or when the new name is taken, it stays where it is.
+    fn rehome(&mut self, canon: &std::path::Path) {
+        if self.cfg.state_dir.is_some() {
+            return;
+        }
+        let Ok(to) = crate::state::locate(canon, None) else {
+            return;
+        };
+        if to == self.state || crate::state::exists(&to) {
+            return;
+        }
+        if std::fs::rename(&self.state, &to).is_err() {
+            return;
+        }
+        crate::state::note_watched(&to, canon);
+        self.state = to.clone();
+        if let Some(log) = &mut self.log {
+            log.moved_to(&to);
+        }
+        if let Some(t) = &mut self.tasks {
+            t.state = to;
+        }
+    }
+
     /// The path names a directory the session is not watching (re-created, replaced, or back
     /// after a detach): the loop watches it anew, its own event log is opened, and a full scan
     /// follows at once (after the watch, so nothing written in between is missed). What the
@@ -78,61 +106,64 @@ impl Session {
                 return;
             }
         };
-        // The old log's file went with the old directory. Dropping it first releases its lock
-        // (the same file, when the directory was renamed away and back).
-        let old_log = self.log.take().map(|l| l.path().to_path_buf());
-        let mut previous_events = 0;
-        let mut log_moved = None;
+        // The event log is the state directory's: it stays open and locked across the
+        // directory's replacement (its copy is rewritten into the new directory at the next
+        // tick). Only a log that could not be opened at all is tried again.
+        let old_log: Option<std::path::PathBuf> = None;
+        self.rehome(&canon);
+        let previous_events = 0;
         if self.tasks.is_some() {
             // A re-created workspace: its `.referee/` again (refused as a symlink or a file).
-            if let Err(e) = crate::outputs::code_change::ensure_dir(&self.dir) {
-                self.fault(
+            match crate::outputs::code_change::ensure_dir(&self.dir) {
+                Ok(_) => self.folder_back(),
+                Err(e) => self.fault(
                     "events",
                     format!(
                         "cannot use `{}`: {}",
                         self.out.display(),
                         e.to_string().to_lowercase()
                     ),
-                );
-            }
-        }
-        match events::open_locked(&self.out) {
-            Ok(events::Opened {
-                file,
-                resumed,
-                torn_tail,
-                moved_aside,
-            }) => {
-                previous_events = resumed.events.saturating_add(resumed.skipped);
-                log_moved = moved_aside;
-                let context = context_ref(&canon, &self.protocol);
-                match EventLog::new(&self.out, file, torn_tail, self.trace_id.clone(), context) {
-                    Ok(log) => self.log = Some(log),
-                    Err(e) => self.log_fault(&e),
-                }
-            }
-            Err(events::LogError::Busy { path }) => {
-                self.detach(format!(
-                    "another referee watches the directory now at the build directory's path (`{path}` is locked)"
-                ));
-                return;
-            }
-            Err(events::LogError::Io { path, source }) => self.fault(
-                "events",
-                format!(
-                    "cannot open `{path}`: {}",
-                    source.to_string().to_lowercase()
                 ),
-            ),
+            }
         }
-        if let Some((found, to)) = log_moved {
-            self.log_moved_aside(found, &to);
+        if self.log.is_none() {
+            match events::open_locked(&self.state) {
+                Ok(events::Opened {
+                    file, torn_tail, ..
+                }) => {
+                    let context = context_ref(&canon, &self.protocol);
+                    match EventLog::new(
+                        &self.state,
+                        file,
+                        torn_tail,
+                        self.trace_id.clone(),
+                        context,
+                    ) {
+                        Ok(mut log) => {
+                            log.set_mirror(Some(self.out.clone()));
+                            self.log = Some(log);
+                        }
+                        Err(e) => self.log_fault(&e),
+                    }
+                }
+                Err(events::LogError::Busy { path }) => {
+                    self.detach(format!("another referee holds the lock on `{path}`"));
+                    return;
+                }
+                Err(events::LogError::Io { path, source }) => self.fault(
+                    "events",
+                    format!(
+                        "cannot open `{path}`: {}",
+                        source.to_string().to_lowercase()
+                    ),
+                ),
+            }
         }
         let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
         self.detached_why = None;
         self.canon = canon;
         remove_stale_temps(&self.out);
-        self.stop = StopFile::new(&self.out);
+        self.stop = StopFile::with_state(&self.out, &self.state);
         self.stop.adopt();
         self.pass_files.clear();
         self.listing = None;

@@ -9,6 +9,7 @@
 //! an event source or sleeps: the loop ([`super::driver`]) owns those and drives any number of
 //! sessions.
 
+mod copies;
 mod end;
 mod identity;
 mod open;
@@ -94,6 +95,12 @@ pub struct Session {
     /// Where the session's own files go: the build directory itself, or a workspace's
     /// `.referee/` for a protocol of task records.
     out: PathBuf,
+    /// The state directory (SPEC §8): the authoritative event log, heartbeat, STOP and (task
+    /// protocols) verdicts and kept attempts. What is in `out` are copies.
+    state: PathBuf,
+    /// A workspace's `.referee` is no longer the folder the session made (replaced by a link, a
+    /// file, a FIFO …): what was found. Nothing is written through it while so; the STOP says it.
+    folder_lost: Option<String>,
     /// A protocol of task records: how the workspace is judged and its verdicts written.
     tasks: Option<tasks::Tasks>,
     /// Its canonical path (events arrive under it).
@@ -248,6 +255,15 @@ impl Session {
             // checked for tampering.
             if batch.paths.contains_key(&tasks::stop_rel()) {
                 batch.stop_touched = true;
+            }
+            let own = crate::workspace::OUTPUT_DIR;
+            if batch
+                .paths
+                .keys()
+                .any(|p| p == own || p.strip_prefix(own).is_some_and(|r| r.starts_with('/')))
+            {
+                // Someone touched `.referee` (the session's own writes are not reported).
+                self.check_folder();
             }
             batch.paths.retain(|rel, _| tasks::relevant(rel));
             if batch.paths.is_empty() && batch.rescan.is_empty() && !batch.root_lost {
@@ -440,7 +456,9 @@ impl Session {
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_waivers();
+        self.check_folder();
         self.check_stop();
+        self.check_copies(false);
         self.check_own_files();
         if self.pid_by_ticks {
             if let Some(pid) = self.cfg.exit_with {

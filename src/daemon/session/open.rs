@@ -29,6 +29,8 @@ pub(super) struct Opening {
     log_moved: Option<(crate::outputs::Foreign, PathBuf)>,
     damaged: Option<events::Resumed>,
     adopted: bool,
+    /// The log copy found in the watched directory with no memory behind it, moved aside.
+    copy_rotated: Option<PathBuf>,
 }
 
 fn trace_id(dir: &Path) -> String {
@@ -84,10 +86,11 @@ impl Session {
         }
         std::fs::read_dir(&canon).map_err(bad_dir)?;
         let dir_id = attach::DirId::of(&canon)?;
+        let state = state_dir(&cfg, &canon)?;
         // A protocol of task records writes into the workspace's `.referee/`; any other into
         // the build directory itself.
         let tasks = match &protocol.tasks {
-            Some(_) => Some(Tasks::open(&canon, &cfg)?),
+            Some(_) => Some(Tasks::open(&canon, &state, &cfg)?),
             None if cfg.baseline != crate::workspace::BaselineSpec::Auto => {
                 return Err(DaemonError::BaselineWithoutTasks {
                     protocol: protocol.id.clone(),
@@ -107,9 +110,12 @@ impl Session {
             log_moved: None,
             damaged: None,
             adopted: false,
+            copy_rotated: None,
         };
         // The event log: lock it (one referee per directory), read it, resume or rotate.
-        let log = match events::open_locked(&out) {
+        // The event log is the state directory's (what a restart resumes from); the watched
+        // directory gets a copy.
+        let log = match events::open_locked(&state) {
             Ok(events::Opened {
                 file,
                 resumed: r,
@@ -117,17 +123,26 @@ impl Session {
                 moved_aside,
             }) => {
                 // Holding the lock, no other referee writes here: its temp files are leftovers.
+                remove_stale_temps(&state);
                 remove_stale_temps(&out);
                 opening.log_moved = moved_aside;
                 let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
+                    // A new memory: a log left in the watched directory (an older referee's, or
+                    // anyone's) is never resumed from; it is moved aside, not deleted.
+                    if std::fs::symlink_metadata(out.join(events::EVENTS_FILE))
+                        .is_ok_and(|m| m.is_file() && m.len() > 0)
+                    {
+                        opening.copy_rotated = events::rotate(&out, &now).ok();
+                    }
                     (file, torn_tail)
                 } else if cfg.fresh {
-                    let to = events::rotate(&out, &now).map_err(|source| DaemonError::Rotate {
-                        path: out.join(events::EVENTS_FILE).display().to_string(),
-                        source,
-                    })?;
+                    let to =
+                        events::rotate(&state, &now).map_err(|source| DaemonError::Rotate {
+                            path: state.join(events::EVENTS_FILE).display().to_string(),
+                            source,
+                        })?;
                     opening.rotated = Some(to);
-                    let reopened = events::open_locked(&out)?;
+                    let reopened = events::open_locked(&state)?;
                     drop(file);
                     (reopened.file, reopened.torn_tail)
                 } else {
@@ -136,7 +151,7 @@ impl Session {
                     if let Some(logged) = &r.protocol_sha256 {
                         if *logged != protocol.sha256 {
                             return Err(DaemonError::ProtocolChanged {
-                                log: out.join(events::EVENTS_FILE).display().to_string(),
+                                log: state.join(events::EVENTS_FILE).display().to_string(),
                                 logged: logged.clone(),
                                 loaded: protocol.sha256.clone(),
                             });
@@ -148,16 +163,19 @@ impl Session {
                     (file, torn_tail)
                 };
                 let context = context_ref(&canon, &protocol);
-                match EventLog::new(&out, file, torn_tail, trace.clone(), context) {
-                    Ok(log) => Some(log),
-                    Err(e) => own_file_fault(&cfg, &out, events::EVENTS_FILE, e)?,
+                match EventLog::new(&state, file, torn_tail, trace.clone(), context) {
+                    Ok(mut log) => {
+                        log.set_mirror(Some(out.clone()));
+                        Some(log)
+                    }
+                    Err(e) => own_file_fault(&cfg, &state, events::EVENTS_FILE, e)?,
                 }
             }
             Err(events::LogError::Busy { path }) => {
                 return Err(events::LogError::Busy { path }.into());
             }
             Err(events::LogError::Io { source, .. }) => {
-                own_file_fault(&cfg, &out, events::EVENTS_FILE, source)?
+                own_file_fault(&cfg, &state, events::EVENTS_FILE, source)?
             }
         };
 
@@ -174,7 +192,7 @@ impl Session {
         });
 
         let start = Instant::now();
-        let mut stop = StopFile::new(&out);
+        let mut stop = StopFile::with_state(&out, &state);
         // A STOP left standing is adopted before anything else can touch it, and stays as it is
         // until the first settled evaluation (no resolve-then-raise gap across a restart).
         opening.adopted = stop.adopt();
@@ -190,6 +208,8 @@ impl Session {
             label,
             dir,
             out,
+            state,
+            folder_lost: None,
             tasks,
             canon,
             attached: attach::State::Attached(dir_id),
@@ -261,6 +281,7 @@ impl Session {
             &p.sha256[..12.min(p.sha256.len())],
             self.trace_id
         ));
+        let resumed_run = opening.resumed.is_some();
         let raised_by_referee = opening
             .resumed
             .as_ref()
@@ -317,6 +338,23 @@ impl Session {
         if let Some((found, to)) = opening.log_moved {
             self.log_moved_aside(found, &to);
         }
+        if let Some(to) = &opening.copy_rotated {
+            self.say(&format!(
+                "`{}` in the watched directory is not the referee's memory (that is in `{}`): moved aside to `{}`",
+                events::EVENTS_FILE,
+                self.state.display(),
+                to.display()
+            ));
+        }
+        // The copy of the log in the watched directory, in line with the state directory's; on
+        // a restart, a copy that differs was changed by someone else.
+        let fixed = match &mut self.log {
+            Some(log) => log.restore_mirror(true).ok().flatten(),
+            None => None,
+        };
+        if let (Some(fix), true) = (fixed, resumed_run) {
+            self.log_copy_fixed(fix);
+        }
         if let Some(r) = opening.damaged {
             self.log_damaged(&r);
         }
@@ -324,6 +362,14 @@ impl Session {
             self.stop_adopted(raised_by_referee);
         }
     }
+}
+
+/// The session's state directory (SPEC §8): `--state-dir` or the default for `canon`, created
+/// 0700 and vetted; noted with what it watches.
+fn state_dir(cfg: &Config, canon: &Path) -> Result<PathBuf, DaemonError> {
+    let dir = crate::state::ensure(&crate::state::locate(canon, cfg.state_dir.as_deref())?)?;
+    crate::state::note_watched(&dir, canon);
+    Ok(dir)
 }
 
 /// At startup, a file of the referee's own that cannot be written: fatal under `--on-fault stop`,

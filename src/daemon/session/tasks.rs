@@ -5,8 +5,9 @@
 //! composes the STOP text from the verdicts. The STOP file itself stays the session's
 //! ([`super::super::stop::StopFile`]): atomic, tamper-restored, adopted at start.
 //!
-//! Everything it writes goes under `WORKSPACE/.referee/`; it never touches the git index (the
-//! workspace's git calls run with `GIT_OPTIONAL_LOCKS=0`).
+//! What counts (verdicts, kept attempts, the start snapshot) is written into the state directory
+//! (SPEC §8); `WORKSPACE/.referee/` gets copies of the verdicts. It never touches the git index
+//! (the workspace's git calls run with `GIT_OPTIONAL_LOCKS=0`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -35,10 +36,19 @@ use super::{panic_message, Session};
 pub(super) struct Tasks {
     /// The baseline pinned at start, or why there is none.
     base: Pinned,
-    /// The referee's own stat cache of the work tree.
+    /// The referee's own stat cache of the work tree (kept in the state directory).
     cache: StatCache,
-    /// `WORKSPACE/.referee/`: the session's own files.
+    /// `WORKSPACE/.referee/`: the copies of the session's files.
     pub out: PathBuf,
+    /// What `.referee` was when the session last made or checked it (a real directory).
+    pub out_id: super::super::attach::DirId,
+    /// The state directory: the verdicts and kept attempts that count (SPEC §8).
+    pub state: PathBuf,
+    /// The verdict files last written, by name: their copies in `.referee/` are restored from
+    /// these when someone else deletes or edits them.
+    pub copies: BTreeMap<String, String>,
+    /// The copies must be checked (the folder came back).
+    pub copies_dirty: bool,
     /// The STOP text as of the last judgment (`None`: no veto stands, nothing escalated).
     pub stop: Option<String>,
     /// The last judgment says exit 1 (a REJECT or escalation, or a BLOCKING failure).
@@ -86,32 +96,48 @@ impl Tasks {
     /// Prepares a workspace: `.referee/` (refused when a symlink or a file), the start snapshot
     /// when there is no other baseline (a restart keeps the first), and one opening of the
     /// workspace, so a bad `--baseline` is an error before anything runs.
-    pub fn open(canon: &Path, cfg: &Config) -> Result<Tasks, DaemonError> {
+    pub fn open(canon: &Path, state: &Path, cfg: &Config) -> Result<Tasks, DaemonError> {
         let out_err = |source| DaemonError::OutputDir {
             path: canon.join(OUTPUT_DIR).display().to_string(),
             source,
         };
         let out = code_change::ensure_dir(canon).map_err(out_err)?;
+        let out_id = std::fs::symlink_metadata(&out)
+            .map(|m| super::super::attach::DirId::from_meta(&m))
+            .map_err(out_err)?;
         let cap = cfg.limits.max_read_bytes;
         let git = workspace::gitread::Repo::open(canon)
             .map_err(workspace::WorkspaceError::from)?
             .is_some();
         let snapshot = if cfg.baseline == BaselineSpec::Auto && !git {
-            Some(workspace::snapshot::create(canon, cap).map_err(out_err)?)
+            // The start snapshot is kept in the state directory, out of the worker's reach.
+            Some(
+                workspace::snapshot::create(canon, state, cap).map_err(|source| {
+                    DaemonError::OutputDir {
+                        path: state.display().to_string(),
+                        source,
+                    }
+                })?,
+            )
         } else {
             None
         };
-        // The baseline is pinned here, once: what the worker does to `.git/` afterwards (a
-        // commit, a reset, a replace ref) changes nothing (SPEC §8).
-        let base =
-            Baseline::pin(canon, &cfg.baseline, None, snapshot.as_deref(), cap)?.map(Arc::new);
+        // The baseline is pinned here, once, and kept in the state directory: what the worker
+        // does to `.git/` afterwards (a commit, a reset, a replace ref) changes nothing, and a
+        // restart measures against the same commit (SPEC §8).
+        let base = Baseline::pin(canon, &cfg.baseline, Some(state), snapshot.as_deref(), cap)?
+            .map(Arc::new);
         Ok(Tasks {
             base,
-            cache: StatCache::default(),
+            cache: StatCache::load(&state.join(workspace::STAT_CACHE)),
             out,
+            out_id,
+            state: state.to_path_buf(),
+            copies: BTreeMap::new(),
+            copies_dirty: false,
             stop: None,
             violation: false,
-            store: Store::open(&attempts::dir_for(canon)),
+            store: Store::open(&attempts::dir_for(state)),
             judged: BTreeSet::new(),
             unkept: BTreeMap::new(),
             logged: BTreeSet::new(),
@@ -136,7 +162,9 @@ impl Session {
     fn open_workspace(&mut self) -> Option<Workspace> {
         let cap = self.cfg.limits.max_read_bytes;
         let tasks = self.tasks.as_mut()?;
-        match Workspace::judge(&self.canon, &tasks.base, &mut tasks.cache, cap) {
+        let opened = Workspace::judge(&self.canon, &tasks.base, &mut tasks.cache, cap)
+            .map(|ws| ws.with_state(&tasks.state));
+        match opened {
             Ok(ws) => {
                 self.clear_fault("scan");
                 Some(ws)
@@ -172,7 +200,8 @@ impl Session {
             if let Some(w) = waivers {
                 w.apply(&mut eval);
             }
-            let verdicts = verdict::judge(protocol, &ws, &eval.results, &runs);
+            let state = ws.state().unwrap_or(ws.root()).to_path_buf();
+            let verdicts = verdict::judge(protocol, &ws, &eval.results, &runs, &state);
             (eval, runs, verdicts)
         }));
         match result {
@@ -265,6 +294,9 @@ impl Session {
         };
         let out = tasks.out.clone();
         let store = tasks.store.clone();
+        let state = tasks.state.clone();
+        // No copy while `.referee` is not the folder the session made: never written through.
+        let copy = self.folder_lost.is_none().then_some(out.as_path());
         let fresh: Vec<&TaskVerdict> = verdicts
             .iter()
             .filter(|v| match v.attempt.filter(|_| !v.replay) {
@@ -284,7 +316,8 @@ impl Session {
             }
             let area = format!("write {}", code_change::verdict_file(&v.task_id, "json"));
             match code_change::write_verdict(
-                &out,
+                &state,
+                copy,
                 &store,
                 &self.protocol,
                 v,
@@ -293,6 +326,15 @@ impl Session {
                 Ok(()) => {
                     self.clear_fault(&area);
                     if let Some(tasks) = &mut self.tasks {
+                        for ext in ["json", "md"] {
+                            tasks.copies.insert(
+                                code_change::verdict_file(&v.task_id, ext),
+                                match ext {
+                                    "json" => code_change::verdict_json(v),
+                                    _ => code_change::verdict_md(&self.protocol, v),
+                                },
+                            );
+                        }
                         match v.attempt.filter(|_| !v.replay) {
                             Some(a) => {
                                 tasks.judged.insert((v.task_id.clone(), a));
@@ -310,7 +352,7 @@ impl Session {
                     format!(
                         "cannot write the verdict of task `{}` into `{}`: {}",
                         v.task_id,
-                        out.display(),
+                        state.display(),
                         e.to_string().to_lowercase()
                     ),
                 ),
@@ -325,6 +367,14 @@ impl Session {
         let text =
             code_change::report_md(&self.protocol, &j.ws, &j.eval, &j.runs, &j.verdicts, &ctx);
         let name = crate::outputs::REPORT_FILE;
+        // The state directory keeps one too; the copy only while `.referee` is the session's.
+        let state = self.state.clone();
+        let _ = crate::outputs::write_atomic(&state, name, &text);
+        let out = if self.folder_lost.is_some() {
+            state
+        } else {
+            out
+        };
         match crate::outputs::write_atomic(&out, name, &text) {
             Ok(w) => {
                 if let Some(found) = w.replaced {

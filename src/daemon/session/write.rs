@@ -34,15 +34,6 @@ impl Session {
         }
     }
 
-    /// The canonical path of the folder of the session's own files (what `status` is given).
-    fn own_canon(&self) -> std::path::PathBuf {
-        if self.tasks.is_some() {
-            std::fs::canonicalize(&self.out).unwrap_or_else(|_| self.out.clone())
-        } else {
-            self.canon.clone()
-        }
-    }
-
     pub(super) fn fault_list(&self) -> Vec<(String, String)> {
         self.faults
             .iter()
@@ -57,7 +48,12 @@ impl Session {
             return;
         }
         if let Some(tasks) = &self.tasks {
-            let checks = tasks.stop.clone();
+            let folder = self.folder_lost.as_deref().map(super::copies::folder_block);
+            let checks = match (folder, tasks.stop.clone()) {
+                (None, c) => c,
+                (Some(f), None) => Some(f),
+                (Some(f), Some(c)) => Some(format!("{f}\n---\n\n{c}")),
+            };
             self.sync_stop_text(checks, self.ledger.holds.is_empty());
             self.emit_pending();
             return;
@@ -210,19 +206,42 @@ impl Session {
             stop_wanted: self.wants_stop
                 || (self.cfg.on_fault == FaultPolicy::Stop && !faults.is_empty()),
             faults,
-            build_dir: self.own_canon().display().to_string(),
+            // The watched directory (BUILD_DIR, or the workspace itself): `status` is given it.
+            build_dir: self.canon.display().to_string(),
             dir: match &self.attached {
-                attach::State::Attached(_) if self.tasks.is_some() => {
-                    // `status WORKSPACE` reads `.referee/`: the heartbeat vouches for that folder.
-                    attach::DirId::of(&self.out).ok()
-                }
                 attach::State::Attached(id) => Some(*id),
                 attach::State::Detached => None,
             },
             proc_start: self.proc_start,
             trace_id: self.trace_id.clone(),
         };
-        match heartbeat::write(&self.out, &hb) {
+        // The state directory's heartbeat is the one `status` believes; a failure there is the
+        // fault. The copy follows, unless its folder is not the session's.
+        let copy = self.folder_lost.is_none().then(|| self.out.clone());
+        let written = heartbeat::write(&self.state, &hb);
+        if let (Ok(_), Some(out)) = (&written, copy) {
+            // A copy that cannot be written is a fault too: the watched directory no longer
+            // shows what the referee knows (and, under `--on-fault stop`, a STOP says so).
+            let copy_area = format!("{area} (copy in the watched directory)");
+            match heartbeat::write(&out, &hb) {
+                Ok(heartbeat::Written::Atomic(w)) => {
+                    self.clear_fault(&copy_area);
+                    if let Some(found) = w.replaced {
+                        self.own_file_tampered(heartbeat::HEARTBEAT_FILE, found);
+                    }
+                }
+                Ok(heartbeat::Written::InPlace(e)) | Err(e) => self.fault(
+                    &copy_area,
+                    format!(
+                        "cannot write `{}` in `{}`: {}",
+                        heartbeat::HEARTBEAT_FILE,
+                        out.display(),
+                        e.to_string().to_lowercase()
+                    ),
+                ),
+            }
+        }
+        match written {
             Ok(heartbeat::Written::Atomic(w)) => {
                 self.clear_fault(&area);
                 if let Some(found) = w.replaced {

@@ -1,0 +1,206 @@
+//! The copies in the watched directory (SPEC §8): a workspace's `.referee/` folder and the
+//! verdict files and event log copied into it (or into BUILD_DIR). The state directory holds
+//! what counts; these are for the people and tools that read them there. When someone else
+//! deletes or edits a copy, it is restored from the state directory and recorded as tamper (the
+//! same [`Event::Tamper`] as the STOP file's); a `.referee` replaced by a symlink, a file or a
+//! FIFO is never followed or written through: the session keeps working from its state
+//! directory and its STOP says the folder was replaced, until a real folder is there again.
+//!
+//! It must not judge anything; the STOP file itself stays [`super::super::stop`]'s.
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::outputs::{code_change, Foreign};
+use crate::workspace::OUTPUT_DIR;
+
+use super::super::attach::DirId;
+use super::super::event::Event;
+use super::super::events::{MirrorFix, EVENTS_FILE};
+use super::super::heartbeat;
+use super::Session;
+
+/// The STOP block that stands while `.referee` is not the session's folder.
+pub(super) fn folder_block(found: &str) -> String {
+    use crate::outputs::escape::text;
+    format!(
+        "# OBSERVER STOP — REFEREE FOLDER REPLACED\n\n\
+**Check:** REFEREE-FOLDER — the referee's folder `{OUTPUT_DIR}` was replaced\n\n\
+**Severity:** BLOCKING\n\n\
+**Phase:** referee (not a task check)\n\n\
+**Description:** someone replaced the referee's folder `{OUTPUT_DIR}/` in the workspace; the referee never follows or writes through it, keeps judging from its state directory, and no copy of its verdicts can be read in the workspace meanwhile\n\n\
+**Evidence:** `{OUTPUT_DIR}` is now {}\n\n\
+**Required Action:** A human must find out who replaced it, remove what is there now and let the referee make the folder again; treat every verdict read from the workspace since as forged.\n",
+        text(found)
+    )
+}
+
+/// A small regular file's bytes (never following a link, never opening a FIFO); `None` when
+/// absent or anything else.
+fn read_copy(path: &std::path::Path) -> Option<Vec<u8>> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut b = Vec::new();
+    f.take(8 << 20).read_to_end(&mut b).ok()?;
+    Some(b)
+}
+
+impl Session {
+    /// At each tick and on events under `.referee/`: is the workspace's `.referee` still the
+    /// session's folder? A deleted one is made again (and its copies restored); one replaced by
+    /// anything but a directory is tamper: no copy is written through it, and the STOP says so.
+    pub(super) fn check_folder(&mut self) {
+        let Some(tasks) = &self.tasks else {
+            return;
+        };
+        let known = tasks.out_id;
+        let path = self.canon.join(OUTPUT_DIR);
+        let (what, found) = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_dir() => {
+                let id = DirId::from_meta(&m);
+                if id.same(&known) && self.folder_lost.is_none() {
+                    return;
+                }
+                if let Some(t) = &mut self.tasks {
+                    t.out_id = id;
+                }
+                ("replaced", "another directory")
+            }
+            Ok(m) => {
+                if self.folder_lost.is_some() {
+                    return;
+                }
+                let found = Foreign::of(&m).map_or("a regular file", |f| f.describe());
+                self.folder_lost = Some(found.to_string());
+                self.stop.set_copy(false);
+                if let Some(log) = &mut self.log {
+                    log.set_mirror(None);
+                }
+                let text = format!(
+                    "`{OUTPUT_DIR}` was replaced by {found}; never followed or written through: the referee keeps its state in `{}` and raises STOP",
+                    self.state.display()
+                );
+                self.tamper_event(OUTPUT_DIR, "replaced", Some(found), "STOP raised", text);
+                self.flush_outputs();
+                return;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match code_change::ensure_dir(&self.canon) {
+                    Ok(out) => {
+                        if let Ok(m) = std::fs::symlink_metadata(&out) {
+                            if let Some(t) = &mut self.tasks {
+                                t.out_id = DirId::from_meta(&m);
+                            }
+                        }
+                    }
+                    Err(_) => return,
+                }
+                ("deleted", "nothing")
+            }
+            Err(_) => return,
+        };
+        let text = format!(
+            "`{OUTPUT_DIR}` was {what} by someone else (found {found}); its copies restored from the state directory"
+        );
+        self.tamper_event(OUTPUT_DIR, what, None, "restored", text);
+        self.folder_back();
+    }
+
+    /// `.referee` is a real folder again: copies are written into it again, all restored now.
+    pub(super) fn folder_back(&mut self) {
+        let Some(tasks) = &mut self.tasks else {
+            return;
+        };
+        self.folder_lost = None;
+        tasks.copies_dirty = true;
+        self.stop.set_copy(true);
+        if let Some(log) = &mut self.log {
+            log.set_mirror(Some(self.out.clone()));
+        }
+        let _ = crate::outputs::code_change::ensure_dir(&self.canon);
+        self.flush_outputs();
+        self.check_stop();
+        self.check_copies(true);
+        self.beat(heartbeat::WATCHING);
+    }
+
+    /// Restores a verdict copy or the event log's copy that someone else deleted or edited.
+    /// `quiet`: after the folder itself was restored (its tamper is recorded already).
+    pub(super) fn check_copies(&mut self, quiet: bool) {
+        if self.folder_lost.is_some() {
+            return;
+        }
+        let mut restored = Vec::new();
+        if let Some(tasks) = &mut self.tasks {
+            tasks.copies_dirty = false;
+            for (name, text) in &tasks.copies {
+                let path = tasks.out.join(name);
+                let what = match read_copy(&path) {
+                    Some(b) if b == text.as_bytes() => continue,
+                    Some(_) => "edited",
+                    None if std::fs::symlink_metadata(&path).is_err() => "deleted",
+                    None => "replaced",
+                };
+                if crate::outputs::write_atomic(&tasks.out, name, text).is_ok() {
+                    restored.push((name.clone(), what));
+                }
+            }
+        }
+        let mirror = match &mut self.log {
+            Some(log) => log.restore_mirror(quiet),
+            None => Ok(None),
+        };
+        if let (Ok(Some(fix)), false) = (mirror, quiet) {
+            self.log_copy_fixed(fix);
+        }
+        if quiet {
+            return;
+        }
+        for (name, what) in restored {
+            let text =
+                format!("`{name}` was {what} by someone else; restored from the state directory");
+            self.tamper_event(&name, what, None, "restored", text);
+        }
+    }
+
+    /// The copy of the event log was put right: tamper.
+    pub(super) fn log_copy_fixed(&mut self, fix: MirrorFix) {
+        let (what, found) = match fix {
+            MirrorFix::Deleted => ("deleted", None),
+            MirrorFix::Edited => ("edited", None),
+            MirrorFix::Replaced(f) => ("replaced", Some(f.describe())),
+        };
+        let text = format!(
+            "`{EVENTS_FILE}` (the copy in the watched directory) was {what} by someone else; rewritten from the state directory's log"
+        );
+        self.tamper_event(EVENTS_FILE, what, found, "restored", text);
+    }
+
+    fn tamper_event(
+        &mut self,
+        file: &str,
+        what: &str,
+        found: Option<&str>,
+        action: &str,
+        text: String,
+    ) {
+        self.emit(
+            Event::Tamper {
+                file: file.to_string(),
+                what: what.into(),
+                found: found.map(str::to_string),
+                action: action.into(),
+                moved_to: None,
+                failing: Vec::new(),
+                text,
+            }
+            .into(),
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! The referee's own memory, kept outside the directory it watches (SPEC §8): whatever the
+//! pipeline or worker can write is hostile, so what the referee must be able to trust lives in a
+//! state directory it alone can write.
+//!
+//! Where: `--state-dir DIR` (with `watch --root`, `DIR/<name>` per build); by default
+//! `$XDG_STATE_HOME/referee/<name>`, else `$HOME/.local/state/referee/<name>`. `<name>` is the
+//! watched directory's last path component (sanitized, readable) and 16 hex digits of the SHA-256
+//! of its canonical path, device and inode: a directory deleted and re-created at the same path
+//! gets a new memory, never the old one's.
+//!
+//! Layout (the same names as in the watched directory, so a person finds their way):
+//!
+//! ```text
+//! <state dir>/                        mode 0700, owned by the referee's euid
+//!   WATCHED                           the canonical path watched (for people; never read back)
+//!   OBSERVER-EVENTS.jsonl             the event log a restart resumes from; `flock`ed while live
+//!   OBSERVER-HEARTBEAT.json           the heartbeat `status --require-live` believes
+//!   OBSERVER-STOP.md                  exists exactly while a STOP stands
+//!   OBSERVER-VERDICT-<task>.json/.md  code-change: each task's latest verdict
+//!   attempts/<task>/<n>.json, .diff   code-change: every judged attempt (the loop guards' memory)
+//!   baseline/tree/…, baseline/COMPLETE  code-change: the start snapshot of a non-git workspace
+//! ```
+//!
+//! The copies in the watched directory (`OBSERVER-*` in BUILD_DIR, `WORKSPACE/.referee/`) are for
+//! the people and tools that read them there; the daemon restores them when someone else touches
+//! them. This module only finds, creates and vets the directory; it must not write into it.
+
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// The file naming what a state directory watches (for people; never trusted).
+pub const WATCHED_FILE: &str = "WATCHED";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("no state directory: neither `XDG_STATE_HOME` nor `HOME` is set to an absolute path (give `--state-dir DIR`)")]
+    NoHome,
+    #[error("cannot find the watched directory `{path}`")]
+    Watched {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot use the state directory `{path}`")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("refusing the state directory `{path}`: {why} (hint: {hint})")]
+    Unsafe {
+        path: String,
+        why: String,
+        hint: String,
+    },
+}
+
+/// The base under which default state directories are made: `$XDG_STATE_HOME/referee`, else
+/// `$HOME/.local/state/referee` (a relative value is ignored, as the XDG spec says).
+pub fn default_base() -> Result<PathBuf, StateError> {
+    let abs = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(x) = abs("XDG_STATE_HOME") {
+        return Ok(x.join("referee"));
+    }
+    abs("HOME")
+        .map(|h| h.join(".local/state/referee"))
+        .ok_or(StateError::NoHome)
+}
+
+/// The name of a watched directory's state directory: readable last component, `-`, and 16 hex
+/// digits of SHA-256 over (canonical path, device, inode).
+pub fn name_for(watched: &Path) -> Result<String, StateError> {
+    let bad = |source| StateError::Watched {
+        path: watched.display().to_string(),
+        source,
+    };
+    let canon = std::fs::canonicalize(watched).map_err(bad)?;
+    let meta = std::fs::metadata(&canon).map_err(bad)?;
+    Ok(name_of(&canon, meta.dev(), meta.ino()))
+}
+
+fn name_of(canon: &Path, dev: u64, ino: u64) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut h = Sha256::new();
+    h.update(canon.as_os_str().as_bytes());
+    h.update([0]);
+    h.update(dev.to_le_bytes());
+    h.update(ino.to_le_bytes());
+    let hash = crate::protocol::hex(&h.finalize());
+    let last = canon
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut readable: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    if readable.is_empty() || readable.starts_with('.') {
+        readable.insert(0, '_');
+    }
+    format!("{readable}-{}", &hash[..16])
+}
+
+/// Where the state directory of `watched` is: `explicit` itself when given, else the default.
+pub fn locate(watched: &Path, explicit: Option<&Path>) -> Result<PathBuf, StateError> {
+    match explicit {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => Ok(default_base()?.join(name_for(watched)?)),
+    }
+}
+
+/// Creates the state directory (parents too; the directory itself mode 0700) unless it exists,
+/// then vets it ([`check`]).
+pub fn ensure(dir: &Path) -> Result<PathBuf, StateError> {
+    let io = |source| StateError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)
+                    .map_err(io)?;
+            }
+            match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => {}
+                // Made by a concurrent start: vetted below like any other.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Err(e) => return Err(io(e)),
+    }
+    check(dir)?;
+    Ok(dir.to_path_buf())
+}
+
+/// Whether a state directory exists at `dir` (a symlink there counts: [`check`] refuses it).
+pub fn exists(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok()
+}
+
+/// Vets an existing state directory: a real directory (not a symlink), owned by this process's
+/// effective uid, writable by nobody else.
+pub fn check(dir: &Path) -> Result<(), StateError> {
+    let path = dir.display().to_string();
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| StateError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let unsafe_ = |why: String, hint: &str| StateError::Unsafe {
+        path: path.clone(),
+        why,
+        hint: hint.to_string(),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_(
+            "it is a symbolic link".into(),
+            "give `--state-dir` a real directory; a link could hand the referee's memory to whoever controls its target",
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_(
+            "it is not a directory".into(),
+            "remove it or give another `--state-dir`",
+        ));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != euid {
+        return Err(unsafe_(
+            format!(
+                "it is owned by uid {}, not by this process (euid {euid})",
+                meta.uid()
+            ),
+            "run the referee as the directory's owner, or give it a `--state-dir` of its own",
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(unsafe_(
+            format!("it is writable by group or others (mode {mode:04o})"),
+            "`chmod 700` it: whoever can write there can forge the referee's memory",
+        ));
+    }
+    Ok(())
+}
+
+/// Notes in the state directory which directory it is the memory of (for people only).
+pub fn note_watched(dir: &Path, watched: &Path) {
+    let _ = crate::outputs::write_atomic_as(
+        dir,
+        WATCHED_FILE,
+        &format!("{}\n", watched.display()),
+        crate::outputs::Durability::Volatile,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_readable_and_tell_directories_apart() {
+        let a = name_of(Path::new("/srv/builds/page 1"), 1, 2);
+        assert!(a.starts_with("page_1-"), "{a}");
+        assert_eq!(a.len(), "page_1-".len() + 16);
+        assert_ne!(
+            a,
+            name_of(Path::new("/srv/builds/page 1"), 1, 3),
+            "re-created"
+        );
+        assert_ne!(a, name_of(Path::new("/srv/other/page 1"), 1, 2), "moved");
+        assert!(name_of(Path::new("/"), 1, 2).starts_with("_-"));
+        assert!(name_of(Path::new("/x/.hidden"), 1, 2).starts_with("_.hidden-"));
+    }
+
+    #[test]
+    fn created_private_and_refused_when_others_could_write() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("a/b/state");
+        ensure(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        ensure(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+        let e = ensure(&dir).unwrap_err().to_string();
+        assert!(e.contains("writable by group"), "{e}");
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(root.path().join("a"), &link).unwrap();
+        let e = ensure(&link).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        let file = root.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(ensure(&file)
+            .unwrap_err()
+            .to_string()
+            .contains("not a directory"));
+    }
+}

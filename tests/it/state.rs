@@ -1,0 +1,431 @@
+//! The trust boundary (SPEC §8): the referee's memory lives in its state directory, out of the
+//! watched side's reach. Each test runs the real binary with `--state-dir` in its own tempdir and
+//! does what a careless or hostile pipeline or worker could do in the watched directory: delete
+//! or replace `.referee`, forge a verdict or a heartbeat, delete the STOP. None of it makes
+//! `status` say go, switches the loop guards off, or makes the referee write outside.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::code_change::{git_workspace, record, APP, PROTECTED};
+use crate::watch::{
+    build, exit_code, raise_stop, read, referee, Watch, EVENTS, HEARTBEAT, STOP, WAIT,
+};
+
+/// Takes `.referee` away in one step (as `rm -r` would, without racing the referee's writes).
+fn take_away(ws: &Path) {
+    let n = fs::read_dir(ws.parent().expect("parent")).map_or(0, |r| r.count());
+    let trash = ws.with_file_name(format!("trash-{n}"));
+    fs::rename(ws.join(".referee"), trash).expect("take .referee away");
+}
+
+/// `referee ARGS` with a timeout: (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = assert_cmd::Command::new(referee())
+        // Never the real $HOME, whatever a test forgets to pass.
+        .env("XDG_STATE_HOME", crate::state_home())
+        .args(args)
+        .timeout(WAIT * 2)
+        .output()
+        .expect("run referee");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+/// `referee status DIR --state-dir STATE [extra]`.
+fn status(dir: &Path, state: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["status", p(dir), "--state-dir", p(state)];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// A referee on a code-change workspace with its state in `state`, once its heartbeat is there.
+fn watch_workspace(ws: &Path, logs: &Path, state: &Path) -> Watch {
+    let w = Watch::start(
+        ws,
+        logs,
+        &["--protocol", "code-change", "--state-dir", p(state)],
+    );
+    w.until("the heartbeat in the state directory", || {
+        state.join(HEARTBEAT).exists()
+    });
+    w
+}
+
+/// The verdict the state directory holds for a task.
+fn verdict(state: &Path, id: &str) -> Value {
+    serde_json::from_str(&read(&state.join(format!("OBSERVER-VERDICT-{id}.json"))))
+        .unwrap_or(Value::Null)
+}
+
+fn judged(state: &Path, id: &str, attempt: u64) -> bool {
+    verdict(state, id)["attempt"] == json!(attempt)
+}
+
+fn tamper_in(state: &Path, file: &str) -> bool {
+    read(&state.join(EVENTS))
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|e| e["payload"]["event"] == "tamper" && e["payload"]["file"] == file)
+}
+
+/// Deleting `.referee` (its kept attempts with it) between attempts does not reset the loop
+/// guards: they count the attempts kept in the state directory, and the third REJECT escalates.
+#[test]
+fn deleting_the_referee_folder_does_not_switch_the_guards_off() {
+    let (root, ws, logs) = git_workspace();
+    let state = root.path().join("state");
+    let base = BTreeMap::from([(PROTECTED, "ROLES = ['worker']\n")]);
+    let mut w = watch_workspace(&ws, &logs, &state);
+    for attempt in 1..=3u64 {
+        // A different protected edit each time: no "identical diff" escalation.
+        fs::write(
+            ws.join(PROTECTED),
+            format!("ROLES = ['root{attempt}']\nX = {}\n", attempt * 1000),
+        )
+        .expect("write");
+        record(&ws, "t1", attempt, &[PROTECTED], &base);
+        w.until("the attempt judged in the state directory", || {
+            judged(&state, "t1", attempt)
+        });
+        if attempt < 3 {
+            assert_eq!(verdict(&state, "t1")["verdict"], "REJECT", "{}", w.output());
+            // The worker wipes the referee's folder, kept attempts and all.
+            take_away(&ws);
+        }
+    }
+    assert_eq!(
+        verdict(&state, "t1")["verdict"],
+        "ESCALATE",
+        "{}",
+        w.output()
+    );
+    assert!(state.join("attempts/t1/1.json").is_file());
+    let (code, out, err) = status(&ws, &state, &["--task", "t1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("ESCALATE"), "{out}");
+    // The folder is made again and its copies restored; the deletion is on record.
+    w.until("the verdict copy is back in .referee/", || {
+        read(&ws.join(".referee/OBSERVER-VERDICT-t1.json")).contains("ESCALATE")
+    });
+    assert!(tamper_in(&state, ".referee"), "{}", w.output());
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
+
+/// `.referee` replaced by something that is not a directory: never followed, nothing written
+/// outside, the tamper logged, and `status` says STOP (1), not go.
+fn a_replaced_referee_folder_is_tamper(plant: fn(&Path, &Path) -> std::io::Result<()>) {
+    let (root, ws, logs) = git_workspace();
+    let state = root.path().join("state");
+    let outside = root.path().join("outside");
+    fs::create_dir(&outside).expect("mkdir outside");
+    let mut w = watch_workspace(&ws, &logs, &state);
+    assert_eq!(status(&ws, &state, &[]).0, 0, "{}", w.output());
+    // The referee makes a deleted folder again at once: plant until the plant sticks.
+    let at = ws.join(".referee");
+    for _ in 0..100 {
+        if fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+            take_away(&ws);
+        }
+        if plant(&at, &outside).is_ok() {
+            break;
+        }
+    }
+    assert!(fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()));
+    w.until("status says STOP", || status(&ws, &state, &[]).0 == 1);
+    let (_, out, _) = status(&ws, &state, &[]);
+    assert!(out.contains("REFEREE FOLDER REPLACED"), "{out}");
+    assert!(tamper_in(&state, ".referee"), "{}", w.output());
+    // Beats go on (in the state directory), and still nothing lands outside.
+    let beat = || read(&state.join(HEARTBEAT));
+    let before = beat();
+    w.until("two more heartbeats", || beat() != before);
+    let before = beat();
+    w.until("one more heartbeat", || beat() != before);
+    assert_eq!(
+        fs::read_dir(&outside).expect("list outside").count(),
+        0,
+        "the referee wrote outside the workspace"
+    );
+    // With --require-live too: the live referee holds the STOP.
+    assert_eq!(status(&ws, &state, &["--require-live"]).0, 1);
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    assert_eq!(fs::read_dir(&outside).expect("list outside").count(), 0);
+}
+
+#[test]
+fn a_referee_folder_replaced_by_a_symlink_is_tamper() {
+    a_replaced_referee_folder_is_tamper(|at, outside| std::os::unix::fs::symlink(outside, at));
+}
+
+#[test]
+fn a_referee_folder_replaced_by_a_file_is_tamper() {
+    a_replaced_referee_folder_is_tamper(|at, _| {
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(at)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"verdict\": \"APPROVE\"}\n"))
+    });
+}
+
+/// A verdict forged in `.referee/` changes no answer: `status --task` reads the state
+/// directory's, and the copy is restored.
+#[test]
+fn a_forged_verdict_in_the_referee_folder_is_not_believed() {
+    let (root, ws, logs) = git_workspace();
+    let state = root.path().join("state");
+    let base = BTreeMap::from([(PROTECTED, "ROLES = ['worker']\n")]);
+    let mut w = watch_workspace(&ws, &logs, &state);
+    fs::write(ws.join(PROTECTED), "ROLES = ['root']\n").expect("write");
+    record(&ws, "t1", 1, &[PROTECTED], &base);
+    w.until("t1 judged", || judged(&state, "t1", 1));
+    let copy = ws.join(".referee/OBSERVER-VERDICT-t1.json");
+    let mut forged: Value = serde_json::from_str(&read(&copy)).expect("the copy");
+    forged["verdict"] = json!("APPROVE");
+    forged["reasons"] = json!([]);
+    fs::write(&copy, forged.to_string()).expect("forge");
+    let (code, out, err) = status(&ws, &state, &["--task", "t1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("REJECT"), "{out}");
+    w.until("the copy restored", || {
+        serde_json::from_str::<Value>(&read(&copy)).is_ok_and(|v| v["verdict"] == "REJECT")
+    });
+    assert!(
+        tamper_in(&state, "OBSERVER-VERDICT-t1.json"),
+        "{}",
+        w.output()
+    );
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
+
+/// `status --task`: 4 before the attempt is judged, 0 once it is approved (waiting for it).
+#[test]
+fn status_task_answers_not_judged_then_waits_for_the_approval() {
+    let (root, ws, logs) = git_workspace();
+    let state = root.path().join("state");
+    let base = BTreeMap::from([(APP, "def main():\n    return 1\n")]);
+    let mut w = watch_workspace(&ws, &logs, &state);
+    let (code, out, err) = status(&ws, &state, &["--task", "t1"]);
+    assert_eq!(code, 4, "not judged yet: {out}{err}");
+    assert!(err.contains("not judged"), "{err}");
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &base);
+    let (code, out, err) = status(&ws, &state, &["--task", "t1", "--wait", "20s"]);
+    assert_eq!(code, 0, "{out}{err}\n{}", w.output());
+    assert!(out.contains("APPROVE"), "{out}");
+    // A next attempt is not answered by the previous one's verdict.
+    fs::write(ws.join(APP), "def main():\n    return 3\n").expect("write");
+    let mut doc: Value =
+        serde_json::from_str(&read(&ws.join(".tasks/t1.json"))).expect("the record");
+    doc["attempt"] = json!(2);
+    fs::write(ws.join(".tasks/.t1.tmp"), doc.to_string()).expect("write");
+    w.signal(libc::SIGSTOP);
+    fs::rename(ws.join(".tasks/.t1.tmp"), ws.join(".tasks/t1.json")).expect("rename");
+    let (code, _, err) = status(&ws, &state, &["--task", "t1"]);
+    w.signal(libc::SIGCONT);
+    assert_eq!(
+        code, 4,
+        "attempt 2 is not judged by attempt 1's verdict: {err}"
+    );
+    w.signal(libc::SIGTERM);
+    let _ = w.wait(WAIT);
+}
+
+/// D10: deleting BUILD_DIR's STOP and heartbeat does not make `status` say go.
+#[test]
+fn deleted_stop_and_heartbeat_copies_leave_the_stop_standing() {
+    let (root, dir) = build("pre-audit");
+    let state = root.path().join("state");
+    let mut w = Watch::start(&dir, root.path(), &["--state-dir", p(&state)]);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    raise_stop(&dir, &w);
+    assert!(state.join(STOP).is_file(), "the state directory's STOP");
+    fs::remove_file(dir.join(STOP)).expect("rm STOP");
+    fs::remove_file(dir.join(HEARTBEAT)).expect("rm heartbeat");
+    assert_eq!(status(&dir, &state, &[]).0, 1);
+    assert_eq!(status(&dir, &state, &["--require-live"]).0, 1);
+    // The live referee puts its copies back.
+    w.until("the STOP copy restored", || dir.join(STOP).is_file());
+    w.until("the heartbeat copy restored", || {
+        dir.join(HEARTBEAT).is_file()
+    });
+    w.kill9();
+    fs::remove_file(dir.join(STOP)).expect("rm STOP");
+    let (code, out, _) = status(&dir, &state, &[]);
+    assert_eq!(code, 1, "the STOP outlives the referee and its copy");
+    assert!(out.contains("OBS-27"), "{out}");
+}
+
+/// A heartbeat written by hand into BUILD_DIR naming a live pid is not a live referee, whether
+/// a referee ever ran there or not.
+#[test]
+fn a_hand_written_heartbeat_is_not_live() {
+    let (root, dir) = build("pre-audit");
+    let state = root.path().join("state");
+    let canon = fs::canonicalize(&dir).expect("canon");
+    let id = referee::daemon::attach::DirId::of(&canon).expect("id");
+    let pid = std::process::id();
+    let now = chrono::Utc::now();
+    let forged = json!({
+        "pid": pid,
+        "started": now.to_rfc3339(),
+        "last_beat": now.to_rfc3339(),
+        "interval_secs": 2.0,
+        "protocol": {"id": "d10", "sha256": "x"},
+        "state": "watching",
+        "stop": false,
+        "stop_wanted": false,
+        "faults": [],
+        "build_dir": canon.display().to_string(),
+        "dir": id,
+        "proc_start": referee::daemon::heartbeat::proc_start(pid),
+        "trace_id": "forged",
+    });
+    fs::write(dir.join(HEARTBEAT), forged.to_string()).expect("forge");
+    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    assert_eq!(code, 3, "no referee ever ran: {err}");
+    assert!(err.contains("no referee has run"), "{err}");
+    // A referee ran and finished; the forged heartbeat goes back in the build directory and
+    // into the state directory too (as if the state directory were reachable): no lock held.
+    let (code, _, err) = run(&[
+        "watch",
+        p(&dir),
+        "--state-dir",
+        p(&state),
+        "--timeout",
+        "1s",
+        "-q",
+    ]);
+    assert!(code == 0 || code == 1, "{err}");
+    fs::write(dir.join(HEARTBEAT), forged.to_string()).expect("forge");
+    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    assert_eq!(code, 3, "{err}");
+    fs::write(state.join(HEARTBEAT), forged.to_string()).expect("forge");
+    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("lock"), "{err}");
+}
+
+/// A referee stopped with SIGSTOP is not live, at once (not only once its heartbeat is stale).
+#[test]
+fn a_stopped_referee_is_not_live() {
+    let (root, dir) = build("pre-audit");
+    let state = root.path().join("state");
+    let mut w = Watch::start(&dir, root.path(), &["--state-dir", p(&state)]);
+    w.until("a live referee", || {
+        status(&dir, &state, &["--require-live"]).0 == 0
+    });
+    w.signal(libc::SIGSTOP);
+    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    w.signal(libc::SIGCONT);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("stopped"), "{err}");
+    w.until("live again", || {
+        status(&dir, &state, &["--require-live"]).0 == 0
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
+/// A state directory others could write, or a symlink, is refused before anything runs.
+#[test]
+fn an_unsafe_state_directory_is_refused() {
+    let (root, dir) = build("pre-audit");
+    let open = root.path().join("open");
+    fs::create_dir(&open).expect("mkdir");
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o770)).expect("chmod");
+    let (code, _, err) = run(&["watch", p(&dir), "--state-dir", p(&open), "--timeout", "1s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("writable by group"), "{err}");
+    assert!(err.contains("chmod 700"), "{err}");
+    let (code, _, err) = status(&dir, &open, &[]);
+    assert_eq!(code, 2, "{err}");
+
+    let real = root.path().join("real");
+    fs::create_dir(&real).expect("mkdir");
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let (code, _, err) = run(&["watch", p(&dir), "--state-dir", p(&link), "--timeout", "1s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(!dir.join(HEARTBEAT).exists(), "nothing ran");
+}
+
+/// The worker side, run as another user (`nobody`), can write the watched directory but can
+/// neither read nor write the referee's state directory (0700).
+#[test]
+fn another_user_cannot_reach_the_state_directory() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: skipped: needs root to run a command as another user");
+        return;
+    }
+    let setpriv = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(args)
+            .output()
+    };
+    if setpriv(&["true"])
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        eprintln!("note: skipped: `setpriv` (util-linux) is not available");
+        return;
+    }
+    let (root, dir) = build("pre-audit");
+    // Everyone may pass through the root and write the build directory (the worker's side).
+    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755)).expect("chmod root");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).expect("chmod build");
+    let state: PathBuf = root.path().join("state");
+    let mut w = Watch::start(&dir, root.path(), &["--state-dir", p(&state)]);
+    w.until("the heartbeat in the state directory", || {
+        state.join(HEARTBEAT).exists()
+    });
+    let mode = fs::metadata(&state).expect("state").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let ok = |args: &[&str]| setpriv(args).expect("setpriv").status.success();
+    assert!(
+        ok(&[
+            "sh",
+            "-c",
+            &format!("echo x > '{}/worker.txt'", dir.display())
+        ]),
+        "the worker writes its own directory"
+    );
+    let hb = state.join(HEARTBEAT);
+    assert!(
+        !ok(&["cat", p(&hb)]),
+        "read the state directory's heartbeat"
+    );
+    assert!(!ok(&["ls", p(&state)]), "list the state directory");
+    assert!(
+        !ok(&[
+            "sh",
+            "-c",
+            &format!("echo forged > '{}/{STOP}'", state.display())
+        ]),
+        "write into the state directory"
+    );
+    assert!(!ok(&["rm", "-f", p(&hb)]), "delete the heartbeat");
+    assert!(hb.exists());
+    w.signal(libc::SIGTERM);
+    let _ = w.wait(WAIT);
+}
