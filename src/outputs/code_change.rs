@@ -714,14 +714,14 @@ pub fn write_verdict(
     v: &TaskVerdict,
     durability: super::Durability,
 ) -> std::io::Result<()> {
-    // The JSON first: it is what an orchestrator waits on.
+    // In the state directory first, the JSON before the markdown (the JSON is what an
+    // orchestrator waits on); the kept attempt (the guards' memory) before any copy, so a
+    // copy that cannot be written (the worker took `.referee/` away) costs no memory.
     let json = verdict_file(&v.task_id, "json");
     let md = verdict_file(&v.task_id, "md");
     let (json_text, md_text) = (verdict_json(v), verdict_md(p, v));
-    for dir in std::iter::once(state).chain(copy) {
-        super::write_atomic_as(dir, &json, &json_text, durability)?;
-        super::write_atomic_as(dir, &md, &md_text, durability)?;
-    }
+    super::write_atomic_as(state, &json, &json_text, durability)?;
+    super::write_atomic_as(state, &md, &md_text, durability)?;
     if let (Some(attempt), Some(diff), false) = (v.attempt, &v.diff, v.replay) {
         let kept = Kept {
             attempt,
@@ -733,6 +733,10 @@ pub fn write_verdict(
             diff_hash: Some(attempts::diff_hash(diff)),
         };
         store.keep(&kept, diff)?;
+    }
+    if let Some(dir) = copy {
+        super::write_atomic_as(dir, &json, &json_text, durability)?;
+        super::write_atomic_as(dir, &md, &md_text, durability)?;
     }
     Ok(())
 }

@@ -218,6 +218,45 @@ impl Workspace {
         Ok(Workspace::from_tree(root, base, &tree, raw_records, cap))
     }
 
+    /// [`Workspace::judge`] for a referee that keeps the work tree between judgments: `tree`
+    /// is read in full when `None` or when `touched` is `None`, else only at the `touched`
+    /// paths (encoded, relative) and what is below them.
+    pub fn judge_live(
+        root: &Path,
+        base: &Pinned,
+        tree: &mut Option<WorkTree>,
+        touched: Option<&[String]>,
+        cache: &mut StatCache,
+        cap: u64,
+    ) -> Result<Workspace, WorkspaceError> {
+        let root = canonical_root(root)?;
+        let raw_records = read_records(&root, cap);
+        let b = base.as_ref().ok().map(|b| &**b);
+        match (tree.as_mut(), touched) {
+            (Some(t), Some(paths)) => {
+                let ig = |p: &[u8], d: bool| b.is_some_and(|b| b.is_ignored(p, d));
+                let opts = tree::Options {
+                    cap,
+                    skip_top: EXCLUDED,
+                    ignored: &ig,
+                };
+                t.rescan(&root, paths, &opts, cache);
+            }
+            _ => *tree = Some(scan(&root, b, cache, cap)?),
+        }
+        let t = tree.as_ref().ok_or_else(|| WorkspaceError::Root {
+            path: root.display().to_string(),
+            source: std::io::Error::other("the work tree could not be read"),
+        })?;
+        Ok(Workspace::from_tree(
+            root.clone(),
+            base,
+            t,
+            raw_records,
+            cap,
+        ))
+    }
+
     fn from_tree(
         root: PathBuf,
         base: &Pinned,

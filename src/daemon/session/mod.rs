@@ -218,6 +218,7 @@ impl Session {
                     std::fs::symlink_metadata(self.canon.join(p)).is_ok_and(|m| m.is_dir())
                 })
             }));
+            self.note_touched(touched);
             self.judge_tasks();
             self.flush_outputs();
             return;

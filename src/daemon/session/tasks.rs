@@ -24,12 +24,15 @@ use crate::outputs::code_change;
 use crate::protocol::Protocol;
 use crate::verdict::{self, TaskVerdict};
 use crate::workspace::baseline::Baseline;
-use crate::workspace::tree::StatCache;
+use crate::workspace::tree::{StatCache, WorkTree};
 use crate::workspace::{self, BaselineSpec, Pinned, Workspace, OUTPUT_DIR};
 
 use super::super::event::Event;
 use super::super::{Config, DaemonError};
 use super::{panic_message, Session};
+
+/// How often the stat cache is kept in the state directory while watching.
+const CACHE_SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A session's state for a protocol with `[tasks]`.
 #[derive(Debug)]
@@ -38,6 +41,14 @@ pub(super) struct Tasks {
     base: Pinned,
     /// The referee's own stat cache of the work tree (kept in the state directory).
     cache: StatCache,
+    /// The work tree as last read, kept up to date path by path from file events, so a
+    /// judgment costs what changed, not the whole tree; `None` until the first full read.
+    tree: Option<WorkTree>,
+    /// What changed since the tree was last brought up to date (relative paths as events name
+    /// them); `None`: read it all again (a start, a lost event, a timer).
+    dirty: Option<BTreeSet<String>>,
+    /// When the stat cache was last kept in the state directory.
+    cache_saved: Option<Instant>,
     /// `WORKSPACE/.referee/`: the copies of the session's files.
     pub out: PathBuf,
     /// What `.referee` was when the session last made or checked it (a real directory).
@@ -130,6 +141,9 @@ impl Tasks {
         Ok(Tasks {
             base,
             cache: StatCache::load(&state.join(workspace::STAT_CACHE)),
+            tree: None,
+            dirty: None,
+            cache_saved: None,
             out,
             out_id,
             state: state.to_path_buf(),
@@ -157,19 +171,60 @@ pub(super) fn violation(p: &Protocol, eval: &Evaluation, verdicts: &[TaskVerdict
 }
 
 impl Session {
+    /// Notes what an event batch touched, for the next reading of the work tree (`None`: all
+    /// of it).
+    pub(super) fn note_touched(&mut self, touched: Option<&BTreeSet<String>>) {
+        if let Some(tasks) = &mut self.tasks {
+            match (touched, &mut tasks.dirty) {
+                (Some(t), Some(d)) => d.extend(t.iter().cloned()),
+                (Some(_), None) => {}
+                (None, d) => *d = None,
+            }
+        }
+    }
+
     /// Opens the workspace against its pinned baseline. `None` on the referee's own fault
     /// (recorded).
     fn open_workspace(&mut self) -> Option<Workspace> {
         let cap = self.cfg.limits.max_read_bytes;
         let tasks = self.tasks.as_mut()?;
-        let opened = Workspace::judge(&self.canon, &tasks.base, &mut tasks.cache, cap)
-            .map(|ws| ws.with_state(&tasks.state));
+        // Only the paths events named are read again; a name the event source escaped (not
+        // plain UTF-8) is looked at through a full read.
+        let touched: Option<Vec<String>> = match (&tasks.tree, tasks.dirty.replace(BTreeSet::new()))
+        {
+            (Some(_), Some(paths)) if !paths.iter().any(|p| p.contains('\\')) => {
+                Some(paths.into_iter().collect())
+            }
+            _ => None,
+        };
+        let opened = Workspace::judge_live(
+            &self.canon,
+            &tasks.base,
+            &mut tasks.tree,
+            touched.as_deref(),
+            &mut tasks.cache,
+            cap,
+        )
+        .map(|ws| ws.with_state(&tasks.state));
         match opened {
             Ok(ws) => {
+                // The stat cache is kept now and then, so a restart after a checkout that
+                // changed every mtime reads each file once, not at every judgment.
+                if tasks
+                    .cache_saved
+                    .is_none_or(|t| t.elapsed() >= CACHE_SAVE_EVERY)
+                {
+                    let _ = tasks.cache.save(&tasks.state.join(workspace::STAT_CACHE));
+                    tasks.cache_saved = Some(Instant::now());
+                }
                 self.clear_fault("scan");
                 Some(ws)
             }
             Err(e) => {
+                if let Some(t) = &mut self.tasks {
+                    // What changed is not known to the tree: read it all next time.
+                    t.dirty = None;
+                }
                 self.fault("scan", format!("cannot open the workspace: {e}"));
                 None
             }
