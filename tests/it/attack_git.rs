@@ -491,6 +491,65 @@ attack!(
     Expect::Veto
 );
 
+/// A commit after the start is logged as `head_moved` by the live referee (and changes
+/// nothing about the baseline).
+#[test]
+fn a_moved_head_is_logged() {
+    let w = Ws::new();
+    let state = w.state_arg();
+    let watch = Watch::start(&w.ws, &w.logs, &["--protocol", "code-change", &state]);
+    let hb = w.path(".referee/OBSERVER-HEARTBEAT.json");
+    let pid = watch.pid();
+    watch.until("the referee is up", || {
+        serde_json::from_str::<Value>(&read(&hb)).is_ok_and(|h| h["pid"] == json!(pid))
+    });
+    let pinned = w.git(&["rev-parse", "HEAD"]);
+    edit_protected(&w);
+    w.git(&["commit", "-qam", "wip"]);
+    let head = w.git(&["rev-parse", "HEAD"]);
+    let log = w.state.join("OBSERVER-EVENTS.jsonl");
+    watch.until("head_moved is logged", || {
+        read(&log).lines().any(|l| {
+            serde_json::from_str::<Value>(l).is_ok_and(|e| {
+                e["payload"]["event"] == json!("head_moved")
+                    && e["payload"]["pinned"] == json!(pinned)
+                    && e["payload"]["head"] == json!(head)
+            })
+        })
+    });
+    watch.until("the veto stands on the committed edit", || {
+        w.path(".referee/OBSERVER-STOP.md").is_file()
+    });
+}
+
+/// `--baseline <sha>` names the commit itself: a replace ref for it changes nothing either.
+#[test]
+fn an_explicit_baseline_is_not_replaced() {
+    let w = Ws::new();
+    let head = w.git(&["rev-parse", "HEAD"]);
+    w.write(PROTECTED, "ROLES = ['worker', 'admin']\n");
+    w.git(&["commit", "-qam", "evil"]);
+    let evil = w.git(&["rev-parse", "HEAD"]);
+    w.git(&["replace", &head, &evil]);
+    honest(&w);
+    w.record("t1", 1, &[APP], &[]);
+    let ws = w.ws.to_str().expect("utf-8");
+    let (code, out, err) = w.referee(&[
+        "verify",
+        ws,
+        "--protocol",
+        "code-change",
+        "--baseline",
+        &head,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let doc: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(task_verdict(&doc, "t1"), "REJECT", "{doc:#}");
+    assert_eq!(cc(&doc, "CC-01")["status"], json!("FAIL"), "{doc:#}");
+}
+
 // ---- new protected files hidden by ignore rules the worker controls --------------------------
 
 attack!(
@@ -586,6 +645,59 @@ attack!(
         honest(w);
         w.write("vendor/tool/orchestrator.py", "ROLES = ['admin']\n");
         git(&w.path("vendor/tool"), &["init", "-q"]);
+        w.record("t1", 1, &[APP], &[]);
+    },
+    Expect::Veto
+);
+
+attack!(
+    a_hard_link_to_a_protected_file,
+    Ws::new,
+    |w| {
+        honest(w);
+        fs::hard_link(w.path(PROTECTED), w.path("src/orch_alias.py")).expect("link");
+        w.record("t1", 1, &[APP], &["src/orch_alias.py"]);
+    },
+    Expect::Veto
+);
+
+attack!(
+    a_symlink_to_a_protected_file,
+    Ws::new,
+    |w| {
+        honest(w);
+        std::os::unix::fs::symlink("orchestrator.py", w.path("src/entry.py")).expect("link");
+        w.record("t1", 1, &[APP], &["src/entry.py"]);
+    },
+    Expect::Veto
+);
+
+/// A workspace with a submodule `vendor/tool` that holds a protected file.
+fn submodule_workspace() -> Ws {
+    let w = Ws::new();
+    let lib = w.root.join("toolrepo");
+    fs::create_dir_all(&lib).expect("mkdir");
+    fs::write(lib.join("orchestrator.py"), "ROLES = ['tool']\n").expect("write");
+    git(&lib, &["init", "-q", "-b", "main"]);
+    git(&lib, &["add", "-A"]);
+    git(&lib, &["commit", "-q", "-m", "tool"]);
+    w.git(&[
+        "submodule",
+        "add",
+        "-q",
+        lib.to_str().expect("utf-8"),
+        "vendor/tool",
+    ]);
+    w.git(&["commit", "-q", "-m", "submodule"]);
+    w
+}
+
+attack!(
+    an_edit_inside_a_submodule,
+    submodule_workspace,
+    |w| {
+        honest(w);
+        w.write("vendor/tool/orchestrator.py", "ROLES = ['admin']\n");
         w.record("t1", 1, &[APP], &[]);
     },
     Expect::Veto

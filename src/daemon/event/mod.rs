@@ -168,6 +168,15 @@ pub enum Event {
         #[serde(default)]
         text: String,
     },
+    /// The workspace's `HEAD` names another commit than the baseline pinned at start (a
+    /// commit, amend, reset or checkout by the worker): logged once per new `HEAD`; the
+    /// baseline stays the pinned one (SPEC §8).
+    HeadMoved {
+        pinned: String,
+        head: String,
+        #[serde(default)]
+        text: String,
+    },
     /// The referee's own fault (`cleared`: it no longer stands).
     Fault {
         area: String,
@@ -321,6 +330,7 @@ impl Event {
             | Event::Reattach { .. }
             | Event::ProtocolEdit { .. }
             | Event::WaiversReloaded { .. }
+            | Event::HeadMoved { .. }
             | Event::LogDamaged { .. } => Level::Warn,
             Event::End(e) if e.exit_code != 0 => Level::Error,
             _ => Level::Info,
@@ -344,6 +354,7 @@ impl Event {
             Event::LogDamaged { text, .. } => Some(("log damaged", text)),
             Event::Detached { text, .. } => Some(("detached", text)),
             Event::Reattach { text, .. } => Some(("reattach", text)),
+            Event::HeadMoved { text, .. } => Some(("head moved", text)),
             _ => None,
         }
     }
@@ -410,6 +421,7 @@ impl Event {
             ),
             Event::Escalation { text, .. } => format!("ESCALATED: {text}"),
             Event::Verdict { text, .. } => text.clone(),
+            Event::HeadMoved { text, .. } => text.clone(),
             Event::Fault {
                 message,
                 cleared: false,

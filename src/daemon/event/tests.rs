@@ -154,6 +154,11 @@ fn every_kind() -> Vec<Event> {
             error: Some("/w.toml:3:1: unknown field `x`".into()),
             text: "cannot be used".into(),
         },
+        Event::HeadMoved {
+            pinned: "a".repeat(40),
+            head: "b".repeat(40),
+            text: "HEAD moved".into(),
+        },
         Event::End(Box::new(Ended {
             reason: "complete".into(),
             text: "the pipeline completed".into(),
@@ -219,6 +224,7 @@ fn the_wire_names_stay_as_logs_have_them() {
             "log_damaged",
             "stop_adopted",
             "waivers_reloaded",
+            "head_moved",
             "end"
         ]
     );
@@ -273,7 +279,8 @@ fn envelopes_follow_from_the_event() {
             "protocol edit",
             "tamper",
             "log damaged",
-            "waivers"
+            "waivers",
+            "head moved"
         ]
     );
 }

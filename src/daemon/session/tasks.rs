@@ -49,6 +49,8 @@ pub(super) struct Tasks {
     dirty: Option<BTreeSet<String>>,
     /// When the stat cache was last kept in the state directory.
     cache_saved: Option<Instant>,
+    /// The last `HEAD` logged as moved away from the pinned commit.
+    head_seen: Option<String>,
     /// `WORKSPACE/.referee/`: the copies of the session's files.
     pub out: PathBuf,
     /// What `.referee` was when the session last made or checked it (a real directory).
@@ -84,10 +86,14 @@ pub(super) struct Judged {
 }
 
 /// Whether a changed path (relative to the workspace) can change a judgment: the referee's own
-/// folder and `.git/` never do.
+/// folder and `.git/` never do (the baseline is pinned), except that a moved `HEAD` is
+/// logged (`head_moved`), so its refs are looked at.
 pub(super) fn relevant(rel: &str) -> bool {
     let top = rel.split('/').next().unwrap_or(rel);
-    top != OUTPUT_DIR && top != ".git"
+    if top == ".git" {
+        return rel == ".git/HEAD" || rel == ".git/packed-refs" || rel.starts_with(".git/refs/");
+    }
+    top != OUTPUT_DIR
 }
 
 /// Whether a path (relative to the workspace) is a task record: `.tasks/<name>.json`, not a
@@ -144,6 +150,7 @@ impl Tasks {
             tree: None,
             dirty: None,
             cache_saved: None,
+            head_seen: None,
             out,
             out_id,
             state: state.to_path_buf(),
@@ -216,6 +223,27 @@ impl Session {
                 {
                     let _ = tasks.cache.save(&tasks.state.join(workspace::STAT_CACHE));
                     tasks.cache_saved = Some(Instant::now());
+                }
+                let moved = match &tasks.base {
+                    Ok(b) => b
+                        .head_moved()
+                        .filter(|h| tasks.head_seen.as_ref() != Some(h)),
+                    Err(_) => None,
+                };
+                let pinned = tasks.base.as_ref().ok().and_then(|b| b.commit);
+                if let (Some(head), Some(pinned)) = (moved, pinned) {
+                    tasks.head_seen = Some(head.clone());
+                    let text = format!(
+                        "HEAD moved to {head}: the baseline stays the commit pinned at start, {pinned}"
+                    );
+                    self.emit(
+                        Event::HeadMoved {
+                            pinned: pinned.to_string(),
+                            head,
+                            text,
+                        }
+                        .into(),
+                    );
                 }
                 self.clear_fault("scan");
                 Some(ws)
@@ -482,6 +510,8 @@ mod tests {
         assert!(!relevant(".referee/OBSERVER-HEARTBEAT.json"));
         assert!(!relevant(".referee"));
         assert!(!relevant(".git/index"));
+        assert!(relevant(".git/HEAD"), "a moved HEAD is logged");
+        assert!(relevant(".git/refs/heads/main"));
         assert!(!relevant(".git"));
         assert!(relevant(".tasks/t1.json"));
         assert!(relevant("src/.git-keep"));
