@@ -148,9 +148,12 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
         if task_id.trim().is_empty() {
             return Err(at("`task_id` is empty"));
         }
-        if task_id != stem {
+        // The file is named by the id itself, or (an id no file name can hold, like one
+        // with a `/`) by its one-to-one escaped form.
+        if task_id != stem && super::name::file_stem_for(&task_id) != stem {
             return Err(at(format!(
-                "`task_id` `{task_id}` does not match the file name `{stem}.json`"
+                "`task_id` `{task_id}` does not match the file name `{stem}.json` (name it `{}.json`)",
+                super::name::file_stem_for(&task_id)
             )));
         }
     }

@@ -763,3 +763,66 @@ attack!(
     },
     Expect::Approve
 );
+
+// ---- any bytes: names and task ids ------------------------------------------------------------
+
+mod any_bytes {
+    use super::*;
+    use proptest::prelude::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// A file name of any bytes but NUL and `/`, leaning on the awkward ones.
+    fn name() -> impl Strategy<Value = Vec<u8>> {
+        let byte = prop_oneof![
+            4 => proptest::sample::select(b"abcXYZ019._-".to_vec()),
+            1 => proptest::sample::select(b" \n\t\r\\%~\"'`*?[]{}#<>|&;$".to_vec()),
+            1 => proptest::sample::select(vec![0xc3u8, 0xa9, 0xff, 0xfe, 0x80, 0xf4, 0x8f, 0xe2]),
+        ];
+        proptest::collection::vec(byte, 1..10)
+            .prop_filter("not . or ..", |n| n != b"." && n != b"..")
+    }
+
+    fn task_id() -> impl Strategy<Value = String> {
+        "[a-z _%./é\\\\-]{1,12}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Files of any names and a task id of any characters: `verify` never crashes (exit 0
+        /// or 1, a JSON document), every name is a finding of CC-02 (none listed), and no
+        /// verdict file lands outside `.referee/` or the state directory.
+        #[test]
+        fn any_names_and_task_ids_are_judged_never_crash(
+            names in proptest::collection::btree_set(name(), 1..5),
+            id in task_id(),
+        ) {
+            let w = Ws::new();
+            for n in &names {
+                let p = w.ws.join("src").join(std::ffi::OsStr::from_bytes(n));
+                fs::write(&p, b"x = 1\n").expect("write");
+            }
+            let doc = json!({
+                "task_id": id, "status": "pending_review", "attempt": 1,
+                "summary": "Here's what I did: names.",
+                "changes": {"added": [], "modified": [], "removed": []},
+            });
+            let tasks = w.path(".tasks");
+            fs::create_dir_all(&tasks).expect("mkdir");
+            let file = referee::workspace::name::file_stem_for(&id);
+            fs::write(tasks.join(format!("{file}.json")), doc.to_string()).expect("record");
+            let ws = w.ws.to_str().expect("utf-8");
+            let (code, out, err) = w.referee(&[
+                "verify", ws, "--protocol", "code-change", "--format", "json", "--write",
+            ]);
+            prop_assert!(code == 0 || code == 1, "exit {code}: {err}");
+            let v: Value = serde_json::from_str(&out).expect("a JSON document");
+            let cc02 = cc(&v, "CC-02");
+            let unlisted = cc02["evidence"]["details"]
+                .as_array()
+                .map_or(0, |d| d.iter().filter(|x| x.as_str().is_some_and(|s| s.starts_with("unlisted"))).count());
+            prop_assert_eq!(unlisted, names.len(), "{:#}", cc02);
+            prop_assert_eq!(w.outside(), w.outside());
+        }
+    }
+}
