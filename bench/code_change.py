@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
 """Latency of `referee watch WORKSPACE --protocol code-change` (python3 standard library; Linux).
 
-Builds a git workspace of FILES files (default 1,000, in 20 folders), commits it, starts the
-referee on it, changes 10 files (one protected among them, every other trial: REJECT and APPROVE
-alternate), and times, with a monotonic clock, from the rename of the task record into `.tasks/`
-to the moment `.referee/OBSERVER-VERDICT-<task>.json` is renamed into place (seen through inotify
-on `.referee/`, never by polling). Each trial is a new task (so no loop guard applies) and the
-previous record is removed first, with a quiet gap.
+Builds a git workspace of FILES files (default 1,000, in FOLDERS folders, default 20), commits
+it, starts the referee on it, changes 10 files (one protected among them, every other trial:
+REJECT and APPROVE alternate), and times, with a monotonic clock, from the rename of the task
+record into `.tasks/` to the moment `.referee/OBSERVER-VERDICT-<task>.json` is renamed into place
+(seen through inotify on `.referee/`, never by polling). Each trial is a new task (so no loop
+guard applies) and the previous record is removed first, with a quiet gap. With `--restore`, the
+orchestrator puts the tree back with `git checkout -- .` after each verdict, as it would after a
+REJECT.
 
-  code_change.py REFEREE [--files 1000] [--changed 10] [--trials 100] [--warmup 3] [--keep DIR]
+Side by side, in the same run: after each trial, one `git status --porcelain` on the same tree
+(what a scripted guard runs per event at the least), timed as a whole process; and, with
+`--verify N`, N one-shot `referee verify` runs interleaved with N `git status --porcelain` runs.
 
-Prints one JSON object: {"name", "files", "changed", "trials", "ok", "timeouts", "p50_ms",
-"p99_ms", "mean_ms", "min_ms", "max_ms", "verdicts"}.
+  code_change.py REFEREE [--files 1000] [--folders 20] [--changed 10] [--trials 100]
+                 [--warmup 3] [--restore] [--verify 0] [--keep DIR]
+
+Prints one JSON object: {"name", "files", "folders", "changed", "trials", "ok", "timeouts",
+"p50_ms", "p99_ms", "mean_ms", "min_ms", "max_ms", "verdicts", "git_status_p50_ms",
+"git_status_p99_ms", "ratio_p50", "ratio_p99", "verify_p50_ms", "verify_git_status_p50_ms"}.
 """
 
 import argparse
@@ -34,11 +42,23 @@ def git(ws, *args):
                    check=True, stdout=subprocess.DEVNULL)
 
 
-def make_workspace(ws, files):
+def git_status_ms(ws):
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
+    t = time.perf_counter()
+    subprocess.run(["git", "status", "--porcelain"], cwd=ws, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - t) * 1000
+
+
+def rel_of(i, folders):
+    return f"src/pkg{i % folders:04d}/mod{i:05d}.py"
+
+
+def make_workspace(ws, files, folders):
     for i in range(files):
-        d = os.path.join(ws, "src", f"pkg{i % 20:02d}")
+        d = os.path.join(ws, os.path.dirname(rel_of(i, folders)))
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, f"mod{i:04d}.py"), "w") as f:
+        with open(os.path.join(ws, rel_of(i, folders)), "w") as f:
             f.write(f"def f{i}():\n    return {i}\n")
     with open(os.path.join(ws, "src", "orchestrator.py"), "w") as f:
         f.write("ROLES = ['worker']\n")
@@ -51,7 +71,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("referee")
     p.add_argument("--files", type=int, default=1000)
+    p.add_argument("--folders", type=int, default=20)
     p.add_argument("--changed", type=int, default=10)
+    p.add_argument("--restore", action="store_true", help="git checkout -- . after each verdict")
+    p.add_argument("--verify", type=int, default=0, help="one-shot verify runs beside git status")
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--timeout", type=float, default=5.0)
@@ -62,9 +85,11 @@ def main():
     root = a.keep or tempfile.mkdtemp(prefix="referee-cc-bench-")
     ws = os.path.join(root, "ws")
     os.makedirs(ws)
-    make_workspace(ws, a.files)
+    make_workspace(ws, a.files, a.folders)
+    state = os.path.join(root, "state")
     log = open(os.path.join(root, "watch.out"), "w")
-    proc = subprocess.Popen([a.referee, "watch", ws, "--protocol", "code-change", "--quiet"],
+    proc = subprocess.Popen([a.referee, "watch", ws, "--protocol", "code-change", "--quiet",
+                             "--state-dir", state],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     out = os.path.join(ws, ".referee")
     deadline = time.perf_counter() + 10
@@ -75,8 +100,8 @@ def main():
     tasks = os.path.join(ws, ".tasks")
     os.makedirs(tasks)
     watch = Inotify(out, IN_MOVED_TO | IN_CREATE)
-    paths = [f"src/pkg{i % 20:02d}/mod{i:04d}.py" for i in range(0, a.files, max(1, a.files // a.changed))][: a.changed]
-    samples, timeouts, verdicts = [], 0, {}
+    paths = [rel_of(i, a.folders) for i in range(0, a.files, max(1, a.files // a.changed))][: a.changed]
+    samples, timeouts, verdicts, git_samples = [], 0, {}, []
     previous = None
     try:
         for t in range(a.warmup + a.trials):
@@ -114,28 +139,51 @@ def main():
                 continue
             if t >= a.warmup:
                 samples.append((seen - start) * 1000)
+                git_samples.append(git_status_ms(ws))
                 try:
                     with open(os.path.join(out, name)) as f:
                         v = json.load(f)["verdict"]
                     verdicts[v] = verdicts.get(v, 0) + 1
                 except (OSError, ValueError, KeyError):
                     pass
+            if a.restore:
+                git(ws, "checkout", "-q", "--", ".")
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
-        if not a.keep:
-            shutil.rmtree(root, ignore_errors=True)
+    verify, verify_git = [], []
+    if a.verify:
+        # The tree as the last trial left it, a record pending: verify judges it, git lists it.
+        for _ in range(a.verify):
+            t0 = time.perf_counter()
+            subprocess.run([a.referee, "verify", ws, "--protocol", "code-change", "--quiet",
+                            "--state-dir", state], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            verify.append((time.perf_counter() - t0) * 1000)
+            verify_git.append(git_status_ms(ws))
+    if not a.keep:
+        shutil.rmtree(root, ignore_errors=True)
+
+    def pct(xs, q):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else None
+
     s = sorted(samples)
-    pct = lambda q: s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else None
+    ratio = lambda x, y: round(x / y, 3) if x is not None and y else None
     print(json.dumps({
-        "name": "referee watch --protocol code-change", "files": a.files, "changed": a.changed,
-        "trials": a.trials, "ok": len(s), "timeouts": timeouts,
-        "p50_ms": pct(0.50), "p99_ms": pct(0.99),
+        "name": "referee watch --protocol code-change", "files": a.files, "folders": a.folders,
+        "changed": a.changed, "restore": a.restore, "trials": a.trials, "ok": len(s),
+        "timeouts": timeouts, "p50_ms": pct(s, 0.50), "p99_ms": pct(s, 0.99),
         "mean_ms": statistics.fmean(s) if s else None, "min_ms": s[0] if s else None,
         "max_ms": s[-1] if s else None, "verdicts": verdicts,
+        "git_status_p50_ms": pct(git_samples, 0.50), "git_status_p99_ms": pct(git_samples, 0.99),
+        "ratio_p50": ratio(pct(s, 0.50), pct(git_samples, 0.50)),
+        "ratio_p99": ratio(pct(s, 0.99), pct(git_samples, 0.99)),
+        "verify_p50_ms": pct(verify, 0.50), "verify_git_status_p50_ms": pct(verify_git, 0.50),
+        "verify_ratio_p50": ratio(pct(verify, 0.50), pct(verify_git, 0.50)),
     }))
 
 
