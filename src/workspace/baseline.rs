@@ -197,8 +197,24 @@ impl Baseline {
         state: Option<&Path>,
         cap: u64,
     ) -> Result<Baseline, WorkspaceError> {
-        let tree = repo.tree(commit)?;
-        let ignore = Ignore::from_tree(&repo, &tree)?;
+        // The listing of a pinned commit never changes: read from the object store once and
+        // kept in the state directory (the referee's own), so a later `verify` or restart
+        // does not decompress and verify every tree object again.
+        let (tree, ignore_files) = match state.and_then(|s| load_listing(s, commit)) {
+            Some(kept) => kept,
+            None => {
+                let tree = repo.tree(commit)?;
+                let mut files = Vec::new();
+                for (path, entry) in Ignore::files_of(&tree) {
+                    files.push((path.clone(), repo.blob(entry.oid)?));
+                }
+                if let Some(state) = state {
+                    save_listing(state, &tree, &files);
+                }
+                (tree, files)
+            }
+        };
+        let ignore = Ignore::from_files(&ignore_files, &tree);
         let mut entries = BTreeMap::new();
         let mut subs = BTreeMap::new();
         for (path, e) in &tree.entries {
@@ -465,6 +481,82 @@ fn sub_entry(e: &gitread::BaseEntry) -> BaseEntry {
         EntryKind::Submodule => BaseKind::Submodule,
     };
     BaseEntry { kind, oid: e.oid }
+}
+
+const LISTING_FILE: &str = "baseline-tree.json";
+const LISTING_SCHEMA: &str = "referee.baseline-tree/1";
+
+/// The kept listing of a pinned commit: every entry, and the bytes of its `.gitignore` files.
+#[derive(Serialize, Deserialize)]
+struct Listing {
+    schema: String,
+    commit: String,
+    /// `[path, kind, oid]`: the path [`name::encode`]d, the kind `f` `x` `l` `s`.
+    entries: Vec<(String, char, String)>,
+    /// `[path, bytes]`, both [`name::encode`]d.
+    ignore: Vec<(String, String)>,
+}
+
+fn save_listing(state: &Path, tree: &gitread::BaseTree, ignore: &[(Vec<u8>, Vec<u8>)]) {
+    let entries = tree
+        .entries
+        .iter()
+        .map(|(p, e)| {
+            let k = match e.kind {
+                EntryKind::File => 'f',
+                EntryKind::Executable => 'x',
+                EntryKind::Symlink => 'l',
+                EntryKind::Submodule => 's',
+            };
+            (name::encode(p), k, e.oid.to_string())
+        })
+        .collect();
+    let listing = Listing {
+        schema: LISTING_SCHEMA.into(),
+        commit: tree.commit.to_string(),
+        entries,
+        ignore: ignore
+            .iter()
+            .map(|(p, b)| (name::encode(p), name::encode(b)))
+            .collect(),
+    };
+    if let Ok(text) = serde_json::to_string(&listing) {
+        // A listing that cannot be kept is read from the object store next time: no fault.
+        let _ = crate::outputs::write_atomic(state, LISTING_FILE, &text);
+    }
+}
+
+type Kept = (gitread::BaseTree, Vec<(Vec<u8>, Vec<u8>)>);
+
+fn load_listing(state: &Path, commit: gix::ObjectId) -> Option<Kept> {
+    let path = state.join(LISTING_FILE);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let bytes = std::fs::read(&path).ok()?;
+    let l: Listing = serde_json::from_slice(&bytes).ok()?;
+    if l.schema != LISTING_SCHEMA || l.commit.parse::<gix::ObjectId>().ok()? != commit {
+        return None;
+    }
+    let mut entries = BTreeMap::new();
+    for (p, k, oid) in l.entries {
+        let kind = match k {
+            'f' => EntryKind::File,
+            'x' => EntryKind::Executable,
+            'l' => EntryKind::Symlink,
+            's' => EntryKind::Submodule,
+            _ => return None,
+        };
+        let oid = oid.parse::<gix::ObjectId>().ok()?;
+        entries.insert(name::decode(&p), gitread::BaseEntry { kind, oid });
+    }
+    let ignore = l
+        .ignore
+        .iter()
+        .map(|(p, b)| (name::decode(p), name::decode(b)))
+        .collect();
+    Some((gitread::BaseTree { commit, entries }, ignore))
 }
 
 fn load_pin(state: &Path) -> Option<Pin> {

@@ -644,25 +644,38 @@ impl Ignore {
     /// its directory, a deeper one overriding a shallower one. A `.gitignore` that is a symlink
     /// is not read (git does not follow one either).
     pub fn from_tree(repo: &Repo, tree: &BaseTree) -> Result<Ignore, GitReadError> {
-        let mut files: Vec<(&Vec<u8>, &BaseEntry)> = tree
-            .entries
+        let mut files = Vec::new();
+        for (path, entry) in Ignore::files_of(tree) {
+            files.push((path.clone(), repo.blob(entry.oid)?));
+        }
+        Ok(Ignore::from_files(&files, tree))
+    }
+
+    /// The `.gitignore` files committed in `tree` (regular files, not links), to read.
+    pub fn files_of(tree: &BaseTree) -> Vec<(&Vec<u8>, &BaseEntry)> {
+        tree.entries
             .iter()
             .filter(|(path, e)| {
                 matches!(e.kind, EntryKind::File | EntryKind::Executable)
                     && (path.as_slice() == b".gitignore" || path.ends_with(b"/.gitignore"))
             })
-            .collect();
+            .collect()
+    }
+
+    /// The rules of `files` (each `.gitignore`'s path and bytes, as read from `tree`), each
+    /// relative to its directory, a deeper one overriding a shallower one.
+    pub fn from_files(files: &[(Vec<u8>, Vec<u8>)], tree: &BaseTree) -> Ignore {
+        let mut files: Vec<&(Vec<u8>, Vec<u8>)> = files.iter().collect();
         // Shallow first: gix matches the lists last to first, and a deeper file wins.
         files.sort_by_key(|(path, _)| path.iter().filter(|&&b| b == b'/').count());
         let mut search = gix::ignore::Search::default();
         let parse = gix::ignore::search::Ignore::default();
-        for (path, entry) in files {
-            let bytes = repo.blob(entry.oid)?;
-            let dir = &path[..path.len() - b".gitignore".len()];
+        for (path, bytes) in files {
+            let dir = &path[..path.len().saturating_sub(b".gitignore".len())];
             search.patterns.push(gix::glob::search::pattern::List {
                 patterns: gix::glob::search::Pattern::bytes_to_patterns(
                     &parse,
-                    &bytes,
+                    bytes,
                     Path::new(OsStr::from_bytes(path)),
                 ),
                 source: Some(PathBuf::from(OsStr::from_bytes(path))),
@@ -679,11 +692,11 @@ impl Ignore {
                 }
             }
         }
-        Ok(Ignore {
+        Ignore {
             search,
             tracked,
             tracked_dirs,
-        })
+        }
     }
 
     /// No rules: nothing is ignored.

@@ -193,8 +193,9 @@ impl Workspace {
         let cache_file = state.join(STAT_CACHE);
         let mut cache = StatCache::load(&cache_file);
         let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
-        if keep {
-            // A cache that cannot be kept costs the next run one read of each file, no more.
+        if keep && cache.reads() > 0 {
+            // Only when a file was read (a hash learnt); a cache that cannot be kept costs the
+            // next run one read of each file, no more.
             let _ = cache.save(&cache_file);
         }
         Ok(ws)

@@ -770,7 +770,8 @@ impl StatCache {
         };
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         io::Write::write_all(&mut tmp, &json)?;
-        tmp.as_file().sync_all()?;
+        // No fsync: a cache lost to a crash costs one read of each file, and a torn one
+        // loads as empty; a judgment must not wait on the disk for it.
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
     }

@@ -91,6 +91,9 @@ impl Session {
         // A record still being written is not judged; the last judgment stands for it.
         let moving = self.settle.moving().any(super::tasks::is_record);
         let judged = self.evaluate_tasks();
+        if let Some(tasks) = &mut self.tasks {
+            tasks.keep_cache();
+        }
         if let Some(j) = judged.as_ref().filter(|_| !moving) {
             if let Some(tasks) = &mut self.tasks {
                 // The veto stands whatever the records say (SPEC §8), at the end too.

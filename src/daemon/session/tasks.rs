@@ -47,8 +47,8 @@ pub(super) struct Tasks {
     /// What changed since the tree was last brought up to date (relative paths as events name
     /// them); `None`: read it all again (a start, a lost event, a timer).
     dirty: Option<BTreeSet<String>>,
-    /// When the stat cache was last kept in the state directory.
-    cache_saved: Option<Instant>,
+    /// When the stat cache was last kept in the state directory, and its read count then.
+    cache_saved: Option<(Instant, u64)>,
     /// The last `HEAD` logged as moved away from the pinned commit.
     head_seen: Option<String>,
     /// `WORKSPACE/.referee/`: the copies of the session's files.
@@ -166,6 +166,18 @@ impl Tasks {
     }
 }
 
+impl Tasks {
+    /// Keeps the stat cache in the state directory (at the end: a restart reads each file
+    /// once at most).
+    pub(super) fn keep_cache(&mut self) {
+        let reads = self.cache.reads();
+        if self.cache_saved.is_none_or(|(_, n)| n != reads) {
+            let _ = self.cache.save(&self.state.join(workspace::STAT_CACHE));
+            self.cache_saved = Some((Instant::now(), reads));
+        }
+    }
+}
+
 /// Exit 1: an attempt rejected or escalated, or a BLOCKING check failing (as `verify`).
 pub(super) fn violation(p: &Protocol, eval: &Evaluation, verdicts: &[TaskVerdict]) -> bool {
     let rejected = verdicts.iter().any(|v| {
@@ -217,12 +229,13 @@ impl Session {
             Ok(ws) => {
                 // The stat cache is kept now and then, so a restart after a checkout that
                 // changed every mtime reads each file once, not at every judgment.
-                if tasks
+                let reads = tasks.cache.reads();
+                let due = tasks
                     .cache_saved
-                    .is_none_or(|t| t.elapsed() >= CACHE_SAVE_EVERY)
-                {
+                    .is_none_or(|(at, n)| n != reads && at.elapsed() >= CACHE_SAVE_EVERY);
+                if due {
                     let _ = tasks.cache.save(&tasks.state.join(workspace::STAT_CACHE));
-                    tasks.cache_saved = Some(Instant::now());
+                    tasks.cache_saved = Some((Instant::now(), reads));
                 }
                 let moved = match &tasks.base {
                     Ok(b) => b
