@@ -297,11 +297,45 @@ impl Workspace {
     /// Every difference between the baseline and the work tree: bytes, type and mode.
     fn compare(&mut self, base: &Baseline, tree: &WorkTree) {
         let mut changes = BTreeMap::new();
-        for (p, e) in &tree.entries {
+        // Both sides are sorted the same way: one merge over them, no look-ups (the cost of a
+        // judgment on a large tree was mostly these).
+        let mut bi = base.entries.iter().peekable();
+        let mut ti = tree.entries.iter().peekable();
+        loop {
+            let (p, b, e) = match (bi.peek().copied(), ti.peek().copied()) {
+                (None, None) => break,
+                (Some((bp, be)), Some((tp, te))) => match bp.cmp(tp) {
+                    std::cmp::Ordering::Equal => {
+                        bi.next();
+                        ti.next();
+                        (bp, Some(be), Some(te))
+                    }
+                    std::cmp::Ordering::Less => {
+                        bi.next();
+                        (bp, Some(be), None)
+                    }
+                    std::cmp::Ordering::Greater => {
+                        ti.next();
+                        (tp, None, Some(te))
+                    }
+                },
+                (Some((bp, be)), None) => {
+                    bi.next();
+                    (bp, Some(be), None)
+                }
+                (None, Some((tp, te))) => {
+                    ti.next();
+                    (tp, None, Some(te))
+                }
+            };
             if excluded(p) {
                 continue;
             }
-            let Some(b) = base.entries.get(p) else {
+            let Some(e) = e else {
+                changes.insert(p.clone(), Change::Removed);
+                continue;
+            };
+            let Some(b) = b else {
                 if matches!(e.kind, Kind::Dir) {
                     continue;
                 }
@@ -364,17 +398,6 @@ impl Workspace {
                 changes.insert(p.clone(), Change::Modified);
             }
         }
-        for p in base.entries.keys() {
-            let gone = match tree.entries.get(p) {
-                None => true,
-                Some(e) => {
-                    matches!(e.kind, Kind::Dir) && base.entries[p].kind != BaseKind::Submodule
-                }
-            };
-            if gone && !excluded(p) {
-                changes.entry(p.clone()).or_insert(Change::Removed);
-            }
-        }
         // A new path that is a way to a baseline file: a link that resolves to one, or a hard
         // link sharing its inode.
         let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
@@ -383,7 +406,12 @@ impl Workspace {
             .filter(|(_, c)| **c == Change::Added)
             .map(|(p, _)| p)
             .collect();
-        if !added.is_empty() {
+        let hard_links = added.iter().any(|p| {
+            tree.entries
+                .get(*p)
+                .is_some_and(|e| matches!(e.kind, Kind::File { .. }) && e.nlink > 1)
+        });
+        if hard_links {
             for p in base.entries.keys() {
                 if let Some(e) = tree.entries.get(p) {
                     if matches!(e.kind, Kind::File { .. }) {
@@ -641,6 +669,9 @@ fn record_stem(rel: &str) -> &str {
 
 /// Whether a path is never part of a change (`.git/`, `.tasks/`, `.referee/`).
 pub fn excluded(rel: &str) -> bool {
+    if !rel.starts_with('.') {
+        return false;
+    }
     let top = rel.split('/').next().unwrap_or(rel);
     EXCLUDED.contains(&top)
 }
