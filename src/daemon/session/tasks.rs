@@ -31,6 +31,9 @@ use super::super::event::Event;
 use super::super::{Config, DaemonError};
 use super::{panic_message, Session};
 
+/// How long a directory events named is read again at every judgment.
+const NEW_DIR_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// How often the stat cache is kept in the state directory while watching.
 const CACHE_SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -51,6 +54,9 @@ pub(super) struct Tasks {
     cache_saved: Option<(Instant, u64)>,
     /// The last `HEAD` logged as moved away from the pinned commit.
     head_seen: Option<String>,
+    /// Directories events named lately, read again at every judgment for
+    /// [`NEW_DIR_WINDOW`] (files made in a new directory before its watch existed).
+    new_dirs: Vec<(String, Instant)>,
     /// `WORKSPACE/.referee/`: the copies of the session's files.
     pub out: PathBuf,
     /// What `.referee` was when the session last made or checked it (a real directory).
@@ -151,6 +157,7 @@ impl Tasks {
             dirty: None,
             cache_saved: None,
             head_seen: None,
+            new_dirs: Vec::new(),
             out,
             out_id,
             state: state.to_path_buf(),
@@ -209,13 +216,22 @@ impl Session {
         let tasks = self.tasks.as_mut()?;
         // Only the paths events named are read again; a name the event source escaped (not
         // plain UTF-8) is looked at through a full read.
-        let touched: Option<Vec<String>> = match (&tasks.tree, tasks.dirty.replace(BTreeSet::new()))
-        {
-            (Some(_), Some(paths)) if !paths.iter().any(|p| p.contains('\\')) => {
-                Some(paths.into_iter().collect())
-            }
-            _ => None,
-        };
+        let mut touched: Option<Vec<String>> =
+            match (&tasks.tree, tasks.dirty.replace(BTreeSet::new())) {
+                (Some(_), Some(paths)) if !paths.iter().any(|p| p.contains('\\')) => {
+                    Some(paths.into_iter().collect())
+                }
+                _ => None,
+            };
+        // A directory made a moment ago may have had files before the watch on it existed
+        // (their events are lost): it is read again at every judgment for a while.
+        let now = Instant::now();
+        tasks
+            .new_dirs
+            .retain(|(_, at)| now.duration_since(*at) < NEW_DIR_WINDOW);
+        if let Some(t) = touched.as_mut() {
+            t.extend(tasks.new_dirs.iter().map(|(p, _)| p.clone()));
+        }
         let opened = Workspace::judge_live(
             &self.canon,
             &tasks.base,
@@ -225,6 +241,17 @@ impl Session {
             cap,
         )
         .map(|ws| ws.with_state(&tasks.state));
+        if let (Some(t), Some(tree)) = (&touched, &tasks.tree) {
+            for p in t {
+                let is_dir = tree
+                    .entries
+                    .get(p)
+                    .is_some_and(|e| e.kind == workspace::tree::Kind::Dir);
+                if is_dir && !tasks.new_dirs.iter().any(|(q, _)| q == p) {
+                    tasks.new_dirs.push((p.clone(), now));
+                }
+            }
+        }
         match opened {
             Ok(ws) => {
                 // The stat cache is kept now and then, so a restart after a checkout that
