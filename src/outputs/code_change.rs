@@ -714,14 +714,21 @@ pub fn write_verdict(
     v: &TaskVerdict,
     durability: super::Durability,
 ) -> std::io::Result<()> {
-    // In the state directory first, the JSON before the markdown (the JSON is what an
-    // orchestrator waits on); the kept attempt (the guards' memory) before any copy, so a
-    // copy that cannot be written (the worker took `.referee/` away) costs no memory.
+    // In the state directory first, then the copies in `.referee/` (what an orchestrator or
+    // the worker waits on: before the fsyncs of the kept attempt), the JSON before the
+    // markdown; then the kept attempt (the guards' memory, fsynced). A copy that cannot be
+    // written (the worker took `.referee/` away) costs no memory: its error is returned after.
     let json = verdict_file(&v.task_id, "json");
     let md = verdict_file(&v.task_id, "md");
     let (json_text, md_text) = (verdict_json(v), verdict_md(p, v));
     super::write_atomic_as(state, &json, &json_text, durability)?;
     super::write_atomic_as(state, &md, &md_text, durability)?;
+    let copied = match copy {
+        Some(dir) => super::write_atomic_as(dir, &json, &json_text, durability)
+            .and_then(|_| super::write_atomic_as(dir, &md, &md_text, durability))
+            .map(|_| ()),
+        None => Ok(()),
+    };
     if let (Some(attempt), Some(diff), false) = (v.attempt, &v.diff, v.replay) {
         let kept = Kept {
             attempt,
@@ -734,10 +741,7 @@ pub fn write_verdict(
         };
         store.keep(&kept, diff)?;
     }
-    if let Some(dir) = copy {
-        super::write_atomic_as(dir, &json, &json_text, durability)?;
-        super::write_atomic_as(dir, &md, &md_text, durability)?;
-    }
+    copied?;
     Ok(())
 }
 
