@@ -52,36 +52,12 @@ pub struct Kept {
 /// A kept attempt and its diff (`None` when the diff is missing or unreadable).
 pub type KeptAttempt = (Kept, Option<String>);
 
-/// Longest file name made from a task id (before `OBSERVER-VERDICT-` and `.json`): well under
-/// the usual 255-byte limit.
-const MAX_NAME: usize = 160;
-
-/// A file or directory name made from a task id, one-to-one: `[A-Za-z0-9_-]` and a `.` that
-/// does not lead are kept; every other byte (`%` and `~` included) is written `%XX`. A name
-/// longer than [`MAX_NAME`] is cut (never inside a `%XX`) and ends with `~` and 16 hex digits
-/// of the id's SHA-256: the only `~` a name can hold, so a capped name is never an uncapped
-/// one. The empty id is `~`.
+/// A file or directory name made from a task id, one-to-one ([`name::file_stem_for`]: the one
+/// escaping every name made from a task id goes through; `t 1` is `t%201`, `t_1` stays).
+///
+/// [`name::file_stem_for`]: crate::workspace::name::file_stem_for
 pub fn file_name(task_id: &str) -> String {
-    if task_id.is_empty() {
-        return "~".into();
-    }
-    let mut s = String::with_capacity(task_id.len());
-    for (i, b) in task_id.bytes().enumerate() {
-        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    if s.len() <= MAX_NAME {
-        return s;
-    }
-    let mut cut = MAX_NAME - 17;
-    // Not inside a `%XX`: a `%` in the last two kept bytes starts an escape that was cut.
-    if let Some(p) = s[..cut].rfind('%').filter(|p| *p + 3 > cut) {
-        cut = p;
-    }
-    format!("{}~{}", &s[..cut], &sha256(task_id.as_bytes())[..16])
+    crate::workspace::name::file_stem_for(task_id)
 }
 
 /// The hash of a task record as judged: of its parsed fields (so rewriting it with the same
@@ -321,7 +297,7 @@ mod tests {
         assert_eq!(file_name("a/b"), "a%2Fb");
         assert_eq!(file_name("t-1.x"), "t-1.x");
         assert_eq!(file_name("~"), "%7E");
-        assert_eq!(file_name(""), "~");
+        assert_eq!(file_name(""), "%");
         assert_eq!(file_name("é"), "%C3%A9");
     }
 
@@ -331,14 +307,21 @@ mod tests {
         let b = format!("{}y", "x".repeat(299));
         let (na, nb) = (file_name(&a), file_name(&b));
         assert_ne!(na, nb);
-        assert!(na.len() <= MAX_NAME && nb.len() <= MAX_NAME, "{na}");
+        assert!(
+            na.len() <= crate::workspace::name::STEM_MAX
+                && nb.len() <= crate::workspace::name::STEM_MAX,
+            "{na}"
+        );
         assert_eq!(na.matches('~').count(), 1);
         // Never cut inside an escape.
         let c = " ".repeat(100);
         let nc = file_name(&c);
         let head = nc.split('~').next().unwrap();
         assert!(head.len().is_multiple_of(3), "{nc}");
-        assert!(file_name(&"x".repeat(MAX_NAME)).len() == MAX_NAME);
+        assert!(
+            file_name(&"x".repeat(crate::workspace::name::STEM_MAX)).len()
+                == crate::workspace::name::STEM_MAX
+        );
     }
 
     #[test]
