@@ -556,6 +556,12 @@ impl Workspace {
             .collect()
     }
 
+    /// Leaves the record at `rel` out of this judgment (the live referee defers a record whose
+    /// own file event it has not handled yet: the files written before it may not be read).
+    pub fn defer_record(&mut self, rel: &str) {
+        self.raw_records.retain(|(r, _)| r != rel);
+    }
+
     /// SHA-256 of a content, for evidence and hash checks.
     pub fn sha256(c: &Content) -> Option<String> {
         match c {

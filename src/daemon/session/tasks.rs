@@ -252,6 +252,35 @@ impl Session {
                 }
             }
         }
+        // Records first, then the tree, holds for a full read; an incremental one is only as
+        // new as the events handled so far. A record written after them (its own event still
+        // on its way) may follow files whose events are on their way too: a new attempt is
+        // judged at its record's own event, never before (SPEC §8: nothing written before the
+        // record escapes the judgment of it).
+        let opened = match (opened, &touched) {
+            (Ok(mut ws), Some(fresh)) => {
+                let required = self
+                    .protocol
+                    .tasks
+                    .as_ref()
+                    .map(|t| t.required.clone())
+                    .unwrap_or_default();
+                for r in ws.records(&required) {
+                    if fresh.contains(&r.rel) {
+                        continue;
+                    }
+                    let judged = r.parsed.as_ref().ok().is_some_and(|t| {
+                        tasks.judged.contains(&(t.task_id.clone(), t.attempt))
+                            || tasks.store.is_kept(&t.task_id, t.attempt)
+                    });
+                    if !judged {
+                        ws.defer_record(&r.rel);
+                    }
+                }
+                Ok(ws)
+            }
+            (other, _) => other,
+        };
         match opened {
             Ok(ws) => {
                 // The stat cache is kept now and then, so a restart after a checkout that
