@@ -127,9 +127,13 @@ pub struct CheckResult {
 }
 
 impl CheckResult {
-    /// Whether this result holds the pipeline (raises STOP): a BLOCKING FAIL no waiver covers.
+    /// Whether this result holds the pipeline (raises STOP): a BLOCKING FAIL no waiver covers,
+    /// or a due BLOCKING check the referee cannot decide (fail closed, SPEC §8: what cannot be
+    /// read blocks).
     pub fn stops(&self) -> bool {
-        self.severity == Severity::Blocking && self.status == Status::Fail && self.waiver.is_none()
+        self.severity == Severity::Blocking
+            && self.waiver.is_none()
+            && (self.status == Status::Fail || (self.status == Status::Inconclusive && self.due))
     }
 
     /// Whether this is a FAIL a waiver covers.
@@ -212,8 +216,12 @@ impl Evaluation {
     }
 
     pub fn summary(&self) -> Summary {
-        let fail_blocking = self.stops().count();
+        let fail_blocking = self.stops().filter(|r| r.status == Status::Fail).count();
         let waived = self.results.iter().filter(|r| r.waived()).count();
+        let cannot_verify = self
+            .stops()
+            .filter(|r| r.status == Status::Inconclusive)
+            .count();
         let fail = self.count(Status::Fail);
         let pass = self.count(Status::Pass);
         let inconclusive = self.count(Status::Inconclusive);
@@ -228,6 +236,7 @@ impl Evaluation {
             waiting: self.count(Status::Waiting),
             skip: self.count(Status::Skip),
             inconclusive,
+            cannot_verify,
             compliance_rate: (judged > 0).then(|| pass as f64 / judged as f64),
         }
     }
@@ -246,6 +255,10 @@ pub struct Summary {
     pub waiting: usize,
     pub skip: usize,
     pub inconclusive: usize,
+    /// Due BLOCKING checks the referee cannot decide (counted in `inconclusive`): they hold
+    /// the pipeline like a BLOCKING FAIL (fail closed, SPEC §8).
+    #[serde(default)]
+    pub cannot_verify: usize,
     /// PASS ÷ (PASS + FAIL + INCONCLUSIVE); `None` when nothing was judged.
     pub compliance_rate: Option<f64>,
 }

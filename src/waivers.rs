@@ -264,7 +264,12 @@ impl Waivers {
     /// file), clears any older mark, and returns the waivers that expired before `today`.
     pub fn apply(&self, eval: &mut Evaluation, today: NaiveDate) -> Vec<Expired> {
         for r in &mut eval.results {
-            r.waiver = if r.status == Status::Fail {
+            // A FAIL, or a BLOCKING check that cannot be decided (it holds like a FAIL, so a
+            // human may accept it like one).
+            let holds = r.status == Status::Fail
+                || (r.status == Status::Inconclusive
+                    && r.severity == crate::protocol::Severity::Blocking);
+            r.waiver = if holds {
                 self.waivers
                     .iter()
                     .find(|w| w.active(today) && w.covers(&r.pass, &r.check))

@@ -208,16 +208,28 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
     let mut out = String::from("# OBSERVER STOP — BLOCKING VIOLATION\n\n");
     let _ = writeln!(
         out,
-        "{} BLOCKING check{} failed. The orchestrator must not make the next phase transition until this file is gone; the referee removes it when the last violation is resolved.\n",
+        "{} BLOCKING check{} {}. The orchestrator must not make the next phase transition until this file is gone; the referee removes it when the last violation is resolved.\n",
         failing.len(),
-        if failing.len() == 1 { "" } else { "s" }
+        if failing.len() == 1 { "" } else { "s" },
+        if failing.iter().any(|r| r.status == crate::engine::Status::Inconclusive) {
+            "failed or cannot be verified"
+        } else {
+            "failed"
+        }
     );
     for (i, r) in failing.iter().enumerate() {
         if i > 0 {
             out.push_str("---\n\n");
         }
         let d = def(p, &r.check);
-        let _ = writeln!(out, "**Check:** {} — {}\n", text(&r.check), text(&r.title));
+        let cannot = r.status == crate::engine::Status::Inconclusive;
+        let _ = writeln!(
+            out,
+            "**Check:** {} — {}{}\n",
+            text(&r.check),
+            text(&r.title),
+            if cannot { " (CANNOT VERIFY)" } else { "" }
+        );
         let _ = writeln!(out, "**Severity:** {}\n", r.severity.as_str());
         let _ = writeln!(out, "**Phase:** {}\n", pass_title(p, &r.pass));
         let _ = writeln!(
@@ -250,13 +262,19 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
             }
             out.push('\n');
         }
-        let _ = writeln!(
-            out,
-            "**Required Action:** {}\n",
-            text(d.map_or("Resolve the violation described above.", |d| {
-                d.action.as_str()
-            }))
-        );
+        let action = d.map_or("Resolve the violation described above.", |d| {
+            d.action.as_str()
+        });
+        if cannot {
+            // Fail closed (SPEC §8): what the referee cannot read holds like a FAIL.
+            let _ = writeln!(
+                out,
+                "**Required Action:** CANNOT VERIFY: make the evidence above readable to the referee (a regular file inside the build directory, under the read cap, readable by its user), then: {}\n",
+                text(action)
+            );
+        } else {
+            let _ = writeln!(out, "**Required Action:** {}\n", text(action));
+        }
         if let Some((_, why)) = ctx.escalations.iter().find(|(k, _)| *k == r.key()) {
             let _ = writeln!(
                 out,
@@ -294,10 +312,15 @@ fn headline(eval: &Evaluation) -> String {
     } else {
         format!("{}; ", also.join(", "))
     };
-    if s.fail_blocking > 0 {
+    if s.fail_blocking + s.cannot_verify > 0 {
+        let cannot = if s.cannot_verify > 0 {
+            format!(" ({} cannot be verified)", s.cannot_verify)
+        } else {
+            String::new()
+        };
         format!(
-            "**FAIL: {} BLOCKING unresolved** — {also}{state}.",
-            s.fail_blocking
+            "**FAIL: {} BLOCKING unresolved{cannot}** — {also}{state}.",
+            s.fail_blocking + s.cannot_verify
         )
     } else if s.fail_significant + s.inconclusive > 0 {
         format!("**PASS with findings: no BLOCKING failure** — {also}{state}.")

@@ -7,6 +7,7 @@ mod builder;
 mod cli;
 mod code_change;
 mod examples;
+mod fail_closed;
 mod flags;
 mod formats;
 mod fuzz;

@@ -9,6 +9,15 @@ use serde_json::Value;
 
 use crate::formats::{mixed, run, sarif, workspace};
 
+/// OBS-01 cannot be verified in [`mixed`]'s build: accepted by a human.
+const WAIVE_OBS01: &str = r#"
+[[waiver]]
+check = "OBS-01"
+reason = "scan time lost with the old tracker (INC-43)"
+approved_by = "jane.doe"
+expires = 2099-12-31
+"#;
+
 const WAIVE_OBS27: &str = r#"# the gate runner is down this week
 [[waiver]]
 check = "OBS-27"
@@ -58,9 +67,19 @@ fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
     let (code, _, _) = run(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "unwaived");
 
+    // OBS-01 cannot be verified in this build (no EXPERIENTIAL_SCAN time): a due BLOCKING
+    // check the referee cannot decide holds like a FAIL (SPEC §8), so waiving OBS-27 alone is
+    // not enough; a human accepts OBS-01 too.
+    let (code, json, _) = verify(&dir, &w, "json");
+    assert_eq!(code, 1, "OBS-01 cannot be verified");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["summary"]["cannot_verify"], 1, "{}", v["summary"]);
+    assert_eq!(v["stop"], true);
+    let w = waiver_file(tmp.path(), &format!("{WAIVE_OBS27}{WAIVE_OBS01}"));
     let (code, json, err) = verify(&dir, &w, "json");
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["summary"]["cannot_verify"], 0);
     assert_eq!(v["stop"], false);
     assert_eq!(v["summary"]["fail"], 1);
     assert_eq!(v["summary"]["fail_blocking"], 0);
@@ -71,7 +90,7 @@ fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
     assert_eq!(r["waiver"]["expires"], "2099-12-31");
     assert_eq!(r["waiver"]["at"], format!("{}:2", w.display()));
     assert_eq!(v["waivers"]["file"], w.display().to_string());
-    assert_eq!(v["waivers"]["count"], 1);
+    assert_eq!(v["waivers"]["count"], 2);
     assert!(
         result(&v, "R", "OBS-27").get("waiver").is_none(),
         "only FAILs"

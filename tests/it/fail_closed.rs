@@ -1,0 +1,102 @@
+//! D10 fails closed (issue 16 §1, SPEC §8): a due BLOCKING check the referee cannot decide
+//! holds the pipeline like a FAIL. Each attack is made for real on a finished build: the gate
+//! results padded past the read cap, or replaced by a FIFO. Against `verify --final` (exit 1,
+//! the headline, the report written with `--write`) and a live `watch` (the STOP saying
+//! CANNOT VERIFY and what to make readable, `status` 1, the final exit 1).
+
+use std::fs;
+use std::path::Path;
+
+use crate::watch::{exit_code, read, run, status, Watch, GATES, STOP, WAIT};
+
+/// A finished build whose gate results the referee cannot judge, made so by `attack`.
+fn build(attack: fn(&Path)) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (tmp, dir) = crate::formats::build("base = \"clean\"\n");
+    attack(&dir.join(GATES));
+    (tmp, dir)
+}
+
+/// JSON whitespace until the file is over the 16 KiB cap the tests give the referee: the same
+/// JSON to a parser, and the same entries (`"source": "manual"` among them) to a human.
+fn pad_past_the_cap(gates: &Path) {
+    let text = fs::read_to_string(gates).expect("gates");
+    let manual = text.replacen("\"source\": \"gate-runner\"", "\"source\": \"manual\"", 1);
+    fs::write(gates, format!("{}{manual}", " ".repeat(32 << 10))).expect("pad");
+}
+
+fn fifo_in_place(gates: &Path) {
+    fs::remove_file(gates).expect("rm");
+    let c = std::ffi::CString::new(gates.to_str().expect("utf-8")).expect("no NUL");
+    // SAFETY: a valid C string; mkfifo touches nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+fn against_verify(attack: fn(&Path)) {
+    let (_tmp, dir) = build(attack);
+    let d = dir.to_str().expect("utf-8");
+    let (code, out, err) = run(&["verify", d, "--final", "--max-read-bytes", "16KiB"]);
+    assert_eq!(code, 1, "cannot decide is not fine: {err}\n{out}");
+    let headline = out
+        .lines()
+        .find(|l| l.starts_with("**"))
+        .unwrap_or_default();
+    assert!(headline.starts_with("**FAIL: "), "{out}");
+    assert!(headline.contains("cannot be verified"), "{out}");
+    let (code, _, err) = run(&[
+        "verify",
+        d,
+        "--final",
+        "--max-read-bytes",
+        "16KiB",
+        "--write",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let report = read(&dir.join("OBSERVER-REPORT.md"));
+    let headline = report
+        .lines()
+        .find(|l| l.starts_with("**"))
+        .unwrap_or_default();
+    assert!(headline.contains("cannot be verified"), "{report}");
+}
+
+fn against_watch(attack: fn(&Path)) {
+    // A build in progress (the weaver has not written its verdict), so the referee keeps
+    // watching.
+    let (tmp, dir) = crate::watch::build("audit-done");
+    let mut w = Watch::start(&dir, tmp.path(), &["--max-read-bytes", "16KiB"]);
+    w.until("the referee is live", || status(&dir, true).0 == 0);
+    attack(&dir.join(GATES));
+    w.until("the STOP stands for what cannot be read", || {
+        let stop = read(&dir.join(STOP));
+        stop.contains("(CANNOT VERIFY)") && stop.contains("make the evidence above readable")
+    });
+    assert_eq!(status(&dir, true).0, 1, "{}", w.output());
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    let report = read(&dir.join("OBSERVER-REPORT.md"));
+    let headline = report
+        .lines()
+        .find(|l| l.starts_with("**"))
+        .unwrap_or_default();
+    assert!(headline.starts_with("**FAIL: "), "{report}");
+}
+
+#[test]
+fn gate_results_padded_past_the_read_cap_hold_verify() {
+    against_verify(pad_past_the_cap);
+}
+
+#[test]
+fn gate_results_padded_past_the_read_cap_hold_watch() {
+    against_watch(pad_past_the_cap);
+}
+
+#[test]
+fn a_fifo_for_the_gate_results_holds_verify() {
+    against_verify(fifo_in_place);
+}
+
+#[test]
+fn a_fifo_for_the_gate_results_holds_watch() {
+    against_watch(fifo_in_place);
+}
