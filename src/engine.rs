@@ -362,7 +362,7 @@ pub fn evaluate_workspace(
     // record's changes (SPEC §8): judge all; drop the claims of the REJECTed ones; judge again
     // the records whose scope that changed. Each round drops at least one more record's claims
     // or ends, so there are at most as many rounds as records.
-    let store = crate::attempts::Store::open(&crate::attempts::dir_for_workspace(ws));
+    let store = crate::attempts::dir_for_workspace(ws).map(|d| crate::attempts::Store::open(&d));
     let reject = protocol
         .guards
         .as_ref()
@@ -383,7 +383,7 @@ pub fn evaluate_workspace(
             {
                 continue;
             }
-            scope.replay = replay(&store, record);
+            scope.replay = store.as_ref().and_then(|s| replay(s, record));
             let key = record.key().to_string();
             let tctx = ctx.for_task(&scope);
             let mut j = Judgment {

@@ -61,8 +61,9 @@ pub struct BaseEntry {
 enum Source {
     /// The object stores: the workspace's, and each checked-out submodule's by its path.
     Git {
-        repo: Box<Repo>,
-        subs: BTreeMap<String, Repo>,
+        /// Behind a lock so the baseline can be shared with the reading thread ([`bounded`]).
+        repo: Box<std::sync::Mutex<Repo>>,
+        subs: std::sync::Mutex<BTreeMap<String, Repo>>,
     },
     Dir {
         root: PathBuf,
@@ -101,20 +102,48 @@ pub struct Baseline {
     checked_out: BTreeMap<String, Arc<FileData>>,
     /// The commit pinned (git only).
     pub commit: Option<gix::ObjectId>,
+    /// A read of the object store did not finish in time (see [`bounded`]).
+    stuck: std::sync::atomic::AtomicBool,
 }
+
+const STUCK: &str = "an earlier read of the git object store did not finish (a FIFO, or a hung \
+                     file system, in `.git/`?): the baseline cannot be read";
 
 /// Why a baseline could not be had at all, when that is not a fault (INCONCLUSIVE evidence).
 pub type NoBaseline = String;
 
 impl Baseline {
     /// Pins the baseline of the workspace `root` as `spec` says, keeping (and on a restart
-    /// reusing) the pin under `state` when given. `Ok(Err(why))`: there is no baseline (not a
+    /// reusing) the pin under `state` when given; a plain folder's start snapshot is
+    /// [`BaselineSpec::Snapshot`]. `Ok(Err(why))`: there is no baseline (not a
     /// fault: every check that needs one is INCONCLUSIVE with `why`).
     pub fn pin(
         root: &Path,
         spec: &BaselineSpec,
         state: Option<&Path>,
-        snapshot: Option<&Path>,
+        cap: u64,
+    ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
+        let (root, spec, state) = (
+            root.to_path_buf(),
+            spec.clone(),
+            state.map(Path::to_path_buf),
+        );
+        let shown = root.display().to_string();
+        bounded(move || Baseline::pin_now(&root, &spec, state.as_deref(), cap)).unwrap_or_else(
+            || {
+                Err(WorkspaceError::Pin(format!(
+                    "reading the git repository of `{shown}` did not finish within {} s (a FIFO, \
+                     or a hung file system, in `.git/`?): the baseline cannot be pinned",
+                    GIT_READ_LIMIT.as_secs()
+                )))
+            },
+        )
+    }
+
+    fn pin_now(
+        root: &Path,
+        spec: &BaselineSpec,
+        state: Option<&Path>,
         cap: u64,
     ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
         let repo = Repo::open(root)?;
@@ -174,16 +203,7 @@ impl Baseline {
                         )),
                     }
                 }
-                None => match snapshot {
-                    Some(dir) => {
-                        Baseline::from_dir(dir.to_path_buf(), "snapshot", None, cap).map(Ok)
-                    }
-                    None => Ok(Err(
-                        "no baseline: the workspace is not a git work tree, no \
-                                    --baseline-dir was given, and no start snapshot is kept"
-                            .into(),
-                    )),
-                },
+                None => Ok(Err(super::NO_SNAPSHOT.into())),
             },
         }
     }
@@ -249,12 +269,13 @@ impl Baseline {
             },
             entries,
             source: Source::Git {
-                repo: Box::new(repo),
-                subs,
+                repo: Box::new(std::sync::Mutex::new(repo)),
+                subs: std::sync::Mutex::new(subs),
             },
             ignore,
             checked_out: BTreeMap::new(),
             commit: Some(commit),
+            stuck: std::sync::atomic::AtomicBool::new(false),
         };
         match kept {
             Some(pin) => {
@@ -340,6 +361,7 @@ impl Baseline {
             ignore,
             checked_out: BTreeMap::new(),
             commit: None,
+            stuck: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -397,7 +419,10 @@ impl Baseline {
             schema: PIN_SCHEMA.into(),
             rev: rev.into(),
             commit: commit.to_string(),
-            git_dir: repo.git_dir().display().to_string(),
+            git_dir: repo
+                .lock()
+                .map(|r| r.git_dir().display().to_string())
+                .unwrap_or_default(),
             pinned_at: chrono::Utc::now().to_rfc3339(),
             checked_out,
         };
@@ -449,6 +474,11 @@ impl Baseline {
         let Source::Git { repo, subs } = &self.source else {
             return Err("not a git baseline".into());
         };
+        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(STUCK.into());
+        }
+        let repo = repo.lock().map_err(|_| STUCK.to_string())?;
+        let subs = subs.lock().map_err(|_| STUCK.to_string())?;
         // A submodule's file is in the submodule's object store.
         let owner = subs
             .iter()
@@ -457,20 +487,67 @@ impl Baseline {
                 rel.strip_prefix(p.as_str())
                     .is_some_and(|r| r.starts_with('/'))
             })
-            .map_or(&**repo, |(_, r)| r);
+            .map_or(&*repo, |(_, r)| r);
         owner.blob(oid).map_err(|e| crate::error::chain(&e))
     }
 
-    /// The commit `HEAD` names now, when it is not the pinned one (a `head_moved` fact).
-    pub fn head_moved(&self) -> Option<String> {
+    /// Whether the baseline is read from a git object store (whose reads are bounded in time:
+    /// the worker can put a FIFO there).
+    pub fn is_git(&self) -> bool {
+        matches!(self.source, Source::Git { .. })
+    }
+
+    /// The commit `HEAD` names now, when it is not the pinned one (a `head_moved` fact); not
+    /// asked again once a read of it did not finish.
+    pub fn head_moved(self: &Arc<Self>) -> Option<String> {
+        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let me = self.clone();
+        let answer = bounded(move || me.head_moved_now());
+        if answer.is_none() {
+            self.mark_stuck();
+        }
+        answer.flatten()
+    }
+
+    /// A read of the object store did not finish: every later one answers "cannot be read"
+    /// at once, instead of another thread blocked behind the first.
+    pub fn mark_stuck(&self) {
+        self.stuck.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn head_moved_now(&self) -> Option<String> {
         let (Source::Git { repo, .. }, Some(pinned)) = (&self.source, self.commit) else {
             return None;
         };
-        match repo.head() {
+        let head = repo.lock().ok()?.head();
+        match head {
             Ok(Some(now)) if now != pinned => Some(now.to_string()),
             _ => None,
         }
     }
+}
+
+/// How long one read of the git object store may take. The store is the worker's to write: a
+/// FIFO (or a hung network mount) put at `HEAD`, a ref or a loose object would block a read
+/// forever, silencing the referee. A read that does not finish in time is abandoned on its
+/// thread and its answer is "cannot be read" (fail closed).
+pub const GIT_READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `f` on a thread of its own and waits at most [`GIT_READ_LIMIT`] for it; `None` when it
+/// did not finish (the thread is left behind, blocked where the read blocked).
+pub fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("referee-git-read".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        });
+    if spawned.is_err() {
+        return None;
+    }
+    rx.recv_timeout(GIT_READ_LIMIT).ok()
 }
 
 fn sub_entry(e: &gitread::BaseEntry) -> BaseEntry {

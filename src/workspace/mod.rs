@@ -173,7 +173,7 @@ impl Workspace {
     /// and tests); `cap` bounds every file read.
     pub fn open(root: &Path, spec: &BaselineSpec, cap: u64) -> Result<Workspace, WorkspaceError> {
         let root = canonical_root(root)?;
-        let base = Baseline::pin(&root, spec, None, None, cap)?.map(Arc::new);
+        let base = Baseline::pin(&root, spec, None, cap)?.map(Arc::new);
         Workspace::judge(&root, &base, &mut StatCache::default(), cap)
     }
 
@@ -189,7 +189,7 @@ impl Workspace {
     ) -> Result<Workspace, WorkspaceError> {
         let root = canonical_root(root)?;
         let keep = state.is_dir();
-        let base = Baseline::pin(&root, spec, keep.then_some(state), None, cap)?.map(Arc::new);
+        let base = Baseline::pin(&root, spec, keep.then_some(state), cap)?.map(Arc::new);
         let cache_file = state.join(STAT_CACHE);
         let mut cache = StatCache::load(&cache_file);
         let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
@@ -491,6 +491,18 @@ impl Workspace {
                     .clone()
                     .unwrap_or_else(|| "no baseline".into()),
             ),
+            Some(b) if b.is_git() => {
+                let (b2, key, cap) = (b.clone(), rel.to_string(), self.cap);
+                baseline::bounded(move || b2.content(&key, cap)).unwrap_or_else(|| {
+                    b.mark_stuck();
+                    Content::Unknown(format!(
+                        "reading the baseline of `{}` from `.git/` did not finish within {} s \
+                         (a FIFO, or a hung file system, in the object store?)",
+                        name::display(rel),
+                        baseline::GIT_READ_LIMIT.as_secs()
+                    ))
+                })
+            }
             Some(b) => b.content(rel, self.cap),
         };
         self.base_cache

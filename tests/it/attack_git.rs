@@ -121,9 +121,11 @@ impl Ws {
 
     /// `referee ARGS… --state-dir STATE`: (exit code, stdout, stderr).
     fn referee(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(referee())
+        // Bounded: an attack that hangs the referee fails the test instead of hanging it.
+        let out = assert_cmd::Command::new(referee())
             .args(args)
             .arg(self.state_arg())
+            .timeout(std::time::Duration::from_secs(60))
             .output()
             .expect("run referee");
         (
@@ -153,6 +155,12 @@ impl Ws {
     /// `referee status WORKSPACE`: the exit code.
     fn status(&self) -> i32 {
         self.referee(&["status", self.ws.to_str().expect("utf-8")])
+            .0
+    }
+
+    /// `referee status WORKSPACE --task ID`: the exit code.
+    fn status_task(&self, id: &str) -> i32 {
+        self.referee(&["status", self.ws.to_str().expect("utf-8"), "--task", id])
             .0
     }
 
@@ -231,6 +239,8 @@ enum Expect {
     Veto,
     /// APPROVE, no STOP: honest work.
     Approve,
+    /// REJECT because something could not be read (fail closed), and `status --task` says 1.
+    Reject,
 }
 
 fn cc(doc: &Value, check: &str) -> Value {
@@ -273,6 +283,11 @@ fn against_verify(setup: fn() -> Ws, attack: fn(&Ws), expect: Expect) {
             assert!(!stop.exists(), "no STOP");
             assert_eq!(w.status(), 0, "status says go");
         }
+        Expect::Reject => {
+            assert_eq!(task_verdict(&doc, "t1"), "REJECT", "{doc:#}");
+            assert_eq!(code, 1, "{doc:#}");
+            assert_eq!(w.status_task("t1"), 1, "status --task says reject");
+        }
     }
     assert_eq!(w.outside(), before, "nothing written outside");
 }
@@ -305,6 +320,10 @@ fn against_watch(setup: fn() -> Ws, attack: fn(&Ws), expect: Expect) {
             assert_eq!(v["verdict"], json!("APPROVE"), "{v:#}\n{}", watch.output());
             assert!(!stop.exists(), "no STOP");
             assert_eq!(w.status(), 0);
+        }
+        Expect::Reject => {
+            assert_eq!(v["verdict"], json!("REJECT"), "{v:#}\n{}", watch.output());
+            assert_eq!(w.status_task("t1"), 1);
         }
     }
     drop(watch);
@@ -548,6 +567,60 @@ fn an_explicit_baseline_is_not_replaced() {
     let doc: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(task_verdict(&doc, "t1"), "REJECT", "{doc:#}");
     assert_eq!(cc(&doc, "CC-01")["status"], json!("FAIL"), "{doc:#}");
+}
+
+/// Puts a FIFO where `rel` (under `.git/`) is: whoever opens it to read waits for a writer
+/// that never comes.
+fn fifo_at(w: &Ws, rel: &str) {
+    let p = w.path(rel);
+    fs::remove_file(&p).expect("rm");
+    let c = std::ffi::CString::new(p.to_str().expect("utf-8")).expect("no NUL");
+    // SAFETY: a valid C string; mkfifo touches nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+}
+
+attack!(
+    a_fifo_for_a_baseline_object,
+    Ws::new,
+    |w| {
+        // The app's baseline blob is a loose object: the referee needs it for the diff and
+        // the pre_hash; reading a FIFO there would block it forever.
+        let oid = w.git(&["rev-parse", &format!("HEAD:{APP}")]);
+        fifo_at(w, &format!(".git/objects/{}/{}", &oid[..2], &oid[2..]));
+        honest(w);
+        w.record("t1", 1, &[APP], &[]);
+    },
+    Expect::Reject
+);
+
+/// A FIFO at `.git/HEAD` once the live referee has pinned its baseline: it still judges (the
+/// veto stands) instead of hanging on the `head_moved` look. (`verify` opens the repository
+/// each run: it is the test below.)
+#[test]
+fn a_fifo_for_head_after_the_start() {
+    against_watch(
+        Ws::new,
+        |w| {
+            fifo_at(w, ".git/HEAD");
+            edit_protected(w);
+            w.record("t1", 1, &[APP], &[]);
+        },
+        Expect::Veto,
+    );
+}
+
+/// A FIFO at `.git/HEAD` before the referee ever pinned a baseline: `verify` says it cannot
+/// pin one (exit 2, the reason) within its read limit, instead of hanging or passing.
+#[test]
+fn a_fifo_for_head_before_the_start_is_a_fault_not_a_hang() {
+    let w = Ws::new();
+    fifo_at(&w, ".git/HEAD");
+    w.write(PROTECTED, "ROLES = ['admin']\n");
+    w.record("t1", 1, &[], &[]);
+    let ws = w.ws.to_str().expect("utf-8");
+    let (code, _, err) = w.referee(&["verify", ws, "--protocol", "code-change"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did not finish"), "{err}");
 }
 
 // ---- new protected files hidden by ignore rules the worker controls --------------------------
@@ -826,4 +899,25 @@ mod any_bytes {
             prop_assert_eq!(w.outside(), w.outside());
         }
     }
+}
+
+/// A task record that is a symlink (here to a record kept outside the workspace, which the
+/// worker could change behind the referee's back) is not read through: CC-00 FAILs with the
+/// reason, the attempt is REJECTed.
+#[test]
+fn a_record_that_is_a_symlink_is_not_followed() {
+    let w = Ws::new();
+    let (code, _) = w.verify();
+    assert_eq!(code, 0);
+    honest(&w);
+    w.record("t1", 1, &[APP], &[]);
+    let rec = w.path(".tasks/t1.json");
+    let outside = w.root.join("outside/t1.json");
+    fs::rename(&rec, &outside).expect("move the record out");
+    std::os::unix::fs::symlink(&outside, &rec).expect("symlink");
+    let (code, doc) = w.verify();
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(cc(&doc, "CC-00")["status"], json!("FAIL"), "{doc:#}");
+    let observed = cc(&doc, "CC-00")["evidence"]["observed"].to_string();
+    assert!(observed.contains("symbolic link"), "{observed}");
 }

@@ -132,24 +132,22 @@ impl Tasks {
         let git = workspace::gitread::Repo::open(canon)
             .map_err(workspace::WorkspaceError::from)?
             .is_some();
-        let snapshot = if cfg.baseline == BaselineSpec::Auto && !git {
+        let spec = if cfg.baseline == BaselineSpec::Auto && !git {
             // The start snapshot is kept in the state directory, out of the worker's reach.
-            Some(
-                workspace::snapshot::create(canon, state, cap).map_err(|source| {
-                    DaemonError::OutputDir {
-                        path: state.display().to_string(),
-                        source,
-                    }
-                })?,
-            )
+            workspace::snapshot::create(canon, state, cap).map_err(|source| {
+                DaemonError::OutputDir {
+                    path: state.display().to_string(),
+                    source,
+                }
+            })?;
+            BaselineSpec::Snapshot(state.to_path_buf())
         } else {
-            None
+            cfg.baseline.clone()
         };
         // The baseline is pinned here, once, and kept in the state directory: what the worker
         // does to `.git/` afterwards (a commit, a reset, a replace ref) changes nothing, and a
         // restart measures against the same commit (SPEC §8).
-        let base = Baseline::pin(canon, &cfg.baseline, Some(state), snapshot.as_deref(), cap)?
-            .map(Arc::new);
+        let base = Baseline::pin(canon, &spec, Some(state), cap)?.map(Arc::new);
         Ok(Tasks {
             base,
             cache: StatCache::load(&state.join(workspace::STAT_CACHE)),
