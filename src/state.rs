@@ -208,7 +208,7 @@ pub fn note_watched(dir: &Path, watched: &Path) {
     let _ = crate::outputs::write_atomic_as(
         dir,
         WATCHED_FILE,
-        &format!("{}\n", watched.display()),
+        format!("{}\n", watched.display()),
         crate::outputs::Durability::Volatile,
     );
 }

@@ -97,7 +97,10 @@ pub enum Written {
 const IN_PLACE_MAX: usize = 4096;
 
 /// Writes the heartbeat: atomically, or failing that in place over the previous one.
-pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<Written> {
+pub fn write(
+    dir: &(impl crate::outputs::AsOutDir + ?Sized),
+    hb: &Heartbeat,
+) -> std::io::Result<Written> {
     let mut text = serde_json::to_string_pretty(hb).map_err(std::io::Error::other)?;
     text.push('\n');
     // Not fsynced: a heartbeat means nothing after a power cut (its process is gone, and an old,
@@ -110,7 +113,7 @@ pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<Written> {
     if text.len() > IN_PLACE_MAX {
         return Err(cause);
     }
-    match overwrite(&dir.join(HEARTBEAT_FILE), text.as_bytes()) {
+    match overwrite(&dir.out_dir().join(HEARTBEAT_FILE), text.as_bytes()) {
         Ok(()) => Ok(Written::InPlace(cause)),
         // The atomic write's error is the one that says what is wrong.
         Err(_) => Err(cause),

@@ -117,7 +117,7 @@ const MAX_STOP_BYTES: u64 = 4 << 20;
 #[derive(Debug)]
 pub struct StopFile {
     /// The folder of the copy in the watched directory.
-    dir: PathBuf,
+    dir: crate::outputs::OutDir,
     /// The state directory: the authoritative STOP (`None`: only the copy, as in unit tests).
     state: Option<PathBuf>,
     /// Whether the copy's folder is usable (never written through when it is not).
@@ -132,9 +132,9 @@ pub struct StopFile {
 }
 
 impl StopFile {
-    pub fn new(dir: &Path) -> StopFile {
+    pub fn new(dir: &(impl crate::outputs::AsOutDir + ?Sized)) -> StopFile {
         StopFile {
-            dir: dir.to_path_buf(),
+            dir: dir.out_dir().into_owned(),
             state: None,
             copy: true,
             expected: None,
@@ -144,11 +144,16 @@ impl StopFile {
     }
 
     /// A STOP kept in the state directory `state`, with its copy in `dir`.
-    pub fn with_state(dir: &Path, state: &Path) -> StopFile {
+    pub fn with_state(dir: &(impl crate::outputs::AsOutDir + ?Sized), state: &Path) -> StopFile {
         StopFile {
             state: Some(state.to_path_buf()),
             ..StopFile::new(dir)
         }
+    }
+
+    /// The folder of the copy from now on (a `.referee` made again).
+    pub fn set_dir(&mut self, dir: &crate::outputs::OutDir) {
+        self.dir = dir.clone();
     }
 
     /// Whether the copy's folder can be written (a replaced `.referee` cannot); when it comes
@@ -342,7 +347,7 @@ impl StopFile {
     }
 
     fn read(&self) -> io::Result<OnDisk> {
-        read_in(&self.dir)
+        read_in(self.dir.path())
     }
 }
 

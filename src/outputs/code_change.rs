@@ -7,7 +7,7 @@
 //! symlink.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -23,7 +23,7 @@ pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
 
 /// `WORKSPACE/.referee/`, created (with its `.gitignore`) when missing. Refuses a `.referee`
 /// that is a symlink or not a directory: writing through it could land outside the workspace.
-pub fn ensure_dir(root: &Path) -> std::io::Result<PathBuf> {
+pub fn ensure_dir(root: &Path) -> std::io::Result<super::OutDir> {
     let dir = root.join(OUTPUT_DIR);
     match std::fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {}
@@ -36,7 +36,10 @@ pub fn ensure_dir(root: &Path) -> std::io::Result<PathBuf> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&dir)?,
         Err(e) => return Err(e),
     }
-    if std::fs::symlink_metadata(dir.join(".gitignore")).is_err() {
+    // Held from here: what is written goes into this folder, never through whatever is put at
+    // its name later (SPEC §8).
+    let dir = super::OutDir::hold(&dir)?;
+    if !dir.has(".gitignore") {
         super::write_atomic(&dir, ".gitignore", "*\n")?;
     }
     Ok(dir)
@@ -681,7 +684,7 @@ pub fn write_all(
     for v in verdicts {
         write_verdict(state, Some(&dir), &store, p, v, super::Durability::Contents)?;
     }
-    for d in [state, dir.as_path()] {
+    for d in [&super::OutDir::at(state), &dir] {
         match workspace_stop_md(p, ws, verdicts) {
             Some(text) => {
                 super::write_atomic(d, super::STOP_FILE, &text)?;
@@ -692,7 +695,7 @@ pub fn write_all(
     super::write_atomic(
         &dir,
         super::REPORT_FILE,
-        &report_md(p, ws, eval, runs, verdicts, ctx),
+        report_md(p, ws, eval, runs, verdicts, ctx),
     )?;
     Ok(())
 }
@@ -708,7 +711,7 @@ pub fn write_all(
 /// attempt, the loop guards' memory, is always fsynced before it takes its name.
 pub fn write_verdict(
     state: &Path,
-    copy: Option<&Path>,
+    copy: Option<&super::OutDir>,
     store: &Store,
     p: &Protocol,
     v: &TaskVerdict,

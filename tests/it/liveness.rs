@@ -467,58 +467,48 @@ fn a_full_disk_faults_the_referee() {
     assert_no_torn_line(&dir);
 }
 
-/// A read-only bind mount of `dir` over itself for the life of the value: the same directory
-/// (same device and inode, the same watches), but nothing can be created in it through its path.
-struct ReadOnly {
+/// The build directory made immutable (`chattr +i`): nobody, root included, can create, rename
+/// or remove a name in it (a read-only bind mount over it would not do: the referee holds the
+/// directory open and writes through the mount it opened, SPEC §8). Undone on drop.
+struct Immutable {
     at: PathBuf,
 }
 
-impl ReadOnly {
-    fn mount(at: &Path) -> Option<ReadOnly> {
-        let run = |args: &[&str]| {
-            Command::new("mount")
-                .args(args)
-                .arg(at)
-                .arg(at)
-                .output()
-                .map_err(|e| e.to_string())
-                .and_then(|o| {
-                    if o.status.success() {
-                        Ok(())
-                    } else {
-                        Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
-                    }
-                })
-        };
-        if let Err(e) = run(&["--bind"]) {
-            eprintln!("note: skipped: cannot bind-mount (needs root or CAP_SYS_ADMIN): {e}");
-            return None;
+impl Immutable {
+    fn set(at: &Path) -> Option<Immutable> {
+        match Command::new("chattr").arg("+i").arg(at).output() {
+            Ok(o) if o.status.success() => Some(Immutable {
+                at: at.to_path_buf(),
+            }),
+            Ok(o) => {
+                eprintln!(
+                    "note: skipped: cannot make the directory immutable (needs root and a file system with chattr): {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("note: skipped: cannot run chattr: {e}");
+                None
+            }
         }
-        let guard = ReadOnly {
-            at: at.to_path_buf(),
-        };
-        if let Err(e) = run(&["-o", "remount,bind,ro"]) {
-            eprintln!("note: skipped: cannot remount the bind mount read-only: {e}");
-            return None;
-        }
-        Some(guard)
     }
 }
 
-impl Drop for ReadOnly {
+impl Drop for Immutable {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.at).status();
+        let _ = Command::new("chattr").arg("-i").arg(&self.at).status();
     }
 }
 
-/// The build directory becomes unwritable (read-only): the referee cannot write even its
+/// The build directory becomes unwritable (immutable): the referee cannot write even its
 /// heartbeat, so the heartbeat goes stale and `status --require-live` answers 3 within 3
 /// intervals; once writable again the referee is live again.
 #[test]
 fn an_unwritable_build_directory_is_not_live_once_its_heartbeat_is_stale() {
     let (_root, dir, mut w) = watching(&[]);
     w.until("a live referee", || status(&dir, true).0 == 0);
-    let Some(ro) = ReadOnly::mount(&dir) else {
+    let Some(ro) = Immutable::set(&dir) else {
         return;
     };
     let at = Instant::now();
@@ -533,13 +523,13 @@ fn an_unwritable_build_directory_is_not_live_once_its_heartbeat_is_stale() {
         || w.output(),
     );
     let took = at.elapsed();
-    eprintln!("read-only: not live after {took:?} (heartbeat {BEAT:?})");
+    eprintln!("immutable: not live after {took:?} (heartbeat {BEAT:?})");
     let (code, out, err) = last;
-    // Its memory is outside the read-only directory, so it is not stale: it is faulted (it
+    // Its memory is outside the immutable directory, so it is not stale: it is faulted (it
     // cannot write its copies there), and under `--on-fault stop` its STOP says so.
     assert!(code == 1 || code == 3, "{out}{err}");
     assert!(
-        format!("{out}{err}").contains("read-only file system"),
+        format!("{out}{err}").contains("operation not permitted"),
         "{out}{err}"
     );
     assert!(
@@ -547,7 +537,7 @@ fn an_unwritable_build_directory_is_not_live_once_its_heartbeat_is_stale() {
         "not live only after {took:?}"
     );
     w.until("the referee says it cannot write", || {
-        read(&w.out).contains("read-only file system")
+        read(&w.out).contains("operation not permitted")
     });
     drop(ro);
     w.until("live again", || status(&dir, true).0 == 0);

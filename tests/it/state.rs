@@ -432,3 +432,47 @@ fn another_user_cannot_reach_the_state_directory() {
     w.signal(libc::SIGTERM);
     let _ = w.wait(WAIT);
 }
+
+/// `.referee` moved away and a symlink put at its name while the referee is writing (a verdict,
+/// its copies, the heartbeat): the folder is held open (SPEC §8), so every write lands in the
+/// referee's own folder wherever it was moved, never through the link; then the swap is tamper.
+#[test]
+fn a_referee_folder_swapped_mid_write_is_never_written_through() {
+    let (root, ws, logs) = git_workspace();
+    let state = root.path().join("state");
+    let outside = root.path().join("outside");
+    fs::create_dir(&outside).expect("mkdir outside");
+    let base = BTreeMap::from([(PROTECTED, "ROLES = ['worker']\n")]);
+    let mut w = watch_workspace(&ws, &logs, &state);
+    let at = ws.join(".referee");
+    // Each round: a record lands (the referee judges and writes), and at once the folder is
+    // moved away and a link to `outside` put in its place.
+    for round in 1..=5u64 {
+        fs::write(ws.join(PROTECTED), format!("ROLES = ['root{round}']\n")).expect("write");
+        record(&ws, "t1", round, &[PROTECTED], &base);
+        if fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+            let _ = fs::rename(&at, root.path().join(format!("moved-{round}")));
+            let _ = std::os::unix::fs::symlink(&outside, &at);
+        }
+        w.until("the attempt judged in the state directory", || {
+            judged(&state, "t1", round)
+        });
+        assert_eq!(
+            fs::read_dir(&outside).expect("list outside").count(),
+            0,
+            "the referee wrote through the link (round {round}): {}",
+            w.output()
+        );
+        // Put a real folder back for the next round (the referee makes it again).
+        if fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            fs::remove_file(&at).expect("unlink");
+        }
+        w.until("the folder made again", || {
+            fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir())
+        });
+    }
+    assert!(tamper_in(&state, ".referee"), "{}", w.output());
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    assert_eq!(fs::read_dir(&outside).expect("list outside").count(), 0);
+}

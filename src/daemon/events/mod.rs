@@ -123,7 +123,7 @@ pub struct EventLog {
     /// The folder of the copy in the watched directory (for people and tools that read it
     /// there), appended to after the authoritative log; `None`: no copy is kept (its folder is
     /// not usable).
-    mirror: Option<PathBuf>,
+    mirror: Option<crate::outputs::OutDir>,
 }
 
 /// The largest log copied whole into the watched directory; a larger one's copy is left as is.
@@ -136,20 +136,6 @@ pub enum MirrorFix {
     Edited,
     /// Something not a regular file was there (replaced, never followed).
     Replaced(Foreign),
-}
-
-/// A small regular file's bytes, never following a symlink or opening a FIFO.
-fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
-    let mut f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let mut b = Vec::new();
-    io::Read::read_to_end(&mut io::Read::take(&mut f, MAX_MIRROR + 1), &mut b)?;
-    Ok(b)
 }
 
 /// Formats a time as the envelope does: RFC 3339 with milliseconds, UTC.
@@ -310,7 +296,7 @@ impl EventLog {
 
     /// Keeps a copy of the log in `dir` (or none). Only the log in the state directory is ever
     /// read back; the copy is rewritten from it when it differs ([`EventLog::restore_mirror`]).
-    pub fn set_mirror(&mut self, dir: Option<PathBuf>) {
+    pub fn set_mirror(&mut self, dir: Option<crate::outputs::OutDir>) {
         self.mirror = dir;
     }
 
@@ -321,20 +307,18 @@ impl EventLog {
         let Some(dir) = self.mirror.clone() else {
             return Ok(None);
         };
-        let copy = dir.join(EVENTS_FILE);
+        // Looked at through the folder's handle: the copy is the one in the folder written to.
         let ours = self.file.metadata()?.len();
-        let theirs = std::fs::symlink_metadata(&copy);
-        let what = match &theirs {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => MirrorFix::Deleted,
-            Err(e) => return Err(io::Error::new(e.kind(), e.to_string())),
-            Ok(m) if Foreign::of(m).is_some() => MirrorFix::Edited,
-            Ok(m) if m.len() != ours => MirrorFix::Edited,
-            Ok(_) if !full => return Ok(None),
-            Ok(_) => {
+        let what = match dir.entry(EVENTS_FILE)? {
+            None => MirrorFix::Deleted,
+            Some((Some(_), _)) => MirrorFix::Edited,
+            Some((None, len)) if len != ours => MirrorFix::Edited,
+            Some(_) if !full => return Ok(None),
+            Some(_) => {
                 let mut mine = Vec::new();
                 io::Read::read_to_end(&mut File::open(&self.path)?, &mut mine)?;
-                match read_regular(&copy) {
-                    Ok(b) if b == mine => return Ok(None),
+                match dir.read_regular(EVENTS_FILE, MAX_MIRROR + 1) {
+                    Some(b) if b == mine => return Ok(None),
                     _ => MirrorFix::Edited,
                 }
             }
@@ -344,11 +328,10 @@ impl EventLog {
         }
         let mut mine = Vec::new();
         io::Read::read_to_end(&mut File::open(&self.path)?, &mut mine)?;
-        let text = String::from_utf8_lossy(&mine);
         let w = crate::outputs::write_atomic_as(
             &dir,
             EVENTS_FILE,
-            &text,
+            &mine,
             crate::outputs::Durability::Volatile,
         )?;
         Ok(Some(match w.replaced {
@@ -413,7 +396,7 @@ impl EventLog {
         let Some(dir) = &self.mirror else {
             return;
         };
-        let Ok(Ok(mut f)) = open_regular(&dir.join(EVENTS_FILE), false) else {
+        let Some(mut f) = dir.append_regular(EVENTS_FILE) else {
             return;
         };
         let Ok(end) = f.metadata().map(|m| m.len()) else {

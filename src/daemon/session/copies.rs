@@ -8,9 +8,6 @@
 //!
 //! It must not judge anything; the STOP file itself stays [`super::super::stop`]'s.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
-
 use crate::outputs::{code_change, Foreign};
 use crate::workspace::OUTPUT_DIR;
 
@@ -35,22 +32,6 @@ pub(super) fn folder_block(found: &str) -> String {
     )
 }
 
-/// A small regular file's bytes (never following a link, never opening a FIFO); `None` when
-/// absent or anything else.
-fn read_copy(path: &std::path::Path) -> Option<Vec<u8>> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut b = Vec::new();
-    f.take(8 << 20).read_to_end(&mut b).ok()?;
-    Some(b)
-}
-
 impl Session {
     /// At each tick and on events under `.referee/`: is the workspace's `.referee` still the
     /// session's folder? A deleted one is made again (and its copies restored); one replaced by
@@ -66,6 +47,11 @@ impl Session {
                 let id = DirId::from_meta(&m);
                 if id.same(&known) && self.folder_lost.is_none() {
                     return;
+                }
+                // Another folder: the session writes into it from now on, held as the first was.
+                match crate::outputs::OutDir::hold(&path) {
+                    Ok(out) => self.set_out(out),
+                    Err(_) => return,
                 }
                 if let Some(t) = &mut self.tasks {
                     t.out_id = id;
@@ -93,11 +79,12 @@ impl Session {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 match code_change::ensure_dir(&self.canon) {
                     Ok(out) => {
-                        if let Ok(m) = std::fs::symlink_metadata(&out) {
+                        if let Ok(m) = std::fs::symlink_metadata(out.path()) {
                             if let Some(t) = &mut self.tasks {
                                 t.out_id = DirId::from_meta(&m);
                             }
                         }
+                        self.set_out(out);
                     }
                     Err(_) => return,
                 }
@@ -112,6 +99,15 @@ impl Session {
         self.folder_back();
     }
 
+    /// The folder the session's copies go into from now on (held open: SPEC §8).
+    pub(super) fn set_out(&mut self, out: crate::outputs::OutDir) {
+        self.stop.set_dir(&out);
+        if let Some(t) = &mut self.tasks {
+            t.out = out.clone();
+        }
+        self.out = out;
+    }
+
     /// `.referee` is a real folder again: copies are written into it again, all restored now.
     pub(super) fn folder_back(&mut self) {
         let Some(tasks) = &mut self.tasks else {
@@ -123,7 +119,11 @@ impl Session {
         if let Some(log) = &mut self.log {
             log.set_mirror(Some(self.out.clone()));
         }
-        let _ = crate::outputs::code_change::ensure_dir(&self.canon);
+        if let Ok(out) = crate::outputs::code_change::ensure_dir(&self.canon) {
+            if !out.is_at(self.out.path()) || !self.out.is_at(out.path()) {
+                self.set_out(out);
+            }
+        }
         self.flush_outputs();
         self.check_stop();
         self.check_copies(true);
@@ -140,11 +140,10 @@ impl Session {
         if let Some(tasks) = &mut self.tasks {
             tasks.copies_dirty = false;
             for (name, text) in &tasks.copies {
-                let path = tasks.out.join(name);
-                let what = match read_copy(&path) {
+                let what = match tasks.out.read_regular(name, 8 << 20) {
                     Some(b) if b == text.as_bytes() => continue,
                     Some(_) => "edited",
-                    None if std::fs::symlink_metadata(&path).is_err() => "deleted",
+                    None if !tasks.out.has(name) => "deleted",
                     None => "replaced",
                 };
                 if crate::outputs::write_atomic(&tasks.out, name, text).is_ok() {

@@ -196,7 +196,7 @@ impl Session {
     fn write_report(&mut self, eval: &Evaluation, ended: &str) -> Option<PathBuf> {
         let ctx = self.context(Some(Utc::now()), Some(ended.to_string()));
         let text = markdown::report(&self.protocol, eval, &ctx);
-        match crate::outputs::write_atomic(&self.dir, REPORT_FILE, &text) {
+        match crate::outputs::write_atomic(&self.out, REPORT_FILE, &text) {
             Ok(w) => {
                 if let Some(found) = w.replaced {
                     // After the report, but in the log (the report was already rendered).

@@ -14,7 +14,7 @@ use super::super::event::Event;
 use super::super::events::{self, EventLog};
 use super::super::heartbeat;
 use super::super::stop::StopFile;
-use super::open::{context_ref, remove_stale_temps};
+use super::open::{context_ref, held, remove_stale_temps};
 use super::{Rewatch, Session};
 
 impl Session {
@@ -39,6 +39,10 @@ impl Session {
     fn detach(&mut self, why: String) {
         if self.attached != attach::State::Detached {
             self.rewatch = Some(Rewatch::Drop);
+        }
+        // Writes nothing while detached: the held folder may have been moved anywhere.
+        if let Some(log) = &mut self.log {
+            log.set_mirror(None);
         }
         self.attached = attach::State::Detached;
         self.listing = None;
@@ -115,7 +119,10 @@ impl Session {
         if self.tasks.is_some() {
             // A re-created workspace: its `.referee/` again (refused as a symlink or a file).
             match crate::outputs::code_change::ensure_dir(&self.dir) {
-                Ok(_) => self.folder_back(),
+                Ok(out) => {
+                    self.set_out(out);
+                    self.folder_back()
+                }
                 Err(e) => self.fault(
                     "events",
                     format!(
@@ -161,8 +168,14 @@ impl Session {
         }
         let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
         self.detached_why = None;
+        if self.tasks.is_none() {
+            self.out = held(&canon, &self.dir);
+            if let Some(log) = &mut self.log {
+                log.set_mirror(Some(self.out.clone()));
+            }
+        }
         self.canon = canon;
-        remove_stale_temps(&self.out);
+        remove_stale_temps(self.out.path());
         self.stop = StopFile::with_state(&self.out, &self.state);
         self.stop.adopt();
         self.pass_files.clear();

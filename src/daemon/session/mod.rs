@@ -94,7 +94,7 @@ pub struct Session {
     dir: PathBuf,
     /// Where the session's own files go: the build directory itself, or a workspace's
     /// `.referee/` for a protocol of task records.
-    out: PathBuf,
+    out: crate::outputs::OutDir,
     /// The state directory (SPEC §8): the authoritative event log, heartbeat, STOP and (task
     /// protocols) verdicts and kept attempts. What is in `out` are copies.
     state: PathBuf,

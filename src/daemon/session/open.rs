@@ -21,6 +21,7 @@ use super::super::stop::StopFile;
 use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
 use super::tasks::Tasks;
 use super::{ProtocolFile, Session};
+use crate::outputs::OutDir;
 
 /// What opening found, said once the event source is known.
 pub(super) struct Opening {
@@ -54,6 +55,13 @@ pub(super) fn remove_stale_temps(dir: &Path) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// The build directory held open for the session's writes (SPEC §8: a directory swapped in at
+/// its path is never written through); by path when it cannot be opened now (the session then
+/// detaches at its next look).
+pub(super) fn held(canon: &Path, dir: &Path) -> OutDir {
+    OutDir::hold(canon).unwrap_or_else(|_| OutDir::at(dir))
 }
 
 pub(super) fn context_ref(canon: &Path, p: &Protocol) -> ContextRef {
@@ -100,7 +108,7 @@ impl Session {
         };
         let out = tasks
             .as_ref()
-            .map_or_else(|| dir.clone(), |t| t.out.clone());
+            .map_or_else(|| held(&canon, &dir), |t| t.out.clone());
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -124,7 +132,7 @@ impl Session {
             }) => {
                 // Holding the lock, no other referee writes here: its temp files are leftovers.
                 remove_stale_temps(&state);
-                remove_stale_temps(&out);
+                remove_stale_temps(out.path());
                 opening.log_moved = moved_aside;
                 let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
                     // A new memory: a log left in the watched directory (an older referee's, or
@@ -132,7 +140,7 @@ impl Session {
                     if std::fs::symlink_metadata(out.join(events::EVENTS_FILE))
                         .is_ok_and(|m| m.is_file() && m.len() > 0)
                     {
-                        opening.copy_rotated = events::rotate(&out, &now).ok();
+                        opening.copy_rotated = events::rotate(out.path(), &now).ok();
                     }
                     (file, torn_tail)
                 } else if cfg.fresh {

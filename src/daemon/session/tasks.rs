@@ -58,7 +58,7 @@ pub(super) struct Tasks {
     /// [`NEW_DIR_WINDOW`] (files made in a new directory before its watch existed).
     new_dirs: Vec<(String, Instant)>,
     /// `WORKSPACE/.referee/`: the copies of the session's files.
-    pub out: PathBuf,
+    pub out: crate::outputs::OutDir,
     /// What `.referee` was when the session last made or checked it (a real directory).
     pub out_id: super::super::attach::DirId,
     /// The state directory: the verdicts and kept attempts that count (SPEC §8).
@@ -125,7 +125,7 @@ impl Tasks {
             source,
         };
         let out = code_change::ensure_dir(canon).map_err(out_err)?;
-        let out_id = std::fs::symlink_metadata(&out)
+        let out_id = std::fs::symlink_metadata(out.path())
             .map(|m| super::super::attach::DirId::from_meta(&m))
             .map_err(out_err)?;
         let cap = cfg.limits.max_read_bytes;
@@ -446,7 +446,7 @@ impl Session {
         let store = tasks.store.clone();
         let state = tasks.state.clone();
         // No copy while `.referee` is not the folder the session made: never written through.
-        let copy = self.folder_lost.is_none().then_some(out.as_path());
+        let copy = self.folder_lost.is_none().then_some(&out);
         let fresh: Vec<&TaskVerdict> = verdicts
             .iter()
             .filter(|v| match v.attempt.filter(|_| !v.replay) {
@@ -521,7 +521,7 @@ impl Session {
         let state = self.state.clone();
         let _ = crate::outputs::write_atomic(&state, name, &text);
         let out = if self.folder_lost.is_some() {
-            state
+            crate::outputs::OutDir::at(state)
         } else {
             out
         };
