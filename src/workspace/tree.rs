@@ -112,20 +112,22 @@ impl WorkTree {
         let top = OpenDir::open(root, None)?;
         let listing = top.list()?;
         let mut tree = WorkTree::default();
+        // The cache is rebuilt from the walk: each file's entry moves over from the old one when
+        // it can be trusted, so afterwards it holds exactly the files of this tree (no pass over
+        // the old entries to find the ones gone).
+        let old = std::mem::take(&mut cache.entries);
+        cache.entries.reserve(old.len());
         let mut walker = Walker {
             root,
             opts,
             cache,
+            old: Some(old),
             entries: &mut tree.entries,
         };
         let mut stack = Vec::new();
         walker.visit_listing(&[], &top, listing, false, &mut stack);
         drop(top);
         walker.run(stack);
-        let entries = &tree.entries;
-        cache
-            .entries
-            .retain(|key, _| entries.get(key).is_some_and(Entry::is_hashed_file));
         Ok(tree)
     }
 
@@ -177,6 +179,7 @@ impl WorkTree {
             root,
             opts,
             cache,
+            old: None,
             entries: &mut self.entries,
         };
         for mut target in chosen {
@@ -310,6 +313,8 @@ struct Walker<'w, 'o> {
     root: &'w Path,
     opts: &'w Options<'o>,
     cache: &'w mut StatCache,
+    /// In a full scan, the cache as it was before (entries move from it to `cache`).
+    old: Option<HashMap<String, Cached>>,
     entries: &'w mut BTreeMap<String, Entry>,
 }
 
@@ -461,12 +466,18 @@ impl Walker<'_, '_> {
     /// read of at most the cap.
     fn hash(&mut self, key: &str, path: &Path, meta: &Metadata, entry: &mut Entry) {
         let listed = Stat::of(meta);
-        if let Some(hit) = self.cache.trusted(key, &listed) {
-            entry.oid = Some(hit.oid);
-            entry.sha256 = Some(hit.sha256.clone());
-            return;
+        let prior = match &mut self.old {
+            Some(old) => old.remove_entry(key),
+            None => self.cache.entries.remove_entry(key),
+        };
+        if let Some((key, hit)) = prior {
+            if self.cache.trusts(&hit, &listed) {
+                entry.oid = Some(hit.oid);
+                entry.sha256 = Some(hit.sha256.clone());
+                self.cache.entries.insert(key, hit);
+                return;
+            }
         }
-        self.cache.entries.remove(key);
         let cap = self.opts.cap;
         if listed.size > cap {
             entry.unreadable = Some(over_cap(cap));
@@ -787,6 +798,9 @@ impl StatCache {
         let Some(body) = bytes.strip_prefix(CACHE_MAGIC) else {
             return cache;
         };
+        // An entry takes 132 bytes and its key: room for all of them at once, not rehashed as
+        // the map grows.
+        cache.entries.reserve(body.len() / 160);
         let mut r = Reader(body);
         while !r.0.is_empty() {
             let Some((key, c)) = r.entry() else {
@@ -847,12 +861,12 @@ impl StatCache {
         self.reads
     }
 
-    fn trusted(&self, key: &str, stat: &Stat) -> Option<&Cached> {
-        let cached = self.entries.get(key)?;
+    /// Whether `cached` still holds for a file whose `lstat` is `stat`.
+    fn trusts(&self, cached: &Cached, stat: &Stat) -> bool {
         let margin = i128::try_from(self.margin.as_nanos()).unwrap_or(i128::MAX);
         let at = nanos(cached.at);
         let settled = |t: Stamp| nanos(t).saturating_add(margin) < at;
-        (cached.stat == *stat && settled(stat.mtime) && settled(stat.ctime)).then_some(cached)
+        cached.stat == *stat && settled(stat.mtime) && settled(stat.ctime)
     }
 }
 
