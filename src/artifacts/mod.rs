@@ -18,6 +18,7 @@
 
 pub mod fsread;
 pub mod gates;
+pub mod json_keys;
 pub mod markdown;
 pub mod tracker;
 

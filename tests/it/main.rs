@@ -13,6 +13,7 @@ mod flags;
 mod formats;
 mod fuzz;
 mod heap;
+mod json_strict;
 mod liveness;
 mod markdown;
 mod replay;
