@@ -6,7 +6,9 @@
 //! (callers pass the bytes from a snapshot), must not combine files or judge results (the checks do),
 //! and must never panic or overflow the stack on hostile input: malformed JSON, invalid UTF-8 and deep
 //! nesting become a [`GateError`] with a position. One bad entry is reported with its index and
-//! line:column and never discards the others: a manual source beside it must still be seen.
+//! line:column and never discards the others: a manual source beside it must still be seen. A key
+//! written twice in one object (see [`super::json_keys`]) reads two ways: its entry is a bad entry,
+//! and outside the entries the file is invalid.
 
 use std::fmt;
 
@@ -222,7 +224,7 @@ fn split_number(id: &str) -> Option<(&str, &str)> {
 }
 
 /// Where each element of the entries array starts (byte offsets): the top-level array's, or
-/// the top-level `"gates"` member's (the last one, as serde_json keeps the last duplicate key).
+/// the top-level `"gates"` member's (there is one: a second makes the file invalid first).
 /// Runs only on text that parsed as JSON, so tracking strings and depth is enough.
 fn element_offsets(text: &[u8], in_gates: bool) -> Vec<usize> {
     let want_depth = if in_gates { 2 } else { 1 };
