@@ -628,6 +628,13 @@ fn judge_instance(
             };
             return result(status, due, ev);
         }
+        if w.wrong {
+            // Whether it applies rests on something present and wrong (a directory where the
+            // tracker belongs): not "not applicable", a FAIL.
+            let mut ev = Evidence::from_outcome(&w);
+            ev.expected = format!("applies when: {}", ev.expected);
+            return result(Status::Fail, due, ev);
+        }
         if w.verdict != Verdict::Pass {
             let mut ev = Evidence::from_outcome(&w);
             ev.expected = format!("applies when: {}", ev.expected);

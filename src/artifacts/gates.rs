@@ -6,11 +6,15 @@
 //! (callers pass the bytes from a snapshot), must not combine files or judge results (the checks do),
 //! and must never panic or overflow the stack on hostile input: malformed JSON, invalid UTF-8 and deep
 //! nesting become a [`GateError`] with a position. One bad entry is reported with its index and
-//! line:column and never discards the others: a manual source beside it must still be seen.
+//! line:column and never discards the others: a manual source beside it must still be seen. A key
+//! written twice in one object (see [`super::json_keys`]) reads two ways: its entry is a bad entry,
+//! and outside the entries the file is invalid.
 
 use std::fmt;
 
 use serde_json::Value;
+
+use super::json_keys::{duplicate_keys, Duplicate, Step};
 
 /// One gate-results file: its entries, and the entries that could not be read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -81,6 +85,34 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
     })?;
     // serde_json stops at a nesting depth of 128, so deep nesting is an error, not a stack overflow.
     let value: Value = serde_json::from_str(text).map_err(|e| syntax_error(&e))?;
+    // serde_json kept the last of two equal keys; a human may read the first. Which entry each
+    // duplicate is in: the top-level array's elements, or the top-level `gates` array's.
+    let in_gates = value.is_object();
+    let mut twice: Vec<(usize, GateError)> = Vec::new();
+    for d in duplicate_keys(bytes, READ_KEYS).map_err(|e| {
+        let (line, column) = position(bytes, e.at);
+        GateError {
+            message: format!("invalid JSON: {}", e.message),
+            line,
+            column,
+        }
+    })? {
+        let entry = match (in_gates, d.path.as_slice()) {
+            (false, [Step::Index(i), ..]) => Some((*i, format!("[{i}]"))),
+            (true, [Step::Key(k), Step::Index(i), ..]) if k == "gates" => {
+                Some((*i, format!("gates[{i}]")))
+            }
+            _ => None,
+        };
+        let err = duplicate_error(bytes, &d, entry.as_ref().map(|(_, p)| p.as_str()));
+        match entry {
+            // An entry read two ways is not a gate entry; the file's other entries still count.
+            Some((i, _)) if !twice.iter().any(|(j, _)| *j == i) => twice.push((i, err)),
+            Some(_) => {}
+            // Outside the entries (two `gates` arrays): the whole file reads two ways.
+            None => return Err(err),
+        }
+    }
     let (items, prefix) = match value {
         Value::Array(items) => (items, ""),
         Value::Object(mut map) => match map.remove("gates") {
@@ -103,6 +135,10 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
     let offsets = (offsets.len() == items.len()).then_some(offsets);
     let mut parsed = GateFile::default();
     for (index, item) in items.into_iter().enumerate() {
+        if let Some(pos) = twice.iter().position(|(i, _)| *i == index) {
+            parsed.invalid.push(twice.swap_remove(pos).1);
+            continue;
+        }
         match entry(item, index, &format!("{prefix}[{index}]"), file) {
             Ok(e) => parsed.entries.push(e),
             Err(mut err) => {
@@ -114,6 +150,48 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
         }
     }
     Ok(parsed)
+}
+
+/// The keys this module reads in any case (`Source` is `source`): written twice in one object
+/// in any two spellings, they make it read two ways.
+const READ_KEYS: &[&str] = &["gates", "id", "gate", "result", "status", "source"];
+
+/// The error for a key written twice, at its second occurrence: in the entry at `entry`
+/// (`gates[3]`), or elsewhere in the file.
+fn duplicate_error(bytes: &[u8], d: &Duplicate, entry: Option<&str>) -> GateError {
+    let (line, column) = position(bytes, d.at);
+    let (first_line, first_column) = position(bytes, d.first_at);
+    let first = match d.first == d.key {
+        true => String::new(),
+        false => format!(" as `{}`", d.first),
+    };
+    let place = match entry {
+        Some(p) => format!("gate entry `{p}` has"),
+        None if d.path.is_empty() => "the top-level object has".to_string(),
+        None => format!("the object at `{}` has", json_path(&d.path)),
+    };
+    GateError {
+        message: format!(
+            "{place} `{}` twice (first{first} at line {first_line}, column {first_column}); \
+             a reader could take either",
+            d.key
+        ),
+        line,
+        column,
+    }
+}
+
+/// `gates[2].notes` for evidence.
+fn json_path(path: &[Step]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(k) if out.is_empty() => out.push_str(k),
+            Step::Key(k) => out.push_str(&format!(".{k}")),
+        }
+    }
+    out
 }
 
 /// Whether an entry's id names the gate `wanted`, as a careful reader of a gate-results file
@@ -146,7 +224,7 @@ fn split_number(id: &str) -> Option<(&str, &str)> {
 }
 
 /// Where each element of the entries array starts (byte offsets): the top-level array's, or
-/// the top-level `"gates"` member's (the last one, as serde_json keeps the last duplicate key).
+/// the top-level `"gates"` member's (there is one: a second makes the file invalid first).
 /// Runs only on text that parsed as JSON, so tracking strings and depth is enough.
 fn element_offsets(text: &[u8], in_gates: bool) -> Vec<usize> {
     let want_depth = if in_gates { 2 } else { 1 };
@@ -494,9 +572,12 @@ mod tests {
         assert_eq!(e.id, "GR-01");
         assert_eq!(e.result.as_deref(), Some("PASS"));
         assert_eq!(e.source.as_deref(), Some("Manual"));
-        // The exact key wins over another spelling.
-        let e = &parse(r#"[{"Id": "B", "id": "A"}]"#).unwrap()[0];
-        assert_eq!(e.id, "A");
+        // Two spellings of one key are one key written twice: the entry reads two ways.
+        assert_eq!(
+            message(r#"[{"Id": "B", "id": "A"}]"#),
+            "gate entry `[0]` has `id` twice (first as `Id` at line 1, column 3); \
+             a reader could take either"
+        );
     }
 
     #[test]
@@ -530,10 +611,64 @@ mod tests {
         let file = parse_gates(text.as_bytes(), "f").unwrap();
         assert_eq!(file.entries.len(), 2);
         assert_eq!((file.invalid[0].line, file.invalid[0].column), (1, 20));
-        // The last `gates` member counts, as serde_json keeps it.
-        let text = r#"{"gates": [1], "x": {"gates": [2]}, "gates": [{"id": "a"}, []]}"#;
+        // A `gates` member inside another object is not the entries array.
+        let text = r#"{"x": {"gates": [2]}, "gates": [{"id": "a"}, []]}"#;
         let file = parse_gates(text.as_bytes(), "f").unwrap();
-        assert_eq!((file.invalid[0].line, file.invalid[0].column), (1, 60));
+        assert_eq!((file.invalid[0].line, file.invalid[0].column), (1, 46));
+    }
+
+    #[test]
+    fn a_key_written_twice_in_an_entry_makes_it_invalid_where_it_repeats() {
+        let text = "{\"gates\": [\n  {\"id\": \"GR-01\"},\n  {\"id\": \"GR-02\", \"source\": \"manual\", \"source\": \"gate-runner\"},\n  {\"id\": \"GR-03\", \"Source\": \"manual\", \"source\": \"gate-runner\"},\n  {\"id\": \"GR-04\", \"notes\": {\"by\": 1, \"by\": 2}}\n]}";
+        let file = parse_gates(text.as_bytes(), "f").unwrap();
+        let ids: Vec<_> = file.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["GR-01"]);
+        let errors: Vec<_> = file.invalid.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            errors,
+            [
+                "gate entry `gates[1]` has `source` twice (first at line 3, column 19); \
+                 a reader could take either at line 3, column 39",
+                "gate entry `gates[2]` has `source` twice (first as `Source` at line 4, column 19); \
+                 a reader could take either at line 4, column 39",
+                "gate entry `gates[3]` has `by` twice (first at line 5, column 29); \
+                 a reader could take either at line 5, column 38",
+            ]
+        );
+        // The top-level array form too.
+        let file =
+            parse_gates(br#"[{"id": "a", "result": "PASS", "RESULT": "FAIL"}]"#, "f").unwrap();
+        assert!(file.entries.is_empty());
+        assert_eq!((file.invalid[0].line, file.invalid[0].column), (1, 32));
+        assert!(file.invalid[0]
+            .message
+            .starts_with("gate entry `[0]` has `RESULT` twice (first as `result`"));
+    }
+
+    #[test]
+    fn a_key_written_twice_outside_the_entries_invalidates_the_file() {
+        let err = parse(
+            "{\"gates\": [{\"id\": \"GR-01\", \"source\": \"manual\"}],\n \"gates\": [{\"id\": \"GR-01\"}]}",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the top-level object has `gates` twice (first at line 1, column 2); \
+             a reader could take either at line 2, column 2"
+        );
+        let err = parse(r#"{"Gates": [], "gates": [{"id": "a"}]}"#).unwrap_err();
+        assert!(
+            err.message.contains("`gates` twice (first as `Gates`"),
+            "{err}"
+        );
+        let err = parse(r#"{"gates": [], "meta": {"v": 1, "v": 2}}"#).unwrap_err();
+        assert!(
+            err.message
+                .starts_with("the object at `meta` has `v` twice"),
+            "{err}"
+        );
+        // Keys the referee does not read may differ in case.
+        assert!(parse(r#"{"Version": 1, "version": 2, "gates": []}"#).is_ok());
     }
 
     #[test]

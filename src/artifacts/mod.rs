@@ -18,6 +18,7 @@
 
 pub mod fsread;
 pub mod gates;
+pub mod json_keys;
 pub mod markdown;
 pub mod tracker;
 
@@ -154,6 +155,44 @@ impl Entry {
     /// Whether the entry is a symlink (followed or not).
     pub fn is_symlink(&self) -> bool {
         self.symlink
+    }
+
+    /// What the entry certainly is when it is not a regular file: `directory`, `symlink to a
+    /// directory`, `fifo`, `socket`, `dangling symlink`, `symlink loop`, `symlink resolves
+    /// outside the build directory: …`. `None` for a regular file (or a symlink to one inside the
+    /// build directory), and for an entry whose type could not be examined (permission denied
+    /// on its target): that one is unknown, not known to be wrong.
+    pub fn not_a_file(&self) -> Option<String> {
+        match self.kind {
+            Kind::File => None,
+            Kind::Dir if self.symlink => Some("symlink to a directory".to_string()),
+            Kind::Dir => Some("directory".to_string()),
+            Kind::Other => self.other_kind(),
+        }
+    }
+
+    /// Like [`Entry::not_a_file`], for a name that must be a directory (a glob ending in `/`).
+    pub fn not_a_dir(&self) -> Option<String> {
+        match self.kind {
+            Kind::Dir => None,
+            Kind::File if self.symlink => Some("symlink to a regular file".to_string()),
+            Kind::File => Some("regular file".to_string()),
+            Kind::Other => self.other_kind(),
+        }
+    }
+
+    /// What a [`Kind::Other`] entry is, when that is known (its refusal is about its type or
+    /// where it leads, not an error examining it).
+    fn other_kind(&self) -> Option<String> {
+        match self.refusal() {
+            Some(ReadError::Io { .. }) => None,
+            _ => Some(
+                self.note
+                    .as_deref()
+                    .unwrap_or("not a regular file")
+                    .to_string(),
+            ),
+        }
     }
 
     /// Why [`Snapshot::read`] must refuse this entry without touching the disk, if it must.

@@ -19,8 +19,11 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
     let mut surely_missing = false;
     let mut found = Vec::new();
     let mut refs = Vec::new();
+    // Entries at a glob's names that are not what it names: present and wrong ([`Ctx::files`]
+    // recorded them, so the check FAILs), or of a type that could not be examined (unknown).
+    let mut others = Vec::new();
     for g in globs {
-        let hits = ctx.matches(g);
+        let (hits, other) = ctx.files(g);
         refs.extend(hits.iter().take(20).map(|e| ctx.entry_ref(e)));
         match hits.first() {
             Some(e) => found.push(if hits.len() == 1 {
@@ -28,6 +31,10 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
             } else {
                 format!("{} (+{} more)", e.rel, hits.len() - 1)
             }),
+            None if !other.is_empty() => {
+                missing.push(format!("`{}`", g.as_str()));
+                others.extend(other);
+            }
             None => {
                 missing.push(format!("`{}`", g.as_str()));
                 let h = ctx.hidden(g);
@@ -48,6 +55,17 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
         let mut o = Outcome::pass(expected, format!("found {}", found.join(", ")));
         for r in refs {
             o.push_file(r);
+        }
+        o
+    } else if !others.is_empty() && !surely_missing {
+        let mut o = Outcome::new(
+            Verdict::Inconclusive,
+            expected,
+            format!("what matches {} is not what it names", missing.join(", ")),
+        );
+        note_unreadable(&mut o, &others);
+        for h in hidden {
+            o.push_detail(h);
         }
         o
     } else if !surely_missing {

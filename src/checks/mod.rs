@@ -12,6 +12,7 @@
 pub mod change;
 mod files;
 mod gates;
+mod kinds;
 mod text;
 mod time;
 mod tracker;
@@ -66,6 +67,10 @@ pub struct Outcome {
     /// Matched lines and values: `file:line: text`.
     pub details: Vec<String>,
     pub files: Vec<FileRef>,
+    /// Something at an artifact's name is not what the name must be (a directory, FIFO,
+    /// dangling symlink … where a regular file belongs): present and wrong. The verdict is FAIL,
+    /// and neither `not` nor `if` ever turns it into a pass.
+    pub wrong: bool,
 }
 
 /// Caps on evidence, so a huge artifact cannot make a huge report.
@@ -80,6 +85,7 @@ impl Outcome {
             observed: vec![observed.into()],
             details: Vec::new(),
             files: Vec::new(),
+            wrong: false,
         }
     }
 
@@ -123,8 +129,10 @@ impl Outcome {
             observed: Vec::new(),
             details: Vec::new(),
             files: Vec::new(),
+            wrong: false,
         };
         for p in parts {
+            out.wrong |= p.wrong;
             out.expected.extend(p.expected);
             out.observed.extend(p.observed);
             for d in p.details {
@@ -171,6 +179,10 @@ pub struct Ctx<'a> {
     pub verdict_unread: Vec<String>,
     globs: RefCell<HashMap<String, Rc<Vec<usize>>>>,
     gates: RefCell<HashMap<String, Rc<GateParse>>>,
+    /// What was found at an artifact's name that is not what the name must be, since the
+    /// predicate being judged began ([`Ctx::files`], [`Ctx::read`], [`Ctx::tracker`] record it;
+    /// [`judge`] turns it into that predicate's FAIL).
+    wrong: RefCell<Vec<String>>,
     /// The task attempt judged, in a pass instance of a task record (`for_each`).
     pub task: Option<&'a change::TaskScope<'a>>,
 }
@@ -184,10 +196,13 @@ impl<'a> Ctx<'a> {
             verdict_unread: Vec::new(),
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
+            wrong: RefCell::new(Vec::new()),
             task: None,
         };
         if let Some(spec) = &protocol.verdict {
             (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
+            // Reported in `verdict_unread`; no predicate was being judged.
+            ctx.wrong.borrow_mut().clear();
         }
         ctx
     }
@@ -201,6 +216,7 @@ impl<'a> Ctx<'a> {
             verdict_unread: self.verdict_unread.clone(),
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
+            wrong: RefCell::new(Vec::new()),
             task: Some(task),
         }
     }
@@ -221,20 +237,12 @@ impl<'a> Ctx<'a> {
         self.verdict.as_ref().is_some_and(|v| v.complete)
     }
 
-    /// Entries matching a glob, in path order. The referee's own files never match.
-    pub fn matches(&self, glob: &Glob) -> Vec<&'a Entry> {
+    /// Entries matching a glob, in path order, of any type. The referee's own files never
+    /// match. Private: what a predicate sees of a glob comes through [`Ctx::files`].
+    fn matches(&self, glob: &Glob) -> Vec<&'a Entry> {
         let entries = self.snap.entries();
         let idx = self.match_indices(glob);
         idx.iter().map(|&i| &entries[i]).collect()
-    }
-
-    /// Regular files matching a glob, and the other entries (FIFOs, escaping symlinks …)
-    /// that matched but cannot be read.
-    pub fn files(&self, glob: &Glob) -> (Vec<&'a Entry>, Vec<&'a Entry>) {
-        self.matches(glob)
-            .into_iter()
-            .filter(|e| e.kind != Kind::Dir)
-            .partition(|e| e.kind == Kind::File)
     }
 
     /// Evidence lines for the places the walk could not look into (a directory that could not be
@@ -300,17 +308,12 @@ impl<'a> Ctx<'a> {
             _ => true,
         };
         let nested = glob.nested();
-        let dirs_only = glob.dirs_only();
         let mut out = Vec::new();
         for (i, e) in entries.iter().enumerate().skip(start) {
             if !e.rel.starts_with(prefix) {
                 break;
             }
-            if (!nested && e.depth != 1)
-                || (dirs_only && e.kind != Kind::Dir)
-                || is_own_file(&e.rel)
-                || !marker_ok(&e.rel)
-            {
+            if (!nested && e.depth != 1) || is_own_file(&e.rel) || !marker_ok(&e.rel) {
                 continue;
             }
             if glob.is_match(&e.rel) {
@@ -321,12 +324,23 @@ impl<'a> Ctx<'a> {
     }
 
     /// Reads a file (cached) and describes it for evidence.
+    /// A read refused for what is at `rel` (not a regular file) is recorded as present and
+    /// wrong (see [`Ctx::files`]).
     pub fn read(&self, rel: &str) -> Result<Arc<FileData>, ReadError> {
-        self.snap.read(rel)
+        let read = self.snap.read(rel);
+        if let Err(e) = &read {
+            self.note_refused(e);
+        }
+        read
     }
 
+    /// The parsed tracker; one that is not a regular file is recorded as present and wrong.
     pub fn tracker(&self) -> Option<Result<Arc<Tracker>, ReadError>> {
-        self.snap.tracker()
+        let tracker = self.snap.tracker();
+        if let Some(Err(e)) = &tracker {
+            self.note_refused(e);
+        }
+        tracker
     }
 
     /// Evidence for a file: with its hash when it was (or can be) read.
@@ -418,7 +432,16 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
         return (None, unread);
     };
     for glob in &spec.files {
-        let (files, _) = ctx.files(glob);
+        let (files, other) = ctx.files(glob);
+        // Something at a verdict file's name that is not a file: what it says is unknown.
+        let wrong: Vec<String> = other
+            .iter()
+            .filter_map(|e| Some(format!("{} ({})", e.rel, e.not_a_file()?)))
+            .collect();
+        if !wrong.is_empty() {
+            unread.extend(wrong);
+            return (None, unread);
+        }
         // Newest file first; within a file the last verdict line is the final word.
         let mut files = files;
         files.sort_by_key(|e| std::cmp::Reverse(e.mtime()));
@@ -469,8 +492,20 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
     (None, unread)
 }
 
-/// Judges a predicate.
+/// Judges a predicate. Whatever it found present and wrong at an artifact's name (see
+/// [`Ctx::files`]) makes it FAIL, with what is there in its evidence.
 pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
+    let mark = ctx.wrong.borrow().len();
+    let mut o = judge_parts(ctx, p);
+    // A composite's parts took theirs; only a leaf leaves any here.
+    let wrong = ctx.wrong.borrow_mut().split_off(mark);
+    if !wrong.is_empty() {
+        o.present_and_wrong(wrong);
+    }
+    o
+}
+
+fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
     use Predicate as P;
     match p {
         P::All(parts) => {
@@ -499,17 +534,23 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
                 let mut parts = parts;
                 return parts.swap_remove(pos);
             }
-            let mildest = parts
-                .iter()
-                .map(|o| o.verdict)
-                .min()
-                .unwrap_or(Verdict::Missing);
+            // No alternative holds: one that is present and wrong is what there is to say.
+            let mildest = match parts.iter().any(|o| o.wrong) {
+                true => Verdict::Fail,
+                false => parts
+                    .iter()
+                    .map(|o| o.verdict)
+                    .min()
+                    .unwrap_or(Verdict::Missing),
+            };
             Outcome::combine(mildest, parts)
         }
         P::Not(inner) => {
             let o = judge(ctx, inner);
-            // What cannot be decided stays undecided: "not unknown" is not a pass.
+            // What cannot be decided stays undecided: "not unknown" is not a pass; and a
+            // directory where a file belongs is not "no file there", it is wrong.
             let verdict = match o.verdict {
+                _ if o.wrong => Verdict::Fail,
                 Verdict::Pass => Verdict::Fail,
                 Verdict::Inconclusive => Verdict::Inconclusive,
                 Verdict::Missing | Verdict::Fail => Verdict::Pass,
@@ -518,6 +559,10 @@ pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         }
         P::If(i) => {
             let cond = judge(ctx, &i.cond);
+            // A condition resting on something present and wrong chooses no branch: it FAILs.
+            if cond.wrong {
+                return cond;
+            }
             match cond.verdict {
                 Verdict::Pass => judge(ctx, &i.then),
                 // A condition that cannot be decided (an unreadable tracker) must not choose

@@ -105,7 +105,13 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 label: format!("mtime of `{}`", glob.as_str()),
                 ..Times::default()
             };
-            for e in ctx.matches(glob) {
+            let (files, other) = ctx.files(glob);
+            // Not a file, or not examinable: its time is not the artifact's.
+            for e in other {
+                t.unparseable
+                    .push(format!("{}: not a regular file, no mtime taken", e.rel));
+            }
+            for e in files {
                 match e.mtime() {
                     Some(m) => t.times.push((
                         DateTime::<Utc>::from(m),

@@ -1,6 +1,7 @@
 // Test helpers unwrap freely: a failed unwrap is a failed test, with its place.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
+mod artifact_types;
 mod attack_git;
 mod attack_records;
 mod builder;
@@ -12,6 +13,7 @@ mod flags;
 mod formats;
 mod fuzz;
 mod heap;
+mod json_strict;
 mod liveness;
 mod markdown;
 mod replay;
