@@ -4,17 +4,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::Utc;
 
+use super::blocks::{table_head, tidy, ts};
 use super::escape::{code, code_cell, text};
-use super::{Change, Context};
+use super::{history, Change, Context};
 use crate::checks::FileRef;
 use crate::engine::{CheckKey, CheckResult, Evaluation, Status};
 use crate::protocol::{CheckDef, Protocol, Severity};
-
-fn ts(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 fn def<'p>(p: &'p Protocol, id: &str) -> Option<&'p CheckDef> {
     p.checks()
@@ -28,38 +25,11 @@ fn cell(s: &str) -> String {
     super::escape::cell(s)
 }
 
-/// The finished document: one blank line between blocks, none at the end, one final newline
-/// (markdownlint MD012/MD047). The referee's markdown holds no fenced code, so every run of
-/// blank lines is between blocks.
-fn tidy(out: &str) -> String {
-    let mut t = String::with_capacity(out.len());
-    let mut blank = 0;
-    for line in out.trim().lines() {
-        if line.trim().is_empty() {
-            blank += 1;
-            continue;
-        }
-        if blank > 0 && !t.is_empty() {
-            t.push('\n');
-        }
-        blank = 0;
-        t.push_str(line.trim_end());
-        t.push('\n');
-    }
-    t
-}
-
 fn pass_title(p: &Protocol, id: &str) -> String {
     p.passes.iter().find(|x| x.id == id).map_or_else(
         || format!("Pass {}", text(id)),
         |x| format!("Pass {}: {}", text(id), text(&x.title)),
     )
-}
-
-/// A table's header and delimiter rows, in the `| a | b |` / `| --- | --- |` style throughout.
-fn table_head(out: &mut String, columns: &[&str]) {
-    let _ = writeln!(out, "| {} |", columns.join(" | "));
-    let _ = writeln!(out, "|{}", " --- |".repeat(columns.len()));
 }
 
 fn evidence_summary(r: &CheckResult) -> String {
@@ -127,25 +97,6 @@ fn header_line(p: &Protocol) -> String {
     )
 }
 
-fn history_lines(out: &mut String, history: &[&Change]) {
-    for c in history {
-        let from = c.from.map_or("—", |s| s.as_str());
-        let note = c
-            .note
-            .as_deref()
-            .map(|n| format!(" — {}: {}", text(&c.check), text(n)))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "- {} {} (pass {}): {from} → {}{note}",
-            ts(&c.at),
-            text(&c.check),
-            text(&c.pass),
-            c.to.as_str()
-        );
-    }
-}
-
 /// `OBSERVER-PASS-{N}.md`: every check of one pass with its evidence and history.
 pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> String {
     let mut out = String::new();
@@ -183,17 +134,7 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
         result_section(&mut out, r, "##");
     }
     let history: Vec<&Change> = ctx.history.iter().filter(|c| c.pass == pass).collect();
-    if !history.is_empty() {
-        let _ = writeln!(out, "## History\n");
-        for c in &history {
-            if let Some(n) = &c.note {
-                if n.starts_with("RESOLVED") {
-                    let _ = writeln!(out, "{}: {}.\n", text(&c.check), text(n));
-                }
-            }
-        }
-        history_lines(&mut out, &history);
-    }
+    history::pass_section(&mut out, &history);
     tidy(&out)
 }
 
@@ -620,10 +561,11 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 (Some(r), _, _) => (r.title.clone(), evidence_summary(r)),
                 (None, Some(r), Some(c)) => (
                     r.title.clone(),
-                    c.observed.clone().map_or_else(
-                        || evidence_summary(r),
-                        |o| format!("observed {o} (at {})", ts(&c.at)),
-                    ),
+                    if c.observed.is_some() {
+                        history::cause(c)
+                    } else {
+                        evidence_summary(r)
+                    },
                 ),
                 (None, Some(r), None) => (r.title.clone(), evidence_summary(r)),
                 (None, None, _) => (String::new(), String::new()),
@@ -786,7 +728,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     let history: Vec<&Change> = ctx.history.iter().collect();
     if !history.is_empty() {
         let _ = writeln!(out, "### History\n");
-        history_lines(&mut out, &history);
+        history::lines(&mut out, &history);
         out.push('\n');
     }
 

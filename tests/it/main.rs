@@ -15,6 +15,7 @@ mod heap;
 mod liveness;
 mod markdown;
 mod replay;
+mod resolved;
 mod root;
 mod state;
 mod unreadable;
