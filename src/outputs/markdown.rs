@@ -138,6 +138,11 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
     tidy(&out)
 }
 
+/// How many of a failing check's files its STOP block lists: every one up to this, then these
+/// and how many more (the pass file lists them all). A STOP is read at a phase transition; a
+/// glob that matched thousands of files should not bury the action below them.
+const STOP_FILES: usize = 50;
+
 /// `OBSERVER-STOP.md`, or `None` when no BLOCKING check fails. Each field of a block is a
 /// paragraph of its own (`**Check:** …`, `**Severity:** …`, …, `**Required Action:** …`), so
 /// every field starts a line and none renders inside another (SPEC §4).
@@ -193,7 +198,15 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
                 code(&super::pass_file(&r.pass))
             ));
         }
-        ev.extend(r.evidence.files.iter().take(6).map(file_line));
+        ev.extend(r.evidence.files.iter().take(STOP_FILES).map(file_line));
+        if r.evidence.files.len() > STOP_FILES {
+            ev.push(format!(
+                "… {} more files ({} in all), every one in {}",
+                r.evidence.files.len() - STOP_FILES,
+                r.evidence.files.len(),
+                code(&super::pass_file(&r.pass))
+            ));
+        }
         if ev.is_empty() {
             let _ = writeln!(out, "**Evidence:** {}\n", text(&r.evidence.observed));
         } else {
