@@ -13,6 +13,7 @@ mod formats;
 mod fuzz;
 mod heap;
 mod liveness;
+mod locations;
 mod markdown;
 mod replay;
 mod root;
