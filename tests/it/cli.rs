@@ -219,6 +219,58 @@ fn protocol_list_show_check_explain() {
     assert!(!listed.contains("it raises OBSERVER-STOP.md"), "{listed}");
 }
 
+/// The check counts `protocol list` prints are computed from the protocol, and any count
+/// written in prose — a protocol's title or description, the README's line on D10 — is the
+/// true one (D10's description said 11 BLOCKING; it has 15).
+#[test]
+fn written_check_counts_are_the_true_counts() {
+    use referee::protocol::{Protocol, Severity, EMBEDDED};
+    let (code, list, _) = run(&["protocol", "list"]);
+    assert_eq!(code, 0);
+    let written = regex::Regex::new(r"(\d+) (checks|BLOCKING)").unwrap();
+    for (id, _, _) in EMBEDDED {
+        let p = Protocol::load(id).unwrap();
+        let checks = p.checks().len();
+        let blocking = p
+            .checks()
+            .iter()
+            .filter(|c| c.severity == Severity::Blocking)
+            .count();
+        let row = list
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}\t")))
+            .unwrap_or_else(|| panic!("{id} not listed: {list}"));
+        assert!(
+            row.contains(&format!("{checks} checks ({blocking} BLOCKING)")),
+            "{row}"
+        );
+        for prose in [&p.title, &p.description] {
+            for c in written.captures_iter(prose) {
+                let want = if &c[2] == "checks" { checks } else { blocking };
+                assert_eq!(
+                    c[1].parse::<usize>().unwrap(),
+                    want,
+                    "{id}: `{}` in {prose}",
+                    &c[0]
+                );
+            }
+        }
+    }
+    let d10 = Protocol::load("d10").unwrap();
+    let blocking = d10
+        .checks()
+        .iter()
+        .filter(|c| c.severity == Severity::Blocking)
+        .count();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let said = format!(
+        "D10 Observer\nProtocol ({} checks, {blocking} BLOCKING)",
+        d10.checks().len()
+    );
+    assert!(readme.contains(&said), "the README should say `{said}`");
+}
+
 /// A copy of the D10 protocol with one edit; the error must name the right line and column.
 fn broken(edit: impl Fn(&str) -> String) -> (i32, String) {
     let d10 = referee::protocol::EMBEDDED[0].2;
