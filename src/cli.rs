@@ -102,9 +102,10 @@ enum Command {
     },
     /// Print the manual page (roff) to stdout (e.g. `referee man | man -l -`).
     Man {
-        /// A command's own page (`referee man verify`) instead of the main one.
-        #[arg(value_name = "COMMAND")]
-        command: Option<String>,
+        /// A command's own page instead of the main one: `referee man verify`; a nested one
+        /// as words or as its page's name (`protocol explain`, `protocol-explain`).
+        #[arg(value_name = "COMMAND", num_args = 0..)]
+        command: Vec<String>,
     },
 }
 
@@ -317,7 +318,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Replay(a) => replay(a, &g),
         Command::Demo(a) => demo(a, &g),
         Command::Completions { shell } => completions(shell),
-        Command::Man { command } => man(command.as_deref()),
+        Command::Man { command } => man(&command),
     }
 }
 
@@ -376,24 +377,50 @@ fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn man(command: Option<&str>) -> Result<ExitCode> {
+/// The subcommand `path` names (`protocol-explain`: names joined with `-`), from `cmd` down.
+fn find_subcommand<'c>(cmd: &'c clap::Command, path: &str) -> Option<&'c clap::Command> {
+    cmd.get_subcommands().find_map(|sub| {
+        let name = sub.get_name();
+        if path == name {
+            return Some(sub);
+        }
+        let rest = path.strip_prefix(name)?.strip_prefix('-')?;
+        find_subcommand(sub, rest)
+    })
+}
+
+/// Every subcommand path under `cmd`, depth first (`protocol`, `protocol list`, …).
+fn subcommand_paths(cmd: &clap::Command, prefix: &str, out: &mut Vec<String>) {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let path = format!("{prefix}{}", sub.get_name());
+        out.push(path.clone());
+        subcommand_paths(sub, &format!("{path} "), out);
+    }
+}
+
+fn man(command: &[String]) -> Result<ExitCode> {
     let mut cmd = Cli::command();
     cmd.build();
-    let page = match command {
-        None => cmd,
-        Some(name) => match cmd.find_subcommand(name) {
+    let page = if command.is_empty() {
+        cmd
+    } else {
+        let words: Vec<&str> = command.iter().flat_map(|w| w.split_whitespace()).collect();
+        let name = words.join("-");
+        match find_subcommand(&cmd, &name) {
             Some(sub) => sub
                 .clone()
                 .display_name(format!("referee-{name}"))
                 .version(env!("CARGO_PKG_VERSION")),
-            None => bail!(
-                "no command `{name}` (commands: {})",
-                cmd.get_subcommands()
-                    .map(|c| c.get_name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        },
+            None => {
+                let mut all = Vec::new();
+                subcommand_paths(&cmd, "", &mut all);
+                bail!(
+                    "no command `{}` (commands: {})",
+                    words.join(" "),
+                    all.join(", ")
+                )
+            }
+        }
     };
     let mut buf = Vec::new();
     clap_mangen::Man::new(page)
