@@ -255,8 +255,10 @@ enum ProtocolCommand {
         /// The check's id (`OBS-07`, `CC-05`).
         #[arg(value_name = "CHECK-ID")]
         check: String,
-        #[command(flatten)]
-        protocol: ProtocolArg,
+        /// An embedded protocol id (`d10`) or the path of a protocol file; by default the
+        /// embedded protocol that has the check.
+        #[arg(long, value_name = "ID|FILE")]
+        protocol: Option<String>,
     },
 }
 
@@ -716,7 +718,16 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             ))?;
         }
         ProtocolCommand::Explain { check, protocol } => {
-            let p = load_protocol(&protocol.protocol)?;
+            let p = match protocol {
+                Some(spec) => load_protocol(&spec)?,
+                None => {
+                    let all = protocol::EMBEDDED
+                        .iter()
+                        .map(|(id, _, _)| load_protocol(id))
+                        .collect::<Result<Vec<_>>>()?;
+                    protocol::explain::find(all, &check).map_err(anyhow::Error::msg)?
+                }
+            };
             match protocol::explain::explain(&p, &check) {
                 Some(text) => print(&text)?,
                 None => bail!(

@@ -219,6 +219,31 @@ fn protocol_list_show_check_explain() {
     assert!(!listed.contains("it raises OBSERVER-STOP.md"), "{listed}");
 }
 
+/// `protocol explain` finds a check in whichever embedded protocol has it, without
+/// `--protocol`; `--protocol` still picks one, and a check in none is named with every
+/// protocol's ids.
+#[test]
+fn protocol_explain_finds_the_protocol_of_a_check() {
+    let (code, out, err) = run(&["protocol", "explain", "CC-01"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("CC-01 [BLOCKING]"), "{out}");
+    assert!(out.contains("REJECTed, and it is a veto"), "{out}");
+    let (code, out, _) = run(&["protocol", "explain", "OBS-07"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("OBS-07 [BLOCKING]"), "{out}");
+    let (code, _, err) = run(&["protocol", "explain", "CC-01", "--protocol", "d10"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no check `CC-01` in protocol `d10`"), "{err}");
+    let (code, _, err) = run(&["protocol", "explain", "XX-01"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no check `XX-01` in the embedded protocols")
+            && err.contains("OBS-30")
+            && err.contains("CC-09"),
+        "{err}"
+    );
+}
+
 /// The check counts `protocol list` prints are computed from the protocol, and any count
 /// written in prose — a protocol's title or description, the README's line on D10 — is the
 /// true one (D10's description said 11 BLOCKING; it has 15).
