@@ -18,6 +18,20 @@ pub fn table_head(out: &mut String, columns: &[&str]) {
     let _ = writeln!(out, "|{}", " --- |".repeat(columns.len()));
 }
 
+/// A table row of already escaped cells, `| a | b |`; an empty cell is `| |`, never `|  |`,
+/// so every row keeps the one-space style of the head (markdownlint MD060).
+pub fn table_row(out: &mut String, cells: &[&str]) {
+    for c in cells {
+        out.push('|');
+        if !c.is_empty() {
+            out.push(' ');
+            out.push_str(c);
+        }
+        out.push(' ');
+    }
+    out.push_str("|\n");
+}
+
 /// The finished document: one blank line between blocks, none at the end, one final newline
 /// (markdownlint MD012/MD047). The referee's markdown holds no fenced code, so every run of
 /// blank lines is between blocks.
@@ -37,4 +51,21 @@ pub fn tidy(out: &str) -> String {
         t.push('\n');
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_has_one_space_around_each_cell_and_one_in_an_empty_one() {
+        let mut out = String::new();
+        table_head(&mut out, &["a", "b", "c"]);
+        table_row(&mut out, &["`t2`", "", "**APPROVE**"]);
+        table_row(&mut out, &["", "", ""]);
+        assert_eq!(
+            out,
+            "| a | b | c |\n| --- | --- | --- |\n| `t2` | | **APPROVE** |\n| | | |\n"
+        );
+    }
 }

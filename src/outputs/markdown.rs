@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use chrono::Utc;
 
-use super::blocks::{table_head, tidy, ts};
+use super::blocks::{table_head, table_row, tidy, ts};
 use super::escape::{code, code_cell, text};
 use super::{history, Change, Context};
 use crate::checks::FileRef;
@@ -602,14 +602,9 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 }
                 (None, None) => String::new(),
             };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | Pass {} | {resolved} |",
-                cell(check),
-                cell(&desc),
-                cell(&evidence),
-                cell(pass)
-            );
+            let phase = format!("Pass {}", cell(pass));
+            let (check, desc, evidence) = (cell(check), cell(&desc), cell(&evidence));
+            table_row(&mut out, &[&check, &desc, &evidence, &phase, &resolved]);
         }
         out.push('\n');
     }
