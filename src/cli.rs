@@ -102,9 +102,10 @@ enum Command {
     },
     /// Print the manual page (roff) to stdout (e.g. `referee man | man -l -`).
     Man {
-        /// A command's own page (`referee man verify`) instead of the main one.
-        #[arg(value_name = "COMMAND")]
-        command: Option<String>,
+        /// A command's own page instead of the main one: `referee man verify`; a nested one
+        /// as words or as its page's name (`protocol explain`, `protocol-explain`).
+        #[arg(value_name = "COMMAND", num_args = 0..)]
+        command: Vec<String>,
     },
 }
 
@@ -254,8 +255,10 @@ enum ProtocolCommand {
         /// The check's id (`OBS-07`, `CC-05`).
         #[arg(value_name = "CHECK-ID")]
         check: String,
-        #[command(flatten)]
-        protocol: ProtocolArg,
+        /// An embedded protocol id (`d10`) or the path of a protocol file; by default the
+        /// embedded protocol that has the check.
+        #[arg(long, value_name = "ID|FILE")]
+        protocol: Option<String>,
     },
 }
 
@@ -317,7 +320,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Replay(a) => replay(a, &g),
         Command::Demo(a) => demo(a, &g),
         Command::Completions { shell } => completions(shell),
-        Command::Man { command } => man(command.as_deref()),
+        Command::Man { command } => man(&command),
     }
 }
 
@@ -376,24 +379,50 @@ fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
     Ok(ExitCode::Ok)
 }
 
-fn man(command: Option<&str>) -> Result<ExitCode> {
+/// The subcommand `path` names (`protocol-explain`: names joined with `-`), from `cmd` down.
+fn find_subcommand<'c>(cmd: &'c clap::Command, path: &str) -> Option<&'c clap::Command> {
+    cmd.get_subcommands().find_map(|sub| {
+        let name = sub.get_name();
+        if path == name {
+            return Some(sub);
+        }
+        let rest = path.strip_prefix(name)?.strip_prefix('-')?;
+        find_subcommand(sub, rest)
+    })
+}
+
+/// Every subcommand path under `cmd`, depth first (`protocol`, `protocol list`, …).
+fn subcommand_paths(cmd: &clap::Command, prefix: &str, out: &mut Vec<String>) {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let path = format!("{prefix}{}", sub.get_name());
+        out.push(path.clone());
+        subcommand_paths(sub, &format!("{path} "), out);
+    }
+}
+
+fn man(command: &[String]) -> Result<ExitCode> {
     let mut cmd = Cli::command();
     cmd.build();
-    let page = match command {
-        None => cmd,
-        Some(name) => match cmd.find_subcommand(name) {
+    let page = if command.is_empty() {
+        cmd
+    } else {
+        let words: Vec<&str> = command.iter().flat_map(|w| w.split_whitespace()).collect();
+        let name = words.join("-");
+        match find_subcommand(&cmd, &name) {
             Some(sub) => sub
                 .clone()
                 .display_name(format!("referee-{name}"))
                 .version(env!("CARGO_PKG_VERSION")),
-            None => bail!(
-                "no command `{name}` (commands: {})",
-                cmd.get_subcommands()
-                    .map(|c| c.get_name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        },
+            None => {
+                let mut all = Vec::new();
+                subcommand_paths(&cmd, "", &mut all);
+                bail!(
+                    "no command `{}` (commands: {})",
+                    words.join(" "),
+                    all.join(", ")
+                )
+            }
+        }
     };
     let mut buf = Vec::new();
     clap_mangen::Man::new(page)
@@ -648,8 +677,14 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             let mut s = String::new();
             for (id, _, _) in protocol::EMBEDDED {
                 let p = load_protocol(id)?;
+                // Counted, never written by hand (a description once said 11 BLOCKING of 15).
+                let blocking = p
+                    .checks()
+                    .iter()
+                    .filter(|c| c.severity == protocol::Severity::Blocking)
+                    .count();
                 s.push_str(&format!(
-                    "{}\t{}\t{} passes, {} checks\t{}\n",
+                    "{}\t{}\t{} passes, {} checks ({blocking} BLOCKING)\t{}\n",
                     p.id,
                     p.version,
                     p.passes.len(),
@@ -683,7 +718,16 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             ))?;
         }
         ProtocolCommand::Explain { check, protocol } => {
-            let p = load_protocol(&protocol.protocol)?;
+            let p = match protocol {
+                Some(spec) => load_protocol(&spec)?,
+                None => {
+                    let all = protocol::EMBEDDED
+                        .iter()
+                        .map(|(id, _, _)| load_protocol(id))
+                        .collect::<Result<Vec<_>>>()?;
+                    protocol::explain::find(all, &check).map_err(anyhow::Error::msg)?
+                }
+            };
             match protocol::explain::explain(&p, &check) {
                 Some(text) => print(&text)?,
                 None => bail!(

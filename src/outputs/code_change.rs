@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::blocks::{table_head, table_row};
 use super::escape::{cell, code, code_cell, text};
 use super::Context;
 use crate::attempts::{self, Kept, Store};
@@ -106,12 +107,6 @@ pub fn verdict_json(v: &TaskVerdict) -> String {
 
 fn failing(r: &CheckResult) -> bool {
     matches!(r.status, Status::Fail | Status::Inconclusive)
-}
-
-/// A table's header and delimiter rows (`| a | b |` / `| --- | --- |`).
-fn table_head(s: &mut String, columns: &[&str]) {
-    let _ = writeln!(s, "| {} |", columns.join(" | "));
-    let _ = writeln!(s, "|{}", " --- |".repeat(columns.len()));
 }
 
 /// A fenced code block that no line of `body` can close: the fence is longer than any run of
@@ -555,16 +550,15 @@ pub fn report_md(
     table_head(&mut s, &["task", "attempt", "verdict", "reasons"]);
     for run in runs {
         match verdicts.iter().find(|v| v.task_id == run.key) {
-            Some(v) => {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | **{}** | {} |",
-                    code_cell(&v.task_id),
-                    v.attempt.map_or("?".into(), |a| a.to_string()),
-                    cell(&v.verdict),
-                    cell(&v.reasons.join(", "))
-                );
-            }
+            Some(v) => table_row(
+                &mut s,
+                &[
+                    &code_cell(&v.task_id),
+                    &v.attempt.map_or("?".into(), |a| a.to_string()),
+                    &format!("**{}**", cell(&v.verdict)),
+                    &cell(&v.reasons.join(", ")),
+                ],
+            ),
             None => {
                 let status = run
                     .record
@@ -572,16 +566,13 @@ pub fn report_md(
                     .as_ref()
                     .map(|t| t.status.clone())
                     .unwrap_or_default();
-                let _ = writeln!(
-                    s,
-                    "| {} | | not judged (status {}) | |",
-                    code_cell(&run.key),
-                    if status.is_empty() {
-                        "none".to_string()
-                    } else {
-                        code_cell(&status)
-                    }
-                );
+                let status = if status.is_empty() {
+                    "none".to_string()
+                } else {
+                    code_cell(&status)
+                };
+                let judged = format!("not judged (status {status})");
+                table_row(&mut s, &[&code_cell(&run.key), "", &judged, ""]);
             }
         }
     }

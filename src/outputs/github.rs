@@ -1,4 +1,6 @@
-//! `verify --format github`: GitHub Actions workflow commands, one annotation per finding.
+//! `verify --format github`: GitHub Actions workflow commands, one annotation per failing
+//! instance (each file and line the evidence names: OBS-21 failing in nine auditor reports is
+//! nine annotations, each at its report and line).
 //! A BLOCKING FAIL is `::error`, a SIGNIFICANT FAIL and an INCONCLUSIVE result `::warning`, a
 //! waived FAIL and an expired waiver `::notice`; PASS, WAITING and SKIP print nothing. The
 //! file is the artifact the evidence names (under the build directory as given on the command
@@ -17,7 +19,7 @@ use crate::protocol::{Protocol, Severity};
 pub fn render(p: &Protocol, eval: &Evaluation, ctx: &Context, base: &Path) -> String {
     let mut out = String::new();
     for r in &eval.results {
-        if let Some(line) = annotation(p, r, base) {
+        for line in annotations(p, r, base) {
             out.push_str(&line);
             out.push('\n');
         }
@@ -38,25 +40,16 @@ pub fn render(p: &Protocol, eval: &Evaluation, ctx: &Context, base: &Path) -> St
     out
 }
 
-fn annotation(p: &Protocol, r: &CheckResult, base: &Path) -> Option<String> {
+/// One annotation per failing instance of `r` (see [`locate::instances`]).
+fn annotations(p: &Protocol, r: &CheckResult, base: &Path) -> Vec<String> {
     let command = match (r.status, r.severity) {
         (Status::Fail, _) if r.waiver.is_some() => "notice",
         (Status::Fail, Severity::Blocking) => "error",
         (Status::Fail, Severity::Significant) | (Status::Inconclusive, _) => "warning",
-        _ => return None,
+        _ => return Vec::new(),
     };
-    let mut props = Vec::new();
-    if let Some(place) = locate::place(r) {
-        props.push(format!(
-            "file={}",
-            property(&base.join(&place.path).display().to_string())
-        ));
-        if let Some(line) = place.line {
-            props.push(format!("line={line}"));
-        }
-    }
     let waived = if r.waiver.is_some() { " waived" } else { "" };
-    props.push(format!(
+    let title = format!(
         "title={}",
         property(&format!(
             "{} {} {}{waived} (pass {}, {}): {}",
@@ -67,23 +60,36 @@ fn annotation(p: &Protocol, r: &CheckResult, base: &Path) -> Option<String> {
             r.severity.as_str(),
             r.title
         ))
-    ));
-    let mut message = locate::evidence_line(r);
+    );
+    let mut head = locate::evidence_line(r);
     if let Some(w) = &r.waiver {
-        message.push_str(&format!(
+        head.push_str(&format!(
             "\nwaived: {} (approved by {}, expires {}, {})",
             w.reason, w.approved_by, w.expires, w.at
         ));
     }
-    for d in &r.evidence.details {
-        message.push('\n');
-        message.push_str(d);
-    }
-    Some(format!(
-        "::{command} {}::{}",
-        props.join(","),
-        data(&message)
-    ))
+    locate::instances(r)
+        .into_iter()
+        .map(|i| {
+            let mut props = Vec::new();
+            if let Some(place) = &i.place {
+                props.push(format!(
+                    "file={}",
+                    property(&base.join(&place.path).display().to_string())
+                ));
+                if let Some(line) = place.line {
+                    props.push(format!("line={line}"));
+                }
+            }
+            props.push(title.clone());
+            let mut message = head.clone();
+            for d in &i.details {
+                message.push('\n');
+                message.push_str(d);
+            }
+            format!("::{command} {}::{}", props.join(","), data(&message))
+        })
+        .collect()
 }
 
 /// A message, escaped as `escapeData` of @actions/core: `%`, CR, LF.

@@ -4,17 +4,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::Utc;
 
+use super::blocks::{table_head, table_row, tidy, ts};
 use super::escape::{code, code_cell, text};
-use super::{Change, Context};
+use super::{history, Change, Context};
 use crate::checks::FileRef;
 use crate::engine::{CheckKey, CheckResult, Evaluation, Status};
 use crate::protocol::{CheckDef, Protocol, Severity};
-
-fn ts(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
 
 fn def<'p>(p: &'p Protocol, id: &str) -> Option<&'p CheckDef> {
     p.checks()
@@ -28,38 +25,11 @@ fn cell(s: &str) -> String {
     super::escape::cell(s)
 }
 
-/// The finished document: one blank line between blocks, none at the end, one final newline
-/// (markdownlint MD012/MD047). The referee's markdown holds no fenced code, so every run of
-/// blank lines is between blocks.
-fn tidy(out: &str) -> String {
-    let mut t = String::with_capacity(out.len());
-    let mut blank = 0;
-    for line in out.trim().lines() {
-        if line.trim().is_empty() {
-            blank += 1;
-            continue;
-        }
-        if blank > 0 && !t.is_empty() {
-            t.push('\n');
-        }
-        blank = 0;
-        t.push_str(line.trim_end());
-        t.push('\n');
-    }
-    t
-}
-
 fn pass_title(p: &Protocol, id: &str) -> String {
     p.passes.iter().find(|x| x.id == id).map_or_else(
         || format!("Pass {}", text(id)),
         |x| format!("Pass {}: {}", text(id), text(&x.title)),
     )
-}
-
-/// A table's header and delimiter rows, in the `| a | b |` / `| --- | --- |` style throughout.
-fn table_head(out: &mut String, columns: &[&str]) {
-    let _ = writeln!(out, "| {} |", columns.join(" | "));
-    let _ = writeln!(out, "|{}", " --- |".repeat(columns.len()));
 }
 
 fn evidence_summary(r: &CheckResult) -> String {
@@ -127,25 +97,6 @@ fn header_line(p: &Protocol) -> String {
     )
 }
 
-fn history_lines(out: &mut String, history: &[&Change]) {
-    for c in history {
-        let from = c.from.map_or("—", |s| s.as_str());
-        let note = c
-            .note
-            .as_deref()
-            .map(|n| format!(" — {}: {}", text(&c.check), text(n)))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "- {} {} (pass {}): {from} → {}{note}",
-            ts(&c.at),
-            text(&c.check),
-            text(&c.pass),
-            c.to.as_str()
-        );
-    }
-}
-
 /// `OBSERVER-PASS-{N}.md`: every check of one pass with its evidence and history.
 pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> String {
     let mut out = String::new();
@@ -183,19 +134,14 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
         result_section(&mut out, r, "##");
     }
     let history: Vec<&Change> = ctx.history.iter().filter(|c| c.pass == pass).collect();
-    if !history.is_empty() {
-        let _ = writeln!(out, "## History\n");
-        for c in &history {
-            if let Some(n) = &c.note {
-                if n.starts_with("RESOLVED") {
-                    let _ = writeln!(out, "{}: {}.\n", text(&c.check), text(n));
-                }
-            }
-        }
-        history_lines(&mut out, &history);
-    }
+    history::pass_section(&mut out, &history);
     tidy(&out)
 }
+
+/// How many of a failing check's files its STOP block lists: every one up to this, then these
+/// and how many more (the pass file lists them all). A STOP is read at a phase transition; a
+/// glob that matched thousands of files should not bury the action below them.
+const STOP_FILES: usize = 50;
 
 /// `OBSERVER-STOP.md`, or `None` when no BLOCKING check fails. Each field of a block is a
 /// paragraph of its own (`**Check:** …`, `**Severity:** …`, …, `**Required Action:** …`), so
@@ -252,7 +198,15 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
                 code(&super::pass_file(&r.pass))
             ));
         }
-        ev.extend(r.evidence.files.iter().take(6).map(file_line));
+        ev.extend(r.evidence.files.iter().take(STOP_FILES).map(file_line));
+        if r.evidence.files.len() > STOP_FILES {
+            ev.push(format!(
+                "… {} more files ({} in all), every one in {}",
+                r.evidence.files.len() - STOP_FILES,
+                r.evidence.files.len(),
+                code(&super::pass_file(&r.pass))
+            ));
+        }
         if ev.is_empty() {
             let _ = writeln!(out, "**Evidence:** {}\n", text(&r.evidence.observed));
         } else {
@@ -620,10 +574,11 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 (Some(r), _, _) => (r.title.clone(), evidence_summary(r)),
                 (None, Some(r), Some(c)) => (
                     r.title.clone(),
-                    c.observed.clone().map_or_else(
-                        || evidence_summary(r),
-                        |o| format!("observed {o} (at {})", ts(&c.at)),
-                    ),
+                    if c.observed.is_some() {
+                        history::cause(c)
+                    } else {
+                        evidence_summary(r)
+                    },
                 ),
                 (None, Some(r), None) => (r.title.clone(), evidence_summary(r)),
                 (None, None, _) => (String::new(), String::new()),
@@ -647,14 +602,9 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 }
                 (None, None) => String::new(),
             };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | Pass {} | {resolved} |",
-                cell(check),
-                cell(&desc),
-                cell(&evidence),
-                cell(pass)
-            );
+            let phase = format!("Pass {}", cell(pass));
+            let (check, desc, evidence) = (cell(check), cell(&desc), cell(&evidence));
+            table_row(&mut out, &[&check, &desc, &evidence, &phase, &resolved]);
         }
         out.push('\n');
     }
@@ -786,7 +736,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     let history: Vec<&Change> = ctx.history.iter().collect();
     if !history.is_empty() {
         let _ = writeln!(out, "### History\n");
-        history_lines(&mut out, &history);
+        history::lines(&mut out, &history);
         out.push('\n');
     }
 

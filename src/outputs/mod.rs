@@ -12,9 +12,11 @@
 //! the caller, which records it as tamper. Nothing here deletes a directory.
 
 mod atomic;
+pub mod blocks;
 pub mod code_change;
 pub mod escape;
 pub mod github;
+pub mod history;
 pub mod json;
 pub mod junit;
 pub mod locate;
@@ -54,6 +56,29 @@ pub struct Change {
     /// resolved is no longer in the current results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<String>,
+    /// The evidence's details when the status became FAIL or INCONCLUSIVE (file:line, term,
+    /// value; at most [`Change::KEPT_DETAILS`] and a count of the rest), so what raised a STOP
+    /// stays readable after it is resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+}
+
+impl Change {
+    /// How many evidence details a change keeps (the STOP file shows as many).
+    pub const KEPT_DETAILS: usize = 12;
+
+    /// The details a change to `to` keeps: none for a good status, else the first
+    /// [`Change::KEPT_DETAILS`] and a line counting the rest.
+    pub fn kept_details(to: Status, details: &[String]) -> Vec<String> {
+        if !matches!(to, Status::Fail | Status::Inconclusive) {
+            return Vec::new();
+        }
+        let mut kept: Vec<String> = details.iter().take(Self::KEPT_DETAILS).cloned().collect();
+        if details.len() > Self::KEPT_DETAILS {
+            kept.push(format!("… {} more", details.len() - Self::KEPT_DETAILS));
+        }
+        kept
+    }
 }
 
 /// Something the referee noticed about its own files or itself (tamper, fault, restart).

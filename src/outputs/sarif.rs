@@ -1,13 +1,15 @@
 //! `verify --format sarif`: a SARIF 2.1.0 log for code scanning. The protocol's checks are the
-//! rules (with their description, action and recommendation as help); each FAIL is a result
-//! (`error` for BLOCKING, `warning` for SIGNIFICANT) and each INCONCLUSIVE a result of kind
-//! `review` (the referee could not judge: a human must); PASS, WAITING and SKIP are not results.
-//! A result is located at the artifact file the evidence names, with its line where the
-//! evidence has one, relative to the `BUILD_DIR` base URI. A waived FAIL carries an accepted
-//! external suppression.
+//! rules (with their description, action and recommendation as help); each failing instance of
+//! a FAIL is a result (`error` for BLOCKING, `warning` for SIGNIFICANT) and of an INCONCLUSIVE a
+//! result of kind `review` (the referee could not judge: a human must); PASS, WAITING and SKIP
+//! are not results. An instance is a file and line the evidence names ([`locate::instances`]:
+//! OBS-21 failing in nine auditor reports is nine results), located relative to the
+//! `BUILD_DIR` base URI, with its own details. A waived FAIL carries an accepted external
+//! suppression.
 //!
-//! Fingerprints come from (protocol id, check id, pass, file path) only — never from times or
-//! evidence text — so a re-run matches the same results.
+//! Fingerprints come from (protocol id, check id, pass, file path, and the instance's ordinal in
+//! that file after the first) only — never from times, lines or evidence text — so a re-run
+//! matches the same results.
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use serde_json::{json, Value};
@@ -58,10 +60,11 @@ fn level(severity: Severity) -> &'static str {
     }
 }
 
-/// The stable identity of a result: protocol, check, pass and file, hashed.
-pub fn fingerprint(protocol: &str, r: &CheckResult, path: Option<&str>) -> String {
+/// The stable identity of a result: protocol, check, pass and the instance's key (its file;
+/// `FILE#n` for the n-th instance in that file after the first), hashed.
+pub fn fingerprint(protocol: &str, r: &CheckResult, key: Option<&str>) -> String {
     sha256_hex(
-        [protocol, &r.check, &r.pass, path.unwrap_or("")]
+        [protocol, &r.check, &r.pass, key.unwrap_or("")]
             .join("\0")
             .as_bytes(),
     )
@@ -99,21 +102,52 @@ fn rules(p: &Protocol) -> Vec<Value> {
         .collect()
 }
 
-fn result(p: &Protocol, r: &CheckResult, rule_index: Option<usize>) -> Value {
-    let place = locate::place(r);
-    let fp = fingerprint(&p.id, r, place.as_ref().map(|x| x.path.as_str()));
+/// One SARIF result per failing instance of `r` (see [`locate::instances`]).
+fn results(p: &Protocol, r: &CheckResult, rule_index: Option<usize>) -> Vec<Value> {
+    let instances = locate::instances(r);
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for i in &instances {
+        let path = i.place.as_ref().map(|x| x.path.as_str());
+        // The n-th instance in one file (n > 0) is told apart by its ordinal, not its line,
+        // so an edit above it does not make it a new result.
+        let n = seen.iter().filter(|s| Some(**s) == path).count();
+        seen.extend(path);
+        let key = match (path, n) {
+            (_, 0) => path.map(str::to_string),
+            (Some(p), n) => Some(format!("{p}#{n}")),
+            (None, n) => Some(format!("#{n}")),
+        };
+        out.push(result(p, r, rule_index, i, key.as_deref()));
+    }
+    out
+}
+
+fn result(
+    p: &Protocol,
+    r: &CheckResult,
+    rule_index: Option<usize>,
+    instance: &locate::Instance<'_>,
+    key: Option<&str>,
+) -> Value {
+    let fp = fingerprint(&p.id, r, key);
     let (kind, level) = match r.status {
         Status::Fail => ("fail", level(r.severity)),
         _ => ("review", "none"),
     };
-    let text = sentence(&format!(
+    let mut text = format!(
         "{} {} (pass {}): {}: {}",
         r.severity.as_str(),
         r.status.as_str(),
         r.pass,
         r.title,
         locate::evidence_line(r)
-    ));
+    );
+    if !instance.details.is_empty() {
+        text.push_str(": ");
+        text.push_str(&instance.details.join("; "));
+    }
+    let text = sentence(&text);
     let mut v = json!({
         "ruleId": r.check,
         "kind": kind,
@@ -124,13 +158,13 @@ fn result(p: &Protocol, r: &CheckResult, rule_index: Option<usize>) -> Value {
             "pass": r.pass,
             "status": r.status.as_str(),
             "severity": r.severity.as_str(),
-            "details": r.evidence.details,
+            "details": instance.details,
         },
     });
     if let Some(i) = rule_index {
         v["ruleIndex"] = json!(i);
     }
-    if let Some(place) = place {
+    if let Some(place) = &instance.place {
         let mut physical = json!({
             "artifactLocation": { "uri": uri_path(&place.path), "uriBaseId": BASE_ID },
         });
@@ -169,7 +203,7 @@ pub fn render(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         .results
         .iter()
         .filter(|r| matches!(r.status, Status::Fail | Status::Inconclusive))
-        .map(|r| result(p, r, ids.iter().position(|id| *id == r.check)))
+        .flat_map(|r| results(p, r, ids.iter().position(|id| *id == r.check)))
         .collect();
     let mut run = json!({
         "tool": { "driver": {

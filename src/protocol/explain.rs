@@ -1,5 +1,6 @@
 //! `referee protocol explain CHECK`: a check in plain words — what it reads, when it runs
-//! and is due, and what makes it PASS, FAIL or wait. Rendering only; judges nothing.
+//! and is due, and what makes it PASS, FAIL or wait — and, without `--protocol`, which of the
+//! protocols has the check. Rendering only; judges nothing.
 
 use std::fmt::Write;
 
@@ -334,10 +335,80 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
     Some(out)
 }
 
+/// The one protocol of `protocols` that has check `id` (what `protocol explain` explains
+/// without `--protocol`); none, or several, is an error that says which ids there are, or
+/// which protocols to choose from.
+pub fn find(protocols: Vec<Protocol>, id: &str) -> Result<Protocol, String> {
+    let (mut having, others): (Vec<Protocol>, Vec<Protocol>) = protocols
+        .into_iter()
+        .partition(|p| !p.instances_of(id).is_empty());
+    if having.len() == 1 {
+        return Ok(having.remove(0));
+    }
+    let protocols = others;
+    match having.as_slice() {
+        [] => Err(format!(
+            "no check `{id}` in the embedded protocols ({})",
+            protocols
+                .iter()
+                .map(|p| {
+                    let ids: Vec<&str> = p.checks().iter().map(|c| c.id.as_str()).collect();
+                    format!("{}: {}", p.id, ids.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+        several => Err(format!(
+            "check `{id}` is in several protocols ({}): say which with `--protocol ID`",
+            several
+                .iter()
+                .map(|p| format!("`{}`", p.id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 fn indent(s: &str, n: usize) -> String {
     let pad = " ".repeat(n);
     s.lines()
         .map(|l| format!("{pad}{l}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::EMBEDDED;
+
+    fn embedded(id: &str) -> Protocol {
+        Protocol::load(id).expect("an embedded protocol")
+    }
+
+    #[test]
+    fn find_names_the_protocol_that_has_the_check_or_says_why_not() {
+        let all = || EMBEDDED.iter().map(|(id, _, _)| embedded(id)).collect();
+        assert_eq!(find(all(), "CC-01").map(|p| p.id), Ok("code-change".into()));
+        assert_eq!(find(all(), "OBS-07").map(|p| p.id), Ok("d10".into()));
+        let none = find(all(), "XX-01").unwrap_err();
+        assert!(
+            none.starts_with("no check `XX-01` in the embedded protocols (d10: OBS-"),
+            "{none}"
+        );
+        assert!(none.contains("; code-change: CC-00"), "{none}");
+        // Two protocols with the same check: ambiguous, never the first one silently.
+        let copy = EMBEDDED[0]
+            .2
+            .replacen("id = \"d10\"", "id = \"d10-copy\"", 1);
+        let two = vec![
+            embedded("d10"),
+            Protocol::parse(&copy, "copy").expect("parses"),
+        ];
+        let err = find(two, "OBS-07").unwrap_err();
+        assert_eq!(
+            err,
+            "check `OBS-07` is in several protocols (`d10`, `d10-copy`): say which with `--protocol ID`"
+        );
+    }
 }

@@ -219,6 +219,83 @@ fn protocol_list_show_check_explain() {
     assert!(!listed.contains("it raises OBSERVER-STOP.md"), "{listed}");
 }
 
+/// `protocol explain` finds a check in whichever embedded protocol has it, without
+/// `--protocol`; `--protocol` still picks one, and a check in none is named with every
+/// protocol's ids.
+#[test]
+fn protocol_explain_finds_the_protocol_of_a_check() {
+    let (code, out, err) = run(&["protocol", "explain", "CC-01"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("CC-01 [BLOCKING]"), "{out}");
+    assert!(out.contains("REJECTed, and it is a veto"), "{out}");
+    let (code, out, _) = run(&["protocol", "explain", "OBS-07"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("OBS-07 [BLOCKING]"), "{out}");
+    let (code, _, err) = run(&["protocol", "explain", "CC-01", "--protocol", "d10"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no check `CC-01` in protocol `d10`"), "{err}");
+    let (code, _, err) = run(&["protocol", "explain", "XX-01"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no check `XX-01` in the embedded protocols")
+            && err.contains("OBS-30")
+            && err.contains("CC-09"),
+        "{err}"
+    );
+}
+
+/// The check counts `protocol list` prints are computed from the protocol, and any count
+/// written in prose — a protocol's title or description, the README's line on D10 — is the
+/// true one (D10's description said 11 BLOCKING; it has 15).
+#[test]
+fn written_check_counts_are_the_true_counts() {
+    use referee::protocol::{Protocol, Severity, EMBEDDED};
+    let (code, list, _) = run(&["protocol", "list"]);
+    assert_eq!(code, 0);
+    let written = regex::Regex::new(r"(\d+) (checks|BLOCKING)").unwrap();
+    for (id, _, _) in EMBEDDED {
+        let p = Protocol::load(id).unwrap();
+        let checks = p.checks().len();
+        let blocking = p
+            .checks()
+            .iter()
+            .filter(|c| c.severity == Severity::Blocking)
+            .count();
+        let row = list
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}\t")))
+            .unwrap_or_else(|| panic!("{id} not listed: {list}"));
+        assert!(
+            row.contains(&format!("{checks} checks ({blocking} BLOCKING)")),
+            "{row}"
+        );
+        for prose in [&p.title, &p.description] {
+            for c in written.captures_iter(prose) {
+                let want = if &c[2] == "checks" { checks } else { blocking };
+                assert_eq!(
+                    c[1].parse::<usize>().unwrap(),
+                    want,
+                    "{id}: `{}` in {prose}",
+                    &c[0]
+                );
+            }
+        }
+    }
+    let d10 = Protocol::load("d10").unwrap();
+    let blocking = d10
+        .checks()
+        .iter()
+        .filter(|c| c.severity == Severity::Blocking)
+        .count();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let said = format!(
+        "D10 Observer\nProtocol ({} checks, {blocking} BLOCKING)",
+        d10.checks().len()
+    );
+    assert!(readme.contains(&said), "the README should say `{said}`");
+}
+
 /// A copy of the D10 protocol with one edit; the error must name the right line and column.
 fn broken(edit: impl Fn(&str) -> String) -> (i32, String) {
     let d10 = referee::protocol::EMBEDDED[0].2;

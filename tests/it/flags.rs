@@ -568,6 +568,60 @@ fn man_renders_roff_pages() {
     );
 }
 
+/// The subcommand paths `--help` lists, from `referee --help` down (`protocol explain`).
+fn subcommand_paths(parent: &[String]) -> Vec<Vec<String>> {
+    let mut args = parent.to_vec();
+    args.push("--help".into());
+    let out = run_env(&args, &[]);
+    let Some((_, rest)) = out.stdout.split_once("Commands:\n") else {
+        return Vec::new();
+    };
+    let mut paths = Vec::new();
+    for line in rest.lines().take_while(|l| l.starts_with("  ")) {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        if name == "help" || line.starts_with("   ") {
+            continue;
+        }
+        let mut path = parent.to_vec();
+        path.push(name.to_string());
+        paths.extend(subcommand_paths(&path));
+        paths.push(path);
+    }
+    paths
+}
+
+/// `referee man` takes every subcommand path, as words (`protocol explain`) or as the page's
+/// name (`protocol-explain`), and gives that command's own page.
+#[test]
+fn man_takes_every_subcommand_path() {
+    let paths = subcommand_paths(&[]);
+    assert!(
+        paths.iter().any(|p| p == &["protocol", "explain"]),
+        "{paths:?}"
+    );
+    for path in &paths {
+        let page = format!(".TH referee-{} 1", path.join("-"));
+        let mut words = vec!["man".to_string()];
+        words.extend(path.iter().cloned());
+        let joined = strings(&["man", &path.join("-")]);
+        for args in [words, joined] {
+            let out = run_env(&args, &[]);
+            assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+            assert!(out.stdout.contains(&page), "{args:?}: no `{page}`");
+        }
+    }
+    let out = run(&["man", "protocol", "nope"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("no command `protocol nope`")
+            && out.stderr.contains("protocol explain"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn every_positional_argument_is_described() {
     let commands: [&[&str]; 11] = [

@@ -1,11 +1,13 @@
 //! The markdown the referee writes, as a reader gets it: snapshots of a STOP file, a pass file
 //! and the report from one refereed run, and every `OBSERVER-*.md` of replayed runs (D10 with
 //! a STOP standing, D10 in progress, code change with a veto and two tasks) linted with
-//! markdownlint-cli2 (`tools/markdownlint`, every rule but MD013). Under CI the linter must be
-//! there (`.ci/run` installs it with `npm ci`); elsewhere a missing linter skips the lint test
-//! with a notice.
+//! markdownlint-cli2 (`tools/markdownlint`, every rule but MD013), the code-change demo's
+//! outputs (REJECT, ESCALATE, APPROVE) among them. Under CI the linter must be there (`.ci/run`
+//! installs it with `npm ci`); elsewhere a missing linter skips the lint test with a notice on
+//! the test process's stderr, shown even though the test passes.
 
 use std::fs;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -161,6 +163,25 @@ fn code_change(root: &Path) -> PathBuf {
     ws.join(".referee")
 }
 
+/// `referee demo code-change` played at once into `root/demo`: a REJECT with a STOP, an
+/// ESCALATE, then an APPROVE (a verdict row with no reasons), in `.referee/`.
+fn code_change_demo(root: &Path) -> PathBuf {
+    let dir = root.join("demo");
+    let (code, out, err) = referee_cmd(&[
+        "demo",
+        "code-change",
+        "--speed",
+        "0",
+        "--keep",
+        s(&dir),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "demo: {out}{err}");
+    let report = read(&dir.join(".referee/OBSERVER-REPORT.md"));
+    assert!(report.contains("**APPROVE**"), "{report}");
+    dir.join(".referee")
+}
+
 /// Every `OBSERVER-*.md` directly in `dir`, sorted.
 fn observer_md(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
@@ -250,9 +271,12 @@ fn linter() -> Option<(PathBuf, PathBuf)> {
         "CI is set but markdownlint-cli2 is not installed: `.ci/run` installs it with \
          `npm ci --prefix tools/markdownlint` (node and npm are required)"
     );
-    eprintln!(
-        "note: markdownlint-cli2 not installed (npm ci --prefix tools/markdownlint); \
-         the markdown lint test is skipped"
+    // Straight to the process's stderr: the test harness captures `eprintln!` of a passing
+    // test, and a skipped lint must not pass unseen.
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\nnote: markdownlint-cli2 is not installed (`npm ci --prefix tools/markdownlint`, \
+         node and npm required): the lint of every OBSERVER-*.md is SKIPPED (under CI it fails)\n"
     );
     None
 }
@@ -268,6 +292,7 @@ fn every_observer_markdown_file_lints_clean() {
     files.extend(observer_md(&d10_in_progress(root.path())));
     files.extend(observer_md(&code_change(root.path())));
     files.extend(observer_md(&d10_waived(root.path())));
+    files.extend(observer_md(&code_change_demo(root.path())));
     let names: Vec<String> = files
         .iter()
         .filter_map(|f| f.file_name()?.to_str().map(String::from))
@@ -284,6 +309,10 @@ fn every_observer_markdown_file_lints_clean() {
         assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
     }
     assert_eq!(names.iter().filter(|n| *n == "OBSERVER-STOP.md").count(), 2);
+    assert_eq!(
+        names.iter().filter(|n| *n == "OBSERVER-REPORT.md").count(),
+        5
+    );
     // `:` takes each path literally (no glob); run from the temp root, so no config file of
     // the repository or the runs is picked up beside the one given.
     let out = Command::new(&bin)

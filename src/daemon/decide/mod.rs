@@ -336,6 +336,7 @@ impl Ledger {
             let hash = evidence_hash(&r.evidence);
             // A pass's first results are in its pass_run event; only bad ones enter the history.
             if prev.is_some() || matches!(r.status, Status::Fail | Status::Inconclusive) {
+                let details = Change::kept_details(r.status, &r.evidence.details);
                 self.history.push(Change {
                     at: clock.wall,
                     pass: r.pass.clone(),
@@ -344,6 +345,7 @@ impl Ledger {
                     to: r.status,
                     note: note.map(str::to_string),
                     observed: Some(r.evidence.observed.clone()),
+                    details: details.clone(),
                 });
                 let event = Event::ResultChanged {
                     pass: r.pass.clone(),
@@ -356,6 +358,7 @@ impl Ledger {
                     due: r.due,
                     expected: r.evidence.expected.clone(),
                     observed: r.evidence.observed.clone(),
+                    details,
                     evidence_sha256: hash.clone(),
                 };
                 out.records.push(record(event, &r.evidence));
@@ -409,6 +412,7 @@ impl Ledger {
             to: Status::Fail,
             note: Some(note),
             observed: Some(r.evidence.observed.clone()),
+            details: Vec::new(),
         });
         if !blocking {
             return;
@@ -482,6 +486,7 @@ impl Ledger {
                     to: Status::Fail,
                     note: Some(format!("ESCALATED: human review required — {reason}")),
                     observed: None,
+                    details: Vec::new(),
                 });
                 let event = Event::Escalation {
                     pass: r.pass.clone(),

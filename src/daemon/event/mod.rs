@@ -119,6 +119,11 @@ pub enum Event {
         expected: String,
         #[serde(default)]
         observed: String,
+        /// What a FAIL or INCONCLUSIVE rests on (file:line, term, value), capped
+        /// ([`crate::outputs::Change::kept_details`]): the cause stays in the log after the
+        /// result changes again.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        details: Vec<String>,
         #[serde(default)]
         evidence_sha256: String,
     },

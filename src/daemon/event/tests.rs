@@ -52,6 +52,7 @@ fn every_kind() -> Vec<Event> {
             due: true,
             expected: "e".into(),
             observed: "o".into(),
+            details: vec!["a.md:7: `GR-` matched \"GR-12\"".into()],
             evidence_sha256: "h".into(),
         },
         Event::StopRaised {

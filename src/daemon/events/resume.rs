@@ -221,6 +221,7 @@ impl Resumed {
                 to,
                 note,
                 observed,
+                details,
                 ..
             } => {
                 if let Some(k) = key {
@@ -234,6 +235,7 @@ impl Resumed {
                     to,
                     note,
                     observed: Some(observed),
+                    details,
                 });
             }
             Event::StopRaised {
@@ -269,6 +271,7 @@ impl Resumed {
                     to: Status::Fail,
                     note: Some(format!("ESCALATED: human review required — {reason}")),
                     observed: None,
+                    details: Vec::new(),
                 });
                 if let Some(k) = key {
                     self.escalations.retain(|(e, _)| *e != k);
