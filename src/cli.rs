@@ -448,6 +448,27 @@ fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
     Ok(crate::state::locate(&canon, explicit)?)
 }
 
+/// What the referee that watched `dir` saw, in order ([`crate::observed`]), when its state
+/// directory holds a record: `verify` orders what it saw like `watch` does. No state directory
+/// (or no record in it): the claims alone. Read only; a state directory the referee could not
+/// trust is refused.
+fn seen_record(
+    dir: &Path,
+    explicit: Option<&Path>,
+) -> Result<Option<std::sync::Arc<crate::observed::Observed>>> {
+    let state = match state_of(dir, explicit) {
+        Ok(s) => s,
+        // No home to find a default in: no memory to read.
+        Err(_) if explicit.is_none() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !crate::state::exists(&state) {
+        return Ok(None);
+    }
+    crate::state::check(&state)?;
+    Ok(crate::observed::Observed::load(&state)?.map(std::sync::Arc::new))
+}
+
 /// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
 /// followed, and said.
 fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
@@ -492,6 +513,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     let options = Options {
         final_: a.final_,
         now: Some(now),
+        seen: seen_record(&a.build_dir, a.state_dir.as_deref())?,
         ..Options::default()
     };
     let mut eval = engine::evaluate(&protocol, &snap, &options);

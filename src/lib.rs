@@ -16,6 +16,7 @@ pub mod engine;
 mod error;
 pub mod exit;
 pub mod logging;
+pub mod observed;
 pub mod outputs;
 pub mod protocol;
 pub mod replay;

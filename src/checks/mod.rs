@@ -173,6 +173,8 @@ pub struct Ctx<'a> {
     gates: RefCell<HashMap<String, Rc<GateParse>>>,
     /// The task attempt judged, in a pass instance of a task record (`for_each`).
     pub task: Option<&'a change::TaskScope<'a>>,
+    /// What the referee saw and when ([`crate::observed`]); `None`: the claims alone.
+    pub seen: Option<&'a crate::observed::Observed>,
 }
 
 impl<'a> Ctx<'a> {
@@ -185,6 +187,7 @@ impl<'a> Ctx<'a> {
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             task: None,
+            seen: None,
         };
         if let Some(spec) = &protocol.verdict {
             (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
@@ -202,6 +205,7 @@ impl<'a> Ctx<'a> {
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             task: Some(task),
+            seen: self.seen,
         }
     }
 

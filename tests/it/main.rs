@@ -1,6 +1,7 @@
 // Test helpers unwrap freely: a failed unwrap is a failed test, with its place.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
+mod agree;
 mod attack_git;
 mod attack_records;
 mod builder;
@@ -14,6 +15,7 @@ mod fuzz;
 mod heap;
 mod liveness;
 mod markdown;
+mod order;
 mod replay;
 mod root;
 mod state;

@@ -197,6 +197,14 @@ impl Session {
         // until the first settled evaluation (no resolve-then-raise gap across a restart).
         opening.adopted = stop.adopt();
         let waivers = cfg.waivers.clone().map(super::waivers::WaiverFile::new);
+        // What the referee saw is a fact about the directory, not a judgment under a protocol:
+        // `--fresh` starts a new event log but keeps it.
+        let seen = match &tasks {
+            Some(_) => None,
+            None => Some(Arc::new(
+                crate::observed::Observed::load(&state)?.unwrap_or_default(),
+            )),
+        };
         Ok(Session {
             settle: Settle::new(cfg.settle).with_max(cfg.settle_max),
             ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle),
@@ -231,9 +239,11 @@ impl Session {
             evaluated: false,
             listing: None,
             pending: Vec::new(),
+            seen,
             recheck_at: None,
             finish_at: None,
             last_activity: start,
+            complete_since: None,
             end: None,
             opening: Some(opening),
         })
