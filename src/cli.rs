@@ -249,6 +249,12 @@ enum ProtocolCommand {
         #[arg(value_name = "FILE|ID")]
         protocol: String,
     },
+    /// Print a protocol's SHA-256 (what `watch` records and `status --expect-protocol` pins).
+    Hash {
+        /// An embedded protocol id (`d10`) or the path of a protocol file.
+        #[arg(value_name = "ID|FILE", default_value = protocol::DEFAULT_ID)]
+        protocol: String,
+    },
     /// Explain one check: what it reads, when it is due, what makes it PASS/FAIL/WAIT.
     Explain {
         /// The check's id (`OBS-07`, `CC-05`).
@@ -685,6 +691,10 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             let p = load_protocol(&protocol)?;
             print(&p.text)?;
         }
+        ProtocolCommand::Hash { protocol } => {
+            let p = load_protocol(&protocol)?;
+            print(&format!("{}\n", p.sha256))?;
+        }
         ProtocolCommand::Check { protocol } => {
             let path = Path::new(&protocol);
             let p = if path.exists() {
@@ -880,9 +890,30 @@ struct StatusArgs {
     /// accepting an attempt: plain `status` says go for a REJECT that raised no STOP.
     #[arg(long, value_name = "ID")]
     task: Option<String>,
-    /// With `--task`: wait up to DURATION for the verdict to appear (`30s`; default 0).
-    #[arg(long, value_name = "DURATION", requires = "task", value_parser = crate::duration::parse)]
+    /// With `--task`: wait up to DURATION for the verdict to appear (`30s`; default 0). With
+    /// `--sync`: wait up to DURATION for the referee to catch up (default 30s; then exit 3).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     wait: Option<std::time::Duration>,
+    /// First wait until the live referee has judged every file written before this call (a
+    /// barrier queued behind the pipeline's own file events: a token file `OBSERVER-SYNC-*` is
+    /// put in the build directory and removed, and the referee acknowledges it in its state
+    /// directory), then answer. Exit 3 when no live referee catches up within `--wait`. For a
+    /// build directory; for a task use `--task ID --wait`.
+    #[arg(long)]
+    sync: bool,
+    /// Exit 1 unless the live referee runs the protocol with this SHA-256 (`referee protocol
+    /// hash ID|FILE` prints it; a prefix of 12+ hex digits will do): a referee restarted with
+    /// other rules is refused.
+    #[arg(long, value_name = "SHA256")]
+    expect_protocol: Option<String>,
+    /// Exit 1 unless the live referee runs with the waiver file whose bytes have this SHA-256
+    /// (`sha256sum FILE`), or, with `none`, without waivers.
+    #[arg(long, value_name = "SHA256|none")]
+    expect_waivers: Option<String>,
+    /// Print how the referee was started (pid, protocol and waiver hashes, `--fresh`) before
+    /// the answer, for an orchestrator to pin.
+    #[arg(long)]
+    show_run: bool,
     /// With `--task`: the protocol whose verdict names count as good (default: code-change).
     #[arg(long, value_name = "ID|FILE", requires = "task")]
     protocol: Option<String>,
@@ -939,6 +970,12 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
 }
 
 fn status(a: StatusArgs) -> Result<ExitCode> {
+    if a.wait.is_some() && a.task.is_none() && !a.sync {
+        bail!("`--wait` applies to `--task ID` or `--sync`");
+    }
+    let sync = a
+        .sync
+        .then(|| a.wait.unwrap_or(std::time::Duration::from_secs(30)));
     let task = match a.task {
         Some(id) => {
             let p = load_protocol(a.protocol.as_deref().unwrap_or("code-change"))?;
@@ -969,6 +1006,10 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
         require_live: a.require_live,
         stale: a.stale,
         task,
+        expect_protocol: a.expect_protocol,
+        expect_waivers: a.expect_waivers,
+        show_run: a.show_run,
+        sync,
     })?;
     match &answer.note {
         Some(crate::status::Note::Info(text)) => tracing::info!("{text}"),

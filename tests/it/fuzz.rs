@@ -1309,6 +1309,10 @@ fn status_config(dir: &Path, require_live: bool, stale: Option<Duration>) -> sta
         require_live,
         stale,
         task: None,
+        expect_protocol: None,
+        expect_waivers: None,
+        show_run: false,
+        sync: None,
     }
 }
 

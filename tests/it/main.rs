@@ -16,6 +16,7 @@ mod heap;
 mod liveness;
 mod markdown;
 mod order;
+mod pinned;
 mod replay;
 mod root;
 mod state;

@@ -13,6 +13,7 @@ mod copies;
 mod end;
 mod identity;
 mod open;
+mod sync;
 mod tamper;
 mod tasks;
 mod waivers;
@@ -51,13 +52,19 @@ pub struct Batch {
     pub stop_touched: bool,
     /// Events may have been lost: judge everything again (why).
     pub rescan: Vec<String>,
+    /// `status --sync` tokens whose files were seen ([`crate::sync`]).
+    pub syncs: Vec<String>,
 }
 
 impl Batch {
     /// Adds one path change: the latest event decides, but a metadata change after a write
     /// leaves it a write.
     pub fn add(&mut self, rel: String, kind: ChangeKind) {
-        if rel == crate::outputs::STOP_FILE {
+        if let Some(token) = crate::sync::token_of(&rel) {
+            if !self.syncs.iter().any(|t| t == token) {
+                self.syncs.push(token.to_string());
+            }
+        } else if rel == crate::outputs::STOP_FILE {
             self.stop_touched = true;
         } else if kind == ChangeKind::Metadata {
             self.paths.entry(rel).or_insert(kind);
@@ -142,6 +149,8 @@ pub struct Session {
     /// What the referee saw and in which order (kept in the state directory); `None` for a
     /// protocol of task records.
     seen: Option<Arc<crate::observed::Observed>>,
+    /// `status --sync` tokens seen and not yet acknowledged.
+    syncs: Vec<String>,
     // Timers.
     next_beat: Instant,
     recheck_at: Option<Instant>,
@@ -279,6 +288,7 @@ impl Session {
                 return;
             }
         }
+        self.syncs.append(&mut batch.syncs);
         // One stat per wake-up: nothing is judged or written for a directory no longer there.
         self.check_dir(batch.root_lost);
         if self.detached_why.is_some() {
@@ -304,6 +314,7 @@ impl Session {
         if batch.stop_touched {
             self.check_stop();
         }
+        self.ack_syncs();
     }
 
     /// Scans and evaluates (only the instances `changed` touches, when given); faults on failure.
@@ -482,6 +493,7 @@ impl Session {
         if self.recheck_at.is_some_and(|t| t <= now) {
             self.recheck_at = None;
             self.judge(None);
+            self.ack_syncs();
         }
         if self.finish_at.is_some_and(|t| t <= now) {
             self.finish_at = None;

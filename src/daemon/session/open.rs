@@ -240,6 +240,7 @@ impl Session {
             listing: None,
             pending: Vec::new(),
             seen,
+            syncs: Vec::new(),
             recheck_at: None,
             finish_at: None,
             last_activity: start,
@@ -249,7 +250,7 @@ impl Session {
         })
     }
 
-    fn run_options(&self) -> RunOptions {
+    pub(super) fn run_options(&self) -> RunOptions {
         RunOptions {
             watch: self.source.clone(),
             exit_with: self.cfg.exit_with,
@@ -371,6 +372,7 @@ impl Session {
         if opening.adopted {
             self.stop_adopted(raised_by_referee);
         }
+        self.record_start();
     }
 }
 
