@@ -334,7 +334,13 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
             })
             .collect();
         o.observed = vec![format!("in order: {}", shown.join(&op))];
-        if present.iter().any(|t| !t.seen.is_empty()) {
+        // Said only when the referee saw some of them written after others (one round, such
+        // as all there when it started, orders nothing).
+        let mut rounds = present
+            .iter()
+            .flat_map(|t| t.seen.iter().map(|(s, _)| s.round));
+        let first = rounds.next();
+        if rounds.any(|r| Some(r) != first) {
             o.observed
                 .push("in the order the referee saw them written".into());
         }
