@@ -250,6 +250,12 @@ enum ProtocolCommand {
         #[arg(value_name = "FILE|ID")]
         protocol: String,
     },
+    /// Print a protocol's SHA-256 (what `watch` records and `status --expect-protocol` pins).
+    Hash {
+        /// An embedded protocol id (`d10`) or the path of a protocol file.
+        #[arg(value_name = "ID|FILE", default_value = protocol::DEFAULT_ID)]
+        protocol: String,
+    },
     /// Explain one check: what it reads, when it is due, what makes it PASS/FAIL/WAIT.
     Explain {
         /// The check's id (`OBS-07`, `CC-05`).
@@ -477,6 +483,27 @@ fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
     Ok(crate::state::locate(&canon, explicit)?)
 }
 
+/// What the referee that watched `dir` saw, in order ([`crate::observed`]), when its state
+/// directory holds a record: `verify` orders what it saw like `watch` does. No state directory
+/// (or no record in it): the claims alone. Read only; a state directory the referee could not
+/// trust is refused.
+fn seen_record(
+    dir: &Path,
+    explicit: Option<&Path>,
+) -> Result<Option<std::sync::Arc<crate::observed::Observed>>> {
+    let state = match state_of(dir, explicit) {
+        Ok(s) => s,
+        // No home to find a default in: no memory to read.
+        Err(_) if explicit.is_none() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !crate::state::exists(&state) {
+        return Ok(None);
+    }
+    crate::state::check(&state)?;
+    Ok(crate::observed::Observed::load(&state)?.map(std::sync::Arc::new))
+}
+
 /// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
 /// followed, and said.
 fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
@@ -521,6 +548,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     let options = Options {
         final_: a.final_,
         now: Some(now),
+        seen: seen_record(&a.build_dir, a.state_dir.as_deref())?,
         ..Options::default()
     };
     let mut eval = engine::evaluate(&protocol, &snap, &options);
@@ -697,6 +725,10 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
         ProtocolCommand::Show { protocol } => {
             let p = load_protocol(&protocol)?;
             print(&p.text)?;
+        }
+        ProtocolCommand::Hash { protocol } => {
+            let p = load_protocol(&protocol)?;
+            print(&format!("{}\n", p.sha256))?;
         }
         ProtocolCommand::Check { protocol } => {
             let path = Path::new(&protocol);
@@ -902,9 +934,30 @@ struct StatusArgs {
     /// accepting an attempt: plain `status` says go for a REJECT that raised no STOP.
     #[arg(long, value_name = "ID")]
     task: Option<String>,
-    /// With `--task`: wait up to DURATION for the verdict to appear (`30s`; default 0).
-    #[arg(long, value_name = "DURATION", requires = "task", value_parser = crate::duration::parse)]
+    /// With `--task`: wait up to DURATION for the verdict to appear (`30s`; default 0). With
+    /// `--sync`: wait up to DURATION for the referee to catch up (default 30s; then exit 3).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     wait: Option<std::time::Duration>,
+    /// First wait until the live referee has judged every file written before this call (a
+    /// barrier queued behind the pipeline's own file events: a token file `OBSERVER-SYNC-*` is
+    /// put in the build directory and removed, and the referee acknowledges it in its state
+    /// directory), then answer. Exit 3 when no live referee catches up within `--wait`. For a
+    /// build directory; for a task use `--task ID --wait`.
+    #[arg(long)]
+    sync: bool,
+    /// Exit 1 unless the live referee runs the protocol with this SHA-256 (`referee protocol
+    /// hash ID|FILE` prints it; a prefix of 12+ hex digits will do): a referee restarted with
+    /// other rules is refused.
+    #[arg(long, value_name = "SHA256")]
+    expect_protocol: Option<String>,
+    /// Exit 1 unless the live referee runs with the waiver file whose bytes have this SHA-256
+    /// (`sha256sum FILE`), or, with `none`, without waivers.
+    #[arg(long, value_name = "SHA256|none")]
+    expect_waivers: Option<String>,
+    /// Print how the referee was started (pid, protocol and waiver hashes, `--fresh`) before
+    /// the answer, for an orchestrator to pin.
+    #[arg(long)]
+    show_run: bool,
     /// With `--task`: the protocol whose verdict names count as good (default: code-change).
     #[arg(long, value_name = "ID|FILE", requires = "task")]
     protocol: Option<String>,
@@ -961,6 +1014,12 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
 }
 
 fn status(a: StatusArgs) -> Result<ExitCode> {
+    if a.wait.is_some() && a.task.is_none() && !a.sync {
+        bail!("`--wait` applies to `--task ID` or `--sync`");
+    }
+    let sync = a
+        .sync
+        .then(|| a.wait.unwrap_or(std::time::Duration::from_secs(30)));
     let task = match a.task {
         Some(id) => {
             let p = load_protocol(a.protocol.as_deref().unwrap_or("code-change"))?;
@@ -991,6 +1050,10 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
         require_live: a.require_live,
         stale: a.stale,
         task,
+        expect_protocol: a.expect_protocol,
+        expect_waivers: a.expect_waivers,
+        show_run: a.show_run,
+        sync,
     })?;
     match &answer.note {
         Some(crate::status::Note::Info(text)) => tracing::info!("{text}"),

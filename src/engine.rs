@@ -189,6 +189,9 @@ pub struct Options {
     pub ran: BTreeMap<String, PassState>,
     /// The time to stamp on passes that run now.
     pub now: Option<DateTime<Utc>>,
+    /// What the referee saw and in which order (the daemon's, or the record `verify` found):
+    /// time checks also order what it saw.
+    pub seen: Option<std::sync::Arc<crate::observed::Observed>>,
 }
 
 /// The result of judging a build directory once.
@@ -345,7 +348,8 @@ pub fn evaluate_workspace(
         .iter()
         .filter(|r| r.is_judged(&judge_status))
         .collect();
-    let ctx = Ctx::new(protocol, snap);
+    let mut ctx = Ctx::new(protocol, snap);
+    ctx.seen = opts.seen.as_deref();
     let complete = ctx.complete();
     let now = opts.now.unwrap_or_else(Utc::now);
     let mut passes = Vec::new();
@@ -492,7 +496,8 @@ pub fn evaluate_changed(
         changed = previous.map(|(_, changed)| changed.len())
     )
     .entered();
-    let ctx = Ctx::new(protocol, snap);
+    let mut ctx = Ctx::new(protocol, snap);
+    ctx.seen = opts.seen.as_deref();
     let complete = ctx.complete();
     let now = opts.now.unwrap_or_else(Utc::now);
     let mut passes = Vec::new();

@@ -16,6 +16,9 @@
 //!   OBSERVER-EVENTS.jsonl             the event log a restart resumes from; `flock`ed while live
 //!   OBSERVER-HEARTBEAT.json           the heartbeat `status --require-live` believes
 //!   OBSERVER-STOP.md                  exists exactly while a STOP stands
+//!   OBSERVER-SEEN.json                D10: what the referee saw, by round ([`crate::observed`])
+//!   OBSERVER-RUN.json                 how the live run was started ([`crate::started`])
+//!   OBSERVER-SYNCED.json              `status --sync` tokens acknowledged ([`crate::sync`])
 //!   OBSERVER-VERDICT-<task>.json/.md  code-change: each task's latest verdict
 //!   attempts/<task>/<n>.json, .diff   code-change: every judged attempt (the loop guards' memory)
 //!   baseline/tree/…, baseline/COMPLETE  code-change: the start snapshot of a non-git workspace

@@ -11,8 +11,9 @@ The same contract as orchestrator.sh beside it:
 2. It runs the phases. Here each phase "runs its agents" by replaying that phase's part of a
    recorded D10 run (`referee replay demo`, whose gate results arrive with one entry typed in by
    hand); a real orchestrator spawns its agents at the same place.
-3. At every phase transition it waits until the referee has caught up with what the phase wrote
-   (see `caught_up`), then asks `referee status BUILD_DIR --require-live`:
+3. At every phase transition it asks `referee status BUILD_DIR --sync --require-live`, which
+   first waits until the referee has judged every file the phase wrote (a barrier queued behind
+   the phase's own file events), then answers:
      0  go: the next phase starts;
      1  STOP: the pipeline halts there. The STOP file is printed; when the phase has a re-run (the
         demo's gate runner) and RERUNS allows another, it re-runs it and asks again, and goes on
@@ -22,15 +23,13 @@ The same contract as orchestrator.sh beside it:
 
 Environment: REFEREE (default `referee` on PATH), TIMELINE (default `demo`), RERUNS (default 1),
 REFEREE_HEARTBEAT (default 0.5), REFEREE_WATCH_ARGS (split on spaces), STOP_WAIT (default 30),
-FINISH_WAIT (default 30), as in orchestrator.sh.
+SYNC_WAIT (default 30), FINISH_WAIT (default 30), as in orchestrator.sh.
 
 Exit: 0 pipeline complete and no standing BLOCKING failure; 1 halted at a STOP (or the referee's
 final verdict is 1); 2 could not run; 3 no live referee at a transition. The referee's own lines
 go to stderr; this script's lines (`orchestrator: ...`) to stdout.
 """
 
-import json
-import math
 import os
 import shlex
 import signal
@@ -42,9 +41,8 @@ from typing import List, NamedTuple, Optional, Tuple
 
 GO, STOP, NOT_LIVE = 0, 1, 3
 
-# The referee's `--settle` default: a failure on a file written in place is held this long
-# (passing `--settle` in REFEREE_WATCH_ARGS? change it here too).
-SETTLE = 0.3
+# How long `status --sync` may wait for the referee to catch up before it says "no live referee".
+SYNC_WAIT = os.environ.get("SYNC_WAIT", "30")
 
 
 class Phase(NamedTuple):
@@ -85,7 +83,6 @@ class Referee:
         self.binary = binary
         self.build_dir = build_dir
         self.heartbeat = heartbeat
-        self.heartbeat_file = build_dir / "OBSERVER-HEARTBEAT.json"
         # Its lines go to stderr: stdout is this script's account of the run.
         self.proc = subprocess.Popen(
             [binary, "watch", str(build_dir), "--exit-with", str(os.getpid()),
@@ -93,20 +90,13 @@ class Referee:
             stdout=sys.stderr,
         )
 
-    def status(self) -> Tuple[int, str, str]:
+    def status(self, *extra: str) -> Tuple[int, str, str]:
         """`referee status --require-live`: (exit code, stdout, stderr)."""
         r = subprocess.run(
-            [self.binary, "status", str(self.build_dir), "--require-live"],
+            [self.binary, "status", str(self.build_dir), "--require-live", *extra],
             capture_output=True, text=True, check=False,
         )
         return r.returncode, r.stdout, r.stderr
-
-    def heartbeat_json(self) -> dict:
-        try:
-            return json.loads(self.heartbeat_file.read_text())
-        except (OSError, ValueError):
-            # None yet, or caught between two writes (it is replaced atomically, so rarely).
-            return {}
 
     def wait_started(self, within: float = 10.0) -> None:
         """Until the first heartbeat makes it live; a referee that exits meanwhile could not start."""
@@ -118,27 +108,12 @@ class Referee:
         code = self.stop()
         raise Halt(2, f"the referee did not start (exit {code}); see its message above")
 
-    def caught_up(self) -> None:
-        """Waits until the referee has judged everything the last phase wrote.
-
-        `referee status` answers from the files the referee has written so far, so asking right
-        after a write could say `go` before the referee has even seen it. The referee's loop
-        handles every file event before it writes a heartbeat, so a few new beats (enough to
-        outlast the settle window, plus two) mean it has caught up. A referee that stops beating
-        is left to `status --require-live` to report."""
-        want = math.ceil(SETTLE / self.heartbeat) + 2
-        quiet_limit = 3 * self.heartbeat + 1.0
-        last = self.heartbeat_json().get("last_beat")
-        seen, quiet_since = 0, time.monotonic()
-        while seen < want and time.monotonic() - quiet_since < quiet_limit:
-            time.sleep(0.1)
-            now = self.heartbeat_json().get("last_beat")
-            if now is not None and now != last:
-                seen, last, quiet_since = seen + 1, now, time.monotonic()
-
     def ask(self) -> Tuple[int, str, str]:
-        self.caught_up()
-        return self.status()
+        """`status --sync`: the answer is about everything written before the call. `status`
+        waits until the referee has judged it (and nothing is held back while a file settles),
+        so a `go` never runs ahead of the referee; a referee that cannot catch up within
+        SYNC_WAIT is no live referee (3)."""
+        return self.status("--sync", "--wait", SYNC_WAIT)
 
     def finish(self, within: float) -> int:
         """Once the pipeline is complete the referee finishes by itself; waits for that."""

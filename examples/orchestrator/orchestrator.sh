@@ -9,8 +9,9 @@
 # 2. It runs the phases. Here each phase "runs its agents" by replaying that phase's part of a
 #    recorded D10 run (`referee replay demo`, whose gate results arrive with one entry typed in by
 #    hand); a real orchestrator spawns its agents at the same place.
-# 3. At every phase transition it waits until the referee has caught up with what the phase wrote
-#    (see `caught_up`), then asks `referee status BUILD_DIR --require-live`:
+# 3. At every phase transition it asks `referee status BUILD_DIR --sync --require-live`, which
+#    first waits until the referee has judged every file the phase wrote (a barrier queued behind
+#    the phase's own file events), then answers:
 #      0  go: the next phase starts;
 #      1  STOP: the pipeline halts there. The STOP file is printed; when the phase has a re-run
 #         (the demo's gate runner) and RERUNS allows another, it re-runs it and asks again, and
@@ -25,6 +26,7 @@
 #   REFEREE_HEARTBEAT    seconds between the referee's heartbeats (default: 0.5)
 #   REFEREE_WATCH_ARGS   more arguments for `referee watch` (split on spaces)
 #   STOP_WAIT            seconds to wait for a re-run to clear a STOP (default: 30)
+#   SYNC_WAIT            seconds `status --sync` may wait for the referee to catch up (default: 30)
 #   FINISH_WAIT          whole seconds to wait for the final report after the last phase (default: 30)
 #
 # Exit: 0 pipeline complete and the referee found no standing BLOCKING failure; 1 halted at a
@@ -39,10 +41,8 @@ TIMELINE=${TIMELINE:-demo}
 RERUNS=${RERUNS:-1}
 REFEREE_HEARTBEAT=${REFEREE_HEARTBEAT:-0.5}
 STOP_WAIT=${STOP_WAIT:-30}
+SYNC_WAIT=${SYNC_WAIT:-30}
 FINISH_WAIT=${FINISH_WAIT:-30}
-# The referee's `--settle` default: a failure on a file written in place is held this long
-# (passing `--settle` in REFEREE_WATCH_ARGS? change it here too).
-SETTLE=0.3
 
 # The phases of the demo run: name, then the part of the timeline it plays (`--from`, `--until`),
 # then the part that re-runs it after a STOP (empty: no re-run, a STOP halts the pipeline).
@@ -85,42 +85,15 @@ trap 'stop_referee; rm -f -- "$ERR_FILE"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# What the heartbeat says its last beat was (empty when there is no heartbeat yet).
-last_beat() {
-	sed -n 's/^ *"last_beat": *"\([^"]*\)".*/\1/p' "$HEARTBEAT_FILE" 2>/dev/null || true
-}
-
-# Waits until the referee has judged everything the phase wrote. `referee status` answers from
-# the files the referee has written so far, so asking right after a write could say `go` before
-# the referee has even seen it. The referee's loop handles every file event before it writes a
-# heartbeat, so a few new beats (enough to outlast the settle window, plus two) mean it has
-# caught up. A referee that stops beating is left to `status --require-live` to report.
-caught_up() {
-	local want seen=0 last now quiet=0 limit
-	want=$(awk -v s="$SETTLE" -v h="$REFEREE_HEARTBEAT" 'BEGIN { n = s / h; print int(n) + (n > int(n)) + 2 }')
-	# Polls every 0.1 s; a referee silent for 3 beats and a second is not live.
-	limit=$(awk -v h="$REFEREE_HEARTBEAT" 'BEGIN { print int(30 * h) + 10 }')
-	last=$(last_beat)
-	while ((seen < want)); do
-		sleep 0.1
-		now=$(last_beat)
-		if [[ -n $now && $now != "$last" ]]; then
-			seen=$((seen + 1))
-			last=$now
-			quiet=0
-		else
-			quiet=$((quiet + 1))
-			((quiet < limit)) || return 0
-		fi
-	done
-}
-
-# Asks the referee at a transition, once it has caught up: sets STATUS_CODE (0 go, 1 STOP,
-# 3 no live referee, else a fault), STATUS_OUT (`go` or the STOP file) and its message in ERR_FILE.
+# Asks the referee at a transition: sets STATUS_CODE (0 go, 1 STOP, 3 no live referee, else a
+# fault), STATUS_OUT (`go` or the STOP file) and its message in ERR_FILE. `--sync` makes the answer
+# about everything written before the call: `status` waits until the referee has judged it (and
+# nothing is held back while a file settles), so a `go` never runs ahead of the referee; a referee
+# that cannot catch up within SYNC_WAIT is no live referee (3).
 ask() {
-	caught_up
 	STATUS_CODE=0
-	STATUS_OUT=$("$REFEREE" status "$BUILD_DIR" --require-live 2>"$ERR_FILE") || STATUS_CODE=$?
+	STATUS_OUT=$("$REFEREE" status "$BUILD_DIR" --sync --wait "$SYNC_WAIT" --require-live 2>"$ERR_FILE") ||
+		STATUS_CODE=$?
 }
 
 # Plays part of the recorded run into the build directory: a phase's agents at work.

@@ -185,6 +185,8 @@ pub struct Ctx<'a> {
     wrong: RefCell<Vec<String>>,
     /// The task attempt judged, in a pass instance of a task record (`for_each`).
     pub task: Option<&'a change::TaskScope<'a>>,
+    /// What the referee saw and when ([`crate::observed`]); `None`: the claims alone.
+    pub seen: Option<&'a crate::observed::Observed>,
 }
 
 impl<'a> Ctx<'a> {
@@ -198,6 +200,7 @@ impl<'a> Ctx<'a> {
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
             task: None,
+            seen: None,
         };
         if let Some(spec) = &protocol.verdict {
             (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
@@ -218,6 +221,7 @@ impl<'a> Ctx<'a> {
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
             task: Some(task),
+            seen: self.seen,
         }
     }
 

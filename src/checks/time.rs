@@ -1,11 +1,16 @@
 //! Predicates over time: resolving a time reference (tracker values, time cells, table
 //! columns, file mtimes) and judging the order of a chain of them. An mtime that cannot be
 //! had, or files the walk could not see, leave a time unknown (INCONCLUSIVE), never absent.
+//!
+//! A written time is a claim. When the referee saw the directory change ([`Ctx::seen`], see
+//! [`crate::observed`]), the order in which it first saw each claimed thing is ordered too, and
+//! an order it saw the other way round fails the chain whatever the claims say.
 
 use chrono::{DateTime, Utc};
 
 use super::{format_time, with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::tracker::{is_empty_value, parse_timestamp, SectionFilter};
+use crate::observed::{self, Seen};
 use crate::protocol::predicate::{Absent, TimeOrder, TimeRef};
 
 const TRACKER: &str = "EXECUTION-TRACKER.md";
@@ -20,6 +25,8 @@ struct Times {
     unparseable: Vec<String>,
     /// Why it could not be looked at, if it could not (unreadable tracker).
     blocked: Option<Outcome>,
+    /// When the referee first saw what each time stands for (with the referee's memory only).
+    seen: Vec<(Seen, String)>,
 }
 
 impl Times {
@@ -62,6 +69,11 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 return t;
             }
             let at = format!("{TRACKER}:{}: {} = {}", row.line, t.label, raw.trim());
+            if let Some(seen) = ctx.seen {
+                let key = observed::field_key(&row.name, &row.value, row.third.as_deref());
+                t.seen
+                    .push((seen.seen(&key), format!("{} in {TRACKER}", row.name)));
+            }
             match parsed {
                 Some(ts) => t.times.push((ts, at)),
                 None => t.unparseable.push(at),
@@ -88,11 +100,23 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             let Some(table) = tracker.table_in(&filter, &c.column) else {
                 return t;
             };
+            let heading = table
+                .section
+                .and_then(|i| tracker.sections.get(i))
+                .map_or("", |s| s.heading.as_str());
+            let header = table
+                .column_index(&c.column)
+                .and_then(|i| table.header.get(i))
+                .map_or(c.column.as_str(), |h| h.as_str());
             for (line, cell) in tracker.column(table, &c.column) {
                 if is_empty_value(&cell) {
                     continue;
                 }
                 let at = format!("{TRACKER}:{line}: {} = {}", c.column, cell.trim());
+                if let Some(seen) = ctx.seen {
+                    let key = observed::cell_key(heading, header, &cell);
+                    t.seen.push((seen.seen(&key), at.clone()));
+                }
                 match parse_timestamp(&cell) {
                     Some(ts) => t.times.push((ts, at)),
                     None => t.unparseable.push(at),
@@ -112,6 +136,14 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                     .push(format!("{}: not a regular file, no mtime taken", e.rel));
             }
             for e in files {
+                // Read only with the referee's memory: without it, an mtime is only a time.
+                if let Some(seen) = ctx.seen {
+                    if let Ok(d) = ctx.read(&e.rel) {
+                        let key = observed::file_key(&e.rel, &d.sha256);
+                        t.seen
+                            .push((seen.seen(&key), format!("{} as it is now", e.rel)));
+                    }
+                }
                 match e.mtime() {
                     Some(m) => t.times.push((
                         DateTime::<Utc>::from(m),
@@ -167,6 +199,13 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 t.label
             );
             t.times = pick.into_iter().collect();
+            // Fails closed: the last seen of what must come first, the first of what must follow.
+            let seen = if latest {
+                t.seen.iter().max_by_key(|(s, _)| s.round).cloned()
+            } else {
+                t.seen.iter().min_by_key(|(s, _)| s.round).cloned()
+            };
+            t.seen = seen.into_iter().collect();
             t
         }
     }
@@ -291,7 +330,8 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
             }
         }
     }
-    if violations.is_empty() {
+    let seen_out_of_order = seen_violations(&present);
+    if violations.is_empty() && seen_out_of_order.is_empty() {
         let shown: Vec<String> = present
             .iter()
             .map(|t| match t.times.as_slice() {
@@ -300,13 +340,53 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
             })
             .collect();
         o.observed = vec![format!("in order: {}", shown.join(&op))];
+        // Said only when the referee saw some of them written after others (one round, such
+        // as all there when it started, orders nothing).
+        let mut rounds = present
+            .iter()
+            .flat_map(|t| t.seen.iter().map(|(s, _)| s.round));
+        let first = rounds.next();
+        if rounds.any(|r| Some(r) != first) {
+            o.observed
+                .push("in the order the referee saw them written".into());
+        }
     } else {
         o.verdict = Verdict::Fail;
-        o.observed = vec![format!("{} out of order", violations.len())];
+        o.observed = Vec::new();
+        if !violations.is_empty() {
+            o.observed
+                .push(format!("{} out of order", violations.len()));
+        }
+        if !seen_out_of_order.is_empty() {
+            o.observed.push(format!(
+                "the referee saw {} written in the other order, whatever the times written say",
+                seen_out_of_order.len()
+            ));
+        }
         o.details.clear();
-        for v in violations {
+        for v in violations.into_iter().chain(seen_out_of_order) {
             o.push_detail(v);
         }
     }
     o
+}
+
+/// Pairs the referee saw in the other order than the chain requires: what must come first was
+/// first seen in a later round than what must follow it (equal rounds order nothing).
+fn seen_violations(present: &[&Times]) -> Vec<String> {
+    let mut out = Vec::new();
+    for pair in present.windows(2) {
+        for (sa, la) in &pair[0].seen {
+            for (sb, lb) in &pair[1].seen {
+                if sa.round > sb.round {
+                    out.push(format!(
+                        "seen in the other order: {la} ({}) after {lb} ({})",
+                        sa.describe(),
+                        sb.describe()
+                    ));
+                }
+            }
+        }
+    }
+    out
 }

@@ -27,6 +27,7 @@ pub mod event;
 pub mod events;
 pub mod guard;
 pub mod heartbeat;
+mod seen;
 mod session;
 pub mod settle;
 pub mod signals;
@@ -254,6 +255,8 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     },
     #[error(transparent)]
     State(#[from] crate::state::StateError),
+    #[error(transparent)]
+    Seen(#[from] crate::observed::SeenError),
     #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
     BaselineWithoutTasks { protocol: String },
 }

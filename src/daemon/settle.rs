@@ -303,6 +303,7 @@ mod tests {
             tracker: true,
             verdict: false,
             everything: true,
+            timed: Vec::new(),
         };
         assert!(reads(&inputs, "p3a-gate-results.json"));
         assert!(reads(&inputs, "screenshots/1440/a.png"));

@@ -28,6 +28,8 @@ pub struct Inputs {
     pub verdict: bool,
     /// Any change at all may change it.
     pub everything: bool,
+    /// The globs whose files' mtimes it orders (what the referee must remember seeing).
+    pub timed: Vec<Glob>,
 }
 
 impl Inputs {
@@ -112,7 +114,10 @@ impl Inputs {
     fn add_time(&mut self, t: &TimeRef) {
         match t {
             TimeRef::Field(_) | TimeRef::FieldTime(_) | TimeRef::Column(_) => self.tracker = true,
-            TimeRef::Mtime(g) => self.globs.push(g.clone()),
+            TimeRef::Mtime(g) => {
+                self.globs.push(g.clone());
+                self.timed.push(g.clone());
+            }
             TimeRef::FirstOf(v) => v.iter().for_each(|r| self.add_time(r)),
             TimeRef::Earliest(i) | TimeRef::Latest(i) => self.add_time(i),
         }

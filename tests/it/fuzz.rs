@@ -1317,6 +1317,10 @@ fn status_config(dir: &Path, require_live: bool, stale: Option<Duration>) -> sta
         require_live,
         stale,
         task: None,
+        expect_protocol: None,
+        expect_waivers: None,
+        show_run: false,
+        sync: None,
     }
 }
 

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 mod artifact_types;
+mod agree;
 mod attack_git;
 mod attack_records;
 mod builder;
@@ -17,6 +18,8 @@ mod json_strict;
 mod liveness;
 mod locations;
 mod markdown;
+mod order;
+mod pinned;
 mod replay;
 mod root;
 mod state;

@@ -224,7 +224,7 @@ pub(crate) fn status(dir: &Path, live: bool) -> (i32, String, String) {
 }
 
 /// `pass:check → status` from the `end` event of the last run.
-fn final_statuses(dir: &Path) -> BTreeMap<String, String> {
+pub(crate) fn final_statuses(dir: &Path) -> BTreeMap<String, String> {
     let end = payloads(dir, "end").pop().expect("an end event");
     end["results"]
         .as_array()
@@ -244,7 +244,7 @@ fn final_statuses(dir: &Path) -> BTreeMap<String, String> {
 }
 
 /// `pass:check → status` from `referee verify --format json`.
-fn verify_statuses(dir: &Path, final_: bool) -> BTreeMap<String, String> {
+pub(crate) fn verify_statuses(dir: &Path, final_: bool) -> BTreeMap<String, String> {
     let d = dir.to_str().expect("utf-8 path");
     let mut args = vec!["verify", d, "--format", "json"];
     if final_ {

@@ -180,9 +180,33 @@ impl Ledger {
     pub fn hold(
         &mut self,
         protocol: &Protocol,
+        eval: Evaluation,
+        files: &impl Files,
+        now: Instant,
+    ) -> (Evaluation, Option<Instant>) {
+        self.hold_some(protocol, eval, files, now, false)
+    }
+
+    /// The last judgment's holds: a new FAIL or INCONCLUSIVE is never held (the last word is
+    /// about the bytes on disk; nobody would be left to raise it), but a standing STOP is still
+    /// not lifted by a file caught mid-write (nobody would be left to raise it again either).
+    pub fn hold_at_end(
+        &mut self,
+        protocol: &Protocol,
+        eval: Evaluation,
+        files: &impl Files,
+        now: Instant,
+    ) -> Evaluation {
+        self.hold_some(protocol, eval, files, now, true).0
+    }
+
+    fn hold_some(
+        &mut self,
+        protocol: &Protocol,
         mut eval: Evaluation,
         files: &impl Files,
         now: Instant,
+        lifts_only: bool,
     ) -> (Evaluation, Option<Instant>) {
         let mut holds = BTreeMap::new();
         let mut recheck: Option<Instant> = None;
@@ -197,14 +221,14 @@ impl Ledger {
             // A standing STOP is not lifted by a file caught mid-write either (a truncated file
             // must not let the pipeline through for a moment).
             let lifts_stop = prev == Some(Status::Fail) && r.severity == Severity::Blocking;
-            if !bad && !lifts_stop {
+            if (lifts_only || !bad) && !lifts_stop {
                 continue;
             }
             let Some(until) = Self::unsettled_until(protocol, r, files) else {
                 continue;
             };
             let since = self.holds.get(&key).copied().unwrap_or(now);
-            if now.saturating_duration_since(since) >= self.max_hold {
+            if now.saturating_duration_since(since) >= self.max_hold && !lifts_only {
                 continue;
             }
             let previous = self

@@ -320,3 +320,30 @@ fn a_waiver_coming_or_going_resolves_or_raises_the_stop() {
     assert_eq!(names(&d), ["result_changed"]);
     assert_eq!(l.history.last().and_then(|c| c.note.as_deref()), None);
 }
+
+#[test]
+fn the_last_judgment_holds_no_new_failure_but_lifts_no_stop_on_a_moving_file() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let mut files = Fake::default();
+    files
+        .fresh
+        .insert(GATES.into(), t0 + Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_millis(300));
+    step(&mut l, &files, Status::Pass, "ok", &[], t0);
+    let ev = l.hold_at_end(&p, eval(Status::Fail, "1 manual"), &files, t0);
+    assert_eq!(ev.results[0].status, Status::Fail, "judged as it stands");
+    step(
+        &mut l,
+        &Fake::default(),
+        Status::Fail,
+        "1 manual",
+        &[GATES],
+        t0,
+    );
+    let ev = l.hold_at_end(&p, eval(Status::Waiting, "half"), &files, t0);
+    assert_eq!(ev.results[0].status, Status::Fail, "the STOP stands");
+    files.fresh.clear();
+    let ev = l.hold_at_end(&p, eval(Status::Pass, "ok"), &files, t0);
+    assert_eq!(ev.results[0].status, Status::Pass, "settled: lifted");
+}

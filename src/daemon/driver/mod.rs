@@ -97,9 +97,12 @@ fn sink(router: Router, source: u64, tx: Sender<Msg>) -> impl FnMut(FsEvent) + S
                         // (deleted, moved: the watch on it is gone); under --root it may be new.
                         let lost = c.kind == ChangeKind::Removed;
                         let _ = tx.send(Msg::Dir { name, lost, source });
-                    } else if rel == STOP_FILE || !is_own_file(&rel) {
+                    } else if rel == STOP_FILE
+                        || !is_own_file(&rel)
+                        || crate::sync::token_of(&rel).is_some()
+                    {
                         // The referee's own writes are no work; the STOP file is checked for
-                        // tampering.
+                        // tampering; a `status --sync` token is a barrier to acknowledge.
                         v.push((name, rel, c.kind));
                     }
                 }

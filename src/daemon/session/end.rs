@@ -49,14 +49,17 @@ impl Session {
         }
         let final_ = reason.is_final();
         if let Some((eval, snap)) = self.evaluate(None, final_) {
-            // Not final (a signal, the timeout): a file caught mid-write is still not judged —
-            // a standing STOP is not lifted, nor a new one raised, on half a file, and no referee
-            // is left to put it right. Final: the pipeline is gone, so are its writes.
+            // Everything is read again as it stands, and no new failure is held back for
+            // settling: the last word is about the bytes on disk now, so it is what `verify`
+            // says of the same bytes (`verify --final` once the pipeline is complete or gone). A
+            // bad write caught by the end (a SIGTERM right after it) is judged, never waved
+            // through. The one hold left fails closed: a standing STOP is not lifted by a file
+            // caught mid-write (not final), since no referee is left to raise it again.
             let eval = if final_ {
                 self.ledger.holds.clear();
                 eval
             } else {
-                self.hold(eval, &snap)
+                self.hold_at_end(eval, &snap)
             };
             self.publish(eval, &BTreeSet::new(), &snap);
         }

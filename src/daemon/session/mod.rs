@@ -13,6 +13,7 @@ mod copies;
 mod end;
 mod identity;
 mod open;
+mod sync;
 mod tamper;
 mod tasks;
 mod waivers;
@@ -51,13 +52,19 @@ pub struct Batch {
     pub stop_touched: bool,
     /// Events may have been lost: judge everything again (why).
     pub rescan: Vec<String>,
+    /// `status --sync` tokens whose files were seen ([`crate::sync`]).
+    pub syncs: Vec<String>,
 }
 
 impl Batch {
     /// Adds one path change: the latest event decides, but a metadata change after a write
     /// leaves it a write.
     pub fn add(&mut self, rel: String, kind: ChangeKind) {
-        if rel == crate::outputs::STOP_FILE {
+        if let Some(token) = crate::sync::token_of(&rel) {
+            if !self.syncs.iter().any(|t| t == token) {
+                self.syncs.push(token.to_string());
+            }
+        } else if rel == crate::outputs::STOP_FILE {
             self.stop_touched = true;
         } else if kind == ChangeKind::Metadata {
             self.paths.entry(rel).or_insert(kind);
@@ -139,12 +146,19 @@ pub struct Session {
     listing: Option<Snapshot>,
     /// Events decided but not yet logged: they follow the STOP file, which goes first.
     pending: Vec<super::events::Record>,
+    /// What the referee saw and in which order (kept in the state directory); `None` for a
+    /// protocol of task records.
+    seen: Option<Arc<crate::observed::Observed>>,
+    /// `status --sync` tokens seen and not yet acknowledged.
+    syncs: Vec<String>,
     // Timers.
     next_beat: Instant,
     recheck_at: Option<Instant>,
     finish_at: Option<Instant>,
     timeout_at: Option<Instant>,
     last_activity: Instant,
+    /// Since when the published evaluation says the pipeline is complete.
+    complete_since: Option<Instant>,
     end: Option<EndReason>,
     /// Resumed state, STOP adoption and log trouble found while opening, told at [`Session::announce`].
     opening: Option<open::Opening>,
@@ -274,6 +288,7 @@ impl Session {
                 return;
             }
         }
+        self.syncs.append(&mut batch.syncs);
         // One stat per wake-up: nothing is judged or written for a directory no longer there.
         self.check_dir(batch.root_lost);
         if self.detached_why.is_some() {
@@ -299,6 +314,7 @@ impl Session {
         if batch.stop_touched {
             self.check_stop();
         }
+        self.ack_syncs();
     }
 
     /// Scans and evaluates (only the instances `changed` touches, when given); faults on failure.
@@ -326,10 +342,12 @@ impl Session {
                 return None;
             }
         };
+        self.look(&snap, changed);
         let opts = Options {
             final_,
             ran: self.ledger.ran.clone(),
             now: Some(Utc::now()),
+            seen: self.seen.clone(),
         };
         let changed: Option<Vec<String>> = changed.map(|c| c.iter().cloned().collect());
         let protocol = &*self.protocol;
@@ -358,6 +376,27 @@ impl Session {
         }
     }
 
+    /// Notes what the snapshot shows that the referee had not seen (see [`super::seen`]) and
+    /// keeps the record in the state directory.
+    fn look(&mut self, snap: &Snapshot, changed: Option<&BTreeSet<String>>) {
+        let Some(seen) = &mut self.seen else {
+            return;
+        };
+        let seen = Arc::make_mut(seen);
+        super::seen::look(seen, &self.protocol, snap, changed, Utc::now());
+        match seen.save(&self.state) {
+            Ok(()) => self.clear_fault("seen"),
+            Err(e) => self.fault(
+                "seen",
+                format!(
+                    "cannot keep `{}` (what the referee saw, in order): {}",
+                    crate::observed::SEEN_FILE,
+                    e.to_string().to_lowercase()
+                ),
+            ),
+        }
+    }
+
     /// Holds back new failures whose files are still being written (see [`Ledger::hold`]).
     fn hold(&mut self, eval: Evaluation, snap: &Snapshot) -> Evaluation {
         let now = Instant::now();
@@ -372,6 +411,20 @@ impl Session {
         if let Some(at) = recheck {
             self.recheck(at);
         }
+        eval
+    }
+
+    /// The last judgment's holds (see [`Ledger::hold_at_end`]).
+    fn hold_at_end(&mut self, eval: Evaluation, snap: &Snapshot) -> Evaluation {
+        let now = Instant::now();
+        let seen = Seen {
+            settle: &self.settle,
+            snap,
+            now,
+            wall: SystemTime::now(),
+        };
+        let eval = self.ledger.hold_at_end(&self.protocol, eval, &seen, now);
+        self.ledger.holds.clear();
         eval
     }
 
@@ -396,9 +449,20 @@ impl Session {
         if let Some(at) = decided.recheck {
             self.recheck(at);
         }
+        let complete = self.ledger.published.as_ref().is_some_and(|e| e.complete);
+        if !complete {
+            self.complete_since = None;
+        } else if self.complete_since.is_none() {
+            self.complete_since = Some(clock.now);
+        }
+        let since = self.complete_since;
         self.finish_at = decided.may_finish.then(|| {
-            // Finish once the directory has been quiet for a settle window.
-            (self.last_activity + self.settle.window()).max(Instant::now())
+            // Finish once the directory has been quiet for a settle window, and at the latest
+            // `--settle-max` after the pipeline completed: a file kept moving cannot keep the
+            // referee (and the final report) from finishing.
+            let quiet = self.last_activity + self.settle.window();
+            let latest = since.map_or(quiet, |s| s + self.cfg.settle_max);
+            quiet.min(latest).max(Instant::now())
         });
     }
 
@@ -429,6 +493,7 @@ impl Session {
         if self.recheck_at.is_some_and(|t| t <= now) {
             self.recheck_at = None;
             self.judge(None);
+            self.ack_syncs();
         }
         if self.finish_at.is_some_and(|t| t <= now) {
             self.finish_at = None;

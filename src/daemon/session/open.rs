@@ -205,6 +205,14 @@ impl Session {
         // until the first settled evaluation (no resolve-then-raise gap across a restart).
         opening.adopted = stop.adopt();
         let waivers = cfg.waivers.clone().map(super::waivers::WaiverFile::new);
+        // What the referee saw is a fact about the directory, not a judgment under a protocol:
+        // `--fresh` starts a new event log but keeps it.
+        let seen = match &tasks {
+            Some(_) => None,
+            None => Some(Arc::new(
+                crate::observed::Observed::load(&state)?.unwrap_or_default(),
+            )),
+        };
         Ok(Session {
             settle: Settle::new(cfg.settle).with_max(cfg.settle_max),
             ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle),
@@ -239,15 +247,18 @@ impl Session {
             evaluated: false,
             listing: None,
             pending: Vec::new(),
+            seen,
+            syncs: Vec::new(),
             recheck_at: None,
             finish_at: None,
             last_activity: start,
+            complete_since: None,
             end: None,
             opening: Some(opening),
         })
     }
 
-    fn run_options(&self) -> RunOptions {
+    pub(super) fn run_options(&self) -> RunOptions {
         RunOptions {
             watch: self.source.clone(),
             exit_with: self.cfg.exit_with,
@@ -369,6 +380,7 @@ impl Session {
         if opening.adopted {
             self.stop_adopted(raised_by_referee);
         }
+        self.record_start();
     }
 }
 

@@ -156,6 +156,7 @@ impl Session {
                 wf.applied_on = Some(today);
             }
             self.emit(event.into());
+            self.record_start();
             self.judge(None);
         }
     }
