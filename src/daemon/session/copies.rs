@@ -119,6 +119,8 @@ impl Session {
         };
         self.folder_lost = None;
         tasks.copies_dirty = true;
+        // A real folder again: what could not be written into it is tried at once.
+        self.backoff = super::super::retry::Backoff::default();
         self.stop.set_copy(true);
         if let Some(log) = &mut self.log {
             log.set_mirror(Some(self.out.clone()));
@@ -152,11 +154,27 @@ impl Session {
                 }
             }
         }
+        // Rewriting the copy reads the whole log: while the disk refuses it, tried only as
+        // often as its backoff says (the log in the state directory is what counts).
+        let area = "write OBSERVER-EVENTS.jsonl (copy in the watched directory)";
         let mirror = match &mut self.log {
-            Some(log) => log.restore_mirror(quiet),
-            None => Ok(None),
+            Some(log) if self.backoff.due(area, std::time::Instant::now()) => {
+                Some(log.restore_mirror(quiet))
+            }
+            _ => None,
         };
-        if let (Ok(Some(fix)), false) = (mirror, quiet) {
+        let mirror = match mirror {
+            Some(Ok(fix)) => {
+                self.backoff.succeeded(area);
+                fix
+            }
+            Some(Err(_)) => {
+                self.backoff.failed(area, std::time::Instant::now());
+                None
+            }
+            None => None,
+        };
+        if let (Some(fix), false) = (mirror, quiet) {
             self.log_copy_fixed(fix);
         }
         if quiet {

@@ -44,6 +44,11 @@ impl Session {
     /// Judges once more (as final when the pipeline is gone), writes the report and the last
     /// heartbeat and event.
     pub fn finish(&mut self, reason: EndReason) -> Outcome {
+        // The last chance: every write that failed is tried again now, whatever its backoff.
+        self.backoff = super::super::retry::Backoff::default();
+        if self.stop.copy_stale() {
+            self.check_stop();
+        }
         if self.tasks.is_some() {
             return self.finish_tasks(reason);
         }

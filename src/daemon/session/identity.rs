@@ -167,6 +167,8 @@ impl Session {
         self.stop.adopt();
         self.pass_files.clear();
         self.listing = None;
+        // A new directory: nothing has failed to be written into it yet.
+        self.backoff = super::super::retry::Backoff::default();
         self.rewatch = Some(Rewatch::Start);
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",

@@ -139,6 +139,8 @@ pub struct Session {
     listing: Option<Snapshot>,
     /// Events decided but not yet logged: they follow the STOP file, which goes first.
     pending: Vec<super::events::Record>,
+    /// Own writes that failed: when each is tried again (a full disk costs no core).
+    backoff: super::retry::Backoff,
     // Timers.
     next_beat: Instant,
     recheck_at: Option<Instant>,
@@ -406,10 +408,15 @@ impl Session {
 
     /// When this session next needs the loop.
     pub fn next_deadline(&self) -> Instant {
-        [self.recheck_at, self.finish_at, self.timeout_at]
-            .into_iter()
-            .flatten()
-            .fold(self.next_beat, Instant::min)
+        [
+            self.recheck_at,
+            self.finish_at,
+            self.timeout_at,
+            self.backoff.next(),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(self.next_beat, Instant::min)
     }
 
     fn recheck(&mut self, at: Instant) {
@@ -443,6 +450,11 @@ impl Session {
         }
         if self.next_beat <= now {
             self.tick();
+        }
+        if self.backoff.any_due(now) {
+            // A write that failed is due again: the files it failed on are put in line.
+            self.retry_writes();
+            self.backoff.rearm(now);
         }
         if self.faults_changed {
             // A fault found while writing: the STOP names it (or stops naming it) now.

@@ -231,6 +231,7 @@ impl Session {
             evaluated: false,
             listing: None,
             pending: Vec::new(),
+            backoff: super::super::retry::Backoff::default(),
             recheck_at: None,
             finish_at: None,
             last_activity: start,
