@@ -59,6 +59,9 @@ impl Session {
         let Some(tasks) = &self.tasks else {
             return;
         };
+        if self.detached_why.is_some() {
+            return;
+        }
         let known = tasks.out_id;
         let path = self.canon.join(OUTPUT_DIR);
         let (what, found) = match std::fs::symlink_metadata(&path) {
@@ -135,7 +138,9 @@ impl Session {
     /// Restores a verdict copy or the event log's copy that someone else deleted or edited.
     /// `quiet`: after the folder itself was restored (its tamper is recorded already).
     pub(super) fn check_copies(&mut self, quiet: bool) {
-        if self.folder_lost.is_some() {
+        // Detached: the path names nothing of the session's (a link swapped in would take the
+        // copies wherever it points).
+        if self.folder_lost.is_some() || self.detached_why.is_some() {
             return;
         }
         let mut restored = Vec::new();

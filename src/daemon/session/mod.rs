@@ -105,6 +105,9 @@ pub struct Session {
     tasks: Option<tasks::Tasks>,
     /// Its canonical path (events arrive under it).
     canon: PathBuf,
+    /// Whether a symlink at the build directory's path is followed: only when the path was one
+    /// when the session opened (`watch LINK`), never under `--root` (a build is a directory).
+    follow_link: bool,
     /// The directory watched, or detached.
     attached: attach::State,
     /// Why it is detached (said and recorded once per reason).
@@ -435,6 +438,8 @@ impl Session {
         }
         if self.recheck_at.is_some_and(|t| t <= now) {
             self.recheck_at = None;
+            // Nothing is judged or written for a path that no longer names the directory.
+            self.check_dir(false);
             self.judge(None);
         }
         if self.finish_at.is_some_and(|t| t <= now) {
@@ -453,6 +458,7 @@ impl Session {
         }
         if self.backoff.any_due(now) {
             // A write that failed is due again: the files it failed on are put in line.
+            self.check_dir(false);
             self.retry_writes();
             self.backoff.rearm(now);
         }
@@ -466,10 +472,11 @@ impl Session {
     fn tick(&mut self) {
         self.next_beat = Instant::now() + self.cfg.heartbeat;
         self.check_dir(false);
+        // Before anything is written into it: is `.referee` still the session's folder?
+        self.check_folder();
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_waivers();
-        self.check_folder();
         self.check_stop();
         self.check_copies(false);
         self.check_own_files();

@@ -78,6 +78,14 @@ impl Session {
             path: dir.display().to_string(),
             source,
         };
+        // Under `--root` a build is a directory: a link found at its name is never followed.
+        let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && label.is_some() {
+            return Err(attach::Gone::Symlink {
+                path: dir.display().to_string(),
+            }
+            .into());
+        }
         let canon = std::fs::canonicalize(&dir).map_err(bad_dir)?;
         if !canon.is_dir() {
             return Err(DaemonError::NotADirectory {
@@ -231,6 +239,7 @@ impl Session {
             evaluated: false,
             listing: None,
             pending: Vec::new(),
+            follow_link: is_link,
             backoff: super::super::retry::Backoff::default(),
             recheck_at: None,
             finish_at: None,

@@ -367,6 +367,9 @@ impl Session {
     /// Writes whose wait is over are tried again: the STOP (both copies), the pass files, the
     /// heartbeat's copy.
     pub(super) fn retry_writes(&mut self) {
+        // Is `.referee` still the session's folder (a link planted while the writes failed is
+        // never written through)?
+        self.check_folder();
         self.flush_outputs();
         self.check_stop();
         self.beat(heartbeat::WATCHING);
