@@ -272,3 +272,56 @@ fn a_build_swapped_for_a_symlink_is_detached_and_never_followed() {
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     assert_eq!(referee_files(&bait), Vec::<String>::new(), "{}", w.output());
 }
+
+/// One build flooded with file creates (a storm, thousands of files) does not hold up another
+/// build's STOP: the quiet build's STOP appears while the storm still runs. The flooded build
+/// is not starved either: its own violation is stopped once the storm ends. (How long the quiet
+/// build's STOP takes, with and without the storm, is measured by `bench/root.sh`.)
+#[test]
+fn a_storm_in_one_build_does_not_hold_up_another_builds_stop() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (_top, root, logs) = top();
+    let quiet = pre_audit(&root, "quiet");
+    let storm = pre_audit(&root, "storm");
+    let mut w = Watch::start_root(&root, &logs, &[]);
+    w.until("both builds' pass 2", || {
+        [&quiet, &storm]
+            .iter()
+            .all(|d| d.join("OBSERVER-PASS-2.md").exists())
+    });
+    let (stop, made) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let flood = storm.join("flood");
+    fs::create_dir(&flood).expect("mkdir flood");
+    let storming = {
+        let (stop, made) = (stop.clone(), made.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let n = made.fetch_add(1, Ordering::Relaxed);
+                fs::write(flood.join(format!("f{n}.txt")), "x").expect("create");
+            }
+        })
+    };
+    w.until("the storm is on", || made.load(Ordering::Relaxed) > 2000);
+    let tmp = quiet.join(".gates.tmp");
+    fs::write(&tmp, manual_gates(1)).expect("write");
+    fs::rename(&tmp, quiet.join(GATES)).expect("rename");
+    let during = made.load(Ordering::Relaxed);
+    w.until("STOP in the quiet build during the storm", || {
+        read(&quiet.join(STOP)).contains("OBS-27")
+    });
+    let after = made.load(Ordering::Relaxed);
+    assert!(!storming.is_finished(), "the storm still runs");
+    stop.store(true, Ordering::Relaxed);
+    storming.join().expect("the storm thread");
+    eprintln!("files created: {during} before the violation, {after} when its STOP appeared");
+    fs::write(storm.join(GATES), manual_gates(1)).expect("write");
+    w.until("STOP in the flooded build", || {
+        read(&storm.join(STOP)).contains("OBS-27")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
