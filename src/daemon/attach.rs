@@ -42,6 +42,19 @@ impl DirId {
         Ok(DirId::from_meta(&m))
     }
 
+    /// [`DirId::of`], except that a symlink at `path` is never followed: it is
+    /// [`Gone::Symlink`]. A build under `--root` (and a build directory that was no link when
+    /// the referee started) is a directory: a link swapped in for it would take the referee's
+    /// writes out of the root.
+    pub fn of_unfollowed(path: &Path) -> Result<DirId, Gone> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => Err(Gone::Symlink {
+                path: path.display().to_string(),
+            }),
+            _ => DirId::of(path),
+        }
+    }
+
     pub fn from_meta(m: &std::fs::Metadata) -> DirId {
         let born_ns = m
             .created()
@@ -84,6 +97,8 @@ pub enum Gone {
     },
     #[error("the build directory `{path}` is no longer a directory")]
     NotDir { path: String },
+    #[error("the build directory `{path}` is a symbolic link now (never followed: its files would be written wherever it points)")]
+    Symlink { path: String },
 }
 
 impl Gone {
@@ -92,7 +107,7 @@ impl Gone {
     pub fn describe(&self) -> String {
         match self {
             Gone::Io { source, .. } => format!("{self}: {}", source.to_string().to_lowercase()),
-            Gone::NotDir { .. } => self.to_string(),
+            Gone::NotDir { .. } | Gone::Symlink { .. } => self.to_string(),
         }
     }
 }
@@ -188,5 +203,16 @@ mod tests {
         std::fs::remove_dir(&d).unwrap();
         std::fs::write(&d, "x").unwrap();
         assert!(matches!(DirId::of(&d), Err(Gone::NotDir { .. })));
+        // A link to a directory: followed by `of`, never by `of_unfollowed`.
+        std::fs::remove_file(&d).unwrap();
+        let elsewhere = root.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &d).unwrap();
+        assert!(DirId::of(&d).is_ok());
+        assert!(matches!(
+            DirId::of_unfollowed(&d),
+            Err(Gone::Symlink { .. })
+        ));
+        assert!(DirId::of_unfollowed(&elsewhere).is_ok());
     }
 }

@@ -15,7 +15,8 @@
 //! - [`event`]: the typed events, written to and resumed from [`events`] (the JSONL log).
 //! - [`stop`], [`heartbeat`], [`settle`], [`guard`], [`attach`], [`signals`]: the STOP file, the
 //!   heartbeat, "is this file still being written", fix attempts, "is this still the directory",
-//!   and SIGINT/SIGTERM and `--exit-with`.
+//!   and SIGINT/SIGTERM and `--exit-with`; [`retry`]: when a write of its own that failed is
+//!   tried again.
 //!
 //! Nothing here judges (the engine does) or renders markdown (outputs does), and only the
 //! referee's own `OBSERVER-*` files are written.
@@ -28,6 +29,7 @@ pub mod events;
 pub mod guard;
 pub mod heartbeat;
 mod seen;
+pub mod retry;
 mod session;
 pub mod settle;
 pub mod signals;

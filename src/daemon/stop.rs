@@ -129,6 +129,12 @@ pub struct StopFile {
     /// Tamper found while writing or removing (not by [`StopFile::check`]), for the daemon to
     /// record.
     noticed: Option<Tampered>,
+    /// The copy is not in line with what is expected (its write failed, or was not tried while
+    /// its last failure waits out its backoff): the next [`StopFile::check`] that may write it
+    /// puts it right, which is no tamper.
+    copy_stale: bool,
+    /// Why the copy could not be written at the last try, for the daemon to take once.
+    copy_failed: Option<io::Error>,
 }
 
 impl StopFile {
@@ -140,6 +146,8 @@ impl StopFile {
             expected: None,
             adopted: false,
             noticed: None,
+            copy_stale: false,
+            copy_failed: None,
         }
     }
 
@@ -207,7 +215,7 @@ impl StopFile {
 
     /// Puts the state directory's STOP in line with what the daemon last wrote (nobody else
     /// can write there; a failed write is found here again).
-    fn check_state(&self) -> io::Result<()> {
+    pub fn check_state(&self) -> io::Result<()> {
         let Some(state) = &self.state else {
             return Ok(());
         };
@@ -238,7 +246,13 @@ impl StopFile {
     /// Makes the file say `want` (or not exist) unless it already does. A STOP adopted at start
     /// and not yet judged is never removed; it is rewritten in place (atomically) if `want` says
     /// something else.
-    pub fn sync(&mut self, want: Option<String>) -> io::Result<Synced> {
+    ///
+    /// The state directory's STOP goes first, and an error is its. Once it is in line, what
+    /// the daemon expects follows it even when the copy cannot be written (or `copy_now` is
+    /// false: its last failure is waiting out its backoff): the copy is then stale, why is kept
+    /// for [`StopFile::take_copy_failed`], and a later [`StopFile::check`] puts it right without
+    /// calling it tamper.
+    pub fn sync(&mut self, want: Option<String>, copy_now: bool) -> io::Result<Synced> {
         if want == self.expected {
             return Ok(Synced::Unchanged);
         }
@@ -250,26 +264,59 @@ impl StopFile {
                 } else {
                     Tamper::Created
                 };
-                self.write(&text, what)?;
-                self.expected = Some(text);
+                self.write_state(&text)?;
+                self.expected = Some(text.clone());
+                self.write_copy(&text, what, copy_now);
                 Ok(Synced::Written)
             }
             None if self.adopted => Ok(Synced::Kept),
             None => {
-                self.remove(Tamper::Created)?;
+                if let Some(state) = &self.state {
+                    remove_own(state, STOP_FILE)?;
+                }
                 self.expected = None;
+                self.remove_copy(Tamper::Created, copy_now);
                 Ok(Synced::Removed)
             }
         }
     }
 
+    /// Whether the copy is not in line (its write failed or was put off).
+    pub fn copy_stale(&self) -> bool {
+        self.copy_stale
+    }
+
+    /// Why the copy could not be written at the last try, once.
+    pub fn take_copy_failed(&mut self) -> Option<io::Error> {
+        self.copy_failed.take()
+    }
+
     /// Compares the disk with what the daemon wrote; puts it right and says what happened.
-    pub fn check(&mut self) -> io::Result<Option<Tampered>> {
+    /// An error is the state directory's STOP's; the copy's is kept as in [`StopFile::sync`]
+    /// (`copy_now`: whether the copy may be written now).
+    pub fn check(&mut self, copy_now: bool) -> io::Result<Option<Tampered>> {
         self.check_state()?;
         if !self.copy {
             return Ok(None);
         }
-        let disk = self.read()?;
+        if self.copy_stale || !copy_now {
+            // A copy our own write could not put in line is no one else's doing: put right
+            // when it may be tried (the caller says the fault cleared), never called tamper.
+            if copy_now {
+                match self.expected.clone() {
+                    Some(text) => self.write_copy(&text, Tamper::Edited, true),
+                    None => self.remove_copy(Tamper::Created, true),
+                }
+            }
+            return Ok(self.noticed.take());
+        }
+        let disk = match self.read() {
+            Ok(d) => d,
+            Err(e) => {
+                self.copy_failed = Some(e);
+                return Ok(None);
+            }
+        };
         let what = match (&self.expected, &disk) {
             (Some(e), OnDisk::File(d)) if d.as_slice() == e.as_bytes() => None,
             (Some(_), OnDisk::Absent) => Some(Tamper::Deleted),
@@ -281,10 +328,14 @@ impl StopFile {
             return Ok(None);
         };
         match self.expected.clone() {
-            Some(text) => self.write(&text, what)?,
-            None => self.remove(what)?,
+            Some(text) => self.write_copy(&text, what, true),
+            None => self.remove_copy(what, true),
         }
-        // `write`/`remove` noted what they found; this tamper is returned, not noted twice.
+        if self.copy_stale {
+            // Not restored: the caller says why (a fault), and tamper is not claimed undone.
+            return Ok(None);
+        }
+        // `write_copy`/`remove_copy` noted what they found; this tamper is returned, not noted twice.
         Ok(self.noticed.take().or(Some(Tampered {
             what,
             found: None,
@@ -292,50 +343,69 @@ impl StopFile {
         })))
     }
 
-    /// Writes `text` atomically over whatever is there: a symlink or FIFO is replaced by the
-    /// exchange (never followed), a directory swapped out and moved aside. What was found is
-    /// noted. The STOP takes its name before it is fsynced, and the fsync is the background
+    /// Writes the copy: `text` atomically over whatever is there: a symlink or FIFO is replaced
+    /// by the exchange (never followed), a directory swapped out and moved aside. What was found
+    /// is noted. The STOP takes its name before it is fsynced, and the fsync is the background
     /// thread's ([`Durability::Background`]): an orchestrator sees it without waiting for the
     /// disk, and the loop goes on to the next event (another build's, under `--root`).
-    fn write(&mut self, text: &str, what: Tamper) -> io::Result<()> {
-        // The authoritative STOP first: `status` answers from it.
-        self.write_state(text)?;
+    fn write_copy(&mut self, text: &str, what: Tamper, now: bool) {
         if !self.copy {
-            return Ok(());
+            return;
+        }
+        if !now {
+            self.copy_stale = true;
+            return;
         }
         // Even a directory is swapped out with the new STOP in one step: the name is never absent.
-        let w = write_over_dir(&self.dir, STOP_FILE, text, Durability::Background)?;
-        if w.replaced.is_some() {
-            self.noticed = Some(Tampered {
-                what,
-                found: w.replaced,
-                moved_to: w.moved_to,
-            });
+        match write_over_dir(&self.dir, STOP_FILE, text, Durability::Background) {
+            Ok(w) => {
+                self.copy_stale = false;
+                if w.replaced.is_some() {
+                    self.noticed = Some(Tampered {
+                        what,
+                        found: w.replaced,
+                        moved_to: w.moved_to,
+                    });
+                }
+            }
+            Err(e) => self.stale(e),
         }
-        Ok(())
     }
 
-    /// Removes the file; a symlink or FIFO is unlinked (never opened), a directory moved aside.
-    fn remove(&mut self, what: Tamper) -> io::Result<()> {
-        if let Some(state) = &self.state {
-            remove_own(state, STOP_FILE)?;
-        }
+    fn stale(&mut self, e: io::Error) {
+        self.copy_stale = true;
+        self.copy_failed = Some(e);
+    }
+
+    /// Removes the copy; a symlink or FIFO is unlinked (never opened), a directory moved aside.
+    fn remove_copy(&mut self, what: Tamper, now: bool) {
         if !self.copy {
-            return Ok(());
+            return;
         }
-        let found = crate::outputs::foreign_at(&self.dir, STOP_FILE)?;
-        let moved_to = self.move_dir_aside()?;
-        if moved_to.is_none() {
-            remove_own(&self.dir, STOP_FILE)?;
+        if !now {
+            self.copy_stale = true;
+            return;
         }
-        if found.is_some() {
-            self.noticed = Some(Tampered {
-                what,
-                found,
-                moved_to,
-            });
+        let removed = crate::outputs::foreign_at(&self.dir, STOP_FILE).and_then(|found| {
+            let moved_to = self.move_dir_aside()?;
+            if moved_to.is_none() {
+                remove_own(&self.dir, STOP_FILE)?;
+            }
+            Ok((found, moved_to))
+        });
+        match removed {
+            Ok((found, moved_to)) => {
+                self.copy_stale = false;
+                if found.is_some() {
+                    self.noticed = Some(Tampered {
+                        what,
+                        found,
+                        moved_to,
+                    });
+                }
+            }
+            Err(e) => self.stale(e),
         }
-        Ok(())
     }
 
     /// A directory cannot be renamed over or unlinked: it is moved aside, never deleted.
@@ -446,20 +516,70 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(STOP_FILE);
         let mut s = StopFile::new(dir.path());
-        assert_eq!(s.sync(None).unwrap(), Synced::Unchanged);
-        assert_eq!(s.sync(Some("stop".into())).unwrap(), Synced::Written);
-        assert_eq!(s.check().unwrap(), None);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Unchanged);
+        assert_eq!(s.sync(Some("stop".into()), true).unwrap(), Synced::Written);
+        assert_eq!(s.check(true).unwrap(), None);
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(s.check().unwrap().map(|t| t.what), Some(Tamper::Deleted));
+        assert_eq!(
+            s.check(true).unwrap().map(|t| t.what),
+            Some(Tamper::Deleted)
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
         std::fs::write(&path, "go on").unwrap();
-        assert_eq!(s.check().unwrap().map(|t| t.what), Some(Tamper::Edited));
+        assert_eq!(s.check(true).unwrap().map(|t| t.what), Some(Tamper::Edited));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
-        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
         assert!(!path.exists());
         std::fs::write(&path, "fake").unwrap();
-        assert_eq!(s.check().unwrap().map(|t| t.what), Some(Tamper::Created));
+        assert_eq!(
+            s.check(true).unwrap().map(|t| t.what),
+            Some(Tamper::Created)
+        );
         assert!(!path.exists());
+    }
+
+    /// A copy the referee cannot write (its folder is gone here; a full disk in life) does not
+    /// hold the authoritative STOP back, and once writable again it is put right without being
+    /// called tamper.
+    #[test]
+    fn a_copy_that_cannot_be_written_follows_the_state_later_and_is_no_tamper() {
+        let root = tempfile::tempdir().unwrap();
+        let (dir, state) = (root.path().join("b"), root.path().join("state"));
+        std::fs::create_dir(&state).unwrap();
+        let mut s = StopFile::with_state(&dir, &state);
+        assert_eq!(s.sync(Some("stop".into()), true).unwrap(), Synced::Written);
+        assert_eq!(
+            std::fs::read_to_string(state.join(STOP_FILE)).unwrap(),
+            "stop"
+        );
+        assert!(s.standing() && s.copy_stale());
+        assert!(s.take_copy_failed().is_some());
+        assert!(s.take_copy_failed().is_none(), "taken once");
+        // Not due yet: the copy is not tried, the state directory's STOP is kept in line.
+        std::fs::remove_file(state.join(STOP_FILE)).unwrap();
+        assert_eq!(s.check(false).unwrap(), None);
+        assert_eq!(
+            std::fs::read_to_string(state.join(STOP_FILE)).unwrap(),
+            "stop"
+        );
+        assert_eq!(
+            s.sync(Some("stop 2".into()), false).unwrap(),
+            Synced::Written
+        );
+        assert!(s.take_copy_failed().is_none(), "not tried");
+        std::fs::create_dir(&dir).unwrap();
+        assert_eq!(s.check(true).unwrap(), None, "our own write, no tamper");
+        assert!(!s.copy_stale());
+        assert_eq!(
+            std::fs::read_to_string(dir.join(STOP_FILE)).unwrap(),
+            "stop 2"
+        );
+        // Lifted while the copy cannot be removed: the state directory's goes at once.
+        std::fs::remove_file(dir.join(STOP_FILE)).unwrap();
+        std::fs::create_dir(dir.join(STOP_FILE)).unwrap();
+        assert_eq!(s.sync(None, false).unwrap(), Synced::Removed);
+        assert!(!state.join(STOP_FILE).exists());
+        assert!(s.copy_stale());
     }
 
     #[test]
@@ -467,11 +587,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(STOP_FILE);
         let mut s = StopFile::new(dir.path());
-        s.sync(Some("stop".into())).unwrap();
+        s.sync(Some("stop".into()), true).unwrap();
         std::fs::remove_file(&path).unwrap();
         let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
-        let t = s.check().unwrap().unwrap();
+        let t = s.check(true).unwrap().unwrap();
         assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
     }
@@ -490,11 +610,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(STOP_FILE);
         let mut s = StopFile::new(dir.path());
-        s.sync(Some("stop".into())).unwrap();
+        s.sync(Some("stop".into()), true).unwrap();
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         std::fs::write(path.join("evidence"), "kept").unwrap();
-        let t = s.check().unwrap().unwrap();
+        let t = s.check(true).unwrap().unwrap();
         assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Dir)));
         let aside = t.moved_to.clone().unwrap();
         assert_eq!(
@@ -504,9 +624,9 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
         assert!(t.describe().contains("moved aside"), "{}", t.describe());
         // With no failure standing, a directory created there is moved aside too.
-        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
         std::fs::create_dir(&path).unwrap();
-        let t = s.check().unwrap().unwrap();
+        let t = s.check(true).unwrap().unwrap();
         assert_eq!((t.what, t.found), (Tamper::Created, Some(Foreign::Dir)));
         assert!(!path.exists());
         assert_eq!(names(dir.path()).len(), 2, "{:?}", names(dir.path()));
@@ -520,19 +640,19 @@ mod tests {
         let outside = root.path().join("outside");
         std::fs::write(&outside, "precious").unwrap();
         let mut s = StopFile::new(&dir);
-        s.sync(Some("stop".into())).unwrap();
+        s.sync(Some("stop".into()), true).unwrap();
         std::fs::remove_file(dir.join(STOP_FILE)).unwrap();
         std::os::unix::fs::symlink(&outside, dir.join(STOP_FILE)).unwrap();
-        let t = s.check().unwrap().unwrap();
+        let t = s.check(true).unwrap().unwrap();
         assert_eq!(t.found, Some(Foreign::Symlink));
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
         assert!(std::fs::symlink_metadata(dir.join(STOP_FILE))
             .unwrap()
             .is_file());
         // Removing: the link is unlinked, its target untouched.
-        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
         std::os::unix::fs::symlink(&outside, dir.join(STOP_FILE)).unwrap();
-        let t = s.check().unwrap().unwrap();
+        let t = s.check(true).unwrap().unwrap();
         assert_eq!((t.what, t.found), (Tamper::Created, Some(Foreign::Symlink)));
         assert!(std::fs::symlink_metadata(dir.join(STOP_FILE)).is_err());
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
@@ -546,21 +666,21 @@ mod tests {
         let mut s = StopFile::new(dir.path());
         assert!(s.adopt());
         assert!(s.standing());
-        assert_eq!(s.check().unwrap(), None, "adopted as it stands");
+        assert_eq!(s.check(true).unwrap(), None, "adopted as it stands");
         // Nothing to say yet (the first evaluation held its results back): it stays.
-        assert_eq!(s.sync(None).unwrap(), Synced::Kept);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Kept);
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "left by the last run"
         );
         // The failure stands: rewritten in place.
         assert_eq!(
-            s.sync(Some("still failing".into())).unwrap(),
+            s.sync(Some("still failing".into()), true).unwrap(),
             Synced::Written
         );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "still failing");
         s.judged();
-        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
         assert!(!path.exists());
         // A FIFO at start: standing (never opened), replaced by a "not yet judged" STOP.
         std::fs::remove_file(&path).ok();
@@ -569,14 +689,14 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         let mut s = StopFile::new(dir.path());
         assert!(s.adopt());
-        let t = s.check().unwrap().unwrap();
+        let t = s.check(true).unwrap().unwrap();
         assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
         assert!(std::fs::read_to_string(&path)
             .unwrap()
             .contains("NOT YET JUDGED"));
-        assert_eq!(s.sync(None).unwrap(), Synced::Kept);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Kept);
         s.judged();
-        assert_eq!(s.sync(None).unwrap(), Synced::Removed);
+        assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
         // Nothing at start: nothing adopted.
         let mut fresh = StopFile::new(dir.path());
         assert!(!fresh.adopt());

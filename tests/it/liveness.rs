@@ -283,12 +283,12 @@ fn forged_heartbeats_are_not_live() {
 }
 
 /// A tmpfs of `size` mounted at `at` for the life of the value (lazily unmounted on drop).
-struct Tmpfs {
-    at: PathBuf,
+pub(crate) struct Tmpfs {
+    pub(crate) at: PathBuf,
 }
 
 impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+    pub(crate) fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
         fs::create_dir_all(at).expect("mount point");
         let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -320,7 +320,7 @@ impl Drop for Tmpfs {
 }
 
 /// Fills the file system holding `dir` with one file; returns its path.
-fn fill(dir: &Path) -> PathBuf {
+pub(crate) fn fill(dir: &Path) -> PathBuf {
     let path = dir.join("filler.bin");
     let mut f = fs::File::create(&path).expect("filler");
     let chunk = vec![0u8; 16 << 10];
@@ -336,7 +336,7 @@ fn fill(dir: &Path) -> PathBuf {
 }
 
 /// Rewrites a file in place, never needing a new block (the new contents are no longer).
-fn rewrite_in_place(path: &Path, contents: &str) {
+pub(crate) fn rewrite_in_place(path: &Path, contents: &str) {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .open(path)

@@ -10,6 +10,7 @@ mod cli;
 mod code_change;
 mod examples;
 mod fail_closed;
+mod faults;
 mod flags;
 mod formats;
 mod fuzz;

@@ -205,3 +205,123 @@ fn root_arguments_are_checked() {
         Some(2)
     );
 }
+
+/// Every name under `dir` the referee would write (`OBSERVER-*` and its temp files).
+fn referee_files(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("OBSERVER") || n.contains("observer"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A watched build swapped for a symlink to a directory outside the root (that looks like a
+/// build, with a violation in it): the build is detached and says why, the link is never
+/// followed (nothing is written outside the root), and the other builds keep being refereed.
+/// A real directory put back at the name is refereed again.
+#[test]
+fn a_build_swapped_for_a_symlink_is_detached_and_never_followed() {
+    let (top, root, logs) = top();
+    let b1 = pre_audit(&root, "b1");
+    let b2 = pre_audit(&root, "b2");
+    // Outside the root: a build with a violation, which a referee that followed the link would
+    // judge and write a STOP into.
+    let outside = top.path().join("outside");
+    fs::create_dir(&outside).expect("mkdir outside");
+    let bait = pre_audit(&outside, "bait");
+    fs::write(bait.join(GATES), manual_gates(1)).expect("write");
+    let mut w = Watch::start_root(&root, &logs, &[]);
+    w.until("both builds' pass 2", || {
+        [&b1, &b2]
+            .iter()
+            .all(|d| d.join("OBSERVER-PASS-2.md").exists())
+    });
+    let moved = top.path().join("moved-b1");
+    fs::rename(&b1, &moved).expect("move b1 away");
+    std::os::unix::fs::symlink(&bait, &b1).expect("a symlink in its place");
+    w.until("b1 detached, saying why", || {
+        read(&w.out)
+            .lines()
+            .any(|l| l.contains("b1: detached") && l.contains("symbolic link"))
+    });
+    // The other build still reacts.
+    fs::write(b2.join(GATES), manual_gates(1)).expect("write");
+    w.until("STOP in b2", || read(&b2.join(STOP)).contains("OBS-27"));
+    // Heartbeats go by; nothing lands where the link points (nor in the moved directory).
+    let beat = || read(&b2.join(HEARTBEAT));
+    for _ in 0..3 {
+        let before = beat();
+        w.until("a heartbeat of b2", || beat() != before);
+    }
+    assert_eq!(referee_files(&bait), Vec::<String>::new(), "{}", w.output());
+    assert!(!bait.join(STOP).exists());
+    let (code, _, err) = status(&b1, true);
+    assert_ne!(code, 0, "a symlinked build is not live: {err}");
+
+    // A real directory at the name again: refereed again.
+    fs::remove_file(&b1).expect("remove the link");
+    fs::rename(&moved, &b1).expect("move b1 back");
+    fs::write(b1.join(GATES), manual_gates(1)).expect("write");
+    w.until("STOP in b1 once it is a directory again", || {
+        read(&b1.join(STOP)).contains("OBS-27")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+    assert_eq!(referee_files(&bait), Vec::<String>::new(), "{}", w.output());
+}
+
+/// One build flooded with file creates (a storm, thousands of files) does not hold up another
+/// build's STOP: the quiet build's STOP appears while the storm still runs. The flooded build
+/// is not starved either: its own violation is stopped once the storm ends. (How long the quiet
+/// build's STOP takes, with and without the storm, is measured by `bench/root.sh`.)
+#[test]
+fn a_storm_in_one_build_does_not_hold_up_another_builds_stop() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (_top, root, logs) = top();
+    let quiet = pre_audit(&root, "quiet");
+    let storm = pre_audit(&root, "storm");
+    let mut w = Watch::start_root(&root, &logs, &[]);
+    w.until("both builds' pass 2", || {
+        [&quiet, &storm]
+            .iter()
+            .all(|d| d.join("OBSERVER-PASS-2.md").exists())
+    });
+    let (stop, made) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let flood = storm.join("flood");
+    fs::create_dir(&flood).expect("mkdir flood");
+    let storming = {
+        let (stop, made) = (stop.clone(), made.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let n = made.fetch_add(1, Ordering::Relaxed);
+                fs::write(flood.join(format!("f{n}.txt")), "x").expect("create");
+            }
+        })
+    };
+    w.until("the storm is on", || made.load(Ordering::Relaxed) > 2000);
+    let tmp = quiet.join(".gates.tmp");
+    fs::write(&tmp, manual_gates(1)).expect("write");
+    fs::rename(&tmp, quiet.join(GATES)).expect("rename");
+    let during = made.load(Ordering::Relaxed);
+    w.until("STOP in the quiet build during the storm", || {
+        read(&quiet.join(STOP)).contains("OBS-27")
+    });
+    let after = made.load(Ordering::Relaxed);
+    assert!(!storming.is_finished(), "the storm still runs");
+    stop.store(true, Ordering::Relaxed);
+    storming.join().expect("the storm thread");
+    eprintln!("files created: {during} before the violation, {after} when its STOP appeared");
+    fs::write(storm.join(GATES), manual_gates(1)).expect("write");
+    w.until("STOP in the flooded build", || {
+        read(&storm.join(STOP)).contains("OBS-27")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}

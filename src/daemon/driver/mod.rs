@@ -392,7 +392,12 @@ impl Driver {
         if look && self.router.root {
             self.look();
         }
-        for (name, batch) in per {
+        // Fairness: the builds with the least to look at go first, so a build flooded with
+        // thousands of changes (its evaluation the longest) never holds up another's STOP; what
+        // arrives meanwhile is taken at the next turn, the flooded build still served in this one.
+        let mut order: Vec<(String, Batch)> = per.into_iter().collect();
+        order.sort_by_key(|(_, b)| b.weight());
+        for (name, batch) in order {
             if let Some(s) = self.sessions.get_mut(&name) {
                 s.handle(batch);
             }

@@ -40,6 +40,9 @@ impl Session {
         let Some(tasks) = &self.tasks else {
             return;
         };
+        if self.detached_why.is_some() {
+            return;
+        }
         let known = tasks.out_id;
         let path = self.canon.join(OUTPUT_DIR);
         let (what, found) = match std::fs::symlink_metadata(&path) {
@@ -115,6 +118,8 @@ impl Session {
         };
         self.folder_lost = None;
         tasks.copies_dirty = true;
+        // A real folder again: what could not be written into it is tried at once.
+        self.backoff = super::super::retry::Backoff::default();
         self.stop.set_copy(true);
         if let Some(log) = &mut self.log {
             log.set_mirror(Some(self.out.clone()));
@@ -133,7 +138,9 @@ impl Session {
     /// Restores a verdict copy or the event log's copy that someone else deleted or edited.
     /// `quiet`: after the folder itself was restored (its tamper is recorded already).
     pub(super) fn check_copies(&mut self, quiet: bool) {
-        if self.folder_lost.is_some() {
+        // Detached: the path names nothing of the session's (a link swapped in would take the
+        // copies wherever it points).
+        if self.folder_lost.is_some() || self.detached_why.is_some() {
             return;
         }
         let mut restored = Vec::new();
@@ -151,11 +158,27 @@ impl Session {
                 }
             }
         }
+        // Rewriting the copy reads the whole log: while the disk refuses it, tried only as
+        // often as its backoff says (the log in the state directory is what counts).
+        let area = "write OBSERVER-EVENTS.jsonl (copy in the watched directory)";
         let mirror = match &mut self.log {
-            Some(log) => log.restore_mirror(quiet),
-            None => Ok(None),
+            Some(log) if self.backoff.due(area, std::time::Instant::now()) => {
+                Some(log.restore_mirror(quiet))
+            }
+            _ => None,
         };
-        if let (Ok(Some(fix)), false) = (mirror, quiet) {
+        let mirror = match mirror {
+            Some(Ok(fix)) => {
+                self.backoff.succeeded(area);
+                fix
+            }
+            Some(Err(_)) => {
+                self.backoff.failed(area, std::time::Instant::now());
+                None
+            }
+            None => None,
+        };
+        if let (Some(fix), false) = (mirror, quiet) {
             self.log_copy_fixed(fix);
         }
         if quiet {

@@ -44,6 +44,11 @@ impl Session {
     /// Judges once more (as final when the pipeline is gone), writes the report and the last
     /// heartbeat and event.
     pub fn finish(&mut self, reason: EndReason) -> Outcome {
+        // The last chance: every write that failed is tried again now, whatever its backoff (a
+        // fault that cleared meanwhile must not make the exit 2).
+        if std::mem::take(&mut self.backoff).next().is_some() {
+            self.retry_writes();
+        }
         if self.tasks.is_some() {
             return self.finish_tasks(reason);
         }

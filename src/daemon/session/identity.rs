@@ -21,12 +21,23 @@ impl Session {
     /// Compares what the build directory's path names with the directory watched, and detaches
     /// or re-attaches. `watch_lost`: the event source said the directory's own watch is gone.
     pub(super) fn check_dir(&mut self, watch_lost: bool) {
-        let (now, why) = match attach::DirId::of(&self.dir) {
+        let id = if self.follow_link {
+            attach::DirId::of(&self.dir)
+        } else {
+            attach::DirId::of_unfollowed(&self.dir)
+        };
+        let (now, why) = match id {
             Ok(id) => (Some(id), None),
             Err(e) => (None, Some(e.describe())),
         };
         match attach::decide(&self.attached, now, watch_lost) {
-            attach::Action::Stay => {}
+            attach::Action::Stay => {
+                if let (Some(why), Some(_)) = (why, &self.detached_why) {
+                    // Still detached, maybe for another reason now (gone, then a link in its
+                    // place): said once per reason.
+                    self.detach(why);
+                }
+            }
             attach::Action::Detach => {
                 self.detach(why.unwrap_or_else(|| "the build directory is gone".into()))
             }
@@ -46,6 +57,10 @@ impl Session {
         }
         self.attached = attach::State::Detached;
         self.listing = None;
+        // Not even the event log's copy is written through the path meanwhile.
+        if let Some(log) = &mut self.log {
+            log.set_mirror(None);
+        }
         if self.detached_why.as_deref() == Some(why.as_str()) {
             return;
         }
@@ -166,6 +181,11 @@ impl Session {
                 ),
             }
         }
+        if self.folder_lost.is_none() {
+            if let Some(log) = &mut self.log {
+                log.set_mirror(Some(self.out.clone()));
+            }
+        }
         let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
         self.detached_why = None;
         if self.tasks.is_none() {
@@ -180,6 +200,8 @@ impl Session {
         self.stop.adopt();
         self.pass_files.clear();
         self.listing = None;
+        // A new directory: nothing has failed to be written into it yet.
+        self.backoff = super::super::retry::Backoff::default();
         self.rewatch = Some(Rewatch::Start);
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",

@@ -57,6 +57,16 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// How much the batch asks of its session, to serve light ones first: a rescan is the
+    /// most, then each path.
+    pub fn weight(&self) -> usize {
+        if self.rescan.is_empty() {
+            self.paths.len()
+        } else {
+            usize::MAX
+        }
+    }
+
     /// Adds one path change: the latest event decides, but a metadata change after a write
     /// leaves it a write.
     pub fn add(&mut self, rel: String, kind: ChangeKind) {
@@ -112,6 +122,9 @@ pub struct Session {
     tasks: Option<tasks::Tasks>,
     /// Its canonical path (events arrive under it).
     canon: PathBuf,
+    /// Whether a symlink at the build directory's path is followed: only when the path was one
+    /// when the session opened (`watch LINK`), never under `--root` (a build is a directory).
+    follow_link: bool,
     /// The directory watched, or detached.
     attached: attach::State,
     /// Why it is detached (said and recorded once per reason).
@@ -151,6 +164,8 @@ pub struct Session {
     seen: Option<Arc<crate::observed::Observed>>,
     /// `status --sync` tokens seen and not yet acknowledged.
     syncs: Vec<String>,
+    /// Own writes that failed: when each is tried again (a full disk costs no core).
+    backoff: super::retry::Backoff,
     // Timers.
     next_beat: Instant,
     recheck_at: Option<Instant>,
@@ -470,10 +485,15 @@ impl Session {
 
     /// When this session next needs the loop.
     pub fn next_deadline(&self) -> Instant {
-        [self.recheck_at, self.finish_at, self.timeout_at]
-            .into_iter()
-            .flatten()
-            .fold(self.next_beat, Instant::min)
+        [
+            self.recheck_at,
+            self.finish_at,
+            self.timeout_at,
+            self.backoff.next(),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(self.next_beat, Instant::min)
     }
 
     fn recheck(&mut self, at: Instant) {
@@ -492,6 +512,8 @@ impl Session {
         }
         if self.recheck_at.is_some_and(|t| t <= now) {
             self.recheck_at = None;
+            // Nothing is judged or written for a path that no longer names the directory.
+            self.check_dir(false);
             self.judge(None);
             self.ack_syncs();
         }
@@ -509,6 +531,12 @@ impl Session {
         if self.next_beat <= now {
             self.tick();
         }
+        if self.backoff.any_due(now) {
+            // A write that failed is due again: the files it failed on are put in line.
+            self.check_dir(false);
+            self.retry_writes();
+            self.backoff.rearm(now);
+        }
         if self.faults_changed {
             // A fault found while writing: the STOP names it (or stops naming it) now.
             self.flush_outputs();
@@ -519,10 +547,11 @@ impl Session {
     fn tick(&mut self) {
         self.next_beat = Instant::now() + self.cfg.heartbeat;
         self.check_dir(false);
+        // Before anything is written into it: is `.referee` still the session's folder?
+        self.check_folder();
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_waivers();
-        self.check_folder();
         self.check_stop();
         self.check_copies(false);
         self.check_own_files();

@@ -86,6 +86,14 @@ impl Session {
             path: dir.display().to_string(),
             source,
         };
+        // Under `--root` a build is a directory: a link found at its name is never followed.
+        let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && label.is_some() {
+            return Err(attach::Gone::Symlink {
+                path: dir.display().to_string(),
+            }
+            .into());
+        }
         let canon = std::fs::canonicalize(&dir).map_err(bad_dir)?;
         if !canon.is_dir() {
             return Err(DaemonError::NotADirectory {
@@ -249,6 +257,8 @@ impl Session {
             pending: Vec::new(),
             seen,
             syncs: Vec::new(),
+            follow_link: is_link,
+            backoff: super::super::retry::Backoff::default(),
             recheck_at: None,
             finish_at: None,
             last_activity: start,

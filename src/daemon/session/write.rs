@@ -3,7 +3,8 @@
 //!
 //! Every write goes through [`crate::outputs`] (atomic, never following what was planted at a
 //! name); what was found planted is recorded as tamper. A write that fails is a fault, which the
-//! heartbeat reports and, under `--on-fault stop`, the STOP file names.
+//! heartbeat reports and, under `--on-fault stop`, the STOP file names; it is tried again after
+//! a wait that doubles, up to a bound ([`retry`]), and said once until it clears (once more).
 
 use std::io::Write as _;
 use std::time::Instant;
@@ -17,8 +18,12 @@ use crate::outputs::{self, markdown, Context, Incident, STOP_FILE};
 use super::super::event::Event;
 use super::super::events::{self, Record};
 use super::super::stop::{self, Synced};
-use super::super::{attach, heartbeat, FaultPolicy};
+use super::super::{attach, heartbeat, retry, FaultPolicy};
 use super::Session;
+
+/// The fault areas of the STOP file: the state directory's (authoritative) and its copy.
+const STOP_AREA: &str = "write OBSERVER-STOP.md";
+const STOP_COPY_AREA: &str = "write OBSERVER-STOP.md (copy in the watched directory)";
 
 impl Session {
     pub(super) fn context(&self, written: Option<DateTime<Utc>>, ended: Option<String>) -> Context {
@@ -73,21 +78,25 @@ impl Session {
                 continue;
             }
             let name = outputs::pass_file(&pass.id);
+            let area = format!("write {name}");
+            if !self.write_due(&area) {
+                continue;
+            }
             let text = markdown::pass_file(&self.protocol, &eval, &pass.id, &stamped);
             // Fsynced in the background: a disk flush must not hold up the next STOP.
             match outputs::write_atomic_as(&self.out, &name, &text, outputs::Durability::Background)
             {
                 Ok(w) => {
                     self.pass_files.insert(pass.id.clone(), key);
-                    self.clear_fault(&format!("write {name}"));
+                    self.write_ok(&area);
                     if let Some(found) = w.replaced {
                         self.own_file_tampered(&name, found);
                     }
                 }
-                Err(e) => self.fault(
-                    &format!("write {name}"),
-                    format!("cannot write `{name}`: {}", e.to_string().to_lowercase()),
-                ),
+                Err(e) => {
+                    let what = format!("cannot write `{name}` in `{}`", self.out.display());
+                    self.write_failed(&area, what, &e);
+                }
             }
         }
         self.ledger.published = Some(eval);
@@ -114,14 +123,21 @@ impl Session {
         self.faults_changed = false;
         let want = stop::compose(checks, &faults);
         self.wants_stop = want.is_some();
-        let synced = self.stop.sync(want);
+        if !self.write_due(STOP_AREA) {
+            // The state directory's STOP could not be written: tried again when its wait is
+            // over; meanwhile the heartbeat says a STOP is wanted.
+            return;
+        }
+        let copy_now = self.write_due(STOP_COPY_AREA);
+        let synced = self.stop.sync(want, copy_now);
         if let Some(t) = self.stop.take_noticed() {
             self.stop_tampered(&t);
         }
+        self.stop_copy_tried(copy_now);
         match synced {
-            Ok(Synced::Unchanged | Synced::Kept) => {}
+            Ok(Synced::Unchanged | Synced::Kept) => self.write_ok(STOP_AREA),
             Ok(Synced::Written) => {
-                self.clear_fault("write OBSERVER-STOP.md");
+                self.write_ok(STOP_AREA);
                 if self.tasks.is_some() {
                     // A task protocol has no stop_raised events to tell it: say what holds.
                     let what = if was { "updated" } else { "raised" };
@@ -134,7 +150,7 @@ impl Session {
                 self.beat(heartbeat::WATCHING);
             }
             Ok(Synced::Removed) => {
-                self.clear_fault("write OBSERVER-STOP.md");
+                self.write_ok(STOP_AREA);
                 if self.tasks.is_some() {
                     self.say(&format!(
                         "STOP resolved: {STOP_FILE} removed, no veto or escalation stands"
@@ -144,30 +160,45 @@ impl Session {
                 }
                 self.beat(heartbeat::WATCHING);
             }
-            Err(e) => self.fault(
-                "write OBSERVER-STOP.md",
+            Err(e) => self.write_failed(
+                STOP_AREA,
                 format!(
-                    "cannot write `{STOP_FILE}`: {}",
-                    e.to_string().to_lowercase()
+                    "cannot write `{STOP_FILE}` in the state directory `{}`",
+                    self.state.display()
                 ),
+                &e,
             ),
+        }
+    }
+
+    /// After the STOP's copy may have been written: its fault said or cleared.
+    fn stop_copy_tried(&mut self, tried: bool) {
+        if let Some(e) = self.stop.take_copy_failed() {
+            let what = format!("cannot write `{STOP_FILE}` in `{}`", self.out.display());
+            self.write_failed(STOP_COPY_AREA, what, &e);
+        } else if tried && !self.stop.copy_stale() {
+            self.write_ok(STOP_COPY_AREA);
         }
     }
 
     /// Compares the STOP file with what the session wrote; restores it and records tamper.
     pub(super) fn check_stop(&mut self) {
-        if self.detached_why.is_some() {
+        if self.detached_why.is_some() || !self.write_due(STOP_AREA) {
             return;
         }
-        match self.stop.check() {
+        let copy_now = self.write_due(STOP_COPY_AREA);
+        let checked = self.stop.check(copy_now);
+        self.stop_copy_tried(copy_now);
+        match checked {
             Ok(None) => {}
             Ok(Some(t)) => self.stop_tampered(&t),
-            Err(e) => self.fault(
-                "write OBSERVER-STOP.md",
+            Err(e) => self.write_failed(
+                STOP_AREA,
                 format!(
-                    "cannot check or restore `{STOP_FILE}`: {}",
-                    e.to_string().to_lowercase()
+                    "cannot check or restore `{STOP_FILE}` in the state directory `{}`",
+                    self.state.display()
                 ),
+                &e,
             ),
         }
     }
@@ -217,28 +248,34 @@ impl Session {
         };
         // The state directory's heartbeat is the one `status` believes; a failure there is the
         // fault. The copy follows, unless its folder is not the session's.
-        let copy = self.folder_lost.is_none().then(|| self.out.clone());
+        // The state directory's is written at every beat whatever failed before (it is what
+        // says the referee is alive, and in place it needs no room); the copy waits out its
+        // backoff.
+        let copy_area = format!("{area} (copy in the watched directory)");
+        let copy = self
+            .folder_lost
+            .is_none()
+            .then(|| self.out.clone())
+            .filter(|_| self.write_due(&copy_area));
         let written = heartbeat::write(&self.state, &hb);
         if let (Ok(_), Some(out)) = (&written, copy) {
             // A copy that cannot be written is a fault too: the watched directory no longer
             // shows what the referee knows (and, under `--on-fault stop`, a STOP says so).
-            let copy_area = format!("{area} (copy in the watched directory)");
             match heartbeat::write(&out, &hb) {
                 Ok(heartbeat::Written::Atomic(w)) => {
-                    self.clear_fault(&copy_area);
+                    self.write_ok(&copy_area);
                     if let Some(found) = w.replaced {
                         self.own_file_tampered(heartbeat::HEARTBEAT_FILE, found);
                     }
                 }
-                Ok(heartbeat::Written::InPlace(e)) | Err(e) => self.fault(
-                    &copy_area,
-                    format!(
-                        "cannot write `{}` in `{}`: {}",
+                Ok(heartbeat::Written::InPlace(e)) | Err(e) => {
+                    let what = format!(
+                        "cannot write `{}` in `{}`",
                         heartbeat::HEARTBEAT_FILE,
-                        out.display(),
-                        e.to_string().to_lowercase()
-                    ),
-                ),
+                        out.display()
+                    );
+                    self.write_failed(&copy_area, what, &e);
+                }
             }
         }
         match written {
@@ -251,17 +288,19 @@ impl Session {
             Ok(heartbeat::Written::InPlace(e)) => self.fault(
                 &area,
                 format!(
-                    "cannot write `{}` atomically ({}); overwrote it in place",
+                    "cannot write `{}` atomically in the state directory `{}` ({}); overwrote it in place",
                     heartbeat::HEARTBEAT_FILE,
-                    e.to_string().to_lowercase()
+                    self.state.display(),
+                    retry::reason(&e)
                 ),
             ),
             Err(e) => self.fault(
                 &area,
                 format!(
-                    "cannot write `{}`: {}",
+                    "cannot write `{}` in the state directory `{}`: {}",
                     heartbeat::HEARTBEAT_FILE,
-                    e.to_string().to_lowercase()
+                    self.state.display(),
+                    retry::reason(&e)
                 ),
             ),
         }
@@ -303,6 +342,38 @@ impl Session {
     }
 
     // ---- faults, events, lines ---------------------------------------------------------------
+
+    /// Whether the write of `area` may be tried now (it did not fail, or its wait is over).
+    pub(super) fn write_due(&self, area: &str) -> bool {
+        self.backoff.due(area, Instant::now())
+    }
+
+    /// The write of `area` failed (`what`: `cannot write X in Y`): a fault, said once while it
+    /// fails the same way, and tried again after a wait that doubles up to a bound.
+    pub(super) fn write_failed(&mut self, area: &str, what: String, e: &std::io::Error) {
+        self.backoff.failed(area, Instant::now());
+        self.fault(
+            area,
+            format!("{what}: {}; {}", retry::reason(e), retry::retrying()),
+        );
+    }
+
+    /// The write of `area` succeeded: its fault, if any, cleared (said once).
+    pub(super) fn write_ok(&mut self, area: &str) {
+        self.backoff.succeeded(area);
+        self.clear_fault(area);
+    }
+
+    /// Writes whose wait is over are tried again: the STOP (both copies), the pass files, the
+    /// heartbeat's copy.
+    pub(super) fn retry_writes(&mut self) {
+        // Is `.referee` still the session's folder (a link planted while the writes failed is
+        // never written through)?
+        self.check_folder();
+        self.flush_outputs();
+        self.check_stop();
+        self.beat(heartbeat::WATCHING);
+    }
 
     /// The session's own fault: recorded once per distinct message; under `--on-fault stop` the
     /// STOP file names it (at the next flush).
@@ -391,7 +462,7 @@ impl Session {
             format!(
                 "cannot append to `{}`: {}",
                 events::EVENTS_FILE,
-                e.to_string().to_lowercase()
+                retry::reason(e)
             ),
         );
     }
