@@ -19,6 +19,7 @@
 pub mod fsread;
 pub mod gates;
 pub mod markdown;
+pub mod normalize;
 pub mod tracker;
 
 use std::collections::HashMap;

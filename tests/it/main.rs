@@ -12,6 +12,7 @@ mod flags;
 mod formats;
 mod fuzz;
 mod heap;
+mod human_text;
 mod liveness;
 mod markdown;
 mod replay;
