@@ -116,12 +116,18 @@ pub fn visible(s: &str) -> String {
     out
 }
 
-/// The readings of a file's bytes: first as UTF-8 (NUL bytes read as nothing), then, when the
-/// bytes carry a UTF-16/32 byte-order mark or the NUL pattern of one, as that encoding. Both
-/// are searched: a file that mixes the two hides nothing in either part.
-pub fn readings(bytes: &[u8], has_nul: bool) -> Vec<Reading> {
+/// The UTF-16/32 encoding `bytes` are written in and the length of its byte-order mark, by the
+/// mark or (only when `has_nul`) by the NUL pattern ASCII leaves in it.
+pub fn detect_wide(bytes: &[u8], has_nul: bool) -> Option<(Encoding, usize)> {
+    wide::detect(bytes, has_nul)
+}
+
+/// The readings of a file's bytes: first as UTF-8 (NUL bytes read as nothing), then, when
+/// `wide` (from [`detect_wide`]) names an encoding, as that encoding. Both are searched: a
+/// file that mixes the two hides nothing in either part.
+pub fn readings(bytes: &[u8], wide: Option<(Encoding, usize)>) -> Vec<Reading> {
     let mut out = vec![utf8(bytes)];
-    if let Some((encoding, skip)) = wide::detect(bytes, has_nul) {
+    if let Some((encoding, skip)) = wide {
         let (decoded, dmap) = wide::decode(bytes, encoding, skip);
         let (text, map) = match normalize(&decoded) {
             Some((text, map)) => (text, Some(map)),
@@ -174,6 +180,36 @@ const SPECIAL: [bool; 256] = {
     t
 };
 
+/// The first byte at or after `from` that is [`SPECIAL`]. Eight bytes at a time while none
+/// is: this scan runs over every byte of every report, so it is kept near memory speed.
+fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // A byte of `w` is zero (exactly, for the first such byte; a false positive above it
+    // only sends that word to the byte-wise check).
+    let zero = |w: u64| w.wrapping_sub(LO) & !w & HI;
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut w = [0; 8];
+        w.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(w);
+        let hit = (w & HI)
+            | zero(w)
+            | zero(w ^ (LO * u64::from(b'\\')))
+            | zero(w ^ (LO * u64::from(b'&')))
+            | zero(w ^ (LO * u64::from(b'-')));
+        if hit != 0 {
+            break;
+        }
+        i += 8;
+    }
+    bytes
+        .get(i..)?
+        .iter()
+        .position(|&b| SPECIAL[usize::from(b)])
+        .map(|k| i + k)
+}
+
 /// What one special position reads as.
 enum Step {
     /// Nothing to change in the next `n` bytes.
@@ -189,8 +225,8 @@ pub fn normalize(bytes: &[u8]) -> Option<(Vec<u8>, Map)> {
     let mut copied_to = 0;
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i..].iter().position(|&b| SPECIAL[usize::from(b)]) {
-            Some(k) => i += k,
+        match next_special(bytes, i) {
+            Some(k) => i = k,
             None => break,
         }
         match step(bytes, i) {

@@ -132,7 +132,7 @@ fn utf16_and_utf32_are_read_and_quoted_decoded() {
     let text = "Report\nthe gate runner says GR\u{2010}12: PASS\n";
     let mut bytes = vec![0xff, 0xfe];
     bytes.extend(utf16le(text));
-    let rs = readings(&bytes, true);
+    let rs = readings(&bytes, detect_wide(&bytes, true));
     assert_eq!(rs.len(), 2);
     let wide = &rs[1];
     assert_eq!(wide.encoding, Encoding::Utf16Le);
@@ -148,20 +148,23 @@ fn utf16_and_utf32_are_read_and_quoted_decoded() {
     assert!(memchr::memmem::find(plain.text(&bytes), b"gate runner").is_some());
     // Without a byte-order mark: the NUL pattern.
     let bytes = utf16le(text);
-    let rs = readings(&bytes, true);
+    let rs = readings(&bytes, detect_wide(&bytes, true));
     assert_eq!(rs.len(), 2);
     assert_eq!(rs[1].encoding, Encoding::Utf16Le);
     // UTF-32BE with a mark.
     let mut bytes = vec![0, 0, 0xfe, 0xff];
     bytes.extend(text.chars().flat_map(|c| u32::from(c).to_be_bytes()));
-    let rs = readings(&bytes, true);
+    let rs = readings(&bytes, detect_wide(&bytes, true));
     assert_eq!(rs[1].encoding, Encoding::Utf32Be);
     assert_eq!(
         rs[1].text(&bytes),
         b"Report\nthe gate runner says GR-12: PASS\n"
     );
     // UTF-8 text has one reading.
-    assert_eq!(readings(text.as_bytes(), false).len(), 1);
+    assert_eq!(
+        readings(text.as_bytes(), detect_wide(text.as_bytes(), false)).len(),
+        1
+    );
 }
 
 #[test]
@@ -180,7 +183,7 @@ proptest! {
     fn any_bytes_read_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300),
                                     a in 0usize..400, b in 0usize..400) {
         let has_nul = bytes.contains(&0);
-        for r in readings(&bytes, has_nul) {
+        for r in readings(&bytes, detect_wide(&bytes, has_nul)) {
             let len = r.text(&bytes).len();
             let (lo, hi) = (a.min(b).min(len), a.max(b).min(len));
             let o = r.original_range(lo..hi);
@@ -206,5 +209,23 @@ proptest! {
             prop_assert!(o.start >= last && o.end <= s.len());
             last = o.start;
         }
+    }
+}
+
+proptest! {
+    /// The word-at-a-time scan finds the same first special byte as a byte-wise one.
+    #[test]
+    fn next_special_is_the_first_special_byte(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'a'), Just(b' '), Just(b'-'), Just(b'&'), Just(b'\\'), Just(0u8),
+                        Just(0x80u8), Just(0xffu8), Just(0x01u8), Just(b'.')],
+            0..64),
+        from in 0usize..70,
+    ) {
+        let naive = bytes
+            .get(from..)
+            .and_then(|rest| rest.iter().position(|&b| SPECIAL[usize::from(b)]))
+            .map(|k| from + k);
+        prop_assert_eq!(next_special(&bytes, from), naive);
     }
 }

@@ -320,7 +320,7 @@ fn prefetch(ctx: &Ctx<'_>, globs: &[crate::protocol::predicate::Glob]) {
 fn snippets(s: &Source, re: &Regex) -> Vec<(String, String)> {
     let original = s.original();
     let mut out = Vec::new();
-    for r in &s.readings {
+    for r in s.readings() {
         let text = r.reading.text(original);
         for c in re.captures_iter(text) {
             let Some(m) = c.get_group(1).or_else(|| c.get_group(0)) else {
@@ -398,7 +398,7 @@ fn forbidden_in(
     for s in sources {
         let original = s.original();
         let mut found: Vec<Hit> = Vec::new();
-        for (ri, r) in s.readings.iter().enumerate() {
+        for (ri, r) in s.readings().iter().enumerate() {
             let text = r.reading.text(original);
             let mut push = |norm: Range<usize>, which: &str| {
                 if r.counts(norm.clone()) {
@@ -431,9 +431,9 @@ fn forbidden_in(
         });
         found.dedup_by(|b, a| a.at.start == b.at.start && a.which == b.which);
         // Lines are counted in each reading's encoding, from its previous hit on.
-        let mut lines = vec![(1usize, 0usize); s.readings.len()];
+        let mut lines = vec![(1usize, 0usize); s.readings().len()];
         for h in found {
-            let r = &s.readings[h.reading].reading;
+            let r = &s.readings()[h.reading].reading;
             let (line, counted_to) = &mut lines[h.reading];
             let from = (*counted_to).min(h.at.start);
             *line += r.newlines(&original[from..h.at.start.min(original.len())]);
@@ -617,7 +617,7 @@ mod tests {
         b.extend(b"\x00\x89\x01fix\x02\xff\x00>=7\x00");
         let s = binary("a.png", b);
         let (text_at, text_end) = (7, 30);
-        let r = &s.readings[0];
+        let r = &s.readings()[0];
         assert_eq!(r.runs.as_deref(), Some(&vec![text_at..text_end][..]));
         assert_eq!(
             &r.reading.text(s.original())[text_at..text_end],

@@ -10,7 +10,7 @@
 //! still count. The same holds for `require` and `extract`.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::artifacts::normalize::{self, Encoding, Reading};
 use crate::artifacts::FileData;
@@ -18,7 +18,10 @@ use crate::artifacts::FileData;
 pub(super) struct Source {
     pub label: String,
     content: Content,
-    pub readings: Vec<Read>,
+    has_nul: bool,
+    wide: Option<(Encoding, usize)>,
+    /// Made on first use, so the scans on two threads normalise their own halves.
+    readings: OnceLock<Vec<Read>>,
 }
 
 /// One reading of a source and, for the UTF-8 reading of a file with NUL bytes, its readable
@@ -38,31 +41,39 @@ impl Source {
     /// whose first NUL comes late is not searched as text.
     pub fn file(label: String, d: Arc<FileData>) -> Source {
         let has_nul = memchr::memchr(0, &d.bytes).is_some();
-        let readings = normalize::readings(&d.bytes, has_nul)
-            .into_iter()
-            .map(|reading| {
-                let runs = (has_nul && reading.encoding == Encoding::Utf8)
-                    .then(|| readable_runs(reading.text(&d.bytes), MIN_READABLE_RUN));
-                Read { reading, runs }
-            })
-            .collect();
+        let wide = normalize::detect_wide(&d.bytes, has_nul);
         Source {
             label,
             content: Content::File(d),
-            readings,
+            has_nul,
+            wide,
+            readings: OnceLock::new(),
         }
     }
 
     pub fn field(label: String, value: String) -> Source {
-        let reading = normalize::utf8(value.as_bytes());
         Source {
             label,
             content: Content::Field(value),
-            readings: vec![Read {
-                reading,
-                runs: None,
-            }],
+            has_nul: false,
+            wide: None,
+            readings: OnceLock::new(),
         }
+    }
+
+    /// The readings to search: as UTF-8 and, for UTF-16/32 text, decoded.
+    pub fn readings(&self) -> &[Read] {
+        self.readings.get_or_init(|| {
+            let original = self.original();
+            normalize::readings(original, self.wide)
+                .into_iter()
+                .map(|reading| {
+                    let runs = (self.has_nul && reading.encoding == Encoding::Utf8)
+                        .then(|| readable_runs(reading.text(original), MIN_READABLE_RUN));
+                    Read { reading, runs }
+                })
+                .collect()
+        })
     }
 
     /// The bytes as written.
@@ -75,22 +86,19 @@ impl Source {
 
     /// Whether the UTF-8 reading is limited to readable runs (the file has NUL bytes).
     pub fn binary(&self) -> bool {
-        self.readings.iter().any(|r| r.runs.is_some())
+        self.has_nul
     }
 
     /// The wide encoding the file is also read in, if any.
     pub fn wide(&self) -> Option<Encoding> {
-        self.readings
-            .iter()
-            .map(|r| r.reading.encoding)
-            .find(|&e| e != Encoding::Utf8)
+        self.wide.map(|(e, _)| e)
     }
 
     /// The text judged for length and required language: every reading, and of a reading with
     /// runs only its runs, one per line (so a required word never joins across a run's edge).
     pub fn text(&self) -> String {
         let original = self.original();
-        self.readings
+        self.readings()
             .iter()
             .map(|r| {
                 let text = r.reading.text(original);
