@@ -281,10 +281,13 @@ fn element_offsets(text: &[u8], in_gates: bool) -> Vec<usize> {
     out
 }
 
-/// Whether a source says the result was entered by hand: lowercased and trimmed, it contains
-/// `manual` or `hand`, or equals `human` or `orchestrator`.
+/// Whether a source says the result was entered by hand: read as a human reads it (fullwidth or
+/// look-alike letters, invisible characters; see [`crate::artifacts::normalize::normalize_str`]), lowercased and trimmed, it
+/// contains `manual` or `hand`, or equals `human` or `orchestrator`.
 pub fn is_manual_source(source: &str) -> bool {
-    let s = source.trim().to_lowercase();
+    let s = crate::artifacts::normalize::normalize_str(source)
+        .trim()
+        .to_lowercase();
     s.contains("manual") || s.contains("hand") || s == "human" || s == "orchestrator"
 }
 
@@ -723,6 +726,10 @@ mod tests {
             "Human",
             " orchestrator ",
             "ORCHESTRATOR",
+            // As a human reads them: fullwidth, Cyrillic `а`, a zero-width space.
+            "ｍａｎｕａｌ",
+            "m\u{430}nual",
+            "man\u{200b}ual",
         ] {
             assert!(is_manual_source(s), "{s:?}");
         }

@@ -20,6 +20,7 @@ pub mod fsread;
 pub mod gates;
 pub mod json_keys;
 pub mod markdown;
+pub mod normalize;
 pub mod tracker;
 
 use std::collections::HashMap;

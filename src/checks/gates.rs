@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use super::{Ctx, Outcome, Verdict};
 use crate::artifacts::gates::{same_gate, GateEntry, GateError, GateFile};
+use crate::artifacts::normalize::{normalize_str, visible};
 use crate::protocol::predicate::{Gate, GateCount, GateFiles, GateSources, Glob};
 
 struct Loaded {
@@ -76,16 +77,34 @@ impl Loaded {
     }
 }
 
+/// A gate value as a human reads it, for comparing: normalised (fullwidth, look-alike letters,
+/// invisible characters, HTML references; see [`normalize_str`]), trimmed and lowercased.
+fn read_as(value: &str) -> String {
+    normalize_str(value).trim().to_lowercase()
+}
+
+/// A value as written, and what it reads as when that differs (`ｍａｎｕａｌ (reads "manual")`).
+fn as_written(value: &str) -> String {
+    let reads = normalize_str(value);
+    if reads == value {
+        visible(value)
+    } else {
+        format!("{} (reads \"{reads}\")", visible(value))
+    }
+}
+
 fn describe(e: &GateEntry) -> String {
     format!(
         "{}[{}]: {} = {}{}",
         e.file,
         e.index,
         e.id,
-        e.result.as_deref().unwrap_or("(no result)"),
+        e.result
+            .as_deref()
+            .map_or_else(|| "(no result)".to_string(), as_written),
         e.source
             .as_deref()
-            .map(|s| format!(", source {s}"))
+            .map(|s| format!(", source {}", as_written(s)))
             .unwrap_or_default()
     )
 }
@@ -147,7 +166,12 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
         )];
         return o;
     }
-    fn result_of(e: &GateEntry) -> &str {
+    /// The result as read, for comparing ("" when there is none).
+    fn result_of(e: &GateEntry) -> String {
+        e.result.as_deref().map(read_as).unwrap_or_default()
+    }
+    /// The result as written, for the evidence.
+    fn written(e: &GateEntry) -> &str {
         e.result.as_deref().map(str::trim).unwrap_or("")
     }
     if let Some(want) = &g.result {
@@ -169,7 +193,7 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
                 g.id,
                 wrong
                     .iter()
-                    .map(|e| result_of(e).to_string())
+                    .map(|e| written(e).to_string())
                     .map(|r| if r.is_empty() {
                         "(no result)".into()
                     } else {
@@ -194,7 +218,7 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
         g.id,
         found
             .iter()
-            .map(|e| result_of(e))
+            .map(|e| written(e))
             .collect::<Vec<_>>()
             .join(", ")
     )];
@@ -302,7 +326,7 @@ pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
         return o;
     }
     let forbidden = |s: &str| {
-        let l = s.trim().to_lowercase();
+        let l = read_as(s);
         g.forbid_contains
             .iter()
             .any(|c| l.contains(&c.to_lowercase()))

@@ -16,6 +16,7 @@ mod formats;
 mod fuzz;
 mod heap;
 mod json_strict;
+mod human_text;
 mod liveness;
 mod locations;
 mod markdown;

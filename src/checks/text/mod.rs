@@ -8,141 +8,27 @@
 //! it did not search. A file or place that cannot be read leaves the check INCONCLUSIVE unless a
 //! forbidden hit elsewhere already decides it.
 //!
-//! In a file with NUL bytes, though, a hit counts only inside a readable text run (see
-//! [`readable_runs`]): compressed image data matches a short pattern such as `\bfix\b` by
-//! chance about once per megabyte, and a referee that stops a build on a screenshot's pixels
-//! gets switched off. Words planted in such a file sit in runs of text (a PNG `tEXt` chunk, the
-//! prose around a planted NUL) and still count. The same holds for `require` and `extract`: a
-//! required word inside a binary file counts only in a readable run.
+//! Text is judged as a human reads it ([`crate::artifacts::normalize`]): UTF-16/32 decoded,
+//! NFKC, look-alike letters as ASCII, invisible characters dropped, HTML references and
+//! markdown escapes undone, words broken over a line joined. Every hit is reported with the
+//! line and the text as written in the file, and what it reads as when that differs. The
+//! readings of a file and its readable runs (in a file with NUL bytes) are [`source`]'s.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
-use std::ops::Range;
-use std::sync::{Arc, Mutex, OnceLock};
+mod source;
+mod terms;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex_automata::meta::Regex;
 
+use std::ops::Range;
+
+use source::{Source, MIN_READABLE_RUN};
+use terms::{terms, Terms};
+
 use super::{with_tracker, Ctx, Outcome, Verdict};
+use crate::artifacts::normalize::Encoding;
 use crate::artifacts::tracker::is_empty_value;
-use crate::artifacts::FileData;
 use crate::protocol::pattern;
 use crate::protocol::predicate::{Pattern, Text};
-
-struct Source {
-    label: String,
-    content: Content,
-    /// For a file with NUL bytes, its readable text runs: only hits inside one count. `None`
-    /// for text, where every hit counts.
-    runs: Option<Vec<Range<usize>>>,
-}
-
-enum Content {
-    File(Arc<FileData>),
-    Field(String),
-}
-
-impl Source {
-    /// A file as a source. The whole file is tested for NUL (not only its head), so a binary
-    /// whose first NUL comes late is not searched as text.
-    fn file(label: String, d: Arc<FileData>) -> Source {
-        let runs = d
-            .bytes
-            .contains(&0)
-            .then(|| readable_runs(&d.bytes, MIN_READABLE_RUN));
-        Source {
-            label,
-            content: Content::File(d),
-            runs,
-        }
-    }
-
-    fn field(label: String, value: String) -> Source {
-        Source {
-            label,
-            content: Content::Field(value),
-            runs: None,
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        match &self.content {
-            Content::File(d) => &d.bytes,
-            Content::Field(s) => s.as_bytes(),
-        }
-    }
-
-    /// Whether a match at `at` counts: always in text, only inside one readable run in binary.
-    fn counts(&self, at: Range<usize>) -> bool {
-        match &self.runs {
-            None => true,
-            Some(runs) => {
-                // The last run starting at or before the match is the only one that can hold it.
-                let i = runs.partition_point(|r| r.start <= at.start);
-                i > 0 && at.end <= runs[i - 1].end
-            }
-        }
-    }
-
-    /// The text judged for length and required language: all of it, or for a binary file its
-    /// readable runs one per line (so a required word never joins across a run's edge).
-    fn text(&self) -> Cow<'_, str> {
-        match &self.runs {
-            None => String::from_utf8_lossy(self.bytes()),
-            Some(runs) => Cow::Owned(
-                runs.iter()
-                    .map(|r| String::from_utf8_lossy(&self.bytes()[r.clone()]))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-        }
-    }
-}
-
-/// The shortest readable run, in bytes, in which a hit in a file with NUL bytes counts.
-///
-/// Why 20 and not `strings(1)`'s 4 or 8: a chance hit's own bytes are readable by construction,
-/// so the run length only buys the odds that the bytes *around* it are readable too. In uniformly
-/// random bytes (compressed image data is close to it) a byte is readable with p = 98/256 ≈ 0.38;
-/// counting complete UTF-8 sequences a readable run grows like r^n with r ≈ 0.465. The D10
-/// OBS-07 patterns hit random bytes about 1.5 times per MiB, mostly 3-byte hits like `>=7` or
-/// `fix`, so a minimum of m leaves ≈ 1.5/MiB × r^(m-3) × (m-2 - (m-3)·r) chance hits: ≈ 100 per
-/// GiB at m = 8 (`(98/256)^8` alone would wrongly promise 1 in 2,000), 0.6 per GiB at 16 and
-/// 0.04 per GiB at 20, one per ~25 GiB of screenshots. Measured on this module's 64 MiB of
-/// seeded random bytes (118 raw hits): 7 count at m = 8, none at 12, 16 or 20. Text a pipeline
-/// plants for a builder to read (a sentence) is longer than 20 bytes.
-const MIN_READABLE_RUN: usize = 20;
-
-/// The maximal runs of readable bytes in `bytes` that are at least `min` bytes long, in order,
-/// as `strings(1)` shows them: ASCII printable bytes, tab, CR, LF and complete valid UTF-8
-/// multi-byte sequences. Any other byte (NUL, another control, a byte of invalid or cut-off
-/// UTF-8) ends a run.
-fn readable_runs(bytes: &[u8], min: usize) -> Vec<Range<usize>> {
-    let mut runs = Vec::new();
-    let mut keep = |run: Range<usize>| {
-        if run.len() >= min {
-            runs.push(run);
-        }
-    };
-    let (mut start, mut pos) = (0, 0);
-    for chunk in bytes.utf8_chunks() {
-        for (i, c) in chunk.valid().char_indices() {
-            // Every unreadable character here is a one-byte ASCII control or DEL.
-            if c.is_ascii() && !matches!(c, ' '..='~' | '\t' | '\n' | '\r') {
-                keep(start..pos + i);
-                start = pos + i + 1;
-            }
-        }
-        pos += chunk.valid().len();
-        if !chunk.invalid().is_empty() {
-            keep(start..pos);
-            pos += chunk.invalid().len();
-            start = pos;
-        }
-    }
-    keep(start..pos);
-    runs
-}
 
 pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     let mut what: Vec<String> = t
@@ -211,7 +97,8 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                 Ok(d) => {
                     o.push_file(Ctx::data_ref(&d));
                     let source = Source::file(e.rel.clone(), d);
-                    if source.runs.is_some() {
+                    // A file also read as UTF-16/32 says so in each of its hits.
+                    if source.binary() && source.wide().is_none() {
                         binary += 1;
                         o.push_detail(format!(
                             "{}: has NUL bytes; searched, but only readable text runs of \
@@ -311,22 +198,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
             .as_ref()
             .and_then(|x| pattern::search(std::slice::from_ref(x)));
         let snippets: Vec<(String, String)> = match extract {
-            Some(re) => sources
-                .iter()
-                .flat_map(|s| {
-                    re.captures_iter(s.bytes())
-                        .filter_map(|c| c.get_group(1).or_else(|| c.get_group(0)))
-                        .filter(|m| s.counts(m.range()))
-                        .map(|m| {
-                            let line = line_of(s.bytes(), m.start);
-                            (
-                                format!("{}:{line}", s.label),
-                                String::from_utf8_lossy(&s.bytes()[m.range()]).into_owned(),
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
+            Some(re) => sources.iter().flat_map(|s| snippets(s, &re)).collect(),
             None => vec![(
                 match sources.as_slice() {
                     [one] => one.label.clone(),
@@ -334,7 +206,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                 },
                 sources
                     .iter()
-                    .map(|s| s.text().into_owned())
+                    .map(Source::text)
                     .collect::<Vec<_>>()
                     .join("\n"),
             )],
@@ -399,11 +271,10 @@ fn judge_snippet(t: &Text, snippet: &str) -> (bool, String) {
             .into_iter()
             .map(|i| r.patterns[i].as_str())
             .collect();
-        let lower = trimmed.to_ascii_lowercase();
         found.extend(
             r.terms
                 .iter()
-                .filter(|term| lower.contains(&term.to_ascii_lowercase()))
+                .filter(|term| terms::contains(trimmed, term))
                 .map(String::as_str),
         );
         let wanted = r.patterns.len() + r.terms.len();
@@ -444,50 +315,26 @@ fn prefetch(ctx: &Ctx<'_>, globs: &[crate::protocol::predicate::Glob]) {
     });
 }
 
-/// Literal terms (lowercased) as one automaton, built once per process. Matching runs on
-/// lowercased text, so the fast SIMD searcher applies where an ASCII-case-insensitive
-/// automaton would have to step through every byte of prose.
-fn terms(terms: &[String]) -> Option<(AhoCorasick, usize)> {
-    type Cache = OnceLock<Mutex<HashMap<String, Option<(AhoCorasick, usize)>>>>;
-    static CACHE: Cache = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    cache
-        .entry(terms.join("\u{0}"))
-        .or_insert_with(|| {
-            let lower: Vec<String> = terms.iter().map(|t| t.to_ascii_lowercase()).collect();
-            let longest = lower.iter().map(String::len).max().unwrap_or(0);
-            // A contiguous NFA builds in a fraction of a DFA's time (which would cost more
-            // than a small build's whole scan) and searches nearly as fast behind the
-            // prefilter.
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostFirst)
-                .kind(Some(AhoCorasickKind::ContiguousNFA))
-                .build(&lower)
-                .ok()
-                .map(|ac| (ac, longest))
-        })
-        .clone()
-}
-
-/// Finds the terms in `bytes` ASCII-case-insensitively: lowercases a cache-sized chunk at a
-/// time (with an overlap of the longest term) and searches it.
-fn find_terms(ac: &AhoCorasick, longest: usize, bytes: &[u8]) -> Vec<(usize, usize, usize)> {
-    const CHUNK: usize = 64 * 1024;
+/// The snippets `re` extracts from a source's readings (its group 1, else the whole match),
+/// each with `label:line` of where it is written.
+fn snippets(s: &Source, re: &Regex) -> Vec<(String, String)> {
+    let original = s.original();
     let mut out = Vec::new();
-    let mut buf = Vec::with_capacity(CHUNK + longest);
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let end = (pos + CHUNK + longest).min(bytes.len());
-        buf.clear();
-        buf.extend(bytes[pos..end].iter().map(u8::to_ascii_lowercase));
-        for m in ac.find_iter(&buf) {
-            // A match starting in the overlap belongs to the next chunk.
-            if m.start() < CHUNK {
-                out.push((pos + m.start(), pos + m.end(), m.pattern().as_usize()));
+    for r in s.readings() {
+        let text = r.reading.text(original);
+        for c in re.captures_iter(text) {
+            let Some(m) = c.get_group(1).or_else(|| c.get_group(0)) else {
+                continue;
+            };
+            if !r.counts(m.range()) {
+                continue;
             }
+            let (_, line) = r.reading.quote(original, m.range());
+            out.push((
+                format!("{}:{line}", s.label),
+                String::from_utf8_lossy(&text[m.range()]).into_owned(),
+            ));
         }
-        pos += CHUNK;
     }
     out
 }
@@ -512,7 +359,7 @@ fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Ve
         )
     };
     // Every report is read in full; with megabytes of them, use both halves of the machine.
-    let total: usize = sources.iter().map(|s| s.bytes().len()).sum();
+    let total: usize = sources.iter().map(|s| s.original().len()).sum();
     if total < 4 << 20 || sources.len() < 2 {
         return scan(sources);
     }
@@ -529,51 +376,91 @@ fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Ve
     })
 }
 
+/// One forbidden match in one reading of a source.
+struct Hit {
+    /// Where it is written in the file.
+    at: Range<usize>,
+    /// Which pattern or term.
+    which: String,
+    /// Which reading found it, and where in that reading.
+    reading: usize,
+    norm: Range<usize>,
+}
+
 fn forbidden_in(
     patterns: &[Pattern],
     literal: &[String],
     combined: Option<&Regex>,
-    automaton: Option<&(AhoCorasick, usize)>,
+    automaton: Option<&Terms>,
     sources: &[Source],
 ) -> Vec<String> {
     let mut hits = Vec::new();
     for s in sources {
-        let bytes = s.bytes();
-        let mut found: Vec<(usize, usize, String)> = Vec::new();
-        if let Some((ac, longest)) = automaton {
-            for (start, end, which) in find_terms(ac, *longest, bytes) {
-                found.push((start, end, literal[which].clone()));
+        let original = s.original();
+        let mut found: Vec<Hit> = Vec::new();
+        for (ri, r) in s.readings().iter().enumerate() {
+            let text = r.reading.text(original);
+            let mut push = |norm: Range<usize>, which: &str| {
+                if r.counts(norm.clone()) {
+                    found.push(Hit {
+                        at: r.reading.original_range(norm.clone()),
+                        which: which.to_string(),
+                        reading: ri,
+                        norm,
+                    });
+                }
+            };
+            if let Some(t) = automaton {
+                for (start, end, which) in t.find(text) {
+                    push(start..end, &literal[which]);
+                }
+            }
+            if let Some(all) = combined {
+                for m in all.find_iter(text) {
+                    push(m.range(), patterns[m.pattern().as_usize()].as_str());
+                }
             }
         }
-        if let Some(all) = combined {
-            for m in all.find_iter(bytes) {
-                let which = patterns[m.pattern().as_usize()].as_str();
-                found.push((m.start(), m.end(), which.to_string()));
+        // A hit both readings find (ASCII in a UTF-16 file) is reported once, as decoded.
+        found.sort_by(|a, b| {
+            (a.at.start, &a.which, std::cmp::Reverse(a.reading)).cmp(&(
+                b.at.start,
+                &b.which,
+                std::cmp::Reverse(b.reading),
+            ))
+        });
+        found.dedup_by(|b, a| a.at.start == b.at.start && a.which == b.which);
+        // Lines are counted in each reading's encoding, from its previous hit on.
+        let mut lines = vec![(1usize, 0usize); s.readings().len()];
+        for h in found {
+            let r = &s.readings()[h.reading].reading;
+            let (line, counted_to) = &mut lines[h.reading];
+            let from = (*counted_to).min(h.at.start);
+            *line += r.newlines(&original[from..h.at.start.min(original.len())]);
+            *counted_to = h.at.start;
+            let written = r.written(original, h.at.clone());
+            let reads = String::from_utf8_lossy(&r.text(original)[h.norm]).into_owned();
+            let mut notes = Vec::new();
+            if r.encoding != Encoding::Utf8 {
+                notes.push(r.encoding.name().to_string());
             }
-        }
-        found.retain(|(start, end, _)| s.counts(*start..*end));
-        found.sort();
-        let (mut line, mut counted_to) = (1, 0);
-        for (start, end, which) in found {
-            line += bytecount(&bytes[counted_to..start]);
-            counted_to = start;
-            let text = String::from_utf8_lossy(&bytes[start..end]);
+            if reads.trim() != written.trim() {
+                notes.push(format!("reads \"{}\"", reads.trim()));
+            }
             hits.push(format!(
-                "{}:{line}: `{which}` matched \"{}\"",
+                "{}:{line}: `{}` matched \"{}\"{}",
                 s.label,
-                text.trim()
+                h.which,
+                written.trim(),
+                if notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", notes.join(", "))
+                }
             ));
         }
     }
     hits
-}
-
-fn bytecount(b: &[u8]) -> usize {
-    b.iter().filter(|&&c| c == b'\n').count()
-}
-
-fn line_of(b: &[u8], offset: usize) -> usize {
-    bytecount(&b[..offset.min(b.len())]) + 1
 }
 
 #[cfg(test)]
@@ -582,27 +469,14 @@ fn line_of(b: &[u8], offset: usize) -> usize {
     reason = "`vec![a..b]` here is a list of one run, not the run's indices"
 )]
 mod tests {
+    use std::sync::Arc;
+
+    use super::source::readable_runs;
     use super::*;
+    use crate::artifacts::FileData;
 
     fn field(label: &str, text: &str) -> Source {
         Source::field(label.into(), text.into())
-    }
-
-    #[test]
-    fn terms_match_any_ascii_case_across_chunks() {
-        let list = vec!["Gate Runner".to_string(), "BV-".to_string()];
-        let (ac, longest) = terms(&list).unwrap();
-        // Put one hit across the 64 KiB chunk boundary and one at the very end.
-        let mut text = vec![b'x'; 64 * 1024 - 4];
-        text.extend_from_slice(b"gATE rUNNER and bv-");
-        let hits = find_terms(&ac, longest, &text);
-        assert_eq!(
-            hits,
-            vec![
-                (64 * 1024 - 4, 64 * 1024 + 7, 0),
-                (64 * 1024 + 12, 64 * 1024 + 15, 1)
-            ]
-        );
     }
 
     #[test]
@@ -622,6 +496,44 @@ mod tests {
             ]
         );
         assert!(forbidden(&patterns, &list, &[field("ok.md", "nothing here")]).is_empty());
+    }
+
+    #[test]
+    fn hits_are_found_as_read_and_quoted_as_written() {
+        let list = vec!["content map".to_string(), "gate runner".to_string()];
+        let src = field(
+            "r.md",
+            "a\nGR\\-12: PASS, x &gt;= 15\nthe content\n  map and the ga\u{200b}te ｒｕｎｎｅｒ\nre-\npair\n",
+        );
+        let hits = forbidden(&obs07(), &list, &[src]);
+        let fix = obs07()[2].as_str().to_string();
+        assert_eq!(
+            hits,
+            vec![
+                format!("r.md:2: `{}` matched \"GR\\-12: PASS\" (reads \"GR-12: PASS\")", obs07()[0].as_str()),
+                format!("r.md:2: `{}` matched \"&gt;= 1\" (reads \">= 1\")", obs07()[1].as_str()),
+                "r.md:3: `content map` matched \"content\n  map\"".to_string(),
+                "r.md:4: `gate runner` matched \"ga\\u{200b}te ｒｕｎｎｅｒ\" (reads \"gate runner\")".to_string(),
+                format!("r.md:5: `{fix}` matched \"re-\npair\" (reads \"repair\")"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_utf16_file_is_searched_decoded_and_each_hit_reported_once() {
+        let text = "notes\nplease fix the hero\n";
+        let mut bytes = vec![0xff, 0xfe];
+        bytes.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+        let s = binary("refine-brief.md", bytes);
+        assert_eq!(s.wide(), Some(Encoding::Utf16Le));
+        let hits = forbidden(&obs07(), &[], &[s]);
+        assert_eq!(
+            hits,
+            vec![format!(
+                "refine-brief.md:2: `{}` matched \"fix\" (UTF-16LE)",
+                obs07()[2].as_str()
+            )]
+        );
     }
 
     #[test]
@@ -698,21 +610,27 @@ mod tests {
 
     #[test]
     fn a_hit_in_binary_counts_only_inside_one_readable_run() {
+        // The run is taken in the reading, where NUL bytes read as nothing: the `\n` before
+        // the NULs joins it. Its offsets are the reading's: the 8 bytes before, minus 2 NULs.
         let mut b = b"\x89PNG\r\n\x1a\n\x00\x00".to_vec();
-        let text_at = b.len();
         b.extend(b"Comment: please fix it"); // 22 bytes, one run
-        let text_end = b.len();
         b.extend(b"\x00\x89\x01fix\x02\xff\x00>=7\x00");
         let s = binary("a.png", b);
-        assert_eq!(s.runs.as_deref(), Some(&vec![text_at..text_end][..]));
-        assert!(s.counts(text_at + 16..text_at + 19), "`fix` inside the run");
-        assert!(s.counts(text_at..text_end), "the whole run");
+        let (text_at, text_end) = (7, 30);
+        let r = &s.readings()[0];
+        assert_eq!(r.runs.as_deref(), Some(&vec![text_at..text_end][..]));
+        assert_eq!(
+            &r.reading.text(s.original())[text_at..text_end],
+            b"\nComment: please fix it"
+        );
+        assert!(r.counts(text_end - 3..text_end), "`fix` inside the run");
+        assert!(r.counts(text_at..text_end), "the whole run");
         assert!(
-            !s.counts(text_at - 1..text_at + 3),
+            !r.counts(text_at - 1..text_at + 3),
             "straddles the run's start"
         );
         assert!(
-            !s.counts(text_end - 2..text_end + 1),
+            !r.counts(text_end - 2..text_end + 1),
             "straddles the run's end"
         );
         let hits = forbidden(&obs07(), &[], &[s]);
@@ -733,10 +651,10 @@ mod tests {
                require = { terms = ["preserved", "changed"], at_least = 2 }"#,
         )
         .unwrap();
-        // `preserved` between NUL bytes is 9 bytes: no run, so no required word.
+        // `preserved` between control bytes is 9 bytes: no run, so no required word.
         let s = binary(
             "a.bin",
-            b"\x00preserved\x00 we changed the grid and kept the rest\x00".to_vec(),
+            b"\x01preserved\x02 we changed the grid and kept the rest\x00".to_vec(),
         );
         assert_eq!(s.text(), " we changed the grid and kept the rest");
         let (ok, why) = judge_snippet(&t, &s.text());
@@ -748,6 +666,13 @@ mod tests {
             b"\x00we preserved the hero, changed the grid\x00".to_vec(),
         );
         assert!(judge_snippet(&t, &s.text()).0);
+        // NUL bytes read as nothing: words spelled out between them (ASCII saved as UTF-16
+        // without its mark) are words.
+        let s = binary(
+            "a.bin",
+            b"p\x00r\x00e\x00s\x00e\x00r\x00v\x00e\x00d\x00 and changed it".to_vec(),
+        );
+        assert!(judge_snippet(&t, &s.text()).0, "{}", s.text());
     }
 
     /// Pseudo-random bytes from a fixed seed (SplitMix64), standing in for compressed image data.
