@@ -41,6 +41,7 @@
 #   bench/root.sh                              # 500 builds, 100 trials: a few minutes
 #   BUILDS=50 TRIALS=20 bench/root.sh          # a quick look, well under a minute or two
 #   SKIP_PER_PROCESS=1 KEEP=1 bench/root.sh    # only --root; keep $WORK
+#   STORM=1 SKIP_PER_PROCESS=1 bench/root.sh   # and --root again with a file-create storm in one build
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -210,3 +211,22 @@ for side, d in (("one process", a), ("per process", b)):
     for e in d.get("stderr", [])[:5]:
         print(f"  {side} stderr ×{e['count']}: {e['line'][:150]}")
 EOF
+
+# ---- (a') one process, one build in a file-create storm (STORM=1) ----------------------------
+# The first build gets a process creating and removing files as fast as it can (in a subfolder no
+# check reads) throughout the trials, which run on the other builds: their STOP reaction beside
+# (a)'s, measured the same way (issue 16: one build's storm must not delay another's STOP).
+if [ "${STORM:-0}" = 1 ]; then
+    echo "(a') one process, a storm in the first build …"
+    make_builds "$WORK/root-s"
+    run root "$WORK/root-s" "$WORK/s.json" --storm
+    python3 - "$WORK/a.json" "$WORK/s.json" <<'EOF'
+import json, sys
+a, s = (json.load(open(p)) for p in sys.argv[1:])
+r = lambda d, k: d.get("reaction", {}).get(k, float("nan"))
+print(f"other builds' STOP, quiet vs storm ({s.get('storm_files')} files made and removed):"
+      f" p50 {r(a, 'p50_ms'):.1f} vs {r(s, 'p50_ms'):.1f} ms,"
+      f" p99 {r(a, 'p99_ms'):.1f} vs {r(s, 'p99_ms'):.1f} ms,"
+      f" trials without a STOP {r(a, 'timeouts')} vs {r(s, 'timeouts')}")
+EOF
+fi

@@ -407,12 +407,51 @@ class Bench:
         a = self.a
         n = len(self.dirs)
         rng = random.Random(a.seed)
-        k = min(n, a.trials + a.warmup)
-        picks = rng.sample(range(n), k)
+        # With --storm the first build takes the storm and is never a target.
+        pool = range(1, n) if a.storm else range(n)
+        k = min(len(pool), a.trials + a.warmup)
+        picks = rng.sample(pool, k)
         warm, targets = picks[: k - min(a.trials, k)], picks[k - min(a.trials, k) :]
         samples, by_kind = [], {"native": [], "polling": []}
-        timeouts, reset_timeouts, crosstalk, crosstalk_names = 0, 0, 0, []
         log(f"{a.mode}: {len(targets)} trials (+{len(warm)} warm-up) …")
+        storm = self.start_storm() if a.storm else None
+        try:
+            self.trial_loop(warm, targets, samples, by_kind)
+        finally:
+            if storm is not None:
+                storm.terminate()
+                storm.wait()
+                self.out["storm_files"] = int(open(storm.count_path).read() or 0)
+
+    def start_storm(self):
+        """A process creating and removing files as fast as it can in the first build's
+        `scratch/storm/` (a subfolder no check reads: the harness's own watch on the build
+        directories does not see it, the referee's recursive watch does)."""
+        d = os.path.join(self.dirs[0], "scratch", "storm")
+        os.makedirs(d, exist_ok=True)
+        count_path = os.path.join(self.a.logs, "storm-count")
+        code = (
+            "import os,sys,signal\n"
+            "d,c=sys.argv[1],sys.argv[2]; n=0\n"
+            "def done(*_):\n"
+            "    open(c,'w').write(str(n)); sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, done)\n"
+            "while True:\n"
+            "    p=os.path.join(d,'f%d'%(n%500))\n"
+            "    open(p,'w').write('x')\n"
+            "    if n%500==499:\n"
+            "        for i in range(500): os.unlink(os.path.join(d,'f%d'%i))\n"
+            "    n+=1\n"
+        )
+        proc = subprocess.Popen([sys.executable, "-c", code, d, count_path])
+        proc.count_path = count_path
+        log(f"storm: pid {proc.pid} in {d}")
+        return proc
+
+    def trial_loop(self, warm, targets, samples, by_kind):
+        a = self.a
+        n = len(self.dirs)
+        timeouts, reset_timeouts, crosstalk, crosstalk_names = 0, 0, 0, []
         for t, i in enumerate(warm + targets):
             counted = t >= len(warm)
             d = self.dirs[i]
@@ -528,6 +567,8 @@ def main():
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--storm", action="store_true",
+                   help="a process creating and removing files in the first build throughout the trials")
     p.add_argument("--gap", type=float, default=0.1, help="quiet seconds before each trial")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds a trial waits for the STOP")
     p.add_argument("--idle", type=float, default=5.0, help="seconds of idle CPU measurement")
