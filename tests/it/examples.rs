@@ -269,8 +269,8 @@ fn halts_at_a_stop_it_may_not_fix(script: Script) {
     assert!(!dir.join("OBSERVER-PASS-3.md").exists());
 }
 
-/// A referee that is gone (here: told to finish after 300 ms, before the pipeline is done) stops the pipeline at the next
-/// transition with exit 3 and the reason `status` gave. (Should its end catch a phase's file
+/// A referee that is gone (here: told to finish after 300 ms, before the pipeline is done)
+/// stops the pipeline at the next transition with exit 3 and the reason `status` gave. (Should its end catch a phase's file
 /// mid-write, the end judges the file as it stands and leaves a STOP: the pipeline halts at that
 /// STOP with exit 1 instead — never goes on unwatched. The timing decides which; both are
 /// checked.)
