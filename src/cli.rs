@@ -191,6 +191,11 @@ struct VerifyArgs {
     /// workspace that is not a git work tree).
     #[arg(long, value_name = "DIR")]
     baseline_dir: Option<PathBuf>,
+    /// Code-change protocol: CC-07's secret rules from FILE instead of the protocol's (in the
+    /// format of the embedded rules, documented in the README). Refused when FILE lies inside
+    /// the watched directory: the worker could edit it.
+    #[arg(long, value_name = "FILE")]
+    secrets: Option<PathBuf>,
     /// The referee's own memory (event log, heartbeat, STOP, verdicts, kept attempts), kept
     /// out of the watched directory's reach (created 0700; a symlink, a directory of another
     /// user or one others can write is refused). Default:
@@ -442,6 +447,20 @@ fn load_protocol(spec: &str) -> Result<Protocol> {
     Ok(Protocol::load(spec)?)
 }
 
+/// The protocol a run judges `dir` by: with `--secrets FILE`, CC-07's rules from the file;
+/// every rule file it reads must lie outside `dir` (the worker could edit it).
+fn load_protocol_for(spec: &str, secrets: Option<&Path>, dir: &Path) -> Result<Protocol> {
+    let secrets = secrets
+        .map(std::path::absolute)
+        .transpose()
+        .context("cannot resolve the `--secrets` path")?;
+    let protocol = Protocol::load_with_secrets(spec, secrets.as_deref())?;
+    for file in protocol.secret_files() {
+        protocol::secrets::refuse_inside(&file, dir).map_err(|e| anyhow::anyhow!(e))?;
+    }
+    Ok(protocol)
+}
+
 fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
     let limits = Limits {
         max_read_bytes: read.max_read_bytes,
@@ -532,7 +551,7 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     // One thread: listing the directory beside the protocol load, or compiling patterns
     // beside the judging, cost a small build about as much as it saved (threads are not
     // free on a shared 2-core machine); the large-report scans split across cores instead.
-    let protocol = load_protocol(&a.protocol.protocol)?;
+    let protocol = load_protocol_for(&a.protocol.protocol, a.secrets.as_deref(), &a.build_dir)?;
     let waivers = a.waivers.load(&protocol)?;
     if protocol.tasks.is_some() {
         return verify_workspace(a, protocol, waivers);
@@ -887,6 +906,11 @@ struct WatchArgs {
     /// outside a git work tree, a snapshot taken at start and kept in the state directory).
     #[arg(long, value_name = "DIR", conflicts_with = "root")]
     baseline_dir: Option<PathBuf>,
+    /// Code-change protocol: CC-07's secret rules from FILE instead of the protocol's (in the
+    /// format of the embedded rules, documented in the README). Refused when FILE lies inside
+    /// the watched directory: the worker could edit it.
+    #[arg(long, value_name = "FILE")]
+    secrets: Option<PathBuf>,
     /// The referee's own memory (event log, heartbeat, STOP, verdicts, kept attempts), kept
     /// out of the watched directory's reach (created 0700; a symlink, a directory of another
     /// user or one others can write is refused). With `--root`, each build gets `DIR/<name>-<hash>`. Default:
@@ -975,6 +999,20 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
     let shutdown = crate::daemon::signals::listen_for_termination()
         .context("cannot set up SIGINT/SIGTERM handling")?;
     let mut config = crate::daemon::Config::new(a.build_dir.clone().unwrap_or_default());
+    if a.secrets.is_some() || a.protocol.protocol != protocol::DEFAULT_ID {
+        // Checked before anything runs (exit 2): the rule file loads and lies outside what is
+        // watched.
+        let watched = a.root.as_ref().or(a.build_dir.as_ref());
+        if let Some(dir) = watched {
+            load_protocol_for(&a.protocol.protocol, a.secrets.as_deref(), dir)?;
+        }
+        config.secrets = a
+            .secrets
+            .as_deref()
+            .map(std::path::absolute)
+            .transpose()
+            .context("cannot resolve the `--secrets` path")?;
+    }
     if let Some(file) = &a.waivers {
         // Checked before anything runs: a bad file is exit 2 at its line and column.
         let protocol = load_protocol(&a.protocol.protocol)?;

@@ -6,9 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, FileRef, Outcome, Verdict};
-use crate::protocol::predicate::{
-    AddedLines, Glob, Parses, RecordField, SizeLimit, Style, Unchanged,
-};
+use crate::protocol::predicate::{Glob, Parses, RecordField, SizeLimit, Unchanged};
 use crate::syntax;
 use crate::workspace::record::{Record, Task};
 use crate::workspace::{diff, name, Change, Content, Workspace};
@@ -87,7 +85,7 @@ impl<'a> TaskScope<'a> {
     }
 }
 
-fn scope<'c>(ctx: &'c Ctx<'_>) -> Result<&'c TaskScope<'c>, Outcome> {
+pub(super) fn scope<'c>(ctx: &'c Ctx<'_>) -> Result<&'c TaskScope<'c>, Outcome> {
     ctx.task.ok_or_else(|| {
         Outcome::new(
             Verdict::Inconclusive,
@@ -97,7 +95,7 @@ fn scope<'c>(ctx: &'c Ctx<'_>) -> Result<&'c TaskScope<'c>, Outcome> {
     })
 }
 
-fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
+pub(super) fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
     s.record.parsed.as_ref().map_err(|e| {
         Outcome::new(
             Verdict::Inconclusive,
@@ -107,7 +105,7 @@ fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
     })
 }
 
-fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
+pub(super) fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
     Outcome::new(
         Verdict::Inconclusive,
         expected,
@@ -131,7 +129,7 @@ fn file_ref(ws: &Workspace, rel: &str) -> FileRef {
 
 /// The outcome of a list of findings: FAIL when any, else INCONCLUSIVE when something could
 /// not be judged, else PASS.
-fn conclude(
+pub(super) fn conclude(
     expected: &str,
     fails: Vec<String>,
     unknown: Vec<String>,
@@ -534,13 +532,13 @@ pub(super) fn size_limit(ctx: &Ctx<'_>, l: &SizeLimit) -> Outcome {
     )
 }
 
-// ---- CC-07, CC-09 ---------------------------------------------------------------------------
+// ---- the added lines (CC-07, CC-09) ------------------------------------------------------
 
 /// The added lines of each present text file of the scope: `Err` for a file that cannot be
 /// read; binary files are left out.
-type Added = Vec<(String, Result<Vec<(usize, String)>, String>)>;
+pub(super) type Added = Vec<(String, Result<Vec<(usize, String)>, String>)>;
 
-fn added(s: &TaskScope<'_>) -> Added {
+pub(super) fn added(s: &TaskScope<'_>) -> Added {
     let mut out = Vec::new();
     for p in s.present_files() {
         let new = match s.ws.current(&p) {
@@ -571,114 +569,6 @@ fn added(s: &TaskScope<'_>) -> Added {
         out.push((p, Ok(lines)));
     }
     out
-}
-
-pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
-    let expected = format!(
-        "no added line matches a forbidden pattern ({})",
-        a.forbid
-            .iter()
-            .map(|f| f.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    if let Err(o) = task(s) {
-        return o;
-    }
-    if s.scope.is_none() {
-        return no_baseline(s, &expected);
-    }
-    let mut fails = Vec::new();
-    let mut unknown = Vec::new();
-    let mut n = 0;
-    for (p, lines) in added(s) {
-        let lines = match lines {
-            Ok(l) => l,
-            Err(why) => {
-                unknown.push(format!("{p}: {why}"));
-                continue;
-            }
-        };
-        n += lines.len();
-        for (line_no, line) in &lines {
-            for f in &a.forbid {
-                let Some(re) = f.pattern.regex() else {
-                    unknown.push(format!(
-                        "pattern `{}` cannot be compiled",
-                        f.pattern.as_str()
-                    ));
-                    continue;
-                };
-                if re.is_match(line.as_bytes()) {
-                    // The matched text of a secret is not repeated in the evidence.
-                    fails.push(format!("{p}:{line_no}: {}", f.name));
-                }
-            }
-        }
-    }
-    conclude(
-        &expected,
-        fails,
-        unknown,
-        format!("{n} added line(s), none forbidden"),
-    )
-}
-
-pub(super) fn style(ctx: &Ctx<'_>, st: &Style) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
-    let expected = "changed text files end with a newline and add no trailing whitespace";
-    if let Err(o) = task(s) {
-        return o;
-    }
-    let mut fails = Vec::new();
-    let mut unknown = Vec::new();
-    if st.final_newline {
-        for p in s.present_files() {
-            match s.ws.current(&p) {
-                Content::Bytes(d)
-                    if !d.looks_binary() && !d.bytes.is_empty() && !d.bytes.ends_with(b"\n") =>
-                {
-                    let lines = d.bytes.iter().filter(|b| **b == b'\n').count() + 1;
-                    fails.push(format!("{p}:{lines}: no newline at end of file"));
-                }
-                Content::Unknown(why) => unknown.push(format!("{p}: {why}")),
-                _ => {}
-            }
-        }
-    }
-    if st.trailing_whitespace {
-        if s.scope.is_none() {
-            unknown.push(
-                s.ws.no_baseline
-                    .clone()
-                    .unwrap_or_else(|| "no baseline".into()),
-            );
-        } else {
-            for (p, lines) in added(s) {
-                match lines {
-                    Ok(lines) => {
-                        for (n, l) in lines {
-                            let l = l.strip_suffix('\r').unwrap_or(&l);
-                            if l.ends_with([' ', '\t']) {
-                                fails.push(format!("{p}:{n}: trailing whitespace"));
-                            }
-                        }
-                    }
-                    Err(why) => unknown.push(format!("{p}: {why}")),
-                }
-            }
-        }
-    }
-    fails.sort();
-    fails.dedup();
-    conclude(expected, fails, unknown, "clean".into())
 }
 
 // ---- CC-08 ----------------------------------------------------------------------------------

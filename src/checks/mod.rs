@@ -13,6 +13,8 @@ pub mod change;
 mod files;
 mod gates;
 mod kinds;
+mod secrets;
+mod style;
 mod text;
 mod time;
 mod tracker;
@@ -630,9 +632,9 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::NoLoss(_) => change::no_loss(ctx),
         P::Parses(p) => change::parses(ctx, p),
         P::SizeLimit(l) => change::size_limit(ctx, l),
-        P::AddedLines(a) => change::added_lines(ctx, a),
+        P::AddedLines(a) => secrets::added_lines(ctx, a),
         P::RecordField(r) => change::record_field(ctx, r),
-        P::Style(st) => change::style(ctx, st),
+        P::Style(st) => style::style(ctx, st),
     }
 }
 

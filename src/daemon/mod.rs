@@ -96,6 +96,9 @@ pub struct Config {
     /// `--state-dir`: the referee's memory (SPEC §8); `None`: the default for the directory
     /// ([`crate::state::locate`]). Under `watch --root`, the folder each build's is made in.
     pub state_dir: Option<PathBuf>,
+    /// `--secrets`: CC-07's secret rules from this file instead of the protocol's (an absolute
+    /// path, checked to lie outside the watched directory before the run).
+    pub secrets: Option<PathBuf>,
 }
 
 impl Config {
@@ -124,6 +127,7 @@ impl Config {
             baseline: crate::workspace::BaselineSpec::Auto,
             waivers: None,
             state_dir: None,
+            secrets: None,
         }
     }
 }

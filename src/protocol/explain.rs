@@ -216,8 +216,13 @@ fn leaf(p: &Predicate) -> String {
             s.default
         ),
         P::AddedLines(a) => format!(
-            "no added line matches: {}",
-            a.forbid.iter().map(|f| format!("{} {}", f.name, q(f.pattern.as_str()))).collect::<Vec<_>>().join(", ")
+            "no added line matches: {}{}",
+            a.forbid.iter().map(|f| format!("{} {}", f.name, q(f.pattern.as_str()))).collect::<Vec<_>>().join(", "),
+            a.secrets.as_ref().map_or(String::new(), |s| format!(
+                "; and none holds a secret by the {} rules of {} (private keys, cloud, VCS, chat, payment, registry and AI tokens, JWTs, secret assignments; the evidence names the rule, never the secret)",
+                s.rules().len(),
+                s.rules().origin()
+            ))
         ),
         P::RecordField(r) => format!("the record's {} (first line) matches {}", q(&r.field), q(r.pattern.as_str())),
         P::Style(s) => {

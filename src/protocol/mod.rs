@@ -11,6 +11,7 @@ pub mod inputs;
 pub mod memo;
 pub mod pattern;
 pub mod predicate;
+pub mod secrets;
 pub mod vars;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,6 +64,9 @@ pub enum ProtocolError {
     /// A path that is no protocol file to read: a directory, a device, a huge file.
     #[error("cannot read protocol file `{path}`: {why}")]
     NotAFile { path: String, why: &'static str },
+    /// A relative path where secret rules are named (they must not be read from the workspace).
+    #[error("secret rules `{0}`: give `embedded` or an absolute path")]
+    SecretsSpec(String),
     #[error("unknown protocol `{0}` (embedded: {list}; or give the path of a protocol file)", list = embedded_ids())]
     Unknown(String),
 }

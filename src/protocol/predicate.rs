@@ -377,7 +377,11 @@ pub struct ExtLimit {
 #[serde(deny_unknown_fields)]
 pub struct AddedLines {
     /// Each pattern is reported by its `name` when it matches an added line.
+    #[serde(default)]
     pub forbid: Vec<Forbid>,
+    /// The secret rules (`embedded` or an absolute path; `--secrets FILE` replaces them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<super::secrets::SecretRules>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

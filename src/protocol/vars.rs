@@ -262,7 +262,7 @@ fields!(PathsListed {
 
 fields!(Unchanged { globs, shadows });
 fields!(Shadow { paths; ext });
-fields!(AddedLines { forbid });
+fields!(AddedLines { forbid; secrets });
 fields!(Forbid { pattern; name });
 fields!(RecordField { field, pattern });
 fields!(Parses { commands });

@@ -22,7 +22,9 @@
 //!
 //! By the extension of `rel` (ASCII case ignored):
 //! - `.json`: `serde_json`; `.toml`: the `toml` crate; `.yaml`/`.yml`: `saphyr-parser` (every
-//!   document of a multi-document stream, anchors resolved).
+//!   document of a multi-document stream, anchors resolved). Python tooling's TOML files
+//!   (`pyproject.toml`, `Pipfile`, `poetry.lock`, `uv.lock`, … by name: `data::PYTHON_TOML`) as
+//!   TOML 1.0, what `tomllib` reads.
 //! - `.py`, `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts`, `.tsx`, `.rs`, `.go`: tree-sitter
 //!   grammars. An `ERROR` or `MISSING` node anywhere in the tree makes the file invalid; the first
 //!   (in document order) is reported, plus how many more there are.
@@ -157,6 +159,9 @@ enum Builtin {
 }
 
 fn builtin_for(name: &str) -> Option<Builtin> {
+    if data::is_python_toml(name) {
+        return Some(Builtin::Toml);
+    }
     let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
     Some(match ext.as_str() {
         "json" => Builtin::Json,
@@ -191,7 +196,7 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
     let name = rel.rsplit(['/', '\\']).next().unwrap_or(rel);
     let mut outcome = match builtin_for(name) {
         Some(Builtin::Json) => data::json(bytes),
-        Some(Builtin::Toml) => data::toml(bytes),
+        Some(Builtin::Toml) => data::toml(name, bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),
         Some(Builtin::Source(lang)) => source::parse(lang, bytes),
         None => Outcome::NotApplicable,

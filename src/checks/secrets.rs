@@ -1,0 +1,91 @@
+//! CC-07: no added line holds a merge-conflict marker or another forbidden pattern of the
+//! protocol, nor a secret by its secret rules ([`crate::protocol::secrets`]). The evidence
+//! names the file, the line and the rule, never the matched text; at most
+//! [`MAX_FINDINGS_PER_FILE`] findings are listed per file, the rest are counted.
+
+use super::change::{added, conclude, no_baseline, scope, task};
+use super::{Ctx, Outcome};
+use crate::protocol::predicate::AddedLines;
+
+/// A file of generated or pasted data must not flood the verdict.
+pub(super) const MAX_FINDINGS_PER_FILE: usize = 20;
+
+pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let names = a
+        .forbid
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let expected = match &a.secrets {
+        Some(sec) => format!(
+            "no added line matches a forbidden pattern ({names}) or holds a secret ({} rules from {})",
+            sec.rules().len(),
+            sec.rules().origin()
+        ),
+        None => format!("no added line matches a forbidden pattern ({names})"),
+    };
+    if let Err(o) = task(s) {
+        return o;
+    }
+    if s.scope.is_none() {
+        return no_baseline(s, &expected);
+    }
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut forbid = Vec::new();
+    for f in &a.forbid {
+        match f.pattern.regex() {
+            Some(re) => forbid.push((f.name.as_str(), re)),
+            None => unknown.push(format!(
+                "pattern `{}` cannot be compiled",
+                f.pattern.as_str()
+            )),
+        }
+    }
+    let rules = a.secrets.as_ref().map(|s| s.rules());
+    let mut n = 0;
+    for (p, lines) in added(s) {
+        let lines = match lines {
+            Ok(l) => l,
+            Err(why) => {
+                unknown.push(format!("{p}: {why}"));
+                continue;
+            }
+        };
+        n += lines.len();
+        let mut listed = 0;
+        let mut more = 0;
+        for (line_no, line) in &lines {
+            let line = line.as_bytes();
+            let secret = rules.and_then(|r| r.scan(line)).map(|h| h.name);
+            let hits = forbid
+                .iter()
+                .filter(|(_, re)| re.is_match(line))
+                .map(|(name, _)| *name)
+                .chain(secret);
+            for name in hits {
+                if listed < MAX_FINDINGS_PER_FILE {
+                    // The matched text of a secret is never repeated in the evidence.
+                    fails.push(format!("{p}:{line_no}: {name}"));
+                    listed += 1;
+                } else {
+                    more += 1;
+                }
+            }
+        }
+        if more > 0 {
+            fails.push(format!("{p}: {more} more finding(s), not listed"));
+        }
+    }
+    conclude(
+        &expected,
+        fails,
+        unknown,
+        format!("{n} added line(s), none forbidden"),
+    )
+}
