@@ -427,10 +427,13 @@ impl super::Protocol {
             if !file.is_absolute() {
                 return Err(ProtocolError::SecretsSpec(file.display().to_string()));
             }
-            let rules = SecretRules::new(
-                file.display().to_string(),
-                Arc::new(Rules::load_file(file)?),
+            let loaded = Rules::load_file(file)?;
+            // The rules are part of what the referee runs: the protocol's hash covers them, so
+            // `status --expect-protocol` tells a referee started with other rules.
+            p.sha256 = crate::artifacts::fsread::sha256_hex(
+                format!("{}\n--secrets {}", p.sha256, loaded.sha256()).as_bytes(),
             );
+            let rules = SecretRules::new(file.display().to_string(), Arc::new(loaded));
             if !p.use_secrets(&rules) {
                 return Err(ProtocolError::Invalid {
                     origin: p.origin.clone(),

@@ -508,3 +508,26 @@ fn rule_files_are_checked_at_load() {
         "secret rules `relative.toml`: give `embedded` or an absolute path"
     );
 }
+
+#[test]
+fn rules_from_a_file_are_part_of_the_protocols_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rules.toml");
+    let embedded = include_str!("../../protocols/secrets.toml");
+    std::fs::write(&file, embedded).unwrap();
+    let plain = super::super::Protocol::load("code-change").unwrap().sha256;
+    let with = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        super::super::Protocol::load_with_secrets("code-change", Some(&file))
+            .unwrap()
+            .sha256
+    };
+    let same_rules = with(embedded);
+    assert_ne!(
+        same_rules, plain,
+        "a referee run with --secrets says so in its hash"
+    );
+    let other_rules = with(&format!("{embedded}\n# another file\n"));
+    assert_ne!(other_rules, same_rules, "other rules, another hash");
+    assert_eq!(with(embedded), same_rules, "the same rules, the same hash");
+}
