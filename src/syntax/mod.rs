@@ -23,9 +23,11 @@
 //! By the extension of `rel` (ASCII case ignored):
 //! - `.json`: `serde_json`; `.toml`: the `toml` crate; `.yaml`/`.yml`: `saphyr-parser` (every
 //!   document of a multi-document stream, anchors resolved).
-//! - `.py`, `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts`, `.tsx`, `.rs`, `.go`: tree-sitter
-//!   grammars. An `ERROR` or `MISSING` node anywhere in the tree makes the file invalid; the first
-//!   (in document order) is reported, plus how many more there are.
+//! - `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts` `.tsx`, and declaration files (`.d.ts`
+//!   ...): oxc's parser and its semantic checker's early errors (`let a; let a;`), module or
+//!   script by extension (see `js`). The first error in the file is reported, plus how many more.
+//! - `.py`, `.rs`, `.go`: tree-sitter grammars. An `ERROR` or `MISSING` node anywhere in the tree
+//!   makes the file invalid; the first (in document order) is reported, plus how many more.
 //! - any extension a [`CommandRule`] names: its command. A rule whose extension also has a
 //!   built-in parser does not replace it: both run, the built-in first, and the stricter outcome
 //!   wins (invalid over inconclusive over parsed), so a protocol can add
@@ -50,8 +52,10 @@
 //! Parsing is bounded: each tree-sitter parse is cancelled after [`PARSE_BUDGET`] (then
 //! inconclusive); nothing recurses per nesting level of the input (JSON is skipped over with an
 //! explicit stack, TOML and YAML have nesting limits that are reported as errors, tree-sitter
-//! parses with a stack of its own), so 100,000 nested brackets neither hang nor overflow the
-//! stack. The caller bounds the size of what it reads.
+//! parses with a stack of its own; oxc recurses, so a JavaScript or TypeScript file is measured
+//! first by `nesting` and refused past its limit, then parsed on a thread with a large stack), so
+//! 100,000 nested brackets neither hang nor overflow the stack. The caller bounds the size of what
+//! it reads.
 //!
 //! # Commands
 //!
@@ -73,9 +77,13 @@ use std::time::Duration;
 
 mod command;
 mod data;
+mod js;
+mod nesting;
 mod source;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_js;
 
 pub use command::OUTPUT_LIMIT;
 pub use source::PARSE_BUDGET;
@@ -154,18 +162,19 @@ enum Builtin {
     Toml,
     Yaml,
     Source(source::Lang),
+    Js(js::Flavor),
 }
 
 fn builtin_for(name: &str) -> Option<Builtin> {
+    if let Some(flavor) = js::Flavor::of(name) {
+        return Some(Builtin::Js(flavor));
+    }
     let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
     Some(match ext.as_str() {
         "json" => Builtin::Json,
         "toml" => Builtin::Toml,
         "yaml" | "yml" => Builtin::Yaml,
         "py" | "pyi" => Builtin::Source(source::Lang::Python),
-        "js" | "mjs" | "cjs" | "jsx" => Builtin::Source(source::Lang::JavaScript),
-        "ts" | "mts" | "cts" => Builtin::Source(source::Lang::TypeScript),
-        "tsx" => Builtin::Source(source::Lang::Tsx),
         "rs" => Builtin::Source(source::Lang::Rust),
         "go" => Builtin::Source(source::Lang::Go),
         _ => return None,
@@ -194,6 +203,7 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
         Some(Builtin::Toml) => data::toml(bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),
         Some(Builtin::Source(lang)) => source::parse(lang, bytes),
+        Some(Builtin::Js(flavor)) => js::parse(flavor, bytes),
         None => Outcome::NotApplicable,
     };
     for rule in commands.iter().filter(|r| rule_matches(r, name)) {
