@@ -7,7 +7,9 @@
 //! # API
 //!
 //! ```text
-//! pub struct CommandRule { pub ext: String, pub argv: Vec<String>, pub timeout: Duration }
+//! pub struct CommandRule {
+//!     pub ext: String, pub argv: Vec<String>, pub timeout: Duration, pub replaces_builtin: bool,
+//! }
 //! pub enum Outcome {
 //!     Parsed { how: String },
 //!     Invalid { line: usize, column: usize, message: String, how: String },
@@ -33,7 +35,9 @@
 //!   wins (invalid over inconclusive over parsed), so a protocol can add
 //!   `python3 -m py_compile {path}` to `.py` for the errors only the compiler sees, but can never
 //!   weaken a built-in check. Every matching rule runs, in the protocol's order, until one finds the
-//!   file invalid.
+//!   file invalid. Unless a matching rule says `replaces_builtin`: then the built-in parser is
+//!   switched off for that file and the commands alone judge it (a protocol's explicit choice,
+//!   e.g. `tsc` for `.ts`; a type with no built-in parser is unaffected).
 //! - anything else: [`Outcome::NotApplicable`].
 //!
 //! # Positions and text
@@ -90,12 +94,14 @@ pub use source::PARSE_BUDGET;
 
 /// A command rule from the protocol: files ending in `ext` (with or without the leading dot, e.g.
 /// `sh` or `.d.ts`) are checked by running `argv` (`{path}` replaced by the file's absolute path),
-/// killed after `timeout`.
+/// killed after `timeout`. `replaces_builtin`: the built-in parser does not run on the files the
+/// rule matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandRule {
     pub ext: String,
     pub argv: Vec<String>,
     pub timeout: Duration,
+    pub replaces_builtin: bool,
 }
 
 /// What the syntax check found for one file.
@@ -198,7 +204,11 @@ fn rule_matches(rule: &CommandRule, name: &str) -> bool {
 /// absolute path, for commands (and to tell where the workspace is: `abs` less `rel`).
 pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> Outcome {
     let name = rel.rsplit(['/', '\\']).next().unwrap_or(rel);
-    let mut outcome = match builtin_for(name) {
+    let replaced = commands
+        .iter()
+        .any(|r| r.replaces_builtin && rule_matches(r, name));
+    let builtin = if replaced { None } else { builtin_for(name) };
+    let mut outcome = match builtin {
         Some(Builtin::Json) => data::json(bytes),
         Some(Builtin::Toml) => data::toml(bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),

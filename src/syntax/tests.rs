@@ -76,6 +76,7 @@ fn rule(ext: &str, argv: &[&str], timeout: Duration) -> CommandRule {
         ext: ext.into(),
         argv: argv.iter().map(|s| (*s).to_owned()).collect(),
         timeout,
+        replaces_builtin: false,
     }
 }
 

@@ -224,6 +224,53 @@ fn oxc_named_in_how_is_the_one_cargo_toml_requires() {
     );
 }
 
+// --- a protocol's own command instead ---
+
+fn command(ext: &str, script: &str, replaces_builtin: bool) -> CommandRule {
+    CommandRule {
+        ext: ext.into(),
+        argv: ["sh", "-c", script, "sh", "{path}"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+        timeout: Duration::from_secs(10),
+        replaces_builtin,
+    }
+}
+
+#[test]
+fn a_command_that_replaces_the_builtin_parser_judges_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let abs = dir.path().join("a.d.ts");
+    // Not TypeScript oxc accepts (a body in a declaration file), but the team's compiler passes it.
+    let text = b"export function f(): void {}\n";
+    std::fs::write(&abs, text).unwrap();
+    let accept = command(".ts", "exit 0", true);
+    match check("a.d.ts", text, &abs, std::slice::from_ref(&accept)) {
+        Outcome::Parsed { how } => assert!(!how.contains("oxc"), "{how}"),
+        other => panic!("{other:?}"),
+    }
+    // Without `replaces_builtin` the command adds to oxc, and oxc's error stands.
+    let adds = command(".ts", "exit 0", false);
+    assert!(matches!(
+        check("a.d.ts", text, &abs, &[adds]),
+        Outcome::Invalid { how, .. } if how.contains("oxc")
+    ));
+    // The replacing command still fails what it fails.
+    let reject = command(".ts", "echo \"$1:1:8: no\"; exit 1", true);
+    match check("a.d.ts", text, &abs, &[reject]) {
+        Outcome::Invalid { line, column, .. } => assert_eq!((line, column), (1, 8)),
+        other => panic!("{other:?}"),
+    }
+    // Only the files the rule matches lose the built-in parser.
+    let abs = dir.path().join("b.js");
+    std::fs::write(&abs, "let a; let a;\n").unwrap();
+    assert!(matches!(
+        check("b.js", b"let a; let a;\n", &abs, &[accept]),
+        Outcome::Invalid { .. }
+    ));
+}
+
 // --- hostile input ---
 
 #[test]
