@@ -191,7 +191,7 @@ fn leaf(p: &Predicate) -> String {
         P::HashesMatch(_) => "the record's `pre_hashes` match the baseline and its `post_hashes` the files now".into(),
         P::NoLoss(_) => "no file removed unless listed in `removed`, and no changed file emptied".into(),
         P::Parses(p) => {
-            let builtin = "every added or modified file parses by its type (JSON, TOML, YAML; Python, JavaScript, TypeScript, TSX, Rust, Go through tree-sitter; the worker's code is never run)";
+            let builtin = "every added or modified file parses by its type (JSON, TOML, YAML; JavaScript, TypeScript, TSX and declaration files through oxc, with its early errors; Python, Rust, Go through tree-sitter; the worker's code is never run)";
             if p.commands.is_empty() {
                 format!("{builtin}; other types are not judged")
             } else {
@@ -200,10 +200,15 @@ fn leaf(p: &Predicate) -> String {
                     p.commands
                         .iter()
                         .map(|c| format!(
-                            "`.{}` {} within {}s",
+                            "`.{}` {} within {}s{}",
                             c.ext.trim_start_matches('.'),
                             q(&c.argv.join(" ")),
-                            c.timeout_seconds
+                            c.timeout_seconds,
+                            if c.replaces_builtin {
+                                " (instead of the built-in parser)"
+                            } else {
+                                ""
+                            }
                         ))
                         .collect::<Vec<_>>()
                         .join(", ")

@@ -1057,6 +1057,38 @@ mod tests {
         );
     }
 
+    /// `replaces_builtin = true` on a CC-05 command rule reaches the syntax check; it defaults to
+    /// false and must be a boolean.
+    #[test]
+    fn syntax_command_may_replace_the_builtin_parser() {
+        let cc = EMBEDDED[1].2;
+        let rule = r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 10 }"#;
+        let edit = |with: &str| {
+            let tsc = format!(r#"{{ ext = ".ts", argv = ["tsc", "--noEmit", "{{path}}"]{with} }}"#);
+            cc.replacen(rule, &format!("{rule},\n  {tsc}"), 1)
+        };
+        let rules = |text: &str| {
+            let p = Protocol::parse(text, "p.toml").unwrap();
+            let (_, cc05) = p.instances_of("CC-05")[0];
+            let predicate::Predicate::Parses(parses) = &cc05.predicate else {
+                panic!("{:?}", cc05.predicate)
+            };
+            parses.commands.iter().map(|c| c.rule()).collect::<Vec<_>>()
+        };
+        let replacing = rules(&edit(", replaces_builtin = true"));
+        assert_eq!(replacing.len(), 3);
+        assert!(replacing[2].replaces_builtin && replacing[2].ext == ".ts");
+        assert!(!replacing[0].replaces_builtin && !replacing[1].replaces_builtin);
+        assert!(!rules(&edit(""))[2].replaces_builtin);
+        let e = Protocol::parse(&edit(r#", replaces_builtin = "yes""#), "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("invalid type: string \"yes\", expected a boolean"),
+            "{e}"
+        );
+    }
+
     /// A description shows the variables it names (CC-01 lists the protected globs), in
     /// `explain` and in the evidence of a pass that has not run; an undefined one is an error.
     #[test]

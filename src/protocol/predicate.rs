@@ -261,6 +261,11 @@ pub struct SyntaxCommand {
     /// Seconds before the command (and its process group) is killed: 1 to
     /// [`SyntaxCommand::MAX_TIMEOUT_SECONDS`]; default [`SyntaxCommand::DEFAULT_TIMEOUT_SECONDS`].
     pub timeout_seconds: u64,
+    /// The built-in parser is switched off for the files this rule matches: the command alone
+    /// judges them (for a team that trusts its own compiler over the referee's parser, e.g.
+    /// `tsc --noEmit` for `.ts`). Default `false`: the command adds to the built-in parser.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaces_builtin: bool,
 }
 
 #[derive(Deserialize)]
@@ -270,6 +275,8 @@ struct RawSyntaxCommand {
     argv: Vec<String>,
     #[serde(default = "default_timeout")]
     timeout_seconds: u64,
+    #[serde(default)]
+    replaces_builtin: bool,
 }
 
 fn default_timeout() -> u64 {
@@ -283,6 +290,7 @@ impl TryFrom<RawSyntaxCommand> for SyntaxCommand {
             ext: r.ext,
             argv: r.argv,
             timeout_seconds: r.timeout_seconds,
+            replaces_builtin: r.replaces_builtin,
         };
         c.validate()?;
         Ok(c)
@@ -352,6 +360,7 @@ impl SyntaxCommand {
             ext: self.ext.clone(),
             argv: self.argv.clone(),
             timeout: std::time::Duration::from_secs(self.timeout_seconds),
+            replaces_builtin: self.replaces_builtin,
         }
     }
 }

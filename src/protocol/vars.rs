@@ -266,7 +266,7 @@ fields!(AddedLines { forbid; secrets });
 fields!(Forbid { pattern; name });
 fields!(RecordField { field, pattern });
 fields!(Parses { commands });
-fields!(SyntaxCommand { ext, argv; timeout_seconds });
+fields!(SyntaxCommand { ext, argv; timeout_seconds, replaces_builtin });
 
 impl Substitute for Vec<SyntaxCommand> {
     fn substitute(&self, vars: &Vars) -> Result<Self, String> {

@@ -7,7 +7,9 @@
 //! # API
 //!
 //! ```text
-//! pub struct CommandRule { pub ext: String, pub argv: Vec<String>, pub timeout: Duration }
+//! pub struct CommandRule {
+//!     pub ext: String, pub argv: Vec<String>, pub timeout: Duration, pub replaces_builtin: bool,
+//! }
 //! pub enum Outcome {
 //!     Parsed { how: String },
 //!     Invalid { line: usize, column: usize, message: String, how: String },
@@ -25,15 +27,19 @@
 //!   document of a multi-document stream, anchors resolved). Python tooling's TOML files
 //!   (`pyproject.toml`, `Pipfile`, `poetry.lock`, `uv.lock`, … by name: `data::PYTHON_TOML`) as
 //!   TOML 1.0, what `tomllib` reads.
-//! - `.py`, `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts`, `.tsx`, `.rs`, `.go`: tree-sitter
-//!   grammars. An `ERROR` or `MISSING` node anywhere in the tree makes the file invalid; the first
-//!   (in document order) is reported, plus how many more there are.
+//! - `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts` `.tsx`, and declaration files (`.d.ts`
+//!   ...): oxc's parser and its semantic checker's early errors (`let a; let a;`), module or
+//!   script by extension (see `js`). The first error in the file is reported, plus how many more.
+//! - `.py`, `.rs`, `.go`: tree-sitter grammars. An `ERROR` or `MISSING` node anywhere in the tree
+//!   makes the file invalid; the first (in document order) is reported, plus how many more.
 //! - any extension a [`CommandRule`] names: its command. A rule whose extension also has a
 //!   built-in parser does not replace it: both run, the built-in first, and the stricter outcome
 //!   wins (invalid over inconclusive over parsed), so a protocol can add
 //!   `python3 -m py_compile {path}` to `.py` for the errors only the compiler sees, but can never
 //!   weaken a built-in check. Every matching rule runs, in the protocol's order, until one finds the
-//!   file invalid.
+//!   file invalid. Unless a matching rule says `replaces_builtin`: then the built-in parser is
+//!   switched off for that file and the commands alone judge it (a protocol's explicit choice,
+//!   e.g. `tsc` for `.ts`; a type with no built-in parser is unaffected).
 //! - anything else: [`Outcome::NotApplicable`].
 //!
 //! # Positions and text
@@ -52,8 +58,10 @@
 //! Parsing is bounded: each tree-sitter parse is cancelled after [`PARSE_BUDGET`] (then
 //! inconclusive); nothing recurses per nesting level of the input (JSON is skipped over with an
 //! explicit stack, TOML and YAML have nesting limits that are reported as errors, tree-sitter
-//! parses with a stack of its own), so 100,000 nested brackets neither hang nor overflow the
-//! stack. The caller bounds the size of what it reads.
+//! parses with a stack of its own; oxc recurses, so a JavaScript or TypeScript file is measured
+//! first by `nesting` and refused past its limit, then parsed on a thread with a large stack), so
+//! 100,000 nested brackets neither hang nor overflow the stack. The caller bounds the size of what
+//! it reads.
 //!
 //! # Commands
 //!
@@ -75,21 +83,27 @@ use std::time::Duration;
 
 mod command;
 mod data;
+mod js;
+mod nesting;
 mod source;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_js;
 
 pub use command::OUTPUT_LIMIT;
 pub use source::PARSE_BUDGET;
 
 /// A command rule from the protocol: files ending in `ext` (with or without the leading dot, e.g.
 /// `sh` or `.d.ts`) are checked by running `argv` (`{path}` replaced by the file's absolute path),
-/// killed after `timeout`.
+/// killed after `timeout`. `replaces_builtin`: the built-in parser does not run on the files the
+/// rule matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandRule {
     pub ext: String,
     pub argv: Vec<String>,
     pub timeout: Duration,
+    pub replaces_builtin: bool,
 }
 
 /// What the syntax check found for one file.
@@ -156,11 +170,15 @@ enum Builtin {
     Toml,
     Yaml,
     Source(source::Lang),
+    Js(js::Flavor),
 }
 
 fn builtin_for(name: &str) -> Option<Builtin> {
     if data::is_python_toml(name) {
         return Some(Builtin::Toml);
+    }
+    if let Some(flavor) = js::Flavor::of(name) {
+        return Some(Builtin::Js(flavor));
     }
     let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
     Some(match ext.as_str() {
@@ -168,9 +186,6 @@ fn builtin_for(name: &str) -> Option<Builtin> {
         "toml" => Builtin::Toml,
         "yaml" | "yml" => Builtin::Yaml,
         "py" | "pyi" => Builtin::Source(source::Lang::Python),
-        "js" | "mjs" | "cjs" | "jsx" => Builtin::Source(source::Lang::JavaScript),
-        "ts" | "mts" | "cts" => Builtin::Source(source::Lang::TypeScript),
-        "tsx" => Builtin::Source(source::Lang::Tsx),
         "rs" => Builtin::Source(source::Lang::Rust),
         "go" => Builtin::Source(source::Lang::Go),
         _ => return None,
@@ -194,11 +209,16 @@ fn rule_matches(rule: &CommandRule, name: &str) -> bool {
 /// absolute path, for commands (and to tell where the workspace is: `abs` less `rel`).
 pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> Outcome {
     let name = rel.rsplit(['/', '\\']).next().unwrap_or(rel);
-    let mut outcome = match builtin_for(name) {
+    let replaced = commands
+        .iter()
+        .any(|r| r.replaces_builtin && rule_matches(r, name));
+    let builtin = if replaced { None } else { builtin_for(name) };
+    let mut outcome = match builtin {
         Some(Builtin::Json) => data::json(bytes),
         Some(Builtin::Toml) => data::toml(name, bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),
         Some(Builtin::Source(lang)) => source::parse(lang, bytes),
+        Some(Builtin::Js(flavor)) => js::parse(flavor, bytes),
         None => Outcome::NotApplicable,
     };
     for rule in commands.iter().filter(|r| rule_matches(r, name)) {

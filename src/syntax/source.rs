@@ -22,9 +22,6 @@ const EXCERPT: usize = 40;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lang {
     Python,
-    JavaScript,
-    TypeScript,
-    Tsx,
     Rust,
     Go,
 }
@@ -33,9 +30,6 @@ impl Lang {
     fn language(self) -> Language {
         match self {
             Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
             Lang::Go => tree_sitter_go::LANGUAGE.into(),
         }
@@ -45,9 +39,6 @@ impl Lang {
     fn names(self) -> (&'static str, &'static str) {
         match self {
             Lang::Python => ("Python", "tree-sitter-python"),
-            Lang::JavaScript => ("JavaScript", "tree-sitter-javascript"),
-            Lang::TypeScript => ("TypeScript", "tree-sitter-typescript"),
-            Lang::Tsx => ("TSX", "tree-sitter-typescript"),
             Lang::Rust => ("Rust", "tree-sitter-rust"),
             Lang::Go => ("Go", "tree-sitter-go"),
         }
