@@ -25,7 +25,9 @@
 //!   document of a multi-document stream, anchors resolved).
 //! - `.py`, `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts`, `.tsx`, `.rs`, `.go`: tree-sitter
 //!   grammars. An `ERROR` or `MISSING` node anywhere in the tree makes the file invalid; the first
-//!   (in document order) is reported, plus how many more there are.
+//!   (in document order) is reported, plus how many more there are. Python also goes through the
+//!   referee's pass over CPython's tokenizer rules (`python`: INDENT/DEDENT, strings, brackets)
+//!   and the Python 2 the grammar still accepts (`pygrammar`).
 //! - any extension a [`CommandRule`] names: its command. A rule whose extension also has a
 //!   built-in parser does not replace it: both run, the built-in first, and the stricter outcome
 //!   wins (invalid over inconclusive over parsed), so a protocol can add
@@ -42,8 +44,9 @@
 //! UTF-8 is [`Outcome::Invalid`] at the first bad byte for the built-in parsers (JSON, TOML and
 //! YAML require UTF-8; so do Rust and Go, and it is the default and near-universal encoding of
 //! Python, JavaScript and TypeScript sources), except a Python file that declares another encoding
-//! (`# -*- coding: latin-1 -*-` on line 1 or 2), which is [`Outcome::Inconclusive`]: the referee
-//! cannot parse it, and the file is not known to be wrong.
+//! (`# -*- coding: latin-1 -*-` on line 1 or 2, PEP 263), which is decoded as declared
+//! (`pyencoding`); an encoding CPython knows but the referee cannot decode is
+//! [`Outcome::Inconclusive`], one CPython does not know is invalid.
 //!
 //! # Bounds
 //!
@@ -73,9 +76,14 @@ use std::time::Duration;
 
 mod command;
 mod data;
+mod pyencoding;
+mod pygrammar;
+mod python;
 mod source;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_python;
 
 pub use command::OUTPUT_LIMIT;
 pub use source::PARSE_BUDGET;

@@ -39,7 +39,7 @@ impl Ws {
 }
 
 #[track_caller]
-fn parsed(o: &Outcome) -> String {
+pub(super) fn parsed(o: &Outcome) -> String {
     match o {
         Outcome::Parsed { how } => how.clone(),
         other => panic!("expected Parsed, got {other:?}"),
@@ -48,7 +48,7 @@ fn parsed(o: &Outcome) -> String {
 
 /// Asserts an Invalid outcome at `line:column` whose message contains `needle`.
 #[track_caller]
-fn invalid_at(o: &Outcome, line: usize, column: usize, needle: &str) {
+pub(super) fn invalid_at(o: &Outcome, line: usize, column: usize, needle: &str) {
     match o {
         Outcome::Invalid {
             line: l,
@@ -64,7 +64,7 @@ fn invalid_at(o: &Outcome, line: usize, column: usize, needle: &str) {
 }
 
 #[track_caller]
-fn inconclusive(o: &Outcome, needle: &str) {
+pub(super) fn inconclusive(o: &Outcome, needle: &str) {
     match o {
         Outcome::Inconclusive { why } => assert!(why.contains(needle), "`{needle}` not in {why:?}"),
         other => panic!("expected Inconclusive, got {other:?}"),
@@ -273,10 +273,8 @@ fn python_encodings() {
         6,
         "invalid UTF-8 (byte 0xE9)",
     );
-    inconclusive(
-        &ws.check("b.py", b"# -*- coding: latin-1 -*-\ns = '\xE9'\n"),
-        "declares the encoding `latin-1`",
-    );
+    // Decoded as declared (PEP 263); more in tests_python.
+    parsed(&ws.check("b.py", b"# -*- coding: latin-1 -*-\ns = '\xE9'\n"));
     // Declared, but plain ASCII: parsed as it is.
     parsed(&ws.check("c.py", "# coding: latin-1\ns = 'e'\n"));
     parsed(&ws.check("d.py", "# -*- coding: utf-8 -*-\ns = 'é'\n"));
@@ -421,7 +419,13 @@ fn deep_nesting_neither_hangs_nor_overflows() {
     let started = Instant::now();
     parsed(&ws.check("deep.json", &brackets));
     parsed(&ws.check("deep.js", format!("x = {brackets};\n")));
-    parsed(&ws.check("deep.py", format!("x = {brackets}\n")));
+    // CPython allows 200 nested brackets (more in tests_python).
+    invalid_at(
+        &ws.check("deep.py", format!("x = {brackets}\n")),
+        1,
+        205,
+        "too many nested parentheses",
+    );
     // An unclosed hundred thousand.
     assert!(matches!(
         ws.check("open.js", "[".repeat(depth)),

@@ -1,8 +1,8 @@
 // Test helpers unwrap freely: a failed unwrap is a failed test, with its place.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
-mod artifact_types;
 mod agree;
+mod artifact_types;
 mod attack_git;
 mod attack_records;
 mod builder;
