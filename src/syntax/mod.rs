@@ -23,7 +23,8 @@
 //! By the extension of `rel` (ASCII case ignored):
 //! - `.json`: `serde_json`; `.toml`: the `toml` crate; `.yaml`/`.yml`: `saphyr-parser` (every
 //!   document of a multi-document stream, anchors resolved).
-//! - `.py`, `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts`, `.tsx`, `.rs`, `.go`: tree-sitter
+//! - `.rs`: `syn` (see `rust`: the edition from the nearest `Cargo.toml`).
+//! - `.py`, `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts`, `.tsx`, `.go`: tree-sitter
 //!   grammars. An `ERROR` or `MISSING` node anywhere in the tree makes the file invalid; the first
 //!   (in document order) is reported, plus how many more there are. Python also goes through the
 //!   referee's pass over CPython's tokenizer rules (`python`: INDENT/DEDENT, strings, brackets)
@@ -79,11 +80,14 @@ mod data;
 mod pyencoding;
 mod pygrammar;
 mod python;
+mod rust;
 mod source;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_python;
+#[cfg(test)]
+mod tests_rust;
 
 pub use command::OUTPUT_LIMIT;
 pub use source::PARSE_BUDGET;
@@ -201,6 +205,7 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
         Some(Builtin::Json) => data::json(bytes),
         Some(Builtin::Toml) => data::toml(bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),
+        Some(Builtin::Source(source::Lang::Rust)) => rust::check(rel, bytes, abs),
         Some(Builtin::Source(lang)) => source::parse(lang, bytes),
         None => Outcome::NotApplicable,
     };
