@@ -77,6 +77,7 @@ use std::time::Duration;
 
 mod command;
 mod data;
+mod golang;
 mod pyencoding;
 mod pygrammar;
 mod python;
@@ -84,6 +85,8 @@ mod rust;
 mod source;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_go;
 #[cfg(test)]
 mod tests_python;
 #[cfg(test)]

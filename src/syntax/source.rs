@@ -97,6 +97,13 @@ pub(super) fn parse_within(lang: Lang, bytes: &[u8], budget: Duration) -> Outcom
             Err(invalid) => return invalid,
         }
     };
+    if lang == Lang::Go && !text.ends_with(b"\n") {
+        // Go's lexer ends the last line itself; the grammar wants the newline (a last `type T int`
+        // without one failed).
+        let mut ended = text.to_vec();
+        ended.push(b'\n');
+        return tree_sitter(lang, &language, how, text, &ended, budget);
+    }
     if lang != Lang::Python {
         return tree_sitter(lang, &language, how, text, text, budget);
     }
@@ -163,9 +170,14 @@ fn tree_sitter(
     };
     let root = tree.root_node();
     if !root.has_error() {
-        // The Python 2 the grammar still accepts.
-        if lang == Lang::Python {
-            if let Some((offset, message)) = super::pygrammar::legacy(root, parsed) {
+        // The Python 2 the grammar still accepts; Go's clauses out of place.
+        let beyond = match lang {
+            Lang::Python => super::pygrammar::legacy(root, parsed),
+            Lang::Go => super::golang::clauses(root),
+            _ => None,
+        };
+        {
+            if let Some((offset, message)) = beyond {
                 let (line, column) = position(text, offset);
                 return Outcome::Invalid {
                     line,
