@@ -30,8 +30,12 @@
 //! - `.js` `.mjs` `.cjs` `.jsx`, `.ts` `.mts` `.cts` `.tsx`, and declaration files (`.d.ts`
 //!   ...): oxc's parser and its semantic checker's early errors (`let a; let a;`), module or
 //!   script by extension (see `js`). The first error in the file is reported, plus how many more.
-//! - `.py`, `.rs`, `.go`: tree-sitter grammars. An `ERROR` or `MISSING` node anywhere in the tree
-//!   makes the file invalid; the first (in document order) is reported, plus how many more.
+//! - `.rs`: `syn` (see `rust`: the edition from the nearest `Cargo.toml`).
+//! - `.py`, `.go`: tree-sitter grammars. An `ERROR` or `MISSING` node anywhere in the tree makes
+//!   the file invalid; the first (in document order) is reported, plus how many more there are.
+//!   Python also goes through the referee's pass over CPython's tokenizer rules (`python`:
+//!   INDENT/DEDENT, strings, brackets) and the Python 2 the grammar still accepts (`pygrammar`);
+//!   Go through the package-clause rules (`golang`).
 //! - any extension a [`CommandRule`] names: its command. A rule whose extension also has a
 //!   built-in parser does not replace it: both run, the built-in first, and the stricter outcome
 //!   wins (invalid over inconclusive over parsed), so a protocol can add
@@ -50,8 +54,9 @@
 //! UTF-8 is [`Outcome::Invalid`] at the first bad byte for the built-in parsers (JSON, TOML and
 //! YAML require UTF-8; so do Rust and Go, and it is the default and near-universal encoding of
 //! Python, JavaScript and TypeScript sources), except a Python file that declares another encoding
-//! (`# -*- coding: latin-1 -*-` on line 1 or 2), which is [`Outcome::Inconclusive`]: the referee
-//! cannot parse it, and the file is not known to be wrong.
+//! (`# -*- coding: latin-1 -*-` on line 1 or 2, PEP 263), which is decoded as declared
+//! (`pyencoding`); an encoding CPython knows but the referee cannot decode is
+//! [`Outcome::Inconclusive`], one CPython does not know is invalid.
 //!
 //! # Bounds
 //!
@@ -85,11 +90,22 @@ mod command;
 mod data;
 mod js;
 mod nesting;
+mod golang;
+mod pyencoding;
+mod pygrammar;
+mod python;
+mod rust;
 mod source;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_go;
+#[cfg(test)]
 mod tests_js;
+#[cfg(test)]
+mod tests_python;
+#[cfg(test)]
+mod tests_rust;
 
 pub use command::OUTPUT_LIMIT;
 pub use source::PARSE_BUDGET;
@@ -217,6 +233,7 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
         Some(Builtin::Json) => data::json(bytes),
         Some(Builtin::Toml) => data::toml(name, bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),
+        Some(Builtin::Source(source::Lang::Rust)) => rust::check(rel, bytes, abs),
         Some(Builtin::Source(lang)) => source::parse(lang, bytes),
         Some(Builtin::Js(flavor)) => js::parse(flavor, bytes),
         None => Outcome::NotApplicable,

@@ -48,13 +48,20 @@ impl Lang {
     /// carries some.
     fn how(self, language: &Language) -> String {
         let (lang, grammar) = self.names();
-        match language.metadata() {
+        let version = match language.metadata() {
             Some(m) => format!(
-                "{lang} ({grammar} {}.{}.{})",
+                " {}.{}.{}",
                 m.major_version, m.minor_version, m.patch_version
             ),
-            None => format!("{lang} ({grammar})"),
-        }
+            None => String::new(),
+        };
+        // The referee's own pass over Python's layout (super::python) judges with the grammar.
+        let tokenizer = if self == Lang::Python {
+            " and the referee's tokenizer"
+        } else {
+            ""
+        };
+        format!("{lang} ({grammar}{version}{tokenizer})")
     }
 }
 
@@ -65,20 +72,66 @@ pub(super) fn parse(lang: Lang, bytes: &[u8]) -> Outcome {
 pub(super) fn parse_within(lang: Lang, bytes: &[u8], budget: Duration) -> Outcome {
     let language = lang.language();
     let how = lang.how(&language);
-    // Another declared encoding matters only where the bytes are not plain ASCII.
-    if lang == Lang::Python && !bytes.is_ascii() {
-        if let Some(encoding) = python_encoding(bytes) {
-            return Outcome::Inconclusive {
-                why: format!("the file declares the encoding `{encoding}`, not UTF-8: not parsed"),
-            };
+    let decoded;
+    let text = if lang == Lang::Python {
+        // PEP 263: the declared encoding, else UTF-8.
+        match super::pyencoding::decode(bytes, &how) {
+            Ok(text) => {
+                decoded = text;
+                decoded.as_bytes()
+            }
+            Err(outcome) => return outcome,
         }
-    }
-    let text = match utf8(bytes, &how) {
-        Ok(text) => text.as_bytes(),
-        Err(invalid) => return invalid,
+    } else {
+        match utf8(bytes, &how) {
+            Ok(text) => text.as_bytes(),
+            Err(invalid) => return invalid,
+        }
     };
+    if lang == Lang::Go && !text.ends_with(b"\n") {
+        // Go's lexer ends the last line itself; the grammar wants the newline (a last `type T int`
+        // without one failed).
+        let mut ended = text.to_vec();
+        ended.push(b'\n');
+        return tree_sitter(lang, &language, how, text, &ended, budget);
+    }
+    if lang != Lang::Python {
+        return tree_sitter(lang, &language, how, text, text, budget);
+    }
+    // The layout rules tree-sitter-python does not enforce (CPython's tokenizer): its error
+    // unless the grammar's is on an earlier line. The grammar reads the logical lines joined.
+    let layout = super::python::layout(text);
+    let outcome = tree_sitter(lang, &language, how, text, &layout.joined, budget);
+    let Some(fault) = layout.fault else {
+        return outcome;
+    };
+    let (line, column) = position(text, fault.offset);
+    match outcome {
+        Outcome::Invalid { .. } if fault.at_eof => outcome,
+        Outcome::Invalid { line: l, .. } if l < line => outcome,
+        Outcome::Inconclusive { .. } => outcome,
+        Outcome::Parsed { how } | Outcome::Invalid { how, .. } => Outcome::Invalid {
+            line,
+            column,
+            message: fault.message,
+            how,
+        },
+        Outcome::NotApplicable => outcome,
+    }
+}
+
+/// Parses `parsed` (`text`, or for Python the same bytes with its logical lines joined) and
+/// reports positions in `text`.
+fn tree_sitter(
+    lang: Lang,
+    language: &Language,
+    how: String,
+    text: &[u8],
+    parsed: &[u8],
+    budget: Duration,
+) -> Outcome {
     let mut parser = Parser::new();
-    if let Err(e) = parser.set_language(&language) {
+    if let Err(e) = parser.set_language(language) {
         return Outcome::Inconclusive {
             why: format!("the {how} grammar does not load: {e}"),
         };
@@ -92,9 +145,9 @@ pub(super) fn parse_within(lang: Lang, bytes: &[u8], budget: Duration) -> Outcom
         }
     };
     let options = ParseOptions::new().progress_callback(&mut out_of_time);
-    let len = text.len();
+    let len = parsed.len();
     let tree = parser.parse_with_options(
-        &mut |i, _| if i < len { &text[i..] } else { &[] },
+        &mut |i, _| if i < len { &parsed[i..] } else { &[] },
         None,
         Some(options),
     );
@@ -108,6 +161,23 @@ pub(super) fn parse_within(lang: Lang, bytes: &[u8], budget: Duration) -> Outcom
     };
     let root = tree.root_node();
     if !root.has_error() {
+        // The Python 2 the grammar still accepts; Go's clauses out of place.
+        let beyond = match lang {
+            Lang::Python => super::pygrammar::legacy(root, parsed),
+            Lang::Go => super::golang::clauses(root),
+            _ => None,
+        };
+        {
+            if let Some((offset, message)) = beyond {
+                let (line, column) = position(text, offset);
+                return Outcome::Invalid {
+                    line,
+                    column,
+                    message,
+                    how,
+                };
+            }
+        }
         return Outcome::Parsed { how };
     }
     let (first, count) = errors(root);
@@ -194,34 +264,4 @@ fn describe(node: Node<'_>, text: &[u8]) -> String {
         quoted.push('…');
     }
     format!("syntax error: unexpected `{quoted}`")
-}
-
-/// The encoding a Python file declares on line 1 or 2 (PEP 263), when it is not UTF-8.
-fn python_encoding(bytes: &[u8]) -> Option<String> {
-    for line in bytes.split(|&b| b == b'\n').take(2) {
-        let line = String::from_utf8_lossy(line);
-        let line = line.trim_start();
-        if !line.starts_with('#') {
-            continue;
-        }
-        let Some(at) = line.find("coding") else {
-            continue;
-        };
-        let rest = &line[at + "coding".len()..];
-        let Some(rest) = rest.strip_prefix([':', '=']) else {
-            continue;
-        };
-        let name: String = rest
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            .collect();
-        let normal = name.to_ascii_lowercase().replace('_', "-");
-        if name.is_empty() || normal == "utf-8" || normal == "utf8" || normal.starts_with("utf-8-")
-        {
-            return None;
-        }
-        return Some(name);
-    }
-    None
 }
