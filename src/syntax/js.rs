@@ -164,22 +164,10 @@ pub(super) fn parse(flavor: Flavor, bytes: &[u8]) -> Outcome {
 }
 
 fn outcome_of(attempt: Attempt, how: String) -> Outcome {
-    let Some((line, column, mut message)) = attempt.first else {
+    let Some((line, column, message)) = attempt.first else {
         return Outcome::Parsed { how };
     };
-    if attempt.count > 1 {
-        let more = attempt.count - 1;
-        message.push_str(&format!(
-            " (and {more} more syntax error{})",
-            if more == 1 { "" } else { "s" }
-        ));
-    }
-    Outcome::Invalid {
-        line,
-        column,
-        message,
-        how,
-    }
+    super::first_of(line, column, message, attempt.count, how)
 }
 
 /// Tries the flavor's goals in order; the first clean parse wins.

@@ -88,9 +88,9 @@ use std::time::Duration;
 
 mod command;
 mod data;
+mod golang;
 mod js;
 mod nesting;
-mod golang;
 mod pyencoding;
 mod pygrammar;
 mod python;
@@ -278,6 +278,23 @@ fn utf8<'a>(bytes: &'a [u8], how: &str) -> Result<&'a str, Outcome> {
 
 /// The 1-based line and character column of byte `offset` in `text` (clamped to its length).
 /// Counts characters as UTF-8 lead bytes, so it is total even on invalid UTF-8.
+/// The first syntax error at `line:column`, with how many there are in all (`count`).
+fn first_of(line: usize, column: usize, mut message: String, count: usize, how: String) -> Outcome {
+    if count > 1 {
+        let more = count - 1;
+        message.push_str(&format!(
+            " (and {more} more syntax error{})",
+            if more == 1 { "" } else { "s" }
+        ));
+    }
+    Outcome::Invalid {
+        line,
+        column,
+        message,
+        how,
+    }
+}
+
 fn position(text: &[u8], offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);

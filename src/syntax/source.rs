@@ -191,20 +191,7 @@ fn tree_sitter(
         };
     };
     let (line, column) = position(text, first.start_byte());
-    let mut message = describe(first, text);
-    if count > 1 {
-        let more = count - 1;
-        message.push_str(&format!(
-            " (and {more} more syntax error{})",
-            if more == 1 { "" } else { "s" }
-        ));
-    }
-    Outcome::Invalid {
-        line,
-        column,
-        message,
-        how,
-    }
+    super::first_of(line, column, describe(first, text), count, how)
 }
 
 /// The first error node in document order and how many there are. An `ERROR` node counts once,
