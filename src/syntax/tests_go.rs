@@ -23,7 +23,12 @@ fn the_last_line_needs_no_newline() {
     parsed(&go("package main\n\nfunc main() {}"));
     parsed(&go("// Package p.\npackage p"));
     // Still broken without one.
-    invalid_at(&go("package main\n\nfunc main() {"), 3, 13, "unexpected `{`");
+    invalid_at(
+        &go("package main\n\nfunc main() {"),
+        3,
+        13,
+        "unexpected `{`",
+    );
 }
 
 #[test]
