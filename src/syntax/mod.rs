@@ -2,7 +2,8 @@
 //! modified file parse? It owns the choice of parser by file extension, the parsers' messages and
 //! positions, and the running of the protocol's syntax commands. It never runs the worker's code,
 //! never writes in the workspace, and never reads the file itself: the caller reads it (bounded)
-//! and judges the [`Outcome`].
+//! and judges the [`Outcome`]. (For a `.rs` file it reads the nearest `Cargo.toml` inside the
+//! workspace, a regular file, at most 1 MiB, for the crate's edition.)
 //!
 //! # API
 //!
