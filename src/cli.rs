@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, ValueEnum};
 
-use crate::artifacts::{Limits, Snapshot};
-use crate::engine::{self, Options};
+use crate::engine;
 use crate::exit::ExitCode;
+use crate::judge;
 use crate::outputs::{self, markdown, Context};
 use crate::protocol::{self, Protocol};
 
@@ -144,21 +144,6 @@ impl WaiversArg {
             None => None,
         })
     }
-}
-
-/// Applies the waivers to `eval` as of `now`, warns of the expired ones on stderr, and
-/// returns what the outputs show of them.
-fn apply_waivers(
-    waivers: Option<&crate::waivers::Waivers>,
-    eval: &mut engine::Evaluation,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Option<crate::waivers::InUse> {
-    let w = waivers?;
-    let today = now.date_naive();
-    for e in w.apply(eval, today) {
-        tracing::warn!("{}", e.describe());
-    }
-    Some(w.in_use(today))
 }
 
 #[derive(Args, Debug)]
@@ -461,246 +446,56 @@ fn load_protocol_for(spec: &str, secrets: Option<&Path>, dir: &Path) -> Result<P
     Ok(protocol)
 }
 
-fn scan(dir: &Path, read: &ReadArgs) -> Result<Snapshot> {
-    let limits = Limits {
-        max_read_bytes: read.max_read_bytes,
-        ..Limits::default()
-    };
-    let _span = tracing::debug_span!("scan", dir = %dir.display()).entered();
-    // The error already names the directory.
-    Snapshot::scan(dir, limits).map_err(anyhow::Error::from)
-}
-
-/// `verify --write` refuses a directory a live `referee watch` owns: its pass files and report
-/// would be overwritten under it (exit 2, nothing written).
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "`{dir}` is watched by a live referee ({why}); `verify --write` would overwrite the files that daemon owns — \
-run `verify` without `--write` to print the report, or stop the daemon first"
-)]
-struct LiveReferee {
-    dir: String,
-    why: String,
-}
-
-/// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
-/// is fresh (not finished) and its pid runs.
-fn live_referee(dir: &Path, state: &Path) -> Option<String> {
-    if crate::daemon::events::locked_by_other(state) {
-        return Some(format!(
-            "another process holds the lock on `{}`",
-            state.join(crate::daemon::events::EVENTS_FILE).display()
-        ));
-    }
-    crate::status::watched_by(dir, state)
-}
-
-/// The state directory of `dir` (`--state-dir`, else the default), as `watch` finds it.
-fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
-    let canon = std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot read directory `{}`", dir.display()))?;
-    Ok(crate::state::locate(&canon, explicit)?)
-}
-
-/// What the referee that watched `dir` saw, in order ([`crate::observed`]), when its state
-/// directory holds a record: `verify` orders what it saw like `watch` does. No state directory
-/// (or no record in it): the claims alone. Read only; a state directory the referee could not
-/// trust is refused.
-fn seen_record(
-    dir: &Path,
-    explicit: Option<&Path>,
-) -> Result<Option<std::sync::Arc<crate::observed::Observed>>> {
-    let state = match state_of(dir, explicit) {
-        Ok(s) => s,
-        // No home to find a default in: no memory to read.
-        Err(_) if explicit.is_none() => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !crate::state::exists(&state) {
-        return Ok(None);
-    }
-    crate::state::check(&state)?;
-    Ok(crate::observed::Observed::load(&state)?.map(std::sync::Arc::new))
-}
-
-/// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
-/// followed, and said.
-fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
-    let w =
-        outputs::write_atomic(dir, name, text).with_context(|| format!("cannot write {name}"))?;
-    if let Some(found) = w.replaced {
-        tracing::warn!(
-            "`{name}` was {} put there by someone else; replaced without being followed",
-            found.describe()
-        );
-    }
-    Ok(())
-}
-
 fn verify(a: VerifyArgs) -> Result<ExitCode> {
-    if a.write {
-        let state = state_of(&a.build_dir, a.state_dir.as_deref())?;
-        if let Some(why) = live_referee(&a.build_dir, &state) {
-            return Err(LiveReferee {
-                dir: a.build_dir.display().to_string(),
-                why,
-            }
-            .into());
-        }
-    }
     // One thread: listing the directory beside the protocol load, or compiling patterns
     // beside the judging, cost a small build about as much as it saved (threads are not
     // free on a shared 2-core machine); the large-report scans split across cores instead.
     let protocol = load_protocol_for(&a.protocol.protocol, a.secrets.as_deref(), &a.build_dir)?;
     let waivers = a.waivers.load(&protocol)?;
-    if protocol.tasks.is_some() {
-        return verify_workspace(a, protocol, waivers);
-    }
-    if a.baseline.is_some() || a.baseline_dir.is_some() {
-        bail!(
-            "`--baseline` and `--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{}`",
-            protocol.id
-        );
-    }
-    let snap = scan(&a.build_dir, &a.read)?;
-    let now = chrono::Utc::now();
-    let options = Options {
+    let req = judge::Request {
+        dir: &a.build_dir,
+        max_read_bytes: a.read.max_read_bytes,
         final_: a.final_,
-        now: Some(now),
-        seen: seen_record(&a.build_dir, a.state_dir.as_deref())?,
-        ..Options::default()
+        state_dir: a.state_dir.as_deref(),
+        baseline: a.baseline.as_deref(),
+        baseline_dir: a.baseline_dir.as_deref(),
+        write: a.write,
     };
-    let mut eval = engine::evaluate(&protocol, &snap, &options);
-    let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
-    if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
-        tracing::warn!(
-            "no pass has run and there is no {} in `{}`: is this the build directory?",
-            crate::artifacts::TRACKER_FILE,
-            a.build_dir.display()
-        );
-    }
-    let ctx = Context {
-        build_dir: snap.root().to_path_buf(),
-        started: Some(now),
-        written: Some(now),
-        waivers: waived,
-        ..Context::default()
-    };
-    if a.write {
-        for pass in eval.passes.iter().filter(|p| p.ran) {
-            let text = markdown::pass_file(&protocol, &eval, &pass.id, &ctx);
-            write_own(&a.build_dir, &outputs::pass_file(&pass.id), &text)?;
+    let judgment = judge::judge(&req, &protocol, waivers.as_ref())?;
+    let text = match &judgment {
+        judge::Judgment::Build(b) => {
+            render(a.format, &protocol, &b.eval, &b.ctx, &a.build_dir, || {
+                markdown::report(&protocol, &b.eval, &b.ctx)
+            })
         }
-        let report = markdown::report(&protocol, &eval, &ctx);
-        write_own(&a.build_dir, outputs::REPORT_FILE, &report)?;
-    }
-    let text = render(a.format, &protocol, &eval, &ctx, &a.build_dir, || {
-        markdown::report(&protocol, &eval, &ctx)
-    });
+        judge::Judgment::Workspace(w) => {
+            use crate::outputs::code_change;
+            match a.format {
+                Format::Json => code_change::verify_json(
+                    &protocol,
+                    &w.ws,
+                    &w.eval,
+                    &w.runs,
+                    &w.verdicts,
+                    &w.ctx,
+                ),
+                f => render(f, &protocol, &w.eval, &w.ctx, &a.build_dir, || {
+                    code_change::report_md(&protocol, &w.ws, &w.eval, &w.runs, &w.verdicts, &w.ctx)
+                }),
+            }
+        }
+    };
     print(&text)?;
-    let code = if eval.stops().next().is_some() {
+    let code = if judgment.violation(&protocol) {
         ExitCode::Violation
     } else {
         ExitCode::Ok
     };
     // The process ends here: freeing tens of thousands of entries one by one would only
     // cost time (a tenth of a large build's run), so leave that to the OS.
-    std::mem::forget(snap);
-    std::mem::forget(eval);
+    std::mem::forget(judgment);
     std::mem::forget(protocol);
     Ok(code)
-}
-
-/// `verify` under a protocol of task records (code-change): judge every task record of the
-/// workspace against its baseline; with `--write`, write the verdicts, STOP, the report and the
-/// kept attempts into `WORKSPACE/.referee/` (and nothing anywhere else).
-fn verify_workspace(
-    a: VerifyArgs,
-    protocol: Protocol,
-    waivers: Option<crate::waivers::Waivers>,
-) -> Result<ExitCode> {
-    use crate::outputs::code_change;
-    use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
-    // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
-    // verdicts and STOP that count are the state directory's (SPEC §8).
-    let state = state_of(&a.build_dir, a.state_dir.as_deref())?;
-    let spec = match (&a.baseline, &a.baseline_dir) {
-        (Some(rev), _) => BaselineSpec::Rev(rev.clone()),
-        (None, Some(dir)) => BaselineSpec::Dir(dir.clone()),
-        (None, None) if !a.build_dir.join(".git").exists() => BaselineSpec::Snapshot(state.clone()),
-        (None, None) => BaselineSpec::Auto,
-    };
-    if crate::state::exists(&state) || a.write {
-        crate::state::ensure(&state)?;
-    }
-    if a.write {
-        if let Some(why) = live_referee(&a.build_dir, &state) {
-            return Err(LiveReferee {
-                dir: a.build_dir.display().to_string(),
-                why,
-            }
-            .into());
-        }
-    }
-    let limits = Limits {
-        max_read_bytes: a.read.max_read_bytes,
-        ..Limits::default()
-    };
-    let ws = Workspace::open_in(&a.build_dir, &spec, &state, limits.max_read_bytes)?;
-    let snap = Snapshot::empty(&a.build_dir, limits)?;
-    let now = chrono::Utc::now();
-    let options = Options {
-        final_: true,
-        now: Some(now),
-        ..Options::default()
-    };
-    let (mut eval, runs) = engine::evaluate_workspace(&protocol, &snap, &ws, &options);
-    let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
-    let verdicts = crate::verdict::judge(&protocol, &ws, &eval.results, &runs, &state);
-    if runs.is_empty() {
-        tracing::warn!(
-            "no task records in `{}`: nothing to judge",
-            a.build_dir.join(crate::workspace::TASKS_DIR).display()
-        );
-    }
-    let ctx = Context {
-        build_dir: ws.root().to_path_buf(),
-        started: Some(now),
-        written: Some(now),
-        waivers: waived,
-        ..Context::default()
-    };
-    if a.write {
-        code_change::write_all(&protocol, &ws, &eval, &runs, &verdicts, &ctx, &state)
-            .with_context(|| {
-                format!(
-                    "cannot write into `{}`",
-                    ws.root().join(OUTPUT_DIR).display()
-                )
-            })?;
-    }
-    let text = match a.format {
-        Format::Json => code_change::verify_json(&protocol, &ws, &eval, &runs, &verdicts, &ctx),
-        f => render(f, &protocol, &eval, &ctx, &a.build_dir, || {
-            code_change::report_md(&protocol, &ws, &eval, &runs, &verdicts, &ctx)
-        }),
-    };
-    print(&text)?;
-    let rejected = verdicts.iter().any(|v| {
-        protocol
-            .guards
-            .as_ref()
-            .is_none_or(|g| !g.final_verdicts.contains(&v.verdict))
-            && v.verdict != "MINOR_ISSUES"
-    });
-    // A protected change stands in the workspace whatever the records say (SPEC §8): no record,
-    // a deleted one, or one set to another status still exits 1.
-    let veto = code_change::workspace_stop_md(&protocol, &ws, &verdicts).is_some();
-    Ok(if eval.stops().next().is_some() || rejected || veto {
-        ExitCode::Violation
-    } else {
-        ExitCode::Ok
-    })
 }
 
 fn print(text: &str) -> Result<()> {
@@ -1035,7 +830,7 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
     config.settle_max = a.settle_max;
     config.fresh = a.fresh;
     config.quiet = g.quiet;
-    config.limits = Limits {
+    config.limits = crate::artifacts::Limits {
         max_read_bytes: a.read.max_read_bytes,
         ..config.limits
     };
@@ -1149,53 +944,4 @@ fn demo(a: DemoArgs, g: &GlobalArgs) -> Result<ExitCode> {
     };
     let outcome = crate::demo::run(&cfg, Some(signals), &mut std::io::stdout().lock())?;
     Ok(outcome.exit)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::daemon::heartbeat::{self, Heartbeat, ProtocolRef};
-
-    fn beat(dir: &Path, pid: u32, state: &str, age_secs: i64) {
-        let now = chrono::Utc::now();
-        let hb = Heartbeat {
-            pid,
-            started: now,
-            last_beat: now - chrono::Duration::seconds(age_secs),
-            interval_secs: 1.0,
-            protocol: ProtocolRef {
-                id: "d10".into(),
-                sha256: "abc".into(),
-            },
-            state: state.into(),
-            stop: false,
-            stop_wanted: false,
-            faults: Vec::new(),
-            build_dir: std::fs::canonicalize(dir).unwrap().display().to_string(),
-            dir: Some(crate::daemon::attach::DirId::of(dir).unwrap()),
-            proc_start: heartbeat::proc_start(pid),
-            trace_id: "t".into(),
-        };
-        heartbeat::write(dir, &hb).unwrap();
-    }
-
-    #[test]
-    fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "nothing there");
-        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 0);
-        let why = live_referee(dir.path(), dir.path()).unwrap();
-        assert!(why.contains("is fresh and pid"), "{why}");
-        beat(dir.path(), std::process::id(), heartbeat::FINISHED, 0);
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "finished");
-        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 60);
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "stale");
-        beat(dir.path(), 0, heartbeat::WATCHING, 0);
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "no such pid");
-        let log = crate::daemon::events::open_locked(dir.path()).unwrap();
-        let why = live_referee(dir.path(), dir.path()).unwrap();
-        assert!(why.contains("holds the lock"), "{why}");
-        drop(log);
-        assert_eq!(live_referee(dir.path(), dir.path()), None);
-    }
 }

@@ -1,0 +1,391 @@
+//! Judging a directory once, as it stands: what `verify` prints, and what an agent hook or the
+//! MCP server answers. The command line only parses flags and renders; the deciding is here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+
+use crate::artifacts::{Limits, Snapshot};
+use crate::engine::{self, Evaluation, Options, TaskRun};
+use crate::outputs::{self, Context};
+use crate::protocol::Protocol;
+use crate::verdict::TaskVerdict;
+use crate::waivers::{InUse, Waivers};
+use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
+
+/// What to judge and how: a build directory (D10) or a workspace (a protocol of task records).
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// The build directory or workspace.
+    pub dir: &'a Path,
+    /// Files larger than this are INCONCLUSIVE, never read.
+    pub max_read_bytes: u64,
+    /// Judge a finished run (every check due). A workspace is always judged as finished.
+    pub final_: bool,
+    /// `--state-dir`, else the default for `dir`.
+    pub state_dir: Option<&'a Path>,
+    /// The workspace's baseline: `--baseline REV`.
+    pub baseline: Option<&'a str>,
+    /// The workspace's baseline: `--baseline-dir DIR`.
+    pub baseline_dir: Option<&'a Path>,
+    /// Also write the outputs (`verify --write`); refused while a live referee owns `dir`.
+    pub write: bool,
+}
+
+impl<'a> Request<'a> {
+    /// Judging `dir` with the defaults of `verify`.
+    pub fn new(dir: &'a Path) -> Self {
+        Request {
+            dir,
+            max_read_bytes: crate::artifacts::DEFAULT_MAX_READ_BYTES,
+            final_: false,
+            state_dir: None,
+            baseline: None,
+            baseline_dir: None,
+            write: false,
+        }
+    }
+}
+
+/// A build directory judged once.
+#[derive(Debug)]
+pub struct BuildJudgment {
+    pub snap: Snapshot,
+    pub eval: Evaluation,
+    pub ctx: Context,
+}
+
+impl BuildJudgment {
+    /// An unwaived BLOCKING failure stands (exit 1).
+    pub fn violation(&self) -> bool {
+        self.eval.stops().next().is_some()
+    }
+}
+
+/// A workspace judged once: every task record against the baseline.
+#[derive(Debug)]
+pub struct WorkspaceJudgment {
+    pub ws: Workspace,
+    pub eval: Evaluation,
+    pub runs: Vec<TaskRun>,
+    pub verdicts: Vec<TaskVerdict>,
+    pub ctx: Context,
+    /// The referee's state directory for this workspace.
+    pub state: PathBuf,
+}
+
+impl WorkspaceJudgment {
+    /// A BLOCKING failure, a task's verdict that is neither final nor a cleanup grade, or a
+    /// protected change standing in the workspace whatever the records say (SPEC §8).
+    pub fn violation(&self, protocol: &Protocol) -> bool {
+        let rejected = self.verdicts.iter().any(|v| {
+            protocol
+                .guards
+                .as_ref()
+                .is_none_or(|g| !g.final_verdicts.contains(&v.verdict))
+                && v.verdict != "MINOR_ISSUES"
+        });
+        let veto =
+            outputs::code_change::workspace_stop_md(protocol, &self.ws, &self.verdicts).is_some();
+        self.eval.stops().next().is_some() || rejected || veto
+    }
+}
+
+/// What [`judge`] found.
+#[derive(Debug)]
+pub enum Judgment {
+    Build(BuildJudgment),
+    Workspace(WorkspaceJudgment),
+}
+
+impl Judgment {
+    /// Whether the answer is "do not go on" (exit 1).
+    pub fn violation(&self, protocol: &Protocol) -> bool {
+        match self {
+            Judgment::Build(b) => b.violation(),
+            Judgment::Workspace(w) => w.violation(protocol),
+        }
+    }
+}
+
+/// `verify --write` refuses a directory a live `referee watch` owns: its pass files and report
+/// would be overwritten under it (exit 2, nothing written).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{dir}` is watched by a live referee ({why}); `verify --write` would overwrite the files that daemon owns — \
+run `verify` without `--write` to print the report, or stop the daemon first"
+)]
+pub struct LiveReferee {
+    dir: String,
+    why: String,
+}
+
+/// Judges `req.dir` by `protocol` once, as it stands, with `waivers` applied; with
+/// `req.write`, writes the outputs.
+pub fn judge(
+    req: &Request<'_>,
+    protocol: &Protocol,
+    waivers: Option<&Waivers>,
+) -> Result<Judgment> {
+    if protocol.tasks.is_some() {
+        return Ok(Judgment::Workspace(workspace(req, protocol, waivers)?));
+    }
+    if req.baseline.is_some() || req.baseline_dir.is_some() {
+        anyhow::bail!(
+            "`--baseline` and `--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{}`",
+            protocol.id
+        );
+    }
+    Ok(Judgment::Build(build(req, protocol, waivers)?))
+}
+
+fn build(
+    req: &Request<'_>,
+    protocol: &Protocol,
+    waivers: Option<&Waivers>,
+) -> Result<BuildJudgment> {
+    if req.write {
+        let state = state_of(req.dir, req.state_dir)?;
+        refuse_live(req.dir, &state)?;
+    }
+    let snap = scan(req.dir, req.max_read_bytes)?;
+    let now = chrono::Utc::now();
+    let options = Options {
+        final_: req.final_,
+        now: Some(now),
+        seen: seen_record(req.dir, req.state_dir)?,
+        ..Options::default()
+    };
+    let mut eval = engine::evaluate(protocol, &snap, &options);
+    let waived = apply_waivers(waivers, &mut eval, now);
+    if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
+        tracing::warn!(
+            "no pass has run and there is no {} in `{}`: is this the build directory?",
+            crate::artifacts::TRACKER_FILE,
+            req.dir.display()
+        );
+    }
+    let ctx = Context {
+        build_dir: snap.root().to_path_buf(),
+        started: Some(now),
+        written: Some(now),
+        waivers: waived,
+        ..Context::default()
+    };
+    if req.write {
+        for pass in eval.passes.iter().filter(|p| p.ran) {
+            let text = outputs::markdown::pass_file(protocol, &eval, &pass.id, &ctx);
+            write_own(req.dir, &outputs::pass_file(&pass.id), &text)?;
+        }
+        let report = outputs::markdown::report(protocol, &eval, &ctx);
+        write_own(req.dir, outputs::REPORT_FILE, &report)?;
+    }
+    Ok(BuildJudgment { snap, eval, ctx })
+}
+
+fn workspace(
+    req: &Request<'_>,
+    protocol: &Protocol,
+    waivers: Option<&Waivers>,
+) -> Result<WorkspaceJudgment> {
+    // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
+    // verdicts and STOP that count are the state directory's (SPEC §8).
+    let state = state_of(req.dir, req.state_dir)?;
+    let spec = match (req.baseline, req.baseline_dir) {
+        (Some(rev), _) => BaselineSpec::Rev(rev.to_string()),
+        (None, Some(dir)) => BaselineSpec::Dir(dir.to_path_buf()),
+        (None, None) if !req.dir.join(".git").exists() => BaselineSpec::Snapshot(state.clone()),
+        (None, None) => BaselineSpec::Auto,
+    };
+    if crate::state::exists(&state) || req.write {
+        crate::state::ensure(&state)?;
+    }
+    if req.write {
+        refuse_live(req.dir, &state)?;
+    }
+    let limits = Limits {
+        max_read_bytes: req.max_read_bytes,
+        ..Limits::default()
+    };
+    let ws = Workspace::open_in(req.dir, &spec, &state, limits.max_read_bytes)?;
+    let snap = Snapshot::empty(req.dir, limits)?;
+    let now = chrono::Utc::now();
+    let options = Options {
+        final_: true,
+        now: Some(now),
+        ..Options::default()
+    };
+    let (mut eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &options);
+    let waived = apply_waivers(waivers, &mut eval, now);
+    let verdicts = crate::verdict::judge(protocol, &ws, &eval.results, &runs, &state);
+    if runs.is_empty() {
+        tracing::warn!(
+            "no task records in `{}`: nothing to judge",
+            req.dir.join(crate::workspace::TASKS_DIR).display()
+        );
+    }
+    let ctx = Context {
+        build_dir: ws.root().to_path_buf(),
+        started: Some(now),
+        written: Some(now),
+        waivers: waived,
+        ..Context::default()
+    };
+    if req.write {
+        outputs::code_change::write_all(protocol, &ws, &eval, &runs, &verdicts, &ctx, &state)
+            .with_context(|| {
+                format!(
+                    "cannot write into `{}`",
+                    ws.root().join(OUTPUT_DIR).display()
+                )
+            })?;
+    }
+    Ok(WorkspaceJudgment {
+        ws,
+        eval,
+        runs,
+        verdicts,
+        ctx,
+        state,
+    })
+}
+
+/// Applies the waivers to `eval` as of `now`, warns of the expired ones on stderr, and
+/// returns what the outputs show of them.
+pub fn apply_waivers(
+    waivers: Option<&Waivers>,
+    eval: &mut Evaluation,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<InUse> {
+    let w = waivers?;
+    let today = now.date_naive();
+    for e in w.apply(eval, today) {
+        tracing::warn!("{}", e.describe());
+    }
+    Some(w.in_use(today))
+}
+
+fn scan(dir: &Path, max_read_bytes: u64) -> Result<Snapshot> {
+    let limits = Limits {
+        max_read_bytes,
+        ..Limits::default()
+    };
+    let _span = tracing::debug_span!("scan", dir = %dir.display()).entered();
+    // The error already names the directory.
+    Snapshot::scan(dir, limits).map_err(anyhow::Error::from)
+}
+
+fn refuse_live(dir: &Path, state: &Path) -> Result<()> {
+    match live_referee(dir, state) {
+        Some(why) => Err(LiveReferee {
+            dir: dir.display().to_string(),
+            why,
+        }
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
+/// is fresh (not finished) and its pid runs.
+pub fn live_referee(dir: &Path, state: &Path) -> Option<String> {
+    if crate::daemon::events::locked_by_other(state) {
+        return Some(format!(
+            "another process holds the lock on `{}`",
+            state.join(crate::daemon::events::EVENTS_FILE).display()
+        ));
+    }
+    crate::status::watched_by(dir, state)
+}
+
+/// The state directory of `dir` (`--state-dir`, else the default), as `watch` finds it.
+pub fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
+    let canon = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot read directory `{}`", dir.display()))?;
+    Ok(crate::state::locate(&canon, explicit)?)
+}
+
+/// What the referee that watched `dir` saw, in order ([`crate::observed`]), when its state
+/// directory holds a record: `verify` orders what it saw like `watch` does. No state directory
+/// (or no record in it): the claims alone. Read only; a state directory the referee could not
+/// trust is refused.
+fn seen_record(
+    dir: &Path,
+    explicit: Option<&Path>,
+) -> Result<Option<Arc<crate::observed::Observed>>> {
+    let state = match state_of(dir, explicit) {
+        Ok(s) => s,
+        // No home to find a default in: no memory to read.
+        Err(_) if explicit.is_none() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !crate::state::exists(&state) {
+        return Ok(None);
+    }
+    crate::state::check(&state)?;
+    Ok(crate::observed::Observed::load(&state)?.map(Arc::new))
+}
+
+/// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
+/// followed, and said.
+fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let w =
+        outputs::write_atomic(dir, name, text).with_context(|| format!("cannot write {name}"))?;
+    if let Some(found) = w.replaced {
+        tracing::warn!(
+            "`{name}` was {} put there by someone else; replaced without being followed",
+            found.describe()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::heartbeat::{self, Heartbeat, ProtocolRef};
+
+    fn beat(dir: &Path, pid: u32, state: &str, age_secs: i64) {
+        let now = chrono::Utc::now();
+        let hb = Heartbeat {
+            pid,
+            started: now,
+            last_beat: now - chrono::Duration::seconds(age_secs),
+            interval_secs: 1.0,
+            protocol: ProtocolRef {
+                id: "d10".into(),
+                sha256: "abc".into(),
+            },
+            state: state.into(),
+            stop: false,
+            stop_wanted: false,
+            faults: Vec::new(),
+            build_dir: std::fs::canonicalize(dir).unwrap().display().to_string(),
+            dir: Some(crate::daemon::attach::DirId::of(dir).unwrap()),
+            proc_start: heartbeat::proc_start(pid),
+            trace_id: "t".into(),
+        };
+        heartbeat::write(dir, &hb).unwrap();
+    }
+
+    #[test]
+    fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "nothing there");
+        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 0);
+        let why = live_referee(dir.path(), dir.path()).unwrap();
+        assert!(why.contains("is fresh and pid"), "{why}");
+        beat(dir.path(), std::process::id(), heartbeat::FINISHED, 0);
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "finished");
+        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 60);
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "stale");
+        beat(dir.path(), 0, heartbeat::WATCHING, 0);
+        assert_eq!(live_referee(dir.path(), dir.path()), None, "no such pid");
+        let log = crate::daemon::events::open_locked(dir.path()).unwrap();
+        let why = live_referee(dir.path(), dir.path()).unwrap();
+        assert!(why.contains("holds the lock"), "{why}");
+        drop(log);
+        assert_eq!(live_referee(dir.path(), dir.path()), None);
+    }
+}
