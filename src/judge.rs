@@ -95,8 +95,8 @@ impl WorkspaceJudgment {
 /// What [`judge`] found.
 #[derive(Debug)]
 pub enum Judgment {
-    Build(BuildJudgment),
-    Workspace(WorkspaceJudgment),
+    Build(Box<BuildJudgment>),
+    Workspace(Box<WorkspaceJudgment>),
 }
 
 impl Judgment {
@@ -129,7 +129,9 @@ pub fn judge(
     waivers: Option<&Waivers>,
 ) -> Result<Judgment> {
     if protocol.tasks.is_some() {
-        return Ok(Judgment::Workspace(workspace(req, protocol, waivers)?));
+        return Ok(Judgment::Workspace(Box::new(workspace(
+            req, protocol, waivers,
+        )?)));
     }
     if req.baseline.is_some() || req.baseline_dir.is_some() {
         anyhow::bail!(
@@ -137,7 +139,7 @@ pub fn judge(
             protocol.id
         );
     }
-    Ok(Judgment::Build(build(req, protocol, waivers)?))
+    Ok(Judgment::Build(Box::new(build(req, protocol, waivers)?)))
 }
 
 fn build(

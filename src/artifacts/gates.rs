@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::json_keys::{duplicate_keys, Duplicate, Step};
+use super::json_keys::{duplicate_keys, line_column, path_text, Duplicate, Step};
 
 /// One gate-results file: its entries, and the entries that could not be read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
-        let (line, column) = position(bytes, offset);
+        let (line, column) = line_column(bytes, offset);
         GateError {
             message: format!("not valid UTF-8 (invalid byte at offset {offset})"),
             line,
@@ -90,7 +90,7 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
     let in_gates = value.is_object();
     let mut twice: Vec<(usize, GateError)> = Vec::new();
     for d in duplicate_keys(bytes, READ_KEYS).map_err(|e| {
-        let (line, column) = position(bytes, e.at);
+        let (line, column) = line_column(bytes, e.at);
         GateError {
             message: format!("invalid JSON: {}", e.message),
             line,
@@ -143,7 +143,7 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
             Ok(e) => parsed.entries.push(e),
             Err(mut err) => {
                 if let Some(&offset) = offsets.as_ref().and_then(|o| o.get(index)) {
-                    (err.line, err.column) = position(bytes, offset);
+                    (err.line, err.column) = line_column(bytes, offset);
                 }
                 parsed.invalid.push(err);
             }
@@ -159,8 +159,8 @@ const READ_KEYS: &[&str] = &["gates", "id", "gate", "result", "status", "source"
 /// The error for a key written twice, at its second occurrence: in the entry at `entry`
 /// (`gates[3]`), or elsewhere in the file.
 fn duplicate_error(bytes: &[u8], d: &Duplicate, entry: Option<&str>) -> GateError {
-    let (line, column) = position(bytes, d.at);
-    let (first_line, first_column) = position(bytes, d.first_at);
+    let (line, column) = line_column(bytes, d.at);
+    let (first_line, first_column) = line_column(bytes, d.first_at);
     let first = match d.first == d.key {
         true => String::new(),
         false => format!(" as `{}`", d.first),
@@ -168,7 +168,7 @@ fn duplicate_error(bytes: &[u8], d: &Duplicate, entry: Option<&str>) -> GateErro
     let place = match entry {
         Some(p) => format!("gate entry `{p}` has"),
         None if d.path.is_empty() => "the top-level object has".to_string(),
-        None => format!("the object at `{}` has", json_path(&d.path)),
+        None => format!("the object at `{}` has", path_text(&d.path)),
     };
     GateError {
         message: format!(
@@ -179,19 +179,6 @@ fn duplicate_error(bytes: &[u8], d: &Duplicate, entry: Option<&str>) -> GateErro
         line,
         column,
     }
-}
-
-/// `gates[2].notes` for evidence.
-fn json_path(path: &[Step]) -> String {
-    let mut out = String::new();
-    for step in path {
-        match step {
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
-            Step::Key(k) if out.is_empty() => out.push_str(k),
-            Step::Key(k) => out.push_str(&format!(".{k}")),
-        }
-    }
-    out
 }
 
 /// Whether an entry's id names the gate `wanted`, as a careful reader of a gate-results file
@@ -376,17 +363,6 @@ fn syntax_error(err: &serde_json::Error) -> GateError {
         line: err.line(),
         column: err.column(),
     }
-}
-
-/// 1-based line and column (in bytes) of a byte offset.
-fn position(bytes: &[u8], offset: usize) -> (usize, usize) {
-    let before = &bytes[..offset.min(bytes.len())];
-    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    (line, before.len() - line_start + 1)
 }
 
 #[cfg(test)]
@@ -758,15 +734,6 @@ mod tests {
         );
         let shape = shape_error("bad shape".into());
         assert_eq!(shape.to_string(), "bad shape");
-    }
-
-    #[test]
-    fn position_counts_lines_and_columns() {
-        assert_eq!(position(b"abc", 0), (1, 1));
-        assert_eq!(position(b"abc", 2), (1, 3));
-        assert_eq!(position(b"a\nbc", 3), (2, 2));
-        assert_eq!(position(b"a\n", 2), (2, 1));
-        assert_eq!(position(b"", 5), (1, 1));
     }
 
     #[test]

@@ -76,6 +76,30 @@ pub fn duplicate_keys(text: &[u8], folded: &[&str]) -> Result<Vec<Duplicate>, Un
     Ok(scan.found)
 }
 
+/// 1-based line and column (in bytes) of a byte offset, for evidence.
+pub fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    (line, before.len() - line_start + 1)
+}
+
+/// A path as evidence shows it: `gates[2].notes`.
+pub fn path_text(path: &[Step]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(k) if out.is_empty() => out.push_str(k),
+            Step::Key(k) => out.push_str(&format!(".{k}")),
+        }
+    }
+    out
+}
+
 /// An object or array being read, and whether a step of `path` leads to it.
 enum Frame {
     Object {
@@ -208,6 +232,26 @@ mod tests {
     use super::*;
 
     const FOLDED: &[&str] = &["gates", "source"];
+
+    #[test]
+    fn line_column_counts_lines_and_columns() {
+        assert_eq!(line_column(b"abc", 0), (1, 1));
+        assert_eq!(line_column(b"abc", 2), (1, 3));
+        assert_eq!(line_column(b"a\nbc", 3), (2, 2));
+        assert_eq!(line_column(b"a\n", 2), (2, 1));
+        assert_eq!(line_column(b"", 5), (1, 1));
+    }
+
+    #[test]
+    fn path_text_reads_like_a_path() {
+        let p = [
+            Step::Key("gates".into()),
+            Step::Index(2),
+            Step::Key("notes".into()),
+        ];
+        assert_eq!(path_text(&p), "gates[2].notes");
+        assert_eq!(path_text(&[]), "");
+    }
 
     fn dups(text: &str) -> Vec<(Vec<Step>, String, String, usize, usize)> {
         duplicate_keys(text.as_bytes(), FOLDED)

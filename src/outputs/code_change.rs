@@ -673,7 +673,15 @@ pub fn write_all(
     let dir = ensure_dir(ws.root())?;
     let store = Store::open(&attempts::dir_for(state));
     for v in verdicts {
-        write_verdict(state, Some(&dir), &store, p, v, super::Durability::Contents)?;
+        write_verdict(
+            state,
+            Some(&dir),
+            &store,
+            p,
+            v,
+            super::Durability::Contents,
+            true,
+        )?;
     }
     for d in [&super::OutDir::at(state), &dir] {
         match workspace_stop_md(p, ws, verdicts) {
@@ -693,8 +701,8 @@ pub fn write_all(
 
 /// Writes one attempt's verdict files into `state` (the referee's state directory) and their
 /// copies into `copy` (the workspace's `.referee/`, when it may be written), and keeps the
-/// attempt (its diff and verdict) in `store` for the loop guards; a replay is not an attempt
-/// and is not kept. The STOP file is not touched: `verify` writes it in [`write_all`], the
+/// attempt (its diff and verdict) in `store` for the loop guards when `keep`; a replay is not
+/// an attempt and is not kept. The STOP file is not touched: `verify` writes it in [`write_all`], the
 /// daemon through its own STOP file.
 ///
 /// `durability` is the verdict files' (the daemon's are [`super::Durability::Background`], like
@@ -707,6 +715,7 @@ pub fn write_verdict(
     p: &Protocol,
     v: &TaskVerdict,
     durability: super::Durability,
+    keep: bool,
 ) -> std::io::Result<()> {
     // In the state directory first, then the copies in `.referee/` (what an orchestrator or
     // the worker waits on: before the fsyncs of the kept attempt), the JSON before the
@@ -723,7 +732,7 @@ pub fn write_verdict(
             .map(|_| ()),
         None => Ok(()),
     };
-    if let (Some(attempt), Some(diff), false) = (v.attempt, &v.diff, v.replay) {
+    if let (Some(attempt), Some(diff), false, true) = (v.attempt, &v.diff, v.replay, keep) {
         let kept = Kept {
             attempt,
             verdict: v.verdict.clone(),

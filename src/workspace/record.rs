@@ -6,6 +6,24 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::artifacts::json_keys::{duplicate_keys, line_column, path_text};
+
+/// The record keys the referee reads: one written again in another case is a second copy
+/// (`Status` beside `status`), as a reader that ignores case would take it.
+const READ_KEYS: &[&str] = &[
+    "task_id",
+    "status",
+    "description",
+    "attempt",
+    "summary",
+    "changes",
+    "added",
+    "modified",
+    "removed",
+    "pre_hashes",
+    "post_hashes",
+];
+
 /// One task record as the worker wrote it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -118,6 +136,40 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
         line: e.line(),
         column: e.column(),
     })?;
+    // A key written twice reads two ways (serde_json keeps the last copy, a human or another
+    // reader may take the first): the record is no declaration to hold the worker to.
+    if let Some(d) = duplicate_keys(bytes, READ_KEYS)
+        .map_err(|e| {
+            let (line, column) = line_column(bytes, e.at);
+            RecordError {
+                message: format!("invalid JSON: {}", e.message),
+                line,
+                column,
+            }
+        })?
+        .into_iter()
+        .next()
+    {
+        let (line, column) = line_column(bytes, d.at);
+        let (first_line, first_column) = line_column(bytes, d.first_at);
+        let place = match d.path.is_empty() {
+            true => "the record".to_string(),
+            false => format!("`{}`", path_text(&d.path)),
+        };
+        let first = match d.first == d.key {
+            true => String::new(),
+            false => format!(" as `{}`", d.first),
+        };
+        return Err(RecordError {
+            message: format!(
+                "{place} has `{}` twice (first{first} at line {first_line}, column {first_column}); \
+                 a reader could take either",
+                d.key
+            ),
+            line,
+            column,
+        });
+    }
     let Value::Object(obj) = value else {
         return Err(at("a task record must be a JSON object"));
     };
@@ -306,6 +358,40 @@ mod tests {
         assert_eq!(t.added, vec!["a.py"]);
         assert_eq!(t.pre_hashes["b.py"].as_deref(), Some("ab"));
         assert_eq!(t.post_hashes["gone"], None);
+    }
+
+    #[test]
+    fn a_key_written_twice_is_malformed_with_both_places() {
+        let r = parse(
+            ".tasks/t1.json",
+            b"{\"task_id\":\"t1\",\"status\":\"pending_review\",\"attempt\":1,\"summary\":\"s\",\n\
+              \"changes\":{\"added\":[],\"added\":[\"a.py\"]}}",
+            &req(),
+        );
+        let e = r.parsed.unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(
+            e.message
+                .starts_with("`changes` has `added` twice (first at line 2"),
+            "{e}"
+        );
+        let r = parse(
+            ".tasks/t1.json",
+            br#"{"task_id":"t1","STATUS":"approved","status":"pending_review","attempt":1,"summary":"s","changes":{}}"#,
+            &req(),
+        );
+        let e = r.parsed.unwrap_err();
+        assert!(
+            e.message.contains("`status` twice (first as `STATUS`"),
+            "{e}"
+        );
+        // A key the referee does not read may differ in case: no second copy.
+        let r = parse(
+            ".tasks/t1.json",
+            br#"{"task_id":"t1","status":"pending_review","attempt":1,"summary":"s","changes":{},"Note":1,"note":2}"#,
+            &req(),
+        );
+        assert!(r.parsed.is_ok(), "{r:?}");
     }
 
     #[test]

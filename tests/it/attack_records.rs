@@ -402,3 +402,84 @@ fn task_ids_differing_in_one_character_get_separate_verdict_files() {
     assert!(ws.join(".referee/OBSERVER-VERDICT-t%201.md").is_file());
     assert!(ws.join(".referee/OBSERVER-VERDICT-t_1.md").is_file());
 }
+
+/// A record that reads two ways (a key written twice, or once more in another case) is not a
+/// declaration the referee can hold the worker to: CC-00 FAILs with both positions and the
+/// attempt is REJECTed, whichever copy a reader takes (serde_json alone takes the last one,
+/// which here declares the change and would have APPROVEd it).
+#[test]
+fn a_record_that_reads_two_ways_is_rejected() {
+    let (_root, ws, _logs) = git_workspace();
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    let record = format!(
+        "{{\"task_id\": \"t1\", \"status\": \"pending_review\", \"attempt\": 1,\n \
+         \"summary\": \"{GOOD_SUMMARY}\",\n \
+         \"changes\": {{\"added\": [], \"modified\": [], \"removed\": []}},\n \
+         \"changes\": {{\"added\": [], \"modified\": [\"{APP}\"], \"removed\": []}}}}"
+    );
+    put_record(&ws, "t1", &record);
+    let (code, doc) = verify(&ws, false);
+    assert_eq!(code, 1, "{doc}");
+    let t1 = verdict_of(&doc, "t1");
+    assert_eq!(t1["verdict"], "REJECT", "{doc}");
+    let cc00 = doc["results"]
+        .as_array()
+        .and_then(|r| {
+            r.iter()
+                .find(|r| r["pass"] == "t1" && r["check"] == "CC-00")
+        })
+        .expect("t1's CC-00");
+    assert_eq!(cc00["status"], "FAIL", "{cc00}");
+    let text = cc00.to_string();
+    assert!(text.contains("`changes` twice"), "{cc00}");
+    assert!(text.contains("line 3"), "{cc00}");
+
+    // Another case of a key the referee reads is a second copy too.
+    let record = format!(
+        "{{\"task_id\": \"t1\", \"Status\": \"approved\", \"status\": \"pending_review\", \
+         \"attempt\": 1, \"summary\": \"{GOOD_SUMMARY}\", \
+         \"changes\": {{\"added\": [], \"modified\": [\"{APP}\"], \"removed\": []}}}}"
+    );
+    put_record(&ws, "t1", &record);
+    let (code, doc) = verify(&ws, false);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(verdict_of(&doc, "t1")["verdict"], "REJECT", "{doc}");
+    assert!(doc.to_string().contains("`status` twice"), "{doc}");
+
+    // The same record written once: APPROVE.
+    task(&ws, "t1", 1, &[APP], &[], GOOD_SUMMARY);
+    let (code, doc) = verify(&ws, false);
+    assert_eq!(verdict_of(&doc, "t1")["verdict"], "APPROVE", "{doc}");
+    assert_eq!(code, 0, "{doc}");
+}
+
+/// A record caught mid-write (or written broken) and then put back whole as the attempt
+/// already judged: the task's verdict is that attempt's again, so `status --task` says go. A
+/// malformed read must not stand as the last word on a record that is whole and judged.
+#[test]
+fn a_record_put_back_whole_gets_its_judgment_back() {
+    let (_root, ws, logs) = git_workspace();
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    let w = start(&ws, &logs, &[]);
+    task(&ws, "t1", 1, &[APP], &[], GOOD_SUMMARY);
+    w.until("attempt 1 approved", || {
+        judged(&ws, "t1", 1) && verdict(&ws, "t1")["verdict"] == "APPROVE"
+    });
+    let whole = read(&ws.join(".tasks/t1.json"));
+    // Broken in place: a malformed record is judged (REJECT, no attempt number).
+    fs::write(ws.join(".tasks/t1.json"), &whole[..whole.len() / 2]).expect("write");
+    w.until("the broken record rejected", || {
+        verdict(&ws, "t1")["attempt"].is_null() && verdict(&ws, "t1")["verdict"] == "REJECT"
+    });
+    let task_status = |ws: &Path| {
+        let (code, _, _) = run(&["status", ws.to_str().expect("utf-8"), "--task", "t1"]);
+        code
+    };
+    assert_eq!(task_status(&ws), 1);
+    // Put back whole: attempt 1's judgment again, not a replay.
+    put_record(&ws, "t1", &whole);
+    w.until("attempt 1's judgment back", || {
+        judged(&ws, "t1", 1) && verdict(&ws, "t1")["verdict"] == "APPROVE"
+    });
+    assert_eq!(task_status(&ws), 0);
+}

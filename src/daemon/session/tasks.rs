@@ -447,16 +447,23 @@ impl Session {
         let state = tasks.state.clone();
         // No copy while `.referee` is not the folder the session made: never written through.
         let copy = self.folder_lost.is_none().then_some(&out);
-        let fresh: Vec<&TaskVerdict> = verdicts
+        // Each verdict to write, and whether it is a new attempt to keep. An attempt already
+        // judged is written again (not kept again) when the task's last published verdict is
+        // a malformed record's: a record broken mid-write and put back whole gets its
+        // attempt's judgment back.
+        let fresh: Vec<(&TaskVerdict, bool)> = verdicts
             .iter()
-            .filter(|v| match v.attempt.filter(|_| !v.replay) {
+            .filter_map(|v| match v.attempt.filter(|_| !v.replay) {
                 Some(a) => {
-                    !tasks.judged.contains(&(v.task_id.clone(), a)) && !store.is_kept(&v.task_id, a)
+                    let new = !tasks.judged.contains(&(v.task_id.clone(), a))
+                        && !store.is_kept(&v.task_id, a);
+                    (new || tasks.unkept.contains_key(&v.task_id)).then_some((v, new))
                 }
-                None => tasks.unkept.get(&v.task_id) != Some(&code_change::verdict_json(v)),
+                None => (tasks.unkept.get(&v.task_id) != Some(&code_change::verdict_json(v)))
+                    .then_some((v, false)),
             })
             .collect();
-        for v in fresh {
+        for (v, keep) in fresh {
             let logged = match (v.attempt.filter(|_| !v.replay), &mut self.tasks) {
                 (Some(a), Some(tasks)) => !tasks.logged.insert((v.task_id.clone(), a)),
                 _ => false,
@@ -472,6 +479,7 @@ impl Session {
                 &self.protocol,
                 v,
                 crate::outputs::Durability::Background,
+                keep,
             ) {
                 Ok(()) => {
                     self.clear_fault(&area);
@@ -488,6 +496,7 @@ impl Session {
                         match v.attempt.filter(|_| !v.replay) {
                             Some(a) => {
                                 tasks.judged.insert((v.task_id.clone(), a));
+                                tasks.unkept.remove(&v.task_id);
                             }
                             None => {
                                 tasks
