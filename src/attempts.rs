@@ -219,9 +219,9 @@ impl Store {
         ensure_real_dir(&self.dir)?;
         let tdir = self.task_dir(&kept.task_id);
         ensure_real_dir(&tdir)?;
-        crate::outputs::write_atomic(&tdir, &format!("{}.diff", kept.attempt), diff)?;
+        crate::atomic::write_atomic(&tdir, &format!("{}.diff", kept.attempt), diff)?;
         let text = serde_json::to_string_pretty(kept).unwrap_or_default();
-        crate::outputs::write_atomic(&tdir, &format!("{}.json", kept.attempt), &text)?;
+        crate::atomic::write_atomic(&tdir, &format!("{}.json", kept.attempt), &text)?;
         Ok(())
     }
 }

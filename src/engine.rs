@@ -3,6 +3,8 @@
 //! becomes a status (PASS, FAIL, WAITING, SKIP, INCONCLUSIVE). One [`evaluate`] call judges
 //! a snapshot of the build directory; the daemon keeps pass state between calls.
 
+pub mod grade;
+
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -123,7 +125,22 @@ pub struct CheckResult {
     /// The waiver that covers this FAIL (`--waivers`): it stays a FAIL, shown everywhere, but
     /// raises no STOP and does not count for exit 1.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub waiver: Option<crate::waivers::Applied>,
+    pub waiver: Option<Applied>,
+}
+
+/// A waiver as it shows on the result it covers (JSON `waiver`, SARIF suppression, JUnit
+/// property, report section).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Applied {
+    /// The pass it is limited to, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass: Option<String>,
+    pub reason: String,
+    pub approved_by: String,
+    /// `YYYY-MM-DD`, the last day it applies.
+    pub expires: String,
+    /// Where it is written: `FILE:LINE`.
+    pub at: String,
 }
 
 impl CheckResult {
@@ -417,9 +434,9 @@ pub fn evaluate_workspace(
             .iter()
             .filter(|r| !dropped.contains(&r.rel.as_str()))
             .filter(|r| {
-                judgments.get(&r.rel).is_some_and(|j| {
-                    crate::verdict::graded(protocol, &j.results).as_deref() == Some(reject)
-                })
+                judgments
+                    .get(&r.rel)
+                    .is_some_and(|j| grade::graded(protocol, &j.results).as_deref() == Some(reject))
             })
             .map(|r| r.rel.as_str())
             .collect();

@@ -5,6 +5,7 @@
 //! (`engine`), what gets written (`outputs`), and the command line (`cli`).
 
 pub mod artifacts;
+pub mod atomic;
 pub mod attempts;
 pub mod checks;
 pub mod cli;

@@ -208,11 +208,11 @@ pub fn check(dir: &Path) -> Result<(), StateError> {
 
 /// Notes in the state directory which directory it is the memory of (for people only).
 pub fn note_watched(dir: &Path, watched: &Path) {
-    let _ = crate::outputs::write_atomic_as(
+    let _ = crate::atomic::write_atomic_as(
         dir,
         WATCHED_FILE,
         format!("{}\n", watched.display()),
-        crate::outputs::Durability::Volatile,
+        crate::atomic::Durability::Volatile,
     );
 }
 

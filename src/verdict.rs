@@ -10,15 +10,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::attempts::{self, diff_hash, is_empty_change, normalise, Kept, KeptAttempt, Store};
 use crate::checks::change::protected_changes;
+use crate::engine::grade::grade;
 use crate::engine::{CheckResult, Status, TaskRun};
 use crate::protocol::predicate::Predicate;
-use crate::protocol::{Grade, Guards, Protocol};
+use crate::protocol::{Guards, Protocol};
 use crate::workspace::{diff, Change, Content, Workspace};
 
 pub const ESCALATE: &str = "ESCALATE";
 pub const ESCALATE_CONVERGENCE: &str = "ESCALATE_CONVERGENCE";
-/// The reason tag of a BLOCKING check that could not be decided (fail closed).
-pub const INCONCLUSIVE_TAG: &str = "inconclusive";
+pub use crate::engine::grade::INCONCLUSIVE_TAG;
 
 /// A file to restore to its baseline content: `sha256` `None` means "remove it" (it was added).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,58 +57,6 @@ pub struct TaskVerdict {
     /// no guard applies and nothing of it is kept.
     #[serde(skip)]
     pub replay: bool,
-}
-
-/// The verdict of the grade mapping for one attempt's results (`None`: no grade matches).
-pub fn graded(protocol: &Protocol, results: &[CheckResult]) -> Option<String> {
-    grade(protocol, results).map(|(g, _, _)| g.verdict.clone())
-}
-
-/// The first grade that matches the results, with the reasons (the tags of the matched
-/// results; `inconclusive` for an undecided one).
-fn grade<'p>(
-    protocol: &'p Protocol,
-    results: &[CheckResult],
-) -> Option<(&'p Grade, Vec<String>, Vec<&'p str>)> {
-    for g in &protocol.grades {
-        let matched: Vec<&CheckResult> = results
-            .iter()
-            .filter(|r| {
-                // A waived FAIL is shown but grades nothing (`--waivers`).
-                !r.waived()
-                    && g.when.iter().any(|w| {
-                        w.severity == r.severity && w.status.iter().any(|s| s == r.status.as_str())
-                    })
-            })
-            .collect();
-        if g.when.is_empty() || !matched.is_empty() {
-            let mut reasons = Vec::new();
-            let mut checks = Vec::new();
-            for r in matched {
-                let tag = if r.status == Status::Inconclusive {
-                    INCONCLUSIVE_TAG.to_string()
-                } else {
-                    protocol
-                        .checks()
-                        .iter()
-                        .find(|c| c.id == r.check)
-                        .and_then(|c| c.tag.clone())
-                        .unwrap_or_else(|| r.check.to_lowercase())
-                };
-                if !reasons.contains(&tag) {
-                    reasons.push(tag);
-                }
-                checks.push(r.check.as_str());
-            }
-            let checks = checks
-                .into_iter()
-                .filter_map(|id| protocol.checks().into_iter().find(|c| c.id == id))
-                .map(|c| c.id.as_str())
-                .collect();
-            return Some((g, reasons, checks));
-        }
-    }
-    None
 }
 
 /// The globs of the `unchanged` predicates in `p`.

@@ -23,7 +23,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::engine::{Evaluation, Status};
+use crate::engine::{Applied, Evaluation, Status};
 use crate::protocol::{line_col, Protocol};
 
 /// A waiver file larger than this is refused (a waiver file is a few hundred bytes).
@@ -85,21 +85,6 @@ pub struct Waivers {
     /// The file, absolute where it could be made so.
     pub file: PathBuf,
     pub waivers: Vec<Waiver>,
-}
-
-/// A waiver as it shows on the result it covers (JSON `waiver`, SARIF suppression, JUnit
-/// property, report section).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Applied {
-    /// The pass it is limited to, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pass: Option<String>,
-    pub reason: String,
-    pub approved_by: String,
-    /// `YYYY-MM-DD`, the last day it applies.
-    pub expires: String,
-    /// Where it is written: `FILE:LINE`.
-    pub at: String,
 }
 
 /// A waiver that was not applied because its day has passed.
@@ -324,52 +309,6 @@ fn date(v: &toml::Value) -> Option<NaiveDate> {
 
 fn bad_date(v: &toml::Value) -> String {
     format!("`expires` must be a date like 2026-12-31 (the last day the waiver applies), not `{v}`")
-}
-
-/// The report's waiver section (markdown): the waived FAILs and the expired waivers; empty
-/// without `--waivers`.
-pub fn report_section(eval: &Evaluation, waivers: Option<&InUse>) -> String {
-    let Some(in_use) = waivers else {
-        return String::new();
-    };
-    let expired = &in_use.expired;
-    let waived: Vec<_> = eval.results.iter().filter(|r| r.waived()).collect();
-    use crate::outputs::escape::{cell, code, code_cell, text};
-    let mut s = format!(
-        "### Waivers\n\n{} waiver(s) in {}; {} FAIL(s) waived, {} expired.\n\n",
-        in_use.count,
-        code(&in_use.file.display().to_string()),
-        waived.len(),
-        expired.len()
-    );
-    if !waived.is_empty() {
-        s.push_str(
-            "Waived FAILs (no STOP, no exit 1):\n\n| Pass | Check | Severity | Reason | Approved by | Expires | Waiver |\n| --- | --- | --- | --- | --- | --- | --- |\n",
-        );
-        for r in waived {
-            if let Some(w) = &r.waiver {
-                s.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} | {} |\n",
-                    cell(&r.pass),
-                    cell(&r.check),
-                    r.severity.as_str(),
-                    cell(&w.reason),
-                    cell(&w.approved_by),
-                    w.expires,
-                    code_cell(&w.at)
-                ));
-            }
-        }
-        s.push('\n');
-    }
-    if !expired.is_empty() {
-        s.push_str("Expired waivers (ignored):\n\n");
-        for e in expired {
-            s.push_str(&format!("- {}\n", text(&e.describe())));
-        }
-        s.push('\n');
-    }
-    s
 }
 
 #[cfg(test)]

@@ -577,7 +577,7 @@ pub fn report_md(
         }
     }
     // Waived FAILs and expired waivers (`--waivers`); rendered by `waivers`.
-    let waivers = crate::waivers::report_section(eval, ctx.waivers.as_ref());
+    let waivers = super::markdown::waivers_section(eval, ctx.waivers.as_ref());
     if !waivers.is_empty() {
         s.push('\n');
         s.push_str(waivers.trim_end());

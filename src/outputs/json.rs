@@ -11,10 +11,11 @@ use serde::Serialize;
 
 use super::Context;
 use crate::checks::FileRef;
+use crate::engine::Applied;
 use crate::engine::{CheckResult, Evaluation, PassState, Status, Summary};
 use crate::protocol::Protocol;
 use crate::protocol::Severity;
-use crate::waivers::{Applied, InUse};
+use crate::waivers::InUse;
 
 pub const SCHEMA: &str = "referee.verify/1";
 

@@ -657,7 +657,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     }
 
     // Waived FAILs and expired waivers (`--waivers`); rendered by `waivers`.
-    out.push_str(&crate::waivers::report_section(eval, ctx.waivers.as_ref()));
+    out.push_str(&waivers_section(eval, ctx.waivers.as_ref()));
 
     if !ctx.escalations.is_empty() {
         let _ = writeln!(out, "### Escalations\n");
@@ -814,4 +814,49 @@ pub fn artifacts(eval: &Evaluation) -> Vec<FileRef> {
         }
     }
     by_path.into_values().cloned().collect()
+}
+/// The report's waiver section (markdown): the waived FAILs and the expired waivers; empty
+/// without `--waivers`.
+pub fn waivers_section(eval: &Evaluation, waivers: Option<&crate::waivers::InUse>) -> String {
+    let Some(in_use) = waivers else {
+        return String::new();
+    };
+    let expired = &in_use.expired;
+    let waived: Vec<_> = eval.results.iter().filter(|r| r.waived()).collect();
+    use super::escape::{cell, code, code_cell, text};
+    let mut s = format!(
+        "### Waivers\n\n{} waiver(s) in {}; {} FAIL(s) waived, {} expired.\n\n",
+        in_use.count,
+        code(&in_use.file.display().to_string()),
+        waived.len(),
+        expired.len()
+    );
+    if !waived.is_empty() {
+        s.push_str(
+            "Waived FAILs (no STOP, no exit 1):\n\n| Pass | Check | Severity | Reason | Approved by | Expires | Waiver |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+        );
+        for r in waived {
+            if let Some(w) = &r.waiver {
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} |\n",
+                    cell(&r.pass),
+                    cell(&r.check),
+                    r.severity.as_str(),
+                    cell(&w.reason),
+                    cell(&w.approved_by),
+                    w.expires,
+                    code_cell(&w.at)
+                ));
+            }
+        }
+        s.push('\n');
+    }
+    if !expired.is_empty() {
+        s.push_str("Expired waivers (ignored):\n\n");
+        for e in expired {
+            s.push_str(&format!("- {}\n", text(&e.describe())));
+        }
+        s.push('\n');
+    }
+    s
 }

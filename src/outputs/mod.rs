@@ -11,7 +11,6 @@
 //! what someone else put at a target (a symlink, FIFO, directory) is reported as [`Foreign`] to
 //! the caller, which records it as tamper. Nothing here deletes a directory.
 
-mod atomic;
 pub mod blocks;
 pub mod code_change;
 pub mod escape;
@@ -30,9 +29,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{CheckKey, Status};
 
-pub use atomic::{
+// The referee's own files are written by [`crate::atomic`]; outputs reach it through here.
+pub use crate::atomic::{
     foreign_at, move_aside, remove_own, sync_dir, temp_prefix, write_atomic, write_atomic_as,
-    write_over_dir, AsOutDir, Durability, OutDir, Written,
+    write_over_dir, AsOutDir, Durability, Foreign, OutDir, Written,
 };
 
 pub const STOP_FILE: &str = "OBSERVER-STOP.md";
@@ -103,59 +103,4 @@ pub struct Context {
     pub escalations: Vec<(CheckKey, String)>,
     /// The waiver file in use (`--waivers`) and its expired waivers.
     pub waivers: Option<crate::waivers::InUse>,
-}
-
-/// Something at one of the referee's own names that the referee did not put there: it is never
-/// followed or opened, and whoever writes over it records it as tamper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Foreign {
-    Symlink,
-    Fifo,
-    Socket,
-    Device,
-    Dir,
-}
-
-impl Foreign {
-    /// What an entry of type `t` (looked at without following it) is, unless a regular file.
-    pub fn of_type(t: rustix::fs::FileType) -> Option<Foreign> {
-        use rustix::fs::FileType as T;
-        match t {
-            T::RegularFile => None,
-            T::Symlink => Some(Foreign::Symlink),
-            T::Directory => Some(Foreign::Dir),
-            T::Fifo => Some(Foreign::Fifo),
-            T::Socket => Some(Foreign::Socket),
-            _ => Some(Foreign::Device),
-        }
-    }
-
-    /// What `meta` (from `symlink_metadata`, never following) is, unless a regular file.
-    pub fn of(meta: &std::fs::Metadata) -> Option<Foreign> {
-        use std::os::unix::fs::FileTypeExt;
-        let t = meta.file_type();
-        if t.is_file() {
-            None
-        } else if t.is_symlink() {
-            Some(Foreign::Symlink)
-        } else if t.is_dir() {
-            Some(Foreign::Dir)
-        } else if t.is_fifo() {
-            Some(Foreign::Fifo)
-        } else if t.is_socket() {
-            Some(Foreign::Socket)
-        } else {
-            Some(Foreign::Device)
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Foreign::Symlink => "a symbolic link",
-            Foreign::Fifo => "a FIFO",
-            Foreign::Socket => "a socket",
-            Foreign::Device => "a device node",
-            Foreign::Dir => "a directory",
-        }
-    }
 }

@@ -13,6 +13,7 @@ pub mod pattern;
 pub mod predicate;
 pub mod secrets;
 pub mod vars;
+mod with_secrets;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;

@@ -427,7 +427,7 @@ impl Baseline {
             checked_out,
         };
         let text = serde_json::to_string_pretty(&pin).unwrap_or_default();
-        crate::outputs::write_atomic(state, PIN_FILE, &text).map_err(io)?;
+        crate::atomic::write_atomic(state, PIN_FILE, &text).map_err(io)?;
         Ok(())
     }
 
@@ -603,7 +603,7 @@ fn save_listing(state: &Path, tree: &gitread::BaseTree, ignore: &[(Vec<u8>, Vec<
         out.extend_from_slice(b);
     }
     // A listing that cannot be kept is read from the object store next time: no fault.
-    let _ = crate::outputs::write_atomic(state, LISTING_FILE, &out);
+    let _ = crate::atomic::write_atomic(state, LISTING_FILE, &out);
 }
 
 type Kept = (gitread::BaseTree, Vec<(Vec<u8>, Vec<u8>)>);

@@ -18,6 +18,7 @@ mod fuzz;
 mod heap;
 mod human_text;
 mod json_strict;
+mod layers;
 mod liveness;
 mod locations;
 mod markdown;

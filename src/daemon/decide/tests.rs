@@ -287,7 +287,7 @@ fn a_waiver_coming_or_going_resolves_or_raises_the_stop() {
     let mut l = Ledger::new(3, Duration::from_millis(300));
     let waived = |w: bool| {
         let mut e = eval(Status::Fail, "1 manual");
-        e.results[0].waiver = w.then(|| crate::waivers::Applied {
+        e.results[0].waiver = w.then(|| crate::engine::Applied {
             pass: None,
             reason: "known".into(),
             approved_by: "a".into(),

@@ -13,7 +13,35 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{RunReason, Status, Summary};
 
-use super::events::{Level, Scope, Signal};
+/// `app`: a judgment about the pipeline's artifacts; `motor`: about the referee itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    App,
+    Motor,
+}
+
+/// The envelope's `signal_type` (seed 003's list; the referee uses these three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Signal {
+    /// Results, pass runs, STOP raised/resolved, fix attempts, escalations.
+    Validation,
+    /// The referee's faults and tampering with its files.
+    Error,
+    /// What the referee covered: start, restart, rescan, protocol edits, end.
+    Coverage,
+}
+
+/// The envelope's `severity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+    Critical,
+}
 
 /// A protocol, as the start and restart events name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

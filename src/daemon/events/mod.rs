@@ -25,42 +25,12 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use super::event::Event;
+use super::event::{Event, Level, Scope, Signal};
 
 use crate::outputs::{move_aside, Foreign};
 
 /// The log's file name in the build directory.
 pub const EVENTS_FILE: &str = "OBSERVER-EVENTS.jsonl";
-
-/// `app`: a judgment about the pipeline's artifacts; `motor`: about the referee itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    App,
-    Motor,
-}
-
-/// The envelope's `signal_type` (seed 003's list; the referee uses these three).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Signal {
-    /// Results, pass runs, STOP raised/resolved, fix attempts, escalations.
-    Validation,
-    /// The referee's faults and tampering with its files.
-    Error,
-    /// What the referee covered: start, restart, rescan, protocol edits, end.
-    Coverage,
-}
-
-/// The envelope's `severity`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    Info,
-    Warn,
-    Error,
-    Critical,
-}
 
 /// One event to append, with the artifacts it rests on (`path@sha256`). The envelope's scope,
 /// signal type and severity follow from the event.

@@ -24,7 +24,60 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 
-use super::Foreign;
+/// Something at one of the referee's own names that the referee did not put there: it is never
+/// followed or opened, and whoever writes over it records it as tamper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Foreign {
+    Symlink,
+    Fifo,
+    Socket,
+    Device,
+    Dir,
+}
+
+impl Foreign {
+    /// What an entry of type `t` (looked at without following it) is, unless a regular file.
+    pub fn of_type(t: rustix::fs::FileType) -> Option<Foreign> {
+        use rustix::fs::FileType as T;
+        match t {
+            T::RegularFile => None,
+            T::Symlink => Some(Foreign::Symlink),
+            T::Directory => Some(Foreign::Dir),
+            T::Fifo => Some(Foreign::Fifo),
+            T::Socket => Some(Foreign::Socket),
+            _ => Some(Foreign::Device),
+        }
+    }
+
+    /// What `meta` (from `symlink_metadata`, never following) is, unless a regular file.
+    pub fn of(meta: &std::fs::Metadata) -> Option<Foreign> {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_file() {
+            None
+        } else if t.is_symlink() {
+            Some(Foreign::Symlink)
+        } else if t.is_dir() {
+            Some(Foreign::Dir)
+        } else if t.is_fifo() {
+            Some(Foreign::Fifo)
+        } else if t.is_socket() {
+            Some(Foreign::Socket)
+        } else {
+            Some(Foreign::Device)
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Foreign::Symlink => "a symbolic link",
+            Foreign::Fifo => "a FIFO",
+            Foreign::Socket => "a socket",
+            Foreign::Device => "a device node",
+            Foreign::Dir => "a directory",
+        }
+    }
+}
 
 /// A directory the referee writes into. `path` names it in messages; the writes go through the
 /// held handle when there is one ([`OutDir::hold`]), else through the path looked up once per
@@ -614,7 +667,6 @@ fn aside_name(dir: &impl AsFd, name: &str, now: &DateTime<Utc>) -> io::Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outputs::Foreign;
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
