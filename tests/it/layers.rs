@@ -241,18 +241,16 @@ fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     t.out
 }
 
+/// A graph: each module's modules, and one reference per edge (to show).
+type Graph = (
+    BTreeMap<String, BTreeSet<String>>,
+    BTreeMap<(String, String), String>,
+);
+
 /// The graphs the rule is about: between top-level modules, and between siblings.
-fn graphs(
-    src: &Path,
-) -> BTreeMap<
-    String,
-    (
-        BTreeMap<String, BTreeSet<String>>,
-        BTreeMap<(String, String), String>,
-    ),
-> {
+fn graphs(src: &Path) -> BTreeMap<String, Graph> {
     let mods = modules(src);
-    let mut out: BTreeMap<_, (BTreeMap<_, BTreeSet<_>>, BTreeMap<_, _>)> = BTreeMap::new();
+    let mut out: BTreeMap<String, Graph> = BTreeMap::new();
     for (module, file) in &mods {
         let text = fs::read_to_string(file).expect("read a module");
         for reference in references(module, &code_of(&text)) {
