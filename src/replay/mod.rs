@@ -1,0 +1,234 @@
+//! Recorded pipeline runs ("timelines") and playing them into a directory: the timeline
+//! format (`fixtures/timelines/*.toml`, documented in `fixtures/README.md`), strict loading
+//! with `line:column` errors, and a player that performs each step at its recorded offset
+//! (scaled by a speed) and sets every file it writes to its recorded mtime. The demo and
+//! clean timelines, and the files they read, are embedded so `referee demo` needs nothing
+//! on disk.
+//!
+//! This module plays the *pipeline's* side only. It must never write outside the target
+//! directory (paths are relative, without `.` or `..`, and never pass through a symlink),
+//! never judge anything, and never talk to the referee: `demo` connects the two.
+
+/// The tracker file that `tracker = [...]` steps edit.
+pub const TRACKER: &str = "EXECUTION-TRACKER.md";
+
+/// The timelines compiled into the binary: (name, file name, text).
+pub const EMBEDDED: &[(&str, &str, &str)] = &[
+    (
+        "demo",
+        "timelines/demo.toml",
+        include_str!("../../fixtures/timelines/demo.toml"),
+    ),
+    (
+        "clean",
+        "timelines/clean.toml",
+        include_str!("../../fixtures/timelines/clean.toml"),
+    ),
+    (
+        "code-change",
+        "timelines/code-change.toml",
+        include_str!("../../fixtures/timelines/code-change.toml"),
+    ),
+];
+
+/// The files the embedded timelines read with `from = "…"`, by their path under `fixtures/`.
+pub const EMBEDDED_FILES: &[(&str, &str)] = &[
+    (
+        "content/tracker-start.md",
+        include_str!("../../fixtures/content/tracker-start.md"),
+    ),
+    (
+        "content/content-map.md",
+        include_str!("../../fixtures/content/content-map.md"),
+    ),
+    (
+        "content/execution-brief.md",
+        include_str!("../../fixtures/content/execution-brief.md"),
+    ),
+    (
+        "content/builder-prompt.md",
+        include_str!("../../fixtures/content/builder-prompt.md"),
+    ),
+    (
+        "content/output.html",
+        include_str!("../../fixtures/content/output.html"),
+    ),
+    (
+        "content/gate-results.json",
+        include_str!("../../fixtures/content/gate-results.json"),
+    ),
+    (
+        "content/auditor-A.md",
+        include_str!("../../fixtures/content/auditor-A.md"),
+    ),
+    (
+        "content/auditor-B.md",
+        include_str!("../../fixtures/content/auditor-B.md"),
+    ),
+    (
+        "content/auditor-C.md",
+        include_str!("../../fixtures/content/auditor-C.md"),
+    ),
+    (
+        "content/auditor-D.md",
+        include_str!("../../fixtures/content/auditor-D.md"),
+    ),
+    (
+        "content/auditor-E.md",
+        include_str!("../../fixtures/content/auditor-E.md"),
+    ),
+    (
+        "content/auditor-F.md",
+        include_str!("../../fixtures/content/auditor-F.md"),
+    ),
+    (
+        "content/auditor-G.md",
+        include_str!("../../fixtures/content/auditor-G.md"),
+    ),
+    (
+        "content/auditor-H.md",
+        include_str!("../../fixtures/content/auditor-H.md"),
+    ),
+    (
+        "content/auditor-I.md",
+        include_str!("../../fixtures/content/auditor-I.md"),
+    ),
+    (
+        "content/integrative.md",
+        include_str!("../../fixtures/content/integrative.md"),
+    ),
+    (
+        "content/weaver.md",
+        include_str!("../../fixtures/content/weaver.md"),
+    ),
+    (
+        "code-change/workspace/README.md",
+        include_str!("../../fixtures/code-change/workspace/README.md"),
+    ),
+    (
+        "code-change/workspace/app/main.py",
+        include_str!("../../fixtures/code-change/workspace/app/main.py"),
+    ),
+    (
+        "code-change/workspace/app/orchestrator.py",
+        include_str!("../../fixtures/code-change/workspace/app/orchestrator.py"),
+    ),
+    (
+        "code-change/workspace/cmd/main.go",
+        include_str!("../../fixtures/code-change/workspace/cmd/main.go"),
+    ),
+    (
+        "code-change/workspace/conf/app.toml",
+        include_str!("../../fixtures/code-change/workspace/conf/app.toml"),
+    ),
+    (
+        "code-change/workspace/conf/ci.yaml",
+        include_str!("../../fixtures/code-change/workspace/conf/ci.yaml"),
+    ),
+    (
+        "code-change/workspace/conf/settings.json",
+        include_str!("../../fixtures/code-change/workspace/conf/settings.json"),
+    ),
+    (
+        "code-change/workspace/src/lib.rs",
+        include_str!("../../fixtures/code-change/workspace/src/lib.rs"),
+    ),
+    (
+        "code-change/workspace/web/index.js",
+        include_str!("../../fixtures/code-change/workspace/web/index.js"),
+    ),
+    (
+        "code-change/workspace/web/util.ts",
+        include_str!("../../fixtures/code-change/workspace/web/util.ts"),
+    ),
+    (
+        "code-change/demo/main-greet.py",
+        include_str!("../../fixtures/code-change/demo/main-greet.py"),
+    ),
+    (
+        "code-change/demo/orchestrator-hijacked.py",
+        include_str!("../../fixtures/code-change/demo/orchestrator-hijacked.py"),
+    ),
+    (
+        "code-change/demo/main-farewell.py",
+        include_str!("../../fixtures/code-change/demo/main-farewell.py"),
+    ),
+    (
+        "code-change/demo/t1-attempt-1.json",
+        include_str!("../../fixtures/code-change/demo/t1-attempt-1.json"),
+    ),
+    (
+        "code-change/demo/t1-attempt-2.json",
+        include_str!("../../fixtures/code-change/demo/t1-attempt-2.json"),
+    ),
+    (
+        "code-change/demo/t1-escalated.json",
+        include_str!("../../fixtures/code-change/demo/t1-escalated.json"),
+    ),
+    (
+        "code-change/demo/t2-attempt-1.json",
+        include_str!("../../fixtures/code-change/demo/t2-attempt-1.json"),
+    ),
+];
+
+/// A timeline that cannot be loaded, or a step that cannot be played.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("{origin}:{line}:{column}: {message}")]
+    Invalid {
+        origin: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("cannot read timeline `{path}`")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path that is no timeline file to read: a directory, a device, a huge file.
+    #[error("cannot read timeline `{path}`: {why}")]
+    NotAFile { path: String, why: &'static str },
+    #[error("cannot create the target directory `{path}`")]
+    TargetDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("unknown timeline `{0}` (embedded: {list}; or give the path of a timeline file)", list = embedded_names())]
+    Unknown(String),
+    #[error("{origin}:{line}: step {step} (`{action}`): {message}")]
+    Play {
+        origin: String,
+        line: usize,
+        step: usize,
+        action: String,
+        message: String,
+    },
+    #[error("invalid speed `{0}` (use a number ≥ 0; 0 plays without waiting)")]
+    Speed(f64),
+}
+
+fn embedded_names() -> String {
+    EMBEDDED
+        .iter()
+        .map(|(n, _, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+mod braces;
+mod load;
+mod play;
+mod table;
+#[cfg(test)]
+mod tests;
+mod timeline;
+
+pub use braces::expand_braces;
+pub(crate) use load::parse_offset;
+pub use load::{check_rel, parse_hex};
+pub use play::{format_offset, line, play, PlayOptions, PlaySummary, Played};
+pub use table::set_field;
+pub use timeline::{Action, FieldSet, Step, Timeline};

@@ -1,0 +1,115 @@
+//! Setting one field of the execution tracker (a `**Field:** value` line or a table cell), as
+//! a pipeline edits it.
+
+use crate::artifacts::tracker::{SectionFilter, Tracker};
+
+use super::timeline::FieldSet;
+
+/// Splits a table line into cells at unescaped `|` (outer pipes dropped, cells trimmed).
+fn split_cells(line: &str) -> Vec<String> {
+    let t = line.trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let mut cells = Vec::new();
+    let mut cur = String::new();
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                cur.push('\\');
+                cur.push('|');
+                chars.next();
+            }
+            '|' => cells.push(std::mem::take(&mut cur).trim().to_string()),
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        cells.push(cur.trim().to_string());
+    }
+    cells
+}
+
+fn render_row(cells: &[String]) -> String {
+    let mut s = String::from("|");
+    for c in cells {
+        if c.is_empty() {
+            s.push_str(" |");
+        } else {
+            s.push(' ');
+            s.push_str(c);
+            s.push_str(" |");
+        }
+    }
+    s
+}
+
+/// Sets one field row's value and/or time, found the way the referee finds it (SPEC §2.1).
+pub fn set_field(text: &str, set: &FieldSet) -> Result<String, String> {
+    let parsed = Tracker::parse(text);
+    let row = match &set.section {
+        Some(sec) => parsed.field_in(&SectionFilter::contains(sec), &set.field),
+        None => parsed.field(&set.field),
+    }
+    .ok_or_else(|| match &set.section {
+        Some(sec) => format!(
+            "no field row `{}` in a section `{sec}` of the tracker",
+            set.field
+        ),
+        None => format!("no field row `{}` in the tracker", set.field),
+    })?;
+    let escape = |v: &str| v.replace('\n', " ").replace('|', "\\|");
+    let column = match &set.column {
+        Some(col) => {
+            let table = parsed
+                .tables
+                .iter()
+                .find(|t| t.rows.iter().any(|r| r.line == row.line))
+                .ok_or_else(|| format!("field row `{}` is not in a table", set.field))?;
+            Some(table.column_index(col).ok_or_else(|| {
+                format!(
+                    "the table of field row `{}` has no column `{col}`",
+                    set.field
+                )
+            })?)
+        }
+        None => None,
+    };
+    let bom = usize::from(text.starts_with('\u{feff}'));
+    let mut out = String::with_capacity(text.len() + 64);
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if i + 1 != row.line {
+            out.push_str(line);
+            continue;
+        }
+        let (body, eol) = match line.strip_suffix("\r\n") {
+            Some(b) => (b, "\r\n"),
+            None => match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            },
+        };
+        let body = if i == 0 && bom == 1 {
+            out.push('\u{feff}');
+            body.trim_start_matches('\u{feff}')
+        } else {
+            body
+        };
+        let mut cells = split_cells(body);
+        let value_at = column.unwrap_or(1);
+        let want = if set.time.is_some() { 3 } else { value_at + 1 };
+        while cells.len() < want {
+            cells.push(String::new());
+        }
+        if let Some(v) = &set.value {
+            cells[value_at] = escape(v);
+        }
+        if let Some(t) = &set.time {
+            cells[2] = escape(t);
+        }
+        out.push_str(&render_row(&cells));
+        out.push_str(eol);
+    }
+    Ok(out)
+}
+
+// ---- playing ---------------------------------------------------------------------------
