@@ -3,7 +3,7 @@
 //! validated before anything is played.
 
 use std::ops::Range;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,9 +14,8 @@ use crate::artifacts::tracker;
 use crate::protocol::{line_col, Lines};
 
 use super::braces::expand_braces;
-use super::play::format_offset;
 use super::table::set_field;
-use super::timeline::{Action, FieldSet, Step, Timeline};
+use super::timeline::{check_rel, default_temp, format_offset, Action, FieldSet, Step, Timeline};
 use super::{ReplayError, EMBEDDED, EMBEDDED_FILES, TRACKER};
 
 // ---- the file format -------------------------------------------------------------------
@@ -475,13 +474,6 @@ fn step_action(
     })
 }
 
-pub(super) fn default_temp(to: &str) -> String {
-    match to.rsplit_once('/') {
-        Some((dir, name)) => format!("{dir}/.{name}.tmp"),
-        None => format!(".{to}.tmp"),
-    }
-}
-
 /// A step's content: `text`, `from` or `hex` (at most one), with `replace` edits applied.
 fn content(
     s: &RawStep,
@@ -628,25 +620,6 @@ pub(super) fn duration(raw: &RawDuration) -> Result<Duration, String> {
         ));
     }
     Ok(d)
-}
-
-/// A relative path of normal components only: no root, no `.`, no `..`.
-pub fn check_rel(path: &str) -> Result<(), String> {
-    let p = Path::new(path);
-    if path.is_empty() {
-        return Err("empty path".into());
-    }
-    if p.is_absolute() {
-        return Err(format!(
-            "path `{path}` is absolute; timeline paths are relative to DIR"
-        ));
-    }
-    if path.contains('\0') || p.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(format!(
-            "path `{path}` must stay inside DIR: relative, without `.` or `..` components"
-        ));
-    }
-    Ok(())
 }
 
 /// Hex bytes (`89 50 4e 47`), white space ignored.

@@ -227,8 +227,8 @@ mod tests;
 mod timeline;
 
 pub use braces::expand_braces;
+pub use load::parse_hex;
 pub(crate) use load::parse_offset;
-pub use load::{check_rel, parse_hex};
-pub use play::{format_offset, line, play, PlayOptions, PlaySummary, Played};
+pub use play::{line, play, PlayOptions, PlaySummary, Played};
 pub use table::set_field;
-pub use timeline::{Action, FieldSet, Step, Timeline};
+pub use timeline::{check_rel, format_offset, Action, FieldSet, Step, Timeline};

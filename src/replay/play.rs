@@ -9,20 +9,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::load::{check_rel, default_temp};
 use super::table::set_field;
-use super::timeline::{Action, Step, Timeline};
+use super::timeline::{check_rel, default_temp, format_offset, Action, Step, Timeline};
 use super::{ReplayError, TRACKER};
-
-pub(super) fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut c: String = s.chars().take(max.saturating_sub(1)).collect();
-        c.push('…');
-        c
-    }
-}
 
 /// A played step as one line: `+   6.2s  rename … → p3a-gate-results.json  — the note`.
 pub fn line(p: &Played<'_>) -> String {
@@ -32,21 +21,6 @@ pub fn line(p: &Played<'_>) -> String {
         s.push_str(n);
     }
     s
-}
-
-/// `1m30.0s`, `4.5s`, `1h02m00.0s`: an offset for printing.
-pub fn format_offset(d: Duration) -> String {
-    let ms = d.as_millis();
-    let (h, rest) = (ms / 3_600_000, ms % 3_600_000);
-    let (m, rest) = (rest / 60_000, rest % 60_000);
-    let (s, tenths) = (rest / 1000, (rest % 1000) / 100);
-    if h > 0 {
-        format!("{h}h{m:02}m{s:02}.{tenths}s")
-    } else if m > 0 {
-        format!("{m}m{s:02}.{tenths}s")
-    } else {
-        format!("{s}.{tenths}s")
-    }
 }
 
 /// How to play a timeline.

@@ -1,12 +1,12 @@
-//! A loaded, validated timeline: its steps and their actions, and where their contents
-//! come from.
+//! A loaded, validated timeline: its steps and their actions, how a step reads when printed,
+//! and what a valid step path is.
 
+use std::path::{Component, Path};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::play::{clip, format_offset};
 use super::TRACKER;
 
 // ---- the loaded form -------------------------------------------------------------------
@@ -147,5 +147,56 @@ impl Step {
             Action::Remove { .. } => "remove",
             Action::Wait { .. } => "wait",
         }
+    }
+}
+
+/// `1m30.0s`, `4.5s`, `1h02m00.0s`: an offset for printing.
+pub fn format_offset(d: Duration) -> String {
+    let ms = d.as_millis();
+    let (h, rest) = (ms / 3_600_000, ms % 3_600_000);
+    let (m, rest) = (rest / 60_000, rest % 60_000);
+    let (s, tenths) = (rest / 1000, (rest % 1000) / 100);
+    if h > 0 {
+        format!("{h}h{m:02}m{s:02}.{tenths}s")
+    } else if m > 0 {
+        format!("{m}m{s:02}.{tenths}s")
+    } else {
+        format!("{s}.{tenths}s")
+    }
+}
+
+pub(super) fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(max.saturating_sub(1)).collect();
+        c.push('…');
+        c
+    }
+}
+
+/// A relative path of normal components only: no root, no `.`, no `..`.
+pub fn check_rel(path: &str) -> Result<(), String> {
+    let p = Path::new(path);
+    if path.is_empty() {
+        return Err("empty path".into());
+    }
+    if p.is_absolute() {
+        return Err(format!(
+            "path `{path}` is absolute; timeline paths are relative to DIR"
+        ));
+    }
+    if path.contains('\0') || p.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Err(format!(
+            "path `{path}` must stay inside DIR: relative, without `.` or `..` components"
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn default_temp(to: &str) -> String {
+    match to.rsplit_once('/') {
+        Some((dir, name)) => format!("{dir}/.{name}.tmp"),
+        None => format!(".{to}.tmp"),
     }
 }
