@@ -179,7 +179,7 @@ pub fn compare(name: &str, eval: &Evaluation, expect: &Expect) -> CaseResult {
     if let Some(want) = expect.stop {
         compared += 1;
         let stops: Vec<String> = eval.stops().map(|r| r.key().to_string()).collect();
-        if want != !stops.is_empty() {
+        if want == stops.is_empty() {
             mismatches.push(format!(
                 "- stop = {want}\n+ stop = {}  # {}",
                 !want,

@@ -15,7 +15,7 @@ use serde_json::Value;
 use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings, ValueType};
 
 use super::{clip, Ctx, Outcome, Verdict};
-use crate::artifacts::json_keys::duplicate_keys;
+use crate::artifacts::json_keys::{duplicate_keys, line_column as position, path_text};
 use crate::protocol::predicate::{Json, Parses};
 
 /// How much of a value the evidence quotes.
@@ -117,8 +117,12 @@ fn judge_file(rel: &str, bytes: &[u8], tokens: &[String], j: &Json) -> Result<St
             let d = &d[0];
             let (l1, c1) = position(bytes, d.first_at);
             let (l2, c2) = position(bytes, d.at);
+            let object = match d.path.is_empty() {
+                true => "the top-level object".to_string(),
+                false => format!("the object at `{}`", path_text(&d.path)),
+            };
             return Err(format!(
-                "{rel}:{l2}:{c2}: key `{}` written twice in one object (first at {rel}:{l1}:{c1}); a reader could take either",
+                "{rel}:{l2}:{c2}: key `{}` written twice in {object} (first at {rel}:{l1}:{c1}); a reader could take either",
                 d.key
             ));
         }
@@ -310,17 +314,6 @@ fn describe(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// 1-based line and column (in bytes) of a byte offset.
-fn position(bytes: &[u8], offset: usize) -> (usize, usize) {
-    let before = &bytes[..offset.min(bytes.len())];
-    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
-    let start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    (line, before.len() - start + 1)
 }
 
 /// `parses = { files = [...] }`: every regular file matching a glob parses by its type (the
@@ -595,6 +588,23 @@ mod tests {
     }
 
     #[test]
+    fn a_duplicate_key_anywhere_fails_with_its_object() {
+        let d = dir_with(
+            "r.json",
+            r#"{"score": 0.9, "runs": [{"ok": true, "ok": false}]}"#,
+        );
+        let (v, _, details) = judged(
+            d.path(),
+            r#"{ json = { file = "r.json", path = "/score", ">=" = 0.8 } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            details.contains("key `ok` written twice in the object at `runs[0]`"),
+            "{details}"
+        );
+    }
+
+    #[test]
     fn a_duplicate_key_fails_with_both_places() {
         let d = dir_with("r.json", "{\"score\": 0.9,\n \"score\": 0.1}");
         for toml in [
@@ -605,7 +615,7 @@ mod tests {
             assert_eq!(v, Verdict::Fail, "{toml}");
             assert_eq!(
                 details,
-                "r.json:2:2: key `score` written twice in one object (first at r.json:1:2); a reader could take either"
+                "r.json:2:2: key `score` written twice in the top-level object (first at r.json:1:2); a reader could take either"
             );
         }
     }

@@ -377,3 +377,32 @@ fn the_schema_refuses_misspelled_keys() {
         assert_eq!(code, 2, "`{to}` loaded: {err}");
     }
 }
+
+/// The README's "Writing your own protocol" is enough: its protocol, copied as it stands, loads
+/// and matches every case of `examples/protocol-score`.
+#[test]
+fn the_readme_protocol_passes_the_example_fixtures() {
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Writing your own protocol\n")
+        .nth(1)
+        .expect("the README section");
+    let block = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("a TOML block");
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("protocol.toml");
+    fs::write(&file, block).unwrap();
+    let d = example();
+    let (code, out, err) = run(&[
+        "protocol",
+        "test",
+        d.to_str().unwrap(),
+        "--protocol",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{block}\n{out}{err}");
+    assert!(out.ends_with("8 case(s): 8 passed, 0 failed\n"), "{out}");
+}
