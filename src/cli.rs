@@ -246,10 +246,11 @@ enum ProtocolCommand {
         #[arg(value_name = "ID|FILE", default_value = protocol::DEFAULT_ID)]
         protocol: String,
     },
-    /// Run a protocol's fixtures: DIR holds one sub-directory per case, each with `expect.toml`
-    /// (`[checks]` CHECK-ID = "PASS"|"FAIL"|…, optional `stop`, `verdict`, `final`) and `build/`
-    /// (the build directory's files). Prints a line per case and a diff per mismatch; exit 1 on
-    /// any mismatch.
+    /// Run a protocol's fixtures (a case per sub-directory of DIR); exit 1 on any mismatch.
+    ///
+    /// Each case holds `expect.toml` (`[checks]` CHECK-ID = "PASS"|"FAIL"|…, and optional
+    /// `stop`, `verdict`, `final`) and `build/` (the build directory's files). Prints a line per
+    /// case and, for a case that differs, a diff of its expect.toml lines with the evidence.
     Test {
         /// The directory of cases.
         #[arg(value_name = "DIR")]

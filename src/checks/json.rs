@@ -66,9 +66,21 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
             }
         };
         o.push_file(Ctx::data_ref(&data));
-        match judge_file(&e.rel, &data.bytes, &tokens, j) {
-            Ok(line) => passed.push(line),
-            Err(line) => fails.push(line),
+        let bytes = data
+            .bytes
+            .strip_prefix(b"\xef\xbb\xbf")
+            .unwrap_or(&data.bytes);
+        match strict_json(&e.rel, bytes) {
+            Ok(doc) => match judge_value(&e.rel, bytes, &doc, &tokens, j) {
+                Ok(line) => passed.push(line),
+                Err(line) => fails.push(line),
+            },
+            // A file that is not strict JSON is present and wrong: `not` or `if` must not read
+            // "no such score" into a file that reads two ways (or none).
+            Err(line) => {
+                o.wrong = true;
+                fails.push(line);
+            }
         }
     }
     for e in &other {
@@ -99,10 +111,9 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
     o
 }
 
-/// One file judged: `Ok` with the value quoted, or `Err` with why it fails; each line starts
-/// with `file:line:column:` where a place is known.
-fn judge_file(rel: &str, bytes: &[u8], tokens: &[String], j: &Json) -> Result<String, String> {
-    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+/// The document, if the file is strict JSON (UTF-8, valid, no key twice in one object); else
+/// why not, at `file:line:column`.
+fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let (line, col) = position(bytes, e.valid_up_to());
         format!("{rel}:{line}:{col}: not valid UTF-8, so not JSON")
@@ -131,12 +142,24 @@ fn judge_file(rel: &str, bytes: &[u8], tokens: &[String], j: &Json) -> Result<St
             return Err(format!("{rel}:{line}:{col}: invalid JSON: {}", u.message));
         }
     }
+    Ok(doc)
+}
+
+/// One document judged: `Ok` with the value quoted, or `Err` with why it fails; each line
+/// starts with `file:line:column:` where the value's place is known.
+fn judge_value(
+    rel: &str,
+    bytes: &[u8],
+    doc: &Value,
+    tokens: &[String],
+    j: &Json,
+) -> Result<String, String> {
     let shown = if j.path.is_empty() {
         "(document)"
     } else {
         &j.path
     };
-    let value = lookup(&doc, tokens);
+    let value = lookup(doc, tokens);
     let place = match value.and(locate(bytes, tokens)) {
         Some(at) => {
             let (line, col) = position(bytes, at);
@@ -473,6 +496,12 @@ mod tests {
             details,
             "results.json:3:12: `/score` = 0.85: expected >= 0.9"
         );
+        // A value that fails a test is a FAIL `not` turns into a pass ("below 0.9").
+        let (v, _, _) = judged(
+            d.path(),
+            r#"{ not = { json = { file = "results.json", path = "/score", ">=" = 0.9 } } }"#,
+        );
+        assert_eq!(v, Verdict::Pass);
         // 1e0 == 1, an integer bound against a float, `in` and `<`.
         let d = dir_with(
             "r.json",
@@ -629,6 +658,12 @@ mod tests {
             details.starts_with("r.json:2:1: invalid JSON: trailing comma"),
             "{details}"
         );
+        // Never a pass under `not`: a file that is not JSON is not "a file without the value".
+        let (v, _, _) = judged(
+            d.path(),
+            r#"{ not = { json = { file = "r.json", path = "/score", ">=" = 0.95 } } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
         fs::write(d.path().join("r.json"), b"{\"s\": \"\xff\"}").unwrap();
         let (v, _, details) = judged(d.path(), r#"{ json = { file = "r.json" } }"#);
         assert_eq!(
