@@ -246,6 +246,19 @@ enum ProtocolCommand {
         #[arg(value_name = "ID|FILE", default_value = protocol::DEFAULT_ID)]
         protocol: String,
     },
+    /// Run a protocol's fixtures (a case per sub-directory of DIR); exit 1 on any mismatch.
+    ///
+    /// Each case holds `expect.toml` (`[checks]` CHECK-ID = "PASS"|"FAIL"|…, and optional
+    /// `stop`, `verdict`, `final`) and `build/` (the build directory's files). Prints a line per
+    /// case and, for a case that differs, a diff of its expect.toml lines with the evidence.
+    Test {
+        /// The directory of cases.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// The protocol file (or embedded id) to test; default `DIR/protocol.toml`.
+        #[arg(long, value_name = "FILE|ID")]
+        protocol: Option<String>,
+    },
     /// Explain one check: what it reads, when it is due, what makes it PASS/FAIL/WAIT.
     Explain {
         /// The check's id (`OBS-07`, `CC-05`).
@@ -562,6 +575,17 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
                 instances,
                 p.sha256
             ))?;
+        }
+        ProtocolCommand::Test { dir, protocol } => {
+            let p = match protocol {
+                Some(spec) => load_protocol(&spec)?,
+                None => Protocol::load_file(&dir.join("protocol.toml"))?,
+            };
+            let results = crate::protocol_test::run(&p, &dir)?;
+            print(&crate::protocol_test::render(&results))?;
+            if results.iter().any(|r| !r.ok()) {
+                return Ok(ExitCode::Violation);
+            }
         }
         ProtocolCommand::Explain { check, protocol } => {
             let p = match protocol {

@@ -21,6 +21,7 @@ pub mod logging;
 pub mod observed;
 pub mod outputs;
 pub mod protocol;
+pub mod protocol_test;
 pub mod replay;
 pub mod size;
 pub mod started;

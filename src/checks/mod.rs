@@ -12,6 +12,7 @@
 pub mod change;
 mod files;
 mod gates;
+mod json;
 mod kinds;
 mod secrets;
 mod style;
@@ -610,6 +611,7 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::Count(c) => files::count(ctx, c),
         P::FileSet(f) => files::file_set(ctx, f),
         P::Heading(h) => files::heading(ctx, h),
+        P::Json(j) => json::json(ctx, j),
         P::Dissimilar(d) => files::dissimilar(ctx, d),
         P::PathsListed(p) => files::paths_listed(ctx, p),
         P::Filled(fields) => tracker::filled(ctx, fields.as_slice()),
@@ -630,6 +632,7 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::ChangesListed(_) => change::changes_listed(ctx),
         P::HashesMatch(_) => change::hashes_match(ctx),
         P::NoLoss(_) => change::no_loss(ctx),
+        P::Parses(p) if p.files.is_some() => json::parses_files(ctx, p),
         P::Parses(p) => change::parses(ctx, p),
         P::SizeLimit(l) => change::size_limit(ctx, l),
         P::AddedLines(a) => secrets::added_lines(ctx, a),

@@ -159,6 +159,19 @@ fn leaf(p: &Predicate) -> String {
             h.text,
             if h.last { " as its last heading of that level" } else { "" }
         ),
+        P::Json(j) => {
+            let tests = j.tests();
+            format!(
+                "every file matching {} is strict JSON (a key written twice FAILs){}",
+                q(j.file.as_str()),
+                match (j.path.as_str(), tests.is_empty()) {
+                    ("", true) => String::new(),
+                    (path, true) => format!(" with a value at `{path}`"),
+                    ("", false) => format!(", and the document {}", tests.join(", ")),
+                    (path, false) => format!(", and its value at `{path}` {}", tests.join(", ")),
+                }
+            )
+        }
         P::FillRate(f) => format!("tracker fill rate >= {:.0}%", f.min * 100.0),
         P::Gate(g) => format!(
             "gate results {} include {}{}",
@@ -191,7 +204,14 @@ fn leaf(p: &Predicate) -> String {
         P::HashesMatch(_) => "the record's `pre_hashes` match the baseline and its `post_hashes` the files now".into(),
         P::NoLoss(_) => "no file removed unless listed in `removed`, and no changed file emptied".into(),
         P::Parses(p) => {
-            let builtin = "every added or modified file parses by its type (JSON, TOML, YAML; JavaScript, TypeScript, TSX and declaration files through oxc, with its early errors; Python, Rust, Go through tree-sitter; the worker's code is never run)";
+            let files = match &p.files {
+                Some(f) => format!(
+                    "every file matching {}",
+                    f.as_slice().iter().map(|g| q(g.as_str())).collect::<Vec<_>>().join(", ")
+                ),
+                None => "every added or modified file".into(),
+            };
+            let builtin = format!("{files} parses by its type (JSON, TOML, YAML; JavaScript, TypeScript, TSX and declaration files through oxc, with its early errors; Python, Rust, Go through tree-sitter; the worker's code is never run)");
             if p.commands.is_empty() {
                 format!("{builtin}; other types are not judged")
             } else {

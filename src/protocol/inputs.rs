@@ -71,6 +71,11 @@ impl Inputs {
             P::Count(c) => self.globs.push(c.glob.clone()),
             P::FileSet(f) => self.globs.push(f.glob.clone()),
             P::Heading(h) => self.globs.push(h.files.clone()),
+            P::Json(j) => self.globs.push(j.file.clone()),
+            P::Parses(p) if p.files.is_some() => {
+                self.globs
+                    .extend(p.files.iter().flat_map(|f| f.as_slice()).cloned());
+            }
             P::Dissimilar(d) => self.globs.extend(d.files.iter().cloned()),
             P::Gate(g) => self.globs.push(g.files.clone()),
             P::GateFiles(g) => self.globs.push(g.files.clone()),

@@ -408,12 +408,6 @@ impl Protocol {
                     "`verdict.files` must name at least one glob".into(),
                 ));
             }
-            (None, None) => {
-                return Err(err_at(
-                    None,
-                    "a protocol needs a `[verdict]` table (how the pipeline's verdict is read) or a `[tasks]` table (task records judged one by one)".into(),
-                ));
-            }
             _ => {}
         }
         if raw.tasks.is_some() && raw.grades.is_empty() {
@@ -639,6 +633,43 @@ impl Protocol {
             }
         }
 
+        // What a protocol without `[verdict]` or `[tasks]` cannot ask: the pipeline is never
+        // known complete (it completes at `--final`, `--exit-with` or the timeout), and there
+        // is no task attempt whose changed files `parses` could judge.
+        for pass in &passes {
+            let preds =
+                std::iter::once((&pass.trigger, None)).chain(pass.checks.iter().flat_map(|c| {
+                    std::iter::once(&c.predicate)
+                        .chain(c.deadline.as_ref())
+                        .chain(c.when.as_ref())
+                        .map(move |p| (p, Some(c.def.id.as_str())))
+                }));
+            for (p, check) in preds.chain(pass.deadline.iter().map(|d| (d, None))) {
+                let problem = if raw.verdict.is_none()
+                    && any_leaf(p, &|l| matches!(l, Predicate::Complete(_)))
+                {
+                    Some("`complete` needs a `[verdict]` table (how the pipeline's verdict is read); without one the pipeline completes only at `verify --final`, `watch --exit-with` or `--timeout`")
+                } else if raw.tasks.is_none()
+                    && any_leaf(
+                        p,
+                        &|l| matches!(l, Predicate::Parses(x) if x.files.is_none()),
+                    )
+                {
+                    Some("`parses` needs `files` (the globs of the files to parse) in a protocol without `[tasks]`")
+                } else {
+                    None
+                };
+                if let Some(m) = problem {
+                    let span = check.and_then(|id| defs.get(id)).map(|(_, s)| s.span());
+                    let place = match check {
+                        Some(id) => format!("in check `{id}`"),
+                        None => format!("in pass `{}`", pass.id),
+                    };
+                    return Err(err_at(span, format!("{place}: {m}")));
+                }
+            }
+        }
+
         let verdict = raw.verdict.map(|v| VerdictSpec {
             files: v.files,
             pattern: v.pattern,
@@ -804,6 +835,21 @@ fn instantiate_checked(p: &Predicate, vars: &Vars) -> Result<Predicate, String> 
     Ok(p)
 }
 
+/// Whether any leaf of `p` (inside `all`, `any`, `not`, `if`, `fail_if_missing`) satisfies `f`.
+fn any_leaf(p: &Predicate, f: &dyn Fn(&Predicate) -> bool) -> bool {
+    use Predicate as P;
+    match p {
+        P::All(v) | P::Any(v) => v.iter().any(|q| any_leaf(q, f)),
+        P::Not(q) | P::FailIfMissing(q) => any_leaf(q, f),
+        P::If(i) => {
+            any_leaf(&i.cond, f)
+                || any_leaf(&i.then, f)
+                || i.otherwise.as_ref().is_some_and(|e| any_leaf(e, f))
+        }
+        leaf => f(leaf),
+    }
+}
+
 /// Semantic rules serde cannot express.
 fn validate(p: &Predicate) -> Result<(), String> {
     use Predicate as P;
@@ -879,6 +925,7 @@ fn validate(p: &Predicate) -> Result<(), String> {
         }
         P::Distinct(v) if v.len() < 2 => Err("`distinct` needs at least two fields".into()),
         P::Parses(p) => p.commands.iter().try_for_each(|c| c.validate()),
+        P::Json(j) => j.validate(),
         _ => Ok(()),
     }
 }

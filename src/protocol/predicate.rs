@@ -109,6 +109,9 @@ pub enum Predicate {
     Text(Text),
     /// Every matching file has a heading (optionally as its last heading of that level).
     Heading(Heading),
+    /// A value in every JSON file matching `file`, found by a JSON pointer, compared
+    /// (`json = { file = "results.json", path = "/score", ">=" = 0.8 }`).
+    Json(Json),
     /// The tracker's fill rate (non-empty field rows / all field rows) is at least `min`.
     FillRate(FillRate),
     /// Gate results contain an entry (with an optional required result).
@@ -134,7 +137,8 @@ pub enum Predicate {
     /// No file removed unless listed in `removed`, and no changed file emptied.
     NoLoss(bool),
     /// Every added or modified file in the task's scope parses: `parses = true`, or
-    /// `parses = { commands = [...] }` to add command rules (CC-05, `crate::syntax`).
+    /// `parses = { commands = [...] }` to add command rules (CC-05, `crate::syntax`). With
+    /// `files`, every file matching those globs parses, in any protocol.
     Parses(Parses),
     /// Every added or modified file in the task's scope is within its size limit.
     SizeLimit(SizeLimit),
@@ -206,9 +210,13 @@ pub fn shadow_sources(glob: &str, shadows: &[Shadow]) -> Vec<(String, String)> {
 }
 
 /// The syntax check: the built-in parsers (by extension, see `crate::syntax`) plus `commands`.
-/// Written `parses = true` (built-in parsers only) or `parses = { commands = [...] }`.
+/// Written `parses = true` (built-in parsers only) or `parses = { files = [...], commands = [...] }`.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Parses {
+    /// The files judged: every regular file matching one of these globs. `None`: the files a
+    /// task attempt added or modified (a protocol of task records only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<OneOrMany<Glob>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<SyntaxCommand>,
 }
@@ -219,6 +227,8 @@ impl<'de> Deserialize<'de> for Parses {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Table {
+            #[serde(default)]
+            files: Option<OneOrMany<Glob>>,
             #[serde(default)]
             commands: Vec<SyntaxCommand>,
         }
@@ -240,6 +250,7 @@ impl<'de> Deserialize<'de> for Parses {
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Parses, A::Error> {
                 let t = Table::deserialize(de::value::MapAccessDeserializer::new(map))?;
                 Ok(Parses {
+                    files: t.files,
                     commands: t.commands,
                 })
             }
@@ -602,6 +613,144 @@ pub struct Heading {
     /// It must be the last heading of its level in the file.
     #[serde(default, skip_serializing_if = "is_false")]
     pub last: bool,
+}
+
+/// `json = { file, path, <test>... }`: the value at `path` (a JSON pointer, RFC 6901) in every
+/// file matching `file` passes every test given. The file is read strictly: invalid JSON or a key
+/// written twice in one object FAILs (with both places), never read as its last member. Numbers
+/// compare as numbers (`1e0 == 1`); a string is never a number (`"0.8"` is not `>= 0.5`).
+/// With no test, the value must exist (`path = ""`, the default, is the whole document: the
+/// file must be strict JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Json {
+    pub file: Glob,
+    /// A JSON pointer: `""` (the whole document), `/score`, `/runs/0/name`; `~1` is `/` and `~0`
+    /// is `~` in a key.
+    #[serde(default)]
+    pub path: String,
+    /// `true`: the value is there (the default without another test); `false`: it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    #[serde(rename = ">=", default, skip_serializing_if = "Option::is_none")]
+    pub ge: Option<f64>,
+    #[serde(rename = "<=", default, skip_serializing_if = "Option::is_none")]
+    pub le: Option<f64>,
+    #[serde(rename = ">", default, skip_serializing_if = "Option::is_none")]
+    pub gt: Option<f64>,
+    #[serde(rename = "<", default, skip_serializing_if = "Option::is_none")]
+    pub lt: Option<f64>,
+    /// Equal to this value (numbers as numbers, strings exactly, arrays and tables by content).
+    #[serde(rename = "==", default, skip_serializing_if = "Option::is_none")]
+    pub eq: Option<serde_json::Value>,
+    #[serde(rename = "!=", default, skip_serializing_if = "Option::is_none")]
+    pub ne: Option<serde_json::Value>,
+    /// Equal to one of these values.
+    #[serde(rename = "in", default, skip_serializing_if = "Option::is_none")]
+    pub one_of: Option<Vec<serde_json::Value>>,
+    /// A string matching this regex (a value of another type FAILs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<Pattern>,
+}
+
+impl Json {
+    /// The pointer's reference tokens, unescaped; `Err` for a path that is no JSON pointer.
+    pub fn tokens(&self) -> Result<Vec<String>, String> {
+        if self.path.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(rest) = self.path.strip_prefix('/') else {
+            return Err(format!(
+                "`{}`: `path` is a JSON pointer: `\"\"` (the whole document) or starting with `/` (`/{}`)",
+                self.path,
+                self.path.replace('.', "/")
+            ));
+        };
+        let mut out = Vec::new();
+        for t in rest.split('/') {
+            let mut s = String::new();
+            let mut chars = t.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '~' => match chars.next() {
+                        Some('0') => s.push('~'),
+                        Some('1') => s.push('/'),
+                        _ => {
+                            return Err(format!(
+                                "`{}`: in a JSON pointer `~` must be followed by `0` (`~`) or `1` (`/`)",
+                                self.path
+                            ))
+                        }
+                    },
+                    c => s.push(c),
+                }
+            }
+            out.push(s);
+        }
+        Ok(out)
+    }
+
+    /// The tests given, as written (`>= 0.8`), for evidence.
+    pub fn tests(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let num = |op: &str, v: Option<f64>, out: &mut Vec<String>| {
+            if let Some(v) = v {
+                out.push(format!("{op} {v}"));
+            }
+        };
+        if let Some(e) = self.exists {
+            out.push(if e { "exists" } else { "does not exist" }.into());
+        }
+        num(">=", self.ge, &mut out);
+        num("<=", self.le, &mut out);
+        num(">", self.gt, &mut out);
+        num("<", self.lt, &mut out);
+        if let Some(v) = &self.eq {
+            out.push(format!("== {v}"));
+        }
+        if let Some(v) = &self.ne {
+            out.push(format!("!= {v}"));
+        }
+        if let Some(v) = &self.one_of {
+            out.push(format!("in {}", serde_json::Value::Array(v.clone())));
+        }
+        if let Some(p) = &self.matches {
+            out.push(format!("matches `{}`", p.as_str()));
+        }
+        out
+    }
+
+    /// The rules a `json` predicate may not break (checked at load).
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.path.contains("${") {
+            self.tokens()?;
+        }
+        for (op, v) in [
+            (">=", self.ge),
+            ("<=", self.le),
+            (">", self.gt),
+            ("<", self.lt),
+        ] {
+            if v.is_some_and(|v| !v.is_finite()) {
+                return Err(format!("`{op}` must be a finite number"));
+            }
+        }
+        let compared = self.ge.is_some()
+            || self.le.is_some()
+            || self.gt.is_some()
+            || self.lt.is_some()
+            || self.eq.is_some()
+            || self.ne.is_some()
+            || self.one_of.is_some()
+            || self.matches.is_some();
+        if self.exists == Some(false) && compared {
+            return Err("`exists = false` cannot be combined with a comparison".into());
+        }
+        if self.one_of.as_ref().is_some_and(|v| v.is_empty()) {
+            return Err("`in` needs at least one value".into());
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

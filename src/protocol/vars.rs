@@ -265,7 +265,8 @@ fields!(Shadow { paths; ext });
 fields!(AddedLines { forbid; secrets });
 fields!(Forbid { pattern; name });
 fields!(RecordField { field, pattern });
-fields!(Parses { commands });
+fields!(Parses { files, commands });
+fields!(Json { file, path, matches; exists, ge, le, gt, lt, eq, ne, one_of });
 fields!(SyntaxCommand { ext, argv; timeout_seconds, replaces_builtin });
 
 impl Substitute for Vec<SyntaxCommand> {
@@ -324,6 +325,7 @@ impl Substitute for Predicate {
             P::Dissimilar(d) => P::Dissimilar(d.substitute(vars)?),
             P::Text(t) => P::Text(t.substitute(vars)?),
             P::Heading(h) => P::Heading(h.substitute(vars)?),
+            P::Json(j) => P::Json(j.substitute(vars)?),
             P::FillRate(f) => P::FillRate(f.clone()),
             P::Gate(g) => P::Gate(g.substitute(vars)?),
             P::GateFiles(g) => P::GateFiles(g.substitute(vars)?),

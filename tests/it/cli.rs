@@ -474,8 +474,8 @@ with = "Verdict pending"
     );
 }
 
-/// The protocol examples in the README (the build protocol's and the task protocol's `toml`
-/// blocks that declare a `[[check]]`) are protocols `protocol check` accepts, with the header
+/// The protocol examples in the README (the user's own, the build protocol's and the task
+/// protocol's `toml` blocks that declare a `[[check]]`) are protocols `protocol check` accepts, with the header
 /// the README tells a user to add where the block leaves it out.
 #[test]
 fn the_readme_protocol_examples_are_valid() {
@@ -501,5 +501,8 @@ fn the_readme_protocol_examples_are_valid() {
         assert_eq!(code, 0, "README toml block {i}: {out}{err}\n{body}");
         checked += 1;
     }
-    assert_eq!(checked, 2, "the build and the task protocol examples");
+    assert_eq!(
+        checked, 3,
+        "the user's, the build and the task protocol examples"
+    );
 }

@@ -29,6 +29,7 @@ mod root;
 mod state;
 mod stop_evidence;
 mod unreadable;
+mod user_protocol;
 mod waivers;
 mod watch;
 

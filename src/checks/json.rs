@@ -1,0 +1,769 @@
+//! Predicates over structured files any protocol can use (issue 18 §4): `json` (a value in a
+//! JSON file, found by a JSON pointer and compared) and `parses` with `files` (every matching
+//! file parses by its type, `crate::syntax`).
+//!
+//! A JSON file is read as strictly as its meaning: invalid JSON, or a key written twice in one
+//! object (`crate::artifacts::json_keys`, which serde_json would read as its last member) is the
+//! file present and wrong, a FAIL naming the place. A file the referee cannot read (over the
+//! read cap, permission denied) is INCONCLUSIVE with the cause; something at the file's name that
+//! is not a regular file is present and wrong (`Ctx::files`). Numbers compare as numbers: two
+//! integers exactly, otherwise as 64-bit floats (`1e0 == 1`); a string is never taken for a
+//! number. This module must not write anything or run anything but the protocol's own syntax
+//! commands.
+
+use serde_json::Value;
+use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings, ValueType};
+
+use super::{clip, Ctx, Outcome, Verdict};
+use crate::artifacts::json_keys::{duplicate_keys, line_column as position, path_text};
+use crate::protocol::predicate::{Json, Parses};
+
+/// How much of a value the evidence quotes.
+const QUOTE_CHARS: usize = 120;
+
+/// `json = { file, path, ... }`: every file matching `file` holds a value at `path` that passes
+/// every test. No file yet is missing (the check waits); a file that is not strict JSON, lacks
+/// the value or whose value fails a test FAILs.
+pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
+    let tests = j.tests();
+    let expected = format!(
+        "`{}` at `{}`{}",
+        j.file.as_str(),
+        if j.path.is_empty() {
+            "(document)"
+        } else {
+            &j.path
+        },
+        if tests.is_empty() {
+            " is strict JSON".to_string()
+        } else {
+            format!(": {}", tests.join(", "))
+        }
+    );
+    let tokens = match j.tokens() {
+        Ok(t) => t,
+        Err(m) => return Outcome::new(Verdict::Inconclusive, expected, m),
+    };
+    let (files, other) = ctx.files(&j.file);
+    let hidden = ctx.hidden(&j.file);
+    if files.is_empty() && other.is_empty() && hidden.is_empty() {
+        return Outcome::new(
+            Verdict::Missing,
+            expected,
+            format!("no file matches `{}`", j.file.as_str()),
+        );
+    }
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut passed = Vec::new();
+    for e in &files {
+        let data = match ctx.read(&e.rel) {
+            Ok(d) => d,
+            Err(err) => {
+                unknown.push(format!("{}: {err}", e.rel));
+                continue;
+            }
+        };
+        o.push_file(Ctx::data_ref(&data));
+        let bytes = data
+            .bytes
+            .strip_prefix(b"\xef\xbb\xbf")
+            .unwrap_or(&data.bytes);
+        match strict_json(&e.rel, bytes) {
+            Ok(doc) => match judge_value(&e.rel, bytes, &doc, &tokens, j) {
+                Ok(line) => passed.push(line),
+                Err(line) => fails.push(line),
+            },
+            // A file that is not strict JSON is present and wrong: `not` or `if` must not read
+            // "no such score" into a file that reads two ways (or none).
+            Err(line) => {
+                o.wrong = true;
+                fails.push(line);
+            }
+        }
+    }
+    for e in &other {
+        // What certainly is not a file was recorded present and wrong by `Ctx::files`; what
+        // could not be examined is unknown.
+        unknown.push(format!(
+            "{}: cannot be read: {}",
+            e.rel,
+            e.note.as_deref().unwrap_or("not a regular file")
+        ));
+    }
+    unknown.extend(hidden);
+    o.verdict = if !fails.is_empty() {
+        Verdict::Fail
+    } else if !unknown.is_empty() {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Pass
+    };
+    o.observed = vec![match o.verdict {
+        Verdict::Fail => format!("{} of {} file(s) fail", fails.len(), files.len()),
+        Verdict::Inconclusive => format!("{} file(s) could not be read", unknown.len()),
+        _ => format!("{} file(s) pass", passed.len()),
+    }];
+    for d in fails.into_iter().chain(unknown).chain(passed) {
+        o.push_detail(d);
+    }
+    o
+}
+
+/// The document, if the file is strict JSON (UTF-8, valid, no key twice in one object); else
+/// why not, at `file:line:column`.
+fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let (line, col) = position(bytes, e.valid_up_to());
+        format!("{rel}:{line}:{col}: not valid UTF-8, so not JSON")
+    })?;
+    // serde_json stops at a nesting depth of 128: deep nesting is an error, not a stack overflow.
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| format!("{rel}:{}:{}: invalid JSON: {e}", e.line(), e.column()))?;
+    // serde_json kept the last of two equal keys; a human may read the first.
+    match duplicate_keys(bytes, &[]) {
+        Ok(d) if d.is_empty() => {}
+        Ok(d) => {
+            let d = &d[0];
+            let (l1, c1) = position(bytes, d.first_at);
+            let (l2, c2) = position(bytes, d.at);
+            let object = match d.path.is_empty() {
+                true => "the top-level object".to_string(),
+                false => format!("the object at `{}`", path_text(&d.path)),
+            };
+            return Err(format!(
+                "{rel}:{l2}:{c2}: key `{}` written twice in {object} (first at {rel}:{l1}:{c1}); a reader could take either",
+                d.key
+            ));
+        }
+        Err(u) => {
+            let (line, col) = position(bytes, u.at);
+            return Err(format!("{rel}:{line}:{col}: invalid JSON: {}", u.message));
+        }
+    }
+    Ok(doc)
+}
+
+/// One document judged: `Ok` with the value quoted, or `Err` with why it fails; each line
+/// starts with `file:line:column:` where the value's place is known.
+fn judge_value(
+    rel: &str,
+    bytes: &[u8],
+    doc: &Value,
+    tokens: &[String],
+    j: &Json,
+) -> Result<String, String> {
+    let shown = if j.path.is_empty() {
+        "(document)"
+    } else {
+        &j.path
+    };
+    let value = lookup(doc, tokens);
+    let place = match value.and(locate(bytes, tokens)) {
+        Some(at) => {
+            let (line, col) = position(bytes, at);
+            format!("{rel}:{line}:{col}")
+        }
+        None => rel.to_string(),
+    };
+    let Some(value) = value else {
+        return match j.exists {
+            Some(false) => Ok(format!("{rel}: `{shown}` is absent")),
+            _ => Err(format!("{rel}: no value at `{shown}`")),
+        };
+    };
+    let quoted = clip(&value.to_string(), QUOTE_CHARS);
+    if j.exists == Some(false) {
+        return Err(format!("{place}: `{shown}` = {quoted}, expected absent"));
+    }
+    let failed = failures(value, j);
+    if failed.is_empty() {
+        Ok(format!("{place}: `{shown}` = {quoted}"))
+    } else {
+        Err(format!(
+            "{place}: `{shown}` = {quoted}: {}",
+            failed.join("; ")
+        ))
+    }
+}
+
+/// The value at the pointer's tokens (an array index is a decimal number without leading zeros).
+fn lookup<'v>(doc: &'v Value, tokens: &[String]) -> Option<&'v Value> {
+    tokens.iter().try_fold(doc, |v, t| match v {
+        Value::Object(m) => m.get(t),
+        Value::Array(a) => index(t).and_then(|i| a.get(i)),
+        _ => None,
+    })
+}
+
+fn index(t: &str) -> Option<usize> {
+    if t.is_empty() || (t.len() > 1 && t.starts_with('0')) || !t.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// The byte offset where the value at the pointer starts (the file is known to be valid JSON
+/// with no duplicate key, so the first matching member is the only one).
+fn locate(bytes: &[u8], tokens: &[String]) -> Option<usize> {
+    let settings = ReaderSettings {
+        track_path: false,
+        restrict_number_values: false,
+        ..ReaderSettings::default()
+    };
+    let mut r = JsonStreamReader::new_custom(bytes, settings);
+    for t in tokens {
+        match r.peek().ok()? {
+            ValueType::Object => {
+                r.begin_object().ok()?;
+                loop {
+                    if !r.has_next().ok()? {
+                        return None;
+                    }
+                    if r.next_name().ok()? == t {
+                        break;
+                    }
+                    r.skip_value().ok()?;
+                }
+            }
+            ValueType::Array => {
+                let i = index(t)?;
+                r.begin_array().ok()?;
+                for _ in 0..i {
+                    if !r.has_next().ok()? {
+                        return None;
+                    }
+                    r.skip_value().ok()?;
+                }
+                if !r.has_next().ok()? {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    r.peek().ok()?;
+    r.current_position(false)
+        .data_pos
+        .and_then(|p| usize::try_from(p).ok())
+}
+
+/// Every test the value fails, said as `expected >= 0.8`.
+fn failures(v: &Value, j: &Json) -> Vec<String> {
+    let mut out = Vec::new();
+    let kind = describe(v);
+    for (op, bound) in [(">=", j.ge), ("<=", j.le), (">", j.gt), ("<", j.lt)] {
+        let Some(bound) = bound else { continue };
+        let Some(n) = v.as_f64().filter(|_| v.is_number()) else {
+            out.push(format!("expected {op} {bound}, found {kind}, not a number"));
+            continue;
+        };
+        let ok = match op {
+            ">=" => n >= bound,
+            "<=" => n <= bound,
+            ">" => n > bound,
+            _ => n < bound,
+        };
+        if !ok {
+            out.push(format!("expected {op} {bound}"));
+        }
+    }
+    if let Some(want) = &j.eq {
+        if !same(v, want) {
+            out.push(format!("expected == {want}"));
+        }
+    }
+    if let Some(want) = &j.ne {
+        if same(v, want) {
+            out.push(format!("expected != {want}"));
+        }
+    }
+    if let Some(list) = &j.one_of {
+        if !list.iter().any(|w| same(v, w)) {
+            out.push(format!("expected in {}", Value::Array(list.clone())));
+        }
+    }
+    if let Some(p) = &j.matches {
+        match v.as_str() {
+            Some(s) => {
+                let hit = p.regex().map(|re| re.is_match(s.as_bytes()));
+                match hit {
+                    Some(true) => {}
+                    Some(false) => out.push(format!("expected to match `{}`", p.as_str())),
+                    None => out.push(format!("the pattern `{}` cannot be compiled", p.as_str())),
+                }
+            }
+            None => out.push(format!(
+                "expected a string matching `{}`, found {kind}",
+                p.as_str()
+            )),
+        }
+    }
+    out
+}
+
+/// JSON equality with numbers compared as numbers: two integers exactly, else as floats.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(a), Some(b)) = (x.as_i64(), y.as_i64()) {
+                return a == b;
+            }
+            if let (Some(a), Some(b)) = (x.as_u64(), y.as_u64()) {
+                return a == b;
+            }
+            // One integer beyond i64 and the other negative are never equal; a float compares
+            // as a float.
+            (x.is_f64() || y.is_f64()) && x.as_f64() == y.as_f64()
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
+        }
+        _ => a == b,
+    }
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `parses = { files = [...] }`: every regular file matching a glob parses by its type (the
+/// built-in parsers, plus the protocol's command rules). No file yet is missing; a file of a
+/// type no parser applies to is listed, not judged.
+pub(super) fn parses_files(ctx: &Ctx<'_>, spec: &Parses) -> Outcome {
+    let globs = spec.files.as_ref().map_or(&[][..], |f| f.as_slice());
+    let expected = format!(
+        "every file matching {} parses",
+        globs
+            .iter()
+            .map(|g| format!("`{}`", g.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let commands: Vec<crate::syntax::CommandRule> =
+        spec.commands.iter().map(|c| c.rule()).collect();
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut parsed = Vec::new();
+    let mut unjudged = Vec::new();
+    let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    let mut seen = std::collections::BTreeSet::new();
+    let mut any = false;
+    for g in globs {
+        let (files, other) = ctx.files(g);
+        any |= !files.is_empty() || !other.is_empty();
+        for e in other {
+            any = true;
+            unknown.push(format!(
+                "{}: cannot be read: {}",
+                e.rel,
+                e.note.as_deref().unwrap_or("not a regular file")
+            ));
+        }
+        unknown.extend(ctx.hidden(g));
+        for e in files {
+            if !seen.insert(e.rel.as_str()) {
+                continue;
+            }
+            let data = match ctx.read(&e.rel) {
+                Ok(d) => d,
+                Err(err) => {
+                    unknown.push(format!("{}: {err}", e.rel));
+                    continue;
+                }
+            };
+            o.push_file(Ctx::data_ref(&data));
+            let abs = ctx.snap.root().join(&e.rel);
+            let outcome = crate::syntax::check(&e.rel, &data.bytes, &abs, &commands);
+            match outcome {
+                crate::syntax::Outcome::Parsed { .. } => parsed.push(outcome.evidence(&e.rel)),
+                crate::syntax::Outcome::Invalid { .. } => fails.push(outcome.evidence(&e.rel)),
+                crate::syntax::Outcome::Inconclusive { .. } => {
+                    unknown.push(outcome.evidence(&e.rel))
+                }
+                crate::syntax::Outcome::NotApplicable => unjudged.push(e.rel.clone()),
+            }
+        }
+    }
+    if !any && unknown.is_empty() {
+        o.verdict = Verdict::Missing;
+        o.observed = vec!["no file matches".into()];
+        return o;
+    }
+    (o.verdict, o.observed) = if !fails.is_empty() {
+        (
+            Verdict::Fail,
+            vec![format!("{} file(s) do not parse", fails.len())],
+        )
+    } else if !unknown.is_empty() {
+        (
+            Verdict::Inconclusive,
+            vec![format!("{} file(s) could not be checked", unknown.len())],
+        )
+    } else {
+        (
+            Verdict::Pass,
+            vec![format!(
+                "{} file(s) parse, {} of a type with no syntax check",
+                parsed.len(),
+                unjudged.len()
+            )],
+        )
+    };
+    for d in fails.into_iter().chain(unknown).chain(parsed) {
+        o.push_detail(d);
+    }
+    if !unjudged.is_empty() {
+        o.push_detail(format!(
+            "not judged (no syntax check for the type): {}",
+            unjudged.join(", ")
+        ));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::Path;
+
+    use super::super::{judge, Ctx, Verdict};
+    use crate::artifacts::{Limits, Snapshot};
+    use crate::protocol::predicate::Predicate;
+    use crate::protocol::Protocol;
+
+    fn predicate(toml: &str) -> Predicate {
+        toml::from_str::<toml::Table>(&format!("p = {toml}")).unwrap()["p"]
+            .clone()
+            .try_into()
+            .unwrap()
+    }
+
+    /// (verdict, observed, details) of `toml` judged against `dir`.
+    fn judged_with(dir: &Path, toml: &str, limits: Limits) -> (Verdict, String, String) {
+        let protocol = Protocol::load("d10").unwrap();
+        let snap = Snapshot::scan(dir, limits).unwrap();
+        let ctx = Ctx::new(&protocol, &snap);
+        let p = predicate(toml);
+        if let Predicate::Json(j) = &p {
+            j.validate().unwrap();
+        }
+        let o = judge(&ctx, &p);
+        (o.verdict, o.observed.join("; "), o.details.join("\n"))
+    }
+
+    fn judged(dir: &Path, toml: &str) -> (Verdict, String, String) {
+        judged_with(dir, toml, Limits::default())
+    }
+
+    fn dir_with(name: &str, text: &str) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join(name), text).unwrap();
+        d
+    }
+
+    #[test]
+    fn numbers_compare_as_numbers_with_the_value_and_its_place() {
+        let d = dir_with(
+            "results.json",
+            "{\n  \"name\": \"run\",\n  \"score\": 0.85\n}\n",
+        );
+        let (v, _, details) = judged(
+            d.path(),
+            r#"{ json = { file = "results.json", path = "/score", ">=" = 0.8 } }"#,
+        );
+        assert_eq!(v, Verdict::Pass, "{details}");
+        assert_eq!(details, "results.json:3:12: `/score` = 0.85");
+        let (v, observed, details) = judged(
+            d.path(),
+            r#"{ json = { file = "results.json", path = "/score", ">=" = 0.9 } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
+        assert_eq!(observed, "1 of 1 file(s) fail");
+        assert_eq!(
+            details,
+            "results.json:3:12: `/score` = 0.85: expected >= 0.9"
+        );
+        // A value that fails a test is a FAIL `not` turns into a pass ("below 0.9").
+        let (v, _, _) = judged(
+            d.path(),
+            r#"{ not = { json = { file = "results.json", path = "/score", ">=" = 0.9 } } }"#,
+        );
+        assert_eq!(v, Verdict::Pass);
+        // 1e0 == 1, an integer bound against a float, `in` and `<`.
+        let d = dir_with(
+            "r.json",
+            r#"{"n": 1e0, "k": 3, "big": 18446744073709551615}"#,
+        );
+        for (toml, want) in [
+            (
+                r#"{ json = { file = "r.json", path = "/n", "==" = 1 } }"#,
+                Verdict::Pass,
+            ),
+            (
+                r#"{ json = { file = "r.json", path = "/n", "==" = 1.0 } }"#,
+                Verdict::Pass,
+            ),
+            (
+                r#"{ json = { file = "r.json", path = "/n", "!=" = 1 } }"#,
+                Verdict::Fail,
+            ),
+            (
+                r#"{ json = { file = "r.json", path = "/k", in = [1, 2, 3] } }"#,
+                Verdict::Pass,
+            ),
+            (
+                r#"{ json = { file = "r.json", path = "/k", in = [1, "3"] } }"#,
+                Verdict::Fail,
+            ),
+            (
+                r#"{ json = { file = "r.json", path = "/k", "<" = 3 } }"#,
+                Verdict::Fail,
+            ),
+            (
+                r#"{ json = { file = "r.json", path = "/k", ">" = 2, "<=" = 3 } }"#,
+                Verdict::Pass,
+            ),
+            (
+                r#"{ json = { file = "r.json", path = "/big", "==" = -1 } }"#,
+                Verdict::Fail,
+            ),
+        ] {
+            assert_eq!(judged(d.path(), toml).0, want, "{toml}");
+        }
+    }
+
+    #[test]
+    fn a_string_is_never_a_number() {
+        let d = dir_with("r.json", r#"{"score": "0.9", "id": "run-42", "n": 5}"#);
+        let (v, _, details) = judged(
+            d.path(),
+            r#"{ json = { file = "r.json", path = "/score", ">=" = 0.8 } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            details.ends_with("expected >= 0.8, found a string, not a number"),
+            "{details}"
+        );
+        assert_eq!(
+            judged(
+                d.path(),
+                r#"{ json = { file = "r.json", path = "/score", "==" = 0.9 } }"#
+            )
+            .0,
+            Verdict::Fail
+        );
+        assert_eq!(
+            judged(
+                d.path(),
+                r#"{ json = { file = "r.json", path = "/id", matches = '^run-\d+$' } }"#
+            )
+            .0,
+            Verdict::Pass
+        );
+        let (v, _, details) = judged(
+            d.path(),
+            r#"{ json = { file = "r.json", path = "/n", matches = '^5$' } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
+        assert!(details.contains("found a number"), "{details}");
+    }
+
+    #[test]
+    fn a_missing_value_fails_and_a_missing_file_waits() {
+        let d = dir_with("r.json", r#"{"runs": [{"score": 1}], "a/b": {"~": 2}}"#);
+        let (v, _, details) = judged(
+            d.path(),
+            r#"{ json = { file = "r.json", path = "/score", ">=" = 0.8 } }"#,
+        );
+        assert_eq!(
+            (v, details.as_str()),
+            (Verdict::Fail, "r.json: no value at `/score`")
+        );
+        for (path, want) in [
+            ("/runs/0/score", Verdict::Pass),
+            ("/runs/1/score", Verdict::Fail),
+            ("/runs/00/score", Verdict::Fail),
+            ("/a~1b/~0", Verdict::Pass),
+        ] {
+            let toml = format!(r#"{{ json = {{ file = "r.json", path = "{path}" }} }}"#);
+            assert_eq!(judged(d.path(), &toml).0, want, "{path}");
+        }
+        let (v, _, _) = judged(
+            d.path(),
+            r#"{ json = { file = "r.json", path = "/gone", exists = false } }"#,
+        );
+        assert_eq!(v, Verdict::Pass);
+        let (v, observed, _) = judged(
+            d.path(),
+            r#"{ json = { file = "other.json", path = "/score", ">=" = 0.8 } }"#,
+        );
+        assert_eq!(
+            (v, observed.as_str()),
+            (Verdict::Missing, "no file matches `other.json`")
+        );
+    }
+
+    #[test]
+    fn a_duplicate_key_anywhere_fails_with_its_object() {
+        let d = dir_with(
+            "r.json",
+            r#"{"score": 0.9, "runs": [{"ok": true, "ok": false}]}"#,
+        );
+        let (v, _, details) = judged(
+            d.path(),
+            r#"{ json = { file = "r.json", path = "/score", ">=" = 0.8 } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            details.contains("key `ok` written twice in the object at `runs[0]`"),
+            "{details}"
+        );
+    }
+
+    #[test]
+    fn a_duplicate_key_fails_with_both_places() {
+        let d = dir_with("r.json", "{\"score\": 0.9,\n \"score\": 0.1}");
+        for toml in [
+            r#"{ json = { file = "r.json", path = "/score", ">=" = 0.8 } }"#,
+            r#"{ json = { file = "r.json", path = "/score", "<=" = 0.2 } }"#,
+        ] {
+            let (v, _, details) = judged(d.path(), toml);
+            assert_eq!(v, Verdict::Fail, "{toml}");
+            assert_eq!(
+                details,
+                "r.json:2:2: key `score` written twice in the top-level object (first at r.json:1:2); a reader could take either"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_json_and_bytes_that_are_not_utf8_fail_with_a_place() {
+        let d = dir_with("r.json", "{\"score\": 0.9,\n}");
+        let (v, _, details) = judged(d.path(), r#"{ json = { file = "r.json" } }"#);
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            details.starts_with("r.json:2:1: invalid JSON: trailing comma"),
+            "{details}"
+        );
+        // Never a pass under `not`: a file that is not JSON is not "a file without the value".
+        let (v, _, _) = judged(
+            d.path(),
+            r#"{ not = { json = { file = "r.json", path = "/score", ">=" = 0.95 } } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
+        fs::write(d.path().join("r.json"), b"{\"s\": \"\xff\"}").unwrap();
+        let (v, _, details) = judged(d.path(), r#"{ json = { file = "r.json" } }"#);
+        assert_eq!(
+            (v, details.as_str()),
+            (Verdict::Fail, "r.json:1:8: not valid UTF-8, so not JSON")
+        );
+    }
+
+    #[test]
+    fn a_directory_or_fifo_at_the_name_is_present_and_wrong() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("r.json")).unwrap();
+        let (v, observed, _) = judged(d.path(), r#"{ json = { file = "r.json", path = "/s" } }"#);
+        assert_eq!(v, Verdict::Fail);
+        assert!(
+            observed.starts_with("present and wrong: `r.json`: directory, not a regular file"),
+            "{observed}"
+        );
+        // `not` never makes it a pass.
+        let (v, _, _) = judged(
+            d.path(),
+            r#"{ not = { json = { file = "r.json", path = "/s" } } }"#,
+        );
+        assert_eq!(v, Verdict::Fail);
+    }
+
+    #[test]
+    fn a_file_over_the_read_cap_is_inconclusive_never_read() {
+        let big = format!("{{\"score\": 0.9, \"pad\": \"{}\"}}", "x".repeat(4096));
+        let d = dir_with("r.json", &big);
+        let limits = Limits {
+            max_read_bytes: 1024,
+            ..Limits::default()
+        };
+        let (v, observed, details) = judged_with(
+            d.path(),
+            r#"{ json = { file = "r.json", path = "/score", ">=" = 0.8 } }"#,
+            limits,
+        );
+        assert_eq!(v, Verdict::Inconclusive, "{observed}");
+        assert!(
+            details.contains("over the per-file read cap of 1024 bytes"),
+            "{details}"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let d = dir_with("r.json", &deep);
+        let (v, _, details) = judged(d.path(), r#"{ json = { file = "r.json", path = "/0" } }"#);
+        assert_eq!(v, Verdict::Fail);
+        assert!(details.contains("recursion limit exceeded"), "{details}");
+    }
+
+    #[test]
+    fn pointers_and_bounds_are_checked_at_load() {
+        let bad = |toml: &str| match predicate(toml) {
+            Predicate::Json(j) => j.validate().unwrap_err(),
+            _ => unreachable!(),
+        };
+        assert!(bad(r#"{ json = { file = "r.json", path = "score" } }"#).contains("`/score`"));
+        assert!(bad(r#"{ json = { file = "r.json", path = "/a~2" } }"#).contains("`~`"));
+        assert!(bad(r#"{ json = { file = "r.json", ">=" = nan } }"#).contains("finite"));
+        assert!(
+            bad(r#"{ json = { file = "r.json", exists = false, "==" = 1 } }"#).contains("exists")
+        );
+        let e = toml::from_str::<toml::Table>(r#"p = { json = { file = "r.json", ">==" = 1 } }"#)
+            .unwrap()["p"]
+            .clone()
+            .try_into::<Predicate>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `>==`"), "{e}");
+    }
+
+    #[test]
+    fn parses_judges_the_files_of_a_glob() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("a.json"), "{\"a\": 1}").unwrap();
+        fs::write(d.path().join("b.yaml"), "a: [1, 2\n").unwrap();
+        fs::write(d.path().join("c.toml"), "a = 1\n").unwrap();
+        let (v, observed, details) =
+            judged(d.path(), r#"{ parses = { files = ["*.json", "*.toml"] } }"#);
+        assert_eq!(
+            (v, observed.as_str()),
+            (
+                Verdict::Pass,
+                "2 file(s) parse, 0 of a type with no syntax check"
+            ),
+            "{details}"
+        );
+        let (v, observed, details) = judged(d.path(), r#"{ parses = { files = "*" } }"#);
+        assert_eq!(
+            (v, observed.as_str()),
+            (Verdict::Fail, "1 file(s) do not parse"),
+            "{details}"
+        );
+        assert!(details.starts_with("b.yaml:"), "{details}");
+        let (v, _, _) = judged(d.path(), r#"{ parses = { files = "*.py" } }"#);
+        assert_eq!(v, Verdict::Missing);
+    }
+}
