@@ -28,7 +28,8 @@ build of `benches/real_code.rs`) and by the oracle:
     ts  (.ts .mts .cts .tsx, .d.ts ...)  TypeScript (the first node_modules/typescript under
                           DIR...): `ts.createSourceFile`'s parse diagnostics, then a one-file
                           program's (noLib, noResolve) syntactic and semantic diagnostics with the
-                          codes tsc gives syntax and grammar errors, 1000-1999, and 2451
+                          codes tsc gives syntax and grammar errors, 1000-1999 and 17000-17999
+                          (`?` at the start of a type, JSX tags), and 2451
                           ("Cannot redeclare block-scoped variable", TypeScript's form of
                           JavaScript's early error)
     go  (.go)            Go's own parser, go/parser: `gofmt -e -l` (--gofmt, default `gofmt` on PATH;
@@ -182,7 +183,7 @@ const fs = require('fs');
 const vm = require('vm');
 const [list, tsPath] = process.argv.slice(2);
 const ts = tsPath ? require(tsPath) : null;
-const CODES = (c) => (c >= 1000 && c < 2000) || c === 2451;
+const CODES = (c) => (c >= 1000 && c < 2000) || (c >= 17000 && c < 18000) || c === 2451;
 const options = ts && {
   noLib: true, noResolve: true, types: [], noEmit: true, allowJs: false,
   target: ts.ScriptTarget.ESNext, module: ts.ModuleKind.ESNext, jsx: ts.JsxEmit.Preserve,
@@ -262,15 +263,20 @@ def build():
     """benches/real_code.rs built, starting now (beside the oracle): `cargo bench --no-run`, or with
     DEBUG=1 in the environment `cargo build --bench` (the same verdicts, far quicker to build)."""
     how = ["build", "--bench", "real_code"] if os.environ.get("DEBUG") else ["bench", "--bench", "real_code", "--no-run"]
-    return subprocess.Popen(["cargo", *how, "--quiet", "--message-format=json"],
-                            stdout=subprocess.PIPE, text=True)
+    # Into a file, not a pipe: cargo would block on a full pipe, holding the build directory's lock.
+    out = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(["cargo", *how, "--quiet", "--message-format=json"], stdout=out, text=True)
+    proc.out = out
+    return proc
 
 
 def referee(paths, tmp, building):
     listing = os.path.join(tmp, "referee-list")
     with open(listing, "w") as f:
         f.write("\n".join(paths) + "\n")
-    built, _ = building.communicate()
+    building.wait()
+    building.out.seek(0)
+    built = building.out.read()
     if building.returncode != 0:
         sys.exit("cargo bench --no-run failed")
     exe = next(m["executable"] for m in map(json.loads, built.splitlines())
