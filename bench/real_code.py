@@ -48,6 +48,18 @@ def per_file_tool(files, argv, name):
     return name, verdicts
 
 
+def rust_tool(files):
+    """rustc's own parser (`-Z parse-crate-root-only`, a nightly rustc) with each file's edition."""
+    from real_code_mutate import edition, tool_oracle
+    rustc = os.environ.get("RUSTC_NIGHTLY") or (shutil.which("rustup") and subprocess.run(
+        ["rustup", "which", "--toolchain", "nightly", "rustc"], capture_output=True, text=True).stdout.strip())
+    if not rustc:
+        return "taken as valid (no nightly rustc)", [None] * len(files)
+    version = subprocess.run([rustc, "--version"], capture_output=True, text=True).stdout.strip()
+    truth = tool_oracle(files, lambda f: [rustc, "-Z", "parse-crate-root-only", "--edition", edition(f), f])
+    return f"{version} -Z parse-crate-root-only", [truth[f] for f in files]
+
+
 def main():
     rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
     python = sys.argv[2]
@@ -67,7 +79,7 @@ def main():
         elif lang == "Go":
             tool, truth = per_file_tool(files, ["gofmt", "-e", "-l"], "gofmt -e")
         elif lang == "Rust":
-            tool, truth = "taken as valid (published)", [None] * len(files)
+            tool, truth = rust_tool(files)
         fails = sum(1 for i in items if i[0] == "FAIL")
         undecided = sum(1 for i in items if i[0] == "UNDECIDED")
         size = sum(i[1] for i in items)
