@@ -93,6 +93,11 @@ enum Command {
     /// attempts, into a new directory while the watch daemon runs on it, and narrates both
     /// sides. Finishes by itself in 10 to 15 s.
     Demo(DemoArgs),
+    /// Answer a coding agent's hook: read the hook's JSON on stdin, judge the workspace at the
+    /// agent's stop against the referee's baseline (blocking it with the failing checks),
+    /// deny writes to protected paths before they run, and feed back what an edit broke. Paste
+    /// a snippet from examples/claude-code/ or examples/codex/; README "Agent hooks".
+    Hook(HookArgs),
     /// Print a shell completion script to stdout (e.g. `referee completions bash >
     /// ~/.local/share/bash-completion/completions/referee`).
     Completions {
@@ -188,6 +193,36 @@ struct VerifyArgs {
     /// directory's canonical path and identity.
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct HookArgs {
+    /// The agent whose hook input is read and whose documented answer is written.
+    #[arg(value_enum)]
+    agent: HookAgent,
+    /// A protocol of task records: an embedded id or a file outside the workspace.
+    #[arg(long, value_name = "ID|FILE", default_value = "code-change")]
+    protocol: String,
+    /// The workspace (default: the git work tree holding the hook's `cwd`, else `cwd`).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The referee's state directory, as for `watch` and `verify` (a running `watch` shares it).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Answer within this long (keep it below the hook's own timeout); a stop not judged by then
+    /// is blocked, fail closed.
+    #[arg(long, value_name = "DURATION", default_value = "45s", value_parser = crate::duration::parse)]
+    timeout: std::time::Duration,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum HookAgent {
+    /// Claude Code (`Stop`, `SubagentStop`, `PreToolUse`, `PostToolUse`, `SessionStart`).
+    ClaudeCode,
+    /// OpenAI Codex CLI (`Stop`, `PreToolUse`, `PostToolUse`, `SessionStart`).
+    Codex,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,6 +350,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Protocol(p) => protocol_command(p),
         Command::Replay(a) => replay(a, &g),
         Command::Demo(a) => demo(a, &g),
+        Command::Hook(a) => hook(a),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
     }
@@ -496,6 +532,37 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     std::mem::forget(judgment);
     std::mem::forget(protocol);
     Ok(code)
+}
+
+fn hook(a: HookArgs) -> Result<ExitCode> {
+    use std::io::Read as _;
+    let cfg = crate::hook::Config {
+        agent: match a.agent {
+            HookAgent::ClaudeCode => crate::hook::Agent::ClaudeCode,
+            HookAgent::Codex => crate::hook::Agent::Codex,
+        },
+        protocol: a.protocol,
+        workspace: a.workspace,
+        state_dir: a.state_dir,
+        max_read_bytes: a.read.max_read_bytes,
+        timeout: a.timeout,
+    };
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .take(crate::hook::MAX_PAYLOAD)
+        .read_to_end(&mut input);
+    let answer = match read {
+        Ok(_) => crate::hook::run(&cfg, &input),
+        Err(e) => crate::hook::run(&cfg, format!("unreadable stdin: {e}").as_bytes()),
+    };
+    eprint!("{}", answer.stderr);
+    print!("{}", answer.stdout);
+    std::io::stdout().flush()?;
+    Ok(if answer.exit == 2 {
+        ExitCode::Error
+    } else {
+        ExitCode::Ok
+    })
 }
 
 fn print(text: &str) -> Result<()> {
