@@ -555,9 +555,12 @@ fn hook(a: HookArgs) -> Result<ExitCode> {
         Ok(_) => crate::hook::run(&cfg, &input),
         Err(e) => crate::hook::run(&cfg, format!("unreadable stdin: {e}").as_bytes()),
     };
-    eprint!("{}", answer.stderr);
-    print!("{}", answer.stdout);
-    std::io::stdout().flush()?;
+    // An agent that closed its end of a pipe gets no answer, and no panic.
+    let _ = std::io::stderr().write_all(answer.stderr.as_bytes());
+    let mut out = std::io::stdout().lock();
+    let _ = out
+        .write_all(answer.stdout.as_bytes())
+        .and_then(|_| out.flush());
     Ok(if answer.exit == 2 {
         ExitCode::Error
     } else {

@@ -490,3 +490,31 @@ fn the_example_snippets_wire_the_documented_events() {
         }
     }
 }
+
+#[test]
+fn with_a_running_watch_the_hook_shares_its_state_and_leaves_the_stop_to_it() {
+    let w = workspace();
+    let logs = w._root.path().join("logs");
+    let state = w.state.to_str().unwrap().to_string();
+    let mut watch = crate::code_change::start(&w.ws, &logs, &["--state-dir", &state]);
+    let stop_file = w.state.join("OBSERVER-STOP.md");
+    w.sed_i("s/worker/admin/", PROTECTED);
+    watch.until("the watch's STOP for the protected change", || {
+        stop_file.exists()
+    });
+    let reason = w.hook(CC, "stop.json").blocked_with();
+    assert!(reason.contains("CC-01"), "{reason}");
+    assert!(
+        reason.contains("The running `referee watch` holds a STOP"),
+        "{reason}"
+    );
+    // The implicit attempt is kept beside the watch's memory, in the one state directory.
+    assert_eq!(w.verdict(CC_TASK)["verdict"], "REJECT");
+    // Put back: the watch takes its STOP away (the hook never touched it), the stop goes through.
+    w.sed_i("s/admin/worker/", PROTECTED);
+    watch.until("the STOP cleared by the watch", || !stop_file.exists());
+    w.hook(CC, "stop.json").allowed_silently();
+    watch.signal(libc::SIGTERM);
+    let code = crate::watch::exit_code(watch.wait(crate::watch::WAIT));
+    assert_eq!(code, 0, "{}", watch.output());
+}
