@@ -93,10 +93,21 @@ enum Command {
     /// attempts, into a new directory while the watch daemon runs on it, and narrates both
     /// sides. Finishes by itself in 10 to 15 s.
     Demo(DemoArgs),
-    /// Answer a coding agent's hook: read the hook's JSON on stdin, judge the workspace at the
-    /// agent's stop against the referee's baseline (blocking it with the failing checks),
-    /// deny writes to protected paths before they run, and feed back what an edit broke. Paste
-    /// a snippet from examples/claude-code/ or examples/codex/; README "Agent hooks".
+    /// Answer a coding agent's hook (Claude Code, Codex) from its JSON on stdin: every stop
+    /// judged, writes to protected paths denied.
+    ///
+    /// At a stop (`Stop`, `SubagentStop`) the workspace is judged against the referee's baseline
+    /// (the state directory's pin, else HEAD pinned at `SessionStart` or the first call); with no
+    /// pending task record from the agent, the whole change is one implicit attempt of the task
+    /// `<agent>-<session_id>`, kept in memory, never written into the workspace. REJECT blocks the
+    /// stop with the failing checks as the reason; the protocol's loop guards (the third REJECT,
+    /// or a stop with nothing fixed) ESCALATE: the stop goes through with a message for the
+    /// human, the STOP stays in the state directory. `PreToolUse`: a write to a protected path
+    /// (Write/Edit/MultiEdit, `apply_patch`, a plain shell write such as `sed -i`) is denied.
+    /// `PostToolUse`: a failing check naming the edited file is fed back. Input that cannot be
+    /// read: exit 2, the reason on stderr; a stop that cannot be judged is blocked with the
+    /// reason (capped like the guards). Snippets: examples/claude-code/, examples/codex/; README
+    /// "Agent hooks".
     Hook(HookArgs),
     /// Print a shell completion script to stdout (e.g. `referee completions bash >
     /// ~/.local/share/bash-completion/completions/referee`).

@@ -470,10 +470,14 @@ fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
                 )
             })
             .collect();
+        let kept = if live.is_some() {
+            "the running `referee watch` keeps the STOP".to_string()
+        } else {
+            format!("the STOP is kept in `{}`", stop_file.display())
+        };
         return Ok(Answer::tell(&format!(
-            "referee: {} — the stop is let through for a human to review the workspace; the STOP is kept in `{}`. Failing checks: {}",
+            "referee: {} — the stop is let through for a human to review the workspace; {kept}. Failing checks: {}",
             why.join("; "),
-            stop_file.display(),
             failing(&escalated).join(" | ")
         )));
     }
