@@ -93,6 +93,22 @@ enum Command {
     /// attempts, into a new directory while the watch daemon runs on it, and narrates both
     /// sides. Finishes by itself in 10 to 15 s.
     Demo(DemoArgs),
+    /// Answer a coding agent's hook (Claude Code, Codex) from its JSON on stdin: every stop
+    /// judged, writes to protected paths denied.
+    ///
+    /// At a stop (`Stop`, `SubagentStop`) the workspace is judged against the referee's baseline
+    /// (the state directory's pin, else HEAD pinned at `SessionStart` or the first call); with no
+    /// pending task record from the agent, the whole change is one implicit attempt of the task
+    /// `<agent>-<session_id>`, kept in memory, never written into the workspace. REJECT blocks the
+    /// stop with the failing checks as the reason; the protocol's loop guards (the third REJECT,
+    /// or a stop with nothing fixed) ESCALATE: the stop goes through with a message for the
+    /// human, the STOP stays in the state directory. `PreToolUse`: a write to a protected path
+    /// (Write/Edit/MultiEdit, `apply_patch`, a plain shell write such as `sed -i`) is denied.
+    /// `PostToolUse`: a failing check naming the edited file is fed back. Input that cannot be
+    /// read: exit 2, the reason on stderr; a stop that cannot be judged is blocked with the
+    /// reason (capped like the guards). Snippets: examples/claude-code/, examples/codex/; README
+    /// "Agent hooks".
+    Hook(HookArgs),
     /// Print a shell completion script to stdout (e.g. `referee completions bash >
     /// ~/.local/share/bash-completion/completions/referee`).
     Completions {
@@ -188,6 +204,36 @@ struct VerifyArgs {
     /// directory's canonical path and identity.
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct HookArgs {
+    /// The agent whose hook input is read and whose documented answer is written.
+    #[arg(value_enum)]
+    agent: HookAgent,
+    /// A protocol of task records: an embedded id or a file outside the workspace.
+    #[arg(long, value_name = "ID|FILE", default_value = "code-change")]
+    protocol: String,
+    /// The workspace (default: the git work tree holding the hook's `cwd`, else `cwd`).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The referee's state directory, as for `watch` and `verify` (a running `watch` shares it).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Answer within this long (keep it below the hook's own timeout); a stop not judged by then
+    /// is blocked, fail closed.
+    #[arg(long, value_name = "DURATION", default_value = "45s", value_parser = crate::duration::parse)]
+    timeout: std::time::Duration,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum HookAgent {
+    /// Claude Code (`Stop`, `SubagentStop`, `PreToolUse`, `PostToolUse`, `SessionStart`).
+    ClaudeCode,
+    /// OpenAI Codex CLI (`Stop`, `PreToolUse`, `PostToolUse`, `SessionStart`).
+    Codex,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,6 +374,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Protocol(p) => protocol_command(p),
         Command::Replay(a) => replay(a, &g),
         Command::Demo(a) => demo(a, &g),
+        Command::Hook(a) => hook(a),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
     }
@@ -509,6 +556,40 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     std::mem::forget(judgment);
     std::mem::forget(protocol);
     Ok(code)
+}
+
+fn hook(a: HookArgs) -> Result<ExitCode> {
+    use std::io::Read as _;
+    let cfg = crate::hook::Config {
+        agent: match a.agent {
+            HookAgent::ClaudeCode => crate::hook::Agent::ClaudeCode,
+            HookAgent::Codex => crate::hook::Agent::Codex,
+        },
+        protocol: a.protocol,
+        workspace: a.workspace,
+        state_dir: a.state_dir,
+        max_read_bytes: a.read.max_read_bytes,
+        timeout: a.timeout,
+    };
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .take(crate::hook::MAX_PAYLOAD)
+        .read_to_end(&mut input);
+    let answer = match read {
+        Ok(_) => crate::hook::run(&cfg, &input),
+        Err(e) => crate::hook::run(&cfg, format!("unreadable stdin: {e}").as_bytes()),
+    };
+    // An agent that closed its end of a pipe gets no answer, and no panic.
+    let _ = std::io::stderr().write_all(answer.stderr.as_bytes());
+    let mut out = std::io::stdout().lock();
+    let _ = out
+        .write_all(answer.stdout.as_bytes())
+        .and_then(|_| out.flush());
+    Ok(if answer.exit == 2 {
+        ExitCode::Error
+    } else {
+        ExitCode::Ok
+    })
 }
 
 fn print(text: &str) -> Result<()> {

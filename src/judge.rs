@@ -253,6 +253,75 @@ fn workspace(
     })
 }
 
+/// A task record made in memory for [`attempt`]: its path (`.tasks/<stem>.json`) and bytes.
+pub type ImplicitRecord = (String, Vec<u8>);
+
+/// The workspace judged once at an agent's stop point (`referee hook`), read only: like
+/// [`judge`] on a protocol of task records, plus the record `implicit` makes from the workspace
+/// as opened (`Some((rel, bytes))`), judged as if read from `.tasks/` but kept in memory, never
+/// written into the workspace. The state directory is created (the baseline is pinned there on
+/// the first call, reused after), and nothing is written besides the pin and the stat cache: the
+/// caller keeps the verdicts it acts on.
+pub fn attempt(
+    req: &Request<'_>,
+    protocol: &Protocol,
+    implicit: &dyn Fn(&Workspace) -> Option<ImplicitRecord>,
+) -> Result<WorkspaceJudgment> {
+    anyhow::ensure!(
+        protocol.tasks.is_some(),
+        "protocol `{}` judges no task records: agent hooks need a protocol like `code-change`",
+        protocol.id
+    );
+    let state = state_of(req.dir, req.state_dir)?;
+    crate::state::ensure(&state)?;
+    let git = req.dir.join(".git").exists();
+    let spec = match (req.baseline, req.baseline_dir) {
+        (Some(rev), _) => BaselineSpec::Rev(rev.to_string()),
+        (None, Some(dir)) => BaselineSpec::Dir(dir.to_path_buf()),
+        (None, None) if !git => {
+            // A plain folder: its start snapshot, taken at the first call.
+            let canon = std::fs::canonicalize(req.dir)
+                .with_context(|| format!("cannot read directory `{}`", req.dir.display()))?;
+            crate::workspace::snapshot::create(&canon, &state, req.max_read_bytes).with_context(
+                || format!("cannot keep a start snapshot in `{}`", state.display()),
+            )?;
+            BaselineSpec::Snapshot(state.clone())
+        }
+        (None, None) => BaselineSpec::Auto,
+    };
+    let mut ws = Workspace::open_in(req.dir, &spec, &state, req.max_read_bytes)?;
+    if let Some((rel, bytes)) = implicit(&ws) {
+        ws.add_record(&rel, bytes);
+    }
+    let limits = Limits {
+        max_read_bytes: req.max_read_bytes,
+        ..Limits::default()
+    };
+    let snap = Snapshot::empty(req.dir, limits)?;
+    let now = chrono::Utc::now();
+    let options = Options {
+        final_: true,
+        now: Some(now),
+        ..Options::default()
+    };
+    let (eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &options);
+    let verdicts = crate::verdict::judge(protocol, &ws, &eval.results, &runs, &state);
+    let ctx = Context {
+        build_dir: ws.root().to_path_buf(),
+        started: Some(now),
+        written: Some(now),
+        ..Context::default()
+    };
+    Ok(WorkspaceJudgment {
+        ws,
+        eval,
+        runs,
+        verdicts,
+        ctx,
+        state,
+    })
+}
+
 /// Applies the waivers to `eval` as of `now`, warns of the expired ones on stderr, and
 /// returns what the outputs show of them.
 pub fn apply_waivers(

@@ -16,6 +16,7 @@ pub mod duration;
 pub mod engine;
 mod error;
 pub mod exit;
+pub mod hook;
 pub mod judge;
 pub mod logging;
 pub mod observed;

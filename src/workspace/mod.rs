@@ -568,6 +568,22 @@ impl Workspace {
             .collect()
     }
 
+    /// Judges a task record that is not in the workspace, as if read from `.tasks/` at opening:
+    /// an agent hook's implicit attempt ([`crate::judge::attempt`]), kept in memory, never
+    /// written into the workspace. `rel` names it (`.tasks/<stem>.json`).
+    pub fn add_record(&mut self, rel: &str, bytes: Vec<u8>) {
+        let data = FileData {
+            rel: rel.to_string(),
+            size: bytes.len() as u64,
+            sha256: sha256_hex(&bytes),
+            bytes,
+            mtime: None,
+        };
+        self.raw_records.retain(|(r, _)| r != rel);
+        self.raw_records
+            .push((rel.to_string(), Content::Bytes(Arc::new(data))));
+    }
+
     /// Leaves the record at `rel` out of this judgment (the live referee defers a record whose
     /// own file event it has not handled yet: the files written before it may not be read).
     pub fn defer_record(&mut self, rel: &str) {

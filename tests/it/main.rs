@@ -16,6 +16,7 @@ mod flags;
 mod formats;
 mod fuzz;
 mod heap;
+mod hooks;
 mod human_text;
 mod json_strict;
 mod layers;

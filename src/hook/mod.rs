@@ -1,0 +1,768 @@
+//! Agent hooks (`referee hook claude-code|codex`, issue 18): the referee where a coding agent
+//! works. The agent runs the hook with one JSON payload on stdin per event; the answer is the
+//! agent's documented JSON on stdout (exit 0), or exit 2 with the reason on stderr when the
+//! payload itself cannot be read.
+//!
+//! - `Stop` / `SubagentStop`: the workspace is judged as it stands against the referee's
+//!   baseline ([`crate::judge::attempt`]). With no pending task record from the agent, the whole
+//!   change since the baseline is one *implicit attempt* of the task `<agent>-<session_id>`: a
+//!   record made in memory (never written into the workspace) that declares every changed path,
+//!   claims their current hashes, and is numbered after the task's kept attempts. A REJECT
+//!   blocks the stop with the failing checks as the reason, so the agent keeps working; the
+//!   protocol's loop guards (`max_rejects`, identical diffs, convergence) turn the next
+//!   failures into ESCALATE, which lets the stop through with a message for the human and
+//!   leaves the STOP in the state directory.
+//! - `SessionStart`: the baseline is pinned (HEAD of a git work tree, else a start snapshot), so
+//!   the session is measured from where it began. Without it, the first hook call pins it.
+//! - `PreToolUse`: an advisory deny of a write to a protected path (Write/Edit/MultiEdit, a Codex
+//!   `apply_patch`, a shell command whose target is obvious: [`targets`]).
+//! - `PostToolUse`: feedback on what the edit broke (a failing check naming the edited file:
+//!   syntax, secrets, a protected path).
+//!
+//! Fail closed: a payload that cannot be read, a workspace or state directory that cannot be
+//! opened, or a judgment that does not finish within `--timeout` blocks the stop with the
+//! reason; `--timeout` and the blocks of a referee that cannot judge are capped too (the
+//! guard limit, then the stop goes through with the failure told to the human). Nothing is
+//! written into the workspace; the state directory holds the pin, the kept attempts, the
+//! verdicts and the STOP.
+
+pub mod targets;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use serde_json::{json, Map, Value};
+
+use crate::engine::CheckResult;
+use crate::judge;
+use crate::protocol::Protocol;
+use crate::verdict::TaskVerdict;
+use crate::workspace::{record, Workspace, TASKS_DIR};
+
+/// The agent whose hook format is spoken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    ClaudeCode,
+    Codex,
+}
+
+impl Agent {
+    /// The prefix of an implicit task id (`claude-code-<session_id>`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "Claude Code",
+            Agent::Codex => "Codex",
+        }
+    }
+}
+
+/// How `referee hook` runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub agent: Agent,
+    /// `--protocol`: an embedded id or a file (outside the workspace).
+    pub protocol: String,
+    /// `--workspace`; default: the git work tree holding the payload's `cwd`, else `cwd`.
+    pub workspace: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub max_read_bytes: u64,
+    /// The judgment's deadline (below the agent's hook timeout).
+    pub timeout: Duration,
+}
+
+/// What the hook answers: stdout, stderr and the exit code.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit: u8,
+}
+
+impl Answer {
+    fn json(v: &Value) -> Answer {
+        Answer {
+            stdout: format!("{v}\n"),
+            ..Answer::default()
+        }
+    }
+
+    /// Let the agent go on, saying nothing.
+    fn allow() -> Answer {
+        Answer::default()
+    }
+
+    /// Let the agent go on, telling the user `message`.
+    fn tell(message: &str) -> Answer {
+        Answer::json(&json!({ "systemMessage": message }))
+    }
+
+    /// Block a stop (or feed back after a tool): the agent reads `reason` and keeps working.
+    fn block(reason: &str) -> Answer {
+        Answer::json(&json!({ "decision": "block", "reason": reason }))
+    }
+
+    /// Deny a tool call before it runs.
+    fn deny(reason: &str) -> Answer {
+        Answer::json(&json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        }))
+    }
+
+    /// The payload cannot be read: exit 2 with the reason on stderr, which both agents take as
+    /// "blocked" for a stop or a tool call, whatever the event was.
+    fn unreadable(why: &str) -> Answer {
+        Answer {
+            stdout: String::new(),
+            stderr: format!(
+                "referee: cannot judge: {why}; blocked until the referee can read the hook's input\n"
+            ),
+            exit: 2,
+        }
+    }
+}
+
+/// The hook's input, as far as the referee reads it.
+#[derive(Debug, Clone)]
+struct Payload {
+    event: String,
+    session: String,
+    cwd: PathBuf,
+    stop_hook_active: bool,
+    tool_name: String,
+    tool_input: Value,
+}
+
+/// Biggest payload read: a Write's content can be large, but not unbounded.
+pub const MAX_PAYLOAD: u64 = 64 << 20;
+
+fn parse(input: &[u8]) -> Result<Payload, String> {
+    let v: Value = serde_json::from_slice(input).map_err(|e| {
+        format!(
+            "the hook's input is not JSON ({e}) — is the hook wired as documented in examples/?"
+        )
+    })?;
+    let Value::Object(o) = v else {
+        return Err("the hook's input is not a JSON object".into());
+    };
+    let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+    let event = text("hook_event_name").ok_or("the hook's input has no `hook_event_name`")?;
+    let cwd = text("cwd")
+        .filter(|c| !c.is_empty())
+        .ok_or("the hook's input has no `cwd`")?;
+    Ok(Payload {
+        event,
+        session: text("session_id").unwrap_or_default(),
+        cwd: PathBuf::from(cwd),
+        stop_hook_active: o
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        tool_name: text("tool_name").unwrap_or_default(),
+        tool_input: o.get("tool_input").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// Answers one hook call: `input` is the payload read from stdin. Never panics on bad input;
+/// a judgment that does not finish within `cfg.timeout` is answered as the event's failure
+/// (blocked at a stop, allowed with a message before or after a tool).
+pub fn run(cfg: &Config, input: &[u8]) -> Answer {
+    let p = match parse(input) {
+        Ok(p) => p,
+        Err(why) => return Answer::unreadable(&why),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (cfg2, p2) = (cfg.clone(), p.clone());
+    let spawned = std::thread::Builder::new()
+        .name("hook".into())
+        .spawn(move || {
+            let _ = tx.send(answer(&cfg2, &p2));
+        });
+    if let Err(e) = spawned {
+        return on_failure(cfg, &p, &format!("cannot start the judgment: {e}"));
+    }
+    match rx.recv_timeout(cfg.timeout) {
+        Ok(a) => a,
+        // The thread is left behind; the process ends when the answer is printed.
+        Err(_) => on_failure(
+            cfg,
+            &p,
+            &format!(
+                "the judgment did not finish within {} s (--timeout)",
+                cfg.timeout.as_secs_f64()
+            ),
+        ),
+    }
+}
+
+fn answer(cfg: &Config, p: &Payload) -> Answer {
+    let result = match p.event.as_str() {
+        "Stop" | "SubagentStop" => stop(cfg, p),
+        "PreToolUse" => pre_tool(cfg, p),
+        "PostToolUse" => post_tool(cfg, p),
+        "SessionStart" => session_start(cfg, p),
+        // Events the referee has nothing to say about.
+        _ => Ok(Answer::allow()),
+    };
+    result.unwrap_or_else(|e| on_failure(cfg, p, &format!("{e:#}")))
+}
+
+/// The answer when the referee cannot judge: a stop is blocked (fail closed) until the blocks
+/// of this session reach the cap, then let through with the failure told to the human; before
+/// or after a tool, the call goes on with a message (those answers are advisory).
+fn on_failure(cfg: &Config, p: &Payload, why: &str) -> Answer {
+    let what = format!(
+        "referee ({}) cannot judge the workspace: {why}",
+        cfg.agent.name()
+    );
+    if !matches!(p.event.as_str(), "Stop" | "SubagentStop") {
+        return Answer::tell(&what);
+    }
+    let counter = Counter::for_payload(cfg, p);
+    let (blocks, cap) = match &counter {
+        Some(c) => (c.read(), c.cap),
+        // No state to count in: one block per stop chain (`stop_hook_active`).
+        None => (usize::from(p.stop_hook_active), 1),
+    };
+    if blocks >= cap {
+        if let Some(c) = &counter {
+            c.write(0);
+        }
+        return Answer::tell(&format!(
+            "{what}. The stop was blocked {blocks} time(s) for this and is now let through: ESCALATE — a human must review the workspace."
+        ));
+    }
+    if let Some(c) = &counter {
+        c.write(blocks + 1);
+    }
+    Answer::block(&format!(
+        "{what}. The referee fails closed: this stop is blocked until it can judge (block {} of at most {cap}); fix what is named above if it is in the workspace, else stop again.",
+        blocks + 1
+    ))
+}
+
+/// The consecutive stops blocked by a referee that could not judge, per session, kept in the
+/// state directory (`hook-<task>.json`): the cap of fail-closed blocks.
+struct Counter {
+    state: PathBuf,
+    name: String,
+    cap: usize,
+}
+
+impl Counter {
+    fn for_payload(cfg: &Config, p: &Payload) -> Option<Counter> {
+        let root = workspace_root(cfg, p).ok()?;
+        let state = judge::state_of(&root, cfg.state_dir.as_deref()).ok()?;
+        crate::state::ensure(&state).ok()?;
+        let cap = Protocol::load(&cfg.protocol)
+            .ok()
+            .and_then(|pr| pr.guards.map(|g| g.max_rejects as usize))
+            .unwrap_or(3)
+            .max(1);
+        Some(Counter {
+            state,
+            name: format!(
+                "hook-{}.json",
+                crate::workspace::name::file_stem_for(&task_id(cfg.agent, &p.session))
+            ),
+            cap,
+        })
+    }
+
+    fn read(&self) -> usize {
+        std::fs::read(self.state.join(&self.name))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v.get("blocks").and_then(Value::as_u64))
+            .map_or(0, |n| n as usize)
+    }
+
+    fn write(&self, blocks: usize) {
+        let text = json!({ "blocks": blocks }).to_string();
+        if let Err(e) =
+            crate::outputs::write_atomic(&crate::outputs::OutDir::at(&self.state), &self.name, text)
+        {
+            tracing::warn!("cannot keep the hook's block count: {e}");
+        }
+    }
+}
+
+/// The implicit task of a session: `<agent>-<session_id>`.
+pub fn task_id(agent: Agent, session: &str) -> String {
+    format!("{}-{}", agent.id(), session)
+}
+
+/// The workspace a payload is about: `--workspace`, else the git work tree holding its `cwd`
+/// (the nearest ancestor with a `.git`), else `cwd` itself.
+fn workspace_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
+    if let Some(w) = &cfg.workspace {
+        return Ok(w.clone());
+    }
+    let cwd = std::fs::canonicalize(&p.cwd)
+        .with_context(|| format!("the hook's `cwd` `{}` cannot be opened", p.cwd.display()))?;
+    Ok(cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&cwd)
+        .to_path_buf())
+}
+
+fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
+    let protocol = Protocol::load(&cfg.protocol)?;
+    for file in protocol.secret_files() {
+        crate::protocol::secrets::refuse_inside(&file, root).map_err(|e| anyhow::anyhow!(e))?;
+    }
+    if let Some(path) = Path::new(&cfg.protocol)
+        .is_file()
+        .then(|| std::fs::canonicalize(&cfg.protocol).ok())
+        .flatten()
+    {
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        anyhow::ensure!(
+            !path.starts_with(&root),
+            "the protocol file `{}` lies inside the workspace, where the agent could edit it",
+            path.display()
+        );
+    }
+    anyhow::ensure!(
+        protocol.tasks.is_some(),
+        "protocol `{}` judges no task records: agent hooks need a protocol like `code-change`",
+        protocol.id
+    );
+    Ok(protocol)
+}
+
+fn request<'a>(cfg: &'a Config, root: &'a Path) -> judge::Request<'a> {
+    judge::Request {
+        max_read_bytes: cfg.max_read_bytes,
+        state_dir: cfg.state_dir.as_deref(),
+        ..judge::Request::new(root)
+    }
+}
+
+fn session_start(cfg: &Config, p: &Payload) -> Result<Answer> {
+    let root = workspace_root(cfg, p)?;
+    let protocol = load_protocol(cfg, &root)?;
+    // Opening the workspace pins the baseline in the state directory (kept for the session).
+    judge::attempt(&request(cfg, &root), &protocol, &|_| None)?;
+    Ok(Answer::allow())
+}
+
+/// The implicit attempt of `task` on `ws` as it was opened, or `None` when the agent wrote a
+/// record of its own that is up for judgment.
+fn implicit_record(
+    ws: &Workspace,
+    protocol: &Protocol,
+    agent: Agent,
+    task: &str,
+) -> Option<(String, Vec<u8>)> {
+    let tasks = protocol.tasks.as_ref()?;
+    if ws
+        .records(&tasks.required)
+        .iter()
+        .any(|r| r.is_judged(&tasks.judge_status))
+    {
+        return None;
+    }
+    let mut changes: Map<String, Value> = Map::new();
+    let mut post: Map<String, Value> = Map::new();
+    let (mut added, mut modified, mut removed) = (Vec::new(), Vec::new(), Vec::new());
+    for (path, change) in ws.changes().into_iter().flatten() {
+        let list = match change {
+            crate::workspace::Change::Added => &mut added,
+            crate::workspace::Change::Modified => &mut modified,
+            crate::workspace::Change::Removed => &mut removed,
+        };
+        list.push(Value::String(path.clone()));
+        let hash = Workspace::sha256(&ws.current(path));
+        post.insert(path.clone(), hash.map_or(Value::Null, Value::String));
+    }
+    changes.insert("added".into(), Value::Array(added));
+    changes.insert("modified".into(), Value::Array(modified));
+    changes.insert("removed".into(), Value::Array(removed));
+    let status = tasks
+        .judge_status
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "pending_review".into());
+    let make = |attempt: u64| {
+        let mut m = Map::new();
+        m.insert("task_id".into(), Value::String(task.to_string()));
+        m.insert("status".into(), Value::String(status.clone()));
+        m.insert("attempt".into(), json!(attempt));
+        m.insert(
+            "summary".into(),
+            Value::String(format!(
+                "Here's what I did: every change of this {} session since the referee's baseline, judged at its stop (an implicit attempt made by `referee hook`).",
+                agent.name()
+            )),
+        );
+        m.insert("changes".into(), Value::Object(changes.clone()));
+        m.insert("post_hashes".into(), Value::Object(post.clone()));
+        m
+    };
+    // The same workspace at a later stop is the attempt judged then, when that attempt let the
+    // stop through (a question answered without an edit is no new attempt); after a block, every
+    // stop is a new attempt, so the guards see an agent that does not fix anything.
+    let store = crate::attempts::Store::open(&crate::attempts::dir_for(ws.state()?));
+    let attempt = match store.last(task) {
+        Some(k) => {
+            let same = make(k.attempt);
+            let passed = k.verdict == "APPROVE" || k.verdict == "MINOR_ISSUES";
+            if passed && k.record_hash.as_deref() == Some(&crate::attempts::record_hash(&same)) {
+                k.attempt
+            } else {
+                k.attempt + 1
+            }
+        }
+        None => 1,
+    };
+    let rel = format!(
+        "{TASKS_DIR}/{}.json",
+        crate::workspace::name::file_stem_for(task)
+    );
+    let bytes = serde_json::to_vec(&Value::Object(make(attempt))).ok()?;
+    Some((rel, bytes))
+}
+
+fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
+    anyhow::ensure!(
+        !p.session.is_empty(),
+        "the hook's input has no `session_id` (the implicit task is named by it)"
+    );
+    let root = workspace_root(cfg, p)?;
+    let protocol = load_protocol(cfg, &root)?;
+    let task = task_id(cfg.agent, &p.session);
+    let w = judge::attempt(&request(cfg, &root), &protocol, &|ws| {
+        implicit_record(ws, &protocol, cfg.agent, &task)
+    })?;
+    let live = judge::live_referee(&root, &w.state);
+    keep(&protocol, &w, &task, live.is_some())?;
+    if let Some(c) = Counter::for_payload(cfg, p) {
+        c.write(0);
+    }
+    let escalated: Vec<&TaskVerdict> = w
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict.starts_with("ESCALATE"))
+        .collect();
+    let stop_file = w.state.join(crate::outputs::STOP_FILE);
+    if !escalated.is_empty() {
+        let why: Vec<String> = escalated
+            .iter()
+            .map(|v| {
+                format!(
+                    "{} of task `{}`: {}",
+                    v.verdict,
+                    v.task_id,
+                    v.escalation.as_deref().unwrap_or("human review required")
+                )
+            })
+            .collect();
+        let kept = if live.is_some() {
+            "the running `referee watch` keeps the STOP".to_string()
+        } else {
+            format!("the STOP is kept in `{}`", stop_file.display())
+        };
+        return Ok(Answer::tell(&format!(
+            "referee: {} — the stop is let through for a human to review the workspace; {kept}. Failing checks: {}",
+            why.join("; "),
+            failing(&escalated).join(" | ")
+        )));
+    }
+    // A live `watch` owns the STOP: its word counts too.
+    let watch_stop = live
+        .as_ref()
+        .and_then(|_| read_small(&stop_file))
+        .filter(|s| !s.trim().is_empty());
+    if w.violation(&protocol) || watch_stop.is_some() {
+        let mut reason = blocked_reason(&protocol, &w, cfg.agent);
+        if let Some(s) = watch_stop {
+            reason.push_str("\n\nThe running `referee watch` holds a STOP:\n");
+            reason.push_str(&s);
+        }
+        return Ok(Answer::block(&reason));
+    }
+    let minor: Vec<&TaskVerdict> = w
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict != "APPROVE")
+        .collect();
+    if minor.is_empty() {
+        return Ok(Answer::allow());
+    }
+    Ok(Answer::tell(&format!(
+        "referee: {} — {}",
+        minor
+            .iter()
+            .map(|v| format!("{} (task `{}`)", v.verdict, v.task_id))
+            .collect::<Vec<_>>()
+            .join(", "),
+        failing(&minor).join(" | ")
+    )))
+}
+
+/// Keeps what a stop judged in the state directory: the verdicts and attempts of the implicit
+/// task (the guards' memory), those of the agent's own records and the STOP unless a live
+/// `watch` owns them. Never the workspace's `.referee/`.
+fn keep(protocol: &Protocol, w: &judge::WorkspaceJudgment, task: &str, live: bool) -> Result<()> {
+    let store = crate::attempts::Store::open(&crate::attempts::dir_for(&w.state));
+    for v in &w.verdicts {
+        if live && v.task_id != task {
+            continue;
+        }
+        crate::outputs::code_change::write_verdict(
+            &w.state,
+            None,
+            &store,
+            protocol,
+            v,
+            crate::outputs::Durability::Contents,
+            true,
+        )
+        .with_context(|| format!("cannot keep the verdict in `{}`", w.state.display()))?;
+    }
+    if !live {
+        let dir = crate::outputs::OutDir::at(&w.state);
+        match crate::outputs::code_change::workspace_stop_md(protocol, &w.ws, &w.verdicts) {
+            Some(text) => {
+                crate::outputs::write_atomic(&dir, crate::outputs::STOP_FILE, text)?;
+            }
+            None => crate::outputs::remove_own(&dir, crate::outputs::STOP_FILE)?,
+        }
+    }
+    Ok(())
+}
+
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).ok()?;
+    let mut s = String::new();
+    f.take(64 << 10).read_to_string(&mut s).ok()?;
+    Some(s)
+}
+
+/// The failing checks of `verdicts`, one line each (bounded).
+fn failing(verdicts: &[&TaskVerdict]) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in verdicts {
+        for r in v.results.iter().filter(|r| is_failing(r)) {
+            out.push(describe(r));
+        }
+    }
+    if out.len() > 20 {
+        let more = out.len() - 20;
+        out.truncate(20);
+        out.push(format!("… and {more} more"));
+    }
+    out
+}
+
+fn is_failing(r: &CheckResult) -> bool {
+    matches!(
+        r.status,
+        crate::engine::Status::Fail | crate::engine::Status::Inconclusive
+    ) && r.waiver.is_none()
+}
+
+fn describe(r: &CheckResult) -> String {
+    let mut s = format!(
+        "{} {} ({}): {}",
+        r.check,
+        r.status.as_str(),
+        r.title,
+        cut(&r.evidence.observed, 400)
+    );
+    // The details, not the diff lines quoted under them (indented): the agent has the diff.
+    for d in r
+        .evidence
+        .details
+        .iter()
+        .filter(|d| !d.starts_with("  "))
+        .take(5)
+    {
+        s.push_str("; ");
+        s.push_str(&cut(d, 200));
+    }
+    s
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max).collect();
+    t.push('…');
+    t
+}
+
+fn blocked_reason(protocol: &Protocol, w: &judge::WorkspaceJudgment, agent: Agent) -> String {
+    let mut s = format!(
+        "The referee ({}) judged this workspace against its baseline and blocks this stop.\n",
+        protocol.id
+    );
+    for v in &w.verdicts {
+        s.push_str(&format!(
+            "\n{} — task `{}`{}\n",
+            v.verdict,
+            v.task_id,
+            v.attempt
+                .map(|a| format!(", attempt {a}"))
+                .unwrap_or_default()
+        ));
+        for line in failing(&[v]) {
+            s.push_str(&format!("- {line}\n"));
+        }
+        // Only the protected paths: the rest of the attempt is the agent's to fix, not undo.
+        let vetoes = crate::verdict::veto_globs(protocol);
+        let protected = |p: &str| vetoes.iter().any(|(_, g)| g.iter().any(|g| g.is_match(p)));
+        for r in v.restore.iter().filter(|r| protected(&r.path)) {
+            s.push_str(&format!(
+                "- restore `{}` to its baseline content{}\n",
+                r.path,
+                if r.sha256.is_none() {
+                    " (absent at the baseline: remove it)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    if let Some(stop) = crate::outputs::code_change::veto_stop_md(protocol, &w.ws) {
+        if w.verdicts.is_empty() {
+            s.push_str("\nThe workspace changes a protected path:\n");
+            s.push_str(&cut(&stop, 4000));
+        }
+    }
+    let cap = protocol.guards.as_ref().map_or(3, |g| g.max_rejects);
+    s.push_str(&format!(
+        "\nFix these, then stop again. Do not edit protected files. After {cap} rejections, or an attempt that changes nothing, the referee escalates to a human ({} hook).",
+        agent.name()
+    ));
+    s
+}
+
+fn pre_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
+    let paths = tool_targets(p);
+    if paths.is_empty() {
+        return Ok(Answer::allow());
+    }
+    let root = workspace_root(cfg, p)?;
+    let protocol = load_protocol(cfg, &root)?;
+    let cwd = std::fs::canonicalize(&p.cwd).unwrap_or_else(|_| p.cwd.clone());
+    let vetoes = crate::verdict::veto_globs(&protocol);
+    let mut hits = Vec::new();
+    for path in &paths {
+        let Some(rel) = targets::relative(&root, &cwd, path) else {
+            continue;
+        };
+        let rel = record::normalize(&rel);
+        for (check, globs) in &vetoes {
+            if let Some(g) = globs.iter().find(|g| g.is_match(&rel)) {
+                hits.push(format!("`{rel}` (protected by {check}: `{}`)", g.as_str()));
+            }
+        }
+    }
+    if hits.is_empty() {
+        return Ok(Answer::allow());
+    }
+    Ok(Answer::deny(&format!(
+        "referee: this {} would change a protected path: {}. Protected files are the orchestrator's own code; a change to them is a veto at the stop whatever else is done. Leave them as they are.",
+        if p.tool_name.is_empty() { "tool call" } else { &p.tool_name },
+        hits.join(", ")
+    )))
+}
+
+/// The paths a tool call writes, as its input names them.
+fn tool_targets(p: &Payload) -> Vec<String> {
+    let input = &p.tool_input;
+    let text = |k: &str| input.get(k).and_then(Value::as_str);
+    match p.tool_name.as_str() {
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => text("file_path")
+            .or_else(|| text("notebook_path"))
+            .map(|f| vec![f.to_string()])
+            .unwrap_or_default(),
+        "Bash" | "shell" | "exec_command" | "local_shell" => match input.get("command") {
+            Some(Value::String(c)) => {
+                let mut t = targets::shell(c);
+                if c.contains("*** Begin Patch") {
+                    t.extend(targets::apply_patch(c));
+                }
+                t
+            }
+            // An argv array (`["bash", "-lc", "…"]`): its last word is the script.
+            Some(Value::Array(words)) => words
+                .last()
+                .and_then(Value::as_str)
+                .map(targets::shell)
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
+        "apply_patch" => text("command")
+            .or_else(|| text("patch"))
+            .or_else(|| text("input"))
+            .map(targets::apply_patch)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+fn post_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
+    let paths = tool_targets(p);
+    if paths.is_empty() {
+        return Ok(Answer::allow());
+    }
+    let root = workspace_root(cfg, p)?;
+    let protocol = load_protocol(cfg, &root)?;
+    let cwd = std::fs::canonicalize(&p.cwd).unwrap_or_else(|_| p.cwd.clone());
+    let rels: Vec<String> = paths
+        .iter()
+        .filter_map(|path| targets::relative(&root, &cwd, path))
+        .map(|r| record::normalize(&r))
+        .collect();
+    if rels.is_empty() {
+        return Ok(Answer::allow());
+    }
+    let task = task_id(cfg.agent, &p.session);
+    // Judged in memory: nothing kept, this is no attempt.
+    let w = judge::attempt(&request(cfg, &root), &protocol, &|ws| {
+        implicit_record(ws, &protocol, cfg.agent, &task)
+    })?;
+    let mut found = Vec::new();
+    for v in &w.verdicts {
+        for r in v.results.iter().filter(|r| is_failing(r)) {
+            let names = |rel: &String| {
+                r.evidence.observed.contains(rel.as_str())
+                    || r.evidence.details.iter().any(|d| d.contains(rel.as_str()))
+                    || r.evidence.files.iter().any(|f| &f.path == rel)
+            };
+            if (protocol.is_veto(&r.check) || rels.iter().any(names))
+                && !found.contains(&describe(r))
+            {
+                found.push(describe(r));
+            }
+        }
+    }
+    if found.is_empty() {
+        return Ok(Answer::allow());
+    }
+    Ok(Answer::block(&format!(
+        "referee: this edit of {} broke what the referee checks at the stop:\n- {}\nFix it before you stop.",
+        rels.iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        found.join("\n- ")
+    )))
+}

@@ -1,0 +1,520 @@
+//! `referee hook claude-code|codex`, end to end through the binary: the agents' documented hook
+//! payloads (recorded under `fixtures/hooks/`, their project path `/home/user/my-project`
+//! replaced by a real git workspace), real edits (`sed -i` run as a process), the state
+//! directory the referee keeps, and the answers as each agent reads them (stdout JSON, exit code).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::code_change::{git_workspace, APP, PROTECTED};
+
+/// The project path in the recorded payloads.
+const DOC_PROJECT: &str = "/home/user/my-project";
+
+fn fixture(agent: &str, name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hooks")
+        .join(agent)
+        .join(name);
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// What the hook answered.
+#[derive(Debug)]
+struct Answer {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Answer {
+    /// The JSON answer on stdout (`Value::Null` when it printed nothing).
+    fn json(&self) -> Value {
+        if self.stdout.trim().is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+
+    fn blocked_with(&self) -> String {
+        assert_eq!(self.code, 0, "{self:?}");
+        let v = self.json();
+        assert_eq!(v["decision"], "block", "{self:?}");
+        v["reason"].as_str().expect("a reason").to_string()
+    }
+
+    fn allowed_silently(&self) {
+        assert_eq!(self.code, 0, "{self:?}");
+        assert_eq!(self.json(), Value::Null, "{self:?}");
+    }
+
+    fn denied_with(&self) -> String {
+        assert_eq!(self.code, 0, "{self:?}");
+        let v = self.json();
+        let out = &v["hookSpecificOutput"];
+        assert_eq!(out["hookEventName"], "PreToolUse", "{self:?}");
+        assert_eq!(out["permissionDecision"], "deny", "{self:?}");
+        out["permissionDecisionReason"]
+            .as_str()
+            .expect("a reason")
+            .to_string()
+    }
+}
+
+/// A workspace and the referee's state directory for it.
+struct Ws {
+    _root: tempfile::TempDir,
+    ws: PathBuf,
+    state: PathBuf,
+}
+
+fn workspace() -> Ws {
+    let (root, ws, _logs) = git_workspace();
+    let state = root.path().join("state");
+    Ws {
+        ws,
+        state,
+        _root: root,
+    }
+}
+
+impl Ws {
+    /// Runs `referee hook AGENT` with the recorded payload `name`, `edit` applied to it.
+    fn hook_with(
+        &self,
+        agent: &str,
+        name: &str,
+        extra: &[&str],
+        edit: impl FnOnce(&mut Value),
+    ) -> Answer {
+        let text = fixture(agent, name).replace(DOC_PROJECT, self.ws.to_str().unwrap());
+        let mut v: Value = serde_json::from_str(&text).unwrap();
+        edit(&mut v);
+        self.run(agent, v.to_string().as_bytes(), extra)
+    }
+
+    fn hook(&self, agent: &str, name: &str) -> Answer {
+        self.hook_with(agent, name, &[], |_| {})
+    }
+
+    fn run(&self, agent: &str, stdin: &[u8], extra: &[&str]) -> Answer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_referee"))
+            .args(["hook", agent, "--state-dir"])
+            .arg(&self.state)
+            .args(extra)
+            .env("XDG_STATE_HOME", crate::state_home())
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run referee hook");
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        Answer {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn sed_i(&self, script: &str, file: &str) {
+        let st = Command::new("sed")
+            .current_dir(&self.ws)
+            .args(["-i", script, file])
+            .status()
+            .expect("sed");
+        assert!(st.success());
+    }
+
+    fn verdict(&self, task: &str) -> Value {
+        let name = referee::outputs::code_change::verdict_file(task, "json");
+        let text = fs::read_to_string(self.state.join(&name))
+            .unwrap_or_else(|e| panic!("{name} in the state directory: {e}"));
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+/// Every path under `dir` (`.git` included) with its size, mode and content hash.
+fn listing(dir: &Path) -> BTreeMap<String, (u64, u32, String)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(Result::unwrap)
+        .map(|e| {
+            let m = fs::symlink_metadata(e.path()).unwrap();
+            let hash = if m.is_file() {
+                referee::workspace::sha256(&fs::read(e.path()).unwrap())
+            } else {
+                String::new()
+            };
+            (
+                e.path().strip_prefix(dir).unwrap().display().to_string(),
+                (
+                    if m.is_file() { m.len() } else { 0 },
+                    m.permissions().mode(),
+                    hash,
+                ),
+            )
+        })
+        .collect()
+}
+
+const CC: &str = "claude-code";
+const CC_TASK: &str = "claude-code-abc123";
+
+#[test]
+fn a_clean_change_is_let_through_at_stop_and_kept_as_an_approved_attempt() {
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    fs::write(w.ws.join(APP), "def main():\n    return 2\n").unwrap();
+    w.hook(CC, "stop.json").allowed_silently();
+    let v = w.verdict(CC_TASK);
+    assert_eq!(v["verdict"], "APPROVE", "{v}");
+    assert_eq!(v["attempt"], 1, "{v}");
+    // No STOP in the state directory.
+    assert!(!w.state.join("OBSERVER-STOP.md").exists());
+    // The same workspace at the next stop is the same attempt, not a new one.
+    w.hook(CC, "stop.json").allowed_silently();
+    assert_eq!(w.verdict(CC_TASK)["attempt"], 1);
+}
+
+#[test]
+fn sed_i_on_a_protected_file_is_blocked_at_stop_with_cc01() {
+    for (agent, name, task) in [
+        (CC, "stop.json", CC_TASK),
+        (
+            "codex",
+            "stop.json",
+            "codex-019a6f2e-7c1d-7b30-9f7e-2d0c4b8a1e55",
+        ),
+    ] {
+        let w = workspace();
+        w.hook(CC, "session-start.json").allowed_silently();
+        fs::write(w.ws.join(APP), "def main():\n    return 2\n").unwrap();
+        w.sed_i("s/worker/admin/", PROTECTED);
+        let reason = w.hook(agent, name).blocked_with();
+        assert!(reason.contains("CC-01"), "{agent}: {reason}");
+        assert!(reason.contains(PROTECTED), "{agent}: {reason}");
+        assert!(reason.contains("REJECT"), "{agent}: {reason}");
+        assert!(
+            reason.contains(&format!("restore `{PROTECTED}`")),
+            "{agent}: {reason}"
+        );
+        assert!(
+            !reason.contains(&format!("restore `{APP}`")),
+            "only protected paths are to be restored: {reason}"
+        );
+        assert_eq!(w.verdict(task)["verdict"], "REJECT");
+        let stop = fs::read_to_string(w.state.join("OBSERVER-STOP.md")).unwrap();
+        assert!(stop.contains(PROTECTED), "{stop}");
+        // Put back, the stop goes through and the STOP is gone.
+        w.sed_i("s/admin/worker/", PROTECTED);
+        w.hook(agent, name).allowed_silently();
+        assert!(!w.state.join("OBSERVER-STOP.md").exists());
+    }
+}
+
+#[test]
+fn a_subagent_stop_is_judged_like_a_stop() {
+    let w = workspace();
+    w.sed_i("s/worker/admin/", PROTECTED);
+    let reason = w.hook(CC, "subagent-stop.json").blocked_with();
+    assert!(reason.contains("CC-01"), "{reason}");
+}
+
+#[test]
+fn writes_to_protected_paths_are_denied_before_they_run() {
+    let w = workspace();
+    for name in ["pre-tool-use-write.json", "pre-tool-use-edit.json"] {
+        let reason = w.hook(CC, name).denied_with();
+        assert!(reason.contains(PROTECTED), "{name}: {reason}");
+        assert!(reason.contains("CC-01"), "{name}: {reason}");
+    }
+    w.hook(CC, "pre-tool-use-multiedit-app.json")
+        .allowed_silently();
+    // The shell: `sed -i` named relative to the payload's cwd, Claude Code and Codex alike.
+    for agent in [CC, "codex"] {
+        let reason = w.hook(agent, "pre-tool-use-bash.json").denied_with();
+        assert!(reason.contains(PROTECTED), "{agent}: {reason}");
+    }
+    let reason = w
+        .hook_with(CC, "pre-tool-use-bash.json", &[], |v| {
+            v["cwd"] = Value::String(w.ws.join("src").display().to_string());
+            v["tool_input"]["command"] = "cd . && echo x >> ../src/./orchestrator.py".into();
+        })
+        .denied_with();
+    assert!(reason.contains(PROTECTED), "{reason}");
+    let reason = w
+        .hook("codex", "pre-tool-use-apply-patch.json")
+        .denied_with();
+    assert!(reason.contains(PROTECTED), "{reason}");
+    // Reading a protected file, or writing elsewhere, goes on.
+    for cmd in [
+        "cat src/orchestrator.py",
+        "sed -n 1p src/orchestrator.py",
+        "sed -i s/1/2/ src/app.py",
+        "echo x > /tmp/elsewhere-orchestrator.py",
+    ] {
+        w.hook_with(CC, "pre-tool-use-bash.json", &[], |v| {
+            v["tool_input"]["command"] = cmd.into();
+        })
+        .allowed_silently();
+    }
+    // Nothing was written by any of this (the denies are advice, not edits).
+    assert_eq!(
+        fs::read_to_string(w.ws.join(PROTECTED)).unwrap(),
+        "ROLES = ['worker']\n"
+    );
+}
+
+#[test]
+fn an_edit_that_breaks_the_syntax_gets_feedback_naming_the_file() {
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    fs::write(w.ws.join(APP), "def main(:\n    return 2\n").unwrap();
+    let reason = w.hook(CC, "post-tool-use-write.json").blocked_with();
+    assert!(reason.contains(APP), "{reason}");
+    assert!(reason.contains("CC-05"), "{reason}");
+    // Feedback is not an attempt: nothing kept.
+    assert!(!w
+        .state
+        .join("attempts")
+        .join(referee::attempts::file_name(CC_TASK))
+        .exists());
+    // Fixed, the same call says nothing.
+    fs::write(w.ws.join(APP), "def main():\n    return 2\n").unwrap();
+    w.hook(CC, "post-tool-use-write.json").allowed_silently();
+    // A secret added is named too (by rule and line; the key is split here so that this file
+    // holds none).
+    let header = format!("{}BEGIN OPENSSH {}{}", "-----", "PRIVATE KEY", "-----");
+    fs::write(
+        w.ws.join(APP),
+        format!("KEY = \"{header}\"\ndef main():\n    return 2\n"),
+    )
+    .unwrap();
+    let reason = w.hook(CC, "post-tool-use-write.json").blocked_with();
+    assert!(reason.contains("CC-07"), "{reason}");
+    assert!(reason.contains("src/app.py:1: private key"), "{reason}");
+}
+
+#[test]
+fn the_loop_guards_cap_the_blocks_and_escalate_to_a_human() {
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    w.sed_i("s/worker/admin/", PROTECTED);
+    // Each stop the agent changes something but leaves the protected edit: REJECT, REJECT, then
+    // the third rejection escalates (max_rejects = 3): the stop goes through, with the human told.
+    for i in 1..=2 {
+        fs::write(w.ws.join(APP), format!("def main():\n    return {i}0\n")).unwrap();
+        let name = if i == 1 {
+            "stop.json"
+        } else {
+            "stop-active.json"
+        };
+        let reason = w.hook(CC, name).blocked_with();
+        assert!(reason.contains(&format!("attempt {i}")), "{reason}");
+    }
+    fs::write(w.ws.join(APP), "def main():\n    return 30\n").unwrap();
+    let a = w.hook(CC, "stop-active.json");
+    assert_eq!(a.code, 0, "{a:?}");
+    let v = a.json();
+    assert!(v.get("decision").is_none(), "not blocked: {v}");
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("ESCALATE"), "{msg}");
+    assert!(msg.contains("human"), "{msg}");
+    assert_eq!(w.verdict(CC_TASK)["verdict"], "ESCALATE");
+    let stop = fs::read_to_string(w.state.join("OBSERVER-STOP.md")).unwrap();
+    assert!(stop.contains("ESCALATE"), "{stop}");
+}
+
+#[test]
+fn a_stop_with_nothing_fixed_escalates_at_once() {
+    let w = workspace();
+    w.sed_i("s/worker/admin/", PROTECTED);
+    w.hook(CC, "stop.json").blocked_with();
+    // Blocked, the agent stops again without changing anything: no progress.
+    let a = w.hook(CC, "stop-active.json");
+    let v = a.json();
+    assert!(v.get("decision").is_none(), "{a:?}");
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("identical"),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn a_payload_that_cannot_be_read_blocks_and_never_crashes() {
+    let w = workspace();
+    for bad in [
+        &b""[..],
+        b"not json",
+        b"[]",
+        b"{\"hook_event_name\": \"Stop\"}",
+        b"{\"cwd\": \"/\"}",
+        b"\xff\xfe{",
+        b"{\"hook_event_name\": 7, \"cwd\": []}",
+    ] {
+        let a = w.run(CC, bad, &[]);
+        assert_eq!(a.code, 2, "{bad:?}: {a:?}");
+        assert!(a.stderr.contains("cannot judge"), "{bad:?}: {a:?}");
+        assert!(!a.stderr.contains("panicked"), "{bad:?}: {a:?}");
+    }
+    // Readable but without a session: a stop cannot be judged as an attempt, so it is blocked.
+    let reason = w
+        .hook_with(CC, "stop.json", &[], |v| {
+            v.as_object_mut().unwrap().remove("session_id");
+        })
+        .blocked_with();
+    assert!(reason.contains("session_id"), "{reason}");
+    // A cwd that does not exist.
+    let reason = w
+        .hook_with(CC, "stop.json", &[], |v| {
+            v["cwd"] = "/nonexistent/project".into();
+        })
+        .blocked_with();
+    assert!(reason.contains("/nonexistent/project"), "{reason}");
+}
+
+#[test]
+fn a_referee_that_cannot_judge_blocks_then_lets_the_human_know() {
+    let w = workspace();
+    // A state directory that cannot be one: a file.
+    fs::write(&w.state, "not a directory").unwrap();
+    let reason = w.hook(CC, "stop.json").blocked_with();
+    assert!(reason.contains("cannot judge"), "{reason}");
+    // Already continuing because of that block, the stop goes through with the failure said.
+    let a = w.hook(CC, "stop-active.json");
+    let v = a.json();
+    assert!(v.get("decision").is_none(), "{a:?}");
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("ESCALATE"),
+        "{a:?}"
+    );
+    // A judgment that cannot finish in time is blocked too.
+    let w = workspace();
+    let reason = w
+        .hook_with(CC, "stop.json", &["--timeout", "1ns"], |_| {})
+        .blocked_with();
+    assert!(reason.contains("--timeout"), "{reason}");
+}
+
+#[test]
+fn nothing_in_the_workspace_is_written() {
+    let w = workspace();
+    fs::write(w.ws.join(APP), "def main(:\n").unwrap();
+    w.sed_i("s/worker/admin/", PROTECTED);
+    let before = listing(&w.ws);
+    for (agent, name) in [
+        (CC, "session-start.json"),
+        (CC, "pre-tool-use-write.json"),
+        (CC, "pre-tool-use-bash.json"),
+        (CC, "post-tool-use-write.json"),
+        (CC, "stop.json"),
+        (CC, "stop-active.json"),
+        (CC, "stop-active.json"),
+        (CC, "subagent-stop.json"),
+        ("codex", "stop.json"),
+        ("codex", "pre-tool-use-apply-patch.json"),
+    ] {
+        let a = w.hook(agent, name);
+        assert!(a.code == 0, "{agent} {name}: {a:?}");
+    }
+    assert_eq!(before, listing(&w.ws));
+    assert!(!w.ws.join(".tasks").exists());
+    assert!(!w.ws.join(".referee").exists());
+}
+
+#[test]
+fn a_plain_folder_is_measured_from_its_start_snapshot() {
+    let (root, ws, _logs) = crate::code_change::plain_workspace();
+    let w = Ws {
+        state: root.path().join("state"),
+        ws,
+        _root: root,
+    };
+    fs::write(w.ws.join("src/roles.py"), "R = 1\n").unwrap();
+    w.hook(CC, "session-start.json").allowed_silently();
+    w.hook(CC, "stop.json").allowed_silently();
+    w.sed_i("s/1/2/", "src/roles.py");
+    let reason = w.hook(CC, "stop.json").blocked_with();
+    assert!(reason.contains("src/roles.py"), "{reason}");
+}
+
+#[test]
+fn the_example_snippets_wire_the_documented_events() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let cc: Value = serde_json::from_str(
+        &fs::read_to_string(examples.join("claude-code/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let codex: Value =
+        serde_json::from_str(&fs::read_to_string(examples.join("codex/hooks.json")).unwrap())
+            .unwrap();
+    for (v, agent, events) in [
+        (
+            &cc,
+            "claude-code",
+            &[
+                "SessionStart",
+                "Stop",
+                "SubagentStop",
+                "PreToolUse",
+                "PostToolUse",
+            ][..],
+        ),
+        (
+            &codex,
+            "codex",
+            &["SessionStart", "Stop", "PreToolUse", "PostToolUse"][..],
+        ),
+    ] {
+        for e in events {
+            let groups = v["hooks"][e]
+                .as_array()
+                .unwrap_or_else(|| panic!("{agent}: {e}"));
+            let cmd = groups[0]["hooks"][0]["command"].as_str().unwrap();
+            assert_eq!(cmd, format!("referee hook {agent}"), "{agent} {e}");
+            assert_eq!(groups[0]["hooks"][0]["type"], "command");
+            let timeout = groups[0]["hooks"][0]["timeout"].as_u64().unwrap();
+            assert!(
+                timeout > 45,
+                "above the referee's own --timeout: {agent} {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn with_a_running_watch_the_hook_shares_its_state_and_leaves_the_stop_to_it() {
+    let w = workspace();
+    let logs = w._root.path().join("logs");
+    let state = w.state.to_str().unwrap().to_string();
+    let mut watch = crate::code_change::start(&w.ws, &logs, &["--state-dir", &state]);
+    let stop_file = w.state.join("OBSERVER-STOP.md");
+    w.sed_i("s/worker/admin/", PROTECTED);
+    watch.until("the watch's STOP for the protected change", || {
+        stop_file.exists()
+    });
+    let reason = w.hook(CC, "stop.json").blocked_with();
+    assert!(reason.contains("CC-01"), "{reason}");
+    assert!(
+        reason.contains("The running `referee watch` holds a STOP"),
+        "{reason}"
+    );
+    // The implicit attempt is kept beside the watch's memory, in the one state directory.
+    assert_eq!(w.verdict(CC_TASK)["verdict"], "REJECT");
+    // Put back: the watch takes its STOP away (the hook never touched it), the stop goes through.
+    w.sed_i("s/admin/worker/", PROTECTED);
+    watch.until("the STOP cleared by the watch", || !stop_file.exists());
+    w.hook(CC, "stop.json").allowed_silently();
+    watch.signal(libc::SIGTERM);
+    let code = crate::watch::exit_code(watch.wait(crate::watch::WAIT));
+    assert_eq!(code, 0, "{}", watch.output());
+}
