@@ -15,6 +15,7 @@ pub mod duration;
 pub mod engine;
 mod error;
 pub mod exit;
+pub mod init;
 pub mod judge;
 pub mod logging;
 pub mod observed;
