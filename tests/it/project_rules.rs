@@ -286,3 +286,57 @@ fn init_suggests_the_repositorys_paths_and_writes_only_outside_it() {
     assert_eq!(r["status"], "FAIL", "{r}");
     assert!(r["evidence"].to_string().contains("ci.yml"), "{r}");
 }
+
+/// The `sh` blocks of a markdown document, in order.
+fn sh_blocks(doc: &str) -> Vec<String> {
+    doc.split("```sh\n")
+        .skip(1)
+        .map(|b| b.split("\n```").next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// `docs/d10-pipeline.md`'s minimal example, run as written with `referee` on PATH: the Phase 1
+/// directory passes what is due (exit 0), the hand-entered gate result fails OBS-27 (exit 1).
+#[test]
+fn the_d10_pipeline_doc_example_does_what_it_says() {
+    let doc = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/d10-pipeline.md"));
+    let blocks = sh_blocks(&doc);
+    let example: Vec<&String> = blocks
+        .iter()
+        .filter(|b| b.contains("referee verify ."))
+        .collect();
+    assert_eq!(example.len(), 2, "{blocks:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = crate::watch::referee();
+    let path = format!(
+        "{}:{}",
+        bin.parent().expect("a directory").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let sh = |script: &str, cwd: &Path| {
+        let out = std::process::Command::new("sh")
+            .args(["-c", script])
+            .current_dir(cwd)
+            .env("PATH", &path)
+            .env("XDG_STATE_HOME", crate::state_home())
+            .output()
+            .expect("run sh");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = sh(example[0], dir.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("OBS-16 [SIGNIFICANT] **PASS**"), "{out}");
+    assert!(out.contains("OBS-15 [BLOCKING] **PASS**"), "{out}");
+    assert!(out.contains("OBS-17 [SIGNIFICANT] **WAITING**"), "{out}");
+    assert!(out.contains("22 not yet due"), "{out}");
+    let (code, out) = sh(example[1], &dir.path().join("build"));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("OBS-27 [BLOCKING] **FAIL**"), "{out}");
+    assert!(
+        out.contains("p3a-gate-results.json[1]: GR-17 = PASS, source manual"),
+        "{out}"
+    );
+}
