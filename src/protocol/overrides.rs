@@ -101,6 +101,10 @@ impl Overrides {
             }
         };
         for (name, value, from) in self.assignments()? {
+            // Named for where it came from (the protocol's own check would point into the
+            // protocol file).
+            super::vars::validate(&Vars::from([(name.clone(), value.clone())]))
+                .map_err(|m| format!("{from}: {m}"))?;
             if !vars.values().any(|v| v.get_ref().contains_key(&name)) {
                 return Err(format!(
                     "{from}: unknown variable `{name}` (this protocol's variables: {known})"
@@ -118,6 +122,10 @@ impl Overrides {
                 return Err(format!(
                     "--protect: this protocol has no `{PROTECTED}` variable (its variables: {known}); --protect applies to the code-change protocol"
                 ));
+            }
+            for glob in &self.protect {
+                super::predicate::Glob::try_from(glob.clone())
+                    .map_err(|m| format!("--protect `{glob}`: {m}"))?;
             }
             for v in vars.values_mut() {
                 let Some(slot) = v.get_mut().get_mut(PROTECTED) else {
@@ -349,13 +357,17 @@ mod tests {
             ..Default::default()
         };
         let e = cc(&o).unwrap_err().to_string();
-        assert!(e.contains("must be a string or an array of strings"), "{e}");
+        assert!(
+            e.starts_with("--set: variable `protected` must be a string or an array of strings"),
+            "{e}"
+        );
         // A glob that does not compile is refused at load, as in the protocol itself.
         let o = Overrides {
             protect: vec!["a/[".into()],
             ..Default::default()
         };
-        assert!(cc(&o).is_err());
+        let e = cc(&o).unwrap_err().to_string();
+        assert!(e.starts_with("--protect `a/[`: "), "{e}");
     }
 
     #[test]

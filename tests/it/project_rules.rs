@@ -164,6 +164,7 @@ fn unknown_names_and_misfits_are_errors_that_say_what_fits() {
     assert!(err.contains("array of strings"), "{err}");
     let (code, _, err) = verify(&ws, &["--protect", "ci/[", "--write"]);
     assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--protect `ci/[`"), "{err}");
     // The D10 protocol has no protected paths to add to.
     let (code, _, err) = run(&["verify", ws.to_str().expect("utf-8"), "--protect", "ci/**"]);
     assert_eq!(code, 2, "{err}");
