@@ -82,6 +82,10 @@ enum Command {
     /// For an orchestrator at a phase transition: print OBSERVER-STOP.md and exit 1 if it
     /// exists, else print `go` and exit 0 (exit 3 with --require-live and no live referee).
     Status(StatusArgs),
+    /// Write a starting `--vars` file for a repository: the languages found, and protected
+    /// paths suggested from what exists (CI configuration, lock files, build files, the
+    /// referee's own configuration); prints the `referee watch` command that uses it.
+    Init(InitArgs),
     /// Inspect and validate protocols.
     #[command(subcommand)]
     Protocol(ProtocolCommand),
@@ -162,6 +166,37 @@ impl WaiversArg {
     }
 }
 
+/// A project's own rules (README "Your project's rules"): applied in this order, the file, then
+/// each `--set`, then each `--protect`; the resolved values change the protocol's SHA-256.
+#[derive(Args, Debug, Default)]
+struct RulesArgs {
+    /// Add GLOB to the protected paths (the code-change protocol's `protected` variable): a
+    /// worker's change to a matching file is CC-01, REJECT. Repeatable.
+    #[arg(long, value_name = "GLOB")]
+    protect: Vec<String>,
+    /// Replace the protocol variable NAME in every variant: VALUE is TOML when it starts with
+    /// `[`, `"` or `'` (`--set 'protected=["ci/**","Makefile"]'`), else a bare string.
+    /// Repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Protocol variables from FILE, a TOML file of `NAME = VALUE` lines (`referee init` writes
+    /// one). Refused when FILE lies inside the watched directory: the worker could edit it.
+    #[arg(long, value_name = "FILE")]
+    vars: Option<PathBuf>,
+}
+
+impl RulesArgs {
+    fn overrides(&self) -> Result<protocol::overrides::Overrides> {
+        protocol::overrides::Overrides {
+            file: self.vars.clone(),
+            set: self.set.clone(),
+            protect: self.protect.clone(),
+        }
+        .resolve_paths()
+        .context("cannot resolve the `--vars` path")
+    }
+}
+
 #[derive(Args, Debug)]
 struct VerifyArgs {
     /// The pipeline's build output directory.
@@ -197,6 +232,8 @@ struct VerifyArgs {
     /// the watched directory: the worker could edit it.
     #[arg(long, value_name = "FILE")]
     secrets: Option<PathBuf>,
+    #[command(flatten)]
+    rules: RulesArgs,
     /// The referee's own memory (event log, heartbeat, STOP, verdicts, kept attempts), kept
     /// out of the watched directory's reach (created 0700; a symlink, a directory of another
     /// user or one others can write is refused). Default:
@@ -273,11 +310,14 @@ fn render(
 enum ProtocolCommand {
     /// List the embedded protocols.
     List,
-    /// Print a protocol's source (embedded id or file).
+    /// Print a protocol's source (embedded id or file); with `--protect`/`--set`/`--vars`,
+    /// followed by the variables as they resolve.
     Show {
         /// An embedded protocol id (`d10`) or the path of a protocol file.
         #[arg(value_name = "ID|FILE", default_value = protocol::DEFAULT_ID)]
         protocol: String,
+        #[command(flatten)]
+        rules: RulesArgs,
     },
     /// Validate a protocol (a file, or an embedded id); errors point at file:line:column.
     Check {
@@ -291,6 +331,9 @@ enum ProtocolCommand {
         /// An embedded protocol id (`d10`) or the path of a protocol file.
         #[arg(value_name = "ID|FILE", default_value = protocol::DEFAULT_ID)]
         protocol: String,
+        /// As given to `watch`: the hash covers the resolved variables.
+        #[command(flatten)]
+        rules: RulesArgs,
     },
     /// Run a protocol's fixtures (a case per sub-directory of DIR); exit 1 on any mismatch.
     ///
@@ -371,6 +414,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Watch(a) => watch(a, &g),
         Command::Verify(a) => verify(a),
         Command::Status(a) => status(a),
+        Command::Init(a) => init(a),
         Command::Protocol(p) => protocol_command(p),
         Command::Replay(a) => replay(a, &g),
         Command::Demo(a) => demo(a, &g),
@@ -492,14 +536,24 @@ fn load_protocol(spec: &str) -> Result<Protocol> {
     Ok(Protocol::load(spec)?)
 }
 
-/// The protocol a run judges `dir` by: with `--secrets FILE`, CC-07's rules from the file;
-/// every rule file it reads must lie outside `dir` (the worker could edit it).
-fn load_protocol_for(spec: &str, secrets: Option<&Path>, dir: &Path) -> Result<Protocol> {
+/// The protocol a run judges `dir` by: with `--secrets FILE`, CC-07's rules from the file, and
+/// the project's overrides of its variables; every rule file it reads must lie outside `dir`
+/// (the worker could edit it).
+fn load_protocol_for(
+    spec: &str,
+    secrets: Option<&Path>,
+    overrides: &protocol::overrides::Overrides,
+    dir: &Path,
+) -> Result<Protocol> {
     let secrets = secrets
         .map(std::path::absolute)
         .transpose()
         .context("cannot resolve the `--secrets` path")?;
-    let protocol = Protocol::load_with_secrets(spec, secrets.as_deref())?;
+    // Refused before it is read: nothing from inside the watched directory is believed.
+    if let Some(file) = &overrides.file {
+        protocol::overrides::refuse_inside(file, dir).map_err(anyhow::Error::msg)?;
+    }
+    let protocol = Protocol::load_with(spec, secrets.as_deref(), overrides)?;
     for file in protocol.secret_files() {
         protocol::secrets::refuse_inside(&file, dir).map_err(|e| anyhow::anyhow!(e))?;
     }
@@ -510,7 +564,12 @@ fn verify(a: VerifyArgs) -> Result<ExitCode> {
     // One thread: listing the directory beside the protocol load, or compiling patterns
     // beside the judging, cost a small build about as much as it saved (threads are not
     // free on a shared 2-core machine); the large-report scans split across cores instead.
-    let protocol = load_protocol_for(&a.protocol.protocol, a.secrets.as_deref(), &a.build_dir)?;
+    let protocol = load_protocol_for(
+        &a.protocol.protocol,
+        a.secrets.as_deref(),
+        &a.rules.overrides()?,
+        &a.build_dir,
+    )?;
     let waivers = a.waivers.load(&protocol)?;
     let req = judge::Request {
         dir: &a.build_dir,
@@ -630,12 +689,19 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             }
             print(&s)?;
         }
-        ProtocolCommand::Show { protocol } => {
-            let p = load_protocol(&protocol)?;
-            print(&p.text)?;
+        ProtocolCommand::Show { protocol, rules } => {
+            let p = Protocol::load_with(&protocol, None, &rules.overrides()?)?;
+            let mut text = p.text.clone();
+            if !p.overrides.is_empty() {
+                text.push_str(&format!("\n# ---- overridden (sha256 {}) ----\n", p.sha256));
+                for line in protocol::overrides::describe(&p.overrides) {
+                    text.push_str(&format!("# {line}\n"));
+                }
+            }
+            print(&text)?;
         }
-        ProtocolCommand::Hash { protocol } => {
-            let p = load_protocol(&protocol)?;
+        ProtocolCommand::Hash { protocol, rules } => {
+            let p = Protocol::load_with(&protocol, None, &rules.overrides()?)?;
             print(&format!("{}\n", p.sha256))?;
         }
         ProtocolCommand::Check { protocol } => {
@@ -693,6 +759,28 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             }
         }
     }
+    Ok(ExitCode::Ok)
+}
+
+#[derive(Args, Debug)]
+struct InitArgs {
+    /// The repository (default: the current directory).
+    #[arg(value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+    /// Write the file here instead of stdout; refused inside DIR (the worker could edit it).
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Overwrite `--output` when it exists.
+    #[arg(long, requires = "output")]
+    force: bool,
+}
+
+fn init(a: InitArgs) -> Result<ExitCode> {
+    print(&crate::init::run(&crate::init::Options {
+        dir: a.dir,
+        output: a.output,
+        force: a.force,
+    })?)?;
     Ok(ExitCode::Ok)
 }
 
@@ -811,6 +899,8 @@ struct WatchArgs {
     /// the watched directory: the worker could edit it.
     #[arg(long, value_name = "FILE")]
     secrets: Option<PathBuf>,
+    #[command(flatten)]
+    rules: RulesArgs,
     /// The referee's own memory (event log, heartbeat, STOP, verdicts, kept attempts), kept
     /// out of the watched directory's reach (created 0700; a symlink, a directory of another
     /// user or one others can write is refused). With `--root`, each build gets `DIR/<name>-<hash>`. Default:
@@ -899,12 +989,21 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
     let shutdown = crate::daemon::signals::listen_for_termination()
         .context("cannot set up SIGINT/SIGTERM handling")?;
     let mut config = crate::daemon::Config::new(a.build_dir.clone().unwrap_or_default());
-    if a.secrets.is_some() || a.protocol.protocol != protocol::DEFAULT_ID {
-        // Checked before anything runs (exit 2): the rule file loads and lies outside what is
+    config.overrides = a.rules.overrides()?;
+    if a.secrets.is_some()
+        || a.protocol.protocol != protocol::DEFAULT_ID
+        || !config.overrides.is_empty()
+    {
+        // Checked before anything runs (exit 2): the rule files load and lie outside what is
         // watched.
         let watched = a.root.as_ref().or(a.build_dir.as_ref());
         if let Some(dir) = watched {
-            load_protocol_for(&a.protocol.protocol, a.secrets.as_deref(), dir)?;
+            load_protocol_for(
+                &a.protocol.protocol,
+                a.secrets.as_deref(),
+                &config.overrides,
+                dir,
+            )?;
         }
         config.secrets = a
             .secrets

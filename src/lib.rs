@@ -17,6 +17,7 @@ pub mod engine;
 mod error;
 pub mod exit;
 pub mod hook;
+pub mod init;
 pub mod judge;
 pub mod logging;
 pub mod observed;

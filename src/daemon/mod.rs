@@ -99,9 +99,23 @@ pub struct Config {
     /// `--secrets`: CC-07's secret rules from this file instead of the protocol's (an absolute
     /// path, checked to lie outside the watched directory before the run).
     pub secrets: Option<PathBuf>,
+    /// `--vars`/`--set`/`--protect`: the project's values of the protocol's variables (the
+    /// file checked to lie outside the watched directory before the run).
+    pub overrides: crate::protocol::overrides::Overrides,
 }
 
 impl Config {
+    /// The protocol this run judges by: its rule files and overrides applied.
+    pub fn load_protocol(
+        &self,
+    ) -> Result<crate::protocol::Protocol, crate::protocol::ProtocolError> {
+        crate::protocol::Protocol::load_with(
+            &self.protocol,
+            self.secrets.as_deref(),
+            &self.overrides,
+        )
+    }
+
     /// The defaults of `referee watch BUILD_DIR`.
     pub fn new(build_dir: impl Into<PathBuf>) -> Config {
         Config {
@@ -128,6 +142,7 @@ impl Config {
             waivers: None,
             state_dir: None,
             secrets: None,
+            overrides: Default::default(),
         }
     }
 }

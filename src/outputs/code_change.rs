@@ -188,11 +188,12 @@ pub fn verdict_md(p: &Protocol, v: &TaskVerdict) -> String {
     }
     let _ = writeln!(
         s,
-        "Record: {} · protocol {} {} (sha256 {})\n",
+        "Record: {} · protocol {} {} (sha256 {}){}\n",
         code(&v.record),
         code(&p.id),
         text(&p.version),
-        code(&p.sha256)
+        code(&p.sha256),
+        super::markdown::overridden(p)
     );
     let fails: Vec<&CheckResult> = v.results.iter().filter(|r| failing(r)).collect();
     if !fails.is_empty() {
@@ -528,10 +529,11 @@ pub fn report_md(
     );
     let _ = writeln!(
         s,
-        "- Protocol: {} {} (sha256 {})",
+        "- Protocol: {} {} (sha256 {}){}",
         code(&p.id),
         text(&p.version),
-        code(&p.sha256)
+        code(&p.sha256),
+        super::markdown::overridden(p)
     );
     if let Some(t) = ctx.written {
         let _ = writeln!(

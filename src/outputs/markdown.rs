@@ -90,11 +90,32 @@ fn result_section(out: &mut String, r: &CheckResult, level: &str) {
 
 fn header_line(p: &Protocol) -> String {
     format!(
-        "Protocol: {} {} (sha256 {})",
+        "Protocol: {} {} (sha256 {}){}",
         code(&p.id),
         text(&p.version),
-        code(&p.sha256)
+        code(&p.sha256),
+        overridden(p)
     )
+}
+
+/// The project's overrides of the protocol's variables (`--vars`/`--set`/`--protect`) as the
+/// report header shows them: empty when none.
+pub(crate) fn overridden(p: &Protocol) -> String {
+    if p.overrides.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = p
+        .overrides
+        .iter()
+        .map(|r| {
+            format!(
+                "{} ({})",
+                code(&format!("{} = {}", r.name, r.value)),
+                text(&r.from.join(", "))
+            )
+        })
+        .collect();
+    format!("; project rules: {}", each.join("; "))
 }
 
 /// `OBSERVER-PASS-{N}.md`: every check of one pass with its evidence and history.

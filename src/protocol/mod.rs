@@ -9,6 +9,7 @@ pub mod explain;
 pub mod glob;
 pub mod inputs;
 pub mod memo;
+pub mod overrides;
 pub mod pattern;
 pub mod predicate;
 pub mod secrets;
@@ -68,6 +69,9 @@ pub enum ProtocolError {
     /// A relative path where secret rules are named (they must not be read from the workspace).
     #[error("secret rules `{0}`: give `embedded` or an absolute path")]
     SecretsSpec(String),
+    /// A `--vars`/`--set`/`--protect` that does not fit the protocol.
+    #[error("{0}")]
+    Overrides(String),
     #[error("unknown protocol `{0}` (embedded: {list}; or give the path of a protocol file)", list = embedded_ids())]
     Unknown(String),
 }
@@ -243,6 +247,8 @@ pub struct Protocol {
     pub grades: Vec<Grade>,
     pub guards: Option<Guards>,
     pub passes: Vec<Pass>,
+    /// The variables `--vars`/`--set`/`--protect` changed, as resolved (empty: none).
+    pub overrides: Vec<overrides::Resolved>,
 }
 
 // ---- the file format -------------------------------------------------------------------
@@ -376,6 +382,15 @@ impl Protocol {
 
     /// Parses and validates protocol text; `origin` names it in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Protocol, ProtocolError> {
+        Protocol::parse_with(text, origin, &overrides::Overrides::default())
+    }
+
+    /// As [`Protocol::parse`], with a project's overrides applied to the variables first.
+    pub fn parse_with(
+        text: &str,
+        origin: &str,
+        overrides: &overrides::Overrides,
+    ) -> Result<Protocol, ProtocolError> {
         let err_at = |span: Option<Range<usize>>, message: String| {
             let (line, column) = line_col(text, span.map_or(0, |s| s.start));
             ProtocolError::Invalid {
@@ -385,8 +400,11 @@ impl Protocol {
                 message,
             }
         };
-        let raw: RawProtocol = toml::from_str(text)
+        let mut raw: RawProtocol = toml::from_str(text)
             .map_err(|e| err_at(within(text, e.span(), e.message()), e.message().to_string()))?;
+        let overridden = overrides
+            .apply(&mut raw.vars)
+            .map_err(ProtocolError::Overrides)?;
 
         if *raw.schema_version.get_ref() != SCHEMA_VERSION {
             return Err(err_at(
@@ -690,6 +708,7 @@ impl Protocol {
             grades: raw.grades,
             guards: raw.guards,
             passes,
+            overrides: overridden,
         })
     }
 

@@ -25,6 +25,7 @@ mod locations;
 mod markdown;
 mod order;
 mod pinned;
+mod project_rules;
 mod replay;
 mod root;
 mod state;

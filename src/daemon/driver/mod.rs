@@ -164,10 +164,7 @@ pub(super) fn run_one(
             return Err(DaemonError::NoSuchPid { pid });
         }
     }
-    let protocol = Arc::new(Protocol::load_with_secrets(
-        &config.protocol,
-        config.secrets.as_deref(),
-    )?);
+    let protocol = Arc::new(config.load_protocol()?);
     let mut session = Session::open(config.clone(), protocol, None)?;
     let mut d = Driver::new(session.canon().to_path_buf(), false, config.watch, None);
     // Watch before the first scan, so nothing written in between is missed.
@@ -197,10 +194,7 @@ pub(super) fn run_root(
     mut template: Config,
     shutdown: Option<Receiver<Shutdown>>,
 ) -> Result<RootOutcome, DaemonError> {
-    let protocol = Arc::new(Protocol::load_with_secrets(
-        &template.protocol,
-        template.secrets.as_deref(),
-    )?);
+    let protocol = Arc::new(template.load_protocol()?);
     let canon = std::fs::canonicalize(&root).map_err(|source| DaemonError::BuildDir {
         path: root.display().to_string(),
         source,

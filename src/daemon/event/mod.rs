@@ -67,6 +67,9 @@ pub struct RunOptions {
     pub heartbeat_secs: f64,
     pub settle_ms: u64,
     pub max_read_bytes: u64,
+    /// The protocol variables `--vars`/`--set`/`--protect` changed, as resolved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vars: Vec<crate::protocol::overrides::Resolved>,
 }
 
 /// A run's start (or restart): what was started, where, how.

@@ -21,6 +21,7 @@ fn every_kind() -> Vec<Event> {
             heartbeat_secs: 2.0,
             settle_ms: 300,
             max_read_bytes: 1 << 26,
+            vars: Vec::new(),
         },
         warning: None,
     };

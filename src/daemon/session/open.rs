@@ -278,6 +278,7 @@ impl Session {
             heartbeat_secs: self.cfg.heartbeat.as_secs_f64(),
             settle_ms: self.cfg.settle.as_millis() as u64,
             max_read_bytes: self.cfg.limits.max_read_bytes,
+            vars: self.protocol.overrides.clone(),
         }
     }
 

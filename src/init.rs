@@ -1,0 +1,387 @@
+//! `referee init [DIR]`: a starting `--vars` file for a repository. It looks at the files in
+//! DIR (names only: nothing is read or run), names the languages it finds by extension, and
+//! suggests protected paths that exist there: CI configuration, lock files, build files, and
+//! the referee's own configuration if the team keeps a copy in the repository. The protocol's
+//! own protected globs are kept at the top of the list.
+//!
+//! The file is printed (stdout) or written to `--output FILE`, which is refused inside DIR (the
+//! worker must not be able to edit the rules it is judged by) and never overwritten without
+//! `--force`. The `referee watch …` command that uses it is printed with it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::protocol::{overrides, predicate::Glob, Protocol};
+
+/// At most this many entries are looked at (a huge tree is sampled, not walked whole).
+const MAX_ENTRIES: usize = 200_000;
+
+/// Directories never descended into: tools' caches and dependencies, not the project's code.
+const SKIP_DIRS: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    "dist",
+    "build",
+    ".next",
+    "vendor",
+];
+
+/// Languages by file extension.
+const LANGUAGES: &[(&str, &[&str])] = &[
+    ("Python", &["py", "pyi"]),
+    ("TypeScript", &["ts", "tsx", "mts", "cts"]),
+    ("JavaScript", &["js", "jsx", "mjs", "cjs"]),
+    ("Rust", &["rs"]),
+    ("Go", &["go"]),
+    ("Java", &["java"]),
+    ("Kotlin", &["kt", "kts"]),
+    ("C", &["c", "h"]),
+    ("C++", &["cc", "cpp", "cxx", "hpp", "hh"]),
+    ("C#", &["cs"]),
+    ("Ruby", &["rb"]),
+    ("PHP", &["php"]),
+    ("Shell", &["sh", "bash"]),
+    ("Swift", &["swift"]),
+];
+
+/// A suggested path: the glob, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suggestion {
+    pub glob: String,
+    pub why: &'static str,
+}
+
+/// What `init` found in a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Survey {
+    /// Language name and how many files, most first.
+    pub languages: Vec<(String, usize)>,
+    pub suggestions: Vec<Suggestion>,
+}
+
+/// Files whose presence (anywhere) makes a suggestion: (file name, why).
+const FILES: &[(&str, &str)] = &[
+    (".gitlab-ci.yml", "CI configuration"),
+    (".travis.yml", "CI configuration"),
+    ("azure-pipelines.yml", "CI configuration"),
+    ("Jenkinsfile", "CI configuration"),
+    ("bitbucket-pipelines.yml", "CI configuration"),
+    (".pre-commit-config.yaml", "commit hooks"),
+    ("Cargo.lock", "lock file"),
+    ("package-lock.json", "lock file"),
+    ("yarn.lock", "lock file"),
+    ("pnpm-lock.yaml", "lock file"),
+    ("bun.lockb", "lock file"),
+    ("poetry.lock", "lock file"),
+    ("Pipfile.lock", "lock file"),
+    ("uv.lock", "lock file"),
+    ("go.sum", "lock file"),
+    ("Gemfile.lock", "lock file"),
+    ("composer.lock", "lock file"),
+    ("Makefile", "build file"),
+    ("CODEOWNERS", "review rules"),
+];
+
+/// Directories whose presence (at the top) makes a suggestion of everything under them.
+const DIRS: &[(&str, &str)] = &[
+    (".github/workflows", "CI configuration"),
+    (".circleci", "CI configuration"),
+    (".buildkite", "CI configuration"),
+];
+
+/// Looks at the names under `dir` (no file is opened; symlinks are not followed).
+pub fn survey(dir: &Path) -> Result<Survey> {
+    let meta =
+        std::fs::metadata(dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
+    if !meta.is_dir() {
+        bail!("`{}` is not a directory", dir.display());
+    }
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    // File name → the relative paths it was found at.
+    let mut found: BTreeMap<&'static str, Vec<PathBuf>> = BTreeMap::new();
+    let mut referee_configs = false;
+    let walk = walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0
+                || !(e.file_type().is_dir()
+                    && SKIP_DIRS.contains(&e.file_name().to_str().unwrap_or("")))
+        })
+        .take(MAX_ENTRIES);
+    // An unreadable subdirectory is skipped: this is a suggestion, not a judgment.
+    for entry in walk.flatten() {
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let Some(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        if let Some((file, _)) = FILES.iter().find(|(f, _)| *f == name) {
+            found.entry(file).or_default().push(rel.to_path_buf());
+        }
+        if name.starts_with("referee") && name.ends_with(".toml") {
+            referee_configs = true;
+        }
+        let ext = Path::new(name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("");
+        if let Some((lang, _)) = LANGUAGES.iter().find(|(_, exts)| exts.contains(&ext)) {
+            *counts.entry(lang).or_default() += 1;
+        }
+    }
+    let mut suggestions = Vec::new();
+    for (d, why) in DIRS {
+        if dir.join(d).is_dir() {
+            suggestions.push(Suggestion {
+                glob: format!("{d}/**"),
+                why,
+            });
+        }
+    }
+    for (file, why) in FILES {
+        let Some(paths) = found.get(file) else {
+            continue;
+        };
+        // At the top: that file; deeper too: every file of that name.
+        let glob = if paths.iter().all(|p| p == Path::new(file)) {
+            (*file).to_string()
+        } else {
+            format!("**/{file}")
+        };
+        suggestions.push(Suggestion { glob, why });
+    }
+    if referee_configs {
+        suggestions.push(Suggestion {
+            glob: "**/referee*.toml".into(),
+            why: "the referee's own configuration",
+        });
+    }
+    let mut languages: Vec<(String, usize)> = counts
+        .into_iter()
+        .map(|(l, n)| (l.to_string(), n))
+        .collect();
+    languages.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(Survey {
+        languages,
+        suggestions,
+    })
+}
+
+/// A TOML string literal.
+fn quoted(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// The `--vars` file for `dir`: the protocol's protected globs, then the suggested ones.
+/// `vars_path` is where it will be (shown in the command to run).
+pub fn vars_file(dir: &Path, survey: &Survey, protocol: &Protocol, vars_path: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Project rules for `{}`, written by `referee init` (referee {}).",
+        dir.display(),
+        env!("CARGO_PKG_VERSION")
+    );
+    let langs = if survey.languages.is_empty() {
+        "none recognised".to_string()
+    } else {
+        survey
+            .languages
+            .iter()
+            .map(|(l, n)| format!("{l} ({n} file{})", if *n == 1 { "" } else { "s" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(s, "# Languages found: {langs}.");
+    let _ = writeln!(
+        s,
+        "# Keep this file OUTSIDE the repository (the referee refuses it inside: the worker must"
+    );
+    let _ = writeln!(
+        s,
+        "# not be able to edit the rules it is judged by). Use it with:"
+    );
+    let _ = writeln!(s, "#   {}", command(dir, vars_path));
+    let _ = writeln!(
+        s,
+        "# A worker's change to a file matching `protected` is CC-01: REJECT, and a STOP."
+    );
+    s.push_str("protected = [\n");
+    let own: Vec<String> = protocol
+        .text
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|t| {
+            t.get("vars")?
+                .get("main")?
+                .get(overrides::PROTECTED)?
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
+        })
+        .unwrap_or_default();
+    if !own.is_empty() {
+        let _ = writeln!(s, "  # the {} protocol's own", protocol.id);
+        for g in &own {
+            let _ = writeln!(s, "  {},", quoted(g));
+        }
+    }
+    if survey.suggestions.is_empty() {
+        s.push_str("  # nothing else suggested: add this repository's own, e.g. \"ci/**\"\n");
+    } else {
+        s.push_str("  # found in this repository\n");
+        for sug in &survey.suggestions {
+            let _ = writeln!(s, "  {},  # {}", quoted(&sug.glob), sug.why);
+        }
+    }
+    s.push_str("]\n");
+    s
+}
+
+/// The command that watches `dir` with the file.
+pub fn command(dir: &Path, vars_path: &str) -> String {
+    format!(
+        "referee watch {} --protocol code-change --vars {}",
+        shell_word(&dir.display().to_string()),
+        shell_word(vars_path)
+    )
+}
+
+/// `s` as one shell word (single-quoted when it holds anything but plain characters).
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Where `init` puts the file.
+#[derive(Debug)]
+pub struct Options {
+    pub dir: PathBuf,
+    /// `None`: stdout.
+    pub output: Option<PathBuf>,
+    pub force: bool,
+}
+
+/// What `init` prints on stdout.
+pub fn run(o: &Options) -> Result<String> {
+    let dir = std::fs::canonicalize(&o.dir)
+        .with_context(|| format!("cannot read `{}`", o.dir.display()))?;
+    let survey = survey(&dir)?;
+    let protocol = Protocol::load("code-change")?;
+    for sug in &survey.suggestions {
+        // What is written must load: a glob the referee refuses is a bug here, not later.
+        Glob::try_from(sug.glob.clone()).map_err(anyhow::Error::msg)?;
+    }
+    let Some(output) = &o.output else {
+        return Ok(vars_file(&dir, &survey, &protocol, "VARS_FILE"));
+    };
+    let target = outside(output, &dir)?;
+    let shown = target.display().to_string();
+    let text = vars_file(&dir, &survey, &protocol, &shown);
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    if o.force {
+        open.create(true).truncate(true);
+    } else {
+        open.create_new(true);
+    }
+    let mut f = open.open(&target).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow::anyhow!("`{shown}` exists: give --force to overwrite it")
+        } else {
+            anyhow::Error::new(e).context(format!("cannot write `{shown}`"))
+        }
+    })?;
+    std::io::Write::write_all(&mut f, text.as_bytes())
+        .with_context(|| format!("cannot write `{shown}`"))?;
+    // The file must load as the run will load it.
+    Protocol::load_with(
+        "code-change",
+        None,
+        &overrides::Overrides {
+            file: Some(target.clone()),
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("the file written, `{shown}`, does not load"))?;
+    Ok(format!("wrote {shown}\n{}\n", command(&dir, &shown)))
+}
+
+/// `output` as an absolute path with its directory resolved (the file may not exist yet);
+/// refused when it lies inside `dir` (canonical).
+fn outside(output: &Path, dir: &Path) -> Result<PathBuf> {
+    let abs = std::path::absolute(output).context("cannot resolve the `--output` path")?;
+    let name = abs
+        .file_name()
+        .with_context(|| format!("`{}` names no file", output.display()))?;
+    let parent = abs.parent().unwrap_or(Path::new("/"));
+    let parent = std::fs::canonicalize(parent)
+        .with_context(|| format!("cannot read `{}`", parent.display()))?;
+    // A symlink at the name is resolved too: writing through it would land where it points.
+    let target = std::fs::canonicalize(parent.join(name)).unwrap_or(parent.join(name));
+    if target.starts_with(dir) {
+        bail!(
+            "`{}` is inside `{}`: the worker could edit the rules it is judged by; write the file outside the repository",
+            output.display(),
+            dir.display()
+        );
+    }
+    Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_what_exists_only() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        std::fs::create_dir_all(root.join(".github/workflows")).unwrap();
+        std::fs::create_dir_all(root.join("web/node_modules/x")).unwrap();
+        std::fs::write(root.join("a.py"), "").unwrap();
+        std::fs::write(root.join("b.py"), "").unwrap();
+        std::fs::write(root.join("web/c.ts"), "").unwrap();
+        std::fs::write(root.join("web/package-lock.json"), "").unwrap();
+        std::fs::write(root.join("web/node_modules/x/d.js"), "").unwrap();
+        std::fs::write(root.join("Makefile"), "").unwrap();
+        let s = survey(root).unwrap();
+        assert_eq!(
+            s.languages,
+            vec![("Python".to_string(), 2), ("TypeScript".to_string(), 1)]
+        );
+        let globs: Vec<&str> = s.suggestions.iter().map(|s| s.glob.as_str()).collect();
+        assert_eq!(
+            globs,
+            vec![".github/workflows/**", "**/package-lock.json", "Makefile"]
+        );
+    }
+
+    #[test]
+    fn shell_words_are_quoted() {
+        assert_eq!(shell_word("/a/b"), "/a/b");
+        assert_eq!(shell_word("/a b/it's"), r"'/a b/it'\''s'");
+    }
+}
