@@ -239,8 +239,8 @@ impl Baseline {
         // `verify` of a large tree a comparison of paths at every level of the map).
         let mut entries = Vec::with_capacity(tree.entries.len());
         let mut subs = BTreeMap::new();
-        for (path, e) in &tree.entries {
-            let rel = name::encode(path);
+        for (path, e) in tree.entries {
+            let rel = name::encode_owned(path);
             let kind = match e.kind {
                 EntryKind::File => BaseKind::File { exec: false },
                 EntryKind::Executable => BaseKind::File { exec: true },

@@ -500,7 +500,7 @@ impl Walker<'_, '_> {
     /// directory to walk next, if it is one.
     fn visit(
         &mut self,
-        rel: Vec<u8>,
+        mut rel: Vec<u8>,
         dir: &OpenDir,
         base: &OsStr,
         meta: io::Result<Lstat>,
@@ -523,7 +523,7 @@ impl Walker<'_, '_> {
                     ino: 0,
                     nlink: 0,
                 };
-                self.insert(name::encode(&rel), entry);
+                self.insert(name::encode_owned(rel), entry);
                 return None;
             }
         };
@@ -546,7 +546,13 @@ impl Walker<'_, '_> {
             nlink: if is_dir { 0 } else { meta.nlink },
         };
         let mut next = None;
-        let key = name::encode(&rel);
+        // The key takes over the path's bytes, but for a directory to walk, which keeps them.
+        let walked = is_dir && !is_git;
+        let key = if walked {
+            name::encode(&rel)
+        } else {
+            name::encode_owned(std::mem::take(&mut rel))
+        };
         if is_git && (is_dir || is_file) {
             entry.kind = Kind::GitDir;
         } else if is_dir {
