@@ -235,10 +235,12 @@ impl Baseline {
             }
         };
         let ignore = Ignore::from_files(&ignore_files, &tree);
-        let mut entries = BTreeMap::new();
+        // Gathered, then laid out as a map at once (an insertion per path cost a one-shot
+        // `verify` of a large tree a comparison of paths at every level of the map).
+        let mut entries = Vec::with_capacity(tree.entries.len());
         let mut subs = BTreeMap::new();
-        for (path, e) in &tree.entries {
-            let rel = name::encode(path);
+        for (path, e) in tree.entries {
+            let rel = name::encode_owned(path);
             let kind = match e.kind {
                 EntryKind::File => BaseKind::File { exec: false },
                 EntryKind::Executable => BaseKind::File { exec: true },
@@ -250,7 +252,7 @@ impl Baseline {
                         if let Ok(t) = sub.tree(e.oid) {
                             for (p, se) in &t.entries {
                                 let srel = format!("{rel}/{}", name::encode(p));
-                                entries.insert(srel, sub_entry(se));
+                                entries.push((srel, sub_entry(se)));
                             }
                             subs.insert(rel, sub);
                             continue;
@@ -259,8 +261,9 @@ impl Baseline {
                     BaseKind::Submodule
                 }
             };
-            entries.insert(rel, BaseEntry { kind, oid: e.oid });
+            entries.push((rel, BaseEntry { kind, oid: e.oid }));
         }
+        let entries: BTreeMap<String, BaseEntry> = entries.into_iter().collect();
         let short: String = commit.to_string().chars().take(12).collect();
         let mut base = Baseline {
             info: BaselineInfo {
@@ -650,7 +653,9 @@ fn parse_listing(bytes: &[u8], commit: gix::ObjectId) -> Option<Kept> {
         return None;
     }
     let count = c.u64()?;
-    let mut entries = BTreeMap::new();
+    // At most one entry per 25 bytes left (a length, a kind, an id): a count that says more is
+    // not believed for the allocation.
+    let mut entries = Vec::with_capacity(count.min(c.0.len() / 25));
     for _ in 0..count {
         let len = c.u32()?;
         let p = c.take(len)?.to_vec();
@@ -662,8 +667,9 @@ fn parse_listing(bytes: &[u8], commit: gix::ObjectId) -> Option<Kept> {
             _ => return None,
         };
         let oid = c.oid()?;
-        entries.insert(p, gitread::BaseEntry { kind, oid });
+        entries.push((p, gitread::BaseEntry { kind, oid }));
     }
+    let entries = entries.into_iter().collect();
     let count = c.u64()?;
     let mut ignore = Vec::new();
     for _ in 0..count {

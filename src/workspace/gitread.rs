@@ -672,16 +672,26 @@ impl Ignore {
         let parse = gix::ignore::search::Ignore::default();
         for (path, bytes) in files {
             let dir = &path[..path.len().saturating_sub(b".gitignore".len())];
+            let patterns = gix::glob::search::Pattern::bytes_to_patterns(
+                &parse,
+                bytes,
+                Path::new(OsStr::from_bytes(path)),
+            );
+            if patterns.is_empty() {
+                // Comments and blank lines only: no rule.
+                continue;
+            }
             search.patterns.push(gix::glob::search::pattern::List {
-                patterns: gix::glob::search::Pattern::bytes_to_patterns(
-                    &parse,
-                    bytes,
-                    Path::new(OsStr::from_bytes(path)),
-                ),
+                patterns,
                 source: Some(PathBuf::from(OsStr::from_bytes(path))),
                 // `a/b/` for `a/b/.gitignore`; none for the top one.
                 base: (!dir.is_empty()).then(|| dir.into()),
             });
+        }
+        if search.patterns.is_empty() {
+            // No rules: nothing is ignored, and the tracked paths are never asked about (a set
+            // of every path and directory costs a one-shot `verify` of a large tree dearly).
+            return Ignore::empty();
         }
         let tracked: BTreeSet<Vec<u8>> = tree.entries.keys().cloned().collect();
         let mut tracked_dirs = HashSet::new();
@@ -708,6 +718,9 @@ impl Ignore {
     /// patterns (`build/`). A path inside an ignored directory is ignored (git never looks inside
     /// one), and a path the baseline tracks (or a directory holding one) never is.
     pub fn is_ignored(&self, path: &[u8], is_dir: bool) -> bool {
+        if self.search.patterns.is_empty() {
+            return false;
+        }
         let path = path.strip_suffix(b"/").unwrap_or(path);
         if path.is_empty() || self.tracked.contains(path) || self.tracked_dirs.contains(path) {
             return false;

@@ -189,11 +189,18 @@ impl Workspace {
     ) -> Result<Workspace, WorkspaceError> {
         let root = canonical_root(root)?;
         let keep = state.is_dir();
-        let base = Baseline::pin(&root, spec, keep.then_some(state), cap)?.map(Arc::new);
+        let base = {
+            let _span = tracing::debug_span!("pin").entered();
+            Baseline::pin(&root, spec, keep.then_some(state), cap)?.map(Arc::new)
+        };
         let cache_file = state.join(STAT_CACHE);
-        let mut cache = StatCache::load(&cache_file);
+        let mut cache = {
+            let _span = tracing::debug_span!("stat_cache_load").entered();
+            StatCache::load(&cache_file)
+        };
         let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
         if keep && cache.reads() > 0 {
+            let _span = tracing::debug_span!("stat_cache_save", reads = cache.reads()).entered();
             // Only when a file was read (a hash learnt); a cache that cannot be kept costs the
             // next run one read of each file, no more.
             let _ = cache.save(&cache_file);
@@ -215,7 +222,11 @@ impl Workspace {
         // the tree is read next. Read the other way round, a record landing in between would
         // be judged against the tree before its change.
         let raw_records = read_records(&root, cap);
-        let tree = scan(&root, base.as_ref().ok().map(|b| &**b), cache, cap)?;
+        let tree = {
+            let _span = tracing::debug_span!("walk").entered();
+            scan(&root, base.as_ref().ok().map(|b| &**b), cache, cap)?
+        };
+        let _span = tracing::debug_span!("compare", paths = tree.entries.len()).entered();
         Ok(Workspace::from_tree(root, base, &tree, raw_records, cap))
     }
 
@@ -385,7 +396,11 @@ impl Workspace {
                 self.undecided.push((p.clone(), why.clone()));
                 continue;
             }
-            let differs = match (base.checked_out_sha256(p), &e.sha256, e.oid) {
+            // The hex of a file's SHA-256 only for the rare path checked out with other line
+            // endings: not one string per file of the tree.
+            let checked_out = base.checked_out_sha256(p);
+            let now = checked_out.and_then(|_| e.sha256_hex());
+            let differs = match (checked_out, now, e.oid) {
                 (Some(sha), Some(now), _) => sha != now,
                 (None, _, Some(oid)) => oid != b.oid,
                 _ => {

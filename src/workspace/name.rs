@@ -58,6 +58,15 @@ pub fn encode(bytes: &[u8]) -> String {
     out
 }
 
+/// [`encode`] of bytes that are owned: the common case (UTF-8 without the escape range) keeps
+/// their allocation instead of copying it.
+pub fn encode_owned(bytes: Vec<u8>) -> String {
+    if bytes.contains(&0xF4) {
+        return encode(&bytes);
+    }
+    String::from_utf8(bytes).unwrap_or_else(|e| encode(e.as_bytes()))
+}
+
 /// The raw bytes an [`encode`]d `String` stands for. Every string decodes, but only the
 /// [canonical](is_canonical) ones come from `encode`: a string that escapes bytes forming valid
 /// UTF-8 (as a hand-written path in a task record might) decodes to the same bytes as its
@@ -196,6 +205,7 @@ mod tests {
             "😀",
         ] {
             assert_eq!(encode(s.as_bytes()), s);
+            assert_eq!(encode_owned(s.as_bytes().to_vec()), s);
             assert_eq!(decode(s), s.as_bytes());
         }
     }
@@ -204,6 +214,7 @@ mod tests {
     fn invalid_bytes_become_escape_chars() {
         let bytes = b"a\xffb\xc3";
         let s = encode(bytes);
+        assert_eq!(encode_owned(bytes.to_vec()), s);
         assert_eq!(s, "a\u{10FFFF}b\u{10FFC3}");
         assert_eq!(decode(&s), bytes);
         assert_eq!(display(&s), "a\\xffb\\xc3");

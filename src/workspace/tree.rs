@@ -7,23 +7,23 @@
 //! cap, never writes in the tree and never panics: a path it cannot read is an entry with the
 //! reason, for the checks to make INCONCLUSIVE. Each directory is opened without following a
 //! link and checked to be the one that was listed (device and inode), and its children are
-//! reached through that open directory (`/proc/self/fd/N/name` on Linux), so a directory swapped
-//! for a symlink mid-walk cannot lead it out of the tree. What is ignored is the caller's answer
+//! listed, looked at and read through that open directory (`getdents`, `fstatat`, `openat` and
+//! `readlinkat` on its descriptor), so a directory swapped for a symlink mid-walk cannot lead it
+//! out of the tree. What is ignored is the caller's answer
 //! ([`Options::ignored`], from the baseline's committed `.gitignore` files); an ignored directory
 //! is still walked, because protected globs must see every path, but nothing in it is read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gix::ObjectId;
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
 use super::name;
@@ -58,8 +58,9 @@ pub struct Entry {
     /// Git's blob id: of a regular file's bytes, or of a symlink's target (as git stores links).
     /// `None` when the file was not read (ignored, unreadable, over the cap).
     pub oid: Option<ObjectId>,
-    /// Lowercase hex SHA-256 of a regular file's bytes, from the same read as `oid`.
-    pub sha256: Option<String>,
+    /// SHA-256 of a regular file's bytes, from the same read as `oid` (hex:
+    /// [`Entry::sha256_hex`]).
+    pub sha256: Option<[u8; 32]>,
     /// Why the path could not be read (a file) or listed (a directory).
     pub unreadable: Option<String>,
     /// Ignored by the caller's rules, itself or as a path under an ignored directory.
@@ -71,6 +72,11 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The lowercase hex SHA-256 of a regular file's bytes, when it was read.
+    pub fn sha256_hex(&self) -> Option<String> {
+        self.sha256.as_ref().map(|b| hex(b))
+    }
+
     /// A regular file that was read: what the stat cache holds.
     fn is_hashed_file(&self) -> bool {
         matches!(self.kind, Kind::File { .. }) && self.oid.is_some()
@@ -109,7 +115,7 @@ impl WorkTree {
     /// anything below that cannot be read is an entry with its reason. The cache keeps only the
     /// files of this tree afterwards: use one cache per root.
     pub fn scan(root: &Path, opts: &Options<'_>, cache: &mut StatCache) -> io::Result<WorkTree> {
-        let top = OpenDir::open(root, None)?;
+        let mut top = OpenDir::open(root, None)?;
         let listing = top.list()?;
         let mut tree = WorkTree::default();
         // The cache is rebuilt from the walk: each file's entry moves over from the old one when
@@ -123,11 +129,21 @@ impl WorkTree {
             cache,
             old: Some(old),
             entries: &mut tree.entries,
+            bulk: Some(Vec::new()),
+            unlisted: Vec::new(),
         };
         let mut stack = Vec::new();
         walker.visit_listing(&[], &top, listing, false, &mut stack);
         drop(top);
         walker.run(stack);
+        // Built at once from the walk (sorted, then laid out), not an insertion per path.
+        let (bulk, unlisted) = (walker.bulk.take(), std::mem::take(&mut walker.unlisted));
+        tree.entries = bulk.unwrap_or_default().into_iter().collect();
+        for (key, why) in unlisted {
+            if let Some(entry) = tree.entries.get_mut(&key) {
+                entry.unreadable = Some(why);
+            }
+        }
         Ok(tree)
     }
 
@@ -181,6 +197,8 @@ impl WorkTree {
             cache,
             old: None,
             entries: &mut self.entries,
+            bulk: None,
+            unlisted: Vec::new(),
         };
         for mut target in chosen {
             loop {
@@ -206,7 +224,7 @@ impl WorkTree {
                 match opened {
                     Ok(dir) => {
                         let base = OsString::from_vec(base);
-                        let meta = fs::symlink_metadata(dir.child(&base));
+                        let meta = dir.stat(&base);
                         if let Some(next) = walker.visit(target, &dir, &base, meta, parent_ignored)
                         {
                             stack.push(next);
@@ -258,55 +276,148 @@ struct Pending {
     ignored: bool,
 }
 
-/// An open directory and the path that reaches its children through the open descriptor.
+/// An open directory: its children are listed, looked at and opened through its descriptor
+/// (`*at()` calls), never by a path that a swap could redirect.
 struct OpenDir {
-    _file: File,
-    via: PathBuf,
+    dir: Dir,
+}
+
+/// What `lstat` (`fstatat` without following) says of a path.
+#[derive(Debug, Clone, Copy)]
+struct Lstat {
+    mode: u32,
+    dev: u64,
+    ino: u64,
+    nlink: u64,
+    size: u64,
+    mtime: Stamp,
+    ctime: Stamp,
+}
+
+impl Lstat {
+    #[allow(
+        clippy::useless_conversion,
+        clippy::unnecessary_cast,
+        reason = "the field types of `struct stat` differ between targets: no-ops on some"
+    )]
+    fn of(st: &rustix::fs::Stat) -> Lstat {
+        Lstat {
+            mode: st.st_mode as u32,
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            nlink: st.st_nlink as u64,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+
+    fn file_type(&self) -> FileType {
+        FileType::from_raw_mode(self.mode)
+    }
 }
 
 impl OpenDir {
     /// Opens `abs` as a directory. With `expect`, a symlink is refused and the directory must
     /// still be the one listed (device, inode); without it (the root), links are followed.
     fn open(abs: &Path, expect: Option<(u64, u64)>) -> io::Result<OpenDir> {
-        let mut options = OpenOptions::new();
-        options.read(true);
-        let mut flags = libc::O_DIRECTORY | libc::O_NONBLOCK;
+        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
         if expect.is_some() {
-            flags |= libc::O_NOFOLLOW;
+            flags |= OFlags::NOFOLLOW;
         }
-        options.custom_flags(flags);
-        let file = options.open(abs)?;
+        let fd = rustix::fs::open(abs, flags, Mode::empty())?;
         if let Some(id) = expect {
-            let meta = file.metadata()?;
-            if (meta.dev(), meta.ino()) != id {
+            let st = Lstat::of(&rustix::fs::fstat(&fd)?);
+            if (st.dev, st.ino) != id {
                 return Err(io::Error::other("replaced while being read"));
             }
         }
-        // Without /proc, the path itself (a swap of a parent mid-walk is then not caught).
-        // Whether /proc serves open directories is asked once per process.
-        static PROC_FD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        let via = if *PROC_FD.get_or_init(|| proc_path.is_dir()) {
-            proc_path
-        } else {
-            abs.to_path_buf()
-        };
-        Ok(OpenDir { _file: file, via })
+        Ok(OpenDir { dir: Dir::new(fd)? })
     }
 
-    fn child(&self, base: &OsStr) -> PathBuf {
-        self.via.join(base)
+    /// The `lstat` of the child `base`.
+    fn stat(&self, base: &OsStr) -> io::Result<Lstat> {
+        let st = rustix::fs::statat(self.dir.fd()?, base, AtFlags::SYMLINK_NOFOLLOW)?;
+        Ok(Lstat::of(&st))
     }
 
-    /// The names in the directory with their `lstat` (taken relative to the listing).
-    fn list(&self) -> io::Result<Vec<(OsString, io::Result<Metadata>)>> {
-        let mut out = Vec::new();
-        for item in fs::read_dir(&self.via)? {
+    /// The target of the symlink `base`.
+    fn read_link(&self, base: &OsStr) -> io::Result<Vec<u8>> {
+        Ok(rustix::fs::readlinkat(self.dir.fd()?, base, Vec::new())?.into_bytes())
+    }
+
+    /// Opens the child `base` for reading, without following a link or blocking.
+    fn open_file(&self, base: &OsStr) -> io::Result<File> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(
+            self.dir.fd()?,
+            base,
+            flags,
+            Mode::empty(),
+        )?))
+    }
+
+    /// The names in the directory with their `lstat` (taken relative to the descriptor).
+    fn list(&mut self) -> io::Result<Vec<(OsString, io::Result<Lstat>)>> {
+        let mut names = Vec::new();
+        for item in self.dir.by_ref() {
             let item = item?;
-            out.push((item.file_name(), item.metadata()));
+            let name = item.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            names.push(OsString::from_vec(name.to_vec()));
         }
-        Ok(out)
+        Ok(names
+            .into_iter()
+            .map(|name| {
+                let meta = self.stat(&name);
+                (name, meta)
+            })
+            .collect())
     }
+}
+
+/// How many directories are opened and listed at once in a walk: bounds the descriptors held.
+const BATCH: usize = 128;
+
+/// A directory opened and listed, or why not.
+type Listed = io::Result<(OpenDir, Vec<(OsString, io::Result<Lstat>)>)>;
+
+fn abs_of(root: &Path, rel: &[u8]) -> PathBuf {
+    if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(OsStr::from_bytes(rel))
+    }
+}
+
+fn list_one(root: &Path, dir: &Pending) -> Listed {
+    let mut open = OpenDir::open(&abs_of(root, &dir.rel), Some(dir.id))?;
+    let listing = open.list()?;
+    Ok((open, listing))
+}
+
+/// Opens and lists `batch` (in its order), half of it on a second thread when there is enough
+/// to share; without a second thread, all of it here.
+fn list_all(root: &Path, batch: &[Pending]) -> Vec<Listed> {
+    let one = |dir: &Pending| list_one(root, dir);
+    if batch.len() < 8 {
+        return batch.iter().map(one).collect();
+    }
+    let (first, second) = batch.split_at(batch.len() / 2);
+    std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("referee-walk".into())
+            .spawn_scoped(s, || second.iter().map(one).collect::<Vec<_>>());
+        let mut out: Vec<Listed> = first.iter().map(one).collect();
+        match other.ok().map(|h| h.join()) {
+            Some(Ok(rest)) => out.extend(rest),
+            // No second thread (or it died): the rest here.
+            _ => out.extend(second.iter().map(one)),
+        }
+        out
+    })
 }
 
 struct Walker<'w, 'o> {
@@ -316,29 +427,39 @@ struct Walker<'w, 'o> {
     /// In a full scan, the cache as it was before (entries move from it to `cache`).
     old: Option<HashMap<String, Cached>>,
     entries: &'w mut BTreeMap<String, Entry>,
+    /// In a full scan, the entries as walked, laid out as a map once at the end.
+    bulk: Option<Vec<(String, Entry)>>,
+    /// In a full scan, the directories that could not be listed (path, why).
+    unlisted: Vec<(String, String)>,
 }
 
 impl Walker<'_, '_> {
     fn abs(&self, rel: &[u8]) -> PathBuf {
-        if rel.is_empty() {
-            self.root.to_path_buf()
-        } else {
-            self.root.join(OsStr::from_bytes(rel))
-        }
+        abs_of(self.root, rel)
     }
 
     /// Lists the pending directories, depth first, with an explicit stack (any depth).
+    ///
+    /// Up to [`BATCH`] directories at a time are opened and listed (`getdents` and an `fstatat`
+    /// per name, most of a walk's time) on two threads, as git's `core.preloadIndex` takes its
+    /// `lstat`s; what is seen is then recorded here, in one thread. Each directory is still
+    /// opened without following a link and checked to be the one listed.
     fn run(&mut self, mut stack: Vec<Pending>) {
-        while let Some(dir) = stack.pop() {
-            let listed = OpenDir::open(&self.abs(&dir.rel), Some(dir.id))
-                .and_then(|open| open.list().map(|listing| (open, listing)));
-            match listed {
-                Ok((open, listing)) => {
-                    self.visit_listing(&dir.rel, &open, listing, dir.ignored, &mut stack);
-                }
-                Err(e) => {
-                    if let Some(entry) = self.entries.get_mut(&name::encode(&dir.rel)) {
-                        entry.unreadable = Some(reason(&e));
+        while !stack.is_empty() {
+            let batch = stack.split_off(stack.len().saturating_sub(BATCH));
+            let listed = list_all(self.root, &batch);
+            for (dir, listed) in batch.into_iter().zip(listed) {
+                match listed {
+                    Ok((open, listing)) => {
+                        self.visit_listing(&dir.rel, &open, listing, dir.ignored, &mut stack);
+                    }
+                    Err(e) => {
+                        let key = name::encode(&dir.rel);
+                        if self.bulk.is_some() {
+                            self.unlisted.push((key, reason(&e)));
+                        } else if let Some(entry) = self.entries.get_mut(&key) {
+                            entry.unreadable = Some(reason(&e));
+                        }
                     }
                 }
             }
@@ -349,7 +470,7 @@ impl Walker<'_, '_> {
         &mut self,
         parent: &[u8],
         dir: &OpenDir,
-        listing: Vec<(OsString, io::Result<Metadata>)>,
+        listing: Vec<(OsString, io::Result<Lstat>)>,
         ignored: bool,
         stack: &mut Vec<Pending>,
     ) {
@@ -379,13 +500,12 @@ impl Walker<'_, '_> {
     /// directory to walk next, if it is one.
     fn visit(
         &mut self,
-        rel: Vec<u8>,
+        mut rel: Vec<u8>,
         dir: &OpenDir,
         base: &OsStr,
-        meta: io::Result<Metadata>,
+        meta: io::Result<Lstat>,
         under_ignored: bool,
     ) -> Option<Pending> {
-        let key = name::encode(&rel);
         let meta = match meta {
             Ok(meta) => meta,
             // Gone since the listing: not part of the tree.
@@ -403,47 +523,54 @@ impl Walker<'_, '_> {
                     ino: 0,
                     nlink: 0,
                 };
-                self.entries.insert(key, entry);
+                self.insert(name::encode_owned(rel), entry);
                 return None;
             }
         };
         let file_type = meta.file_type();
-        let is_dir = file_type.is_dir();
+        let is_dir = file_type == FileType::Directory;
+        let is_file = file_type == FileType::RegularFile;
         let ignored = under_ignored || (self.opts.ignored)(&rel, is_dir);
         let is_git = base.as_bytes() == b".git";
         let mut entry = Entry {
             kind: Kind::Dir,
-            mode: meta.mode(),
-            size: if is_dir { 0 } else { meta.len() },
+            mode: meta.mode,
+            size: if is_dir { 0 } else { meta.size },
             oid: None,
             sha256: None,
             unreadable: None,
             ignored,
-            dev: meta.dev(),
-            ino: meta.ino(),
+            dev: meta.dev,
+            ino: meta.ino,
             // A directory's link count follows its subdirectories: noise, like its size.
-            nlink: if is_dir { 0 } else { meta.nlink() },
+            nlink: if is_dir { 0 } else { meta.nlink },
         };
         let mut next = None;
-        if is_git && (is_dir || file_type.is_file()) {
+        // The key takes over the path's bytes, but for a directory to walk, which keeps them.
+        let walked = is_dir && !is_git;
+        let key = if walked {
+            name::encode(&rel)
+        } else {
+            name::encode_owned(std::mem::take(&mut rel))
+        };
+        if is_git && (is_dir || is_file) {
             entry.kind = Kind::GitDir;
         } else if is_dir {
             next = Some(Pending {
                 rel,
-                id: (meta.dev(), meta.ino()),
+                id: (meta.dev, meta.ino),
                 ignored,
             });
-        } else if file_type.is_file() {
+        } else if is_file {
             entry.kind = Kind::File {
-                exec: meta.mode() & 0o100 != 0,
+                exec: meta.mode & 0o100 != 0,
             };
             if !ignored {
-                self.hash(&key, &dir.child(base), &meta, &mut entry);
+                self.hash(&key, dir, base, &meta, &mut entry);
             }
-        } else if file_type.is_symlink() {
-            match fs::read_link(dir.child(base)) {
+        } else if file_type == FileType::Symlink {
+            match dir.read_link(base) {
                 Ok(target) => {
-                    let target = target.into_os_string().into_vec();
                     match blob_oid(&target) {
                         Ok(oid) => entry.oid = Some(oid),
                         Err(why) => entry.unreadable = Some(why),
@@ -456,15 +583,24 @@ impl Walker<'_, '_> {
                 }
             }
         } else {
-            entry.kind = Kind::Other(other_kind(&file_type));
+            entry.kind = Kind::Other(other_kind(file_type));
         }
-        self.entries.insert(key, entry);
+        self.insert(key, entry);
         next
+    }
+
+    fn insert(&mut self, key: String, entry: Entry) {
+        match &mut self.bulk {
+            Some(bulk) => bulk.push((key, entry)),
+            None => {
+                self.entries.insert(key, entry);
+            }
+        }
     }
 
     /// Fills in a regular file's hashes: from the cache when it can be trusted, else from one
     /// read of at most the cap.
-    fn hash(&mut self, key: &str, path: &Path, meta: &Metadata, entry: &mut Entry) {
+    fn hash(&mut self, key: &str, dir: &OpenDir, base: &OsStr, meta: &Lstat, entry: &mut Entry) {
         let listed = Stat::of(meta);
         let prior = match &mut self.old {
             Some(old) => old.remove_entry(key),
@@ -473,7 +609,7 @@ impl Walker<'_, '_> {
         if let Some((key, hit)) = prior {
             if self.cache.trusts(&hit, &listed) {
                 entry.oid = Some(hit.oid);
-                entry.sha256 = Some(hit.sha256.clone());
+                entry.sha256 = Some(hit.sha256);
                 self.cache.entries.insert(key, hit);
                 return;
             }
@@ -484,7 +620,7 @@ impl Walker<'_, '_> {
             return;
         }
         self.cache.reads += 1;
-        let read = match read_capped(path, &listed, cap) {
+        let read = match read_capped(dir, base, &listed, cap) {
             Ok(read) => read,
             Err(why) => {
                 entry.unreadable = Some(why);
@@ -498,10 +634,10 @@ impl Walker<'_, '_> {
                 return;
             }
         };
-        let sha256 = hex(&Sha256::digest(&read.bytes));
+        let sha256: [u8; 32] = Sha256::digest(&read.bytes).into();
         entry.size = read.bytes.len() as u64;
         entry.oid = Some(oid);
-        entry.sha256 = Some(sha256.clone());
+        entry.sha256 = Some(sha256);
         self.cache.entries.insert(
             key.to_string(),
             Cached {
@@ -538,25 +674,24 @@ struct ReadFile {
     at: Stamp,
 }
 
-/// Opens `path` without following a link or blocking, checks on the descriptor that it is the
-/// regular file that was listed, and reads at most `cap` bytes.
-fn read_capped(path: &Path, listed: &Stat, cap: u64) -> Result<ReadFile, String> {
+/// Opens `base` in `dir` without following a link or blocking, checks on the descriptor that it
+/// is the regular file that was listed, and reads at most `cap` bytes.
+fn read_capped(dir: &OpenDir, base: &OsStr, listed: &Stat, cap: u64) -> Result<ReadFile, String> {
     // Taken before the read: a write after this moment gives a ctime that is not older than
     // it, so the cache will not trust this read for the new content.
     let at = now();
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| read_reason(&e))?;
-    let meta = file.metadata().map_err(|e| read_reason(&e))?;
-    if !meta.file_type().is_file() || (meta.dev(), meta.ino()) != (listed.dev, listed.ino) {
+    let file = dir.open_file(base).map_err(|e| read_reason(&e))?;
+    let meta = rustix::fs::fstat(&file)
+        .map(|st| Lstat::of(&st))
+        .map_err(|e| read_reason(&e.into()))?;
+    if meta.file_type() != FileType::RegularFile || (meta.dev, meta.ino) != (listed.dev, listed.ino)
+    {
         return Err("replaced while being read".to_string());
     }
-    if meta.len() > cap {
+    if meta.size > cap {
         return Err(over_cap(cap));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| read_reason(&e))?;
@@ -585,17 +720,13 @@ fn reason(err: &io::Error) -> String {
     lowercase_message(err)
 }
 
-fn other_kind(file_type: &fs::FileType) -> &'static str {
-    if file_type.is_fifo() {
-        "fifo"
-    } else if file_type.is_socket() {
-        "socket"
-    } else if file_type.is_block_device() {
-        "block device"
-    } else if file_type.is_char_device() {
-        "char device"
-    } else {
-        "unknown"
+fn other_kind(file_type: FileType) -> &'static str {
+    match file_type {
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::BlockDevice => "block device",
+        FileType::CharacterDevice => "char device",
+        _ => "unknown",
     }
 }
 
@@ -645,14 +776,14 @@ struct Stat {
 }
 
 impl Stat {
-    fn of(meta: &Metadata) -> Stat {
+    fn of(meta: &Lstat) -> Stat {
         Stat {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mode: meta.mode(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
+            dev: meta.dev,
+            ino: meta.ino,
+            mode: meta.mode,
+            size: meta.size,
+            mtime: meta.mtime,
+            ctime: meta.ctime,
         }
     }
 }
@@ -663,7 +794,7 @@ struct Cached {
     /// The wall clock just before the read.
     at: Stamp,
     oid: ObjectId,
-    sha256: String,
+    sha256: [u8; 32],
 }
 
 /// The referee's own stat cache: a file's hashes, trusted again only while its `lstat` is
@@ -746,13 +877,7 @@ impl Reader<'_> {
         };
         let at = self.stamp()?;
         let oid = ObjectId::try_from(self.take(20)?).ok()?;
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let sha = self.take(32)?;
-        let mut sha256 = String::with_capacity(64);
-        for b in sha {
-            sha256.push(char::from(HEX[usize::from(b >> 4)]));
-            sha256.push(char::from(HEX[usize::from(b & 15)]));
-        }
+        let sha256: [u8; 32] = self.take(32)?.try_into().ok()?;
         Some((
             key,
             Cached {
@@ -763,17 +888,6 @@ impl Reader<'_> {
             },
         ))
     }
-}
-
-fn sha_bytes(hex: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    if hex.len() != 64 {
-        return None;
-    }
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
 }
 
 impl StatCache {
@@ -817,9 +931,6 @@ impl StatCache {
         let mut out = Vec::with_capacity(CACHE_MAGIC.len() + self.entries.len() * 160);
         out.extend_from_slice(CACHE_MAGIC);
         for (k, c) in &self.entries {
-            let Some(sha) = sha_bytes(&c.sha256) else {
-                continue;
-            };
             let Ok(len) = u32::try_from(k.len()) else {
                 continue;
             };
@@ -833,7 +944,7 @@ impl StatCache {
             put_stamp(&mut out, c.stat.ctime);
             put_stamp(&mut out, c.at);
             out.extend_from_slice(c.oid.as_bytes());
-            out.extend_from_slice(&sha);
+            out.extend_from_slice(&c.sha256);
         }
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -874,7 +985,7 @@ impl StatCache {
 mod tests {
     use super::*;
     use std::ffi::CString;
-    use std::os::unix::fs::{symlink, PermissionsExt};
+    use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 
     const SKIP: &[&str] = &[".git", ".tasks", ".referee"];
 
@@ -947,7 +1058,7 @@ mod tests {
         let a = e("a.txt");
         assert_eq!(a.kind, Kind::File { exec: false });
         assert_eq!(a.oid.map(|o| o.to_string()).as_deref(), Some(HELLO_OID));
-        assert_eq!(a.sha256.as_deref(), Some(HELLO_SHA256));
+        assert_eq!(a.sha256_hex().as_deref(), Some(HELLO_SHA256));
         assert_eq!(a.size, 6);
         assert_eq!(a.unreadable, None);
         assert_eq!(e("run.sh").kind, Kind::File { exec: true });
@@ -1024,7 +1135,7 @@ mod tests {
         let tree = WorkTree::scan(root, &options, &mut cache).expect("scan");
         let pyc = &tree.entries["__pycache__/roles.cpython-312.pyc"];
         assert!(pyc.ignored);
-        assert_eq!((pyc.oid, pyc.sha256.as_deref(), pyc.size), (None, None, 6));
+        assert_eq!((pyc.oid, pyc.sha256, pyc.size), (None, None, 6));
         assert_eq!(pyc.kind, Kind::File { exec: false });
         let js = &tree.entries["node_modules/a/b.js"];
         assert!(js.ignored && js.oid.is_none() && js.size == 5);
@@ -1097,7 +1208,7 @@ mod tests {
         let tree = scan(root, &mut StatCache::new());
         let key = name::encode(raw);
         let entry = &tree.entries[&key];
-        assert_eq!(entry.sha256.as_deref(), Some(HELLO_SHA256));
+        assert_eq!(entry.sha256_hex().as_deref(), Some(HELLO_SHA256));
         assert_eq!(name::to_path(root, &key), path);
         assert_eq!(
             fs::read(name::to_path(root, &key)).expect("read"),
@@ -1277,12 +1388,17 @@ mod tests {
         symlink("other", root.join("link")).expect("symlink");
         assert!(OpenDir::open(&root.join("link"), Some(other)).is_err());
         // A file that is not the one listed is not read.
-        let listed = Stat::of(&fs::symlink_metadata(root.join("other/f")).expect("stat"));
-        let err = read_capped(&root.join("d/f"), &listed, 100)
-            .err()
-            .expect("refused");
+        let d = OpenDir::open(&root.join("d"), None).expect("open d");
+        let o = OpenDir::open(&root.join("other"), None).expect("open other");
+        let f = OsStr::new("f");
+        let listed = Stat::of(&o.stat(f).expect("stat"));
+        let err = read_capped(&d, f, &listed, 100).err().expect("refused");
         assert_eq!(err, "replaced while being read");
-        assert!(read_capped(&root.join("other/f"), &listed, 100).is_ok());
+        assert!(read_capped(&o, f, &listed, 100).is_ok());
+        // Nor is a symlink put where the file was listed.
+        fs::remove_file(root.join("other/f")).expect("rm");
+        symlink("../d/f", root.join("other/f")).expect("symlink");
+        assert!(read_capped(&o, f, &listed, 100).is_err());
     }
 
     #[test]
