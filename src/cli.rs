@@ -259,6 +259,8 @@ struct HookArgs {
     state_dir: Option<PathBuf>,
     #[command(flatten)]
     read: ReadArgs,
+    #[command(flatten)]
+    rules: RulesArgs,
     /// Answer within this long (keep it below the hook's own timeout); a stop not judged by then
     /// is blocked, fail closed.
     #[arg(long, value_name = "DURATION", default_value = "45s", value_parser = crate::duration::parse)]
@@ -629,6 +631,7 @@ fn hook(a: HookArgs) -> Result<ExitCode> {
         state_dir: a.state_dir,
         max_read_bytes: a.read.max_read_bytes,
         timeout: a.timeout,
+        overrides: a.rules.overrides()?,
     };
     let mut input = Vec::new();
     let read = std::io::stdin()

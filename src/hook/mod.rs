@@ -76,6 +76,8 @@ pub struct Config {
     pub max_read_bytes: u64,
     /// The judgment's deadline (below the agent's hook timeout).
     pub timeout: Duration,
+    /// The project's rules (`--protect`, `--set`, `--vars`; README "Your project's rules").
+    pub overrides: crate::protocol::overrides::Overrides,
 }
 
 /// What the hook answers: stdout, stderr and the exit code.
@@ -265,7 +267,7 @@ impl Counter {
         let root = workspace_root(cfg, p).ok()?;
         let state = judge::state_of(&root, cfg.state_dir.as_deref()).ok()?;
         crate::state::ensure(&state).ok()?;
-        let cap = Protocol::load(&cfg.protocol)
+        let cap = Protocol::load_with(&cfg.protocol, None, &cfg.overrides)
             .ok()
             .and_then(|pr| pr.guards.map(|g| g.max_rejects as usize))
             .unwrap_or(3)
@@ -319,7 +321,11 @@ fn workspace_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
 }
 
 fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
-    let protocol = Protocol::load(&cfg.protocol)?;
+    // Refused before it is read: nothing from inside the workspace is believed.
+    if let Some(file) = &cfg.overrides.file {
+        crate::protocol::overrides::refuse_inside(file, root).map_err(anyhow::Error::msg)?;
+    }
+    let protocol = Protocol::load_with(&cfg.protocol, None, &cfg.overrides)?;
     for file in protocol.secret_files() {
         crate::protocol::secrets::refuse_inside(&file, root).map_err(|e| anyhow::anyhow!(e))?;
     }

@@ -518,3 +518,45 @@ fn with_a_running_watch_the_hook_shares_its_state_and_leaves_the_stop_to_it() {
     let code = crate::watch::exit_code(watch.wait(crate::watch::WAIT));
     assert_eq!(code, 0, "{}", watch.output());
 }
+
+/// The project's own rules reach the hook too: `--protect GLOB` makes a path protected at the
+/// stop and before a write, and a `--vars` file inside the workspace is refused (the agent must
+/// not write the rules it is judged by).
+#[test]
+fn a_teams_protect_flag_holds_at_stop_and_before_a_write() {
+    let app = |w: &Ws| w.ws.join(APP).display().to_string();
+    // Without the flag, the change is the agent's to make.
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    w.sed_i("s/1/2/", APP);
+    w.hook(CC, "stop.json").allowed_silently();
+    // With it, the same change is CC-01, at the stop and before the write.
+    let w = workspace();
+    let protect = ["--protect", APP];
+    w.hook_with(CC, "session-start.json", &protect, |_| {})
+        .allowed_silently();
+    let reason = w
+        .hook_with(CC, "pre-tool-use-write.json", &protect, |v| {
+            v["tool_input"]["file_path"] = Value::String(app(&w));
+        })
+        .denied_with();
+    assert!(reason.contains(APP), "{reason}");
+    w.sed_i("s/1/2/", APP);
+    let reason = w
+        .hook_with(CC, "stop.json", &protect, |_| {})
+        .blocked_with();
+    assert!(reason.contains("CC-01"), "{reason}");
+    assert!(reason.contains(APP), "{reason}");
+    // Rules from inside the workspace are refused: the stop is blocked with the reason.
+    let rules = w.ws.join("rules.toml");
+    fs::write(&rules, "protected = []\n").unwrap();
+    let reason = w
+        .hook_with(
+            CC,
+            "stop.json",
+            &["--vars", rules.to_str().unwrap()],
+            |_| {},
+        )
+        .blocked_with();
+    assert!(reason.contains("inside"), "{reason}");
+}
