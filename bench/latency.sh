@@ -31,7 +31,8 @@
 # PARTS picks what runs (default `reaction idle storm`): (a)–(c) are `reaction`, (d) `idle`,
 # (e) `storm`.
 #
-# Needs (Debian packages): python3, inotify-tools (inotifywait), jq, procps. It installs nothing
+# Needs (Debian packages): python3, jq, procps; inotify-tools (inotifywait) when installed, else
+# the floors run on bench/inotifywait.py, its stand-in for `inotifywait -m`. It installs nothing
 # through apt. watchexec is not packaged in Debian (bookworm): when it is missing this script runs
 # `cargo install watchexec-cli --locked` (a few minutes of compiling; set SKIP_WATCHEXEC=1 to skip
 # part (c) instead). The referee is built with `cargo build --release` unless REFEREE names a binary.
@@ -54,7 +55,6 @@ die() { echo "latency.sh: $*" >&2; exit 2; }
 
 missing=()
 command -v python3 >/dev/null || missing+=(python3)
-command -v inotifywait >/dev/null || missing+=(inotify-tools)
 command -v jq >/dev/null || missing+=(jq)
 [ ${#missing[@]} -eq 0 ] || die "missing Debian packages: ${missing[*]} (apt-get install ${missing[*]})"
 
@@ -81,6 +81,17 @@ cleanup() {
     if [ "${KEEP:-0}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
+
+# Without inotify-tools the floors' `inotifywait -m` is bench/inotifywait.py (python3 and inotify
+# through ctypes; the same events, the same one name per line). It goes on PATH for this script
+# and harness.py alone; a real inotifywait is always preferred.
+INOTIFYWAIT=inotifywait
+if ! command -v inotifywait >/dev/null; then
+    mkdir "$WORK/bin"
+    ln -s "$here/inotifywait.py" "$WORK/bin/inotifywait"
+    export PATH="$WORK/bin:$PATH"
+    INOTIFYWAIT="bench/inotifywait.py (inotify-tools is not installed)"
+fi
 
 good=$root/fixtures/content/gate-results.json
 bad=$WORK/gate-results-manual.json
@@ -129,6 +140,7 @@ kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
 echo "referee: $REFEREE ($("$REFEREE" --version))"
 echo "work:    $WORK"
 echo "trials:  $TRIALS per latency figure"
+echo "floor:   $INOTIFYWAIT"
 echo "parts:   $PARTS"
 echo
 

@@ -6,14 +6,20 @@
 #     (target: within 2x of the floor).
 # The in-process version of the same comparison is `cargo bench --bench verify`.
 #
-#   bench/verify.sh            # builds target/release/referee first
+#   bench/verify.sh                                   # builds target/release/referee first
+#   REFEREE=target/profiling/referee bench/verify.sh  # … or measures that binary
+#   BASELINE=/path/to/older/referee bench/verify.sh   # … and another build beside it, same run
 #
 # Needs: hyperfine, python3 (Debian: hyperfine python3). RUNS / RUNS_LARGE set the run counts.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
-cargo build --release --quiet
-referee=$PWD/target/release/referee
+if [ -z "${REFEREE:-}" ]; then
+    cargo build --release --quiet
+    REFEREE=target/release/referee
+fi
+referee=$(realpath "$REFEREE")
+baseline=()
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -28,16 +34,26 @@ hyperfine -N --warmup 10 --runs "${RUNS:-200}" --export-json "$work/clean.json" 
   "$referee verify $work/clean" \
   "$referee --version" \
   "/bin/true" >/dev/null
+[ -z "${BASELINE:-}" ] || baseline=("$(realpath "$BASELINE") verify $work/large")
 hyperfine -N --warmup 3 --runs "${RUNS_LARGE:-30}" --export-json "$work/large.json" \
   "$referee verify $work/large" \
+  "${baseline[@]}" \
   "sh -c 'find $work/large -type f ! -name \"*.png\" -exec cat {} + >/dev/null'" >/dev/null
+BASELINE_PATH=$( [ -z "${BASELINE:-}" ] || realpath "$BASELINE") \
 python3 - "$work/clean.json" "$work/large.json" <<'PY'
-import json, sys
-print("| command | median | mean ± σ | min |")
-print("|---|---|---|---|")
+import json, os, sys
+base = os.environ.get("BASELINE_PATH") or None
+print("| command | median | mean ± σ | min | median / floor |")
+print("|---|---|---|---|---|")
 for path in sys.argv[1:]:
-    for r in json.load(open(path))["results"]:
+    results = json.load(open(path))["results"]
+    # The last command of the large run is the floor (walk + read every non-PNG file once).
+    floor = results[-1]["median"] if path.endswith("large.json") else None
+    for r in results:
         ms = lambda s: f"{1000 * s:.2f} ms"
-        cmd = r["command"].replace(r["command"].split()[0], r["command"].split()[0].rsplit("/", 1)[-1], 1)
-        print(f"| `{cmd}` | {ms(r['median'])} | {ms(r['mean'])} ± {ms(r['stddev'])} | {ms(r['min'])} |")
+        exe = r["command"].split()[0]
+        name = exe.rsplit("/", 1)[-1] + (" (BASELINE)" if exe == base else "")
+        cmd = r["command"].replace(exe, name, 1)
+        ratio = f"{r['median'] / floor:.2f}×" if floor else ""
+        print(f"| `{cmd}` | {ms(r['median'])} | {ms(r['mean'])} ± {ms(r['stddev'])} | {ms(r['min'])} | {ratio} |")
 PY
