@@ -12,7 +12,7 @@
 //! This module must not judge, read files or keep time: the loop ([`super`]) decides whose turn
 //! it is.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, PoisonError};
 
 use crate::daemon::session::Batch;
@@ -20,6 +20,13 @@ use crate::watch::ChangeKind;
 
 /// The most paths one build keeps between two turns before they are coalesced into their folders.
 pub(super) const MAX_PATHS: usize = 4096;
+
+/// The most paths of one folder a batch keeps by name: past it the folder stands for them all
+/// (re-listed whole at the build's turn: one walk of the folder instead of a look at each path,
+/// and nothing more is kept for it). A writer renaming a few files into place is far below it;
+/// a storm in one folder is coalesced into one entry. The files of a folded folder are judged
+/// as recent writes by their mtime until they settle (see [`crate::daemon::settle`]).
+pub(super) const MAX_PER_FOLDER: usize = 64;
 
 /// One build's waiting work.
 #[derive(Debug, Default)]
@@ -30,6 +37,10 @@ struct Pending {
     /// The batch holds more than a rescan (a path, a directory event, a STOP touched, a token):
     /// work someone is waiting on, served before builds that only need a rescan.
     events: bool,
+    /// How many of the batch's paths each folder holds directly (see [`MAX_PER_FOLDER`]).
+    per_folder: HashMap<String, usize>,
+    /// Folders that stand for every path under them in this batch.
+    folded: BTreeSet<String>,
 }
 
 /// Every build's waiting work; shared by the event source's thread and the loop.
@@ -52,9 +63,12 @@ impl Inbox {
     pub fn add(&self, name: &str, changes: impl IntoIterator<Item = (String, ChangeKind)>) -> bool {
         self.with(name, |p| {
             for (rel, kind) in changes {
-                p.batch.add(rel, kind);
+                p.add(rel, kind);
                 if p.batch.paths.len() > MAX_PATHS {
                     coalesce(&mut p.batch);
+                    // What is left is folders and top-level names: count afresh.
+                    p.per_folder.clear();
+                    p.folded.clear();
                 }
             }
             p.tell(true)
@@ -106,6 +120,65 @@ impl Inbox {
 }
 
 impl Pending {
+    /// One path change: kept by name, unless a folder above it stands for it or its folder has
+    /// too many (then the folder stands for them all).
+    fn add(&mut self, rel: String, kind: ChangeKind) {
+        if self.is_folded(&rel) {
+            return;
+        }
+        let new = !self.batch.paths.contains_key(&rel);
+        self.batch.add(rel.clone(), kind);
+        if !new || !self.batch.paths.contains_key(&rel) {
+            // Known already, or not a path to judge (the STOP file, a sync token).
+            return;
+        }
+        if let Some(up) = parent(&rel) {
+            let n = self.per_folder.entry(up.to_string()).or_default();
+            *n += 1;
+            if *n > MAX_PER_FOLDER {
+                self.fold(up.to_string());
+            }
+        }
+    }
+
+    /// Whether a folder above `rel` stands for it.
+    fn is_folded(&self, rel: &str) -> bool {
+        !self.folded.is_empty()
+            && rel
+                .match_indices('/')
+                .any(|(i, _)| self.folded.contains(&rel[..i]))
+    }
+
+    /// `up` stands for every path under it from now on.
+    fn fold(&mut self, up: String) {
+        let prefix = format!("{up}/");
+        let under: Vec<String> = self
+            .batch
+            .paths
+            .range::<String, _>(&prefix..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect();
+        for k in under {
+            self.batch.paths.remove(&k);
+        }
+        self.per_folder
+            .retain(|k, _| *k != up && !k.starts_with(&prefix));
+        self.folded.retain(|k| !k.starts_with(&prefix));
+        let new = self
+            .batch
+            .paths
+            .insert(up.clone(), ChangeKind::Written)
+            .is_none();
+        if new {
+            if let Some(pp) = parent(&up) {
+                *self.per_folder.entry(pp.to_string()).or_default() += 1;
+            }
+        }
+        self.folded.insert(up);
+    }
+
     /// Marks the build as waiting; whether the loop must be told (see [`Inbox::add`]).
     fn tell(&mut self, event: bool) -> bool {
         let news = !self.told || (event && !self.events);
@@ -211,6 +284,38 @@ mod tests {
         assert_eq!(b.paths.len(), 1, "kept for settling");
         assert!(inbox.dir("b2", true));
         assert!(inbox.take("b2").expect("b2 waits").root_lost);
+    }
+
+    #[test]
+    fn a_folder_with_many_changes_stands_for_them_and_others_keep_their_names() {
+        let inbox = Inbox::default();
+        inbox.add("b", written(["p3a-gate-results.json".to_string()]));
+        inbox.add(
+            "b",
+            written((0..MAX_PER_FOLDER).map(|i| format!("screens/s{i}.png"))),
+        );
+        assert_eq!(
+            inbox.paths(),
+            MAX_PER_FOLDER + 1,
+            "at the bound: kept by name"
+        );
+        inbox.add(
+            "b",
+            written((0..10_000).map(|i| format!("scratch/storm/f{}", i % 500))),
+        );
+        inbox.add("b", written(["scratch/storm/deeper/x".to_string()]));
+        inbox.add("b", written(["scratch/notes.md".to_string()]));
+        let b = inbox.take("b").expect("b waits");
+        let keys: Vec<&str> = b.paths.keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), MAX_PER_FOLDER + 3, "{:?}", &keys[..5]);
+        assert!(keys.contains(&"scratch/storm") && keys.contains(&"scratch/notes.md"));
+        assert!(keys.contains(&"p3a-gate-results.json") && keys.contains(&"screens/s0.png"));
+        assert_eq!(b.paths["scratch/storm"], ChangeKind::Written);
+        assert!(!keys.iter().any(|k| k.starts_with("scratch/storm/")));
+        // The next batch starts afresh.
+        inbox.add("b", written(["scratch/storm/f1".to_string()]));
+        let b = inbox.take("b").expect("b waits");
+        assert_eq!(b.paths.keys().collect::<Vec<_>>(), ["scratch/storm/f1"]);
     }
 
     #[test]

@@ -508,12 +508,14 @@ impl Driver {
             return;
         };
         let started = Instant::now();
+        let paths = batch.paths.len();
         s.handle(batch);
+        let cost = started.elapsed();
+        tracing::debug!(build = %name, paths, ms = cost.as_secs_f64() * 1e3, "turn");
         if let Some((template, _)) = &self.template {
             // Cool down for up to three times what the turn cost (at most a settle window):
             // a build kept busy takes at most a quarter of the loop, its events coalesced
             // meanwhile, and a build written now and then is never held.
-            let cost = started.elapsed();
             self.cool
                 .insert(name, Instant::now() + (cost * 3).min(template.settle));
         }
