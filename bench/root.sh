@@ -42,6 +42,13 @@
 #   BUILDS=50 TRIALS=20 bench/root.sh          # a quick look, well under a minute or two
 #   SKIP_PER_PROCESS=1 KEEP=1 bench/root.sh    # only --root; keep $WORK
 #   STORM=1 SKIP_PER_PROCESS=1 bench/root.sh   # and --root again with a file-create storm in one build
+#   STORM=5 BUILDS=50 bench/root.sh            # … in five builds
+#
+# STORM=N (a'): after (a), the same on fresh copies with the first N builds in a storm (a process
+# per build creating, renaming and removing files in scratch/storm/ as fast as it can, for the
+# whole of the trials); the trials run on the other builds, the same targets as (a) (same seed;
+# (a) then never picks the first N either), so (a) and (a') are the same measurement without and
+# with the storm, side by side in one run. Issue 16: one build's storm must not delay another's STOP.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -123,7 +130,9 @@ run() { # MODE ROOT OUT [ARGS...]
 # ---- (a) one process -----------------------------------------------------------------------
 echo "(a) one process: referee watch --root on $BUILDS builds …"
 make_builds "$WORK/root-a"
-run root "$WORK/root-a" "$WORK/a.json" --template "$WORK/template"
+STORM=${STORM:-0}
+[ "$STORM" -ge 0 ] 2>/dev/null && [ "$STORM" -lt "$BUILDS" ] || die "STORM must be a whole number below BUILDS"
+run root "$WORK/root-a" "$WORK/a.json" --template "$WORK/template" --spare "$STORM"
 
 # ---- (b) one process per build -------------------------------------------------------------
 if [ "${SKIP_PER_PROCESS:-0}" != 1 ]; then
@@ -212,21 +221,26 @@ for side, d in (("one process", a), ("per process", b)):
         print(f"  {side} stderr ×{e['count']}: {e['line'][:150]}")
 EOF
 
-# ---- (a') one process, one build in a file-create storm (STORM=1) ----------------------------
-# The first build gets a process creating and removing files as fast as it can (in a subfolder no
-# check reads) throughout the trials, which run on the other builds: their STOP reaction beside
-# (a)'s, measured the same way (issue 16: one build's storm must not delay another's STOP).
-if [ "${STORM:-0}" = 1 ]; then
-    echo "(a') one process, a storm in the first build …"
+# ---- (a') one process, STORM builds in a file storm -----------------------------------------
+if [ "$STORM" -ge 1 ]; then
+    echo "(a') one process, a storm in the first $STORM build(s) …"
     make_builds "$WORK/root-s"
-    run root "$WORK/root-s" "$WORK/s.json" --storm
+    run root "$WORK/root-s" "$WORK/s.json" --storm "$STORM"
     python3 - "$WORK/a.json" "$WORK/s.json" <<'EOF'
 import json, sys
 a, s = (json.load(open(p)) for p in sys.argv[1:])
 r = lambda d, k: d.get("reaction", {}).get(k, float("nan"))
-print(f"other builds' STOP, quiet vs storm ({s.get('storm_files')} files made and removed):"
-      f" p50 {r(a, 'p50_ms'):.1f} vs {r(s, 'p50_ms'):.1f} ms,"
-      f" p99 {r(a, 'p99_ms'):.1f} vs {r(s, 'p99_ms'):.1f} ms,"
-      f" trials without a STOP {r(a, 'timeouts')} vs {r(s, 'timeouts')}")
+print(f"\nthe other builds' STOP without (a) and with (a') a storm in {s.get('storm_builds')} build(s)"
+      f" ({s.get('storm_files')} files made, {s.get('storm_files_per_s')}/s;"
+      f" storms still running at the end: {s.get('storm_alive_at_end')}/{s.get('storm_builds')}):")
+with_storm = "(a') storm"
+print(f"  {'':<6}{'(a) no storm':>14}{with_storm:>14}{'ratio':>8}")
+for k in ("p50_ms", "p99_ms", "mean_ms", "max_ms"):
+    q, t = r(a, k), r(s, k)
+    print(f"  {k[:-3]:<6}{q:11.1f} ms{t:11.1f} ms{t / q if q else float('nan'):7.2f}×")
+print(f"  trials without a STOP: {r(a, 'timeouts')} vs {r(s, 'timeouts')};"
+      f" cross-talk {a.get('crosstalk')} vs {s.get('crosstalk')}")
+print(f"  peak RSS (VmHWM): {a['end']['hwm_kib'] / 1024:.1f} vs {s['end']['hwm_kib'] / 1024:.1f} MiB;"
+      f" load average at the end {a['loadavg_end'][0]:.1f} vs {s['loadavg_end'][0]:.1f}")
 EOF
 fi

@@ -407,29 +407,44 @@ class Bench:
         a = self.a
         n = len(self.dirs)
         rng = random.Random(a.seed)
-        # With --storm the first build takes the storm and is never a target.
-        pool = range(1, n) if a.storm else range(n)
+        # The first --spare builds (the storming ones with --storm) are never targets: with the
+        # same --spare and seed, a run with a storm and one without draw the same targets.
+        spare = max(a.spare, a.storm)
+        if spare >= n:
+            raise SystemExit(f"--spare/--storm {spare} leaves no build to try among {n}")
+        pool = range(spare, n)
         k = min(len(pool), a.trials + a.warmup)
         picks = rng.sample(pool, k)
         warm, targets = picks[: k - min(a.trials, k)], picks[k - min(a.trials, k) :]
         samples, by_kind = [], {"native": [], "polling": []}
         log(f"{a.mode}: {len(targets)} trials (+{len(warm)} warm-up) …")
-        storm = self.start_storm() if a.storm else None
+        storms = [self.start_storm(j) for j in range(a.storm)]
+        t0 = time.perf_counter()
         try:
             self.trial_loop(warm, targets, samples, by_kind)
         finally:
-            if storm is not None:
+            secs = time.perf_counter() - t0
+            alive = 0
+            for storm in storms:
+                alive += storm.poll() is None
                 storm.terminate()
                 storm.wait()
-                self.out["storm_files"] = int(open(storm.count_path).read() or 0)
+            if storms:
+                made = sum(int(open(s.count_path).read() or 0) for s in storms)
+                self.out["storm_builds"] = len(storms)
+                self.out["storm_files"] = made
+                self.out["storm_files_per_s"] = round(made / secs)
+                # Every storm must have run through the trials (else the figures are of no storm).
+                self.out["storm_alive_at_end"] = alive
 
-    def start_storm(self):
-        """A process creating and removing files as fast as it can in the first build's
-        `scratch/storm/` (a subfolder no check reads: the harness's own watch on the build
-        directories does not see it, the referee's recursive watch does)."""
-        d = os.path.join(self.dirs[0], "scratch", "storm")
+    def start_storm(self, j):
+        """A process creating files (half written in place, half renamed in) and removing them,
+        as fast as it can, in build j's `scratch/storm/` (a subfolder no check reads: the
+        harness's own watch on the build directories does not see it, the referee's recursive
+        watch does)."""
+        d = os.path.join(self.dirs[j], "scratch", "storm")
         os.makedirs(d, exist_ok=True)
-        count_path = os.path.join(self.a.logs, "storm-count")
+        count_path = os.path.join(self.a.logs, f"storm-count-{j}")
         code = (
             "import os,sys,signal\n"
             "d,c=sys.argv[1],sys.argv[2]; n=0\n"
@@ -438,13 +453,19 @@ class Bench:
             "signal.signal(signal.SIGTERM, done)\n"
             "while True:\n"
             "    p=os.path.join(d,'f%d'%(n%500))\n"
-            "    open(p,'w').write('x')\n"
+            "    if n%2:\n"
+            "        open(p+'.tmp','w').write('x'); os.rename(p+'.tmp',p)\n"
+            "    else:\n"
+            "        open(p,'w').write('x')\n"
             "    if n%500==499:\n"
             "        for i in range(500): os.unlink(os.path.join(d,'f%d'%i))\n"
             "    n+=1\n"
         )
         proc = subprocess.Popen([sys.executable, "-c", code, d, count_path])
         proc.count_path = count_path
+        if self.a.pids:
+            with open(self.a.pids, "a") as f:
+                f.write(f"{proc.pid}\n")
         log(f"storm: pid {proc.pid} in {d}")
         return proc
 
@@ -567,8 +588,10 @@ def main():
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--storm", action="store_true",
-                   help="a process creating and removing files in the first build throughout the trials")
+    p.add_argument("--storm", type=int, default=0,
+                   help="this many of the first builds get a process creating and removing files throughout the trials")
+    p.add_argument("--spare", type=int, default=0,
+                   help="the first SPARE builds are never targets (to draw the same targets as a run with --storm)")
     p.add_argument("--gap", type=float, default=0.1, help="quiet seconds before each trial")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds a trial waits for the STOP")
     p.add_argument("--idle", type=float, default=5.0, help="seconds of idle CPU measurement")

@@ -8,7 +8,9 @@
 //!
 //! - [`driver`]: the loop. It owns the event source (one for all sessions), signals, the
 //!   pipeline's exit, the timers, and which session an event belongs to; under `--root` it finds
-//!   new build directories. It sleeps on one channel with a timeout to the earliest timer.
+//!   new build directories, and each build's queue of changes (builds take turns, so one build's
+//!   storm of events does not hold up another's STOP). It sleeps on one channel with a timeout
+//!   to the earliest timer.
 //! - [`session`]: one build directory's referee: its state, its own files, its timers, its end.
 //! - [`decide`]: what an evaluation changes (holds, status changes, STOP, fix attempts): plain
 //!   functions, no I/O.

@@ -2,21 +2,32 @@
 //!
 //! This module owns what sessions must not: the event source (one for the whole process: the
 //! build directory, or under `--root` the root, watched recursively), the channel everything
-//! arrives on (file events, signals, the pipeline's exit), which session an event belongs to, the
-//! timers of all sessions, finding new build directories under `--root`, and ending. It sleeps
-//! on the channel with a timeout to the earliest timer of any session, and nothing else wakes it.
+//! arrives on (signals, the pipeline's exit, "this build has work"), which session an event
+//! belongs to, the timers of all sessions, finding new build directories under `--root`, and
+//! ending. It sleeps on the channel with a timeout to the earliest timer of any session, and
+//! nothing else wakes it.
+//!
+//! Per-build queues ([`inbox`]): the event source's thread puts each change into its build's
+//! queue, where what piles up is coalesced (one entry per path, folders past a bound), and tells
+//! the loop once that the build waits. Builds take turns, round robin, one build's batch per turn
+//! (one evaluation), with the channel looked at again between two: a build in a storm of events
+//! holds up another build's STOP by at most one of its turns, its queue cannot grow without
+//! bound, and the event source never waits on the loop. Under `--root` a build that just had a
+//! turn cools down for a few times what the turn cost before its next (what arrives meanwhile is
+//! coalesced into it), so a storm takes a bounded share of the loop. After lost events, builds
+//! that only need a rescan wait while a build with events does.
 //!
 //! Reaction first: what arrives is handled before due timers, and between two sessions' timers
 //! the channel is looked at again, so a violation landing while 500 heartbeats are due waits for
 //! at most one of them. Threads are bounded whatever the number of builds: this loop, the event
 //! source's, and the signal and `--exit-with` waiters.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::artifacts::escape_name;
 use crate::checks::is_own_file;
@@ -25,7 +36,7 @@ use crate::outputs::STOP_FILE;
 use crate::protocol::Protocol;
 use crate::watch::{self, ChangeKind, FsEvent, Mode, Source};
 
-use super::session::{Batch, Rewatch, Session};
+use super::session::{Rewatch, Session};
 use super::{
     attach, heartbeat, signals, Config, DaemonError, EndReason, Outcome, RootOutcome, Shutdown,
 };
@@ -33,9 +44,8 @@ use super::{
 /// What arrives on the loop's one channel.
 #[derive(Debug)]
 enum Msg {
-    /// Paths that changed: (session, path relative to its directory, what happened). The
-    /// referee's own files are already dropped, except the STOP file.
-    Changed(Vec<(String, String, ChangeKind)>),
+    /// A build has work waiting in the [`Inbox`] (sent once until its turn takes it).
+    Ready(String),
     /// An event on a build directory itself; `lost`: it was deleted or moved (its watch is gone).
     /// `source`: which event source saw it (one still queued from a source already replaced is
     /// about a directory the loop has left).
@@ -82,39 +92,48 @@ fn escape(rel: &Path) -> String {
     escape_name(rel.as_os_str().as_bytes()).into_owned()
 }
 
-/// Turns the source's events into messages, on the source's thread (no state, no blocking).
-fn sink(router: Router, source: u64, tx: Sender<Msg>) -> impl FnMut(FsEvent) + Send + Clone {
-    move |ev: FsEvent| {
-        let msg = match ev {
-            FsEvent::Changed(changes) => {
-                let mut v = Vec::new();
-                for c in changes {
-                    let Some((name, rel)) = router.route(&c.path) else {
-                        continue;
-                    };
-                    if rel.is_empty() {
-                        // A build directory itself: the session checks what its path names now
-                        // (deleted, moved: the watch on it is gone); under --root it may be new.
-                        let lost = c.kind == ChangeKind::Removed;
-                        let _ = tx.send(Msg::Dir { name, lost, source });
-                    } else if rel == STOP_FILE
-                        || !is_own_file(&rel)
-                        || crate::sync::token_of(&rel).is_some()
-                    {
-                        // The referee's own writes are no work; the STOP file is checked for
-                        // tampering; a `status --sync` token is a barrier to acknowledge.
-                        v.push((name, rel, c.kind));
-                    }
+/// Turns the source's events into work, on the source's thread (no blocking but a short lock, no
+/// I/O): changes go into their build's queue in the [`Inbox`], and the loop is told of a build
+/// only when it was not waiting yet.
+fn sink(
+    router: Router,
+    source: u64,
+    inbox: Arc<Inbox>,
+    tx: Sender<Msg>,
+) -> impl FnMut(FsEvent) + Send + Clone {
+    move |ev: FsEvent| match ev {
+        FsEvent::Changed(changes) => {
+            let mut per: BTreeMap<String, Vec<(String, ChangeKind)>> = BTreeMap::new();
+            for c in changes {
+                let Some((name, rel)) = router.route(&c.path) else {
+                    continue;
+                };
+                if rel.is_empty() {
+                    // A build directory itself: the session checks what its path names now
+                    // (deleted, moved: the watch on it is gone); under --root it may be new.
+                    let lost = c.kind == ChangeKind::Removed;
+                    let _ = tx.send(Msg::Dir { name, lost, source });
+                } else if rel == STOP_FILE
+                    || !is_own_file(&rel)
+                    || crate::sync::token_of(&rel).is_some()
+                {
+                    // The referee's own writes are no work; the STOP file is checked for
+                    // tampering; a `status --sync` token is a barrier to acknowledge.
+                    per.entry(name).or_default().push((rel, c.kind));
                 }
-                if v.is_empty() {
-                    return;
-                }
-                Msg::Changed(v)
             }
-            FsEvent::Rescan { why } => Msg::Rescan(why),
-            FsEvent::Limit { message } => Msg::Limit(message),
-        };
-        let _ = tx.send(msg);
+            for (name, changes) in per {
+                if inbox.add(&name, changes) {
+                    let _ = tx.send(Msg::Ready(name));
+                }
+            }
+        }
+        FsEvent::Rescan { why } => {
+            let _ = tx.send(Msg::Rescan(why));
+        }
+        FsEvent::Limit { message } => {
+            let _ = tx.send(Msg::Limit(message));
+        }
     }
 }
 
@@ -135,6 +154,16 @@ struct Driver {
     mode: Mode,
     tx: Sender<Msg>,
     rx: Receiver<Msg>,
+    /// Each build's changes, waiting for its turn.
+    inbox: Arc<Inbox>,
+    /// Builds whose turn is due, in the order they became waiting (round robin: a build served
+    /// goes to the back when more arrives for it).
+    turns: VecDeque<String>,
+    /// Builds that wait only for a rescan: served when no build with events waits.
+    sweeps: VecDeque<String>,
+    /// `--root`: a build that just took a turn, not served again before this (its next
+    /// evaluation coalesces what arrives meanwhile: a storm costs a bounded share of the loop).
+    cool: HashMap<String, Instant>,
     source: Option<Source>,
     /// Counts event sources started, to tell the current one's messages from stale ones.
     gen: u64,
@@ -241,6 +270,10 @@ impl Driver {
             mode,
             tx,
             rx,
+            inbox: Arc::default(),
+            turns: VecDeque::new(),
+            sweeps: VecDeque::new(),
+            cool: HashMap::new(),
             source: None,
             gen: 0,
             sessions: BTreeMap::new(),
@@ -279,7 +312,12 @@ impl Driver {
     /// the new one runs, so nothing is missed in between). Returns the fallback warning.
     fn start_source(&mut self) -> Result<Option<String>, watch::WatchError> {
         self.gen += 1;
-        let sink = sink(self.router.clone(), self.gen, self.tx.clone());
+        let sink = sink(
+            self.router.clone(),
+            self.gen,
+            self.inbox.clone(),
+            self.tx.clone(),
+        );
         let source = watch::start(&self.router.base, self.mode, sink)?;
         let warning = source.warning.clone();
         if let Some(w) = &warning {
@@ -310,27 +348,41 @@ impl Driver {
                 return;
             }
             let mut msgs = std::mem::take(&mut self.carry);
-            let wait = self
-                .next_deadline()
-                .saturating_duration_since(Instant::now());
+            let wait = if self.waiting() {
+                Duration::ZERO
+            } else {
+                self.next_deadline()
+                    .saturating_duration_since(Instant::now())
+            };
             if msgs.is_empty() && !wait.is_zero() {
                 match self.rx.recv_timeout(wait) {
                     Ok(m) => msgs.push(m),
                     Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
                 }
             }
-            // Coalesce: everything pending now is one evaluation per session. Read even when a
-            // timer is already due, so a signal or the pipeline's exit that arrived during a long
-            // evaluation is acted on before the timer (which could end the run otherwise).
+            // Read even when a timer is already due, so a signal or the pipeline's exit that
+            // arrived during a long evaluation is acted on before the timer (which could end the
+            // run otherwise). The channel holds little: a build's events wait in the inbox.
             msgs.extend(self.rx.try_iter());
-            self.dispatch(msgs);
+            self.receive(msgs);
+            // One build's turn, then what arrived meanwhile and the timers again: a build
+            // flooded with events (its evaluation the longest) holds up another build's STOP by
+            // at most one of its turns.
+            self.turn();
             self.rewatch();
             self.timers();
             // A directory re-attached at a tick is watched anew before anything else arrives:
             // what the old source still has queued about the old directory is then stale.
             self.rewatch();
-            self.release_memory();
+            if !self.waiting() {
+                self.release_memory();
+            }
         }
+    }
+
+    /// Whether a build's turn is due now.
+    fn waiting(&self) -> bool {
+        self.ending.is_none() && (!self.turns.is_empty() || !self.sweeps.is_empty())
     }
 
     fn next_deadline(&self) -> Instant {
@@ -338,29 +390,28 @@ impl Driver {
         let own = [self.next_look, self.timeout_at.map(|t| t.0)]
             .into_iter()
             .flatten();
+        // A build cooling down with work waiting is due when it has cooled.
+        let cooling = self.cool.values().copied();
         sessions
             .chain(own)
+            .chain(cooling)
             .min()
-            .unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(3600))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600))
     }
 
-    /// Hands each session what arrived for it.
-    fn dispatch(&mut self, msgs: Vec<Msg>) {
-        let mut per: BTreeMap<String, Batch> = BTreeMap::new();
+    /// Acts on what arrived: builds with work join the turns, the rest is done at once.
+    fn receive(&mut self, msgs: Vec<Msg>) {
         let mut rescan = Vec::new();
         let mut limit = None;
         let mut look = false;
         for m in msgs {
             match m {
-                Msg::Changed(v) => {
-                    for (name, rel, kind) in v {
-                        per.entry(name).or_default().add(rel, kind);
-                    }
-                }
+                Msg::Ready(name) => self.turns.push_back(name),
                 Msg::Dir { name, lost, source } => {
                     look = true;
-                    let b = per.entry(name).or_default();
-                    b.root_lost |= lost && source == self.gen;
+                    if self.inbox.dir(&name, lost && source == self.gen) {
+                        self.turns.push_back(name);
+                    }
                 }
                 Msg::Rescan(why) => rescan.push(why),
                 Msg::Limit(m) => limit = Some(m),
@@ -385,22 +436,82 @@ impl Driver {
         }
         if !rescan.is_empty() {
             look = true;
-            for name in self.sessions.keys() {
-                per.entry(name.clone()).or_default().rescan = rescan.clone();
+            let names: Vec<String> = self.sessions.keys().cloned().collect();
+            for name in names {
+                let mut told = false;
+                for why in &rescan {
+                    told |= self.inbox.rescan(&name, why);
+                }
+                if told {
+                    self.turns.push_back(name);
+                }
             }
         }
         if look && self.router.root {
             self.look();
         }
-        // Fairness: the builds with the least to look at go first, so a build flooded with
-        // thousands of changes (its evaluation the longest) never holds up another's STOP; what
-        // arrives meanwhile is taken at the next turn, the flooded build still served in this one.
-        let mut order: Vec<(String, Batch)> = per.into_iter().collect();
-        order.sort_by_key(|(_, b)| b.weight());
-        for (name, batch) in order {
-            if let Some(s) = self.sessions.get_mut(&name) {
-                s.handle(batch);
+    }
+
+    /// Serves the next build whose turn it is: its changes since its last turn, as one batch.
+    /// A build that only needs a rescan waits while a build with events does (after lost
+    /// events every build is rescanned, one turn each, and a new violation goes first); under
+    /// `--root` a build that just had a turn cools down first (see [`Driver::cool`]).
+    fn turn(&mut self) {
+        if self.ending.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        let cooled: Vec<String> = self
+            .cool
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in cooled {
+            self.cool.remove(&name);
+            if self.inbox.waits(&name) {
+                self.turns.push_back(name);
             }
+        }
+        let name = loop {
+            let Some(name) = self.turns.pop_front().or_else(|| self.sweeps.pop_front()) else {
+                return;
+            };
+            if self.cool.contains_key(&name) {
+                // Served when it has cooled (its work stays in the inbox, coalescing).
+                continue;
+            }
+            if !self.sessions.contains_key(&name) {
+                // Not (or no longer) a build with a session: a new one is looked at whole.
+                drop(self.inbox.take(&name));
+                continue;
+            }
+            if self.inbox.only_rescan(&name)
+                && !self.turns.is_empty()
+                && !self.sweeps.contains(&name)
+            {
+                self.sweeps.push_back(name);
+                continue;
+            }
+            break name;
+        };
+        let Some(batch) = self.inbox.take(&name) else {
+            return;
+        };
+        let Some(s) = self.sessions.get_mut(&name) else {
+            return;
+        };
+        let started = Instant::now();
+        let paths = batch.paths.len();
+        s.handle(batch);
+        let cost = started.elapsed();
+        tracing::debug!(build = %name, paths, ms = cost.as_secs_f64() * 1e3, "turn");
+        if let Some((template, _)) = &self.template {
+            // Cool down for up to three times what the turn cost (at most a settle window):
+            // a build kept busy takes at most a quarter of the loop, its events coalesced
+            // meanwhile, and a build written now and then is never held.
+            self.cool
+                .insert(name, Instant::now() + (cost * 3).min(template.settle));
         }
     }
 
@@ -497,7 +608,7 @@ impl Driver {
     /// After evaluations (their snapshots, with every file they read, are gone by now), hands the
     /// freed memory back to the OS: glibc keeps freed heap for reuse, and a large read raises its
     /// mmap threshold so later ones land in that heap too — an idle daemon would otherwise hold
-    /// the peak of its last evaluation. Runs after the outputs are written: no latency.
+    /// the peak of its last evaluation. Runs once no build's turn is due: no latency.
     fn release_memory(&mut self) {
         let mut evaluated = false;
         for s in self.sessions.values_mut() {
@@ -591,5 +702,8 @@ impl Driver {
     }
 }
 
+mod inbox;
 #[cfg(test)]
 mod tests;
+
+use inbox::Inbox;

@@ -57,16 +57,6 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// How much the batch asks of its session, to serve light ones first: a rescan is the
-    /// most, then each path.
-    pub fn weight(&self) -> usize {
-        if self.rescan.is_empty() {
-            self.paths.len()
-        } else {
-            usize::MAX
-        }
-    }
-
     /// Adds one path change: the latest event decides, but a metadata change after a write
     /// leaves it a write.
     pub fn add(&mut self, rel: String, kind: ChangeKind) {
