@@ -17,6 +17,7 @@ mod error;
 pub mod exit;
 pub mod judge;
 pub mod logging;
+pub mod mcp;
 pub mod observed;
 pub mod outputs;
 pub mod protocol;
