@@ -21,6 +21,7 @@ mod json_strict;
 mod liveness;
 mod locations;
 mod markdown;
+mod mcp;
 mod order;
 mod pinned;
 mod replay;
