@@ -113,6 +113,9 @@ enum Command {
     /// reason (capped like the guards). Snippets: examples/claude-code/, examples/codex/; README
     /// "Agent hooks".
     Hook(HookArgs),
+    /// Serve read-only tools to an agent over stdio (Model Context Protocol): judge a
+    /// directory now, a task's verdict, a check explained, the protected paths, the status.
+    Mcp(McpArgs),
     /// Print a shell completion script to stdout (e.g. `referee completions bash >
     /// ~/.local/share/bash-completion/completions/referee`).
     Completions {
@@ -421,6 +424,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Replay(a) => replay(a, &g),
         Command::Demo(a) => demo(a, &g),
         Command::Hook(a) => hook(a),
+        Command::Mcp(a) => mcp(a),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),
     }
@@ -738,28 +742,9 @@ fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             }
         }
         ProtocolCommand::Explain { check, protocol } => {
-            let p = match protocol {
-                Some(spec) => load_protocol(&spec)?,
-                None => {
-                    let all = protocol::EMBEDDED
-                        .iter()
-                        .map(|(id, _, _)| load_protocol(id))
-                        .collect::<Result<Vec<_>>>()?;
-                    protocol::explain::find(all, &check).map_err(anyhow::Error::msg)?
-                }
-            };
-            match protocol::explain::explain(&p, &check) {
-                Some(text) => print(&text)?,
-                None => bail!(
-                    "no check `{check}` in protocol `{}` (its checks: {})",
-                    p.id,
-                    p.checks()
-                        .iter()
-                        .map(|c| c.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
+            let (_, text) = protocol::explain::lookup(protocol.as_deref(), &check)
+                .map_err(anyhow::Error::msg)?;
+            print(&text)?;
         }
     }
     Ok(ExitCode::Ok)
@@ -784,6 +769,39 @@ fn init(a: InitArgs) -> Result<ExitCode> {
         output: a.output,
         force: a.force,
     })?)?;
+    Ok(ExitCode::Ok)
+}
+
+#[derive(Args, Debug)]
+struct McpArgs {
+    /// What `judge` uses when a call names no protocol (default `d10`): an embedded id or a
+    /// protocol file. Calls themselves may name embedded protocols only.
+    #[arg(long, value_name = "ID|FILE")]
+    protocol: Option<String>,
+    /// The referee's state directory of the directory the calls judge (as `watch
+    /// --state-dir`); default: the one `watch` uses for each directory.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Refuse every directory outside DIR (symlinks resolved); relative paths in calls are
+    /// taken from DIR.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+fn mcp(a: McpArgs) -> Result<ExitCode> {
+    if let Some(spec) = &a.protocol {
+        load_protocol(spec)?;
+    }
+    let cfg = crate::mcp::Config::new(
+        a.protocol,
+        a.state_dir,
+        a.root.as_deref(),
+        a.read.max_read_bytes,
+    )
+    .map_err(anyhow::Error::msg)?;
+    crate::mcp::serve(cfg)?;
     Ok(ExitCode::Ok)
 }
 
@@ -1063,19 +1081,7 @@ fn status(a: StatusArgs) -> Result<ExitCode> {
     let task = match a.task {
         Some(id) => {
             let p = load_protocol(a.protocol.as_deref().unwrap_or("code-change"))?;
-            // Good: the guards' final verdicts and every cleanup grade's (MINOR_ISSUES), as the
-            // protocol names them.
-            let mut go: Vec<String> = p
-                .guards
-                .as_ref()
-                .map(|g| g.final_verdicts.clone())
-                .unwrap_or_default();
-            go.extend(
-                p.grades
-                    .iter()
-                    .filter(|g| g.cleanup)
-                    .map(|g| g.verdict.clone()),
-            );
+            let go = crate::status::go_verdicts(&p);
             Some(crate::status::TaskQuery {
                 id,
                 wait: a.wait.unwrap_or_default(),

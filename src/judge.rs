@@ -94,6 +94,10 @@ impl WorkspaceJudgment {
 
 /// What [`judge`] found.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per call, moved once; boxing would only add an allocation"
+)]
 pub enum Judgment {
     Build(Box<BuildJudgment>),
     Workspace(Box<WorkspaceJudgment>),

@@ -20,6 +20,7 @@ pub mod hook;
 pub mod init;
 pub mod judge;
 pub mod logging;
+pub mod mcp;
 pub mod observed;
 pub mod outputs;
 pub mod protocol;

@@ -365,6 +365,35 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
     Some(out)
 }
 
+/// `protocol explain CHECK [--protocol SPEC]` (and the MCP server's `explain_check`): the
+/// protocol `spec` names, else the one embedded protocol that has the check, and the check
+/// explained; an unknown check is an error that lists the protocol's checks.
+pub fn lookup(spec: Option<&str>, id: &str) -> Result<(Protocol, String), String> {
+    let p = match spec {
+        Some(spec) => Protocol::load(spec).map_err(|e| crate::error::chain(&e))?,
+        None => {
+            let all = super::EMBEDDED
+                .iter()
+                .map(|(pid, _, _)| Protocol::load(pid))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| crate::error::chain(&e))?;
+            find(all, id)?
+        }
+    };
+    match explain(&p, id) {
+        Some(text) => Ok((p, text)),
+        None => Err(format!(
+            "no check `{id}` in protocol `{}` (its checks: {})",
+            p.id,
+            p.checks()
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 /// The one protocol of `protocols` that has check `id` (what `protocol explain` explains
 /// without `--protocol`); none, or several, is an error that says which ids there are, or
 /// which protocols to choose from.

@@ -23,6 +23,7 @@ mod layers;
 mod liveness;
 mod locations;
 mod markdown;
+mod mcp;
 mod order;
 mod pinned;
 mod project_rules;
