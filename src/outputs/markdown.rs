@@ -261,12 +261,22 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
     Some(tidy(&out))
 }
 
+/// Where a protocol has no `[verdict]`: the run is finished when the referee is told so
+/// (`--final`, `--exit-with`, a timeout), never by a verdict file.
+fn no_verdict(eval: &Evaluation) -> &'static str {
+    match eval.final_ {
+        true => "run judged as finished (the protocol reads no pipeline verdict)",
+        false => "run in progress (the protocol reads no pipeline verdict: `--final`, `--exit-with` or a timeout finish it)",
+    }
+}
+
 /// The first line under the title: the referee's verdict on the run in a few words.
-fn headline(eval: &Evaluation) -> String {
+fn headline(p: &Protocol, eval: &Evaluation) -> String {
     let s = eval.summary();
     let state = match (&eval.verdict, eval.complete) {
         (Some(v), true) => format!("pipeline complete (VERDICT: {})", text(v)),
         (Some(v), false) => format!("pipeline in progress (latest VERDICT: {})", text(v)),
+        (None, _) if p.verdict.is_none() => no_verdict(eval).to_string(),
         (None, _) => "pipeline not complete (no verdict yet)".to_string(),
     };
     let mut also = Vec::new();
@@ -517,7 +527,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     );
     let date = ctx.written.or(ctx.started).unwrap_or_else(Utc::now);
     let _ = writeln!(out, "# Observer Verification Report\n");
-    let _ = writeln!(out, "{}\n", headline(eval));
+    let _ = writeln!(out, "{}\n", headline(p, eval));
     what_to_do(&mut out, p, eval, ctx);
     let _ = writeln!(
         out,
@@ -545,6 +555,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 text(v),
                 text(eval.verdict_at.as_deref().unwrap_or("?"))
             ),
+            (None, _) if p.verdict.is_none() => no_verdict(eval).to_string(),
             (None, _) => match &eval.verdict_note {
                 Some(note) => format!("not complete: {}", text(note)),
                 None => "in progress (no verdict yet)".to_string(),

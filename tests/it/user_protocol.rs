@@ -137,6 +137,19 @@ fn a_protocol_without_verdict_completes_on_final() {
         "{evidence}"
     );
     assert_eq!(status_of(&v, "REPORT").0, "PASS");
+    // The report says how such a run finishes, not that a verdict is awaited.
+    let (d, p) = (dir.to_str().expect("utf-8"), protocol_file());
+    let (_, md, _) = run(&["verify", d, "--protocol", &p]);
+    assert!(
+        md.contains("run in progress (the protocol reads no pipeline verdict"),
+        "{md}"
+    );
+    let (_, md, _) = run(&["verify", d, "--protocol", &p, "--final"]);
+    assert!(
+        md.contains("run judged as finished (the protocol reads no pipeline verdict)"),
+        "{md}"
+    );
+    assert!(!md.contains("no verdict yet"), "{md}");
 }
 
 /// `watch --exit-with PID` on a protocol without `[verdict]`: the daemon runs until the
