@@ -172,13 +172,7 @@ fn build(
             req.dir.display()
         );
     }
-    let ctx = Context {
-        build_dir: snap.root().to_path_buf(),
-        started: Some(now),
-        written: Some(now),
-        waivers: waived,
-        ..Context::default()
-    };
+    let ctx = context(snap.root(), now, waived);
     if req.write {
         for pass in eval.passes.iter().filter(|p| p.ran) {
             let text = outputs::markdown::pass_file(protocol, &eval, &pass.id, &ctx);
@@ -231,13 +225,7 @@ fn workspace(
             req.dir.join(crate::workspace::TASKS_DIR).display()
         );
     }
-    let ctx = Context {
-        build_dir: ws.root().to_path_buf(),
-        started: Some(now),
-        written: Some(now),
-        waivers: waived,
-        ..Context::default()
-    };
+    let ctx = context(ws.root(), now, waived);
     if req.write {
         outputs::code_change::write_all(protocol, &ws, &eval, &runs, &verdicts, &ctx, &state)
             .with_context(|| {
@@ -310,12 +298,7 @@ pub fn attempt(
     };
     let (eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &options);
     let verdicts = crate::verdict::judge(protocol, &ws, &eval.results, &runs, &state);
-    let ctx = Context {
-        build_dir: ws.root().to_path_buf(),
-        started: Some(now),
-        written: Some(now),
-        ..Context::default()
-    };
+    let ctx = context(ws.root(), now, None);
     Ok(WorkspaceJudgment {
         ws,
         eval,
@@ -324,6 +307,17 @@ pub fn attempt(
         ctx,
         state,
     })
+}
+
+/// What the outputs say of a judgment made once, at `now`, of the directory `root`.
+fn context(root: &Path, now: chrono::DateTime<chrono::Utc>, waivers: Option<InUse>) -> Context {
+    Context {
+        build_dir: root.to_path_buf(),
+        started: Some(now),
+        written: Some(now),
+        waivers,
+        ..Context::default()
+    }
 }
 
 /// Applies the waivers to `eval` as of `now`, warns of the expired ones on stderr, and

@@ -100,6 +100,19 @@ pub fn path_text(path: &[Step]) -> String {
     out
 }
 
+/// What a JSON value is, for evidence: `a string`, `an array`, `null`.
+pub fn value_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// An object or array being read, and whether a step of `path` leads to it.
 enum Frame {
     Object {

@@ -15,7 +15,7 @@ use serde_json::Value;
 use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings, ValueType};
 
 use super::{clip, Ctx, Outcome, Verdict};
-use crate::artifacts::json_keys::{duplicate_keys, line_column as position, path_text};
+use crate::artifacts::json_keys::{duplicate_keys, line_column, path_text, value_kind};
 use crate::protocol::predicate::{Json, Parses};
 
 /// How much of a value the evidence quotes.
@@ -115,7 +115,7 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
 /// why not, at `file:line:column`.
 fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        let (line, col) = position(bytes, e.valid_up_to());
+        let (line, col) = line_column(bytes, e.valid_up_to());
         format!("{rel}:{line}:{col}: not valid UTF-8, so not JSON")
     })?;
     // serde_json stops at a nesting depth of 128: deep nesting is an error, not a stack overflow.
@@ -126,8 +126,8 @@ fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, String> {
         Ok(d) if d.is_empty() => {}
         Ok(d) => {
             let d = &d[0];
-            let (l1, c1) = position(bytes, d.first_at);
-            let (l2, c2) = position(bytes, d.at);
+            let (l1, c1) = line_column(bytes, d.first_at);
+            let (l2, c2) = line_column(bytes, d.at);
             let object = match d.path.is_empty() {
                 true => "the top-level object".to_string(),
                 false => format!("the object at `{}`", path_text(&d.path)),
@@ -138,7 +138,7 @@ fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, String> {
             ));
         }
         Err(u) => {
-            let (line, col) = position(bytes, u.at);
+            let (line, col) = line_column(bytes, u.at);
             return Err(format!("{rel}:{line}:{col}: invalid JSON: {}", u.message));
         }
     }
@@ -162,7 +162,7 @@ fn judge_value(
     let value = lookup(doc, tokens);
     let place = match value.and(locate(bytes, tokens)) {
         Some(at) => {
-            let (line, col) = position(bytes, at);
+            let (line, col) = line_column(bytes, at);
             format!("{rel}:{line}:{col}")
         }
         None => rel.to_string(),
@@ -253,7 +253,7 @@ fn locate(bytes: &[u8], tokens: &[String]) -> Option<usize> {
 /// Every test the value fails, said as `expected >= 0.8`.
 fn failures(v: &Value, j: &Json) -> Vec<String> {
     let mut out = Vec::new();
-    let kind = describe(v);
+    let kind = value_kind(v);
     for (op, bound) in [(">=", j.ge), ("<=", j.le), (">", j.gt), ("<", j.lt)] {
         let Some(bound) = bound else { continue };
         let Some(n) = v.as_f64().filter(|_| v.is_number()) else {
@@ -325,17 +325,6 @@ fn same(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
         }
         _ => a == b,
-    }
-}
-
-fn describe(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

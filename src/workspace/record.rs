@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::artifacts::json_keys::{duplicate_keys, line_column, path_text};
+use crate::artifacts::json_keys::{duplicate_keys, line_column, path_text, value_kind};
 
 /// The record keys the referee reads: one written again in another case is a second copy
 /// (`Status` beside `status`), as a reader that ignores case would take it.
@@ -192,7 +192,10 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
         match obj.get(k) {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(at(format!("`{k}` must be a string, not {}", kind(other)))),
+            Some(other) => Err(at(format!(
+                "`{k}` must be a string, not {}",
+                value_kind(other)
+            ))),
         }
     };
     let task_id = string("task_id")?;
@@ -218,7 +221,7 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
         Some(other) => {
             return Err(at(format!(
                 "`attempt` must be a whole number, not {}",
-                kind(other)
+                value_kind(other)
             )))
         }
     };
@@ -254,7 +257,7 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
         Some(other) => {
             return Err(at(format!(
                 "`changes` must be an object, not {}",
-                kind(other)
+                value_kind(other)
             )))
         }
     }
@@ -268,7 +271,7 @@ fn paths(v: &Value, what: &str) -> Result<Vec<String>, RecordError> {
     let Value::Array(items) = v else {
         return Err(at(format!(
             "`{what}` must be an array of paths, not {}",
-            kind(v)
+            value_kind(v)
         )));
     };
     items
@@ -277,7 +280,7 @@ fn paths(v: &Value, what: &str) -> Result<Vec<String>, RecordError> {
             Value::String(s) => Ok(normalize(s)),
             other => Err(at(format!(
                 "`{what}` must hold paths (strings), not {}",
-                kind(other)
+                value_kind(other)
             ))),
         })
         .collect()
@@ -294,13 +297,13 @@ fn hashes(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, Option<Strin
                 Value::Null => Ok((normalize(k), None)),
                 other => Err(at(format!(
                     "`{what}.{k}` must be a SHA-256 hex string or null, not {}",
-                    kind(other)
+                    value_kind(other)
                 ))),
             })
             .collect(),
         Some(other) => Err(at(format!(
             "`{what}` must be an object {{path: sha256}}, not {}",
-            kind(other)
+            value_kind(other)
         ))),
     }
 }
@@ -313,17 +316,6 @@ pub fn normalize(p: &str) -> String {
         s = rest;
     }
     s.to_string()
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// serde_json's message without its trailing " at line L column C" (given separately).
