@@ -48,6 +48,8 @@ PRED = {"$ref": "#/definitions/predicate"}
 TIME = {"$ref": "#/definitions/time_ref"}
 STRINGS = arr({"type": "string"})
 ONE_OR_MANY = {"anyOf": [{"type": "string"}, STRINGS]}
+SIZE = {"anyOf": [{"type": "integer", "minimum": 0},
+                  {"type": "string", "description": "A size with a unit (`200KiB`, `5MB`) or a `${var}`."}]}
 ANY_VALUE = {"description": "A TOML value, compared with the JSON value (numbers as numbers)."}
 
 predicates = {
@@ -115,9 +117,10 @@ predicates = {
                                   "timeout_seconds": i(minimum=1, maximum=600), "replaces_builtin": b()},
                                  ["ext", "argv"]))}),
     ], "description": "Files parse by their type: with `files`, every file matching them (any protocol); without, the files a task attempt changed ([tasks] protocols)."},
-    "size_limit": obj({"by_extension": arr(obj({"ext": s(), "max": i()}, ["ext", "max"])), "default": i()},
+    "size_limit": obj({"by_extension": arr(obj({"ext": s(), "max": SIZE}, ["ext", "max"])), "default": SIZE},
                       ["default"], "Every changed file is within its size limit ([tasks] protocols)."),
     "added_lines": obj({"forbid": arr(obj({"name": s(), "pattern": PATTERN}, ["name", "pattern"])),
+                        "forbid_patterns": arr(PATTERN, "More forbidden patterns, each reported as itself (`[\"${forbid}\"]`)."),
                         "secrets": s("`embedded` or an absolute path.")}, (),
                        "No added line matches a forbidden pattern or secret rule ([tasks] protocols)."),
     "record_field": obj({"field": s(), "pattern": PATTERN}, ["field", "pattern"], "A task record field matches a pattern."),

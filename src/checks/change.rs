@@ -505,7 +505,7 @@ pub(super) fn size_limit(ctx: &Ctx<'_>, l: &SizeLimit) -> Outcome {
                 p.to_ascii_lowercase()
                     .ends_with(&e.ext.to_ascii_lowercase())
             })
-            .map_or(l.default, |e| e.max)
+            .map_or(l.default.bytes(), |e| e.max.bytes())
     };
     let mut fails = Vec::new();
     let mut unknown = Vec::new();

@@ -15,10 +15,20 @@ pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
         Ok(s) => s,
         Err(o) => return o,
     };
-    let names = a
+    // The named patterns, then the patterns reported as themselves (`forbid_patterns`).
+    let named: Vec<(String, &crate::protocol::pattern::Pattern)> = a
         .forbid
         .iter()
-        .map(|f| f.name.as_str())
+        .map(|f| (f.name.clone(), &f.pattern))
+        .chain(
+            a.forbid_patterns
+                .iter()
+                .map(|p| (format!("forbidden pattern `{}`", p.as_str()), p)),
+        )
+        .collect();
+    let names = named
+        .iter()
+        .map(|(name, _)| name.as_str())
         .collect::<Vec<_>>()
         .join(", ");
     let expected = match &a.secrets {
@@ -38,13 +48,10 @@ pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
     let mut fails = Vec::new();
     let mut unknown = Vec::new();
     let mut forbid = Vec::new();
-    for f in &a.forbid {
-        match f.pattern.regex() {
-            Some(re) => forbid.push((f.name.as_str(), re)),
-            None => unknown.push(format!(
-                "pattern `{}` cannot be compiled",
-                f.pattern.as_str()
-            )),
+    for (name, pattern) in &named {
+        match pattern.regex() {
+            Some(re) => forbid.push((name.as_str(), re)),
+            None => unknown.push(format!("pattern `{}` cannot be compiled", pattern.as_str())),
         }
     }
     let rules = a.secrets.as_ref().map(|s| s.rules());

@@ -237,12 +237,17 @@ fn leaf(p: &Predicate) -> String {
         }
         P::SizeLimit(s) => format!(
             "every added or modified file is within its size limit ({}; any other file {} bytes)",
-            s.by_extension.iter().map(|e| format!("{} {} bytes", e.ext, e.max)).collect::<Vec<_>>().join(", "),
-            s.default
+            s.by_extension.iter().map(|e| format!("{} {} bytes", e.ext, e.max.bytes())).collect::<Vec<_>>().join(", "),
+            s.default.bytes()
         ),
         P::AddedLines(a) => format!(
             "no added line matches: {}{}",
-            a.forbid.iter().map(|f| format!("{} {}", f.name, q(f.pattern.as_str()))).collect::<Vec<_>>().join(", "),
+            a.forbid
+                .iter()
+                .map(|f| format!("{} {}", f.name, q(f.pattern.as_str())))
+                .chain(a.forbid_patterns.iter().map(|p| q(p.as_str())))
+                .collect::<Vec<_>>()
+                .join(", "),
             a.secrets.as_ref().map_or(String::new(), |s| format!(
                 "; and none holds a secret by the {} rules of {} (private keys, cloud, VCS, chat, payment, registry and AI tokens, JWTs, secret assignments; the evidence names the rule, never the secret)",
                 s.rules().len(),

@@ -379,18 +379,82 @@ impl SyntaxCommand {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SizeLimit {
-    /// Limits in bytes by file extension (`".py" = 204800`), the first matching wins.
+    /// Limits by file extension (`{ ext = ".py", max = "200KiB" }`), the first matching wins.
     #[serde(default)]
     pub by_extension: Vec<ExtLimit>,
-    /// The limit for every other file, in bytes.
-    pub default: u64,
+    /// The limit for every other file.
+    pub default: Size,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtLimit {
     pub ext: String,
-    pub max: u64,
+    pub max: Size,
+}
+
+/// A size in bytes, as a protocol writes it: a number of bytes (`204800`), a size with a unit
+/// (`"200KiB"`, `"5MB"`, as `--max-read-bytes` takes them), or a string holding `${var}` until
+/// the variables are substituted (then it must read as a size).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "SizeRaw", into = "SizeRaw")]
+pub struct Size {
+    bytes: u64,
+    /// The text as written when it was a string.
+    source: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum SizeRaw {
+    Bytes(u64),
+    Text(String),
+}
+
+impl Size {
+    /// The size in bytes (0 while it still holds a `${var}`: the loader substitutes every one).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+impl TryFrom<String> for Size {
+    type Error = String;
+
+    fn try_from(source: String) -> Result<Self, String> {
+        if source.contains("${") {
+            return Ok(Size { bytes: 0, source });
+        }
+        let bytes = crate::size::parse(&source)?;
+        Ok(Size { bytes, source })
+    }
+}
+
+impl TryFrom<SizeRaw> for Size {
+    type Error = String;
+
+    fn try_from(raw: SizeRaw) -> Result<Self, String> {
+        match raw {
+            SizeRaw::Bytes(bytes) => Ok(Size {
+                bytes,
+                source: bytes.to_string(),
+            }),
+            SizeRaw::Text(s) => Size::try_from(s),
+        }
+    }
+}
+
+impl From<Size> for SizeRaw {
+    fn from(s: Size) -> SizeRaw {
+        match s.source.parse::<u64>() {
+            Ok(b) if b == s.bytes => SizeRaw::Bytes(b),
+            _ => SizeRaw::Text(s.source),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -399,6 +463,11 @@ pub struct AddedLines {
     /// Each pattern is reported by its `name` when it matches an added line.
     #[serde(default)]
     pub forbid: Vec<Forbid>,
+    /// More forbidden patterns, each reported as itself (``forbidden pattern `TODO\(hack\)` ``):
+    /// the form a list variable can hold (`forbid_patterns = ["${forbid}"]`, set with
+    /// `--set`/`--vars`).
+    #[serde(default)]
+    pub forbid_patterns: Vec<Pattern>,
     /// The secret rules (`embedded` or an absolute path; `--secrets FILE` replaces them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<super::secrets::SecretRules>,

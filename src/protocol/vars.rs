@@ -48,6 +48,27 @@ impl Scalar for Glob {
     }
 }
 
+impl Scalar for Size {
+    fn source(&self) -> &str {
+        self.as_str()
+    }
+    fn from_source(source: String) -> Result<Self, String> {
+        Size::try_from(source)
+    }
+}
+
+impl Substitute for Size {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        scalar(self, vars)
+    }
+}
+
+impl Substitute for Vec<ExtLimit> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+        self.iter().map(|e| e.substitute(vars)).collect()
+    }
+}
+
 impl Scalar for Pattern {
     fn source(&self) -> &str {
         self.as_str()
@@ -262,7 +283,12 @@ fields!(PathsListed {
 
 fields!(Unchanged { globs, shadows });
 fields!(Shadow { paths; ext });
-fields!(AddedLines { forbid; secrets });
+fields!(AddedLines { forbid, forbid_patterns; secrets });
+fields!(SizeLimit {
+    by_extension,
+    default
+});
+fields!(ExtLimit { max; ext });
 fields!(Forbid { pattern; name });
 fields!(RecordField { field, pattern });
 fields!(Parses { files, commands });
@@ -338,7 +364,7 @@ impl Substitute for Predicate {
             P::HashesMatch(b) => P::HashesMatch(*b),
             P::NoLoss(b) => P::NoLoss(*b),
             P::Parses(p) => P::Parses(p.substitute(vars)?),
-            P::SizeLimit(s) => P::SizeLimit(s.clone()),
+            P::SizeLimit(s) => P::SizeLimit(s.substitute(vars)?),
             P::AddedLines(a) => P::AddedLines(a.substitute(vars)?),
             P::RecordField(r) => P::RecordField(r.substitute(vars)?),
             P::Style(s) => P::Style(s.clone()),

@@ -341,3 +341,56 @@ fn the_d10_pipeline_doc_example_does_what_it_says() {
         "{out}"
     );
 }
+
+/// A check's result in a verdict.
+fn result(v: &Value, check: &str) -> Value {
+    v["results"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["check"] == check))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// The limits and forbidden patterns are variables too: `--set max_py_bytes=16` makes the
+/// worker's 24-byte `src/app.py` a CC-06 REJECT, and `--set 'forbid=[…]'` a line it added a
+/// CC-07 one, named by the pattern; without the flags the same attempt passes both.
+#[test]
+fn limits_and_forbidden_patterns_are_the_projects_to_set() {
+    let (_root, ws, _logs) = git_workspace();
+    fs::write(ws.join(APP), "def main():  # DO NOT MERGE\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &BTreeMap::from([(APP, ORIGINAL)]));
+    let judge = |extra: &[&str]| {
+        let mut args = vec!["--write"];
+        args.extend_from_slice(extra);
+        let (code, _, err) = verify(&ws, &args);
+        assert!(code == 0 || code == 1, "{err}");
+        (code, verdict(&ws, "t1"))
+    };
+    let (_, v) = judge(&[]);
+    assert_eq!(result(&v, "CC-06")["status"], "PASS", "{v}");
+    assert_eq!(result(&v, "CC-07")["status"], "PASS", "{v}");
+
+    let (code, v) = judge(&["--set", "max_py_bytes=16"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["verdict"], "REJECT", "{v}");
+    let cc06 = result(&v, "CC-06");
+    assert_eq!(cc06["status"], "FAIL", "{v}");
+    assert!(cc06.to_string().contains("limit 16 bytes"), "{cc06}");
+
+    let (code, v) = judge(&["--set", r#"forbid=["(?i)do not merge"]"#]);
+    assert_eq!(code, 1, "{v}");
+    let cc07 = result(&v, "CC-07");
+    assert_eq!(cc07["status"], "FAIL", "{v}");
+    assert!(
+        cc07.to_string()
+            .contains("src/app.py:1: forbidden pattern `(?i)do not merge`"),
+        "{cc07}"
+    );
+    // A size that does not read as one is refused before anything is judged.
+    let (code, _, err) = verify(&ws, &["--set", "max_py_bytes=lots"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("max_py_bytes") || err.contains("lots"),
+        "{err}"
+    );
+}
