@@ -142,10 +142,11 @@ fn a_file_kept_moving_holds_judgment_at_most_settle_max_and_ship_still_ends_the_
     // A bad write in place, then kept moving (JSON with trailing blanks is the same JSON).
     fs::write(dir.join(GATES), manual_gates(1)).expect("in-place write");
     let churn = Churn::start(dir.join(GATES));
+    // `status` may answer from the referee's state a moment before the STOP file's rename
+    // lands in BUILD_DIR: wait for both.
     w.until("the STOP stands while the file is still moving", || {
-        status(&dir, true).0 == 1
+        status(&dir, true).0 == 1 && read(&dir.join(STOP)).contains("OBS-27")
     });
-    assert!(read(&dir.join(STOP)).contains("OBS-27"), "{}", w.output());
     ship(&dir);
     // The run ends on its own (the pipeline is complete) while the file keeps moving.
     let code = exit_code(w.wait(WAIT));
