@@ -131,6 +131,8 @@ impl Watch {
         }
     }
 
+    /// Waits until `cond` holds (at most [`WAIT`]); a failure points at the caller's line.
+    #[track_caller]
     pub(crate) fn until(&self, what: &str, cond: impl FnMut() -> bool) {
         wait_until(WAIT, what, cond, || self.output());
     }
@@ -145,7 +147,9 @@ impl Drop for Watch {
     }
 }
 
-/// Polls `cond` until it holds; fails the test with `what` and `context()` at the deadline.
+/// Polls `cond` until it holds; fails the test with `what` and `context()` at the deadline, at
+/// the caller's line.
+#[track_caller]
 pub(crate) fn wait_until(
     within: Duration,
     what: &str,
