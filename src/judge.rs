@@ -204,11 +204,47 @@ fn workspace(
     if req.write {
         refuse_live(req.dir, &state)?;
     }
+    let ws = Workspace::open_in(req.dir, &spec, &state, req.max_read_bytes)?;
+    let j = evaluated(req, protocol, ws, state, waivers)?;
+    if j.runs.is_empty() {
+        tracing::warn!(
+            "no task records in `{}`: nothing to judge",
+            req.dir.join(crate::workspace::TASKS_DIR).display()
+        );
+    }
+    if req.write {
+        outputs::code_change::write_all(
+            protocol,
+            &j.ws,
+            &j.eval,
+            &j.runs,
+            &j.verdicts,
+            &j.ctx,
+            &j.state,
+        )
+        .with_context(|| {
+            format!(
+                "cannot write into `{}`",
+                j.ws.root().join(OUTPUT_DIR).display()
+            )
+        })?;
+    }
+    Ok(j)
+}
+
+/// `ws` judged as it stands: every task record evaluated against the baseline, the waivers
+/// applied, each judged record graded with the guards over the attempts kept in `state`.
+fn evaluated(
+    req: &Request<'_>,
+    protocol: &Protocol,
+    ws: Workspace,
+    state: PathBuf,
+    waivers: Option<&Waivers>,
+) -> Result<WorkspaceJudgment> {
     let limits = Limits {
         max_read_bytes: req.max_read_bytes,
         ..Limits::default()
     };
-    let ws = Workspace::open_in(req.dir, &spec, &state, limits.max_read_bytes)?;
     let snap = Snapshot::empty(req.dir, limits)?;
     let now = chrono::Utc::now();
     let options = Options {
@@ -219,22 +255,7 @@ fn workspace(
     let (mut eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &options);
     let waived = apply_waivers(waivers, &mut eval, now);
     let verdicts = crate::verdict::judge(protocol, &ws, &eval.results, &runs, &state);
-    if runs.is_empty() {
-        tracing::warn!(
-            "no task records in `{}`: nothing to judge",
-            req.dir.join(crate::workspace::TASKS_DIR).display()
-        );
-    }
     let ctx = context(ws.root(), now, waived);
-    if req.write {
-        outputs::code_change::write_all(protocol, &ws, &eval, &runs, &verdicts, &ctx, &state)
-            .with_context(|| {
-                format!(
-                    "cannot write into `{}`",
-                    ws.root().join(OUTPUT_DIR).display()
-                )
-            })?;
-    }
     Ok(WorkspaceJudgment {
         ws,
         eval,
@@ -285,28 +306,7 @@ pub fn attempt(
     if let Some((rel, bytes)) = implicit(&ws) {
         ws.add_record(&rel, bytes);
     }
-    let limits = Limits {
-        max_read_bytes: req.max_read_bytes,
-        ..Limits::default()
-    };
-    let snap = Snapshot::empty(req.dir, limits)?;
-    let now = chrono::Utc::now();
-    let options = Options {
-        final_: true,
-        now: Some(now),
-        ..Options::default()
-    };
-    let (eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &options);
-    let verdicts = crate::verdict::judge(protocol, &ws, &eval.results, &runs, &state);
-    let ctx = context(ws.root(), now, None);
-    Ok(WorkspaceJudgment {
-        ws,
-        eval,
-        runs,
-        verdicts,
-        ctx,
-        state,
-    })
+    evaluated(req, protocol, ws, state, None)
 }
 
 /// What the outputs say of a judgment made once, at `now`, of the directory `root`.
