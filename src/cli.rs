@@ -22,7 +22,7 @@ use crate::protocol::{self, Protocol};
 #[command(
     after_help = "Exit codes: 0 no unresolved BLOCKING failure; 1 a BLOCKING failure \
 (or, for `status`, STOP present); 2 the referee could not run; 3 `status --require-live` \
-found no live referee.\n\n\
+found no live referee; 4 `status --task` not judged yet; 130 a second SIGINT/SIGTERM (no final report).\n\n\
 Environment: REFEREE_LOG sets which diagnostics are written (env-filter syntax, e.g. `debug` or \
 `referee::engine=trace`; default `info`, `warn` with -q, `debug` with -v); NO_COLOR turns colour \
 off unless --color always."

@@ -17,10 +17,11 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use super::Shutdown;
+use crate::exit::ExitCode;
 
 /// Starts a thread that waits for SIGINT and SIGTERM (`signal-hook`: the handlers only wake it).
-/// The first one is sent on the returned channel; a second one exits the process at once
-/// (status 130), for a user who insists.
+/// The first one is sent on the returned channel; a second one exits the process at once with
+/// [`ExitCode::Interrupted`] (130, no final report), for a user who insists.
 pub fn listen_for_termination() -> io::Result<Receiver<Shutdown>> {
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let (tx, rx) = mpsc::channel();
@@ -37,7 +38,7 @@ pub fn listen_for_termination() -> io::Result<Receiver<Shutdown>> {
                         "second {} — exiting without a final report",
                         signal_name(sig)
                     );
-                    std::process::exit(130);
+                    std::process::exit(ExitCode::Interrupted as i32);
                 }
             }
         })?;

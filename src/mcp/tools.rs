@@ -226,7 +226,8 @@ fn status_of(
         ExitCode::Violation => "stop",
         ExitCode::NotJudged => "not_judged",
         ExitCode::NotLive => "not_live",
-        ExitCode::Error => "error",
+        // `status` is never interrupted (130 is the daemon's second signal); an error if it were.
+        ExitCode::Error | ExitCode::Interrupted => "error",
     };
     let note = answer.note.as_ref().map(|n| match n {
         crate::status::Note::Info(t)

@@ -18,6 +18,7 @@ mod fuzz;
 mod heap;
 mod hooks;
 mod human_text;
+mod interrupt;
 mod json_strict;
 mod layers;
 mod liveness;

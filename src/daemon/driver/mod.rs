@@ -244,12 +244,7 @@ pub(super) fn run_root(
     d.forward(shutdown);
     d.look();
     d.run();
-    let exit = d
-        .outcomes
-        .iter()
-        .map(|(_, o)| o.exit)
-        .max_by_key(|e| *e as u8)
-        .unwrap_or(ExitCode::Ok);
+    let exit = ExitCode::worst_of(d.outcomes.iter().map(|(_, o)| o.exit));
     Ok(RootOutcome {
         exit,
         builds: std::mem::take(&mut d.outcomes),
