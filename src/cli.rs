@@ -1040,8 +1040,8 @@ fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
     }
     config.protocol = a.protocol.protocol;
     config.watch = match a.poll {
-        Some(every) => crate::watch::Mode::Poll(every.max(std::time::Duration::from_millis(10))),
-        None => crate::watch::Mode::Native,
+        Some(every) => crate::fsevents::Mode::Poll(every.max(std::time::Duration::from_millis(10))),
+        None => crate::fsevents::Mode::Native,
     };
     config.exit_with = a.exit_with;
     config.timeout = a.timeout;

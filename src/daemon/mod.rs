@@ -44,8 +44,8 @@ use std::time::Duration;
 use crate::artifacts::Limits;
 use crate::engine::Evaluation;
 use crate::exit::ExitCode;
+use crate::fsevents::{self, Mode};
 use crate::protocol::ProtocolError;
-use crate::watch::{self, Mode};
 
 /// What to do when the referee itself cannot evaluate or write (SPEC §5, seed 004).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,7 +265,7 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
         source: std::io::Error,
     },
     #[error(transparent)]
-    Watch(#[from] watch::WatchError),
+    Watch(#[from] fsevents::WatchError),
     #[error("--exit-with `{pid}`: no such process (is it the pipeline's pid, and is the pipeline still running?)")]
     NoSuchPid { pid: i32 },
     #[error(transparent)]

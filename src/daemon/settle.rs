@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::artifacts::{Entry, TRACKER_FILE};
+use crate::fsevents::ChangeKind;
 use crate::protocol::inputs::Inputs;
-use crate::watch::ChangeKind;
 
 /// The last thing known to have happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, PoisonError};
 
 use crate::daemon::session::Batch;
-use crate::watch::ChangeKind;
+use crate::fsevents::ChangeKind;
 
 /// The most paths one build keeps between two turns before they are coalesced into their folders.
 pub(super) const MAX_PATHS: usize = 4096;

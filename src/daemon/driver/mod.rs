@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 use crate::artifacts::escape_name;
 use crate::checks::is_own_file;
 use crate::exit::ExitCode;
+use crate::fsevents::{self, ChangeKind, FsEvent, Mode, Source};
 use crate::outputs::STOP_FILE;
 use crate::protocol::Protocol;
-use crate::watch::{self, ChangeKind, FsEvent, Mode, Source};
 
 use super::session::{Rewatch, Session};
 use super::{
@@ -305,7 +305,7 @@ impl Driver {
 
     /// Starts watching the base in the configured mode (the old source, if any, is dropped once
     /// the new one runs, so nothing is missed in between). Returns the fallback warning.
-    fn start_source(&mut self) -> Result<Option<String>, watch::WatchError> {
+    fn start_source(&mut self) -> Result<Option<String>, fsevents::WatchError> {
         self.gen += 1;
         let sink = sink(
             self.router.clone(),
@@ -313,7 +313,7 @@ impl Driver {
             self.inbox.clone(),
             self.tx.clone(),
         );
-        let source = watch::start(&self.router.base, self.mode, sink)?;
+        let source = fsevents::start(&self.router.base, self.mode, sink)?;
         let warning = source.warning.clone();
         if let Some(w) = &warning {
             tracing::warn!("{w}");
@@ -421,11 +421,11 @@ impl Driver {
         if let Some(message) = limit {
             let text = format!(
                 "inotify watch limit reached while watching ({message}); switching to polling every {} ms — {}",
-                watch::DEFAULT_POLL.as_millis(),
-                watch::WATCH_LIMIT_HINT
+                fsevents::DEFAULT_POLL.as_millis(),
+                fsevents::WATCH_LIMIT_HINT
             );
             tracing::warn!("{text}");
-            self.mode = Mode::Poll(watch::DEFAULT_POLL);
+            self.mode = Mode::Poll(fsevents::DEFAULT_POLL);
             self.restart_source();
             rescan.push(text);
         }

@@ -49,7 +49,7 @@ fn the_sink_drops_own_files_and_tells_directory_events() {
         inbox.clone(),
         tx,
     );
-    let change = |p: &str, kind| watch::PathChange {
+    let change = |p: &str, kind| fsevents::PathChange {
         path: p.into(),
         kind,
     };

@@ -29,9 +29,9 @@ use chrono::{DateTime, Utc};
 
 use crate::artifacts::{Kind, Snapshot};
 use crate::engine::{self, Evaluation, Options};
+use crate::fsevents::ChangeKind;
 use crate::outputs::Incident;
 use crate::protocol::Protocol;
-use crate::watch::ChangeKind;
 
 use super::decide::{Clock, Ledger, Seen};
 use super::event::Event;

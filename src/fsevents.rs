@@ -1,4 +1,5 @@
-//! Where events come from: a recursive watch on the build directory that turns file-system
+//! Where events come from (the file-system event source; `daemon` is what `referee watch` runs
+//! on them): a recursive watch on the build directory that turns file-system
 //! notifications into [`FsEvent`]s handed to a callback.
 //!
 //! This module owns choosing the event source (inotify through `notify`'s recommended watcher, or
@@ -104,10 +105,24 @@ impl std::fmt::Debug for Source {
     }
 }
 
+/// Why no event source could be started (the native watcher's failures fall back to polling;
+/// these are the poller's).
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
-    #[error("cannot watch `{path}`: {message}")]
-    Failed { path: String, message: String },
+    /// The directory cannot be listed: polling it would see an empty tree.
+    #[error("cannot watch `{}`", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The poll thread could not be spawned (the process's thread or memory limit).
+    #[error("cannot watch `{}`: cannot start the poll thread", path.display())]
+    Thread {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Starts watching `dir` recursively; every change is passed to `sink` (on the watcher's thread).
@@ -191,11 +206,10 @@ fn start_poll<F>(dir: &Path, interval: Duration, mut sink: F) -> Result<Source, 
 where
     F: FnMut(FsEvent) + Send + 'static,
 {
-    let failed = |message: String| WatchError::Failed {
-        path: dir.display().to_string(),
-        message,
-    };
-    let mut previous = fingerprints(dir).map_err(|e| failed(e.to_string().to_lowercase()))?;
+    let mut previous = fingerprints(dir).map_err(|source| WatchError::Unreadable {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let root = dir.to_path_buf();
     std::thread::Builder::new()
@@ -227,7 +241,10 @@ where
                 }
             }
         })
-        .map_err(|e| failed(format!("cannot start the poll thread: {e}")))?;
+        .map_err(|source| WatchError::Thread {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     Ok(Source {
         _inner: Inner::Poll { _stop: stop_tx },
         kind: SourceKind::Poll(interval),
@@ -552,6 +569,27 @@ mod tests {
             changes.len(),
             1,
             "the new file, not its directory: {changes:?}"
+        );
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_with_its_path_and_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        let e = start(&gone, Mode::Poll(Duration::from_millis(50)), |_| {}).unwrap_err();
+        match &e {
+            WatchError::Unreadable { path, source } => {
+                assert_eq!(path, &gone);
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("expected Unreadable, got {other:?}"),
+        }
+        assert_eq!(
+            crate::error::chain(&e),
+            format!(
+                "cannot watch `{}`: no such file or directory (os error 2)",
+                gone.display()
+            )
         );
     }
 
