@@ -7,7 +7,7 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -175,14 +175,29 @@ pub fn has_proc() -> bool {
     proc_start(std::process::id()).is_some()
 }
 
+/// Why a heartbeat cannot be read; each variant keeps the file's path, and an io or JSON
+/// error its cause. Every one means "not live" to `status`.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("`{HEARTBEAT_FILE}` is missing (is `referee watch` running on this directory?)")]
-    Missing,
-    #[error("cannot read `{HEARTBEAT_FILE}`: {0}")]
-    Io(String),
-    #[error("`{HEARTBEAT_FILE}` cannot be parsed: {0}")]
-    Invalid(String),
+    Missing { path: PathBuf },
+    #[error("cannot read `{HEARTBEAT_FILE}`")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A symlink, FIFO, directory or oversized file at the name: never followed or opened.
+    #[error("`{HEARTBEAT_FILE}` cannot be parsed: not a small regular file")]
+    NotRegular { path: PathBuf },
+    #[error("`{HEARTBEAT_FILE}` cannot be parsed: not UTF-8")]
+    NotUtf8 { path: PathBuf },
+    #[error("`{HEARTBEAT_FILE}` cannot be parsed")]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// Reads the heartbeat of a build directory.
@@ -192,13 +207,16 @@ pub enum ReadError {
 pub fn read(dir: &Path) -> Result<Heartbeat, ReadError> {
     use std::io::Read;
     let path = dir.join(HEARTBEAT_FILE);
-    let io = |e: std::io::Error| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::Missing,
-        _ => ReadError::Io(e.to_string().to_lowercase()),
+    let io = |source: std::io::Error| match source.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Missing { path: path.clone() },
+        _ => ReadError::Io {
+            path: path.clone(),
+            source,
+        },
     };
     let meta = std::fs::symlink_metadata(&path).map_err(io)?;
     if !meta.is_file() || meta.len() > MAX_READ {
-        return Err(ReadError::Invalid("not a small regular file".into()));
+        return Err(ReadError::NotRegular { path });
     }
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -207,8 +225,10 @@ pub fn read(dir: &Path) -> Result<Heartbeat, ReadError> {
         .map_err(io)?;
     let mut bytes = Vec::new();
     f.take(MAX_READ).read_to_end(&mut bytes).map_err(io)?;
-    let text = String::from_utf8(bytes).map_err(|_| ReadError::Invalid("not UTF-8".into()))?;
-    serde_json::from_str(&text).map_err(|e| ReadError::Invalid(e.to_string()))
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Err(ReadError::NotUtf8 { path });
+    };
+    serde_json::from_str(&text).map_err(|source| ReadError::Json { path, source })
 }
 
 /// The largest heartbeat [`read`] takes; the daemon writes a few hundred bytes.
@@ -245,7 +265,7 @@ mod tests {
     #[test]
     fn round_trips_and_reports_missing_or_invalid() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(read(dir.path()), Err(ReadError::Missing)));
+        assert!(matches!(read(dir.path()), Err(ReadError::Missing { .. })));
         let now = Utc::now();
         let hb = Heartbeat {
             pid: std::process::id(),
@@ -271,7 +291,17 @@ mod tests {
         ));
         assert_eq!(read(dir.path()).unwrap(), hb);
         std::fs::write(dir.path().join(HEARTBEAT_FILE), "{").unwrap();
-        assert!(matches!(read(dir.path()), Err(ReadError::Invalid(_))));
+        let e = read(dir.path()).unwrap_err();
+        assert!(
+            matches!(&e, ReadError::Json { path, .. } if path == &dir.path().join(HEARTBEAT_FILE)),
+            "{e:?}"
+        );
+        assert_eq!(
+            crate::error::chain(&e),
+            "`OBSERVER-HEARTBEAT.json` cannot be parsed: eof while parsing an object at line 1 column 1"
+        );
+        std::fs::write(dir.path().join(HEARTBEAT_FILE), b"\xff").unwrap();
+        assert!(matches!(read(dir.path()), Err(ReadError::NotUtf8 { .. })));
         // A heartbeat of an older referee (no identity, no start time) still parses.
         std::fs::write(
             dir.path().join(HEARTBEAT_FILE),
@@ -342,12 +372,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(HEARTBEAT_FILE);
         std::os::unix::fs::symlink(elsewhere.path().join(HEARTBEAT_FILE), &path).unwrap();
-        assert!(matches!(read(dir.path()), Err(ReadError::Invalid(_))));
+        assert!(matches!(
+            read(dir.path()),
+            Err(ReadError::NotRegular { .. })
+        ));
         std::fs::remove_file(&path).unwrap();
         let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         // Never opened: a FIFO with no writer would block the reader forever.
-        assert!(matches!(read(dir.path()), Err(ReadError::Invalid(_))));
+        assert!(matches!(
+            read(dir.path()),
+            Err(ReadError::NotRegular { .. })
+        ));
     }
 
     #[test]

@@ -415,7 +415,7 @@ fn read_small(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Verdict {
     let verdict = match heartbeat::read(state) {
         Ok(hb) => judge(&hb, here, Utc::now(), stale, &process),
-        Err(e) => Verdict::NotLive(e.to_string()),
+        Err(e) => Verdict::NotLive(crate::error::chain(&e)),
     };
     if !matches!(verdict, Verdict::NotLive(_)) && !crate::daemon::events::locked_by_other(state) {
         return Verdict::NotLive(format!(
