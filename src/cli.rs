@@ -938,7 +938,7 @@ enum OnFault {
 }
 
 fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
-    let d = crate::duration::parse(s)?;
+    let d = crate::duration::parse(s).map_err(|e| e.to_string())?;
     if d < crate::status::MIN_INTERVAL {
         return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
     }

@@ -10,8 +10,6 @@
 
 use std::time::Duration;
 
-use humantime::DurationError;
-
 /// What an accepted duration looks like, for error messages.
 const EXAMPLES: &str = "e.g. `90s`, `30m`, `2h`, `1h30m`, `500ms`, or seconds: `45`, `1.5`";
 
@@ -25,67 +23,103 @@ const UNITS: &[&str] = &[
     "hours", "d", "day", "days", "w", "wk", "wks", "week", "weeks",
 ];
 
+/// Why a duration was refused. Each message names the text (`text`: as given) and says what
+/// would be accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("empty duration ({EXAMPLES})")]
+    Empty,
+    #[error("duration `{text}` is negative ({EXAMPLES})")]
+    Negative { text: String },
+    #[error("invalid duration `{text}` ({EXAMPLES})")]
+    Invalid { text: String },
+    #[error("invalid duration `{text}`: unexpected `{found}` ({EXAMPLES})")]
+    Unexpected { text: String, found: char },
+    #[error("invalid duration `{text}`: a number must come before `{rest}` ({EXAMPLES})")]
+    NumberExpected { text: String, rest: String },
+    #[error("duration `{text}` is too long ({EXAMPLES})")]
+    TooLong { text: String },
+    #[error(
+        "duration `{text}` is too long or too precise (at most ~584 billion years, at least 1ns)"
+    )]
+    Overflow { text: String },
+    #[error("unknown unit `{unit}` in duration `{text}` ({UNIT_HINT})")]
+    UnknownUnit { text: String, unit: String },
+    #[error("duration `{text}` needs a unit after `{number}` ({UNIT_HINT})")]
+    NeedsUnit { text: String, number: String },
+}
+
 /// Parses `90s`, `30m`, `2h`, `1h30m`, `1h 30m`, `500ms`, or plain seconds (`45`, `1.5`).
-pub fn parse(s: &str) -> Result<Duration, String> {
+pub fn parse(s: &str) -> Result<Duration, DurationError> {
+    let text = || s.to_string();
     let t = s.trim();
     if t.is_empty() {
-        return Err(format!("empty duration ({EXAMPLES})"));
+        return Err(DurationError::Empty);
     }
     if t.starts_with('-') {
-        return Err(format!("duration `{s}` is negative ({EXAMPLES})"));
+        return Err(DurationError::Negative { text: text() });
     }
     // Plain seconds. `f64` also reads `inf` and `NaN`, which are refused here, and `1e3`.
     if let Ok(secs) = t.parse::<f64>() {
         if !secs.is_finite() {
-            return Err(format!("invalid duration `{s}` ({EXAMPLES})"));
+            return Err(DurationError::Invalid { text: text() });
         }
         return Duration::try_from_secs_f64(secs)
-            .map_err(|_| format!("duration `{s}` is too long ({EXAMPLES})"));
+            .map_err(|_| DurationError::TooLong { text: text() });
     }
     if let Some(unit) = t
         .split(|c: char| !c.is_alphabetic())
         .find(|u| !u.is_empty() && !UNITS.contains(u))
     {
-        return Err(format!(
-            "unknown unit `{unit}` in duration `{s}` ({UNIT_HINT})"
-        ));
+        return Err(DurationError::UnknownUnit {
+            text: text(),
+            unit: unit.to_string(),
+        });
     }
     humantime::parse_duration(t).map_err(|e| match e {
-        DurationError::UnknownUnit { unit, start, .. } if unit.is_empty() => {
+        humantime::DurationError::UnknownUnit { unit, start, .. } if unit.is_empty() => {
             // `start` is where the unit should have begun: the number is just before it.
             let head = t.get(..start).unwrap_or(t).trim_end();
             let number = head
                 .rsplit(|c: char| !(c.is_ascii_digit() || c == '.'))
                 .next()
                 .unwrap_or(head);
-            format!("duration `{s}` needs a unit after `{number}` ({UNIT_HINT})")
+            DurationError::NeedsUnit {
+                text: text(),
+                number: number.to_string(),
+            }
         }
-        DurationError::UnknownUnit { unit, .. } => {
-            format!("unknown unit `{unit}` in duration `{s}` ({UNIT_HINT})")
+        humantime::DurationError::UnknownUnit { unit, .. } => {
+            DurationError::UnknownUnit { text: text(), unit }
         }
-        DurationError::InvalidCharacter(at) => match t.get(at..).and_then(|r| r.chars().next()) {
-            Some(c) => format!("invalid duration `{s}`: unexpected `{c}` ({EXAMPLES})"),
-            None => format!("invalid duration `{s}` ({EXAMPLES})"),
+        humantime::DurationError::InvalidCharacter(at) => {
+            match t.get(at..).and_then(|r| r.chars().next()) {
+                Some(found) => DurationError::Unexpected {
+                    text: text(),
+                    found,
+                },
+                None => DurationError::Invalid { text: text() },
+            }
+        }
+        humantime::DurationError::NumberExpected(at) => DurationError::NumberExpected {
+            text: text(),
+            rest: t.get(at..).unwrap_or(t).to_string(),
         },
-        DurationError::NumberExpected(at) => format!(
-            "invalid duration `{s}`: a number must come before `{}` ({EXAMPLES})",
-            t.get(at..).unwrap_or(t)
-        ),
-        DurationError::NumberOverflow => format!(
-            "duration `{s}` is too long or too precise (at most ~584 billion years, at least 1ns)"
-        ),
-        DurationError::Empty => format!("empty duration ({EXAMPLES})"),
+        humantime::DurationError::NumberOverflow => DurationError::Overflow { text: text() },
+        humantime::DurationError::Empty => DurationError::Empty,
     })
 }
 
 /// Like [`parse`], but a bare number is milliseconds (`300` is `300ms`), for the options that
 /// have always been given in milliseconds (`watch --poll`, `--settle`); `1s`, `1.5s`, `250ms`
 /// are read as [`parse`] reads them.
-pub fn parse_millis(s: &str) -> Result<Duration, String> {
+pub fn parse_millis(s: &str) -> Result<Duration, DurationError> {
     let t = s.trim();
     match t.parse::<f64>() {
         Ok(ms) if ms.is_finite() && !t.starts_with('-') => Duration::try_from_secs_f64(ms / 1000.0)
-            .map_err(|_| format!("duration `{s}` is too long ({EXAMPLES})")),
+            .map_err(|_| DurationError::TooLong {
+                text: s.to_string(),
+            }),
         _ => parse(s),
     }
 }
@@ -137,8 +171,16 @@ mod tests {
     fn refused_forms_say_why() {
         let err = |s: &str| match parse(s) {
             Ok(d) => panic!("`{s}` parsed as {d:?}"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
+        assert_eq!(parse(""), Err(DurationError::Empty));
+        assert_eq!(
+            parse("1h30"),
+            Err(DurationError::NeedsUnit {
+                text: "1h30".into(),
+                number: "30".into()
+            })
+        );
         assert!(err("").starts_with("empty duration (e.g. `90s`"));
         assert!(err("   ").starts_with("empty duration"));
         assert!(err("-3").contains("`-3` is negative"), "{}", err("-3"));
@@ -188,10 +230,22 @@ mod tests {
         assert_eq!(parse_millis("1s"), Ok(Duration::from_secs(1)));
         assert_eq!(parse_millis("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_millis("1m"), Ok(Duration::from_secs(60)));
-        assert!(parse_millis("-3").unwrap_err().contains("is negative"));
-        assert!(parse_millis("inf").unwrap_err().contains("`inf`"));
-        assert!(parse_millis("1e300").unwrap_err().contains("too long"));
-        assert!(parse_millis("5x").unwrap_err().contains("unknown unit `x`"));
+        assert!(parse_millis("-3")
+            .unwrap_err()
+            .to_string()
+            .contains("is negative"));
+        assert!(parse_millis("inf")
+            .unwrap_err()
+            .to_string()
+            .contains("`inf`"));
+        assert!(parse_millis("1e300")
+            .unwrap_err()
+            .to_string()
+            .contains("too long"));
+        assert!(parse_millis("5x")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown unit `x`"));
     }
 
     #[test]

@@ -19,14 +19,39 @@ const BINARY: &[(&str, u64)] = &[
     ("KiB", 1 << 10),
 ];
 
+/// Why a size was refused. Each message names the text (`text`: as given) and says what would
+/// be accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("empty size ({EXAMPLES})")]
+    Empty,
+    #[error("size `{text}` is negative ({EXAMPLES})")]
+    Negative { text: String },
+    #[error("invalid size `{text}`: a number must come first ({EXAMPLES})")]
+    NumberFirst { text: String },
+    #[error("size `{text}` is a fraction of a byte: give a unit ({EXAMPLES})")]
+    Fraction { text: String },
+    /// Past `u64::MAX` bytes: refused rather than saturated.
+    #[error("size `{text}` is too large (at most 16EiB)")]
+    TooLarge { text: String },
+    #[error("invalid number `{number}` in size `{text}` ({EXAMPLES})")]
+    Number { text: String, number: String },
+    #[error("unknown unit `{unit}` in size `{text}` (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)")]
+    UnknownUnit { text: String, unit: String },
+    /// What `bytesize` refused for another reason (its error is a message).
+    #[error("invalid size `{text}`: {why} ({EXAMPLES})")]
+    Invalid { text: String, why: String },
+}
+
 /// Parses `64MiB`, `512KiB`, `1.5GiB`, `10MB`, `64 MiB`, or plain bytes (`67108864`).
-pub fn parse(s: &str) -> Result<u64, String> {
+pub fn parse(s: &str) -> Result<u64, SizeError> {
+    let text = || s.to_string();
     let t = s.trim();
     if t.is_empty() {
-        return Err(format!("empty size ({EXAMPLES})"));
+        return Err(SizeError::Empty);
     }
     if t.starts_with('-') {
-        return Err(format!("size `{s}` is negative ({EXAMPLES})"));
+        return Err(SizeError::Negative { text: text() });
     }
     if let Ok(bytes) = t.parse::<u64>() {
         return Ok(bytes);
@@ -37,28 +62,28 @@ pub fn parse(s: &str) -> Result<u64, String> {
     let (number, unit) = t.split_at(split);
     let unit = unit.trim_start();
     if number.is_empty() {
-        return Err(format!(
-            "invalid size `{s}`: a number must come first ({EXAMPLES})"
-        ));
+        return Err(SizeError::NumberFirst { text: text() });
     }
     if unit.is_empty() {
         // All digits (and dots), yet not a u64.
         return Err(if number.contains('.') {
-            format!("size `{s}` is a fraction of a byte: give a unit ({EXAMPLES})")
+            SizeError::Fraction { text: text() }
         } else {
-            format!("size `{s}` is too large (at most 16EiB)")
+            SizeError::TooLarge { text: text() }
         });
     }
     let Ok(value) = number.parse::<f64>() else {
-        return Err(format!(
-            "invalid number `{number}` in size `{s}` ({EXAMPLES})"
-        ));
+        return Err(SizeError::Number {
+            text: text(),
+            number: number.to_string(),
+        });
     };
     // The unit alone, as bytesize reads it: `1KiB` is the factor.
     let Ok(factor) = format!("1{unit}").parse::<ByteSize>().map(|f| f.as_u64()) else {
-        return Err(format!(
-            "unknown unit `{unit}` in size `{s}` (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
-        ));
+        return Err(SizeError::UnknownUnit {
+            text: text(),
+            unit: unit.to_string(),
+        });
     };
     // bytesize saturates at u64::MAX; a size that large is a mistake, not a limit.
     let too_large = match number.parse::<u64>() {
@@ -67,11 +92,11 @@ pub fn parse(s: &str) -> Result<u64, String> {
         Err(_) => true,
     };
     if too_large {
-        return Err(format!("size `{s}` is too large (at most 16EiB)"));
+        return Err(SizeError::TooLarge { text: text() });
     }
     t.parse::<ByteSize>()
         .map(|b| b.as_u64())
-        .map_err(|e| format!("invalid size `{s}`: {e} ({EXAMPLES})"))
+        .map_err(|why| SizeError::Invalid { text: text(), why })
 }
 
 /// `64MiB`, `512KiB`, `1000B`: the largest binary unit that states `bytes` exactly (what
@@ -110,9 +135,16 @@ mod tests {
 
     #[test]
     fn refused_forms_say_why() {
+        assert_eq!(
+            parse("64 furlongs"),
+            Err(SizeError::UnknownUnit {
+                text: "64 furlongs".into(),
+                unit: "furlongs".into()
+            })
+        );
         let err = |s: &str| match parse(s) {
             Ok(b) => panic!("`{s}` parsed as {b}"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         };
         assert!(err("").starts_with("empty size (e.g. `64MiB`"));
         assert!(err("-1").contains("`-1` is negative"), "{}", err("-1"));

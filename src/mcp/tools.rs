@@ -3,6 +3,10 @@
 //! here (the [`super::server`] glue turns a [`Reply`] or an error string into a tool result),
 //! so every answer and every refusal is testable without a client.
 //!
+//! A refusal is a `String` on purpose: it is the whole of what the agent reads (the tool
+//! result's text), so this is the edge where the library's typed errors are written down,
+//! each with its causes (`crate::error::chain`), as `cli` hands them to `anyhow`.
+//!
 //! Read-only: nothing is written into the judged directory (`verify --write` is not offered).
 //! A workspace is judged as `verify` judges it: where the referee has run (its state
 //! directory exists), against the baseline pinned there; where it has not, against `HEAD`
@@ -112,7 +116,8 @@ pub fn protocol_for(cfg: &Config, named: Option<&str>, default: &str) -> Result<
         }
         None => cfg.protocol.as_deref().unwrap_or(default),
     };
-    Protocol::load(spec).map_err(|e| format!("cannot load protocol `{spec}`: {e}"))
+    Protocol::load(spec)
+        .map_err(|e| format!("cannot load protocol `{spec}`: {}", crate::error::chain(&e)))
 }
 
 fn embedded_ids() -> String {
@@ -129,7 +134,7 @@ pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Resu
     let path = resolve(cfg, dir)?;
     let p = protocol_for(cfg, named, protocol::DEFAULT_ID)?;
     for file in p.secret_files() {
-        protocol::secrets::refuse_inside(&file, &path)?;
+        protocol::secrets::refuse_inside(&file, &path).map_err(|e| e.to_string())?;
     }
     let req = judge::Request {
         final_,

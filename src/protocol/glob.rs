@@ -188,26 +188,42 @@ fn how(body: &str) -> How {
     }
 }
 
-impl TryFrom<String> for Glob {
-    type Error = String;
+/// Why a glob was refused, with the glob as written; shown inside a protocol error located at
+/// its line and column, so the reason is in the message itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlobError {
+    #[error("empty glob")]
+    Empty,
+    #[error(
+        "invalid glob `{glob}`: globs are relative to the build directory and may not leave it"
+    )]
+    Outside { glob: String },
+    /// What `globset` refused (`why`: its reason, e.g. an unclosed `[`).
+    #[error("invalid glob `{glob}`: {why}")]
+    Syntax { glob: String, why: String },
+}
 
-    fn try_from(src: String) -> Result<Self, String> {
+impl TryFrom<String> for Glob {
+    type Error = GlobError;
+
+    fn try_from(src: String) -> Result<Self, GlobError> {
         if src.contains("${") {
             return Ok(Glob { src, how: None });
         }
         let body = src.trim_end_matches('/');
         if body.is_empty() {
-            return Err("empty glob".to_string());
+            return Err(GlobError::Empty);
         }
         if body.starts_with('/') || body.split('/').any(|c| c == "..") {
-            return Err(format!(
-                "invalid glob `{src}`: globs are relative to the build directory and may not leave it"
-            ));
+            return Err(GlobError::Outside { glob: src });
         }
         let how = how(body);
         // Only `?`, `[...]`, `{a,b}`, `\` and a `**` inside a component can be malformed.
         if let How::Compiled(_) = how {
-            parse(body).map_err(|e| format!("invalid glob `{src}`: {e}"))?;
+            parse(body).map_err(|why| GlobError::Syntax {
+                glob: src.clone(),
+                why,
+            })?;
         }
         Ok(Glob {
             src,
@@ -279,6 +295,19 @@ mod tests {
         for bad in ["", "/", "/abs/*.md", "../up.md", "a/../b", "p[1.md", "{a,b"] {
             assert!(Glob::try_from(bad.to_string()).is_err(), "{bad:?}");
         }
+        assert_eq!(Glob::try_from(String::new()).unwrap_err(), GlobError::Empty);
+        assert_eq!(
+            Glob::try_from("../up.md".to_string()).unwrap_err(),
+            GlobError::Outside {
+                glob: "../up.md".into()
+            }
+        );
+        let e = Glob::try_from("p[1.md".to_string()).unwrap_err();
+        assert!(
+            matches!(&e, GlobError::Syntax { glob, .. } if glob == "p[1.md"),
+            "{e:?}"
+        );
+        assert!(e.to_string().starts_with("invalid glob `p[1.md`: "), "{e}");
     }
 
     /// Every fast path answers exactly as globset does, over globs and paths built to

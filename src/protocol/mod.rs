@@ -70,8 +70,8 @@ pub enum ProtocolError {
     #[error("secret rules `{0}`: give `embedded` or an absolute path")]
     SecretsSpec(String),
     /// A `--vars`/`--set`/`--protect` that does not fit the protocol.
-    #[error("{0}")]
-    Overrides(String),
+    #[error(transparent)]
+    Overrides(overrides::OverrideError),
     #[error("unknown protocol `{0}` (embedded: {list}; or give the path of a protocol file)", list = embedded_ids())]
     Unknown(String),
 }
@@ -849,7 +849,7 @@ fn quoted_value(message: &str) -> Option<String> {
 }
 
 fn instantiate_checked(p: &Predicate, vars: &Vars) -> Result<Predicate, String> {
-    let p = vars::instantiate(p, vars)?;
+    let p = vars::instantiate(p, vars).map_err(|e| e.to_string())?;
     validate(&p)?;
     Ok(p)
 }

@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
-use super::vars::Vars;
+use super::glob::GlobError;
+use super::vars::{VarError, Vars};
 use super::{Protocol, ProtocolError};
 
 /// The variable `--protect` appends to.
@@ -66,7 +67,7 @@ impl Overrides {
     }
 
     /// Every change as (name, value, where from), in order: the file's, then `--set`'s.
-    fn assignments(&self) -> Result<Vec<(String, toml::Value, String)>, String> {
+    fn assignments(&self) -> Result<Vec<(String, toml::Value, String)>, OverrideError> {
         let mut out = Vec::new();
         if let Some(file) = &self.file {
             let from = format!("--vars {}", file.display());
@@ -85,7 +86,7 @@ impl Overrides {
     pub(super) fn apply(
         &self,
         vars: &mut BTreeMap<String, Spanned<Vars>>,
-    ) -> Result<Vec<Resolved>, String> {
+    ) -> Result<Vec<Resolved>, OverrideError> {
         let mut touched: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let known = {
             let mut names: Vec<&str> = vars
@@ -103,12 +104,14 @@ impl Overrides {
         for (name, value, from) in self.assignments()? {
             // Named for where it came from (the protocol's own check would point into the
             // protocol file).
-            super::vars::validate(&Vars::from([(name.clone(), value.clone())]))
-                .map_err(|m| format!("{from}: {m}"))?;
+            super::vars::validate(&Vars::from([(name.clone(), value.clone())])).map_err(|why| {
+                OverrideError::Value {
+                    from: from.clone(),
+                    why,
+                }
+            })?;
             if !vars.values().any(|v| v.get_ref().contains_key(&name)) {
-                return Err(format!(
-                    "{from}: unknown variable `{name}` (this protocol's variables: {known})"
-                ));
+                return Err(OverrideError::Unknown { from, name, known });
             }
             for v in vars.values_mut() {
                 if let Some(slot) = v.get_mut().get_mut(&name) {
@@ -119,22 +122,22 @@ impl Overrides {
         }
         if !self.protect.is_empty() {
             if !vars.values().any(|v| v.get_ref().contains_key(PROTECTED)) {
-                return Err(format!(
-                    "--protect: this protocol has no `{PROTECTED}` variable (its variables: {known}); --protect applies to the code-change protocol"
-                ));
+                return Err(OverrideError::NoProtected { known });
             }
             for glob in &self.protect {
-                super::predicate::Glob::try_from(glob.clone())
-                    .map_err(|m| format!("--protect `{glob}`: {m}"))?;
+                super::predicate::Glob::try_from(glob.clone()).map_err(|why| {
+                    OverrideError::Protect {
+                        glob: glob.clone(),
+                        why,
+                    }
+                })?;
             }
             for v in vars.values_mut() {
                 let Some(slot) = v.get_mut().get_mut(PROTECTED) else {
                     continue;
                 };
                 let toml::Value::Array(items) = slot else {
-                    return Err(format!(
-                        "--protect: `{PROTECTED}` is not a list of globs, cannot append to it"
-                    ));
+                    return Err(OverrideError::ProtectedNotList);
                 };
                 for glob in &self.protect {
                     let glob = toml::Value::String(glob.clone());
@@ -178,24 +181,74 @@ fn json(v: &toml::Value) -> serde_json::Value {
     }
 }
 
+/// Why `--vars`, `--set` or `--protect` does not fit: each names the flag (or the file, with
+/// its path and, for a read, the io error as its source) and what to give instead. Validation
+/// reasons of a value or glob are shown inline (`why`), as the protocol's own errors are.
+#[derive(Debug, thiserror::Error)]
+pub enum OverrideError {
+    #[error("--vars {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--vars {}: {why}", path.display())]
+    NotAFile { path: PathBuf, why: &'static str },
+    #[error("--vars {}:{line}:{column}: {why}", path.display())]
+    Toml {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        why: String,
+    },
+    #[error("--set `{set}`: give NAME=VALUE")]
+    SetSyntax { set: String },
+    #[error("--set `{set}`: `{name}` is not a variable name (letters, digits, `_`)")]
+    SetName { set: String, name: String },
+    #[error("--set {name}: `{value}` is not a TOML string or array: {why}")]
+    SetValue {
+        name: String,
+        value: String,
+        why: String,
+    },
+    /// `from`: `--set` or `--vars FILE`.
+    #[error("{from}: {why}")]
+    Value { from: String, why: VarError },
+    #[error("{from}: unknown variable `{name}` (this protocol's variables: {known})")]
+    Unknown {
+        from: String,
+        name: String,
+        known: String,
+    },
+    #[error("--protect: this protocol has no `{PROTECTED}` variable (its variables: {known}); --protect applies to the code-change protocol")]
+    NoProtected { known: String },
+    #[error("--protect `{glob}`: {why}")]
+    Protect { glob: String, why: GlobError },
+    #[error("--protect: `{PROTECTED}` is not a list of globs, cannot append to it")]
+    ProtectedNotList,
+    #[error("the variables file `{}` is inside the watched directory `{}`: the worker could edit the rules it is judged by; keep the file outside it", file.display(), dir.display())]
+    Inside { file: PathBuf, dir: PathBuf },
+}
+
 /// `NAME=VALUE`: VALUE is TOML when it starts with `[`, `"` or `'`, else a bare string.
-pub fn parse_set(s: &str) -> Result<(String, toml::Value), String> {
+pub fn parse_set(s: &str) -> Result<(String, toml::Value), OverrideError> {
     let (name, value) = s
         .split_once('=')
-        .ok_or_else(|| format!("--set `{s}`: give NAME=VALUE"))?;
+        .ok_or_else(|| OverrideError::SetSyntax { set: s.to_string() })?;
     let name = name.trim();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err(format!(
-            "--set `{s}`: `{name}` is not a variable name (letters, digits, `_`)"
-        ));
+        return Err(OverrideError::SetName {
+            set: s.to_string(),
+            name: name.to_string(),
+        });
     }
     let value = if value.trim_start().starts_with(['[', '"', '\'']) {
-        let table: toml::Table = toml::from_str(&format!("v = {value}")).map_err(|e| {
-            format!(
-                "--set {name}: `{value}` is not a TOML string or array: {}",
-                e.message()
-            )
-        })?;
+        let table: toml::Table =
+            toml::from_str(&format!("v = {value}")).map_err(|e| OverrideError::SetValue {
+                name: name.to_string(),
+                value: value.to_string(),
+                why: e.message().to_string(),
+            })?;
         table
             .get("v")
             .cloned()
@@ -207,33 +260,46 @@ pub fn parse_set(s: &str) -> Result<(String, toml::Value), String> {
 }
 
 /// The `NAME = VALUE` pairs of a `--vars` file.
-fn read_file(file: &Path) -> Result<Vec<(String, toml::Value)>, String> {
-    let shown = file.display();
-    let meta = std::fs::metadata(file).map_err(|e| format!("--vars {shown}: {e}"))?;
+fn read_file(file: &Path) -> Result<Vec<(String, toml::Value)>, OverrideError> {
+    let io = |source| OverrideError::Read {
+        path: file.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(file).map_err(io)?;
     if !meta.is_file() {
-        return Err(format!("--vars {shown}: not a regular file"));
+        return Err(OverrideError::NotAFile {
+            path: file.to_path_buf(),
+            why: "not a regular file",
+        });
     }
     if meta.len() > MAX_FILE {
-        return Err(format!("--vars {shown}: larger than 1 MiB"));
+        return Err(OverrideError::NotAFile {
+            path: file.to_path_buf(),
+            why: "larger than 1 MiB",
+        });
     }
-    let text = std::fs::read_to_string(file).map_err(|e| format!("--vars {shown}: {e}"))?;
+    let text = std::fs::read_to_string(file).map_err(io)?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| {
         let (line, column) = e.span().map_or((1, 1), |s| super::line_col(&text, s.start));
-        format!("--vars {shown}:{line}:{column}: {}", e.message())
+        OverrideError::Toml {
+            path: file.to_path_buf(),
+            line,
+            column,
+            why: e.message().to_string(),
+        }
     })?;
     Ok(table.into_iter().collect())
 }
 
 /// Refuses a `--vars` file inside `dir` (the watched directory or root), compared canonical
 /// (a symlink into the directory is inside it): the worker could rewrite its own rules.
-pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), String> {
+pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), OverrideError> {
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     if canon(file).starts_with(canon(dir)) {
-        return Err(format!(
-            "the variables file `{}` is inside the watched directory `{}`: the worker could edit the rules it is judged by; keep the file outside it",
-            file.display(),
-            dir.display()
-        ));
+        return Err(OverrideError::Inside {
+            file: file.to_path_buf(),
+            dir: dir.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -414,5 +480,45 @@ mod tests {
         assert!(refuse_inside(&dir.path().join("link.toml"), &ws).is_err());
         std::fs::write(dir.path().join("out.toml"), "").unwrap();
         assert!(refuse_inside(&dir.path().join("out.toml"), &ws).is_ok());
+    }
+
+    #[test]
+    fn a_vars_file_that_cannot_be_read_keeps_its_path_and_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.toml");
+        let o = Overrides {
+            file: Some(missing.clone()),
+            ..Default::default()
+        };
+        let e = o.assignments().unwrap_err();
+        assert!(
+            matches!(&e, OverrideError::Read { path, source }
+                if path == &missing && source.kind() == std::io::ErrorKind::NotFound),
+            "{e:?}"
+        );
+        assert_eq!(
+            crate::error::chain(&e),
+            format!(
+                "--vars {}: no such file or directory (os error 2)",
+                missing.display()
+            )
+        );
+        // Through the protocol's error, the cause is still there for `{:#}` to print.
+        let via = Protocol::load_with("code-change", None, &o).unwrap_err();
+        assert!(
+            crate::error::chain(&via).ends_with("no such file or directory (os error 2)"),
+            "{via}"
+        );
+        let o = Overrides {
+            file: Some(dir.path().to_path_buf()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            o.assignments().unwrap_err(),
+            OverrideError::NotAFile {
+                why: "not a regular file",
+                ..
+            }
+        ));
     }
 }

@@ -149,10 +149,19 @@ pub fn which(patterns: &[Pattern], haystack: &[u8]) -> Option<Vec<usize>> {
     Some(set.iter().map(|p| p.as_usize()).collect())
 }
 
-impl TryFrom<String> for Pattern {
-    type Error = String;
+/// A regex that does not parse, with the pattern as written and the parser's reason (its
+/// last line: the caret diagram is left out); shown inside a located protocol error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid regex `{pattern}`: {why}")]
+pub struct PatternError {
+    pub pattern: String,
+    pub why: String,
+}
 
-    fn try_from(src: String) -> Result<Self, String> {
+impl TryFrom<String> for Pattern {
+    type Error = PatternError;
+
+    fn try_from(src: String) -> Result<Self, PatternError> {
         if src.contains("${") {
             return Ok(Pattern {
                 src,
@@ -171,13 +180,16 @@ impl TryFrom<String> for Pattern {
 
 /// Parses a regex (without compiling it), once per distinct pattern per process: its
 /// number of capture groups (group 0 included), or what is wrong with it.
-fn validate(src: &str) -> Result<usize, String> {
-    static MEMO: Memo<Result<usize, String>> = OnceLock::new();
+fn validate(src: &str) -> Result<usize, PatternError> {
+    static MEMO: Memo<Result<usize, PatternError>> = OnceLock::new();
     memo(&MEMO, src, || {
         parser()
             .parse(src)
             .map(|hir| hir.properties().explicit_captures_len() + 1)
-            .map_err(|e| format!("invalid regex `{src}`: {}", first_line(&e.to_string())))
+            .map_err(|e| PatternError {
+                pattern: src.to_string(),
+                why: first_line(&e.to_string()),
+            })
     })
 }
 
@@ -257,7 +269,9 @@ mod tests {
     #[test]
     fn invalid_patterns_are_errors() {
         let e = Pattern::try_from("(".to_string()).unwrap_err();
-        assert!(e.starts_with("invalid regex `(`: "), "{e}");
+        assert_eq!(e.pattern, "(");
+        assert!(e.to_string().starts_with("invalid regex `(`: "), "{e}");
+        assert!(!e.why.contains('\n') && !e.why.is_empty(), "{e:?}");
         assert!(Pattern::try_from(r"\p{Nope}".to_string()).is_err());
     }
 }

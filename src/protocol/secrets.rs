@@ -418,17 +418,24 @@ impl std::fmt::Debug for SecretRules {
 /// Refuses a rule file inside `dir` (the watched workspace or root): the worker could edit
 /// the rules it is judged by. Both paths are compared canonical (a symlink into the workspace
 /// is inside it).
-pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), String> {
+pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), RulesInside> {
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let (f, d) = (canon(file), canon(dir));
     if f.starts_with(&d) {
-        return Err(format!(
-            "the secret rules `{}` are inside the watched directory `{}`: the worker could edit them; keep the file outside it",
-            file.display(),
-            dir.display()
-        ));
+        return Err(RulesInside {
+            file: file.to_path_buf(),
+            dir: dir.to_path_buf(),
+        });
     }
     Ok(())
+}
+
+/// A secret-rules file inside the watched directory, with the hint to move it.
+#[derive(Debug, thiserror::Error)]
+#[error("the secret rules `{}` are inside the watched directory `{}`: the worker could edit them; keep the file outside it", file.display(), dir.display())]
+pub struct RulesInside {
+    pub file: std::path::PathBuf,
+    pub dir: std::path::PathBuf,
 }
 
 /// Shannon entropy in bits per byte.

@@ -5,7 +5,32 @@
 
 use std::collections::BTreeMap;
 
+use super::glob::GlobError;
+use super::pattern::PatternError;
 use super::predicate::*;
+
+/// Why a substitution or a variable was refused; shown inside a protocol error that is
+/// located at the check (or the `[vars]` table), so each message carries its own reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VarError {
+    #[error("undefined variable `${{{name}}}`")]
+    Undefined { name: String },
+    #[error("unterminated variable reference in `{text}`")]
+    Unterminated { text: String },
+    #[error("variable `${{{name}}}` is a list: it can only stand alone as an element of a list")]
+    ListInText { name: String },
+    #[error("variable `{name}` must be a string or an array of strings")]
+    NotStrings { name: String },
+    #[error("variable `{name}` refers to another variable; values are substituted once")]
+    Nested { name: String },
+    /// A substituted glob, pattern or size that does not read as one.
+    #[error(transparent)]
+    Glob(#[from] GlobError),
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    #[error(transparent)]
+    Size(#[from] crate::size::SizeError),
+}
 
 /// The variables of one variant: each a string or an array of strings.
 pub type Vars = BTreeMap<String, toml::Value>;
@@ -15,26 +40,26 @@ pub type Vars = BTreeMap<String, toml::Value>;
 /// value as is; a list variable standing alone as a list element is spliced into that list
 /// (`fields = ["${phase_chain}"]`), or makes a one-or-many value many; elsewhere the
 /// variable must be a string.
-pub fn instantiate<T: Substitute>(value: &T, vars: &Vars) -> Result<T, String> {
+pub fn instantiate<T: Substitute>(value: &T, vars: &Vars) -> Result<T, VarError> {
     value.substitute(vars)
 }
 
 /// A value whose strings may hold `${var}` references.
 pub trait Substitute: Sized {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String>;
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError>;
 }
 
 /// A string-like value: the unit a list variable is spliced in as.
 pub trait Scalar: Sized + Clone {
     fn source(&self) -> &str;
-    fn from_source(source: String) -> Result<Self, String>;
+    fn from_source(source: String) -> Result<Self, VarError>;
 }
 
 impl Scalar for String {
     fn source(&self) -> &str {
         self
     }
-    fn from_source(source: String) -> Result<Self, String> {
+    fn from_source(source: String) -> Result<Self, VarError> {
         Ok(source)
     }
 }
@@ -43,8 +68,8 @@ impl Scalar for Glob {
     fn source(&self) -> &str {
         self.as_str()
     }
-    fn from_source(source: String) -> Result<Self, String> {
-        Glob::try_from(source)
+    fn from_source(source: String) -> Result<Self, VarError> {
+        Ok(Glob::try_from(source)?)
     }
 }
 
@@ -52,19 +77,19 @@ impl Scalar for Size {
     fn source(&self) -> &str {
         self.as_str()
     }
-    fn from_source(source: String) -> Result<Self, String> {
-        Size::try_from(source)
+    fn from_source(source: String) -> Result<Self, VarError> {
+        Ok(Size::try_from(source)?)
     }
 }
 
 impl Substitute for Size {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         scalar(self, vars)
     }
 }
 
 impl Substitute for Vec<ExtLimit> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         self.iter().map(|e| e.substitute(vars)).collect()
     }
 }
@@ -73,13 +98,13 @@ impl Scalar for Pattern {
     fn source(&self) -> &str {
         self.as_str()
     }
-    fn from_source(source: String) -> Result<Self, String> {
-        Pattern::try_from(source)
+    fn from_source(source: String) -> Result<Self, VarError> {
+        Ok(Pattern::try_from(source)?)
     }
 }
 
 /// A scalar with its references replaced (each must name a string variable).
-fn scalar<T: Scalar>(value: &T, vars: &Vars) -> Result<T, String> {
+fn scalar<T: Scalar>(value: &T, vars: &Vars) -> Result<T, VarError> {
     let s = value.source();
     if !s.contains("${") {
         return Ok(value.clone());
@@ -89,7 +114,7 @@ fn scalar<T: Scalar>(value: &T, vars: &Vars) -> Result<T, String> {
 
 /// The values a list element stands for: a list variable's items when it is exactly
 /// `${list}`, else the element with its references replaced.
-fn spliced<T: Scalar>(item: &T, vars: &Vars, out: &mut Vec<T>) -> Result<(), String> {
+fn spliced<T: Scalar>(item: &T, vars: &Vars, out: &mut Vec<T>) -> Result<(), VarError> {
     if let Some(name) = standalone(item.source()) {
         if let toml::Value::Array(items) = lookup(name, vars)? {
             for v in items {
@@ -113,16 +138,16 @@ fn standalone(s: &str) -> Option<&str> {
 fn substitute(
     s: &str,
     vars: &Vars,
-    render: impl Fn(&str, &toml::Value) -> Result<String, String>,
-) -> Result<String, String> {
+    render: impl Fn(&str, &toml::Value) -> Result<String, VarError>,
+) -> Result<String, VarError> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("unterminated variable reference in `{s}`"))?;
+        let end = after.find('}').ok_or_else(|| VarError::Unterminated {
+            text: s.to_string(),
+        })?;
         let name = &after[..end];
         out.push_str(&render(name, lookup(name, vars)?)?);
         rest = &after[end + 1..];
@@ -132,19 +157,19 @@ fn substitute(
 }
 
 /// `s` with every `${name}` replaced by its (string) variable.
-fn interpolate(s: &str, vars: &Vars) -> Result<String, String> {
+fn interpolate(s: &str, vars: &Vars) -> Result<String, VarError> {
     substitute(s, vars, |name, v| match v {
         toml::Value::String(v) => Ok(v.clone()),
-        _ => Err(format!(
-            "variable `${{{name}}}` is a list: it can only stand alone as an element of a list"
-        )),
+        _ => Err(VarError::ListInText {
+            name: name.to_string(),
+        }),
     })
 }
 
 /// Prose (a check's description) with every `${name}` replaced: a string variable by its value,
 /// a list variable by its items joined with `, ` (`${protected}` in CC-01's description lists
 /// the protected globs). An undefined variable is an error, as in a predicate.
-pub fn prose(s: &str, vars: &Vars) -> Result<String, String> {
+pub fn prose(s: &str, vars: &Vars) -> Result<String, VarError> {
     substitute(s, vars, |_, v| {
         Ok(match v {
             toml::Value::Array(items) => items
@@ -160,12 +185,12 @@ pub fn prose(s: &str, vars: &Vars) -> Result<String, String> {
 macro_rules! scalars {
     ($($ty:ty),*) => {$(
         impl Substitute for $ty {
-            fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+            fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
                 scalar(self, vars)
             }
         }
         impl Substitute for Vec<$ty> {
-            fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+            fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
                 let mut out = Vec::with_capacity(self.len());
                 for item in self {
                     spliced(item, vars, &mut out)?;
@@ -178,19 +203,19 @@ macro_rules! scalars {
 scalars!(String, Glob, Pattern);
 
 impl<T: Substitute> Substitute for Option<T> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         self.as_ref().map(|v| v.substitute(vars)).transpose()
     }
 }
 
 impl<T: Substitute> Substitute for Box<T> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         Ok(Box::new((**self).substitute(vars)?))
     }
 }
 
 impl<T: Scalar> Substitute for OneOrMany<T> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         let mut out = Vec::new();
         match self {
             OneOrMany::One(one) => {
@@ -214,19 +239,19 @@ impl<T: Scalar> Substitute for OneOrMany<T> {
 }
 
 impl Substitute for [Glob; 2] {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         Ok([scalar(&self[0], vars)?, scalar(&self[1], vars)?])
     }
 }
 
 impl Substitute for Vec<Predicate> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         self.iter().map(|p| p.substitute(vars)).collect()
     }
 }
 
 impl Substitute for Vec<TimeRef> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         self.iter().map(|t| t.substitute(vars)).collect()
     }
 }
@@ -236,7 +261,7 @@ impl Substitute for Vec<TimeRef> {
 macro_rules! fields {
     ($ty:ident { $($sub:ident),* $(; $($keep:ident),*)? }) => {
         impl Substitute for $ty {
-            fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+            fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
                 let $ty { $($sub,)* $($($keep,)*)? } = self;
                 Ok($ty {
                     $($sub: $sub.substitute(vars)?,)*
@@ -296,25 +321,25 @@ fields!(Json { file, path, matches; exists, ge, le, gt, lt, eq, ne, one_of });
 fields!(SyntaxCommand { ext, argv; timeout_seconds, replaces_builtin });
 
 impl Substitute for Vec<SyntaxCommand> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         self.iter().map(|c| c.substitute(vars)).collect()
     }
 }
 
 impl Substitute for Vec<Shadow> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         self.iter().map(|s| s.substitute(vars)).collect()
     }
 }
 
 impl Substitute for Vec<Forbid> {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         self.iter().map(|f| f.substitute(vars)).collect()
     }
 }
 
 impl Substitute for TimeRef {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         Ok(match self {
             TimeRef::Field(f) => TimeRef::Field(f.substitute(vars)?),
             TimeRef::FieldTime(f) => TimeRef::FieldTime(f.substitute(vars)?),
@@ -328,7 +353,7 @@ impl Substitute for TimeRef {
 }
 
 impl Substitute for Predicate {
-    fn substitute(&self, vars: &Vars) -> Result<Self, String> {
+    fn substitute(&self, vars: &Vars) -> Result<Self, VarError> {
         use Predicate as P;
         Ok(match self {
             P::All(v) => P::All(v.substitute(vars)?),
@@ -372,13 +397,14 @@ impl Substitute for Predicate {
     }
 }
 
-fn lookup<'v>(name: &str, vars: &'v Vars) -> Result<&'v toml::Value, String> {
-    vars.get(name)
-        .ok_or_else(|| format!("undefined variable `${{{name}}}`"))
+fn lookup<'v>(name: &str, vars: &'v Vars) -> Result<&'v toml::Value, VarError> {
+    vars.get(name).ok_or_else(|| VarError::Undefined {
+        name: name.to_string(),
+    })
 }
 
 /// Checks that every variable is a string or an array of strings.
-pub fn validate(vars: &Vars) -> Result<(), String> {
+pub fn validate(vars: &Vars) -> Result<(), VarError> {
     for (name, value) in vars {
         let strings = match value {
             toml::Value::String(s) => vec![s.as_str()],
@@ -386,19 +412,11 @@ pub fn validate(vars: &Vars) -> Result<(), String> {
                 .iter()
                 .map(|i| i.as_str())
                 .collect::<Option<_>>()
-                .ok_or_else(|| {
-                    format!("variable `{name}` must be a string or an array of strings")
-                })?,
-            _ => {
-                return Err(format!(
-                    "variable `{name}` must be a string or an array of strings"
-                ))
-            }
+                .ok_or_else(|| VarError::NotStrings { name: name.clone() })?,
+            _ => return Err(VarError::NotStrings { name: name.clone() }),
         };
         if strings.iter().any(|s| s.contains("${")) {
-            return Err(format!(
-                "variable `{name}` refers to another variable; values are substituted once"
-            ));
+            return Err(VarError::Nested { name: name.clone() });
         }
     }
     Ok(())
@@ -440,7 +458,11 @@ mod tests {
         let p = Predicate::Filled(crate::protocol::predicate::OneOrMany::One(
             "P3A_START${sfx}".into(),
         ));
-        let err = instantiate(&p, &Vars::new()).unwrap_err();
+        assert_eq!(
+            instantiate(&p, &Vars::new()).unwrap_err(),
+            VarError::Undefined { name: "sfx".into() }
+        );
+        let err = instantiate(&p, &Vars::new()).unwrap_err().to_string();
         assert!(err.contains("undefined variable `${sfx}`"), "{err}");
         let ok = instantiate(&p, &vars(&[("sfx", "_REFINE".into())])).unwrap();
         assert!(format!("{ok:?}").contains("P3A_START_REFINE"));
@@ -470,14 +492,16 @@ mod tests {
             globs(instantiate(&exists("x/${one}"), &v).unwrap()),
             ["one:x/c.md"]
         );
-        let err = instantiate(&exists("x/${files}"), &v).unwrap_err();
+        let err = instantiate(&exists("x/${files}"), &v)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is a list"), "{err}");
         let count = Predicate::Count(Count {
             glob: "${files}".to_string().try_into().unwrap(),
             min: None,
             max: None,
         });
-        let err = instantiate(&count, &v).unwrap_err();
+        let err = instantiate(&count, &v).unwrap_err().to_string();
         assert!(err.contains("is a list"), "{err}");
     }
 
@@ -485,7 +509,9 @@ mod tests {
     fn variable_values_are_strings_without_references() {
         assert!(validate(&vars(&[("a", "x".into())])).is_ok());
         assert!(validate(&vars(&[("a", toml::Value::Integer(1))])).is_err());
-        let err = validate(&vars(&[("a", "${b}".into())])).unwrap_err();
+        let err = validate(&vars(&[("a", "${b}".into())]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("refers to another variable"), "{err}");
     }
 
@@ -495,7 +521,9 @@ mod tests {
             .unwrap()
             .try_into()
             .unwrap();
-        let err = instantiate(&p, &vars(&[("g", "[".into())])).unwrap_err();
+        let err = instantiate(&p, &vars(&[("g", "[".into())]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("invalid glob"), "{err}");
     }
 
@@ -515,9 +543,10 @@ mod tests {
         assert_eq!(interpolate("p-${s}-q", &vars).unwrap(), "p-x-q");
         assert_eq!(prose("p-${s}-q", &vars).unwrap(), "p-x-q");
         assert_eq!(prose("globs: ${l}.", &vars).unwrap(), "globs: a, b.");
-        assert!(interpolate("globs: ${l}", &vars)
-            .unwrap_err()
-            .contains("is a list"));
+        assert_eq!(
+            interpolate("globs: ${l}", &vars).unwrap_err(),
+            VarError::ListInText { name: "l".into() }
+        );
         for bad in ["${nope}", "x ${s"] {
             assert!(interpolate(bad, &vars).is_err(), "{bad}");
             assert!(prose(bad, &vars).is_err(), "{bad}");

@@ -299,7 +299,7 @@ impl Build {
             self.insert(&s.path, kind, mtime)?;
         }
         for f in &doc.outside {
-            check_rel(&f.path)?;
+            check_rel(&f.path).map_err(|e| e.to_string())?;
             let bytes = f.content.bytes(&f.path)?;
             let mtime = self.opt_time(f.mtime.as_deref())?;
             self.outside.insert(
@@ -360,7 +360,7 @@ impl Build {
         kind: Kind,
         mtime: Option<DateTime<Utc>>,
     ) -> Result<(), String> {
-        check_rel(path)?;
+        check_rel(path).map_err(|e| e.to_string())?;
         // A file (or FIFO, or symlink) replacing a directory drops what was below it.
         if kind != Kind::Dir {
             let prefix = format!("{path}/");
@@ -561,7 +561,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if s.trim().parse::<f64>().is_ok() {
         return Err(format!("bad duration `{s}`: give a unit (e.g. `12m30s`)"));
     }
-    let d = referee::duration::parse(s)?;
+    let d = referee::duration::parse(s).map_err(|e| e.to_string())?;
     Duration::from_std(d).map_err(|e| format!("bad duration `{s}`: {e}"))
 }
 

@@ -1,0 +1,388 @@
+//! The build-directory predicates (D10 and any protocol over a directory of artifacts): counts,
+//! tracker fields and tables, times, text rules, headings, JSON values and gate results.
+//! Described here; judged in `checks`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{is_false, Glob, Pattern, Predicate};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IfThen {
+    pub cond: Predicate,
+    pub then: Predicate,
+    #[serde(default, rename = "else", skip_serializing_if = "Option::is_none")]
+    pub otherwise: Option<Predicate>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Count {
+    pub glob: Glob,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSet {
+    pub glob: Glob,
+    /// Regex over the file name whose first capture group is the key.
+    pub key: Pattern,
+    pub expect: Vec<String>,
+    /// Keys compare ignoring case: `p3b-pa-auditor-a.md` carries the key `A`, and with
+    /// `p3b-pa-auditor-A.md` beside it, `A` is there twice.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ignore_case: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub section: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub exact: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldMatches {
+    pub fields: Vec<String>,
+    pub pattern: Pattern,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub any: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnMatches {
+    pub section: String,
+    pub column: String,
+    pub pattern: Pattern,
+}
+
+/// Where times come from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum TimeRef {
+    /// A tracker field whose value is a timestamp.
+    Field(String),
+    /// The time (third) cell of a tracker field row.
+    FieldTime(String),
+    /// Every filled cell of a tracker table column.
+    Column(ColumnRef),
+    /// The modification times of the matching files.
+    Mtime(Glob),
+    /// The first reference that has anything recorded.
+    FirstOf(Vec<TimeRef>),
+    /// The earliest of the times.
+    Earliest(Box<TimeRef>),
+    /// The latest of the times.
+    Latest(Box<TimeRef>),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnRef {
+    pub section: String,
+    pub column: String,
+}
+
+/// What an absent element of a time chain means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Absent {
+    /// The check waits for it, then FAILs when due.
+    #[default]
+    Missing,
+    /// The check waits for it, then is INCONCLUSIVE when due.
+    Inconclusive,
+    /// The element is left out of the chain.
+    Skip,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeOrder {
+    /// The chain, earliest first; shorthand `fields` for field-value timestamps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<TimeRef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// Minimum seconds from each element to the next (`>=`); without it the order is strict (`<`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_gap_seconds: Option<i64>,
+    #[serde(default)]
+    pub absent: Absent,
+    /// With `absent = "skip"`: how many elements must be present (else INCONCLUSIVE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_present: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dissimilar {
+    pub files: [Glob; 2],
+    pub threshold: f64,
+    /// Result when either file is absent (`pass` judges on the rest of the check alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub if_absent: Option<IfAbsent>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IfAbsent {
+    Pass,
+    Missing,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Text {
+    /// Files whose text is judged; binary files (a NUL byte) are skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<Glob>,
+    /// Tracker fields whose values are judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// Judge only the snippets this regex matches (capture group 1 when it has one);
+    /// the predicate passes if any snippet satisfies `min_chars` and `require`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<Pattern>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_chars: Option<usize>,
+    /// At least `at_least` of these patterns occur (over all the text together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require: Option<Require>,
+    /// None of these patterns occurs anywhere; each hit is reported as `file:line`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid: Vec<Pattern>,
+    /// None of these literal terms occurs anywhere (ASCII case-insensitive); each hit is
+    /// reported as `file:line`. Much faster than the same terms as `(?i)` regexes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid_terms: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Require {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<Pattern>,
+    /// Literal terms, matched ASCII-case-insensitively; each found term or pattern counts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<String>,
+    #[serde(default = "one")]
+    pub at_least: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heading {
+    pub files: Glob,
+    pub level: u8,
+    /// The heading text, compared ignoring case and surrounding space.
+    pub text: String,
+    /// It must be the last heading of its level in the file.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub last: bool,
+}
+
+/// `json = { file, path, <test>... }`: the value at `path` (a JSON pointer, RFC 6901) in every
+/// file matching `file` passes every test given. The file is read strictly: invalid JSON or a key
+/// written twice in one object FAILs (with both places), never read as its last member. Numbers
+/// compare as numbers (`1e0 == 1`); a string is never a number (`"0.8"` is not `>= 0.5`).
+/// With no test, the value must exist (`path = ""`, the default, is the whole document: the
+/// file must be strict JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Json {
+    pub file: Glob,
+    /// A JSON pointer: `""` (the whole document), `/score`, `/runs/0/name`; `~1` is `/` and `~0`
+    /// is `~` in a key.
+    #[serde(default)]
+    pub path: String,
+    /// `true`: the value is there (the default without another test); `false`: it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    #[serde(rename = ">=", default, skip_serializing_if = "Option::is_none")]
+    pub ge: Option<f64>,
+    #[serde(rename = "<=", default, skip_serializing_if = "Option::is_none")]
+    pub le: Option<f64>,
+    #[serde(rename = ">", default, skip_serializing_if = "Option::is_none")]
+    pub gt: Option<f64>,
+    #[serde(rename = "<", default, skip_serializing_if = "Option::is_none")]
+    pub lt: Option<f64>,
+    /// Equal to this value (numbers as numbers, strings exactly, arrays and tables by content).
+    #[serde(rename = "==", default, skip_serializing_if = "Option::is_none")]
+    pub eq: Option<serde_json::Value>,
+    #[serde(rename = "!=", default, skip_serializing_if = "Option::is_none")]
+    pub ne: Option<serde_json::Value>,
+    /// Equal to one of these values.
+    #[serde(rename = "in", default, skip_serializing_if = "Option::is_none")]
+    pub one_of: Option<Vec<serde_json::Value>>,
+    /// A string matching this regex (a value of another type FAILs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<Pattern>,
+}
+
+impl Json {
+    /// The pointer's reference tokens, unescaped; `Err` for a path that is no JSON pointer.
+    pub fn tokens(&self) -> Result<Vec<String>, String> {
+        if self.path.is_empty() {
+            return Ok(Vec::new());
+        }
+        let Some(rest) = self.path.strip_prefix('/') else {
+            return Err(format!(
+                "`{}`: `path` is a JSON pointer: `\"\"` (the whole document) or starting with `/` (`/{}`)",
+                self.path,
+                self.path.replace('.', "/")
+            ));
+        };
+        let mut out = Vec::new();
+        for t in rest.split('/') {
+            let mut s = String::new();
+            let mut chars = t.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '~' => match chars.next() {
+                        Some('0') => s.push('~'),
+                        Some('1') => s.push('/'),
+                        _ => {
+                            return Err(format!(
+                                "`{}`: in a JSON pointer `~` must be followed by `0` (`~`) or `1` (`/`)",
+                                self.path
+                            ))
+                        }
+                    },
+                    c => s.push(c),
+                }
+            }
+            out.push(s);
+        }
+        Ok(out)
+    }
+
+    /// The tests given, as written (`>= 0.8`), for evidence.
+    pub fn tests(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let num = |op: &str, v: Option<f64>, out: &mut Vec<String>| {
+            if let Some(v) = v {
+                out.push(format!("{op} {v}"));
+            }
+        };
+        if let Some(e) = self.exists {
+            out.push(if e { "exists" } else { "does not exist" }.into());
+        }
+        num(">=", self.ge, &mut out);
+        num("<=", self.le, &mut out);
+        num(">", self.gt, &mut out);
+        num("<", self.lt, &mut out);
+        if let Some(v) = &self.eq {
+            out.push(format!("== {v}"));
+        }
+        if let Some(v) = &self.ne {
+            out.push(format!("!= {v}"));
+        }
+        if let Some(v) = &self.one_of {
+            out.push(format!("in {}", serde_json::Value::Array(v.clone())));
+        }
+        if let Some(p) = &self.matches {
+            out.push(format!("matches `{}`", p.as_str()));
+        }
+        out
+    }
+
+    /// The rules a `json` predicate may not break (checked at load).
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.path.contains("${") {
+            self.tokens()?;
+        }
+        for (op, v) in [
+            (">=", self.ge),
+            ("<=", self.le),
+            (">", self.gt),
+            ("<", self.lt),
+        ] {
+            if v.is_some_and(|v| !v.is_finite()) {
+                return Err(format!("`{op}` must be a finite number"));
+            }
+        }
+        let compared = self.ge.is_some()
+            || self.le.is_some()
+            || self.gt.is_some()
+            || self.lt.is_some()
+            || self.eq.is_some()
+            || self.ne.is_some()
+            || self.one_of.is_some()
+            || self.matches.is_some();
+        if self.exists == Some(false) && compared {
+            return Err("`exists = false` cannot be combined with a comparison".into());
+        }
+        if self.one_of.as_ref().is_some_and(|v| v.is_empty()) {
+            return Err("`in` needs at least one value".into());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FillRate {
+    pub min: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    pub files: Glob,
+    pub id: String,
+    /// Every entry with this id has this result (case-insensitive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// An entry with an empty result counts as missing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub require_result: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateFiles {
+    pub files: Glob,
+    #[serde(default = "one")]
+    pub min_files: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateCount {
+    pub files: Glob,
+    pub min: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateSources {
+    pub files: Glob,
+    /// A source containing any of these (lowercased) is forbidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid_contains: Vec<String>,
+    /// A source equal to any of these (lowercased, trimmed) is forbidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid_equals: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathsListed {
+    pub section: String,
+    pub column: String,
+    /// Paths whose file name matches one of these globs are not checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<Glob>,
+}

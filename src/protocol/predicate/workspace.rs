@@ -1,0 +1,356 @@
+//! The workspace predicates of a task protocol (`code-change`): judged in a pass instance of one
+//! task record against the baseline (protected paths, syntax, sizes, added lines, the record's
+//! fields, style). Described here; judged in `checks::change`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{is_false, Glob, OneOrMany, Pattern};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unchanged {
+    /// Matched against the whole path relative to the workspace (`**/x.py` matches `x.py`).
+    pub globs: Vec<Glob>,
+    /// Paths that take a protected file's place for its language (SPEC §8: a module shadowing
+    /// a protected one): for each glob whose file name ends in `.EXT`, each template of the
+    /// `EXT` entry, with `{dir}` the glob's directory part (with its `/`, or empty) and
+    /// `{stem}` its file name without `.EXT`, is protected too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shadows: Vec<Shadow>,
+}
+
+/// The shadow templates of one file extension (see [`Unchanged::shadows`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shadow {
+    /// The extension, without its dot (`py`).
+    pub ext: String,
+    /// Path templates with `{dir}` and `{stem}` (`{dir}{stem}/__init__.py`).
+    pub paths: Vec<String>,
+}
+
+impl Unchanged {
+    /// The protected globs and the globs of every path that shadows one, each with the glob it
+    /// protects (itself for a protected glob). A template that makes no valid glob is left out
+    /// (the protocol check reports it).
+    pub fn all_globs(&self) -> Vec<(Glob, Option<String>)> {
+        let mut out: Vec<(Glob, Option<String>)> =
+            self.globs.iter().map(|g| (g.clone(), None)).collect();
+        for g in &self.globs {
+            for (shadow, _) in shadow_sources(g.as_str(), &self.shadows) {
+                if let Ok(sg) = Glob::try_from(shadow) {
+                    out.push((sg, Some(g.as_str().to_string())));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The shadow patterns of one protected glob: (pattern, the template it came from).
+pub fn shadow_sources(glob: &str, shadows: &[Shadow]) -> Vec<(String, String)> {
+    let (dir, file) = match glob.rfind('/') {
+        Some(i) => (&glob[..=i], &glob[i + 1..]),
+        None => ("", glob),
+    };
+    let mut out = Vec::new();
+    for s in shadows {
+        let Some(stem) = file.strip_suffix(&format!(".{}", s.ext)) else {
+            continue;
+        };
+        for t in &s.paths {
+            out.push((t.replace("{dir}", dir).replace("{stem}", stem), t.clone()));
+        }
+    }
+    out
+}
+
+/// The syntax check: the built-in parsers (by extension, see `crate::syntax`) plus `commands`.
+/// Written `parses = true` (built-in parsers only) or `parses = { files = [...], commands = [...] }`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Parses {
+    /// The files judged: every regular file matching one of these globs. `None`: the files a
+    /// task attempt added or modified (a protocol of task records only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<OneOrMany<Glob>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<SyntaxCommand>,
+}
+
+impl<'de> Deserialize<'de> for Parses {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de;
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            #[serde(default)]
+            files: Option<OneOrMany<Glob>>,
+            #[serde(default)]
+            commands: Vec<SyntaxCommand>,
+        }
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = Parses;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`true` or a table with `commands`")
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<Parses, E> {
+                if b {
+                    Ok(Parses::default())
+                } else {
+                    Err(E::custom(
+                        "`parses = false` judges nothing: write `parses = true`, or leave the check out of its pass",
+                    ))
+                }
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Parses, A::Error> {
+                let t = Table::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Parses {
+                    files: t.files,
+                    commands: t.commands,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A syntax command rule: files ending in `ext` are also checked by running `argv` (no shell;
+/// `{path}` becomes the file's absolute path), killed after `timeout_seconds`. Validated when
+/// loaded (and again once `${var}` references are substituted): see [`SyntaxCommand::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawSyntaxCommand")]
+pub struct SyntaxCommand {
+    /// The file extension, with or without its leading dot (`.sh`, `sh`, `.d.ts`).
+    pub ext: String,
+    /// The program (a name looked up on `PATH`, or an absolute path) and its arguments.
+    pub argv: Vec<String>,
+    /// Seconds before the command (and its process group) is killed: 1 to
+    /// [`SyntaxCommand::MAX_TIMEOUT_SECONDS`]; default [`SyntaxCommand::DEFAULT_TIMEOUT_SECONDS`].
+    pub timeout_seconds: u64,
+    /// The built-in parser is switched off for the files this rule matches: the command alone
+    /// judges them (for a team that trusts its own compiler over the referee's parser, e.g.
+    /// `tsc --noEmit` for `.ts`). Default `false`: the command adds to the built-in parser.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaces_builtin: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSyntaxCommand {
+    ext: String,
+    argv: Vec<String>,
+    #[serde(default = "default_timeout")]
+    timeout_seconds: u64,
+    #[serde(default)]
+    replaces_builtin: bool,
+}
+
+fn default_timeout() -> u64 {
+    SyntaxCommand::DEFAULT_TIMEOUT_SECONDS
+}
+
+impl TryFrom<RawSyntaxCommand> for SyntaxCommand {
+    type Error = String;
+    fn try_from(r: RawSyntaxCommand) -> Result<Self, String> {
+        let c = SyntaxCommand {
+            ext: r.ext,
+            argv: r.argv,
+            timeout_seconds: r.timeout_seconds,
+            replaces_builtin: r.replaces_builtin,
+        };
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+impl SyntaxCommand {
+    pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+    /// A syntax check that needs more than ten minutes per file is not a syntax check.
+    pub const MAX_TIMEOUT_SECONDS: u64 = 600;
+
+    /// The rules a protocol may not break. A value still holding a `${var}` reference is checked
+    /// once it is substituted. Each message starts with the offending value in backticks, so
+    /// the load error points at it.
+    pub fn validate(&self) -> Result<(), String> {
+        let held = |s: &str| s.contains("${");
+        let ext = self.ext.strip_prefix('.').unwrap_or(&self.ext);
+        if !held(&self.ext)
+            && (ext.is_empty()
+                || ext.starts_with('.')
+                || ext.ends_with('.')
+                || ext.contains(['/', '\\', '*', '?', '[', '{'])
+                || ext.chars().any(char::is_whitespace))
+        {
+            return Err(format!(
+                "`{}`: a syntax command's `ext` must be a file extension such as `.sh` or `.d.ts` (no path, glob or space)",
+                self.ext
+            ));
+        }
+        let Some(program) = self.argv.first() else {
+            return Err(format!(
+                "`{}`: a syntax command needs `argv` with a program, e.g. `[\"bash\", \"-n\", \"{{path}}\"]`",
+                self.ext
+            ));
+        };
+        if !held(program)
+            && (program.trim().is_empty() || (program.contains('/') && !program.starts_with('/')))
+        {
+            return Err(format!(
+                "`{program}`: a syntax command's program must be a name looked up on `PATH` (`bash`) or an absolute path (`/usr/bin/bash`): a relative path could run a file from the workspace"
+            ));
+        }
+        if !self
+            .argv
+            .iter()
+            .skip(1)
+            .any(|a| a.contains("{path}") || held(a))
+        {
+            return Err(format!(
+                "`{}`: the syntax command `{program}` needs `{{path}}` in an argument (it becomes the checked file's absolute path)",
+                self.ext
+            ));
+        }
+        if !(1..=Self::MAX_TIMEOUT_SECONDS).contains(&self.timeout_seconds) {
+            return Err(format!(
+                "`timeout_seconds = {}`: a syntax command's timeout must be 1 to {} seconds",
+                self.timeout_seconds,
+                Self::MAX_TIMEOUT_SECONDS
+            ));
+        }
+        Ok(())
+    }
+
+    /// The rule as `crate::syntax` runs it.
+    pub fn rule(&self) -> crate::syntax::CommandRule {
+        crate::syntax::CommandRule {
+            ext: self.ext.clone(),
+            argv: self.argv.clone(),
+            timeout: std::time::Duration::from_secs(self.timeout_seconds),
+            replaces_builtin: self.replaces_builtin,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeLimit {
+    /// Limits by file extension (`{ ext = ".py", max = "200KiB" }`), the first matching wins.
+    #[serde(default)]
+    pub by_extension: Vec<ExtLimit>,
+    /// The limit for every other file.
+    pub default: Size,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtLimit {
+    pub ext: String,
+    pub max: Size,
+}
+
+/// A size in bytes, as a protocol writes it: a number of bytes (`204800`), a size with a unit
+/// (`"200KiB"`, `"5MB"`, as `--max-read-bytes` takes them), or a string holding `${var}` until
+/// the variables are substituted (then it must read as a size).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "SizeRaw", into = "SizeRaw")]
+pub struct Size {
+    bytes: u64,
+    /// The text as written when it was a string.
+    source: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum SizeRaw {
+    Bytes(u64),
+    Text(String),
+}
+
+impl Size {
+    /// The size in bytes (0 while it still holds a `${var}`: the loader substitutes every one).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+impl TryFrom<String> for Size {
+    type Error = crate::size::SizeError;
+
+    fn try_from(source: String) -> Result<Self, Self::Error> {
+        if source.contains("${") {
+            return Ok(Size { bytes: 0, source });
+        }
+        let bytes = crate::size::parse(&source)?;
+        Ok(Size { bytes, source })
+    }
+}
+
+impl TryFrom<SizeRaw> for Size {
+    type Error = crate::size::SizeError;
+
+    fn try_from(raw: SizeRaw) -> Result<Self, Self::Error> {
+        match raw {
+            SizeRaw::Bytes(bytes) => Ok(Size {
+                bytes,
+                source: bytes.to_string(),
+            }),
+            SizeRaw::Text(s) => Size::try_from(s),
+        }
+    }
+}
+
+impl From<Size> for SizeRaw {
+    fn from(s: Size) -> SizeRaw {
+        match s.source.parse::<u64>() {
+            Ok(b) if b == s.bytes => SizeRaw::Bytes(b),
+            _ => SizeRaw::Text(s.source),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddedLines {
+    /// Each pattern is reported by its `name` when it matches an added line.
+    #[serde(default)]
+    pub forbid: Vec<Forbid>,
+    /// More forbidden patterns, each reported as itself (``forbidden pattern `TODO\(hack\)` ``):
+    /// the form a list variable can hold (`forbid_patterns = ["${forbid}"]`, set with
+    /// `--set`/`--vars`).
+    #[serde(default)]
+    pub forbid_patterns: Vec<Pattern>,
+    /// The secret rules (`embedded` or an absolute path; `--secrets FILE` replaces them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<crate::protocol::secrets::SecretRules>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Forbid {
+    pub name: String,
+    pub pattern: Pattern,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordField {
+    pub field: String,
+    /// Matched against the field's first line (leading space trimmed).
+    pub pattern: Pattern,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Style {
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub final_newline: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub trailing_whitespace: bool,
+}
