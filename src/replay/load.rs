@@ -1,4 +1,4 @@
-//! Loading a timeline: the TOML format as written (`Raw*`), checked step by step into a
+//! Loading a timeline: the TOML format as read (`format`'s `Raw*`), checked step by step into a
 //! [`Timeline`] with `line:column` errors; every path, `from` file and tracker edit is
 //! validated before anything is played.
 
@@ -7,78 +7,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
 use toml::Spanned;
 
 use crate::artifacts::tracker;
 use crate::protocol::{line_col, Lines};
 
 use super::braces::expand_braces;
+use super::format::{duration, parse_hex, RawStep, RawTimeline};
 use super::table::set_field;
 use super::timeline::{check_rel, default_temp, format_offset, Action, FieldSet, Step, Timeline};
 use super::{ReplayError, EMBEDDED, EMBEDDED_FILES, TRACKER};
-
-// ---- the file format -------------------------------------------------------------------
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTimeline {
-    #[serde(default)]
-    description: String,
-    epoch: Option<Spanned<String>>,
-    /// Where `from` paths start, relative to the timeline file's directory (default `..`).
-    root: Option<String>,
-    #[serde(rename = "step", default)]
-    steps: Vec<Spanned<RawStep>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawStep {
-    at: Option<Spanned<RawDuration>>,
-    note: Option<String>,
-    // The action: exactly one of these.
-    write: Option<Spanned<String>>,
-    rename: Option<Spanned<String>>,
-    tracker: Option<Spanned<Vec<Spanned<RawSet>>>>,
-    mkdir: Option<Spanned<String>>,
-    remove: Option<Spanned<String>>,
-    wait: Option<Spanned<RawDuration>>,
-    // Content, for `write`, `rename` (unless `source`) and a `tracker` base.
-    text: Option<Spanned<String>>,
-    from: Option<Spanned<String>>,
-    hex: Option<Spanned<String>>,
-    #[serde(default)]
-    replace: Vec<Spanned<RawReplace>>,
-    // Modifiers.
-    every: Option<Spanned<RawDuration>>,
-    temp: Option<Spanned<String>>,
-    source: Option<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum RawDuration {
-    Seconds(f64),
-    Text(String),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSet {
-    field: String,
-    value: Option<String>,
-    time: Option<String>,
-    section: Option<String>,
-    column: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawReplace {
-    find: String,
-    with: String,
-}
 
 /// Where `from = "…"` content comes from.
 enum Contents<'a> {
@@ -150,11 +88,11 @@ impl Timeline {
     /// of the file's directory, so `fixtures/timelines/x.toml` reads from `fixtures/`).
     pub fn load_file(path: &Path) -> Result<Timeline, ReplayError> {
         let io = |source: std::io::Error| ReplayError::Io {
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
             source,
         };
         let not_a_file = |why| ReplayError::NotAFile {
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
             why,
         };
         let meta = std::fs::metadata(path).map_err(io)?;
@@ -335,14 +273,14 @@ fn step_action(
         return Err(refuse("text/from/hex/replace", span, action));
     }
     let rel = |p: &Spanned<String>| -> Result<String, ReplayError> {
-        check_rel(p.get_ref()).map_err(|m| err_at(Some(p.span()), m))?;
+        check_rel(p.get_ref()).map_err(|m| err_at(Some(p.span()), m.to_string()))?;
         Ok(p.get_ref().clone())
     };
     Ok(if let Some(w) = &s.write {
         {
             let paths = expand_braces(w.get_ref()).map_err(|m| err_at(Some(w.span()), m))?;
             for p in &paths {
-                check_rel(p).map_err(|m| err_at(Some(w.span()), m))?;
+                check_rel(p).map_err(|m| err_at(Some(w.span()), m.to_string()))?;
             }
             let every = match &s.every {
                 Some(e) => {
@@ -565,7 +503,8 @@ fn check_tracker(
                 .map(|t| t.get_ref().as_slice())
                 .unwrap_or_default();
             for (set, raw) in sets.iter().zip(spans) {
-                text = set_field(&text, set).map_err(|m| err_at(Some(raw.span()), m))?;
+                text =
+                    set_field(&text, set).map_err(|m| err_at(Some(raw.span()), m.to_string()))?;
             }
             *known = Known::Text(text);
         }
@@ -579,60 +518,4 @@ fn utf8(bytes: &[u8]) -> Known {
         Ok(t) => Known::Text(t.to_string()),
         Err(_) => Known::Unknown,
     }
-}
-
-/// Parses an offset as timelines write them: `1h2m3s`, `12m30s`, `4.5s`, `250ms`, `90`.
-pub(crate) fn parse_offset(s: &str) -> Result<Duration, String> {
-    match s.trim().parse::<f64>() {
-        Ok(secs) => duration(&RawDuration::Seconds(secs)),
-        Err(_) => duration(&RawDuration::Text(s.to_string())),
-    }
-}
-
-/// `1h2m3s`, `12m30s`, `4.5s`, `250ms`, or a number of seconds (a TOML number; a string needs a
-/// unit), read by [`crate::duration::parse`]; at most 10^9 s.
-pub(super) fn duration(raw: &RawDuration) -> Result<Duration, String> {
-    let d = match raw {
-        RawDuration::Seconds(secs) => {
-            if !secs.is_finite() || *secs < 0.0 {
-                return Err(format!(
-                    "bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"
-                ));
-            }
-            Duration::try_from_secs_f64(*secs).map_err(|e| format!("bad duration `{secs}`: {e}"))?
-        }
-        RawDuration::Text(t) => {
-            let t = t.trim();
-            let t = t.strip_prefix('+').unwrap_or(t);
-            // In a timeline a number of seconds is a TOML number: a quoted one is a slip.
-            if t.parse::<f64>().is_ok() {
-                return Err(format!(
-                    "bad duration `{t}`: a string needs a unit (`{t}s`), or write the number {t}"
-                ));
-            }
-            crate::duration::parse(t).map_err(|e| format!("bad duration: {e}"))?
-        }
-    };
-    if d > Duration::from_secs(1_000_000_000) {
-        return Err(format!(
-            "bad duration `{}`: at most 10^9 s",
-            crate::duration::human(d)
-        ));
-    }
-    Ok(d)
-}
-
-/// Hex bytes (`89 50 4e 47`), white space ignored.
-pub fn parse_hex(h: &str) -> Result<Vec<u8>, String> {
-    let digits: Vec<u8> = h.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    if !digits.len().is_multiple_of(2) {
-        return Err(format!("odd number of hex digits in `{h}`"));
-    }
-    digits
-        .chunks(2)
-        .map(|p| {
-            let s = String::from_utf8_lossy(p);
-            u8::from_str_radix(&s, 16).map_err(|_| format!("bad hex byte `{s}`"))
-        })
-        .collect()
 }

@@ -181,30 +181,36 @@ pub enum ReplayError {
         column: usize,
         message: String,
     },
-    #[error("cannot read timeline `{path}`")]
+    #[error("cannot read timeline `{}`", path.display())]
     Io {
-        path: String,
+        path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
     },
     /// A path that is no timeline file to read: a directory, a device, a huge file.
-    #[error("cannot read timeline `{path}`: {why}")]
-    NotAFile { path: String, why: &'static str },
-    #[error("cannot create the target directory `{path}`")]
+    #[error("cannot read timeline `{}`: {why}", path.display())]
+    NotAFile {
+        path: std::path::PathBuf,
+        why: &'static str,
+    },
+    #[error("cannot create the target directory `{}`", path.display())]
     TargetDir {
-        path: String,
+        path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
     },
     #[error("unknown timeline `{0}` (embedded: {list}; or give the path of a timeline file)", list = embedded_names())]
     Unknown(String),
-    #[error("{origin}:{line}: step {step} (`{action}`): {message}")]
+    /// A step that could not be played; what went wrong is the source (and its io error, if
+    /// any, the source's).
+    #[error("{origin}:{line}: step {step} (`{action}`)")]
     Play {
         origin: String,
         line: usize,
         step: usize,
         action: String,
-        message: String,
+        #[source]
+        source: play::StepError,
     },
     #[error("invalid speed `{0}` (use a number ≥ 0; 0 plays without waiting)")]
     Speed(f64),
@@ -219,6 +225,7 @@ fn embedded_names() -> String {
 }
 
 mod braces;
+mod format;
 mod load;
 mod play;
 mod table;
@@ -227,8 +234,8 @@ mod tests;
 mod timeline;
 
 pub use braces::expand_braces;
-pub use load::parse_hex;
-pub(crate) use load::parse_offset;
-pub use play::{line, play, PlayOptions, PlaySummary, Played};
-pub use table::set_field;
-pub use timeline::{check_rel, format_offset, Action, FieldSet, Step, Timeline};
+pub use format::parse_hex;
+pub(crate) use format::parse_offset;
+pub use play::{line, play, PlayOptions, PlaySummary, Played, StepError};
+pub use table::{set_field, FieldError};
+pub use timeline::{check_rel, format_offset, Action, FieldSet, PathError, Step, Timeline};

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::table::set_field;
-use super::timeline::{check_rel, default_temp, format_offset, Action, Step, Timeline};
+use super::table::{set_field, FieldError};
+use super::timeline::{check_rel, default_temp, format_offset, Action, PathError, Step, Timeline};
 use super::{ReplayError, TRACKER};
 
 /// A played step as one line: `+   6.2s  rename … → p3a-gate-results.json  — the note`.
@@ -72,15 +72,15 @@ pub fn play(
     if !opts.speed.is_finite() || opts.speed < 0.0 {
         return Err(ReplayError::Speed(opts.speed));
     }
-    let fail = |step: &Step, index: usize, message: String| ReplayError::Play {
+    let fail = |step: &Step, index: usize, source: StepError| ReplayError::Play {
         origin: timeline.origin.clone(),
         line: step.line,
         step: index,
         action: step.describe(),
-        message,
+        source,
     };
     std::fs::create_dir_all(dir).map_err(|source| ReplayError::TargetDir {
-        path: dir.display().to_string(),
+        path: dir.to_path_buf(),
         source,
     })?;
     let epoch = opts.epoch.or(timeline.epoch).unwrap_or_else(Utc::now);
@@ -148,32 +148,48 @@ pub fn play(
                     (None, Some(src)) => {
                         safe_path(dir, src, false).map_err(|m| fail(step, index, m))?
                     }
-                    (None, None) => return Err(fail(step, index, "nothing to rename".into())),
+                    (None, None) => return Err(fail(step, index, StepError::NothingToRename)),
                 };
-                std::fs::rename(&from, &target)
-                    .map_err(|e| fail(step, index, format!("rename to `{to}`: {e}")))?;
+                std::fs::rename(&from, &target).map_err(|source| {
+                    fail(
+                        step,
+                        index,
+                        StepError::Rename {
+                            to: to.into(),
+                            source,
+                        },
+                    )
+                })?;
             }
             Action::Tracker { base, sets } => {
                 let current = match base {
                     Some(b) => String::from_utf8_lossy(b).into_owned(),
                     None => {
                         let p = safe_path(dir, TRACKER, false).map_err(|m| fail(step, index, m))?;
-                        std::fs::read_to_string(&p).map_err(|e| {
-                            fail(step, index, format!("cannot read `{TRACKER}`: {e}"))
+                        std::fs::read_to_string(&p).map_err(|source| {
+                            fail(step, index, StepError::ReadTracker { path: p, source })
                         })?
                     }
                 };
                 let mut text = current;
                 for set in sets {
-                    text = set_field(&text, set).map_err(|m| fail(step, index, m))?;
+                    text = set_field(&text, set).map_err(|m| fail(step, index, m.into()))?;
                 }
                 let temp = default_temp(TRACKER);
                 write_file(dir, &temp, text.as_bytes(), at(step.at))
                     .map_err(|m| fail(step, index, m))?;
                 let from = safe_path(dir, &temp, false).map_err(|m| fail(step, index, m))?;
                 let target = safe_path(dir, TRACKER, true).map_err(|m| fail(step, index, m))?;
-                std::fs::rename(&from, &target)
-                    .map_err(|e| fail(step, index, format!("rename to `{TRACKER}`: {e}")))?;
+                std::fs::rename(&from, &target).map_err(|source| {
+                    fail(
+                        step,
+                        index,
+                        StepError::Rename {
+                            to: TRACKER.into(),
+                            source,
+                        },
+                    )
+                })?;
             }
             Action::Mkdir { path } => {
                 let created = make_parents(dir, path, true).map_err(|m| fail(step, index, m))?;
@@ -183,14 +199,18 @@ pub fn play(
             }
             Action::Remove { path } => {
                 let p = safe_path(dir, path, true).map_err(|m| fail(step, index, m))?;
-                let meta = std::fs::symlink_metadata(&p)
-                    .map_err(|e| fail(step, index, format!("cannot remove `{path}`: {e}")))?;
+                let remove = |source| StepError::Remove {
+                    path: path.into(),
+                    source,
+                };
+                let meta =
+                    std::fs::symlink_metadata(&p).map_err(|e| fail(step, index, remove(e)))?;
                 let r = if meta.is_dir() {
                     std::fs::remove_dir_all(&p)
                 } else {
                     std::fs::remove_file(&p)
                 };
-                r.map_err(|e| fail(step, index, format!("cannot remove `{path}`: {e}")))?;
+                r.map_err(|e| fail(step, index, remove(e)))?;
             }
             Action::Wait { duration } => {
                 if !wait_until(start, step.at + *duration - origin, opts.speed, &cancelled)
@@ -224,13 +244,69 @@ pub fn play(
     })
 }
 
+/// Why one step could not be played. Paths are as the timeline names them (relative to DIR);
+/// io failures keep their error as the source.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error("speed `{speed}` is too small for an offset of {offset}")]
+    SpeedTooSmall { speed: f64, offset: String },
+    #[error("the wait is too long")]
+    WaitTooLong,
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("`{}` is a symlink; the replay never writes through one", .0.display())]
+    Symlink(PathBuf),
+    #[error("`{}` is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("cannot create directory `{}`", path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write `{}`", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set the mtime of `{}`", path.display())]
+    Mtime {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("nothing to rename")]
+    NothingToRename,
+    #[error("rename to `{}`", to.display())]
+    Rename {
+        to: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read `{TRACKER}`")]
+    ReadTracker {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot remove `{}`", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Field(#[from] FieldError),
+}
+
 /// Sleeps until `offset / speed` after `start`; `false` when cancelled first.
 fn wait_until(
     start: Instant,
     offset: Duration,
     speed: f64,
     cancelled: &dyn Fn() -> bool,
-) -> Result<bool, String> {
+) -> Result<bool, StepError> {
     if cancelled() {
         return Ok(false);
     }
@@ -238,14 +314,12 @@ fn wait_until(
         return Ok(true);
     }
     let real = Duration::try_from_secs_f64(offset.as_secs_f64() / speed).map_err(|_| {
-        format!(
-            "speed `{speed}` is too small for an offset of {}",
-            format_offset(offset)
-        )
+        StepError::SpeedTooSmall {
+            speed,
+            offset: format_offset(offset),
+        }
     })?;
-    let target = start
-        .checked_add(real)
-        .ok_or_else(|| "the wait is too long".to_string())?;
+    let target = start.checked_add(real).ok_or(StepError::WaitTooLong)?;
     loop {
         let now = Instant::now();
         if now >= target {
@@ -260,7 +334,7 @@ fn wait_until(
 
 /// `dir/rel`, refusing any existing component (or, unless `last_may_link`, the last one)
 /// that is a symlink, so that no write can leave `dir`.
-fn safe_path(dir: &Path, rel: &str, last_may_link: bool) -> Result<PathBuf, String> {
+fn safe_path(dir: &Path, rel: &str, last_may_link: bool) -> Result<PathBuf, StepError> {
     check_rel(rel)?;
     let comps: Vec<_> = Path::new(rel).components().collect();
     let mut cur = dir.to_path_buf();
@@ -269,15 +343,13 @@ fn safe_path(dir: &Path, rel: &str, last_may_link: bool) -> Result<PathBuf, Stri
         let last = i + 1 == comps.len();
         match std::fs::symlink_metadata(&cur) {
             Ok(m) if m.file_type().is_symlink() && !(last && last_may_link) => {
-                return Err(format!(
-                    "`{}` is a symlink; the replay never writes through one",
-                    cur.strip_prefix(dir).unwrap_or(&cur).display()
+                return Err(StepError::Symlink(
+                    cur.strip_prefix(dir).unwrap_or(&cur).to_path_buf(),
                 ))
             }
             Ok(m) if !last && !m.is_dir() => {
-                return Err(format!(
-                    "`{}` is not a directory",
-                    cur.strip_prefix(dir).unwrap_or(&cur).display()
+                return Err(StepError::NotADirectory(
+                    cur.strip_prefix(dir).unwrap_or(&cur).to_path_buf(),
                 ))
             }
             _ => {}
@@ -288,7 +360,7 @@ fn safe_path(dir: &Path, rel: &str, last_may_link: bool) -> Result<PathBuf, Stri
 
 /// Creates the missing directories on the way to `dir/rel` (and `rel` itself when
 /// `include_last`); returns the ones it created, outermost first.
-fn make_parents(dir: &Path, rel: &str, include_last: bool) -> Result<Vec<PathBuf>, String> {
+fn make_parents(dir: &Path, rel: &str, include_last: bool) -> Result<Vec<PathBuf>, StepError> {
     safe_path(dir, rel, false)?;
     let comps: Vec<_> = Path::new(rel).components().collect();
     let upto = if include_last {
@@ -303,16 +375,19 @@ fn make_parents(dir: &Path, rel: &str, include_last: bool) -> Result<Vec<PathBuf
         match std::fs::create_dir(&cur) {
             Ok(()) => created.push(cur.clone()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && cur.is_dir() => {}
-            Err(e) => return Err(format!("cannot create directory `{}`: {e}", cur.display())),
+            Err(source) => return Err(StepError::CreateDir { path: cur, source }),
         }
     }
     Ok(created)
 }
 
-fn write_file(dir: &Path, rel: &str, bytes: &[u8], mtime: DateTime<Utc>) -> Result<(), String> {
+fn write_file(dir: &Path, rel: &str, bytes: &[u8], mtime: DateTime<Utc>) -> Result<(), StepError> {
     let created = make_parents(dir, rel, false)?;
     let p = safe_path(dir, rel, false)?;
-    std::fs::write(&p, bytes).map_err(|e| format!("cannot write `{rel}`: {e}"))?;
+    std::fs::write(&p, bytes).map_err(|source| StepError::Write {
+        path: rel.into(),
+        source,
+    })?;
     set_mtime(&p, mtime)?;
     // Directories this write created get the same recorded time (deepest first, so setting
     // one does not disturb the next).
@@ -322,8 +397,10 @@ fn write_file(dir: &Path, rel: &str, bytes: &[u8], mtime: DateTime<Utc>) -> Resu
     Ok(())
 }
 
-fn set_mtime(p: &Path, t: DateTime<Utc>) -> Result<(), String> {
+fn set_mtime(p: &Path, t: DateTime<Utc>) -> Result<(), StepError> {
     let ft = filetime::FileTime::from_unix_time(t.timestamp(), t.timestamp_subsec_nanos());
-    filetime::set_file_mtime(p, ft)
-        .map_err(|e| format!("cannot set the mtime of `{}`: {e}", p.display()))
+    filetime::set_file_mtime(p, ft).map_err(|source| StepError::Mtime {
+        path: p.to_path_buf(),
+        source,
+    })
 }

@@ -43,19 +43,34 @@ fn render_row(cells: &[String]) -> String {
     s
 }
 
+/// Why a tracker edit cannot be made: the row or column it names is not in the tracker.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("no field row `{field}` in the tracker")]
+    NoRow { field: String },
+    #[error("no field row `{field}` in a section `{section}` of the tracker")]
+    NoRowInSection { field: String, section: String },
+    #[error("field row `{field}` is not in a table")]
+    NotInTable { field: String },
+    #[error("the table of field row `{field}` has no column `{column}`")]
+    NoColumn { field: String, column: String },
+}
+
 /// Sets one field row's value and/or time, found the way the referee finds it (SPEC §2.1).
-pub fn set_field(text: &str, set: &FieldSet) -> Result<String, String> {
+pub fn set_field(text: &str, set: &FieldSet) -> Result<String, FieldError> {
     let parsed = Tracker::parse(text);
     let row = match &set.section {
         Some(sec) => parsed.field_in(&SectionFilter::contains(sec), &set.field),
         None => parsed.field(&set.field),
     }
     .ok_or_else(|| match &set.section {
-        Some(sec) => format!(
-            "no field row `{}` in a section `{sec}` of the tracker",
-            set.field
-        ),
-        None => format!("no field row `{}` in the tracker", set.field),
+        Some(sec) => FieldError::NoRowInSection {
+            field: set.field.clone(),
+            section: sec.clone(),
+        },
+        None => FieldError::NoRow {
+            field: set.field.clone(),
+        },
     })?;
     let escape = |v: &str| v.replace('\n', " ").replace('|', "\\|");
     let column = match &set.column {
@@ -64,13 +79,17 @@ pub fn set_field(text: &str, set: &FieldSet) -> Result<String, String> {
                 .tables
                 .iter()
                 .find(|t| t.rows.iter().any(|r| r.line == row.line))
-                .ok_or_else(|| format!("field row `{}` is not in a table", set.field))?;
-            Some(table.column_index(col).ok_or_else(|| {
-                format!(
-                    "the table of field row `{}` has no column `{col}`",
-                    set.field
-                )
-            })?)
+                .ok_or_else(|| FieldError::NotInTable {
+                    field: set.field.clone(),
+                })?;
+            Some(
+                table
+                    .column_index(col)
+                    .ok_or_else(|| FieldError::NoColumn {
+                        field: set.field.clone(),
+                        column: col.clone(),
+                    })?,
+            )
         }
         None => None,
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::DateTime;
 
 use super::braces::expand_braces;
-use super::load::{duration, parse_offset, RawDuration};
+use super::format::{duration, parse_offset, RawDuration};
 use super::play::{play, PlayOptions};
 use super::table::set_field;
 use super::timeline::{FieldSet, Timeline};
@@ -219,8 +219,17 @@ fn plays_steps_with_mtimes_and_refuses_symlinks() {
     let err = play(&t, dir.path(), &PlayOptions::default(), |_| {
         ControlFlow::Continue(())
     })
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("symlink"), "{err}");
+    .unwrap_err();
+    assert!(
+        matches!(&err, ReplayError::Play { step: 1, source: super::StepError::Symlink(p), .. }
+            if p == std::path::Path::new("link")),
+        "{err:?}"
+    );
+    assert!(
+        crate::error::chain(&err)
+            .ends_with("step 1 (`write link/evil.txt`): `link` is a symlink; the replay never writes through one"),
+        "{}",
+        crate::error::chain(&err)
+    );
     assert!(!outside.path().join("evil.txt").exists());
 }

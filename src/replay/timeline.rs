@@ -175,21 +175,32 @@ pub(super) fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// Why a timeline path was refused (`path`: as written in the timeline).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("empty path")]
+    Empty,
+    #[error("path `{path}` is absolute; timeline paths are relative to DIR")]
+    Absolute { path: String },
+    #[error("path `{path}` must stay inside DIR: relative, without `.` or `..` components")]
+    Outside { path: String },
+}
+
 /// A relative path of normal components only: no root, no `.`, no `..`.
-pub fn check_rel(path: &str) -> Result<(), String> {
+pub fn check_rel(path: &str) -> Result<(), PathError> {
     let p = Path::new(path);
     if path.is_empty() {
-        return Err("empty path".into());
+        return Err(PathError::Empty);
     }
     if p.is_absolute() {
-        return Err(format!(
-            "path `{path}` is absolute; timeline paths are relative to DIR"
-        ));
+        return Err(PathError::Absolute {
+            path: path.to_string(),
+        });
     }
     if path.contains('\0') || p.components().any(|c| !matches!(c, Component::Normal(_))) {
-        return Err(format!(
-            "path `{path}` must stay inside DIR: relative, without `.` or `..` components"
-        ));
+        return Err(PathError::Outside {
+            path: path.to_string(),
+        });
     }
     Ok(())
 }
