@@ -1,6 +1,13 @@
 //! Errors as one line of text, for the few places that must write an error down (a `status`
-//! answer, a line the demo narrates) instead of handing it to `anyhow`, whose `{:#}` prints the
-//! chain itself. The library's errors keep their causes as `#[source]`s; this only reads them.
+//! answer, a line the demo narrates, an MCP tool's refusal) instead of handing it to `anyhow`,
+//! whose `{:#}` prints the chain itself. This only reads errors.
+//!
+//! The library's errors are `thiserror` enums, one per module or concept: a variant about a
+//! file carries its `PathBuf`, an io (or parse) failure is its `#[source]` and is not repeated
+//! in the variant's own message, and the message names the value in backticks with what to do
+//! (`fsevents::WatchError`, `protocol::overrides::OverrideError`, `replay::StepError`). A
+//! validation reason that only ever becomes the text of a located protocol or timeline error
+//! (`line:column: …`) stays in the message itself.
 
 use std::error::Error;
 
@@ -22,9 +29,9 @@ mod tests {
     use super::*;
 
     #[derive(Debug, thiserror::Error)]
-    #[error("cannot read `{path}`")]
+    #[error("cannot read `{}`", path.display())]
     struct Read {
-        path: String,
+        path: std::path::PathBuf,
         #[source]
         source: std::io::Error,
     }
