@@ -22,8 +22,8 @@
 //! at most one of them. Threads are bounded whatever the number of builds: this loop, the event
 //! source's, and the signal and `--exit-with` waiters.
 //!
-//! Here: the loop. Beside it: [`sink`] (the event source's events routed into the inbox),
-//! [`inbox`] (the per-build queues) and [`root`] (`--root` discovery).
+//! Here: the loop. Beside it: `sink` (the event source's events routed into the inbox),
+//! `inbox` (the per-build queues) and `root` (`--root` discovery).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
