@@ -14,6 +14,7 @@ mod files;
 mod gates;
 mod json;
 mod kinds;
+mod outcome;
 mod secrets;
 mod style;
 mod text;
@@ -26,8 +27,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use serde::Serialize;
-
 use crate::artifacts::gates::{GateError, GateFile};
 use crate::artifacts::markdown;
 use crate::artifacts::tracker::Tracker;
@@ -35,129 +34,7 @@ use crate::artifacts::{Entry, FileData, Kind, ReadError, Snapshot};
 use crate::protocol::predicate::{Glob, Predicate};
 use crate::protocol::{Protocol, VerdictSpec};
 
-/// How far a predicate got.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    /// The artifacts cannot decide it (unparseable, unreadable, not recorded).
-    Inconclusive,
-    /// Something it needs is not there (yet).
-    Missing,
-    /// Present and wrong.
-    Fail,
-}
-
-/// A file an outcome rests on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct FileRef {
-    pub path: String,
-    pub size: u64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub sha256: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub mtime: Option<String>,
-}
-
-/// A judgment with its evidence.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub verdict: Verdict,
-    /// What would have made it pass.
-    pub expected: Vec<String>,
-    /// What was found.
-    pub observed: Vec<String>,
-    /// Matched lines and values: `file:line: text`.
-    pub details: Vec<String>,
-    pub files: Vec<FileRef>,
-    /// Something at an artifact's name is not what the name must be (a directory, FIFO,
-    /// dangling symlink … where a regular file belongs): present and wrong. The verdict is FAIL,
-    /// and neither `not` nor `if` ever turns it into a pass.
-    pub wrong: bool,
-}
-
-/// Caps on evidence, so a huge artifact cannot make a huge report.
-pub const MAX_DETAILS: usize = 40;
-pub const MAX_DETAIL_CHARS: usize = 240;
-
-impl Outcome {
-    pub fn new(verdict: Verdict, expected: impl Into<String>, observed: impl Into<String>) -> Self {
-        Outcome {
-            verdict,
-            expected: vec![expected.into()],
-            observed: vec![observed.into()],
-            details: Vec::new(),
-            files: Vec::new(),
-            wrong: false,
-        }
-    }
-
-    pub fn pass(expected: impl Into<String>, observed: impl Into<String>) -> Self {
-        Outcome::new(Verdict::Pass, expected, observed)
-    }
-
-    pub fn detail(mut self, d: impl Into<String>) -> Self {
-        self.push_detail(d);
-        self
-    }
-
-    pub fn push_detail(&mut self, d: impl Into<String>) {
-        if self.details.len() < MAX_DETAILS {
-            self.details.push(clip(&d.into(), MAX_DETAIL_CHARS));
-        } else if self.details.len() == MAX_DETAILS {
-            self.details.push("… (more not shown)".into());
-        }
-    }
-
-    pub fn file(mut self, f: FileRef) -> Self {
-        self.push_file(f);
-        self
-    }
-
-    pub fn push_file(&mut self, f: FileRef) {
-        if let Some(existing) = self.files.iter_mut().find(|e| e.path == f.path) {
-            if existing.sha256.is_none() {
-                *existing = f;
-            }
-        } else {
-            self.files.push(f);
-        }
-    }
-
-    /// Merges the evidence of parts into one outcome with the given verdict.
-    fn combine(verdict: Verdict, parts: Vec<Outcome>) -> Outcome {
-        let mut out = Outcome {
-            verdict,
-            expected: Vec::new(),
-            observed: Vec::new(),
-            details: Vec::new(),
-            files: Vec::new(),
-            wrong: false,
-        };
-        for p in parts {
-            out.wrong |= p.wrong;
-            out.expected.extend(p.expected);
-            out.observed.extend(p.observed);
-            for d in p.details {
-                out.push_detail(d);
-            }
-            for f in p.files {
-                out.push_file(f);
-            }
-        }
-        out
-    }
-}
-
-/// Shortens `s` to at most `max` characters, marking the cut.
-pub fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub use outcome::{clip, FileRef, Outcome, Verdict, MAX_DETAILS, MAX_DETAIL_CHARS};
 
 /// The pipeline's verdict (SPEC §2.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -677,79 +554,4 @@ fn unreadable(what: &str, e: &ReadError) -> Outcome {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn literal_prefixes() {
-        assert_eq!(literal_prefix("screenshots/**/*.png"), "screenshots/");
-        assert_eq!(literal_prefix("p3b-pa-auditor-*.md"), "p3b-pa-auditor-");
-        assert_eq!(literal_prefix("screenshots/1440/"), "screenshots/1440");
-        assert_eq!(
-            literal_prefix("EXECUTION-TRACKER.md"),
-            "EXECUTION-TRACKER.md"
-        );
-        assert_eq!(literal_prefix("refine-inputs/**"), "refine-inputs/");
-    }
-
-    #[test]
-    fn own_files() {
-        assert!(is_own_file("OBSERVER-STOP.md"));
-        assert!(is_own_file(".OBSERVER-STOP.md.tmp"));
-        assert!(!is_own_file("screens/OBSERVER-STOP.md"));
-        assert!(!is_own_file("p3b-pa-auditor-A.md"));
-    }
-
-    /// D10's verdict pattern reads every way the verdict is commonly written, and nothing else.
-    #[test]
-    fn d10_verdict_forms() {
-        let d10 = Protocol::load("d10").unwrap();
-        let read = |line: &str| {
-            d10.verdict
-                .as_ref()
-                .unwrap()
-                .pattern
-                .capture(line.as_bytes(), 1, false)
-                .map(|r| {
-                    line[r]
-                        .to_uppercase()
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-        };
-        for (line, want) in [
-            ("VERDICT: SHIP", "SHIP"),
-            ("**VERDICT:** SHIP", "SHIP"),
-            ("Verdict: **SHIP WITH FIXES**", "SHIP WITH FIXES"),
-            ("**Verdict**: SHIP", "SHIP"),
-            ("**VERDICT: SHIP**", "SHIP"),
-            ("VERDICT — SHIP", "SHIP"),
-            ("Verdict – halt", "HALT"),
-            ("Verdict - REFINE", "REFINE"),
-            ("## Verdict: SHIP", "SHIP"),
-            ("### **Final Verdict:** ship with  fixes", "SHIP WITH FIXES"),
-            ("- **Verdict:** HALT", "HALT"),
-            ("* __Verdict__: `SHIP`", "SHIP"),
-            ("| **Verdict** | **SHIP** |", "SHIP"),
-            ("verdict:ship", "SHIP"),
-        ] {
-            assert_eq!(read(line).as_deref(), Some(want), "{line:?}");
-        }
-        for line in [
-            "The verdict ship has sailed",
-            "VERDICT: [SHIP | HALT]",
-            "VERDICT: SHIPPED",
-            "VERDICT: pending",
-            "Verdicts are due",
-        ] {
-            assert_eq!(read(line), None, "{line:?}");
-        }
-    }
-
-    #[test]
-    fn clip_marks_the_cut() {
-        assert_eq!(clip("abcdef", 4), "abc…");
-        assert_eq!(clip("abc", 4), "abc");
-    }
-}
+mod tests;

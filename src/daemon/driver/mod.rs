@@ -21,19 +21,18 @@
 //! the channel is looked at again, so a violation landing while 500 heartbeats are due waits for
 //! at most one of them. Threads are bounded whatever the number of builds: this loop, the event
 //! source's, and the signal and `--exit-with` waiters.
+//!
+//! Here: the loop. Beside it: `sink` (the event source's events routed into the inbox),
+//! `inbox` (the per-build queues) and `root` (`--root` discovery).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::artifacts::escape_name;
-use crate::checks::is_own_file;
 use crate::exit::ExitCode;
-use crate::fsevents::{self, ChangeKind, FsEvent, Mode, Source};
-use crate::outputs::STOP_FILE;
+use crate::fsevents::{self, Mode, Source};
 use crate::protocol::Protocol;
 
 use super::session::{Rewatch, Session};
@@ -58,93 +57,6 @@ enum Msg {
     Limit(String),
     PipelineExited(i32),
     Shutdown(Shutdown),
-}
-
-/// Which session a path belongs to: one build directory (every path is the one session's, named
-/// `""`), or a root whose immediate subdirectories are the sessions.
-#[derive(Debug, Clone)]
-struct Router {
-    base: PathBuf,
-    root: bool,
-}
-
-impl Router {
-    /// `(session, relative path)` in the snapshot's escaped form (so a change and the entry it
-    /// touched agree even for a name with invalid UTF-8 or a newline); `None` outside, or the
-    /// root itself under `--root`.
-    fn route(&self, path: &Path) -> Option<(String, String)> {
-        let rel = path.strip_prefix(&self.base).ok()?;
-        if !self.root {
-            return Some((String::new(), escape(rel)));
-        }
-        let mut parts = rel.components();
-        let Some(Component::Normal(first)) = parts.next() else {
-            return None;
-        };
-        Some((
-            escape_name(first.as_bytes()).into_owned(),
-            escape(parts.as_path()),
-        ))
-    }
-}
-
-fn escape(rel: &Path) -> String {
-    escape_name(rel.as_os_str().as_bytes()).into_owned()
-}
-
-/// Turns the source's events into work, on the source's thread (no blocking but a short lock, no
-/// I/O): changes go into their build's queue in the [`Inbox`], and the loop is told of a build
-/// only when it was not waiting yet.
-fn sink(
-    router: Router,
-    source: u64,
-    inbox: Arc<Inbox>,
-    tx: Sender<Msg>,
-) -> impl FnMut(FsEvent) + Send + Clone {
-    move |ev: FsEvent| match ev {
-        FsEvent::Changed(changes) => {
-            let mut per: BTreeMap<String, Vec<(String, ChangeKind)>> = BTreeMap::new();
-            for c in changes {
-                let Some((name, rel)) = router.route(&c.path) else {
-                    continue;
-                };
-                if rel.is_empty() {
-                    // A build directory itself: the session checks what its path names now
-                    // (deleted, moved: the watch on it is gone); under --root it may be new.
-                    let lost = c.kind == ChangeKind::Removed;
-                    let _ = tx.send(Msg::Dir { name, lost, source });
-                } else if rel == STOP_FILE
-                    || !is_own_file(&rel)
-                    || crate::sync::token_of(&rel).is_some()
-                {
-                    // The referee's own writes are no work; the STOP file is checked for
-                    // tampering; a `status --sync` token is a barrier to acknowledge.
-                    per.entry(name).or_default().push((rel, c.kind));
-                }
-            }
-            for (name, changes) in per {
-                if inbox.add(&name, changes) {
-                    let _ = tx.send(Msg::Ready(name));
-                }
-            }
-        }
-        FsEvent::Rescan { why } => {
-            let _ = tx.send(Msg::Rescan(why));
-        }
-        FsEvent::Limit { message } => {
-            let _ = tx.send(Msg::Limit(message));
-        }
-    }
-}
-
-/// A build directory under `--root` that has no running session.
-#[derive(Debug)]
-enum Known {
-    /// Its session finished (the pipeline completed); a new directory at the name starts anew.
-    Finished(Option<attach::DirId>),
-    /// It could not be opened (another referee holds it, its log is under another protocol …):
-    /// said once per reason, tried again at each look.
-    Refused(String),
 }
 
 struct Driver {
@@ -618,87 +530,14 @@ impl Driver {
             libc::malloc_trim(0);
         }
     }
-
-    /// `--root`: lists the root; every subdirectory without a session gets one (hidden ones and
-    /// symlinks excepted), unless its session finished and it is still the same directory.
-    fn look(&mut self) {
-        let Some((template, protocol)) = &self.template else {
-            return;
-        };
-        self.next_look = Some(Instant::now() + template.heartbeat);
-        let root = template.build_dir.clone();
-        let entries = match std::fs::read_dir(&root) {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(
-                    "cannot list the root `{}`: {}",
-                    root.display(),
-                    e.to_string().to_lowercase()
-                );
-                return;
-            }
-        };
-        let mut found = Vec::new();
-        for e in entries.flatten() {
-            let os = e.file_name();
-            let name = escape_name(os.as_bytes()).into_owned();
-            if name.starts_with('.') || self.sessions.contains_key(&name) {
-                continue;
-            }
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let path = root.join(&os);
-            if let Some(Known::Finished(id)) = self.known.get(&name) {
-                let now = attach::DirId::of(&path).ok();
-                if now.is_none() || matches!((id, now), (Some(a), Some(b)) if a.same(&b)) {
-                    continue;
-                }
-            }
-            found.push((name, path));
-        }
-        let (template, protocol) = (template.clone(), protocol.clone());
-        let source = self.source_name();
-        for (name, path) in found {
-            // What arrived meanwhile goes first: the rest are found again at once.
-            if let Ok(m) = self.rx.try_recv() {
-                self.carry.push(m);
-                self.next_look = Some(Instant::now());
-                break;
-            }
-            let mut cfg = template.clone();
-            // Each build its own memory: under `--state-dir` when given, else the default.
-            if let Some(base) = &template.state_dir {
-                match crate::state::name_for(&path) {
-                    Ok(n) => cfg.state_dir = Some(base.join(n)),
-                    Err(_) => continue,
-                }
-            }
-            cfg.build_dir = path;
-            match Session::open(cfg, protocol.clone(), Some(name.clone())) {
-                Ok(mut s) => {
-                    self.known.remove(&name);
-                    s.source_is(Ok(source.clone()));
-                    s.announce(None);
-                    // Judged among the timers, which look at the channel between two sessions:
-                    // 500 builds found at once do not hold up a violation in one of them.
-                    s.first_evaluation_due();
-                    self.sessions.insert(name, s);
-                }
-                Err(e) => {
-                    let why = crate::error::chain(&e);
-                    if !matches!(self.known.get(&name), Some(Known::Refused(w)) if *w == why) {
-                        tracing::warn!("`{name}` is not refereed: {why}");
-                    }
-                    self.known.insert(name, Known::Refused(why));
-                }
-            }
-        }
-    }
 }
 
 mod inbox;
+mod root;
+mod sink;
 #[cfg(test)]
 mod tests;
 
 use inbox::Inbox;
+use root::Known;
+use sink::{sink, Router};

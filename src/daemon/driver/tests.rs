@@ -1,4 +1,7 @@
+use std::path::Path;
+
 use super::*;
+use crate::fsevents::{ChangeKind, FsEvent};
 
 #[test]
 fn paths_route_to_their_session() {

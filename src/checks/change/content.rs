@@ -1,0 +1,166 @@
+//! Predicates about the content of an attempt's changed files: they parse (CC-05), they keep
+//! within their size limits (CC-06), and the lines they add (what CC-07 and CC-09 scan).
+
+use super::{conclude, scope, task, TaskScope};
+use crate::checks::{Ctx, Outcome, Verdict};
+use crate::protocol::predicate::{Parses, SizeLimit};
+use crate::syntax;
+use crate::workspace::{diff, Content};
+
+// ---- CC-05 ----------------------------------------------------------------------------------
+
+pub(in crate::checks) fn parses(ctx: &Ctx<'_>, spec: &Parses) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "every added or modified file parses";
+    if let Err(o) = task(s) {
+        return o;
+    }
+    let commands: Vec<syntax::CommandRule> = spec.commands.iter().map(|c| c.rule()).collect();
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let mut parsed = Vec::new();
+    let mut unjudged = Vec::new();
+    let files = s.present_files();
+    for p in &files {
+        let data = match s.ws.current(p) {
+            Content::Bytes(d) => d,
+            Content::Absent => {
+                fails.push(format!("{p}: listed as present but does not exist"));
+                continue;
+            }
+            Content::Unknown(why) => {
+                unknown.push(format!("{p}: {why}"));
+                continue;
+            }
+        };
+        let outcome = syntax::check(p, &data.bytes, &s.ws.root().join(p), &commands);
+        match outcome {
+            syntax::Outcome::Parsed { .. } => parsed.push(outcome.evidence(p)),
+            syntax::Outcome::Invalid { .. } => fails.push(outcome.evidence(p)),
+            syntax::Outcome::Inconclusive { .. } => unknown.push(outcome.evidence(p)),
+            syntax::Outcome::NotApplicable => unjudged.push(p.as_str()),
+        }
+    }
+    // The evidence names every file and how it was checked: the findings first (they decide),
+    // then what parsed, then the files no parser applies to (not judged).
+    let (verdict, observed) = if !fails.is_empty() {
+        (
+            Verdict::Fail,
+            format!("{} file(s) do not parse", fails.len()),
+        )
+    } else if !unknown.is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!("{} file(s) could not be checked", unknown.len()),
+        )
+    } else {
+        (
+            Verdict::Pass,
+            format!(
+                "{} file(s) parse, {} of a type with no syntax check",
+                parsed.len(),
+                unjudged.len()
+            ),
+        )
+    };
+    let mut o = Outcome::new(verdict, expected, observed);
+    fails
+        .into_iter()
+        .chain(unknown)
+        .chain(parsed)
+        .for_each(|d| o.push_detail(d));
+    if !unjudged.is_empty() {
+        o.push_detail(format!(
+            "not judged (no syntax check for the type): {}",
+            unjudged.join(", ")
+        ));
+    }
+    o
+}
+
+// ---- CC-06 ----------------------------------------------------------------------------------
+
+pub(in crate::checks) fn size_limit(ctx: &Ctx<'_>, l: &SizeLimit) -> Outcome {
+    let s = match scope(ctx) {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let expected = "every changed file within its size limit";
+    if let Err(o) = task(s) {
+        return o;
+    }
+    let limit = |p: &str| {
+        l.by_extension
+            .iter()
+            .find(|e| {
+                p.to_ascii_lowercase()
+                    .ends_with(&e.ext.to_ascii_lowercase())
+            })
+            .map_or(l.default.bytes(), |e| e.max.bytes())
+    };
+    let mut fails = Vec::new();
+    let mut unknown = Vec::new();
+    let files = s.present_files();
+    for p in &files {
+        // The size on disk: a file over the read cap is still measured.
+        match std::fs::metadata(s.ws.root().join(p)) {
+            Ok(m) if m.is_file() => {
+                let max = limit(p);
+                if m.len() > max {
+                    fails.push(format!("{p}: {} bytes, limit {max} bytes", m.len()));
+                }
+            }
+            Ok(_) => unknown.push(format!("{p}: not a regular file")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => unknown.push(format!("{p}: {e}")),
+        }
+    }
+    conclude(
+        expected,
+        fails,
+        unknown,
+        format!("{} file(s) within their limits", files.len()),
+    )
+}
+
+// ---- the added lines (CC-07, CC-09) ------------------------------------------------------
+
+/// The added lines of each present text file of the scope: `Err` for a file that cannot be
+/// read; binary files are left out.
+pub(in crate::checks) type Added = Vec<(String, Result<Vec<(usize, String)>, String>)>;
+
+pub(in crate::checks) fn added(s: &TaskScope<'_>) -> Added {
+    let mut out = Vec::new();
+    for p in s.present_files() {
+        let new = match s.ws.current(&p) {
+            Content::Bytes(d) => d,
+            Content::Absent => continue,
+            Content::Unknown(why) => {
+                out.push((p, Err(why)));
+                continue;
+            }
+        };
+        let old = match s.ws.base(&p) {
+            Content::Bytes(d) => Some(d),
+            Content::Absent => None,
+            Content::Unknown(why) => {
+                out.push((p, Err(why)));
+                continue;
+            }
+        };
+        if new.looks_binary() || old.as_ref().is_some_and(|o| o.looks_binary()) {
+            continue;
+        }
+        let new_text = new.text();
+        let old_text = old.as_ref().map(|o| o.text()).unwrap_or_default();
+        let lines = diff::added_lines(&old_text, &new_text)
+            .into_iter()
+            .map(|(n, l)| (n, l.to_string()))
+            .collect();
+        out.push((p, Ok(lines)));
+    }
+    out
+}

@@ -1,0 +1,74 @@
+use super::*;
+
+#[test]
+fn literal_prefixes() {
+    assert_eq!(literal_prefix("screenshots/**/*.png"), "screenshots/");
+    assert_eq!(literal_prefix("p3b-pa-auditor-*.md"), "p3b-pa-auditor-");
+    assert_eq!(literal_prefix("screenshots/1440/"), "screenshots/1440");
+    assert_eq!(
+        literal_prefix("EXECUTION-TRACKER.md"),
+        "EXECUTION-TRACKER.md"
+    );
+    assert_eq!(literal_prefix("refine-inputs/**"), "refine-inputs/");
+}
+
+#[test]
+fn own_files() {
+    assert!(is_own_file("OBSERVER-STOP.md"));
+    assert!(is_own_file(".OBSERVER-STOP.md.tmp"));
+    assert!(!is_own_file("screens/OBSERVER-STOP.md"));
+    assert!(!is_own_file("p3b-pa-auditor-A.md"));
+}
+
+/// D10's verdict pattern reads every way the verdict is commonly written, and nothing else.
+#[test]
+fn d10_verdict_forms() {
+    let d10 = Protocol::load("d10").unwrap();
+    let read = |line: &str| {
+        d10.verdict
+            .as_ref()
+            .unwrap()
+            .pattern
+            .capture(line.as_bytes(), 1, false)
+            .map(|r| {
+                line[r]
+                    .to_uppercase()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+    };
+    for (line, want) in [
+        ("VERDICT: SHIP", "SHIP"),
+        ("**VERDICT:** SHIP", "SHIP"),
+        ("Verdict: **SHIP WITH FIXES**", "SHIP WITH FIXES"),
+        ("**Verdict**: SHIP", "SHIP"),
+        ("**VERDICT: SHIP**", "SHIP"),
+        ("VERDICT — SHIP", "SHIP"),
+        ("Verdict – halt", "HALT"),
+        ("Verdict - REFINE", "REFINE"),
+        ("## Verdict: SHIP", "SHIP"),
+        ("### **Final Verdict:** ship with  fixes", "SHIP WITH FIXES"),
+        ("- **Verdict:** HALT", "HALT"),
+        ("* __Verdict__: `SHIP`", "SHIP"),
+        ("| **Verdict** | **SHIP** |", "SHIP"),
+        ("verdict:ship", "SHIP"),
+    ] {
+        assert_eq!(read(line).as_deref(), Some(want), "{line:?}");
+    }
+    for line in [
+        "The verdict ship has sailed",
+        "VERDICT: [SHIP | HALT]",
+        "VERDICT: SHIPPED",
+        "VERDICT: pending",
+        "Verdicts are due",
+    ] {
+        assert_eq!(read(line), None, "{line:?}");
+    }
+}
+
+#[test]
+fn clip_marks_the_cut() {
+    assert_eq!(clip("abcdef", 4), "abc…");
+    assert_eq!(clip("abc", 4), "abc");
+}

@@ -1,0 +1,224 @@
+use super::*;
+
+#[test]
+fn sync_and_tamper() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(STOP_FILE);
+    let mut s = StopFile::new(dir.path());
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Unchanged);
+    assert_eq!(s.sync(Some("stop".into()), true).unwrap(), Synced::Written);
+    assert_eq!(s.check(true).unwrap(), None);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        s.check(true).unwrap().map(|t| t.what),
+        Some(Tamper::Deleted)
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
+    std::fs::write(&path, "go on").unwrap();
+    assert_eq!(s.check(true).unwrap().map(|t| t.what), Some(Tamper::Edited));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
+    assert!(!path.exists());
+    std::fs::write(&path, "fake").unwrap();
+    assert_eq!(
+        s.check(true).unwrap().map(|t| t.what),
+        Some(Tamper::Created)
+    );
+    assert!(!path.exists());
+}
+
+/// A copy the referee cannot write (its folder is gone here; a full disk in life) does not
+/// hold the authoritative STOP back, and once writable again it is put right without being
+/// called tamper.
+#[test]
+fn a_copy_that_cannot_be_written_follows_the_state_later_and_is_no_tamper() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, state) = (root.path().join("b"), root.path().join("state"));
+    std::fs::create_dir(&state).unwrap();
+    let mut s = StopFile::with_state(&dir, &state);
+    assert_eq!(s.sync(Some("stop".into()), true).unwrap(), Synced::Written);
+    assert_eq!(
+        std::fs::read_to_string(state.join(STOP_FILE)).unwrap(),
+        "stop"
+    );
+    assert!(s.standing() && s.copy_stale());
+    assert!(s.take_copy_failed().is_some());
+    assert!(s.take_copy_failed().is_none(), "taken once");
+    // Not due yet: the copy is not tried, the state directory's STOP is kept in line.
+    std::fs::remove_file(state.join(STOP_FILE)).unwrap();
+    assert_eq!(s.check(false).unwrap(), None);
+    assert_eq!(
+        std::fs::read_to_string(state.join(STOP_FILE)).unwrap(),
+        "stop"
+    );
+    assert_eq!(
+        s.sync(Some("stop 2".into()), false).unwrap(),
+        Synced::Written
+    );
+    assert!(s.take_copy_failed().is_none(), "not tried");
+    std::fs::create_dir(&dir).unwrap();
+    assert_eq!(s.check(true).unwrap(), None, "our own write, no tamper");
+    assert!(!s.copy_stale());
+    assert_eq!(
+        std::fs::read_to_string(dir.join(STOP_FILE)).unwrap(),
+        "stop 2"
+    );
+    // Lifted while the copy cannot be removed: the state directory's goes at once.
+    std::fs::remove_file(dir.join(STOP_FILE)).unwrap();
+    std::fs::create_dir(dir.join(STOP_FILE)).unwrap();
+    assert_eq!(s.sync(None, false).unwrap(), Synced::Removed);
+    assert!(!state.join(STOP_FILE).exists());
+    assert!(s.copy_stale());
+}
+
+#[test]
+fn a_fifo_in_its_place_is_never_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(STOP_FILE);
+    let mut s = StopFile::new(dir.path());
+    s.sync(Some("stop".into()), true).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let t = s.check(true).unwrap().unwrap();
+    assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_directory_in_its_place_is_moved_aside_never_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(STOP_FILE);
+    let mut s = StopFile::new(dir.path());
+    s.sync(Some("stop".into()), true).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    std::fs::write(path.join("evidence"), "kept").unwrap();
+    let t = s.check(true).unwrap().unwrap();
+    assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Dir)));
+    let aside = t.moved_to.clone().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(aside.join("evidence")).unwrap(),
+        "kept"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
+    assert!(t.describe().contains("moved aside"), "{}", t.describe());
+    // With no failure standing, a directory created there is moved aside too.
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
+    std::fs::create_dir(&path).unwrap();
+    let t = s.check(true).unwrap().unwrap();
+    assert_eq!((t.what, t.found), (Tamper::Created, Some(Foreign::Dir)));
+    assert!(!path.exists());
+    assert_eq!(names(dir.path()).len(), 2, "{:?}", names(dir.path()));
+}
+
+#[test]
+fn a_symlink_in_its_place_is_never_followed() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("b");
+    std::fs::create_dir(&dir).unwrap();
+    let outside = root.path().join("outside");
+    std::fs::write(&outside, "precious").unwrap();
+    let mut s = StopFile::new(&dir);
+    s.sync(Some("stop".into()), true).unwrap();
+    std::fs::remove_file(dir.join(STOP_FILE)).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join(STOP_FILE)).unwrap();
+    let t = s.check(true).unwrap().unwrap();
+    assert_eq!(t.found, Some(Foreign::Symlink));
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+    assert!(std::fs::symlink_metadata(dir.join(STOP_FILE))
+        .unwrap()
+        .is_file());
+    // Removing: the link is unlinked, its target untouched.
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
+    std::os::unix::fs::symlink(&outside, dir.join(STOP_FILE)).unwrap();
+    let t = s.check(true).unwrap().unwrap();
+    assert_eq!((t.what, t.found), (Tamper::Created, Some(Foreign::Symlink)));
+    assert!(std::fs::symlink_metadata(dir.join(STOP_FILE)).is_err());
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+}
+
+#[test]
+fn an_adopted_stop_stands_until_judged_and_is_rewritten_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(STOP_FILE);
+    std::fs::write(&path, "left by the last run").unwrap();
+    let mut s = StopFile::new(dir.path());
+    assert!(s.adopt());
+    assert!(s.standing());
+    assert_eq!(s.check(true).unwrap(), None, "adopted as it stands");
+    // Nothing to say yet (the first evaluation held its results back): it stays.
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Kept);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "left by the last run"
+    );
+    // The failure stands: rewritten in place.
+    assert_eq!(
+        s.sync(Some("still failing".into()), true).unwrap(),
+        Synced::Written
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "still failing");
+    s.judged();
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
+    assert!(!path.exists());
+    // A FIFO at start: standing (never opened), replaced by a "not yet judged" STOP.
+    std::fs::remove_file(&path).ok();
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let mut s = StopFile::new(dir.path());
+    assert!(s.adopt());
+    let t = s.check(true).unwrap().unwrap();
+    assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("NOT YET JUDGED"));
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Kept);
+    s.judged();
+    assert_eq!(s.sync(None, true).unwrap(), Synced::Removed);
+    // Nothing at start: nothing adopted.
+    let mut fresh = StopFile::new(dir.path());
+    assert!(!fresh.adopt());
+    assert!(!fresh.adopted());
+}
+
+#[test]
+fn faults_make_their_own_blocks() {
+    let f = vec![(
+        "write".to_string(),
+        "cannot write `OBSERVER-PASS-2.md`".to_string(),
+    )];
+    let only = compose(None, &f).unwrap();
+    assert!(only.starts_with("# OBSERVER STOP"));
+    assert!(only.contains("**Check:** REFEREE-FAULT"));
+    let both = compose(Some("# OBSERVER STOP\n\n**Check:** OBS-27\n".into()), &f).unwrap();
+    assert!(both.contains("OBS-27") && both.contains("REFEREE-FAULT"));
+    assert_eq!(compose(None, &[]), None);
+    // Every field is a paragraph of its own, and every `---` a rule, never a heading's
+    // underline: a blank line before and after each.
+    let two = [f[0].clone(), ("read".to_string(), "*x* <b>".to_string())];
+    let text = compose(Some("# OBSERVER STOP\n\n**Check:** OBS-27\n".into()), &two).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("**") || *l == "---" {
+            assert!(
+                lines[i - 1].is_empty(),
+                "no blank line before `{l}`:\n{text}"
+            );
+            if let Some(next) = lines.get(i + 1) {
+                assert!(next.is_empty(), "no blank line after `{l}`:\n{text}");
+            }
+        }
+    }
+    assert!(text.contains(r"**Evidence:** \*x\* \<b>"), "{text}");
+}

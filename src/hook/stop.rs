@@ -1,0 +1,132 @@
+//! The `Stop` / `SubagentStop` answer: the workspace judged as one attempt, kept in the state
+//! directory, and the stop blocked, let through, or let through with a message for the human.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+
+use super::reason::{blocked_reason, failing};
+use super::{
+    implicit_record, load_protocol, request, task_id, workspace_root, Answer, Config, Counter,
+    Payload,
+};
+use crate::judge;
+use crate::protocol::Protocol;
+use crate::verdict::TaskVerdict;
+
+pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
+    anyhow::ensure!(
+        !p.session.is_empty(),
+        "the hook's input has no `session_id` (the implicit task is named by it)"
+    );
+    let root = workspace_root(cfg, p)?;
+    let protocol = load_protocol(cfg, &root)?;
+    let task = task_id(cfg.agent, &p.session);
+    let w = judge::attempt(&request(cfg, &root), &protocol, &|ws| {
+        implicit_record(ws, &protocol, cfg.agent, &task)
+    })?;
+    let live = judge::live_referee(&root, &w.state);
+    keep(&protocol, &w, &task, live.is_some())?;
+    if let Some(c) = Counter::for_payload(cfg, p) {
+        c.write(0);
+    }
+    let escalated: Vec<&TaskVerdict> = w
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict.starts_with("ESCALATE"))
+        .collect();
+    let stop_file = w.state.join(crate::outputs::STOP_FILE);
+    if !escalated.is_empty() {
+        let why: Vec<String> = escalated
+            .iter()
+            .map(|v| {
+                format!(
+                    "{} of task `{}`: {}",
+                    v.verdict,
+                    v.task_id,
+                    v.escalation.as_deref().unwrap_or("human review required")
+                )
+            })
+            .collect();
+        let kept = if live.is_some() {
+            "the running `referee watch` keeps the STOP".to_string()
+        } else {
+            format!("the STOP is kept in `{}`", stop_file.display())
+        };
+        return Ok(Answer::tell(&format!(
+            "referee: {} — the stop is let through for a human to review the workspace; {kept}. Failing checks: {}",
+            why.join("; "),
+            failing(&escalated).join(" | ")
+        )));
+    }
+    // A live `watch` owns the STOP: its word counts too.
+    let watch_stop = live
+        .as_ref()
+        .and_then(|_| read_small(&stop_file))
+        .filter(|s| !s.trim().is_empty());
+    if w.violation(&protocol) || watch_stop.is_some() {
+        let mut reason = blocked_reason(&protocol, &w, cfg.agent);
+        if let Some(s) = watch_stop {
+            reason.push_str("\n\nThe running `referee watch` holds a STOP:\n");
+            reason.push_str(&s);
+        }
+        return Ok(Answer::block(&reason));
+    }
+    let minor: Vec<&TaskVerdict> = w
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict != "APPROVE")
+        .collect();
+    if minor.is_empty() {
+        return Ok(Answer::allow());
+    }
+    Ok(Answer::tell(&format!(
+        "referee: {} — {}",
+        minor
+            .iter()
+            .map(|v| format!("{} (task `{}`)", v.verdict, v.task_id))
+            .collect::<Vec<_>>()
+            .join(", "),
+        failing(&minor).join(" | ")
+    )))
+}
+
+/// Keeps what a stop judged in the state directory: the verdicts and attempts of the implicit
+/// task (the guards' memory), those of the agent's own records and the STOP unless a live
+/// `watch` owns them. Never the workspace's `.referee/`.
+fn keep(protocol: &Protocol, w: &judge::WorkspaceJudgment, task: &str, live: bool) -> Result<()> {
+    let store = crate::attempts::Store::open(&crate::attempts::dir_for(&w.state));
+    for v in &w.verdicts {
+        if live && v.task_id != task {
+            continue;
+        }
+        crate::outputs::code_change::write_verdict(
+            &w.state,
+            None,
+            &store,
+            protocol,
+            v,
+            crate::outputs::Durability::Contents,
+            true,
+        )
+        .with_context(|| format!("cannot keep the verdict in `{}`", w.state.display()))?;
+    }
+    if !live {
+        let dir = crate::outputs::OutDir::at(&w.state);
+        match crate::outputs::code_change::workspace_stop_md(protocol, &w.ws, &w.verdicts) {
+            Some(text) => {
+                crate::outputs::write_atomic(&dir, crate::outputs::STOP_FILE, text)?;
+            }
+            None => crate::outputs::remove_own(&dir, crate::outputs::STOP_FILE)?,
+        }
+    }
+    Ok(())
+}
+
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).ok()?;
+    let mut s = String::new();
+    f.take(64 << 10).read_to_string(&mut s).ok()?;
+    Some(s)
+}
