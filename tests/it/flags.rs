@@ -3,17 +3,15 @@
 //! command and shown doing what it says.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::builder::Build;
+use crate::util::{Output, TestCommand};
 
 /// The referee with an environment that says nothing about colour or logging, so the
 /// developer's or CI's own settings cannot change what a test sees.
-fn referee() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("referee").expect("the referee binary");
-    cmd.env("XDG_STATE_HOME", crate::state_home());
-    cmd.timeout(Duration::from_secs(30))
-        .env_remove("NO_COLOR")
+fn referee() -> TestCommand {
+    let mut cmd = TestCommand::new();
+    cmd.env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env_remove("CLICOLOR")
         .env_remove("REFEREE_LOG")
@@ -21,27 +19,16 @@ fn referee() -> assert_cmd::Command {
     cmd
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_env(args: &[String], env: &[(&str, &str)]) -> Out {
+fn run_env(args: &[String], env: &[(&str, &str)]) -> Output {
     let mut cmd = referee();
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("referee runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    cmd.output()
 }
 
-fn run(args: &[&str]) -> Out {
+fn run(args: &[&str]) -> Output {
     run_env(&strings(args), &[])
 }
 
@@ -325,7 +312,7 @@ fn referee_log_overrides_q_and_v() {
 #[test]
 fn color_follows_the_flag_then_no_color_then_clicolor_force() {
     let (_tmp, d) = not_a_build();
-    let esc = |o: &Out| o.stderr.contains('\u{1b}');
+    let esc = |o: &Output| o.stderr.contains('\u{1b}');
     let warn = |extra: &[&str], env: &[(&str, &str)]| {
         let mut args = strings(&["verify", &d]);
         args.extend(strings(extra));
