@@ -252,16 +252,14 @@ fn a_churning_record_is_judged_within_settle_max() {
             }
         })
     };
-    let began = Instant::now();
     // Judged while it churns: the console says so (the verdict file may already hold a later
     // judgment of the record caught mid-write, `attempt ?`, which is malformed as it stands).
     w.until("t1 judged while its record churns", || {
         w.output().contains("task t1 attempt 1: APPROVE")
     });
-    let took = began.elapsed();
+    // (`until` fails at WAIT: judged within it, not held until the churn stops.)
     churning.store(false, Ordering::Relaxed);
     churner.join().expect("the churner");
-    assert!(took < WAIT, "judged after {took:?}");
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }

@@ -99,20 +99,16 @@ fn every_command(tmp: &Path, n: usize) -> Vec<Case> {
     ]
 }
 
-#[test]
-fn every_command_takes_the_global_flags_before_or_after_its_name() {
-    let tmp = tempfile::tempdir().unwrap();
-    let flag_sets: [&[&str]; 6] = [
-        &["-q"],
-        &["--quiet"],
-        &["-v"],
-        &["-vv"],
-        &["--color", "never"],
-        &["--log-format=json", "--color=always"],
-    ];
-    for (n, flags) in flag_sets.iter().enumerate() {
+/// Each set of global flags is its own test (they ran one after another in one test, the
+/// longest of the suite): `flags::every_command_takes_the_global_flags` still runs them all.
+mod every_command_takes_the_global_flags_before_or_after_its_name {
+    use super::{every_command, run, run_env, strings};
+
+    /// Every command, with `flags` before and then after its name, exits as it does without.
+    fn with(flags: &[&str]) {
+        let tmp = tempfile::tempdir().unwrap();
         for (before, c) in [false, true].into_iter().flat_map(|b| {
-            every_command(tmp.path(), n * 2 + usize::from(b))
+            every_command(tmp.path(), usize::from(b))
                 .into_iter()
                 .map(move |c| (b, c))
         }) {
@@ -128,10 +124,44 @@ fn every_command_takes_the_global_flags_before_or_after_its_name() {
             assert_eq!(out.code, c.code, "{args:?}: {}", out.stderr);
         }
     }
-    // -q and -v say opposite things.
-    let out = run(&["protocol", "list", "-q", "-v"]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+
+    #[test]
+    fn q() {
+        with(&["-q"]);
+    }
+
+    #[test]
+    fn quiet() {
+        with(&["--quiet"]);
+    }
+
+    #[test]
+    fn v() {
+        with(&["-v"]);
+    }
+
+    #[test]
+    fn vv() {
+        with(&["-vv"]);
+    }
+
+    #[test]
+    fn color_never() {
+        with(&["--color", "never"]);
+    }
+
+    #[test]
+    fn log_format_json_color_always() {
+        with(&["--log-format=json", "--color=always"]);
+    }
+
+    /// -q and -v say opposite things.
+    #[test]
+    fn q_and_v_conflict() {
+        let out = run(&["protocol", "list", "-q", "-v"]);
+        assert_eq!(out.code, 2);
+        assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+    }
 }
 
 #[test]
@@ -168,8 +198,9 @@ fn json_logs_are_one_object_a_line_on_every_command() {
     }
 }
 
+// Two tests (they were one): each runs every command, so apart they run side by side.
 #[test]
-fn quiet_leaves_stderr_empty_and_silences_progress_lines() {
+fn quiet_leaves_stderr_empty() {
     let tmp = tempfile::tempdir().unwrap();
     for c in every_command(tmp.path(), 0) {
         let mut args = c.args.clone();
@@ -178,8 +209,13 @@ fn quiet_leaves_stderr_empty_and_silences_progress_lines() {
         assert_eq!(out.code, c.code, "{args:?}");
         assert_eq!(out.stderr, "", "{args:?}");
     }
-    // `watch` and `replay` print progress lines, and none with -q; `verify` still prints its
-    // report.
+}
+
+/// `watch` and `replay` print progress lines, and none with -q; `verify` still prints its
+/// report.
+#[test]
+fn quiet_silences_progress_lines() {
+    let tmp = tempfile::tempdir().unwrap();
     let loud = every_command(tmp.path(), 1);
     let quiet = every_command(tmp.path(), 2);
     for (l, q) in loud.iter().zip(&quiet) {

@@ -43,7 +43,10 @@ static HEAP: heap::Counting = heap::Counting;
 
 /// The one way these tests run the `referee` binary ([`util::TestCommand`]) and the private
 /// state home of every process they spawn.
-#[allow(dead_code, reason = "shared with the `cases` harness, which uses more of it")]
+#[allow(
+    dead_code,
+    reason = "shared with the `cases` harness, which uses more of it"
+)]
 #[path = "../util/mod.rs"]
 mod util;
 
