@@ -163,7 +163,11 @@ fn a_protocol_without_verdict_completes_on_final() {
 #[test]
 fn a_protocol_without_verdict_completes_when_the_pipeline_exits() {
     let (root, dir) = case_build("no-results");
-    let mut pipeline = Command::new("sleep").arg("2").spawn().expect("spawn sleep");
+    // The pipeline ends when the test says so (killed), not after a guessed time.
+    let mut pipeline = Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("spawn sleep");
     let pid = pipeline.id().to_string();
     let p = protocol_file();
     let mut w = Watch::start(&dir, root.path(), &["--protocol", &p, "--exit-with", &pid]);
@@ -174,6 +178,7 @@ fn a_protocol_without_verdict_completes_when_the_pipeline_exits() {
         !dir.join("OBSERVER-STOP.md").exists(),
         "nothing is due while the run goes on"
     );
+    pipeline.kill().expect("end the pipeline");
     pipeline.wait().expect("sleep exits");
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));

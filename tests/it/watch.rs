@@ -673,10 +673,15 @@ fn sigterm_writes_the_report_with_the_reason_and_the_exit_status() {
 #[test]
 fn exit_with_pid_judges_the_run_as_final() {
     let (root, dir) = build("in-progress");
-    let mut pipeline = Command::new("sleep").arg("1").spawn().expect("spawn sleep");
+    // The pipeline ends once pass 2 ran (killed), not after a guessed time.
+    let mut pipeline = Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("spawn sleep");
     let pid = pipeline.id().to_string();
     let mut w = Watch::start(&dir, root.path(), &["--exit-with", &pid]);
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    pipeline.kill().expect("end the pipeline");
     pipeline.wait().expect("sleep exits");
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));
