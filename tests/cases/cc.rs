@@ -223,11 +223,9 @@ fn write(root: &Path, w: &Write) -> Result<(), String> {
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", w.path))
 }
 
+/// The library's hex of a digest (one copy of hex encoding, not one per crate).
 fn sha(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    referee::protocol::hex(&Sha256::digest(bytes))
 }
 
 /// Path → SHA-256 of every file under `root` (`.git/` included), optionally skipping `.referee/`.
