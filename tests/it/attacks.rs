@@ -4,7 +4,6 @@
 //! command-line guards (`verify --write` beside a live daemon, `--exit-with` a missing pid).
 //! Real processes and signals, and every wait against a deadline (the helpers of `watch`).
 
-use crate::util::Output;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::util::Output;
 
 /// A file outside the build directory that a planted symlink points at; it must never change.
 fn outside(root: &Path) -> (PathBuf, &'static str) {

@@ -13,13 +13,17 @@ use crate::builder::{Build, BuildDoc};
 pub(crate) use crate::util::run;
 
 /// A D10 build from a build document (`base = …` plus edits).
+#[track_caller]
 pub fn build(doc: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = BuildDoc::parse(doc, "test")
+    // A match, not a closure: the panic then points at the caller's line.
+    match BuildDoc::parse(doc, "test")
         .and_then(|d| Build::from_doc(&d))
         .and_then(|b| b.materialise(tmp.path()))
-        .unwrap_or_else(|e| panic!("build: {e}"));
-    (tmp, dir)
+    {
+        Ok(dir) => (tmp, dir),
+        Err(e) => panic!("build: {e}"),
+    }
 }
 
 /// The clean build with a hand-entered gate result (OBS-27 FAIL, BLOCKING, at

@@ -2,11 +2,12 @@
 //! files with the right mtimes, bad timelines fail with a position and write nothing, the clean
 //! timeline is a clean run for `verify`, and the demo raises and resolves a STOP by itself.
 
-use crate::util::{Output, TestCommand};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::util::{Output, TestCommand};
 
 /// A replay or verify that takes longer than this has hung.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -420,13 +421,18 @@ fn the_code_change_demo_rejects_escalates_and_approves_by_itself() {
         "OBSERVER-STOP.md says:",
         "task t1 attempt 1: REJECT (protected_file_modified)",
         "task t1 attempt 2: ESCALATE",
-        "ESCALATED: human review required",
         "t1 handed to a human",
         "STOP resolved",
         "task t2 attempt 1: APPROVE",
         "STOP raised 1 time(s), resolved 1 time(s)",
         "exit code 0",
     ];
+    // The escalated STOP and the attempt's line are printed as they come, in either order
+    // (under load the STOP update came first once).
+    assert!(
+        stdout.contains("ESCALATED: human review required"),
+        "{stdout}"
+    );
     let mut at = 0;
     for needle in order {
         let found = stdout[at..].find(needle);

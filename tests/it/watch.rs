@@ -26,12 +26,14 @@ pub(crate) fn referee() -> PathBuf {
 }
 
 /// A materialised fixture build in its own temporary root: `root/build`.
+#[track_caller]
 pub(crate) fn build(name: &str) -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().expect("tempdir");
-    let dir = Build::named(name)
-        .and_then(|b| b.materialise(root.path()))
-        .unwrap_or_else(|e| panic!("cannot materialise `{name}`: {e}"));
-    (root, dir)
+    // A match, not a closure: the panic then points at the caller's line.
+    match Build::named(name).and_then(|b| b.materialise(root.path())) {
+        Ok(dir) => (root, dir),
+        Err(e) => panic!("cannot materialise `{name}`: {e}"),
+    }
 }
 
 pub(crate) fn gates_text() -> String {
@@ -95,13 +97,15 @@ impl Watch {
         )
     }
 
+    #[track_caller]
     pub(crate) fn signal(&self, sig: libc::c_int) {
         // SAFETY: sending a signal to our own child process.
         let rc = unsafe { libc::kill(self.pid(), sig) };
         assert_eq!(rc, 0, "cannot signal the referee");
     }
 
-    /// Waits for the daemon to exit on its own.
+    /// Waits for the daemon to exit on its own; a timeout points at the caller's line.
+    #[track_caller]
     pub(crate) fn wait(&mut self, within: Duration) -> ExitStatus {
         let deadline = Instant::now() + within;
         let child = self.child.as_mut().expect("already waited");
