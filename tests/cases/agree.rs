@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::case;
+use crate::util::{Output, TestCommand};
 
 /// How long one `verify` or one `watch` may take before the case counts as hung.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,32 +41,15 @@ fn statuses(results: &Value) -> Result<Statuses, String> {
         .collect())
 }
 
-/// Runs `cmd` to its end within [`TIMEOUT`], killing it otherwise. Returns (exit code, stdout,
-/// stderr).
-fn run(mut cmd: Command, what: &str, logs: &Path) -> Result<(Option<i32>, String, String), String> {
-    let out = logs.join(format!("{what}.out"));
-    let err = logs.join(format!("{what}.err"));
-    let file = |p: &Path| std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(file(&out)?)
-        .stderr(file(&err)?)
-        .spawn()
-        .map_err(|e| format!("cannot run referee {what}: {e}"))?;
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("referee {what} did not finish within {TIMEOUT:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
-    Ok((status.code(), read(&out), read(&err)))
+/// Runs `cmd` to its end within [`TIMEOUT`], killing it otherwise.
+fn run(cmd: &mut TestCommand, what: &str) -> Result<Output, String> {
+    let out = cmd.timeout(TIMEOUT).output();
+    if out.timed_out() {
+        return Err(format!(
+            "referee {what} did not finish within {TIMEOUT:?}\n{out}"
+        ));
+    }
+    Ok(out)
 }
 
 /// A stand-in for the pipeline's process: it runs until the referee watching `dir` has started
@@ -97,30 +81,30 @@ fn judge(path: &Path) -> Result<(Statuses, Statuses), String> {
     let args = case.keys.args;
     let tmp = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
     let dir = build.materialise(tmp.path())?;
-    let referee = assert_cmd::cargo::cargo_bin("referee");
-
-    let mut verify = Command::new(&referee);
+    let mut verify = TestCommand::new();
     verify
         .arg("verify")
         .arg(&dir)
         .args(["--format", "json", "--final"])
         .args(&args);
-    let (code, out, err) = run(verify, "verify", tmp.path())?;
+    let out = run(&mut verify, "verify")?;
+    let (code, out, err) = (out.status.code(), out.stdout, out.stderr);
     let doc: Value = serde_json::from_str(&out)
         .map_err(|e| format!("verify (exit {code:?}) printed no JSON: {e}\n{err}"))?;
     let verified = statuses(&doc["results"])?;
 
     let (pid, ender) = pipeline(&dir)?;
-    let mut watch = Command::new(&referee);
+    let mut watch = TestCommand::new();
     watch
         .arg("watch")
         .arg(&dir)
         .args(["--exit-with", &pid.to_string()])
         .args(["--heartbeat", "0.5", "--quiet"])
         .args(&args);
-    let ran = run(watch, "watch", tmp.path());
+    let ran = run(&mut watch, "watch");
     let _ = ender.join();
-    let (code, out, err) = ran?;
+    let ran = ran?;
+    let (code, out, err) = (ran.status.code(), ran.stdout, ran.stderr);
     let log = std::fs::read_to_string(dir.join("OBSERVER-EVENTS.jsonl")).unwrap_or_default();
     let end = log
         .lines()

@@ -15,6 +15,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::builder::fixtures_dir;
+use crate::util::TestCommand;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -222,11 +223,9 @@ fn write(root: &Path, w: &Write) -> Result<(), String> {
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", w.path))
 }
 
+/// The library's hex of a digest (one copy of hex encoding, not one per crate).
 fn sha(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    referee::protocol::hex(&Sha256::digest(bytes))
 }
 
 /// Path → SHA-256 of every file under `root` (`.git/` included), optionally skipping `.referee/`.
@@ -345,7 +344,7 @@ pub fn check(path: &Path) -> Result<(), String> {
         }
         let before_all = tree(&ws, false);
         let before = tree(&ws, true);
-        let mut cmd = assert_cmd::Command::cargo_bin("referee").map_err(|e| e.to_string())?;
+        let mut cmd = TestCommand::new();
         // The referee's memory (kept attempts, the authoritative STOP and verdicts) is in its
         // state directory, out of the workspace (SPEC §8): one per case, never the real $HOME.
         cmd.arg("verify")
@@ -359,10 +358,8 @@ pub fn check(path: &Path) -> Result<(), String> {
         if step.write_outputs {
             cmd.arg("--write");
         }
-        let out = cmd.output().map_err(|e| e.to_string())?;
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let fail = |m: String| format!("{at}: {m}\nstderr: {stderr}\nstdout: {stdout}");
+        let out = cmd.output();
+        let fail = |m: String| format!("{at}: {m}\n{out}");
         if tree(&ws, true) != before {
             return Err(fail(
                 "the referee changed something outside .referee/".into(),
@@ -380,7 +377,7 @@ pub fn check(path: &Path) -> Result<(), String> {
             }
         }
         let json: Value =
-            serde_json::from_str(&stdout).map_err(|e| fail(format!("not JSON: {e}")))?;
+            serde_json::from_str(&out.stdout).map_err(|e| fail(format!("not JSON: {e}")))?;
         let results = json["results"].as_array().cloned().unwrap_or_default();
         for e in &step.expect {
             let r = results

@@ -21,6 +21,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 #[path = "../it/builder.rs"]
 mod builder;
 
+#[allow(dead_code, reason = "shared with the `it` tests, which use more of it")]
+#[path = "../util/mod.rs"]
+mod util;
+
 mod agree;
 mod case;
 mod cc;
@@ -28,6 +32,8 @@ mod verify;
 
 fn main() {
     let args = Arguments::from_args();
+    // libtest-mimic does not capture a trial's output: failures carry the context instead.
+    util::echo_runs(false);
     let mut trials = vec![
         Trial::test("tables::clean_build_passes_everything", || {
             verify::clean_build_passes_everything();

@@ -5,12 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use crate::builder::{fixtures_dir, Build};
 use crate::case;
+use crate::util::TestCommand;
 
 /// A run that takes longer than this has hung (on a FIFO, a deep file, ...): a failure, not a wait.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -38,31 +39,29 @@ struct Run {
     code: Option<i32>,
     stdout: String,
     stderr: String,
-    elapsed: Duration,
+    timed_out: bool,
+    /// The command line and the directory listing, for failure messages.
+    context: String,
     json: Result<Value, String>,
 }
 
 fn run_verify(dir: &Path, final_: bool, args: &[String]) -> Result<Run, String> {
-    let mut cmd =
-        assert_cmd::Command::cargo_bin("referee").map_err(|e| format!("no referee binary: {e}"))?;
-    cmd.arg("verify").arg(dir).args(["--format", "json"]);
-    if final_ {
-        cmd.arg("--final");
-    }
-    cmd.args(args).timeout(TIMEOUT);
-    let start = Instant::now();
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run referee: {e}"))?;
-    let elapsed = start.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let json = serde_json::from_str::<Value>(&stdout)
+    let out = TestCommand::new()
+        .arg("verify")
+        .arg(dir)
+        .args(["--format", "json"])
+        .args(final_.then_some("--final"))
+        .args(args)
+        .timeout(TIMEOUT)
+        .output();
+    let json = serde_json::from_str::<Value>(&out.stdout)
         .map_err(|e| format!("stdout is not one JSON object: {e}"));
     Ok(Run {
         code: out.status.code(),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        elapsed,
+        timed_out: out.timed_out(),
+        context: out.context().to_string(),
+        stdout: out.stdout,
+        stderr: out.stderr,
         json,
     })
 }
@@ -103,7 +102,7 @@ fn run_checked(
     let run = run_verify(&dir, final_, args)?;
     let after = snapshot(&dir);
     let mut problems = Vec::new();
-    if run.code.is_none() || run.elapsed >= TIMEOUT {
+    if run.code.is_none() || run.timed_out {
         problems.push(format!(
             "referee did not finish within {TIMEOUT:?} (killed)"
         ));
@@ -140,8 +139,9 @@ fn run_checked(
     }
     if !problems.is_empty() {
         return Err(format!(
-            "{}\n    exit: {:?}\n    stderr: {}\n    stdout: {}",
+            "{}\n{}    exit: {:?}\n    stderr: {}\n    stdout: {}",
             problems.join("\n    "),
+            run.context,
             run.code,
             clip(&run.stderr, 1500),
             clip(&run.stdout, 600)

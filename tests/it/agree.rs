@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::builder::fixtures_dir;
+use crate::util::Output;
 use crate::watch::{
     exit_code, final_statuses, manual_gates, read, run, status, verify_statuses, Watch, GATES,
     STOP, WAIT,
@@ -39,7 +40,12 @@ fn headline(text: &str) -> String {
 
 /// `verify --final` on the directory as the referee left it: exit code and headline.
 fn verify_final(dir: &Path) -> (i32, String) {
-    let (code, out, err) = run(&["verify", dir.to_str().expect("utf-8"), "--final"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", dir.to_str().expect("utf-8"), "--final"]);
     assert!(code == 0 || code == 1, "{err}");
     (code, headline(&out))
 }
@@ -68,7 +74,7 @@ fn assert_agree(dir: &Path, watch_exit: i32, w: &Watch) {
 fn sigterm_right_after_an_in_place_bad_write_and_ship_agrees_with_verify_final() {
     let (tmp, dir) = before_the_weaver();
     let mut w = Watch::start(&dir, tmp.path(), &[]);
-    w.until("the referee is live", || status(&dir, true).0 == 0);
+    w.until("the referee is live", || status(&dir, true).code == 0);
     // A bad write in place (so it is settling), the verdict, and the stop, at once.
     fs::write(dir.join(GATES), manual_gates(1)).expect("in-place write");
     ship(&dir);
@@ -78,7 +84,7 @@ fn sigterm_right_after_an_in_place_bad_write_and_ship_agrees_with_verify_final()
     let report = read(&dir.join("OBSERVER-REPORT.md"));
     assert!(headline(&report).starts_with("**FAIL"), "{report}");
     assert!(read(&dir.join(STOP)).contains("OBS-27"), "{}", w.output());
-    assert_eq!(status(&dir, false).0, 1);
+    assert_eq!(status(&dir, false).code, 1);
     assert_agree(&dir, code, &w);
 }
 
@@ -86,7 +92,7 @@ fn sigterm_right_after_an_in_place_bad_write_and_ship_agrees_with_verify_final()
 fn sigterm_right_after_a_good_last_write_agrees_with_verify_final() {
     let (tmp, dir) = before_the_weaver();
     let mut w = Watch::start(&dir, tmp.path(), &[]);
-    w.until("the referee is live", || status(&dir, true).0 == 0);
+    w.until("the referee is live", || status(&dir, true).code == 0);
     // The gate results written again in place, the same bytes: nothing to fail.
     let same = fs::read(dir.join(GATES)).expect("gates");
     fs::write(dir.join(GATES), same).expect("in-place write");
@@ -138,14 +144,14 @@ impl Drop for Churn {
 fn a_file_kept_moving_holds_judgment_at_most_settle_max_and_ship_still_ends_the_run() {
     let (tmp, dir) = before_the_weaver();
     let mut w = Watch::start(&dir, tmp.path(), &["--settle-max", "1s"]);
-    w.until("the referee is live", || status(&dir, true).0 == 0);
+    w.until("the referee is live", || status(&dir, true).code == 0);
     // A bad write in place, then kept moving (JSON with trailing blanks is the same JSON).
     fs::write(dir.join(GATES), manual_gates(1)).expect("in-place write");
     let churn = Churn::start(dir.join(GATES));
     // `status` may answer from the referee's state a moment before the STOP file's rename
     // lands in BUILD_DIR: wait for both.
     w.until("the STOP stands while the file is still moving", || {
-        status(&dir, true).0 == 1 && read(&dir.join(STOP)).contains("OBS-27")
+        status(&dir, true).code == 1 && read(&dir.join(STOP)).contains("OBS-27")
     });
     ship(&dir);
     // The run ends on its own (the pipeline is complete) while the file keeps moving.
@@ -155,5 +161,5 @@ fn a_file_kept_moving_holds_judgment_at_most_settle_max_and_ship_still_ends_the_
     let report = read(&dir.join("OBSERVER-REPORT.md"));
     assert!(report.contains("the pipeline completed"), "{report}");
     assert!(headline(&report).starts_with("**FAIL"), "{report}");
-    assert_eq!(status(&dir, false).0, 1, "the STOP outlives the run");
+    assert_eq!(status(&dir, false).code, 1, "the STOP outlives the run");
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::util::Output;
 use crate::watch::{exit_code, read, run, status, Watch, STOP, WAIT};
 
 /// One attack: a build where the artifact is honest, and what replaces it.
@@ -99,7 +100,11 @@ fn doc(a: &Attack) -> String {
 /// The result of `check` (first instance) from `verify --final --format json`.
 fn verify_result(dir: &Path, check: &str) -> Value {
     let d = dir.to_str().expect("utf-8");
-    let (_, out, err) = run(&["verify", d, "--final", "--format", "json"]);
+    let Output {
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", d, "--final", "--format", "json"]);
     let doc: Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("verify json: {e}\n{err}"));
     doc["results"]
@@ -131,7 +136,12 @@ fn against_verify(a: &Attack) {
     assert!(evidence.contains(a.path), "{r:#}");
     assert!(evidence.contains(a.what), "{r:#}");
     let d = dir.to_str().expect("utf-8");
-    let (code, out, err) = run(&["verify", d, "--final"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", d, "--final"]);
     assert_eq!(code, 1, "{err}\n{out}");
     assert!(headline(&out).starts_with("**FAIL: "), "{out}");
 }
@@ -140,14 +150,14 @@ fn against_watch(a: &Attack) {
     let (tmp, dir) = crate::formats::build(&doc(a));
     let mut w = Watch::start(&dir, tmp.path(), &[]);
     w.until("the referee is live and content", || {
-        status(&dir, true).0 == 0
+        status(&dir, true).code == 0
     });
     (a.make)(&dir.join(a.path));
     w.until("the STOP names the impostor", || {
         let stop = read(&dir.join(STOP));
         stop.contains(a.check) && stop.contains(a.path) && stop.contains(a.what)
     });
-    assert_eq!(status(&dir, true).0, 1, "{}", w.output());
+    assert_eq!(status(&dir, true).code, 1, "{}", w.output());
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));

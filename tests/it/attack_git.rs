@@ -16,7 +16,8 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::watch::{read, referee, Watch};
+use crate::util::{Output, TestCommand};
+use crate::watch::{read, Watch};
 
 const PROTECTED: &str = "src/orchestrator.py";
 const ROLES: &str = "src/roles.py";
@@ -120,25 +121,20 @@ impl Ws {
     }
 
     /// `referee ARGS… --state-dir STATE`: (exit code, stdout, stderr).
-    fn referee(&self, args: &[&str]) -> (i32, String, String) {
+    fn referee(&self, args: &[&str]) -> Output {
         // Bounded: an attack that hangs the referee fails the test instead of hanging it.
-        let out = assert_cmd::Command::new(referee())
-            .args(args)
-            .arg(self.state_arg())
-            .timeout(std::time::Duration::from_secs(60))
-            .output()
-            .expect("run referee");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        TestCommand::new().args(args).arg(self.state_arg()).output()
     }
 
     /// `referee verify --protocol code-change --write --format json`: the JSON document.
     fn verify(&self) -> (i32, Value) {
         let ws = self.ws.to_str().expect("utf-8");
-        let (code, out, err) = self.referee(&[
+        let Output {
+            code,
+            stdout: out,
+            stderr: err,
+            ..
+        } = self.referee(&[
             "verify",
             ws,
             "--protocol",
@@ -155,13 +151,13 @@ impl Ws {
     /// `referee status WORKSPACE`: the exit code.
     fn status(&self) -> i32 {
         self.referee(&["status", self.ws.to_str().expect("utf-8")])
-            .0
+            .code
     }
 
     /// `referee status WORKSPACE --task ID`: the exit code.
     fn status_task(&self, id: &str) -> i32 {
         self.referee(&["status", self.ws.to_str().expect("utf-8"), "--task", id])
-            .0
+            .code
     }
 
     /// Writes `.tasks/<id>.json` (temp name, then rename), declaring `modified` and `added`
@@ -553,7 +549,12 @@ fn an_explicit_baseline_is_not_replaced() {
     honest(&w);
     w.record("t1", 1, &[APP], &[]);
     let ws = w.ws.to_str().expect("utf-8");
-    let (code, out, err) = w.referee(&[
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = w.referee(&[
         "verify",
         ws,
         "--protocol",
@@ -618,7 +619,9 @@ fn a_fifo_for_head_before_the_start_is_a_fault_not_a_hang() {
     w.write(PROTECTED, "ROLES = ['admin']\n");
     w.record("t1", 1, &[], &[]);
     let ws = w.ws.to_str().expect("utf-8");
-    let (code, _, err) = w.referee(&["verify", ws, "--protocol", "code-change"]);
+    let Output {
+        code, stderr: err, ..
+    } = w.referee(&["verify", ws, "--protocol", "code-change"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("did not finish"), "{err}");
 }
@@ -886,7 +889,7 @@ mod any_bytes {
             let file = referee::workspace::name::file_stem_for(&id);
             fs::write(tasks.join(format!("{file}.json")), doc.to_string()).expect("record");
             let ws = w.ws.to_str().expect("utf-8");
-            let (code, out, err) = w.referee(&[
+            let Output { code, stdout: out, stderr: err, .. } = w.referee(&[
                 "verify", ws, "--protocol", "code-change", "--format", "json", "--write",
             ]);
             prop_assert!(code == 0 || code == 1, "exit {code}: {err}");

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::code_change::{
     git_workspace, judged, put_record, record, settle_record, start, stop, verdict, APP, PROTECTED,
 };
+use crate::util::Output;
 use crate::watch::{exit_code, read, run, status, WAIT};
 
 const GOOD_SUMMARY: &str = "Here's what I did: the change.";
@@ -48,7 +49,12 @@ fn verify(ws: &Path, write: bool) -> (i32, Value) {
     if write {
         args.push("--write");
     }
-    let (code, out, err) = run(&args);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&args);
     let doc = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     (code, doc)
 }
@@ -88,7 +94,7 @@ fn the_veto_stands_whatever_the_records_say() {
     let (_root, ws, logs) = git_workspace();
     let base = std::collections::BTreeMap::from([(PROTECTED, "ROLES = ['worker']\n")]);
     let mut w = start(&ws, &logs, &[]);
-    assert_eq!(status(&ws, true).0, 0, "{}", w.output());
+    assert_eq!(status(&ws, true).code, 0, "{}", w.output());
 
     // No record at all.
     fs::write(ws.join(PROTECTED), "ROLES = ['worker', 'admin']\n").expect("write");
@@ -99,7 +105,7 @@ fn the_veto_stands_whatever_the_records_say() {
         text.contains("+ROLES = ['worker', 'admin']"),
         "the diff: {text}"
     );
-    assert_eq!(status(&ws, true).0, 1, "{}", w.output());
+    assert_eq!(status(&ws, true).code, 1, "{}", w.output());
 
     // A record: REJECT, the STOP is the verdict's.
     record(&ws, "t1", 1, &[PROTECTED], &base);
@@ -116,7 +122,7 @@ fn the_veto_stands_whatever_the_records_say() {
     settle_record(&ws, "t1", "approved");
     let text = stop_says(&w, &ws, "the veto after the status change", WORKSPACE_VETO);
     assert!(!text.contains("task `t1`"), "{text}");
-    assert_eq!(status(&ws, true).0, 1, "status changed: {}", w.output());
+    assert_eq!(status(&ws, true).code, 1, "status changed: {}", w.output());
 
     // Pending again as attempt 2, then deleted.
     record(&ws, "t1", 2, &[PROTECTED], &base);
@@ -129,12 +135,12 @@ fn the_veto_stands_whatever_the_records_say() {
         "the veto after the record is deleted",
         WORKSPACE_VETO,
     );
-    assert_eq!(status(&ws, true).0, 1, "record deleted: {}", w.output());
+    assert_eq!(status(&ws, true).code, 1, "record deleted: {}", w.output());
 
     // Put back: the STOP is lifted.
     fs::write(ws.join(PROTECTED), base[PROTECTED]).expect("write");
     w.until("STOP lifted", || !stop(&ws).exists());
-    assert_eq!(status(&ws, true).0, 0, "{}", w.output());
+    assert_eq!(status(&ws, true).code, 0, "{}", w.output());
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
@@ -149,7 +155,7 @@ fn the_veto_without_a_record_outlives_the_run() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     assert!(read(&stop(&ws)).contains(WORKSPACE_VETO), "the STOP stays");
-    assert_eq!(status(&ws, false).0, 1);
+    assert_eq!(status(&ws, false).code, 1);
 }
 
 /// `verify --write` with a protected change and no record (or none pending) writes the STOP.
@@ -164,20 +170,20 @@ fn verify_writes_the_veto_without_a_record() {
         text.contains(WORKSPACE_VETO) && text.contains("CC-01"),
         "{text}"
     );
-    assert_eq!(status(&ws, false).0, 1);
+    assert_eq!(status(&ws, false).code, 1);
 
     // A record set to another status changes nothing.
     task(&ws, "t1", 1, &[PROTECTED], &[], GOOD_SUMMARY);
     settle_record(&ws, "t1", "approved");
     let (_, doc) = verify(&ws, true);
     assert_eq!(doc["stop"], true, "{doc}");
-    assert_eq!(status(&ws, false).0, 1);
+    assert_eq!(status(&ws, false).code, 1);
 
     fs::write(ws.join(PROTECTED), "ROLES = ['worker']\n").expect("write");
     let (_, doc) = verify(&ws, true);
     assert_eq!(doc["stop"], false, "{doc}");
     assert!(!stop(&ws).exists());
-    assert_eq!(status(&ws, false).0, 0);
+    assert_eq!(status(&ws, false).code, 0);
 }
 
 /// A change claimed by another pending record is excused only while that record is not
@@ -246,16 +252,14 @@ fn a_churning_record_is_judged_within_settle_max() {
             }
         })
     };
-    let began = Instant::now();
     // Judged while it churns: the console says so (the verdict file may already hold a later
     // judgment of the record caught mid-write, `attempt ?`, which is malformed as it stands).
     w.until("t1 judged while its record churns", || {
         w.output().contains("task t1 attempt 1: APPROVE")
     });
-    let took = began.elapsed();
+    // (`until` fails at WAIT: judged within it, not held until the churn stops.)
     churning.store(false, Ordering::Relaxed);
     churner.join().expect("the churner");
-    assert!(took < WAIT, "judged after {took:?}");
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
@@ -341,7 +345,7 @@ fn a_new_task_id_does_not_reset_the_guards() {
         "{v}"
     );
     assert!(read(&stop(&ws)).contains("ESCALATED: human review required"));
-    assert_eq!(status(&ws, false).0, 1);
+    assert_eq!(status(&ws, false).code, 1);
 }
 
 /// A, B, A: the third attempt is identical to the first, and is escalated.
@@ -363,7 +367,7 @@ fn a_b_a_is_escalated() {
             .is_some_and(|e| e.contains("attempt 1's")),
         "{v}"
     );
-    assert_eq!(status(&ws, false).0, 1);
+    assert_eq!(status(&ws, false).code, 1);
 }
 
 /// An attempt that differs from the last only in whitespace is the same attempt.
@@ -472,7 +476,7 @@ fn a_record_put_back_whole_gets_its_judgment_back() {
         verdict(&ws, "t1")["attempt"].is_null() && verdict(&ws, "t1")["verdict"] == "REJECT"
     });
     let task_status = |ws: &Path| {
-        let (code, _, _) = run(&["status", ws.to_str().expect("utf-8"), "--task", "t1"]);
+        let Output { code, .. } = run(&["status", ws.to_str().expect("utf-8"), "--task", "t1"]);
         code
     };
     assert_eq!(task_status(&ws), 1);

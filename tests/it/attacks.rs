@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::util::Output;
 
 /// A file outside the build directory that a planted symlink points at; it must never change.
 fn outside(root: &Path) -> (PathBuf, &'static str) {
@@ -401,7 +402,9 @@ fn verify_write_refuses_a_live_referee() {
     let (_root, dir, mut w) = watching(&[]);
     let pass2 = read(&dir.join("OBSERVER-PASS-2.md"));
     let d = dir.to_str().expect("utf-8");
-    let (code, _, err) = run(&["verify", d, "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify", d, "--write"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("live referee") && err.contains("--write"),
@@ -413,11 +416,13 @@ fn verify_write_refuses_a_live_referee() {
     );
     assert_eq!(read(&dir.join("OBSERVER-PASS-2.md")), pass2);
     // Without --write it is a plain read-only audit.
-    assert_ne!(run(&["verify", d]).0, 2);
+    assert_ne!(run(&["verify", d]).code, 2);
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
     // Once the daemon is gone, --write works again.
-    let (code, _, err) = run(&["verify", d, "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify", d, "--write"]);
     assert_eq!(code, 0, "{err}");
 }
 
@@ -432,7 +437,9 @@ fn exit_with_a_missing_pid_exits_2_and_writes_nothing() {
     let pid = gone.id().to_string();
     gone.wait().expect("reap");
     let d = dir.to_str().expect("utf-8");
-    let (code, _, err) = run(&["watch", d, "--exit-with", &pid, "--quiet"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["watch", d, "--exit-with", &pid, "--quiet"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(&format!("--exit-with `{pid}`")) && err.contains("no such process"),

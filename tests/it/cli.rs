@@ -2,28 +2,10 @@
 //! mistake, `verify`'s printed formats (snapshots), `--write` and exit codes.
 
 use std::path::Path;
-use std::time::Duration;
 
-use assert_cmd::Command;
+use crate::util::{run, Output};
 
 use crate::builder::Build;
-
-fn referee() -> Command {
-    let mut cmd = Command::cargo_bin("referee").expect("the referee binary");
-    cmd.env("XDG_STATE_HOME", crate::state_home());
-    cmd.timeout(Duration::from_secs(20));
-    cmd
-}
-
-/// Runs `referee ARGS` and returns (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = referee().args(args).output().expect("referee runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn materialise(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -82,7 +64,9 @@ fn help_texts() {
         vec!["verify", "--help"],
         vec!["protocol", "--help"],
     ] {
-        let (code, out, _) = run(&args);
+        let Output {
+            code, stdout: out, ..
+        } = run(&args);
         assert_eq!(code, 0, "{args:?}");
         insta::assert_snapshot!(format!("help_{}", args.join("_").replace("--", "")), out);
     }
@@ -92,11 +76,18 @@ fn help_texts() {
 fn verify_clean_markdown_and_json() {
     let (_tmp, dir) = materialise("clean");
     let d = dir.to_str().unwrap();
-    let (code, md, err) = run(&["verify", d]);
+    let Output {
+        code,
+        stdout: md,
+        stderr: err,
+        ..
+    } = run(&["verify", d]);
     assert_eq!(code, 0, "{err}");
     insta::assert_snapshot!("verify_clean_md", redact(&md, &dir));
 
-    let (code, json, _) = run(&["verify", d, "--format", "json"]);
+    let Output {
+        code, stdout: json, ..
+    } = run(&["verify", d, "--format", "json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
     assert_eq!(v["schema"], "referee.verify/1");
@@ -111,7 +102,7 @@ fn verify_clean_markdown_and_json() {
 fn verify_writes_nothing_unless_asked() {
     let (_tmp, dir) = materialise("clean");
     let before = listing(&dir);
-    let (code, _, _) = run(&["verify", dir.to_str().unwrap()]);
+    let Output { code, .. } = run(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert_eq!(
         listing(&dir),
@@ -119,7 +110,9 @@ fn verify_writes_nothing_unless_asked() {
         "verify without --write must not write"
     );
 
-    let (code, _, err) = run(&["verify", dir.to_str().unwrap(), "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify", dir.to_str().unwrap(), "--write"]);
     assert_eq!(code, 0, "{err}");
     let added: Vec<String> = listing(&dir)
         .into_iter()
@@ -143,7 +136,9 @@ fn verify_writes_nothing_unless_asked() {
     );
     assert!(pass2.contains("| OBS-27 | BLOCKING | PASS |"), "{pass2}");
     // The referee's own files are never inputs: verifying again gives the same results.
-    let (code, json, _) = run(&["verify", dir.to_str().unwrap(), "--format", "json"]);
+    let Output {
+        code, stdout: json, ..
+    } = run(&["verify", dir.to_str().unwrap(), "--format", "json"]);
     assert_eq!(code, 0);
     assert!(json.contains("\"fail\": 0"), "{json}");
 }
@@ -155,7 +150,9 @@ fn verify_reports_a_blocking_failure_with_exit_1() {
     let text = std::fs::read_to_string(&gates).unwrap();
     let text = text.replacen("\"gate-runner\"", "\"manual\"", 1);
     std::fs::write(&gates, text).unwrap();
-    let (code, md, _) = run(&["verify", dir.to_str().unwrap()]);
+    let Output {
+        code, stdout: md, ..
+    } = run(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "{md}");
     assert!(md.contains("| OBS-27 | No manual gate results |"), "{md}");
     assert!(md.contains("p3a-gate-results.json[0]"), "{md}");
@@ -164,51 +161,71 @@ fn verify_reports_a_blocking_failure_with_exit_1() {
 
 #[test]
 fn verify_usage_errors_exit_2() {
-    let (code, _, err) = run(&["verify", "/nonexistent/build"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify", "/nonexistent/build"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("cannot read build directory `/nonexistent/build`"),
         "{err}"
     );
-    let (code, _, err) = run(&["verify"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify"]);
     assert_eq!(code, 2);
     assert!(err.contains("BUILD_DIR"), "{err}");
-    let (code, _, err) = run(&["verify", ".", "--protocol", "nope"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify", ".", "--protocol", "nope"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown protocol `nope`"), "{err}");
 }
 
 #[test]
 fn protocol_list_show_check_explain() {
-    let (code, out, _) = run(&["protocol", "list"]);
+    let Output {
+        code, stdout: out, ..
+    } = run(&["protocol", "list"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("d10\t1.0.0\t6 passes, 30 checks"), "{out}");
 
-    let (code, text, _) = run(&["protocol", "show", "d10"]);
+    let Output {
+        code, stdout: text, ..
+    } = run(&["protocol", "show", "d10"]);
     assert_eq!(code, 0);
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("mine.toml");
     std::fs::write(&file, &text).unwrap();
-    let (code, out, err) = run(&["protocol", "check", file.to_str().unwrap()]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["protocol", "check", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("ok: protocol `d10` 1.0.0 — 6 passes, 30 checks, 51 check instances"),
         "{out}"
     );
 
-    let (code, out, _) = run(&["protocol", "explain", "OBS-07"]);
+    let Output {
+        code, stdout: out, ..
+    } = run(&["protocol", "explain", "OBS-07"]);
     assert_eq!(code, 0);
     insta::assert_snapshot!("explain_obs_07", out);
 
-    let (code, _, err) = run(&["protocol", "explain", "OBS-99"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["protocol", "explain", "OBS-99"]);
     assert_eq!(code, 2);
     assert!(err.contains("no check `OBS-99`"), "{err}");
 
     // What a BLOCKING FAIL does depends on the protocol: D10 raises STOP; code-change REJECTs
     // the attempt, and only its veto (CC-01) raises STOP.
-    let (_, out, _) = run(&["protocol", "explain", "OBS-27"]);
+    let Output { stdout: out, .. } = run(&["protocol", "explain", "OBS-27"]);
     assert!(out.contains("it raises OBSERVER-STOP.md"), "{out}");
-    let explain_cc = |id: &str| run(&["protocol", "explain", id, "--protocol", "code-change"]).1;
+    let explain_cc =
+        |id: &str| run(&["protocol", "explain", id, "--protocol", "code-change"]).stdout;
     let veto = explain_cc("CC-01");
     assert!(veto.contains("REJECTed, and it is a veto"), "{veto}");
     let listed = explain_cc("CC-02");
@@ -224,17 +241,28 @@ fn protocol_list_show_check_explain() {
 /// protocol's ids.
 #[test]
 fn protocol_explain_finds_the_protocol_of_a_check() {
-    let (code, out, err) = run(&["protocol", "explain", "CC-01"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["protocol", "explain", "CC-01"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("CC-01 [BLOCKING]"), "{out}");
     assert!(out.contains("REJECTed, and it is a veto"), "{out}");
-    let (code, out, _) = run(&["protocol", "explain", "OBS-07"]);
+    let Output {
+        code, stdout: out, ..
+    } = run(&["protocol", "explain", "OBS-07"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("OBS-07 [BLOCKING]"), "{out}");
-    let (code, _, err) = run(&["protocol", "explain", "CC-01", "--protocol", "d10"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["protocol", "explain", "CC-01", "--protocol", "d10"]);
     assert_eq!(code, 2);
     assert!(err.contains("no check `CC-01` in protocol `d10`"), "{err}");
-    let (code, _, err) = run(&["protocol", "explain", "XX-01"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["protocol", "explain", "XX-01"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("no check `XX-01` in the embedded protocols")
@@ -250,7 +278,9 @@ fn protocol_explain_finds_the_protocol_of_a_check() {
 #[test]
 fn written_check_counts_are_the_true_counts() {
     use referee::protocol::{Protocol, Severity, EMBEDDED};
-    let (code, list, _) = run(&["protocol", "list"]);
+    let Output {
+        code, stdout: list, ..
+    } = run(&["protocol", "list"]);
     assert_eq!(code, 0);
     let written = regex::Regex::new(r"(\d+) (checks|BLOCKING)").unwrap();
     for (id, _, _) in EMBEDDED {
@@ -304,10 +334,16 @@ fn broken(edit: impl Fn(&str) -> String) -> (i32, String) {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("p.toml");
     std::fs::write(&file, &text).unwrap();
-    let (code, _, err) = run(&["protocol", "check", file.to_str().unwrap()]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["protocol", "check", file.to_str().unwrap()]);
     let err = err.replace(&file.display().to_string(), "p.toml");
     // verify refuses the same protocol before it looks at anything.
-    let (vcode, _, verr) = run(&["verify", ".", "--protocol", file.to_str().unwrap()]);
+    let Output {
+        code: vcode,
+        stderr: verr,
+        ..
+    } = run(&["verify", ".", "--protocol", file.to_str().unwrap()]);
     assert_eq!(vcode, 2, "{verr}");
     (code, err)
 }
@@ -437,7 +473,12 @@ fn protocol_errors_point_at_the_mistake() {
 #[test]
 fn verify_warns_about_a_directory_with_nothing_to_judge() {
     let tmp = tempfile::tempdir().unwrap();
-    let (code, json, err) = run(&["verify", tmp.path().to_str().unwrap(), "--format", "json"]);
+    let Output {
+        code,
+        stdout: json,
+        stderr: err,
+        ..
+    } = run(&["verify", tmp.path().to_str().unwrap(), "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("is this the build directory?"), "{err}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -465,7 +506,7 @@ with = "Verdict pending"
     let dir = Build::from_doc(&doc)
         .and_then(|b| b.materialise(tmp.path()))
         .expect("materialise");
-    let (_, out, _) = run(&["verify", dir.to_str().unwrap()]);
+    let Output { stdout: out, .. } = run(&["verify", dir.to_str().unwrap()]);
     assert!(
         out.contains(
             "- Pipeline: not complete: p3c-weaver.md exists but has no readable VERDICT line"
@@ -497,7 +538,12 @@ fn the_readme_protocol_examples_are_valid() {
         };
         let file = tmp.path().join(format!("example-{i}.toml"));
         std::fs::write(&file, text).unwrap();
-        let (code, out, err) = run(&["protocol", "check", file.to_str().unwrap()]);
+        let Output {
+            code,
+            stdout: out,
+            stderr: err,
+            ..
+        } = run(&["protocol", "check", file.to_str().unwrap()]);
         assert_eq!(code, 0, "README toml block {i}: {out}{err}\n{body}");
         checked += 1;
     }

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+use crate::util::Output;
 use crate::watch::{exit_code, read, status, Watch, WAIT};
 
 pub(crate) const PROTECTED: &str = "src/orchestrator.py";
@@ -176,7 +177,7 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
     ]);
     let mut w = start(&ws, &logs, &[]);
     assert!(ws.join(".referee/.gitignore").exists());
-    assert_eq!(status(&ws, true).0, 0, "{}", w.output());
+    assert_eq!(status(&ws, true).code, 0, "{}", w.output());
 
     // Attempt 1 touches a protected file: REJECT, STOP.
     fs::write(ws.join(PROTECTED), "ROLES = ['worker', 'admin']\n").expect("write");
@@ -202,8 +203,8 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
         before,
         "the referee wrote outside .referee/"
     );
-    assert_eq!(status(&ws, false).0, 1, "STOP present");
-    assert_eq!(status(&ws, true).0, 1, "STOP present, referee live");
+    assert_eq!(status(&ws, false).code, 1, "STOP present");
+    assert_eq!(status(&ws, true).code, 1, "STOP present, referee live");
 
     // Fixed: the protected file restored, attempt 2 a clean change: APPROVE, STOP gone.
     fs::write(ws.join(PROTECTED), base[PROTECTED]).expect("write");
@@ -211,7 +212,7 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
     w.until("t1 attempt 2 judged", || judged(&ws, "t1", 2));
     assert_eq!(verdict(&ws, "t1")["verdict"], "APPROVE", "{}", w.output());
     w.until("STOP removed", || !stop(&ws).exists());
-    assert_eq!(status(&ws, false).0, 0);
+    assert_eq!(status(&ws, false).code, 0);
     // The orchestrator merges t1.
     settle_record(&ws, "t1", "approved");
     git(&ws, &["commit", "-q", "-am", "t1"]);
@@ -251,7 +252,7 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
     w.kill9();
     let before = tree_hash(&ws);
     let mut w = start(&ws, &logs, &[]);
-    assert_eq!(status(&ws, true).0, 0, "{}", w.output());
+    assert_eq!(status(&ws, true).code, 0, "{}", w.output());
     assert_eq!(
         verdict(&ws, "t3")["attempt"],
         json!(2),
@@ -295,7 +296,7 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     assert!(read(&ws.join(".referee/OBSERVER-REPORT.md")).contains("t3"));
     assert!(stop(&ws).exists(), "a standing STOP stays");
-    assert_eq!(status(&ws, true).0, 1, "finished, STOP present");
+    assert_eq!(status(&ws, true).code, 1, "finished, STOP present");
 
     // Nothing of the referee's shows in git, and its writes never touched the tree.
     let out = Command::new("git")
@@ -362,7 +363,9 @@ fn a_symlinked_referee_folder_is_refused() {
     fs::create_dir_all(&ws).expect("mkdir");
     fs::create_dir_all(&elsewhere).expect("mkdir");
     std::os::unix::fs::symlink(&elsewhere, ws.join(".referee")).expect("symlink");
-    let (code, _, err) = crate::watch::run(&[
+    let Output {
+        code, stderr: err, ..
+    } = crate::watch::run(&[
         "watch",
         ws.to_str().expect("utf-8"),
         "--protocol",
@@ -469,7 +472,7 @@ fn one_process_referees_every_workspace_under_a_root() {
     assert!(!stop(&b).exists(), "b's STOP is b's own");
     // Under load a heartbeat can lag a turn behind the verdicts: wait for both answers.
     w.until("a's status says STOP and b's says go", || {
-        status(&a, true).0 == 1 && status(&b, true).0 == 0
+        status(&a, true).code == 1 && status(&b, true).code == 0
     });
     assert!(
         !root.join(".referee").exists(),

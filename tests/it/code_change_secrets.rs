@@ -10,6 +10,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::code_change::{git_workspace, judged, record, start, verdict, APP, ORIGINAL};
+use crate::util::Output;
 use crate::watch::{exit_code, read, run, WAIT};
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -111,7 +112,12 @@ fn a_secret_is_named_by_rule_and_line_and_shown_nowhere() {
         assert_absent(&secrets, path, bytes);
     }
     for format in ["md", "json", "junit", "sarif", "github"] {
-        let (code, out, err) = run(&[
+        let Output {
+            code,
+            stdout: out,
+            stderr: err,
+            ..
+        } = run(&[
             "verify",
             ws.to_str().expect("utf-8"),
             "--protocol",
@@ -152,7 +158,12 @@ fn secret_rules_from_a_file_outside_the_workspace_replace_the_embedded_ones() {
             secrets,
         ])
     };
-    let (code, out, err) = verify(outside.to_str().expect("utf-8"));
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = verify(outside.to_str().expect("utf-8"));
     assert_eq!(code, 1, "{err}");
     assert!(out.contains("src/app.py:4: house token"), "{out}");
     assert!(
@@ -169,11 +180,15 @@ fn secret_rules_from_a_file_outside_the_workspace_replace_the_embedded_ones() {
         inside.to_str().expect("utf-8"),
         link.to_str().expect("utf-8"),
     ] {
-        let (code, _, err) = verify(spec);
+        let Output {
+            code, stderr: err, ..
+        } = verify(spec);
         assert_eq!(code, 2, "{spec}: {err}");
         assert!(err.contains("inside the watched directory"), "{err}");
     }
-    let (code, _, err) = run(&[
+    let Output {
+        code, stderr: err, ..
+    } = run(&[
         "watch",
         ws_arg,
         "--protocol",
@@ -194,13 +209,17 @@ fn secret_rules_from_a_file_outside_the_workspace_replace_the_embedded_ones() {
     // nothing to replace.
     let broken = root.path().join("broken.toml");
     fs::write(&broken, rules.replace("[0-9]{6}", "[0-9")).expect("write");
-    let (code, _, err) = verify(broken.to_str().expect("utf-8"));
+    let Output {
+        code, stderr: err, ..
+    } = verify(broken.to_str().expect("utf-8"));
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("broken.toml:2:1: rule `house`: invalid regex"),
         "{err}"
     );
-    let (code, _, err) = run(&[
+    let Output {
+        code, stderr: err, ..
+    } = run(&[
         "verify",
         ws_arg,
         "--secrets",
@@ -243,7 +262,12 @@ fn a_flood_of_findings_is_bounded_and_random_data_raises_none() {
     fs::write(ws.join("data/blob.b64"), lines.join("\n") + "\n").expect("write");
     fs::write(ws.join("data/line.b64"), blob.clone() + "\n").expect("write");
     record(&ws, "t1", 1, &[APP], &BTreeMap::from([(APP, ORIGINAL)]));
-    let (code, out, err) = run(&[
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&[
         "verify",
         ws.to_str().expect("utf-8"),
         "--protocol",

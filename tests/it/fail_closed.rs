@@ -8,6 +8,7 @@
 use std::fs;
 use std::path::Path;
 
+use crate::util::Output;
 use crate::watch::{exit_code, read, run, status, Watch, GATES, STOP, WAIT};
 
 /// A finished build whose gate results the referee cannot judge, made so by `attack`.
@@ -28,7 +29,12 @@ fn pad_past_the_cap(gates: &Path) {
 fn against_verify(attack: fn(&Path)) {
     let (_tmp, dir) = build(attack);
     let d = dir.to_str().expect("utf-8");
-    let (code, out, err) = run(&["verify", d, "--final", "--max-read-bytes", "16KiB"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", d, "--final", "--max-read-bytes", "16KiB"]);
     assert_eq!(code, 1, "cannot decide is not fine: {err}\n{out}");
     let headline = out
         .lines()
@@ -36,7 +42,9 @@ fn against_verify(attack: fn(&Path)) {
         .unwrap_or_default();
     assert!(headline.starts_with("**FAIL: "), "{out}");
     assert!(headline.contains("cannot be verified"), "{out}");
-    let (code, _, err) = run(&[
+    let Output {
+        code, stderr: err, ..
+    } = run(&[
         "verify",
         d,
         "--final",
@@ -58,13 +66,13 @@ fn against_watch(attack: fn(&Path)) {
     // watching.
     let (tmp, dir) = crate::watch::build("audit-done");
     let mut w = Watch::start(&dir, tmp.path(), &["--max-read-bytes", "16KiB"]);
-    w.until("the referee is live", || status(&dir, true).0 == 0);
+    w.until("the referee is live", || status(&dir, true).code == 0);
     attack(&dir.join(GATES));
     w.until("the STOP stands for what cannot be read", || {
         let stop = read(&dir.join(STOP));
         stop.contains("(CANNOT VERIFY)") && stop.contains("make the evidence above readable")
     });
-    assert_eq!(status(&dir, true).0, 1, "{}", w.output());
+    assert_eq!(status(&dir, true).code, 1, "{}", w.output());
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));

@@ -12,6 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::liveness::{fill, rewrite_in_place, Tmpfs};
+use crate::util::Output;
 use crate::watch::{exit_code, manual_gates, read, run, Watch, GATES, HEARTBEAT, STOP, WAIT};
 
 /// How long the fault is watched for its cost.
@@ -38,7 +39,7 @@ fn lines(w: &Watch) -> usize {
 }
 
 /// `referee status DIR --state-dir STATE`.
-fn status(dir: &Path, state: &Path) -> (i32, String, String) {
+fn status(dir: &Path, state: &Path) -> Output {
     run(&[
         "status",
         dir.to_str().expect("utf-8"),
@@ -52,7 +53,12 @@ fn status(dir: &Path, state: &Path) -> (i32, String, String) {
 fn assert_cheap_and_stopped(w: &Watch, dir: &Path, state: &Path) {
     let (cpu0, lines0, t0) = (cpu(w.pid()), lines(w), Instant::now());
     while t0.elapsed() < WINDOW {
-        let (code, out, err) = status(dir, state);
+        let Output {
+            code,
+            stdout: out,
+            stderr: err,
+            ..
+        } = status(dir, state);
         assert_eq!(
             code,
             1,
@@ -140,7 +146,7 @@ fn a_full_disk_costs_no_core_and_keeps_the_stop() {
     });
     assert!(read(&w.out).contains("fault cleared"), "{}", w.output());
     assert_said_once(&w);
-    assert_eq!(status(&dir, &state).0, 1);
+    assert_eq!(status(&dir, &state).code, 1);
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
 }
@@ -256,7 +262,7 @@ fn an_immutable_state_directory_costs_no_core_and_keeps_the_stop() {
     w.until("the STOP lifted once it can be", || {
         !state.join(STOP).exists() && !dir.join(STOP).exists()
     });
-    assert_eq!(status(&dir, &state).0, 0, "{}", w.output());
+    assert_eq!(status(&dir, &state).code, 0, "{}", w.output());
     assert_said_once(&w);
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());

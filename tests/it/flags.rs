@@ -3,17 +3,15 @@
 //! command and shown doing what it says.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::builder::Build;
+use crate::util::{Output, TestCommand};
 
 /// The referee with an environment that says nothing about colour or logging, so the
 /// developer's or CI's own settings cannot change what a test sees.
-fn referee() -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::cargo_bin("referee").expect("the referee binary");
-    cmd.env("XDG_STATE_HOME", crate::state_home());
-    cmd.timeout(Duration::from_secs(30))
-        .env_remove("NO_COLOR")
+fn referee() -> TestCommand {
+    let mut cmd = TestCommand::new();
+    cmd.env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env_remove("CLICOLOR")
         .env_remove("REFEREE_LOG")
@@ -21,27 +19,16 @@ fn referee() -> assert_cmd::Command {
     cmd
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_env(args: &[String], env: &[(&str, &str)]) -> Out {
+fn run_env(args: &[String], env: &[(&str, &str)]) -> Output {
     let mut cmd = referee();
     cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("referee runs");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    cmd.output()
 }
 
-fn run(args: &[&str]) -> Out {
+fn run(args: &[&str]) -> Output {
     run_env(&strings(args), &[])
 }
 
@@ -112,20 +99,16 @@ fn every_command(tmp: &Path, n: usize) -> Vec<Case> {
     ]
 }
 
-#[test]
-fn every_command_takes_the_global_flags_before_or_after_its_name() {
-    let tmp = tempfile::tempdir().unwrap();
-    let flag_sets: [&[&str]; 6] = [
-        &["-q"],
-        &["--quiet"],
-        &["-v"],
-        &["-vv"],
-        &["--color", "never"],
-        &["--log-format=json", "--color=always"],
-    ];
-    for (n, flags) in flag_sets.iter().enumerate() {
+/// Each set of global flags is its own test (they ran one after another in one test, the
+/// longest of the suite): `flags::every_command_takes_the_global_flags` still runs them all.
+mod every_command_takes_the_global_flags_before_or_after_its_name {
+    use super::{every_command, run, run_env, strings};
+
+    /// Every command, with `flags` before and then after its name, exits as it does without.
+    fn with(flags: &[&str]) {
+        let tmp = tempfile::tempdir().unwrap();
         for (before, c) in [false, true].into_iter().flat_map(|b| {
-            every_command(tmp.path(), n * 2 + usize::from(b))
+            every_command(tmp.path(), usize::from(b))
                 .into_iter()
                 .map(move |c| (b, c))
         }) {
@@ -141,10 +124,44 @@ fn every_command_takes_the_global_flags_before_or_after_its_name() {
             assert_eq!(out.code, c.code, "{args:?}: {}", out.stderr);
         }
     }
-    // -q and -v say opposite things.
-    let out = run(&["protocol", "list", "-q", "-v"]);
-    assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+
+    #[test]
+    fn q() {
+        with(&["-q"]);
+    }
+
+    #[test]
+    fn quiet() {
+        with(&["--quiet"]);
+    }
+
+    #[test]
+    fn v() {
+        with(&["-v"]);
+    }
+
+    #[test]
+    fn vv() {
+        with(&["-vv"]);
+    }
+
+    #[test]
+    fn color_never() {
+        with(&["--color", "never"]);
+    }
+
+    #[test]
+    fn log_format_json_color_always() {
+        with(&["--log-format=json", "--color=always"]);
+    }
+
+    /// -q and -v say opposite things.
+    #[test]
+    fn q_and_v_conflict() {
+        let out = run(&["protocol", "list", "-q", "-v"]);
+        assert_eq!(out.code, 2);
+        assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+    }
 }
 
 #[test]
@@ -181,8 +198,9 @@ fn json_logs_are_one_object_a_line_on_every_command() {
     }
 }
 
+// Two tests (they were one): each runs every command, so apart they run side by side.
 #[test]
-fn quiet_leaves_stderr_empty_and_silences_progress_lines() {
+fn quiet_leaves_stderr_empty() {
     let tmp = tempfile::tempdir().unwrap();
     for c in every_command(tmp.path(), 0) {
         let mut args = c.args.clone();
@@ -191,8 +209,13 @@ fn quiet_leaves_stderr_empty_and_silences_progress_lines() {
         assert_eq!(out.code, c.code, "{args:?}");
         assert_eq!(out.stderr, "", "{args:?}");
     }
-    // `watch` and `replay` print progress lines, and none with -q; `verify` still prints its
-    // report.
+}
+
+/// `watch` and `replay` print progress lines, and none with -q; `verify` still prints its
+/// report.
+#[test]
+fn quiet_silences_progress_lines() {
+    let tmp = tempfile::tempdir().unwrap();
     let loud = every_command(tmp.path(), 1);
     let quiet = every_command(tmp.path(), 2);
     for (l, q) in loud.iter().zip(&quiet) {
@@ -325,7 +348,7 @@ fn referee_log_overrides_q_and_v() {
 #[test]
 fn color_follows_the_flag_then_no_color_then_clicolor_force() {
     let (_tmp, d) = not_a_build();
-    let esc = |o: &Out| o.stderr.contains('\u{1b}');
+    let esc = |o: &Output| o.stderr.contains('\u{1b}');
     let warn = |extra: &[&str], env: &[(&str, &str)]| {
         let mut args = strings(&["verify", &d]);
         args.extend(strings(extra));

@@ -3,39 +3,27 @@
 //! and its fingerprints match across runs, and evidence cannot break out of an annotation.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use assert_cmd::Command;
+use crate::util::{Output, TestCommand};
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use serde_json::Value;
 
 use crate::builder::{Build, BuildDoc};
 
-fn referee() -> Command {
-    let mut cmd = Command::cargo_bin("referee").expect("the referee binary");
-    cmd.env("XDG_STATE_HOME", crate::state_home());
-    cmd.timeout(Duration::from_secs(20));
-    cmd
-}
-
-/// Runs `referee ARGS` and returns (exit code, stdout, stderr).
-pub fn run(args: &[&str]) -> (i32, String, String) {
-    let out = referee().args(args).output().expect("referee runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+pub(crate) use crate::util::run;
 
 /// A D10 build from a build document (`base = …` plus edits).
+#[track_caller]
 pub fn build(doc: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = BuildDoc::parse(doc, "test")
+    // A match, not a closure: the panic then points at the caller's line.
+    match BuildDoc::parse(doc, "test")
         .and_then(|d| Build::from_doc(&d))
         .and_then(|b| b.materialise(tmp.path()))
-        .unwrap_or_else(|e| panic!("build: {e}"));
-    (tmp, dir)
+    {
+        Ok(dir) => (tmp, dir),
+        Err(e) => panic!("build: {e}"),
+    }
 }
 
 /// The clean build with a hand-entered gate result (OBS-27 FAIL, BLOCKING, at
@@ -51,7 +39,7 @@ pub fn mixed(source: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, dir)
 }
 
-fn verify(dir: &Path, format: &str) -> (i32, String, String) {
+fn verify(dir: &Path, format: &str) -> Output {
     run(&["verify", dir.to_str().unwrap(), "--format", format])
 }
 
@@ -98,7 +86,12 @@ fn case<'a>(
 #[test]
 fn junit_maps_fail_to_failure_waiting_and_skip_to_skipped_inconclusive_to_error() {
     let (_tmp, dir) = mixed("manual");
-    let (code, xml, err) = verify(&dir, "junit");
+    let Output {
+        code,
+        stdout: xml,
+        stderr: err,
+        ..
+    } = verify(&dir, "junit");
     assert_eq!(code, 1, "an unwaived BLOCKING FAIL exits 1: {err}");
     let cases = junit_cases(&xml);
     assert_eq!(cases.len(), 51, "one testcase per check instance");
@@ -129,7 +122,9 @@ fn junit_maps_fail_to_failure_waiting_and_skip_to_skipped_inconclusive_to_error(
         .unwrap()
         .materialise(tmp.path())
         .unwrap();
-    let (code, xml, _) = verify(&dir, "junit");
+    let Output {
+        code, stdout: xml, ..
+    } = verify(&dir, "junit");
     assert_eq!(code, 0, "nothing failed");
     let cases = junit_cases(&xml);
     let waiting = case(&cases, "2:OBS-01");
@@ -148,7 +143,12 @@ fn junit_maps_fail_to_failure_waiting_and_skip_to_skipped_inconclusive_to_error(
 fn github_annotations_map_statuses_and_escape_hostile_evidence() {
     let hostile = "manual 100% ::error::forged,x:y\r\nsecond";
     let (_tmp, dir) = mixed(hostile);
-    let (code, out, err) = verify(&dir, "github");
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = verify(&dir, "github");
     assert_eq!(code, 1, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     let error: Vec<&&str> = lines.iter().filter(|l| l.starts_with("::error ")).collect();
@@ -196,7 +196,9 @@ const EMPTY_BV06: &str = "base = \"clean\"\n[[field]]\nname = \"BV-06\"\nvalue =
 #[test]
 fn github_points_at_the_line_the_evidence_names() {
     let (_tmp, dir) = build(VOCABULARY);
-    let (code, out, _) = verify(&dir, "github");
+    let Output {
+        code, stdout: out, ..
+    } = verify(&dir, "github");
     assert_eq!(code, 1, "{out}");
     let line = out
         .lines()
@@ -209,7 +211,9 @@ fn github_points_at_the_line_the_evidence_names() {
     );
 
     let (_tmp, dir) = build(EMPTY_BV06);
-    let (code, out, _) = verify(&dir, "github");
+    let Output {
+        code, stdout: out, ..
+    } = verify(&dir, "github");
     assert_eq!(code, 0, "a SIGNIFICANT FAIL does not exit 1: {out}");
     let line = out
         .lines()
@@ -260,7 +264,9 @@ fn sarif_result<'a>(v: &'a Value, pass: &str, check: &str) -> &'a Value {
 #[test]
 fn sarif_is_schema_valid_with_rules_levels_and_locations() {
     let (_tmp, dir) = mixed("manual");
-    let (code, text, _) = verify(&dir, "sarif");
+    let Output {
+        code, stdout: text, ..
+    } = verify(&dir, "sarif");
     assert_eq!(code, 1);
     let v = sarif(&text);
     assert_eq!(v["version"], "2.1.0");
@@ -298,7 +304,9 @@ fn sarif_is_schema_valid_with_rules_levels_and_locations() {
 
     // A SIGNIFICANT FAIL is a warning.
     let (_tmp, dir) = build(EMPTY_BV06);
-    let (code, text, _) = verify(&dir, "sarif");
+    let Output {
+        code, stdout: text, ..
+    } = verify(&dir, "sarif");
     assert_eq!(code, 0);
     let v = sarif(&text);
     let r = sarif_result(&v, "0", "OBS-16");
@@ -308,7 +316,7 @@ fn sarif_is_schema_valid_with_rules_levels_and_locations() {
 
     // Located at the line the evidence names.
     let (_tmp, dir) = build(VOCABULARY);
-    let v = sarif(&verify(&dir, "sarif").1);
+    let v = sarif(&verify(&dir, "sarif").stdout);
     let loc = &sarif_result(&v, "3", "OBS-21")["locations"][0]["physicalLocation"];
     assert_eq!(loc["artifactLocation"]["uri"], "p3b-pa-auditor-G.md");
     assert_eq!(loc["region"]["startLine"], 4);
@@ -334,12 +342,12 @@ fn sarif_fingerprints_match_across_runs_and_differ_between_results() {
             })
             .collect()
     };
-    let first = prints(&verify(&dir, "sarif").1);
+    let first = prints(&verify(&dir, "sarif").stdout);
     // The evidence text changes (another hand-entered source); the identity does not.
     let gates = dir.join("p3a-gate-results.json");
     let text = std::fs::read_to_string(&gates).unwrap();
     std::fs::write(&gates, text.replacen("\"manual\"", "\"by hand\"", 1)).unwrap();
-    let second = prints(&verify(&dir, "sarif").1);
+    let second = prints(&verify(&dir, "sarif").stdout);
     assert!(first.len() >= 2, "{first:?}");
     assert_eq!(first, second);
     let mut distinct: Vec<&String> = first.iter().map(|p| &p.1).collect();
@@ -352,13 +360,11 @@ fn sarif_fingerprints_match_across_runs_and_differ_between_results() {
 fn json_build_dir_and_paths_are_absolute() {
     let (tmp, dir) = mixed("manual");
     let rel = dir.strip_prefix(tmp.path()).unwrap();
-    let out = referee()
+    let out = TestCommand::new()
         .current_dir(tmp.path())
         .args(["verify", rel.to_str().unwrap(), "--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .assert_exit(1);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let canon = std::fs::canonicalize(&dir).unwrap();
     assert_eq!(v["build_dir"], canon.display().to_string());
     let r = v["results"]
@@ -436,7 +442,12 @@ fn every_format_works_for_the_code_change_protocol() {
         let a = args(f);
         run(&a.iter().map(String::as_str).collect::<Vec<_>>())
     };
-    let (code, text, err) = go("sarif");
+    let Output {
+        code,
+        stdout: text,
+        stderr: err,
+        ..
+    } = go("sarif");
     assert_eq!(code, 1, "{err}");
     let v = sarif(&text);
     let cc01 = sarif_result(&v, "t1", "CC-01");
@@ -447,12 +458,16 @@ fn every_format_works_for_the_code_change_protocol() {
     );
     assert_eq!(sarif_result(&v, "t1", "CC-08")["level"], "warning");
 
-    let (code, xml, _) = go("junit");
+    let Output {
+        code, stdout: xml, ..
+    } = go("junit");
     assert_eq!(code, 1);
     let cases = junit_cases(&xml);
     assert_eq!(case(&cases, "t1:CC-01").1, "failure");
 
-    let (code, out, _) = go("github");
+    let Output {
+        code, stdout: out, ..
+    } = go("github");
     assert_eq!(code, 1);
     assert!(
         out.lines()
@@ -460,7 +475,9 @@ fn every_format_works_for_the_code_change_protocol() {
         "{out}"
     );
 
-    let (code, json, _) = go("json");
+    let Output {
+        code, stdout: json, ..
+    } = go("json");
     assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&json).unwrap();
     let canon = std::fs::canonicalize(&ws).unwrap();
@@ -480,7 +497,7 @@ fn every_format_works_for_the_code_change_protocol() {
 #[test]
 fn the_schema_check_rejects_a_broken_log() {
     let (_tmp, dir) = mixed("manual");
-    let mut v = sarif(&verify(&dir, "sarif").1);
+    let mut v = sarif(&verify(&dir, "sarif").stdout);
     assert!(schema().is_valid(&v));
     v["runs"][0]["results"][0]["level"] = "fatal".into();
     assert!(!schema().is_valid(&v), "an unknown level is not SARIF");

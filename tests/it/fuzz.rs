@@ -6,7 +6,8 @@
 //! Every target checks, for every input:
 //! - no panic (proptest catches it and shrinks the input);
 //! - no hang: a watchdog thread aborts the whole test binary, printing the target and the input,
-//!   when one input runs longer than [`HANG`]; an input slower than [`SLOW`] fails;
+//!   when one input runs longer than [`HANG`]; an input that costs more than [`SLOW`] of the
+//!   thread's CPU time fails (CPU time, not wall time, so a loaded machine cannot fail it);
 //! - bounded memory: the peak heap of the call (counted per thread by `heap::Counting`) stays
 //!   within a small multiple of the input's length, so no count or length read from the input can
 //!   size an allocation;
@@ -49,7 +50,7 @@ use referee::status;
 use crate::builder::fixtures_dir;
 use crate::heap::Peak;
 
-/// One input taking this long fails its target (debug builds on a loaded machine included).
+/// One input costing this much CPU time fails its target (debug builds included).
 const SLOW: Duration = Duration::from_secs(10);
 /// One input taking this long is a hang: the watchdog aborts the test binary.
 const HANG: Duration = Duration::from_secs(60);
@@ -112,6 +113,21 @@ fn watchdog() {
     }
 }
 
+/// The CPU time this thread has used: unlike wall time, not stretched by a loaded machine.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the one timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// Marks one input as running on this thread until dropped.
 struct Running;
 
@@ -146,14 +162,14 @@ fn bounded<T>(
     f: impl FnOnce() -> T,
 ) -> Result<T, TestCaseError> {
     let _running = Running::new(target, input);
-    let start = Instant::now();
+    let start = thread_cpu();
     let peak = Peak::start();
     let out = f();
     let bytes = peak.bytes();
-    let took = start.elapsed();
+    let took = thread_cpu().saturating_sub(start);
     prop_assert!(
         took < SLOW,
-        "{target}: one input of {} bytes took {took:?}",
+        "{target}: one input of {} bytes took {took:?} of CPU time",
         input.len()
     );
     let limit = factor * input.len() + slack;

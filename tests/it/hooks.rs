@@ -5,13 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::code_change::{git_workspace, APP, PROTECTED};
+use crate::util::TestCommand;
 
 /// The project path in the recorded payloads.
 const DOC_PROJECT: &str = "/home/user/my-project";
@@ -104,23 +104,17 @@ impl Ws {
     }
 
     fn run(&self, agent: &str, stdin: &[u8], extra: &[&str]) -> Answer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_referee"))
+        let out = TestCommand::new()
             .args(["hook", agent, "--state-dir"])
             .arg(&self.state)
             .args(extra)
-            .env("XDG_STATE_HOME", crate::state_home())
             .env("NO_COLOR", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run referee hook");
-        child.stdin.take().unwrap().write_all(stdin).unwrap();
-        let out = child.wait_with_output().unwrap();
+            .stdin(stdin)
+            .output();
         Answer {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.code,
+            stdout: out.stdout,
+            stderr: out.stderr,
         }
     }
 

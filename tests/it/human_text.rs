@@ -9,6 +9,7 @@
 use std::fs;
 use std::path::Path;
 
+use crate::util::Output;
 use crate::watch::{exit_code, read, run, status, Watch, GATES, STOP, WAIT};
 
 const AUDITOR: &str = "p3b-pa-auditor-C.md";
@@ -53,10 +54,17 @@ fn utf32le_no_bom(s: &str) -> Vec<u8> {
 fn verify_fails(base: &str, attack: impl Fn(&Path), check: &str, quotes: &[&str]) {
     let (_tmp, dir) = crate::formats::build(&format!("base = \"{base}\"\n"));
     let d = dir.to_str().expect("utf-8");
-    let (code, out, _) = run(&["verify", d, "--final"]);
+    let Output {
+        code, stdout: out, ..
+    } = run(&["verify", d, "--final"]);
     assert_eq!(code, 0, "the build is clean before the attack: {out}");
     attack(&dir);
-    let (code, out, err) = run(&["verify", d, "--final"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", d, "--final"]);
     assert_eq!(code, 1, "{err}\n{out}");
     assert!(headline(&out).starts_with("**FAIL: "), "{out}");
     let line = out
@@ -67,7 +75,9 @@ fn verify_fails(base: &str, attack: impl Fn(&Path), check: &str, quotes: &[&str]
     for q in quotes {
         assert!(out.contains(q), "evidence quotes `{q}`:\n{out}");
     }
-    let (code, _, err) = run(&["verify", d, "--final", "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify", d, "--final", "--write"]);
     assert_eq!(code, 1, "{err}");
     let report = read(&dir.join("OBSERVER-REPORT.md"));
     assert!(headline(&report).starts_with("**FAIL: "), "{report}");
@@ -79,13 +89,13 @@ fn verify_fails(base: &str, attack: impl Fn(&Path), check: &str, quotes: &[&str]
 fn watch_stops(attack: impl Fn(&Path), check: &str, quote: &str) {
     let (tmp, dir) = crate::watch::build("audit-done");
     let mut w = Watch::start(&dir, tmp.path(), &[]);
-    w.until("the referee is live", || status(&dir, true).0 == 0);
+    w.until("the referee is live", || status(&dir, true).code == 0);
     attack(&dir);
     w.until("the STOP quotes the attack", || {
         let stop = read(&dir.join(STOP));
         stop.contains(check) && stop.contains(quote)
     });
-    assert_eq!(status(&dir, true).0, 1, "{}", w.output());
+    assert_eq!(status(&dir, true).code, 1, "{}", w.output());
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));

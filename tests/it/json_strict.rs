@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::util::Output;
 use crate::watch::{exit_code, gates_text, read, run, status, Watch, GATES, STOP, WAIT};
 
 const HONEST: &str = r#"{"id": "GR-48", "result": "PASS", "source": "gate-runner"}"#;
@@ -70,7 +71,11 @@ fn two_gates_arrays() -> Attack {
 /// OBS-24's result (main pass) from `verify --final --format json`.
 fn obs_24(dir: &Path) -> Value {
     let d = dir.to_str().expect("utf-8");
-    let (_, out, err) = run(&["verify", d, "--final", "--format", "json"]);
+    let Output {
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", d, "--final", "--format", "json"]);
     let doc: Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("verify json: {e}\n{err}"));
     doc["results"]
@@ -101,7 +106,12 @@ fn against_verify(a: &Attack) {
     assert!(evidence.contains(a.key), "{r:#}");
     assert!(evidence.contains(a.at), "{r:#}");
     let d = dir.to_str().expect("utf-8");
-    let (code, out, err) = run(&["verify", d, "--final"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", d, "--final"]);
     assert_eq!(code, 1, "{err}\n{out}");
     assert!(headline(&out).starts_with("**FAIL: "), "{out}");
 }
@@ -110,14 +120,14 @@ fn against_watch(a: &Attack) {
     let (tmp, dir) = crate::watch::build("audit-done");
     let mut w = Watch::start(&dir, tmp.path(), &[]);
     w.until("the referee is live and content", || {
-        status(&dir, true).0 == 0
+        status(&dir, true).code == 0
     });
     fs::write(dir.join(GATES), (a.text)()).expect("write gates");
     w.until("the STOP names the key read two ways", || {
         let stop = read(&dir.join(STOP));
         stop.contains("OBS-24") && stop.contains(a.key) && stop.contains(a.at)
     });
-    assert_eq!(status(&dir, true).0, 1, "{}", w.output());
+    assert_eq!(status(&dir, true).code, 1, "{}", w.output());
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));

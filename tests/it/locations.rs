@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::builder::fixtures_dir;
 use crate::formats::{build, run, sarif};
+use crate::util::Output;
 
 /// A case of `fixtures/cases/` as a build document (its `exit` and `expect` are the case's).
 fn case(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -24,7 +25,11 @@ const TWO_MANIFESTS_MISSING: &str = "base = \"clean\"\n[[replace]]\npath = \"p3b
 
 /// (uri, line) of every SARIF result of `check`, sorted.
 fn sarif_places(dir: &Path, check: &str) -> Vec<(String, Option<u64>)> {
-    let (_, text, err) = run(&["verify", dir.to_str().unwrap(), "--format", "sarif"]);
+    let Output {
+        stdout: text,
+        stderr: err,
+        ..
+    } = run(&["verify", dir.to_str().unwrap(), "--format", "sarif"]);
     let v = sarif(&text);
     let results = v["runs"][0]["results"].as_array().expect("results");
     let mut places: Vec<(String, Option<u64>)> = results
@@ -53,7 +58,7 @@ fn sarif_places(dir: &Path, check: &str) -> Vec<(String, Option<u64>)> {
 
 /// (file relative to `dir`, line) of every GitHub annotation of `check`, sorted.
 fn github_places(dir: &Path, check: &str) -> Vec<(String, Option<u64>)> {
-    let (_, out, _) = run(&["verify", dir.to_str().unwrap(), "--format", "github"]);
+    let Output { stdout: out, .. } = run(&["verify", dir.to_str().unwrap(), "--format", "github"]);
     let prefix = format!("{}/", dir.display());
     let mut places: Vec<(String, Option<u64>)> = out
         .lines()

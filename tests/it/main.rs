@@ -32,6 +32,7 @@ mod replay;
 mod root;
 mod state;
 mod stop_evidence;
+mod test_command;
 mod unreadable;
 mod user_protocol;
 mod waivers;
@@ -41,16 +42,13 @@ mod watch;
 #[global_allocator]
 static HEAP: heap::Counting = heap::Counting;
 
-/// Where the referee keeps its state directories in these tests (`XDG_STATE_HOME` of every
-/// process spawned): one private folder for the test run, never the real `$HOME`. Each watched
-/// directory still gets its own state directory in it (named from its path and identity).
-pub(crate) fn state_home() -> &'static std::path::Path {
-    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    HOME.get_or_init(|| {
-        tempfile::Builder::new()
-            .prefix("referee-it-state-")
-            .tempdir()
-            .expect("a state home")
-    })
-    .path()
-}
+/// The one way these tests run the `referee` binary ([`util::TestCommand`]) and the private
+/// state home of every process they spawn.
+#[allow(
+    dead_code,
+    reason = "shared with the `cases` harness, which uses more of it"
+)]
+#[path = "../util/mod.rs"]
+mod util;
+
+pub(crate) use util::state_home;

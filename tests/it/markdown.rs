@@ -10,28 +10,14 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use crate::code_change::git;
-use crate::watch::{manual_gates, referee, GATES, STOP};
+use crate::util::{run, Output};
+use crate::watch::{manual_gates, GATES, STOP};
 
 /// A name no auditor has, holding markdown and HTML a pipeline could plant: it reaches the
 /// evidence of OBS-19 and OBS-20, in the STOP, the pass file and the report.
 const PLANTED: &str = "p3b-pa-auditor-K_<b>*x*<i> `tick |pipe [a](b) www.x.com.md";
-
-fn referee_cmd(args: &[&str]) -> (i32, String, String) {
-    let out = assert_cmd::Command::new(referee())
-        .env("XDG_STATE_HOME", crate::state_home())
-        .args(args)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .expect("run referee");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 temp path")
@@ -49,13 +35,23 @@ fn set_mtime(path: &Path, rfc3339: &str) {
 /// pipeline ends it: it exits 1 and leaves the pass files, the STOP and the report.
 fn d10_with_stop(root: &Path) -> PathBuf {
     let dir = root.join("build");
-    let (code, out, err) = referee_cmd(&["replay", "clean", s(&dir), "--speed", "0", "-q"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["replay", "clean", s(&dir), "--speed", "0", "-q"]);
     assert_eq!(code, 0, "replay: {out}{err}");
     fs::write(dir.join(GATES), manual_gates(1)).expect("gates");
     set_mtime(&dir.join(GATES), "2026-02-25T10:48:00Z");
     fs::copy(dir.join("p3b-pa-auditor-A.md"), dir.join(PLANTED)).expect("planted");
     set_mtime(&dir.join(PLANTED), "2026-02-25T11:20:00Z");
-    let (code, out, err) = referee_cmd(&["watch", s(&dir), "--timeout", "50"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["watch", s(&dir), "--timeout", "50"]);
     assert_eq!(
         code, 1,
         "watch should end with the STOP standing: {out}{err}"
@@ -68,7 +64,12 @@ fn d10_with_stop(root: &Path) -> PathBuf {
 /// `verify --write`: pass files of a run in progress, and its report.
 fn d10_in_progress(root: &Path) -> PathBuf {
     let dir = root.join("progress");
-    let (code, out, err) = referee_cmd(&[
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&[
         "replay",
         "demo",
         s(&dir),
@@ -79,7 +80,12 @@ fn d10_in_progress(root: &Path) -> PathBuf {
         "9s",
     ]);
     assert_eq!(code, 0, "replay: {out}{err}");
-    let (code, out, err) = referee_cmd(&["verify", s(&dir), "--write"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", s(&dir), "--write"]);
     assert!(code == 0 || code == 1, "verify: {out}{err}");
     dir
 }
@@ -88,7 +94,12 @@ fn d10_in_progress(root: &Path) -> PathBuf {
 /// the report's waiver section, the headline and what-to-do for a waived FAIL.
 fn d10_waived(root: &Path) -> PathBuf {
     let dir = root.join("waived");
-    let (code, out, err) = referee_cmd(&["replay", "clean", s(&dir), "--speed", "0", "-q"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["replay", "clean", s(&dir), "--speed", "0", "-q"]);
     assert_eq!(code, 0, "replay: {out}{err}");
     let gates = dir.join("p3a-gate-results.json");
     let text = std::fs::read_to_string(&gates).expect("gate results");
@@ -99,7 +110,12 @@ fn d10_waived(root: &Path) -> PathBuf {
         "[[waiver]]\ncheck = \"OBS-27\"\nreason = \"gates re-run by hand | INC-42 *urgent*\"\napproved_by = \"jane\"\nexpires = 2999-12-31\n\n[[waiver]]\ncheck = \"OBS-19\"\nreason = \"old\"\napproved_by = \"bob\"\nexpires = 2020-01-01\n",
     )
     .expect("write waivers");
-    let (code, out, err) = referee_cmd(&[
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&[
         "verify",
         s(&dir),
         "--final",
@@ -149,7 +165,12 @@ fn code_change(root: &Path) -> PathBuf {
         });
         fs::write(ws.join(format!(".tasks/{id}.json")), record.to_string()).expect("record");
     }
-    let (code, out, err) = referee_cmd(&[
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&[
         "verify",
         s(&ws),
         "--protocol",
@@ -167,7 +188,12 @@ fn code_change(root: &Path) -> PathBuf {
 /// ESCALATE, then an APPROVE (a verdict row with no reasons), in `.referee/`.
 fn code_change_demo(root: &Path) -> PathBuf {
     let dir = root.join("demo");
-    let (code, out, err) = referee_cmd(&[
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&[
         "demo",
         "code-change",
         "--speed",

@@ -19,6 +19,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::code_change::{self, git_workspace, record, APP, PROTECTED};
+use crate::util::Output;
 use crate::watch::{manual_gates, referee, run, GATES, STOP};
 
 /// The client script with its SDK installed, or `None` (CI: a failure).
@@ -116,10 +117,20 @@ fn tree(dir: &Path) -> BTreeMap<String, String> {
 /// refereed by `watch` until the completed pipeline ends it with the STOP standing.
 fn d10_stopped(root: &Path) -> PathBuf {
     let dir = root.join("build");
-    let (code, out, err) = run(&["replay", "clean", s(&dir), "--speed", "0", "-q"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["replay", "clean", s(&dir), "--speed", "0", "-q"]);
     assert_eq!(code, 0, "replay: {out}{err}");
     fs::write(dir.join(GATES), manual_gates(1)).expect("gates");
-    let (code, out, err) = run(&["watch", s(&dir), "--timeout", "50"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["watch", s(&dir), "--timeout", "50"]);
     assert_eq!(
         code, 1,
         "watch should end with the STOP standing: {out}{err}"
@@ -239,7 +250,12 @@ fn an_mcp_client_lists_the_tools_and_calls_them() {
         summary.starts_with("STOP") && summary.contains("OBS-27"),
         "{summary}"
     );
-    let (code, out, err) = run(&["verify", s(&build), "--format", "json"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", s(&build), "--format", "json"]);
     assert_eq!(code, 1, "{err}");
     let cli: Value = serde_json::from_str(&out).expect("verify json");
     let statuses = |v: &Value| -> Vec<(String, String)> {

@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::builder::fixtures_dir;
+use crate::util::Output;
 use crate::watch::{exit_code, read, run, status, Watch, STOP, WAIT};
 
 const INTEGRATIVE: &str = "p3b-pa-integrative.md";
@@ -38,7 +39,11 @@ fn verify_check(dir: &Path, check: &str, extra: &[&str]) -> (String, String) {
     let d = dir.to_str().expect("utf-8");
     let mut args = vec!["verify", d, "--format", "json"];
     args.extend_from_slice(extra);
-    let (_, out, err) = run(&args);
+    let Output {
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&args);
     let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("json: {e}\n{err}"));
     let r = doc["results"]
         .as_array()
@@ -65,12 +70,17 @@ fn headline(dir: &Path) -> String {
 fn an_auditor_mtime_set_back_after_the_stop_does_not_lift_it() {
     let (tmp, dir) = crate::watch::build("audit-done");
     let w = Watch::start(&dir, tmp.path(), &[]);
-    w.until("the referee is live", || status(&dir, true).0 == 0);
+    w.until("the referee is live", || status(&dir, true).code == 0);
     put(&dir, INTEGRATIVE, &content("integrative.md"));
     w.until("pass 3 ran on the integrative report", || {
         dir.join("OBSERVER-PASS-3.md").exists()
     });
-    assert_eq!(status(&dir, true).0, 0, "in order so far\n{}", w.output());
+    assert_eq!(
+        status(&dir, true).code,
+        0,
+        "in order so far\n{}",
+        w.output()
+    );
     // Auditor A rewritten after the integrative report was written: OBS-20 FAILs.
     let a = dir.join("p3b-pa-auditor-A.md");
     let rewritten = format!("{}\nAddendum: I see the footer sits tight.\n", read(&a));
@@ -88,7 +98,7 @@ fn an_auditor_mtime_set_back_after_the_stop_does_not_lift_it() {
         read(&dir.join(STOP)).contains("seen in the other order")
     });
     assert!(read(&dir.join(STOP)).contains("OBS-20"), "{}", w.output());
-    assert_eq!(status(&dir, true).0, 1, "{}", w.output());
+    assert_eq!(status(&dir, true).code, 1, "{}", w.output());
     // `verify` reads the referee's record: the same FAIL and why.
     let (s, evidence) = verify_check(&dir, "OBS-20", &[]);
     assert_eq!(s, "FAIL", "{evidence}");
@@ -145,7 +155,7 @@ fn a_back_dated_scan_filled_in_after_the_auditors_does_not_lift_the_stop() {
         "the referee judged the back-dated scan and kept the STOP",
         || read(&dir.join(STOP)).contains("seen in the other order"),
     );
-    assert_eq!(status(&dir, true).0, 1, "{}", w.output());
+    assert_eq!(status(&dir, true).code, 1, "{}", w.output());
     let (s, evidence) = verify_check(&dir, "OBS-01", &[]);
     assert_eq!(s, "FAIL", "{evidence}");
     w.signal(libc::SIGTERM);
@@ -160,7 +170,7 @@ fn a_scan_recorded_before_the_auditors_report_passes() {
         "base = \"pre-audit\"\n[[field]]\nname = \"EXPERIENTIAL_SCAN\"\nvalue = \"___\"\ntime = \"___\"\n",
     );
     let mut w = Watch::start(&dir, tmp.path(), &[]);
-    w.until("the referee is live", || status(&dir, true).0 == 0);
+    w.until("the referee is live", || status(&dir, true).code == 0);
     put(&dir, TRACKER, &scan_filled(&dir));
     w.until("the referee saw the scan (OBS-01 WAITING → PASS)", || {
         crate::watch::payloads(&dir, "result_changed")

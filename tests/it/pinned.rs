@@ -10,6 +10,7 @@ use std::process::{Child, Command};
 
 use serde_json::Value;
 
+use crate::util::Output;
 use crate::watch::{build, exit_code, manual_gates, read, run, status, Watch, GATES, STOP, WAIT};
 
 const HEARTBEAT: &str = "OBSERVER-HEARTBEAT.json";
@@ -49,7 +50,7 @@ fn forge(template: &Value, pid: u32) -> String {
 fn a_hand_written_heartbeat_naming_a_live_pid_is_not_live() {
     let (root, dir) = build("pre-audit");
     let mut w = Watch::start(&dir, root.path(), &[]);
-    w.until("a live referee", || status(&dir, true).0 == 0);
+    w.until("a live referee", || status(&dir, true).code == 0);
     w.kill9();
     let state = crate::code_change::default_state(&dir);
     let real: Value = serde_json::from_str(&read(&state.join(HEARTBEAT))).expect("a heartbeat");
@@ -59,26 +60,41 @@ fn a_hand_written_heartbeat_naming_a_live_pid_is_not_live() {
     // can write: only the event log's lock, held by no one, gives it away.
     fs::write(state.join(HEARTBEAT), &forged).expect("forge");
     fs::write(dir.join(HEARTBEAT), &forged).expect("forge the copy");
-    let (code, out, err) = status(&dir, true);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&dir, true);
     assert_eq!(code, 3, "{out}{err}");
     assert!(err.contains("lock"), "{err}");
     // A directory no referee ever watched, with a heartbeat the pipeline wrote.
     let (_other_root, other) = build("pre-audit");
     fs::write(other.join(HEARTBEAT), &forged).expect("forge");
-    let (code, out, err) = status(&other, true);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&other, true);
     assert_eq!(code, 3, "{out}{err}");
     assert!(err.contains("no referee has run"), "{err}");
 }
 
 fn protocol_hash(of: &str) -> String {
-    let (code, out, err) = run(&["protocol", "hash", of]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["protocol", "hash", of]);
     assert_eq!(code, 0, "{err}");
     let sha = out.trim().to_string();
     assert_eq!(sha.len(), 64, "{out}");
     sha
 }
 
-fn status_with(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+fn status_with(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["status", dir.to_str().expect("utf-8"), "--require-live"];
     args.extend_from_slice(extra);
     run(&args)
@@ -89,11 +105,18 @@ fn status_refuses_a_referee_restarted_with_other_rules() {
     let (root, dir) = build("pre-audit");
     let d10 = protocol_hash("d10");
     let mut w = Watch::start(&dir, root.path(), &[]);
-    w.until("a live referee", || status(&dir, true).0 == 0);
+    w.until("a live referee", || status(&dir, true).code == 0);
     let pinned = ["--expect-protocol", &d10, "--expect-waivers", "none"];
-    let (code, out, err) = status_with(&dir, &pinned);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status_with(&dir, &pinned);
     assert_eq!((code, out.as_str()), (0, "go\n"), "{err}");
-    let (code, out, _) = status_with(&dir, &["--show-run"]);
+    let Output {
+        code, stdout: out, ..
+    } = status_with(&dir, &["--show-run"]);
     assert_eq!(code, 0);
     assert!(out.contains(&format!("sha256 {d10}")), "{out}");
     assert!(
@@ -126,9 +149,14 @@ fn status_refuses_a_referee_restarted_with_other_rules() {
         ],
     );
     w.until("the restarted referee is live", || {
-        status(&dir, true).0 == 0
+        status(&dir, true).code == 0
     });
-    let (code, out, err) = status_with(&dir, &pinned);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status_with(&dir, &pinned);
     assert_eq!(code, 1, "{out}{err}\n{}", w.output());
     assert!(
         out.contains("does not run the rules pinned") && out.contains(&d10),
@@ -138,7 +166,12 @@ fn status_refuses_a_referee_restarted_with_other_rules() {
     // Pinned to what it does run, it is believed.
     let own_sha = protocol_hash(own.to_str().expect("utf-8"));
     let waivers_sha = crate::code_change::sha(&fs::read(&waivers).expect("read"));
-    let (code, out, err) = status_with(
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status_with(
         &dir,
         &[
             "--expect-protocol",
@@ -148,7 +181,9 @@ fn status_refuses_a_referee_restarted_with_other_rules() {
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    let (code, out, _) = status_with(&dir, &["--show-run"]);
+    let Output {
+        code, stdout: out, ..
+    } = status_with(&dir, &["--show-run"]);
     assert_eq!(code, 0);
     assert!(
         out.contains("fresh: true") && out.contains(&waivers_sha),
@@ -158,7 +193,7 @@ fn status_refuses_a_referee_restarted_with_other_rules() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
 
-fn sync(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+fn sync(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["status", dir.to_str().expect("utf-8"), "--sync"];
     args.extend_from_slice(extra);
     run(&args)
@@ -178,9 +213,14 @@ fn status_sync_answers_only_once_every_write_before_it_is_judged() {
     let (root, dir) = build("pre-audit");
     // A long settle window: a bad write in place is held back for 2 s before it is judged.
     let mut w = Watch::start(&dir, root.path(), &["--settle", "2000"]);
-    w.until("a live referee", || status(&dir, true).0 == 0);
+    w.until("a live referee", || status(&dir, true).code == 0);
     fs::write(dir.join(GATES), manual_gates(1)).expect("in-place write");
-    let (code, out, err) = sync(&dir, &["--require-live"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = sync(&dir, &["--require-live"]);
     assert_eq!(
         code,
         1,
@@ -189,19 +229,28 @@ fn status_sync_answers_only_once_every_write_before_it_is_judged() {
     );
     assert!(out.contains("OBS-27"), "{out}");
     fs::write(dir.join(GATES), crate::watch::gates_text()).expect("in-place fix");
-    let (code, out, err) = sync(&dir, &["--require-live"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = sync(&dir, &["--require-live"]);
     assert_eq!((code, out.as_str()), (0, "go\n"), "{err}\n{}", w.output());
     assert!(!dir.join(STOP).exists());
     assert!(tokens_left(&dir).is_empty(), "{:?}", tokens_left(&dir));
     // A stopped referee cannot catch up: exit 3, not a go.
     w.signal(libc::SIGSTOP);
-    let (code, _, err) = sync(&dir, &["--wait", "5s"]);
+    let Output {
+        code, stderr: err, ..
+    } = sync(&dir, &["--wait", "5s"]);
     w.signal(libc::SIGCONT);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("--sync"), "{err}");
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
-    let (code, _, err) = sync(&dir, &["--wait", "1s"]);
+    let Output {
+        code, stderr: err, ..
+    } = sync(&dir, &["--wait", "1s"]);
     assert_eq!(code, 3, "{err}");
     assert!(tokens_left(&dir).is_empty(), "{:?}", tokens_left(&dir));
 }

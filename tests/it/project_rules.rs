@@ -12,6 +12,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::code_change::{git, git_workspace, judged, record, start, stop, verdict, APP, ORIGINAL};
+use crate::util::Output;
 use crate::watch::{exit_code, payloads, read, run, WAIT};
 
 const DEPLOY: &str = "ci/deploy.sh";
@@ -46,7 +47,7 @@ fn cc01(v: &Value) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn verify(ws: &Path, extra: &[&str]) -> (i32, String, String) {
+fn verify(ws: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "verify",
         ws.to_str().expect("utf-8"),
@@ -60,7 +61,12 @@ fn verify(ws: &Path, extra: &[&str]) -> (i32, String, String) {
 fn hash(extra: &[&str]) -> String {
     let mut args = vec!["protocol", "hash", "code-change"];
     args.extend_from_slice(extra);
-    let (code, out, err) = run(&args);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&args);
     assert_eq!(code, 0, "{err}");
     let sha = out.trim().to_string();
     assert_eq!(sha.len(), 64, "{out}");
@@ -72,14 +78,21 @@ fn one_flag_protects_a_teams_path() {
     let (_root, ws, _logs) = edited_deploy();
 
     // Without the flag, ci/ is nobody's business: CC-01 passes.
-    let (code, _, err) = verify(&ws, &["--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--write"]);
     assert!(code == 0 || code == 1, "{err}");
     let v = verdict(&ws, "t1");
     assert_eq!(cc01(&v)["status"], "PASS", "{v}");
     assert_ne!(v["verdict"], "REJECT", "{v}");
 
     // With it: CC-01 FAIL naming the file, REJECT, exit 1.
-    let (code, out, err) = verify(&ws, &["--protect", "ci/**", "--write"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = verify(&ws, &["--protect", "ci/**", "--write"]);
     assert_eq!(code, 1, "{out}{err}");
     let v = verdict(&ws, "t1");
     assert_eq!(v["verdict"], "REJECT", "{v}");
@@ -97,12 +110,16 @@ fn one_flag_protects_a_teams_path() {
     assert!(md.contains("project rules"), "{md}");
 
     // The same through `--set` (replacing the list) and a `--vars` file outside the workspace.
-    let (code, _, err) = verify(&ws, &["--set", r#"protected=["ci/*.sh"]"#, "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--set", r#"protected=["ci/*.sh"]"#, "--write"]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(cc01(&verdict(&ws, "t1"))["status"], "FAIL");
     let vars = _root.path().join("team.toml");
     fs::write(&vars, "protected = [\"ci/**\"]\n").expect("write");
-    let (code, _, err) = verify(&ws, &["--vars", vars.to_str().expect("utf-8"), "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--vars", vars.to_str().expect("utf-8"), "--write"]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(cc01(&verdict(&ws, "t1"))["status"], "FAIL");
 }
@@ -118,7 +135,12 @@ fn a_vars_file_inside_the_workspace_is_refused_before_anything_is_judged() {
         inside.to_str().expect("utf-8"),
         link.to_str().expect("utf-8"),
     ] {
-        let (code, out, err) = verify(&ws, &["--vars", spec, "--write"]);
+        let Output {
+            code,
+            stdout: out,
+            stderr: err,
+            ..
+        } = verify(&ws, &["--vars", spec, "--write"]);
         assert_eq!(code, 2, "{spec}: {out}{err}");
         assert!(err.contains("inside the watched directory"), "{err}");
         assert!(out.is_empty(), "nothing judged: {out}");
@@ -127,7 +149,9 @@ fn a_vars_file_inside_the_workspace_is_refused_before_anything_is_judged() {
             "nothing written"
         );
     }
-    let (code, _, err) = run(&[
+    let Output {
+        code, stderr: err, ..
+    } = run(&[
         "watch",
         ws.to_str().expect("utf-8"),
         "--protocol",
@@ -146,7 +170,9 @@ fn a_vars_file_inside_the_workspace_is_refused_before_anything_is_judged() {
     // A broken file outside is an error at its line.
     let broken = root.path().join("broken.toml");
     fs::write(&broken, "# rules\nprotected = [\n").expect("write");
-    let (code, _, err) = verify(&ws, &["--vars", broken.to_str().expect("utf-8")]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--vars", broken.to_str().expect("utf-8")]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("broken.toml:"), "{err}");
 }
@@ -154,19 +180,30 @@ fn a_vars_file_inside_the_workspace_is_refused_before_anything_is_judged() {
 #[test]
 fn unknown_names_and_misfits_are_errors_that_say_what_fits() {
     let (_root, ws, _logs) = edited_deploy();
-    let (code, out, err) = verify(&ws, &["--set", "protectd=x"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = verify(&ws, &["--set", "protectd=x"]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("unknown variable `protectd`"), "{err}");
     assert!(err.contains("protected, shadow_py"), "{err}");
     // A list where the protocol needs strings, and a glob that does not compile.
-    let (code, _, err) = verify(&ws, &["--set", "protected=[1]"]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--set", "protected=[1]"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("array of strings"), "{err}");
-    let (code, _, err) = verify(&ws, &["--protect", "ci/[", "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--protect", "ci/[", "--write"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--protect `ci/[`"), "{err}");
     // The D10 protocol has no protected paths to add to.
-    let (code, _, err) = run(&["verify", ws.to_str().expect("utf-8"), "--protect", "ci/**"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["verify", ws.to_str().expect("utf-8"), "--protect", "ci/**"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no `protected` variable"), "{err}");
     assert!(
@@ -183,7 +220,11 @@ fn watch_protect_raises_the_stop_live_and_status_pins_the_rules() {
     assert_ne!(plain, protected, "the overrides are in the hash");
     assert_eq!(protected, hash(&["--protect", "ci/**"]), "and only they");
     assert_ne!(protected, hash(&["--protect", "cd/**"]));
-    let (code, shown, _) = run(&["protocol", "show", "code-change", "--protect", "ci/**"]);
+    let Output {
+        code,
+        stdout: shown,
+        ..
+    } = run(&["protocol", "show", "code-change", "--protect", "ci/**"]);
     assert_eq!(code, 0);
     assert!(
         shown.contains(&format!("overridden (sha256 {protected})")),
@@ -199,16 +240,25 @@ fn watch_protect_raises_the_stop_live_and_status_pins_the_rules() {
     assert!(text.contains("CC-01") && text.contains(DEPLOY), "{text}");
 
     let d = ws.to_str().expect("utf-8");
-    let (code, _, err) = run(&["status", d, "--require-live", "--expect-protocol", &plain]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["status", d, "--require-live", "--expect-protocol", &plain]);
     assert_eq!(
         code, 1,
         "the protocol without the team's rules is refused: {err}"
     );
-    let (code, out, err) = run(&["status", d, "--expect-protocol", &protected]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["status", d, "--expect-protocol", &protected]);
     // The hash matches; the answer is the STOP's (exit 1) and names no protocol mismatch.
     assert_eq!(code, 1, "{out}{err}");
     assert!(!err.contains("protocol"), "{err}");
-    let (code, out, _) = run(&["status", d, "--show-run"]);
+    let Output {
+        code, stdout: out, ..
+    } = run(&["status", d, "--show-run"]);
     assert_eq!(code, 1);
     assert!(out.contains(&format!("sha256 {protected}")), "{out}");
 
@@ -238,7 +288,12 @@ fn init_suggests_the_repositorys_paths_and_writes_only_outside_it() {
     git(&ws, &["commit", "-q", "-m", "ci"]);
     let d = ws.to_str().expect("utf-8");
 
-    let (code, out, err) = run(&["init", d]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["init", d]);
     assert_eq!(code, 0, "{err}");
     // git_workspace holds src/app.py and src/orchestrator.py.
     assert!(
@@ -253,22 +308,33 @@ fn init_suggests_the_repositorys_paths_and_writes_only_outside_it() {
     assert!(out.contains("referee watch"), "{out}");
 
     let inside = ws.join("referee-vars.toml");
-    let (code, _, err) = run(&["init", d, "--output", inside.to_str().expect("utf-8")]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["init", d, "--output", inside.to_str().expect("utf-8")]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("is inside"), "{err}");
     assert!(!inside.exists(), "nothing written inside the repository");
 
     let outside = root.path().join("team.toml");
     let o = outside.to_str().expect("utf-8");
-    let (code, out, err) = run(&["init", d, "--output", o]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["init", d, "--output", o]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&format!("--vars {o}")), "{out}");
     let written = read(&outside);
-    let (code, _, err) = run(&["init", d, "--output", o]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["init", d, "--output", o]);
     assert_eq!(code, 2, "never overwritten without --force: {err}");
     assert!(err.contains("--force"), "{err}");
     fs::write(&outside, "edited").expect("write");
-    let (code, _, err) = run(&["init", d, "--output", o, "--force"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["init", d, "--output", o, "--force"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(read(&outside), written);
 
@@ -281,7 +347,9 @@ fn init_suggests_the_repositorys_paths_and_writes_only_outside_it() {
         &[".github/workflows/ci.yml"],
         &BTreeMap::from([(".github/workflows/ci.yml", "on: push\n")]),
     );
-    let (code, _, err) = verify(&ws, &["--vars", o, "--write"]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--vars", o, "--write"]);
     assert_eq!(code, 1, "{err}");
     let r = cc01(&verdict(&ws, "t1"));
     assert_eq!(r["status"], "FAIL", "{r}");
@@ -362,7 +430,9 @@ fn limits_and_forbidden_patterns_are_the_projects_to_set() {
     let judge = |extra: &[&str]| {
         let mut args = vec!["--write"];
         args.extend_from_slice(extra);
-        let (code, _, err) = verify(&ws, &args);
+        let Output {
+            code, stderr: err, ..
+        } = verify(&ws, &args);
         assert!(code == 0 || code == 1, "{err}");
         (code, verdict(&ws, "t1"))
     };
@@ -387,7 +457,9 @@ fn limits_and_forbidden_patterns_are_the_projects_to_set() {
         "{cc07}"
     );
     // A size that does not read as one is refused before anything is judged.
-    let (code, _, err) = verify(&ws, &["--set", "max_py_bytes=lots"]);
+    let Output {
+        code, stderr: err, ..
+    } = verify(&ws, &["--set", "max_py_bytes=lots"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("max_py_bytes") || err.contains("lots"),

@@ -3,12 +3,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::builder::Build;
+use crate::util::Output;
 use crate::watch::{
-    exit_code, gates_text, manual_gates, read, referee, status, wait_until, Watch, GATES,
-    HEARTBEAT, STOP, WAIT,
+    exit_code, gates_text, manual_gates, read, status, wait_until, Watch, GATES, HEARTBEAT, STOP,
+    WAIT,
 };
 
 /// Materialises the `pre-audit` fixture (passes 0–2 ran) at `root/name`.
@@ -99,7 +99,9 @@ fn one_process_referees_every_build_under_a_root() {
     w.until("the new build is refereed", || {
         late.join("OBSERVER-PASS-2.md").exists()
     });
-    let (code, out, _) = status(&late, true);
+    let Output {
+        code, stdout: out, ..
+    } = status(&late, true);
     assert_eq!(code, 0, "status on a build under the root: {out}");
     assert!(
         threads(pid) <= bound,
@@ -187,25 +189,17 @@ fn builds_end_on_their_own_and_refused_or_recreated_ones_are_handled() {
 fn root_arguments_are_checked() {
     let top = tempfile::tempdir().expect("tempdir");
     let run = |args: &[&str]| {
-        Command::new(referee())
-            .env("XDG_STATE_HOME", crate::state_home())
+        crate::util::TestCommand::new()
             .arg("watch")
             .args(args)
-            .stdin(Stdio::null())
             .output()
-            .expect("run referee")
     };
     let missing = top.path().join("nope");
-    let out = run(&["--root", missing.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("nope"), "{stderr}");
+    let out = run(&["--root", missing.to_str().unwrap()]).assert_exit(2);
+    assert!(out.stderr.contains("nope"), "{out}");
     let root = top.path().to_str().unwrap();
-    assert_eq!(run(&["--root", root, "x"]).status.code(), Some(2));
-    assert_eq!(
-        run(&["--root", root, "--exit-with", "1"]).status.code(),
-        Some(2)
-    );
+    run(&["--root", root, "x"]).assert_exit(2);
+    run(&["--root", root, "--exit-with", "1"]).assert_exit(2);
 }
 
 /// Every name under `dir` the referee would write (`OBSERVER-*` and its temp files).
@@ -260,7 +254,9 @@ fn a_build_swapped_for_a_symlink_is_detached_and_never_followed() {
     }
     assert_eq!(referee_files(&bait), Vec::<String>::new(), "{}", w.output());
     assert!(!bait.join(STOP).exists());
-    let (code, _, err) = status(&b1, true);
+    let Output {
+        code, stderr: err, ..
+    } = status(&b1, true);
     assert_ne!(code, 0, "a symlinked build is not live: {err}");
 
     // A real directory at the name again: refereed again.
@@ -371,7 +367,12 @@ fn a_storm_in_one_build_does_not_hold_up_another_builds_stop() {
     w.until("STOP in the quiet build during the storm", || {
         read(&quiet.join(STOP)).contains("OBS-27")
     });
-    let (code, out, err) = status(&quiet, true);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&quiet, true);
     assert_eq!(code, 1, "status on the quiet build says stop: {out}{err}");
     assert!(
         storm.running() && storm.made() > during,
@@ -384,7 +385,12 @@ fn a_storm_in_one_build_does_not_hold_up_another_builds_stop() {
     w.until("STOP in the storming build during the storm", || {
         read(&stormy.join(STOP)).contains("OBS-27")
     });
-    let (code, out, err) = status(&stormy, true);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&stormy, true);
     assert_eq!(
         code, 1,
         "status on the storming build says stop: {out}{err}"
@@ -394,7 +400,12 @@ fn a_storm_in_one_build_does_not_hold_up_another_builds_stop() {
     w.until("both STOPs resolved during the storm", || {
         !stormy.join(STOP).exists() && !quiet.join(STOP).exists()
     });
-    let (code, out, err) = status(&stormy, true);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&stormy, true);
     assert_eq!(code, 0, "status on the storming build says go: {out}{err}");
     assert!(storm.running(), "the storm still runs");
     let made = storm.end();

@@ -13,9 +13,8 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::code_change::{git_workspace, record, APP, PROTECTED};
-use crate::watch::{
-    build, exit_code, raise_stop, read, referee, Watch, EVENTS, HEARTBEAT, STOP, WAIT,
-};
+use crate::util::{run, Output};
+use crate::watch::{build, exit_code, raise_stop, read, Watch, EVENTS, HEARTBEAT, STOP, WAIT};
 
 /// Takes `.referee` away in one step (as `rm -r` would, without racing the referee's writes).
 fn take_away(ws: &Path) {
@@ -24,28 +23,12 @@ fn take_away(ws: &Path) {
     fs::rename(ws.join(".referee"), trash).expect("take .referee away");
 }
 
-/// `referee ARGS` with a timeout: (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = assert_cmd::Command::new(referee())
-        // Never the real $HOME, whatever a test forgets to pass.
-        .env("XDG_STATE_HOME", crate::state_home())
-        .args(args)
-        .timeout(WAIT * 2)
-        .output()
-        .expect("run referee");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn p(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
 }
 
 /// `referee status DIR --state-dir STATE [extra]`.
-fn status(dir: &Path, state: &Path, extra: &[&str]) -> (i32, String, String) {
+fn status(dir: &Path, state: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["status", p(dir), "--state-dir", p(state)];
     args.extend_from_slice(extra);
     run(&args)
@@ -113,7 +96,12 @@ fn deleting_the_referee_folder_does_not_switch_the_guards_off() {
         w.output()
     );
     assert!(state.join("attempts/t1/1.json").is_file());
-    let (code, out, err) = status(&ws, &state, &["--task", "t1"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&ws, &state, &["--task", "t1"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("ESCALATE"), "{out}");
     // The folder is made again and its copies restored; the deletion is on record.
@@ -133,7 +121,7 @@ fn a_replaced_referee_folder_is_tamper(plant: fn(&Path, &Path) -> std::io::Resul
     let outside = root.path().join("outside");
     fs::create_dir(&outside).expect("mkdir outside");
     let mut w = watch_workspace(&ws, &logs, &state);
-    assert_eq!(status(&ws, &state, &[]).0, 0, "{}", w.output());
+    assert_eq!(status(&ws, &state, &[]).code, 0, "{}", w.output());
     // The referee makes a deleted folder again at once: plant until the plant sticks.
     let at = ws.join(".referee");
     for _ in 0..100 {
@@ -145,8 +133,8 @@ fn a_replaced_referee_folder_is_tamper(plant: fn(&Path, &Path) -> std::io::Resul
         }
     }
     assert!(fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()));
-    w.until("status says STOP", || status(&ws, &state, &[]).0 == 1);
-    let (_, out, _) = status(&ws, &state, &[]);
+    w.until("status says STOP", || status(&ws, &state, &[]).code == 1);
+    let Output { stdout: out, .. } = status(&ws, &state, &[]);
     assert!(out.contains("REFEREE FOLDER REPLACED"), "{out}");
     assert!(tamper_in(&state, ".referee"), "{}", w.output());
     // Beats go on (in the state directory), and still nothing lands outside.
@@ -161,7 +149,7 @@ fn a_replaced_referee_folder_is_tamper(plant: fn(&Path, &Path) -> std::io::Resul
         "the referee wrote outside the workspace"
     );
     // With --require-live too: the live referee holds the STOP.
-    assert_eq!(status(&ws, &state, &["--require-live"]).0, 1);
+    assert_eq!(status(&ws, &state, &["--require-live"]).code, 1);
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     assert_eq!(fs::read_dir(&outside).expect("list outside").count(), 0);
@@ -202,7 +190,12 @@ fn a_forged_verdict_in_the_referee_folder_is_not_believed() {
     forged["verdict"] = json!("APPROVE");
     forged["reasons"] = json!([]);
     fs::write(&copy, forged.to_string()).expect("forge");
-    let (code, out, err) = status(&ws, &state, &["--task", "t1"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&ws, &state, &["--task", "t1"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("REJECT"), "{out}");
     w.until("the copy restored", || {
@@ -223,12 +216,22 @@ fn status_task_answers_not_judged_then_waits_for_the_approval() {
     let state = root.path().join("state");
     let base = BTreeMap::from([(APP, "def main():\n    return 1\n")]);
     let mut w = watch_workspace(&ws, &logs, &state);
-    let (code, out, err) = status(&ws, &state, &["--task", "t1"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&ws, &state, &["--task", "t1"]);
     assert_eq!(code, 4, "not judged yet: {out}{err}");
     assert!(err.contains("not judged"), "{err}");
     fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
     record(&ws, "t1", 1, &[APP], &base);
-    let (code, out, err) = status(&ws, &state, &["--task", "t1", "--wait", "20s"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = status(&ws, &state, &["--task", "t1", "--wait", "20s"]);
     assert_eq!(code, 0, "{out}{err}\n{}", w.output());
     assert!(out.contains("APPROVE"), "{out}");
     // A next attempt is not answered by the previous one's verdict.
@@ -239,7 +242,9 @@ fn status_task_answers_not_judged_then_waits_for_the_approval() {
     fs::write(ws.join(".tasks/.t1.tmp"), doc.to_string()).expect("write");
     w.signal(libc::SIGSTOP);
     fs::rename(ws.join(".tasks/.t1.tmp"), ws.join(".tasks/t1.json")).expect("rename");
-    let (code, _, err) = status(&ws, &state, &["--task", "t1"]);
+    let Output {
+        code, stderr: err, ..
+    } = status(&ws, &state, &["--task", "t1"]);
     w.signal(libc::SIGCONT);
     assert_eq!(
         code, 4,
@@ -260,8 +265,8 @@ fn deleted_stop_and_heartbeat_copies_leave_the_stop_standing() {
     assert!(state.join(STOP).is_file(), "the state directory's STOP");
     fs::remove_file(dir.join(STOP)).expect("rm STOP");
     fs::remove_file(dir.join(HEARTBEAT)).expect("rm heartbeat");
-    assert_eq!(status(&dir, &state, &[]).0, 1);
-    assert_eq!(status(&dir, &state, &["--require-live"]).0, 1);
+    assert_eq!(status(&dir, &state, &[]).code, 1);
+    assert_eq!(status(&dir, &state, &["--require-live"]).code, 1);
     // The live referee puts its copies back.
     w.until("the STOP copy restored", || dir.join(STOP).is_file());
     w.until("the heartbeat copy restored", || {
@@ -269,7 +274,9 @@ fn deleted_stop_and_heartbeat_copies_leave_the_stop_standing() {
     });
     w.kill9();
     fs::remove_file(dir.join(STOP)).expect("rm STOP");
-    let (code, out, _) = status(&dir, &state, &[]);
+    let Output {
+        code, stdout: out, ..
+    } = status(&dir, &state, &[]);
     assert_eq!(code, 1, "the STOP outlives the referee and its copy");
     assert!(out.contains("OBS-27"), "{out}");
 }
@@ -300,12 +307,16 @@ fn a_hand_written_heartbeat_is_not_live() {
         "trace_id": "forged",
     });
     fs::write(dir.join(HEARTBEAT), forged.to_string()).expect("forge");
-    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    let Output {
+        code, stderr: err, ..
+    } = status(&dir, &state, &["--require-live"]);
     assert_eq!(code, 3, "no referee ever ran: {err}");
     assert!(err.contains("no referee has run"), "{err}");
     // A referee ran and finished; the forged heartbeat goes back in the build directory and
     // into the state directory too (as if the state directory were reachable): no lock held.
-    let (code, _, err) = run(&[
+    let Output {
+        code, stderr: err, ..
+    } = run(&[
         "watch",
         p(&dir),
         "--state-dir",
@@ -316,10 +327,14 @@ fn a_hand_written_heartbeat_is_not_live() {
     ]);
     assert!(code == 0 || code == 1, "{err}");
     fs::write(dir.join(HEARTBEAT), forged.to_string()).expect("forge");
-    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    let Output {
+        code, stderr: err, ..
+    } = status(&dir, &state, &["--require-live"]);
     assert_eq!(code, 3, "{err}");
     fs::write(state.join(HEARTBEAT), forged.to_string()).expect("forge");
-    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    let Output {
+        code, stderr: err, ..
+    } = status(&dir, &state, &["--require-live"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("lock"), "{err}");
 }
@@ -331,15 +346,17 @@ fn a_stopped_referee_is_not_live() {
     let state = root.path().join("state");
     let mut w = Watch::start(&dir, root.path(), &["--state-dir", p(&state)]);
     w.until("a live referee", || {
-        status(&dir, &state, &["--require-live"]).0 == 0
+        status(&dir, &state, &["--require-live"]).code == 0
     });
     w.signal(libc::SIGSTOP);
-    let (code, _, err) = status(&dir, &state, &["--require-live"]);
+    let Output {
+        code, stderr: err, ..
+    } = status(&dir, &state, &["--require-live"]);
     w.signal(libc::SIGCONT);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("stopped"), "{err}");
     w.until("live again", || {
-        status(&dir, &state, &["--require-live"]).0 == 0
+        status(&dir, &state, &["--require-live"]).code == 0
     });
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
@@ -352,11 +369,15 @@ fn an_unsafe_state_directory_is_refused() {
     let open = root.path().join("open");
     fs::create_dir(&open).expect("mkdir");
     fs::set_permissions(&open, fs::Permissions::from_mode(0o770)).expect("chmod");
-    let (code, _, err) = run(&["watch", p(&dir), "--state-dir", p(&open), "--timeout", "1s"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["watch", p(&dir), "--state-dir", p(&open), "--timeout", "1s"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("writable by group"), "{err}");
     assert!(err.contains("chmod 700"), "{err}");
-    let (code, _, err) = status(&dir, &open, &[]);
+    let Output {
+        code, stderr: err, ..
+    } = status(&dir, &open, &[]);
     assert_eq!(code, 2, "{err}");
 
     let real = root.path().join("real");
@@ -364,7 +385,9 @@ fn an_unsafe_state_directory_is_refused() {
     fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).expect("chmod");
     let link = root.path().join("link");
     std::os::unix::fs::symlink(&real, &link).expect("symlink");
-    let (code, _, err) = run(&["watch", p(&dir), "--state-dir", p(&link), "--timeout", "1s"]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["watch", p(&dir), "--state-dir", p(&link), "--timeout", "1s"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("symbolic link"), "{err}");
     assert!(!dir.join(HEARTBEAT).exists(), "nothing ran");

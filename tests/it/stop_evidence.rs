@@ -7,6 +7,7 @@ use std::fs;
 
 use serde_json::Value;
 
+use crate::util::Output;
 use crate::watch::{build, exit_code, payloads, read, run, Watch, STOP, WAIT};
 
 const AUDITOR_C: &str = "p3b-pa-auditor-C.md";
@@ -102,7 +103,12 @@ fn the_stop_lists_every_file_its_check_read() {
     let (_root, dir) = build("clean");
     let clean = read(&dir.join(AUDITOR_C));
     fs::write(dir.join(AUDITOR_C), contaminate(&clean)).expect("contaminate");
-    let (code, out, err) = run(&["watch", dir.to_str().unwrap(), "--timeout", "50"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["watch", dir.to_str().unwrap(), "--timeout", "50"]);
     assert_eq!(code, 1, "{out}{err}");
     let stop = read(&dir.join(STOP));
     let evidence = stop_evidence(&stop, "OBS-21");
@@ -124,7 +130,12 @@ fn a_very_long_file_list_is_cut_with_a_count() {
     for n in 0..60 {
         fs::write(dir.join(format!("p3b-pa-auditor-X{n:02}.md")), &clean).expect("extra");
     }
-    let (code, out, err) = run(&["watch", dir.to_str().unwrap(), "--timeout", "50"]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["watch", dir.to_str().unwrap(), "--timeout", "50"]);
     assert_eq!(code, 1, "{out}{err}");
     let stop = read(&dir.join(STOP));
     let evidence = stop_evidence(&stop, "OBS-21");

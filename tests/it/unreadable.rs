@@ -8,22 +8,17 @@ use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::builder::Build;
+use crate::util::{Output, TestCommand};
 
 const WAIT: Duration = Duration::from_secs(20);
 /// `nobody`: an unprivileged user for whom mode 000 means what it says.
 const NOBODY: u32 = 65534;
-
-fn referee() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("referee")
-}
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -82,27 +77,23 @@ fn locked_refine_build() -> Option<(tempfile::TempDir, PathBuf, Locked)> {
 }
 
 /// Runs `referee ARGS` (as `nobody` when asked) with a timeout: (exit code, stdout, stderr).
-fn run(args: &[&OsStr], as_nobody: bool) -> (i32, String, String) {
-    let mut cmd = Command::new(referee());
-    cmd.env("XDG_STATE_HOME", crate::state_home());
+fn run(args: &[&OsStr], as_nobody: bool) -> Output {
+    let mut cmd = TestCommand::new();
     cmd.args(args);
     if as_nobody {
-        cmd.uid(NOBODY).gid(NOBODY);
+        cmd.as_user(NOBODY, NOBODY);
     }
-    let out = assert_cmd::Command::from_std(cmd)
-        .timeout(WAIT)
-        .output()
-        .expect("run referee");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cmd.output()
 }
 
 /// `verify DIR --final --format json`: the parsed document.
 fn verify_json(dir: &Path, as_nobody: bool) -> Value {
-    let (code, out, err) = run(
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(
         &[
             OsStr::new("verify"),
             dir.as_os_str(),
@@ -165,19 +156,17 @@ fn a_folder_that_cannot_be_listed_is_inconclusive_not_clean_for_watch() {
     std::os::unix::fs::chown(&state, Some(NOBODY), Some(NOBODY)).expect("chown state");
     fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .expect("chmod state");
-    let mut child = Command::new(referee())
+    let mut child = TestCommand::new()
         .arg("watch")
         .arg(&dir)
         .arg("--state-dir")
         .arg(&state)
         .args(["--heartbeat", "0.5"])
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .stdin(Stdio::null())
-        .stdout(fs::File::create(&out).expect("stdout file"))
-        .stderr(fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("spawn referee watch");
+        .as_user(NOBODY, NOBODY)
+        .spawn(
+            fs::File::create(&out).expect("stdout file"),
+            fs::File::create(&err).expect("stderr file"),
+        );
     let deadline = Instant::now() + WAIT;
     let status = loop {
         if let Some(s) = child.try_wait().expect("try_wait") {
@@ -317,7 +306,12 @@ fn a_name_cannot_forge_a_line_in_the_markdown() {
         "# Audit\n\n## Completion Manifest\n",
     )
     .expect("write");
-    let (code, md, err) = run(&[OsStr::new("verify"), dir.as_os_str()], false);
+    let Output {
+        code,
+        stdout: md,
+        stderr: err,
+        ..
+    } = run(&[OsStr::new("verify"), dir.as_os_str()], false);
     assert_eq!(code, 1, "{err}\n{md}");
     for line in md.split(['\n', '\r']) {
         assert!(

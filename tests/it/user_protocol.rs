@@ -10,6 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::util::Output;
 use crate::watch::{exit_code, read, run, Watch, WAIT};
 
 fn repo() -> &'static Path {
@@ -47,7 +48,12 @@ fn verify(dir: &Path, final_: bool) -> (i32, Value) {
     if final_ {
         args.push("--final");
     }
-    let (code, out, err) = run(&args);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&args);
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     (code, v)
 }
@@ -139,12 +145,12 @@ fn a_protocol_without_verdict_completes_on_final() {
     assert_eq!(status_of(&v, "REPORT").0, "PASS");
     // The report says how such a run finishes, not that a verdict is awaited.
     let (d, p) = (dir.to_str().expect("utf-8"), protocol_file());
-    let (_, md, _) = run(&["verify", d, "--protocol", &p]);
+    let Output { stdout: md, .. } = run(&["verify", d, "--protocol", &p]);
     assert!(
         md.contains("run in progress (the protocol reads no pipeline verdict"),
         "{md}"
     );
-    let (_, md, _) = run(&["verify", d, "--protocol", &p, "--final"]);
+    let Output { stdout: md, .. } = run(&["verify", d, "--protocol", &p, "--final"]);
     assert!(
         md.contains("run judged as finished (the protocol reads no pipeline verdict)"),
         "{md}"
@@ -157,7 +163,11 @@ fn a_protocol_without_verdict_completes_on_final() {
 #[test]
 fn a_protocol_without_verdict_completes_when_the_pipeline_exits() {
     let (root, dir) = case_build("no-results");
-    let mut pipeline = Command::new("sleep").arg("2").spawn().expect("spawn sleep");
+    // The pipeline ends when the test says so (killed), not after a guessed time.
+    let mut pipeline = Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .expect("spawn sleep");
     let pid = pipeline.id().to_string();
     let p = protocol_file();
     let mut w = Watch::start(&dir, root.path(), &["--protocol", &p, "--exit-with", &pid]);
@@ -168,6 +178,7 @@ fn a_protocol_without_verdict_completes_when_the_pipeline_exits() {
         !dir.join("OBSERVER-STOP.md").exists(),
         "nothing is due while the run goes on"
     );
+    pipeline.kill().expect("end the pipeline");
     pipeline.wait().expect("sleep exits");
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     let report = read(&dir.join("OBSERVER-REPORT.md"));
@@ -184,7 +195,12 @@ fn a_protocol_without_verdict_completes_when_the_pipeline_exits() {
 #[test]
 fn protocol_test_runs_the_example_fixtures() {
     let d = example();
-    let (code, out, err) = run(&["protocol", "test", d.to_str().unwrap()]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["protocol", "test", d.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     for case in [
         "broken-json",
@@ -230,7 +246,12 @@ fn protocol_test_reports_each_mismatch_as_a_diff() {
     .unwrap();
     let dir = t.path().to_str().unwrap();
     let p = protocol_file();
-    let (code, out, err) = run(&["protocol", "test", dir, "--protocol", &p]);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["protocol", "test", dir, "--protocol", &p]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         out.contains(
@@ -245,7 +266,9 @@ fn protocol_test_reports_each_mismatch_as_a_diff() {
     assert!(out.ends_with("2 case(s): 0 passed, 2 failed\n"), "{out}");
 
     fs::create_dir(t.path().join("unasserted")).unwrap();
-    let (code, _, err) = run(&["protocol", "test", dir, "--protocol", &p]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["protocol", "test", dir, "--protocol", &p]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unasserted/expect.toml"), "{err}");
 
@@ -255,7 +278,9 @@ fn protocol_test_reports_each_mismatch_as_a_diff() {
         "[checks]\nSCORE = \"PASSED\"\n",
     )
     .unwrap();
-    let (code, _, err) = run(&["protocol", "test", dir, "--protocol", &p]);
+    let Output {
+        code, stderr: err, ..
+    } = run(&["protocol", "test", dir, "--protocol", &p]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("expect.toml:2:9"), "{err}");
 }
@@ -270,7 +295,12 @@ fn a_protocol_without_verdict_refuses_complete_and_a_bare_parses() {
         fs::write(&f, text).unwrap();
         run(&["protocol", "check", f.to_str().unwrap()])
     };
-    let (code, out, err) = check(&text);
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = check(&text);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("ok: protocol `score` 1.0.0 — 1 passes, 4 checks"),
@@ -281,7 +311,9 @@ fn a_protocol_without_verdict_refuses_complete_and_a_bare_parses() {
         "predicate = { exists = \"report.md\" }",
         "predicate = { all = [{ exists = \"report.md\" }, { complete = true }] }",
     );
-    let (code, _, err) = check(&bad);
+    let Output {
+        code, stderr: err, ..
+    } = check(&bad);
     assert_eq!(code, 2);
     assert!(
         err.contains("in check `REPORT`: `complete` needs a `[verdict]` table"),
@@ -294,12 +326,16 @@ fn a_protocol_without_verdict_refuses_complete_and_a_bare_parses() {
     assert!(err.contains(&format!("p.toml:{line}:")), "{line}: {err}");
 
     let bad = text.replace("{ parses = { files = \"*.json\" } }", "{ parses = true }");
-    let (code, _, err) = check(&bad);
+    let Output {
+        code, stderr: err, ..
+    } = check(&bad);
     assert_eq!(code, 2);
     assert!(err.contains("`parses` needs `files`"), "{err}");
 
     let bad = text.replace("path = \"/score\"", "path = \"score\"");
-    let (code, _, err) = check(&bad);
+    let Output {
+        code, stderr: err, ..
+    } = check(&bad);
     assert_eq!(code, 2);
     assert!(err.contains("`path` is a JSON pointer"), "{err}");
 }
@@ -386,7 +422,9 @@ fn the_schema_refuses_misspelled_keys() {
         assert!(errs.iter().any(|e| e.contains(needle)), "{to}: {errs:#?}");
         let f = tempfile::NamedTempFile::new().unwrap();
         fs::write(f.path(), &bad).unwrap();
-        let (code, _, err) = run(&["protocol", "check", f.path().to_str().unwrap()]);
+        let Output {
+            code, stderr: err, ..
+        } = run(&["protocol", "check", f.path().to_str().unwrap()]);
         assert_eq!(code, 2, "`{to}` loaded: {err}");
     }
 }
@@ -409,7 +447,12 @@ fn the_readme_protocol_passes_the_example_fixtures() {
     let file = t.path().join("protocol.toml");
     fs::write(&file, block).unwrap();
     let d = example();
-    let (code, out, err) = run(&[
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&[
         "protocol",
         "test",
         d.to_str().unwrap(),

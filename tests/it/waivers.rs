@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::formats::{mixed, run, sarif, workspace};
+use crate::util::Output;
 
 /// OBS-01 cannot be verified in [`mixed`]'s build: accepted by a human.
 const WAIVE_OBS01: &str = r#"
@@ -40,7 +41,7 @@ fn waiver_file(dir: &Path, text: &str) -> PathBuf {
     path
 }
 
-fn verify(dir: &Path, waivers: &Path, format: &str) -> (i32, String, String) {
+fn verify(dir: &Path, waivers: &Path, format: &str) -> Output {
     run(&[
         "verify",
         dir.to_str().unwrap(),
@@ -64,19 +65,26 @@ fn result<'a>(v: &'a Value, pass: &str, check: &str) -> &'a Value {
 fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
     let (tmp, dir) = mixed("manual");
     let w = waiver_file(tmp.path(), WAIVE_OBS27);
-    let (code, _, _) = run(&["verify", dir.to_str().unwrap()]);
+    let Output { code, .. } = run(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 1, "unwaived");
 
     // OBS-01 cannot be verified in this build (no EXPERIENTIAL_SCAN time): a due BLOCKING
     // check the referee cannot decide holds like a FAIL (SPEC §8), so waiving OBS-27 alone is
     // not enough; a human accepts OBS-01 too.
-    let (code, json, _) = verify(&dir, &w, "json");
+    let Output {
+        code, stdout: json, ..
+    } = verify(&dir, &w, "json");
     assert_eq!(code, 1, "OBS-01 cannot be verified");
     let v: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["summary"]["cannot_verify"], 1, "{}", v["summary"]);
     assert_eq!(v["stop"], true);
     let w = waiver_file(tmp.path(), &format!("{WAIVE_OBS27}{WAIVE_OBS01}"));
-    let (code, json, err) = verify(&dir, &w, "json");
+    let Output {
+        code,
+        stdout: json,
+        stderr: err,
+        ..
+    } = verify(&dir, &w, "json");
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["summary"]["cannot_verify"], 0);
@@ -96,7 +104,9 @@ fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
         "only FAILs"
     );
 
-    let (code, md, _) = verify(&dir, &w, "md");
+    let Output {
+        code, stdout: md, ..
+    } = verify(&dir, &w, "md");
     assert_eq!(code, 0);
     assert!(md.contains("### Waivers"), "{md}");
     assert!(
@@ -104,7 +114,9 @@ fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
         "{md}"
     );
 
-    let (code, text, _) = verify(&dir, &w, "sarif");
+    let Output {
+        code, stdout: text, ..
+    } = verify(&dir, &w, "sarif");
     assert_eq!(code, 0);
     let v = sarif(&text);
     let r = v["runs"][0]["results"]
@@ -121,7 +133,9 @@ fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
         .unwrap()
         .contains("INC-42"));
 
-    let (code, xml, _) = verify(&dir, &w, "junit");
+    let Output {
+        code, stdout: xml, ..
+    } = verify(&dir, &w, "junit");
     assert_eq!(code, 0);
     assert!(
         xml.contains("<property name=\"waiver.approved_by\" value=\"jane.doe\"/>"),
@@ -132,7 +146,9 @@ fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
         "a waived FAIL fails no CI job: {xml}"
     );
 
-    let (code, out, _) = verify(&dir, &w, "github");
+    let Output {
+        code, stdout: out, ..
+    } = verify(&dir, &w, "github");
     assert_eq!(code, 0);
     assert!(
         out.lines()
@@ -149,13 +165,20 @@ fn a_waiver_for_another_pass_or_an_expired_one_does_not_apply() {
         tmp.path(),
         &WAIVE_OBS27.replace("pass = \"2\"", "pass = \"R\""),
     );
-    let (code, json, _) = verify(&dir, &w, "json");
+    let Output {
+        code, stdout: json, ..
+    } = verify(&dir, &w, "json");
     assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&json).unwrap();
     assert!(result(&v, "2", "OBS-27").get("waiver").is_none());
 
     let w = waiver_file(tmp.path(), EXPIRED_OBS27);
-    let (code, json, err) = verify(&dir, &w, "json");
+    let Output {
+        code,
+        stdout: json,
+        stderr: err,
+        ..
+    } = verify(&dir, &w, "json");
     assert_eq!(code, 1, "an expired waiver is ignored");
     assert!(
         err.contains("referee: warning: waiver for OBS-27")
@@ -170,7 +193,9 @@ fn a_waiver_for_another_pass_or_an_expired_one_does_not_apply() {
         v["waivers"]["expired"][0]["at"],
         format!("{}:1", w.display())
     );
-    let (code, md, _) = verify(&dir, &w, "md");
+    let Output {
+        code, stdout: md, ..
+    } = verify(&dir, &w, "md");
     assert_eq!(code, 1);
     assert!(md.contains("Expired waivers (ignored):"), "{md}");
 }
@@ -210,18 +235,24 @@ fn a_malformed_waiver_file_exits_2_at_its_place_before_anything_runs() {
             "--waivers",
             w.to_str().unwrap(),
         ]);
-        assert_eq!(out.0, 2, "{text}: {out:?}");
+        assert_eq!(out.code, 2, "{text}: {out}");
         let expected = format!("referee: {}{place}", w.display());
-        assert!(out.2.starts_with(&expected), "{expected} in {}", out.2);
-        assert!(out.2.contains(what), "{what} in {}", out.2);
-        assert!(out.1.is_empty(), "nothing printed: {}", out.1);
+        assert!(
+            out.stderr.starts_with(&expected),
+            "{expected} in {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains(what), "{what} in {}", out.stderr);
+        assert!(out.stdout.is_empty(), "nothing printed: {}", out.stdout);
         assert_eq!(
             std::fs::read_dir(&dir).unwrap().count(),
             before,
             "nothing written"
         );
     }
-    let (code, _, err) = verify(&dir, &tmp.path().join("missing.toml"), "md");
+    let Output {
+        code, stderr: err, ..
+    } = verify(&dir, &tmp.path().join("missing.toml"), "md");
     assert_eq!(code, 2);
     assert!(err.contains("cannot read waiver file"), "{err}");
 }
@@ -250,12 +281,19 @@ fn a_waiver_in_a_code_change_workspace_keeps_the_attempt_from_rejection() {
         a
     };
     let go = |a: Vec<String>| run(&a.iter().map(String::as_str).collect::<Vec<_>>());
-    let (code, json, _) = go(args(None));
+    let Output {
+        code, stdout: json, ..
+    } = go(args(None));
     assert_eq!(code, 1);
     let v: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["verdicts"][0]["verdict"], "REJECT");
 
-    let (code, json, err) = go(args(Some(&w)));
+    let Output {
+        code,
+        stdout: json,
+        stderr: err,
+        ..
+    } = go(args(Some(&w)));
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
@@ -354,7 +392,9 @@ fn watch_refuses_a_malformed_waiver_file_before_anything_runs() {
         &WAIVE_OBS27.replace("2099-12-31", "2099-99-01"),
     );
     let before = std::fs::read_dir(&dir).unwrap().count();
-    let (code, _, err) = run(&[
+    let Output {
+        code, stderr: err, ..
+    } = run(&[
         "watch",
         dir.to_str().unwrap(),
         "--waivers",
