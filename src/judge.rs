@@ -359,10 +359,10 @@ fn refuse_live(dir: &Path, state: &Path) -> Result<()> {
 /// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
 /// is fresh (not finished) and its pid runs.
 pub fn live_referee(dir: &Path, state: &Path) -> Option<String> {
-    if crate::daemon::events::locked_by_other(state) {
+    if crate::daemon::journal::locked_by_other(state) {
         return Some(format!(
             "another process holds the lock on `{}`",
-            state.join(crate::daemon::events::EVENTS_FILE).display()
+            state.join(crate::daemon::journal::EVENTS_FILE).display()
         ));
     }
     crate::status::watched_by(dir, state)
@@ -451,7 +451,7 @@ mod tests {
         assert_eq!(live_referee(dir.path(), dir.path()), None, "stale");
         beat(dir.path(), 0, heartbeat::WATCHING, 0);
         assert_eq!(live_referee(dir.path(), dir.path()), None, "no such pid");
-        let log = crate::daemon::events::open_locked(dir.path()).unwrap();
+        let log = crate::daemon::journal::open_locked(dir.path()).unwrap();
         let why = live_referee(dir.path(), dir.path()).unwrap();
         assert!(why.contains("holds the lock"), "{why}");
         drop(log);

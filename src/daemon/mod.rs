@@ -4,7 +4,7 @@
 //! or it is told to stop. With `--root`, one process does this for every build directory under a
 //! root.
 //!
-//! The layout: one loop drives many sessions.
+//! The layout: one loop drives many sessions; an I/O shell around pure rules.
 //!
 //! - [`driver`]: the loop. It owns the event source (one for all sessions), signals, the
 //!   pipeline's exit, the timers, and which session an event belongs to; under `--root` it finds
@@ -12,28 +12,24 @@
 //!   storm of events does not hold up another's STOP). It sleeps on one channel with a timeout
 //!   to the earliest timer.
 //! - [`session`]: one build directory's referee: its state, its own files, its timers, its end.
-//! - [`decide`]: what an evaluation changes (holds, status changes, STOP, fix attempts): plain
-//!   functions, no I/O.
-//! - [`event`]: the typed events, written to and resumed from [`events`] (the JSONL log).
-//! - [`stop`], [`heartbeat`], [`settle`], [`guard`], [`attach`], [`signals`]: the STOP file, the
-//!   heartbeat, "is this file still being written", fix attempts, "is this still the directory",
-//!   and SIGINT/SIGTERM and `--exit-with`; [`retry`]: when a write of its own that failed is
-//!   tried again.
+//! - [`rules`]: the decisions, as plain functions with no I/O: what an evaluation changes
+//!   ([`rules::ledger`]: holds, status changes, STOP, fix attempts), fix attempts and escalation
+//!   ([`rules::guard`]), "is this file still being written" ([`rules::settle`]), when a failed
+//!   write of its own is tried again ([`rules::retry`]), what the referee saw (`rules::seen`).
+//! - [`event`]: the typed events, appended to and resumed from [`journal`] (the JSONL log).
+//! - [`stop`], [`heartbeat`], [`attach`], [`signals`]: the STOP file, the heartbeat, "is this
+//!   still the directory", and SIGINT/SIGTERM and `--exit-with`.
 //!
 //! Nothing here judges (the engine does) or renders markdown (outputs does), and only the
 //! referee's own `OBSERVER-*` files are written.
 
 pub mod attach;
-pub mod decide;
 mod driver;
 pub mod event;
-pub mod events;
-pub mod guard;
 pub mod heartbeat;
-pub mod retry;
-mod seen;
+pub mod journal;
+pub mod rules;
 mod session;
-pub mod settle;
 pub mod signals;
 pub mod stop;
 
@@ -130,7 +126,7 @@ impl Config {
             max_fix_attempts: 3,
             heartbeat: Duration::from_secs(2),
             settle: Duration::from_millis(300),
-            settle_max: settle::DEFAULT_MAX,
+            settle_max: rules::settle::DEFAULT_MAX,
             fresh: false,
             quiet: false,
             // A watcher lives long beside big builds: files over 1 MiB are read by each check
@@ -249,7 +245,7 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
         loaded: String,
     },
     #[error(transparent)]
-    Log(#[from] events::LogError),
+    Log(#[from] journal::LogError),
     #[error(
         "cannot write the referee's own file `{path}` (`--on-fault continue` runs without it)"
     )]

@@ -417,7 +417,7 @@ fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Verdict {
         Ok(hb) => judge(&hb, here, Utc::now(), stale, &process),
         Err(e) => Verdict::NotLive(crate::error::chain(&e)),
     };
-    if !matches!(verdict, Verdict::NotLive(_)) && !crate::daemon::events::locked_by_other(state) {
+    if !matches!(verdict, Verdict::NotLive(_)) && !crate::daemon::journal::locked_by_other(state) {
         return Verdict::NotLive(format!(
             "no process holds the lock on the event log in the state directory `{}` (the heartbeat was not written by a live referee)",
             state.display()

@@ -59,7 +59,7 @@ fn go_stop_and_liveness() {
     let forged = status(&cfg(d, true)).unwrap();
     assert_eq!(forged.code, ExitCode::NotLive);
     assert!(matches!(forged.note, Some(Note::Error(t)) if t.contains("lock")));
-    let _log = crate::daemon::events::open_locked(d).unwrap();
+    let _log = crate::daemon::journal::open_locked(d).unwrap();
     assert_eq!(status(&cfg(d, true)).unwrap().code, ExitCode::Ok);
     beat(d, Duration::from_secs(60), heartbeat::WATCHING);
     let stale = status(&cfg(d, true)).unwrap();
@@ -113,7 +113,7 @@ fn a_missing_directory_has_no_live_referee() {
 fn a_stop_the_disk_refused_still_stops() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let _log = crate::daemon::events::open_locked(d).unwrap();
+    let _log = crate::daemon::journal::open_locked(d).unwrap();
     let mut h = hb(d, Duration::ZERO, heartbeat::FAULTED);
     h.stop_wanted = true;
     h.faults = vec!["cannot write `OBSERVER-STOP.md`: no space left on device".into()];

@@ -39,8 +39,8 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use referee::artifacts::gates::parse_gates;
 use referee::artifacts::tracker::{SectionFilter, Tracker};
 use referee::daemon::attach::DirId;
-use referee::daemon::events;
 use referee::daemon::heartbeat::{self, HEARTBEAT_FILE};
+use referee::daemon::journal;
 use referee::exit::ExitCode;
 use referee::outputs::STOP_FILE;
 use referee::protocol::Protocol;
@@ -1136,7 +1136,7 @@ fn envelope() -> impl Strategy<Value = String> + Clone {
 }
 
 /// The invariants of a resumed state, whatever the log held.
-fn resumed_invariants(text: &str, r: &events::Resumed) -> Result<(), TestCaseError> {
+fn resumed_invariants(text: &str, r: &journal::Resumed) -> Result<(), TestCaseError> {
     let nonblank = text.lines().filter(|l| !l.trim().is_empty()).count();
     prop_assert_eq!(r.events + r.skipped, nonblank);
     prop_assert!(r.history.len() <= r.events);
@@ -1155,12 +1155,12 @@ fn events_structured() {
     fuzz("events", 96, doc, |(lines, cut, which)| {
         let text = format!("{}\n", lines.join("\n"));
         let r = bounded("events", text.as_bytes(), 64, 64 << 10, || {
-            events::replay(&text)
+            journal::replay(&text)
         })?;
         resumed_invariants(&text, &r)?;
         let crlf = text.replace('\n', "\r\n");
         prop_assert_eq!(
-            &events::replay(&crlf),
+            &journal::replay(&crlf),
             &r,
             "CRLF line endings resumed differently"
         );
@@ -1173,12 +1173,12 @@ fn events_structured() {
         let torn = format!("{text}{}", &line[..torn_at.max(1)]);
         let mut want = r.clone();
         want.skipped += 1;
-        if want.skipped_lines.len() < events::MAX_SKIPPED_LISTED {
+        if want.skipped_lines.len() < journal::MAX_SKIPPED_LISTED {
             // Reported by its number: the line after the last newline.
             want.skipped_lines.push(text.matches('\n').count() + 1);
         }
         prop_assert_eq!(
-            &events::replay(&torn),
+            &journal::replay(&torn),
             &want,
             "a torn last line changed the resumed state"
         );
@@ -1192,7 +1192,7 @@ fn events_mutated() {
     fuzz("events-mutated", 96, ops(insert), |ops| {
         let text = lossy(&mutate(EVENTS.as_bytes(), &ops));
         let r = bounded("events-mutated", text.as_bytes(), 64, 64 << 10, || {
-            events::replay(&text)
+            journal::replay(&text)
         })?;
         resumed_invariants(&text, &r)
     });
@@ -1201,7 +1201,7 @@ fn events_mutated() {
 #[test]
 fn events_unmutated_log_resumes() {
     // The baseline the mutations start from: every recorded line is understood.
-    let r = events::replay(EVENTS);
+    let r = journal::replay(EVENTS);
     assert_eq!(r.skipped, 0);
     assert_eq!(r.events, EVENTS.lines().count());
     // The hand-made `restart` comes after the recorded `end`.
@@ -1211,7 +1211,7 @@ fn events_unmutated_log_resumes() {
         .take_while(|l| !l.contains("\"event\":\"fix_attempt\""))
         .map(|l| format!("{l}\n"))
         .collect();
-    assert!(events::replay(&recorded).ended);
+    assert!(journal::replay(&recorded).ended);
     assert_eq!(r.escalations.len(), 1, "{:?}", r.escalations);
     assert!(r.history.len() > 10);
 }

@@ -584,12 +584,12 @@ fn an_unwritable_build_directory_is_not_live_once_its_heartbeat_is_stale() {
 #[test]
 fn an_append_the_disk_cuts_short_leaves_no_torn_line() {
     use referee::daemon::event::Event;
-    use referee::daemon::events::{self, ContextRef, EventLog, Record};
+    use referee::daemon::journal::{self, ContextRef, EventLog, Record};
     let root = tempfile::tempdir().expect("tempdir");
     let Some(mnt) = Tmpfs::mount(&root.path().join("mnt"), "256k") else {
         return;
     };
-    let opened = events::open_locked(&mnt.at).expect("open the log");
+    let opened = journal::open_locked(&mnt.at).expect("open the log");
     let context = ContextRef {
         app_ctx: mnt.at.display().to_string(),
         motor_ctx: "d10@test".into(),
@@ -604,7 +604,7 @@ fn an_append_the_disk_cuts_short_leaves_no_torn_line() {
     let cut = log.append(&rec("x".repeat(64 << 10)), &now);
     assert!(cut.is_err(), "the disk is full");
     let lines = |n: usize| {
-        let text = read(&mnt.at.join(events::EVENTS_FILE));
+        let text = read(&mnt.at.join(journal::EVENTS_FILE));
         assert!(
             text.ends_with('\n'),
             "a torn tail: {:?}",

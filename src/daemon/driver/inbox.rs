@@ -25,7 +25,7 @@ pub(super) const MAX_PATHS: usize = 4096;
 /// (re-listed whole at the build's turn: one walk of the folder instead of a look at each path,
 /// and nothing more is kept for it). A writer renaming a few files into place is far below it;
 /// a storm in one folder is coalesced into one entry. The files of a folded folder are judged
-/// as recent writes by their mtime until they settle (see [`crate::daemon::settle`]).
+/// as recent writes by their mtime until they settle (see [`crate::daemon::rules::settle`]).
 pub(super) const MAX_PER_FOLDER: usize = 64;
 
 /// One build's waiting work.

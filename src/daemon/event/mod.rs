@@ -5,7 +5,7 @@
 //! This module owns the payloads' shapes and names (`"event": "stop_raised"` …), what each event
 //! means for the envelope (scope, signal type, severity), the human line the daemon prints for it,
 //! and which events are incidents for the report. It does no I/O and decides nothing: sessions
-//! decide, [`super::events`] appends and replays.
+//! decide, [`super::journal`] appends and replays.
 
 use std::collections::BTreeMap;
 

@@ -13,8 +13,8 @@ use crate::workspace::OUTPUT_DIR;
 
 use super::super::attach::DirId;
 use super::super::event::Event;
-use super::super::events::{MirrorFix, EVENTS_FILE};
 use super::super::heartbeat;
+use super::super::journal::{MirrorFix, EVENTS_FILE};
 use super::Session;
 
 /// The STOP block that stands while `.referee` is not the session's folder.
@@ -119,7 +119,7 @@ impl Session {
         self.folder_lost = None;
         tasks.copies_dirty = true;
         // A real folder again: what could not be written into it is tried at once.
-        self.backoff = super::super::retry::Backoff::default();
+        self.backoff = super::super::rules::retry::Backoff::default();
         self.stop.set_copy(true);
         if let Some(log) = &mut self.log {
             log.set_mirror(Some(self.out.clone()));

@@ -11,7 +11,7 @@ use crate::exit::ExitCode;
 use crate::outputs::{markdown, REPORT_FILE};
 
 use super::super::event::{Ended, Event, FinalResult};
-use super::super::events::Record;
+use super::super::journal::Record;
 use super::super::{heartbeat, EndReason, FaultPolicy, Outcome};
 use super::Session;
 

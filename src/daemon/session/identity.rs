@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use super::super::attach;
 use super::super::event::Event;
-use super::super::events::{self, EventLog};
 use super::super::heartbeat;
+use super::super::journal::{self, EventLog};
 use super::super::stop::StopFile;
 use super::open::{context_ref, held, remove_stale_temps};
 use super::{Rewatch, Session};
@@ -149,8 +149,8 @@ impl Session {
             }
         }
         if self.log.is_none() {
-            match events::open_locked(&self.state) {
-                Ok(events::Opened {
+            match journal::open_locked(&self.state) {
+                Ok(journal::Opened {
                     file, torn_tail, ..
                 }) => {
                     let context = context_ref(&canon, &self.protocol);
@@ -168,11 +168,11 @@ impl Session {
                         Err(e) => self.log_fault(&e),
                     }
                 }
-                Err(events::LogError::Busy { path }) => {
+                Err(journal::LogError::Busy { path }) => {
                     self.detach(format!("another referee holds the lock on `{path}`"));
                     return;
                 }
-                Err(events::LogError::Io { path, source }) => self.fault(
+                Err(journal::LogError::Io { path, source }) => self.fault(
                     "events",
                     format!(
                         "cannot open `{path}`: {}",
@@ -201,7 +201,7 @@ impl Session {
         self.pass_files.clear();
         self.listing = None;
         // A new directory: nothing has failed to be written into it yet.
-        self.backoff = super::super::retry::Backoff::default();
+        self.backoff = super::super::rules::retry::Backoff::default();
         self.rewatch = Some(Rewatch::Start);
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",

@@ -4,7 +4,7 @@
 //!
 //! This module owns a session's life: opening (lock and resume the event log, adopt a STOP left
 //! standing), judging on what the loop hands it ([`Batch`]), its timers, and the end (the final
-//! evaluation and report). What an evaluation changes is decided in [`super::decide`]; writing
+//! evaluation and report). What an evaluation changes is decided in [`super::rules::ledger`]; writing
 //! the files is [`write`]'s; the directory's identity is [`identity`]'s. A session never reads
 //! an event source or sleeps: the loop ([`super::driver`]) owns those and drives any number of
 //! sessions.
@@ -33,10 +33,10 @@ use crate::fsevents::ChangeKind;
 use crate::outputs::Incident;
 use crate::protocol::Protocol;
 
-use super::decide::{Clock, Ledger, Seen};
 use super::event::Event;
-use super::events::EventLog;
-use super::settle::Settle;
+use super::journal::EventLog;
+use super::rules::ledger::{Clock, Ledger, Seen};
+use super::rules::settle::Settle;
 use super::stop::StopFile;
 use super::{attach, heartbeat, Config, EndReason};
 
@@ -148,14 +148,14 @@ pub struct Session {
     /// it names ([`Snapshot::rescan`]).
     listing: Option<Snapshot>,
     /// Events decided but not yet logged: they follow the STOP file, which goes first.
-    pending: Vec<super::events::Record>,
+    pending: Vec<super::journal::Record>,
     /// What the referee saw and in which order (kept in the state directory); `None` for a
     /// protocol of task records.
     seen: Option<Arc<crate::observed::Observed>>,
     /// `status --sync` tokens seen and not yet acknowledged.
     syncs: Vec<String>,
     /// Own writes that failed: when each is tried again (a full disk costs no core).
-    backoff: super::retry::Backoff,
+    backoff: super::rules::retry::Backoff,
     // Timers.
     next_beat: Instant,
     recheck_at: Option<Instant>,
@@ -381,14 +381,14 @@ impl Session {
         }
     }
 
-    /// Notes what the snapshot shows that the referee had not seen (see [`super::seen`]) and
+    /// Notes what the snapshot shows that the referee had not seen (see [`super::rules::seen`]) and
     /// keeps the record in the state directory.
     fn look(&mut self, snap: &Snapshot, changed: Option<&BTreeSet<String>>) {
         let Some(seen) = &mut self.seen else {
             return;
         };
         let seen = Arc::make_mut(seen);
-        super::seen::look(seen, &self.protocol, snap, changed, Utc::now());
+        super::rules::seen::look(seen, &self.protocol, snap, changed, Utc::now());
         match seen.save(&self.state) {
             Ok(()) => self.clear_fault("seen"),
             Err(e) => self.fault(
@@ -650,7 +650,7 @@ mod tests {
         )));
         assert_eq!(outcome.exit, crate::exit::ExitCode::Ok);
         let log =
-            std::fs::read_to_string(dir.join(super::super::events::EVENTS_FILE)).expect("the log");
+            std::fs::read_to_string(dir.join(super::super::journal::EVENTS_FILE)).expect("the log");
         for event in [
             "\"start\"",
             "\"stop_raised\"",

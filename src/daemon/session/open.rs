@@ -13,10 +13,10 @@ use sha2::{Digest, Sha256};
 use crate::checks::is_own_file;
 use crate::protocol::Protocol;
 
-use super::super::decide::Ledger;
 use super::super::event::{Event, ProtocolInfo, RunOptions, Started};
-use super::super::events::{self, ContextRef, EventLog};
-use super::super::settle::Settle;
+use super::super::journal::{self, ContextRef, EventLog};
+use super::super::rules::ledger::Ledger;
+use super::super::rules::settle::Settle;
 use super::super::stop::StopFile;
 use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
 use super::tasks::Tasks;
@@ -25,10 +25,10 @@ use crate::outputs::OutDir;
 
 /// What opening found, said once the event source is known.
 pub(super) struct Opening {
-    resumed: Option<events::Resumed>,
+    resumed: Option<journal::Resumed>,
     rotated: Option<PathBuf>,
     log_moved: Option<(crate::outputs::Foreign, PathBuf)>,
-    damaged: Option<events::Resumed>,
+    damaged: Option<journal::Resumed>,
     adopted: bool,
     /// The log copy found in the watched directory with no memory behind it, moved aside.
     copy_rotated: Option<PathBuf>,
@@ -131,8 +131,8 @@ impl Session {
         // The event log: lock it (one referee per directory), read it, resume or rotate.
         // The event log is the state directory's (what a restart resumes from); the watched
         // directory gets a copy.
-        let log = match events::open_locked(&state) {
-            Ok(events::Opened {
+        let log = match journal::open_locked(&state) {
+            Ok(journal::Opened {
                 file,
                 resumed: r,
                 torn_tail,
@@ -145,20 +145,20 @@ impl Session {
                 let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
                     // A new memory: a log left in the watched directory (an older referee's, or
                     // anyone's) is never resumed from; it is moved aside, not deleted.
-                    if std::fs::symlink_metadata(out.join(events::EVENTS_FILE))
+                    if std::fs::symlink_metadata(out.join(journal::EVENTS_FILE))
                         .is_ok_and(|m| m.is_file() && m.len() > 0)
                     {
-                        opening.copy_rotated = events::rotate(out.path(), &now).ok();
+                        opening.copy_rotated = journal::rotate(out.path(), &now).ok();
                     }
                     (file, torn_tail)
                 } else if cfg.fresh {
                     let to =
-                        events::rotate(&state, &now).map_err(|source| DaemonError::Rotate {
-                            path: state.join(events::EVENTS_FILE).display().to_string(),
+                        journal::rotate(&state, &now).map_err(|source| DaemonError::Rotate {
+                            path: state.join(journal::EVENTS_FILE).display().to_string(),
                             source,
                         })?;
                     opening.rotated = Some(to);
-                    let reopened = events::open_locked(&state)?;
+                    let reopened = journal::open_locked(&state)?;
                     drop(file);
                     (reopened.file, reopened.torn_tail)
                 } else {
@@ -167,7 +167,7 @@ impl Session {
                     if let Some(logged) = &r.protocol_sha256 {
                         if *logged != protocol.sha256 {
                             return Err(DaemonError::ProtocolChanged {
-                                log: state.join(events::EVENTS_FILE).display().to_string(),
+                                log: state.join(journal::EVENTS_FILE).display().to_string(),
                                 logged: logged.clone(),
                                 loaded: protocol.sha256.clone(),
                             });
@@ -184,14 +184,14 @@ impl Session {
                         log.set_mirror(Some(out.clone()));
                         Some(log)
                     }
-                    Err(e) => own_file_fault(&cfg, &state, events::EVENTS_FILE, e)?,
+                    Err(e) => own_file_fault(&cfg, &state, journal::EVENTS_FILE, e)?,
                 }
             }
-            Err(events::LogError::Busy { path }) => {
-                return Err(events::LogError::Busy { path }.into());
+            Err(journal::LogError::Busy { path }) => {
+                return Err(journal::LogError::Busy { path }.into());
             }
-            Err(events::LogError::Io { source, .. }) => {
-                own_file_fault(&cfg, &state, events::EVENTS_FILE, source)?
+            Err(journal::LogError::Io { source, .. }) => {
+                own_file_fault(&cfg, &state, journal::EVENTS_FILE, source)?
             }
         };
 
@@ -258,7 +258,7 @@ impl Session {
             seen,
             syncs: Vec::new(),
             follow_link: is_link,
-            backoff: super::super::retry::Backoff::default(),
+            backoff: super::super::rules::retry::Backoff::default(),
             recheck_at: None,
             finish_at: None,
             last_activity: start,
@@ -320,7 +320,7 @@ impl Session {
             Some(r) => {
                 let text = format!(
                     "restarted: resumed from {} ({} events, {} history entries; the previous run {})",
-                    events::EVENTS_FILE,
+                    journal::EVENTS_FILE,
                     r.events,
                     r.history.len(),
                     if r.ended { "had finished" } else { "was interrupted" }
@@ -336,7 +336,7 @@ impl Session {
                 self.emit(
                     Event::Restart {
                         run: Started {
-                            started: Some(events::timestamp(&self.started)),
+                            started: Some(journal::timestamp(&self.started)),
                             ..run
                         },
                         previous_trace_ids,
@@ -356,7 +356,7 @@ impl Session {
                 self.emit(
                     Event::Start {
                         run: Started {
-                            started: Some(events::timestamp(&self.started)),
+                            started: Some(journal::timestamp(&self.started)),
                             ..run
                         },
                         rotated: opening.rotated.map(|r| r.display().to_string()),
@@ -371,7 +371,7 @@ impl Session {
         if let Some(to) = &opening.copy_rotated {
             self.say(&format!(
                 "`{}` in the watched directory is not the referee's memory (that is in `{}`): moved aside to `{}`",
-                events::EVENTS_FILE,
+                journal::EVENTS_FILE,
                 self.state.display(),
                 to.display()
             ));

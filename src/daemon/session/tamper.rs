@@ -2,7 +2,7 @@
 //! a restart: each becomes an incident (in the report) and an event, never a silent repair.
 //!
 //! This module owns the wording and the event payloads of those records. It does no I/O of its
-//! own: the writers (`outputs::write_atomic`, [`super::super::stop`], [`super::super::events::open_locked`]) find
+//! own: the writers (`outputs::write_atomic`, [`super::super::stop`], [`super::super::journal::open_locked`]) find
 //! and neutralise what was planted, and hand it here; the one look of its own is a `lstat` of the
 //! pass files at each heartbeat. It must not judge checks.
 
@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::outputs::{Foreign, STOP_FILE};
 
 use super::super::event::Event;
-use super::super::events;
+use super::super::journal;
 use super::super::stop::{Tamper, Tampered};
 use super::Session;
 
@@ -63,13 +63,13 @@ impl Session {
     pub(super) fn log_moved_aside(&mut self, found: Foreign, to: &Path) {
         let text = format!(
             "`{}` was {} put there by someone else; never followed or read, moved aside to `{}` and a new log started (nothing resumed from it)",
-            events::EVENTS_FILE,
+            journal::EVENTS_FILE,
             found.describe(),
             to.display()
         );
         self.emit(
             Event::Tamper {
-                file: events::EVENTS_FILE.into(),
+                file: journal::EVENTS_FILE.into(),
                 what: "replaced".into(),
                 found: Some(found.describe().into()),
                 action: "moved aside".into(),
@@ -82,13 +82,13 @@ impl Session {
     }
 
     /// Lines of the event log that could not be read on resume: reported, with their numbers.
-    pub(super) fn log_damaged(&mut self, r: &events::Resumed) {
+    pub(super) fn log_damaged(&mut self, r: &journal::Resumed) {
         let Some(text) = r.damage() else {
             return;
         };
         self.emit(
             Event::LogDamaged {
-                file: events::EVENTS_FILE.into(),
+                file: journal::EVENTS_FILE.into(),
                 skipped: r.skipped,
                 lines: r.skipped_lines.clone(),
                 events: r.events,

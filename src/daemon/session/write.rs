@@ -16,9 +16,9 @@ use crate::engine::Evaluation;
 use crate::outputs::{self, markdown, Context, Incident, STOP_FILE};
 
 use super::super::event::Event;
-use super::super::events::{self, Record};
+use super::super::journal::{self, Record};
 use super::super::stop::{self, Synced};
-use super::super::{attach, heartbeat, retry, FaultPolicy};
+use super::super::{attach, heartbeat, rules::retry, FaultPolicy};
 use super::Session;
 
 /// The fault areas of the STOP file: the state directory's (authoritative) and its copy.
@@ -461,7 +461,7 @@ impl Session {
             "events",
             format!(
                 "cannot append to `{}`: {}",
-                events::EVENTS_FILE,
+                journal::EVENTS_FILE,
                 retry::reason(e)
             ),
         );

@@ -18,10 +18,10 @@ use crate::engine::{CheckKey, CheckResult, Evaluation, Evidence, PassState, Stat
 use crate::outputs::Change;
 use crate::protocol::{CheckInstance, Protocol, Severity};
 
-use super::event::Event;
-use super::events::{self, Record};
 use super::guard::{self, evidence_hash, Guard};
 use super::settle::{self, Settle};
+use crate::daemon::event::Event;
+use crate::daemon::journal::{self, Record};
 
 /// The time a decision is made at.
 #[derive(Debug, Clone, Copy)]
@@ -140,7 +140,7 @@ impl Ledger {
     }
 
     /// Takes over what an earlier run's log says.
-    pub fn resume(&mut self, r: events::Resumed) {
+    pub fn resume(&mut self, r: journal::Resumed) {
         self.ran = r.ran;
         self.statuses = r.statuses;
         self.history = r.history;
@@ -321,7 +321,7 @@ impl Ledger {
                 Event::PassRun {
                     pass: ps.id.clone(),
                     reason: ps.reason,
-                    at: ps.at.map(|t| events::timestamp(&t)),
+                    at: ps.at.map(|t| journal::timestamp(&t)),
                     results,
                 }
                 .into(),
