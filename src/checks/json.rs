@@ -42,7 +42,7 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
     );
     let tokens = match j.tokens() {
         Ok(t) => t,
-        Err(m) => return Outcome::new(Verdict::Inconclusive, expected, m),
+        Err(m) => return Outcome::new(Verdict::Inconclusive, expected, m.to_string()),
     };
     let (files, other) = ctx.files(&j.file);
     let hidden = ctx.hidden(&j.file);
@@ -711,7 +711,7 @@ mod tests {
     #[test]
     fn pointers_and_bounds_are_checked_at_load() {
         let bad = |toml: &str| match predicate(toml) {
-            Predicate::Json(j) => j.validate().unwrap_err(),
+            Predicate::Json(j) => j.validate().unwrap_err().to_string(),
             _ => unreachable!(),
         };
         assert!(bad(r#"{ json = { file = "r.json", path = "score" } }"#).contains("`/score`"));

@@ -943,8 +943,12 @@ fn validate(p: &Predicate) -> Result<(), String> {
             Err(format!("heading level `{}` must be 1 to 6", h.level))
         }
         P::Distinct(v) if v.len() < 2 => Err("`distinct` needs at least two fields".into()),
-        P::Parses(p) => p.commands.iter().try_for_each(|c| c.validate()),
-        P::Json(j) => j.validate(),
+        P::Parses(p) => p
+            .commands
+            .iter()
+            .try_for_each(|c| c.validate())
+            .map_err(|e| e.to_string()),
+        P::Json(j) => j.validate().map_err(|e| e.to_string()),
         _ => Ok(()),
     }
 }

@@ -231,18 +231,32 @@ pub struct Json {
     pub matches: Option<Pattern>,
 }
 
+/// Why a `json` predicate was refused at load (the pointer) or, for a pointer held in a
+/// `${var}`, at judging (then the check is INCONCLUSIVE with this text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonPredicateError {
+    #[error("`{path}`: `path` is a JSON pointer: `\"\"` (the whole document) or starting with `/` (`/{}`)", path.replace('.', "/"))]
+    NotAPointer { path: String },
+    #[error("`{path}`: in a JSON pointer `~` must be followed by `0` (`~`) or `1` (`/`)")]
+    BadEscape { path: String },
+    #[error("`{op}` must be a finite number")]
+    NotFinite { op: &'static str },
+    #[error("`exists = false` cannot be combined with a comparison")]
+    AbsentCompared,
+    #[error("`in` needs at least one value")]
+    EmptyIn,
+}
+
 impl Json {
     /// The pointer's reference tokens, unescaped; `Err` for a path that is no JSON pointer.
-    pub fn tokens(&self) -> Result<Vec<String>, String> {
+    pub fn tokens(&self) -> Result<Vec<String>, JsonPredicateError> {
         if self.path.is_empty() {
             return Ok(Vec::new());
         }
         let Some(rest) = self.path.strip_prefix('/') else {
-            return Err(format!(
-                "`{}`: `path` is a JSON pointer: `\"\"` (the whole document) or starting with `/` (`/{}`)",
-                self.path,
-                self.path.replace('.', "/")
-            ));
+            return Err(JsonPredicateError::NotAPointer {
+                path: self.path.clone(),
+            });
         };
         let mut out = Vec::new();
         for t in rest.split('/') {
@@ -254,10 +268,9 @@ impl Json {
                         Some('0') => s.push('~'),
                         Some('1') => s.push('/'),
                         _ => {
-                            return Err(format!(
-                                "`{}`: in a JSON pointer `~` must be followed by `0` (`~`) or `1` (`/`)",
-                                self.path
-                            ))
+                            return Err(JsonPredicateError::BadEscape {
+                                path: self.path.clone(),
+                            })
                         }
                     },
                     c => s.push(c),
@@ -299,7 +312,7 @@ impl Json {
     }
 
     /// The rules a `json` predicate may not break (checked at load).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), JsonPredicateError> {
         if !self.path.contains("${") {
             self.tokens()?;
         }
@@ -310,7 +323,7 @@ impl Json {
             ("<", self.lt),
         ] {
             if v.is_some_and(|v| !v.is_finite()) {
-                return Err(format!("`{op}` must be a finite number"));
+                return Err(JsonPredicateError::NotFinite { op });
             }
         }
         let compared = self.ge.is_some()
@@ -322,10 +335,10 @@ impl Json {
             || self.one_of.is_some()
             || self.matches.is_some();
         if self.exists == Some(false) && compared {
-            return Err("`exists = false` cannot be combined with a comparison".into());
+            return Err(JsonPredicateError::AbsentCompared);
         }
         if self.one_of.as_ref().is_some_and(|v| v.is_empty()) {
-            return Err("`in` needs at least one value".into());
+            return Err(JsonPredicateError::EmptyIn);
         }
         Ok(())
     }

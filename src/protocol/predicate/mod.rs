@@ -15,6 +15,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 mod build_dir;
+#[cfg(test)]
+mod tests;
 mod workspace;
 
 pub use super::glob::Glob;

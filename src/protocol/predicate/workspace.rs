@@ -152,9 +152,25 @@ fn default_timeout() -> u64 {
     SyntaxCommand::DEFAULT_TIMEOUT_SECONDS
 }
 
+/// Why a `parses` command rule was refused at load: each names the field at fault and what a
+/// valid one looks like (a relative program path is refused: it could run a workspace file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SyntaxCommandError {
+    #[error("`{ext}`: a syntax command's `ext` must be a file extension such as `.sh` or `.d.ts` (no path, glob or space)")]
+    Ext { ext: String },
+    #[error("`{ext}`: a syntax command needs `argv` with a program, e.g. `[\"bash\", \"-n\", \"{{path}}\"]`")]
+    NoProgram { ext: String },
+    #[error("`{program}`: a syntax command's program must be a name looked up on `PATH` (`bash`) or an absolute path (`/usr/bin/bash`): a relative path could run a file from the workspace")]
+    RelativeProgram { program: String },
+    #[error("`{ext}`: the syntax command `{program}` needs `{{path}}` in an argument (it becomes the checked file's absolute path)")]
+    NoPath { ext: String, program: String },
+    #[error("`timeout_seconds = {seconds}`: a syntax command's timeout must be 1 to {max} seconds", max = SyntaxCommand::MAX_TIMEOUT_SECONDS)]
+    Timeout { seconds: u64 },
+}
+
 impl TryFrom<RawSyntaxCommand> for SyntaxCommand {
-    type Error = String;
-    fn try_from(r: RawSyntaxCommand) -> Result<Self, String> {
+    type Error = SyntaxCommandError;
+    fn try_from(r: RawSyntaxCommand) -> Result<Self, SyntaxCommandError> {
         let c = SyntaxCommand {
             ext: r.ext,
             argv: r.argv,
@@ -174,7 +190,7 @@ impl SyntaxCommand {
     /// The rules a protocol may not break. A value still holding a `${var}` reference is checked
     /// once it is substituted. Each message starts with the offending value in backticks, so
     /// the load error points at it.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SyntaxCommandError> {
         let held = |s: &str| s.contains("${");
         let ext = self.ext.strip_prefix('.').unwrap_or(&self.ext);
         if !held(&self.ext)
@@ -184,23 +200,21 @@ impl SyntaxCommand {
                 || ext.contains(['/', '\\', '*', '?', '[', '{'])
                 || ext.chars().any(char::is_whitespace))
         {
-            return Err(format!(
-                "`{}`: a syntax command's `ext` must be a file extension such as `.sh` or `.d.ts` (no path, glob or space)",
-                self.ext
-            ));
+            return Err(SyntaxCommandError::Ext {
+                ext: self.ext.clone(),
+            });
         }
         let Some(program) = self.argv.first() else {
-            return Err(format!(
-                "`{}`: a syntax command needs `argv` with a program, e.g. `[\"bash\", \"-n\", \"{{path}}\"]`",
-                self.ext
-            ));
+            return Err(SyntaxCommandError::NoProgram {
+                ext: self.ext.clone(),
+            });
         };
         if !held(program)
             && (program.trim().is_empty() || (program.contains('/') && !program.starts_with('/')))
         {
-            return Err(format!(
-                "`{program}`: a syntax command's program must be a name looked up on `PATH` (`bash`) or an absolute path (`/usr/bin/bash`): a relative path could run a file from the workspace"
-            ));
+            return Err(SyntaxCommandError::RelativeProgram {
+                program: program.clone(),
+            });
         }
         if !self
             .argv
@@ -208,17 +222,15 @@ impl SyntaxCommand {
             .skip(1)
             .any(|a| a.contains("{path}") || held(a))
         {
-            return Err(format!(
-                "`{}`: the syntax command `{program}` needs `{{path}}` in an argument (it becomes the checked file's absolute path)",
-                self.ext
-            ));
+            return Err(SyntaxCommandError::NoPath {
+                ext: self.ext.clone(),
+                program: program.clone(),
+            });
         }
         if !(1..=Self::MAX_TIMEOUT_SECONDS).contains(&self.timeout_seconds) {
-            return Err(format!(
-                "`timeout_seconds = {}`: a syntax command's timeout must be 1 to {} seconds",
-                self.timeout_seconds,
-                Self::MAX_TIMEOUT_SECONDS
-            ));
+            return Err(SyntaxCommandError::Timeout {
+                seconds: self.timeout_seconds,
+            });
         }
         Ok(())
     }
