@@ -14,7 +14,9 @@ pub(super) struct DemoArgs {
     /// code-change protocol (about 10 s).
     #[arg(value_enum, default_value_t = DemoRun::D10)]
     run: DemoRun,
-    /// Play X times faster than recorded (the run lasts about 15 s at 1); 0: no pauses.
+    /// Play X times faster than recorded (the run lasts about 15 s at 1); 0: no pauses, so
+    /// the referee sees little more than the end state and shows no STOP raised and lifted
+    /// (the violations are put right before it looks).
     #[arg(long, value_name = "X", default_value_t = 1.0)]
     speed: f64,
     /// Play into DIR (created; must be empty) instead of a new temporary directory.
