@@ -103,6 +103,10 @@ mod source;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_command;
+#[cfg(test)]
+mod tests_data;
+#[cfg(test)]
 mod tests_go;
 #[cfg(test)]
 mod tests_js;
