@@ -32,11 +32,12 @@
 //!   ...): oxc's parser and its semantic checker's early errors (`let a; let a;`), module or
 //!   script by extension (see `js`). The first error in the file is reported, plus how many more.
 //! - `.rs`: `syn` (see `rust`: the edition from the nearest `Cargo.toml`).
-//! - `.py`, `.go`: tree-sitter grammars. An `ERROR` or `MISSING` node anywhere in the tree makes
-//!   the file invalid; the first (in document order) is reported, plus how many more there are.
-//!   Python also goes through the referee's pass over CPython's tokenizer rules (`python`:
-//!   INDENT/DEDENT, strings, brackets) and the Python 2 the grammar still accepts (`pygrammar`);
-//!   Go through the package-clause rules (`golang`).
+//! - `.py`: tree-sitter-python. An `ERROR` or `MISSING` node anywhere in the tree makes the file
+//!   invalid; the first (in document order) is reported, plus how many more there are. It also
+//!   goes through the referee's pass over CPython's tokenizer rules (`python`: INDENT/DEDENT,
+//!   strings, brackets) and the Python 2 the grammar still accepts (`pygrammar`).
+//! - `.go`: the referee's port of go/parser (`golang`, over go/scanner's tokens in `goscan`):
+//!   accepts and rejects what `gofmt -e` does, the first error reported.
 //! - any extension a [`CommandRule`] names: its command. A rule whose extension also has a
 //!   built-in parser does not replace it: both run, the built-in first, and the stricter outcome
 //!   wins (invalid over inconclusive over parsed), so a protocol can add
@@ -65,7 +66,8 @@
 //! inconclusive); nothing recurses per nesting level of the input (JSON is skipped over with an
 //! explicit stack, TOML and YAML have nesting limits that are reported as errors, tree-sitter
 //! parses with a stack of its own; oxc recurses, so a JavaScript or TypeScript file is measured
-//! first by `nesting` and refused past its limit, then parsed on a thread with a large stack), so
+//! first by `nesting` and refused past its limit, then parsed on a thread with a large stack; the Go
+//! parser counts its depth and stops at `golang::MAX_DEPTH`, on a thread of its own too), so
 //! 100,000 nested brackets neither hang nor overflow the stack. The caller bounds the size of what
 //! it reads.
 //!
@@ -90,6 +92,7 @@ use std::time::Duration;
 mod command;
 mod data;
 mod golang;
+mod goscan;
 mod js;
 mod nesting;
 mod pyencoding;
@@ -99,6 +102,10 @@ mod rust;
 mod source;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_command;
+#[cfg(test)]
+mod tests_data;
 #[cfg(test)]
 mod tests_go;
 #[cfg(test)]
@@ -188,6 +195,7 @@ enum Builtin {
     Yaml,
     Source(source::Lang),
     Js(js::Flavor),
+    Go,
 }
 
 fn builtin_for(name: &str) -> Option<Builtin> {
@@ -204,7 +212,7 @@ fn builtin_for(name: &str) -> Option<Builtin> {
         "yaml" | "yml" => Builtin::Yaml,
         "py" | "pyi" => Builtin::Source(source::Lang::Python),
         "rs" => Builtin::Source(source::Lang::Rust),
-        "go" => Builtin::Source(source::Lang::Go),
+        "go" => Builtin::Go,
         _ => return None,
     })
 }
@@ -237,6 +245,7 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
         Some(Builtin::Source(source::Lang::Rust)) => rust::check(rel, bytes, abs),
         Some(Builtin::Source(lang)) => source::parse(lang, bytes),
         Some(Builtin::Js(flavor)) => js::parse(flavor, bytes),
+        Some(Builtin::Go) => golang::parse(bytes),
         None => Outcome::NotApplicable,
     };
     for rule in commands.iter().filter(|r| rule_matches(r, name)) {

@@ -23,7 +23,6 @@ const EXCERPT: usize = 40;
 pub(super) enum Lang {
     Python,
     Rust,
-    Go,
 }
 
 impl Lang {
@@ -31,7 +30,6 @@ impl Lang {
         match self {
             Lang::Python => tree_sitter_python::LANGUAGE.into(),
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
         }
     }
 
@@ -40,7 +38,6 @@ impl Lang {
         match self {
             Lang::Python => ("Python", "tree-sitter-python"),
             Lang::Rust => ("Rust", "tree-sitter-rust"),
-            Lang::Go => ("Go", "tree-sitter-go"),
         }
     }
 
@@ -88,13 +85,6 @@ pub(super) fn parse_within(lang: Lang, bytes: &[u8], budget: Duration) -> Outcom
             Err(invalid) => return invalid,
         }
     };
-    if lang == Lang::Go && !text.ends_with(b"\n") {
-        // Go's lexer ends the last line itself; the grammar wants the newline (a last `type T int`
-        // without one failed).
-        let mut ended = text.to_vec();
-        ended.push(b'\n');
-        return tree_sitter(lang, &language, how, text, &ended, budget);
-    }
     if lang != Lang::Python {
         return tree_sitter(lang, &language, how, text, text, budget);
     }
@@ -161,11 +151,10 @@ fn tree_sitter(
     };
     let root = tree.root_node();
     if !root.has_error() {
-        // The Python 2 the grammar still accepts; Go's clauses out of place.
+        // The Python 2 the grammar still accepts.
         let beyond = match lang {
             Lang::Python => super::pygrammar::legacy(root, parsed),
-            Lang::Go => super::golang::clauses(root),
-            _ => None,
+            Lang::Rust => None,
         };
         {
             if let Some((offset, message)) = beyond {
