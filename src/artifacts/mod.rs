@@ -28,6 +28,7 @@ mod snapshot;
 #[cfg(test)]
 mod test_support;
 pub mod tracker;
+mod walk;
 
 pub use entry::{Entry, Kind, Unlisted};
 pub use escape::{escape_name, needs_escape};

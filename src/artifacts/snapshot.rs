@@ -7,12 +7,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use walkdir::WalkDir;
-
-use super::entry::{make_entry, sort_by_rel, Entry, Kind, Unlisted};
+use super::entry::{sort_by_rel, Entry, Kind, Unlisted};
 use super::escape::normalize_rel;
 use super::fsread::{self, FileData, ReadError};
-use super::{tracker, Limits, MAX_TRACKER_BYTES, TRACKER_FILE};
+use super::{tracker, walk, Limits, MAX_TRACKER_BYTES, TRACKER_FILE};
 
 /// A file's read, shared by every reader of one snapshot.
 pub(super) type ReadSlot = Arc<OnceLock<Result<Arc<FileData>, ReadError>>>;
@@ -36,7 +34,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Lists everything under `root` in one walk.
+    /// Lists everything under `root` ([`walk`](super::walk): each directory once, on two threads
+    /// in a large tree).
     ///
     /// Fails only when `root` itself cannot be resolved, is not a directory, or cannot be listed.
     /// Directories that cannot be listed and entries that cannot be examined during the walk are
@@ -55,17 +54,7 @@ impl Snapshot {
         fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
 
         let canonical_root = Arc::new(canonical_root);
-        let mut entries = Vec::new();
-        let mut unlisted = Vec::new();
-        for item in WalkDir::new(canonical_root.as_path())
-            .min_depth(1)
-            .follow_links(false)
-        {
-            match item {
-                Ok(dent) => entries.push(make_entry(&canonical_root, &dent, 0)),
-                Err(e) => unlisted.push(Unlisted::from_walk(&canonical_root, &e)),
-            }
-        }
+        let (mut entries, mut unlisted) = walk::walk(&canonical_root);
         sort_by_rel(&mut entries);
         // `rel` is an injective escape of the path, so no two entries share one: nothing is
         // de-duplicated (two names that differ only in invalid bytes are two files).
