@@ -1,0 +1,239 @@
+//! The [`Snapshot`]: one listing of the build directory, with each file read at most once and
+//! the execution tracker parsed at most once.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::entry::{sort_by_rel, Entry, Kind, Unlisted};
+use super::escape::normalize_rel;
+use super::fsread::{self, FileData, ReadError};
+use super::{tracker, walk, Limits, MAX_TRACKER_BYTES, TRACKER_FILE};
+
+/// A file's read, shared by every reader of one snapshot.
+pub(super) type ReadSlot = Arc<OnceLock<Result<Arc<FileData>, ReadError>>>;
+
+/// A listing of a build directory at one moment, with reads cached per file.
+///
+/// A snapshot is cheap to share between threads: reads of one file share one `OnceLock`, so each
+/// file is read and hashed at most once however many checks ask for it. Contents live as long as
+/// the snapshot: drop it when the evaluation is done.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub(super) root: PathBuf,
+    pub(super) canonical_root: Arc<PathBuf>,
+    pub(super) entries: Vec<Entry>,
+    pub(super) limits: Limits,
+    /// Places the walk could not look into, sorted by `rel`.
+    pub(super) unlisted: Vec<Unlisted>,
+    /// Reads by entry index: only the few files that are read have a slot.
+    pub(super) reads: Mutex<HashMap<usize, ReadSlot>>,
+    pub(super) tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
+}
+
+impl Snapshot {
+    /// Lists everything under `root` ([`walk`](super::walk): each directory once, on two threads
+    /// in a large tree).
+    ///
+    /// Fails only when `root` itself cannot be resolved, is not a directory, or cannot be listed.
+    /// Directories that cannot be listed and entries that cannot be examined during the walk are
+    /// recorded in [`Snapshot::unlisted`]: what they hold is unknown, not absent.
+    pub fn scan(root: &Path, limits: Limits) -> io::Result<Snapshot> {
+        let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
+        let meta = fs::metadata(&canonical_root).map_err(|e| root_error(root, &e))?;
+        if !meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("build directory `{}` is not a directory", root.display()),
+            ));
+        }
+        // walkdir would report an unreadable root as one more walk error; here it must be fatal,
+        // or an unreadable directory would look like an empty one.
+        fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
+
+        let canonical_root = Arc::new(canonical_root);
+        let (mut entries, mut unlisted) = walk::walk(&canonical_root);
+        sort_by_rel(&mut entries);
+        // `rel` is an injective escape of the path, so no two entries share one: nothing is
+        // de-duplicated (two names that differ only in invalid bytes are two files).
+        entries.shrink_to_fit();
+        unlisted.sort_by(|a, b| a.rel.cmp(&b.rel));
+        unlisted.dedup();
+        Ok(Snapshot {
+            root: root.to_path_buf(),
+            canonical_root,
+            entries,
+            limits,
+            unlisted,
+            reads: Mutex::new(HashMap::new()),
+            tracker: OnceLock::new(),
+        })
+    }
+
+    /// A snapshot that lists nothing: for a protocol whose checks read a workspace through
+    /// `crate::workspace`, not through the build-directory listing.
+    pub fn empty(root: &Path, limits: Limits) -> io::Result<Snapshot> {
+        let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
+        Ok(Snapshot {
+            root: root.to_path_buf(),
+            canonical_root: Arc::new(canonical_root),
+            entries: Vec::new(),
+            limits,
+            unlisted: Vec::new(),
+            reads: Mutex::new(HashMap::new()),
+            tracker: OnceLock::new(),
+        })
+    }
+
+    /// The root as given to [`Snapshot::scan`].
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The root with every symlink resolved; containment checks use this.
+    pub fn canonical_root(&self) -> &Path {
+        &self.canonical_root
+    }
+
+    /// The limits this snapshot reads with.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// All entries, sorted by `rel`.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Entries that are files (including symlinks to files inside the root), sorted by `rel`.
+    pub fn files(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| e.kind == Kind::File)
+    }
+
+    /// Places the walk could not look into (directories that could not be listed, entries that
+    /// could not be examined), sorted by `rel`. Checks treat what may lie there as unknown.
+    pub fn unlisted(&self) -> &[Unlisted] {
+        &self.unlisted
+    }
+
+    /// The unlisted place that may hide an entry at `rel`: `rel` itself when it was not listed,
+    /// or a directory above it that could not be listed.
+    pub fn unlisted_at(&self, rel: &str) -> Option<&Unlisted> {
+        let rel = normalize_rel(rel);
+        self.unlisted.iter().find(|u| {
+            u.rel.is_empty()
+                || (u.rel == rel && self.get(rel).is_none())
+                || rel
+                    .strip_prefix(u.rel.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+
+    /// The entry at `rel` (a leading `./` is ignored).
+    pub fn get(&self, rel: &str) -> Option<&Entry> {
+        self.index(rel).map(|i| &self.entries[i])
+    }
+
+    fn index(&self, rel: &str) -> Option<usize> {
+        let rel = normalize_rel(rel);
+        self.entries
+            .binary_search_by(|e| e.rel.as_str().cmp(rel))
+            .ok()
+    }
+
+    /// The read slots (a panic while one was held cannot leave them inconsistent: each
+    /// insertion is one map operation).
+    fn reads(&self) -> std::sync::MutexGuard<'_, HashMap<usize, ReadSlot>> {
+        self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The file at `rel` if it has already been read in this snapshot; never touches the disk.
+    pub fn peek(&self, rel: &str) -> Option<Arc<FileData>> {
+        let i = self.index(rel)?;
+        let slot = self.reads().get(&i)?.clone();
+        slot.get()?.as_ref().ok().cloned()
+    }
+
+    /// Reads the file at `rel`, at most once per snapshot; later calls return the cached result
+    /// (including a cached error). Entries that are not files are refused without touching the disk.
+    pub fn read(&self, rel: &str) -> Result<Arc<FileData>, ReadError> {
+        let i = self
+            .index(rel)
+            .ok_or_else(|| ReadError::NotFound(normalize_rel(rel).to_string()))?;
+        let entry = &self.entries[i];
+        if let Some(refusal) = entry.refusal() {
+            return Err(refusal);
+        }
+        if self
+            .limits
+            .keep_bytes
+            .is_some_and(|keep| entry.size() > keep)
+        {
+            return fsread::read_file(
+                &self.canonical_root,
+                &entry.path(),
+                &entry.rel,
+                self.limits.max_read_bytes,
+            )
+            .map(Arc::new);
+        }
+        // The map is locked only to find the slot; the read itself runs outside the lock, and
+        // concurrent readers of the same file wait on its slot.
+        let slot = self.reads().entry(i).or_default().clone();
+        slot.get_or_init(|| {
+            fsread::read_file(
+                &self.canonical_root,
+                &entry.path(),
+                &entry.rel,
+                self.limits.max_read_bytes,
+            )
+            .map(Arc::new)
+        })
+        .clone()
+    }
+
+    /// The parsed `EXECUTION-TRACKER.md` (parsed once, cached); `None` when the snapshot has no such
+    /// entry. An entry that cannot be read (vanished, too large, a FIFO, not examinable, …) is
+    /// `Some(Err(..))`: unreadable is never absent.
+    pub fn tracker(&self) -> Option<Result<Arc<tracker::Tracker>, ReadError>> {
+        self.tracker
+            .get_or_init(|| {
+                if self.get(TRACKER_FILE).is_none() {
+                    let u = self.unlisted_at(TRACKER_FILE)?;
+                    return Some(Err(ReadError::Io {
+                        rel: TRACKER_FILE.to_string(),
+                        message: format!("cannot be examined: {}", u.describe()),
+                    }));
+                }
+                Some(self.read(TRACKER_FILE).and_then(|data| {
+                    let size = data.bytes.len() as u64;
+                    if size > MAX_TRACKER_BYTES {
+                        return Err(ReadError::TooLargeToParse {
+                            rel: TRACKER_FILE.to_string(),
+                            what: "execution tracker",
+                            size,
+                            cap: MAX_TRACKER_BYTES,
+                        });
+                    }
+                    Ok(Arc::new(tracker::Tracker::parse(&data.text())))
+                }))
+            })
+            .clone()
+    }
+}
+
+/// An error about the root itself, naming it.
+fn root_error(root: &Path, err: &io::Error) -> io::Error {
+    io::Error::new(
+        err.kind(),
+        format!(
+            "cannot read build directory `{}`: {}",
+            root.display(),
+            fsread::lowercase_message(err)
+        ),
+    )
+}
+#[cfg(test)]
+mod tests;

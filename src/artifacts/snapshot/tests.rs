@@ -1,0 +1,426 @@
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::thread;
+use std::time::Duration;
+
+use super::*;
+use crate::artifacts::test_support::*;
+use crate::artifacts::{Limits, Snapshot};
+
+#[test]
+fn limits_default_is_64_mib() {
+    assert_eq!(Limits::default().max_read_bytes, 64 * 1024 * 1024);
+}
+
+#[test]
+fn snapshot_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Snapshot>();
+    assert_send_sync::<Entry>();
+}
+
+#[test]
+fn scan_lists_everything_sorted_with_depth_and_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::write(root.join("p0-content-map.md"), "12345").unwrap();
+    fs::write(root.join("OBSERVER-REPORT.md"), "mine").unwrap();
+    fs::create_dir_all(root.join("screenshots/1440")).unwrap();
+    fs::write(root.join("screenshots/1440/cold-look.png"), [0u8; 10]).unwrap();
+    let snap = scan(root);
+    assert_eq!(
+        rels(&snap),
+        [
+            "OBSERVER-REPORT.md",
+            "p0-content-map.md",
+            "screenshots",
+            "screenshots/1440",
+            "screenshots/1440/cold-look.png",
+        ]
+    );
+    let map = snap.get("p0-content-map.md").unwrap();
+    assert_eq!(map.kind, Kind::File);
+    assert_eq!(map.size(), 5);
+    assert_eq!(map.depth, 1);
+    assert_eq!(map.name(), "p0-content-map.md");
+    assert!(map.mtime().is_some());
+    assert!(map.note.is_none());
+    assert!(map.is_file());
+    let png = snap.get("screenshots/1440/cold-look.png").unwrap();
+    assert_eq!(png.depth, 3);
+    assert_eq!(png.name(), "cold-look.png");
+    assert_eq!(png.size(), 10);
+    let shots = snap.get("screenshots").unwrap();
+    assert_eq!(shots.kind, Kind::Dir);
+    assert_eq!(shots.size(), 0);
+    assert_eq!(snap.root(), root);
+    assert_eq!(snap.canonical_root(), fs::canonicalize(root).unwrap());
+    assert!(snap.unlisted().is_empty());
+    assert_eq!(snap.files().count(), 3);
+    assert!(snap.get("./p0-content-map.md").is_some());
+    assert!(snap.get("missing.md").is_none());
+}
+
+#[test]
+fn empty_directory_scans_to_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = scan(dir.path());
+    assert!(snap.entries().is_empty());
+    assert!(snap.tracker().is_none());
+}
+
+#[test]
+fn scan_fails_only_for_a_bad_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = Snapshot::scan(&dir.path().join("nope"), Limits::default()).unwrap_err();
+    assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    assert!(missing.to_string().contains("nope`"), "{missing}");
+    fs::write(dir.path().join("file"), "x").unwrap();
+    let not_dir = Snapshot::scan(&dir.path().join("file"), Limits::default()).unwrap_err();
+    assert_eq!(not_dir.kind(), io::ErrorKind::InvalidInput);
+    assert!(not_dir.to_string().contains("is not a directory"));
+}
+
+#[test]
+fn unreadable_root_is_an_error() {
+    if is_root() {
+        return; // root lists any directory; nothing to test
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let locked = dir.path().join("locked");
+    fs::create_dir(&locked).unwrap();
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
+    let result = Snapshot::scan(&locked, Limits::default());
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(result.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+}
+
+#[test]
+fn unreadable_subdirectory_is_skipped_not_fatal() {
+    if is_root() {
+        return; // root lists any directory; nothing to test
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("locked")).unwrap();
+    fs::write(dir.path().join("locked/x"), "x").unwrap();
+    fs::write(dir.path().join("ok.md"), "x").unwrap();
+    fs::set_permissions(dir.path().join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+    let snap = scan(dir.path());
+    fs::set_permissions(dir.path().join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(rels(&snap), ["locked", "ok.md"]);
+    assert_eq!(snap.unlisted().len(), 1);
+    assert_eq!(snap.unlisted()[0].rel, "locked");
+    assert!(snap.unlisted_at("locked/x").is_some());
+    assert!(snap.unlisted_at("ok.md").is_none());
+}
+
+/// Makes `depth` nested directories named `name` under `dir` with `mkdirat`/`openat`, one
+/// level at a time (the full path soon exceeds `PATH_MAX`, which only the `*at` calls
+/// tolerate); returns the nesting as a relative path.
+fn deep_dirs(dir: &Path, name: &str, depth: usize, file: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |s: &str| std::ffi::CString::new(s).unwrap();
+    let root = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let mut fd = unsafe { libc::open(root.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY) };
+    assert!(fd >= 0);
+    for _ in 0..depth {
+        let n = c(name);
+        assert_eq!(unsafe { libc::mkdirat(fd, n.as_ptr(), 0o755) }, 0);
+        let next = unsafe { libc::openat(fd, n.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY) };
+        assert!(next >= 0);
+        unsafe { libc::close(fd) };
+        fd = next;
+    }
+    let f = c(file);
+    let file_fd = unsafe {
+        libc::openat(
+            fd,
+            f.as_ptr(),
+            libc::O_CREAT | libc::O_WRONLY,
+            0o644 as libc::c_uint,
+        )
+    };
+    assert!(file_fd >= 0);
+    unsafe {
+        libc::write(file_fd, b"fix it".as_ptr().cast(), 6);
+        libc::close(file_fd);
+        libc::close(fd);
+    }
+    vec![name; depth].join("/")
+}
+
+#[test]
+fn a_path_longer_than_path_max_is_unlisted_not_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 levels of 200 bytes: about 8 KB, twice PATH_MAX.
+    let name = "d".repeat(200);
+    let nested = deep_dirs(dir.path(), &name, 40, "deep.md");
+    let snap = scan(dir.path());
+    assert!(
+        !snap.unlisted().is_empty(),
+        "the walk must record what it could not list"
+    );
+    let u = snap.unlisted_at(&format!("{nested}/deep.md")).unwrap();
+    assert!(u.cause.contains("too long"), "{u:?}");
+    assert!(u.describe().contains("cannot be listed"));
+    assert!(snap.get(&format!("{nested}/deep.md")).is_none());
+}
+
+#[test]
+fn root_given_through_a_symlink_works() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("real")).unwrap();
+    fs::write(dir.path().join("real/a.md"), "a").unwrap();
+    symlink("real", dir.path().join("link")).unwrap();
+    let snap = scan(&dir.path().join("link"));
+    assert_eq!(rels(&snap), ["a.md"]);
+    assert_eq!(snap.get("a.md").unwrap().kind, Kind::File);
+    assert_eq!(snap.read("a.md").unwrap().bytes, b"a");
+    assert_eq!(snap.root(), dir.path().join("link"));
+}
+
+#[test]
+fn read_is_cached_and_hashed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.md"), "first").unwrap();
+    let snap = scan(dir.path());
+    let one = snap.read("a.md").unwrap();
+    assert_eq!(one.sha256, fsread::sha256_hex(b"first"));
+    fs::write(dir.path().join("a.md"), "second").unwrap();
+    let two = snap.read("./a.md").unwrap();
+    assert!(Arc::ptr_eq(&one, &two));
+    assert_eq!(two.bytes, b"first");
+    // A fresh snapshot sees the new contents.
+    assert_eq!(scan(dir.path()).read("a.md").unwrap().bytes, b"second");
+}
+
+#[test]
+fn large_files_are_not_kept_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("big.md"), "0123456789").unwrap();
+    fs::write(dir.path().join("small.md"), "01").unwrap();
+    let limits = Limits {
+        keep_bytes: Some(5),
+        ..Limits::default()
+    };
+    let snap = Snapshot::scan(dir.path(), limits).unwrap();
+    let a = snap.read("big.md").unwrap();
+    let b = snap.read("big.md").unwrap();
+    assert!(!Arc::ptr_eq(&a, &b), "read again, not kept");
+    assert_eq!(a.sha256, b.sha256);
+    assert!(snap.peek("big.md").is_none());
+    let c = snap.read("small.md").unwrap();
+    assert!(Arc::ptr_eq(&c, &snap.read("small.md").unwrap()));
+}
+
+#[test]
+fn errors_are_cached_too() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.md"), "x").unwrap();
+    let snap = scan(dir.path());
+    fs::remove_file(dir.path().join("a.md")).unwrap();
+    assert_eq!(snap.read("a.md"), Err(ReadError::NotFound("a.md".into())));
+    fs::write(dir.path().join("a.md"), "back").unwrap();
+    assert_eq!(snap.read("a.md"), Err(ReadError::NotFound("a.md".into())));
+}
+
+#[test]
+fn reading_an_unlisted_path_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = scan(dir.path());
+    fs::write(dir.path().join("late.md"), "x").unwrap();
+    assert_eq!(
+        snap.read("late.md"),
+        Err(ReadError::NotFound("late.md".into()))
+    );
+    assert_eq!(snap.read("./x"), Err(ReadError::NotFound("x".into())));
+    assert_eq!(
+        snap.read("../etc/passwd"),
+        Err(ReadError::NotFound("../etc/passwd".into()))
+    );
+}
+
+#[test]
+fn read_respects_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("big.html"), vec![b'x'; 11]).unwrap();
+    fs::write(dir.path().join("ok.html"), vec![b'x'; 10]).unwrap();
+    let snap = Snapshot::scan(
+        dir.path(),
+        Limits {
+            max_read_bytes: 10,
+            ..Limits::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(snap.limits().max_read_bytes, 10);
+    assert_eq!(
+        snap.read("big.html"),
+        Err(ReadError::TooLarge {
+            rel: "big.html".into(),
+            size: 11,
+            cap: 10
+        })
+    );
+    assert_eq!(snap.read("ok.html").unwrap().size, 10);
+}
+
+#[test]
+fn file_that_grew_past_the_cap_after_scan_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a"), "small").unwrap();
+    let snap = Snapshot::scan(
+        dir.path(),
+        Limits {
+            max_read_bytes: 8,
+            ..Limits::default()
+        },
+    )
+    .unwrap();
+    fs::write(dir.path().join("a"), "much larger now").unwrap();
+    assert!(matches!(
+        snap.read("a"),
+        Err(ReadError::TooLarge { size: 15, .. })
+    ));
+}
+
+#[test]
+fn permission_denied_is_io() {
+    if is_root() {
+        return; // root reads regardless of mode bits
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.md");
+    fs::write(&path, "x").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
+    let snap = scan(dir.path());
+    assert!(matches!(snap.read("locked.md"), Err(ReadError::Io { .. })));
+}
+
+#[test]
+fn peek_sees_only_what_was_read() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.md"), "a").unwrap();
+    let snap = scan(dir.path());
+    assert!(snap.peek("a.md").is_none());
+    let read = snap.read("a.md").unwrap();
+    assert!(Arc::ptr_eq(&snap.peek("./a.md").unwrap(), &read));
+    assert!(snap.peek("missing").is_none());
+}
+
+#[test]
+fn concurrent_reads_share_one_result() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("a.md"), "shared").unwrap();
+    let snap = Arc::new(scan(dir.path()));
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let snap = Arc::clone(&snap);
+            thread::spawn(move || snap.read("a.md").unwrap())
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for r in &results {
+        assert!(Arc::ptr_eq(r, &results[0]));
+    }
+}
+
+#[test]
+fn tracker_is_parsed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join(TRACKER_FILE),
+        "## Phase Timestamps\n| Field | Value |\n|---|---|\n| P0_START | 2026-02-25T10:00:00Z |\n",
+    )
+    .unwrap();
+    let snap = scan(dir.path());
+    let one = snap.tracker().unwrap().unwrap();
+    assert_eq!(one.field("p0_start").unwrap().value, "2026-02-25T10:00:00Z");
+    let two = snap.tracker().unwrap().unwrap();
+    assert!(Arc::ptr_eq(&one, &two));
+}
+
+#[test]
+fn a_tracker_over_the_parse_cap_is_not_parsed() {
+    let dir = tempfile::tempdir().unwrap();
+    // One-character rows: the costliest text per byte to parse.
+    let rows = "| a |\n".repeat(MAX_TRACKER_BYTES as usize / 6 + 1);
+    fs::write(dir.path().join(TRACKER_FILE), &rows).unwrap();
+    let snap = scan(dir.path());
+    match snap.tracker() {
+        Some(Err(ReadError::TooLargeToParse { size, cap, .. })) => {
+            assert_eq!(size, rows.len() as u64);
+            assert_eq!(cap, MAX_TRACKER_BYTES);
+        }
+        other => panic!("want TooLargeToParse, got {other:?}"),
+    }
+    // At the cap it is parsed.
+    fs::write(
+        dir.path().join(TRACKER_FILE),
+        &rows[..MAX_TRACKER_BYTES as usize],
+    )
+    .unwrap();
+    assert!(scan(dir.path()).tracker().unwrap().is_ok());
+}
+
+#[test]
+fn tracker_with_invalid_utf8_is_read_lossily() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(TRACKER_FILE), b"| A\xff | v |\n").unwrap();
+    let snap = scan(dir.path());
+    let t = snap.tracker().unwrap().unwrap();
+    assert_eq!(t.rows[0].name, "A\u{fffd}");
+}
+
+#[test]
+fn tracker_absent_unreadable_or_nested() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("sub")).unwrap();
+    fs::write(dir.path().join("sub").join(TRACKER_FILE), "| A | b |\n").unwrap();
+    assert!(scan(dir.path()).tracker().is_none());
+
+    let fifo_dir = tempfile::tempdir().unwrap();
+    mkfifo(&fifo_dir.path().join(TRACKER_FILE));
+    let result = within(5, move || scan(fifo_dir.path()).tracker());
+    assert!(matches!(result, Some(Err(ReadError::NotRegular { .. }))));
+
+    let big = tempfile::tempdir().unwrap();
+    fs::write(big.path().join(TRACKER_FILE), "0123456789").unwrap();
+    let snap = Snapshot::scan(
+        big.path(),
+        Limits {
+            max_read_bytes: 4,
+            ..Limits::default()
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        snap.tracker(),
+        Some(Err(ReadError::TooLarge { .. }))
+    ));
+}
+
+#[test]
+fn scans_thirty_thousand_files_in_one_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in 0..30 {
+        let sub = dir.path().join(format!("d{d:02}"));
+        fs::create_dir(&sub).unwrap();
+        for f in 0..1000 {
+            fs::File::create(sub.join(format!("f{f:04}.md"))).unwrap();
+        }
+    }
+    let start = std::time::Instant::now();
+    let snap = scan(dir.path());
+    let elapsed = start.elapsed();
+    assert_eq!(snap.entries().len(), 30_030);
+    assert_eq!(snap.files().count(), 30_000);
+    assert!(snap.get("d29/f0999.md").is_some());
+    assert!(snap.entries().windows(2).all(|w| w[0].rel < w[1].rel));
+    // Generous bound for debug builds on slow CI; a release scan takes tens of milliseconds.
+    assert!(elapsed < Duration::from_secs(20), "scan took {elapsed:?}");
+}

@@ -1,0 +1,268 @@
+//! Listing the build directory: every directory listed once (never following a symlink), on two
+//! threads once the tree is large enough to be worth it.
+//!
+//! A directory is listed on its own (`walkdir` at depth 1) and the directories it holds go on a
+//! shared stack; the calling thread lists alone until the stack holds a few directories and a
+//! few hundred entries have been listed, then a second thread takes directories from the same
+//! stack. The entries and unlisted places of both are returned unsorted: the caller sorts them,
+//! so the order the threads ran in changes nothing. A small build (the clean fixture) never
+//! starts the second thread, whose start costs more than its listing would save.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use walkdir::WalkDir;
+
+use super::entry::{make_entry, Entry, Kind, Unlisted};
+
+/// Entries listed on one thread before a second one may start.
+const PARALLEL_AFTER_ENTRIES: usize = 256;
+/// Directories waiting before a second thread may start (one would leave it nothing to take
+/// once the first thread is done with its own).
+const PARALLEL_AFTER_DIRS: usize = 2;
+
+/// Directories still to list, each with its depth below the root, and how many threads are
+/// listing one now (the walk is over when the stack is empty and none is).
+struct Queue {
+    dirs: Vec<(PathBuf, usize)>,
+    busy: usize,
+}
+
+struct Shared<'a> {
+    root: &'a Arc<PathBuf>,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+/// What one thread listed.
+#[derive(Default)]
+struct Listed {
+    entries: Vec<Entry>,
+    unlisted: Vec<Unlisted>,
+}
+
+/// Every entry under `root` (the canonical root, already known to be a listable directory),
+/// and the places that could not be listed or examined, both unsorted.
+pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
+    let shared = Shared {
+        root,
+        queue: Mutex::new(Queue {
+            dirs: vec![(root.to_path_buf(), 0)],
+            busy: 0,
+        }),
+        wake: Condvar::new(),
+    };
+    let mut mine = Listed::default();
+    // Alone until the tree shows it is large.
+    loop {
+        let Some(dir) = shared.take(false) else {
+            return (mine.entries, mine.unlisted);
+        };
+        shared.list(&dir, &mut mine);
+        let q = shared.lock();
+        if q.dirs.len() >= PARALLEL_AFTER_DIRS && mine.entries.len() >= PARALLEL_AFTER_ENTRIES {
+            break;
+        }
+    }
+    let theirs = std::thread::scope(|scope| {
+        let helper = scope.spawn(|| {
+            let mut theirs = Listed::default();
+            shared.run(&mut theirs);
+            theirs
+        });
+        shared.run(&mut mine);
+        helper.join()
+    });
+    match theirs {
+        Ok(theirs) => {
+            mine.entries.extend(theirs.entries);
+            mine.unlisted.extend(theirs.unlisted);
+        }
+        // A panic in the helper is a bug; what it had taken is unknown, so list the whole tree
+        // again on this thread rather than return a listing with a hole in it.
+        Err(_) => {
+            let again = Shared {
+                root,
+                queue: Mutex::new(Queue {
+                    dirs: vec![(root.to_path_buf(), 0)],
+                    busy: 0,
+                }),
+                wake: Condvar::new(),
+            };
+            let mut all = Listed::default();
+            again.run(&mut all);
+            return (all.entries, all.unlisted);
+        }
+    }
+    (mine.entries, mine.unlisted)
+}
+
+impl Shared<'_> {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next directory to list, marking this thread busy; `None` when the walk is over.
+    /// With `wait`, waits for another thread's directories rather than give up while one is
+    /// still listing.
+    fn take(&self, wait: bool) -> Option<(PathBuf, usize)> {
+        let mut q = self.lock();
+        loop {
+            if let Some(dir) = q.dirs.pop() {
+                q.busy += 1;
+                return Some(dir);
+            }
+            if q.busy == 0 || !wait {
+                return None;
+            }
+            q = self.wake.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Lists directories until the walk is over.
+    fn run(&self, out: &mut Listed) {
+        while let Some(dir) = self.take(true) {
+            self.list(&dir, out);
+        }
+        // Whoever sees the end wakes whoever still waits for work.
+        self.wake.notify_all();
+    }
+
+    /// Lists one directory into `out`, puts the directories it holds (not symlinks to one) on
+    /// the stack, and marks this thread idle (also if the listing panics, so the other thread
+    /// never waits for it forever).
+    fn list(&self, (dir, depth): &(PathBuf, usize), out: &mut Listed) {
+        let mut done = Done {
+            shared: self,
+            found: Vec::new(),
+        };
+        for item in WalkDir::new(dir)
+            .min_depth(1)
+            .max_depth(1)
+            .follow_links(false)
+            .follow_root_links(false)
+        {
+            match item {
+                Ok(dent) => {
+                    let entry = make_entry(self.root, &dent, *depth);
+                    if entry.kind == Kind::Dir && !entry.is_symlink() {
+                        done.found.push((dent.into_path(), depth + 1));
+                    }
+                    out.entries.push(entry);
+                }
+                Err(e) => out.unlisted.push(Unlisted::from_walk(self.root, &e)),
+            }
+        }
+    }
+}
+
+/// Hands a listing's directories to the stack and marks its thread idle when dropped.
+struct Done<'s, 'a> {
+    shared: &'s Shared<'a>,
+    found: Vec<(PathBuf, usize)>,
+}
+
+impl Drop for Done<'_, '_> {
+    fn drop(&mut self) {
+        let mut q = self.shared.lock();
+        let wake = !self.found.is_empty() || q.busy == 1;
+        q.dirs.append(&mut self.found);
+        q.busy -= 1;
+        drop(q);
+        if wake {
+            self.shared.wake.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// (rel, depth, kind, symlink) of every entry, sorted, and the unlisted places.
+    type Shape = (Vec<(String, u16, Kind, bool)>, Vec<String>);
+
+    fn shape(list: (Vec<Entry>, Vec<Unlisted>)) -> Shape {
+        let mut e: Vec<_> = list
+            .0
+            .iter()
+            .map(|e| (e.rel.clone(), e.depth, e.kind, e.is_symlink()))
+            .collect();
+        e.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut u: Vec<String> = list.1.iter().map(|u| u.rel.clone()).collect();
+        u.sort();
+        (e, u)
+    }
+
+    /// The listing of one `walkdir` walk of the whole tree, as the scan made it before.
+    fn one_walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
+        let (mut entries, mut unlisted) = (Vec::new(), Vec::new());
+        for item in WalkDir::new(root.as_path())
+            .min_depth(1)
+            .follow_links(false)
+        {
+            match item {
+                Ok(dent) => entries.push(make_entry(root, &dent, 0)),
+                Err(e) => unlisted.push(Unlisted::from_walk(root, &e)),
+            }
+        }
+        (entries, unlisted)
+    }
+
+    #[test]
+    fn two_threads_list_what_one_walk_lists() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Arc::new(fs::canonicalize(tmp.path()).unwrap());
+        for d in ["a", "b", "c", "c/deep/er", "e"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for d in ["a", "b", "c", "c/deep/er"] {
+            for i in 0..150 {
+                fs::write(root.join(format!("{d}/f{i}.md")), "x").unwrap();
+            }
+        }
+        symlink(root.join("c"), root.join("link-to-c")).unwrap();
+        symlink(root.join("a/f1.md"), root.join("b/link-to-file")).unwrap();
+        // A directory that cannot be listed (as root, permissions do not stop the listing: both
+        // walks then list it alike).
+        let locked = root.join("e/locked");
+        fs::create_dir(&locked).unwrap();
+        fs::write(locked.join("inside.md"), "x").unwrap();
+        fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+        let both = shape(walk(&root));
+        let one = shape(one_walk(&root));
+        fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        assert_eq!(both, one);
+        // Big enough that the second thread ran; the symlinked directory is not descended.
+        assert!(
+            both.0.len() > PARALLEL_AFTER_ENTRIES * 2,
+            "{}",
+            both.0.len()
+        );
+        assert!(both
+            .0
+            .iter()
+            .any(|e| e.0 == "link-to-c" && e.2 == Kind::Dir && e.3));
+        assert!(!both.0.iter().any(|e| e.0.starts_with("link-to-c/")));
+        assert!(both
+            .0
+            .iter()
+            .any(|e| e.0 == "c/deep/er/f149.md" && e.1 == 4));
+    }
+
+    #[test]
+    fn a_small_tree_is_listed_alike() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Arc::new(fs::canonicalize(tmp.path()).unwrap());
+        fs::create_dir_all(root.join("s/1440")).unwrap();
+        fs::write(root.join("s/1440/a.png"), "x").unwrap();
+        fs::write(root.join("top.md"), "x").unwrap();
+        assert_eq!(shape(walk(&root)), shape(one_walk(&root)));
+        let empty = tempfile::tempdir().unwrap();
+        let root = Arc::new(fs::canonicalize(empty.path()).unwrap());
+        assert_eq!(shape(walk(&root)), (Vec::new(), Vec::new()));
+    }
+}
