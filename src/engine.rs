@@ -344,26 +344,17 @@ fn replay(
 /// `for_each = "task"` once per judged task record, its results keyed by the record's task id.
 pub fn evaluate_workspace(
     protocol: &Protocol,
+    rules: &crate::protocol::TaskRules,
     snap: &Snapshot,
     ws: &crate::workspace::Workspace,
     opts: &Options,
 ) -> (Evaluation, Vec<TaskRun>) {
     let _span =
         tracing::debug_span!("evaluate", protocol = %protocol.id, workspace = true).entered();
-    let required = protocol
-        .tasks
-        .as_ref()
-        .map(|t| t.required.clone())
-        .unwrap_or_default();
-    let judge_status: Vec<String> = protocol
-        .tasks
-        .as_ref()
-        .map(|t| t.judge_status.clone())
-        .unwrap_or_default();
-    let records = ws.records(&required);
+    let records = ws.records(&rules.records.required);
     let judged: Vec<&crate::workspace::record::Record> = records
         .iter()
-        .filter(|r| r.is_judged(&judge_status))
+        .filter(|r| r.is_judged(&rules.records.judge_status))
         .collect();
     let mut ctx = Ctx::new(protocol, snap);
     ctx.seen = opts.seen.as_deref();
@@ -384,10 +375,6 @@ pub fn evaluate_workspace(
     // the records whose scope that changed. Each round drops at least one more record's claims
     // or ends, so there are at most as many rounds as records.
     let store = crate::attempts::dir_for_workspace(ws).map(|d| crate::attempts::Store::open(&d));
-    let reject = protocol
-        .guards
-        .as_ref()
-        .map_or("REJECT", |g| g.reject.as_str());
     let mut judgments: BTreeMap<String, Judgment> = BTreeMap::new();
     let mut dropped: Vec<&str> = Vec::new();
     for _ in 0..=judged.len() {
@@ -436,7 +423,7 @@ pub fn evaluate_workspace(
             .filter(|r| {
                 judgments
                     .get(&r.rel)
-                    .is_some_and(|j| grade::graded(protocol, &j.results).as_deref() == Some(reject))
+                    .is_some_and(|j| grade::rejects(protocol, rules, &j.results))
             })
             .map(|r| r.rel.as_str())
             .collect();

@@ -205,7 +205,7 @@ impl<'a> Ctx<'a> {
             task: None,
             seen: None,
         };
-        if let Some(spec) = &protocol.verdict {
+        if let Some(spec) = protocol.verdict_spec() {
             (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
             // Reported in `verdict_unread`; no predicate was being judged.
             ctx.wrong.borrow_mut().clear();
@@ -705,8 +705,7 @@ mod tests {
     fn d10_verdict_forms() {
         let d10 = Protocol::load("d10").unwrap();
         let read = |line: &str| {
-            d10.verdict
-                .as_ref()
+            d10.verdict_spec()
                 .unwrap()
                 .pattern
                 .capture(line.as_bytes(), 1, false)

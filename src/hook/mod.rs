@@ -36,7 +36,7 @@ use serde_json::{json, Map, Value};
 
 use crate::engine::CheckResult;
 use crate::judge;
-use crate::protocol::Protocol;
+use crate::protocol::{Outcome, Protocol, Subject};
 use crate::verdict::TaskVerdict;
 use crate::workspace::{record, Workspace, TASKS_DIR};
 
@@ -269,7 +269,7 @@ impl Counter {
         crate::state::ensure(&state).ok()?;
         let cap = Protocol::load_with(&cfg.protocol, None, &cfg.overrides)
             .ok()
-            .and_then(|pr| pr.guards.map(|g| g.max_rejects as usize))
+            .and_then(|pr| pr.guards().map(|g| g.max_rejects as usize))
             .unwrap_or(3)
             .max(1);
         Some(Counter {
@@ -342,7 +342,7 @@ fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
         );
     }
     anyhow::ensure!(
-        protocol.tasks.is_some(),
+        matches!(protocol.subject, Subject::Workspace(_)),
         "protocol `{}` judges no task records: agent hooks need a protocol like `code-change`",
         protocol.id
     );
@@ -373,11 +373,13 @@ fn implicit_record(
     agent: Agent,
     task: &str,
 ) -> Option<(String, Vec<u8>)> {
-    let tasks = protocol.tasks.as_ref()?;
+    let Subject::Workspace(tasks) = &protocol.subject else {
+        return None;
+    };
     if ws
-        .records(&tasks.required)
+        .records(&tasks.records.required)
         .iter()
-        .any(|r| r.is_judged(&tasks.judge_status))
+        .any(|r| r.is_judged(&tasks.records.judge_status))
     {
         return None;
     }
@@ -398,7 +400,7 @@ fn implicit_record(
     changes.insert("modified".into(), Value::Array(modified));
     changes.insert("removed".into(), Value::Array(removed));
     let status = tasks
-        .judge_status
+        .records.judge_status
         .first()
         .cloned()
         .unwrap_or_else(|| "pending_review".into());
@@ -461,7 +463,7 @@ fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let escalated: Vec<&TaskVerdict> = w
         .verdicts
         .iter()
-        .filter(|v| v.verdict.starts_with("ESCALATE"))
+        .filter(|v| v.outcome == Outcome::Escalate)
         .collect();
     let stop_file = w.state.join(crate::outputs::STOP_FILE);
     if !escalated.is_empty() {
@@ -651,7 +653,7 @@ fn blocked_reason(protocol: &Protocol, w: &judge::WorkspaceJudgment, agent: Agen
             s.push_str(&cut(&stop, 4000));
         }
     }
-    let cap = protocol.guards.as_ref().map_or(3, |g| g.max_rejects);
+    let cap = protocol.guards().map_or(3, |g| g.max_rejects);
     s.push_str(&format!(
         "\nFix these, then stop again. Do not edit protected files. After {cap} rejections, or an attempt that changes nothing, the referee escalates to a human ({} hook).",
         agent.name()

@@ -16,8 +16,8 @@ use super::escape::{cell, code, code_cell, text};
 use super::Context;
 use crate::attempts::{self, Kept, Store};
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
-use crate::protocol::Protocol;
-use crate::verdict::{Restore, TaskVerdict, ESCALATE, ESCALATE_CONVERGENCE};
+use crate::protocol::{Outcome, Protocol};
+use crate::verdict::{Restore, TaskVerdict};
 use crate::workspace::{Workspace, OUTPUT_DIR};
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
@@ -309,7 +309,7 @@ pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
                 r.evidence.details.iter().filter(|d| !d.starts_with("  ")).map(|d| text(d)).collect::<Vec<_>>().join("; "),
             ));
         }
-        if v.verdict == ESCALATE || v.verdict == ESCALATE_CONVERGENCE {
+        if v.outcome == Outcome::Escalate {
             blocks.push(format!(
                 "**Check:** loop guard\n\n**Severity:** BLOCKING\n\n**Phase:** task {} {}\n\n**Description:** {}\n\n**Evidence:** {}\n\n**Required Action:** ESCALATED: human review required\n",
                 code(&v.task_id),
@@ -432,7 +432,10 @@ fn embed(md: &str, task_id: &str) -> String {
 /// The report's first lines: whether every judged attempt was approved, and what to do about
 /// each one that was not.
 fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
-    let open: Vec<&TaskVerdict> = verdicts.iter().filter(|v| v.verdict != "APPROVE").collect();
+    let open: Vec<&TaskVerdict> = verdicts
+        .iter()
+        .filter(|v| v.outcome != Outcome::Pass)
+        .collect();
     let list = |vs: &[&TaskVerdict]| {
         vs.iter()
             .map(|v| format!("{} {}", code(&v.task_id), text(&v.verdict)))
@@ -442,7 +445,7 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
     let blocking: Vec<&TaskVerdict> = open
         .iter()
         .copied()
-        .filter(|v| v.verdict != "MINOR_ISSUES")
+        .filter(|v| !v.outcome.lets_through())
         .collect();
     if verdicts.is_empty() {
         let _ = writeln!(s, "**PASS: no task attempt to judge** — nothing to do.\n");
@@ -474,8 +477,8 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
     }
     let _ = writeln!(s, "What to do:\n");
     for v in open {
-        let what = match v.verdict.as_str() {
-            ESCALATE | ESCALATE_CONVERGENCE => format!(
+        let what = match v.outcome {
+            Outcome::Escalate => format!(
                 "a human must review it: {}",
                 text(
                     v.escalation
@@ -483,7 +486,7 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
                         .unwrap_or("the loop guard stopped it")
                 )
             ),
-            "MINOR_ISSUES" => "approved; hand on its cleanup task".to_string(),
+            Outcome::Cleanup => "approved; hand on its cleanup task".to_string(),
             _ if v.restore.is_empty() => format!(
                 "rework it ({}); see its failing checks below",
                 text(&v.reasons.join(", "))
@@ -761,6 +764,7 @@ mod tests {
             task_id: "t1".into(),
             attempt,
             verdict: "REJECT".into(),
+            outcome: Outcome::Reject,
             graded: "REJECT".into(),
             reasons: vec!["protected_file_modified".into()],
             results: vec![CheckResult {

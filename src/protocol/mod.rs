@@ -13,6 +13,7 @@ pub mod overrides;
 pub mod pattern;
 pub mod predicate;
 pub mod secrets;
+pub mod tasks;
 pub mod vars;
 mod with_secrets;
 
@@ -26,6 +27,7 @@ use sha2::{Digest, Sha256};
 use toml::Spanned;
 
 use predicate::{Glob, Pattern, Predicate, TimeRef};
+pub use tasks::{Grade, GradeWhen, Guards, Outcome, TaskRules, TasksSpec};
 use vars::Vars;
 
 /// The schema version of protocol files this referee reads.
@@ -164,60 +166,6 @@ pub enum ForEach {
     Task,
 }
 
-/// Which task records are judged, and what a well-formed one holds (SPEC §7).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TasksSpec {
-    /// A record is judged when its `status` is one of these (a malformed record always is).
-    pub judge_status: Vec<String>,
-    /// Top-level fields a record must have (CC-00).
-    pub required: Vec<String>,
-}
-
-/// One rung of the verdict mapping: the first grade whose `when` matches a result decides.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Grade {
-    pub verdict: String,
-    /// Matches when any result has one of these severities and statuses; empty: always.
-    #[serde(default)]
-    pub when: Vec<GradeWhen>,
-    /// Build a cleanup task from the matching results (MINOR_ISSUES).
-    #[serde(default)]
-    pub cleanup: bool,
-    /// List the files to restore (REJECT).
-    #[serde(default)]
-    pub restore: bool,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GradeWhen {
-    pub severity: Severity,
-    /// `FAIL`, `INCONCLUSIVE`, …
-    pub status: Vec<String>,
-}
-
-/// The loop guards over a task's attempts (seeds 000, 002, 004), applied in this order.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Guards {
-    /// Verdicts that end the loop: no guard overrides them.
-    #[serde(default)]
-    pub final_verdicts: Vec<String>,
-    /// The verdict that counts as a rejection.
-    pub reject: String,
-    /// The task's Nth rejection escalates.
-    pub max_rejects: u32,
-    /// An attempt whose diff equals the previous attempt's escalates.
-    #[serde(default)]
-    pub identical_diff: bool,
-    /// From this attempt on, a diff similarity ratio at or above `convergence_ratio` with the
-    /// previous attempt's diff escalates as convergence.
-    pub convergence_from_attempt: u64,
-    pub convergence_ratio: f64,
-}
-
 /// How the pipeline's verdict is found (SPEC §2.3).
 #[derive(Debug)]
 pub struct VerdictSpec {
@@ -225,6 +173,19 @@ pub struct VerdictSpec {
     pub files: Vec<Glob>,
     pub pattern: Pattern,
     pub complete: Vec<String>,
+}
+
+/// What a protocol judges, and what only that kind of protocol has: a protocol is one kind,
+/// never both or neither (`[verdict]` and `[tasks]` together are a load error).
+#[derive(Debug)]
+pub enum Subject {
+    /// A pipeline's build directory (D10): its passes, and how its verdict is read when the
+    /// protocol has a `[verdict]` table (without one the run completes at `--final`,
+    /// `--exit-with` or `--timeout`).
+    Build(Option<VerdictSpec>),
+    /// A coding agent's workspace (code-change): its task records judged one attempt at a
+    /// time against the baseline, graded, and guarded across attempts.
+    Workspace(TaskRules),
 }
 
 #[derive(Debug)]
@@ -239,13 +200,8 @@ pub struct Protocol {
     pub text: String,
     /// A glob that does not contain the marker never matches a name that does.
     pub variant_marker: Option<String>,
-    /// How the pipeline's verdict is read (D10); `None` for a protocol of task verdicts.
-    pub verdict: Option<VerdictSpec>,
-    /// Task records (code-change): which are judged, and their required fields.
-    pub tasks: Option<TasksSpec>,
-    /// The verdict mapping of a task attempt, first match wins.
-    pub grades: Vec<Grade>,
-    pub guards: Option<Guards>,
+    /// What it judges: a build directory or a workspace's task records.
+    pub subject: Subject,
     pub passes: Vec<Pass>,
     /// The variables `--vars`/`--set`/`--protect` changed, as resolved (empty: none).
     pub overrides: Vec<overrides::Resolved>,
@@ -264,11 +220,11 @@ struct RawProtocol {
     description: String,
     #[serde(default)]
     globs: RawGlobs,
-    verdict: Option<RawVerdict>,
-    tasks: Option<TasksSpec>,
+    verdict: Option<Spanned<RawVerdict>>,
+    tasks: Option<Spanned<TasksSpec>>,
     #[serde(default, rename = "grade")]
-    grades: Vec<Grade>,
-    guards: Option<Guards>,
+    grades: Vec<Spanned<tasks::RawGrade>>,
+    guards: Option<Spanned<Guards>>,
     #[serde(default)]
     vars: BTreeMap<String, Spanned<Vars>>,
     #[serde(rename = "pass")]
@@ -419,51 +375,7 @@ impl Protocol {
             vars::validate(vars.get_ref())
                 .map_err(|m| err_at(Some(vars.span()), format!("in [vars.{name}]: {m}")))?;
         }
-        match (&raw.verdict, &raw.tasks) {
-            (Some(v), _) if v.files.is_empty() => {
-                return Err(err_at(
-                    None,
-                    "`verdict.files` must name at least one glob".into(),
-                ));
-            }
-            _ => {}
-        }
-        if raw.tasks.is_some() && raw.grades.is_empty() {
-            return Err(err_at(
-                None,
-                "a protocol with `[tasks]` needs at least one `[[grade]]` (the verdict mapping)"
-                    .into(),
-            ));
-        }
-        for g in &raw.grades {
-            for w in &g.when {
-                for st in &w.status {
-                    if !["PASS", "FAIL", "WAITING", "SKIP", "INCONCLUSIVE"].contains(&st.as_str()) {
-                        return Err(err_at(
-                            None,
-                            format!("grade `{}`: unknown status `{st}` (PASS, FAIL, WAITING, SKIP, INCONCLUSIVE)", g.verdict),
-                        ));
-                    }
-                }
-            }
-        }
-        if let Some(g) = &raw.guards {
-            if !(0.0..=1.0).contains(&g.convergence_ratio) {
-                return Err(err_at(
-                    None,
-                    format!(
-                        "`guards.convergence_ratio` `{}` must be between 0 and 1",
-                        g.convergence_ratio
-                    ),
-                ));
-            }
-            if g.max_rejects == 0 {
-                return Err(err_at(
-                    None,
-                    "`guards.max_rejects` must be at least 1".into(),
-                ));
-            }
-        }
+        let subject = subject(&mut raw, &err_at)?;
         let empty = Vars::new();
         let variant = |name: &Spanned<String>| -> Result<&Vars, ProtocolError> {
             raw.vars
@@ -544,7 +456,7 @@ impl Protocol {
                 .map_or(MAIN_VARIANT, |n| n.get_ref().as_str());
             let at_pass =
                 |m: String| err_at(Some(spanned.span()), format!("in pass `{pass_id}`: {m}"));
-            if p.for_each.is_some() && raw.tasks.is_none() {
+            if p.for_each.is_some() && matches!(subject, Subject::Build(_)) {
                 return Err(at_pass(
                     "`for_each = \"task\"` needs a `[tasks]` table".into(),
                 ));
@@ -663,11 +575,11 @@ impl Protocol {
                         .map(move |p| (p, Some(c.def.id.as_str())))
                 }));
             for (p, check) in preds.chain(pass.deadline.iter().map(|d| (d, None))) {
-                let problem = if raw.verdict.is_none()
+                let problem = if !matches!(subject, Subject::Build(Some(_)))
                     && any_leaf(p, &|l| matches!(l, Predicate::Complete(_)))
                 {
                     Some("`complete` needs a `[verdict]` table (how the pipeline's verdict is read); without one the pipeline completes only at `verify --final`, `watch --exit-with` or `--timeout`")
-                } else if raw.tasks.is_none()
+                } else if matches!(subject, Subject::Build(_))
                     && any_leaf(
                         p,
                         &|l| matches!(l, Predicate::Parses(x) if x.files.is_none()),
@@ -688,11 +600,6 @@ impl Protocol {
             }
         }
 
-        let verdict = raw.verdict.map(|v| VerdictSpec {
-            files: v.files,
-            pattern: v.pattern,
-            complete: v.complete.iter().map(|s| s.trim().to_uppercase()).collect(),
-        });
         let sha256 = hex(&Sha256::digest(text.as_bytes()));
         Ok(Protocol {
             id: raw.id,
@@ -703,13 +610,26 @@ impl Protocol {
             sha256,
             text: text.to_string(),
             variant_marker: raw.globs.variant_marker.filter(|m| !m.is_empty()),
-            verdict,
-            tasks: raw.tasks,
-            grades: raw.grades,
-            guards: raw.guards,
+            subject,
             passes,
             overrides: overridden,
         })
+    }
+
+    /// How the pipeline's verdict is read (a build protocol with `[verdict]`).
+    pub fn verdict_spec(&self) -> Option<&VerdictSpec> {
+        match &self.subject {
+            Subject::Build(v) => v.as_ref(),
+            Subject::Workspace(_) => None,
+        }
+    }
+
+    /// The loop guards of a task protocol.
+    pub fn guards(&self) -> Option<&Guards> {
+        match &self.subject {
+            Subject::Workspace(t) => t.guards.as_ref(),
+            Subject::Build(_) => None,
+        }
     }
 
     /// Every check definition, in protocol order of first appearance.
@@ -748,6 +668,69 @@ impl Protocol {
             .filter(|(_, c)| c.def.id.eq_ignore_ascii_case(id))
             .collect()
     }
+}
+
+/// The kind of protocol the raw tables make, taken out of `raw`: `[verdict]` (or nothing) for
+/// a build directory, `[tasks]` with its `[[grade]]`s and `[guards]` for a workspace.
+fn subject(
+    raw: &mut RawProtocol,
+    err_at: &dyn Fn(Option<Range<usize>>, String) -> ProtocolError,
+) -> Result<Subject, ProtocolError> {
+    let grades = std::mem::take(&mut raw.grades);
+    let (verdict, records, guards) = (raw.verdict.take(), raw.tasks.take(), raw.guards.take());
+    let Some(records) = records else {
+        if let Some(g) = grades.first() {
+            return Err(err_at(
+                Some(g.span()),
+                "`[[grade]]` needs a `[tasks]` table (grades judge task attempts)".into(),
+            ));
+        }
+        if let Some(g) = &guards {
+            return Err(err_at(
+                Some(g.span()),
+                "`[guards]` needs a `[tasks]` table (guards hold across a task's attempts)".into(),
+            ));
+        }
+        let Some(v) = verdict else {
+            return Ok(Subject::Build(None));
+        };
+        let span = v.span();
+        let v = v.into_inner();
+        if v.files.is_empty() {
+            return Err(err_at(
+                Some(span),
+                "`verdict.files` must name at least one glob".into(),
+            ));
+        }
+        return Ok(Subject::Build(Some(VerdictSpec {
+            files: v.files,
+            pattern: v.pattern,
+            complete: v.complete.iter().map(|s| s.trim().to_uppercase()).collect(),
+        })));
+    };
+    if let Some(v) = verdict {
+        return Err(err_at(
+            Some(v.span()),
+            "a protocol has `[verdict]` (a build directory's pipeline) or `[tasks]` (a workspace's task records), not both: split it into two protocols".into(),
+        ));
+    }
+    let spans: Vec<Range<usize>> = grades.iter().map(|g| g.span()).collect();
+    let guards_span = guards.as_ref().map(|g| g.span());
+    let tasks_span = records.span();
+    let rules = TaskRules::new(
+        records.into_inner(),
+        grades.into_iter().map(|g| g.into_inner()).collect(),
+        guards.map(|g| g.into_inner()),
+    )
+    .map_err(|(at, m)| {
+        let span = match at {
+            tasks::At::Tasks => Some(tasks_span),
+            tasks::At::Grade(i) => spans.get(i).cloned(),
+            tasks::At::Guards => guards_span,
+        };
+        err_at(span, m)
+    })?;
+    Ok(Subject::Workspace(rules))
 }
 
 fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {

@@ -1,0 +1,235 @@
+//! What only a protocol of task records has (code-change, SPEC §7): which records are judged,
+//! the grade mapping of an attempt, what each grade means, and the loop guards over a task's
+//! attempts. Every verdict name is the protocol's data: the referee knows a verdict only by
+//! the [`Outcome`] the protocol gives it.
+
+use serde::Deserialize;
+
+use super::Severity;
+
+/// Which task records are judged, and what a well-formed one holds (SPEC §7).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSpec {
+    /// A record is judged when its `status` is one of these (a malformed record always is).
+    pub judge_status: Vec<String>,
+    /// Top-level fields a record must have.
+    pub required: Vec<String>,
+}
+
+/// What a verdict means for the attempt, the exit code and the event's severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The attempt is accepted (exit 0).
+    Pass,
+    /// The attempt is accepted with a cleanup task to follow (exit 0).
+    Cleanup,
+    /// The attempt is rejected (exit 1).
+    Reject,
+    /// A loop guard handed the task to a human (exit 1); never a grade's.
+    Escalate,
+}
+
+impl Outcome {
+    /// Whether the attempt may go on (`verify`, `watch` and `status --task` exit 0 for it).
+    pub fn lets_through(self) -> bool {
+        matches!(self, Outcome::Pass | Outcome::Cleanup)
+    }
+}
+
+/// One rung of the verdict mapping: the first grade whose `when` matches a result decides.
+#[derive(Debug, Clone)]
+pub struct Grade {
+    pub verdict: String,
+    /// Matches when any result has one of these severities and statuses; empty: always.
+    pub when: Vec<GradeWhen>,
+    /// Build a cleanup task from the matching results.
+    pub cleanup: bool,
+    /// List the files to restore.
+    pub restore: bool,
+    /// What the grade means: `outcome` as written, else `cleanup` when `cleanup = true`, `pass`
+    /// when the guards name it a final verdict, `reject` otherwise.
+    pub outcome: Outcome,
+}
+
+/// A `[[grade]]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGrade {
+    verdict: String,
+    #[serde(default)]
+    when: Vec<GradeWhen>,
+    #[serde(default)]
+    cleanup: bool,
+    #[serde(default)]
+    restore: bool,
+    outcome: Option<Outcome>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradeWhen {
+    pub severity: Severity,
+    /// `FAIL`, `INCONCLUSIVE`, …
+    pub status: Vec<String>,
+}
+
+/// The loop guards over a task's attempts (seeds 000, 002, 004), applied in this order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guards {
+    /// Verdicts that end the loop: no guard overrides them.
+    #[serde(default)]
+    pub final_verdicts: Vec<String>,
+    /// The verdict that counts as a rejection.
+    pub reject: String,
+    /// The task's Nth rejection escalates.
+    pub max_rejects: u32,
+    /// An attempt whose diff equals the previous attempt's escalates.
+    #[serde(default)]
+    pub identical_diff: bool,
+    /// From this attempt on, a diff similarity ratio at or above `convergence_ratio` with the
+    /// previous attempt's diff escalates as convergence.
+    pub convergence_from_attempt: u64,
+    pub convergence_ratio: f64,
+    /// The verdict a guard gives when rejections repeat or a diff repeats.
+    #[serde(default = "default_escalate")]
+    pub escalate: String,
+    /// The verdict the convergence guard gives.
+    #[serde(default = "default_escalate_convergence")]
+    pub escalate_convergence: String,
+}
+
+// The names a protocol written before `escalate` existed got from the referee.
+fn default_escalate() -> String {
+    "ESCALATE".into()
+}
+
+fn default_escalate_convergence() -> String {
+    "ESCALATE_CONVERGENCE".into()
+}
+
+/// Where a mistake in the task tables is: `[tasks]`, the Nth `[[grade]]`, `[guards]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum At {
+    Tasks,
+    Grade(usize),
+    Guards,
+}
+
+/// A protocol of task records: its records, grades and guards.
+#[derive(Debug)]
+pub struct TaskRules {
+    pub records: TasksSpec,
+    /// The verdict mapping of a task attempt, first match wins.
+    pub grades: Vec<Grade>,
+    pub guards: Option<Guards>,
+}
+
+impl TaskRules {
+    /// Resolves what each grade means and checks the grades and guards; an error says where
+    /// for the caller to locate.
+    pub(super) fn new(
+        records: TasksSpec,
+        raw: Vec<RawGrade>,
+        guards: Option<Guards>,
+    ) -> Result<TaskRules, (At, String)> {
+        if raw.is_empty() {
+            return Err((
+                At::Tasks,
+                "a protocol with `[tasks]` needs at least one `[[grade]]` (the verdict mapping)"
+                    .into(),
+            ));
+        }
+        let finals: &[String] = guards.as_ref().map_or(&[], |g| &g.final_verdicts);
+        let mut grades = Vec::with_capacity(raw.len());
+        for (i, g) in raw.into_iter().enumerate() {
+            for st in g.when.iter().flat_map(|w| &w.status) {
+                if !["PASS", "FAIL", "WAITING", "SKIP", "INCONCLUSIVE"].contains(&st.as_str()) {
+                    return Err((At::Grade(i), format!(
+                        "grade `{}`: unknown status `{st}` (PASS, FAIL, WAITING, SKIP, INCONCLUSIVE)",
+                        g.verdict
+                    )));
+                }
+            }
+            let outcome = match g.outcome {
+                Some(Outcome::Escalate) => {
+                    return Err((At::Grade(i), format!(
+                        "grade `{}`: `outcome = \"escalate\"` is the guards' (`[guards] escalate`); a grade is `pass`, `cleanup` or `reject`",
+                        g.verdict
+                    )));
+                }
+                Some(o) => o,
+                None if g.cleanup => Outcome::Cleanup,
+                None if finals.contains(&g.verdict) => Outcome::Pass,
+                None => Outcome::Reject,
+            };
+            grades.push(Grade {
+                verdict: g.verdict,
+                when: g.when,
+                cleanup: g.cleanup,
+                restore: g.restore,
+                outcome,
+            });
+        }
+        if let Some(g) = &guards {
+            if !(0.0..=1.0).contains(&g.convergence_ratio) {
+                return Err((
+                    At::Guards,
+                    format!(
+                        "`guards.convergence_ratio` `{}` must be between 0 and 1",
+                        g.convergence_ratio
+                    ),
+                ));
+            }
+            if g.max_rejects == 0 {
+                return Err((At::Guards, "`guards.max_rejects` must be at least 1".into()));
+            }
+            for (key, name) in [
+                ("escalate", &g.escalate),
+                ("escalate_convergence", &g.escalate_convergence),
+            ] {
+                if grades.iter().any(|x| x.verdict == *name) {
+                    return Err((
+                        At::Guards,
+                        format!("`guards.{key}` `{name}` is also a grade's verdict: an escalation needs a name of its own"),
+                    ));
+                }
+            }
+        }
+        Ok(TaskRules {
+            records,
+            grades,
+            guards,
+        })
+    }
+
+    /// What a verdict of this protocol means: a guard's escalation, a grade's outcome, and
+    /// anything else (no grade matched, a name from elsewhere) rejects, fail closed.
+    pub fn outcome(&self, verdict: &str) -> Outcome {
+        if self.is_escalation(verdict) {
+            return Outcome::Escalate;
+        }
+        self.grades
+            .iter()
+            .find(|g| g.verdict == verdict)
+            .map_or(Outcome::Reject, |g| g.outcome)
+    }
+
+    /// Whether `verdict` is one of the guards' escalations.
+    pub fn is_escalation(&self, verdict: &str) -> bool {
+        self.guards
+            .as_ref()
+            .is_some_and(|g| g.escalate == verdict || g.escalate_convergence == verdict)
+    }
+
+    /// The verdicts that let an attempt through (what `status --task` answers 0 for).
+    pub fn go_verdicts(&self) -> Vec<String> {
+        self.grades
+            .iter()
+            .filter(|g| g.outcome.lets_through())
+            .map(|g| g.verdict.clone())
+            .collect()
+    }
+}
