@@ -142,7 +142,13 @@ pub fn judge(
                     let cleanup = g.cleanup.then(|| cleanup_task(&mine, protocol));
                     (g.verdict.clone(), g.outcome, reasons, cleanup, g.restore)
                 }
-                None => (UNGRADED.to_string(), Outcome::Reject, Vec::new(), None, false),
+                None => (
+                    UNGRADED.to_string(),
+                    Outcome::Reject,
+                    Vec::new(),
+                    None,
+                    false,
+                ),
             };
         let attempt = run.record.parsed.as_ref().ok().map(|t| t.attempt);
         let restore = if restore_wanted {
@@ -204,9 +210,8 @@ pub fn hold_escalation(guards: &Guards, v: &mut TaskVerdict, kept: &[KeptAttempt
     let Some((k, _)) = kept.iter().find(|(k, _)| k.attempt == attempt) else {
         return;
     };
-    let escalation = |verdict: &str| {
-        verdict == guards.escalate || verdict == guards.escalate_convergence
-    };
+    let escalation =
+        |verdict: &str| verdict == guards.escalate || verdict == guards.escalate_convergence;
     if escalation(&k.verdict) && v.outcome != Outcome::Escalate {
         v.verdict = k.verdict.clone();
         v.outcome = Outcome::Escalate;

@@ -400,7 +400,8 @@ fn implicit_record(
     changes.insert("modified".into(), Value::Array(modified));
     changes.insert("removed".into(), Value::Array(removed));
     let status = tasks
-        .records.judge_status
+        .records
+        .judge_status
         .first()
         .cloned()
         .unwrap_or_else(|| "pending_review".into());

@@ -256,7 +256,11 @@ fn envelopes_follow_from_the_event() {
     let kinds = every_kind();
     let levels: Vec<Level> = kinds.iter().map(Event::level).collect();
     assert_eq!(levels[3], Level::Error, "a BLOCKING FAIL");
-    assert_eq!(levels[8], Level::Info, "a verdict read back carries no severity");
+    assert_eq!(
+        levels[8],
+        Level::Info,
+        "a verdict read back carries no severity"
+    );
     // A verdict's severity is what it means in the protocol, whatever it is called.
     let verdict = |name: &str, outcome| Event::Verdict {
         task_id: "t1".into(),

@@ -128,8 +128,8 @@ impl Session {
             .as_ref()
             .and_then(|j| self.write_tasks_report(j, &ended));
         // A replaced `.referee` holds a STOP too (SPEC §8).
-        let violation = matches!(&self.part, Part::Workspace(t) if t.violation)
-            || self.folder_lost.is_some();
+        let violation =
+            matches!(&self.part, Part::Workspace(t) if t.violation) || self.folder_lost.is_some();
         let eval = judged.map_or_else(|| empty_evaluation(false), |j| j.eval);
         self.conclude(Concluded {
             reason,

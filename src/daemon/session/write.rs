@@ -154,9 +154,9 @@ impl Session {
             Ok(Synced::Removed) => {
                 self.write_ok(STOP_AREA);
                 self.say(&match self.part {
-                    Part::Workspace(_) => format!(
-                        "STOP resolved: {STOP_FILE} removed, no veto or escalation stands"
-                    ),
+                    Part::Workspace(_) => {
+                        format!("STOP resolved: {STOP_FILE} removed, no veto or escalation stands")
+                    }
                     Part::Build => format!("{STOP_FILE} removed: no BLOCKING failure stands"),
                 });
                 self.beat(heartbeat::WATCHING);
