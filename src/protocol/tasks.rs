@@ -233,3 +233,135 @@ impl TaskRules {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Protocol, ProtocolError, Subject, EMBEDDED};
+    use super::*;
+
+    fn cc() -> &'static str {
+        EMBEDDED[1].2
+    }
+
+    fn rules(p: &Protocol) -> &TaskRules {
+        match &p.subject {
+            Subject::Workspace(r) => r,
+            Subject::Build(_) => panic!("{} is a build protocol", p.id),
+        }
+    }
+
+    /// `(line, message)` of a load error.
+    fn error(text: &str) -> (usize, String) {
+        match Protocol::parse(text, "p.toml").unwrap_err() {
+            ProtocolError::Invalid { line, message, .. } => (line, message),
+            e => panic!("{e:?}"),
+        }
+    }
+
+    /// The line of the first line that is `needle` (a table header) or, failing that, holds it.
+    fn line_of(text: &str, needle: &str) -> usize {
+        let lines = || text.lines();
+        lines()
+            .position(|l| l == needle)
+            .or_else(|| lines().position(|l| l.contains(needle)))
+            .unwrap()
+            + 1
+    }
+
+    #[test]
+    fn each_verdict_means_what_the_protocol_says() {
+        let p = Protocol::load("code-change").unwrap();
+        let r = rules(&p);
+        assert_eq!(r.outcome("APPROVE"), Outcome::Pass);
+        assert_eq!(r.outcome("MINOR_ISSUES"), Outcome::Cleanup);
+        assert_eq!(r.outcome("REJECT"), Outcome::Reject);
+        assert_eq!(r.outcome("ESCALATE"), Outcome::Escalate);
+        assert_eq!(r.outcome("ESCALATE_CONVERGENCE"), Outcome::Escalate);
+        assert_eq!(r.outcome("UNGRADED"), Outcome::Reject, "fail closed");
+        assert_eq!(r.go_verdicts(), ["MINOR_ISSUES", "APPROVE"]);
+        // Without `outcome` and `escalate`, a protocol written before them means the same.
+        let old = cc()
+            .replace("outcome = \"reject\"\n", "")
+            .replace("outcome = \"cleanup\"\n", "")
+            .replace("outcome = \"pass\"\n", "")
+            .replace("escalate = \"ESCALATE\"\n", "")
+            .replace("escalate_convergence = \"ESCALATE_CONVERGENCE\"\n", "");
+        assert!(!old.contains("outcome =") && !old.contains("escalate ="));
+        let p = Protocol::parse(&old, "old.toml").unwrap();
+        let r = rules(&p);
+        let means: Vec<Outcome> = ["APPROVE", "MINOR_ISSUES", "REJECT", "ESCALATE"]
+            .iter()
+            .map(|v| r.outcome(v))
+            .collect();
+        assert_eq!(
+            means,
+            [
+                Outcome::Pass,
+                Outcome::Cleanup,
+                Outcome::Reject,
+                Outcome::Escalate
+            ]
+        );
+        // An explicit outcome wins over the defaults.
+        let strict = cc().replacen("outcome = \"cleanup\"", "outcome = \"reject\"", 1);
+        let p = Protocol::parse(&strict, "p.toml").unwrap();
+        assert_eq!(rules(&p).outcome("MINOR_ISSUES"), Outcome::Reject);
+        assert_eq!(rules(&p).go_verdicts(), ["APPROVE"]);
+    }
+
+    #[test]
+    fn a_protocol_is_one_kind_and_its_task_tables_are_checked_where_they_are() {
+        // Both kinds at once: refused at `[verdict]`, with the way out.
+        let both = format!(
+            "{}\n[verdict]\nfiles = [\"v.md\"]\npattern = '^VERDICT: (\\w+)'\ncomplete = [\"SHIP\"]\n",
+            cc()
+        );
+        let (line, m) = error(&both);
+        assert_eq!(line, line_of(&both, "[verdict]"), "{m}");
+        assert!(m.contains("not both: split it into two protocols"), "{m}");
+        // Grades and guards without `[tasks]`.
+        let d10 = EMBEDDED[0].2;
+        let graded = format!("{d10}\n[[grade]]\nverdict = \"OK\"\n");
+        let (line, m) = error(&graded);
+        assert_eq!(line, line_of(&graded, "[[grade]]"), "{m}");
+        assert!(m.contains("`[[grade]]` needs a `[tasks]` table"), "{m}");
+        let guarded = format!(
+            "{d10}\n[guards]\nreject = \"NO\"\nmax_rejects = 3\nconvergence_from_attempt = 3\nconvergence_ratio = 0.9\n"
+        );
+        let (line, m) = error(&guarded);
+        assert_eq!(line, line_of(&guarded, "[guards]"), "{m}");
+        assert!(m.contains("`[guards]` needs a `[tasks]` table"), "{m}");
+        // A grade cannot escalate; an escalation cannot share a grade's name.
+        let text = cc().replacen("outcome = \"cleanup\"", "outcome = \"escalate\"", 1);
+        let (line, m) = error(&text);
+        assert_eq!(
+            line,
+            line_of(&text, "verdict = \"MINOR_ISSUES\"") - 1,
+            "{m}"
+        );
+        assert!(m.contains("`outcome = \"escalate\"` is the guards'"), "{m}");
+        let text = cc().replacen("escalate = \"ESCALATE\"", "escalate = \"REJECT\"", 1);
+        let (line, m) = error(&text);
+        assert_eq!(line, line_of(&text, "[guards]"), "{m}");
+        assert!(
+            m.contains("`guards.escalate` `REJECT` is also a grade's verdict"),
+            "{m}"
+        );
+        let text = cc().replacen("outcome = \"pass\"", "outcome = \"fine\"", 1);
+        let (_, m) = error(&text);
+        assert!(m.contains("unknown variant `fine`"), "{m}");
+        // The other task-table mistakes point at their table too.
+        let text = cc().replacen("max_rejects = 3", "max_rejects = 0", 1);
+        let (line, m) = error(&text);
+        assert_eq!(line, line_of(&text, "[guards]"), "{m}");
+        assert!(m.contains("must be at least 1"), "{m}");
+        let text = cc().replacen("status = [\"FAIL\"]", "status = [\"BAD\"]", 1);
+        let (line, m) = error(&text);
+        assert_eq!(
+            line,
+            line_of(&text, "verdict = \"MINOR_ISSUES\"") - 1,
+            "{m}"
+        );
+        assert!(m.contains("unknown status `BAD`"), "{m}");
+    }
+}
