@@ -428,7 +428,7 @@ fn implicit_record(
     let attempt = match store.last(task) {
         Some(k) => {
             let same = make(k.attempt);
-            let passed = k.verdict == "APPROVE" || k.verdict == "MINOR_ISSUES";
+            let passed = tasks.outcome(&k.verdict).lets_through();
             if passed && k.record_hash.as_deref() == Some(&crate::attempts::record_hash(&same)) {
                 k.attempt
             } else {
@@ -506,7 +506,7 @@ fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let minor: Vec<&TaskVerdict> = w
         .verdicts
         .iter()
-        .filter(|v| v.verdict != "APPROVE")
+        .filter(|v| v.outcome != Outcome::Pass)
         .collect();
     if minor.is_empty() {
         return Ok(Answer::allow());
