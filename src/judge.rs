@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 use crate::artifacts::{Limits, Snapshot};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::{self, Context};
-use crate::protocol::Protocol;
+use crate::protocol::{Protocol, Subject, TaskRules};
 use crate::verdict::TaskVerdict;
 use crate::waivers::{InUse, Waivers};
 use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
@@ -76,19 +76,12 @@ pub struct WorkspaceJudgment {
 }
 
 impl WorkspaceJudgment {
-    /// A BLOCKING failure, a task's verdict that is neither final nor a cleanup grade, or a
-    /// protected change standing in the workspace whatever the records say (SPEC §8).
+    /// [`crate::verdict::violation`], the rule `watch` applies too: a BLOCKING failure, an
+    /// attempt whose verdict does not let it through, or a STOP standing for the workspace
+    /// (a protected change, whatever the records say, SPEC §8).
     pub fn violation(&self, protocol: &Protocol) -> bool {
-        let rejected = self.verdicts.iter().any(|v| {
-            protocol
-                .guards
-                .as_ref()
-                .is_none_or(|g| !g.final_verdicts.contains(&v.verdict))
-                && v.verdict != "MINOR_ISSUES"
-        });
-        let veto =
-            outputs::code_change::workspace_stop_md(protocol, &self.ws, &self.verdicts).is_some();
-        self.eval.stops().next().is_some() || rejected || veto
+        let stop = outputs::code_change::workspace_stop_md(protocol, &self.ws, &self.verdicts);
+        crate::verdict::violation(&self.eval, &self.verdicts, stop.is_some())
     }
 }
 
@@ -132,9 +125,9 @@ pub fn judge(
     protocol: &Protocol,
     waivers: Option<&Waivers>,
 ) -> Result<Judgment> {
-    if protocol.tasks.is_some() {
+    if let Subject::Workspace(rules) = &protocol.subject {
         return Ok(Judgment::Workspace(Box::new(workspace(
-            req, protocol, waivers,
+            req, protocol, rules, waivers,
         )?)));
     }
     if req.baseline.is_some() || req.baseline_dir.is_some() {
@@ -187,6 +180,7 @@ fn build(
 fn workspace(
     req: &Request<'_>,
     protocol: &Protocol,
+    rules: &TaskRules,
     waivers: Option<&Waivers>,
 ) -> Result<WorkspaceJudgment> {
     // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
@@ -205,7 +199,7 @@ fn workspace(
         refuse_live(req.dir, &state)?;
     }
     let ws = Workspace::open_in(req.dir, &spec, &state, req.max_read_bytes)?;
-    let j = evaluated(req, protocol, ws, state, waivers)?;
+    let j = evaluated(req, protocol, rules, ws, state, waivers)?;
     if j.runs.is_empty() {
         tracing::warn!(
             "no task records in `{}`: nothing to judge",
@@ -237,6 +231,7 @@ fn workspace(
 fn evaluated(
     req: &Request<'_>,
     protocol: &Protocol,
+    rules: &TaskRules,
     ws: Workspace,
     state: PathBuf,
     waivers: Option<&Waivers>,
@@ -252,9 +247,9 @@ fn evaluated(
         now: Some(now),
         ..Options::default()
     };
-    let (mut eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &options);
+    let (mut eval, runs) = engine::evaluate_workspace(protocol, rules, &snap, &ws, &options);
     let waived = apply_waivers(waivers, &mut eval, now);
-    let verdicts = crate::verdict::judge(protocol, &ws, &eval.results, &runs, &state);
+    let verdicts = crate::verdict::judge(protocol, rules, &ws, &eval.results, &runs, &state);
     let ctx = context(ws.root(), now, waived);
     Ok(WorkspaceJudgment {
         ws,
@@ -280,11 +275,12 @@ pub fn attempt(
     protocol: &Protocol,
     implicit: &dyn Fn(&Workspace) -> Option<ImplicitRecord>,
 ) -> Result<WorkspaceJudgment> {
-    anyhow::ensure!(
-        protocol.tasks.is_some(),
-        "protocol `{}` judges no task records: agent hooks need a protocol like `code-change`",
-        protocol.id
-    );
+    let Subject::Workspace(rules) = &protocol.subject else {
+        anyhow::bail!(
+            "protocol `{}` judges no task records: agent hooks need a protocol like `code-change`",
+            protocol.id
+        );
+    };
     let state = state_of(req.dir, req.state_dir)?;
     crate::state::ensure(&state)?;
     let git = req.dir.join(".git").exists();
@@ -306,7 +302,7 @@ pub fn attempt(
     if let Some((rel, bytes)) = implicit(&ws) {
         ws.add_record(&rel, bytes);
     }
-    evaluated(req, protocol, ws, state, None)
+    evaluated(req, protocol, rules, ws, state, None)
 }
 
 /// What the outputs say of a judgment made once, at `now`, of the directory `root`.

@@ -213,7 +213,7 @@ pub fn compare(name: &str, eval: &Evaluation, expect: &Expect) -> CaseResult {
 
 /// Runs every case of `dir`.
 pub fn run(protocol: &Protocol, dir: &Path) -> Result<Vec<CaseResult>> {
-    if protocol.tasks.is_some() {
+    if matches!(protocol.subject, crate::protocol::Subject::Workspace(_)) {
         bail!(
             "`protocol test` runs build-directory protocols; `{}` judges task records in a workspace (test it with `verify` on a workspace)",
             protocol.id

@@ -11,14 +11,16 @@ use serde::{Deserialize, Serialize};
 use crate::attempts::{self, diff_hash, is_empty_change, normalise, Kept, KeptAttempt, Store};
 use crate::checks::change::protected_changes;
 use crate::engine::grade::grade;
-use crate::engine::{CheckResult, Status, TaskRun};
+use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::predicate::Predicate;
-use crate::protocol::{Guards, Protocol};
+use crate::protocol::{Guards, Outcome, Protocol, TaskRules};
 use crate::workspace::{diff, Change, Content, Workspace};
 
-pub const ESCALATE: &str = "ESCALATE";
-pub const ESCALATE_CONVERGENCE: &str = "ESCALATE_CONVERGENCE";
 pub use crate::engine::grade::INCONCLUSIVE_TAG;
+
+/// The verdict of an attempt no grade matched (a protocol whose last grade has a `when`): the
+/// referee's, not the protocol's, and it rejects (fail closed).
+pub const UNGRADED: &str = "UNGRADED";
 
 /// A file to restore to its baseline content: `sha256` `None` means "remove it" (it was added).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +36,9 @@ pub struct TaskVerdict {
     /// `None` for a record too malformed to say.
     pub attempt: Option<u64>,
     pub verdict: String,
+    /// What `verdict` means in the protocol (whether the attempt may go on).
+    #[serde(skip)]
+    pub outcome: Outcome,
     /// The verdict of the grade mapping, before the guards.
     pub graded: String,
     pub reasons: Vec<String>,
@@ -57,6 +62,22 @@ pub struct TaskVerdict {
     /// no guard applies and nothing of it is kept.
     #[serde(skip)]
     pub replay: bool,
+}
+
+impl TaskVerdict {
+    /// A loop guard hands the attempt to a human under the guards' verdict `name`.
+    fn escalate(&mut self, name: &str) {
+        self.verdict = name.to_string();
+        self.outcome = Outcome::Escalate;
+    }
+}
+
+/// Whether a workspace's judgment says "do not go on" (exit 1), for `verify` and `watch`
+/// alike: an attempt whose verdict does not let it through (a rejection, an escalation, no
+/// grade), an unwaived BLOCKING failure, or a STOP standing for the workspace whatever the
+/// records say (`stop`: a protected path changed, SPEC §8).
+pub fn violation(eval: &Evaluation, verdicts: &[TaskVerdict], stop: bool) -> bool {
+    stop || eval.stops().next().is_some() || verdicts.iter().any(|v| !v.outcome.lets_through())
 }
 
 /// The globs of the `unchanged` predicates in `p`.
@@ -100,6 +121,7 @@ pub fn veto_globs(protocol: &Protocol) -> Vec<(String, Vec<crate::protocol::pred
 /// The verdict of every judged task attempt of an evaluation.
 pub fn judge(
     protocol: &Protocol,
+    rules: &TaskRules,
     ws: &Workspace,
     results: &[CheckResult],
     runs: &[TaskRun],
@@ -114,13 +136,20 @@ pub fn judge(
             .filter(|r| r.pass == run.key)
             .cloned()
             .collect();
-        let (verdict, reasons, cleanup, restore_wanted) = match grade(protocol, &mine) {
-            Some((g, reasons, _)) => {
-                let cleanup = g.cleanup.then(|| cleanup_task(&mine, protocol));
-                (g.verdict.clone(), reasons, cleanup, g.restore)
-            }
-            None => ("UNGRADED".to_string(), Vec::new(), None, false),
-        };
+        let (verdict, outcome, reasons, cleanup, restore_wanted) =
+            match grade(protocol, rules, &mine) {
+                Some((g, reasons, _)) => {
+                    let cleanup = g.cleanup.then(|| cleanup_task(&mine, protocol));
+                    (g.verdict.clone(), g.outcome, reasons, cleanup, g.restore)
+                }
+                None => (
+                    UNGRADED.to_string(),
+                    Outcome::Reject,
+                    Vec::new(),
+                    None,
+                    false,
+                ),
+            };
         let attempt = run.record.parsed.as_ref().ok().map(|t| t.attempt);
         let restore = if restore_wanted {
             restore_list(ws, run, &globs)
@@ -141,6 +170,7 @@ pub fn judge(
             attempt,
             graded: verdict.clone(),
             verdict,
+            outcome,
             reasons,
             results: mine,
             restore,
@@ -153,7 +183,7 @@ pub fn judge(
             record_hash: run.record_hash.clone(),
             replay: run.replay.is_some(),
         };
-        if let (Some(guards), Some(attempt), false) = (&protocol.guards, attempt, v.replay) {
+        if let (Some(guards), Some(attempt), false) = (&rules.guards, attempt, v.replay) {
             let kept = store.attempts(&run.key);
             let history: Vec<KeptAttempt> = kept
                 .iter()
@@ -162,30 +192,29 @@ pub fn judge(
                 .collect();
             let elsewhere = store.graded_elsewhere(&run.key, &guards.reject);
             apply_guards(guards, &history, &elsewhere, attempt, &mut v);
-            hold_escalation(&mut v, &kept);
+            hold_escalation(guards, &mut v, &kept);
         }
         out.push(v);
     }
     out
 }
 
-fn is_escalation(verdict: &str) -> bool {
-    verdict == ESCALATE || verdict == ESCALATE_CONVERGENCE
-}
-
 /// An escalation, once decided for an attempt, stands while that attempt's record is pending:
 /// putting files back under it (as an orchestrator does on its way to a human) changes the
 /// workspace, not the decision, so the STOP keeps saying so until the record moves on (a new
 /// attempt, or another status). `kept`: the task's kept attempts, this one included if judged.
-pub fn hold_escalation(v: &mut TaskVerdict, kept: &[KeptAttempt]) {
+pub fn hold_escalation(guards: &Guards, v: &mut TaskVerdict, kept: &[KeptAttempt]) {
     let Some(attempt) = v.attempt else {
         return;
     };
     let Some((k, _)) = kept.iter().find(|(k, _)| k.attempt == attempt) else {
         return;
     };
-    if is_escalation(&k.verdict) && !is_escalation(&v.verdict) {
+    let escalation =
+        |verdict: &str| verdict == guards.escalate || verdict == guards.escalate_convergence;
+    if escalation(&k.verdict) && v.outcome != Outcome::Escalate {
         v.verdict = k.verdict.clone();
+        v.outcome = Outcome::Escalate;
         v.escalation = Some(k.escalation.clone().unwrap_or_else(|| {
             format!("attempt {attempt} was escalated when it was judged: human review required")
         }));
@@ -225,7 +254,7 @@ pub fn apply_guards(
         .count()
         + usize::from(v.graded == guards.reject);
     if v.graded == guards.reject && rejects >= guards.max_rejects as usize {
-        v.verdict = ESCALATE.into();
+        v.escalate(&guards.escalate);
         v.escalation = Some(format!(
             "rejection {rejects} of task `{}` (limit {}): human review required",
             v.task_id, guards.max_rejects
@@ -243,7 +272,7 @@ pub fn apply_guards(
             .rev()
             .find(|(k, _)| k.diff_hash.as_deref() == Some(hash.as_str()))
         {
-            v.verdict = ESCALATE.into();
+            v.escalate(&guards.escalate);
             v.escalation = Some(format!(
                 "attempt {attempt}'s diff is identical to attempt {}'s (whitespace aside): no progress, human review required",
                 same.attempt
@@ -258,7 +287,7 @@ pub fn apply_guards(
                 .iter()
                 .find(|k| k.diff_hash.as_deref() == Some(hash.as_str()))
             {
-                v.verdict = ESCALATE.into();
+                v.escalate(&guards.escalate);
                 v.escalation = Some(format!(
                     "attempt {attempt}'s diff is identical to attempt {} of task `{}`, which was rejected (whitespace aside): human review required",
                     other.attempt, other.task_id
@@ -271,7 +300,7 @@ pub fn apply_guards(
     if attempt >= guards.convergence_from_attempt {
         if let Some((r, near)) = nearest {
             if r >= guards.convergence_ratio {
-                v.verdict = ESCALATE_CONVERGENCE.into();
+                v.escalate(&guards.escalate_convergence);
                 v.escalation = Some(format!(
                     "attempt {attempt}'s diff is {:.1}% similar to attempt {near}'s (threshold {:.1}%): the rework is going in circles, hand off to a tester",
                     r * 100.0,
@@ -347,6 +376,8 @@ mod tests {
             identical_diff: true,
             convergence_from_attempt: 3,
             convergence_ratio: 0.97,
+            escalate: "ESCALATE".into(),
+            escalate_convergence: "ESCALATE_CONVERGENCE".into(),
         }
     }
 
@@ -355,6 +386,11 @@ mod tests {
             task_id: "t".into(),
             attempt: None,
             verdict: graded.into(),
+            outcome: if graded == "REJECT" {
+                Outcome::Reject
+            } else {
+                Outcome::Pass
+            },
             graded: graded.into(),
             reasons: vec![],
             results: vec![],
@@ -390,7 +426,7 @@ mod tests {
         let h = [kept(1, "REJECT", "a\n"), kept(2, "REJECT", "b\n")];
         let mut x = v("REJECT", "b\n");
         apply_guards(&guards(), &h, &[], 3, &mut x);
-        assert_eq!(x.verdict, ESCALATE);
+        assert_eq!(x.verdict, "ESCALATE");
         assert!(x.escalation.unwrap().contains("rejection 3"));
         let mut y = v("REJECT", "c\n");
         apply_guards(&guards(), &h[..1], &[], 2, &mut y);
@@ -402,7 +438,7 @@ mod tests {
         let h = [kept(1, "REJECT", "same\n")];
         let mut x = v("MINOR_ISSUES", "same\n");
         apply_guards(&guards(), &h, &[], 2, &mut x);
-        assert_eq!(x.verdict, ESCALATE);
+        assert_eq!(x.verdict, "ESCALATE");
         assert_eq!(x.diff_similarity, Some(1.0));
         let mut y = v("APPROVE", "same\n");
         apply_guards(&guards(), &h, &[], 2, &mut y);
@@ -420,7 +456,7 @@ mod tests {
         ];
         let mut x = v("MINOR_ISSUES", &near);
         apply_guards(&guards(), &h, &[], 3, &mut x);
-        assert_eq!(x.verdict, ESCALATE_CONVERGENCE);
+        assert_eq!(x.verdict, "ESCALATE_CONVERGENCE");
         assert_eq!(x.diff_similarity, Some(0.99));
         // The first rework (attempt 2) is not judged for convergence.
         let mut y = v("MINOR_ISSUES", &near);
@@ -431,14 +467,14 @@ mod tests {
     #[test]
     fn an_escalation_stands_while_its_attempt_is_pending() {
         let mut escalated = kept(2, "REJECT", "d\n");
-        escalated.0.verdict = ESCALATE.into();
+        escalated.0.verdict = "ESCALATE".into();
         escalated.0.escalation = Some("attempt 2's diff is identical to attempt 1's".into());
         let history = [kept(1, "REJECT", "d\n"), escalated];
         // The files put back under attempt 2: judged again, it would only be a REJECT.
         let mut again = v("REJECT", "");
         again.attempt = Some(2);
-        hold_escalation(&mut again, &history);
-        assert_eq!(again.verdict, ESCALATE);
+        hold_escalation(&guards(), &mut again, &history);
+        assert_eq!(again.verdict, "ESCALATE");
         assert_eq!(
             again.escalation.as_deref(),
             Some("attempt 2's diff is identical to attempt 1's")
@@ -447,11 +483,11 @@ mod tests {
         // A new attempt is judged on its own; an attempt not escalated stays as judged.
         let mut next = v("APPROVE", "e\n");
         next.attempt = Some(3);
-        hold_escalation(&mut next, &history);
+        hold_escalation(&guards(), &mut next, &history);
         assert_eq!(next.verdict, "APPROVE");
         let mut first = v("APPROVE", "");
         first.attempt = Some(1);
-        hold_escalation(&mut first, &history);
+        hold_escalation(&guards(), &mut first, &history);
         assert_eq!(first.verdict, "APPROVE");
         // Kept before the `escalation` field existed: a reason is still given.
         let old: Kept = serde_json::from_str(
@@ -460,8 +496,8 @@ mod tests {
         .unwrap();
         let mut x = v("REJECT", "");
         x.attempt = Some(2);
-        hold_escalation(&mut x, &[(old, None)]);
-        assert_eq!(x.verdict, ESCALATE_CONVERGENCE);
+        hold_escalation(&guards(), &mut x, &[(old, None)]);
+        assert_eq!(x.verdict, "ESCALATE_CONVERGENCE");
         assert!(x
             .escalation
             .unwrap()
@@ -476,14 +512,14 @@ mod tests {
         let h = [kept(1, "MINOR_ISSUES", a), kept(2, "MINOR_ISSUES", b)];
         let mut x = v("MINOR_ISSUES", a);
         apply_guards(&guards(), &h, &[], 3, &mut x);
-        assert_eq!(x.verdict, ESCALATE);
+        assert_eq!(x.verdict, "ESCALATE");
         assert!(x.reasons.contains(&"identical_diff".to_string()));
         assert!(x.escalation.unwrap().contains("attempt 1's"));
         // Whitespace only: identical.
         let spaced = "--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n-x = 1\n+x  =  2 \n+\n";
         let mut y = v("MINOR_ISSUES", spaced);
         apply_guards(&guards(), &h[..1], &[], 2, &mut y);
-        assert_eq!(y.verdict, ESCALATE, "{:?}", y.escalation);
+        assert_eq!(y.verdict, "ESCALATE", "{:?}", y.escalation);
     }
 
     #[test]
@@ -496,7 +532,7 @@ mod tests {
         };
         let mut x = v("REJECT", d);
         apply_guards(&guards(), &[], std::slice::from_ref(&other), 1, &mut x);
-        assert_eq!(x.verdict, ESCALATE);
+        assert_eq!(x.verdict, "ESCALATE");
         assert_eq!(x.reasons, ["identical_to_rejected_task"]);
         assert!(x.escalation.unwrap().contains("`t-old`"));
         // Approved is final; an empty change is no resubmission.

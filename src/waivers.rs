@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::engine::{Applied, Evaluation, Status};
-use crate::protocol::{line_col, Protocol};
+use crate::protocol::{line_col, Protocol, Subject};
 
 /// A waiver file larger than this is refused (a waiver file is a few hundred bytes).
 const MAX_BYTES: u64 = 1 << 20;
@@ -191,9 +191,7 @@ impl Waivers {
             toml::from_str(text).map_err(|e| err_at(e.span(), e.message().to_string()))?;
         let checks: Vec<&str> = protocol.checks().iter().map(|c| c.id.as_str()).collect();
         // A pass instance of a task protocol is keyed by the task id: any pass name may match.
-        let passes: Option<Vec<&str>> = protocol
-            .tasks
-            .is_none()
+        let passes: Option<Vec<&str>> = matches!(protocol.subject, Subject::Build(_))
             .then(|| protocol.passes.iter().map(|p| p.id.as_str()).collect());
         let mut waivers = Vec::new();
         for w in raw.waiver {

@@ -82,7 +82,7 @@ impl<'a> Ctx<'a> {
             task: None,
             seen: None,
         };
-        if let Some(spec) = &protocol.verdict {
+        if let Some(spec) = protocol.verdict_spec() {
             (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
             // Reported in `verdict_unread`; no predicate was being judged.
             ctx.wrong.borrow_mut().clear();

@@ -25,8 +25,7 @@ fn own_files() {
 fn d10_verdict_forms() {
     let d10 = Protocol::load("d10").unwrap();
     let read = |line: &str| {
-        d10.verdict
-            .as_ref()
+        d10.verdict_spec()
             .unwrap()
             .pattern
             .capture(line.as_bytes(), 1, false)

@@ -3,23 +3,25 @@
 //! [`crate::verdict`] grades each attempt with it.
 
 use super::{CheckResult, Status};
-use crate::protocol::{Grade, Protocol};
+use crate::protocol::{Grade, Outcome, Protocol, TaskRules};
 
 /// The reason tag of a BLOCKING check that could not be decided (fail closed).
 pub const INCONCLUSIVE_TAG: &str = "inconclusive";
 
-/// The verdict of the grade mapping for one attempt's results (`None`: no grade matches).
-pub fn graded(protocol: &Protocol, results: &[CheckResult]) -> Option<String> {
-    grade(protocol, results).map(|(g, _, _)| g.verdict.clone())
+/// Whether the grade mapping rejects one attempt's results (a grade whose outcome is
+/// `reject`; no grade matching is not a rejection here).
+pub fn rejects(protocol: &Protocol, rules: &TaskRules, results: &[CheckResult]) -> bool {
+    grade(protocol, rules, results).is_some_and(|(g, _, _)| g.outcome == Outcome::Reject)
 }
 
 /// The first grade that matches the results, with the reasons (the tags of the matched
 /// results; `inconclusive` for an undecided one).
 pub fn grade<'p>(
     protocol: &'p Protocol,
+    rules: &'p TaskRules,
     results: &[CheckResult],
 ) -> Option<(&'p Grade, Vec<String>, Vec<&'p str>)> {
-    for g in &protocol.grades {
+    for g in &rules.grades {
         let matched: Vec<&CheckResult> = results
             .iter()
             .filter(|r| {

@@ -44,7 +44,7 @@ use anyhow::{Context as _, Result};
 use serde_json::{json, Map, Value};
 
 use crate::judge;
-use crate::protocol::Protocol;
+use crate::protocol::{Protocol, Subject};
 use crate::workspace::{Workspace, TASKS_DIR};
 
 /// The agent whose hook format is spoken.
@@ -276,7 +276,7 @@ impl Counter {
         crate::state::ensure(&state).ok()?;
         let cap = Protocol::load_with(&cfg.protocol, None, &cfg.overrides)
             .ok()
-            .and_then(|pr| pr.guards.map(|g| g.max_rejects as usize))
+            .and_then(|pr| pr.guards().map(|g| g.max_rejects as usize))
             .unwrap_or(3)
             .max(1);
         Some(Counter {
@@ -349,7 +349,7 @@ fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
         );
     }
     anyhow::ensure!(
-        protocol.tasks.is_some(),
+        matches!(protocol.subject, Subject::Workspace(_)),
         "protocol `{}` judges no task records: agent hooks need a protocol like `code-change`",
         protocol.id
     );
@@ -380,11 +380,13 @@ fn implicit_record(
     agent: Agent,
     task: &str,
 ) -> Option<(String, Vec<u8>)> {
-    let tasks = protocol.tasks.as_ref()?;
+    let Subject::Workspace(tasks) = &protocol.subject else {
+        return None;
+    };
     if ws
-        .records(&tasks.required)
+        .records(&tasks.records.required)
         .iter()
-        .any(|r| r.is_judged(&tasks.judge_status))
+        .any(|r| r.is_judged(&tasks.records.judge_status))
     {
         return None;
     }
@@ -405,6 +407,7 @@ fn implicit_record(
     changes.insert("modified".into(), Value::Array(modified));
     changes.insert("removed".into(), Value::Array(removed));
     let status = tasks
+        .records
         .judge_status
         .first()
         .cloned()
@@ -432,7 +435,7 @@ fn implicit_record(
     let attempt = match store.last(task) {
         Some(k) => {
             let same = make(k.attempt);
-            let passed = k.verdict == "APPROVE" || k.verdict == "MINOR_ISSUES";
+            let passed = tasks.outcome(&k.verdict).lets_through();
             if passed && k.record_hash.as_deref() == Some(&crate::attempts::record_hash(&same)) {
                 k.attempt
             } else {

@@ -103,7 +103,7 @@ pub(super) fn blocked_reason(
             s.push_str(&cut(&stop, 4000));
         }
     }
-    let cap = protocol.guards.as_ref().map_or(3, |g| g.max_rejects);
+    let cap = protocol.guards().map_or(3, |g| g.max_rejects);
     s.push_str(&format!(
         "\nFix these, then stop again. Do not edit protected files. After {cap} rejections, or an attempt that changes nothing, the referee escalates to a human ({} hook).",
         agent.name()

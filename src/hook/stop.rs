@@ -11,7 +11,7 @@ use super::{
     Payload,
 };
 use crate::judge;
-use crate::protocol::Protocol;
+use crate::protocol::{Outcome, Protocol};
 use crate::verdict::TaskVerdict;
 
 pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
@@ -33,7 +33,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let escalated: Vec<&TaskVerdict> = w
         .verdicts
         .iter()
-        .filter(|v| v.verdict.starts_with("ESCALATE"))
+        .filter(|v| v.outcome == Outcome::Escalate)
         .collect();
     let stop_file = w.state.join(crate::outputs::STOP_FILE);
     if !escalated.is_empty() {
@@ -75,7 +75,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let minor: Vec<&TaskVerdict> = w
         .verdicts
         .iter()
-        .filter(|v| v.verdict != "APPROVE")
+        .filter(|v| v.outcome != Outcome::Pass)
         .collect();
     if minor.is_empty() {
         return Ok(Answer::allow());

@@ -279,7 +279,7 @@ pub fn task_verdict(
     }
     let path = resolve(cfg, workspace)?;
     let p = protocol_for(cfg, named, "code-change")?;
-    if p.tasks.is_none() {
+    if !matches!(p.subject, crate::protocol::Subject::Workspace(_)) {
         return Err(format!(
             "protocol `{}` judges no task records: name a task protocol (`code-change`)",
             p.id

@@ -16,8 +16,8 @@ use super::escape::{cell, code, code_cell, text};
 use super::Context;
 use crate::attempts::{self, Kept, Store};
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
-use crate::protocol::Protocol;
-use crate::verdict::{Restore, TaskVerdict, ESCALATE, ESCALATE_CONVERGENCE};
+use crate::protocol::{Outcome, Protocol};
+use crate::verdict::{Restore, TaskVerdict};
 use crate::workspace::{Workspace, OUTPUT_DIR};
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
@@ -309,7 +309,7 @@ pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
                 r.evidence.details.iter().filter(|d| !d.starts_with("  ")).map(|d| text(d)).collect::<Vec<_>>().join("; "),
             ));
         }
-        if v.verdict == ESCALATE || v.verdict == ESCALATE_CONVERGENCE {
+        if v.outcome == Outcome::Escalate {
             blocks.push(format!(
                 "**Check:** loop guard\n\n**Severity:** BLOCKING\n\n**Phase:** task {} {}\n\n**Description:** {}\n\n**Evidence:** {}\n\n**Required Action:** ESCALATED: human review required\n",
                 code(&v.task_id),
@@ -432,7 +432,10 @@ fn embed(md: &str, task_id: &str) -> String {
 /// The report's first lines: whether every judged attempt was approved, and what to do about
 /// each one that was not.
 fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
-    let open: Vec<&TaskVerdict> = verdicts.iter().filter(|v| v.verdict != "APPROVE").collect();
+    let open: Vec<&TaskVerdict> = verdicts
+        .iter()
+        .filter(|v| v.outcome != Outcome::Pass)
+        .collect();
     let list = |vs: &[&TaskVerdict]| {
         vs.iter()
             .map(|v| format!("{} {}", code(&v.task_id), text(&v.verdict)))
@@ -442,7 +445,7 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
     let blocking: Vec<&TaskVerdict> = open
         .iter()
         .copied()
-        .filter(|v| v.verdict != "MINOR_ISSUES")
+        .filter(|v| !v.outcome.lets_through())
         .collect();
     if verdicts.is_empty() {
         let _ = writeln!(s, "**PASS: no task attempt to judge** — nothing to do.\n");
@@ -474,8 +477,8 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
     }
     let _ = writeln!(s, "What to do:\n");
     for v in open {
-        let what = match v.verdict.as_str() {
-            ESCALATE | ESCALATE_CONVERGENCE => format!(
+        let what = match v.outcome {
+            Outcome::Escalate => format!(
                 "a human must review it: {}",
                 text(
                     v.escalation
@@ -483,7 +486,7 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
                         .unwrap_or("the loop guard stopped it")
                 )
             ),
-            "MINOR_ISSUES" => "approved; hand on its cleanup task".to_string(),
+            Outcome::Cleanup => "approved; hand on its cleanup task".to_string(),
             _ if v.restore.is_empty() => format!(
                 "rework it ({}); see its failing checks below",
                 text(&v.reasons.join(", "))
@@ -751,119 +754,4 @@ pub fn write_verdict(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::Evidence;
-    use crate::protocol::Severity;
-
-    fn verdict(attempt: Option<u64>) -> TaskVerdict {
-        TaskVerdict {
-            task_id: "t1".into(),
-            attempt,
-            verdict: "REJECT".into(),
-            graded: "REJECT".into(),
-            reasons: vec!["protected_file_modified".into()],
-            results: vec![CheckResult {
-                pass: "t1".into(),
-                check: "CC-01".into(),
-                title: "No protected file touched".into(),
-                severity: Severity::Blocking,
-                status: Status::Fail,
-                due: true,
-                evidence: Evidence {
-                    expected: "no protected path".into(),
-                    observed: "1 finding(s)".into(),
-                    details: vec!["protected_file_modified: app/orchestrator.py (modified)".into()],
-                    files: Vec::new(),
-                },
-                waiver: None,
-            }],
-            restore: Vec::new(),
-            cleanup_task: None,
-            diff_similarity: None,
-            escalation: None,
-            protected_diffs: vec![("app/orchestrator.py".into(), String::new())],
-            record: ".tasks/t1.json".into(),
-            diff: None,
-            record_hash: None,
-            replay: false,
-        }
-    }
-
-    /// A malformed record has no readable attempt: the STOP block and the verdict file say so
-    /// instead of numbering it 0.
-    #[test]
-    fn an_unreadable_attempt_is_not_numbered() {
-        let p = Protocol::load("code-change").unwrap();
-        let stop = stop_md(&p, &[verdict(None)]).unwrap();
-        assert!(
-            stop.contains("**Phase:** task `t1` attempt ? (unreadable record)\n"),
-            "{stop}"
-        );
-        assert!(!stop.contains("attempt 0"), "{stop}");
-        assert!(
-            stop.contains("**Required Action:** restore: `app/orchestrator.py`"),
-            "{stop}"
-        );
-        let stop = stop_md(&p, &[verdict(Some(2))]).unwrap();
-        assert!(stop.contains("**Phase:** task `t1` attempt 2\n"), "{stop}");
-        let md = verdict_md(&p, &verdict(None));
-        assert!(
-            md.starts_with("# Verdict: REJECT — task `t1`, attempt ? (unreadable record)\n"),
-            "{md}"
-        );
-    }
-
-    /// The veto is the protocol's (`veto = true`), not a check id the code knows: a protocol
-    /// whose CC-01 is not a veto raises no STOP for it, and one that makes another check the
-    /// veto raises it for that one, with that check's action.
-    #[test]
-    fn the_veto_is_protocol_data() {
-        let src = crate::protocol::EMBEDDED
-            .iter()
-            .find(|(id, _, _)| *id == "code-change")
-            .map(|(_, _, text)| *text)
-            .unwrap();
-        let mut v = verdict(Some(1));
-        let no_veto = Protocol::parse(&src.replace("veto = true\n", ""), "t.toml").unwrap();
-        assert!(!no_veto.is_veto("CC-01"));
-        assert_eq!(stop_md(&no_veto, std::slice::from_ref(&v)), None);
-
-        v.results[0].check = "CC-07".into();
-        v.protected_diffs.clear();
-        let other = Protocol::parse(
-            &src.replace("veto = true\n", "").replace(
-                "tag = \"forbidden_content\"\n",
-                "tag = \"forbidden_content\"\nveto = true\n",
-            ),
-            "t.toml",
-        )
-        .unwrap();
-        assert!(other.is_veto("CC-07"));
-        let stop = stop_md(&other, &[v]).unwrap();
-        assert!(stop.contains("**Check:** CC-07"), "{stop}");
-        assert!(
-            stop.contains("**Description:** forbidden_content"),
-            "{stop}"
-        );
-        let action = &other.check_def("CC-07").unwrap().action;
-        assert!(
-            stop.contains(&format!("**Required Action:** {action}")),
-            "{stop}"
-        );
-
-        let err = Protocol::parse(
-            &src.replace(
-                "tag = \"summary_format\"\n",
-                "tag = \"summary_format\"\nveto = true\n",
-            ),
-            "t.toml",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("a veto must be `severity = \"blocking\"`"),
-            "{err}"
-        );
-    }
-}
+mod tests;

@@ -352,7 +352,7 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
         "Statuses: something present and wrong FAILs at once. Something missing is WAITING until the check is due, then {missing}. Undecidable data (unparseable timestamp, unreadable file) is WAITING until due, then INCONCLUSIVE."
     );
     if d.severity == super::Severity::Blocking {
-        if p.tasks.is_none() {
+        if matches!(p.subject, super::Subject::Build(_)) {
             let _ = writeln!(out, "A FAIL is BLOCKING: it raises OBSERVER-STOP.md.");
         } else if d.veto {
             let _ = writeln!(

@@ -85,18 +85,10 @@ pub struct TaskQuery {
 /// The good verdicts of a task protocol: its guards' final verdicts and every cleanup grade's
 /// (what `status --task` answers 0 for).
 pub fn go_verdicts(p: &crate::protocol::Protocol) -> Vec<String> {
-    let mut go: Vec<String> = p
-        .guards
-        .as_ref()
-        .map(|g| g.final_verdicts.clone())
-        .unwrap_or_default();
-    go.extend(
-        p.grades
-            .iter()
-            .filter(|g| g.cleanup)
-            .map(|g| g.verdict.clone()),
-    );
-    go
+    match &p.subject {
+        crate::protocol::Subject::Workspace(rules) => rules.go_verdicts(),
+        crate::protocol::Subject::Build(_) => Vec::new(),
+    }
 }
 
 /// The answer: the exit code, what to print on stdout, and a note for the log (stderr).

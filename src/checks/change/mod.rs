@@ -103,7 +103,10 @@ pub(super) fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
         Outcome::new(
             Verdict::Inconclusive,
             "a well-formed task record",
-            format!("{} is malformed ({e}): see CC-00", s.record.rel),
+            format!(
+                "{} is malformed ({e}): see the `task_record` check",
+                s.record.rel
+            ),
         )
     })
 }

@@ -34,13 +34,27 @@ pub enum Signal {
 }
 
 /// The envelope's `severity`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
+    #[default]
     Info,
     Warn,
     Error,
     Critical,
+}
+
+impl Level {
+    /// The severity of a task attempt's verdict: an escalation is critical, a rejection an
+    /// error, an attempt let through is news.
+    pub fn of(outcome: crate::protocol::Outcome) -> Level {
+        use crate::protocol::Outcome;
+        match outcome {
+            Outcome::Escalate => Level::Critical,
+            Outcome::Reject => Level::Error,
+            Outcome::Pass | Outcome::Cleanup => Level::Info,
+        }
+    }
 }
 
 /// A protocol, as the start and restart events name it.
@@ -203,6 +217,10 @@ pub enum Event {
         reasons: Vec<String>,
         #[serde(default)]
         text: String,
+        /// The envelope's severity, from what the verdict means in the protocol ([`Level::of`]);
+        /// not part of the payload.
+        #[serde(skip)]
+        level: Level,
     },
     /// The workspace's `HEAD` names another commit than the baseline pinned at start (a
     /// commit, amend, reset or checkout by the worker): logged once per new `HEAD`; the
@@ -358,8 +376,7 @@ impl Event {
                 _ => Level::Critical,
             },
             Event::Escalation { .. } | Event::Detached { .. } => Level::Critical,
-            Event::Verdict { verdict, .. } if verdict.starts_with("ESCALATE") => Level::Critical,
-            Event::Verdict { verdict, .. } if verdict == "REJECT" => Level::Error,
+            Event::Verdict { level, .. } => *level,
             Event::Restart { .. }
             | Event::FixAttempt { .. }
             | Event::Rescan { .. }

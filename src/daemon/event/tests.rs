@@ -88,6 +88,8 @@ fn every_kind() -> Vec<Event> {
             verdict: "REJECT".into(),
             reasons: vec!["protected_file_modified".into()],
             text: "task t1 attempt 2: REJECT".into(),
+            // Not part of the payload: a line read back has the default.
+            level: Level::default(),
         },
         Event::Fault {
             area: "scan".into(),
@@ -254,7 +256,25 @@ fn envelopes_follow_from_the_event() {
     let kinds = every_kind();
     let levels: Vec<Level> = kinds.iter().map(Event::level).collect();
     assert_eq!(levels[3], Level::Error, "a BLOCKING FAIL");
-    assert_eq!(levels[8], Level::Error, "a REJECT verdict");
+    assert_eq!(
+        levels[8],
+        Level::Info,
+        "a verdict read back carries no severity"
+    );
+    // A verdict's severity is what it means in the protocol, whatever it is called.
+    let verdict = |name: &str, outcome| Event::Verdict {
+        task_id: "t1".into(),
+        attempt: Some(1),
+        verdict: name.into(),
+        reasons: vec![],
+        text: String::new(),
+        level: Level::of(outcome),
+    };
+    use crate::protocol::Outcome;
+    assert_eq!(verdict("NO", Outcome::Reject).level(), Level::Error);
+    assert_eq!(verdict("HUMAN", Outcome::Escalate).level(), Level::Critical);
+    assert_eq!(verdict("TIDY", Outcome::Cleanup).level(), Level::Info);
+    assert_eq!(verdict("OK", Outcome::Pass).level(), Level::Info);
     assert_eq!(levels[9], Level::Critical, "a fault under --on-fault stop");
     assert_eq!(levels[10], Level::Info, "a fault cleared");
     assert_eq!(kinds[4].scope(), Scope::App);

@@ -15,7 +15,7 @@ use super::super::attach::DirId;
 use super::super::event::Event;
 use super::super::heartbeat;
 use super::super::journal::{MirrorFix, EVENTS_FILE};
-use super::Session;
+use super::{Part, Session};
 
 /// The STOP block that stands while `.referee` is not the session's folder.
 pub(super) fn folder_block(found: &str) -> String {
@@ -37,7 +37,7 @@ impl Session {
     /// session's folder? A deleted one is made again (and its copies restored); one replaced by
     /// anything but a directory is tamper: no copy is written through it, and the STOP says so.
     pub(super) fn check_folder(&mut self) {
-        let Some(tasks) = &self.tasks else {
+        let Part::Workspace(tasks) = &self.part else {
             return;
         };
         if self.detached_why.is_some() {
@@ -56,7 +56,7 @@ impl Session {
                     Ok(out) => self.set_out(out),
                     Err(_) => return,
                 }
-                if let Some(t) = &mut self.tasks {
+                if let Part::Workspace(t) = &mut self.part {
                     t.out_id = id;
                 }
                 ("replaced", "another directory")
@@ -83,7 +83,7 @@ impl Session {
                 match code_change::ensure_dir(&self.canon) {
                     Ok(out) => {
                         if let Ok(m) = std::fs::symlink_metadata(out.path()) {
-                            if let Some(t) = &mut self.tasks {
+                            if let Part::Workspace(t) = &mut self.part {
                                 t.out_id = DirId::from_meta(&m);
                             }
                         }
@@ -105,7 +105,7 @@ impl Session {
     /// The folder the session's copies go into from now on (held open: SPEC §8).
     pub(super) fn set_out(&mut self, out: crate::outputs::OutDir) {
         self.stop.set_dir(&out);
-        if let Some(t) = &mut self.tasks {
+        if let Part::Workspace(t) = &mut self.part {
             t.out = out.clone();
         }
         self.out = out;
@@ -113,7 +113,7 @@ impl Session {
 
     /// `.referee` is a real folder again: copies are written into it again, all restored now.
     pub(super) fn folder_back(&mut self) {
-        let Some(tasks) = &mut self.tasks else {
+        let Part::Workspace(tasks) = &mut self.part else {
             return;
         };
         self.folder_lost = None;
@@ -144,7 +144,7 @@ impl Session {
             return;
         }
         let mut restored = Vec::new();
-        if let Some(tasks) = &mut self.tasks {
+        if let Part::Workspace(tasks) = &mut self.part {
             tasks.copies_dirty = false;
             for (name, text) in &tasks.copies {
                 let what = match tasks.out.read_regular(name, 8 << 20) {

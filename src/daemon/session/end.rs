@@ -13,7 +13,7 @@ use crate::outputs::{markdown, REPORT_FILE};
 use super::super::event::{Ended, Event, FinalResult};
 use super::super::journal::Record;
 use super::super::{heartbeat, EndReason, FaultPolicy, Outcome};
-use super::Session;
+use super::{Part, Session};
 
 /// What a session's end settled on, for [`Session::conclude`].
 struct Concluded {
@@ -49,9 +49,15 @@ impl Session {
         if std::mem::take(&mut self.backoff).next().is_some() {
             self.retry_writes();
         }
-        if self.tasks.is_some() {
-            return self.finish_tasks(reason);
+        match self.part {
+            Part::Build => self.finish_build(reason),
+            Part::Workspace(_) => self.finish_tasks(reason),
         }
+    }
+
+    /// The end of a build directory's session: the last evaluation (final when the pipeline
+    /// is gone), the report, the last heartbeat and event.
+    fn finish_build(&mut self, reason: EndReason) -> Outcome {
         let final_ = reason.is_final();
         if let Some((eval, snap)) = self.evaluate(None, final_) {
             // Everything is read again as it stands, and no new failure is held back for
@@ -99,19 +105,19 @@ impl Session {
         // A record still being written is not judged; the last judgment stands for it.
         let moving = self.settle.moving().any(super::tasks::is_record);
         let judged = self.evaluate_tasks();
-        if let Some(tasks) = &mut self.tasks {
+        if let Part::Workspace(tasks) = &mut self.part {
             tasks.keep_cache();
         }
         if let Some(j) = judged.as_ref().filter(|_| !moving) {
-            if let Some(tasks) = &mut self.tasks {
+            if let Part::Workspace(tasks) = &mut self.part {
                 // The veto stands whatever the records say (SPEC §8), at the end too.
                 tasks.stop = crate::outputs::code_change::workspace_stop_md(
                     &self.protocol,
                     &j.ws,
                     &j.verdicts,
                 );
-                tasks.violation = super::tasks::violation(&self.protocol, &j.eval, &j.verdicts)
-                    || tasks.stop.is_some();
+                tasks.violation =
+                    crate::verdict::violation(&j.eval, &j.verdicts, tasks.stop.is_some());
             }
             self.flush_outputs();
             self.write_verdicts(&j.verdicts);
@@ -123,7 +129,7 @@ impl Session {
             .and_then(|j| self.write_tasks_report(j, &ended));
         // A replaced `.referee` holds a STOP too (SPEC §8).
         let violation =
-            self.tasks.as_ref().is_some_and(|t| t.violation) || self.folder_lost.is_some();
+            matches!(&self.part, Part::Workspace(t) if t.violation) || self.folder_lost.is_some();
         let eval = judged.map_or_else(|| empty_evaluation(false), |j| j.eval);
         self.conclude(Concluded {
             reason,

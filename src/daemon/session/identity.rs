@@ -15,7 +15,7 @@ use super::super::heartbeat;
 use super::super::journal::{self, EventLog};
 use super::super::stop::StopFile;
 use super::open::{context_ref, held, remove_stale_temps};
-use super::{Rewatch, Session};
+use super::{Part, Rewatch, Session};
 
 impl Session {
     /// Compares what the build directory's path names with the directory watched, and detaches
@@ -103,7 +103,7 @@ impl Session {
         if let Some(log) = &mut self.log {
             log.moved_to(&to);
         }
-        if let Some(t) = &mut self.tasks {
+        if let Part::Workspace(t) = &mut self.part {
             t.state = to;
         }
     }
@@ -131,7 +131,7 @@ impl Session {
         let old_log: Option<std::path::PathBuf> = None;
         self.rehome(&canon);
         let previous_events = 0;
-        if self.tasks.is_some() {
+        if let Part::Workspace(_) = self.part {
             // A re-created workspace: its `.referee/` again (refused as a symlink or a file).
             match crate::outputs::code_change::ensure_dir(&self.dir) {
                 Ok(out) => {
@@ -188,7 +188,8 @@ impl Session {
         }
         let was = std::mem::replace(&mut self.attached, attach::State::Attached(id));
         self.detached_why = None;
-        if self.tasks.is_none() {
+        if let Part::Build = self.part {
+            // A build directory's own files go into the directory itself.
             self.out = held(&canon, &self.dir);
             if let Some(log) = &mut self.log {
                 log.set_mirror(Some(self.out.clone()));

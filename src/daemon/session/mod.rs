@@ -91,6 +91,16 @@ struct ProtocolFile {
     reported: BTreeSet<String>,
 }
 
+/// The part of a session that only one kind of protocol has, made from the protocol's
+/// [`Subject`]: a build directory's session keeps its listing, published evaluation and pass
+/// files in [`Session`] itself; a workspace's session judges task records, and keeps its
+/// baseline, work tree and verdict files here.
+#[derive(Debug)]
+enum Part {
+    Build,
+    Workspace(Box<tasks::Tasks>),
+}
+
 /// One build directory's referee.
 pub struct Session {
     cfg: Config,
@@ -108,8 +118,8 @@ pub struct Session {
     /// A workspace's `.referee` is no longer the folder the session made (replaced by a link, a
     /// file, a FIFO …): what was found. Nothing is written through it while so; the STOP says it.
     folder_lost: Option<String>,
-    /// A protocol of task records: how the workspace is judged and its verdicts written.
-    tasks: Option<tasks::Tasks>,
+    /// What only this kind of protocol's session has (the protocol's [`Subject`]).
+    part: Part,
     /// Its canonical path (events arrive under it).
     canon: PathBuf,
     /// Whether a symlink at the build directory's path is followed: only when the path was one
@@ -229,19 +239,26 @@ impl Session {
     /// Judges what changed (everything when `touched` is `None`) and carries out what that
     /// decides; then brings the files in line.
     fn judge(&mut self, touched: Option<&BTreeSet<String>>) {
-        if self.tasks.is_some() {
-            // A workspace keeps no listing: ask the file system (`.tasks/` made just before
-            // its first record is the case that matters).
-            self.look_again_if_new_dir(touched.is_some_and(|t| {
-                t.iter().any(|p| {
-                    std::fs::symlink_metadata(self.canon.join(p)).is_ok_and(|m| m.is_dir())
-                })
-            }));
-            self.note_touched(touched);
-            self.judge_tasks();
-            self.flush_outputs();
-            return;
+        match self.part {
+            Part::Build => self.judge_build(touched),
+            Part::Workspace(_) => {
+                // A workspace keeps no listing: ask the file system (`.tasks/` made just before
+                // its first record is the case that matters).
+                self.look_again_if_new_dir(touched.is_some_and(|t| {
+                    t.iter().any(|p| {
+                        std::fs::symlink_metadata(self.canon.join(p)).is_ok_and(|m| m.is_dir())
+                    })
+                }));
+                self.note_touched(touched);
+                self.judge_tasks();
+                self.flush_outputs();
+            }
         }
+    }
+
+    /// [`Session::judge`] for a build directory: a re-listing of what changed, the evaluation,
+    /// the holds while files are written, then what that publishes.
+    fn judge_build(&mut self, touched: Option<&BTreeSet<String>>) {
         if let Some((eval, snap)) = self.evaluate(touched, false) {
             self.look_again_if_new_dir(touched.is_some_and(|t| {
                 t.iter()
@@ -252,6 +269,31 @@ impl Session {
             self.keep_listing(snap);
         }
         self.flush_outputs();
+    }
+
+    /// A workspace's batch: the referee's own folder and `.git/` are no work; its STOP file is
+    /// checked for tampering. Whether anything is left to judge.
+    fn workspace_batch(&mut self, batch: &mut Batch) -> bool {
+        if batch.paths.contains_key(&tasks::stop_rel()) {
+            batch.stop_touched = true;
+        }
+        let own = crate::workspace::OUTPUT_DIR;
+        if batch
+            .paths
+            .keys()
+            .any(|p| p == own || p.strip_prefix(own).is_some_and(|r| r.starts_with('/')))
+        {
+            // Someone touched `.referee` (the session's own writes are not reported).
+            self.check_folder();
+        }
+        batch.paths.retain(|rel, _| tasks::relevant(rel));
+        if batch.paths.is_empty() && batch.rescan.is_empty() && !batch.root_lost {
+            if batch.stop_touched {
+                self.check_stop();
+            }
+            return false;
+        }
+        true
     }
 
     /// A new directory may have had files before the watch on it existed (their events are
@@ -270,28 +312,12 @@ impl Session {
 
     /// What arrived for this directory since the loop last woke.
     pub fn handle(&mut self, mut batch: Batch) {
-        if self.tasks.is_some() {
-            // A workspace: the referee's own folder and `.git/` are no work; its STOP file is
-            // checked for tampering.
-            if batch.paths.contains_key(&tasks::stop_rel()) {
-                batch.stop_touched = true;
-            }
-            let own = crate::workspace::OUTPUT_DIR;
-            if batch
-                .paths
-                .keys()
-                .any(|p| p == own || p.strip_prefix(own).is_some_and(|r| r.starts_with('/')))
-            {
-                // Someone touched `.referee` (the session's own writes are not reported).
-                self.check_folder();
-            }
-            batch.paths.retain(|rel, _| tasks::relevant(rel));
-            if batch.paths.is_empty() && batch.rescan.is_empty() && !batch.root_lost {
-                if batch.stop_touched {
-                    self.check_stop();
-                }
-                return;
-            }
+        let work = match self.part {
+            Part::Build => true,
+            Part::Workspace(_) => self.workspace_batch(&mut batch),
+        };
+        if !work {
+            return;
         }
         self.syncs.append(&mut batch.syncs);
         // One stat per wake-up: nothing is judged or written for a directory no longer there.
@@ -566,103 +592,4 @@ impl Session {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn batches_keep_the_latest_event_and_note_the_stop_file() {
-        let mut b = Batch::default();
-        b.add("a.md".into(), ChangeKind::Written);
-        b.add(crate::outputs::STOP_FILE.into(), ChangeKind::Written);
-        b.add("c.md".into(), ChangeKind::Written);
-        b.add("a.md".into(), ChangeKind::RenamedIn);
-        b.add("c.md".into(), ChangeKind::Metadata);
-        b.add("d.md".into(), ChangeKind::Metadata);
-        b.add("d.md".into(), ChangeKind::Removed);
-        assert_eq!(b.paths.len(), 3);
-        assert_eq!(b.paths["a.md"], ChangeKind::RenamedIn);
-        assert_eq!(
-            b.paths["c.md"],
-            ChangeKind::Written,
-            "a touch after a write"
-        );
-        assert_eq!(b.paths["d.md"], ChangeKind::Removed);
-        assert!(b.stop_touched);
-    }
-
-    /// A build at pass 2 (the recorded clean run played up to 50 minutes).
-    fn pass2(dir: &std::path::Path) {
-        let timeline = crate::replay::Timeline::load("clean").expect("the clean timeline");
-        let opts = crate::replay::PlayOptions {
-            speed: 0.0,
-            until: Some(std::time::Duration::from_secs(50 * 60)),
-            ..Default::default()
-        };
-        crate::replay::play(&timeline, dir, &opts, |_| {
-            std::ops::ControlFlow::Continue(())
-        })
-        .expect("play");
-    }
-
-    fn session(dir: &std::path::Path) -> Session {
-        let mut cfg = Config::new(dir);
-        cfg.quiet = true;
-        let protocol = Arc::new(Protocol::load(&cfg.protocol).expect("d10"));
-        let mut s = Session::open(cfg, protocol, None).expect("open");
-        s.source_is(Ok("test".into()));
-        s.announce(None);
-        s.first_evaluation();
-        s
-    }
-
-    fn renamed(rel: &str) -> Batch {
-        let mut b = Batch::default();
-        b.add(rel.into(), ChangeKind::RenamedIn);
-        b
-    }
-
-    /// A session driven directly, without the loop, an event source or threads: what it is
-    /// handed decides its files.
-    #[test]
-    fn a_session_raises_and_lifts_stop_on_what_it_is_handed() {
-        let root = tempfile::tempdir().expect("tempdir");
-        let dir = root.path().join("b");
-        pass2(&dir);
-        let mut s = session(&dir);
-        let stop = dir.join(crate::outputs::STOP_FILE);
-        assert!(dir.join("OBSERVER-PASS-2.md").exists());
-        assert!(!stop.exists());
-        let gates = dir.join("p3a-gate-results.json");
-        let good = std::fs::read_to_string(&gates).expect("gates");
-        let bad = good.replacen("\"gate-runner\"", "\"manual\"", 1);
-        assert_ne!(good, bad);
-        std::fs::write(&gates, &bad).expect("write");
-        // Not handed anything: nothing judged yet.
-        assert!(!stop.exists());
-        s.handle(renamed("p3a-gate-results.json"));
-        let text = std::fs::read_to_string(&stop).expect("STOP raised");
-        assert!(text.contains("OBS-27"), "{text}");
-        std::fs::write(&gates, &good).expect("write");
-        s.handle(renamed("p3a-gate-results.json"));
-        assert!(!stop.exists(), "lifted");
-        let outcome = s.finish(EndReason::Shutdown(super::super::Shutdown::Requested(
-            "test".into(),
-        )));
-        assert_eq!(outcome.exit, crate::exit::ExitCode::Ok);
-        let log =
-            std::fs::read_to_string(dir.join(super::super::journal::EVENTS_FILE)).expect("the log");
-        for event in [
-            "\"start\"",
-            "\"stop_raised\"",
-            "\"stop_resolved\"",
-            "\"end\"",
-        ] {
-            assert!(log.contains(event), "{event} missing:\n{log}");
-        }
-        drop(s);
-        // Resumed by the next session: the history is kept.
-        let s = session(&dir);
-        assert_eq!(s.ledger.history.len(), 2);
-        assert!(s.incidents.iter().any(|i| i.kind == "restart"));
-    }
-}
+mod tests;

@@ -11,7 +11,7 @@ use chrono::Utc;
 use sha2::{Digest, Sha256};
 
 use crate::checks::is_own_file;
-use crate::protocol::Protocol;
+use crate::protocol::{Protocol, Subject};
 
 use super::super::event::{Event, ProtocolInfo, RunOptions, Started};
 use super::super::journal::{self, ContextRef, EventLog};
@@ -20,7 +20,7 @@ use super::super::rules::settle::Settle;
 use super::super::stop::StopFile;
 use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
 use super::tasks::Tasks;
-use super::{ProtocolFile, Session};
+use super::{Part, ProtocolFile, Session};
 use crate::outputs::OutDir;
 
 /// What opening found, said once the event source is known.
@@ -105,18 +105,19 @@ impl Session {
         let state = state_dir(&cfg, &canon)?;
         // A protocol of task records writes into the workspace's `.referee/`; any other into
         // the build directory itself.
-        let tasks = match &protocol.tasks {
-            Some(_) => Some(Tasks::open(&canon, &state, &cfg)?),
-            None if cfg.baseline != crate::workspace::BaselineSpec::Auto => {
+        let part = match &protocol.subject {
+            Subject::Workspace(_) => Part::Workspace(Box::new(Tasks::open(&canon, &state, &cfg)?)),
+            Subject::Build(_) if cfg.baseline != crate::workspace::BaselineSpec::Auto => {
                 return Err(DaemonError::BaselineWithoutTasks {
                     protocol: protocol.id.clone(),
                 })
             }
-            None => None,
+            Subject::Build(_) => Part::Build,
         };
-        let out = tasks
-            .as_ref()
-            .map_or_else(|| held(&canon, &dir), |t| t.out.clone());
+        let out = match &part {
+            Part::Build => held(&canon, &dir),
+            Part::Workspace(t) => t.out.clone(),
+        };
 
         let now = Utc::now();
         let trace = trace_id(&canon);
@@ -215,9 +216,9 @@ impl Session {
         let waivers = cfg.waivers.clone().map(super::waivers::WaiverFile::new);
         // What the referee saw is a fact about the directory, not a judgment under a protocol:
         // `--fresh` starts a new event log but keeps it.
-        let seen = match &tasks {
-            Some(_) => None,
-            None => Some(Arc::new(
+        let seen = match &part {
+            Part::Workspace(_) => None,
+            Part::Build => Some(Arc::new(
                 crate::observed::Observed::load(&state)?.unwrap_or_default(),
             )),
         };
@@ -234,7 +235,7 @@ impl Session {
             out,
             state,
             folder_lost: None,
-            tasks,
+            part,
             canon,
             attached: attach::State::Attached(dir_id),
             detached_why: None,
@@ -329,7 +330,7 @@ impl Session {
                 let previous_trace_ids = r.trace_ids.clone();
                 let skipped_lines = r.skipped;
                 self.incidents = r.incidents.clone();
-                if let Some(tasks) = &mut self.tasks {
+                if let Part::Workspace(tasks) = &mut self.part {
                     tasks.logged = r.verdicts.clone();
                 }
                 self.ledger.resume(r);

@@ -14,7 +14,7 @@ impl Session {
         s.protocol_version = p.version.clone();
         s.protocol_sha256 = p.sha256.clone();
         s.protocol_origin = p.origin.clone();
-        s.tasks = self.tasks.is_some();
+        s.tasks = matches!(self.part, super::Part::Workspace(_));
         s.fresh = self.cfg.fresh;
         s.options = serde_json::to_value(self.run_options()).unwrap_or_default();
         s.waivers = self.cfg.waivers.as_ref().map(|w| crate::started::Hashed {

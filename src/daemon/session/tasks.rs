@@ -21,15 +21,15 @@ use crate::artifacts::Snapshot;
 use crate::attempts::{self, Store};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::code_change;
-use crate::protocol::Protocol;
+use crate::protocol::Subject;
 use crate::verdict::{self, TaskVerdict};
 use crate::workspace::baseline::Baseline;
 use crate::workspace::tree::{StatCache, WorkTree};
 use crate::workspace::{self, BaselineSpec, Pinned, Workspace, OUTPUT_DIR};
 
-use super::super::event::Event;
+use super::super::event::{Event, Level};
 use super::super::{Config, DaemonError};
-use super::{panic_message, Session};
+use super::{panic_message, Part, Session};
 
 /// How long a directory events named is read again at every judgment.
 const NEW_DIR_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
@@ -183,22 +183,11 @@ impl Tasks {
     }
 }
 
-/// Exit 1: an attempt rejected or escalated, or a BLOCKING check failing (as `verify`).
-pub(super) fn violation(p: &Protocol, eval: &Evaluation, verdicts: &[TaskVerdict]) -> bool {
-    let rejected = verdicts.iter().any(|v| {
-        p.guards
-            .as_ref()
-            .is_none_or(|g| !g.final_verdicts.contains(&v.verdict))
-            && v.verdict != "MINOR_ISSUES"
-    });
-    rejected || eval.stops().next().is_some()
-}
-
 impl Session {
     /// Notes what an event batch touched, for the next reading of the work tree (`None`: all
     /// of it).
     pub(super) fn note_touched(&mut self, touched: Option<&BTreeSet<String>>) {
-        if let Some(tasks) = &mut self.tasks {
+        if let Part::Workspace(tasks) = &mut self.part {
             match (touched, &mut tasks.dirty) {
                 (Some(t), Some(d)) => d.extend(t.iter().cloned()),
                 (Some(_), None) => {}
@@ -211,7 +200,9 @@ impl Session {
     /// (recorded).
     fn open_workspace(&mut self) -> Option<Workspace> {
         let cap = self.cfg.limits.max_read_bytes;
-        let tasks = self.tasks.as_mut()?;
+        let Part::Workspace(tasks) = &mut self.part else {
+            return None;
+        };
         // Only the paths events named are read again; a name the event source escaped (not
         // plain UTF-8) is looked at through a full read.
         let mut touched: Option<Vec<String>> =
@@ -257,13 +248,11 @@ impl Session {
         // record escapes the judgment of it).
         let opened = match (opened, &touched) {
             (Ok(mut ws), Some(fresh)) => {
-                let required = self
-                    .protocol
-                    .tasks
-                    .as_ref()
-                    .map(|t| t.required.clone())
-                    .unwrap_or_default();
-                for r in ws.records(&required) {
+                let required: &[String] = match &self.protocol.subject {
+                    Subject::Workspace(rules) => &rules.records.required,
+                    Subject::Build(_) => &[],
+                };
+                for r in ws.records(required) {
                     if fresh.contains(&r.rel) {
                         continue;
                     }
@@ -316,7 +305,7 @@ impl Session {
                 Some(ws)
             }
             Err(e) => {
-                if let Some(t) = &mut self.tasks {
+                if let Part::Workspace(t) = &mut self.part {
                     // What changed is not known to the tree: read it all next time.
                     t.dirty = None;
                 }
@@ -328,7 +317,10 @@ impl Session {
 
     /// Judges the workspace as it stands. `None` on the referee's own fault (recorded).
     pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
-        self.tasks.as_ref()?;
+        let protocol = Arc::clone(&self.protocol);
+        let Subject::Workspace(rules) = &protocol.subject else {
+            return None;
+        };
         self.evaluated = true;
         let ws = self.open_workspace()?;
         let snap = match Snapshot::empty(&self.canon, self.cfg.limits) {
@@ -343,15 +335,14 @@ impl Session {
             now: Some(Utc::now()),
             ..Options::default()
         };
-        let protocol = &*self.protocol;
         let waivers = &mut self.waivers;
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let (mut eval, runs) = engine::evaluate_workspace(protocol, &snap, &ws, &opts);
+            let (mut eval, runs) = engine::evaluate_workspace(&protocol, rules, &snap, &ws, &opts);
             if let Some(w) = waivers {
                 w.apply(&mut eval);
             }
             let state = ws.state().unwrap_or(ws.root()).to_path_buf();
-            let verdicts = verdict::judge(protocol, &ws, &eval.results, &runs, &state);
+            let verdicts = verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &state);
             (eval, runs, verdicts)
         }));
         match result {
@@ -376,14 +367,14 @@ impl Session {
 
     /// Whether a record in the workspace asks for a judgment now.
     fn anything_to_judge(&self) -> bool {
-        let Some(t) = &self.protocol.tasks else {
+        let Subject::Workspace(t) = &self.protocol.subject else {
             return false;
         };
         workspace::any_judged(
             &self.canon,
             self.cfg.limits.max_read_bytes,
-            &t.required,
-            &t.judge_status,
+            &t.records.required,
+            &t.records.judge_status,
         )
     }
 
@@ -413,7 +404,7 @@ impl Session {
                 return;
             };
             let stop = code_change::veto_stop_md(&self.protocol, &ws);
-            if let Some(tasks) = &mut self.tasks {
+            if let Part::Workspace(tasks) = &mut self.part {
                 tasks.violation = stop.is_some();
                 tasks.stop = stop;
             }
@@ -424,8 +415,8 @@ impl Session {
             return;
         };
         let stop = code_change::workspace_stop_md(&self.protocol, &j.ws, &j.verdicts);
-        if let Some(tasks) = &mut self.tasks {
-            tasks.violation = violation(&self.protocol, &j.eval, &j.verdicts) || stop.is_some();
+        if let Part::Workspace(tasks) = &mut self.part {
+            tasks.violation = verdict::violation(&j.eval, &j.verdicts, stop.is_some());
             tasks.stop = stop;
         }
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
@@ -439,7 +430,7 @@ impl Session {
     /// between the two leaves the attempt unkept, so the restarted referee judges it again and
     /// writes its files, but does not log it twice (the resumed log says it is there).
     pub(super) fn write_verdicts(&mut self, verdicts: &[TaskVerdict]) {
-        let Some(tasks) = &self.tasks else {
+        let Part::Workspace(tasks) = &self.part else {
             return;
         };
         let out = tasks.out.clone();
@@ -464,8 +455,8 @@ impl Session {
             })
             .collect();
         for (v, keep) in fresh {
-            let logged = match (v.attempt.filter(|_| !v.replay), &mut self.tasks) {
-                (Some(a), Some(tasks)) => !tasks.logged.insert((v.task_id.clone(), a)),
+            let logged = match (v.attempt.filter(|_| !v.replay), &mut self.part) {
+                (Some(a), Part::Workspace(tasks)) => !tasks.logged.insert((v.task_id.clone(), a)),
                 _ => false,
             };
             if !logged {
@@ -483,7 +474,7 @@ impl Session {
             ) {
                 Ok(()) => {
                     self.clear_fault(&area);
-                    if let Some(tasks) = &mut self.tasks {
+                    if let Part::Workspace(tasks) = &mut self.part {
                         for ext in ["json", "md"] {
                             tasks.copies.insert(
                                 code_change::verdict_file(&v.task_id, ext),
@@ -570,6 +561,7 @@ fn verdict_event(v: &TaskVerdict) -> Event {
         attempt: v.attempt,
         verdict: v.verdict.clone(),
         reasons: v.reasons.clone(),
+        level: Level::of(v.outcome),
         text: format!(
             "task {} attempt {attempt}: {}{reasons}{why}",
             v.task_id, v.verdict

@@ -19,7 +19,7 @@ use super::super::event::Event;
 use super::super::journal::{self, Record};
 use super::super::stop::{self, Synced};
 use super::super::{attach, heartbeat, rules::retry, FaultPolicy};
-use super::Session;
+use super::{Part, Session};
 
 /// The fault areas of the STOP file: the state directory's (authoritative) and its copy.
 const STOP_AREA: &str = "write OBSERVER-STOP.md";
@@ -52,7 +52,7 @@ impl Session {
         if self.detached_why.is_some() {
             return;
         }
-        if let Some(tasks) = &self.tasks {
+        if let Part::Workspace(tasks) = &self.part {
             let folder = self.folder_lost.as_deref().map(super::copies::folder_block);
             let checks = match (folder, tasks.stop.clone()) {
                 (None, c) => c,
@@ -138,26 +138,27 @@ impl Session {
             Ok(Synced::Unchanged | Synced::Kept) => self.write_ok(STOP_AREA),
             Ok(Synced::Written) => {
                 self.write_ok(STOP_AREA);
-                if self.tasks.is_some() {
-                    // A task protocol has no stop_raised events to tell it: say what holds.
-                    let what = if was { "updated" } else { "raised" };
-                    self.say(&format!(
-                        "STOP {what}: {STOP_FILE} — a protected-file veto or an escalation stands"
-                    ));
-                } else if !was {
-                    self.say(&format!("{STOP_FILE} written"));
+                match self.part {
+                    Part::Workspace(_) => {
+                        // A task protocol has no stop_raised events to tell it: say what holds.
+                        let what = if was { "updated" } else { "raised" };
+                        self.say(&format!(
+                            "STOP {what}: {STOP_FILE} — a protected-file veto or an escalation stands"
+                        ));
+                    }
+                    Part::Build if !was => self.say(&format!("{STOP_FILE} written")),
+                    Part::Build => {}
                 }
                 self.beat(heartbeat::WATCHING);
             }
             Ok(Synced::Removed) => {
                 self.write_ok(STOP_AREA);
-                if self.tasks.is_some() {
-                    self.say(&format!(
-                        "STOP resolved: {STOP_FILE} removed, no veto or escalation stands"
-                    ));
-                } else {
-                    self.say(&format!("{STOP_FILE} removed: no BLOCKING failure stands"));
-                }
+                self.say(&match self.part {
+                    Part::Workspace(_) => {
+                        format!("STOP resolved: {STOP_FILE} removed, no veto or escalation stands")
+                    }
+                    Part::Build => format!("{STOP_FILE} removed: no BLOCKING failure stands"),
+                });
                 self.beat(heartbeat::WATCHING);
             }
             Err(e) => self.write_failed(

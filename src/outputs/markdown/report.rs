@@ -28,7 +28,7 @@ fn headline(p: &Protocol, eval: &Evaluation) -> String {
     let state = match (&eval.verdict, eval.complete) {
         (Some(v), true) => format!("pipeline complete (VERDICT: {})", text(v)),
         (Some(v), false) => format!("pipeline in progress (latest VERDICT: {})", text(v)),
-        (None, _) if p.verdict.is_none() => no_verdict(eval).to_string(),
+        (None, _) if p.verdict_spec().is_none() => no_verdict(eval).to_string(),
         (None, _) => "pipeline not complete (no verdict yet)".to_string(),
     };
     let mut also = Vec::new();
@@ -307,7 +307,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
                 text(v),
                 text(eval.verdict_at.as_deref().unwrap_or("?"))
             ),
-            (None, _) if p.verdict.is_none() => no_verdict(eval).to_string(),
+            (None, _) if p.verdict_spec().is_none() => no_verdict(eval).to_string(),
             (None, _) => match &eval.verdict_note {
                 Some(note) => format!("not complete: {}", text(note)),
                 None => "in progress (no verdict yet)".to_string(),

@@ -1,0 +1,210 @@
+//! Judging a workspace of task records: the passes without `for_each` as a build's, and each
+//! `for_each = "task"` pass once per judged record, keyed by its task id, until no rejected
+//! record's claims excuse another record's changes (SPEC §8).
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+
+use super::{
+    grade, judge_instance, pass_state, CheckResult, Evaluation, Options, PassState, RunReason,
+};
+use crate::artifacts::Snapshot;
+use crate::checks::Ctx;
+use crate::protocol::Protocol;
+
+/// One task record seen in a workspace evaluation.
+#[derive(Debug, Clone)]
+pub struct TaskRun {
+    /// The pass instance key: the `task_id`, or the file stem of a malformed record.
+    pub key: String,
+    pub record: crate::workspace::record::Record,
+    /// Whether it was judged (status to judge, or malformed).
+    pub judged: bool,
+    /// The unified diff of the changes in the task's scope (`None` without a baseline).
+    pub diff: Option<String>,
+    /// The changed paths in the task's scope.
+    pub scope: Vec<String>,
+    /// [`crate::attempts::record_hash`] of a well-formed record.
+    pub record_hash: Option<String>,
+    /// Why the record is a replay of an attempt already judged (CC-00 FAILs).
+    pub replay: Option<String>,
+}
+
+/// One judged record's pass instances, as the decoy fixpoint of [`evaluate_workspace`] keeps
+/// them between rounds.
+struct Judgment {
+    scope: Option<BTreeMap<String, crate::workspace::Change>>,
+    passes: Vec<PassState>,
+    results: Vec<CheckResult>,
+    diff: Option<String>,
+    replay: Option<String>,
+}
+
+/// Why a record replays an attempt already judged for its task (SPEC §8: attempts are counted
+/// by the referee): its `attempt` is not above the last one kept. The very attempt kept, its
+/// record unchanged, is not a replay — the daemon judges a pending record again on every event,
+/// and that must keep its verdict. An attempt kept before record hashes were is taken as the
+/// same record (there is nothing to tell them apart by).
+///
+/// Counted here, in the task's scope, rather than by re-grading in the verdict stage: CC-00 is
+/// the check that says a record is not a valid attempt, so its FAIL shows in every output
+/// (`verify`'s results, the report, the STOP's reasons) the same way, and grades REJECT
+/// through the protocol's own mapping.
+fn replay(
+    store: &crate::attempts::Store,
+    record: &crate::workspace::record::Record,
+) -> Option<String> {
+    let t = record.parsed.as_ref().ok()?;
+    let last = store.last(&t.task_id)?;
+    if t.attempt > last.attempt {
+        return None;
+    }
+    let hash = crate::attempts::record_hash(&t.raw);
+    if t.attempt == last.attempt && last.record_hash.as_deref().is_none_or(|h| h == hash) {
+        return None;
+    }
+    Some(format!(
+        "attempt {} is not above attempt {}, already judged for task {}",
+        t.attempt, last.attempt, t.task_id
+    ))
+}
+
+/// Judges a workspace: the passes without `for_each` as [`evaluate`] does, and each pass with
+/// `for_each = "task"` once per judged task record, its results keyed by the record's task id.
+pub fn evaluate_workspace(
+    protocol: &Protocol,
+    rules: &crate::protocol::TaskRules,
+    snap: &Snapshot,
+    ws: &crate::workspace::Workspace,
+    opts: &Options,
+) -> (Evaluation, Vec<TaskRun>) {
+    let _span =
+        tracing::debug_span!("evaluate", protocol = %protocol.id, workspace = true).entered();
+    let records = ws.records(&rules.records.required);
+    let judged: Vec<&crate::workspace::record::Record> = records
+        .iter()
+        .filter(|r| r.is_judged(&rules.records.judge_status))
+        .collect();
+    let mut ctx = Ctx::new(protocol, snap);
+    ctx.seen = opts.seen.as_deref();
+    let complete = ctx.complete();
+    let now = opts.now.unwrap_or_else(Utc::now);
+    let mut passes = Vec::new();
+    let mut results = Vec::new();
+    let mut runs = Vec::new();
+    for pass in protocol.passes.iter().filter(|p| p.for_each.is_none()) {
+        let state = pass_state(&ctx, pass, opts, complete, now);
+        for inst in &pass.checks {
+            results.push(judge_instance(&ctx, pass, &state, inst, opts, complete));
+        }
+        passes.push(state);
+    }
+    // Each judged record's checks, until no REJECTed record's claims are left excusing another
+    // record's changes (SPEC §8): judge all; drop the claims of the REJECTed ones; judge again
+    // the records whose scope that changed. Each round drops at least one more record's claims
+    // or ends, so there are at most as many rounds as records.
+    let store = crate::attempts::dir_for_workspace(ws).map(|d| crate::attempts::Store::open(&d));
+    let mut judgments: BTreeMap<String, Judgment> = BTreeMap::new();
+    let mut dropped: Vec<&str> = Vec::new();
+    for _ in 0..=judged.len() {
+        let claimants: Vec<&crate::workspace::record::Record> = judged
+            .iter()
+            .copied()
+            .filter(|r| !dropped.contains(&r.rel.as_str()))
+            .collect();
+        for record in &judged {
+            let mut scope = crate::checks::change::TaskScope::new(ws, record, &claimants);
+            if judgments
+                .get(&record.rel)
+                .is_some_and(|j| j.scope == scope.scope)
+            {
+                continue;
+            }
+            scope.replay = store.as_ref().and_then(|s| replay(s, record));
+            let key = record.key().to_string();
+            let tctx = ctx.for_task(&scope);
+            let mut j = Judgment {
+                scope: scope.scope.clone(),
+                passes: Vec::new(),
+                results: Vec::new(),
+                diff: scope.attempt_diff(),
+                replay: scope.replay.clone(),
+            };
+            for pass in protocol.passes.iter().filter(|p| p.for_each.is_some()) {
+                let state = PassState {
+                    id: key.clone(),
+                    ran: true,
+                    reason: Some(RunReason::Trigger),
+                    at: Some(now),
+                };
+                for inst in &pass.checks {
+                    let mut r = judge_instance(&tctx, pass, &state, inst, opts, complete);
+                    r.pass = key.clone();
+                    j.results.push(r);
+                }
+                j.passes.push(state);
+            }
+            judgments.insert(record.rel.clone(), j);
+        }
+        let rejected: Vec<&str> = judged
+            .iter()
+            .filter(|r| !dropped.contains(&r.rel.as_str()))
+            .filter(|r| {
+                judgments
+                    .get(&r.rel)
+                    .is_some_and(|j| grade::rejects(protocol, rules, &j.results))
+            })
+            .map(|r| r.rel.as_str())
+            .collect();
+        if rejected.is_empty() {
+            break;
+        }
+        dropped.extend(rejected);
+    }
+    for record in &records {
+        let key = record.key().to_string();
+        let record_hash = record
+            .parsed
+            .as_ref()
+            .ok()
+            .map(|t| crate::attempts::record_hash(&t.raw));
+        let Some(j) = judgments.remove(&record.rel) else {
+            runs.push(TaskRun {
+                key,
+                record: record.clone(),
+                judged: false,
+                diff: None,
+                scope: Vec::new(),
+                record_hash,
+                replay: None,
+            });
+            continue;
+        };
+        results.extend(j.results);
+        passes.extend(j.passes);
+        runs.push(TaskRun {
+            key,
+            record: record.clone(),
+            judged: true,
+            diff: j.diff,
+            scope: j
+                .scope
+                .as_ref()
+                .map(|s| s.keys().cloned().collect())
+                .unwrap_or_default(),
+            record_hash,
+            replay: j.replay,
+        });
+    }
+    let eval = Evaluation {
+        complete,
+        verdict: None,
+        verdict_at: None,
+        verdict_note: None,
+        final_: opts.final_,
+        passes,
+        results,
+    };
+    (eval, runs)
+}

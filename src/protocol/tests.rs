@@ -1,0 +1,232 @@
+use super::*;
+use std::path::Path;
+
+#[test]
+fn an_unreadable_file_keeps_its_io_error() {
+    let path = Path::new("/nonexistent-referee-dir/p.toml");
+    let e = Protocol::load_file(path).unwrap_err();
+    let ProtocolError::Io { source, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(
+        crate::error::chain(&e),
+        "cannot read protocol file `/nonexistent-referee-dir/p.toml`: \
+         no such file or directory (os error 2)"
+    );
+    let dir = Protocol::load_file(Path::new("/")).unwrap_err();
+    assert_eq!(
+        dir.to_string(),
+        "cannot read protocol file `/`: not a regular file"
+    );
+}
+
+/// CC-05's command rules are checked when the protocol loads, each error at the rule
+/// (the line and column of its offending value), like every other predicate field.
+#[test]
+fn syntax_command_rules_are_validated_at_load() {
+    let cc = EMBEDDED[1].2;
+    let rule = r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 10 }"#;
+    let line = cc.lines().position(|l| l.contains(rule)).unwrap() + 1;
+    let cases = [
+        (
+            r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 0 }"#,
+            53,
+            "`timeout_seconds = 0`: a syntax command's timeout must be 1 to 600 seconds",
+        ),
+        (
+            r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 601 }"#,
+            53,
+            "`timeout_seconds = 601`",
+        ),
+        (
+            r#"{ ext = ".bash", argv = ["bin/lint", "{path}"] }"#,
+            29,
+            "`bin/lint`: a syntax command's program must be a name looked up on `PATH`",
+        ),
+        (
+            r#"{ ext = ".bash", argv = ["bash", "-n"] }"#,
+            12,
+            "`.bash`: the syntax command `bash` needs `{path}` in an argument",
+        ),
+        (
+            r#"{ ext = ".bash", argv = [] }"#,
+            12,
+            "`.bash`: a syntax command needs `argv` with a program",
+        ),
+        (
+            r#"{ ext = "*.sh", argv = ["bash", "-n", "{path}"] }"#,
+            12,
+            "`*.sh`: a syntax command's `ext` must be a file extension",
+        ),
+        (
+            r#"{ ext = ".bash", argv = ["bash", "{path}"], timeout = "5s" }"#,
+            47,
+            "unknown field `timeout`, expected one of `ext`, `argv`, `timeout_seconds`",
+        ),
+    ];
+    for (edit, column, message) in cases {
+        let text = cc.replacen(rule, edit, 1);
+        let e = Protocol::parse(&text, "p.toml").unwrap_err();
+        let ProtocolError::Invalid {
+            line: l,
+            column: c,
+            message: m,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!((*l, *c), (line, column), "{edit}: {e}");
+        assert!(m.starts_with(message), "{edit}: {e}");
+    }
+    // `parses = false` is refused; a default timeout is filled in; a rule's strings take
+    // variables and are validated once substituted.
+    let text = cc.replacen("{ task_record = true }", "{ parses = false }", 1);
+    let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+    assert!(e.contains("`parses = false` judges nothing"), "{e}");
+    let text = cc.replacen(
+        rule,
+        r#"{ ext = ".bash", argv = ["${shell}", "-n", "{path}"] }"#,
+        1,
+    );
+    let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+    assert!(e.contains("undefined variable `${shell}`"), "{e}");
+    let with_var = |shell: &str| {
+        text.replacen(
+            "[vars.main]\n",
+            &format!("[vars.main]\nshell = \"{shell}\"\n"),
+            1,
+        )
+    };
+    let e = Protocol::parse(&with_var("tools/sh"), "p.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("in check `CC-05`: `tools/sh`: a syntax command's program"),
+        "{e}"
+    );
+    let p = Protocol::parse(&with_var("/bin/bash"), "p.toml").unwrap();
+    let (_, cc05) = p.instances_of("CC-05")[0];
+    let predicate::Predicate::Parses(parses) = &cc05.predicate else {
+        panic!("{:?}", cc05.predicate)
+    };
+    assert_eq!(parses.commands[1].argv, ["/bin/bash", "-n", "{path}"]);
+    assert_eq!(
+        parses.commands[1].timeout_seconds,
+        predicate::SyntaxCommand::DEFAULT_TIMEOUT_SECONDS
+    );
+}
+
+/// `replaces_builtin = true` on a CC-05 command rule reaches the syntax check; it defaults to
+/// false and must be a boolean.
+#[test]
+fn syntax_command_may_replace_the_builtin_parser() {
+    let cc = EMBEDDED[1].2;
+    let rule = r#"{ ext = ".bash", argv = ["bash", "-n", "{path}"], timeout_seconds = 10 }"#;
+    let edit = |with: &str| {
+        let tsc = format!(r#"{{ ext = ".ts", argv = ["tsc", "--noEmit", "{{path}}"]{with} }}"#);
+        cc.replacen(rule, &format!("{rule},\n  {tsc}"), 1)
+    };
+    let rules = |text: &str| {
+        let p = Protocol::parse(text, "p.toml").unwrap();
+        let (_, cc05) = p.instances_of("CC-05")[0];
+        let predicate::Predicate::Parses(parses) = &cc05.predicate else {
+            panic!("{:?}", cc05.predicate)
+        };
+        parses.commands.iter().map(|c| c.rule()).collect::<Vec<_>>()
+    };
+    let replacing = rules(&edit(", replaces_builtin = true"));
+    assert_eq!(replacing.len(), 3);
+    assert!(replacing[2].replaces_builtin && replacing[2].ext == ".ts");
+    assert!(!replacing[0].replaces_builtin && !replacing[1].replaces_builtin);
+    assert!(!rules(&edit(""))[2].replaces_builtin);
+    let e = Protocol::parse(&edit(r#", replaces_builtin = "yes""#), "p.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("invalid type: string \"yes\", expected a boolean"),
+        "{e}"
+    );
+}
+
+/// A description shows the variables it names (CC-01 lists the protected globs), in
+/// `explain` and in the evidence of a pass that has not run; an undefined one is an error.
+#[test]
+fn descriptions_show_their_variables() {
+    let p = Protocol::load("code-change").unwrap();
+    let text = explain::explain(&p, "CC-01").unwrap();
+    assert!(!text.contains("${"), "{text}");
+    assert!(
+        text.contains(
+            "(the orchestrator's own code: **/grind_spawner*.py, **/orchestrator.py, **/roles.py,"
+        ),
+        "{text}"
+    );
+    let (_, cc01) = p.instances_of("CC-01")[0];
+    assert!(cc01.def.description.contains("${protected}"));
+    assert!(!cc01.description.contains("${"), "{}", cc01.description);
+    let text = EMBEDDED[1]
+        .2
+        .replacen("own code: ${protected}", "own code: ${guarded}", 1);
+    let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("in check `CC-01`: in `description`: undefined variable `${guarded}`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn lines_agree_with_line_col() {
+    for text in ["", "a", "\n", "ab\ncd\n\nef", "é\nü\n"] {
+        let lines = Lines::new(text);
+        for offset in 0..=text.len() {
+            assert_eq!(
+                lines.line(offset),
+                line_col(text, offset).0,
+                "{text:?} @ {offset}"
+            );
+        }
+    }
+}
+
+/// Every predicate an evaluation will judge is fully instantiated: no `${var}` left, so
+/// every glob and regex compiles (an uninstantiated deadline never holds).
+#[test]
+fn every_instance_is_fully_instantiated() {
+    let p = Protocol::default_protocol().unwrap();
+    for pass in &p.passes {
+        let mut preds = vec![&pass.trigger];
+        preds.extend(pass.deadline.iter());
+        for c in &pass.checks {
+            preds.push(&c.predicate);
+            preds.extend(c.deadline.iter().chain(c.when.iter()));
+        }
+        for pred in preds {
+            let text = serde_json::to_string(pred).unwrap();
+            assert!(!text.contains("${"), "pass {}: {text}", pass.id);
+        }
+    }
+}
+
+#[test]
+fn repeats_use_the_variant_and_the_source_pass_deadline() {
+    let p = Protocol::default_protocol().unwrap();
+    let r = p.passes.iter().find(|x| x.id == "R").unwrap();
+    let obs19 = r.checks.iter().find(|c| c.def.id == "OBS-19").unwrap();
+    assert_eq!(obs19.variant, "refine");
+    let deadline = serde_json::to_string(obs19.deadline.as_ref().unwrap()).unwrap();
+    assert!(
+        deadline.contains("p3b-pa-integrative-refine.md"),
+        "{deadline}"
+    );
+    // Pass 4 is due "at once"; its repeat is due when the REFINE weaver exists.
+    let obs26 = r.checks.iter().find(|c| c.def.id == "OBS-26").unwrap();
+    let deadline = serde_json::to_string(obs26.deadline.as_ref().unwrap()).unwrap();
+    assert!(deadline.contains("p3c-weaver*-refine*.md"), "{deadline}");
+    // The main pass 2 deadline names the main auditor reports.
+    let two = p.passes.iter().find(|x| x.id == "2").unwrap();
+    let obs01 = two.checks.iter().find(|c| c.def.id == "OBS-01").unwrap();
+    let deadline = serde_json::to_string(obs01.deadline.as_ref().unwrap()).unwrap();
+    assert!(deadline.contains("p3b-pa-auditor-*.md"), "{deadline}");
+}
