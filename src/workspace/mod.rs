@@ -20,6 +20,7 @@ pub mod gitread;
 pub mod name;
 pub mod record;
 pub mod snapshot;
+pub mod statcache;
 pub mod tree;
 
 use std::cell::RefCell;
@@ -43,7 +44,7 @@ pub(crate) const NO_SNAPSHOT: &str =
      was given, and no start snapshot is kept in the referee's state directory";
 
 /// The referee's stat cache of a work tree, in its state directory.
-pub const STAT_CACHE: &str = "statcache.json";
+pub const STAT_CACHE: &str = "statcache.bin";
 
 /// Which baseline to measure against.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -199,10 +200,10 @@ impl Workspace {
             StatCache::load(&cache_file)
         };
         let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
-        if keep && cache.reads() > 0 {
+        if keep && cache.is_dirty() {
             let _span = tracing::debug_span!("stat_cache_save", reads = cache.reads()).entered();
-            // Only when a file was read (a hash learnt); a cache that cannot be kept costs the
-            // next run one read of each file, no more.
+            // Only when it changed (a hash learnt, a file gone); a cache that cannot be kept
+            // costs the next run one read of each file, no more.
             let _ = cache.save(&cache_file);
         }
         Ok(ws)

@@ -13,20 +13,21 @@
 //! ([`Options::ignored`], from the baseline's committed `.gitignore` files); an ignored directory
 //! is still walked, because protected globs must see every path, but nothing in it is read.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gix::ObjectId;
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use sha2::{Digest, Sha256};
 
 use super::name;
+pub use super::statcache::StatCache;
+use super::statcache::{now, Cached, Stamp, Stat};
 use crate::artifacts::fsread::lowercase_message;
 
 /// What is at a path.
@@ -116,18 +117,16 @@ impl WorkTree {
     /// files of this tree afterwards: use one cache per root.
     pub fn scan(root: &Path, opts: &Options<'_>, cache: &mut StatCache) -> io::Result<WorkTree> {
         let mut top = OpenDir::open(root, None)?;
+        let id = top.id()?;
         let listing = top.list()?;
         let mut tree = WorkTree::default();
-        // The cache is rebuilt from the walk: each file's entry moves over from the old one when
-        // it can be trusted, so afterwards it holds exactly the files of this tree (no pass over
-        // the old entries to find the ones gone).
-        let old = std::mem::take(&mut cache.entries);
-        cache.entries.reserve(old.len());
+        // Afterwards the cache holds exactly the files of this tree: what the walk did not see
+        // is dropped at its end.
+        cache.begin_scan(id);
         let mut walker = Walker {
             root,
             opts,
             cache,
-            old: Some(old),
             entries: &mut tree.entries,
             bulk: Some(Vec::new()),
             unlisted: Vec::new(),
@@ -136,6 +135,7 @@ impl WorkTree {
         walker.visit_listing(&[], &top, listing, false, &mut stack);
         drop(top);
         walker.run(stack);
+        walker.cache.end_scan();
         // Built at once from the walk (sorted, then laid out), not an insertion per path.
         let (bulk, unlisted) = (walker.bulk.take(), std::mem::take(&mut walker.unlisted));
         tree.entries = bulk.unwrap_or_default().into_iter().collect();
@@ -195,7 +195,6 @@ impl WorkTree {
             root,
             opts,
             cache,
-            old: None,
             entries: &mut self.entries,
             bulk: None,
             unlisted: Vec::new(),
@@ -240,7 +239,7 @@ impl WorkTree {
         walker.run(stack);
         for key in removed {
             if !walker.entries.get(&key).is_some_and(Entry::is_hashed_file) {
-                walker.cache.entries.remove(&key);
+                walker.cache.remove(&name::decode(&key));
             }
         }
     }
@@ -335,6 +334,12 @@ impl OpenDir {
         Ok(OpenDir { dir: Dir::new(fd)? })
     }
 
+    /// The directory's own device and inode.
+    fn id(&self) -> io::Result<(u64, u64)> {
+        let st = Lstat::of(&rustix::fs::fstat(self.dir.fd()?)?);
+        Ok((st.dev, st.ino))
+    }
+
     /// The `lstat` of the child `base`.
     fn stat(&self, base: &OsStr) -> io::Result<Lstat> {
         let st = rustix::fs::statat(self.dir.fd()?, base, AtFlags::SYMLINK_NOFOLLOW)?;
@@ -424,8 +429,6 @@ struct Walker<'w, 'o> {
     root: &'w Path,
     opts: &'w Options<'o>,
     cache: &'w mut StatCache,
-    /// In a full scan, the cache as it was before (entries move from it to `cache`).
-    old: Option<HashMap<String, Cached>>,
     entries: &'w mut BTreeMap<String, Entry>,
     /// In a full scan, the entries as walked, laid out as a map once at the end.
     bulk: Option<Vec<(String, Entry)>>,
@@ -500,7 +503,7 @@ impl Walker<'_, '_> {
     /// directory to walk next, if it is one.
     fn visit(
         &mut self,
-        mut rel: Vec<u8>,
+        rel: Vec<u8>,
         dir: &OpenDir,
         base: &OsStr,
         meta: io::Result<Lstat>,
@@ -545,28 +548,24 @@ impl Walker<'_, '_> {
             // A directory's link count follows its subdirectories: noise, like its size.
             nlink: if is_dir { 0 } else { meta.nlink },
         };
-        let mut next = None;
-        // The key takes over the path's bytes, but for a directory to walk, which keeps them.
-        let walked = is_dir && !is_git;
-        let key = if walked {
-            name::encode(&rel)
-        } else {
-            name::encode_owned(std::mem::take(&mut rel))
-        };
         if is_git && (is_dir || is_file) {
             entry.kind = Kind::GitDir;
         } else if is_dir {
-            next = Some(Pending {
+            // The directory to walk keeps the path's bytes.
+            let key = name::encode(&rel);
+            let next = Pending {
                 rel,
                 id: (meta.dev, meta.ino),
                 ignored,
-            });
+            };
+            self.insert(key, entry);
+            return Some(next);
         } else if is_file {
             entry.kind = Kind::File {
                 exec: meta.mode & 0o100 != 0,
             };
             if !ignored {
-                self.hash(&key, dir, base, &meta, &mut entry);
+                self.hash(&rel, dir, base, &meta, &mut entry);
             }
         } else if file_type == FileType::Symlink {
             match dir.read_link(base) {
@@ -585,8 +584,9 @@ impl Walker<'_, '_> {
         } else {
             entry.kind = Kind::Other(other_kind(file_type));
         }
-        self.insert(key, entry);
-        next
+        // The key takes over the path's bytes.
+        self.insert(name::encode_owned(rel), entry);
+        None
     }
 
     fn insert(&mut self, key: String, entry: Entry) {
@@ -600,26 +600,19 @@ impl Walker<'_, '_> {
 
     /// Fills in a regular file's hashes: from the cache when it can be trusted, else from one
     /// read of at most the cap.
-    fn hash(&mut self, key: &str, dir: &OpenDir, base: &OsStr, meta: &Lstat, entry: &mut Entry) {
-        let listed = Stat::of(meta);
-        let prior = match &mut self.old {
-            Some(old) => old.remove_entry(key),
-            None => self.cache.entries.remove_entry(key),
-        };
-        if let Some((key, hit)) = prior {
-            if self.cache.trusts(&hit, &listed) {
-                entry.oid = Some(hit.oid);
-                entry.sha256 = Some(hit.sha256);
-                self.cache.entries.insert(key, hit);
-                return;
-            }
+    fn hash(&mut self, rel: &[u8], dir: &OpenDir, base: &OsStr, meta: &Lstat, entry: &mut Entry) {
+        let listed = stat_of(meta);
+        if let Some(hit) = self.cache.take(rel, &listed) {
+            entry.oid = Some(hit.oid);
+            entry.sha256 = Some(hit.sha256);
+            return;
         }
         let cap = self.opts.cap;
         if listed.size > cap {
             entry.unreadable = Some(over_cap(cap));
             return;
         }
-        self.cache.reads += 1;
+        self.cache.count_read();
         let read = match read_capped(dir, base, &listed, cap) {
             Ok(read) => read,
             Err(why) => {
@@ -638,8 +631,8 @@ impl Walker<'_, '_> {
         entry.size = read.bytes.len() as u64;
         entry.oid = Some(oid);
         entry.sha256 = Some(sha256);
-        self.cache.entries.insert(
-            key.to_string(),
+        self.cache.insert(
+            rel,
             Cached {
                 stat: read.stat,
                 at: read.at,
@@ -664,6 +657,17 @@ impl Walker<'_, '_> {
                 removed.push(k);
             }
         }
+    }
+}
+
+fn stat_of(meta: &Lstat) -> Stat {
+    Stat {
+        dev: meta.dev,
+        ino: meta.ino,
+        mode: meta.mode,
+        size: meta.size,
+        mtime: meta.mtime,
+        ctime: meta.ctime,
     }
 }
 
@@ -700,7 +704,7 @@ fn read_capped(dir: &OpenDir, base: &OsStr, listed: &Stat, cap: u64) -> Result<R
     }
     Ok(ReadFile {
         bytes,
-        stat: Stat::of(&meta),
+        stat: stat_of(&meta),
         at,
     })
 }
@@ -746,246 +750,13 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// A wall-clock moment or file time: seconds and nanoseconds since the epoch.
-type Stamp = (i64, i64);
-
-fn now() -> Stamp {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => (
-            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-            i64::from(d.subsec_nanos()),
-        ),
-        // A clock before 1970: nothing recorded now is ever trusted.
-        Err(_) => (i64::MIN, 0),
-    }
-}
-
-fn nanos(stamp: Stamp) -> i128 {
-    i128::from(stamp.0) * 1_000_000_000 + i128::from(stamp.1)
-}
-
-/// What the cache compares: everything a change to a file's bytes moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Stat {
-    dev: u64,
-    ino: u64,
-    mode: u32,
-    size: u64,
-    mtime: Stamp,
-    ctime: Stamp,
-}
-
-impl Stat {
-    fn of(meta: &Lstat) -> Stat {
-        Stat {
-            dev: meta.dev,
-            ino: meta.ino,
-            mode: meta.mode,
-            size: meta.size,
-            mtime: meta.mtime,
-            ctime: meta.ctime,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Cached {
-    stat: Stat,
-    /// The wall clock just before the read.
-    at: Stamp,
-    oid: ObjectId,
-    sha256: [u8; 32],
-}
-
-/// The referee's own stat cache: a file's hashes, trusted again only while its `lstat` is
-/// unchanged and it was last changed clearly before it was read.
-///
-/// The second condition is git's racy-timestamp rule: a file rewritten within the timestamp
-/// tick of the read would otherwise keep its stat and a stale hash. `mtime` and `ctime` must
-/// both be older than the read by more than the margin (default 2 s: FAT's timestamp
-/// granularity, and the kernel's coarse clock lagging the wall clock). `ctime` cannot be set by
-/// a user, so an edit with the size and `mtime` put back (`touch -d`) is still read again.
-/// The margin assumes the file system's clock is the referee's (not a skewed NFS server).
-#[derive(Debug)]
-pub struct StatCache {
-    entries: HashMap<String, Cached>,
-    margin: Duration,
-    reads: u64,
-}
-
-impl Default for StatCache {
-    fn default() -> Self {
-        StatCache {
-            entries: HashMap::new(),
-            margin: Duration::from_secs(2),
-            reads: 0,
-        }
-    }
-}
-
-/// The cache file: a compact binary record per file (parsing 20,000 entries of JSON cost a
-/// one-shot `verify` more than listing the tree): the magic `REFEREE-STATCACHE-2\n`, then per
-/// entry the key's length (u32 LE) and bytes, `dev`, `ino`, `mode`, `size`, `mtime`, `ctime` and
-/// the read's time (each i64/u64 LE; a stamp is seconds then nanoseconds), the 20 bytes of the
-/// blob id and the 32 bytes of the SHA-256. Anything that does not parse ends the load there.
-const CACHE_MAGIC: &[u8] = b"REFEREE-STATCACHE-2\n";
-
-fn put_u64(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_stamp(out: &mut Vec<u8>, t: Stamp) {
-    out.extend_from_slice(&t.0.to_le_bytes());
-    out.extend_from_slice(&t.1.to_le_bytes());
-}
-
-/// A cursor over the cache file's bytes.
-struct Reader<'b>(&'b [u8]);
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn stamp(&mut self) -> Option<Stamp> {
-        Some((self.i64()?, self.i64()?))
-    }
-
-    fn entry(&mut self) -> Option<(String, Cached)> {
-        let len = u32::from_le_bytes(self.take(4)?.try_into().ok()?) as usize;
-        let key = std::str::from_utf8(self.take(len)?).ok()?.to_string();
-        let stat = Stat {
-            dev: self.u64()?,
-            ino: self.u64()?,
-            mode: u32::try_from(self.u64()?).ok()?,
-            size: self.u64()?,
-            mtime: self.stamp()?,
-            ctime: self.stamp()?,
-        };
-        let at = self.stamp()?;
-        let oid = ObjectId::try_from(self.take(20)?).ok()?;
-        let sha256: [u8; 32] = self.take(32)?.try_into().ok()?;
-        Some((
-            key,
-            Cached {
-                stat,
-                at,
-                oid,
-                sha256,
-            },
-        ))
-    }
-}
-
-impl StatCache {
-    pub fn new() -> StatCache {
-        StatCache::default()
-    }
-
-    /// The same cache with another racy margin (tests, or a file system known to be precise).
-    #[must_use]
-    pub fn with_margin(mut self, margin: Duration) -> StatCache {
-        self.margin = margin;
-        self
-    }
-
-    /// The cache saved at `path`; an empty one if there is none or it cannot be read or parsed
-    /// (a cache is only ever a shortcut). Entries that do not parse are dropped.
-    pub fn load(path: &Path) -> StatCache {
-        let mut cache = StatCache::default();
-        let Ok(bytes) = fs::read(path) else {
-            return cache;
-        };
-        let Some(body) = bytes.strip_prefix(CACHE_MAGIC) else {
-            return cache;
-        };
-        // An entry takes 132 bytes and its key: room for all of them at once, not rehashed as
-        // the map grows.
-        cache.entries.reserve(body.len() / 160);
-        let mut r = Reader(body);
-        while !r.0.is_empty() {
-            let Some((key, c)) = r.entry() else {
-                break;
-            };
-            cache.entries.insert(key, c);
-        }
-        cache
-    }
-
-    /// Writes the cache to `path` atomically (a temp file in the same directory, renamed).
-    /// It holds the files of the last scan only: paths gone since were dropped by the scan.
-    pub fn save(&self, path: &Path) -> io::Result<()> {
-        let mut out = Vec::with_capacity(CACHE_MAGIC.len() + self.entries.len() * 160);
-        out.extend_from_slice(CACHE_MAGIC);
-        for (k, c) in &self.entries {
-            let Ok(len) = u32::try_from(k.len()) else {
-                continue;
-            };
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(k.as_bytes());
-            put_u64(&mut out, c.stat.dev);
-            put_u64(&mut out, c.stat.ino);
-            put_u64(&mut out, u64::from(c.stat.mode));
-            put_u64(&mut out, c.stat.size);
-            put_stamp(&mut out, c.stat.mtime);
-            put_stamp(&mut out, c.stat.ctime);
-            put_stamp(&mut out, c.at);
-            out.extend_from_slice(c.oid.as_bytes());
-            out.extend_from_slice(&c.sha256);
-        }
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        io::Write::write_all(&mut tmp, &out)?;
-        // No fsync: a cache lost to a crash costs one read of each file, and a torn one
-        // loads what parses; a judgment must not wait on the disk for it.
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
-    }
-
-    /// How many files it holds.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// How many files were read (not found in the cache) through it since it was made.
-    pub fn reads(&self) -> u64 {
-        self.reads
-    }
-
-    /// Whether `cached` still holds for a file whose `lstat` is `stat`.
-    fn trusts(&self, cached: &Cached, stat: &Stat) -> bool {
-        let margin = i128::try_from(self.margin.as_nanos()).unwrap_or(i128::MAX);
-        let at = nanos(cached.at);
-        let settled = |t: Stamp| nanos(t).saturating_add(margin) < at;
-        cached.stat == *stat && settled(stat.mtime) && settled(stat.ctime)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::ffi::CString;
+    use std::fs;
     use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+    use std::time::Duration;
 
     const SKIP: &[&str] = &[".git", ".tasks", ".referee"];
 
@@ -1391,7 +1162,7 @@ mod tests {
         let d = OpenDir::open(&root.join("d"), None).expect("open d");
         let o = OpenDir::open(&root.join("other"), None).expect("open other");
         let f = OsStr::new("f");
-        let listed = Stat::of(&o.stat(f).expect("stat"));
+        let listed = stat_of(&o.stat(f).expect("stat"));
         let err = read_capped(&d, f, &listed, 100).err().expect("refused");
         assert_eq!(err, "replaced while being read");
         assert!(read_capped(&o, f, &listed, 100).is_ok());
