@@ -121,7 +121,6 @@ impl OpenDir {
     }
 }
 
-
 pub(super) fn stat_of(meta: &Lstat) -> Stat {
     Stat {
         dev: meta.dev,
@@ -133,7 +132,6 @@ pub(super) fn stat_of(meta: &Lstat) -> Stat {
     }
 }
 
-
 /// A file's bytes from one read, the `fstat` taken before reading, and when it was read.
 pub(super) struct ReadFile {
     pub(super) bytes: Vec<u8>,
@@ -143,7 +141,12 @@ pub(super) struct ReadFile {
 
 /// Opens `base` in `dir` without following a link or blocking, checks on the descriptor that it
 /// is the regular file that was listed, and reads at most `cap` bytes.
-pub(super) fn read_capped(dir: &OpenDir, base: &OsStr, listed: &Stat, cap: u64) -> Result<ReadFile, String> {
+pub(super) fn read_capped(
+    dir: &OpenDir,
+    base: &OsStr,
+    listed: &Stat,
+    cap: u64,
+) -> Result<ReadFile, String> {
     // Taken before the read: a write after this moment gives a ctime that is not older than
     // it, so the cache will not trust this read for the new content.
     let at = now();
@@ -196,4 +199,3 @@ pub(super) fn other_kind(file_type: FileType) -> &'static str {
         _ => "unknown",
     }
 }
-

@@ -268,7 +268,6 @@ impl WorkTree {
     }
 }
 
-
 /// Git's blob id of `bytes` (SHA-1, with git's collision detection).
 pub(super) fn blob_oid(bytes: &[u8]) -> Result<ObjectId, String> {
     gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)

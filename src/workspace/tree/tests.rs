@@ -1,10 +1,10 @@
 //! The walk and the work tree it records.
 
-use super::*;
 use super::fsat::{read_capped, stat_of};
+use super::*;
 use std::ffi::{CString, OsStr};
-use std::os::unix::ffi::OsStrExt;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::time::Duration;
 
@@ -144,8 +144,7 @@ fn ignored_directories_are_walked_but_not_read() {
     let asked = std::cell::RefCell::new(Vec::new());
     let ignored = |path: &[u8], is_dir: bool| {
         asked.borrow_mut().push(path.to_vec());
-        (is_dir && (path == b"__pycache__" || path == b"node_modules"))
-            || path.ends_with(b".log")
+        (is_dir && (path == b"__pycache__" || path == b"node_modules")) || path.ends_with(b".log")
     };
     let options = Options {
         cap: 1 << 20,
@@ -388,9 +387,7 @@ fn an_unlistable_root_is_an_error() {
     let missing = dir.path().join("missing");
     assert!(WorkTree::scan(&missing, &opts(10), &mut StatCache::new()).is_err());
     write(dir.path(), "file", b"x");
-    assert!(
-        WorkTree::scan(&dir.path().join("file"), &opts(10), &mut StatCache::new()).is_err()
-    );
+    assert!(WorkTree::scan(&dir.path().join("file"), &opts(10), &mut StatCache::new()).is_err());
 }
 
 #[test]

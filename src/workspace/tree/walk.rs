@@ -22,7 +22,6 @@ pub(super) struct Pending {
     pub(super) ignored: bool,
 }
 
-
 /// How many directories are opened and listed at once in a walk: bounds the descriptors held.
 pub(super) const BATCH: usize = 128;
 
@@ -240,7 +239,14 @@ impl Walker<'_, '_> {
 
     /// Fills in a regular file's hashes: from the cache when it can be trusted, else from one
     /// read of at most the cap.
-    pub(super) fn hash(&mut self, rel: &[u8], dir: &OpenDir, base: &OsStr, meta: &Lstat, entry: &mut Entry) {
+    pub(super) fn hash(
+        &mut self,
+        rel: &[u8],
+        dir: &OpenDir,
+        base: &OsStr,
+        meta: &Lstat,
+        entry: &mut Entry,
+    ) {
         let listed = stat_of(meta);
         if let Some(hit) = self.cache.take(rel, &listed) {
             entry.oid = Some(hit.oid);
@@ -299,4 +305,3 @@ impl Walker<'_, '_> {
         }
     }
 }
-
