@@ -1,0 +1,595 @@
+//! The baseline a workspace is measured against, pinned once (SPEC §8): what "changed" means,
+//! decided by the referee and nothing the worker can write.
+//!
+//! - A git work tree: `--baseline REV` or `HEAD`, resolved ONCE to a commit id, read in-process
+//!   from the object store ([`super::gitread`]: no `git` process, no config, hook, filter or
+//!   fsmonitor, `refs/replace` ignored, every object verified against its id). The pin is kept
+//!   in the referee's state directory, so a restart measures against the same commit whatever
+//!   `HEAD` says by then (a `git commit`, amend, reset or checkout changes nothing).
+//! - A pristine copy (`--baseline-dir DIR`), or the start snapshot a `watch` of a plain folder
+//!   keeps in its state directory.
+//!
+//! Ignore rules come from the baseline's own committed `.gitignore` files only. A file whose
+//! bytes on disk at pinning differ from its blob only by line endings (a checkout with
+//! `eol=crlf` or `core.autocrlf`) has, as its baseline bytes, what was checked out: those bytes
+//! are kept in the state directory, so honest `pre_hashes` of the file as found match.
+//!
+//! This module reads; the only thing it writes is the pin under the state directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::gitread::{self, EntryKind, Ignore, Repo};
+use super::tree::{self, Kind, StatCache, WorkTree};
+use super::{name, BaselineInfo, BaselineSpec, Content, WorkspaceError};
+use crate::artifacts::fsread::{sha256_hex, FileData};
+
+mod listing;
+use listing::{load_listing, save_listing};
+
+/// What a path is on the baseline side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaseKind {
+    File {
+        exec: bool,
+    },
+    Symlink,
+    /// A git submodule (a gitlink) whose own repository could not be read: only its commit.
+    Submodule,
+}
+
+impl BaseKind {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            BaseKind::File { exec: false } => "file (100644)",
+            BaseKind::File { exec: true } => "executable file (100755)",
+            BaseKind::Symlink => "symlink",
+            BaseKind::Submodule => "submodule",
+        }
+    }
+}
+
+/// One baseline path: its kind and git blob id (a link's: of its target; a submodule's: its
+/// commit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseEntry {
+    pub kind: BaseKind,
+    pub oid: gix::ObjectId,
+}
+
+#[derive(Debug)]
+enum Source {
+    /// The object stores: the workspace's, and each checked-out submodule's by its path.
+    Git {
+        /// Behind a lock so the baseline can be shared with the reading thread ([`bounded`]).
+        repo: Box<std::sync::Mutex<Repo>>,
+        subs: std::sync::Mutex<BTreeMap<String, Repo>>,
+    },
+    Dir {
+        root: PathBuf,
+    },
+}
+
+/// The pin as kept in the state directory (`baseline.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    pub schema: String,
+    /// The revision as asked (`HEAD`, or `--baseline REV`).
+    pub rev: String,
+    /// The commit it named when pinned.
+    pub commit: String,
+    pub git_dir: String,
+    pub pinned_at: String,
+    /// Paths whose baseline bytes are those checked out at pinning (line endings), by SHA-256
+    /// of those bytes, kept under `baseline/checkout/<sha256>`.
+    #[serde(default)]
+    pub checked_out: BTreeMap<String, String>,
+}
+
+const PIN_SCHEMA: &str = "referee.baseline/1";
+const PIN_FILE: &str = "baseline.json";
+const CHECKOUT_DIR: &str = "baseline-checkout";
+
+/// A pinned baseline, shared by every judgment of a session.
+#[derive(Debug)]
+pub struct Baseline {
+    pub info: BaselineInfo,
+    /// Every baseline path (encoded, see [`name`]), files and links; no directories.
+    pub entries: BTreeMap<String, BaseEntry>,
+    source: Source,
+    ignore: Ignore,
+    /// Baseline bytes as checked out (line endings), by path.
+    checked_out: BTreeMap<String, Arc<FileData>>,
+    /// The commit pinned (git only).
+    pub commit: Option<gix::ObjectId>,
+    /// A read of the object store did not finish in time (see [`bounded`]).
+    stuck: std::sync::atomic::AtomicBool,
+}
+
+const STUCK: &str = "an earlier read of the git object store did not finish (a FIFO, or a hung \
+                     file system, in `.git/`?): the baseline cannot be read";
+
+/// Why a baseline could not be had at all, when that is not a fault (INCONCLUSIVE evidence).
+pub type NoBaseline = String;
+
+impl Baseline {
+    /// Pins the baseline of the workspace `root` as `spec` says, keeping (and on a restart
+    /// reusing) the pin under `state` when given; a plain folder's start snapshot is
+    /// [`BaselineSpec::Snapshot`]. `Ok(Err(why))`: there is no baseline (not a
+    /// fault: every check that needs one is INCONCLUSIVE with `why`).
+    pub fn pin(
+        root: &Path,
+        spec: &BaselineSpec,
+        state: Option<&Path>,
+        cap: u64,
+    ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
+        let (root, spec, state) = (
+            root.to_path_buf(),
+            spec.clone(),
+            state.map(Path::to_path_buf),
+        );
+        let shown = root.display().to_string();
+        bounded(move || Baseline::pin_now(&root, &spec, state.as_deref(), cap)).unwrap_or_else(
+            || {
+                Err(WorkspaceError::Pin(format!(
+                    "reading the git repository of `{shown}` did not finish within {} s (a FIFO, \
+                     or a hung file system, in `.git/`?): the baseline cannot be pinned",
+                    GIT_READ_LIMIT.as_secs()
+                )))
+            },
+        )
+    }
+
+    fn pin_now(
+        root: &Path,
+        spec: &BaselineSpec,
+        state: Option<&Path>,
+        cap: u64,
+    ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
+        let repo = Repo::open(root)?;
+        match spec {
+            BaselineSpec::Dir(dir) => {
+                let base =
+                    std::fs::canonicalize(dir).map_err(|source| WorkspaceError::BaseDir {
+                        path: dir.display().to_string(),
+                        source,
+                    })?;
+                std::fs::read_dir(&base).map_err(|source| WorkspaceError::BaseDir {
+                    path: dir.display().to_string(),
+                    source,
+                })?;
+                Baseline::from_dir(base, "dir", repo.as_ref(), cap).map(Ok)
+            }
+            BaselineSpec::Snapshot(state) => match super::snapshot::load(state) {
+                Some(dir) => Baseline::from_dir(dir, "snapshot", repo.as_ref(), cap).map(Ok),
+                None => Ok(Err(super::NO_SNAPSHOT.into())),
+            },
+            BaselineSpec::Rev(rev) => {
+                let Some(repo) = repo else {
+                    return Err(WorkspaceError::NotGit(rev.clone()));
+                };
+                let commit = repo
+                    .resolve(rev)?
+                    .ok_or_else(|| WorkspaceError::NoSuchRev {
+                        rev: rev.clone(),
+                        path: root.display().to_string(),
+                    })?;
+                let kept = state
+                    .and_then(load_pin)
+                    .filter(|p| p.commit.parse::<gix::ObjectId>().ok() == Some(commit));
+                Baseline::from_git(root, repo, rev, commit, kept, state, cap).map(Ok)
+            }
+            BaselineSpec::Auto => match repo {
+                Some(repo) => {
+                    // A restart measures against the commit pinned first, whatever HEAD says now.
+                    let kept = state.and_then(load_pin).filter(|p| p.rev == "HEAD");
+                    let commit = match &kept {
+                        Some(p) => Some(p.commit.parse::<gix::ObjectId>().map_err(|_| {
+                            WorkspaceError::Pin(format!(
+                                "the pinned baseline commit `{}` is not a commit id",
+                                p.commit
+                            ))
+                        })?),
+                        None => repo.resolve("HEAD")?,
+                    };
+                    match commit {
+                        Some(c) => {
+                            Baseline::from_git(root, repo, "HEAD", c, kept, state, cap).map(Ok)
+                        }
+                        None => Ok(Err(
+                            "the git repository has no commit yet (HEAD names none), \
+                                        and no --baseline-dir was given"
+                                .into(),
+                        )),
+                    }
+                }
+                None => Ok(Err(super::NO_SNAPSHOT.into())),
+            },
+        }
+    }
+
+    fn from_git(
+        root: &Path,
+        repo: Repo,
+        rev: &str,
+        commit: gix::ObjectId,
+        kept: Option<Pin>,
+        state: Option<&Path>,
+        cap: u64,
+    ) -> Result<Baseline, WorkspaceError> {
+        // The listing of a pinned commit never changes: read from the object store once and
+        // kept in the state directory (the referee's own), so a later `verify` or restart
+        // does not decompress and verify every tree object again.
+        let (tree, ignore_files) = match state.and_then(|s| load_listing(s, commit)) {
+            Some(kept) => kept,
+            None => {
+                let tree = repo.tree(commit)?;
+                let mut files = Vec::new();
+                for (path, entry) in Ignore::files_of(&tree) {
+                    files.push((path.clone(), repo.blob(entry.oid)?));
+                }
+                if let Some(state) = state {
+                    save_listing(state, &tree, &files);
+                }
+                (tree, files)
+            }
+        };
+        let ignore = Ignore::from_files(&ignore_files, &tree);
+        // Gathered, then laid out as a map at once (an insertion per path cost a one-shot
+        // `verify` of a large tree a comparison of paths at every level of the map).
+        let mut entries = Vec::with_capacity(tree.entries.len());
+        let mut subs = BTreeMap::new();
+        for (path, e) in tree.entries {
+            let rel = name::encode_owned(path);
+            let kind = match e.kind {
+                EntryKind::File => BaseKind::File { exec: false },
+                EntryKind::Executable => BaseKind::File { exec: true },
+                EntryKind::Symlink => BaseKind::Symlink,
+                EntryKind::Submodule => {
+                    // A checked-out submodule is read from its own object store at the commit
+                    // the baseline records, so its files are judged (and protected) like any.
+                    if let Some(sub) = Repo::open(&name::to_path(root, &rel)).ok().flatten() {
+                        if let Ok(t) = sub.tree(e.oid) {
+                            for (p, se) in &t.entries {
+                                let srel = format!("{rel}/{}", name::encode(p));
+                                entries.push((srel, sub_entry(se)));
+                            }
+                            subs.insert(rel, sub);
+                            continue;
+                        }
+                    }
+                    BaseKind::Submodule
+                }
+            };
+            entries.push((rel, BaseEntry { kind, oid: e.oid }));
+        }
+        let entries: BTreeMap<String, BaseEntry> = entries.into_iter().collect();
+        let short: String = commit.to_string().chars().take(12).collect();
+        let mut base = Baseline {
+            info: BaselineInfo {
+                kind: "git",
+                describe: format!("git {rev} ({short}), pinned"),
+            },
+            entries,
+            source: Source::Git {
+                repo: Box::new(std::sync::Mutex::new(repo)),
+                subs: std::sync::Mutex::new(subs),
+            },
+            ignore,
+            checked_out: BTreeMap::new(),
+            commit: Some(commit),
+            stuck: std::sync::atomic::AtomicBool::new(false),
+        };
+        match kept {
+            Some(pin) => {
+                // The bytes as checked out when first pinned: from the state directory, never
+                // from the work tree as it is now.
+                let dir = state.map(|s| s.join(CHECKOUT_DIR));
+                for (rel, sha) in &pin.checked_out {
+                    let Some(dir) = &dir else { break };
+                    let Ok(bytes) = std::fs::read(dir.join(sha)) else {
+                        continue;
+                    };
+                    if sha256_hex(&bytes) == *sha {
+                        base.checked_out.insert(
+                            rel.clone(),
+                            Arc::new(FileData::from_bytes(rel, bytes, None)),
+                        );
+                    }
+                }
+            }
+            None => {
+                base.find_checked_out(root, cap);
+                if let Some(state) = state {
+                    base.save_pin(state, rev)?;
+                }
+            }
+        }
+        Ok(base)
+    }
+
+    /// A directory baseline: its files, by the same reading as the work tree's.
+    fn from_dir(
+        root: PathBuf,
+        kind: &'static str,
+        repo: Option<&Repo>,
+        cap: u64,
+    ) -> Result<Baseline, WorkspaceError> {
+        // The work tree's ignore rules when it is a git work tree (its HEAD's committed
+        // `.gitignore` files), else none.
+        let ignore = repo
+            .and_then(|r| {
+                let head = r.resolve("HEAD").ok().flatten()?;
+                let t = r.tree(head).ok()?;
+                Ignore::from_tree(r, &t).ok()
+            })
+            .unwrap_or_else(Ignore::empty);
+        let skip = super::EXCLUDED;
+        let ig = |p: &[u8], d: bool| ignore.is_ignored(p, d);
+        let opts = tree::Options {
+            cap,
+            skip_top: skip,
+            ignored: &ig,
+        };
+        let mut cache = StatCache::default();
+        let wt =
+            WorkTree::scan(&root, &opts, &mut cache).map_err(|source| WorkspaceError::BaseDir {
+                path: root.display().to_string(),
+                source,
+            })?;
+        let mut entries = BTreeMap::new();
+        for (rel, e) in wt.entries {
+            if e.ignored {
+                continue;
+            }
+            let kind = match e.kind {
+                Kind::File { exec } => BaseKind::File { exec },
+                Kind::Symlink { .. } => BaseKind::Symlink,
+                _ => continue,
+            };
+            // A baseline file that cannot be read has no id: every comparison with it is
+            // undecided (never "unchanged").
+            let oid = e
+                .oid
+                .unwrap_or_else(|| gix::ObjectId::null(gix::hash::Kind::Sha1));
+            entries.insert(rel, BaseEntry { kind, oid });
+        }
+        Ok(Baseline {
+            info: BaselineInfo {
+                kind,
+                describe: format!("{kind} {}", root.display()),
+            },
+            entries,
+            source: Source::Dir { root },
+            ignore,
+            checked_out: BTreeMap::new(),
+            commit: None,
+            stuck: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Files on disk now that differ from their blob only by CRLF line endings: the bytes as
+    /// checked out are their baseline bytes.
+    fn find_checked_out(&mut self, root: &Path, cap: u64) {
+        let candidates: Vec<(String, gix::ObjectId)> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.kind, BaseKind::File { .. }))
+            .map(|(p, e)| (p.clone(), e.oid))
+            .collect();
+        for (rel, oid) in candidates {
+            let path = name::to_path(root, &rel);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if !meta.is_file() || meta.len() > cap {
+                continue;
+            }
+            // Cheap first: a checkout that converted line endings made the file longer.
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            if !bytes.windows(2).any(|w| w == b"\r\n") || gitread::blob_oid(&bytes) == oid {
+                continue;
+            }
+            let Ok(blob) = self.blob(&rel, oid) else {
+                continue;
+            };
+            if crlf_to_lf(&bytes) == blob {
+                self.checked_out.insert(
+                    rel.clone(),
+                    Arc::new(FileData::from_bytes(&rel, bytes, None)),
+                );
+            }
+        }
+    }
+
+    fn save_pin(&self, state: &Path, rev: &str) -> Result<(), WorkspaceError> {
+        let (Some(commit), Source::Git { repo, .. }) = (self.commit, &self.source) else {
+            return Ok(());
+        };
+        let io = |e: std::io::Error| WorkspaceError::Pin(format!("cannot keep the pin: {e}"));
+        let dir = state.join(CHECKOUT_DIR);
+        let mut checked_out = BTreeMap::new();
+        if !self.checked_out.is_empty() {
+            std::fs::create_dir_all(&dir).map_err(io)?;
+        }
+        for (rel, d) in &self.checked_out {
+            std::fs::write(dir.join(&d.sha256), &d.bytes).map_err(io)?;
+            checked_out.insert(rel.clone(), d.sha256.clone());
+        }
+        let pin = Pin {
+            schema: PIN_SCHEMA.into(),
+            rev: rev.into(),
+            commit: commit.to_string(),
+            git_dir: repo
+                .lock()
+                .map(|r| r.git_dir().display().to_string())
+                .unwrap_or_default(),
+            pinned_at: chrono::Utc::now().to_rfc3339(),
+            checked_out,
+        };
+        let text = serde_json::to_string_pretty(&pin).unwrap_or_default();
+        crate::atomic::write_atomic(state, PIN_FILE, &text).map_err(io)?;
+        Ok(())
+    }
+
+    /// The SHA-256 of `rel`'s baseline bytes when they are those checked out (line endings).
+    pub fn checked_out_sha256(&self, rel: &str) -> Option<&str> {
+        self.checked_out.get(rel).map(|d| d.sha256.as_str())
+    }
+
+    /// Whether `rel` (encoded) is ignored by the baseline's committed rules (a baseline path
+    /// never is).
+    pub fn is_ignored(&self, rel: &[u8], is_dir: bool) -> bool {
+        self.ignore.is_ignored(rel, is_dir)
+    }
+
+    /// The baseline's content of `rel`.
+    pub fn content(&self, rel: &str, cap: u64) -> Content {
+        let Some(e) = self.entries.get(rel) else {
+            return Content::Absent;
+        };
+        if let Some(d) = self.checked_out.get(rel) {
+            return Content::Bytes(d.clone());
+        }
+        match &self.source {
+            Source::Dir { root } => super::read(root, rel, cap, false),
+            Source::Git { .. } => match e.kind {
+                BaseKind::Submodule => Content::Unknown(format!(
+                    "`{}` is a submodule whose repository is not checked out",
+                    name::display(rel)
+                )),
+                _ => match self.blob(rel, e.oid) {
+                    Ok(b) if b.len() as u64 > cap => Content::Unknown(format!(
+                        "the baseline's `{}` is {} bytes, over the read cap of {cap} bytes",
+                        name::display(rel),
+                        b.len()
+                    )),
+                    Ok(b) => Content::Bytes(Arc::new(FileData::from_bytes(rel, b, None))),
+                    Err(e) => Content::Unknown(e),
+                },
+            },
+        }
+    }
+
+    fn blob(&self, rel: &str, oid: gix::ObjectId) -> Result<Vec<u8>, String> {
+        let Source::Git { repo, subs } = &self.source else {
+            return Err("not a git baseline".into());
+        };
+        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(STUCK.into());
+        }
+        let repo = repo.lock().map_err(|_| STUCK.to_string())?;
+        let subs = subs.lock().map_err(|_| STUCK.to_string())?;
+        // A submodule's file is in the submodule's object store.
+        let owner = subs
+            .iter()
+            .rev()
+            .find(|(p, _)| {
+                rel.strip_prefix(p.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+            })
+            .map_or(&*repo, |(_, r)| r);
+        owner.blob(oid).map_err(|e| crate::error::chain(&e))
+    }
+
+    /// Whether the baseline is read from a git object store (whose reads are bounded in time:
+    /// the worker can put a FIFO there).
+    pub fn is_git(&self) -> bool {
+        matches!(self.source, Source::Git { .. })
+    }
+
+    /// The commit `HEAD` names now, when it is not the pinned one (a `head_moved` fact); not
+    /// asked again once a read of it did not finish.
+    pub fn head_moved(self: &Arc<Self>) -> Option<String> {
+        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let me = self.clone();
+        let answer = bounded(move || me.head_moved_now());
+        if answer.is_none() {
+            self.mark_stuck();
+        }
+        answer.flatten()
+    }
+
+    /// A read of the object store did not finish: every later one answers "cannot be read"
+    /// at once, instead of another thread blocked behind the first.
+    pub fn mark_stuck(&self) {
+        self.stuck.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn head_moved_now(&self) -> Option<String> {
+        let (Source::Git { repo, .. }, Some(pinned)) = (&self.source, self.commit) else {
+            return None;
+        };
+        let head = repo.lock().ok()?.head();
+        match head {
+            Ok(Some(now)) if now != pinned => Some(now.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// How long one read of the git object store may take. The store is the worker's to write: a
+/// FIFO (or a hung network mount) put at `HEAD`, a ref or a loose object would block a read
+/// forever, silencing the referee. A read that does not finish in time is abandoned on its
+/// thread and its answer is "cannot be read" (fail closed).
+pub const GIT_READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `f` on a thread of its own and waits at most [`GIT_READ_LIMIT`] for it; `None` when it
+/// did not finish (the thread is left behind, blocked where the read blocked).
+pub fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("referee-git-read".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        });
+    if spawned.is_err() {
+        return None;
+    }
+    rx.recv_timeout(GIT_READ_LIMIT).ok()
+}
+
+fn sub_entry(e: &gitread::BaseEntry) -> BaseEntry {
+    let kind = match e.kind {
+        EntryKind::File => BaseKind::File { exec: false },
+        EntryKind::Executable => BaseKind::File { exec: true },
+        EntryKind::Symlink => BaseKind::Symlink,
+        EntryKind::Submodule => BaseKind::Submodule,
+    };
+    BaseEntry { kind, oid: e.oid }
+}
+
+fn load_pin(state: &Path) -> Option<Pin> {
+    let meta = std::fs::symlink_metadata(state.join(PIN_FILE)).ok()?;
+    if !meta.is_file() || meta.len() > 64 << 20 {
+        return None;
+    }
+    let bytes = std::fs::read(state.join(PIN_FILE)).ok()?;
+    serde_json::from_slice::<Pin>(&bytes)
+        .ok()
+        .filter(|p| p.schema == PIN_SCHEMA)
+}
+
+fn crlf_to_lf(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\r' && b.get(i + 1) == Some(&b'\n') {
+            i += 1;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
