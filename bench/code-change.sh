@@ -9,8 +9,10 @@
 # one-shot `verify` runs interleaved with `git status`. Targets (issue 15): live p99 <= 0.7x one
 # git status at 1,000 files and <= 0.2x at 20,000; verify within 1.2x of git status.
 #
+# Prints the medians and ratios on stderr and one JSON object on stdout.
+#
 # Needs python3 and git. The referee is built with `cargo build --release` unless REFEREE names
-# a binary.
+# a binary (PROFILE=bench-fast: the release build without LTO, quicker to build).
 #
 #   bench/code-change.sh
 #   TRIALS=30 FILES=5000 bench/code-change.sh
@@ -23,8 +25,9 @@ root=$(cd "$here/.." && pwd)
 command -v python3 >/dev/null || { echo "code-change.sh: needs python3" >&2; exit 2; }
 command -v git >/dev/null || { echo "code-change.sh: needs git" >&2; exit 2; }
 if [ -z "${REFEREE:-}" ]; then
-    (cd "$root" && cargo build --release --locked --quiet)
-    REFEREE="$root/target/release/referee"
+    profile=${PROFILE:-release}
+    (cd "$root" && cargo build --profile "$profile" --locked --quiet)
+    REFEREE="$root/target/$profile/referee"
 fi
 python3 "$here/code_change.py" "$REFEREE" --files "${FILES:-1000}" --folders "${FOLDERS:-20}" \
     --changed "${CHANGED:-10}" --trials "${TRIALS:-100}" --warmup "${WARMUP:-3}" \

@@ -194,6 +194,18 @@ def main():
 
     s = sorted(samples)
     ratio = lambda x, y: round(x / y, 3) if x is not None and y else None
+    # The bars at a glance (stderr; stdout stays one JSON object).
+    fmt = lambda x: "-" if x is None else f"{x:.1f}"
+    print(f"live: p50 {fmt(pct(s, 0.50))} ms, p99 {fmt(pct(s, 0.99))} ms; git status p50 "
+          f"{fmt(pct(git_samples, 0.50))}, p99 {fmt(pct(git_samples, 0.99))} ms; ratio p50 "
+          f"{ratio(pct(s, 0.50), pct(git_samples, 0.50))}, p99 "
+          f"{ratio(pct(s, 0.99), pct(git_samples, 0.99))}", file=sys.stderr)
+    if a.verify:
+        print(f"verify ({a.verify} runs interleaved with git status): wall median "
+              f"{fmt(pct(verify, 0.50))} vs {fmt(pct(verify_git, 0.50))} ms, ratio "
+              f"{ratio(pct(verify, 0.50), pct(verify_git, 0.50))}; CPU median "
+              f"{fmt(pct(verify_cpu, 0.50))} vs {fmt(pct(verify_git_cpu, 0.50))} ms, ratio "
+              f"{ratio(pct(verify_cpu, 0.50), pct(verify_git_cpu, 0.50))}", file=sys.stderr)
     print(json.dumps({
         "name": "referee watch --protocol code-change", "files": a.files, "folders": a.folders,
         "changed": a.changed, "restore": a.restore, "trials": a.trials, "ok": len(s),

@@ -81,7 +81,9 @@ struct Rule {
     validate: Option<Validate>,
 }
 
-/// A loaded, compiled rule file.
+/// A loaded rule file: a file's rules are compiled when loaded (a mistake is a load error); the
+/// embedded ones, known valid (their tests), only when a line is first scanned, so a judgment
+/// that adds no line never pays for compiling them.
 #[derive(Debug)]
 pub struct Rules {
     /// `embedded:protocols/secrets.toml` or the file's path.
@@ -90,6 +92,16 @@ pub struct Rules {
     sha256: String,
     /// Where it was read from; `None` when embedded.
     path: Option<PathBuf>,
+    /// How many rules.
+    count: usize,
+    /// The text still to compile (the embedded rules), or `None` when compiled at load.
+    text: Option<&'static str>,
+    compiled: OnceLock<Compiled>,
+}
+
+/// The rules compiled: regexes and keyword automata.
+#[derive(Debug)]
+struct Compiled {
     rules: Vec<Rule>,
     /// Every rule's keywords, ASCII case-insensitive; `keyword_rules[pattern]` is its rule.
     keywords: Option<AhoCorasick>,
@@ -136,17 +148,36 @@ fn case_insensitive(words: &[String]) -> Result<Option<AhoCorasick>, String> {
 }
 
 impl Rules {
-    /// The embedded rules, parsed once per process.
+    /// The embedded rules, compiled once per process when first used.
     pub fn embedded() -> Arc<Rules> {
         static EMBEDDED_RULES: OnceLock<Arc<Rules>> = OnceLock::new();
         EMBEDDED_RULES
             .get_or_init(|| {
-                Arc::new(
-                    Rules::parse(EMBEDDED_TEXT, &format!("embedded:{EMBEDDED_NAME}"), None)
-                        .unwrap_or_else(|e| panic!("the embedded secret rules are valid: {e}")),
-                )
+                Arc::new(Rules {
+                    origin: format!("embedded:{EMBEDDED_NAME}"),
+                    sha256: format!("{:x}", Sha256::digest(EMBEDDED_TEXT.as_bytes())),
+                    path: None,
+                    // The tests hold this to the compiled count.
+                    count: EMBEDDED_TEXT
+                        .lines()
+                        .filter(|l| l.trim() == "[[rule]]")
+                        .count(),
+                    text: Some(EMBEDDED_TEXT),
+                    compiled: OnceLock::new(),
+                })
             })
             .clone()
+    }
+
+    /// The compiled rules (compiling the embedded ones at the first call).
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| {
+            let text = self.text.unwrap_or(EMBEDDED_TEXT);
+            match Rules::parse(text, &self.origin, None) {
+                Ok(mut r) => r.compiled.take().unwrap_or_else(|| unreachable!()),
+                Err(e) => panic!("the embedded secret rules are valid: {e}"),
+            }
+        })
     }
 
     /// `embedded`, or the rule file at an absolute path.
@@ -289,12 +320,16 @@ impl Rules {
             origin: origin.to_string(),
             sha256: format!("{:x}", Sha256::digest(text.as_bytes())),
             path: path.map(Path::to_path_buf),
-            rules,
-            keywords,
-            keyword_rules,
-            always,
-            stopwords,
-            allow,
+            count: rules.len(),
+            text: None,
+            compiled: OnceLock::from(Compiled {
+                rules,
+                keywords,
+                keyword_rules,
+                always,
+                stopwords,
+                allow,
+            }),
         })
     }
 
@@ -312,15 +347,21 @@ impl Rules {
     }
 
     pub fn len(&self) -> usize {
-        self.rules.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.count == 0
     }
 
     /// The first rule, in file order, with a finding on `line`.
     pub fn scan(&self, line: &[u8]) -> Option<Hit<'_>> {
+        self.compiled().scan(line)
+    }
+}
+
+impl Compiled {
+    fn scan(&self, line: &[u8]) -> Option<Hit<'_>> {
         let mut run = vec![false; self.rules.len()];
         for &i in &self.always {
             run[i] = true;

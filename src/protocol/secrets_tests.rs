@@ -531,3 +531,15 @@ fn rules_from_a_file_are_part_of_the_protocols_hash() {
     assert_ne!(other_rules, same_rules, "other rules, another hash");
     assert_eq!(with(embedded), same_rules, "the same rules, the same hash");
 }
+
+#[test]
+fn the_embedded_rules_compile_lazily_to_what_they_count() {
+    // Counted from the text without compiling (a judgment that scans no line compiles none),
+    // and the same as a strict parse of the text finds.
+    let lazy = Rules::embedded();
+    let parsed = Rules::parse(EMBEDDED_TEXT, "embedded", None).expect("valid");
+    assert_eq!(lazy.len(), parsed.len());
+    assert_eq!(lazy.sha256(), parsed.sha256());
+    assert!(lazy.len() > 10);
+    assert!(lazy.scan(b"nothing here").is_none());
+}

@@ -15,11 +15,13 @@
 //! directory.
 
 pub mod baseline;
+mod compare;
 pub mod diff;
 pub mod gitread;
 pub mod name;
 pub mod record;
 pub mod snapshot;
+pub mod statcache;
 pub mod tree;
 
 use std::cell::RefCell;
@@ -28,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::artifacts::fsread::{self, sha256_hex, FileData, ReadError};
-use baseline::{BaseKind, Baseline};
+use baseline::Baseline;
 use tree::{Kind, StatCache, WorkTree};
 
 /// The referee's own folder in a workspace.
@@ -43,7 +45,7 @@ pub(crate) const NO_SNAPSHOT: &str =
      was given, and no start snapshot is kept in the referee's state directory";
 
 /// The referee's stat cache of a work tree, in its state directory.
-pub const STAT_CACHE: &str = "statcache.json";
+pub const STAT_CACHE: &str = "statcache.bin";
 
 /// Which baseline to measure against.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -199,10 +201,10 @@ impl Workspace {
             StatCache::load(&cache_file)
         };
         let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
-        if keep && cache.reads() > 0 {
+        if keep && cache.is_dirty() {
             let _span = tracing::debug_span!("stat_cache_save", reads = cache.reads()).entered();
-            // Only when a file was read (a hash learnt); a cache that cannot be kept costs the
-            // next run one read of each file, no more.
+            // Only when it changed (a hash learnt, a file gone); a cache that cannot be kept
+            // costs the next run one read of each file, no more.
             let _ = cache.save(&cache_file);
         }
         Ok(ws)
@@ -303,159 +305,6 @@ impl Workspace {
             Err(why) => ws.no_baseline = Some(why.clone()),
         }
         ws
-    }
-
-    /// Every difference between the baseline and the work tree: bytes, type and mode.
-    fn compare(&mut self, base: &Baseline, tree: &WorkTree) {
-        let mut changes = BTreeMap::new();
-        // Both sides are sorted the same way: one merge over them, no look-ups (the cost of a
-        // judgment on a large tree was mostly these).
-        let mut bi = base.entries.iter().peekable();
-        let mut ti = tree.entries.iter().peekable();
-        loop {
-            let (p, b, e) = match (bi.peek().copied(), ti.peek().copied()) {
-                (None, None) => break,
-                (Some((bp, be)), Some((tp, te))) => match bp.cmp(tp) {
-                    std::cmp::Ordering::Equal => {
-                        bi.next();
-                        ti.next();
-                        (bp, Some(be), Some(te))
-                    }
-                    std::cmp::Ordering::Less => {
-                        bi.next();
-                        (bp, Some(be), None)
-                    }
-                    std::cmp::Ordering::Greater => {
-                        ti.next();
-                        (tp, None, Some(te))
-                    }
-                },
-                (Some((bp, be)), None) => {
-                    bi.next();
-                    (bp, Some(be), None)
-                }
-                (None, Some((tp, te))) => {
-                    ti.next();
-                    (tp, None, Some(te))
-                }
-            };
-            if excluded(p) {
-                continue;
-            }
-            let Some(e) = e else {
-                changes.insert(p.clone(), Change::Removed);
-                continue;
-            };
-            let Some(b) = b else {
-                if matches!(e.kind, Kind::Dir) {
-                    continue;
-                }
-                if e.ignored {
-                    self.ignored.push(p.clone());
-                    continue;
-                }
-                changes.insert(p.clone(), Change::Added);
-                continue;
-            };
-            let now = match &e.kind {
-                Kind::File { exec } => BaseKind::File { exec: *exec },
-                Kind::Symlink { .. } => BaseKind::Symlink,
-                Kind::Dir if b.kind == BaseKind::Submodule => continue,
-                other => {
-                    // A directory, FIFO, socket, device or nested repository where the
-                    // baseline has a file: its type changed.
-                    changes.insert(p.clone(), Change::Modified);
-                    self.details.insert(
-                        p.clone(),
-                        format!("type: {} → {}", b.kind.describe(), kind_name(other)),
-                    );
-                    continue;
-                }
-            };
-            let same_type = matches!(
-                (&now, &b.kind),
-                (BaseKind::File { .. }, BaseKind::File { .. })
-                    | (BaseKind::Symlink, BaseKind::Symlink)
-            );
-            if !same_type {
-                changes.insert(p.clone(), Change::Modified);
-                self.details.insert(
-                    p.clone(),
-                    format!("type: {} → {}", b.kind.describe(), now.describe()),
-                );
-                continue;
-            }
-            if now != b.kind {
-                changes.insert(p.clone(), Change::Modified);
-                self.details.insert(
-                    p.clone(),
-                    format!("mode: {} → {}", b.kind.describe(), now.describe()),
-                );
-            }
-            if let Some(why) = &e.unreadable {
-                self.undecided.push((p.clone(), why.clone()));
-                continue;
-            }
-            // The hex of a file's SHA-256 only for the rare path checked out with other line
-            // endings: not one string per file of the tree.
-            let checked_out = base.checked_out_sha256(p);
-            let now = checked_out.and_then(|_| e.sha256_hex());
-            let differs = match (checked_out, now, e.oid) {
-                (Some(sha), Some(now), _) => sha != now,
-                (None, _, Some(oid)) => oid != b.oid,
-                _ => {
-                    self.undecided
-                        .push((p.clone(), "its content could not be hashed".into()));
-                    continue;
-                }
-            };
-            if differs {
-                changes.insert(p.clone(), Change::Modified);
-            }
-        }
-        // A new path that is a way to a baseline file: a link that resolves to one, or a hard
-        // link sharing its inode.
-        let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
-        let added: Vec<&String> = changes
-            .iter()
-            .filter(|(_, c)| **c == Change::Added)
-            .map(|(p, _)| p)
-            .collect();
-        let hard_links = added.iter().any(|p| {
-            tree.entries
-                .get(*p)
-                .is_some_and(|e| matches!(e.kind, Kind::File { .. }) && e.nlink > 1)
-        });
-        if hard_links {
-            for p in base.entries.keys() {
-                if let Some(e) = tree.entries.get(p) {
-                    if matches!(e.kind, Kind::File { .. }) {
-                        inodes.insert((e.dev, e.ino), p.clone());
-                    }
-                }
-            }
-        }
-        for p in added {
-            let Some(e) = tree.entries.get(p) else {
-                continue;
-            };
-            match &e.kind {
-                Kind::Symlink { target } => {
-                    if let Some(to) = resolve_link(p, target) {
-                        if base.entries.contains_key(&to) {
-                            self.aliases.push((p.clone(), to));
-                        }
-                    }
-                }
-                Kind::File { .. } if e.nlink > 1 => {
-                    if let Some(to) = inodes.get(&(e.dev, e.ino)) {
-                        self.aliases.push((p.clone(), to.clone()));
-                    }
-                }
-                _ => {}
-            }
-        }
-        self.changes = Some(changes);
     }
 
     /// The canonical workspace root.
@@ -645,38 +494,6 @@ pub fn scan(
     })
 }
 
-fn kind_name(k: &Kind) -> &'static str {
-    match k {
-        Kind::File { exec: false } => "file (100644)",
-        Kind::File { exec: true } => "executable file (100755)",
-        Kind::Symlink { .. } => "symlink",
-        Kind::Dir => "directory",
-        Kind::GitDir => "nested git repository",
-        Kind::Other(what) => what,
-    }
-}
-
-/// Where a symlink at `rel` with `target` points, relative to the workspace, resolved
-/// lexically; `None` outside it or when absolute.
-fn resolve_link(rel: &str, target: &[u8]) -> Option<String> {
-    let target = name::encode(target);
-    if target.starts_with('/') {
-        return None;
-    }
-    let mut parts: Vec<&str> = rel.split('/').collect();
-    parts.pop();
-    for c in target.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(parts.join("/"))
-}
-
 /// Whether any task record under `root` asks for a judgment (see [`record::Record::is_judged`]):
 /// the cheap look before opening the workspace against its baseline (git processes and all).
 pub fn any_judged(root: &Path, cap: u64, required: &[String], judge_status: &[String]) -> bool {
@@ -775,70 +592,4 @@ pub fn sha256(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A judgment is of one moment: the records are those read at opening, so a record that
-    /// lands after the tree was read is not judged against the tree before its change (the
-    /// live referee then judges it at its own event).
-    #[test]
-    fn records_are_those_read_at_opening_before_the_tree() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        let base = tempfile::tempdir().unwrap();
-        std::fs::write(base.path().join("a.py"), "x = 1\n").unwrap();
-        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
-        std::fs::create_dir(root.join(".tasks")).unwrap();
-        std::fs::write(root.join(".tasks/t1.json"), "{}").unwrap();
-        std::fs::write(root.join(".tasks/.t2.tmp"), "{}").unwrap();
-        let spec = BaselineSpec::Dir(base.path().to_path_buf());
-        let ws = Workspace::open(root, &spec, 1 << 20).unwrap();
-        assert!(ws.changes().unwrap().is_empty());
-
-        // The worker's next change and its record, after the opening.
-        std::fs::write(root.join("a.py"), "x = 2\n").unwrap();
-        std::fs::write(root.join(".tasks/t2.json"), "{}").unwrap();
-        std::fs::write(root.join(".tasks/t1.json"), "not json").unwrap();
-        let records = ws.records(&[]);
-        let names: Vec<&str> = records.iter().map(|r| r.rel.as_str()).collect();
-        assert_eq!(names, [".tasks/t1.json"]);
-        assert_eq!(records[0].stem, "t1");
-        assert!(
-            records[0].parsed.is_ok(),
-            "the record as read at opening: {:?}",
-            records[0].parsed
-        );
-
-        let again = Workspace::open(root, &spec, 1 << 20).unwrap();
-        let records = again.records(&[]);
-        assert_eq!(records.len(), 2);
-        assert!(records[0].parsed.is_err(), "t1 is not JSON now");
-        assert!(again.changes().unwrap().contains_key("a.py"));
-    }
-
-    /// The cheap look the live referee takes before opening a workspace: only a record that
-    /// is pending (or malformed, or unreadable) asks for a judgment.
-    #[test]
-    fn any_judged_looks_at_the_records_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        let judge = ["pending_review".to_string()];
-        assert!(!any_judged(root, 1 << 20, &[], &judge), "no .tasks/");
-        std::fs::create_dir(root.join(".tasks")).unwrap();
-        let rec =
-            |status: &str| format!(r#"{{"task_id": "t1", "status": "{status}", "attempt": 1}}"#);
-        std::fs::write(root.join(".tasks/t1.json"), rec("approved")).unwrap();
-        std::fs::write(root.join(".tasks/.t2.json"), rec("pending_review")).unwrap();
-        assert!(
-            !any_judged(root, 1 << 20, &[], &judge),
-            "approved, and a hidden temp file"
-        );
-        std::fs::write(root.join(".tasks/t1.json"), rec("pending_review")).unwrap();
-        assert!(any_judged(root, 1 << 20, &[], &judge));
-        std::fs::write(root.join(".tasks/t1.json"), "{ not json").unwrap();
-        assert!(
-            any_judged(root, 1 << 20, &[], &judge),
-            "a malformed record is judged"
-        );
-    }
-}
+mod tests;

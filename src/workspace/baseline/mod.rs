@@ -27,6 +27,9 @@ use super::tree::{self, Kind, StatCache, WorkTree};
 use super::{name, BaselineInfo, BaselineSpec, Content, WorkspaceError};
 use crate::artifacts::fsread::{sha256_hex, FileData};
 
+mod listing;
+use listing::{load_listing, save_listing};
+
 /// What a path is on the baseline side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaseKind {
@@ -563,127 +566,6 @@ fn sub_entry(e: &gitread::BaseEntry) -> BaseEntry {
     BaseEntry { kind, oid: e.oid }
 }
 
-const LISTING_FILE: &str = "baseline-tree.bin";
-
-/// The kept listing of a pinned commit (every entry, and the bytes of its `.gitignore` files),
-/// so a restart or a one-shot `verify` does not walk the object store again. A compact binary
-/// record (parsing 20,000 entries of JSON cost a one-shot `verify` an eighth of its time): the
-/// magic `REFEREE-BASELINE-TREE-1\n`, the commit's 20 bytes, the number of entries (u64 LE),
-/// then per entry the path's length (u32 LE) and bytes, its kind (`f` `x` `l` `s`) and the
-/// object's 20 bytes; then the number of `.gitignore` files (u64 LE) and per file the path's
-/// length and bytes and the contents' length (u64 LE) and bytes, and nothing after. Anything
-/// that does not parse, or another commit, is not used.
-const LISTING_MAGIC: &[u8] = b"REFEREE-BASELINE-TREE-1\n";
-
-fn save_listing(state: &Path, tree: &gitread::BaseTree, ignore: &[(Vec<u8>, Vec<u8>)]) {
-    let mut out = Vec::with_capacity(64 + tree.entries.len() * 64);
-    out.extend_from_slice(LISTING_MAGIC);
-    out.extend_from_slice(tree.commit.as_bytes());
-    out.extend_from_slice(&(tree.entries.len() as u64).to_le_bytes());
-    for (p, e) in &tree.entries {
-        let Ok(len) = u32::try_from(p.len()) else {
-            // No path is that long; a listing that cannot be kept is read from the store.
-            return;
-        };
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(p);
-        out.push(match e.kind {
-            EntryKind::File => b'f',
-            EntryKind::Executable => b'x',
-            EntryKind::Symlink => b'l',
-            EntryKind::Submodule => b's',
-        });
-        out.extend_from_slice(e.oid.as_bytes());
-    }
-    out.extend_from_slice(&(ignore.len() as u64).to_le_bytes());
-    for (p, b) in ignore {
-        let Ok(len) = u32::try_from(p.len()) else {
-            return;
-        };
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(p);
-        out.extend_from_slice(&(b.len() as u64).to_le_bytes());
-        out.extend_from_slice(b);
-    }
-    // A listing that cannot be kept is read from the object store next time: no fault.
-    let _ = crate::atomic::write_atomic(state, LISTING_FILE, &out);
-}
-
-type Kept = (gitread::BaseTree, Vec<(Vec<u8>, Vec<u8>)>);
-
-/// A cursor over a kept listing.
-struct Cursor<'b>(&'b [u8]);
-
-impl<'b> Cursor<'b> {
-    fn take(&mut self, n: usize) -> Option<&'b [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u32(&mut self) -> Option<usize> {
-        usize::try_from(u32::from_le_bytes(self.take(4)?.try_into().ok()?)).ok()
-    }
-
-    fn u64(&mut self) -> Option<usize> {
-        usize::try_from(u64::from_le_bytes(self.take(8)?.try_into().ok()?)).ok()
-    }
-
-    fn oid(&mut self) -> Option<gix::ObjectId> {
-        gix::ObjectId::try_from(self.take(20)?).ok()
-    }
-}
-
-fn load_listing(state: &Path, commit: gix::ObjectId) -> Option<Kept> {
-    let path = state.join(LISTING_FILE);
-    let meta = std::fs::symlink_metadata(&path).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let bytes = std::fs::read(&path).ok()?;
-    parse_listing(&bytes, commit)
-}
-
-fn parse_listing(bytes: &[u8], commit: gix::ObjectId) -> Option<Kept> {
-    let mut c = Cursor(bytes.strip_prefix(LISTING_MAGIC)?);
-    if c.oid()? != commit {
-        return None;
-    }
-    let count = c.u64()?;
-    // At most one entry per 25 bytes left (a length, a kind, an id): a count that says more is
-    // not believed for the allocation.
-    let mut entries = Vec::with_capacity(count.min(c.0.len() / 25));
-    for _ in 0..count {
-        let len = c.u32()?;
-        let p = c.take(len)?.to_vec();
-        let kind = match c.take(1)?[0] {
-            b'f' => EntryKind::File,
-            b'x' => EntryKind::Executable,
-            b'l' => EntryKind::Symlink,
-            b's' => EntryKind::Submodule,
-            _ => return None,
-        };
-        let oid = c.oid()?;
-        entries.push((p, gitread::BaseEntry { kind, oid }));
-    }
-    let entries = entries.into_iter().collect();
-    let count = c.u64()?;
-    let mut ignore = Vec::new();
-    for _ in 0..count {
-        let len = c.u32()?;
-        let p = c.take(len)?.to_vec();
-        let len = c.u64()?;
-        ignore.push((p, c.take(len)?.to_vec()));
-    }
-    if !c.0.is_empty() {
-        return None;
-    }
-    Some((gitread::BaseTree { commit, entries }, ignore))
-}
-
 fn load_pin(state: &Path) -> Option<Pin> {
     let meta = std::fs::symlink_metadata(state.join(PIN_FILE)).ok()?;
     if !meta.is_file() || meta.len() > 64 << 20 {
@@ -710,47 +592,4 @@ fn crlf_to_lf(b: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_kept_listing_round_trips_and_refuses_what_does_not_parse() {
-        let state = tempfile::tempdir().unwrap();
-        let commit = gix::ObjectId::from_hex(b"e11c2d6d94ef0000000000000000000000000000").unwrap();
-        let blob = gix::ObjectId::from_hex(b"0123456789abcdef0123456789abcdef01234567").unwrap();
-        let mut entries = BTreeMap::new();
-        for (p, kind) in [
-            (&b"a b/\xff.py"[..], EntryKind::File),
-            (b"bin/run", EntryKind::Executable),
-            (b"link", EntryKind::Symlink),
-            (b"sub", EntryKind::Submodule),
-        ] {
-            entries.insert(p.to_vec(), gitread::BaseEntry { kind, oid: blob });
-        }
-        let tree = gitread::BaseTree { commit, entries };
-        let ignore = vec![(b".gitignore".to_vec(), b"*.pyc\n".to_vec())];
-        save_listing(state.path(), &tree, &ignore);
-        let (back, back_ignore) = load_listing(state.path(), commit).unwrap();
-        assert_eq!(back, tree);
-        assert_eq!(back_ignore, ignore);
-        // Another commit, a cut-short file or another format: not used (read from the store).
-        assert!(load_listing(state.path(), blob).is_none());
-        let bytes = std::fs::read(state.path().join(LISTING_FILE)).unwrap();
-        for cut in [
-            0,
-            10,
-            LISTING_MAGIC.len() + 20,
-            bytes.len() - 30,
-            bytes.len() - 3,
-        ] {
-            assert!(
-                parse_listing(&bytes[..cut], commit).is_none(),
-                "cut at {cut}"
-            );
-        }
-        assert!(parse_listing(b"{\"schema\": 1}", commit).is_none());
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(parse_listing(&longer, commit).is_none());
-    }
-}
+mod tests;

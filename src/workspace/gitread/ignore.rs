@@ -1,0 +1,128 @@
+//! The ignore rules of the baseline's own committed `.gitignore` files (never
+//! `.git/info/exclude` or `core.excludesFile`).
+
+use std::collections::{BTreeSet, HashSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::BStr;
+
+use super::{BaseEntry, BaseTree, EntryKind, GitReadError, Repo};
+
+/// The ignore rules of the baseline: its committed `.gitignore` files and nothing else.
+#[derive(Debug, Clone, Default)]
+pub struct Ignore {
+    search: gix::ignore::Search,
+    /// Every path the baseline tracks, which no rule can ignore.
+    tracked: BTreeSet<Vec<u8>>,
+    /// Every directory holding a tracked path: never ignored as a whole, so a walk goes into it
+    /// (what it holds untracked is still ignored when a rule says so).
+    tracked_dirs: HashSet<Vec<u8>>,
+}
+
+impl Ignore {
+    /// The rules of the `.gitignore` files committed in `tree`, at any depth, each relative to
+    /// its directory, a deeper one overriding a shallower one. A `.gitignore` that is a symlink
+    /// is not read (git does not follow one either).
+    pub fn from_tree(repo: &Repo, tree: &BaseTree) -> Result<Ignore, GitReadError> {
+        let mut files = Vec::new();
+        for (path, entry) in Ignore::files_of(tree) {
+            files.push((path.clone(), repo.blob(entry.oid)?));
+        }
+        Ok(Ignore::from_files(&files, tree))
+    }
+
+    /// The `.gitignore` files committed in `tree` (regular files, not links), to read.
+    pub fn files_of(tree: &BaseTree) -> Vec<(&Vec<u8>, &BaseEntry)> {
+        tree.entries
+            .iter()
+            .filter(|(path, e)| {
+                matches!(e.kind, EntryKind::File | EntryKind::Executable)
+                    && (path.as_slice() == b".gitignore" || path.ends_with(b"/.gitignore"))
+            })
+            .collect()
+    }
+
+    /// The rules of `files` (each `.gitignore`'s path and bytes, as read from `tree`), each
+    /// relative to its directory, a deeper one overriding a shallower one.
+    pub fn from_files(files: &[(Vec<u8>, Vec<u8>)], tree: &BaseTree) -> Ignore {
+        let mut files: Vec<&(Vec<u8>, Vec<u8>)> = files.iter().collect();
+        // Shallow first: gix matches the lists last to first, and a deeper file wins.
+        files.sort_by_key(|(path, _)| path.iter().filter(|&&b| b == b'/').count());
+        let mut search = gix::ignore::Search::default();
+        let parse = gix::ignore::search::Ignore::default();
+        for (path, bytes) in files {
+            let dir = &path[..path.len().saturating_sub(b".gitignore".len())];
+            let patterns = gix::glob::search::Pattern::bytes_to_patterns(
+                &parse,
+                bytes,
+                Path::new(OsStr::from_bytes(path)),
+            );
+            if patterns.is_empty() {
+                // Comments and blank lines only: no rule.
+                continue;
+            }
+            search.patterns.push(gix::glob::search::pattern::List {
+                patterns,
+                source: Some(PathBuf::from(OsStr::from_bytes(path))),
+                // `a/b/` for `a/b/.gitignore`; none for the top one.
+                base: (!dir.is_empty()).then(|| dir.into()),
+            });
+        }
+        if search.patterns.is_empty() {
+            // No rules: nothing is ignored, and the tracked paths are never asked about (a set
+            // of every path and directory costs a one-shot `verify` of a large tree dearly).
+            return Ignore::empty();
+        }
+        let tracked: BTreeSet<Vec<u8>> = tree.entries.keys().cloned().collect();
+        let mut tracked_dirs = HashSet::new();
+        for path in &tracked {
+            for (i, b) in path.iter().enumerate() {
+                if *b == b'/' {
+                    tracked_dirs.insert(path[..i].to_vec());
+                }
+            }
+        }
+        Ignore {
+            search,
+            tracked,
+            tracked_dirs,
+        }
+    }
+
+    /// No rules: nothing is ignored.
+    pub fn empty() -> Ignore {
+        Ignore::default()
+    }
+
+    /// Whether `path` (relative, `/`-separated bytes) is ignored; `is_dir` for directory-only
+    /// patterns (`build/`). A path inside an ignored directory is ignored (git never looks inside
+    /// one), and a path the baseline tracks (or a directory holding one) never is.
+    pub fn is_ignored(&self, path: &[u8], is_dir: bool) -> bool {
+        if self.search.patterns.is_empty() {
+            return false;
+        }
+        let path = path.strip_suffix(b"/").unwrap_or(path);
+        if path.is_empty() || self.tracked.contains(path) || self.tracked_dirs.contains(path) {
+            return false;
+        }
+        // Each enclosing directory first: once one is ignored, no rule inside can re-include.
+        for (i, b) in path.iter().enumerate() {
+            if *b == b'/' && self.matches(&path[..i], true) {
+                return true;
+            }
+        }
+        self.matches(path, is_dir)
+    }
+
+    fn matches(&self, path: &[u8], is_dir: bool) -> bool {
+        self.search
+            .pattern_matching_relative_path(
+                BStr::new(path),
+                Some(is_dir),
+                gix::glob::pattern::Case::Sensitive,
+            )
+            .is_some_and(|m| !m.pattern.is_negative())
+    }
+}

@@ -1,0 +1,201 @@
+//! Looking at and reading a directory's children through the directory's own descriptor
+//! (`fstatat`, `readlinkat`, `openat` without following a link or blocking): what a swap of a
+//! path for a symlink cannot redirect.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
+
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+
+use super::super::statcache::{now, Stamp, Stat};
+use crate::artifacts::fsread::lowercase_message;
+
+/// An open directory: its children are listed, looked at and opened through its descriptor
+/// (`*at()` calls), never by a path that a swap could redirect.
+pub(super) struct OpenDir {
+    pub(super) dir: Dir,
+}
+
+/// What `lstat` (`fstatat` without following) says of a path.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Lstat {
+    pub(super) mode: u32,
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) nlink: u64,
+    pub(super) size: u64,
+    pub(super) mtime: Stamp,
+    pub(super) ctime: Stamp,
+}
+
+impl Lstat {
+    #[allow(
+        clippy::useless_conversion,
+        clippy::unnecessary_cast,
+        reason = "the field types of `struct stat` differ between targets: no-ops on some"
+    )]
+    pub(super) fn of(st: &rustix::fs::Stat) -> Lstat {
+        Lstat {
+            mode: st.st_mode as u32,
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            nlink: st.st_nlink as u64,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+
+    pub(super) fn file_type(&self) -> FileType {
+        FileType::from_raw_mode(self.mode)
+    }
+}
+
+impl OpenDir {
+    /// Opens `abs` as a directory. With `expect`, a symlink is refused and the directory must
+    /// still be the one listed (device, inode); without it (the root), links are followed.
+    pub(super) fn open(abs: &Path, expect: Option<(u64, u64)>) -> io::Result<OpenDir> {
+        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        if expect.is_some() {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let fd = rustix::fs::open(abs, flags, Mode::empty())?;
+        if let Some(id) = expect {
+            let st = Lstat::of(&rustix::fs::fstat(&fd)?);
+            if (st.dev, st.ino) != id {
+                return Err(io::Error::other("replaced while being read"));
+            }
+        }
+        Ok(OpenDir { dir: Dir::new(fd)? })
+    }
+
+    /// The directory's own device and inode.
+    pub(super) fn id(&self) -> io::Result<(u64, u64)> {
+        let st = Lstat::of(&rustix::fs::fstat(self.dir.fd()?)?);
+        Ok((st.dev, st.ino))
+    }
+
+    /// The `lstat` of the child `base`.
+    pub(super) fn stat(&self, base: &OsStr) -> io::Result<Lstat> {
+        let st = rustix::fs::statat(self.dir.fd()?, base, AtFlags::SYMLINK_NOFOLLOW)?;
+        Ok(Lstat::of(&st))
+    }
+
+    /// The target of the symlink `base`.
+    pub(super) fn read_link(&self, base: &OsStr) -> io::Result<Vec<u8>> {
+        Ok(rustix::fs::readlinkat(self.dir.fd()?, base, Vec::new())?.into_bytes())
+    }
+
+    /// Opens the child `base` for reading, without following a link or blocking.
+    pub(super) fn open_file(&self, base: &OsStr) -> io::Result<File> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(
+            self.dir.fd()?,
+            base,
+            flags,
+            Mode::empty(),
+        )?))
+    }
+
+    /// The names in the directory with their `lstat` (taken relative to the descriptor).
+    pub(super) fn list(&mut self) -> io::Result<Vec<(OsString, io::Result<Lstat>)>> {
+        let mut names = Vec::new();
+        for item in self.dir.by_ref() {
+            let item = item?;
+            let name = item.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            names.push(OsString::from_vec(name.to_vec()));
+        }
+        Ok(names
+            .into_iter()
+            .map(|name| {
+                let meta = self.stat(&name);
+                (name, meta)
+            })
+            .collect())
+    }
+}
+
+pub(super) fn stat_of(meta: &Lstat) -> Stat {
+    Stat {
+        dev: meta.dev,
+        ino: meta.ino,
+        mode: meta.mode,
+        size: meta.size,
+        mtime: meta.mtime,
+        ctime: meta.ctime,
+    }
+}
+
+/// A file's bytes from one read, the `fstat` taken before reading, and when it was read.
+pub(super) struct ReadFile {
+    pub(super) bytes: Vec<u8>,
+    pub(super) stat: Stat,
+    pub(super) at: Stamp,
+}
+
+/// Opens `base` in `dir` without following a link or blocking, checks on the descriptor that it
+/// is the regular file that was listed, and reads at most `cap` bytes.
+pub(super) fn read_capped(
+    dir: &OpenDir,
+    base: &OsStr,
+    listed: &Stat,
+    cap: u64,
+) -> Result<ReadFile, String> {
+    // Taken before the read: a write after this moment gives a ctime that is not older than
+    // it, so the cache will not trust this read for the new content.
+    let at = now();
+    let file = dir.open_file(base).map_err(|e| read_reason(&e))?;
+    let meta = rustix::fs::fstat(&file)
+        .map(|st| Lstat::of(&st))
+        .map_err(|e| read_reason(&e.into()))?;
+    if meta.file_type() != FileType::RegularFile || (meta.dev, meta.ino) != (listed.dev, listed.ino)
+    {
+        return Err("replaced while being read".to_string());
+    }
+    if meta.size > cap {
+        return Err(over_cap(cap));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| read_reason(&e))?;
+    if bytes.len() as u64 > cap {
+        return Err(over_cap(cap));
+    }
+    Ok(ReadFile {
+        bytes,
+        stat: stat_of(&meta),
+        at,
+    })
+}
+
+pub(super) fn over_cap(cap: u64) -> String {
+    format!("over the read cap of {cap} bytes")
+}
+
+pub(super) fn read_reason(err: &io::Error) -> String {
+    if err.kind() == io::ErrorKind::NotFound {
+        return "vanished while being read".to_string();
+    }
+    reason(err)
+}
+
+pub(super) fn reason(err: &io::Error) -> String {
+    lowercase_message(err)
+}
+
+pub(super) fn other_kind(file_type: FileType) -> &'static str {
+    match file_type {
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::BlockDevice => "block device",
+        FileType::CharacterDevice => "char device",
+        _ => "unknown",
+    }
+}
