@@ -10,7 +10,7 @@ use crate::artifacts::{Limits, Snapshot};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::{self, Context};
 use crate::protocol::{Protocol, Subject, TaskRules};
-use crate::verdict::TaskVerdict;
+use crate::task_verdict::TaskVerdict;
 use crate::waivers::{InUse, Waivers};
 use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
 
@@ -76,12 +76,12 @@ pub struct WorkspaceJudgment {
 }
 
 impl WorkspaceJudgment {
-    /// [`crate::verdict::violation`], the rule `watch` applies too: a BLOCKING failure, an
+    /// [`crate::task_verdict::violation`], the rule `watch` applies too: a BLOCKING failure, an
     /// attempt whose verdict does not let it through, or a STOP standing for the workspace
     /// (a protected change, whatever the records say, SPEC §8).
     pub fn violation(&self, protocol: &Protocol) -> bool {
         let stop = outputs::code_change::workspace_stop_md(protocol, &self.ws, &self.verdicts);
-        crate::verdict::violation(&self.eval, &self.verdicts, stop.is_some())
+        crate::task_verdict::violation(&self.eval, &self.verdicts, stop.is_some())
     }
 }
 
@@ -249,7 +249,7 @@ fn evaluated(
     };
     let (mut eval, runs) = engine::evaluate_workspace(protocol, rules, &snap, &ws, &options);
     let waived = apply_waivers(waivers, &mut eval, now);
-    let verdicts = crate::verdict::judge(protocol, rules, &ws, &eval.results, &runs, &state);
+    let verdicts = crate::task_verdict::judge(protocol, rules, &ws, &eval.results, &runs, &state);
     let ctx = context(ws.root(), now, waived);
     Ok(WorkspaceJudgment {
         ws,

@@ -33,6 +33,6 @@ pub mod state;
 pub mod status;
 pub mod sync;
 pub mod syntax;
-pub mod verdict;
+pub mod task_verdict;
 pub mod waivers;
 pub mod workspace;

@@ -1,9 +1,9 @@
 //! The protocol's grade mapping (`[[grade]]`) over one attempt's results: the first grade whose
 //! `when` matches, with the reasons. The engine asks it whether a decoy record is REJECTed;
-//! [`crate::verdict`] grades each attempt with it.
+//! [`crate::task_verdict`] grades each attempt with it.
 
 use super::{CheckResult, Status};
-use crate::protocol::{Grade, Outcome, Protocol, TaskRules};
+use crate::protocol::{Grade, GradeOutcome, Protocol, TaskRules};
 
 /// The reason tag of a BLOCKING check that could not be decided (fail closed).
 pub const INCONCLUSIVE_TAG: &str = "inconclusive";
@@ -11,7 +11,7 @@ pub const INCONCLUSIVE_TAG: &str = "inconclusive";
 /// Whether the grade mapping rejects one attempt's results (a grade whose outcome is
 /// `reject`; no grade matching is not a rejection here).
 pub fn rejects(protocol: &Protocol, rules: &TaskRules, results: &[CheckResult]) -> bool {
-    grade(protocol, rules, results).is_some_and(|(g, _, _)| g.outcome == Outcome::Reject)
+    grade(protocol, rules, results).is_some_and(|(g, _, _)| g.outcome == GradeOutcome::Reject)
 }
 
 /// The first grade that matches the results, with the reasons (the tags of the matched

@@ -5,7 +5,7 @@ use super::Agent;
 use crate::engine::CheckResult;
 use crate::judge;
 use crate::protocol::Protocol;
-use crate::verdict::TaskVerdict;
+use crate::task_verdict::TaskVerdict;
 
 /// The failing checks of `verdicts`, one line each (bounded).
 pub(super) fn failing(verdicts: &[&TaskVerdict]) -> Vec<String> {
@@ -83,7 +83,7 @@ pub(super) fn blocked_reason(
             s.push_str(&format!("- {line}\n"));
         }
         // Only the protected paths: the rest of the attempt is the agent's to fix, not undo.
-        let vetoes = crate::verdict::veto_globs(protocol);
+        let vetoes = crate::task_verdict::veto_globs(protocol);
         let protected = |p: &str| vetoes.iter().any(|(_, g)| g.iter().any(|g| g.is_match(p)));
         for r in v.restore.iter().filter(|r| protected(&r.path)) {
             s.push_str(&format!(

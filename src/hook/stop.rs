@@ -11,8 +11,8 @@ use super::{
     Payload,
 };
 use crate::judge;
-use crate::protocol::{Outcome, Protocol};
-use crate::verdict::TaskVerdict;
+use crate::protocol::{GradeOutcome, Protocol};
+use crate::task_verdict::TaskVerdict;
 
 pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     anyhow::ensure!(
@@ -33,7 +33,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let escalated: Vec<&TaskVerdict> = w
         .verdicts
         .iter()
-        .filter(|v| v.outcome == Outcome::Escalate)
+        .filter(|v| v.outcome == GradeOutcome::Escalate)
         .collect();
     let stop_file = w.state.join(crate::outputs::STOP_FILE);
     if !escalated.is_empty() {
@@ -75,7 +75,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let minor: Vec<&TaskVerdict> = w
         .verdicts
         .iter()
-        .filter(|v| v.outcome != Outcome::Pass)
+        .filter(|v| v.outcome != GradeOutcome::Pass)
         .collect();
     if minor.is_empty() {
         return Ok(Answer::allow());

@@ -20,7 +20,7 @@ pub(super) fn pre_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
     let root = workspace_root(cfg, p)?;
     let protocol = load_protocol(cfg, &root)?;
     let cwd = std::fs::canonicalize(&p.cwd).unwrap_or_else(|_| p.cwd.clone());
-    let vetoes = crate::verdict::veto_globs(&protocol);
+    let vetoes = crate::task_verdict::veto_globs(&protocol);
     let mut hits = Vec::new();
     for path in &paths {
         let Some(rel) = targets::relative(&root, &cwd, path) else {

@@ -16,8 +16,8 @@ use super::escape::{cell, code, code_cell, text};
 use super::Context;
 use crate::attempts::{self, Kept, Store};
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
-use crate::protocol::{Outcome, Protocol};
-use crate::verdict::{Restore, TaskVerdict};
+use crate::protocol::{GradeOutcome, Protocol};
+use crate::task_verdict::{Restore, TaskVerdict};
 use crate::workspace::{Workspace, OUTPUT_DIR};
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
@@ -309,7 +309,7 @@ pub fn stop_md(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
                 r.evidence.details.iter().filter(|d| !d.starts_with("  ")).map(|d| text(d)).collect::<Vec<_>>().join("; "),
             ));
         }
-        if v.outcome == Outcome::Escalate {
+        if v.outcome == GradeOutcome::Escalate {
             blocks.push(format!(
                 "**Check:** loop guard\n\n**Severity:** BLOCKING\n\n**Phase:** task {} {}\n\n**Description:** {}\n\n**Evidence:** {}\n\n**Required Action:** ESCALATED: human review required\n",
                 code(&v.task_id),
@@ -331,7 +331,7 @@ fn veto_blocks(p: &Protocol, ws: &Workspace) -> Vec<String> {
         return Vec::new();
     };
     let mut blocks = Vec::new();
-    for (id, globs) in crate::verdict::veto_globs(p) {
+    for (id, globs) in crate::task_verdict::veto_globs(p) {
         let paths = crate::checks::change::protected_changes(ws, &globs);
         if paths.is_empty() {
             continue;
@@ -434,7 +434,7 @@ fn embed(md: &str, task_id: &str) -> String {
 fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
     let open: Vec<&TaskVerdict> = verdicts
         .iter()
-        .filter(|v| v.outcome != Outcome::Pass)
+        .filter(|v| v.outcome != GradeOutcome::Pass)
         .collect();
     let list = |vs: &[&TaskVerdict]| {
         vs.iter()
@@ -478,7 +478,7 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
     let _ = writeln!(s, "What to do:\n");
     for v in open {
         let what = match v.outcome {
-            Outcome::Escalate => format!(
+            GradeOutcome::Escalate => format!(
                 "a human must review it: {}",
                 text(
                     v.escalation
@@ -486,7 +486,7 @@ fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
                         .unwrap_or("the loop guard stopped it")
                 )
             ),
-            Outcome::Cleanup => "approved; hand on its cleanup task".to_string(),
+            GradeOutcome::Cleanup => "approved; hand on its cleanup task".to_string(),
             _ if v.restore.is_empty() => format!(
                 "rework it ({}); see its failing checks below",
                 text(&v.reasons.join(", "))

@@ -1,17 +1,17 @@
 //! What happened before the evaluation at hand: the list of status changes a pass file and
 //! the report show, and what a past failure rested on (its observation and its file:line
-//! details), so a STOP that is resolved keeps its cause readable. It renders [`Change`]s;
+//! details), so a STOP that is resolved keeps its cause readable. It renders [`StatusChange`]s;
 //! it decides nothing about them.
 
 use std::fmt::Write;
 
 use super::blocks::ts;
 use super::escape::text;
-use super::Change;
+use super::StatusChange;
 use crate::engine::Status;
 
 /// One bullet per change; a change to FAIL or INCONCLUSIVE carries its details as sub-items.
-pub fn lines(out: &mut String, history: &[&Change]) {
+pub fn lines(out: &mut String, history: &[&StatusChange]) {
     for c in history {
         let from = c.from.map_or("—", |s| s.as_str());
         let note = c
@@ -36,7 +36,7 @@ pub fn lines(out: &mut String, history: &[&Change]) {
 }
 
 /// A pass file's `## History`: each resolution with what it resolved, then every change.
-pub fn pass_section(out: &mut String, history: &[&Change]) {
+pub fn pass_section(out: &mut String, history: &[&StatusChange]) {
     if history.is_empty() {
         return;
     }
@@ -69,7 +69,7 @@ pub fn pass_section(out: &mut String, history: &[&Change]) {
 
 /// What a past failure rested on, in one line: what was observed, when, and its first detail
 /// (file:line, term, value) with a count of the others.
-pub fn cause(c: &Change) -> String {
+pub fn cause(c: &StatusChange) -> String {
     let mut s = match &c.observed {
         Some(o) => format!("observed {o} (at {})", ts(&c.at)),
         None => format!("at {}", ts(&c.at)),

@@ -44,7 +44,7 @@ pub fn pass_file(pass: &str) -> String {
 
 /// One change of a check's status, as kept in the history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Change {
+pub struct StatusChange {
     pub at: DateTime<Utc>,
     pub pass: String,
     pub check: String,
@@ -57,18 +57,18 @@ pub struct Change {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<String>,
     /// The evidence's details when the status became FAIL or INCONCLUSIVE (file:line, term,
-    /// value; at most [`Change::KEPT_DETAILS`] and a count of the rest), so what raised a STOP
+    /// value; at most [`StatusChange::KEPT_DETAILS`] and a count of the rest), so what raised a STOP
     /// stays readable after it is resolved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
 }
 
-impl Change {
+impl StatusChange {
     /// How many evidence details a change keeps (the STOP file shows as many).
     pub const KEPT_DETAILS: usize = 12;
 
     /// The details a change to `to` keeps: none for a good status, else the first
-    /// [`Change::KEPT_DETAILS`] and a line counting the rest.
+    /// [`StatusChange::KEPT_DETAILS`] and a line counting the rest.
     pub fn kept_details(to: Status, details: &[String]) -> Vec<String> {
         if !matches!(to, Status::Fail | Status::Inconclusive) {
             return Vec::new();
@@ -97,7 +97,7 @@ pub struct Context {
     pub written: Option<DateTime<Utc>>,
     /// Why the referee finished (final report only).
     pub ended: Option<String>,
-    pub history: Vec<Change>,
+    pub history: Vec<StatusChange>,
     pub incidents: Vec<Incident>,
     /// Per STOP-raising check (`pass:check`): the escalation reason, if escalated.
     pub escalations: Vec<(CheckKey, String)>,

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use predicate::{Glob, Pattern, Predicate};
-pub use tasks::{Grade, GradeWhen, Guards, Outcome, TaskRules, TasksSpec};
+pub use tasks::{Grade, GradeOutcome, GradeWhen, Guards, TaskRules, TasksSpec};
 
 /// The schema version of protocol files this referee reads.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -1,7 +1,7 @@
 //! What only a protocol of task records has (code-change, SPEC §7): which records are judged,
 //! the grade mapping of an attempt, what each grade means, and the loop guards over a task's
 //! attempts. Every verdict name is the protocol's data: the referee knows a verdict only by
-//! the [`Outcome`] the protocol gives it.
+//! the [`GradeOutcome`] the protocol gives it.
 
 use serde::Deserialize;
 
@@ -20,7 +20,7 @@ pub struct TasksSpec {
 /// What a verdict means for the attempt, the exit code and the event's severity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum GradeOutcome {
     /// The attempt is accepted (exit 0).
     Pass,
     /// The attempt is accepted with a cleanup task to follow (exit 0).
@@ -31,10 +31,10 @@ pub enum Outcome {
     Escalate,
 }
 
-impl Outcome {
+impl GradeOutcome {
     /// Whether the attempt may go on (`verify`, `watch` and `status --task` exit 0 for it).
     pub fn lets_through(self) -> bool {
-        matches!(self, Outcome::Pass | Outcome::Cleanup)
+        matches!(self, GradeOutcome::Pass | GradeOutcome::Cleanup)
     }
 }
 
@@ -50,7 +50,7 @@ pub struct Grade {
     pub restore: bool,
     /// What the grade means: `outcome` as written, else `cleanup` when `cleanup = true`, `pass`
     /// when the guards name it a final verdict, `reject` otherwise.
-    pub outcome: Outcome,
+    pub outcome: GradeOutcome,
 }
 
 /// A `[[grade]]` as written.
@@ -64,7 +64,7 @@ pub(super) struct RawGrade {
     cleanup: bool,
     #[serde(default)]
     restore: bool,
-    outcome: Option<Outcome>,
+    outcome: Option<GradeOutcome>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -154,16 +154,16 @@ impl TaskRules {
                 }
             }
             let outcome = match g.outcome {
-                Some(Outcome::Escalate) => {
+                Some(GradeOutcome::Escalate) => {
                     return Err((At::Grade(i), format!(
                         "grade `{}`: `outcome = \"escalate\"` is the guards' (`[guards] escalate`); a grade is `pass`, `cleanup` or `reject`",
                         g.verdict
                     )));
                 }
                 Some(o) => o,
-                None if g.cleanup => Outcome::Cleanup,
-                None if finals.contains(&g.verdict) => Outcome::Pass,
-                None => Outcome::Reject,
+                None if g.cleanup => GradeOutcome::Cleanup,
+                None if finals.contains(&g.verdict) => GradeOutcome::Pass,
+                None => GradeOutcome::Reject,
             };
             grades.push(Grade {
                 verdict: g.verdict,
@@ -207,14 +207,14 @@ impl TaskRules {
 
     /// What a verdict of this protocol means: a guard's escalation, a grade's outcome, and
     /// anything else (no grade matched, a name from elsewhere) rejects, fail closed.
-    pub fn outcome(&self, verdict: &str) -> Outcome {
+    pub fn outcome(&self, verdict: &str) -> GradeOutcome {
         if self.is_escalation(verdict) {
-            return Outcome::Escalate;
+            return GradeOutcome::Escalate;
         }
         self.grades
             .iter()
             .find(|g| g.verdict == verdict)
-            .map_or(Outcome::Reject, |g| g.outcome)
+            .map_or(GradeOutcome::Reject, |g| g.outcome)
     }
 
     /// Whether `verdict` is one of the guards' escalations.
@@ -272,12 +272,12 @@ mod tests {
     fn each_verdict_means_what_the_protocol_says() {
         let p = Protocol::load("code-change").unwrap();
         let r = rules(&p);
-        assert_eq!(r.outcome("APPROVE"), Outcome::Pass);
-        assert_eq!(r.outcome("MINOR_ISSUES"), Outcome::Cleanup);
-        assert_eq!(r.outcome("REJECT"), Outcome::Reject);
-        assert_eq!(r.outcome("ESCALATE"), Outcome::Escalate);
-        assert_eq!(r.outcome("ESCALATE_CONVERGENCE"), Outcome::Escalate);
-        assert_eq!(r.outcome("UNGRADED"), Outcome::Reject, "fail closed");
+        assert_eq!(r.outcome("APPROVE"), GradeOutcome::Pass);
+        assert_eq!(r.outcome("MINOR_ISSUES"), GradeOutcome::Cleanup);
+        assert_eq!(r.outcome("REJECT"), GradeOutcome::Reject);
+        assert_eq!(r.outcome("ESCALATE"), GradeOutcome::Escalate);
+        assert_eq!(r.outcome("ESCALATE_CONVERGENCE"), GradeOutcome::Escalate);
+        assert_eq!(r.outcome("UNGRADED"), GradeOutcome::Reject, "fail closed");
         assert_eq!(r.go_verdicts(), ["MINOR_ISSUES", "APPROVE"]);
         // Without `outcome` and `escalate`, a protocol written before them means the same.
         let old = cc()
@@ -289,23 +289,23 @@ mod tests {
         assert!(!old.contains("outcome =") && !old.contains("escalate ="));
         let p = Protocol::parse(&old, "old.toml").unwrap();
         let r = rules(&p);
-        let means: Vec<Outcome> = ["APPROVE", "MINOR_ISSUES", "REJECT", "ESCALATE"]
+        let means: Vec<GradeOutcome> = ["APPROVE", "MINOR_ISSUES", "REJECT", "ESCALATE"]
             .iter()
             .map(|v| r.outcome(v))
             .collect();
         assert_eq!(
             means,
             [
-                Outcome::Pass,
-                Outcome::Cleanup,
-                Outcome::Reject,
-                Outcome::Escalate
+                GradeOutcome::Pass,
+                GradeOutcome::Cleanup,
+                GradeOutcome::Reject,
+                GradeOutcome::Escalate
             ]
         );
         // An explicit outcome wins over the defaults.
         let strict = cc().replacen("outcome = \"cleanup\"", "outcome = \"reject\"", 1);
         let p = Protocol::parse(&strict, "p.toml").unwrap();
-        assert_eq!(rules(&p).outcome("MINOR_ISSUES"), Outcome::Reject);
+        assert_eq!(rules(&p).outcome("MINOR_ISSUES"), GradeOutcome::Reject);
         assert_eq!(rules(&p).go_verdicts(), ["APPROVE"]);
     }
 

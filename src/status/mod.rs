@@ -140,7 +140,7 @@ pub enum StatusError {
 
 /// What the heartbeat says, judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Liveness {
     /// A live referee watches this directory and holds no STOP.
     Live,
     /// A live referee holds a STOP it could not write (its faults, for the message).
@@ -256,7 +256,7 @@ fn status_in(cfg: &Config, here: &Here, state: &Path) -> Result<Answer, StatusEr
     }
     let verdict = live(&state, &here, cfg.stale);
     let not_live = match &verdict {
-        Verdict::NotLive(why) => Some(why.clone()),
+        Liveness::NotLive(why) => Some(why.clone()),
         _ => None,
     };
     if let Some(mut text) = read_stop(&state)? {
@@ -273,7 +273,7 @@ fn status_in(cfg: &Config, here: &Here, state: &Path) -> Result<Answer, StatusEr
                 .map(|why| Note::Warning(format!("no live referee: {why}"))),
         });
     }
-    if let Verdict::StopWanted(faults) = &verdict {
+    if let Liveness::StopWanted(faults) = &verdict {
         let mut text = format!(
             "# OBSERVER STOP (not on disk)\n\nThe live referee holds a STOP but could not write `{STOP_FILE}`.\n"
         );
@@ -404,13 +404,13 @@ fn read_small(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 
 /// Whether a live referee keeps `state` for the directory `here`: its heartbeat judged
 /// ([`judge`]) and the event log's lock held by another process.
-fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Verdict {
+fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Liveness {
     let verdict = match heartbeat::read(state) {
         Ok(hb) => judge(&hb, here, Utc::now(), stale, &process),
-        Err(e) => Verdict::NotLive(crate::error::chain(&e)),
+        Err(e) => Liveness::NotLive(crate::error::chain(&e)),
     };
-    if !matches!(verdict, Verdict::NotLive(_)) && !crate::daemon::journal::locked_by_other(state) {
-        return Verdict::NotLive(format!(
+    if !matches!(verdict, Liveness::NotLive(_)) && !crate::daemon::journal::locked_by_other(state) {
+        return Liveness::NotLive(format!(
             "no process holds the lock on the event log in the state directory `{}` (the heartbeat was not written by a live referee)",
             state.display()
         ));
@@ -424,8 +424,8 @@ pub fn watched_by(dir: &Path, state: &Path) -> Option<String> {
     let here = look(dir).ok()?;
     let hb = heartbeat::read(state).ok()?;
     match judge(&hb, &here, Utc::now(), None, &process) {
-        Verdict::NotLive(_) => None,
-        Verdict::Live | Verdict::StopWanted(_) => Some(format!(
+        Liveness::NotLive(_) => None,
+        Liveness::Live | Liveness::StopWanted(_) => Some(format!(
             "`{}` is fresh and pid {} runs",
             heartbeat::HEARTBEAT_FILE,
             hb.pid
@@ -476,8 +476,8 @@ pub fn judge(
     now: DateTime<Utc>,
     stale: Option<Duration>,
     procs: &dyn Fn(u32) -> Proc,
-) -> Verdict {
-    let no = |why: String| Verdict::NotLive(why);
+) -> Liveness {
+    let no = |why: String| Liveness::NotLive(why);
     let pid = hb.pid;
     // Said first: a referee that finished has no process left to check.
     if hb.state == heartbeat::FINISHED {
@@ -568,10 +568,10 @@ the directory was re-created, copied or replaced, and the referee is not watchin
         Proc::Running(_) => {}
     }
     if hb.stop_wanted {
-        return Verdict::StopWanted(hb.faults.clone());
+        return Liveness::StopWanted(hb.faults.clone());
     }
     match hb.state.as_str() {
-        heartbeat::WATCHING => Verdict::Live,
+        heartbeat::WATCHING => Liveness::Live,
         heartbeat::FAULTED => no(format!(
             "the referee (pid {pid}) is faulted: {}",
             if hb.faults.is_empty() {

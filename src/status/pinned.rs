@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::exit::ExitCode;
 use crate::started::Started;
 
-use super::{live, no_live, Answer, Config, Here, Note, StatusError, Verdict};
+use super::{live, no_live, Answer, Config, Here, Liveness, Note, StatusError};
 
 /// The run's record when it is the live referee's (same pid and trace id as its heartbeat).
 fn record(state: &Path) -> Option<Started> {
@@ -64,7 +64,7 @@ pub(super) fn sync(
     wait: Duration,
 ) -> Result<Option<Answer>, StatusError> {
     let dir = &cfg.build_dir;
-    if let Verdict::NotLive(why) = live(state, here, cfg.stale) {
+    if let Liveness::NotLive(why) = live(state, here, cfg.stale) {
         return Ok(Some(no_live(format!(
             "--sync: no live referee watches `{}`: {why}",
             dir.display()
@@ -103,7 +103,7 @@ pub(super) fn sync(
         }
         if now >= next_look {
             next_look = now + Duration::from_millis(250);
-            if let Verdict::NotLive(why) = live(state, here, cfg.stale) {
+            if let Liveness::NotLive(why) = live(state, here, cfg.stale) {
                 break Some(no_live(format!(
                     "--sync: no live referee watches `{}`: {why}",
                     dir.display()

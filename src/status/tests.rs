@@ -133,9 +133,9 @@ fn a_stop_the_disk_refused_still_stops() {
 
 fn verdict(h: &Heartbeat, here: &Here, procs: &dyn Fn(u32) -> Proc) -> String {
     match judge(h, here, Utc::now(), None, procs) {
-        Verdict::Live => "live".into(),
-        Verdict::StopWanted(_) => "stop".into(),
-        Verdict::NotLive(why) => why,
+        Liveness::Live => "live".into(),
+        Liveness::StopWanted(_) => "stop".into(),
+        Liveness::NotLive(why) => why,
     }
 }
 

@@ -1392,11 +1392,11 @@ fn heartbeat_and_status() {
         let answer = answer.map_err(|e| TestCaseError::fail(format!("status failed: {e}")))?;
         match verdict {
             None => prop_assert_eq!(answer.code, ExitCode::NotLive),
-            Some(status::Verdict::Live) => prop_assert_eq!(answer.code, ExitCode::Ok),
-            Some(status::Verdict::StopWanted(_)) => {
+            Some(status::Liveness::Live) => prop_assert_eq!(answer.code, ExitCode::Ok),
+            Some(status::Liveness::StopWanted(_)) => {
                 prop_assert_eq!(answer.code, ExitCode::Violation)
             }
-            Some(status::Verdict::NotLive(why)) => {
+            Some(status::Liveness::NotLive(why)) => {
                 prop_assert_eq!(answer.code, ExitCode::NotLive);
                 prop_assert!(!why.is_empty());
             }

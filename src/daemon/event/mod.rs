@@ -47,12 +47,12 @@ pub enum Level {
 impl Level {
     /// The severity of a task attempt's verdict: an escalation is critical, a rejection an
     /// error, an attempt let through is news.
-    pub fn of(outcome: crate::protocol::Outcome) -> Level {
-        use crate::protocol::Outcome;
+    pub fn of(outcome: crate::protocol::GradeOutcome) -> Level {
+        use crate::protocol::GradeOutcome;
         match outcome {
-            Outcome::Escalate => Level::Critical,
-            Outcome::Reject => Level::Error,
-            Outcome::Pass | Outcome::Cleanup => Level::Info,
+            GradeOutcome::Escalate => Level::Critical,
+            GradeOutcome::Reject => Level::Error,
+            GradeOutcome::Pass | GradeOutcome::Cleanup => Level::Info,
         }
     }
 }
@@ -165,7 +165,7 @@ pub enum Event {
         #[serde(default)]
         observed: String,
         /// What a FAIL or INCONCLUSIVE rests on (file:line, term, value), capped
-        /// ([`crate::outputs::Change::kept_details`]): the cause stays in the log after the
+        /// ([`crate::outputs::StatusChange::kept_details`]): the cause stays in the log after the
         /// result changes again.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         details: Vec<String>,

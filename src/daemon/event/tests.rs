@@ -270,11 +270,14 @@ fn envelopes_follow_from_the_event() {
         text: String::new(),
         level: Level::of(outcome),
     };
-    use crate::protocol::Outcome;
-    assert_eq!(verdict("NO", Outcome::Reject).level(), Level::Error);
-    assert_eq!(verdict("HUMAN", Outcome::Escalate).level(), Level::Critical);
-    assert_eq!(verdict("TIDY", Outcome::Cleanup).level(), Level::Info);
-    assert_eq!(verdict("OK", Outcome::Pass).level(), Level::Info);
+    use crate::protocol::GradeOutcome;
+    assert_eq!(verdict("NO", GradeOutcome::Reject).level(), Level::Error);
+    assert_eq!(
+        verdict("HUMAN", GradeOutcome::Escalate).level(),
+        Level::Critical
+    );
+    assert_eq!(verdict("TIDY", GradeOutcome::Cleanup).level(), Level::Info);
+    assert_eq!(verdict("OK", GradeOutcome::Pass).level(), Level::Info);
     assert_eq!(levels[9], Level::Critical, "a fault under --on-fault stop");
     assert_eq!(levels[10], Level::Info, "a fault cleared");
     assert_eq!(kinds[4].scope(), Scope::App);

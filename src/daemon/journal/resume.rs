@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use crate::engine::{CheckKey, PassState, Status};
-use crate::outputs::{Change, Incident};
+use crate::outputs::{Incident, StatusChange};
 
 use super::super::event::Event;
 use super::EVENTS_FILE;
@@ -29,7 +29,7 @@ pub struct Resumed {
     pub ran: BTreeMap<String, PassState>,
     /// The last status of every check instance whose pass ran.
     pub statuses: BTreeMap<CheckKey, Status>,
-    pub history: Vec<Change>,
+    pub history: Vec<StatusChange>,
     pub incidents: Vec<Incident>,
     /// Escalated `pass:check` keys still failing, with the reason.
     pub escalations: Vec<(CheckKey, String)>,
@@ -227,7 +227,7 @@ impl Resumed {
                 if let Some(k) = key {
                     self.statuses.insert(k, to);
                 }
-                self.history.push(Change {
+                self.history.push(StatusChange {
                     at,
                     pass,
                     check,
@@ -263,7 +263,7 @@ impl Resumed {
                 reason,
                 ..
             } => {
-                self.history.push(Change {
+                self.history.push(StatusChange {
                     at,
                     pass,
                     check,

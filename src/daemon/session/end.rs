@@ -117,7 +117,7 @@ impl Session {
                     &j.verdicts,
                 );
                 tasks.violation =
-                    crate::verdict::violation(&j.eval, &j.verdicts, tasks.stop.is_some());
+                    crate::task_verdict::violation(&j.eval, &j.verdicts, tasks.stop.is_some());
             }
             self.flush_outputs();
             self.write_verdicts(&j.verdicts);

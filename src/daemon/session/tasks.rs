@@ -1,6 +1,6 @@
 //! How a session judges a protocol of task records (code-change, SPEC §7), as opposed to a
 //! build directory's passes: on a settled change it reopens the workspace against its baseline,
-//! runs [`engine::evaluate_workspace`] and [`verdict::judge`], writes each `(task, attempt)`'s
+//! runs [`engine::evaluate_workspace`] and [`task_verdict::judge`], writes each `(task, attempt)`'s
 //! verdict files once (keeping the attempt, so the loop guards hold across restarts), and
 //! composes the STOP text from the verdicts. The STOP file itself stays the session's
 //! ([`super::super::stop::StopFile`]): atomic, tamper-restored, adopted at start.
@@ -22,7 +22,7 @@ use crate::attempts::{self, Store};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::code_change;
 use crate::protocol::Subject;
-use crate::verdict::{self, TaskVerdict};
+use crate::task_verdict::{self, TaskVerdict};
 use crate::workspace::baseline::Baseline;
 use crate::workspace::tree::{StatCache, WorkTree};
 use crate::workspace::{self, BaselineSpec, Pinned, Workspace, OUTPUT_DIR};
@@ -342,7 +342,7 @@ impl Session {
                 w.apply(&mut eval);
             }
             let state = ws.state().unwrap_or(ws.root()).to_path_buf();
-            let verdicts = verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &state);
+            let verdicts = task_verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &state);
             (eval, runs, verdicts)
         }));
         match result {
@@ -416,7 +416,7 @@ impl Session {
         };
         let stop = code_change::workspace_stop_md(&self.protocol, &j.ws, &j.verdicts);
         if let Part::Workspace(tasks) = &mut self.part {
-            tasks.violation = verdict::violation(&j.eval, &j.verdicts, stop.is_some());
+            tasks.violation = task_verdict::violation(&j.eval, &j.verdicts, stop.is_some());
             tasks.stop = stop;
         }
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a

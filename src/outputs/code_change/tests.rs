@@ -7,7 +7,7 @@ fn verdict(attempt: Option<u64>) -> TaskVerdict {
         task_id: "t1".into(),
         attempt,
         verdict: "REJECT".into(),
-        outcome: Outcome::Reject,
+        outcome: GradeOutcome::Reject,
         graded: "REJECT".into(),
         reasons: vec!["protected_file_modified".into()],
         results: vec![CheckResult {

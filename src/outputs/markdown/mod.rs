@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::blocks::{table_head, tidy, ts};
 use super::escape::{code, text};
-use super::{history, Change, Context};
+use super::{history, Context, StatusChange};
 use crate::checks::FileRef;
 use crate::engine::{CheckResult, Evaluation, Status};
 use crate::protocol::{CheckDef, Protocol};
@@ -157,7 +157,7 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
     for r in &results {
         result_section(&mut out, r, "##");
     }
-    let history: Vec<&Change> = ctx.history.iter().filter(|c| c.pass == pass).collect();
+    let history: Vec<&StatusChange> = ctx.history.iter().filter(|c| c.pass == pass).collect();
     history::pass_section(&mut out, &history);
     tidy(&out)
 }

@@ -10,7 +10,7 @@ use super::{artifacts, cell, def, evidence_summary, header_line, pass_title, wai
 use crate::engine::{CheckKey, CheckResult, Evaluation, Status};
 use crate::outputs::blocks::{table_head, table_row, tidy, ts};
 use crate::outputs::escape::{code, code_cell, text};
-use crate::outputs::{history, Change, Context};
+use crate::outputs::{history, Context, StatusChange};
 use crate::protocol::{Protocol, Severity};
 
 /// Where a protocol has no `[verdict]`: the run is finished when the referee is told so
@@ -327,7 +327,8 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     summary_block(&mut out, p, eval);
 
     // BLOCKING failures: those failing now, and those that failed earlier and were resolved.
-    let mut blocking: BTreeMap<CheckKey, (Option<&CheckResult>, Option<&Change>)> = BTreeMap::new();
+    let mut blocking: BTreeMap<CheckKey, (Option<&CheckResult>, Option<&StatusChange>)> =
+        BTreeMap::new();
     for r in eval.results.iter().filter(|r| r.stops()) {
         blocking.entry(r.key()).or_default().0 = Some(r);
     }
@@ -517,7 +518,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         out.push('\n');
     }
 
-    let history: Vec<&Change> = ctx.history.iter().collect();
+    let history: Vec<&StatusChange> = ctx.history.iter().collect();
     if !history.is_empty() {
         let _ = writeln!(out, "### History\n");
         history::lines(&mut out, &history);

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::artifacts::Snapshot;
 use crate::engine::{CheckKey, CheckResult, Evaluation, Evidence, PassState, Status};
-use crate::outputs::Change;
+use crate::outputs::StatusChange;
 use crate::protocol::{CheckInstance, Protocol, Severity};
 
 use super::guard::{self, evidence_hash, Guard};
@@ -94,7 +94,7 @@ pub struct Ledger {
     /// The last published status of every instance whose pass ran.
     pub statuses: BTreeMap<CheckKey, Status>,
     pub published: Option<Evaluation>,
-    pub history: Vec<Change>,
+    pub history: Vec<StatusChange>,
     pub guard: Guard,
     /// Results held back while their files settle, since when.
     pub holds: BTreeMap<CheckKey, Instant>,
@@ -360,8 +360,8 @@ impl Ledger {
             let hash = evidence_hash(&r.evidence);
             // A pass's first results are in its pass_run event; only bad ones enter the history.
             if prev.is_some() || matches!(r.status, Status::Fail | Status::Inconclusive) {
-                let details = Change::kept_details(r.status, &r.evidence.details);
-                self.history.push(Change {
+                let details = StatusChange::kept_details(r.status, &r.evidence.details);
+                self.history.push(StatusChange {
                     at: clock.wall,
                     pass: r.pass.clone(),
                     check: r.check.clone(),
@@ -428,7 +428,7 @@ impl Ledger {
             (None, true) => "waiver gone: STOP raised".to_string(),
             (None, false) => "waiver gone".to_string(),
         };
-        self.history.push(Change {
+        self.history.push(StatusChange {
             at: clock.wall,
             pass: r.pass.clone(),
             check: r.check.clone(),
@@ -502,7 +502,7 @@ impl Ledger {
                     "{} (pass {}) ESCALATED: human review required — {reason}",
                     r.check, r.pass
                 );
-                self.history.push(Change {
+                self.history.push(StatusChange {
                     at: clock.wall,
                     pass: r.pass.clone(),
                     check: r.check.clone(),

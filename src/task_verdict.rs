@@ -13,7 +13,7 @@ use crate::checks::change::protected_changes;
 use crate::engine::grade::grade;
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::predicate::Predicate;
-use crate::protocol::{Guards, Outcome, Protocol, TaskRules};
+use crate::protocol::{GradeOutcome, Guards, Protocol, TaskRules};
 use crate::workspace::{diff, Change, Content, Workspace};
 
 pub use crate::engine::grade::INCONCLUSIVE_TAG;
@@ -38,7 +38,7 @@ pub struct TaskVerdict {
     pub verdict: String,
     /// What `verdict` means in the protocol (whether the attempt may go on).
     #[serde(skip)]
-    pub outcome: Outcome,
+    pub outcome: GradeOutcome,
     /// The verdict of the grade mapping, before the guards.
     pub graded: String,
     pub reasons: Vec<String>,
@@ -68,7 +68,7 @@ impl TaskVerdict {
     /// A loop guard hands the attempt to a human under the guards' verdict `name`.
     fn escalate(&mut self, name: &str) {
         self.verdict = name.to_string();
-        self.outcome = Outcome::Escalate;
+        self.outcome = GradeOutcome::Escalate;
     }
 }
 
@@ -144,7 +144,7 @@ pub fn judge(
                 }
                 None => (
                     UNGRADED.to_string(),
-                    Outcome::Reject,
+                    GradeOutcome::Reject,
                     Vec::new(),
                     None,
                     false,
@@ -212,9 +212,9 @@ pub fn hold_escalation(guards: &Guards, v: &mut TaskVerdict, kept: &[KeptAttempt
     };
     let escalation =
         |verdict: &str| verdict == guards.escalate || verdict == guards.escalate_convergence;
-    if escalation(&k.verdict) && v.outcome != Outcome::Escalate {
+    if escalation(&k.verdict) && v.outcome != GradeOutcome::Escalate {
         v.verdict = k.verdict.clone();
-        v.outcome = Outcome::Escalate;
+        v.outcome = GradeOutcome::Escalate;
         v.escalation = Some(k.escalation.clone().unwrap_or_else(|| {
             format!("attempt {attempt} was escalated when it was judged: human review required")
         }));
@@ -387,9 +387,9 @@ mod tests {
             attempt: None,
             verdict: graded.into(),
             outcome: if graded == "REJECT" {
-                Outcome::Reject
+                GradeOutcome::Reject
             } else {
-                Outcome::Pass
+                GradeOutcome::Pass
             },
             graded: graded.into(),
             reasons: vec![],
