@@ -19,6 +19,7 @@ pub mod exit;
 pub mod fsevents;
 pub mod hook;
 pub mod init;
+pub mod inside;
 pub mod judge;
 pub mod logging;
 pub mod mcp;

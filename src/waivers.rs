@@ -40,6 +40,13 @@ pub enum WaiverError {
         column: usize,
         message: String,
     },
+    /// The file lies where the watched side could write it ([`crate::inside`]).
+    #[error(
+        "the waiver file `{}` is inside the watched directory `{}`: the pipeline could waive its own failures; keep the file outside it",
+        file.display(),
+        dir.display()
+    )]
+    Inside { file: PathBuf, dir: PathBuf },
     #[error("cannot read waiver file `{path}`")]
     Read {
         path: String,
@@ -157,6 +164,18 @@ impl Waiver {
 }
 
 impl Waivers {
+    /// Refuses a waiver file inside `dir`, the watched directory or root (SPEC §8: nothing
+    /// from the watched directory is believed), before it is read.
+    pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), WaiverError> {
+        if crate::inside::lies_inside(file, dir) {
+            return Err(WaiverError::Inside {
+                file: file.to_path_buf(),
+                dir: dir.to_path_buf(),
+            });
+        }
+        Ok(())
+    }
+
     /// Reads and validates a waiver file against `protocol`'s check ids.
     pub fn load(path: &Path, protocol: &Protocol) -> Result<Waivers, WaiverError> {
         let read = |source| WaiverError::Read {

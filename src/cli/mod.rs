@@ -177,16 +177,21 @@ struct ReadArgs {
 struct WaiversArg {
     /// Waive known FAILs: a TOML file of `[[waiver]]` tables (check, pass (optional), reason,
     /// approved_by, expires). A waived FAIL raises no STOP and does not count for exit 1, but
-    /// is shown everywhere; an expired waiver is ignored and reported.
+    /// is shown everywhere; an expired waiver is ignored and reported. Refused when FILE lies
+    /// inside the watched directory: the pipeline could waive its own failures.
     #[arg(long, value_name = "FILE")]
     waivers: Option<PathBuf>,
 }
 
 impl WaiversArg {
-    /// The waiver file, read and checked against `p` before anything runs.
-    fn load(&self, p: &Protocol) -> Result<Option<crate::waivers::Waivers>> {
+    /// The waiver file, refused inside `watched` and read and checked against `p` before
+    /// anything runs.
+    fn load(&self, p: &Protocol, watched: &Path) -> Result<Option<crate::waivers::Waivers>> {
         Ok(match &self.waivers {
-            Some(path) => Some(crate::waivers::Waivers::load(path, p)?),
+            Some(path) => {
+                crate::waivers::Waivers::refuse_inside(path, watched)?;
+                Some(crate::waivers::Waivers::load(path, p)?)
+            }
             None => None,
         })
     }

@@ -102,7 +102,7 @@ pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
         &a.rules.overrides()?,
         &a.build_dir,
     )?;
-    let waivers = a.waivers.load(&protocol)?;
+    let waivers = a.waivers.load(&protocol, &a.build_dir)?;
     let req = judge::Request {
         dir: &a.build_dir,
         max_read_bytes: a.read.max_read_bytes,

@@ -141,7 +141,11 @@ pub(super) fn watch(a: WatchArgs, g: &GlobalArgs) -> Result<ExitCode> {
             .context("cannot resolve the `--secrets` path")?;
     }
     if let Some(file) = &a.waivers {
-        // Checked before anything runs: a bad file is exit 2 at its line and column.
+        // Checked before anything runs: a file inside what is watched, or a bad one (at its
+        // line and column), is exit 2.
+        if let Some(dir) = a.root.as_ref().or(a.build_dir.as_ref()) {
+            crate::waivers::Waivers::refuse_inside(file, dir)?;
+        }
         let protocol = load_protocol(&a.protocol.protocol)?;
         config.waivers = Some(crate::waivers::Waivers::load(file, &protocol)?);
     }

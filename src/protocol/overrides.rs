@@ -291,11 +291,10 @@ fn read_file(file: &Path) -> Result<Vec<(String, toml::Value)>, OverrideError> {
     Ok(table.into_iter().collect())
 }
 
-/// Refuses a `--vars` file inside `dir` (the watched directory or root), compared canonical
-/// (a symlink into the directory is inside it): the worker could rewrite its own rules.
+/// Refuses a `--vars` file inside `dir` (the watched directory or root; a symlink into it or
+/// out of it counts as inside, [`crate::inside`]): the worker could rewrite its own rules.
 pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), OverrideError> {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    if canon(file).starts_with(canon(dir)) {
+    if crate::inside::lies_inside(file, dir) {
         return Err(OverrideError::Inside {
             file: file.to_path_buf(),
             dir: dir.to_path_buf(),

@@ -457,12 +457,10 @@ impl std::fmt::Debug for SecretRules {
 }
 
 /// Refuses a rule file inside `dir` (the watched workspace or root): the worker could edit
-/// the rules it is judged by. Both paths are compared canonical (a symlink into the workspace
-/// is inside it).
+/// the rules it is judged by. A symlink into the workspace, or one inside it pointing out, is
+/// inside it ([`crate::inside`]).
 pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), RulesInside> {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let (f, d) = (canon(file), canon(dir));
-    if f.starts_with(&d) {
+    if crate::inside::lies_inside(file, dir) {
         return Err(RulesInside {
             file: file.to_path_buf(),
             dir: dir.to_path_buf(),

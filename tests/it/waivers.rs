@@ -413,3 +413,57 @@ fn watch_refuses_a_malformed_waiver_file_before_anything_runs() {
         "nothing written"
     );
 }
+
+/// A waiver file the pipeline can write is the pipeline waiving its own failures: inside the
+/// build directory, or a link there pointing at a file outside (the pipeline could repoint it,
+/// and `watch` reads its waivers again at every heartbeat), `verify` and `watch` refuse it
+/// before anything runs (exit 2, no report, no verdict) and the FAIL still stands without it.
+#[test]
+fn a_waiver_file_inside_the_watched_directory_is_refused() {
+    let (tmp, dir) = mixed("manual");
+    let inside = waiver_file(&dir, WAIVE_OBS27);
+    let outside = waiver_file(tmp.path(), WAIVE_OBS27);
+    let link = dir.join("waivers-link.toml");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    for w in [&inside, &link] {
+        let out = run(&[
+            "verify",
+            dir.to_str().unwrap(),
+            "--waivers",
+            w.to_str().unwrap(),
+        ]);
+        assert_eq!(out.code, 2, "{out}");
+        assert!(
+            out.stderr.contains("inside the watched directory")
+                && out.stderr.contains("could waive its own failures"),
+            "{out}"
+        );
+        assert!(!dir.join("OBSERVER-REPORT.md").exists(), "{out}");
+        let watch = run(&[
+            "watch",
+            dir.to_str().unwrap(),
+            "--waivers",
+            w.to_str().unwrap(),
+            "--timeout",
+            "5s",
+        ]);
+        assert_eq!(watch.code, 2, "{watch}");
+        assert!(
+            watch.stderr.contains("inside the watched directory"),
+            "{watch}"
+        );
+    }
+    // The same waivers outside are believed: the FAILs are waived.
+    std::fs::remove_file(&inside).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    let outside = waiver_file(tmp.path(), &format!("{WAIVE_OBS27}{WAIVE_OBS01}"));
+    let ok = run(&[
+        "verify",
+        dir.to_str().unwrap(),
+        "--waivers",
+        outside.to_str().unwrap(),
+    ]);
+    assert_eq!(ok.code, 0, "{ok}");
+    let unwaived = run(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(unwaived.code, 1, "{unwaived}");
+}
