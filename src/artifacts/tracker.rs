@@ -499,12 +499,20 @@ fn is_separator(cells: &[String]) -> bool {
         })
 }
 
-/// Splits a trimmed table line (starting with `|`) into trimmed cells.
+/// Splits a trimmed table line (starting with `|`) into trimmed cells, as a reader sees them
+/// (`\|` read as `|`): [`split_row`].
+fn split_cells(line: &str) -> Vec<String> {
+    split_row(line, false)
+}
+
+/// Splits a trimmed table line (starting with `|`) into trimmed cells: the one rule for where a
+/// tracker row's cells are, for reading it and for editing it (`replay`).
 ///
 /// Splits on unescaped `|`; `\|` is a literal pipe. A pipe inside a backtick code span closed on the
 /// same line does not split (unclosed backticks are plain text). The empty cell before the leading pipe
-/// and after a trailing pipe is dropped. Linear in the line length.
-fn split_cells(line: &str) -> Vec<String> {
+/// and after a trailing pipe is dropped. `raw`: each cell as written (`\|` kept), to write the
+/// row back; else as read. Linear in the line length.
+pub fn split_row(line: &str, raw: bool) -> Vec<String> {
     let bytes = line.as_bytes();
     let spans = markdown::code_spans(bytes);
     let mut spans = spans.iter().peekable();
@@ -520,14 +528,18 @@ fn split_cells(line: &str) -> Vec<String> {
         match bytes[pos] {
             b'\\' if bytes.get(pos + 1) == Some(&b'|') => {
                 cell.push_str(&line[chunk..pos]);
-                cell.push('|');
+                cell.push_str(if raw { "\\|" } else { "|" });
                 pos += 2;
                 chunk = pos;
             }
             b'`' if spans.peek().is_some_and(|&&(start, _)| start == pos) => {
                 if let Some(&(start, end)) = spans.next() {
                     cell.push_str(&line[chunk..start]);
-                    cell.push_str(&line[start..end].replace("\\|", "|"));
+                    if raw {
+                        cell.push_str(&line[start..end]);
+                    } else {
+                        cell.push_str(&line[start..end].replace("\\|", "|"));
+                    }
                     pos = end;
                     chunk = pos;
                 }

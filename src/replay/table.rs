@@ -5,30 +5,6 @@ use crate::artifacts::tracker::{SectionFilter, Tracker};
 
 use super::timeline::FieldSet;
 
-/// Splits a table line into cells at unescaped `|` (outer pipes dropped, cells trimmed).
-fn split_cells(line: &str) -> Vec<String> {
-    let t = line.trim();
-    let t = t.strip_prefix('|').unwrap_or(t);
-    let mut cells = Vec::new();
-    let mut cur = String::new();
-    let mut chars = t.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' if chars.peek() == Some(&'|') => {
-                cur.push('\\');
-                cur.push('|');
-                chars.next();
-            }
-            '|' => cells.push(std::mem::take(&mut cur).trim().to_string()),
-            _ => cur.push(c),
-        }
-    }
-    if !cur.trim().is_empty() {
-        cells.push(cur.trim().to_string());
-    }
-    cells
-}
-
 fn render_row(cells: &[String]) -> String {
     let mut s = String::from("|");
     for c in cells {
@@ -113,7 +89,9 @@ pub fn set_field(text: &str, set: &FieldSet) -> Result<String, FieldError> {
         } else {
             body
         };
-        let mut cells = split_cells(body);
+        // Where the cells are is the tracker's rule (code spans included), so the cell set is
+        // the cell the referee reads.
+        let mut cells = crate::artifacts::tracker::split_row(body.trim(), true);
         let value_at = column.unwrap_or(1);
         let want = if set.time.is_some() { 3 } else { value_at + 1 };
         while cells.len() < want {

@@ -412,6 +412,25 @@ fn split_cells_handles_escapes_and_code() {
     assert_eq!(split_cells("| \u{feff}P0_START | x\r |"), ["P0_START", "x"]);
 }
 
+/// Raw cells (to write a row back, `replay`) split where read cells split, each as written.
+#[test]
+fn raw_cells_split_where_read_cells_split() {
+    for line in [
+        r"| a \| b | c |",
+        r"| `a \| b` | c |",
+        "| `a | b` | c |",
+        "| ``a ` | b`` | c |",
+        "| it`s | c |",
+        "| a | |",
+    ] {
+        let raw = split_row(line, true);
+        assert_eq!(raw.len(), split_cells(line).len(), "{line}");
+    }
+    assert_eq!(split_row(r"| a \| b | c |", true), [r"a \| b", "c"]);
+    assert_eq!(split_row(r"| `a \| b` | c |", true), [r"`a \| b`", "c"]);
+    assert_eq!(split_row("| `a | b` | c |", true), ["`a | b`", "c"]);
+}
+
 #[test]
 fn separators() {
     let s = |v: &[&str]| is_separator(&v.iter().map(|c| c.to_string()).collect::<Vec<_>>());

@@ -75,7 +75,7 @@ pub struct Entry {
 impl Entry {
     /// The lowercase hex SHA-256 of a regular file's bytes, when it was read.
     pub fn sha256_hex(&self) -> Option<String> {
-        self.sha256.as_ref().map(|b| hex(b))
+        self.sha256.as_ref().map(|b| crate::protocol::hex(b))
     }
 
     /// A regular file that was read: what the stat cache holds.
@@ -272,16 +272,6 @@ impl WorkTree {
 pub(super) fn blob_oid(bytes: &[u8]) -> Result<ObjectId, String> {
     gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
         .map_err(|e| format!("git blob id: {e}"))
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    out
 }
 
 #[cfg(test)]
