@@ -103,229 +103,9 @@ impl Protocol {
                 .map_err(|m| err_at(Some(vars.span()), format!("in [vars.{name}]: {m}")))?;
         }
         let subject = subject(&mut raw, &err_at)?;
-        let empty = Vars::new();
-        let variant = |name: &Spanned<String>| -> Result<&Vars, ProtocolError> {
-            raw.vars
-                .get(name.get_ref())
-                .map(|v| v.get_ref())
-                .ok_or_else(|| {
-                    err_at(
-                        Some(name.span()),
-                        format!(
-                            "unknown variant `{}` (no [vars.{}] table)",
-                            name.get_ref(),
-                            name.get_ref()
-                        ),
-                    )
-                })
-        };
-        let main_vars = raw.vars.get(MAIN_VARIANT).map_or(&empty, |v| v.get_ref());
-
-        // Check definitions, by id.
-        let lines = Lines::new(text);
-        let mut defs: BTreeMap<String, (Arc<CheckDef>, &Spanned<RawCheck>)> = BTreeMap::new();
-        for spanned in &raw.checks {
-            let c = spanned.get_ref();
-            let id = c.id.get_ref().trim().to_string();
-            if id.is_empty() {
-                return Err(err_at(Some(c.id.span()), "empty check id".into()));
-            }
-            if defs.contains_key(&id) {
-                return Err(err_at(
-                    Some(c.id.span()),
-                    format!("duplicate check id `{id}`"),
-                ));
-            }
-            if c.veto && c.severity != Severity::Blocking {
-                return Err(err_at(
-                    Some(c.id.span()),
-                    format!("check `{id}`: a veto must be `severity = \"blocking\"`"),
-                ));
-            }
-            let def = CheckDef {
-                id: id.clone(),
-                severity: c.severity,
-                title: c.title.clone(),
-                description: c.description.clone(),
-                action: c.action.clone(),
-                recommendation: c.recommendation.clone(),
-                missing: c.missing,
-                tag: c.tag.clone(),
-                veto: c.veto,
-                line: lines.line(spanned.span().start),
-            };
-            defs.insert(id, (Arc::new(def), spanned));
-        }
-
-        // Passes: ids, references, instances.
-        let mut pass_ids = BTreeSet::new();
-        for p in &raw.passes {
-            let id = p.get_ref().id.get_ref();
-            if !pass_ids.insert(id.clone()) {
-                return Err(err_at(
-                    Some(p.get_ref().id.span()),
-                    format!("duplicate pass id `{id}`"),
-                ));
-            }
-        }
-        let mut used: BTreeMap<&str, &str> = BTreeMap::new();
-        let mut passes = Vec::new();
-        for spanned in &raw.passes {
-            let p = spanned.get_ref();
-            let pass_id = p.id.get_ref().clone();
-            let vars = match &p.vars {
-                Some(name) => variant(name)?,
-                None => main_vars,
-            };
-            let variant_name = p
-                .vars
-                .as_ref()
-                .map_or(MAIN_VARIANT, |n| n.get_ref().as_str());
-            let at_pass =
-                |m: String| err_at(Some(spanned.span()), format!("in pass `{pass_id}`: {m}"));
-            if p.for_each.is_some() && matches!(subject, Subject::Build(_)) {
-                return Err(at_pass(
-                    "`for_each = \"task\"` needs a `[tasks]` table".into(),
-                ));
-            }
-            let trigger = instantiate_checked(&p.trigger, vars).map_err(at_pass)?;
-            let deadline = p
-                .deadline
-                .as_ref()
-                .map(|d| instantiate_checked(d, vars))
-                .transpose()
-                .map_err(at_pass)?;
-            let mut checks = Vec::new();
-            for r in &p.checks {
-                let (def, raw_check) = defs.get(r.get_ref().trim()).ok_or_else(|| {
-                    err_at(
-                        Some(r.span()),
-                        format!("pass `{pass_id}` names unknown check `{}`", r.get_ref()),
-                    )
-                })?;
-                if let Some(other) =
-                    used.insert(def.id.as_str(), pass_id_str(&raw.passes, &pass_id))
-                {
-                    return Err(err_at(
-                        Some(r.span()),
-                        format!("check `{}` is already in pass `{other}`", def.id),
-                    ));
-                }
-                checks.push(instance(
-                    text,
-                    def,
-                    raw_check,
-                    vars,
-                    variant_name,
-                    deadline.as_ref(),
-                    &err_at,
-                )?);
-            }
-            for rep in &p.repeat {
-                let rep_vars = variant(&rep.vars)?;
-                for rp in &rep.passes {
-                    let src = raw
-                        .passes
-                        .iter()
-                        .map(|s| s.get_ref())
-                        .find(|s| s.id.get_ref() == rp.get_ref())
-                        .ok_or_else(|| {
-                            err_at(
-                                Some(rp.span()),
-                                format!("pass `{pass_id}` repeats unknown pass `{}`", rp.get_ref()),
-                            )
-                        })?;
-                    if src.id.get_ref() == &pass_id {
-                        return Err(err_at(
-                            Some(rp.span()),
-                            format!("pass `{pass_id}` cannot repeat itself"),
-                        ));
-                    }
-                    // A repeat is due at the variant's analogue of the pass's deadline; a
-                    // pass due "at once" is due when it runs, so its repeat is due when the
-                    // variant's trigger holds.
-                    let src_deadline = src
-                        .deadline
-                        .as_ref()
-                        .or(Some(&src.trigger))
-                        .map(|d| instantiate_checked(d, rep_vars))
-                        .transpose()
-                        .map_err(|m| {
-                            err_at(
-                                Some(rp.span()),
-                                format!("in pass `{}`: {m}", src.id.get_ref()),
-                            )
-                        })?;
-                    for r in &src.checks {
-                        if let Some((def, raw_check)) = defs.get(r.get_ref().trim()) {
-                            checks.push(instance(
-                                text,
-                                def,
-                                raw_check,
-                                rep_vars,
-                                rep.vars.get_ref(),
-                                src_deadline.as_ref(),
-                                &err_at,
-                            )?);
-                        }
-                    }
-                }
-            }
-            passes.push(Pass {
-                id: pass_id.clone(),
-                title: p.title.clone(),
-                optional: p.optional,
-                trigger,
-                deadline,
-                for_each: p.for_each,
-                checks,
-            });
-        }
-        for (id, (_, spanned)) in &defs {
-            if !used.contains_key(id.as_str()) {
-                return Err(err_at(
-                    Some(spanned.span()),
-                    format!("check `{id}` is not in any pass (add it to a pass's `checks`)"),
-                ));
-            }
-        }
-
-        // What a protocol without `[verdict]` or `[tasks]` cannot ask: the pipeline is never
-        // known complete (it completes at `--final`, `--exit-with` or the timeout), and there
-        // is no task attempt whose changed files `parses` could judge.
-        for pass in &passes {
-            let preds =
-                std::iter::once((&pass.trigger, None)).chain(pass.checks.iter().flat_map(|c| {
-                    std::iter::once(&c.predicate)
-                        .chain(c.deadline.as_ref())
-                        .chain(c.when.as_ref())
-                        .map(move |p| (p, Some(c.def.id.as_str())))
-                }));
-            for (p, check) in preds.chain(pass.deadline.iter().map(|d| (d, None))) {
-                let problem = if !matches!(subject, Subject::Build(Some(_)))
-                    && any_leaf(p, &|l| matches!(l, Predicate::Complete(_)))
-                {
-                    Some("`complete` needs a `[verdict]` table (how the pipeline's verdict is read); without one the pipeline completes only at `verify --final`, `watch --exit-with` or `--timeout`")
-                } else if matches!(subject, Subject::Build(_))
-                    && any_leaf(
-                        p,
-                        &|l| matches!(l, Predicate::Parses(x) if x.files.is_none()),
-                    )
-                {
-                    Some("`parses` needs `files` (the globs of the files to parse) in a protocol without `[tasks]`")
-                } else {
-                    None
-                };
-                if let Some(m) = problem {
-                    let span = check.and_then(|id| defs.get(id)).map(|(_, s)| s.span());
-                    let place = match check {
-                        Some(id) => format!("in check `{id}`"),
-                        None => format!("in pass `{}`", pass.id),
-                    };
-                    return Err(err_at(span, format!("{place}: {m}")));
-                }
-            }
-        }
+        let defs = check_defs(&raw, text, &err_at)?;
+        let passes = passes(&raw, text, &subject, &defs, &err_at)?;
+        kind_needs(&passes, &subject, &defs, &err_at)?;
 
         let sha256 = hex(&Sha256::digest(text.as_bytes()));
         Ok(Protocol {
@@ -342,6 +122,262 @@ impl Protocol {
             overrides: overridden,
         })
     }
+}
+
+/// What `err_at` makes: a protocol error at a span of the text.
+type ErrAt<'a> = dyn Fn(Option<Range<usize>>, String) -> ProtocolError + 'a;
+
+/// The check definitions, by id, each with its table as written.
+type Defs<'r> = BTreeMap<String, (Arc<CheckDef>, &'r Spanned<RawCheck>)>;
+
+/// The check definitions: ids unique and not empty, a veto only on a BLOCKING check.
+fn check_defs<'r>(
+    raw: &'r RawProtocol,
+    text: &str,
+    err_at: &ErrAt<'_>,
+) -> Result<Defs<'r>, ProtocolError> {
+    let lines = Lines::new(text);
+    let mut defs: BTreeMap<String, (Arc<CheckDef>, &Spanned<RawCheck>)> = BTreeMap::new();
+    for spanned in &raw.checks {
+        let c = spanned.get_ref();
+        let id = c.id.get_ref().trim().to_string();
+        if id.is_empty() {
+            return Err(err_at(Some(c.id.span()), "empty check id".into()));
+        }
+        if defs.contains_key(&id) {
+            return Err(err_at(
+                Some(c.id.span()),
+                format!("duplicate check id `{id}`"),
+            ));
+        }
+        if c.veto && c.severity != Severity::Blocking {
+            return Err(err_at(
+                Some(c.id.span()),
+                format!("check `{id}`: a veto must be `severity = \"blocking\"`"),
+            ));
+        }
+        let def = CheckDef {
+            id: id.clone(),
+            severity: c.severity,
+            title: c.title.clone(),
+            description: c.description.clone(),
+            action: c.action.clone(),
+            recommendation: c.recommendation.clone(),
+            missing: c.missing,
+            tag: c.tag.clone(),
+            veto: c.veto,
+            line: lines.line(spanned.span().start),
+        };
+        defs.insert(id, (Arc::new(def), spanned));
+    }
+    Ok(defs)
+}
+
+/// The passes: ids unique, every reference known, each check in exactly one pass, and every
+/// check instance made (its variant's variables substituted; a `repeat` adds the repeated
+/// passes' checks under another variant).
+fn passes(
+    raw: &RawProtocol,
+    text: &str,
+    subject: &Subject,
+    defs: &Defs<'_>,
+    err_at: &ErrAt<'_>,
+) -> Result<Vec<Pass>, ProtocolError> {
+    let empty = Vars::new();
+    let variant = |name: &Spanned<String>| -> Result<&Vars, ProtocolError> {
+        raw.vars
+            .get(name.get_ref())
+            .map(|v| v.get_ref())
+            .ok_or_else(|| {
+                err_at(
+                    Some(name.span()),
+                    format!(
+                        "unknown variant `{}` (no [vars.{}] table)",
+                        name.get_ref(),
+                        name.get_ref()
+                    ),
+                )
+            })
+    };
+    let main_vars = raw.vars.get(MAIN_VARIANT).map_or(&empty, |v| v.get_ref());
+
+    let mut pass_ids = BTreeSet::new();
+    for p in &raw.passes {
+        let id = p.get_ref().id.get_ref();
+        if !pass_ids.insert(id.clone()) {
+            return Err(err_at(
+                Some(p.get_ref().id.span()),
+                format!("duplicate pass id `{id}`"),
+            ));
+        }
+    }
+    let mut used: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut passes = Vec::new();
+    for spanned in &raw.passes {
+        let p = spanned.get_ref();
+        let pass_id = p.id.get_ref().clone();
+        let vars = match &p.vars {
+            Some(name) => variant(name)?,
+            None => main_vars,
+        };
+        let variant_name = p
+            .vars
+            .as_ref()
+            .map_or(MAIN_VARIANT, |n| n.get_ref().as_str());
+        let at_pass = |m: String| err_at(Some(spanned.span()), format!("in pass `{pass_id}`: {m}"));
+        if p.for_each.is_some() && matches!(subject, Subject::Build(_)) {
+            return Err(at_pass(
+                "`for_each = \"task\"` needs a `[tasks]` table".into(),
+            ));
+        }
+        let trigger = instantiate_checked(&p.trigger, vars).map_err(at_pass)?;
+        let deadline = p
+            .deadline
+            .as_ref()
+            .map(|d| instantiate_checked(d, vars))
+            .transpose()
+            .map_err(at_pass)?;
+        let mut checks = Vec::new();
+        for r in &p.checks {
+            let (def, raw_check) = defs.get(r.get_ref().trim()).ok_or_else(|| {
+                err_at(
+                    Some(r.span()),
+                    format!("pass `{pass_id}` names unknown check `{}`", r.get_ref()),
+                )
+            })?;
+            if let Some(other) = used.insert(def.id.as_str(), pass_id_str(&raw.passes, &pass_id)) {
+                return Err(err_at(
+                    Some(r.span()),
+                    format!("check `{}` is already in pass `{other}`", def.id),
+                ));
+            }
+            checks.push(instance(
+                text,
+                def,
+                raw_check,
+                vars,
+                variant_name,
+                deadline.as_ref(),
+                &err_at,
+            )?);
+        }
+        for rep in &p.repeat {
+            let rep_vars = variant(&rep.vars)?;
+            for rp in &rep.passes {
+                let src = raw
+                    .passes
+                    .iter()
+                    .map(|s| s.get_ref())
+                    .find(|s| s.id.get_ref() == rp.get_ref())
+                    .ok_or_else(|| {
+                        err_at(
+                            Some(rp.span()),
+                            format!("pass `{pass_id}` repeats unknown pass `{}`", rp.get_ref()),
+                        )
+                    })?;
+                if src.id.get_ref() == &pass_id {
+                    return Err(err_at(
+                        Some(rp.span()),
+                        format!("pass `{pass_id}` cannot repeat itself"),
+                    ));
+                }
+                // A repeat is due at the variant's analogue of the pass's deadline; a
+                // pass due "at once" is due when it runs, so its repeat is due when the
+                // variant's trigger holds.
+                let src_deadline = src
+                    .deadline
+                    .as_ref()
+                    .or(Some(&src.trigger))
+                    .map(|d| instantiate_checked(d, rep_vars))
+                    .transpose()
+                    .map_err(|m| {
+                        err_at(
+                            Some(rp.span()),
+                            format!("in pass `{}`: {m}", src.id.get_ref()),
+                        )
+                    })?;
+                for r in &src.checks {
+                    if let Some((def, raw_check)) = defs.get(r.get_ref().trim()) {
+                        checks.push(instance(
+                            text,
+                            def,
+                            raw_check,
+                            rep_vars,
+                            rep.vars.get_ref(),
+                            src_deadline.as_ref(),
+                            &err_at,
+                        )?);
+                    }
+                }
+            }
+        }
+        passes.push(Pass {
+            id: pass_id.clone(),
+            title: p.title.clone(),
+            optional: p.optional,
+            trigger,
+            deadline,
+            for_each: p.for_each,
+            checks,
+        });
+    }
+    for (id, (_, spanned)) in defs {
+        if !used.contains_key(id.as_str()) {
+            return Err(err_at(
+                Some(spanned.span()),
+                format!("check `{id}` is not in any pass (add it to a pass's `checks`)"),
+            ));
+        }
+    }
+    Ok(passes)
+}
+
+/// What a protocol of one kind cannot ask: without `[verdict]` the pipeline is never known
+/// complete (it completes at `--final`, `--exit-with` or the timeout); without `[tasks]` there
+/// is no task attempt whose changed files `parses` could judge.
+fn kind_needs(
+    passes: &[Pass],
+    subject: &Subject,
+    defs: &Defs<'_>,
+    err_at: &ErrAt<'_>,
+) -> Result<(), ProtocolError> {
+    // What a protocol without `[verdict]` or `[tasks]` cannot ask: the pipeline is never
+    // known complete (it completes at `--final`, `--exit-with` or the timeout), and there
+    // is no task attempt whose changed files `parses` could judge.
+    for pass in passes {
+        let preds =
+            std::iter::once((&pass.trigger, None)).chain(pass.checks.iter().flat_map(|c| {
+                std::iter::once(&c.predicate)
+                    .chain(c.deadline.as_ref())
+                    .chain(c.when.as_ref())
+                    .map(move |p| (p, Some(c.def.id.as_str())))
+            }));
+        for (p, check) in preds.chain(pass.deadline.iter().map(|d| (d, None))) {
+            let problem = if !matches!(subject, Subject::Build(Some(_)))
+                && any_leaf(p, &|l| matches!(l, Predicate::Complete(_)))
+            {
+                Some("`complete` needs a `[verdict]` table (how the pipeline's verdict is read); without one the pipeline completes only at `verify --final`, `watch --exit-with` or `--timeout`")
+            } else if matches!(subject, Subject::Build(_))
+                && any_leaf(
+                    p,
+                    &|l| matches!(l, Predicate::Parses(x) if x.files.is_none()),
+                )
+            {
+                Some("`parses` needs `files` (the globs of the files to parse) in a protocol without `[tasks]`")
+            } else {
+                None
+            };
+            if let Some(m) = problem {
+                let span = check.and_then(|id| defs.get(id)).map(|(_, s)| s.span());
+                let place = match check {
+                    Some(id) => format!("in check `{id}`"),
+                    None => format!("in pass `{}`", pass.id),
+                };
+                return Err(err_at(span, format!("{place}: {m}")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The kind of protocol the raw tables make, taken out of `raw`: `[verdict]` (or nothing) for
