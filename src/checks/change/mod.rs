@@ -111,6 +111,13 @@ pub(super) fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
     })
 }
 
+/// The task a per-task predicate judges and its parsed record; else the INCONCLUSIVE that
+/// says why there is none (not a per-task pass, or a malformed record).
+pub(super) fn scoped_task<'c>(ctx: &'c Ctx<'_>) -> Result<(&'c TaskScope<'c>, &'c Task), Outcome> {
+    let s = scope(ctx)?;
+    Ok((s, task(s)?))
+}
+
 pub(super) fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
     Outcome::new(
         Verdict::Inconclusive,
@@ -285,13 +292,9 @@ pub fn protected_changes(ws: &Workspace, globs: &[Glob]) -> Vec<String> {
 // ---- CC-02 ----------------------------------------------------------------------------------
 
 pub(super) fn changes_listed(ctx: &Ctx<'_>) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
     let expected = "every change against the baseline is listed in `changes`, and every listed change happened";
-    let t = match task(s) {
-        Ok(t) => t,
+    let (s, t) = match scoped_task(ctx) {
+        Ok(x) => x,
         Err(o) => return o,
     };
     let Some(scope) = &s.scope else {
@@ -328,13 +331,9 @@ pub(super) fn changes_listed(ctx: &Ctx<'_>) -> Outcome {
 // ---- CC-03 ----------------------------------------------------------------------------------
 
 pub(super) fn hashes_match(ctx: &Ctx<'_>) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
     let expected = "`pre_hashes` match the baseline and `post_hashes` match the files now";
-    let t = match task(s) {
-        Ok(t) => t,
+    let (s, t) = match scoped_task(ctx) {
+        Ok(x) => x,
         Err(o) => return o,
     };
     let mut fails = Vec::new();
@@ -374,13 +373,9 @@ pub(super) fn hashes_match(ctx: &Ctx<'_>) -> Outcome {
 // ---- CC-04 ----------------------------------------------------------------------------------
 
 pub(super) fn no_loss(ctx: &Ctx<'_>) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
     let expected = "no file removed unless listed in `removed`, and no file shrank to zero bytes";
-    let t = match task(s) {
-        Ok(t) => t,
+    let (s, t) = match scoped_task(ctx) {
+        Ok(x) => x,
         Err(o) => return o,
     };
     let Some(scope) = &s.scope else {
@@ -422,13 +417,9 @@ pub(super) fn no_loss(ctx: &Ctx<'_>) -> Outcome {
 // ---- CC-08 ----------------------------------------------------------------------------------
 
 pub(super) fn record_field(ctx: &Ctx<'_>, r: &RecordField) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
     let expected = format!("`{}` matches `{}`", r.field, r.pattern.as_str());
-    let t = match task(s) {
-        Ok(t) => t,
+    let (_, t) = match scoped_task(ctx) {
+        Ok(x) => x,
         Err(o) => return o,
     };
     let value = match t.raw.get(&r.field) {
