@@ -4,6 +4,7 @@
 //! a snapshot of the build directory; the daemon keeps pass state between calls.
 
 pub mod grade;
+mod jobs;
 mod workspace;
 
 pub use workspace::{evaluate_workspace, TaskRun};
@@ -312,8 +313,10 @@ pub fn evaluate_changed(
     let complete = ctx.complete();
     let now = opts.now.unwrap_or_else(Utc::now);
     let mut passes = Vec::new();
-    let mut results = Vec::new();
-    for pass in &protocol.passes {
+    let mut results: Vec<Option<CheckResult>> = Vec::new();
+    // The instances to judge now: (slot in `results`, pass index, instance).
+    let mut todo: Vec<(usize, usize, &CheckInstance)> = Vec::new();
+    for (pi, pass) in protocol.passes.iter().enumerate() {
         let state = pass_state(&ctx, pass, opts, complete, now);
         let before = previous.and_then(|(prev, changed)| {
             let was = prev.passes.iter().find(|p| p.id == pass.id)?;
@@ -332,12 +335,21 @@ pub fn evaluate_changed(
                     .find(|r| r.pass == pass.id && r.check == inst.def.id)
                     .cloned()
             });
-            results.push(
-                kept.unwrap_or_else(|| judge_instance(&ctx, pass, &state, inst, opts, complete)),
-            );
+            if kept.is_none() {
+                todo.push((results.len(), pi, inst));
+            }
+            results.push(kept);
         }
         passes.push(state);
     }
+    let judge = |ctx: &Ctx<'_>, &(_, pi, inst): &(usize, usize, &CheckInstance)| {
+        let (pass, state) = (&protocol.passes[pi], &passes[pi]);
+        judge_instance(ctx, pass, state, inst, opts, complete)
+    };
+    for (slot, result) in jobs::run(&ctx, &todo, judge) {
+        results[todo[slot].0] = Some(result);
+    }
+    let results = results.into_iter().flatten().collect();
     Evaluation {
         complete,
         verdict: ctx.verdict.as_ref().map(|v| v.verdict.clone()),

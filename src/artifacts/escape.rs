@@ -21,6 +21,14 @@ pub fn escape_name(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
     use std::fmt::Write;
     let needs = |c: char| c == '\\' || needs_escape(c);
+    // Most names are printable ASCII: tested a byte at a time, without decoding characters
+    // (a listing of 30,000 screenshots escapes 30,000 names).
+    let printable = |b: &u8| (b' '..=b'~').contains(b) && *b != b'\\';
+    if bytes.iter().all(printable) {
+        if let Ok(s) = std::str::from_utf8(bytes) {
+            return Cow::Borrowed(s);
+        }
+    }
     if let Ok(s) = std::str::from_utf8(bytes) {
         if !s.chars().any(needs) {
             return Cow::Borrowed(s);

@@ -69,6 +69,44 @@ pub struct Ctx<'a> {
     pub seen: Option<&'a crate::observed::Observed>,
 }
 
+/// A [`Ctx`] without its caches: the verdict read once, to judge the same evaluation on
+/// another thread with caches and a record of what is present and wrong of its own.
+#[derive(Debug)]
+pub struct Seed<'a> {
+    snap: &'a Snapshot,
+    marker: Option<&'a str>,
+    verdict: Option<PipelineVerdict>,
+    verdict_unread: Vec<String>,
+    seen: Option<&'a crate::observed::Observed>,
+}
+
+impl<'a> Seed<'a> {
+    fn of(ctx: &Ctx<'a>) -> Seed<'a> {
+        Seed {
+            snap: ctx.snap,
+            marker: ctx.marker,
+            verdict: ctx.verdict.clone(),
+            verdict_unread: ctx.verdict_unread.clone(),
+            seen: ctx.seen,
+        }
+    }
+
+    /// A context sharing nothing mutable with the one this seed came from.
+    pub fn ctx(self) -> Ctx<'a> {
+        Ctx {
+            snap: self.snap,
+            marker: self.marker,
+            verdict: self.verdict,
+            verdict_unread: self.verdict_unread,
+            globs: RefCell::new(HashMap::new()),
+            gates: RefCell::new(HashMap::new()),
+            wrong: RefCell::new(Vec::new()),
+            task: None,
+            seen: self.seen,
+        }
+    }
+}
+
 impl<'a> Ctx<'a> {
     pub fn new(protocol: &'a Protocol, snap: &'a Snapshot) -> Ctx<'a> {
         let mut ctx = Ctx {
@@ -93,16 +131,15 @@ impl<'a> Ctx<'a> {
     /// A context judging one task attempt; shares nothing mutable with `self`.
     pub fn for_task(&self, task: &'a change::TaskScope<'a>) -> Ctx<'a> {
         Ctx {
-            snap: self.snap,
-            marker: self.marker,
-            verdict: self.verdict.clone(),
-            verdict_unread: self.verdict_unread.clone(),
-            globs: RefCell::new(HashMap::new()),
-            gates: RefCell::new(HashMap::new()),
-            wrong: RefCell::new(Vec::new()),
             task: Some(task),
-            seen: self.seen,
+            ..Seed::of(self).ctx()
         }
+    }
+
+    /// What a context for the same evaluation on another thread is made from; `None` while
+    /// judging a task attempt (its scope stays on the thread that made it).
+    pub fn seed(&self) -> Option<Seed<'a>> {
+        self.task.is_none().then(|| Seed::of(self))
     }
 
     /// Says which verdict files exist but have no readable verdict line, when any does (and

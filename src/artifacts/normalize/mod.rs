@@ -189,10 +189,10 @@ fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
     // only sends that word to the byte-wise check).
     let zero = |w: u64| w.wrapping_sub(LO) & !w & HI;
     let mut i = from;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut w = [0; 8];
-        w.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(w);
+    // Through fixed-size arrays: `copy_from_slice` is a function call per word in the
+    // size-optimised build.
+    for chunk in bytes.get(from..)?.as_chunks::<8>().0 {
+        let w = u64::from_le_bytes(*chunk);
         let hit = (w & HI)
             | zero(w)
             | zero(w ^ (LO * u64::from(b'\\')))

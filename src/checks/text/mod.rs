@@ -320,7 +320,7 @@ fn prefetch(ctx: &Ctx<'_>, globs: &[crate::protocol::predicate::Glob]) {
 fn snippets(s: &Source, re: &Regex) -> Vec<(String, String)> {
     let original = s.original();
     let mut out = Vec::new();
-    for r in s.readings() {
+    for r in &s.readings() {
         let text = r.reading.text(original);
         for c in re.captures_iter(text) {
             let Some(m) = c.get_group(1).or_else(|| c.get_group(0)) else {
@@ -398,7 +398,8 @@ fn forbidden_in(
     for s in sources {
         let original = s.original();
         let mut found: Vec<Hit> = Vec::new();
-        for (ri, r) in s.readings().iter().enumerate() {
+        let readings = s.readings();
+        for (ri, r) in readings.iter().enumerate() {
             let text = r.reading.text(original);
             let mut push = |norm: Range<usize>, which: &str| {
                 if r.counts(norm.clone()) {
@@ -431,9 +432,9 @@ fn forbidden_in(
         });
         found.dedup_by(|b, a| a.at.start == b.at.start && a.which == b.which);
         // Lines are counted in each reading's encoding, from its previous hit on.
-        let mut lines = vec![(1usize, 0usize); s.readings().len()];
+        let mut lines = vec![(1usize, 0usize); readings.len()];
         for h in found {
-            let r = &s.readings()[h.reading].reading;
+            let r = &readings[h.reading].reading;
             let (line, counted_to) = &mut lines[h.reading];
             let from = (*counted_to).min(h.at.start);
             *line += r.newlines(&original[from..h.at.start.min(original.len())]);

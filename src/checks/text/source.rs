@@ -10,7 +10,7 @@
 //! still count. The same holds for `require` and `extract`.
 
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::artifacts::normalize::{self, Encoding, Reading};
 use crate::artifacts::FileData;
@@ -20,8 +20,6 @@ pub(super) struct Source {
     content: Content,
     has_nul: bool,
     wide: Option<(Encoding, usize)>,
-    /// Made on first use, so the scans on two threads normalise their own halves.
-    readings: OnceLock<Vec<Read>>,
 }
 
 /// One reading of a source and, for the UTF-8 reading of a file with NUL bytes, its readable
@@ -47,7 +45,6 @@ impl Source {
             content: Content::File(d),
             has_nul,
             wide,
-            readings: OnceLock::new(),
         }
     }
 
@@ -57,23 +54,23 @@ impl Source {
             content: Content::Field(value),
             has_nul: false,
             wide: None,
-            readings: OnceLock::new(),
         }
     }
 
-    /// The readings to search: as UTF-8 and, for UTF-16/32 text, decoded.
-    pub fn readings(&self) -> &[Read] {
-        self.readings.get_or_init(|| {
-            let original = self.original();
-            normalize::readings(original, self.wide)
-                .into_iter()
-                .map(|reading| {
-                    let runs = (self.has_nul && reading.encoding == Encoding::Utf8)
-                        .then(|| readable_runs(reading.text(original), MIN_READABLE_RUN));
-                    Read { reading, runs }
-                })
-                .collect()
-        })
+    /// The readings to search: as UTF-8 and, for UTF-16/32 text, decoded. Made afresh on
+    /// each call and not kept: a normalised copy of a 2 MB report is dropped as soon as it
+    /// has been searched, so the next report's copy reuses its memory instead of faulting in
+    /// new pages (the scans on two threads normalise their own halves).
+    pub fn readings(&self) -> Vec<Read> {
+        let original = self.original();
+        normalize::readings(original, self.wide)
+            .into_iter()
+            .map(|reading| {
+                let runs = (self.has_nul && reading.encoding == Encoding::Utf8)
+                    .then(|| readable_runs(reading.text(original), MIN_READABLE_RUN));
+                Read { reading, runs }
+            })
+            .collect()
     }
 
     /// The bytes as written.

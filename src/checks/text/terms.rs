@@ -113,12 +113,13 @@ fn lowercase_into(bytes: &[u8], out: &mut Vec<u8>) {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     out.clear();
-    out.reserve(bytes.len());
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut w = [0; 8];
-        w.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(w);
+    out.resize(bytes.len(), 0);
+    // Written in place, a word at a time, through fixed-size arrays: in the size-optimised
+    // build, growing the vector or `copy_from_slice` per word is a function call per word.
+    let (to, to_rest) = out.as_chunks_mut::<8>();
+    let (from, from_rest) = bytes.as_chunks::<8>();
+    for (o, chunk) in to.iter_mut().zip(from) {
+        let w = u64::from_le_bytes(*chunk);
         // Per byte, with its high bit cleared (no carry crosses a byte): the high bit of
         // `low + (0x80 - b'A')` is set when the byte is at least `A`, that of
         // `low + (0x7f - b'Z')` when it is past `Z`. Bytes ≥ 0x80 are not ASCII: left alone.
@@ -126,9 +127,11 @@ fn lowercase_into(bytes: &[u8], out: &mut Vec<u8>) {
         let at_least_a = low + LO * u64::from(0x80 - b'A');
         let past_z = low + LO * u64::from(0x7f - b'Z');
         let upper = at_least_a & !past_z & !w & HI;
-        out.extend_from_slice(&(w | (upper >> 2)).to_le_bytes());
+        *o = (w | (upper >> 2)).to_le_bytes();
     }
-    out.extend(chunks.remainder().iter().map(u8::to_ascii_lowercase));
+    for (o, b) in to_rest.iter_mut().zip(from_rest) {
+        *o = b.to_ascii_lowercase();
+    }
 }
 
 /// Where a term ends whose first word ends at `at`: each other word after at least one

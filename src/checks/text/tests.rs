@@ -153,7 +153,8 @@ fn a_hit_in_binary_counts_only_inside_one_readable_run() {
     b.extend(b"\x00\x89\x01fix\x02\xff\x00>=7\x00");
     let s = binary("a.png", b);
     let (text_at, text_end) = (7, 30);
-    let r = &s.readings()[0];
+    let readings = s.readings();
+    let r = &readings[0];
     assert_eq!(r.runs.as_deref(), Some(&vec![text_at..text_end][..]));
     assert_eq!(
         &r.reading.text(s.original())[text_at..text_end],
