@@ -240,22 +240,73 @@ struct Resolved {
 pub(super) fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry, base: usize) -> Entry {
     let path = dent.path();
     let (rel, lossless) = rel_of(root, path);
-    let meta = OnceLock::new();
     let (resolved, symlink) = if dent.path_is_symlink() {
         (resolve_symlink(root, path, &rel), true)
     } else {
         // The type comes from the directory listing (no syscall); size and mtime on demand.
         (classify_type(&rel, &dent.file_type(), false), false)
     };
+    let raw = (!lossless).then(|| path.to_path_buf());
+    entry(root, rel, raw, resolved, symlink, dent.depth() + base)
+}
+
+/// The entry for a name a directory listing gave, of the type the listing said (`d_type`): a
+/// file or a directory costs no syscall (size and mtime on demand), a symlink is resolved, and
+/// anything else (a special file, or a type the file system does not report) is looked at with
+/// `lstat`. `rel` is the escaped path, `lossless` whether it is the path (see
+/// [`escape_name`](super::escape::escape_name)); `path` makes the path when one is needed.
+/// `Err`: the entry could not be examined.
+pub(super) fn listed_entry(
+    root: &Arc<PathBuf>,
+    path: impl Fn() -> PathBuf,
+    rel: String,
+    lossless: bool,
+    listed: rustix::fs::FileType,
+    depth: usize,
+) -> Result<Entry, Unlisted> {
+    use rustix::fs::FileType as T;
+    let plain = |kind| Resolved {
+        kind,
+        meta: None,
+        note: None,
+        refusal: None,
+    };
+    let (resolved, symlink) = match listed {
+        T::RegularFile => (plain(Kind::File), false),
+        T::Directory => (plain(Kind::Dir), false),
+        T::Symlink => (resolve_symlink(root, &path(), &rel), true),
+        _ => match fs::symlink_metadata(path()) {
+            Ok(m) if m.file_type().is_symlink() => (resolve_symlink(root, &path(), &rel), true),
+            Ok(m) => (classify_type(&rel, &m.file_type(), false), false),
+            Err(e) => {
+                return Err(Unlisted {
+                    rel,
+                    cause: fsread::lowercase_message(&e),
+                })
+            }
+        },
+    };
+    let raw = (!lossless).then(path);
+    Ok(entry(root, rel, raw, resolved, symlink, depth))
+}
+
+fn entry(
+    root: &Arc<PathBuf>,
+    rel: String,
+    raw: Option<PathBuf>,
+    resolved: Resolved,
+    symlink: bool,
+    depth: usize,
+) -> Entry {
+    let meta = OnceLock::new();
     if let Some(known) = resolved.meta {
         let _ = meta.set(known);
     }
     // A directory's refusal is made on demand; only an odd entry's is kept.
     let refusal = resolved.refusal.filter(|_| resolved.kind == Kind::Other);
-    let raw = (!lossless).then(|| path.to_path_buf());
     let extra = (refusal.is_some() || raw.is_some()).then(|| Box::new(Extra { refusal, raw }));
     Entry {
-        depth: u16::try_from(dent.depth() + base).unwrap_or(u16::MAX),
+        depth: u16::try_from(depth).unwrap_or(u16::MAX),
         kind: resolved.kind,
         note: resolved.note.map(String::into_boxed_str),
         root: Arc::clone(root),
@@ -270,23 +321,15 @@ pub(super) fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry, base: us
 pub(super) fn relisted(root: &Arc<PathBuf>, old: &Entry) -> Entry {
     let path = old.path();
     let resolved = resolve_symlink(root, &path, &old.rel);
-    let meta = OnceLock::new();
-    if let Some(known) = resolved.meta {
-        let _ = meta.set(known);
-    }
-    let refusal = resolved.refusal.filter(|_| resolved.kind == Kind::Other);
     let raw = old.extra.as_ref().and_then(|x| x.raw.clone());
-    let extra = (refusal.is_some() || raw.is_some()).then(|| Box::new(Extra { refusal, raw }));
-    Entry {
-        rel: old.rel.clone(),
-        note: resolved.note.map(String::into_boxed_str),
-        root: Arc::clone(root),
-        extra,
-        meta,
-        depth: old.depth,
-        kind: resolved.kind,
-        symlink: true,
-    }
+    entry(
+        root,
+        old.rel.clone(),
+        raw,
+        resolved,
+        true,
+        usize::from(old.depth),
+    )
 }
 
 /// Classifies an entry by its type (a symlink target's when `via_symlink`).

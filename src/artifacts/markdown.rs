@@ -278,7 +278,7 @@ impl<'a> Lines<'a> {
             return false;
         }
         let t = raw.trim_ascii();
-        if t.is_empty() || t.contains(&b'|') || t.starts_with(b">") {
+        if t.is_empty() || memchr::memchr(b'|', t).is_some() || t.starts_with(b">") {
             return false;
         }
         if setext_underline(t).is_some() || is_thematic_break(t) {
@@ -298,16 +298,16 @@ impl<'a> Lines<'a> {
 /// The line `start..end` without leading byte-order marks and trailing CRs (and BOMs).
 fn trim_edges(text: &[u8], mut start: usize, mut end: usize) -> (usize, usize) {
     const BOM: &[u8] = b"\xef\xbb\xbf";
-    while text[start..end].starts_with(BOM) {
+    // Most lines start and end with neither: one byte compared each way before any slice
+    // comparison (this runs on every line of every report).
+    while text.get(start) == Some(&BOM[0]) && text[start..end].starts_with(BOM) {
         start += BOM.len();
     }
     loop {
-        if text[start..end].ends_with(b"\r") {
-            end -= 1;
-        } else if text[start..end].ends_with(BOM) {
-            end -= BOM.len();
-        } else {
-            return (start, end);
+        match text[start..end].last() {
+            Some(b'\r') => end -= 1,
+            Some(&b) if b == BOM[2] && text[start..end].ends_with(BOM) => end -= BOM.len(),
+            _ => return (start, end),
         }
     }
 }

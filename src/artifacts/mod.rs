@@ -1,6 +1,6 @@
 //! What is on disk: a [`Snapshot`] of the build directory and cached, safe reads of its files.
 //!
-//! This module owns listing the build directory (one `walkdir` walk that never follows symlinks),
+//! This module owns listing the build directory (each directory listed once through its own descriptor, never through a symlink),
 //! deciding what each entry is (a symlink counts as its target only when the target is inside the
 //! build directory, and a symlinked directory is never descended, so nothing is counted twice and
 //! loops are impossible), and reading each file at most once per snapshot through [`fsread`]. It also

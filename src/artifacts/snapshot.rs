@@ -49,7 +49,7 @@ impl Snapshot {
                 format!("build directory `{}` is not a directory", root.display()),
             ));
         }
-        // walkdir would report an unreadable root as one more walk error; here it must be fatal,
+        // The walk would report an unreadable root as one more unlisted place; here it must be fatal,
         // or an unreadable directory would look like an empty one.
         fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
 

@@ -1,19 +1,26 @@
 //! Listing the build directory: every directory listed once (never following a symlink), on two
 //! threads once the tree is large enough to be worth it.
 //!
-//! A directory is listed on its own (`walkdir` at depth 1) and the directories it holds go on a
-//! shared stack; the calling thread lists alone until the stack holds a few directories and a
+//! A directory is listed on its own, through its own descriptor (opened without following a
+//! symlink, so a directory swapped for a link after its parent was listed is not entered but
+//! reported as not listable), with each entry's type from the listing itself (`d_type`: no
+//! `stat` per entry), and the directories it holds go on a shared stack; the calling thread lists alone until the stack holds a few directories and a
 //! few hundred entries have been listed, then a second thread takes directories from the same
 //! stack. The entries and unlisted places of both are returned unsorted: the caller sorts them,
 //! so the order the threads ran in changes nothing. A small build (the clean fixture) never
 //! starts the second thread, whose start costs more than its listing would save.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use walkdir::WalkDir;
+use rustix::fs::{Dir, Mode, OFlags};
 
-use super::entry::{make_entry, Entry, Kind, Unlisted};
+use super::entry::{listed_entry, Entry, Kind, Unlisted};
+use super::escape::escape_name;
+use super::fsread;
 
 /// Entries listed on one thread before a second one may start.
 const PARALLEL_AFTER_ENTRIES: usize = 256;
@@ -21,11 +28,31 @@ const PARALLEL_AFTER_ENTRIES: usize = 256;
 /// once the first thread is done with its own).
 const PARALLEL_AFTER_DIRS: usize = 2;
 
-/// Directories still to list, each with its depth below the root, and how many threads are
-/// listing one now (the walk is over when the stack is empty and none is).
+/// Directories still to list, and how many threads are listing one now (the walk is over when
+/// the stack is empty and none is).
 struct Queue {
-    dirs: Vec<(PathBuf, usize)>,
+    dirs: Vec<ToList>,
     busy: usize,
+}
+
+/// A directory to list: its path, its depth below the root (0: the root), its `rel` and whether
+/// that `rel` is its path (no name on the way needed escaping).
+struct ToList {
+    path: PathBuf,
+    depth: usize,
+    rel: String,
+    lossless: bool,
+}
+
+impl ToList {
+    fn root(root: &Path) -> ToList {
+        ToList {
+            path: root.to_path_buf(),
+            depth: 0,
+            rel: String::new(),
+            lossless: true,
+        }
+    }
 }
 
 struct Shared<'a> {
@@ -47,7 +74,7 @@ pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
     let shared = Shared {
         root,
         queue: Mutex::new(Queue {
-            dirs: vec![(root.to_path_buf(), 0)],
+            dirs: vec![ToList::root(root)],
             busy: 0,
         }),
         wake: Condvar::new(),
@@ -84,7 +111,7 @@ pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
             let again = Shared {
                 root,
                 queue: Mutex::new(Queue {
-                    dirs: vec![(root.to_path_buf(), 0)],
+                    dirs: vec![ToList::root(root)],
                     busy: 0,
                 }),
                 wake: Condvar::new(),
@@ -105,7 +132,7 @@ impl Shared<'_> {
     /// The next directory to list, marking this thread busy; `None` when the walk is over.
     /// With `wait`, waits for another thread's directories rather than give up while one is
     /// still listing.
-    fn take(&self, wait: bool) -> Option<(PathBuf, usize)> {
+    fn take(&self, wait: bool) -> Option<ToList> {
         let mut q = self.lock();
         loop {
             if let Some(dir) = q.dirs.pop() {
@@ -131,35 +158,74 @@ impl Shared<'_> {
     /// Lists one directory into `out`, puts the directories it holds (not symlinks to one) on
     /// the stack, and marks this thread idle (also if the listing panics, so the other thread
     /// never waits for it forever).
-    fn list(&self, (dir, depth): &(PathBuf, usize), out: &mut Listed) {
+    fn list(&self, dir: &ToList, out: &mut Listed) {
         let mut done = Done {
             shared: self,
             found: Vec::new(),
         };
-        for item in WalkDir::new(dir)
-            .min_depth(1)
-            .max_depth(1)
-            .follow_links(false)
-            .follow_root_links(false)
-        {
-            match item {
-                Ok(dent) => {
-                    let entry = make_entry(self.root, &dent, *depth);
+        if let Err(e) = self.list_into(dir, out, &mut done.found) {
+            out.unlisted.push(Unlisted {
+                rel: dir.rel.clone(),
+                cause: fsread::lowercase_message(&e),
+            });
+        }
+    }
+
+    fn list_into(&self, dir: &ToList, out: &mut Listed, found: &mut Vec<ToList>) -> io::Result<()> {
+        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        if dir.depth > 0 {
+            // Listed as a directory, but it may have been swapped for a link since.
+            flags |= OFlags::NOFOLLOW;
+        }
+        let fd = rustix::fs::open(&dir.path, flags, Mode::empty())?;
+        for item in Dir::read_from(&fd)? {
+            let item = item?;
+            let name = item.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let escaped = escape_name(name);
+            let lossless = dir.lossless && matches!(escaped, std::borrow::Cow::Borrowed(_));
+            let rel = if dir.rel.is_empty() {
+                escaped.into_owned()
+            } else {
+                let mut rel = String::with_capacity(dir.rel.len() + 1 + escaped.len());
+                rel.push_str(&dir.rel);
+                rel.push('/');
+                rel.push_str(&escaped);
+                rel
+            };
+            let path = || dir.path.join(OsStr::from_bytes(name));
+            match listed_entry(
+                self.root,
+                path,
+                rel,
+                lossless,
+                item.file_type(),
+                dir.depth + 1,
+            ) {
+                Ok(entry) => {
                     if entry.kind == Kind::Dir && !entry.is_symlink() {
-                        done.found.push((dent.into_path(), depth + 1));
+                        found.push(ToList {
+                            path: entry.path(),
+                            depth: dir.depth + 1,
+                            rel: entry.rel.clone(),
+                            lossless,
+                        });
                     }
                     out.entries.push(entry);
                 }
-                Err(e) => out.unlisted.push(Unlisted::from_walk(self.root, &e)),
+                Err(unlisted) => out.unlisted.push(unlisted),
             }
         }
+        Ok(())
     }
 }
 
 /// Hands a listing's directories to the stack and marks its thread idle when dropped.
 struct Done<'s, 'a> {
     shared: &'s Shared<'a>,
-    found: Vec<(PathBuf, usize)>,
+    found: Vec<ToList>,
 }
 
 impl Drop for Done<'_, '_> {
@@ -180,6 +246,9 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::symlink;
 
+    use walkdir::WalkDir;
+
+    use super::super::entry::make_entry;
     use super::*;
 
     /// (rel, depth, kind, symlink) of every entry, sorted, and the unlisted places.
@@ -264,5 +333,41 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let root = Arc::new(fs::canonicalize(empty.path()).unwrap());
         assert_eq!(shape(walk(&root)), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_is_not_entered_but_unlisted() {
+        // What the walk sees when `shots/` was listed as a directory and then replaced by a
+        // link to a directory outside the build: it refuses to follow it and says so.
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret.md"), "x").unwrap();
+        let root = Arc::new(fs::canonicalize(tmp.path()).unwrap());
+        symlink(outside.path(), root.join("shots")).unwrap();
+        let shared = Shared {
+            root: &root,
+            queue: Mutex::new(Queue {
+                dirs: Vec::new(),
+                busy: 1,
+            }),
+            wake: Condvar::new(),
+        };
+        let mut out = Listed::default();
+        let swapped = ToList {
+            path: root.join("shots"),
+            depth: 1,
+            rel: "shots".to_string(),
+            lossless: true,
+        };
+        shared.list(&swapped, &mut out);
+        assert!(out.entries.is_empty(), "nothing listed through the link");
+        assert_eq!(out.unlisted.len(), 1);
+        assert_eq!(out.unlisted[0].rel, "shots");
+        assert!(
+            out.unlisted[0].cause.contains("symbolic links")
+                || out.unlisted[0].cause.contains("not a directory"),
+            "{}",
+            out.unlisted[0].cause
+        );
     }
 }
