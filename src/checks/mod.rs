@@ -233,13 +233,17 @@ impl<'a> Ctx<'a> {
         // marker test: made once, not per entry (with 30,000 screenshots the per-entry
         // `contains` was 1.2 million `memcmp` calls in one `verify`).
         let top_ok = prefix.contains('/').then(|| marker_ok(prefix));
+        // A glob without wildcards names one path: the run is that entry alone, not everything
+        // below it (`screenshots/1440/` is one directory, not its 10,000 screenshots).
+        let literal = !src.contains(['*', '?', '[', '{', '\\']);
         let mut out = Vec::new();
         for (i, e) in entries.iter().enumerate().skip(start) {
-            if !e.rel.starts_with(prefix) {
+            if !e.rel.starts_with(prefix) || (literal && e.rel.len() > prefix.len()) {
                 break;
             }
+            // An own file is at the top level: a prefix with a `/` has none in its run.
             if (!nested && e.depth != 1)
-                || is_own_file(&e.rel)
+                || (top_ok.is_none() && is_own_file(&e.rel))
                 || !top_ok.unwrap_or_else(|| marker_ok(&e.rel))
             {
                 continue;
