@@ -73,8 +73,14 @@ pub struct Builder {
 
 impl Builder {
     pub fn with_capacity(n: usize) -> Builder {
+        Builder::with_buffer(Vec::with_capacity(n))
+    }
+
+    /// A builder writing into `out` (cleared first), so an earlier text's memory is reused.
+    pub fn with_buffer(mut out: Vec<u8>) -> Builder {
+        out.clear();
         Builder {
-            out: Vec::with_capacity(n),
+            out,
             segs: Vec::new(),
         }
     }

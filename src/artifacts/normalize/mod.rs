@@ -157,6 +157,45 @@ pub fn utf8(bytes: &[u8]) -> Reading {
     }
 }
 
+/// The most a thread keeps of a normalised text it let go of, for its next one.
+const SPARE_MAX: usize = 4 << 20;
+
+thread_local! {
+    /// The last normalised text this thread dropped (up to [`SPARE_MAX`] bytes of capacity):
+    /// searching reports one after another, each copy reuses the memory of the one before
+    /// instead of faulting in fresh pages (a 2 MB report with one en dash is copied whole).
+    static SPARE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer for a normalised text of about `n` bytes: the thread's spare, grown to `n` if
+/// need be.
+fn spare(n: usize) -> Vec<u8> {
+    if n < 64 << 10 {
+        // A small text (a field, a short file) leaves the spare to the reports.
+        return Vec::with_capacity(n);
+    }
+    let mut kept = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    kept.clear();
+    // Reports differ in size by a few bytes: growing the spare keeps its pages.
+    kept.reserve(n);
+    kept
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        let Some(text) = self.text.take() else { return };
+        if text.capacity() <= SPARE_MAX {
+            // A thread being torn down has no spare to keep: the text is freed with it.
+            let _ = SPARE.try_with(|s| {
+                let mut s = s.borrow_mut();
+                if text.capacity() > s.capacity() {
+                    *s = text;
+                }
+            });
+        }
+    }
+}
+
 /// A value (a gate's `source`, a tracker field) as a human reads it.
 pub fn normalize_str(s: &str) -> Cow<'_, str> {
     match normalize(s.as_bytes()) {
@@ -232,7 +271,7 @@ pub fn normalize(bytes: &[u8]) -> Option<(Vec<u8>, Map)> {
         match step(bytes, i) {
             Step::Keep(n) => i += n.max(1),
             Step::Replace(end, text) => {
-                let b = built.get_or_insert_with(|| Builder::with_capacity(bytes.len()));
+                let b = built.get_or_insert_with(|| Builder::with_buffer(spare(bytes.len())));
                 b.push(copied_to, &bytes[copied_to..i], 1);
                 b.push(i, &text, 0);
                 copied_to = end;
