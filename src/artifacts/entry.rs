@@ -208,7 +208,12 @@ impl Unlisted {
 pub(super) fn sort_by_rel(entries: &mut [Entry]) {
     let mut order: Vec<usize> = (0..entries.len()).collect();
     order.sort_unstable_by(|&a, &b| entries[a].rel.cmp(&entries[b].rel));
-    // Position j must receive the entry now at order[j]; usize::MAX marks a placed position.
+    permute(entries, order);
+}
+
+/// Puts the entry now at `order[j]` at position `j`, moving each entry once.
+pub(super) fn permute(entries: &mut [Entry], mut order: Vec<usize>) {
+    // usize::MAX marks a placed position.
     for start in 0..order.len() {
         let mut j = start;
         loop {

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::entry::{sort_by_rel, Entry, Kind, Unlisted};
+use super::entry::{Entry, Kind, Unlisted};
 use super::escape::normalize_rel;
 use super::fsread::{self, FileData, ReadError};
 use super::{tracker, walk, Limits, MAX_TRACKER_BYTES, TRACKER_FILE};
@@ -55,7 +55,6 @@ impl Snapshot {
 
         let canonical_root = Arc::new(canonical_root);
         let (mut entries, mut unlisted) = walk::walk(&canonical_root);
-        sort_by_rel(&mut entries);
         // `rel` is an injective escape of the path, so no two entries share one: nothing is
         // de-duplicated (two names that differ only in invalid bytes are two files).
         entries.shrink_to_fit();

@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use rustix::fs::{Dir, Mode, OFlags};
 
-use super::entry::{listed_entry, Entry, Kind, Unlisted};
+use super::entry::{listed_entry, permute, sort_by_rel, Entry, Kind, Unlisted};
 use super::escape::escape_name;
 use super::fsread;
 
@@ -55,35 +55,63 @@ impl ToList {
     }
 }
 
-struct Shared<'a> {
-    root: &'a Arc<PathBuf>,
+struct Shared {
     queue: Mutex<Queue>,
     wake: Condvar,
 }
 
-/// What one thread listed.
-#[derive(Default)]
+/// What one thread listed, and the thread's own handle on the root: every entry holds one, and
+/// two threads counting references on one `Arc` would contend for it 30,000 times.
 struct Listed {
+    /// Each directory's entries together, sorted by `rel` within the directory.
     entries: Vec<Entry>,
+    /// Where each directory's entries start in `entries`.
+    runs: Vec<usize>,
     unlisted: Vec<Unlisted>,
+    root: Arc<PathBuf>,
+}
+
+impl Listed {
+    fn new(root: Arc<PathBuf>) -> Listed {
+        Listed {
+            entries: Vec::new(),
+            runs: Vec::new(),
+            unlisted: Vec::new(),
+            root,
+        }
+    }
+
+    /// The entries sorted by `rel`: the directories' sorted runs merged (a directory's entries
+    /// were sorted on the thread that listed it, among names in one place in memory).
+    fn into_sorted(mut self) -> (Vec<Entry>, Vec<Unlisted>) {
+        merge_runs(&mut self.entries, &self.runs);
+        (self.entries, self.unlisted)
+    }
+
+    /// Appends `other`'s entries and runs.
+    fn append(&mut self, other: Listed) {
+        let base = self.entries.len();
+        self.runs.extend(other.runs.iter().map(|r| r + base));
+        self.entries.extend(other.entries);
+        self.unlisted.extend(other.unlisted);
+    }
 }
 
 /// Every entry under `root` (the canonical root, already known to be a listable directory),
-/// and the places that could not be listed or examined, both unsorted.
+/// sorted by `rel`, and the places that could not be listed or examined, unsorted.
 pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
     let shared = Shared {
-        root,
         queue: Mutex::new(Queue {
             dirs: vec![ToList::root(root)],
             busy: 0,
         }),
         wake: Condvar::new(),
     };
-    let mut mine = Listed::default();
+    let mut mine = Listed::new(Arc::clone(root));
     // Alone until the tree shows it is large.
     loop {
         let Some(dir) = shared.take(false) else {
-            return (mine.entries, mine.unlisted);
+            return mine.into_sorted();
         };
         shared.list(&dir, &mut mine);
         let q = shared.lock();
@@ -93,7 +121,7 @@ pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
     }
     let theirs = std::thread::scope(|scope| {
         let helper = scope.spawn(|| {
-            let mut theirs = Listed::default();
+            let mut theirs = Listed::new(Arc::new(root.to_path_buf()));
             shared.run(&mut theirs);
             theirs
         });
@@ -101,30 +129,54 @@ pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
         helper.join()
     });
     match theirs {
-        Ok(theirs) => {
-            mine.entries.extend(theirs.entries);
-            mine.unlisted.extend(theirs.unlisted);
-        }
+        Ok(theirs) => mine.append(theirs),
         // A panic in the helper is a bug; what it had taken is unknown, so list the whole tree
         // again on this thread rather than return a listing with a hole in it.
         Err(_) => {
             let again = Shared {
-                root,
                 queue: Mutex::new(Queue {
                     dirs: vec![ToList::root(root)],
                     busy: 0,
                 }),
                 wake: Condvar::new(),
             };
-            let mut all = Listed::default();
+            let mut all = Listed::new(Arc::clone(root));
             again.run(&mut all);
-            return (all.entries, all.unlisted);
+            return all.into_sorted();
         }
     }
-    (mine.entries, mine.unlisted)
+    mine.into_sorted()
 }
 
-impl Shared<'_> {
+/// Sorts `entries` by `rel`, given that each run (starting at each offset of `runs`, in order)
+/// is sorted already: a merge of the runs, moving each entry once.
+fn merge_runs(entries: &mut [Entry], runs: &[usize]) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let bounds: Vec<(usize, usize)> = runs
+        .iter()
+        .zip(runs.iter().skip(1).chain(std::iter::once(&entries.len())))
+        .map(|(&a, &b)| (a, b))
+        .filter(|(a, b)| a < b)
+        .collect();
+    if bounds.len() < 2 {
+        return;
+    }
+    let mut heap: BinaryHeap<Reverse<(&str, usize, usize)>> = bounds
+        .iter()
+        .map(|&(a, b)| Reverse((entries[a].rel.as_str(), a, b)))
+        .collect();
+    let mut order = Vec::with_capacity(entries.len());
+    while let Some(Reverse((_, at, end))) = heap.pop() {
+        order.push(at);
+        if at + 1 < end {
+            heap.push(Reverse((entries[at + 1].rel.as_str(), at + 1, end)));
+        }
+    }
+    permute(entries, order);
+}
+
+impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -178,7 +230,20 @@ impl Shared<'_> {
             flags |= OFlags::NOFOLLOW;
         }
         let fd = rustix::fs::open(&dir.path, flags, Mode::empty())?;
-        for item in Dir::read_from(&fd)? {
+        let start = out.entries.len();
+        out.runs.push(start);
+        let listed = Self::read_dir(&fd, dir, out, found);
+        sort_by_rel(&mut out.entries[start..]);
+        listed
+    }
+
+    fn read_dir(
+        fd: &rustix::fd::OwnedFd,
+        dir: &ToList,
+        out: &mut Listed,
+        found: &mut Vec<ToList>,
+    ) -> io::Result<()> {
+        for item in Dir::read_from(fd)? {
             let item = item?;
             let name = item.file_name().to_bytes();
             if name == b"." || name == b".." {
@@ -197,7 +262,7 @@ impl Shared<'_> {
             };
             let path = || dir.path.join(OsStr::from_bytes(name));
             match listed_entry(
-                self.root,
+                &out.root,
                 path,
                 rel,
                 lossless,
@@ -223,12 +288,12 @@ impl Shared<'_> {
 }
 
 /// Hands a listing's directories to the stack and marks its thread idle when dropped.
-struct Done<'s, 'a> {
-    shared: &'s Shared<'a>,
+struct Done<'s> {
+    shared: &'s Shared,
     found: Vec<ToList>,
 }
 
-impl Drop for Done<'_, '_> {
+impl Drop for Done<'_> {
     fn drop(&mut self) {
         let mut q = self.shared.lock();
         let wake = !self.found.is_empty() || q.busy == 1;
@@ -301,7 +366,12 @@ mod tests {
         fs::create_dir(&locked).unwrap();
         fs::write(locked.join("inside.md"), "x").unwrap();
         fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
-        let both = shape(walk(&root));
+        let listed = walk(&root);
+        assert!(
+            listed.0.windows(2).all(|w| w[0].rel < w[1].rel),
+            "the walk returns its entries sorted by rel"
+        );
+        let both = shape(listed);
         let one = shape(one_walk(&root));
         fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         assert_eq!(both, one);
@@ -345,14 +415,13 @@ mod tests {
         let root = Arc::new(fs::canonicalize(tmp.path()).unwrap());
         symlink(outside.path(), root.join("shots")).unwrap();
         let shared = Shared {
-            root: &root,
             queue: Mutex::new(Queue {
                 dirs: Vec::new(),
                 busy: 1,
             }),
             wake: Condvar::new(),
         };
-        let mut out = Listed::default();
+        let mut out = Listed::new(Arc::clone(&root));
         let swapped = ToList {
             path: root.join("shots"),
             depth: 1,
