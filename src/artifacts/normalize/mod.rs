@@ -204,7 +204,9 @@ pub fn normalize_str(s: &str) -> Cow<'_, str> {
     }
 }
 
-/// Bytes that may start a change: NUL, `\`, `&`, `-` and every non-ASCII byte.
+/// Bytes that may start a change: NUL, `\`, `&`, `-` and every non-ASCII byte (what
+/// [`Specials`] finds; the tests' byte-wise oracle).
+#[cfg(test)]
 const SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     t[0] = true;
@@ -219,34 +221,70 @@ const SPECIAL: [bool; 256] = {
     t
 };
 
-/// The first byte at or after `from` that is [`SPECIAL`]. Eight bytes at a time while none
-/// is: this scan runs over every byte of every report, so it is kept near memory speed.
+/// The first byte at or after `from` that is [`SPECIAL`].
+#[cfg(test)]
 fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
+    Specials::new(bytes).next(from)
+}
+
+/// The [`SPECIAL`] bytes of a text in order, by two searches that each run ahead and are asked
+/// again only once passed: the ASCII ones (`\`, `&`, `-`) by `memchr3` (vectorised), and NUL or
+/// non-ASCII a word at a time. These scans run over every byte of every report, so they are
+/// kept near memory speed.
+struct Specials<'a> {
+    bytes: &'a [u8],
+    /// The next `\`, `&` or `-` found (the text's length: none), from a search that began at or
+    /// before every position asked since; `None` before the first search.
+    ascii: Option<usize>,
+    /// Likewise, the next NUL or non-ASCII byte.
+    other: Option<usize>,
+}
+
+impl<'a> Specials<'a> {
+    fn new(bytes: &'a [u8]) -> Specials<'a> {
+        Specials {
+            bytes,
+            ascii: None,
+            other: None,
+        }
+    }
+
+    /// The first special byte at or after `from`; `from` never decreases between calls.
+    fn next(&mut self, from: usize) -> Option<usize> {
+        let len = self.bytes.len();
+        let rest = self.bytes.get(from..)?;
+        let ascii = match self.ascii {
+            Some(at) if at >= from => at,
+            _ => memchr::memchr3(b'\\', b'&', b'-', rest).map_or(len, |k| from + k),
+        };
+        let other = match self.other {
+            Some(at) if at >= from => at,
+            _ => nul_or_high(rest).map_or(len, |k| from + k),
+        };
+        (self.ascii, self.other) = (Some(ascii), Some(other));
+        let at = ascii.min(other);
+        (at < len).then_some(at)
+    }
+}
+
+/// The first NUL or non-ASCII byte of `bytes`, eight bytes at a time while there is none.
+fn nul_or_high(bytes: &[u8]) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
-    // A byte of `w` is zero (exactly, for the first such byte; a false positive above it
-    // only sends that word to the byte-wise check).
-    let zero = |w: u64| w.wrapping_sub(LO) & !w & HI;
-    let mut i = from;
-    // Through fixed-size arrays: `copy_from_slice` is a function call per word in the
-    // size-optimised build.
-    for chunk in bytes.get(from..)?.as_chunks::<8>().0 {
-        let w = u64::from_le_bytes(*chunk);
-        let hit = (w & HI)
-            | zero(w)
-            | zero(w ^ (LO * u64::from(b'\\')))
-            | zero(w ^ (LO * u64::from(b'&')))
-            | zero(w ^ (LO * u64::from(b'-')));
-        if hit != 0 {
-            break;
-        }
-        i += 8;
-    }
-    bytes
-        .get(i..)?
+    let (words, _) = bytes.as_chunks::<8>();
+    // A word with a NUL (`w - LO` borrows into its high bit) or a high bit set; the word is then
+    // searched byte by byte, so a false positive above the first such byte does not matter.
+    let first = words
         .iter()
-        .position(|&b| SPECIAL[usize::from(b)])
-        .map(|k| i + k)
+        .position(|w| {
+            let w = u64::from_le_bytes(*w);
+            (w.wrapping_sub(LO) & !w & HI) | (w & HI) != 0
+        })
+        .unwrap_or(words.len());
+    bytes[first * 8..]
+        .iter()
+        .position(|&b| b == 0 || b >= 0x80)
+        .map(|k| first * 8 + k)
 }
 
 /// What one special position reads as.
@@ -263,8 +301,9 @@ pub fn normalize(bytes: &[u8]) -> Option<(Vec<u8>, Map)> {
     let mut built: Option<Builder> = None;
     let mut copied_to = 0;
     let mut i = 0;
+    let mut specials = Specials::new(bytes);
     while i < bytes.len() {
-        match next_special(bytes, i) {
+        match specials.next(i) {
             Some(k) => i = k,
             None => break,
         }

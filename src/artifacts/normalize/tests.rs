@@ -228,4 +228,25 @@ proptest! {
             .map(|k| from + k);
         prop_assert_eq!(next_special(&bytes, from), naive);
     }
+
+    /// Asked at rising positions (as `normalize` asks), the cursors that run ahead give what a
+    /// fresh byte-wise search from each position gives.
+    #[test]
+    fn specials_asked_in_order_are_each_the_first_special_byte(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'a'), Just(b'-'), Just(b'&'), Just(b'\\'), Just(0u8),
+                        Just(0x80u8), Just(b'.')],
+            0..200),
+        mut froms in proptest::collection::vec(0usize..210, 0..20),
+    ) {
+        froms.sort_unstable();
+        let mut specials = Specials::new(&bytes);
+        for from in froms {
+            let naive = bytes
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&b| SPECIAL[usize::from(b)]))
+                .map(|k| from + k);
+            prop_assert_eq!(specials.next(from), naive, "from {}", from);
+        }
+    }
 }
