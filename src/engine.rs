@@ -350,6 +350,7 @@ pub fn evaluate_changed(
         results[todo[slot].0] = Some(result);
     }
     let results = results.into_iter().flatten().collect();
+    crate::artifacts::normalize::release_spare();
     Evaluation {
         complete,
         verdict: ctx.verdict.as_ref().map(|v| v.verdict.clone()),

@@ -1,4 +1,5 @@
-//! Judging many check instances on both halves of the machine.
+//! Judging many check instances on both halves of the machine (`verify`: a snapshot that keeps
+//! what it reads; the daemon, which bounds its memory, judges on one thread).
 //!
 //! The instances of one evaluation are independent: each reads the same snapshot (whose reads
 //! are shared, one per file) and writes nothing. On a large build one instance can cost tens
@@ -25,9 +26,12 @@ where
     F: Fn(&Ctx<'_>, &T) -> R + Sync,
 {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // A snapshot that bounds its memory (the daemon's, `keep_bytes`) reads one large file at a
+    // time: two threads would read two.
+    let unbounded = ctx.snap.limits().keep_bytes.is_none();
     let seed = ctx
         .seed()
-        .filter(|_| jobs.len() >= PARALLEL_FROM_JOBS && threads >= 2);
+        .filter(|_| jobs.len() >= PARALLEL_FROM_JOBS && threads >= 2 && unbounded);
     let Some(seed) = seed else {
         return jobs.iter().map(|j| judge(ctx, j)).enumerate().collect();
     };
@@ -97,5 +101,33 @@ mod tests {
             })
         }));
         assert!(caught.is_err());
+    }
+
+    #[test]
+    fn a_snapshot_that_bounds_its_memory_is_judged_on_one_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let protocol = Protocol::default_protocol().unwrap();
+        let jobs: Vec<usize> = (0..256).collect();
+        let threads_used = |limits: Limits| {
+            let snap = Snapshot::scan(dir.path(), limits).unwrap();
+            let ctx = Ctx::new(&protocol, &snap);
+            let ids = run(&ctx, &jobs, |_, _| {
+                // Long enough that a second thread, if any, takes some of the jobs.
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                format!("{:?}", std::thread::current().id())
+            });
+            let mut ids: Vec<String> = ids.into_iter().map(|(_, id)| id).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.len()
+        };
+        let bounded = Limits {
+            keep_bytes: Some(1 << 20),
+            ..Limits::default()
+        };
+        assert_eq!(threads_used(bounded), 1);
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+            assert_eq!(threads_used(Limits::default()), 2);
+        }
     }
 }

@@ -167,6 +167,12 @@ thread_local! {
     static SPARE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Frees this thread's spare normalised text: at the end of an evaluation, so a long-lived
+/// thread (the daemon's) does not hold a report's worth of memory while idle.
+pub fn release_spare() {
+    let _ = SPARE.try_with(|s| drop(std::mem::take(&mut *s.borrow_mut())));
+}
+
 /// A buffer for a normalised text of about `n` bytes: the thread's spare, grown to `n` if
 /// need be.
 fn spare(n: usize) -> Vec<u8> {
