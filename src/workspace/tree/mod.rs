@@ -28,7 +28,7 @@ use gix::ObjectId;
 use super::name;
 pub use super::statcache::StatCache;
 use fsat::OpenDir;
-use walk::Walker;
+use walk::{Bulk, Walker};
 
 /// What is at a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,17 +128,21 @@ impl WorkTree {
             opts,
             cache,
             entries: &mut tree.entries,
-            bulk: Some(Vec::new()),
+            bulk: Some(Bulk::new()),
             unlisted: Vec::new(),
         };
         let mut stack = Vec::new();
-        walker.visit_listing(&[], &top, listing, false, &mut stack);
+        walker.visit_listing(&[], &top, listing, false, 0, &mut stack);
         drop(top);
         walker.run(stack);
         walker.cache.end_scan();
-        // Built at once from the walk (sorted, then laid out), not an insertion per path.
+        // Built at once from the walk, laid out in order (no sort), not an insertion per path.
         let (bulk, unlisted) = (walker.bulk.take(), std::mem::take(&mut walker.unlisted));
-        tree.entries = bulk.unwrap_or_default().into_iter().collect();
+        tree.entries = bulk
+            .map(Bulk::into_sorted)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
         for (key, why) in unlisted {
             if let Some(entry) = tree.entries.get_mut(&key) {
                 entry.unreadable = Some(why);
