@@ -272,6 +272,7 @@ impl StatCache {
         if !self.dirty && path.is_file() {
             return Ok(());
         }
+        let _span = tracing::debug_span!("stat_cache_write", files = self.table.count).entered();
         let out = self.encode();
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,

@@ -220,5 +220,58 @@ mod sorted {
             prop_assert_eq!(ws.changes().unwrap(), &want);
             prop_assert!(ws.undecided.is_empty(), "{:?}", ws.undecided);
         }
+
+        /// A live referee's comparison, kept with its work tree and brought up to date at
+        /// the paths that changed, is the comparison a fresh reading makes.
+        #[test]
+        fn the_kept_comparison_follows_the_change((base, now) in sides()) {
+            let b = tempfile::tempdir().unwrap();
+            let w = tempfile::tempdir().unwrap();
+            build(b.path(), &base);
+            build(w.path(), &base);
+            let spec = BaselineSpec::Dir(b.path().to_path_buf());
+            let root = std::fs::canonicalize(w.path()).unwrap();
+            let pinned: Pinned = Baseline::pin(&root, &spec, None, 1 << 20)
+                .unwrap()
+                .map(Arc::new);
+            let (mut tree, mut cache) = (None, StatCache::default());
+            let first = Workspace::judge_live(&root, &pinned, &mut tree, None, &mut cache, 1 << 20)
+                .unwrap();
+            prop_assert!(first.changes().unwrap().is_empty());
+
+            // The worker's change: files removed, edited, chmodded, added.
+            let mut touched = BTreeSet::new();
+            for p in base.keys().filter(|p| !now.contains_key(*p)) {
+                std::fs::remove_file(root.join(OsStr::from_bytes(p))).unwrap();
+                touched.insert(name::encode(p));
+            }
+            let changed: Files = now
+                .iter()
+                .filter(|(p, v)| base.get(*p) != Some(*v))
+                .map(|(p, v)| (p.clone(), *v))
+                .collect();
+            build(&root, &changed);
+            for p in changed.keys() {
+                touched.insert(name::encode(p));
+            }
+            let touched: Vec<String> = touched.into_iter().collect();
+            let live = Workspace::judge_live(
+                &root,
+                &pinned,
+                &mut tree,
+                Some(&touched),
+                &mut cache,
+                1 << 20,
+            )
+            .unwrap();
+            let fresh = Workspace::open(&root, &spec, 1 << 20).unwrap();
+            prop_assert_eq!(live.changes(), fresh.changes());
+            prop_assert_eq!(live.ignored(), fresh.ignored());
+            prop_assert_eq!(&live.undecided, &fresh.undecided);
+            prop_assert_eq!(live.aliases(), fresh.aliases());
+            for p in live.changes().unwrap().keys() {
+                prop_assert_eq!(live.detail(p), fresh.detail(p));
+            }
+        }
     }
 }

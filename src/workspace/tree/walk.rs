@@ -92,6 +92,11 @@ impl Bulk {
                 items.push((i, true));
             }
         }
+        if items.len() == rows.len() {
+            // No directory among them: the rows are in name order as listed (and whatever
+            // is not is sorted at the end).
+            return items;
+        }
         let name = |i: usize| -> &[u8] {
             rows[i].0.as_ref().map_or(&[][..], |(k, _)| {
                 let k = k.as_bytes();
@@ -162,6 +167,8 @@ pub(super) struct Walker<'w, 'o> {
     pub(super) bulk: Option<Bulk>,
     /// In a full scan, the directories that could not be listed (path, why).
     pub(super) unlisted: Vec<(String, String)>,
+    /// In a rescan, the keys recorded anew (for the kept comparison).
+    pub(super) fresh: Vec<String>,
 }
 
 impl Walker<'_, '_> {
@@ -197,6 +204,7 @@ impl Walker<'_, '_> {
                             self.unlisted.push((key, reason(&e)));
                         } else if let Some(entry) = self.entries.get_mut(&key) {
                             entry.unreadable = Some(reason(&e));
+                            self.fresh.push(key);
                         }
                     }
                 }
@@ -215,6 +223,7 @@ impl Walker<'_, '_> {
     ) {
         if let Some(bulk) = &mut self.bulk {
             bulk.current = slot;
+            bulk.dirs[slot].reserve_exact(listing.len());
         }
         for (base, meta) in listing {
             if parent.is_empty()
@@ -348,6 +357,7 @@ impl Walker<'_, '_> {
                 bulk.dirs[at].push((Some((key, entry)), sub));
             }
             None => {
+                self.fresh.push(key.clone());
                 self.entries.insert(key, entry);
             }
         }
