@@ -205,15 +205,29 @@ impl Workspace {
     ) -> Result<Workspace, WorkspaceError> {
         let root = canonical_root(root)?;
         let keep = state.is_dir();
-        let base = {
-            let _span = tracing::debug_span!("pin").entered();
-            Baseline::pin(&root, spec, keep.then_some(state), cap)?.map(Arc::new)
-        };
         let cache_file = state.join(STAT_CACHE);
-        let mut cache = {
-            let _span = tracing::debug_span!("stat_cache_load").entered();
-            StatCache::load(&cache_file)
-        };
+        // The stat cache is read while the baseline is pinned (on a thread of its own, see
+        // `baseline::bounded`): the two are independent, and each takes a few milliseconds on
+        // a large tree.
+        let (base, mut cache) = std::thread::scope(|s| {
+            let loading = std::thread::Builder::new()
+                .name("referee-cache".into())
+                .spawn_scoped(s, || {
+                    let _span = tracing::debug_span!("stat_cache_load").entered();
+                    StatCache::load(&cache_file)
+                });
+            let base = {
+                let _span = tracing::debug_span!("pin").entered();
+                Baseline::pin(&root, spec, keep.then_some(state), cap)
+            };
+            let cache = match loading.map(|h| h.join()) {
+                Ok(Ok(cache)) => cache,
+                // No thread for it (or it died): read here.
+                _ => StatCache::load(&cache_file),
+            };
+            (base, cache)
+        });
+        let base = base?.map(Arc::new);
         let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
         if keep && cache.is_dirty() {
             let _span = tracing::debug_span!("stat_cache_save", reads = cache.reads()).entered();
