@@ -21,7 +21,8 @@ Prints one JSON object: {"name", "files", "folders", "changed", "trials", "ok", 
 "p50_ms", "p99_ms", "mean_ms", "min_ms", "max_ms", "verdicts", "git_status_p50_ms",
 "git_status_p99_ms", "ratio_p50", "ratio_p99", "verify_p50_ms", "verify_git_status_p50_ms",
 "verify_ratio_p50", and the same as CPU time (user + system): "verify_cpu_p50_ms",
-"verify_git_status_cpu_p50_ms", "verify_cpu_ratio_p50"}.
+"verify_git_status_cpu_p50_ms", "verify_cpu_ratio_p50", and every trial's time in order, "trials_ms"}; the five slowest
+trials on stderr.
 """
 
 import argparse
@@ -119,6 +120,7 @@ def main():
     watch = Inotify(out, IN_MOVED_TO | IN_CREATE)
     paths = [rel_of(i, a.folders) for i in range(0, a.files, max(1, a.files // a.changed))][: a.changed]
     samples, timeouts, verdicts, git_samples = [], 0, {}, []
+    trials = []  # (trial, which change, ms): to see which trials make the tail
     previous = None
     try:
         for t in range(a.warmup + a.trials):
@@ -156,6 +158,7 @@ def main():
                 continue
             if t >= a.warmup:
                 samples.append((seen - start) * 1000)
+                trials.append((t, "protected" if protected else "plain", samples[-1]))
                 git_samples.append(git_status_ms(ws))
                 try:
                     with open(os.path.join(out, name)) as f:
@@ -200,6 +203,10 @@ def main():
           f"{fmt(pct(git_samples, 0.50))}, p99 {fmt(pct(git_samples, 0.99))} ms; ratio p50 "
           f"{ratio(pct(s, 0.50), pct(git_samples, 0.50))}, p99 "
           f"{ratio(pct(s, 0.99), pct(git_samples, 0.99))}", file=sys.stderr)
+    if trials:
+        slow = sorted(trials, key=lambda x: -x[2])[:5]
+        print("slowest trials: " + ", ".join(f"#{t} ({w}) {ms:.1f} ms" for t, w, ms in slow),
+              file=sys.stderr)
     if a.verify:
         print(f"verify ({a.verify} runs interleaved with git status): wall median "
               f"{fmt(pct(verify, 0.50))} vs {fmt(pct(verify_git, 0.50))} ms, ratio "
@@ -220,6 +227,7 @@ def main():
         "verify_cpu_p50_ms": pct(verify_cpu, 0.50),
         "verify_git_status_cpu_p50_ms": pct(verify_git_cpu, 0.50),
         "verify_cpu_ratio_p50": ratio(pct(verify_cpu, 0.50), pct(verify_git_cpu, 0.50)),
+        "trials_ms": [round(ms, 2) for _, _, ms in trials],
     }))
 
 

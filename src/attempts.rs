@@ -244,10 +244,7 @@ fn read_task_dir(dir: &Path, diffs: bool) -> Vec<KeptAttempt> {
         if !meta.is_file() || meta.len() > 1 << 20 {
             continue;
         }
-        let Ok(mut kept) = std::fs::read(e.path())
-            .map_err(|_| ())
-            .and_then(|b| serde_json::from_slice::<Kept>(&b).map_err(|_| ()))
-        else {
+        let Some(mut kept) = parsed(&e.path(), &meta) else {
             continue;
         };
         if stem != kept.attempt.to_string() {
@@ -269,6 +266,47 @@ fn read_task_dir(dir: &Path, diffs: bool) -> Vec<KeptAttempt> {
     }
     out.sort_by_key(|(k, _)| k.attempt);
     out
+}
+
+/// A kept attempt's file as it was when parsed: device, inode, size, mtime and ctime (ns).
+type FileId = (u64, u64, u64, i128, i128);
+
+fn file_id(meta: &std::fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    (
+        meta.dev(),
+        meta.ino(),
+        meta.len(),
+        ns(meta.mtime(), meta.mtime_nsec()),
+        ns(meta.ctime(), meta.ctime_nsec()),
+    )
+}
+
+/// The attempt files of this process's stores as parsed, by path, with their [`FileId`]: the
+/// store is in the referee's own state directory and written by rename, so a file still with
+/// that id has those bytes. A live referee judging every event then parses each kept attempt
+/// once, not at every judgment (the loop guards read every task's, so that cost grew with
+/// the session's history).
+static PARSED: std::sync::Mutex<Option<std::collections::HashMap<PathBuf, (FileId, Kept)>>> =
+    std::sync::Mutex::new(None);
+
+/// The [`Kept`] in the file at `path`, whose metadata is `meta`; `None` if it cannot be read or
+/// parsed.
+fn parsed(path: &Path, meta: &std::fs::Metadata) -> Option<Kept> {
+    let id = file_id(meta);
+    let mut memo = PARSED.lock().ok();
+    if let Some(Some((at, kept))) = memo.as_mut().map(|m| m.get_or_insert_default().get(path)) {
+        if *at == id {
+            return Some(kept.clone());
+        }
+    }
+    let kept = serde_json::from_slice::<Kept>(&std::fs::read(path).ok()?).ok()?;
+    if let Some(m) = memo.as_mut() {
+        m.get_or_insert_default()
+            .insert(path.to_path_buf(), (id, kept.clone()));
+    }
+    Some(kept)
 }
 
 fn ensure_real_dir(d: &Path) -> std::io::Result<()> {
@@ -307,6 +345,37 @@ mod tests {
         assert_ne!(diff_hash(a), diff_hash(&a.replace("return 2", "return 3")));
         assert!(is_empty_change("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a \n+a\n"));
         assert!(!is_empty_change(a));
+    }
+
+    /// A kept attempt is parsed once while its file stands; a file kept again (by rename) or
+    /// rewritten in place is read again, and one that no longer parses is not kept.
+    #[test]
+    fn a_kept_attempt_rewritten_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("attempts"));
+        let kept = |verdict: &str| Kept {
+            attempt: 1,
+            verdict: verdict.into(),
+            graded: verdict.into(),
+            escalation: None,
+            task_id: "t".into(),
+            record_hash: None,
+            diff_hash: Some("h".into()),
+        };
+        store.keep(&kept("REJECT"), "d").unwrap();
+        assert_eq!(store.last("t").unwrap().verdict, "REJECT");
+        assert_eq!(store.last("t").unwrap().verdict, "REJECT");
+        store.keep(&kept("APPROVE"), "d").unwrap();
+        assert_eq!(store.last("t").unwrap().verdict, "APPROVE");
+        assert_eq!(store.graded_elsewhere("u", "APPROVE").len(), 1);
+        // In place, same inode: its size and ctime move.
+        let path = dir.path().join("attempts/t/1.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("APPROVE", "ESCALATE")).unwrap();
+        assert_eq!(store.last("t").unwrap().verdict, "ESCALATE");
+        assert!(store.graded_elsewhere("u", "APPROVE").is_empty());
+        std::fs::write(&path, "{ not json").unwrap();
+        assert_eq!(store.last("t"), None);
     }
 
     #[test]

@@ -2,20 +2,23 @@
 //! giving the changed paths, what changed about them (type, mode), what could not be decided,
 //! and the new paths that are a way to a baseline file (a symlink or hard link).
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
-use super::baseline::{BaseKind, Baseline};
-use super::tree::{Kind, WorkTree};
-use super::{excluded, name, Change, Workspace};
+use super::baseline::{BaseEntry, BaseKind, Baseline};
+use super::tree::{Entry, Kind, WorkTree};
+use super::{excluded, name, Change, Compared, Workspace};
 
-impl Workspace {
-    /// Every difference between the baseline and the work tree: bytes, type and mode.
-    pub(super) fn compare(&mut self, base: &Baseline, tree: &WorkTree) {
-        let mut changes = BTreeMap::new();
-        // Both sides are sorted the same way: one merge over them, no look-ups (the cost of a
-        // judgment on a large tree was mostly these).
-        let mut bi = base.entries.iter().peekable();
-        let mut ti = tree.entries.iter().peekable();
+impl Compared {
+    /// Every path of both sides, in one merge: both are sorted the same way, no look-ups.
+    fn full(base: &Arc<Baseline>, entries: &BTreeMap<String, Entry>) -> Compared {
+        let mut c = Compared {
+            base: Some(base.clone()),
+            ..Compared::default()
+        };
+        let mut bi = base.entries.as_slice().iter().peekable();
+        let mut ti = entries.iter().peekable();
         loop {
             let (p, b, e) = match (bi.peek().copied(), ti.peek().copied()) {
                 (None, None) => break,
@@ -43,124 +46,197 @@ impl Workspace {
                     (tp, None, Some(te))
                 }
             };
-            if excluded(p) {
-                continue;
+            c.note(p, b, e, base);
+        }
+        c
+    }
+
+    /// Brings the comparison kept with `tree` up to date: at the keys rescans touched since
+    /// (each looked up on both sides), or made anew after a full scan or for another baseline.
+    pub(super) fn bring_up_to_date(tree: &mut WorkTree, base: &Arc<Baseline>) {
+        let WorkTree {
+            entries,
+            touched,
+            compared,
+        } = tree;
+        let same = compared
+            .as_ref()
+            .and_then(|c| c.base.as_ref())
+            .is_some_and(|b| Arc::ptr_eq(b, base));
+        match (compared.as_mut(), touched.as_ref()) {
+            (Some(c), Some(keys)) if same => {
+                for key in keys {
+                    c.forget(key);
+                    c.note(key, base.entries.get(key), entries.get(key), base);
+                }
             }
-            let Some(e) = e else {
-                changes.insert(p.clone(), Change::Removed);
-                continue;
-            };
-            let Some(b) = b else {
-                if matches!(e.kind, Kind::Dir) {
-                    continue;
-                }
-                if e.ignored {
-                    self.ignored.push(p.clone());
-                    continue;
-                }
-                changes.insert(p.clone(), Change::Added);
-                continue;
-            };
-            let now = match &e.kind {
-                Kind::File { exec } => BaseKind::File { exec: *exec },
-                Kind::Symlink { .. } => BaseKind::Symlink,
-                Kind::Dir if b.kind == BaseKind::Submodule => continue,
-                other => {
-                    // A directory, FIFO, socket, device or nested repository where the
-                    // baseline has a file: its type changed.
-                    changes.insert(p.clone(), Change::Modified);
-                    self.details.insert(
-                        p.clone(),
-                        format!("type: {} → {}", b.kind.describe(), kind_name(other)),
-                    );
-                    continue;
-                }
-            };
-            let same_type = matches!(
-                (&now, &b.kind),
-                (BaseKind::File { .. }, BaseKind::File { .. })
-                    | (BaseKind::Symlink, BaseKind::Symlink)
+            _ => *compared = Some(Box::new(Compared::full(base, entries))),
+        }
+        *touched = Some(BTreeSet::new());
+    }
+
+    fn forget(&mut self, p: &str) {
+        self.changes.remove(p);
+        self.details.remove(p);
+        self.ignored.remove(p);
+        self.undecided.remove(p);
+    }
+
+    /// How `p` differs: on the baseline as `b`, in the work tree as `e`.
+    fn note(&mut self, p: &str, b: Option<&BaseEntry>, e: Option<&Entry>, base: &Baseline) {
+        if excluded(p) {
+            return;
+        }
+        let Some(e) = e else {
+            if b.is_some() {
+                self.changes.insert(p.to_string(), Change::Removed);
+            }
+            return;
+        };
+        let Some(b) = b else {
+            if matches!(e.kind, Kind::Dir) {
+                return;
+            }
+            if e.ignored {
+                self.ignored.insert(p.to_string());
+                return;
+            }
+            self.changes.insert(p.to_string(), Change::Added);
+            return;
+        };
+        let now = match &e.kind {
+            Kind::File { exec } => BaseKind::File { exec: *exec },
+            Kind::Symlink { .. } => BaseKind::Symlink,
+            Kind::Dir if b.kind == BaseKind::Submodule => return,
+            other => {
+                // A directory, FIFO, socket, device or nested repository where the
+                // baseline has a file: its type changed.
+                self.changes.insert(p.to_string(), Change::Modified);
+                self.details.insert(
+                    p.to_string(),
+                    format!("type: {} → {}", b.kind.describe(), kind_name(other)),
+                );
+                return;
+            }
+        };
+        let same_type = matches!(
+            (&now, &b.kind),
+            (BaseKind::File { .. }, BaseKind::File { .. }) | (BaseKind::Symlink, BaseKind::Symlink)
+        );
+        if !same_type {
+            self.changes.insert(p.to_string(), Change::Modified);
+            self.details.insert(
+                p.to_string(),
+                format!("type: {} → {}", b.kind.describe(), now.describe()),
             );
-            if !same_type {
-                changes.insert(p.clone(), Change::Modified);
-                self.details.insert(
-                    p.clone(),
-                    format!("type: {} → {}", b.kind.describe(), now.describe()),
-                );
-                continue;
-            }
-            if now != b.kind {
-                changes.insert(p.clone(), Change::Modified);
-                self.details.insert(
-                    p.clone(),
-                    format!("mode: {} → {}", b.kind.describe(), now.describe()),
-                );
-            }
-            if let Some(why) = &e.unreadable {
-                self.undecided.push((p.clone(), why.clone()));
-                continue;
-            }
-            // The hex of a file's SHA-256 only for the rare path checked out with other line
-            // endings: not one string per file of the tree.
-            let checked_out = base.checked_out_sha256(p);
-            let now = checked_out.and_then(|_| e.sha256_hex());
-            let differs = match (checked_out, now, e.oid) {
-                (Some(sha), Some(now), _) => sha != now,
-                (None, _, Some(oid)) => oid != b.oid,
-                _ => {
-                    self.undecided
-                        .push((p.clone(), "its content could not be hashed".into()));
-                    continue;
-                }
-            };
-            if differs {
-                changes.insert(p.clone(), Change::Modified);
-            }
+            return;
         }
-        // A new path that is a way to a baseline file: a link that resolves to one, or a hard
-        // link sharing its inode.
-        let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
-        let added: Vec<&String> = changes
-            .iter()
-            .filter(|(_, c)| **c == Change::Added)
-            .map(|(p, _)| p)
-            .collect();
-        let hard_links = added.iter().any(|p| {
-            tree.entries
-                .get(*p)
-                .is_some_and(|e| matches!(e.kind, Kind::File { .. }) && e.nlink > 1)
-        });
-        if hard_links {
-            for p in base.entries.keys() {
-                if let Some(e) = tree.entries.get(p) {
-                    if matches!(e.kind, Kind::File { .. }) {
-                        inodes.insert((e.dev, e.ino), p.clone());
-                    }
-                }
-            }
+        if now != b.kind {
+            self.changes.insert(p.to_string(), Change::Modified);
+            self.details.insert(
+                p.to_string(),
+                format!("mode: {} → {}", b.kind.describe(), now.describe()),
+            );
         }
-        for p in added {
-            let Some(e) = tree.entries.get(p) else {
-                continue;
-            };
-            match &e.kind {
-                Kind::Symlink { target } => {
-                    if let Some(to) = resolve_link(p, target) {
-                        if base.entries.contains_key(&to) {
-                            self.aliases.push((p.clone(), to));
-                        }
-                    }
-                }
-                Kind::File { .. } if e.nlink > 1 => {
-                    if let Some(to) = inodes.get(&(e.dev, e.ino)) {
-                        self.aliases.push((p.clone(), to.clone()));
-                    }
-                }
-                _ => {}
-            }
+        if let Some(why) = &e.unreadable {
+            self.undecided.insert(p.to_string(), why.clone());
+            return;
         }
+        // The hex of a file's SHA-256 only for the rare path checked out with other line
+        // endings: not one string per file of the tree.
+        let checked_out = base.checked_out_sha256(p);
+        let now = checked_out.and_then(|_| e.sha256_hex());
+        let differs = match (checked_out, now, e.oid) {
+            (Some(sha), Some(now), _) => sha != now,
+            (None, _, Some(oid)) => oid != b.oid,
+            _ => {
+                self.undecided
+                    .insert(p.to_string(), "its content could not be hashed".into());
+                return;
+            }
+        };
+        if differs {
+            self.changes.insert(p.to_string(), Change::Modified);
+        }
+    }
+}
+
+impl Workspace {
+    /// Every difference between the baseline and the work tree (bytes, type and mode): `c`
+    /// as made for this judgment, or a kept one (copied).
+    pub(super) fn adopt(&mut self, c: Cow<'_, Compared>, base: &Baseline, tree: &WorkTree) {
+        let (changes, details, ignored, undecided) = match c {
+            Cow::Owned(c) => (c.changes, c.details, c.ignored, c.undecided),
+            Cow::Borrowed(c) => (
+                c.changes.clone(),
+                c.details.clone(),
+                c.ignored.clone(),
+                c.undecided.clone(),
+            ),
+        };
+        self.details = details;
+        self.ignored = ignored.into_iter().collect();
+        self.undecided = undecided.into_iter().collect();
+        self.aliases = aliases(&changes, base, tree);
         self.changes = Some(changes);
     }
+
+    /// [`adopt`](Self::adopt) of a comparison made now, in one merge.
+    pub(super) fn compare(&mut self, base: &Arc<Baseline>, tree: &WorkTree) {
+        let c = Compared::full(base, &tree.entries);
+        self.adopt(Cow::Owned(c), base, tree);
+    }
+}
+
+/// The added paths that are a way to a baseline file: a link that resolves to one, or a hard
+/// link sharing its inode.
+fn aliases(
+    changes: &BTreeMap<String, Change>,
+    base: &Baseline,
+    tree: &WorkTree,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
+    let added: Vec<&String> = changes
+        .iter()
+        .filter(|(_, c)| **c == Change::Added)
+        .map(|(p, _)| p)
+        .collect();
+    let hard_links = added.iter().any(|p| {
+        tree.entries
+            .get(*p)
+            .is_some_and(|e| matches!(e.kind, Kind::File { .. }) && e.nlink > 1)
+    });
+    if hard_links {
+        for p in base.entries.keys() {
+            if let Some(e) = tree.entries.get(p) {
+                if matches!(e.kind, Kind::File { .. }) {
+                    inodes.insert((e.dev, e.ino), p.clone());
+                }
+            }
+        }
+    }
+    for p in added {
+        let Some(e) = tree.entries.get(p) else {
+            continue;
+        };
+        match &e.kind {
+            Kind::Symlink { target } => {
+                if let Some(to) = resolve_link(p, target) {
+                    if base.entries.contains_key(&to) {
+                        out.push((p.clone(), to));
+                    }
+                }
+            }
+            Kind::File { .. } if e.nlink > 1 => {
+                if let Some(to) = inodes.get(&(e.dev, e.ino)) {
+                    out.push((p.clone(), to.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn kind_name(k: &Kind) -> &'static str {

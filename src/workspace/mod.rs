@@ -25,7 +25,7 @@ pub mod statcache;
 pub mod tree;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -167,6 +167,20 @@ pub struct Workspace {
     cur_cache: RefCell<HashMap<String, Content>>,
 }
 
+/// A work tree compared with a baseline, path by path: what changed (and how, besides the
+/// bytes), what the baseline's rules ignore, what could not be decided. Made in one merge over
+/// both sorted listings; a live referee keeps it with its work tree and brings it up to date
+/// at the keys its rescans touched, so a judgment costs the change, not the tree.
+#[derive(Debug, Clone, Default)]
+pub struct Compared {
+    /// The baseline it is of (held, so it is never taken for another one at its address).
+    base: Option<Arc<Baseline>>,
+    changes: BTreeMap<String, Change>,
+    details: BTreeMap<String, String>,
+    ignored: BTreeSet<String>,
+    undecided: BTreeMap<String, String>,
+}
+
 /// A pinned baseline, or why there is none.
 pub type Pinned = Result<Arc<Baseline>, String>;
 
@@ -191,15 +205,29 @@ impl Workspace {
     ) -> Result<Workspace, WorkspaceError> {
         let root = canonical_root(root)?;
         let keep = state.is_dir();
-        let base = {
-            let _span = tracing::debug_span!("pin").entered();
-            Baseline::pin(&root, spec, keep.then_some(state), cap)?.map(Arc::new)
-        };
         let cache_file = state.join(STAT_CACHE);
-        let mut cache = {
-            let _span = tracing::debug_span!("stat_cache_load").entered();
-            StatCache::load(&cache_file)
-        };
+        // The stat cache is read while the baseline is pinned (on a thread of its own, see
+        // `baseline::bounded`): the two are independent, and each takes a few milliseconds on
+        // a large tree.
+        let (base, mut cache) = std::thread::scope(|s| {
+            let loading = std::thread::Builder::new()
+                .name("referee-cache".into())
+                .spawn_scoped(s, || {
+                    let _span = tracing::debug_span!("stat_cache_load").entered();
+                    StatCache::load(&cache_file)
+                });
+            let base = {
+                let _span = tracing::debug_span!("pin").entered();
+                Baseline::pin(&root, spec, keep.then_some(state), cap)
+            };
+            let cache = match loading.map(|h| h.join()) {
+                Ok(Ok(cache)) => cache,
+                // No thread for it (or it died): read here.
+                _ => StatCache::load(&cache_file),
+            };
+            (base, cache)
+        });
+        let base = base?.map(Arc::new);
         let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
         if keep && cache.is_dirty() {
             let _span = tracing::debug_span!("stat_cache_save", reads = cache.reads()).entered();
@@ -229,7 +257,14 @@ impl Workspace {
             scan(&root, base.as_ref().ok().map(|b| &**b), cache, cap)?
         };
         let _span = tracing::debug_span!("compare", paths = tree.entries.len()).entered();
-        Ok(Workspace::from_tree(root, base, &tree, raw_records, cap))
+        Ok(Workspace::from_tree(
+            root,
+            base,
+            &tree,
+            raw_records,
+            cap,
+            None,
+        ))
     }
 
     /// [`Workspace::judge`] for a referee that keeps the work tree between judgments: `tree`
@@ -248,6 +283,7 @@ impl Workspace {
         let b = base.as_ref().ok().map(|b| &**b);
         match (tree.as_mut(), touched) {
             (Some(t), Some(paths)) => {
+                let _span = tracing::debug_span!("rescan", paths = paths.len()).entered();
                 let ig = |p: &[u8], d: bool| b.is_some_and(|b| b.is_ignored(p, d));
                 let opts = tree::Options {
                     cap,
@@ -256,27 +292,40 @@ impl Workspace {
                 };
                 t.rescan(&root, paths, &opts, cache);
             }
-            _ => *tree = Some(scan(&root, b, cache, cap)?),
+            _ => {
+                let _span = tracing::debug_span!("walk").entered();
+                *tree = Some(scan(&root, b, cache, cap)?);
+            }
         }
-        let t = tree.as_ref().ok_or_else(|| WorkspaceError::Root {
+        let t = tree.as_mut().ok_or_else(|| WorkspaceError::Root {
             path: root.display().to_string(),
             source: std::io::Error::other("the work tree could not be read"),
         })?;
+        // Compared again only where the rescans touched it (a full scan: all of it).
+        if let Ok(b) = base {
+            let _span = tracing::debug_span!("compare", paths = t.entries.len()).entered();
+            Compared::bring_up_to_date(t, b);
+        }
+        let t = &*t;
         Ok(Workspace::from_tree(
             root.clone(),
             base,
             t,
             raw_records,
             cap,
+            t.compared.as_deref(),
         ))
     }
 
+    /// The workspace of `tree` against `base`: compared now in one merge, or `kept` (a
+    /// comparison of this tree with this baseline, up to date).
     fn from_tree(
         root: PathBuf,
         base: &Pinned,
         tree: &WorkTree,
         raw_records: Vec<(String, Content)>,
         cap: u64,
+        kept: Option<&Compared>,
     ) -> Workspace {
         let git_work_tree = std::fs::symlink_metadata(root.join(".git")).is_ok();
         let mut ws = Workspace {
@@ -299,7 +348,10 @@ impl Workspace {
         match base {
             Ok(b) => {
                 ws.baseline = Some(b.info.clone());
-                ws.compare(b, tree);
+                match kept {
+                    Some(c) => ws.adopt(std::borrow::Cow::Borrowed(c), b, tree),
+                    None => ws.compare(b, tree),
+                }
                 ws.base = Some(b.clone());
             }
             Err(why) => ws.no_baseline = Some(why.clone()),

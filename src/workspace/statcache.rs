@@ -167,6 +167,15 @@ impl Table {
         }
     }
 
+    /// The record of `path`: `hint` when it is that one (a walk in path order meets the
+    /// records one after another), else by binary search.
+    fn find_near(&self, path: &[u8], hint: usize) -> Option<usize> {
+        if hint < self.count && self.path(hint) == path {
+            return Some(hint);
+        }
+        self.find(path)
+    }
+
     /// The record of `path`, by binary search.
     fn find(&self, path: &[u8]) -> Option<usize> {
         let (mut lo, mut hi) = (0, self.count);
@@ -206,6 +215,8 @@ pub struct StatCache {
     reads: u64,
     /// Something changed since it was loaded or saved.
     dirty: bool,
+    /// The record after the last one found: where the next look-up of a walk starts.
+    next: usize,
 }
 
 impl Default for StatCache {
@@ -219,6 +230,7 @@ impl Default for StatCache {
             margin: Duration::from_secs(2),
             reads: 0,
             dirty: false,
+            next: 0,
         }
     }
 }
@@ -260,6 +272,7 @@ impl StatCache {
         if !self.dirty && path.is_file() {
             return Ok(());
         }
+        let _span = tracing::debug_span!("stat_cache_write", files = self.table.count).entered();
         let out = self.encode();
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -402,8 +415,9 @@ impl StatCache {
     pub(super) fn take(&mut self, path: &[u8], stat: &Stat) -> Option<Cached> {
         let hit = match self.overlay.get(path) {
             Some(c) => *c,
-            None => match self.table.find(path) {
+            None => match self.table.find_near(path, self.next) {
                 Some(i) if self.live[i] => {
+                    self.next = i + 1;
                     let c = self.table.record(i);
                     if self.trusts(&c, stat) {
                         if let Some(seen) = &mut self.seen {

@@ -64,3 +64,214 @@ fn any_judged_looks_at_the_records_only() {
         "a malformed record is judged"
     );
 }
+
+mod sorted {
+    //! The one-shot path's sorted tables (the walk laid out in key order, the baseline's
+    //! listing as a sorted table, one merge over them) against a naive reading of both sides.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Names that sort differently as components and as whole paths (`a`, `a-b`, `a.c`, `a/x`,
+    /// `a0`), a space, non-ASCII, a byte that is not UTF-8 and one in the escape range.
+    const NAMES: &[&[u8]] = &[
+        b"a",
+        b"a-b",
+        b"a.c",
+        b"a0",
+        b"b",
+        b"x y",
+        "é".as_bytes(),
+        b"\xff",
+        b"\xf4\x8f\xbc\x80",
+    ];
+
+    /// Up to three components each.
+    fn paths() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        let component = prop::sample::select(NAMES.to_vec());
+        let path = prop::collection::vec(component, 1..4).prop_map(|parts| parts.join(&b'/'));
+        prop::collection::vec(path, 0..14)
+    }
+
+    /// File paths only at the leaves: a path that is an ancestor of another is a directory.
+    fn leaves(paths: &[Vec<u8>]) -> BTreeSet<Vec<u8>> {
+        let all: BTreeSet<Vec<u8>> = paths.iter().cloned().collect();
+        all.iter()
+            .filter(|p| {
+                !all.iter()
+                    .any(|q| q.len() > p.len() && q.starts_with(p) && q[p.len()] == b'/')
+            })
+            .cloned()
+            .collect()
+    }
+
+    fn build(root: &Path, files: &Files) {
+        for (rel, (content, exec)) in files {
+            let path = root.join(OsStr::from_bytes(rel));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, [b'v', *content, b'\n']).unwrap();
+            let mode = if *exec { 0o755 } else { 0o644 };
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+    }
+
+    /// Every path and its ancestors, encoded.
+    fn with_dirs(files: &Files) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for rel in files.keys() {
+            for (i, b) in rel.iter().enumerate() {
+                if *b == b'/' {
+                    out.insert(name::encode(&rel[..i]));
+                }
+            }
+            out.insert(name::encode(rel));
+        }
+        out
+    }
+
+    /// A tree's files: content byte and executable bit, by path.
+    type Files = BTreeMap<Vec<u8>, (u8, bool)>;
+
+    fn sides() -> impl Strategy<Value = (Files, Files)> {
+        (paths(), paths(), any::<u64>()).prop_map(|(a, b, seed)| {
+            let base: BTreeMap<Vec<u8>, (u8, bool)> = leaves(&a)
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| (p, (b'0' + (i % 3) as u8, (seed >> (i % 64)) & 1 == 1)))
+                .collect();
+            // The work tree: the baseline with some files edited, chmodded or removed, and
+            // new ones, as long as no path is a file on one side and a directory above a
+            // file on the other (a type change, not what this compares).
+            let mut now = BTreeMap::new();
+            for (i, (p, (c, x))) in base.iter().enumerate() {
+                match (seed >> ((i * 2) % 64)) & 3 {
+                    0 => {}
+                    1 => {
+                        now.insert(p.clone(), (b'9', *x));
+                    }
+                    2 => {
+                        now.insert(p.clone(), (*c, !*x));
+                    }
+                    _ => {
+                        now.insert(p.clone(), (*c, *x));
+                    }
+                }
+            }
+            for p in leaves(&b) {
+                now.entry(p).or_insert((b'n', false));
+            }
+            let mut keep: BTreeMap<Vec<u8>, (u8, bool)> = BTreeMap::new();
+            let all: Vec<Vec<u8>> = base.keys().chain(now.keys()).cloned().collect();
+            let leaf = leaves(&all);
+            for (p, v) in now {
+                if leaf.contains(&p) {
+                    keep.insert(p, v);
+                }
+            }
+            let base = base.into_iter().filter(|(p, _)| leaf.contains(p)).collect();
+            (base, keep)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// The walk keeps every path once, in key order, whatever the names.
+        #[test]
+        fn the_walk_lists_every_path_once(a in paths()) {
+            let files: BTreeMap<Vec<u8>, (u8, bool)> =
+                leaves(&a).into_iter().map(|p| (p, (b'1', false))).collect();
+            let tmp = tempfile::tempdir().unwrap();
+            build(tmp.path(), &files);
+            let tree = scan(tmp.path(), None, &mut StatCache::default(), 1 << 20).unwrap();
+            let keys: BTreeSet<String> = tree.entries.keys().cloned().collect();
+            prop_assert_eq!(keys, with_dirs(&files));
+        }
+
+        /// What changed, from the sorted tables and the one merge, is what a naive reading
+        /// of both sides finds: bytes or mode differ, a path on one side only.
+        #[test]
+        fn the_merge_finds_what_a_naive_comparison_finds((base, now) in sides()) {
+            let b = tempfile::tempdir().unwrap();
+            let w = tempfile::tempdir().unwrap();
+            build(b.path(), &base);
+            build(w.path(), &now);
+            let spec = BaselineSpec::Dir(b.path().to_path_buf());
+            let ws = Workspace::open(w.path(), &spec, 1 << 20).unwrap();
+            let mut want = BTreeMap::new();
+            for (p, v) in &base {
+                match now.get(p) {
+                    None => {
+                        want.insert(name::encode(p), Change::Removed);
+                    }
+                    Some(n) if n != v => {
+                        want.insert(name::encode(p), Change::Modified);
+                    }
+                    Some(_) => {}
+                }
+            }
+            for p in now.keys().filter(|p| !base.contains_key(*p)) {
+                want.insert(name::encode(p), Change::Added);
+            }
+            prop_assert_eq!(ws.changes().unwrap(), &want);
+            prop_assert!(ws.undecided.is_empty(), "{:?}", ws.undecided);
+        }
+
+        /// A live referee's comparison, kept with its work tree and brought up to date at
+        /// the paths that changed, is the comparison a fresh reading makes.
+        #[test]
+        fn the_kept_comparison_follows_the_change((base, now) in sides()) {
+            let b = tempfile::tempdir().unwrap();
+            let w = tempfile::tempdir().unwrap();
+            build(b.path(), &base);
+            build(w.path(), &base);
+            let spec = BaselineSpec::Dir(b.path().to_path_buf());
+            let root = std::fs::canonicalize(w.path()).unwrap();
+            let pinned: Pinned = Baseline::pin(&root, &spec, None, 1 << 20)
+                .unwrap()
+                .map(Arc::new);
+            let (mut tree, mut cache) = (None, StatCache::default());
+            let first = Workspace::judge_live(&root, &pinned, &mut tree, None, &mut cache, 1 << 20)
+                .unwrap();
+            prop_assert!(first.changes().unwrap().is_empty());
+
+            // The worker's change: files removed, edited, chmodded, added.
+            let mut touched = BTreeSet::new();
+            for p in base.keys().filter(|p| !now.contains_key(*p)) {
+                std::fs::remove_file(root.join(OsStr::from_bytes(p))).unwrap();
+                touched.insert(name::encode(p));
+            }
+            let changed: Files = now
+                .iter()
+                .filter(|(p, v)| base.get(*p) != Some(*v))
+                .map(|(p, v)| (p.clone(), *v))
+                .collect();
+            build(&root, &changed);
+            for p in changed.keys() {
+                touched.insert(name::encode(p));
+            }
+            let touched: Vec<String> = touched.into_iter().collect();
+            let live = Workspace::judge_live(
+                &root,
+                &pinned,
+                &mut tree,
+                Some(&touched),
+                &mut cache,
+                1 << 20,
+            )
+            .unwrap();
+            let fresh = Workspace::open(&root, &spec, 1 << 20).unwrap();
+            prop_assert_eq!(live.changes(), fresh.changes());
+            prop_assert_eq!(live.ignored(), fresh.ignored());
+            prop_assert_eq!(&live.undecided, &fresh.undecided);
+            prop_assert_eq!(live.aliases(), fresh.aliases());
+            for p in live.changes().unwrap().keys() {
+                prop_assert_eq!(live.detail(p), fresh.detail(p));
+            }
+        }
+    }
+}

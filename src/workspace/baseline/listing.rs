@@ -50,7 +50,9 @@ pub(super) fn save_listing(state: &Path, tree: &gitread::BaseTree, ignore: &[(Ve
     let _ = crate::atomic::write_atomic(state, LISTING_FILE, &out);
 }
 
-pub(super) type Kept = (gitread::BaseTree, Vec<(Vec<u8>, Vec<u8>)>);
+/// A kept listing: its entries in the order kept (sorted by path bytes) and its `.gitignore`
+/// files (path, bytes).
+pub(super) type Kept = (Vec<(Vec<u8>, gitread::BaseEntry)>, Vec<(Vec<u8>, Vec<u8>)>);
 
 /// A cursor over a kept listing.
 pub(super) struct Cursor<'b>(&'b [u8]);
@@ -110,7 +112,6 @@ pub(super) fn parse_listing(bytes: &[u8], commit: gix::ObjectId) -> Option<Kept>
         let oid = c.oid()?;
         entries.push((p, gitread::BaseEntry { kind, oid }));
     }
-    let entries = entries.into_iter().collect();
     let count = c.u64()?;
     let mut ignore = Vec::new();
     for _ in 0..count {
@@ -122,5 +123,5 @@ pub(super) fn parse_listing(bytes: &[u8], commit: gix::ObjectId) -> Option<Kept>
     if !c.0.is_empty() {
         return None;
     }
-    Some((gitread::BaseTree { commit, entries }, ignore))
+    Some((entries, ignore))
 }

@@ -27,7 +27,9 @@ use super::tree::{self, Kind, StatCache, WorkTree};
 use super::{name, BaselineInfo, BaselineSpec, Content, WorkspaceError};
 use crate::artifacts::fsread::{sha256_hex, FileData};
 
+mod entries;
 mod listing;
+pub use entries::BaseEntries;
 use listing::{load_listing, save_listing};
 
 /// What a path is on the baseline side.
@@ -98,7 +100,7 @@ const CHECKOUT_DIR: &str = "baseline-checkout";
 pub struct Baseline {
     pub info: BaselineInfo,
     /// Every baseline path (encoded, see [`name`]), files and links; no directories.
-    pub entries: BTreeMap<String, BaseEntry>,
+    pub entries: BaseEntries,
     source: Source,
     ignore: Ignore,
     /// Baseline bytes as checked out (line endings), by path.
@@ -223,7 +225,7 @@ impl Baseline {
         // The listing of a pinned commit never changes: read from the object store once and
         // kept in the state directory (the referee's own), so a later `verify` or restart
         // does not decompress and verify every tree object again.
-        let (tree, ignore_files) = match state.and_then(|s| load_listing(s, commit)) {
+        let (rows, ignore_files) = match state.and_then(|s| load_listing(s, commit)) {
             Some(kept) => kept,
             None => {
                 let tree = repo.tree(commit)?;
@@ -234,15 +236,17 @@ impl Baseline {
                 if let Some(state) = state {
                     save_listing(state, &tree, &files);
                 }
-                (tree, files)
+                (tree.entries.into_iter().collect(), files)
             }
         };
-        let ignore = Ignore::from_files(&ignore_files, &tree);
-        // Gathered, then laid out as a map at once (an insertion per path cost a one-shot
-        // `verify` of a large tree a comparison of paths at every level of the map).
-        let mut entries = Vec::with_capacity(tree.entries.len());
+        // The rules only: whether a path is tracked is a look-up in the listing itself (see
+        // `is_ignored`), not a set of copies of every path.
+        let ignore = Ignore::rules(&ignore_files);
+        // One `String` per path, taking over the listing's bytes, laid out as one sorted table
+        // (it is kept sorted: one look over it, no sort, no map).
+        let mut entries = Vec::with_capacity(rows.len());
         let mut subs = BTreeMap::new();
-        for (path, e) in tree.entries {
+        for (path, e) in rows {
             let rel = name::encode_owned(path);
             let kind = match e.kind {
                 EntryKind::File => BaseKind::File { exec: false },
@@ -266,7 +270,7 @@ impl Baseline {
             };
             entries.push((rel, BaseEntry { kind, oid: e.oid }));
         }
-        let entries: BTreeMap<String, BaseEntry> = entries.into_iter().collect();
+        let entries = BaseEntries::from_rows(entries);
         let short: String = commit.to_string().chars().take(12).collect();
         let mut base = Baseline {
             info: BaselineInfo {
@@ -340,7 +344,7 @@ impl Baseline {
                 path: root.display().to_string(),
                 source,
             })?;
-        let mut entries = BTreeMap::new();
+        let mut entries = Vec::with_capacity(wt.entries.len());
         for (rel, e) in wt.entries {
             if e.ignored {
                 continue;
@@ -355,8 +359,9 @@ impl Baseline {
             let oid = e
                 .oid
                 .unwrap_or_else(|| gix::ObjectId::null(gix::hash::Kind::Sha1));
-            entries.insert(rel, BaseEntry { kind, oid });
+            entries.push((rel, BaseEntry { kind, oid }));
         }
+        let entries = BaseEntries::from_rows(entries);
         Ok(Baseline {
             info: BaselineInfo {
                 kind,
@@ -445,7 +450,24 @@ impl Baseline {
     /// Whether `rel` (encoded) is ignored by the baseline's committed rules (a baseline path
     /// never is).
     pub fn is_ignored(&self, rel: &[u8], is_dir: bool) -> bool {
-        self.ignore.is_ignored(rel, is_dir)
+        if !self.ignore.has_rules() {
+            return false;
+        }
+        if !self.is_git() {
+            // A directory baseline's rules carry the tracked paths of the commit they come
+            // from (see `from_dir`).
+            return self.ignore.is_ignored(rel, is_dir);
+        }
+        let rel = rel.strip_suffix(b"/").unwrap_or(rel);
+        // The listing's keys are encoded: valid UTF-8 is its own key.
+        let key = match std::str::from_utf8(rel) {
+            Ok(s) if !rel.contains(&0xF4) => std::borrow::Cow::Borrowed(s),
+            _ => std::borrow::Cow::Owned(name::encode(rel)),
+        };
+        if self.entries.contains_key(&key) || self.entries.has_under(&key) {
+            return false;
+        }
+        self.ignore.is_ignored_untracked(rel, is_dir)
     }
 
     /// The baseline's content of `rel`.

@@ -47,6 +47,30 @@ impl Ignore {
     /// The rules of `files` (each `.gitignore`'s path and bytes, as read from `tree`), each
     /// relative to its directory, a deeper one overriding a shallower one.
     pub fn from_files(files: &[(Vec<u8>, Vec<u8>)], tree: &BaseTree) -> Ignore {
+        let mut ignore = Ignore::rules(files);
+        if ignore.search.patterns.is_empty() {
+            // No rules: nothing is ignored, and the tracked paths are never asked about (a set
+            // of every path and directory costs a one-shot `verify` of a large tree dearly).
+            return ignore;
+        }
+        let tracked: BTreeSet<Vec<u8>> = tree.entries.keys().cloned().collect();
+        let mut tracked_dirs = HashSet::new();
+        for path in &tracked {
+            for (i, b) in path.iter().enumerate() {
+                if *b == b'/' {
+                    tracked_dirs.insert(path[..i].to_vec());
+                }
+            }
+        }
+        ignore.tracked = tracked;
+        ignore.tracked_dirs = tracked_dirs;
+        ignore
+    }
+
+    /// The rules of `files` alone, without the tracked paths: for a caller that keeps the
+    /// baseline's listing itself and asks [`is_ignored_untracked`](Self::is_ignored_untracked)
+    /// only about paths it does not track (no copy of every path per `verify`).
+    pub fn rules(files: &[(Vec<u8>, Vec<u8>)]) -> Ignore {
         let mut files: Vec<&(Vec<u8>, Vec<u8>)> = files.iter().collect();
         // Shallow first: gix matches the lists last to first, and a deeper file wins.
         files.sort_by_key(|(path, _)| path.iter().filter(|&&b| b == b'/').count());
@@ -70,25 +94,15 @@ impl Ignore {
                 base: (!dir.is_empty()).then(|| dir.into()),
             });
         }
-        if search.patterns.is_empty() {
-            // No rules: nothing is ignored, and the tracked paths are never asked about (a set
-            // of every path and directory costs a one-shot `verify` of a large tree dearly).
-            return Ignore::empty();
-        }
-        let tracked: BTreeSet<Vec<u8>> = tree.entries.keys().cloned().collect();
-        let mut tracked_dirs = HashSet::new();
-        for path in &tracked {
-            for (i, b) in path.iter().enumerate() {
-                if *b == b'/' {
-                    tracked_dirs.insert(path[..i].to_vec());
-                }
-            }
-        }
         Ignore {
             search,
-            tracked,
-            tracked_dirs,
+            ..Ignore::default()
         }
+    }
+
+    /// Whether there is any rule at all.
+    pub fn has_rules(&self) -> bool {
+        !self.search.patterns.is_empty()
     }
 
     /// No rules: nothing is ignored.
@@ -104,7 +118,20 @@ impl Ignore {
             return false;
         }
         let path = path.strip_suffix(b"/").unwrap_or(path);
-        if path.is_empty() || self.tracked.contains(path) || self.tracked_dirs.contains(path) {
+        if self.tracked.contains(path) || self.tracked_dirs.contains(path) {
+            return false;
+        }
+        self.is_ignored_untracked(path, is_dir)
+    }
+
+    /// [`is_ignored`](Self::is_ignored) for a path the caller knows the baseline does not track
+    /// (neither a tracked path nor a directory holding one).
+    pub fn is_ignored_untracked(&self, path: &[u8], is_dir: bool) -> bool {
+        if self.search.patterns.is_empty() {
+            return false;
+        }
+        let path = path.strip_suffix(b"/").unwrap_or(path);
+        if path.is_empty() {
             return false;
         }
         // Each enclosing directory first: once one is ignored, no rule inside can re-include.

@@ -100,7 +100,8 @@ impl OpenDir {
         )?))
     }
 
-    /// The names in the directory with their `lstat` (taken relative to the descriptor).
+    /// The names in the directory, sorted by their bytes, with their `lstat` (taken relative
+    /// to the descriptor).
     pub(super) fn list(&mut self) -> io::Result<Vec<(OsString, io::Result<Lstat>)>> {
         let mut names = Vec::new();
         for item in self.dir.by_ref() {
@@ -111,6 +112,9 @@ impl OpenDir {
             }
             names.push(OsString::from_vec(name.to_vec()));
         }
+        // In name order: a walk then meets paths nearly in the order they are kept (and the
+        // stat cache's records one after another).
+        names.sort_unstable();
         Ok(names
             .into_iter()
             .map(|name| {

@@ -25,10 +25,10 @@ use std::path::Path;
 
 use gix::ObjectId;
 
-use super::name;
 pub use super::statcache::StatCache;
+use super::{name, Compared};
 use fsat::OpenDir;
-use walk::Walker;
+use walk::{Bulk, Walker};
 
 /// What is at a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,11 +105,26 @@ impl fmt::Debug for Options<'_> {
 }
 
 /// The work tree: every path under the root but the skipped top-level names.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct WorkTree {
     /// Keyed by [`name::encode`]d relative paths, `/`-separated.
     pub entries: BTreeMap<String, Entry>,
+    /// The keys [`rescan`](Self::rescan)s added, removed or read again since the kept
+    /// comparison was brought up to date; `None`: every key (a full scan).
+    pub(super) touched: Option<BTreeSet<String>>,
+    /// The comparison with the baseline as last made, kept for a live referee: the next
+    /// judgment compares again only the `touched` keys (see [`super::Compared`]).
+    pub(super) compared: Option<Box<Compared>>,
 }
+
+/// Two trees are equal when their entries are: what was kept between judgments is not the tree.
+impl PartialEq for WorkTree {
+    fn eq(&self, other: &WorkTree) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl Eq for WorkTree {}
 
 impl WorkTree {
     /// Walks the whole tree under `root`. An `Err` only when `root` itself cannot be listed;
@@ -128,17 +143,22 @@ impl WorkTree {
             opts,
             cache,
             entries: &mut tree.entries,
-            bulk: Some(Vec::new()),
+            bulk: Some(Bulk::new()),
             unlisted: Vec::new(),
+            fresh: Vec::new(),
         };
         let mut stack = Vec::new();
-        walker.visit_listing(&[], &top, listing, false, &mut stack);
+        walker.visit_listing(&[], &top, listing, false, 0, &mut stack);
         drop(top);
         walker.run(stack);
         walker.cache.end_scan();
-        // Built at once from the walk (sorted, then laid out), not an insertion per path.
+        // Built at once from the walk, laid out in order (no sort), not an insertion per path.
         let (bulk, unlisted) = (walker.bulk.take(), std::mem::take(&mut walker.unlisted));
-        tree.entries = bulk.unwrap_or_default().into_iter().collect();
+        tree.entries = bulk
+            .map(Bulk::into_sorted)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
         for (key, why) in unlisted {
             if let Some(entry) = tree.entries.get_mut(&key) {
                 entry.unreadable = Some(why);
@@ -198,6 +218,7 @@ impl WorkTree {
             entries: &mut self.entries,
             bulk: None,
             unlisted: Vec::new(),
+            fresh: Vec::new(),
         };
         for mut target in chosen {
             loop {
@@ -237,10 +258,15 @@ impl WorkTree {
             }
         }
         walker.run(stack);
-        for key in removed {
-            if !walker.entries.get(&key).is_some_and(Entry::is_hashed_file) {
-                walker.cache.remove(&name::decode(&key));
+        let fresh = std::mem::take(&mut walker.fresh);
+        for key in &removed {
+            if !walker.entries.get(key).is_some_and(Entry::is_hashed_file) {
+                walker.cache.remove(&name::decode(key));
             }
+        }
+        if let Some(touched) = &mut self.touched {
+            touched.extend(removed);
+            touched.extend(fresh);
         }
     }
 

@@ -20,6 +20,100 @@ pub(super) struct Pending {
     pub(super) rel: Vec<u8>,
     pub(super) id: (u64, u64),
     pub(super) ignored: bool,
+    /// In a full scan, where its children's rows go ([`Bulk`]).
+    pub(super) slot: usize,
+}
+
+/// One child as a full scan records it: its row (taken out when laid out) and, for a directory
+/// walked, the [`Bulk`] slot of its own children.
+type Row = (Option<(String, Entry)>, Option<usize>);
+
+/// A slot being laid out: its number, its items in order (row, or that row's children), and
+/// the next item.
+type Open = (usize, Vec<(usize, bool)>, usize);
+
+/// A full scan's entries as walked: per listed directory (slot 0: the root) its children's
+/// rows, laid out in key order once at the end ([`Bulk::into_sorted`]), never sorted as a
+/// whole nor inserted one by one.
+#[derive(Debug)]
+pub(super) struct Bulk {
+    dirs: Vec<Vec<Row>>,
+    /// The slot the rows recorded now go to.
+    current: usize,
+}
+
+impl Bulk {
+    pub(super) fn new() -> Bulk {
+        Bulk {
+            dirs: vec![Vec::new()],
+            current: 0,
+        }
+    }
+
+    /// Every row, sorted by key: each directory's children in name order, a directory's own
+    /// children where `name/` sorts among its siblings (so `a`, `a-b`, `a/x`, `a0`), depth
+    /// first. The keys are checked to be in order at the end, and sorted if they are not (a
+    /// name whose escaped form sorts otherwise than its bytes).
+    pub(super) fn into_sorted(mut self) -> Vec<(String, Entry)> {
+        let total = self.dirs.iter().map(Vec::len).sum();
+        let mut out: Vec<(String, Entry)> = Vec::with_capacity(total);
+        let first = self.order(0);
+        let mut stack: Vec<Open> = vec![(0, first, 0)];
+        while let Some((slot, order, next)) = stack.last_mut() {
+            let Some(&(i, sub)) = order.get(*next) else {
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            let slot = *slot;
+            if sub {
+                if let Some(child) = self.dirs[slot][i].1 {
+                    let order = self.order(child);
+                    stack.push((child, order, 0));
+                }
+            } else if let Some(row) = self.dirs[slot][i].0.take() {
+                out.push(row);
+            }
+        }
+        if !out.windows(2).all(|w| w[0].0 < w[1].0) {
+            out.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        out
+    }
+
+    /// The items of a slot in key order: each row by its name, each walked directory's
+    /// children as `name/`.
+    fn order(&self, slot: usize) -> Vec<(usize, bool)> {
+        let rows = &self.dirs[slot];
+        let mut items = Vec::with_capacity(rows.len() * 2);
+        for (i, (_, sub)) in rows.iter().enumerate() {
+            items.push((i, false));
+            if sub.is_some() {
+                items.push((i, true));
+            }
+        }
+        if items.len() == rows.len() {
+            // No directory among them: the rows are in name order as listed (and whatever
+            // is not is sorted at the end).
+            return items;
+        }
+        let name = |i: usize| -> &[u8] {
+            rows[i].0.as_ref().map_or(&[][..], |(k, _)| {
+                let k = k.as_bytes();
+                k.iter()
+                    .rposition(|&b| b == b'/')
+                    .map_or(k, |at| &k[at + 1..])
+            })
+        };
+        let tail = |sub: bool| sub.then_some(&b'/');
+        items.sort_by(|a, b| {
+            name(a.0)
+                .iter()
+                .chain(tail(a.1))
+                .cmp(name(b.0).iter().chain(tail(b.1)))
+        });
+        items
+    }
 }
 
 /// How many directories are opened and listed at once in a walk: bounds the descriptors held.
@@ -69,10 +163,12 @@ pub(super) struct Walker<'w, 'o> {
     pub(super) opts: &'w Options<'o>,
     pub(super) cache: &'w mut StatCache,
     pub(super) entries: &'w mut BTreeMap<String, Entry>,
-    /// In a full scan, the entries as walked, laid out as a map once at the end.
-    pub(super) bulk: Option<Vec<(String, Entry)>>,
+    /// In a full scan, the entries as walked, laid out in order once at the end.
+    pub(super) bulk: Option<Bulk>,
     /// In a full scan, the directories that could not be listed (path, why).
     pub(super) unlisted: Vec<(String, String)>,
+    /// In a rescan, the keys recorded anew (for the kept comparison).
+    pub(super) fresh: Vec<String>,
 }
 
 impl Walker<'_, '_> {
@@ -93,7 +189,14 @@ impl Walker<'_, '_> {
             for (dir, listed) in batch.into_iter().zip(listed) {
                 match listed {
                     Ok((open, listing)) => {
-                        self.visit_listing(&dir.rel, &open, listing, dir.ignored, &mut stack);
+                        self.visit_listing(
+                            &dir.rel,
+                            &open,
+                            listing,
+                            dir.ignored,
+                            dir.slot,
+                            &mut stack,
+                        );
                     }
                     Err(e) => {
                         let key = name::encode(&dir.rel);
@@ -101,6 +204,7 @@ impl Walker<'_, '_> {
                             self.unlisted.push((key, reason(&e)));
                         } else if let Some(entry) = self.entries.get_mut(&key) {
                             entry.unreadable = Some(reason(&e));
+                            self.fresh.push(key);
                         }
                     }
                 }
@@ -114,8 +218,13 @@ impl Walker<'_, '_> {
         dir: &OpenDir,
         listing: Vec<(OsString, io::Result<Lstat>)>,
         ignored: bool,
+        slot: usize,
         stack: &mut Vec<Pending>,
     ) {
+        if let Some(bulk) = &mut self.bulk {
+            bulk.current = slot;
+            bulk.dirs[slot].reserve_exact(listing.len());
+        }
         for (base, meta) in listing {
             if parent.is_empty()
                 && self
@@ -192,12 +301,20 @@ impl Walker<'_, '_> {
         } else if is_dir {
             // The directory to walk keeps the path's bytes.
             let key = name::encode(&rel);
+            let slot = match &mut self.bulk {
+                Some(bulk) => {
+                    bulk.dirs.push(Vec::new());
+                    bulk.dirs.len() - 1
+                }
+                None => 0,
+            };
             let next = Pending {
                 rel,
                 id: (meta.dev, meta.ino),
                 ignored,
+                slot,
             };
-            self.insert(key, entry);
+            self.insert_row(key, entry, Some(slot));
             return Some(next);
         } else if is_file {
             entry.kind = Kind::File {
@@ -229,9 +346,18 @@ impl Walker<'_, '_> {
     }
 
     pub(super) fn insert(&mut self, key: String, entry: Entry) {
+        self.insert_row(key, entry, None);
+    }
+
+    /// Records an entry; in a full scan, `sub` is the slot of a walked directory's children.
+    fn insert_row(&mut self, key: String, entry: Entry, sub: Option<usize>) {
         match &mut self.bulk {
-            Some(bulk) => bulk.push((key, entry)),
+            Some(bulk) => {
+                let at = bulk.current;
+                bulk.dirs[at].push((Some((key, entry)), sub));
+            }
             None => {
+                self.fresh.push(key.clone());
                 self.entries.insert(key, entry);
             }
         }
