@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
+#[cfg(test)]
 use super::escape::rel_of;
 use super::fsread::{self, ReadError};
 
@@ -174,6 +175,8 @@ pub struct Unlisted {
 }
 
 impl Unlisted {
+    /// A walkdir error as an unlisted place (the tests' oracle walk).
+    #[cfg(test)]
     pub(super) fn from_walk(root: &Path, err: &walkdir::Error) -> Unlisted {
         let rel = err.path().map(|p| rel_of(root, p).0).unwrap_or_default();
         let cause = err
@@ -242,6 +245,7 @@ struct Resolved {
 
 /// The entry for what the walk found; `base`: the depth of the walk's start below the root (0 for
 /// the root itself).
+#[cfg(test)]
 pub(super) fn make_entry(root: &Arc<PathBuf>, dent: &walkdir::DirEntry, base: usize) -> Entry {
     let path = dent.path();
     let (rel, lossless) = rel_of(root, path);

@@ -1,5 +1,6 @@
 //! Names as text: [`escape_name`], the injective, one-line escape every `rel` is made with.
 
+#[cfg(test)]
 use std::path::Path;
 
 /// Strips any leading `./` so callers may write either form.
@@ -68,6 +69,7 @@ pub fn needs_escape(c: char) -> bool {
 /// The path of an entry relative to the root, from the bytes (the walk yields normalised
 /// paths under the root, so no component parsing is needed), escaped by [`escape_name`].
 /// Also says whether it is lossless (joining it to the root gives the entry's path back).
+#[cfg(test)]
 pub(super) fn rel_of(root: &Path, path: &Path) -> (String, bool) {
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();

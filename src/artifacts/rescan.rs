@@ -5,11 +5,10 @@ use std::fs;
 use std::io;
 use std::sync::{Mutex, OnceLock};
 
-use walkdir::WalkDir;
-
-use super::entry::{make_entry, relisted, Kind, Unlisted};
+use super::entry::{relisted, Kind};
 use super::escape::{escape_name, normalize_rel};
 use super::snapshot::Snapshot;
+use super::walk;
 
 /// More changed paths than this in one [`Snapshot::rescan`]: one walk of the tree is cheaper.
 const MAX_RESCAN_PATHS: usize = 256;
@@ -57,21 +56,11 @@ impl Snapshot {
         }
         let mut fresh = Vec::new();
         for rel in &dirty {
-            let base = rel.split('/').count();
-            let walk = WalkDir::new(canonical_root.join(rel))
-                .follow_links(false)
-                .follow_root_links(false);
-            for item in walk {
-                match item {
-                    Ok(dent) => fresh.push(make_entry(&canonical_root, &dent, base)),
-                    // The changed path itself is gone: removed, nothing to list.
-                    Err(e)
-                        if e.depth() == 0
-                            && e.io_error()
-                                .is_some_and(|io| io.kind() == io::ErrorKind::NotFound) => {}
-                    Err(e) => unlisted.push(Unlisted::from_walk(&canonical_root, &e)),
-                }
-            }
+            // Listed as the scan lists: through each directory's own descriptor, never
+            // through a symlink swapped in since.
+            let (listed, places) = walk::walk_from(&canonical_root, rel);
+            fresh.extend(listed);
+            unlisted.extend(places);
         }
         if fresh.len() <= 16 {
             // A few: each moved into place (one shift of the tail each).

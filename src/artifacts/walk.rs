@@ -148,6 +148,52 @@ pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
     mine.into_sorted()
 }
 
+/// The entry at `rel` (a path that maps back to the disk unescaped) and, when it is a directory,
+/// everything below it, sorted by `rel`, listed on this thread the way [`walk`] lists: for
+/// bringing a listing up to date where something changed. Nothing when `rel` does not exist.
+pub(super) fn walk_from(root: &Arc<PathBuf>, rel: &str) -> (Vec<Entry>, Vec<Unlisted>) {
+    use std::os::unix::fs::MetadataExt;
+    let path = root.join(rel);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
+        Err(e) => {
+            let cause = fsread::lowercase_message(&e);
+            let rel = rel.to_string();
+            return (Vec::new(), vec![Unlisted { rel, cause }]);
+        }
+    };
+    let depth = rel.split('/').count();
+    let listed = rustix::fs::FileType::from_raw_mode(meta.mode());
+    let entry = match listed_entry(root, || path.clone(), rel.to_string(), true, listed, depth) {
+        Ok(entry) => entry,
+        Err(unlisted) => return (Vec::new(), vec![unlisted]),
+    };
+    if entry.kind != Kind::Dir || entry.is_symlink() {
+        return (vec![entry], Vec::new());
+    }
+    let shared = Shared {
+        queue: Mutex::new(Queue {
+            dirs: vec![ToList {
+                path,
+                depth,
+                rel: rel.to_string(),
+                lossless: true,
+            }],
+            busy: 0,
+        }),
+        wake: Condvar::new(),
+    };
+    let mut below = Listed::new(Arc::clone(root));
+    shared.run(&mut below);
+    let (below, unlisted) = below.into_sorted();
+    // The directory sorts before everything below it.
+    let mut entries = Vec::with_capacity(below.len() + 1);
+    entries.push(entry);
+    entries.extend(below);
+    (entries, unlisted)
+}
+
 /// Sorts `entries` by `rel`, given that each run (starting at each offset of `runs`, in order)
 /// is sorted already: a merge of the runs, moving each entry once.
 fn merge_runs(entries: &mut [Entry], runs: &[usize]) {

@@ -2,6 +2,7 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
+use super::super::entry::Unlisted;
 use super::*;
 use crate::artifacts::test_support::*;
 use crate::artifacts::Snapshot;
