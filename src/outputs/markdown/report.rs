@@ -404,16 +404,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         let _ = writeln!(out, "None.\n");
     } else {
         table_head(&mut out, &["Check ID", "Description", "Evidence", "Phase"]);
-        for r in sig {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | Pass {} |",
-                cell(&r.check),
-                cell(&r.title),
-                cell(&evidence_summary(r)),
-                cell(&r.pass)
-            );
-        }
+        result_rows(&mut out, &sig);
         out.push('\n');
     }
 
@@ -428,16 +419,7 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
             &mut out,
             &["Check ID", "Description", "What is missing", "Phase"],
         );
-        for r in incon {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | Pass {} |",
-                cell(&r.check),
-                cell(&r.title),
-                cell(&evidence_summary(r)),
-                cell(&r.pass)
-            );
-        }
+        result_rows(&mut out, &incon);
         out.push('\n');
     }
 
@@ -585,4 +567,19 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
         }
     }
     tidy(&out)
+}
+
+/// One row per result: check, description, what the evidence says, pass (the SIGNIFICANT and
+/// INCONCLUSIVE tables).
+fn result_rows(out: &mut String, results: &[&CheckResult]) {
+    for r in results {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | Pass {} |",
+            cell(&r.check),
+            cell(&r.title),
+            cell(&evidence_summary(r)),
+            cell(&r.pass)
+        );
+    }
 }
