@@ -148,7 +148,7 @@ fn build(
         let state = state_of(req.dir, req.state_dir)?;
         refuse_live(req.dir, &state)?;
     }
-    let snap = scan(req.dir, req.max_read_bytes)?;
+    let snap = scan(req.dir, req.max_read_bytes, protocol)?;
     let now = chrono::Utc::now();
     let options = Options {
         final_: req.final_,
@@ -331,14 +331,15 @@ pub fn apply_waivers(
     Some(w.in_use(today))
 }
 
-fn scan(dir: &Path, max_read_bytes: u64) -> Result<Snapshot> {
+/// Lists `dir`, reading ahead the reports `protocol` will read (see [`Snapshot::scan_reading`]).
+fn scan(dir: &Path, max_read_bytes: u64, protocol: &Protocol) -> Result<Snapshot> {
     let limits = Limits {
         max_read_bytes,
         ..Limits::default()
     };
     let _span = tracing::debug_span!("scan", dir = %dir.display()).entered();
     // The error already names the directory.
-    Snapshot::scan(dir, limits).map_err(anyhow::Error::from)
+    Snapshot::scan_reading(dir, limits, &|rel| protocol.may_read(rel)).map_err(anyhow::Error::from)
 }
 
 fn refuse_live(dir: &Path, state: &Path) -> Result<()> {

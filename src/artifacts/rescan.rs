@@ -83,6 +83,7 @@ impl Snapshot {
             limits,
             unlisted,
             reads: Mutex::new(HashMap::new()),
+            early: Mutex::new(HashMap::new()),
             tracker: OnceLock::new(),
         })
     }

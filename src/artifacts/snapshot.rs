@@ -1,6 +1,7 @@
 //! The [`Snapshot`]: one listing of the build directory, with each file read at most once and
 //! the execution tracker parsed at most once.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs;
 use std::io;
@@ -30,6 +31,10 @@ pub struct Snapshot {
     pub(super) unlisted: Vec<Unlisted>,
     /// Reads by entry index: only the few files that are read have a slot.
     pub(super) reads: Mutex<HashMap<usize, ReadSlot>>,
+    /// Files read ahead while the walk listed ([`Snapshot::scan_reading`]), by entry index:
+    /// each becomes that file's read when a check first reads it (until then it is not
+    /// evidence: [`Snapshot::peek`] does not see it).
+    pub(super) early: Mutex<HashMap<usize, Result<Arc<FileData>, ReadError>>>,
     pub(super) tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
 }
 
@@ -41,6 +46,32 @@ impl Snapshot {
     /// Directories that cannot be listed and entries that cannot be examined during the walk are
     /// recorded in [`Snapshot::unlisted`]: what they hold is unknown, not absent.
     pub fn scan(root: &Path, limits: Limits) -> io::Result<Snapshot> {
+        Snapshot::scan_with(root, limits, None)
+    }
+
+    /// Like [`Snapshot::scan`], and meanwhile reads (and hashes), on another thread, the files
+    /// directly in the root that `wanted` names: a one-shot judgment that will read megabytes
+    /// of reports reads them while the walk lists tens of thousands of screenshots, instead of
+    /// after it. Only a snapshot that keeps what it reads (`keep_bytes: None`) reads ahead,
+    /// and only when the wanted files come to 1 MiB or more.
+    ///
+    /// A file read ahead is still read once: that read becomes the snapshot's read of it
+    /// when a check asks for it, provided the walk listed a regular file at its name (a
+    /// symlink, a directory, a FIFO there is refused as [`Snapshot::read`] refuses it). A file
+    /// no check asks for is never evidence.
+    pub fn scan_reading(
+        root: &Path,
+        limits: Limits,
+        wanted: &(dyn Fn(&str) -> bool),
+    ) -> io::Result<Snapshot> {
+        Snapshot::scan_with(root, limits, Some(wanted))
+    }
+
+    fn scan_with(
+        root: &Path,
+        limits: Limits,
+        wanted: Option<&(dyn Fn(&str) -> bool)>,
+    ) -> io::Result<Snapshot> {
         let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
         let meta = fs::metadata(&canonical_root).map_err(|e| root_error(root, &e))?;
         if !meta.is_dir() {
@@ -51,15 +82,50 @@ impl Snapshot {
         }
         // The walk would report an unreadable root as one more unlisted place; here it must be fatal,
         // or an unreadable directory would look like an empty one.
-        fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
+        let top = fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
+        let ahead = match wanted {
+            Some(wanted) if limits.keep_bytes.is_none() => to_read_ahead(top, wanted),
+            _ => Vec::new(),
+        };
 
         let canonical_root = Arc::new(canonical_root);
-        let (mut entries, mut unlisted) = walk::walk(&canonical_root);
+        let ((mut entries, mut unlisted), early) = std::thread::scope(|scope| {
+            let reader = (!ahead.is_empty()).then(|| {
+                scope.spawn(|| {
+                    ahead
+                        .iter()
+                        .map(|(rel, path)| {
+                            let read = fsread::read_file(
+                                &canonical_root,
+                                path,
+                                rel,
+                                limits.max_read_bytes,
+                            );
+                            (rel.as_str(), read.map(Arc::new))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            });
+            let listing = walk::walk(&canonical_root);
+            // A read-ahead that panicked leaves its files to be read when asked for.
+            let early = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+            (listing, early)
+        });
         // `rel` is an injective escape of the path, so no two entries share one: nothing is
         // de-duplicated (two names that differ only in invalid bytes are two files).
         entries.shrink_to_fit();
         unlisted.sort_by(|a, b| a.rel.cmp(&b.rel));
         unlisted.dedup();
+        // A read ahead stands for the entry the walk listed only when that is a regular file
+        // (a name swapped for a link or a directory in between is judged as listed).
+        let early = early
+            .into_iter()
+            .filter_map(|(rel, read)| {
+                let i = entries.binary_search_by(|e| e.rel.as_str().cmp(rel)).ok()?;
+                let e = &entries[i];
+                (e.kind == Kind::File && !e.is_symlink()).then_some((i, read))
+            })
+            .collect();
         Ok(Snapshot {
             root: root.to_path_buf(),
             canonical_root,
@@ -67,6 +133,7 @@ impl Snapshot {
             limits,
             unlisted,
             reads: Mutex::new(HashMap::new()),
+            early: Mutex::new(early),
             tracker: OnceLock::new(),
         })
     }
@@ -82,6 +149,7 @@ impl Snapshot {
             limits,
             unlisted: Vec::new(),
             reads: Mutex::new(HashMap::new()),
+            early: Mutex::new(HashMap::new()),
             tracker: OnceLock::new(),
         })
     }
@@ -182,6 +250,14 @@ impl Snapshot {
         // concurrent readers of the same file wait on its slot.
         let slot = self.reads().entry(i).or_default().clone();
         slot.get_or_init(|| {
+            let early = self
+                .early
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&i);
+            if let Some(read) = early {
+                return read;
+            }
             fsread::read_file(
                 &self.canonical_root,
                 &entry.path(),
@@ -221,6 +297,33 @@ impl Snapshot {
             })
             .clone()
     }
+}
+
+/// The wanted files in a read-ahead worth a thread: together at least this many bytes.
+const READ_AHEAD_MIN: u64 = 1 << 20;
+
+/// The regular files directly in the root (as the listing `top` names them) that `wanted`
+/// names, as `(rel, path)`; none when together they are smaller than [`READ_AHEAD_MIN`].
+/// A name that needs escaping is left to be read when asked for.
+fn to_read_ahead(top: fs::ReadDir, wanted: &dyn Fn(&str) -> bool) -> Vec<(String, PathBuf)> {
+    let mut ahead = Vec::new();
+    let mut bytes = 0u64;
+    for item in top.flatten() {
+        if !item.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let name = item.file_name();
+        let Some(rel) = name.to_str() else { continue };
+        if !matches!(super::escape::escape_name(rel.as_bytes()), Cow::Borrowed(_)) || !wanted(rel) {
+            continue;
+        }
+        bytes = bytes.saturating_add(item.metadata().map_or(0, |m| m.len()));
+        ahead.push((rel.to_string(), item.path()));
+    }
+    if bytes < READ_AHEAD_MIN {
+        ahead.clear();
+    }
+    ahead
 }
 
 /// An error about the root itself, naming it.

@@ -30,6 +30,9 @@ pub struct Inputs {
     pub everything: bool,
     /// The globs whose files' mtimes it orders (what the referee must remember seeing).
     pub timed: Vec<Glob>,
+    /// The globs whose files' bytes it reads (a subset of `globs`): what a one-shot judgment
+    /// may read ahead while it lists the directory.
+    pub reads: Vec<Glob>,
 }
 
 impl Inputs {
@@ -70,19 +73,18 @@ impl Inputs {
             P::Exists(g) => self.globs.extend(g.as_slice().iter().cloned()),
             P::Count(c) => self.globs.push(c.glob.clone()),
             P::FileSet(f) => self.globs.push(f.glob.clone()),
-            P::Heading(h) => self.globs.push(h.files.clone()),
-            P::Json(j) => self.globs.push(j.file.clone()),
+            P::Heading(h) => self.read(std::slice::from_ref(&h.files)),
+            P::Json(j) => self.read(std::slice::from_ref(&j.file)),
             P::Parses(p) if p.files.is_some() => {
-                self.globs
-                    .extend(p.files.iter().flat_map(|f| f.as_slice()).cloned());
+                self.read(p.files.as_ref().map(|f| f.as_slice()).unwrap_or_default());
             }
-            P::Dissimilar(d) => self.globs.extend(d.files.iter().cloned()),
-            P::Gate(g) => self.globs.push(g.files.clone()),
-            P::GateFiles(g) => self.globs.push(g.files.clone()),
-            P::GateCount(g) => self.globs.push(g.files.clone()),
-            P::GateSources(g) => self.globs.push(g.files.clone()),
+            P::Dissimilar(d) => self.read(&d.files),
+            P::Gate(g) => self.read(std::slice::from_ref(&g.files)),
+            P::GateFiles(g) => self.read(std::slice::from_ref(&g.files)),
+            P::GateCount(g) => self.read(std::slice::from_ref(&g.files)),
+            P::GateSources(g) => self.read(std::slice::from_ref(&g.files)),
             P::Text(t) => {
-                self.globs.extend(t.files.iter().cloned());
+                self.read(&t.files);
                 self.tracker |= !t.fields.is_empty();
             }
             // Workspace predicates read the task record and the workspace, not the snapshot:
@@ -114,6 +116,12 @@ impl Inputs {
                 t.chain.iter().for_each(|r| self.add_time(r));
             }
         }
+    }
+
+    /// Globs whose files it reads (and matches).
+    fn read(&mut self, globs: &[Glob]) {
+        self.globs.extend(globs.iter().cloned());
+        self.reads.extend(globs.iter().cloned());
     }
 
     fn add_time(&mut self, t: &TimeRef) {

@@ -253,6 +253,19 @@ impl Protocol {
         self.check_def(id).is_some_and(|d| d.veto)
     }
 
+    /// Whether a judgment by this protocol may read the file at `rel` (a path relative to the
+    /// build directory): a check reads it, it is a verdict file, or it is the tracker a check
+    /// reads. Conservative (the checks of every pass, due or not): for reading ahead, never
+    /// for deciding what was read.
+    pub fn may_read(&self, rel: &str) -> bool {
+        let instances = || self.passes.iter().flat_map(|p| &p.checks);
+        (rel == crate::artifacts::TRACKER_FILE && instances().any(|c| c.inputs.tracker))
+            || instances().any(|c| c.inputs.reads.iter().any(|g| g.is_match(rel)))
+            || self
+                .verdict_spec()
+                .is_some_and(|v| v.files.iter().any(|g| g.is_match(rel)))
+    }
+
     /// Every instance of a check, with the pass it runs in.
     pub fn instances_of(&self, id: &str) -> Vec<(&Pass, &CheckInstance)> {
         self.passes

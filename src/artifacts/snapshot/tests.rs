@@ -424,3 +424,78 @@ fn scans_thirty_thousand_files_in_one_walk() {
     // Generous bound for debug builds on slow CI; a release scan takes tens of milliseconds.
     assert!(elapsed < Duration::from_secs(20), "scan took {elapsed:?}");
 }
+
+/// `n` bytes of text, all `fill`.
+fn text_of(n: usize, fill: u8) -> Vec<u8> {
+    vec![fill; n]
+}
+
+#[test]
+fn a_file_read_ahead_is_its_one_read_and_no_evidence_until_a_check_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::write(root.join("report.md"), text_of(1 << 20, b'a')).unwrap();
+    fs::write(root.join("small.md"), "first").unwrap();
+    let wanted = |rel: &str| rel.ends_with(".md");
+    let snap = Snapshot::scan_reading(root, Limits::default(), &wanted).unwrap();
+    assert!(
+        snap.peek("report.md").is_none(),
+        "read ahead is not evidence"
+    );
+    // Written after the read-ahead: the snapshot judges what it read, once.
+    fs::write(root.join("report.md"), "changed").unwrap();
+    fs::write(root.join("small.md"), "changed").unwrap();
+    let report = snap.read("report.md").unwrap();
+    assert_eq!(report.bytes, text_of(1 << 20, b'a'));
+    assert_eq!(report.sha256, fsread::sha256_hex(&text_of(1 << 20, b'a')));
+    assert_eq!(snap.read("small.md").unwrap().bytes, b"first");
+    assert!(snap.peek("report.md").is_some());
+}
+
+#[test]
+fn nothing_is_read_ahead_when_small_unwanted_or_not_kept() {
+    let big = |root: &Path| fs::write(root.join("report.md"), text_of(1 << 20, b'a')).unwrap();
+    let cases: [(&str, u64, Option<u64>, &dyn Fn(&str) -> bool); 3] = [
+        // Less than 1 MiB wanted in all: not worth a thread.
+        ("small", 1000, None, &|_| true),
+        ("unwanted", 1 << 20, None, &|rel| rel != "report.md"),
+        // A snapshot that does not keep large files (the daemon's) never reads ahead.
+        ("bounded", 1 << 20, Some(1 << 10), &|_| true),
+    ];
+    for (case, size, keep_bytes, wanted) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        big(root);
+        fs::write(root.join("report.md"), text_of(size as usize, b'a')).unwrap();
+        let limits = Limits {
+            keep_bytes,
+            ..Limits::default()
+        };
+        let snap = Snapshot::scan_reading(root, limits, wanted).unwrap();
+        fs::write(root.join("report.md"), "changed").unwrap();
+        assert_eq!(snap.read("report.md").unwrap().bytes, b"changed", "{case}");
+    }
+}
+
+#[test]
+fn a_read_ahead_of_a_name_the_walk_lists_as_a_symlink_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::write(root.join("big.md"), text_of(1 << 20, b'a')).unwrap();
+    fs::write(root.join("report.md"), "regular").unwrap();
+    fs::write(root.join("target.md"), "target").unwrap();
+    // The name is swapped for a link after the read-ahead chose it and before the walk.
+    let swap = |rel: &str| {
+        if rel == "report.md" {
+            fs::remove_file(root.join("report.md")).unwrap();
+            symlink("target.md", root.join("report.md")).unwrap();
+        }
+        rel != "target.md"
+    };
+    let snap = Snapshot::scan_reading(root, Limits::default(), &swap).unwrap();
+    assert!(snap.get("report.md").unwrap().is_symlink());
+    fs::write(root.join("target.md"), "target, later").unwrap();
+    // Read as the walk listed it (a link), when asked: not the bytes read ahead.
+    assert_eq!(snap.read("report.md").unwrap().bytes, b"target, later");
+    assert_eq!(snap.read("big.md").unwrap().bytes, text_of(1 << 20, b'a'));
+}

@@ -304,6 +304,7 @@ mod tests {
             verdict: false,
             everything: true,
             timed: Vec::new(),
+            reads: Vec::new(),
         };
         assert!(reads(&inputs, "p3a-gate-results.json"));
         assert!(reads(&inputs, "screenshots/1440/a.png"));
