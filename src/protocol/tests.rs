@@ -230,3 +230,24 @@ fn repeats_use_the_variant_and_the_source_pass_deadline() {
     let deadline = serde_json::to_string(obs01.deadline.as_ref().unwrap()).unwrap();
     assert!(deadline.contains("p3b-pa-auditor-*.md"), "{deadline}");
 }
+
+#[test]
+fn may_read_names_the_files_d10_reads_and_not_the_ones_it_only_counts() {
+    let p = Protocol::load("d10").unwrap();
+    // Read by the text and heading rules, the verdict, the tracker's rules, the gate rules.
+    for rel in [
+        "p3b-pa-auditor-A.md",
+        "p3b-pa-auditor-C-refine.md",
+        "p3c-weaver.md",
+        "EXECUTION-TRACKER.md",
+        "p3a-gate-results.json",
+    ] {
+        assert!(p.may_read(rel), "{rel}");
+    }
+    // Only counted, or only their existence and times matter.
+    for rel in ["screenshots/1440/cold-look.png", "screenshots", "notes.txt"] {
+        assert!(!p.may_read(rel), "{rel}");
+    }
+    // A task protocol reads through the workspace, never a build-directory listing.
+    assert!(!Protocol::load("code-change").unwrap().may_read("src/a.py"));
+}
