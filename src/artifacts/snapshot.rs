@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::entry::{Entry, Kind, Unlisted};
@@ -62,7 +63,7 @@ impl Snapshot {
     pub fn scan_reading(
         root: &Path,
         limits: Limits,
-        wanted: &(dyn Fn(&str) -> bool),
+        wanted: &dyn Fn(&str) -> bool,
     ) -> io::Result<Snapshot> {
         Snapshot::scan_with(root, limits, Some(wanted))
     }
@@ -70,7 +71,7 @@ impl Snapshot {
     fn scan_with(
         root: &Path,
         limits: Limits,
-        wanted: Option<&(dyn Fn(&str) -> bool)>,
+        wanted: Option<&dyn Fn(&str) -> bool>,
     ) -> io::Result<Snapshot> {
         let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
         let meta = fs::metadata(&canonical_root).map_err(|e| root_error(root, &e))?;
@@ -89,26 +90,29 @@ impl Snapshot {
         };
 
         let canonical_root = Arc::new(canonical_root);
+        // Two readers take the next file (largest first) from a shared counter, so that the
+        // reading ends with the listing instead of trailing it on one thread.
+        let next = AtomicUsize::new(0);
         let ((mut entries, mut unlisted), early) = std::thread::scope(|scope| {
-            let reader = (!ahead.is_empty()).then(|| {
-                scope.spawn(|| {
-                    ahead
-                        .iter()
-                        .map(|(rel, path)| {
-                            let read = fsread::read_file(
-                                &canonical_root,
-                                path,
-                                rel,
-                                limits.max_read_bytes,
-                            );
-                            (rel.as_str(), read.map(Arc::new))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            });
+            let read = || {
+                let mut done = Vec::new();
+                while let Some((rel, path, _)) = ahead.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let cap = limits.max_read_bytes;
+                    let read = fsread::read_file(&canonical_root, path, rel, cap);
+                    done.push((rel.as_str(), read.map(Arc::new)));
+                }
+                done
+            };
+            let readers: Vec<_> = (0..ahead.len().min(READ_AHEAD_THREADS))
+                .map(|_| scope.spawn(read))
+                .collect();
             let listing = walk::walk(&canonical_root);
-            // A read-ahead that panicked leaves its files to be read when asked for.
-            let early = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+            // A reader that panicked leaves its files to be read when asked for.
+            let early: Vec<_> = readers
+                .into_iter()
+                .filter_map(|r| r.join().ok())
+                .flatten()
+                .collect();
             (listing, early)
         });
         // `rel` is an injective escape of the path, so no two entries share one: nothing is
@@ -301,28 +305,31 @@ impl Snapshot {
 
 /// The wanted files in a read-ahead worth a thread: together at least this many bytes.
 const READ_AHEAD_MIN: u64 = 1 << 20;
+/// Threads reading ahead (beside the walk's two).
+const READ_AHEAD_THREADS: usize = 2;
 
 /// The regular files directly in the root (as the listing `top` names them) that `wanted`
-/// names, as `(rel, path)`; none when together they are smaller than [`READ_AHEAD_MIN`].
+/// names, as `(rel, path, size)`, largest first; none when together they are smaller than [`READ_AHEAD_MIN`].
 /// A name that needs escaping is left to be read when asked for.
-fn to_read_ahead(top: fs::ReadDir, wanted: &dyn Fn(&str) -> bool) -> Vec<(String, PathBuf)> {
+fn to_read_ahead(top: fs::ReadDir, wanted: &dyn Fn(&str) -> bool) -> Vec<(String, PathBuf, u64)> {
     let mut ahead = Vec::new();
-    let mut bytes = 0u64;
     for item in top.flatten() {
         if !item.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         let name = item.file_name();
         let Some(rel) = name.to_str() else { continue };
-        if !matches!(super::escape::escape_name(rel.as_bytes()), Cow::Borrowed(_)) || !wanted(rel) {
+        if !matches!(super::escape::escape_name(rel.as_bytes()), Cow::Borrowed(_)) || !wanted(rel)
+        {
             continue;
         }
-        bytes = bytes.saturating_add(item.metadata().map_or(0, |m| m.len()));
-        ahead.push((rel.to_string(), item.path()));
+        let size = item.metadata().map_or(0, |m| m.len());
+        ahead.push((rel.to_string(), item.path(), size));
     }
-    if bytes < READ_AHEAD_MIN {
+    if ahead.iter().map(|a| a.2).fold(0u64, u64::saturating_add) < READ_AHEAD_MIN {
         ahead.clear();
     }
+    ahead.sort_by(|a, b| b.2.cmp(&a.2));
     ahead
 }
 
