@@ -205,12 +205,14 @@ impl Unlisted {
     }
 }
 
-/// Sorts entries by `rel` through a sorted index, then moves each entry once into place (cycle by
-/// cycle): sorting the entries themselves would move them O(n log n) times, and a sorted copy
-/// would hold two listings of 30,000 screenshots at once.
-pub(super) fn sort_by_rel(entries: &mut [Entry]) {
+/// Sorts entries by `rel` (whose first `shared` bytes they all share: one directory's) through a
+/// sorted index, then moves each entry once into place (cycle by cycle): sorting the entries
+/// themselves would move them O(n log n) times, and a sorted copy would hold two listings of
+/// 30,000 screenshots at once.
+pub(super) fn sort_by_rel(entries: &mut [Entry], shared: usize) {
     let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_unstable_by(|&a, &b| entries[a].rel.cmp(&entries[b].rel));
+    let tail = |i: usize| entries[i].rel.as_bytes().get(shared..).unwrap_or_default();
+    order.sort_unstable_by(|&a, &b| tail(a).cmp(tail(b)));
     permute(entries, order);
 }
 

@@ -319,8 +319,7 @@ fn to_read_ahead(top: fs::ReadDir, wanted: &dyn Fn(&str) -> bool) -> Vec<(String
         }
         let name = item.file_name();
         let Some(rel) = name.to_str() else { continue };
-        if !matches!(super::escape::escape_name(rel.as_bytes()), Cow::Borrowed(_)) || !wanted(rel)
-        {
+        if !matches!(super::escape::escape_name(rel.as_bytes()), Cow::Borrowed(_)) || !wanted(rel) {
             continue;
         }
         let size = item.metadata().map_or(0, |m| m.len());
