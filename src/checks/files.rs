@@ -266,6 +266,32 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
     let mut bad = Vec::new();
     let mut worst = Verdict::Pass;
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
+    let want = h.text.trim().to_lowercase();
+    // What is wrong with one file's headings, if anything.
+    let judged = |e: &Entry, headings: Vec<(usize, String)>| {
+        let mut found: Option<usize> = None;
+        let mut last: Option<(usize, String)> = None;
+        for (line, heading) in headings {
+            if heading.trim().to_lowercase() == want && found.is_none() {
+                found = Some(line);
+            }
+            last = Some((line, heading));
+        }
+        match (found, h.last, last) {
+            (None, _, _) => Some(format!("{}: no `{hashes} {}` heading", e.rel, h.text)),
+            (Some(_), true, Some((line, l))) if l.trim().to_lowercase() != want => Some(format!(
+                "{}:{line}: last level-{} heading is `{}`",
+                e.rel,
+                h.level,
+                l.trim()
+            )),
+            _ => None,
+        }
+    };
+    // A snapshot that bounds its memory (the daemon's) has each file judged as it is read and
+    // let go; one that keeps them has megabytes of reports walked on two threads.
+    let bounded = ctx.snap.limits().keep_bytes.is_some();
+    let mut kept = Vec::new();
     for e in &files {
         let data = match ctx.read(&e.rel) {
             Ok(d) => d,
@@ -276,27 +302,20 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
             }
         };
         o.push_file(Ctx::data_ref(&data));
-        let want = h.text.trim().to_lowercase();
-        let mut found: Option<usize> = None;
-        let mut last: Option<(usize, String)> = None;
-        for (line, heading) in headings(&data.bytes, h.level) {
-            if heading.trim().to_lowercase() == want && found.is_none() {
-                found = Some(line);
-            }
-            last = Some((line, heading));
+        if bounded {
+            bad.extend(judged(e, headings(&data.bytes, h.level)));
+        } else {
+            kept.push((*e, data));
         }
-        match (found, h.last, last) {
-            (None, _, _) => bad.push(format!("{}: no `{hashes} {}` heading", e.rel, h.text)),
-            (Some(_), true, Some((line, l))) if l.trim().to_lowercase() != want => {
-                bad.push(format!(
-                    "{}:{line}: last level-{} heading is `{}`",
-                    e.rel,
-                    h.level,
-                    l.trim()
-                ))
-            }
-            _ => {}
-        }
+    }
+    let bytes: usize = kept.iter().map(|(_, d)| d.bytes.len()).sum();
+    let walked = super::in_halves(&kept, bytes >= super::SPLIT_BYTES, |part| {
+        part.iter()
+            .map(|(_, d)| headings(&d.bytes, h.level))
+            .collect()
+    });
+    for ((e, _), headings) in kept.iter().zip(walked) {
+        bad.extend(judged(e, headings));
     }
     for e in &other {
         worst = worst.max(Verdict::Inconclusive);
@@ -555,6 +574,75 @@ mod tests {
         let text = "# T\n## A\n```\n## Not\n```\n### Sub\n## Completion Manifest ##\n";
         let h = headings(text.as_bytes(), 2);
         assert_eq!(h, vec![(2, "A".into()), (7, "Completion Manifest".into())]);
+    }
+
+    /// Megabytes of reports (past the split into two threads), one without the heading, one
+    /// with it but not last, judged alike whether the snapshot keeps them or not.
+    #[test]
+    fn heading_rules_read_megabytes_of_reports_alike_kept_or_bounded() {
+        use crate::artifacts::{Limits, Snapshot};
+        use crate::protocol::Protocol;
+        let d = tempfile::tempdir().unwrap();
+        let body = "A line of prose about what the auditor saw at this width.\n".repeat(25_000);
+        let report = |name: &str, tail: &str| {
+            let text = format!("# Audit\n\n## Findings\n{body}{tail}");
+            std::fs::write(d.path().join(name), text).unwrap();
+        };
+        report("p3b-pa-auditor-A.md", "## Completion Manifest\ndone\n");
+        report("p3b-pa-auditor-B.md", "## Notes\nnone\n");
+        report(
+            "p3b-pa-auditor-C.md",
+            "## Completion Manifest\ndone\n## Notes\n",
+        );
+        report("p3b-pa-auditor-D.md", "```\n## Completion Manifest\n```\n");
+        let rule = r#"{ heading = { files = "p3b-pa-auditor-*.md", level = 2, text = "Completion Manifest", last = true } }"#;
+        let p: crate::protocol::predicate::Predicate =
+            toml::from_str::<toml::Table>(&format!("p = {rule}")).unwrap()["p"]
+                .clone()
+                .try_into()
+                .unwrap();
+        let protocol = Protocol::load("d10").unwrap();
+        let judged = |keep_bytes| {
+            let limits = Limits {
+                keep_bytes,
+                ..Limits::default()
+            };
+            let snap = Snapshot::scan(d.path(), limits).unwrap();
+            let o = super::super::judge(&Ctx::new(&protocol, &snap), &p);
+            (o.verdict, o.observed, o.details, o.files.len())
+        };
+        let kept = judged(None);
+        assert_eq!(kept.0, Verdict::Fail);
+        assert_eq!(kept.1, ["3 of 4 files lack it"]);
+        assert_eq!(
+            kept.2,
+            [
+                "p3b-pa-auditor-B.md: no `## Completion Manifest` heading",
+                "p3b-pa-auditor-C.md:25006: last level-2 heading is `Notes`",
+                "p3b-pa-auditor-D.md: no `## Completion Manifest` heading",
+            ]
+        );
+        assert_eq!(kept.3, 4);
+        assert_eq!(judged(Some(1 << 10)), kept);
+    }
+
+    #[test]
+    fn in_halves_keeps_the_order_on_one_or_two_threads() {
+        let items: Vec<u32> = (0..101).collect();
+        let twice = |part: &[u32]| part.iter().map(|x| x * 2).collect::<Vec<_>>();
+        let want: Vec<u32> = (0..101).map(|x| x * 2).collect();
+        assert_eq!(super::super::in_halves(&items, true, twice), want);
+        assert_eq!(super::super::in_halves(&items, false, twice), want);
+        // On two threads each half is its own call; on one, a single call.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let count = |part: &[u32]| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            part.to_vec()
+        };
+        super::super::in_halves(&items, true, count);
+        assert_eq!(calls.swap(0, std::sync::atomic::Ordering::Relaxed), 2);
+        super::super::in_halves(&items, false, count);
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 
     #[test]

@@ -341,6 +341,28 @@ fn top_component(rel: &str) -> &str {
     rel.split('/').next().unwrap_or(rel)
 }
 
+/// Bytes of reports from which a rule's per-file work is split over two threads.
+const SPLIT_BYTES: usize = 4 << 20;
+
+/// `f` over `items` in two halves on two threads when `big`, the results in order. A panic in
+/// the second thread (a bug) is retried on this one rather than losing that half.
+fn in_halves<T: Sync, R: Send>(
+    items: &[T],
+    big: bool,
+    f: impl Fn(&[T]) -> Vec<R> + Sync,
+) -> Vec<R> {
+    if !big || items.len() < 2 {
+        return f(items);
+    }
+    let (a, b) = items.split_at(items.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| f(b));
+        let mut out = f(a);
+        out.extend(second.join().unwrap_or_else(|_| f(b)));
+        out
+    })
+}
+
 fn literal_prefix(glob: &str) -> &str {
     // Entries are sorted by path, so every path starting with these bytes is one run.
     match glob.find(['*', '?', '[', '{', '\\']) {

@@ -360,20 +360,7 @@ fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Ve
     };
     // Every report is read in full; with megabytes of them, use both halves of the machine.
     let total: usize = sources.iter().map(|s| s.original().len()).sum();
-    if total < 4 << 20 || sources.len() < 2 {
-        return scan(sources);
-    }
-    let (a, b) = sources.split_at(sources.len() / 2);
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| scan(b));
-        let mut hits = scan(a);
-        match second.join() {
-            Ok(more) => hits.extend(more),
-            // A panic in the scan is a bug; scan again here rather than lose the hits.
-            Err(_) => hits.extend(scan(b)),
-        }
-        hits
-    })
+    super::in_halves(sources, total >= super::SPLIT_BYTES, scan)
 }
 
 /// One forbidden match in one reading of a source.
