@@ -209,11 +209,33 @@ impl Unlisted {
 /// sorted index, then moves each entry once into place (cycle by cycle): sorting the entries
 /// themselves would move them O(n log n) times, and a sorted copy would hold two listings of
 /// 30,000 screenshots at once.
+///
+/// The names' common beginning (`scroll-` of 10,000 screenshots) decides nothing, so each
+/// name is keyed by the eight bytes after it, compared as one number, and compared whole
+/// only on a tie. The key orders as the bytes do: a name shorter than the key is padded with
+/// zero bytes, which no file name holds, so it sorts before every longer name it begins.
 pub(super) fn sort_by_rel(entries: &mut [Entry], shared: usize) {
-    let mut order: Vec<usize> = (0..entries.len()).collect();
     let tail = |i: usize| entries[i].rel.as_bytes().get(shared..).unwrap_or_default();
-    order.sort_unstable_by(|&a, &b| tail(a).cmp(tail(b)));
-    permute(entries, order);
+    let Some(first) = entries.first().map(|_| tail(0)) else {
+        return;
+    };
+    let common = (1..entries.len()).fold(first.len(), |n, i| {
+        first[..n]
+            .iter()
+            .zip(tail(i))
+            .take_while(|(a, b)| a == b)
+            .count()
+    });
+    let key = |i: usize| {
+        let rest = tail(i).get(common..).unwrap_or_default();
+        let mut k = [0u8; 8];
+        let n = rest.len().min(8);
+        k[..n].copy_from_slice(&rest[..n]);
+        u64::from_be_bytes(k)
+    };
+    let mut keyed: Vec<(u64, usize)> = (0..entries.len()).map(|i| (key(i), i)).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| tail(a.1).cmp(tail(b.1))));
+    permute(entries, keyed.into_iter().map(|(_, i)| i).collect());
 }
 
 /// Puts the entry now at `order[j]` at position `j`, moving each entry once.

@@ -267,3 +267,28 @@ fn sorting_moves_every_entry_to_its_place() {
         assert_eq!(e.depth as usize, e.rel.split('/').count());
     }
 }
+
+#[test]
+fn sort_by_rel_orders_names_as_their_bytes_do() {
+    use proptest::prelude::*;
+    let root = Arc::new(PathBuf::from("/r"));
+    // Names with long shared beginnings, prefixes of each other, and bytes past ASCII.
+    let names = proptest::collection::btree_set("(scroll-|s|)[0-9a-c.é-]{0,10}", 0..80);
+    let dirs = prop::sample::select(vec!["", "screenshots/1440", "a-b/c"]);
+    proptest!(|(names in names, dir in dirs, seed in any::<u64>())| {
+        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let mut rels: Vec<String> = names.iter().map(|n| format!("{prefix}{n}")).collect();
+        fastrand::Rng::with_seed(seed).shuffle(&mut rels);
+        let mut entries: Vec<Entry> = rels
+            .iter()
+            .map(|rel| {
+                let plain = Resolved { kind: Kind::File, meta: None, note: None, refusal: None };
+                entry(&root, rel.clone(), None, plain, false, 1)
+            })
+            .collect();
+        sort_by_rel(&mut entries, prefix.len());
+        let got: Vec<&str> = entries.iter().map(|e| e.rel.as_str()).collect();
+        rels.sort();
+        prop_assert_eq!(got, rels.iter().map(String::as_str).collect::<Vec<_>>());
+    });
+}
