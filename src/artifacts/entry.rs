@@ -209,33 +209,40 @@ impl Unlisted {
 /// sorted index, then moves each entry once into place (cycle by cycle): sorting the entries
 /// themselves would move them O(n log n) times, and a sorted copy would hold two listings of
 /// 30,000 screenshots at once.
-///
-/// The names' common beginning (`scroll-` of 10,000 screenshots) decides nothing, so each
-/// name is keyed by the eight bytes after it, compared as one number, and compared whole
-/// only on a tie. The key orders as the bytes do: a name shorter than the key is padded with
-/// zero bytes, which no file name holds, so it sorts before every longer name it begins.
 pub(super) fn sort_by_rel(entries: &mut [Entry], shared: usize) {
     let tail = |i: usize| entries[i].rel.as_bytes().get(shared..).unwrap_or_default();
-    let Some(first) = entries.first().map(|_| tail(0)) else {
-        return;
-    };
-    let common = (1..entries.len()).fold(first.len(), |n, i| {
-        first[..n]
-            .iter()
-            .zip(tail(i))
-            .take_while(|(a, b)| a == b)
-            .count()
-    });
-    let key = |i: usize| {
-        let rest = tail(i).get(common..).unwrap_or_default();
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    sort_by_digits(&mut order, &tail, 0);
+    permute(entries, order);
+}
+
+/// Sorts `order` by the bytes `tail` gives from `at` on, eight at a time: each name keyed by
+/// its next eight bytes as one number, and the names equal there sorted by the eight after
+/// (10,000 `scroll-N.png` share `scroll-N`: comparing them whole was most of a listing's
+/// sort). A name shorter than a key is padded with zero bytes, which no file name holds, so
+/// it sorts before every longer name it begins: the order is the bytes' order.
+fn sort_by_digits<'t>(order: &mut [usize], tail: &impl Fn(usize) -> &'t [u8], at: usize) {
+    let digit = |i: usize| {
+        let rest = tail(i).get(at..).unwrap_or_default();
         let mut k = [0u8; 8];
         let n = rest.len().min(8);
         k[..n].copy_from_slice(&rest[..n]);
         u64::from_be_bytes(k)
     };
-    let mut keyed: Vec<(u64, usize)> = (0..entries.len()).map(|i| (key(i), i)).collect();
-    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| tail(a.1).cmp(tail(b.1))));
-    permute(entries, keyed.into_iter().map(|(_, i)| i).collect());
+    let mut keyed: Vec<(u64, usize)> = order.iter().map(|&i| (digit(i), i)).collect();
+    keyed.sort_unstable_by_key(|k| k.0);
+    for (slot, &(_, i)) in order.iter_mut().zip(&keyed) {
+        *slot = i;
+    }
+    let mut start = 0;
+    while start < keyed.len() {
+        let same = keyed[start..].iter().take_while(|k| k.0 == keyed[start].0);
+        let end = start + same.count();
+        if end - start > 1 && order[start..end].iter().any(|&i| tail(i).len() > at + 8) {
+            sort_by_digits(&mut order[start..end], tail, at + 8);
+        }
+        start = end;
+    }
 }
 
 /// Puts the entry now at `order[j]` at position `j`, moving each entry once.
