@@ -85,7 +85,9 @@ impl Snapshot {
         // or an unreadable directory would look like an empty one.
         let top = fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
         let ahead = match wanted {
-            Some(wanted) if limits.keep_bytes.is_none() => to_read_ahead(top, wanted),
+            Some(wanted) if limits.keep_bytes.is_none() => {
+                to_read_ahead(top, wanted, limits.max_read_bytes)
+            }
             _ => Vec::new(),
         };
 
@@ -313,9 +315,14 @@ const READ_AHEAD_MIN: u64 = 1 << 20;
 const READ_AHEAD_THREADS: usize = 2;
 
 /// The regular files directly in the root (as the listing `top` names them) that `wanted`
-/// names, as `(rel, path, size)`, largest first; none when together they are smaller than [`READ_AHEAD_MIN`].
-/// A name that needs escaping is left to be read when asked for.
-fn to_read_ahead(top: fs::ReadDir, wanted: &dyn Fn(&str) -> bool) -> Vec<(String, PathBuf, u64)> {
+/// names and the read cap allows, as `(rel, path, size)`, largest first; none when together
+/// they are smaller than [`READ_AHEAD_MIN`]. A name that needs escaping is left to be read
+/// when asked for.
+fn to_read_ahead(
+    top: fs::ReadDir,
+    wanted: &dyn Fn(&str) -> bool,
+    cap: u64,
+) -> Vec<(String, PathBuf, u64)> {
     let mut ahead = Vec::new();
     for item in top.flatten() {
         if !item.file_type().is_ok_and(|t| t.is_file()) {
@@ -327,7 +334,10 @@ fn to_read_ahead(top: fs::ReadDir, wanted: &dyn Fn(&str) -> bool) -> Vec<(String
             continue;
         }
         let size = item.metadata().map_or(0, |m| m.len());
-        ahead.push((rel.to_string(), item.path(), size));
+        // One past the read cap is refused without being read: nothing to do ahead.
+        if size <= cap {
+            ahead.push((rel.to_string(), item.path(), size));
+        }
     }
     if ahead.iter().map(|a| a.2).fold(0u64, u64::saturating_add) < READ_AHEAD_MIN {
         ahead.clear();
