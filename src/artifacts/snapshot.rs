@@ -33,8 +33,7 @@ pub struct Snapshot {
     /// Reads by entry index: only the few files that are read have a slot.
     pub(super) reads: Mutex<HashMap<usize, ReadSlot>>,
     /// Files read ahead while the walk listed ([`Snapshot::scan_reading`]), by entry index:
-    /// each becomes that file's read when a check first reads it (until then it is not
-    /// evidence: [`Snapshot::peek`] does not see it).
+    /// each becomes that file's read when a check first reads it.
     pub(super) early: Mutex<HashMap<usize, Result<Arc<FileData>, ReadError>>>,
     pub(super) tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
 }
@@ -227,6 +226,7 @@ impl Snapshot {
     }
 
     /// The file at `rel` if it has already been read in this snapshot; never touches the disk.
+    #[cfg(test)]
     pub fn peek(&self, rel: &str) -> Option<Arc<FileData>> {
         let i = self.index(rel)?;
         let slot = self.reads().get(&i)?.clone();

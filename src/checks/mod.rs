@@ -290,13 +290,15 @@ impl<'a> Ctx<'a> {
     }
 
     /// Evidence for an entry whose content the verdict does not rest on (it exists, it is
-    /// counted): never reads it, so screenshots are counted, never read. Carries the hash
-    /// when another check of this evaluation has read the file anyway.
+    /// counted): never reads it, so screenshots are counted, never read. Never with a hash,
+    /// even when another check has read the file: whether one had, by then, would depend on
+    /// the order the checks ran in on two threads, and the same bytes must give the same
+    /// evidence. (The report's artifact list takes the hash from the check that read it.)
     pub fn entry_ref(&self, e: &Entry) -> FileRef {
         FileRef {
             path: e.rel.clone(),
             size: e.size(),
-            sha256: self.snap.peek(&e.rel).map(|d| d.sha256.clone()),
+            sha256: None,
             mtime: e.mtime().map(format_time),
         }
     }

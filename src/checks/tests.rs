@@ -71,3 +71,28 @@ fn clip_marks_the_cut() {
     assert_eq!(clip("abcdef", 4), "abc…");
     assert_eq!(clip("abc", 4), "abc");
 }
+
+/// Evidence of a file only counted or found (not read) is the same whichever check ran first:
+/// never a hash, even when another check of the evaluation has read the file.
+#[test]
+fn evidence_of_a_file_only_found_has_no_hash_whatever_ran_before() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("p0-content-map.md"), "# Map\n").unwrap();
+    let protocol = crate::protocol::Protocol::load("d10").unwrap();
+    let snap = crate::artifacts::Snapshot::scan(d.path(), Default::default()).unwrap();
+    let ctx = Ctx::new(&protocol, &snap);
+    let rule = |toml: &str| -> Predicate {
+        toml::from_str::<toml::Table>(&format!("p = {toml}")).unwrap()["p"]
+            .clone()
+            .try_into()
+            .unwrap()
+    };
+    let read = judge(
+        &ctx,
+        &rule(r#"{ text = { files = ["p0-*.md"], forbid_terms = ["x"] } }"#),
+    );
+    assert!(read.files[0].sha256.is_some(), "{:?}", read.files);
+    let found = judge(&ctx, &rule(r#"{ exists = "p0-content-map.md" }"#));
+    assert_eq!(found.files.len(), 1);
+    assert_eq!(found.files[0].sha256, None);
+}
