@@ -49,8 +49,8 @@ impl Snapshot {
         Snapshot::scan_with(root, limits, None)
     }
 
-    /// Like [`Snapshot::scan`], and meanwhile reads (and hashes), on another thread, the files
-    /// directly in the root that `wanted` names: a one-shot judgment that will read megabytes
+    /// Like [`Snapshot::scan`], and meanwhile reads (and hashes), on two more threads, the
+    /// files directly in the root that `wanted` names: a one-shot judgment that will read megabytes
     /// of reports reads them while the walk lists tens of thousands of screenshots, instead of
     /// after it. Only a snapshot that keeps what it reads (`keep_bytes: None`) reads ahead,
     /// and only when the wanted files come to 1 MiB or more.
