@@ -346,7 +346,17 @@ pub fn evaluate_changed(
         let (pass, state) = (&protocol.passes[pi], &passes[pi]);
         judge_instance(ctx, pass, state, inst, opts, complete)
     };
-    for (slot, result) in jobs::run(&ctx, &todo, judge) {
+    for (slot, mut result) in jobs::run(&ctx, &todo, judge) {
+        // A file some check read carries its hash in every check's evidence, whichever thread
+        // got to it first: added once all are judged, so the same bytes give the same evidence.
+        for f in result
+            .evidence
+            .files
+            .iter_mut()
+            .filter(|f| f.sha256.is_none())
+        {
+            f.sha256 = snap.peek(&f.path).map(|d| d.sha256.clone());
+        }
         results[todo[slot].0] = Some(result);
     }
     let results = results.into_iter().flatten().collect();

@@ -226,7 +226,6 @@ impl Snapshot {
     }
 
     /// The file at `rel` if it has already been read in this snapshot; never touches the disk.
-    #[cfg(test)]
     pub fn peek(&self, rel: &str) -> Option<Arc<FileData>> {
         let i = self.index(rel)?;
         let slot = self.reads().get(&i)?.clone();

@@ -290,10 +290,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// Evidence for an entry whose content the verdict does not rest on (it exists, it is
-    /// counted): never reads it, so screenshots are counted, never read. Never with a hash,
-    /// even when another check has read the file: whether one had, by then, would depend on
-    /// the order the checks ran in on two threads, and the same bytes must give the same
-    /// evidence. (The report's artifact list takes the hash from the check that read it.)
+    /// counted): never reads it, so screenshots are counted, never read. Without a hash: the
+    /// evaluation adds the hash of a file that any check read once all are judged (whether
+    /// one had read it by now depends on the order the checks run in on two threads).
     pub fn entry_ref(&self, e: &Entry) -> FileRef {
         FileRef {
             path: e.rel.clone(),

@@ -73,7 +73,8 @@ fn clip_marks_the_cut() {
 }
 
 /// Evidence of a file only counted or found (not read) is the same whichever check ran first:
-/// never a hash, even when another check of the evaluation has read the file.
+/// no hash when it is made, even when another check has read the file (the evaluation adds
+/// the hashes of the files read once every check is judged).
 #[test]
 fn evidence_of_a_file_only_found_has_no_hash_whatever_ran_before() {
     let d = tempfile::tempdir().unwrap();
