@@ -88,6 +88,7 @@ pub fn lines(text: &[u8]) -> Lines<'_> {
         next_open: None,
         close: CloseCache::default(),
         paragraph: None,
+        shortcut: true,
     }
 }
 
@@ -108,6 +109,9 @@ pub struct Lines<'a> {
     close: CloseCache,
     /// The paragraph a setext underline would make a heading: first line number and byte range.
     paragraph: Option<(usize, Range<usize>)>,
+    /// Whether prose lines skip the tests that cannot match them (off only to test that the
+    /// shortcut changes nothing).
+    shortcut: bool,
 }
 
 /// Remembers the last `-->` search, so that many unclosed `<!--` never rescan the text.
@@ -147,6 +151,21 @@ impl<'a> Iterator for Lines<'a> {
         self.number += 1;
         let (from, to) = trim_edges(self.text, start, end);
         let raw = &self.text[from..to];
+        if let Some(kind) = self.prose(from, to) {
+            // A table row ends a paragraph; any other prose line starts or continues one.
+            if memchr::memchr(b'|', raw).is_some() {
+                self.paragraph = None;
+            } else {
+                let number = self.number;
+                let para = self.paragraph.get_or_insert((number, from..to));
+                para.1.end = to;
+            }
+            return Some(Line {
+                number: self.number,
+                raw,
+                kind,
+            });
+        }
         let kind = self.classify(from, to);
         match &kind {
             Kind::Text { .. } if self.starts_paragraph_or_continues(raw) => {
@@ -166,6 +185,33 @@ impl<'a> Iterator for Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
+    /// The line `from..to` as text when it is plain prose: it starts with an ASCII letter,
+    /// outside a fence and with no HTML comment on it. No fence, heading, setext underline,
+    /// thematic break, list item, quote or indented code starts with a letter, so such a line
+    /// needs none of [`Lines::classify`]'s tests (most lines of a report are prose).
+    fn prose(&mut self, from: usize, to: usize) -> Option<Kind> {
+        let letter = self.text.get(from).is_some_and(u8::is_ascii_alphabetic);
+        if !self.shortcut || !letter || self.fence.is_some() || self.comment_end.is_some() {
+            return None;
+        }
+        (self.next_open(from) >= to).then_some(Kind::Text {
+            comments: Vec::new(),
+        })
+    }
+
+    /// The offset of the first `<!--` at or after `at` (`usize::MAX`: none), remembered so that
+    /// the lines before it need no search.
+    fn next_open(&mut self, at: usize) -> usize {
+        match self.next_open {
+            Some(n) if n >= at => n,
+            _ => {
+                let n = memmem::find(&self.text[at..], b"<!--").map_or(usize::MAX, |i| at + i);
+                self.next_open = Some(n);
+                n
+            }
+        }
+    }
+
     fn classify(&mut self, from: usize, to: usize) -> Kind {
         let raw = &self.text[from..to];
         if let Some(open) = self.fence {
@@ -223,15 +269,7 @@ impl<'a> Lines<'a> {
             at = end.max(from);
         }
         // Lines before the next `<!--` have no comment to find.
-        let next_open = match self.next_open {
-            Some(n) if n >= at => n,
-            _ => {
-                let n = memmem::find(&self.text[at..], b"<!--").map_or(usize::MAX, |i| at + i);
-                self.next_open = Some(n);
-                n
-            }
-        };
-        if next_open >= to {
+        if self.next_open(at) >= to {
             return ranges;
         }
         let line = &self.text[from..to];

@@ -169,3 +169,19 @@ fn garbage_never_panics() {
             .sum::<usize>();
     }
 }
+
+/// The prose shortcut classifies every line as the full tests do: headings, setext
+/// underlines, fences, comments, tables and lists around and between prose lines.
+#[test]
+fn the_prose_shortcut_changes_nothing() {
+    use proptest::prelude::*;
+    let line = "( {0,4}|\t)?(#{1,3} |```|~~~|---|===|\\*\\*\\*|- |1\\. |> |\\| )?[a-zA-Z #|`~<!>-]{0,14}(<!--|-->)?[a-z ]{0,4}";
+    let doc = proptest::collection::vec(line, 0..30);
+    proptest!(|(doc in doc)| {
+        let text = doc.join("\n");
+        let fast: Vec<Line<'_>> = lines(text.as_bytes()).collect();
+        let mut slow = lines(text.as_bytes());
+        slow.shortcut = false;
+        prop_assert_eq!(fast, slow.collect::<Vec<_>>());
+    });
+}
