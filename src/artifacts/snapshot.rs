@@ -341,7 +341,7 @@ fn to_read_ahead(
     if ahead.iter().map(|a| a.2).fold(0u64, u64::saturating_add) < READ_AHEAD_MIN {
         ahead.clear();
     }
-    ahead.sort_by(|a, b| b.2.cmp(&a.2));
+    ahead.sort_by_key(|a| std::cmp::Reverse(a.2));
     ahead
 }
 

@@ -455,7 +455,8 @@ fn a_file_read_ahead_is_its_one_read_and_no_evidence_until_a_check_reads_it() {
 #[test]
 fn nothing_is_read_ahead_when_small_unwanted_or_not_kept() {
     let big = |root: &Path| fs::write(root.join("report.md"), text_of(1 << 20, b'a')).unwrap();
-    let cases: [(&str, u64, Option<u64>, &dyn Fn(&str) -> bool); 3] = [
+    type Wanted<'a> = &'a dyn Fn(&str) -> bool;
+    let cases: [(&str, u64, Option<u64>, Wanted<'_>); 3] = [
         // Less than 1 MiB wanted in all: not worth a thread.
         ("small", 1000, None, &|_| true),
         ("unwanted", 1 << 20, None, &|rel| rel != "report.md"),
