@@ -236,9 +236,11 @@ impl<'a> Ctx<'a> {
         // A glob without wildcards names one path: the run is that entry alone, not everything
         // below it (`screenshots/1440/` is one directory, not its 10,000 screenshots).
         let literal = !src.contains(['*', '?', '[', '{', '\\']);
+        // The run ends where the prefix does: found by binary search, not compared per entry.
+        let end = start + entries[start..].partition_point(|e| e.rel.starts_with(prefix));
         let mut out = Vec::new();
-        for (i, e) in entries.iter().enumerate().skip(start) {
-            if !e.rel.starts_with(prefix) || (literal && e.rel.len() > prefix.len()) {
+        for (i, e) in entries.iter().enumerate().take(end).skip(start) {
+            if literal && e.rel.len() > prefix.len() {
                 break;
             }
             // An own file is at the top level: a prefix with a `/` has none in its run.
