@@ -1,0 +1,235 @@
+//! A full scan's listing, started early and run on threads of its own: each directory opened
+//! (without following a link, checked to be the one its parent listed), its names read and
+//! each child looked at (`fstatat`) and, for a symlink, its target read (`readlinkat`), all
+//! through that directory's descriptor. What a walk costs is mostly these system calls; they
+//! do not depend on the baseline's ignore rules nor on the stat cache, so a one-shot judgment
+//! starts them before pinning the baseline and loading the cache, and records what is listed
+//! as it arrives ([`super::WorkTree::scan_listed`]).
+//!
+//! Every directory is a job for whichever lister thread is free; each directory to walk gets
+//! its slot in the scan's layout ([`super::walk::Bulk`]) when its parent is listed, so the
+//! listings can be recorded in any order. A directory's listing is sent before the jobs of its
+//! subdirectories are queued, so the recorder always has a parent before its children.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+
+use rustix::fs::FileType;
+
+use super::fsat::{Lstat, OpenDir};
+
+/// How many threads list at once: two cores is what the machines this runs on have at least,
+/// and the listing is system calls, which do not scale much further on one file system.
+const LISTERS: usize = 2;
+
+/// One child of a listed directory.
+pub(super) struct Child {
+    pub(super) name: OsString,
+    pub(super) meta: io::Result<Lstat>,
+    /// A symlink's target (read through the directory's descriptor when it was listed).
+    pub(super) link: Option<io::Result<Vec<u8>>>,
+    /// A directory to walk: the slot its own listing comes with.
+    pub(super) sub: Option<usize>,
+}
+
+/// One directory as listed, or why it could not be.
+pub(super) struct Listed {
+    pub(super) rel: Vec<u8>,
+    /// Its device and inode (as its parent listed it; the root's own).
+    pub(super) id: (u64, u64),
+    pub(super) slot: usize,
+    /// Its children in name order (the root's without the skipped top-level names).
+    pub(super) children: io::Result<Vec<Child>>,
+}
+
+/// A directory to list: the root (already open), or one its parent listed.
+enum Job {
+    Root(OpenDir),
+    Dir {
+        rel: Vec<u8>,
+        id: (u64, u64),
+        slot: usize,
+    },
+}
+
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Jobs taken and not finished: while any is, more may come.
+    busy: usize,
+}
+
+struct Shared {
+    root: PathBuf,
+    skip_top: Vec<Vec<u8>>,
+    queue: Mutex<Queue>,
+    more: Condvar,
+    /// The next slot to give a directory (0 is the root's).
+    slots: AtomicUsize,
+}
+
+/// A listing under way: its directories arrive on [`Lister::recv`] until every one is listed.
+pub(crate) struct Lister {
+    pub(super) root: PathBuf,
+    /// The root's device and inode.
+    pub(super) id: (u64, u64),
+    rx: Receiver<Listed>,
+}
+
+impl std::fmt::Debug for Lister {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lister")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lister {
+    /// Opens `root` (an `Err` when it cannot be opened as a directory) and starts listing the
+    /// tree under it, leaving out the top-level names in `skip_top`.
+    pub(crate) fn start(root: &Path, skip_top: &[&str]) -> io::Result<Lister> {
+        let top = OpenDir::open(root, None)?;
+        let id = top.id()?;
+        let (tx, rx) = channel();
+        let shared = Arc::new(Shared {
+            root: root.to_path_buf(),
+            skip_top: skip_top.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::from([Job::Root(top)]),
+                busy: 0,
+            }),
+            more: Condvar::new(),
+            slots: AtomicUsize::new(1),
+        });
+        let mut started = 0;
+        for _ in 0..LISTERS {
+            let (shared, tx) = (shared.clone(), tx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("referee-walk".into())
+                .spawn(move || run(&shared, &tx));
+            if spawned.is_ok() {
+                started += 1;
+            }
+        }
+        if started == 0 {
+            // No thread to be had: the whole listing here, now.
+            run(&shared, &tx);
+        }
+        Ok(Lister {
+            root: root.to_path_buf(),
+            id,
+            rx,
+        })
+    }
+
+    /// The next directory listed; `None` once every one has been.
+    pub(super) fn recv(&self) -> Option<Listed> {
+        self.rx.recv().ok()
+    }
+}
+
+/// A lister thread: takes jobs until none is left and none is being worked on.
+fn run(shared: &Shared, tx: &Sender<Listed>) {
+    loop {
+        let job = {
+            let Ok(mut q) = shared.queue.lock() else {
+                return;
+            };
+            loop {
+                if let Some(job) = q.jobs.pop_front() {
+                    q.busy += 1;
+                    break job;
+                }
+                if q.busy == 0 {
+                    shared.more.notify_all();
+                    return;
+                }
+                q = match shared.more.wait(q) {
+                    Ok(q) => q,
+                    Err(_) => return,
+                };
+            }
+        };
+        let (listed, subs) = list(shared, job);
+        // Sent before its subdirectories are queued: the recorder meets a parent first.
+        let gone = tx.send(listed).is_err();
+        let Ok(mut q) = shared.queue.lock() else {
+            return;
+        };
+        if !gone {
+            q.jobs.extend(subs);
+        }
+        q.busy -= 1;
+        shared.more.notify_all();
+    }
+}
+
+/// Lists one directory: its children, and the jobs of the subdirectories to walk.
+fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
+    let (rel, id, slot, opened) = match job {
+        Job::Root(dir) => {
+            let id = dir.id().unwrap_or((0, 0));
+            (Vec::new(), id, 0, Ok(dir))
+        }
+        Job::Dir { rel, id, slot } => {
+            let opened = OpenDir::open(
+                &shared.root.join(std::ffi::OsStr::from_bytes(&rel)),
+                Some(id),
+            );
+            (rel, id, slot, opened)
+        }
+    };
+    let mut subs = Vec::new();
+    let children = opened.and_then(|mut dir| {
+        let names = dir.names()?;
+        let mut children = Vec::with_capacity(names.len());
+        for name in names {
+            if rel.is_empty() && shared.skip_top.iter().any(|s| s == name.as_bytes()) {
+                continue;
+            }
+            let meta = dir.stat(&name);
+            let (mut link, mut sub) = (None, None);
+            if let Ok(m) = &meta {
+                let t = m.file_type();
+                if t == FileType::Symlink {
+                    link = Some(dir.read_link(&name));
+                } else if t == FileType::Directory && name.as_bytes() != b".git" {
+                    let s = shared.slots.fetch_add(1, Ordering::Relaxed);
+                    let mut child = Vec::with_capacity(rel.len() + 1 + name.len());
+                    if !rel.is_empty() {
+                        child.extend_from_slice(&rel);
+                        child.push(b'/');
+                    }
+                    child.extend_from_slice(name.as_bytes());
+                    subs.push(Job::Dir {
+                        rel: child,
+                        id: (m.dev, m.ino),
+                        slot: s,
+                    });
+                    sub = Some(s);
+                }
+            }
+            children.push(Child {
+                name,
+                meta,
+                link,
+                sub,
+            });
+        }
+        Ok(children)
+    });
+    (
+        Listed {
+            rel,
+            id,
+            slot,
+            children,
+        },
+        subs,
+    )
+}
