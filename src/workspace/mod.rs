@@ -289,20 +289,27 @@ impl Workspace {
                 skip_top: EXCLUDED,
                 ignored: &ig,
             };
-            WorkTree::scan_listed(lister, &opts, cache).map_err(|source| WorkspaceError::Root {
-                path: root.display().to_string(),
-                source,
+            // Read once and not kept: laid out sorted, never built into a map.
+            WorkTree::scan_listed_sorted(lister, &opts, cache).map_err(|source| {
+                WorkspaceError::Root {
+                    path: root.display().to_string(),
+                    source,
+                }
             })?
         };
-        let _span = tracing::debug_span!("compare", paths = tree.entries.len()).entered();
-        Ok(Workspace::from_tree(
+        let _span = tracing::debug_span!("compare", paths = tree.len()).entered();
+        let ws = Workspace::from_tree(
             root,
             base,
-            &tree,
+            compare::Entries::Sorted(&tree),
             raw_records,
             cap,
             None,
-        ))
+        );
+        // The tree is not kept: freeing its entries one by one (a few milliseconds on a large
+        // tree) is done beside the rest of the judgment, not before it.
+        drop_beside(tree);
+        Ok(ws)
     }
 
     /// [`Workspace::judge`] for a referee that keeps the work tree between judgments: `tree`
@@ -348,7 +355,7 @@ impl Workspace {
         Ok(Workspace::from_tree(
             root.clone(),
             base,
-            t,
+            compare::Entries::Map(&t.entries),
             raw_records,
             cap,
             t.compared.as_deref(),
@@ -360,7 +367,7 @@ impl Workspace {
     fn from_tree(
         root: PathBuf,
         base: &Pinned,
-        tree: &WorkTree,
+        tree: compare::Entries<'_>,
         raw_records: Vec<(String, Content)>,
         cap: u64,
         kept: Option<&Compared>,
@@ -551,6 +558,14 @@ impl Workspace {
             _ => None,
         }
     }
+}
+
+/// Drops `value` on a thread of its own (here, if there is none to be had). A process that
+/// ends first leaves the rest to the OS.
+fn drop_beside<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("referee-free".into())
+        .spawn(move || drop(value));
 }
 
 fn canonical_root(root: &Path) -> Result<PathBuf, WorkspaceError> {

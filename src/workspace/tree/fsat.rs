@@ -19,6 +19,9 @@ pub(super) struct OpenDir {
     pub(super) dir: Dir,
 }
 
+/// The buffer one `getdents` call fills: a folder of a few hundred names in one call.
+const GETDENTS_BUFFER: usize = 32 << 10;
+
 /// What `lstat` (`fstatat` without following) says of a path.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Lstat {
@@ -115,8 +118,12 @@ impl OpenDir {
 
     /// The names in the directory (without `.` and `..`), sorted by their bytes.
     pub(super) fn names(&mut self) -> io::Result<Vec<OsString>> {
+        // `getdents` straight into one buffer (rustix's `Dir` grows and zeroes its own buffer
+        // call after call, a copy of every name more than needed).
+        let mut buf = Vec::with_capacity(GETDENTS_BUFFER);
+        let mut raw = rustix::fs::RawDir::new(self.dir.fd()?, buf.spare_capacity_mut());
         let mut names = Vec::new();
-        for item in self.dir.by_ref() {
+        while let Some(item) = raw.next() {
             let item = item?;
             let name = item.file_name().to_bytes();
             if name == b"." || name == b".." {

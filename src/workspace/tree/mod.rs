@@ -143,12 +143,26 @@ impl WorkTree {
         opts: &Options<'_>,
         cache: &mut StatCache,
     ) -> io::Result<WorkTree> {
-        let (root, id) = (lister.root.clone(), lister.id);
-        WorkTree::record_all(&root, id, std::iter::from_fn(|| lister.recv()), opts, cache)
+        let entries = WorkTree::scan_listed_sorted(lister, opts, cache)?;
+        Ok(WorkTree {
+            entries: entries.into_iter().collect(),
+            ..WorkTree::default()
+        })
     }
 
-    /// A full scan's tree from the listings of the tree at `root` (whose identity is `id`), in
-    /// the order a lister sends them (a directory before its subdirectories).
+    /// [`scan_listed`](Self::scan_listed)'s entries, sorted by key (each key once), without
+    /// building the map: for a judgment that only reads them once.
+    pub(crate) fn scan_listed_sorted(
+        lister: Lister,
+        opts: &Options<'_>,
+        cache: &mut StatCache,
+    ) -> io::Result<Vec<(String, Entry)>> {
+        let (root, id) = (lister.root.clone(), lister.id);
+        WorkTree::record_sorted(&root, id, std::iter::from_fn(|| lister.recv()), opts, cache)
+    }
+
+    /// [`record_sorted`](Self::record_sorted) as a tree.
+    #[cfg(test)]
     fn record_all(
         root: &Path,
         id: (u64, u64),
@@ -156,12 +170,29 @@ impl WorkTree {
         opts: &Options<'_>,
         cache: &mut StatCache,
     ) -> io::Result<WorkTree> {
-        let mut tree = WorkTree::default();
+        let entries = WorkTree::record_sorted(root, id, listings, opts, cache)?;
+        Ok(WorkTree {
+            entries: entries.into_iter().collect(),
+            ..WorkTree::default()
+        })
+    }
+
+    /// A full scan's entries, sorted, from the listings of the tree at `root` (whose identity
+    /// is `id`), in the order a lister sends them (a directory before its subdirectories).
+    fn record_sorted(
+        root: &Path,
+        id: (u64, u64),
+        listings: impl Iterator<Item = lister::Listed>,
+        opts: &Options<'_>,
+        cache: &mut StatCache,
+    ) -> io::Result<Vec<(String, Entry)>> {
+        // A full scan lays its rows out in `bulk`: no map is filled.
+        let mut unused = BTreeMap::new();
         let mut walker = Walker {
             root,
             opts,
             cache,
-            entries: &mut tree.entries,
+            entries: &mut unused,
             bulk: Some(Bulk::new()),
             unlisted: Vec::new(),
             fresh: Vec::new(),
@@ -186,17 +217,13 @@ impl WorkTree {
         walker.cache.end_scan();
         // Built at once from the walk, laid out in order (no sort), not an insertion per path.
         let (bulk, unlisted) = (walker.bulk.take(), std::mem::take(&mut walker.unlisted));
-        tree.entries = bulk
-            .map(Bulk::into_sorted)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
+        let mut entries = bulk.map(Bulk::into_sorted).unwrap_or_default();
         for (key, why) in unlisted {
-            if let Some(entry) = tree.entries.get_mut(&key) {
-                entry.unreadable = Some(why);
+            if let Ok(i) = entries.binary_search_by(|(k, _)| k.as_str().cmp(&key)) {
+                entries[i].1.unreadable = Some(why);
             }
         }
-        Ok(tree)
+        Ok(entries)
     }
 
     /// Re-reads only `paths` (relative, encoded) and, for a directory among them, its subtree;

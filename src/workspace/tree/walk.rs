@@ -90,6 +90,10 @@ impl Bulk {
         }
         if !out.windows(2).all(|w| w[0].0 < w[1].0) {
             out.sort_by(|a, b| a.0.cmp(&b.0));
+            // Each key once (as a map would have it: the last one recorded).
+            out.reverse();
+            out.dedup_by(|a, b| a.0 == b.0);
+            out.reverse();
         }
         out
     }
