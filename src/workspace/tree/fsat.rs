@@ -116,6 +116,30 @@ impl OpenDir {
             .collect())
     }
 
+    /// The names in the directory (without `.` and `..`), sorted by their bytes, laid one after
+    /// another in `heap`: each as its offset and length there (one allocation per directory,
+    /// not one per name).
+    pub(super) fn names_into(&mut self, heap: &mut Vec<u8>) -> io::Result<Vec<(u32, u32)>> {
+        let mut buf = Vec::with_capacity(GETDENTS_BUFFER);
+        let mut raw = rustix::fs::RawDir::new(self.dir.fd()?, buf.spare_capacity_mut());
+        let mut names = Vec::new();
+        while let Some(item) = raw.next() {
+            let item = item?;
+            let name = item.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let (Ok(at), Ok(len)) = (u32::try_from(heap.len()), u32::try_from(name.len())) else {
+                return Err(io::Error::other("too many names to list"));
+            };
+            heap.extend_from_slice(name);
+            names.push((at, len));
+        }
+        let of = |&(at, len): &(u32, u32)| &heap[at as usize..(at + len) as usize];
+        names.sort_unstable_by(|a, b| of(a).cmp(of(b)));
+        Ok(names)
+    }
+
     /// The names in the directory (without `.` and `..`), sorted by their bytes.
     pub(super) fn names(&mut self) -> io::Result<Vec<OsString>> {
         // `getdents` straight into one buffer (rustix's `Dir` grows and zeroes its own buffer

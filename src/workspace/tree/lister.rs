@@ -12,7 +12,7 @@
 //! subdirectories are queued, so the recorder always has a parent before its children.
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,8 @@ const LISTERS: usize = 2;
 
 /// One child of a listed directory.
 pub(super) struct Child {
-    pub(super) name: OsString,
+    /// Its name: offset and length in [`Listed::names`].
+    pub(super) name: (u32, u32),
     pub(super) meta: io::Result<Lstat>,
     /// A symlink's target (read through the directory's descriptor when it was listed).
     pub(super) link: Option<io::Result<Vec<u8>>>,
@@ -46,6 +47,21 @@ pub(super) struct Listed {
     pub(super) slot: usize,
     /// Its children in name order (the root's without the skipped top-level names).
     pub(super) children: io::Result<Vec<Child>>,
+    /// The children's names, one after another.
+    pub(super) names: Vec<u8>,
+}
+
+#[cfg(test)]
+impl Listed {
+    /// The name of `child`, one of its children.
+    pub(super) fn name(&self, child: &Child) -> &OsStr {
+        name_in(&self.names, child.name)
+    }
+}
+
+/// The name at `at` (offset, length) in `names`.
+pub(super) fn name_in(names: &[u8], (at, len): (u32, u32)) -> &OsStr {
+    OsStr::from_bytes(&names[at as usize..(at + len) as usize])
 }
 
 /// A directory to list: the root (already open), or one its parent listed.
@@ -185,19 +201,21 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
         }
     };
     let mut subs = Vec::new();
+    let mut heap = Vec::new();
     let children = opened.and_then(|mut dir| {
-        let names = dir.names()?;
+        let names = dir.names_into(&mut heap)?;
         let mut children = Vec::with_capacity(names.len());
-        for name in names {
+        for at in names {
+            let name = name_in(&heap, at);
             if rel.is_empty() && shared.skip_top.iter().any(|s| s == name.as_bytes()) {
                 continue;
             }
-            let meta = dir.stat(&name);
+            let meta = dir.stat(name);
             let (mut link, mut sub) = (None, None);
             if let Ok(m) = &meta {
                 let t = m.file_type();
                 if t == FileType::Symlink {
-                    link = Some(dir.read_link(&name));
+                    link = Some(dir.read_link(name));
                 } else if t == FileType::Directory && name.as_bytes() != b".git" {
                     let s = shared.slots.fetch_add(1, Ordering::Relaxed);
                     let mut child = Vec::with_capacity(rel.len() + 1 + name.len());
@@ -215,7 +233,7 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
                 }
             }
             children.push(Child {
-                name,
+                name: at,
                 meta,
                 link,
                 sub,
@@ -229,6 +247,7 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
             id,
             slot,
             children,
+            names: heap,
         },
         subs,
     )

@@ -205,7 +205,13 @@ impl WorkTree {
                         // walk did not see is dropped at its end.
                         walker.cache.begin_scan(id);
                     }
-                    walker.record_listed(&listed.rel, listed.id, listed.slot, children);
+                    walker.record_listed(
+                        &listed.rel,
+                        listed.id,
+                        listed.slot,
+                        &listed.names,
+                        children,
+                    );
                 }
                 // The root itself cannot be listed (it comes first, alone).
                 Err(e) if listed.slot == 0 => return Err(e),

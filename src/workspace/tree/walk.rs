@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::super::name;
 use super::super::statcache::Cached;
 use super::fsat::{other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat, OpenDir};
-use super::lister::Child;
+use super::lister::{name_in, Child};
 use super::{blob_oid, Entry, Kind, Options, StatCache};
 
 /// A directory still to list: its path and the identity it had when its parent was listed.
@@ -273,6 +273,7 @@ impl Walker<'_, '_> {
         parent: &[u8],
         id: (u64, u64),
         slot: usize,
+        names: &[u8],
         children: Vec<Child>,
     ) {
         let mut ignored = false;
@@ -285,22 +286,15 @@ impl Walker<'_, '_> {
         let root = self.root;
         let dir = DirRef::listed(root, parent, id);
         for child in children {
-            let mut rel = Vec::with_capacity(parent.len() + 1 + child.name.len());
+            let name = name_in(names, child.name);
+            let mut rel = Vec::with_capacity(parent.len() + 1 + name.len());
             if !parent.is_empty() {
                 rel.extend_from_slice(parent);
                 rel.push(b'/');
             }
-            rel.extend_from_slice(child.name.as_bytes());
+            rel.extend_from_slice(name.as_bytes());
             // A directory to walk comes with its own slot: nothing to walk from here.
-            let _ = self.visit(
-                rel,
-                &dir,
-                &child.name,
-                child.meta,
-                child.link,
-                child.sub,
-                ignored,
-            );
+            let _ = self.visit(rel, &dir, name, child.meta, child.link, child.sub, ignored);
         }
     }
 
