@@ -18,7 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use rustix::fs::FileType;
 
@@ -82,6 +82,8 @@ struct Queue {
 
 struct Shared {
     root: PathBuf,
+    /// The root's device and inode.
+    root_id: (u64, u64),
     skip_top: Vec<Vec<u8>>,
     queue: Mutex<Queue>,
     more: Condvar,
@@ -114,6 +116,7 @@ impl Lister {
         let (tx, rx) = channel();
         let shared = Arc::new(Shared {
             root: root.to_path_buf(),
+            root_id: id,
             skip_top: skip_top.iter().map(|s| s.as_bytes().to_vec()).collect(),
             queue: Mutex::new(Queue {
                 jobs: VecDeque::from([Job::Root(top)]),
@@ -153,9 +156,7 @@ impl Lister {
 fn run(shared: &Shared, tx: &Sender<Listed>) {
     loop {
         let job = {
-            let Ok(mut q) = shared.queue.lock() else {
-                return;
-            };
+            let mut q = lock(&shared.queue);
             loop {
                 if let Some(job) = q.jobs.pop_front() {
                     q.busy += 1;
@@ -165,23 +166,54 @@ fn run(shared: &Shared, tx: &Sender<Listed>) {
                     shared.more.notify_all();
                     return;
                 }
-                q = match shared.more.wait(q) {
-                    Ok(q) => q,
-                    Err(_) => return,
-                };
+                q = shared.more.wait(q).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let (listed, subs) = list(shared, job);
-        // Sent before its subdirectories are queued: the recorder meets a parent first.
-        let gone = tx.send(listed).is_err();
-        let Ok(mut q) = shared.queue.lock() else {
-            return;
+        let what = match &job {
+            Job::Root(_) => (Vec::new(), shared.root_id, 0),
+            Job::Dir { rel, id, slot } => (rel.clone(), *id, *slot),
         };
-        if !gone {
-            q.jobs.extend(subs);
+        let mut taken = Taken {
+            shared,
+            tx,
+            what: Some(what),
+        };
+        let (listed, subs) = list(shared, job);
+        taken.what = None;
+        // Sent before its subdirectories are queued: the recorder meets a parent first.
+        if tx.send(listed).is_ok() {
+            lock(&shared.queue).jobs.extend(subs);
         }
+    }
+}
+
+fn lock(queue: &Mutex<Queue>) -> std::sync::MutexGuard<'_, Queue> {
+    queue.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A job being worked on: when it ends, the others are told (and none waits forever); a job
+/// that did not finish (a panic) is sent as a directory that could not be listed, so what it
+/// would have listed is never taken for empty (fail closed).
+struct Taken<'s> {
+    shared: &'s Shared,
+    tx: &'s Sender<Listed>,
+    what: Option<(Vec<u8>, (u64, u64), usize)>,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if let Some((rel, id, slot)) = self.what.take() {
+            let _ = self.tx.send(Listed {
+                rel,
+                id,
+                slot,
+                children: Err(io::Error::other("its listing failed")),
+                names: Vec::new(),
+            });
+        }
+        let mut q = lock(&self.shared.queue);
         q.busy -= 1;
-        shared.more.notify_all();
+        self.shared.more.notify_all();
     }
 }
 
