@@ -1,5 +1,6 @@
-//! The walk: directories listed in batches on two threads, each child recorded as an entry, a
-//! regular file's hashes taken from the stat cache or from one read.
+//! The walk: each child of a listed directory recorded as an entry, a regular file's hashes
+//! taken from the stat cache or from one read. A full scan's directories come from the lister
+//! threads ([`super::lister`]); a rescan lists its directories here, in batches on two threads.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
