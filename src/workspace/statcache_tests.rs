@@ -216,7 +216,11 @@ fn a_read_racing_the_files_change_is_not_kept() {
     assert_eq!(cache.reads(), 1);
     assert!(cache.is_dirty(), "the old record of a.py is dropped");
     cache.save(&file).expect("save");
-    assert_eq!(StatCache::load(&file).len(), 2, "the racing read is not kept");
+    assert_eq!(
+        StatCache::load(&file).len(),
+        2,
+        "the racing read is not kept"
+    );
     for _ in 0..2 {
         let mut again = StatCache::load(&file).with_margin(Duration::from_millis(400));
         scan(&root, &mut again);
