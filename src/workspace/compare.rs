@@ -10,9 +10,37 @@ use super::baseline::{BaseEntry, BaseKind, Baseline};
 use super::tree::{Entry, Kind, WorkTree};
 use super::{excluded, name, Change, Compared, Workspace};
 
+/// A work tree's entries as a judgment has them: kept in a map (a live referee, which updates
+/// them path by path), or laid out sorted once (a one-shot judgment, which only reads them).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Entries<'a> {
+    Map(&'a BTreeMap<String, Entry>),
+    /// Sorted by key, each key once.
+    Sorted(&'a [(String, Entry)]),
+}
+
+impl<'a> Entries<'a> {
+    pub(super) fn get(self, key: &str) -> Option<&'a Entry> {
+        match self {
+            Entries::Map(m) => m.get(key),
+            Entries::Sorted(s) => s
+                .binary_search_by(|(k, _)| k.as_str().cmp(key))
+                .ok()
+                .map(|i| &s[i].1),
+        }
+    }
+
+    fn iter(self) -> Box<dyn Iterator<Item = (&'a String, &'a Entry)> + 'a> {
+        match self {
+            Entries::Map(m) => Box::new(m.iter()),
+            Entries::Sorted(s) => Box::new(s.iter().map(|(k, e)| (k, e))),
+        }
+    }
+}
+
 impl Compared {
     /// Every path of both sides, in one merge: both are sorted the same way, no look-ups.
-    fn full(base: &Arc<Baseline>, entries: &BTreeMap<String, Entry>) -> Compared {
+    fn full(base: &Arc<Baseline>, entries: Entries<'_>) -> Compared {
         let mut c = Compared {
             base: Some(base.clone()),
             ..Compared::default()
@@ -70,7 +98,7 @@ impl Compared {
                     c.note(key, base.entries.get(key), entries.get(key), base);
                 }
             }
-            _ => *compared = Some(Box::new(Compared::full(base, entries))),
+            _ => *compared = Some(Box::new(Compared::full(base, Entries::Map(entries)))),
         }
         *touched = Some(BTreeSet::new());
     }
@@ -164,7 +192,7 @@ impl Compared {
 impl Workspace {
     /// Every difference between the baseline and the work tree (bytes, type and mode): `c`
     /// as made for this judgment, or a kept one (copied).
-    pub(super) fn adopt(&mut self, c: Cow<'_, Compared>, base: &Baseline, tree: &WorkTree) {
+    pub(super) fn adopt(&mut self, c: Cow<'_, Compared>, base: &Baseline, tree: Entries<'_>) {
         let (changes, details, ignored, undecided) = match c {
             Cow::Owned(c) => (c.changes, c.details, c.ignored, c.undecided),
             Cow::Borrowed(c) => (
@@ -182,8 +210,8 @@ impl Workspace {
     }
 
     /// [`adopt`](Self::adopt) of a comparison made now, in one merge.
-    pub(super) fn compare(&mut self, base: &Arc<Baseline>, tree: &WorkTree) {
-        let c = Compared::full(base, &tree.entries);
+    pub(super) fn compare(&mut self, base: &Arc<Baseline>, tree: Entries<'_>) {
+        let c = Compared::full(base, tree);
         self.adopt(Cow::Owned(c), base, tree);
     }
 }
@@ -193,7 +221,7 @@ impl Workspace {
 fn aliases(
     changes: &BTreeMap<String, Change>,
     base: &Baseline,
-    tree: &WorkTree,
+    tree: Entries<'_>,
 ) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
@@ -203,13 +231,12 @@ fn aliases(
         .map(|(p, _)| p)
         .collect();
     let hard_links = added.iter().any(|p| {
-        tree.entries
-            .get(*p)
+        tree.get(p)
             .is_some_and(|e| matches!(e.kind, Kind::File { .. }) && e.nlink > 1)
     });
     if hard_links {
         for p in base.entries.keys() {
-            if let Some(e) = tree.entries.get(p) {
+            if let Some(e) = tree.get(p) {
                 if matches!(e.kind, Kind::File { .. }) {
                     inodes.insert((e.dev, e.ino), p.clone());
                 }
@@ -217,7 +244,7 @@ fn aliases(
         }
     }
     for p in added {
-        let Some(e) = tree.entries.get(p) else {
+        let Some(e) = tree.get(p) else {
             continue;
         };
         match &e.kind {

@@ -206,6 +206,15 @@ impl Workspace {
         let root = canonical_root(root)?;
         let keep = state.is_dir();
         let cache_file = state.join(STAT_CACHE);
+        // The records first, then the tree (see `judge`). The tree's listing (most of a
+        // judgment's system calls) needs neither the baseline nor the stat cache: it starts
+        // now, on threads of its own, and is recorded once both are had.
+        let raw_records = read_records(&root, cap);
+        let lister =
+            tree::Lister::start(&root, EXCLUDED).map_err(|source| WorkspaceError::Root {
+                path: root.display().to_string(),
+                source,
+            })?;
         // The stat cache is read while the baseline is pinned (on a thread of its own, see
         // `baseline::bounded`): the two are independent, and each takes a few milliseconds on
         // a large tree.
@@ -228,7 +237,8 @@ impl Workspace {
             (base, cache)
         });
         let base = base?.map(Arc::new);
-        let ws = Workspace::judge(&root, &base, &mut cache, cap)?.with_state(state);
+        let ws = Workspace::judge_listed(root, &base, &mut cache, cap, raw_records, lister)?
+            .with_state(state);
         if keep && cache.is_dirty() {
             let _span = tracing::debug_span!("stat_cache_save", reads = cache.reads()).entered();
             // Only when it changed (a hash learnt, a file gone); a cache that cannot be kept
@@ -252,19 +262,54 @@ impl Workspace {
         // the tree is read next. Read the other way round, a record landing in between would
         // be judged against the tree before its change.
         let raw_records = read_records(&root, cap);
+        let lister =
+            tree::Lister::start(&root, EXCLUDED).map_err(|source| WorkspaceError::Root {
+                path: root.display().to_string(),
+                source,
+            })?;
+        Workspace::judge_listed(root, base, cache, cap, raw_records, lister)
+    }
+
+    /// [`Workspace::judge`] with the records read and the tree's listing started (after them)
+    /// by the caller.
+    fn judge_listed(
+        root: PathBuf,
+        base: &Pinned,
+        cache: &mut StatCache,
+        cap: u64,
+        raw_records: Vec<(String, Content)>,
+        lister: tree::Lister,
+    ) -> Result<Workspace, WorkspaceError> {
         let tree = {
             let _span = tracing::debug_span!("walk").entered();
-            scan(&root, base.as_ref().ok().map(|b| &**b), cache, cap)?
+            let b = base.as_ref().ok().map(|b| &**b);
+            let ig = |p: &[u8], d: bool| b.is_some_and(|b| b.is_ignored(p, d));
+            let opts = tree::Options {
+                cap,
+                skip_top: EXCLUDED,
+                ignored: &ig,
+            };
+            // Read once and not kept: laid out sorted, never built into a map.
+            WorkTree::scan_listed_sorted(lister, &opts, cache).map_err(|source| {
+                WorkspaceError::Root {
+                    path: root.display().to_string(),
+                    source,
+                }
+            })?
         };
-        let _span = tracing::debug_span!("compare", paths = tree.entries.len()).entered();
-        Ok(Workspace::from_tree(
+        let _span = tracing::debug_span!("compare", paths = tree.len()).entered();
+        let ws = Workspace::from_tree(
             root,
             base,
-            &tree,
+            compare::Entries::Sorted(&tree),
             raw_records,
             cap,
             None,
-        ))
+        );
+        // The tree is not kept: freeing its entries one by one (a few milliseconds on a large
+        // tree) is done beside the rest of the judgment, not before it.
+        drop_beside(tree);
+        Ok(ws)
     }
 
     /// [`Workspace::judge`] for a referee that keeps the work tree between judgments: `tree`
@@ -310,7 +355,7 @@ impl Workspace {
         Ok(Workspace::from_tree(
             root.clone(),
             base,
-            t,
+            compare::Entries::Map(&t.entries),
             raw_records,
             cap,
             t.compared.as_deref(),
@@ -322,7 +367,7 @@ impl Workspace {
     fn from_tree(
         root: PathBuf,
         base: &Pinned,
-        tree: &WorkTree,
+        tree: compare::Entries<'_>,
         raw_records: Vec<(String, Content)>,
         cap: u64,
         kept: Option<&Compared>,
@@ -513,6 +558,14 @@ impl Workspace {
             _ => None,
         }
     }
+}
+
+/// Drops `value` on a thread of its own (here, if there is none to be had). A process that
+/// ends first leaves the rest to the OS.
+fn drop_beside<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("referee-free".into())
+        .spawn(move || drop(value));
 }
 
 fn canonical_root(root: &Path) -> Result<PathBuf, WorkspaceError> {

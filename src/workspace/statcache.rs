@@ -447,6 +447,13 @@ impl StatCache {
             self.remove(path);
             return;
         }
+        // A read racing the file's last change (within the margin before it) is never trusted
+        // later either (the time of the read is what is kept): not kept, or every judgment
+        // until the file settles would write the whole cache again for it.
+        if !self.trusts(&c, &c.stat) {
+            self.remove(path);
+            return;
+        }
         self.overlay.insert(path.to_vec(), Some(c));
         self.dirty = true;
     }

@@ -198,3 +198,43 @@ fn a_changed_size_mtime_ctime_or_inode_is_read_again() {
     assert_eq!(cache.reads(), 1);
     assert_eq!(oid_of(&again), oid_of(&tree));
 }
+
+/// A file changed just before it is read (within the margin) is read on every judgment until
+/// it settles, and is not kept meanwhile: the cache is written once (the old record dropped),
+/// not again per judgment; once settled, its read is kept (one more write) and trusted.
+#[test]
+fn a_read_racing_the_files_change_is_not_kept() {
+    let (_dir, root, file) = saved();
+    // Every file kept, read well after its last change.
+    std::thread::sleep(Duration::from_millis(450));
+    let mut cache = StatCache::new().with_margin(Duration::from_millis(400));
+    scan(&root, &mut cache);
+    cache.save(&file).expect("save");
+    let mut cache = StatCache::load(&file).with_margin(Duration::from_millis(400));
+    fs::write(root.join("a.py"), b"edited\n").expect("write");
+    scan(&root, &mut cache);
+    assert_eq!(cache.reads(), 1);
+    assert!(cache.is_dirty(), "the old record of a.py is dropped");
+    cache.save(&file).expect("save");
+    assert_eq!(
+        StatCache::load(&file).len(),
+        2,
+        "the racing read is not kept"
+    );
+    for _ in 0..2 {
+        let mut again = StatCache::load(&file).with_margin(Duration::from_millis(400));
+        scan(&root, &mut again);
+        assert_eq!(again.reads(), 1, "still racing: read again");
+        assert!(!again.is_dirty(), "nothing to write while it races");
+    }
+    std::thread::sleep(Duration::from_millis(450));
+    let mut settled = StatCache::load(&file).with_margin(Duration::from_millis(400));
+    scan(&root, &mut settled);
+    assert_eq!(settled.reads(), 1);
+    assert!(settled.is_dirty(), "the settled read is kept");
+    settled.save(&file).expect("save");
+    let mut last = StatCache::load(&file).with_margin(Duration::from_millis(400));
+    scan(&root, &mut last);
+    assert_eq!(last.reads(), 0, "and trusted");
+    assert!(!last.is_dirty());
+}

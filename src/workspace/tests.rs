@@ -275,3 +275,57 @@ mod sorted {
         }
     }
 }
+
+/// A one-shot judgment reads the walk's sorted entries where a live one reads its map: the
+/// same look-ups, the same aliases (a symlink and a hard link to a baseline file).
+#[test]
+fn sorted_entries_answer_as_the_map_does() {
+    use std::os::unix::fs::symlink;
+    let b = tempfile::tempdir().expect("tempdir");
+    let w = tempfile::tempdir().expect("tempdir");
+    for root in [b.path(), w.path()] {
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/orchestrator.py"), b"ROLES = []\n").expect("write");
+        std::fs::write(root.join("src/a.py"), b"a\n").expect("write");
+    }
+    std::fs::hard_link(w.path().join("src/a.py"), w.path().join("src/hard.py")).expect("link");
+    symlink("orchestrator.py", w.path().join("src/soft.py")).expect("symlink");
+    let root = std::fs::canonicalize(w.path()).expect("canonical");
+    let opts = tree::Options {
+        cap: 1 << 20,
+        skip_top: EXCLUDED,
+        ignored: &|_: &[u8], _: bool| false,
+    };
+    let sorted = WorkTree::scan_listed_sorted(
+        tree::Lister::start(&root, EXCLUDED).expect("start"),
+        &opts,
+        &mut StatCache::new(),
+    )
+    .expect("scan");
+    let map: BTreeMap<String, tree::Entry> = sorted.iter().cloned().collect();
+    let (s, m) = (
+        compare::Entries::Sorted(&sorted),
+        compare::Entries::Map(&map),
+    );
+    for key in [
+        "src",
+        "src/a.py",
+        "src/hard.py",
+        "src/soft.py",
+        "src/zz",
+        "",
+        "a",
+    ] {
+        assert_eq!(s.get(key), m.get(key), "{key}");
+    }
+    assert!(s.get("src/soft.py").is_some() && s.get("src/zz").is_none());
+    let spec = BaselineSpec::Dir(b.path().to_path_buf());
+    let ws = Workspace::open(&root, &spec, 1 << 20).expect("open");
+    assert_eq!(
+        ws.aliases(),
+        &[
+            ("src/hard.py".to_string(), "src/a.py".to_string()),
+            ("src/soft.py".to_string(), "src/orchestrator.py".to_string()),
+        ]
+    );
+}

@@ -5,7 +5,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
@@ -18,6 +18,9 @@ use crate::artifacts::fsread::lowercase_message;
 pub(super) struct OpenDir {
     pub(super) dir: Dir,
 }
+
+/// The buffer one `getdents` call fills: a folder of a few hundred names in one call.
+const GETDENTS_BUFFER: usize = 32 << 10;
 
 /// What `lstat` (`fstatat` without following) says of a path.
 #[derive(Debug, Clone, Copy)]
@@ -103,8 +106,48 @@ impl OpenDir {
     /// The names in the directory, sorted by their bytes, with their `lstat` (taken relative
     /// to the descriptor).
     pub(super) fn list(&mut self) -> io::Result<Vec<(OsString, io::Result<Lstat>)>> {
+        Ok(self
+            .names()?
+            .into_iter()
+            .map(|name| {
+                let meta = self.stat(&name);
+                (name, meta)
+            })
+            .collect())
+    }
+
+    /// The names in the directory (without `.` and `..`), sorted by their bytes, laid one after
+    /// another in `heap`: each as its offset and length there (one allocation per directory,
+    /// not one per name).
+    pub(super) fn names_into(&mut self, heap: &mut Vec<u8>) -> io::Result<Vec<(u32, u32)>> {
+        let mut buf = Vec::with_capacity(GETDENTS_BUFFER);
+        let mut raw = rustix::fs::RawDir::new(self.dir.fd()?, buf.spare_capacity_mut());
         let mut names = Vec::new();
-        for item in self.dir.by_ref() {
+        while let Some(item) = raw.next() {
+            let item = item?;
+            let name = item.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let (Ok(at), Ok(len)) = (u32::try_from(heap.len()), u32::try_from(name.len())) else {
+                return Err(io::Error::other("too many names to list"));
+            };
+            heap.extend_from_slice(name);
+            names.push((at, len));
+        }
+        let of = |&(at, len): &(u32, u32)| &heap[at as usize..(at + len) as usize];
+        names.sort_unstable_by(|a, b| of(a).cmp(of(b)));
+        Ok(names)
+    }
+
+    /// The names in the directory (without `.` and `..`), sorted by their bytes.
+    pub(super) fn names(&mut self) -> io::Result<Vec<OsString>> {
+        // `getdents` straight into one buffer (rustix's `Dir` grows and zeroes its own buffer
+        // call after call, a copy of every name more than needed).
+        let mut buf = Vec::with_capacity(GETDENTS_BUFFER);
+        let mut raw = rustix::fs::RawDir::new(self.dir.fd()?, buf.spare_capacity_mut());
+        let mut names = Vec::new();
+        while let Some(item) = raw.next() {
             let item = item?;
             let name = item.file_name().to_bytes();
             if name == b"." || name == b".." {
@@ -115,13 +158,58 @@ impl OpenDir {
         // In name order: a walk then meets paths nearly in the order they are kept (and the
         // stat cache's records one after another).
         names.sort_unstable();
-        Ok(names
-            .into_iter()
-            .map(|name| {
-                let meta = self.stat(&name);
-                (name, meta)
-            })
-            .collect())
+        Ok(names)
+    }
+}
+
+/// The directory whose children a walk records: the one it holds open, or one listed earlier
+/// (on a lister thread), opened again only if a child must be read, by its path, without
+/// following a link, and checked to be the directory that was listed (device, inode).
+pub(super) enum DirRef<'a> {
+    Open(&'a OpenDir),
+    Listed {
+        root: &'a Path,
+        rel: &'a [u8],
+        id: (u64, u64),
+        dir: std::cell::OnceCell<Result<OpenDir, String>>,
+    },
+}
+
+impl<'a> DirRef<'a> {
+    /// The directory `rel` under `root` that was listed with the identity `id`, not opened yet.
+    pub(super) fn listed(root: &'a Path, rel: &'a [u8], id: (u64, u64)) -> DirRef<'a> {
+        DirRef::Listed {
+            root,
+            rel,
+            id,
+            dir: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The open directory, or why it cannot be had (gone, or no longer the one listed).
+    pub(super) fn get(&self) -> Result<&OpenDir, String> {
+        match self {
+            DirRef::Open(dir) => Ok(dir),
+            DirRef::Listed { root, rel, id, dir } => dir
+                .get_or_init(|| {
+                    let opened = if rel.is_empty() {
+                        // The root, as a scan opens it (a link to it followed), and still the
+                        // directory listed.
+                        OpenDir::open(root, None).and_then(|d| {
+                            if d.id()? == *id {
+                                Ok(d)
+                            } else {
+                                Err(io::Error::other("replaced while being read"))
+                            }
+                        })
+                    } else {
+                        OpenDir::open(&root.join(std::ffi::OsStr::from_bytes(rel)), Some(*id))
+                    };
+                    opened.map_err(|e| read_reason(&e))
+                })
+                .as_ref()
+                .map_err(String::clone),
+        }
     }
 }
 

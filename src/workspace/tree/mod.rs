@@ -14,6 +14,7 @@
 //! is still walked, because protected globs must see every path, but nothing in it is read.
 
 mod fsat;
+mod lister;
 mod walk;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +28,8 @@ use gix::ObjectId;
 
 pub use super::statcache::StatCache;
 use super::{name, Compared};
-use fsat::OpenDir;
+use fsat::{DirRef, OpenDir};
+pub(crate) use lister::Lister;
 use walk::{Bulk, Walker};
 
 /// What is at a path.
@@ -131,40 +133,103 @@ impl WorkTree {
     /// anything below that cannot be read is an entry with its reason. The cache keeps only the
     /// files of this tree afterwards: use one cache per root.
     pub fn scan(root: &Path, opts: &Options<'_>, cache: &mut StatCache) -> io::Result<WorkTree> {
-        let mut top = OpenDir::open(root, None)?;
-        let id = top.id()?;
-        let listing = top.list()?;
-        let mut tree = WorkTree::default();
-        // Afterwards the cache holds exactly the files of this tree: what the walk did not see
-        // is dropped at its end.
-        cache.begin_scan(id);
+        WorkTree::scan_listed(Lister::start(root, opts.skip_top)?, opts, cache)
+    }
+
+    /// [`scan`](Self::scan) of what `lister` lists (started earlier, with the same skipped
+    /// top-level names): each directory recorded as it arrives, while the listers go on.
+    pub(crate) fn scan_listed(
+        lister: Lister,
+        opts: &Options<'_>,
+        cache: &mut StatCache,
+    ) -> io::Result<WorkTree> {
+        let entries = WorkTree::scan_listed_sorted(lister, opts, cache)?;
+        Ok(WorkTree {
+            entries: entries.into_iter().collect(),
+            ..WorkTree::default()
+        })
+    }
+
+    /// [`scan_listed`](Self::scan_listed)'s entries, sorted by key (each key once), without
+    /// building the map: for a judgment that only reads them once.
+    pub(crate) fn scan_listed_sorted(
+        lister: Lister,
+        opts: &Options<'_>,
+        cache: &mut StatCache,
+    ) -> io::Result<Vec<(String, Entry)>> {
+        let (root, id) = (lister.root.clone(), lister.id);
+        WorkTree::record_sorted(&root, id, std::iter::from_fn(|| lister.recv()), opts, cache)
+    }
+
+    /// [`record_sorted`](Self::record_sorted) as a tree.
+    #[cfg(test)]
+    fn record_all(
+        root: &Path,
+        id: (u64, u64),
+        listings: impl Iterator<Item = lister::Listed>,
+        opts: &Options<'_>,
+        cache: &mut StatCache,
+    ) -> io::Result<WorkTree> {
+        let entries = WorkTree::record_sorted(root, id, listings, opts, cache)?;
+        Ok(WorkTree {
+            entries: entries.into_iter().collect(),
+            ..WorkTree::default()
+        })
+    }
+
+    /// A full scan's entries, sorted, from the listings of the tree at `root` (whose identity
+    /// is `id`), in the order a lister sends them (a directory before its subdirectories).
+    fn record_sorted(
+        root: &Path,
+        id: (u64, u64),
+        listings: impl Iterator<Item = lister::Listed>,
+        opts: &Options<'_>,
+        cache: &mut StatCache,
+    ) -> io::Result<Vec<(String, Entry)>> {
+        // A full scan lays its rows out in `bulk`: no map is filled.
+        let mut unused = BTreeMap::new();
         let mut walker = Walker {
             root,
             opts,
             cache,
-            entries: &mut tree.entries,
+            entries: &mut unused,
             bulk: Some(Bulk::new()),
             unlisted: Vec::new(),
             fresh: Vec::new(),
         };
-        let mut stack = Vec::new();
-        walker.visit_listing(&[], &top, listing, false, 0, &mut stack);
-        drop(top);
-        walker.run(stack);
+        for listed in listings {
+            match listed.children {
+                Ok(children) => {
+                    if listed.slot == 0 {
+                        // Afterwards the cache holds exactly the files of this tree: what the
+                        // walk did not see is dropped at its end.
+                        walker.cache.begin_scan(id);
+                    }
+                    walker.record_listed(
+                        &listed.rel,
+                        listed.id,
+                        listed.slot,
+                        &listed.names,
+                        children,
+                    );
+                }
+                // The root itself cannot be listed (it comes first, alone).
+                Err(e) if listed.slot == 0 => return Err(e),
+                Err(e) => walker
+                    .unlisted
+                    .push((name::encode(&listed.rel), fsat::reason(&e))),
+            }
+        }
         walker.cache.end_scan();
         // Built at once from the walk, laid out in order (no sort), not an insertion per path.
         let (bulk, unlisted) = (walker.bulk.take(), std::mem::take(&mut walker.unlisted));
-        tree.entries = bulk
-            .map(Bulk::into_sorted)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
+        let mut entries = bulk.map(Bulk::into_sorted).unwrap_or_default();
         for (key, why) in unlisted {
-            if let Some(entry) = tree.entries.get_mut(&key) {
-                entry.unreadable = Some(why);
+            if let Ok(i) = entries.binary_search_by(|(k, _)| k.as_str().cmp(&key)) {
+                entries[i].1.unreadable = Some(why);
             }
         }
-        Ok(tree)
+        Ok(entries)
     }
 
     /// Re-reads only `paths` (relative, encoded) and, for a directory among them, its subtree;
@@ -245,7 +310,9 @@ impl WorkTree {
                     Ok(dir) => {
                         let base = OsString::from_vec(base);
                         let meta = dir.stat(&base);
-                        if let Some(next) = walker.visit(target, &dir, &base, meta, parent_ignored)
+                        let at = DirRef::Open(&dir);
+                        if let Some(next) =
+                            walker.visit(target, &at, &base, meta, None, None, parent_ignored)
                         {
                             stack.push(next);
                         }

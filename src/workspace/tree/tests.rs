@@ -2,6 +2,7 @@
 
 use super::fsat::{read_capped, stat_of};
 use super::*;
+use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -447,5 +448,208 @@ fn rescan_keeps_ignored_and_nested_repositories_as_a_scan_has_them() {
     assert_eq!(
         tree,
         WorkTree::scan(root, &options, &mut StatCache::new()).expect("scan")
+    );
+}
+
+/// Every listing a lister sends for the tree at `root`, drained (the listers have finished).
+fn listed_all(root: &Path) -> (Lister, Vec<lister::Listed>) {
+    let l = Lister::start(root, SKIP).expect("start");
+    let all: Vec<lister::Listed> = std::iter::from_fn(|| l.recv()).collect();
+    (l, all)
+}
+
+#[test]
+fn the_lister_sends_each_directory_once_after_its_parent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    for i in 0..40 {
+        write(root, &format!("a{i:02}/b/c/f"), b"x");
+    }
+    write(root, "sub/.git/HEAD", b"ref\n");
+    write(root, ".git/HEAD", b"ref\n");
+    write(root, ".tasks/t.json", b"{}");
+    symlink("a00", root.join("link")).expect("symlink");
+    let (_, all) = listed_all(root);
+    // The root, 40 x (aNN, b, c), `sub`: never `.git` (at the top or below) nor `.tasks`.
+    assert_eq!(all.len(), 1 + 40 * 3 + 1);
+    let mut seen: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    for l in &all {
+        if l.slot != 0 {
+            let parent = l.rel[..l.rel.iter().rposition(|&b| b == b'/').unwrap_or(0)].to_vec();
+            assert!(
+                seen.values().any(|p| *p == parent),
+                "{:?} came before its parent",
+                String::from_utf8_lossy(&l.rel)
+            );
+        }
+        assert!(
+            seen.insert(l.slot, l.rel.clone()).is_none(),
+            "slot sent twice"
+        );
+        let children = l.children.as_ref().expect("listed");
+        for c in children {
+            let walked = all.iter().any(|o| Some(o.slot) == c.sub);
+            let name = l.name(c).as_bytes();
+            assert!(name != b".git" || c.sub.is_none(), ".git is never walked");
+            assert!(c.sub.is_none() || walked, "a slot without its listing");
+        }
+    }
+    let top = all[0].children.as_ref().expect("root");
+    let names: Vec<&[u8]> = top.iter().map(|c| all[0].name(c).as_bytes()).collect();
+    assert_eq!(names.first(), Some(&&b"a00"[..]));
+    assert!(!names.contains(&&b".git"[..]) && !names.contains(&&b".tasks"[..]));
+    let link = top.iter().find(|c| all[0].name(c) == "link").expect("link");
+    assert_eq!(
+        link.link.as_ref().map(|r| r.as_ref().ok().cloned()),
+        Some(Some(b"a00".to_vec()))
+    );
+}
+
+#[test]
+fn a_directory_swapped_after_its_listing_is_not_read_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "d/f", b"listed\n");
+    write(root, "e/f", b"listed\n");
+    write(root, "outside/f", b"the other side\n");
+    let (l, all) = listed_all(root);
+    // Between the listing and the recording: `d` becomes a symlink to another directory with
+    // a file of the same name, and `e` another directory. Neither was read yet (an empty
+    // cache), and neither may be read through.
+    fs::rename(root.join("d"), root.join("d-old")).expect("mv");
+    symlink("outside", root.join("d")).expect("symlink");
+    fs::rename(root.join("e"), root.join("e-old")).expect("mv");
+    fs::create_dir(root.join("e")).expect("mkdir");
+    write(root, "e/f", b"the other side\n");
+    let tree = WorkTree::record_all(
+        root,
+        l.id,
+        all.into_iter(),
+        &opts(1 << 20),
+        &mut StatCache::new(),
+    )
+    .expect("recorded");
+    for rel in ["d/f", "e/f"] {
+        let e = &tree.entries[rel];
+        assert!(e.oid.is_none(), "{rel} was read through the swap");
+        assert!(e.unreadable.is_some(), "{rel}: {e:?}");
+    }
+    assert_eq!(
+        tree.entries["e/f"].unreadable.as_deref(),
+        Some("replaced while being read")
+    );
+    // Unswapped, the same listings are read.
+    let dir2 = tempfile::tempdir().expect("tempdir");
+    write(dir2.path(), "d/f", b"hello\n");
+    let (l, all) = listed_all(dir2.path());
+    let tree = WorkTree::record_all(
+        dir2.path(),
+        l.id,
+        all.into_iter(),
+        &opts(1 << 20),
+        &mut StatCache::new(),
+    )
+    .expect("recorded");
+    assert_eq!(
+        tree.entries["d/f"].oid.map(|o| o.to_string()).as_deref(),
+        Some(HELLO_OID)
+    );
+}
+
+#[test]
+fn a_root_swapped_after_its_listing_is_not_read_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("ws");
+    write(&root, "f", b"listed\n");
+    write(dir.path(), "other/f", b"the other side\n");
+    let (l, all) = listed_all(&root);
+    fs::rename(&root, dir.path().join("ws-old")).expect("mv");
+    fs::rename(dir.path().join("other"), &root).expect("mv");
+    let tree = WorkTree::record_all(
+        &root,
+        l.id,
+        all.into_iter(),
+        &opts(1 << 20),
+        &mut StatCache::new(),
+    )
+    .expect("recorded");
+    assert_eq!(
+        tree.entries["f"].unreadable.as_deref(),
+        Some("replaced while being read")
+    );
+}
+
+#[test]
+fn a_scan_from_listings_is_the_walk_of_the_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    for i in 0..30 {
+        write(
+            root,
+            &format!("p{i:02}/m{i}.py"),
+            format!("{i}\n").as_bytes(),
+        );
+        write(root, &format!("p{i:02}/q/r.txt"), b"r\n");
+    }
+    write(root, "target/debug/x", b"x");
+    write(root, "a-b", b"1");
+    write(root, "a/x", b"2");
+    write(root, "a0", b"3");
+    symlink("a/x", root.join("ln")).expect("symlink");
+    let ignored = |path: &[u8], is_dir: bool| is_dir && path == b"target";
+    let options = Options {
+        cap: 1 << 20,
+        skip_top: SKIP,
+        ignored: &ignored,
+    };
+    let tree = WorkTree::scan(root, &options, &mut StatCache::new()).expect("scan");
+    // The rescan of everything below the root, one path at a time, is the old walk.
+    let mut by_walk = WorkTree::default();
+    let tops: Vec<String> = fs::read_dir(root)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    by_walk.rescan(root, &tops, &options, &mut StatCache::new());
+    assert_eq!(tree, by_walk);
+    assert!(tree.entries["target/debug/x"].ignored);
+    assert!(tree.entries["target/debug/x"].oid.is_none());
+    assert!(tree.entries["p00/q/r.txt"].oid.is_some());
+    assert_eq!(
+        tree.entries["ln"].kind,
+        Kind::Symlink {
+            target: b"a/x".to_vec()
+        }
+    );
+}
+
+#[test]
+fn a_listed_directory_is_opened_again_only_if_it_is_the_one_listed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("ws");
+    write(&root, "d/f", b"f\n");
+    write(dir.path(), "other/f", b"o\n");
+    let id_of = |p: &Path| {
+        let m = fs::symlink_metadata(p).expect("stat");
+        (m.dev(), m.ino())
+    };
+    let (root_id, d_id) = (id_of(&root), id_of(&root.join("d")));
+    assert!(DirRef::listed(&root, b"d", d_id).get().is_ok());
+    assert!(DirRef::listed(&root, b"", root_id).get().is_ok());
+    // `d` replaced by a symlink to a directory, then by another directory.
+    fs::rename(root.join("d"), root.join("d-old")).expect("mv");
+    symlink(dir.path().join("other"), root.join("d")).expect("symlink");
+    assert!(DirRef::listed(&root, b"d", d_id).get().is_err());
+    fs::remove_file(root.join("d")).expect("rm");
+    fs::rename(dir.path().join("other"), root.join("d")).expect("mv");
+    assert_eq!(
+        DirRef::listed(&root, b"d", d_id).get().err().as_deref(),
+        Some("replaced while being read")
+    );
+    // The root replaced by another directory.
+    fs::rename(&root, dir.path().join("ws-old")).expect("mv");
+    fs::create_dir(&root).expect("mkdir");
+    assert_eq!(
+        DirRef::listed(&root, b"", root_id).get().err().as_deref(),
+        Some("replaced while being read")
     );
 }

@@ -1,5 +1,6 @@
-//! The walk: directories listed in batches on two threads, each child recorded as an entry, a
-//! regular file's hashes taken from the stat cache or from one read.
+//! The walk: each child of a listed directory recorded as an entry, a regular file's hashes
+//! taken from the stat cache or from one read. A full scan's directories come from the lister
+//! threads ([`super::lister`]); a rescan lists its directories here, in batches on two threads.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -12,7 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::super::name;
 use super::super::statcache::Cached;
-use super::fsat::{other_kind, over_cap, read_capped, reason, stat_of, Lstat, OpenDir};
+use super::fsat::{other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat, OpenDir};
+use super::lister::{name_in, Child};
 use super::{blob_oid, Entry, Kind, Options, StatCache};
 
 /// A directory still to list: its path and the identity it had when its parent was listed.
@@ -38,6 +40,9 @@ type Open = (usize, Vec<(usize, bool)>, usize);
 #[derive(Debug)]
 pub(super) struct Bulk {
     dirs: Vec<Vec<Row>>,
+    /// Per slot, whether its directory is ignored (what its children inherit), once its row
+    /// is recorded.
+    ignored: Vec<bool>,
     /// The slot the rows recorded now go to.
     current: usize,
 }
@@ -46,7 +51,16 @@ impl Bulk {
     pub(super) fn new() -> Bulk {
         Bulk {
             dirs: vec![Vec::new()],
+            ignored: vec![false],
             current: 0,
+        }
+    }
+
+    /// Makes room for `slot` (a lister numbers the directories as it meets them).
+    fn ensure(&mut self, slot: usize) {
+        if self.dirs.len() <= slot {
+            self.dirs.resize_with(slot + 1, Vec::new);
+            self.ignored.resize(slot + 1, false);
         }
     }
 
@@ -77,6 +91,10 @@ impl Bulk {
         }
         if !out.windows(2).all(|w| w[0].0 < w[1].0) {
             out.sort_by(|a, b| a.0.cmp(&b.0));
+            // Each key once (as a map would have it: the last one recorded).
+            out.reverse();
+            out.dedup_by(|a, b| a.0 == b.0);
+            out.reverse();
         }
         out
     }
@@ -241,20 +259,61 @@ impl Walker<'_, '_> {
                 rel.push(b'/');
             }
             rel.extend_from_slice(base.as_bytes());
-            if let Some(next) = self.visit(rel, dir, &base, meta, ignored) {
+            if let Some(next) =
+                self.visit(rel, &DirRef::Open(dir), &base, meta, None, None, ignored)
+            {
                 stack.push(next);
             }
         }
     }
 
+    /// Records a directory as a lister listed it ([`super::lister`]), its children in name
+    /// order, into its slot of the full scan's layout.
+    pub(super) fn record_listed(
+        &mut self,
+        parent: &[u8],
+        id: (u64, u64),
+        slot: usize,
+        names: &[u8],
+        children: Vec<Child>,
+    ) {
+        let mut ignored = false;
+        if let Some(bulk) = &mut self.bulk {
+            bulk.ensure(slot);
+            bulk.current = slot;
+            bulk.dirs[slot].reserve_exact(children.len());
+            ignored = bulk.ignored[slot];
+        }
+        let root = self.root;
+        let dir = DirRef::listed(root, parent, id);
+        for child in children {
+            let name = name_in(names, child.name);
+            let mut rel = Vec::with_capacity(parent.len() + 1 + name.len());
+            if !parent.is_empty() {
+                rel.extend_from_slice(parent);
+                rel.push(b'/');
+            }
+            rel.extend_from_slice(name.as_bytes());
+            // A directory to walk comes with its own slot: nothing to walk from here.
+            let _ = self.visit(rel, &dir, name, child.meta, child.link, child.sub, ignored);
+        }
+    }
+
     /// Records the entry at `rel` (named `base` in `dir`) from its `lstat`; returns the
-    /// directory to walk next, if it is one.
+    /// directory to walk next, if it is one. From a lister: `link` is a symlink's target as it
+    /// read it, and `sub` a directory's slot (its listing comes on its own, nothing is returned).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one child as listed: its name, lstat, link target and slot, and its parent"
+    )]
     pub(super) fn visit(
         &mut self,
         rel: Vec<u8>,
-        dir: &OpenDir,
+        dir: &DirRef<'_>,
         base: &OsStr,
         meta: io::Result<Lstat>,
+        link: Option<io::Result<Vec<u8>>>,
+        sub: Option<usize>,
         under_ignored: bool,
     ) -> Option<Pending> {
         let meta = match meta {
@@ -301,6 +360,12 @@ impl Walker<'_, '_> {
         } else if is_dir {
             // The directory to walk keeps the path's bytes.
             let key = name::encode(&rel);
+            if let (Some(s), Some(bulk)) = (sub, &mut self.bulk) {
+                bulk.ensure(s);
+                bulk.ignored[s] = ignored;
+                self.insert_row(key, entry, Some(s));
+                return None;
+            }
             let slot = match &mut self.bulk {
                 Some(bulk) => {
                     bulk.dirs.push(Vec::new());
@@ -324,7 +389,13 @@ impl Walker<'_, '_> {
                 self.hash(&rel, dir, base, &meta, &mut entry);
             }
         } else if file_type == FileType::Symlink {
-            match dir.read_link(base) {
+            let target = match link {
+                Some(read) => read.map_err(|e| reason(&e)),
+                None => dir
+                    .get()
+                    .and_then(|d| d.read_link(base).map_err(|e| reason(&e))),
+            };
+            match target {
                 Ok(target) => {
                     match blob_oid(&target) {
                         Ok(oid) => entry.oid = Some(oid),
@@ -332,9 +403,9 @@ impl Walker<'_, '_> {
                     }
                     entry.kind = Kind::Symlink { target };
                 }
-                Err(e) => {
+                Err(why) => {
                     entry.kind = Kind::Symlink { target: Vec::new() };
-                    entry.unreadable = Some(reason(&e));
+                    entry.unreadable = Some(why);
                 }
             }
         } else {
@@ -368,7 +439,7 @@ impl Walker<'_, '_> {
     pub(super) fn hash(
         &mut self,
         rel: &[u8],
-        dir: &OpenDir,
+        dir: &DirRef<'_>,
         base: &OsStr,
         meta: &Lstat,
         entry: &mut Entry,
@@ -385,7 +456,7 @@ impl Walker<'_, '_> {
             return;
         }
         self.cache.count_read();
-        let read = match read_capped(dir, base, &listed, cap) {
+        let read = match dir.get().and_then(|d| read_capped(d, base, &listed, cap)) {
             Ok(read) => read,
             Err(why) => {
                 entry.unreadable = Some(why);

@@ -1,0 +1,286 @@
+//! A full scan's listing, started early and run on threads of its own: each directory opened
+//! (without following a link, checked to be the one its parent listed), its names read and
+//! each child looked at (`fstatat`) and, for a symlink, its target read (`readlinkat`), all
+//! through that directory's descriptor. What a walk costs is mostly these system calls; they
+//! do not depend on the baseline's ignore rules nor on the stat cache, so a one-shot judgment
+//! starts them before pinning the baseline and loading the cache, and records what is listed
+//! as it arrives ([`super::WorkTree::scan_listed`]).
+//!
+//! Every directory is a job for whichever lister thread is free; each directory to walk gets
+//! its slot in the scan's layout ([`super::walk::Bulk`]) when its parent is listed, so the
+//! listings can be recorded in any order. A directory's listing is sent before the jobs of its
+//! subdirectories are queued, so the recorder always has a parent before its children.
+
+use std::collections::VecDeque;
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+use rustix::fs::FileType;
+
+use super::fsat::{Lstat, OpenDir};
+
+/// How many threads list at once: two cores is what the machines this runs on have at least,
+/// and the listing is system calls, which do not scale much further on one file system.
+const LISTERS: usize = 2;
+
+/// One child of a listed directory.
+pub(super) struct Child {
+    /// Its name: offset and length in [`Listed::names`].
+    pub(super) name: (u32, u32),
+    pub(super) meta: io::Result<Lstat>,
+    /// A symlink's target (read through the directory's descriptor when it was listed).
+    pub(super) link: Option<io::Result<Vec<u8>>>,
+    /// A directory to walk: the slot its own listing comes with.
+    pub(super) sub: Option<usize>,
+}
+
+/// One directory as listed, or why it could not be.
+pub(super) struct Listed {
+    pub(super) rel: Vec<u8>,
+    /// Its device and inode (as its parent listed it; the root's own).
+    pub(super) id: (u64, u64),
+    pub(super) slot: usize,
+    /// Its children in name order (the root's without the skipped top-level names).
+    pub(super) children: io::Result<Vec<Child>>,
+    /// The children's names, one after another.
+    pub(super) names: Vec<u8>,
+}
+
+#[cfg(test)]
+impl Listed {
+    /// The name of `child`, one of its children.
+    pub(super) fn name(&self, child: &Child) -> &OsStr {
+        name_in(&self.names, child.name)
+    }
+}
+
+/// The name at `at` (offset, length) in `names`.
+pub(super) fn name_in(names: &[u8], (at, len): (u32, u32)) -> &OsStr {
+    OsStr::from_bytes(&names[at as usize..(at + len) as usize])
+}
+
+/// A directory to list: the root (already open), or one its parent listed.
+enum Job {
+    Root(OpenDir),
+    Dir {
+        rel: Vec<u8>,
+        id: (u64, u64),
+        slot: usize,
+    },
+}
+
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Jobs taken and not finished: while any is, more may come.
+    busy: usize,
+}
+
+struct Shared {
+    root: PathBuf,
+    /// The root's device and inode.
+    root_id: (u64, u64),
+    skip_top: Vec<Vec<u8>>,
+    queue: Mutex<Queue>,
+    more: Condvar,
+    /// The next slot to give a directory (0 is the root's).
+    slots: AtomicUsize,
+}
+
+/// A listing under way: its directories arrive on [`Lister::recv`] until every one is listed.
+pub(crate) struct Lister {
+    pub(super) root: PathBuf,
+    /// The root's device and inode.
+    pub(super) id: (u64, u64),
+    rx: Receiver<Listed>,
+}
+
+impl std::fmt::Debug for Lister {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lister")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lister {
+    /// Opens `root` (an `Err` when it cannot be opened as a directory) and starts listing the
+    /// tree under it, leaving out the top-level names in `skip_top`.
+    pub(crate) fn start(root: &Path, skip_top: &[&str]) -> io::Result<Lister> {
+        let top = OpenDir::open(root, None)?;
+        let id = top.id()?;
+        let (tx, rx) = channel();
+        let shared = Arc::new(Shared {
+            root: root.to_path_buf(),
+            root_id: id,
+            skip_top: skip_top.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::from([Job::Root(top)]),
+                busy: 0,
+            }),
+            more: Condvar::new(),
+            slots: AtomicUsize::new(1),
+        });
+        let mut started = 0;
+        for _ in 0..LISTERS {
+            let (shared, tx) = (shared.clone(), tx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("referee-walk".into())
+                .spawn(move || run(&shared, &tx));
+            if spawned.is_ok() {
+                started += 1;
+            }
+        }
+        if started == 0 {
+            // No thread to be had: the whole listing here, now.
+            run(&shared, &tx);
+        }
+        Ok(Lister {
+            root: root.to_path_buf(),
+            id,
+            rx,
+        })
+    }
+
+    /// The next directory listed; `None` once every one has been.
+    pub(super) fn recv(&self) -> Option<Listed> {
+        self.rx.recv().ok()
+    }
+}
+
+/// A lister thread: takes jobs until none is left and none is being worked on.
+fn run(shared: &Shared, tx: &Sender<Listed>) {
+    loop {
+        let job = {
+            let mut q = lock(&shared.queue);
+            loop {
+                if let Some(job) = q.jobs.pop_front() {
+                    q.busy += 1;
+                    break job;
+                }
+                if q.busy == 0 {
+                    shared.more.notify_all();
+                    return;
+                }
+                q = shared.more.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let what = match &job {
+            Job::Root(_) => (Vec::new(), shared.root_id, 0),
+            Job::Dir { rel, id, slot } => (rel.clone(), *id, *slot),
+        };
+        let mut taken = Taken {
+            shared,
+            tx,
+            what: Some(what),
+        };
+        let (listed, subs) = list(shared, job);
+        taken.what = None;
+        // Sent before its subdirectories are queued: the recorder meets a parent first.
+        if tx.send(listed).is_ok() {
+            lock(&shared.queue).jobs.extend(subs);
+        }
+    }
+}
+
+fn lock(queue: &Mutex<Queue>) -> std::sync::MutexGuard<'_, Queue> {
+    queue.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A job being worked on: when it ends, the others are told (and none waits forever); a job
+/// that did not finish (a panic) is sent as a directory that could not be listed, so what it
+/// would have listed is never taken for empty (fail closed).
+struct Taken<'s> {
+    shared: &'s Shared,
+    tx: &'s Sender<Listed>,
+    what: Option<(Vec<u8>, (u64, u64), usize)>,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if let Some((rel, id, slot)) = self.what.take() {
+            let _ = self.tx.send(Listed {
+                rel,
+                id,
+                slot,
+                children: Err(io::Error::other("its listing failed")),
+                names: Vec::new(),
+            });
+        }
+        let mut q = lock(&self.shared.queue);
+        q.busy -= 1;
+        self.shared.more.notify_all();
+    }
+}
+
+/// Lists one directory: its children, and the jobs of the subdirectories to walk.
+fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
+    let (rel, id, slot, opened) = match job {
+        Job::Root(dir) => {
+            let id = dir.id().unwrap_or((0, 0));
+            (Vec::new(), id, 0, Ok(dir))
+        }
+        Job::Dir { rel, id, slot } => {
+            let opened = OpenDir::open(
+                &shared.root.join(std::ffi::OsStr::from_bytes(&rel)),
+                Some(id),
+            );
+            (rel, id, slot, opened)
+        }
+    };
+    let mut subs = Vec::new();
+    let mut heap = Vec::new();
+    let children = opened.and_then(|mut dir| {
+        let names = dir.names_into(&mut heap)?;
+        let mut children = Vec::with_capacity(names.len());
+        for at in names {
+            let name = name_in(&heap, at);
+            if rel.is_empty() && shared.skip_top.iter().any(|s| s == name.as_bytes()) {
+                continue;
+            }
+            let meta = dir.stat(name);
+            let (mut link, mut sub) = (None, None);
+            if let Ok(m) = &meta {
+                let t = m.file_type();
+                if t == FileType::Symlink {
+                    link = Some(dir.read_link(name));
+                } else if t == FileType::Directory && name.as_bytes() != b".git" {
+                    let s = shared.slots.fetch_add(1, Ordering::Relaxed);
+                    let mut child = Vec::with_capacity(rel.len() + 1 + name.len());
+                    if !rel.is_empty() {
+                        child.extend_from_slice(&rel);
+                        child.push(b'/');
+                    }
+                    child.extend_from_slice(name.as_bytes());
+                    subs.push(Job::Dir {
+                        rel: child,
+                        id: (m.dev, m.ino),
+                        slot: s,
+                    });
+                    sub = Some(s);
+                }
+            }
+            children.push(Child {
+                name: at,
+                meta,
+                link,
+                sub,
+            });
+        }
+        Ok(children)
+    });
+    (
+        Listed {
+            rel,
+            id,
+            slot,
+            children,
+            names: heap,
+        },
+        subs,
+    )
+}
