@@ -78,6 +78,8 @@ struct Queue {
     jobs: VecDeque<Job>,
     /// Jobs taken and not finished: while any is, more may come.
     busy: usize,
+    /// Threads waiting for a job (only they need waking when a job ends).
+    waiting: usize,
 }
 
 struct Shared {
@@ -121,6 +123,7 @@ impl Lister {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::from([Job::Root(top)]),
                 busy: 0,
+                waiting: 0,
             }),
             more: Condvar::new(),
             slots: AtomicUsize::new(1),
@@ -153,7 +156,17 @@ impl Lister {
 }
 
 /// A lister thread: takes jobs until none is left and none is being worked on.
+///
+/// The listing of a directory without subdirectories is held and sent with a few others:
+/// every send to a recorder that waits wakes it (a `futex` call each way), and a tree of
+/// 1,000 one-file folders took 3,839 of them. A directory with subdirectories is sent at once,
+/// before their jobs are queued (the recorder meets a parent first). What is held is sent
+/// before the thread waits for work or ends, also when it unwinds.
 fn run(shared: &Shared, tx: &Sender<Listed>) {
+    let mut held = Held {
+        tx,
+        listings: Vec::new(),
+    };
     loop {
         let job = {
             let mut q = lock(&shared.queue);
@@ -166,7 +179,10 @@ fn run(shared: &Shared, tx: &Sender<Listed>) {
                     shared.more.notify_all();
                     return;
                 }
+                held.send();
+                q.waiting += 1;
                 q = shared.more.wait(q).unwrap_or_else(PoisonError::into_inner);
+                q.waiting -= 1;
             }
         };
         let what = match &job {
@@ -180,10 +196,42 @@ fn run(shared: &Shared, tx: &Sender<Listed>) {
         };
         let (listed, subs) = list(shared, job);
         taken.what = None;
-        // Sent before its subdirectories are queued: the recorder meets a parent first.
-        if tx.send(listed).is_ok() {
-            lock(&shared.queue).jobs.extend(subs);
+        if subs.is_empty() {
+            held.listings.push(listed);
+            if held.listings.len() >= HELD {
+                held.send();
+            }
+        } else {
+            held.send();
+            // Sent before its subdirectories are queued: the recorder meets a parent first.
+            if tx.send(listed).is_ok() {
+                lock(&shared.queue).jobs.extend(subs);
+            }
         }
+    }
+}
+
+/// Listings held at most before they are sent.
+const HELD: usize = 32;
+
+/// Listings of directories without subdirectories, held to be sent together; sent when
+/// dropped, so a thread that unwinds loses none.
+struct Held<'s> {
+    tx: &'s Sender<Listed>,
+    listings: Vec<Listed>,
+}
+
+impl Held<'_> {
+    fn send(&mut self) {
+        for listed in self.listings.drain(..) {
+            let _ = self.tx.send(listed);
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.send();
     }
 }
 
@@ -213,7 +261,9 @@ impl Drop for Taken<'_> {
         }
         let mut q = lock(&self.shared.queue);
         q.busy -= 1;
-        self.shared.more.notify_all();
+        if q.waiting > 0 {
+            self.shared.more.notify_all();
+        }
     }
 }
 
