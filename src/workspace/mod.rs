@@ -210,11 +210,7 @@ impl Workspace {
         // judgment's system calls) needs neither the baseline nor the stat cache: it starts
         // now, on threads of its own, and is recorded once both are had.
         let raw_records = read_records(&root, cap);
-        let lister =
-            tree::Lister::start(&root, EXCLUDED).map_err(|source| WorkspaceError::Root {
-                path: root.display().to_string(),
-                source,
-            })?;
+        let lister = start_listing(&root)?;
         // The stat cache is read while the baseline is pinned (on a thread of its own, see
         // `baseline::bounded`): the two are independent, and each takes a few milliseconds on
         // a large tree.
@@ -262,11 +258,7 @@ impl Workspace {
         // the tree is read next. Read the other way round, a record landing in between would
         // be judged against the tree before its change.
         let raw_records = read_records(&root, cap);
-        let lister =
-            tree::Lister::start(&root, EXCLUDED).map_err(|source| WorkspaceError::Root {
-                path: root.display().to_string(),
-                source,
-            })?;
+        let lister = start_listing(&root)?;
         Workspace::judge_listed(root, base, cache, cap, raw_records, lister)
     }
 
@@ -566,6 +558,15 @@ fn drop_beside<T: Send + 'static>(value: T) {
     let _ = std::thread::Builder::new()
         .name("referee-free".into())
         .spawn(move || drop(value));
+}
+
+/// Starts listing the work tree at `root` on threads of its own (the referee's directories left
+/// out); an `Err` when `root` cannot be opened as a directory.
+fn start_listing(root: &Path) -> Result<tree::Lister, WorkspaceError> {
+    tree::Lister::start(root, EXCLUDED).map_err(|source| WorkspaceError::Root {
+        path: root.display().to_string(),
+        source,
+    })
 }
 
 fn canonical_root(root: &Path) -> Result<PathBuf, WorkspaceError> {

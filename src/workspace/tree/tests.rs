@@ -458,6 +458,18 @@ fn listed_all(root: &Path) -> (Lister, Vec<lister::Listed>) {
     (l, all)
 }
 
+/// The tree recorded at `root` from `all`, the listings `l` sent (no cache, files read up to 1 MiB).
+fn recorded(root: &Path, l: &Lister, all: Vec<lister::Listed>) -> WorkTree {
+    WorkTree::record_all(
+        root,
+        l.id,
+        all.into_iter(),
+        &opts(1 << 20),
+        &mut StatCache::new(),
+    )
+    .expect("recorded")
+}
+
 #[test]
 fn the_lister_sends_each_directory_once_after_its_parent() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -521,14 +533,7 @@ fn a_directory_swapped_after_its_listing_is_not_read_through() {
     fs::rename(root.join("e"), root.join("e-old")).expect("mv");
     fs::create_dir(root.join("e")).expect("mkdir");
     write(root, "e/f", b"the other side\n");
-    let tree = WorkTree::record_all(
-        root,
-        l.id,
-        all.into_iter(),
-        &opts(1 << 20),
-        &mut StatCache::new(),
-    )
-    .expect("recorded");
+    let tree = recorded(root, &l, all);
     for rel in ["d/f", "e/f"] {
         let e = &tree.entries[rel];
         assert!(e.oid.is_none(), "{rel} was read through the swap");
@@ -542,14 +547,7 @@ fn a_directory_swapped_after_its_listing_is_not_read_through() {
     let dir2 = tempfile::tempdir().expect("tempdir");
     write(dir2.path(), "d/f", b"hello\n");
     let (l, all) = listed_all(dir2.path());
-    let tree = WorkTree::record_all(
-        dir2.path(),
-        l.id,
-        all.into_iter(),
-        &opts(1 << 20),
-        &mut StatCache::new(),
-    )
-    .expect("recorded");
+    let tree = recorded(dir2.path(), &l, all);
     assert_eq!(
         tree.entries["d/f"].oid.map(|o| o.to_string()).as_deref(),
         Some(HELLO_OID)
@@ -565,14 +563,7 @@ fn a_root_swapped_after_its_listing_is_not_read_through() {
     let (l, all) = listed_all(&root);
     fs::rename(&root, dir.path().join("ws-old")).expect("mv");
     fs::rename(dir.path().join("other"), &root).expect("mv");
-    let tree = WorkTree::record_all(
-        &root,
-        l.id,
-        all.into_iter(),
-        &opts(1 << 20),
-        &mut StatCache::new(),
-    )
-    .expect("recorded");
+    let tree = recorded(&root, &l, all);
     assert_eq!(
         tree.entries["f"].unreadable.as_deref(),
         Some("replaced while being read")
