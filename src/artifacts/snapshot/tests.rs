@@ -500,3 +500,28 @@ fn a_read_ahead_of_a_name_the_walk_lists_as_a_symlink_is_not_used() {
     assert_eq!(snap.read("report.md").unwrap().bytes, b"target, later");
     assert_eq!(snap.read("big.md").unwrap().bytes, text_of(1 << 20, b'a'));
 }
+
+/// What the watched side can put at a wanted name beside a megabyte of reports (so the read
+/// ahead runs): a FIFO is never opened and never hangs, a dangling symlink and a directory are
+/// refused as the walk lists them; none of them reads as a file.
+#[test]
+fn a_read_ahead_never_opens_a_fifo_nor_takes_a_link_or_directory_for_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    fs::write(root.join("report-A.md"), text_of(1 << 20, b'a')).unwrap();
+    mkfifo(&root.join("report-B.md"));
+    symlink("nowhere.md", root.join("report-C.md")).unwrap();
+    fs::create_dir(root.join("report-D.md")).unwrap();
+    let snap = within(10, move || {
+        let wanted = |rel: &str| rel.starts_with("report-");
+        Snapshot::scan_reading(&root, Limits::default(), &wanted).unwrap()
+    });
+    assert_eq!(snap.read("report-A.md").unwrap().bytes.len(), 1 << 20);
+    for rel in ["report-B.md", "report-C.md", "report-D.md"] {
+        let err = snap.read(rel).expect_err(rel);
+        assert!(
+            matches!(err, ReadError::NotRegular { .. }),
+            "{rel}: {err:?}"
+        );
+    }
+}

@@ -304,15 +304,14 @@ fn prefetch(ctx: &Ctx<'_>, globs: &[crate::protocol::predicate::Glob]) {
         .filter_map(|f| ctx.snap.get(f))
         .map(|e| e.size())
         .sum();
-    if files.len() < 2 || total < 4 << 20 {
-        return;
+    let big = total >= super::SPLIT_BYTES as u64;
+    if big {
+        let snap = ctx.snap;
+        super::in_halves(&files, big, |part| {
+            part.iter().for_each(|f| drop(snap.read(f)));
+            Vec::<()>::new()
+        });
     }
-    let snap = ctx.snap;
-    let (a, b) = files.split_at(files.len() / 2);
-    std::thread::scope(|scope| {
-        scope.spawn(|| b.iter().for_each(|f| drop(snap.read(f))));
-        a.iter().for_each(|f| drop(snap.read(f)));
-    });
 }
 
 /// The snippets `re` extracts from a source's readings (its group 1, else the whole match),
