@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -83,7 +84,8 @@ struct Queue {
 }
 
 struct Shared {
-    root: PathBuf,
+    /// The root, open: every other directory is opened by its path under it.
+    root: OwnedFd,
     /// The root's device and inode.
     root_id: (u64, u64),
     skip_top: Vec<Vec<u8>>,
@@ -117,7 +119,9 @@ impl Lister {
         let id = top.id()?;
         let (tx, rx) = channel();
         let shared = Arc::new(Shared {
-            root: root.to_path_buf(),
+            // A second descriptor of the directory opened: the same one, whatever the path
+            // names by now.
+            root: rustix::io::fcntl_dupfd_cloexec(top.dir.fd()?, 0)?,
             root_id: id,
             skip_top: skip_top.iter().map(|s| s.as_bytes().to_vec()).collect(),
             queue: Mutex::new(Queue {
@@ -275,10 +279,7 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
             (Vec::new(), id, 0, Ok(dir))
         }
         Job::Dir { rel, id, slot } => {
-            let opened = OpenDir::open(
-                &shared.root.join(std::ffi::OsStr::from_bytes(&rel)),
-                Some(id),
-            );
+            let opened = OpenDir::open_under(shared.root.as_fd(), OsStr::from_bytes(&rel), id);
             (rel, id, slot, opened)
         }
     };

@@ -644,3 +644,37 @@ fn a_listed_directory_is_opened_again_only_if_it_is_the_one_listed() {
         Some("replaced while being read")
     );
 }
+
+#[test]
+fn a_directory_opened_under_the_root_is_the_one_listed_or_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("ws");
+    write(&root, "a/b/f", b"f\n");
+    write(dir.path(), "elsewhere/b/f", b"outside\n");
+    let top = OpenDir::open(&root, None).expect("open root");
+    let id_of = |p: &Path| {
+        let m = fs::symlink_metadata(p).expect("stat");
+        (m.dev(), m.ino())
+    };
+    let b = id_of(&root.join("a/b"));
+    let under = |rel: &str, id| OpenDir::open_under(top.dir.fd().expect("fd"), OsStr::new(rel), id);
+    let mut opened = under("a/b", b).expect("the directory listed");
+    assert_eq!(opened.names().expect("names"), ["f"]);
+    // `a` replaced by a link to a tree with a `b` of its own: followed higher up, so refused
+    // by identity.
+    fs::rename(root.join("a"), root.join("a-old")).expect("mv");
+    symlink(dir.path().join("elsewhere"), root.join("a")).expect("symlink");
+    let err = under("a/b", b).err().expect("refused");
+    assert_eq!(err.to_string(), "replaced while being read");
+    // A link at the last name is never followed, even to the directory listed.
+    fs::remove_file(root.join("a")).expect("rm");
+    fs::rename(root.join("a-old"), root.join("a")).expect("mv back");
+    fs::rename(root.join("a/b"), root.join("a/b-old")).expect("mv");
+    symlink("b-old", root.join("a/b")).expect("symlink");
+    assert!(under("a/b", b).is_err());
+    // The root moved away after it was opened: what is under the open root is still found.
+    fs::remove_file(root.join("a/b")).expect("rm");
+    fs::rename(root.join("a/b-old"), root.join("a/b")).expect("mv back");
+    fs::rename(&root, dir.path().join("moved")).expect("mv root");
+    assert!(under("a/b", b).is_ok());
+}
