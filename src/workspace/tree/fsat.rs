@@ -9,7 +9,8 @@ use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 use super::super::statcache::{now, Stamp, Stat};
 use crate::artifacts::fsread::lowercase_message;
@@ -96,6 +97,28 @@ impl OpenDir {
             return Err(io::Error::other("replaced while being read"));
         }
         Ok(OpenDir { dir: Dir::new(fd)? })
+    }
+
+    /// Opens `rel` (a relative path) under the directory `base` as a directory, with no symlink
+    /// followed on the way and nothing outside `base` reachable (`openat2` with
+    /// `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH`): whatever directory is at that path now, inside
+    /// the tree, in one call and without the identity check of [`OpenDir::open_under`], which
+    /// only guards against a link swapped in on the way. A link found on the way is
+    /// "replaced while being read". `Ok(None)` where the kernel has no `openat2` (before Linux
+    /// 5.6, or a sandbox that filters it).
+    pub(super) fn open_beneath(base: BorrowedFd<'_>, rel: &OsStr) -> io::Result<Option<OpenDir>> {
+        let flags = OFlags::RDONLY
+            | OFlags::DIRECTORY
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC
+            | OFlags::NOFOLLOW;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
+        match rustix::fs::openat2(base, rel, flags, Mode::empty(), resolve) {
+            Ok(fd) => Ok(Some(OpenDir { dir: Dir::new(fd)? })),
+            Err(Errno::NOSYS | Errno::PERM | Errno::TOOBIG | Errno::AGAIN) => Ok(None),
+            Err(Errno::LOOP | Errno::XDEV) => Err(io::Error::other("replaced while being read")),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The directory's own device and inode.

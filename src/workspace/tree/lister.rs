@@ -1,5 +1,7 @@
 //! A full scan's listing, started early and run on threads of its own: each directory opened
-//! (without following a link, checked to be the one its parent listed), its names read and
+//! by its path under the root's descriptor with no link followed on the way (`openat2`; where
+//! the kernel has none, without following its last name and then checked by device and inode
+//! to be the one its parent listed), its names read and
 //! each child looked at (`fstatat`) and, for a symlink, its target read (`readlinkat`), all
 //! through that directory's descriptor. What a walk costs is mostly these system calls; they
 //! do not depend on the baseline's ignore rules nor on the stat cache, so a one-shot judgment
@@ -17,7 +19,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -93,6 +95,8 @@ struct Shared {
     more: Condvar,
     /// The next slot to give a directory (0 is the root's).
     slots: AtomicUsize,
+    /// Whether the kernel opens paths beneath a directory without links (`openat2`).
+    beneath: AtomicBool,
 }
 
 /// A listing under way: its directories arrive on [`Lister::recv`] until every one is listed.
@@ -131,6 +135,7 @@ impl Lister {
             }),
             more: Condvar::new(),
             slots: AtomicUsize::new(1),
+            beneath: AtomicBool::new(true),
         });
         let mut started = 0;
         for _ in 0..LISTERS {
@@ -279,7 +284,7 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
             (Vec::new(), id, 0, Ok(dir))
         }
         Job::Dir { rel, id, slot } => {
-            let opened = OpenDir::open_under(shared.root.as_fd(), OsStr::from_bytes(&rel), id);
+            let opened = open_dir(shared, OsStr::from_bytes(&rel), id);
             (rel, id, slot, opened)
         }
     };
@@ -334,4 +339,18 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
         },
         subs,
     )
+}
+
+/// Opens the directory `rel` that its parent listed with the identity `id`: by its path under
+/// the root with no link followed on the way (one call), or where the kernel cannot do that, by
+/// its path and then checked to be the directory listed.
+fn open_dir(shared: &Shared, rel: &OsStr, id: (u64, u64)) -> io::Result<OpenDir> {
+    if shared.beneath.load(Ordering::Relaxed) {
+        match OpenDir::open_beneath(shared.root.as_fd(), rel) {
+            Ok(Some(dir)) => return Ok(dir),
+            Ok(None) => shared.beneath.store(false, Ordering::Relaxed),
+            Err(e) => return Err(e),
+        }
+    }
+    OpenDir::open_under(shared.root.as_fd(), rel, id)
 }

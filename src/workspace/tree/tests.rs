@@ -650,31 +650,64 @@ fn a_directory_opened_under_the_root_is_the_one_listed_or_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("ws");
     write(&root, "a/b/f", b"f\n");
-    write(dir.path(), "elsewhere/b/f", b"outside\n");
+    write(&root, "c/b/f", b"another\n");
     let top = OpenDir::open(&root, None).expect("open root");
     let id_of = |p: &Path| {
         let m = fs::symlink_metadata(p).expect("stat");
         (m.dev(), m.ino())
     };
     let b = id_of(&root.join("a/b"));
-    let under = |rel: &str, id| OpenDir::open_under(top.dir.fd().expect("fd"), OsStr::new(rel), id);
-    let mut opened = under("a/b", b).expect("the directory listed");
-    assert_eq!(opened.names().expect("names"), ["f"]);
-    // `a` replaced by a link to a tree with a `b` of its own: followed higher up, so refused
-    // by identity.
+    let fd = || top.dir.fd().expect("fd");
+    // By path and identity (`open_under`), and with no link followed (`open_beneath`, where
+    // the kernel has `openat2`).
+    let under = |rel: &str| OpenDir::open_under(fd(), OsStr::new(rel), b);
+    let beneath = |rel: &str| OpenDir::open_beneath(fd(), OsStr::new(rel)).transpose();
+    let listed = |d: io::Result<OpenDir>| d.expect("opened").names().expect("names");
+    assert_eq!(listed(under("a/b")), ["f"]);
+    let has_openat2 = beneath("a/b").is_some();
+    if let Some(d) = beneath("a/b") {
+        assert_eq!(listed(d), ["f"]);
+    }
+    // `a` replaced by a link to a folder with a `b` of its own (inside the tree): refused by
+    // identity, and for the link on the way.
     fs::rename(root.join("a"), root.join("a-old")).expect("mv");
-    symlink(dir.path().join("elsewhere"), root.join("a")).expect("symlink");
-    let err = under("a/b", b).err().expect("refused");
-    assert_eq!(err.to_string(), "replaced while being read");
+    symlink("c", root.join("a")).expect("symlink");
+    let replaced = |d: Option<io::Result<OpenDir>>| d.map(|d| d.err().map(|e| e.to_string()));
+    assert_eq!(
+        replaced(Some(under("a/b"))),
+        Some(Some("replaced while being read".to_string()))
+    );
+    if has_openat2 {
+        assert_eq!(
+            replaced(beneath("a/b")),
+            Some(Some("replaced while being read".to_string()))
+        );
+    }
     // A link at the last name is never followed, even to the directory listed.
     fs::remove_file(root.join("a")).expect("rm");
     fs::rename(root.join("a-old"), root.join("a")).expect("mv back");
     fs::rename(root.join("a/b"), root.join("a/b-old")).expect("mv");
     symlink("b-old", root.join("a/b")).expect("symlink");
-    assert!(under("a/b", b).is_err());
-    // The root moved away after it was opened: what is under the open root is still found.
+    assert!(under("a/b").is_err());
+    assert!(beneath("a/b").is_none_or(|d| d.is_err()));
+    // Another directory in its place: refused by identity; opened beneath, it is what is
+    // there now (inside the tree, no link on the way).
     fs::remove_file(root.join("a/b")).expect("rm");
+    write(&root, "a/b/g", b"g\n");
+    assert!(under("a/b").is_err());
+    if let Some(d) = beneath("a/b") {
+        assert_eq!(listed(d), ["g"]);
+    }
+    // The root moved away after it was opened: what is under the open root is still found.
+    fs::remove_dir_all(root.join("a/b")).expect("rm");
     fs::rename(root.join("a/b-old"), root.join("a/b")).expect("mv back");
     fs::rename(&root, dir.path().join("moved")).expect("mv root");
-    assert!(under("a/b", b).is_ok());
+    assert_eq!(listed(under("a/b")), ["f"]);
+    if let Some(d) = beneath("a/b") {
+        assert_eq!(listed(d), ["f"]);
+    }
+    assert!(
+        has_openat2 || !cfg!(target_os = "linux"),
+        "openat2 on this kernel"
+    );
 }
