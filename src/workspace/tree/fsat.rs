@@ -57,6 +57,19 @@ impl Lstat {
     pub(super) fn file_type(&self) -> FileType {
         FileType::from_raw_mode(self.mode)
     }
+
+    /// A directory known only by its type so far: the rest comes when it is opened.
+    pub(super) fn directory() -> Lstat {
+        Lstat {
+            mode: FileType::Directory.as_raw_mode(),
+            dev: 0,
+            ino: 0,
+            nlink: 0,
+            size: 0,
+            mtime: (0, 0),
+            ctime: (0, 0),
+        }
+    }
 }
 
 impl OpenDir {
@@ -123,8 +136,13 @@ impl OpenDir {
 
     /// The directory's own device and inode.
     pub(super) fn id(&self) -> io::Result<(u64, u64)> {
-        let st = Lstat::of(&rustix::fs::fstat(self.dir.fd()?)?);
+        let st = self.own()?;
         Ok((st.dev, st.ino))
+    }
+
+    /// The directory's own `lstat`, taken on its descriptor.
+    pub(super) fn own(&self) -> io::Result<Lstat> {
+        Ok(Lstat::of(&rustix::fs::fstat(self.dir.fd()?)?))
     }
 
     /// The `lstat` of the child `base`.
@@ -165,7 +183,13 @@ impl OpenDir {
     /// The names in the directory (without `.` and `..`), sorted by their bytes, laid one after
     /// another in `heap`: each as its offset and length there (one allocation per directory,
     /// not one per name).
-    pub(super) fn names_into(&mut self, heap: &mut Vec<u8>) -> io::Result<Vec<(u32, u32)>> {
+    ///
+    /// Each comes with the type its directory entry gives: only a hint (the entry can change
+    /// before it is looked at, and some file systems give none, `Unknown`).
+    pub(super) fn names_into(
+        &mut self,
+        heap: &mut Vec<u8>,
+    ) -> io::Result<Vec<((u32, u32), FileType)>> {
         let mut buf = Vec::with_capacity(GETDENTS_BUFFER);
         let mut raw = rustix::fs::RawDir::new(self.dir.fd()?, buf.spare_capacity_mut());
         let mut names = Vec::new();
@@ -179,9 +203,9 @@ impl OpenDir {
                 return Err(io::Error::other("too many names to list"));
             };
             heap.extend_from_slice(name);
-            names.push((at, len));
+            names.push(((at, len), item.file_type()));
         }
-        let of = |&(at, len): &(u32, u32)| &heap[at as usize..(at + len) as usize];
+        let of = |&((at, len), _): &((u32, u32), FileType)| &heap[at as usize..(at + len) as usize];
         names.sort_unstable_by(|a, b| of(a).cmp(of(b)));
         Ok(names)
     }

@@ -8,6 +8,13 @@
 //! starts them before pinning the baseline and loading the cache, and records what is listed
 //! as it arrives ([`super::WorkTree::scan_listed`]).
 //!
+//! A child that its directory entry says is a directory is not looked at where it is listed:
+//! its own job opens it (beneath the root, no link on the way) and takes its `lstat` on the
+//! descriptor, which its listing brings to the recorder ([`Listed::own`]). A folder of 1,000
+//! folders is then 1,000 jobs for both threads, not 1,000 `fstatat` calls on one before any of
+//! them can start. Where the kernel has no `openat2`, every child is looked at where it is
+//! listed, and a directory opened later is checked to be the one looked at.
+//!
 //! Every directory is a job for whichever lister thread is free; each directory to walk gets
 //! its slot in the scan's layout ([`super::walk::Bulk`]) when its parent is listed, so the
 //! listings can be recorded in any order. A directory's listing is sent before the jobs of its
@@ -35,6 +42,8 @@ const LISTERS: usize = 2;
 pub(super) struct Child {
     /// Its name: offset and length in [`Listed::names`].
     pub(super) name: (u32, u32),
+    /// Its `lstat`; for a directory to walk that its entry says is one, only that type (see
+    /// [`Listed::own`]).
     pub(super) meta: io::Result<Lstat>,
     /// A symlink's target (read through the directory's descriptor when it was listed).
     pub(super) link: Option<io::Result<Vec<u8>>>,
@@ -45,8 +54,11 @@ pub(super) struct Child {
 /// One directory as listed, or why it could not be.
 pub(super) struct Listed {
     pub(super) rel: Vec<u8>,
-    /// Its device and inode (as its parent listed it; the root's own).
+    /// Its device and inode (as its parent listed it, or as it was opened; the root's own).
     pub(super) id: (u64, u64),
+    /// Its own `lstat`, taken on the descriptor it was listed through, when its parent did not
+    /// look at it (the rest of its row in its parent's listing).
+    pub(super) own: Option<Lstat>,
     pub(super) slot: usize,
     /// Its children in name order (the root's without the skipped top-level names).
     pub(super) children: io::Result<Vec<Child>>,
@@ -72,7 +84,9 @@ enum Job {
     Root(OpenDir),
     Dir {
         rel: Vec<u8>,
-        id: (u64, u64),
+        /// Its identity as its parent looked at it; `None`: not looked at (opened beneath the
+        /// root, with no link on the way, and looked at then).
+        id: Option<(u64, u64)>,
         slot: usize,
     },
 }
@@ -119,24 +133,9 @@ impl Lister {
     /// Opens `root` (an `Err` when it cannot be opened as a directory) and starts listing the
     /// tree under it, leaving out the top-level names in `skip_top`.
     pub(crate) fn start(root: &Path, skip_top: &[&str]) -> io::Result<Lister> {
-        let top = OpenDir::open(root, None)?;
-        let id = top.id()?;
+        let shared = Arc::new(Shared::new(root, skip_top)?);
+        let id = shared.root_id;
         let (tx, rx) = channel();
-        let shared = Arc::new(Shared {
-            // A second descriptor of the directory opened: the same one, whatever the path
-            // names by now.
-            root: rustix::io::fcntl_dupfd_cloexec(top.dir.fd()?, 0)?,
-            root_id: id,
-            skip_top: skip_top.iter().map(|s| s.as_bytes().to_vec()).collect(),
-            queue: Mutex::new(Queue {
-                jobs: VecDeque::from([Job::Root(top)]),
-                busy: 0,
-                waiting: 0,
-            }),
-            more: Condvar::new(),
-            slots: AtomicUsize::new(1),
-            beneath: AtomicBool::new(true),
-        });
         let mut started = 0;
         for _ in 0..LISTERS {
             let (shared, tx) = (shared.clone(), tx.clone());
@@ -161,6 +160,33 @@ impl Lister {
     /// The next directory listed; `None` once every one has been.
     pub(super) fn recv(&self) -> Option<Listed> {
         self.rx.recv().ok()
+    }
+}
+
+impl Shared {
+    /// Opens `root` and queues it as the first job.
+    fn new(root: &Path, skip_top: &[&str]) -> io::Result<Shared> {
+        let top = OpenDir::open(root, None)?;
+        // Whether the kernel has `openat2`: one try, on the root itself.
+        let beneath = matches!(
+            OpenDir::open_beneath(top.dir.fd()?, OsStr::new(".")),
+            Ok(Some(_))
+        );
+        Ok(Shared {
+            // A second descriptor of the directory opened: the same one, whatever the path
+            // names by now.
+            root: rustix::io::fcntl_dupfd_cloexec(top.dir.fd()?, 0)?,
+            root_id: top.id()?,
+            skip_top: skip_top.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::from([Job::Root(top)]),
+                busy: 0,
+                waiting: 0,
+            }),
+            more: Condvar::new(),
+            slots: AtomicUsize::new(1),
+            beneath: AtomicBool::new(beneath),
+        })
     }
 }
 
@@ -196,7 +222,7 @@ fn run(shared: &Shared, tx: &Sender<Listed>) {
         };
         let what = match &job {
             Job::Root(_) => (Vec::new(), shared.root_id, 0),
-            Job::Dir { rel, id, slot } => (rel.clone(), *id, *slot),
+            Job::Dir { rel, id, slot } => (rel.clone(), id.unwrap_or_default(), *slot),
         };
         let mut taken = Taken {
             shared,
@@ -263,6 +289,7 @@ impl Drop for Taken<'_> {
             let _ = self.tx.send(Listed {
                 rel,
                 id,
+                own: None,
                 slot,
                 children: Err(io::Error::other("its listing failed")),
                 names: Vec::new(),
@@ -278,33 +305,47 @@ impl Drop for Taken<'_> {
 
 /// Lists one directory: its children, and the jobs of the subdirectories to walk.
 fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
-    let (rel, id, slot, opened) = match job {
+    let (rel, mut id, slot, opened) = match job {
         Job::Root(dir) => {
             let id = dir.id().unwrap_or((0, 0));
-            (Vec::new(), id, 0, Ok(dir))
+            (Vec::new(), id, 0, Ok((dir, None)))
         }
         Job::Dir { rel, id, slot } => {
             let opened = open_dir(shared, OsStr::from_bytes(&rel), id);
-            (rel, id, slot, opened)
+            (rel, id.unwrap_or_default(), slot, opened)
         }
     };
+    let mut own = None;
+    // Deferred: a directory whose entry says it is one is looked at when its own job opens it,
+    // not here: a folder of 1,000 folders is then not 1,000 `fstatat` calls on one thread.
+    let defer = shared.beneath.load(Ordering::Relaxed);
     let mut subs = Vec::new();
     let mut heap = Vec::new();
-    let children = opened.and_then(|mut dir| {
+    let children = opened.and_then(|(mut dir, looked)| {
+        if let Some(m) = looked {
+            id = (m.dev, m.ino);
+            own = Some(m);
+        }
         let names = dir.names_into(&mut heap)?;
         let mut children = Vec::with_capacity(names.len());
-        for at in names {
+        for (at, hint) in names {
             let name = name_in(&heap, at);
             if rel.is_empty() && shared.skip_top.iter().any(|s| s == name.as_bytes()) {
                 continue;
             }
-            let meta = dir.stat(name);
+            let walked = name.as_bytes() != b".git";
+            let deferred = defer && walked && hint == FileType::Directory;
+            let meta = if deferred {
+                Ok(Lstat::directory())
+            } else {
+                dir.stat(name)
+            };
             let (mut link, mut sub) = (None, None);
             if let Ok(m) = &meta {
                 let t = m.file_type();
                 if t == FileType::Symlink {
                     link = Some(dir.read_link(name));
-                } else if t == FileType::Directory && name.as_bytes() != b".git" {
+                } else if t == FileType::Directory && walked {
                     let s = shared.slots.fetch_add(1, Ordering::Relaxed);
                     let mut child = Vec::with_capacity(rel.len() + 1 + name.len());
                     if !rel.is_empty() {
@@ -314,7 +355,7 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
                     child.extend_from_slice(name.as_bytes());
                     subs.push(Job::Dir {
                         rel: child,
-                        id: (m.dev, m.ino),
+                        id: (!deferred).then_some((m.dev, m.ino)),
                         slot: s,
                     });
                     sub = Some(s);
@@ -333,6 +374,7 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
         Listed {
             rel,
             id,
+            own,
             slot,
             children,
             names: heap,
@@ -341,16 +383,35 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
     )
 }
 
-/// Opens the directory `rel` that its parent listed with the identity `id`: by its path under
-/// the root with no link followed on the way (one call), or where the kernel cannot do that, by
-/// its path and then checked to be the directory listed.
-fn open_dir(shared: &Shared, rel: &OsStr, id: (u64, u64)) -> io::Result<OpenDir> {
+/// Opens the directory `rel`: one its parent did not look at (`id` is `None`) by its path under
+/// the root with no link followed on the way, and looked at then (its `lstat` comes with it);
+/// one its parent looked at (with the identity `id`) the same way where the kernel can, or else
+/// by its path and then checked to be the directory listed.
+fn open_dir(
+    shared: &Shared,
+    rel: &OsStr,
+    id: Option<(u64, u64)>,
+) -> io::Result<(OpenDir, Option<Lstat>)> {
+    let Some(id) = id else {
+        return match OpenDir::open_beneath(shared.root.as_fd(), rel)? {
+            Some(dir) => {
+                let own = dir.own()?;
+                Ok((dir, Some(own)))
+            }
+            None => Err(io::Error::other(
+                "cannot be opened without following a link",
+            )),
+        };
+    };
     if shared.beneath.load(Ordering::Relaxed) {
         match OpenDir::open_beneath(shared.root.as_fd(), rel) {
-            Ok(Some(dir)) => return Ok(dir),
+            Ok(Some(dir)) => return Ok((dir, None)),
             Ok(None) => shared.beneath.store(false, Ordering::Relaxed),
             Err(e) => return Err(e),
         }
     }
-    OpenDir::open_under(shared.root.as_fd(), rel, id)
+    Ok((OpenDir::open_under(shared.root.as_fd(), rel, id)?, None))
 }
+
+#[cfg(test)]
+mod tests;

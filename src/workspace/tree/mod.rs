@@ -208,6 +208,7 @@ impl WorkTree {
                     walker.record_listed(
                         &listed.rel,
                         listed.id,
+                        listed.own,
                         listed.slot,
                         &listed.names,
                         children,

@@ -45,6 +45,9 @@ pub(super) struct Bulk {
     ignored: Vec<bool>,
     /// The slot the rows recorded now go to.
     current: usize,
+    /// Per slot, where its directory's own row is (its parent's slot, the row's index there),
+    /// once recorded: filled in when its listing brings what its parent did not look at.
+    row_of: Vec<Option<(usize, usize)>>,
 }
 
 impl Bulk {
@@ -53,6 +56,7 @@ impl Bulk {
             dirs: vec![Vec::new()],
             ignored: vec![false],
             current: 0,
+            row_of: vec![None],
         }
     }
 
@@ -61,6 +65,7 @@ impl Bulk {
         if self.dirs.len() <= slot {
             self.dirs.resize_with(slot + 1, Vec::new);
             self.ignored.resize(slot + 1, false);
+            self.row_of.resize(slot + 1, None);
         }
     }
 
@@ -269,10 +274,14 @@ impl Walker<'_, '_> {
 
     /// Records a directory as a lister listed it ([`super::lister`]), its children in name
     /// order, into its slot of the full scan's layout.
+    ///
+    /// `own` is the directory's own `lstat` when its parent did not take it: its row (recorded
+    /// with its parent) gets its mode and identity now.
     pub(super) fn record_listed(
         &mut self,
         parent: &[u8],
         id: (u64, u64),
+        own: Option<Lstat>,
         slot: usize,
         names: &[u8],
         children: Vec<Child>,
@@ -280,6 +289,13 @@ impl Walker<'_, '_> {
         let mut ignored = false;
         if let Some(bulk) = &mut self.bulk {
             bulk.ensure(slot);
+            if let (Some(own), Some((at, i))) = (own, bulk.row_of[slot]) {
+                if let Some((_, entry)) = &mut bulk.dirs[at][i].0 {
+                    entry.mode = own.mode;
+                    entry.dev = own.dev;
+                    entry.ino = own.ino;
+                }
+            }
             bulk.current = slot;
             bulk.dirs[slot].reserve_exact(children.len());
             ignored = bulk.ignored[slot];
@@ -425,6 +441,10 @@ impl Walker<'_, '_> {
         match &mut self.bulk {
             Some(bulk) => {
                 let at = bulk.current;
+                if let Some(s) = sub {
+                    bulk.ensure(s);
+                    bulk.row_of[s] = Some((at, bulk.dirs[at].len()));
+                }
                 bulk.dirs[at].push((Some((key, entry)), sub));
             }
             None => {
