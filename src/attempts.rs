@@ -149,6 +149,26 @@ pub struct Store {
     dir: PathBuf,
 }
 
+/// Every task's kept attempts (without their diffs) as read at one moment, by the name of the
+/// task's directory: what one judgment compares each of its tasks with.
+#[derive(Debug, Clone, Default)]
+pub struct Everyone(Vec<(Option<String>, Vec<Kept>)>);
+
+impl Everyone {
+    /// Every kept attempt of every task but `task_id` whose grade is `graded` (the REJECTed
+    /// diffs another task may not resubmit).
+    pub fn graded_elsewhere(&self, task_id: &str, graded: &str) -> Vec<Kept> {
+        let own = file_name(task_id);
+        self.0
+            .iter()
+            .filter(|(name, _)| name.as_deref() != Some(own.as_str()))
+            .flat_map(|(_, kept)| kept)
+            .filter(|k| k.graded == graded && k.task_id != task_id)
+            .cloned()
+            .collect()
+    }
+}
+
 impl Store {
     /// The store in `dir` (see [`dir_for`]); nothing is read or created until used.
     pub fn open(dir: &Path) -> Store {
@@ -192,25 +212,24 @@ impl Store {
     /// Every kept attempt of every task but `task_id` whose grade is `graded` (the REJECTed
     /// diffs another task may not resubmit), without their diffs.
     pub fn graded_elsewhere(&self, task_id: &str, graded: &str) -> Vec<Kept> {
+        self.everyone().graded_elsewhere(task_id, graded)
+    }
+
+    /// Every task's kept attempts, read now.
+    pub fn everyone(&self) -> Everyone {
         let Ok(rd) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
+            return Everyone::default();
         };
-        let own = file_name(task_id);
-        let mut out = Vec::new();
-        for e in rd.flatten() {
-            if e.file_name().to_str() == Some(own.as_str()) {
-                continue;
-            }
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            for (k, _) in read_task_dir(&e.path(), false) {
-                if k.graded == graded && k.task_id != task_id {
-                    out.push(k);
-                }
-            }
-        }
-        out
+        Everyone(
+            rd.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| {
+                    let kept = read_task_dir(&e.path(), false);
+                    let name = e.file_name().to_str().map(str::to_string);
+                    (name, kept.into_iter().map(|(k, _)| k).collect())
+                })
+                .collect(),
+        )
     }
 
     /// Keeps an attempt: its diff, then its [`Kept`] (fsynced, so a kept attempt always has its

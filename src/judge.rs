@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 
 use crate::artifacts::{Limits, Snapshot};
+use crate::attempts::{Everyone, Store};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::{self, Context};
 use crate::protocol::{Protocol, Subject, TaskRules};
@@ -198,8 +199,28 @@ fn workspace(
     if req.write {
         refuse_live(req.dir, &state)?;
     }
-    let ws = Workspace::open_in(req.dir, &spec, &state, req.max_read_bytes)?;
-    let j = evaluated(req, protocol, rules, ws, state, waivers)?;
+    let store = Store::open(&crate::attempts::dir_for(&state));
+    let (ws, everyone) = std::thread::scope(|s| {
+        // The loop guards compare each task with every other task's kept attempts: read while
+        // the workspace is listed, not after. Without a thread, they are read when needed.
+        let reading = rules.guards.as_ref().and_then(|_| {
+            std::thread::Builder::new()
+                .name("referee-attempts".into())
+                .spawn_scoped(s, || store.everyone())
+                .ok()
+        });
+        let ws = Workspace::open_in(req.dir, &spec, &state, req.max_read_bytes);
+        (ws, reading.and_then(|r| r.join().ok()))
+    });
+    let j = evaluated(
+        req,
+        protocol,
+        rules,
+        ws?,
+        state,
+        (&store, everyone),
+        waivers,
+    )?;
     if j.runs.is_empty() {
         tracing::warn!(
             "no task records in `{}`: nothing to judge",
@@ -234,6 +255,7 @@ fn evaluated(
     rules: &TaskRules,
     ws: Workspace,
     state: PathBuf,
+    (store, everyone): (&Store, Option<Everyone>),
     waivers: Option<&Waivers>,
 ) -> Result<WorkspaceJudgment> {
     let limits = Limits {
@@ -249,7 +271,8 @@ fn evaluated(
     };
     let (mut eval, runs) = engine::evaluate_workspace(protocol, rules, &snap, &ws, &options);
     let waived = apply_waivers(waivers, &mut eval, now);
-    let verdicts = crate::task_verdict::judge(protocol, rules, &ws, &eval.results, &runs, &state);
+    let verdicts =
+        crate::task_verdict::judge(protocol, rules, &ws, &eval.results, &runs, store, everyone);
     let ctx = context(ws.root(), now, waived);
     Ok(WorkspaceJudgment {
         ws,
@@ -302,7 +325,8 @@ pub fn attempt(
     if let Some((rel, bytes)) = implicit(&ws) {
         ws.add_record(&rel, bytes);
     }
-    evaluated(req, protocol, rules, ws, state, None)
+    let store = Store::open(&crate::attempts::dir_for(&state));
+    evaluated(req, protocol, rules, ws, state, (&store, None), None)
 }
 
 /// What the outputs say of a judgment made once, at `now`, of the directory `root`.

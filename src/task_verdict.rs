@@ -4,11 +4,11 @@
 //! REJECTed attempts of other tasks, as the [`attempts`] store keeps them. Judging only: reading
 //! the store is the one I/O here; keeping an attempt is `outputs::code_change`'s.
 
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
 
-use crate::attempts::{self, diff_hash, is_empty_change, normalise, Kept, KeptAttempt, Store};
+use std::cell::OnceCell;
+
+use crate::attempts::{diff_hash, is_empty_change, normalise, Everyone, Kept, KeptAttempt, Store};
 use crate::checks::change::protected_changes;
 use crate::engine::grade::grade;
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
@@ -125,10 +125,12 @@ pub fn judge(
     ws: &Workspace,
     results: &[CheckResult],
     runs: &[TaskRun],
-    state: &Path,
+    store: &Store,
+    everyone: Option<Everyone>,
 ) -> Vec<TaskVerdict> {
     let globs = protected_globs(protocol);
-    let store = Store::open(&attempts::dir_for(state));
+    // Every task's kept attempts, read once for all the tasks judged here (unless read ahead).
+    let everyone = everyone.map(OnceCell::from).unwrap_or_default();
     let mut out = Vec::new();
     for run in runs.iter().filter(|r| r.judged) {
         let mine: Vec<CheckResult> = results
@@ -190,7 +192,9 @@ pub fn judge(
                 .filter(|(k, _)| k.attempt < attempt)
                 .cloned()
                 .collect();
-            let elsewhere = store.graded_elsewhere(&run.key, &guards.reject);
+            let elsewhere = everyone
+                .get_or_init(|| store.everyone())
+                .graded_elsewhere(&run.key, &guards.reject);
             apply_guards(guards, &history, &elsewhere, attempt, &mut v);
             hold_escalation(guards, &mut v, &kept);
         }

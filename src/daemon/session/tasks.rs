@@ -342,7 +342,9 @@ impl Session {
                 w.apply(&mut eval);
             }
             let state = ws.state().unwrap_or(ws.root()).to_path_buf();
-            let verdicts = task_verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &state);
+            let store = crate::attempts::Store::open(&crate::attempts::dir_for(&state));
+            let verdicts =
+                task_verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &store, None);
             (eval, runs, verdicts)
         }));
         match result {
