@@ -201,16 +201,20 @@ fn workspace(
     }
     let store = Store::open(&crate::attempts::dir_for(&state));
     let (ws, everyone) = std::thread::scope(|s| {
-        // The loop guards compare each task with every other task's kept attempts: read while
-        // the workspace is listed, not after. Without a thread, they are read when needed.
-        let reading = rules.guards.as_ref().and_then(|_| {
-            std::thread::Builder::new()
-                .name("referee-attempts".into())
-                .spawn_scoped(s, || store.everyone())
-                .ok()
-        });
+        // While the workspace is listed, not after: the other tasks' kept attempts the loop
+        // guards compare each task with are read, and the added-lines rules compiled. Without a
+        // thread, each is done when first needed.
+        let reading = std::thread::Builder::new()
+            .name("referee-prepare".into())
+            .spawn_scoped(s, || {
+                let _span = tracing::debug_span!("prepare").entered();
+                let everyone = rules.guards.as_ref().map(|_| store.everyone());
+                protocol.prepare_added_lines();
+                everyone
+            })
+            .ok();
         let ws = Workspace::open_in(req.dir, &spec, &state, req.max_read_bytes);
-        (ws, reading.and_then(|r| r.join().ok()))
+        (ws, reading.and_then(|r| r.join().ok()).flatten())
     });
     let j = evaluated(
         req,

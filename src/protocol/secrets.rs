@@ -74,7 +74,10 @@ enum Validate {
 struct Rule {
     id: String,
     name: String,
-    regex: Regex,
+    /// Compiled at load (a rule file), or at the rule's first use (the embedded rules: a line
+    /// that holds none of a rule's keywords never compiles it).
+    regex: OnceLock<Regex>,
+    src: String,
     group: usize,
     entropy: Option<f64>,
     allow: Vec<Regex>,
@@ -135,6 +138,17 @@ fn compile(src: &str) -> Result<Regex, String> {
         .map_err(|e| format!("invalid regex `{src}`: {e}"))
 }
 
+/// How many groups `src` has (group 0 included), from its syntax alone (no compiling).
+fn groups_of(src: &str) -> Result<usize, String> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(src)
+        .map(|hir| hir.properties().explicit_captures_len() + 1)
+        .map_err(|e| format!("invalid regex `{src}`: {e}"))
+}
+
 fn case_insensitive(words: &[String]) -> Result<Option<AhoCorasick>, String> {
     if words.is_empty() {
         return Ok(None);
@@ -173,7 +187,7 @@ impl Rules {
     fn compiled(&self) -> &Compiled {
         self.compiled.get_or_init(|| {
             let text = self.text.unwrap_or(EMBEDDED_TEXT);
-            match Rules::parse(text, &self.origin, None) {
+            match Rules::parse_with(text, &self.origin, None, false) {
                 Ok(mut r) => r.compiled.take().unwrap_or_else(|| unreachable!()),
                 Err(e) => panic!("the embedded secret rules are valid: {e}"),
             }
@@ -223,6 +237,17 @@ impl Rules {
 
     /// Parses and compiles rule text; `origin` names it in error messages.
     pub fn parse(text: &str, origin: &str, path: Option<&Path>) -> Result<Rules, ProtocolError> {
+        Rules::parse_with(text, origin, path, true)
+    }
+
+    /// [`Rules::parse`]; each rule's regex compiled now when `eager`, else only parsed now (a
+    /// syntax error is still an error) and compiled at its first use.
+    fn parse_with(
+        text: &str,
+        origin: &str,
+        path: Option<&Path>,
+        eager: bool,
+    ) -> Result<Rules, ProtocolError> {
         let err_at = |at: usize, message: String| {
             let (line, column) = super::line_col(text, at);
             ProtocolError::Invalid {
@@ -271,10 +296,17 @@ impl Rules {
             if rules.iter().any(|o: &Rule| o.id == r.id) {
                 return Err(at("duplicate rule id".into()));
             }
-            let regex = compile(&r.regex).map_err(at)?;
-            let groups = regex
-                .group_info()
-                .group_len(regex_automata::PatternID::ZERO);
+            let regex = OnceLock::new();
+            let groups = if eager {
+                let compiled = compile(&r.regex).map_err(at)?;
+                let groups = compiled
+                    .group_info()
+                    .group_len(regex_automata::PatternID::ZERO);
+                let _ = regex.set(compiled);
+                groups
+            } else {
+                groups_of(&r.regex).map_err(at)?
+            };
             let group = r.group.unwrap_or(if groups > 1 { 1 } else { 0 });
             if group >= groups {
                 return Err(at(format!(
@@ -309,6 +341,7 @@ impl Rules {
                 id: r.id.clone(),
                 name: r.name.clone(),
                 regex,
+                src: r.regex.clone(),
                 group,
                 entropy: r.entropy,
                 allow,
@@ -382,8 +415,16 @@ impl Compiled {
             })
     }
 
+    /// A rule's regex, compiled at its first use if it was not at load. The embedded rules'
+    /// regexes all compile (their tests hold them to it), as the rules of a file did at load.
+    fn regex<'r>(&self, r: &'r Rule) -> &'r Regex {
+        r.regex.get_or_init(|| {
+            compile(&r.src).unwrap_or_else(|e| panic!("the secret rules are valid: {e}"))
+        })
+    }
+
     fn finds(&self, r: &Rule, line: &[u8]) -> bool {
-        r.regex
+        self.regex(r)
             .captures_iter(line)
             .take(MAX_MATCHES_PER_LINE)
             .filter_map(|caps| caps.get_group(r.group))

@@ -543,3 +543,44 @@ fn the_embedded_rules_compile_lazily_to_what_they_count() {
     assert!(lazy.len() > 10);
     assert!(lazy.scan(b"nothing here").is_none());
 }
+
+/// How many of the rules' regexes are compiled.
+fn compiled_count(rules: &Rules) -> usize {
+    let c = rules.compiled();
+    c.rules.iter().filter(|r| r.regex.get().is_some()).count()
+}
+
+#[test]
+fn an_embedded_rule_is_compiled_only_for_a_line_that_holds_its_keywords() {
+    // Parsed as the embedded rules are (not the process-wide copy other tests share).
+    let lazy = Rules::parse_with(EMBEDDED_TEXT, "embedded", None, false).expect("valid");
+    assert_eq!(compiled_count(&lazy), 0);
+    assert!(lazy.scan(b"let total = items.len();").is_none());
+    assert_eq!(
+        compiled_count(&lazy),
+        0,
+        "a line without keywords compiles nothing"
+    );
+    let hit = lazy.scan(format!("id = AKIA{}", r(16, UPPER32)).as_bytes());
+    assert_eq!(hit.map(|h| h.id), Some("aws-access-key-id"));
+    let some = compiled_count(&lazy);
+    assert!(
+        (1..lazy.len() / 2).contains(&some),
+        "{some} of {}",
+        lazy.len()
+    );
+    // Every embedded rule compiles, with the capture group it names.
+    let c = lazy.compiled();
+    for r in &c.rules {
+        let re = c.regex(r);
+        assert!(
+            r.group < re.group_info().group_len(regex_automata::PatternID::ZERO),
+            "{}",
+            r.id
+        );
+    }
+    assert_eq!(compiled_count(&lazy), lazy.len());
+    // A file's rules are compiled at load: a mistake there is the load's error.
+    let eager = Rules::parse(EMBEDDED_TEXT, "x.toml", None).expect("valid");
+    assert_eq!(compiled_count(&eager), eager.len());
+}

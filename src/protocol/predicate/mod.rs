@@ -160,6 +160,27 @@ pub enum Predicate {
     Style(Style),
 }
 
+impl Predicate {
+    /// Calls `f` on this predicate and on every predicate inside it (those of `all`, `any`,
+    /// `not`, `fail_if_missing`, `if`).
+    pub fn each(&self, f: &mut dyn FnMut(&Predicate)) {
+        use Predicate as P;
+        f(self);
+        match self {
+            P::All(v) | P::Any(v) => v.iter().for_each(|p| p.each(f)),
+            P::Not(inner) | P::FailIfMissing(inner) => inner.each(f),
+            P::If(i) => {
+                i.cond.each(f);
+                i.then.each(f);
+                if let Some(o) = &i.otherwise {
+                    o.each(f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
