@@ -202,14 +202,14 @@ fn workspace(
     let store = Store::open(&crate::attempts::dir_for(&state));
     let (ws, everyone) = std::thread::scope(|s| {
         // While the workspace is listed, not after: the other tasks' kept attempts the loop
-        // guards compare each task with are read, and the added-lines rules compiled. Without a
-        // thread, each is done when first needed.
+        // guards compare each task with are read, and the task checks' patterns and globs
+        // compiled. Without a thread, each is done when first needed.
         let reading = std::thread::Builder::new()
             .name("referee-prepare".into())
             .spawn_scoped(s, || {
                 let _span = tracing::debug_span!("prepare").entered();
                 let everyone = rules.guards.as_ref().map(|_| store.everyone());
-                protocol.prepare_added_lines();
+                protocol.prepare();
                 everyone
             })
             .ok();

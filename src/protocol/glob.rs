@@ -88,6 +88,27 @@ impl Glob {
         }
     }
 
+    /// Compiles the glob's matcher now if it needs one (at its first match otherwise).
+    pub fn prepare(&self) {
+        if let Some(How::Compiled(m)) = self.how.as_deref() {
+            m.get_or_init(|| compiled(self.body()));
+        }
+    }
+
+    /// Whether its matcher is compiled in this process (always, for a glob matched without
+    /// one).
+    #[cfg(test)]
+    pub fn is_prepared(&self) -> bool {
+        let memoized = || {
+            COMPILED.get().is_some_and(|m| {
+                m.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains_key(self.body())
+            })
+        };
+        !matches!(self.how.as_deref(), Some(How::Compiled(_))) || memoized()
+    }
+
     /// Whether the glob only matches directories (written with a trailing `/`).
     pub fn dirs_only(&self) -> bool {
         self.src.ends_with('/')
@@ -128,10 +149,12 @@ fn builder(body: &str) -> globset::GlobBuilder<'_> {
     b
 }
 
+/// Every glob's compiled matcher, by its body.
+static COMPILED: Memo<Option<GlobMatcher>> = OnceLock::new();
+
 /// globset's matcher for a glob that parsed at load.
 fn compiled(body: &str) -> Option<GlobMatcher> {
-    static MEMO: Memo<Option<GlobMatcher>> = OnceLock::new();
-    memo(&MEMO, body, || {
+    memo(&COMPILED, body, || {
         builder(body).build().ok().map(|g| g.compile_matcher())
     })
 }

@@ -14,6 +14,7 @@ pub mod memo;
 pub mod overrides;
 pub mod pattern;
 pub mod predicate;
+mod prepare;
 mod raw;
 pub mod secrets;
 pub mod tasks;

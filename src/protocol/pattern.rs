@@ -51,6 +51,12 @@ impl Pattern {
             .as_ref()
     }
 
+    /// Whether its short-haystack regex is compiled.
+    #[cfg(test)]
+    pub fn is_compiled(&self) -> bool {
+        self.regex.get().is_some()
+    }
+
     /// The span of capture group `group` in the first match in `haystack`, falling back to
     /// the whole match when `or_whole` and the group did not take part.
     pub fn capture(&self, haystack: &[u8], group: usize, or_whole: bool) -> Option<Range<usize>> {

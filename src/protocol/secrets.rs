@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use aho_corasick::{AhoCorasick, MatchKind as AcMatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind as AcMatchKind};
 use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
 use serde::Deserialize;
@@ -153,8 +153,11 @@ fn case_insensitive(words: &[String]) -> Result<Option<AhoCorasick>, String> {
     if words.is_empty() {
         return Ok(None);
     }
+    // A contiguous NFA, not a DFA: built in a fraction of the time (the DFA took about a
+    // millisecond, more than scanning the lines of a change), and fast enough for them.
     AhoCorasick::builder()
         .ascii_case_insensitive(true)
+        .kind(Some(AhoCorasickKind::ContiguousNFA))
         .match_kind(AcMatchKind::Standard)
         .build(words)
         .map(Some)

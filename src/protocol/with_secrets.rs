@@ -42,25 +42,6 @@ impl Protocol {
         Ok(p)
     }
 
-    /// Compiles now every `added_lines` predicate's forbidden patterns, which is otherwise done
-    /// at their first use: a one-shot judgment does it on a thread while the workspace is
-    /// listed. (The secret rules are compiled one by one, for the lines that hold a rule's
-    /// keywords.)
-    pub fn prepare_added_lines(&self) {
-        for c in self.passes.iter().flat_map(|p| &p.checks) {
-            c.predicate.each(&mut |p| {
-                if let Predicate::AddedLines(a) = p {
-                    for f in &a.forbid {
-                        let _ = f.pattern.regex();
-                    }
-                    for p in &a.forbid_patterns {
-                        let _ = p.regex();
-                    }
-                }
-            });
-        }
-    }
-
     /// Puts `rules` in place of the secret rules of every `added_lines` predicate that has
     /// some; `false` when none has.
     pub fn use_secrets(&mut self, rules: &SecretRules) -> bool {
