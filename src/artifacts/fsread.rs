@@ -11,11 +11,15 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::fs::{self, File, FileType, Metadata, OpenOptions};
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
+
+mod bytes;
+
+pub use bytes::Bytes;
 
 /// Why a file could not be read. Messages are lowercase and name the offending path in backticks.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -69,7 +73,8 @@ impl ReadError {
 pub struct FileData {
     /// Path relative to the build directory, `/`-separated.
     pub rel: String,
-    pub bytes: Vec<u8>,
+    /// The contents (a huge-page mapping for a large file, see [`Bytes`]).
+    pub bytes: Bytes,
     /// Number of bytes read (`bytes.len()`).
     pub size: u64,
     /// SHA-256 of `bytes`, lowercase hex.
@@ -83,7 +88,8 @@ const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
 impl FileData {
     /// Builds a `FileData` from bytes already in memory, hashing them.
-    pub fn from_bytes(rel: &str, bytes: Vec<u8>, mtime: Option<SystemTime>) -> FileData {
+    pub fn from_bytes(rel: &str, bytes: impl Into<Bytes>, mtime: Option<SystemTime>) -> FileData {
+        let bytes = bytes.into();
         let sha256 = sha256_hex(&bytes);
         FileData {
             rel: rel.to_string(),
@@ -292,10 +298,7 @@ fn read_capped(file: File, meta: &Metadata, rel: &str, cap: u64) -> Result<FileD
     let limit = cap.saturating_add(1);
     // Trust the size only as a capacity hint, never beyond the cap.
     let hint = usize::try_from(meta.len().min(cap)).unwrap_or(0);
-    let mut bytes = Vec::with_capacity(hint.saturating_add(1));
-    file.take(limit)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error(rel, &e))?;
+    let bytes = Bytes::read_from(file, hint, limit).map_err(|e| io_error(rel, &e))?;
     let read = bytes.len() as u64;
     if read > cap {
         return Err(ReadError::TooLarge {

@@ -1,0 +1,140 @@
+//! The memory a file's bytes are read into: a `Vec` for a small file, and for a large one an
+//! anonymous mapping advised to use transparent huge pages.
+//!
+//! Reading a 2 MB report into a fresh `Vec` faults in ~490 pages of 4 KiB one by one while
+//! `read` copies into them (about 2 µs each in a VM): that was the largest single cost of
+//! `verify` on a build with megabytes of reports. An anonymous mapping whose length is a
+//! multiple of 2 MiB, advised `MADV_HUGEPAGE`, takes one fault per 2 MiB where the kernel has
+//! THP in `madvise` or `always` mode; where it has not, it is ordinary memory that faults as
+//! the `Vec` did. Only anonymous memory is mapped: the watched file itself never is (a
+//! truncation under a file mapping is a SIGBUS, and the bytes judged must be the bytes hashed).
+
+use std::fmt;
+use std::io::{self, Read};
+use std::ops::Deref;
+
+use memmap2::{Advice, MmapMut, MmapOptions};
+
+/// Files of at least this many bytes are read into a huge-page mapping.
+pub(super) const HUGE_MIN: usize = 1 << 20;
+/// The huge page size the mapping's length is rounded up to (x86-64 and aarch64 with 4 KiB
+/// pages).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// A file's bytes, read once; derefs to `[u8]`.
+pub struct Bytes(Repr);
+
+enum Repr {
+    Heap(Vec<u8>),
+    /// The first `len` bytes of `map` (its length rounded up to huge pages).
+    Mapped {
+        map: MmapMut,
+        len: usize,
+    },
+}
+
+impl Bytes {
+    /// Reads at most `limit` bytes of `file` (whose size was `hint` when looked at) to its end.
+    /// A file expected to hold [`HUGE_MIN`] bytes or more is read into a huge-page mapping of
+    /// `hint + 1` bytes or more; if it grew past that while being read, the rest is read into
+    /// a `Vec` after what was read (so the bytes are the same either way).
+    pub(super) fn read_from(file: impl Read, hint: usize, limit: u64) -> io::Result<Bytes> {
+        let mut file = file.take(limit);
+        let want = hint.saturating_add(1);
+        if want >= HUGE_MIN {
+            if let Some(mut map) = huge_map(want) {
+                let mut len = 0;
+                while len < map.len() {
+                    match file.read(&mut map[len..]) {
+                        Ok(0) => return Ok(Bytes(Repr::Mapped { map, len })),
+                        Ok(n) => len += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                // Full and not at the end: the file grew. Go on in a Vec.
+                let mut bytes = map[..len].to_vec();
+                file.read_to_end(&mut bytes)?;
+                return Ok(Bytes(Repr::Heap(bytes)));
+            }
+        }
+        let mut bytes = Vec::with_capacity(want);
+        file.read_to_end(&mut bytes)?;
+        Ok(Bytes(Repr::Heap(bytes)))
+    }
+
+    /// Whether the bytes live in an anonymous huge-page mapping (for tests).
+    #[cfg(test)]
+    pub(super) fn is_mapped(&self) -> bool {
+        matches!(self.0, Repr::Mapped { .. })
+    }
+}
+
+/// An anonymous read-write mapping of at least `want` bytes, rounded up to whole huge pages and
+/// advised to use them; `None` when it cannot be had (the caller then uses a `Vec`).
+fn huge_map(want: usize) -> Option<MmapMut> {
+    let len = want.checked_next_multiple_of(HUGE_PAGE)?;
+    let map = MmapOptions::new().len(len).map_anon().ok()?;
+    // Advice the kernel does not take (THP off, another page size) leaves ordinary pages.
+    let _ = map.advise(Advice::HugePage);
+    Some(map)
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Heap(v) => v,
+            Repr::Mapped { map, len } => &map[..*len],
+        }
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(v: Vec<u8>) -> Bytes {
+        Bytes(Repr::Heap(v))
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Bytes) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Bytes {}
+
+impl PartialEq<[u8]> for Bytes {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<Vec<u8>> for Bytes {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        **self == **other
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for Bytes {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+// Never dumps megabytes of contents into a log.
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} bytes>", self.len())
+    }
+}
+
+#[cfg(test)]
+mod tests;
