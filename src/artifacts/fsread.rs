@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 mod bytes;
 
 pub use bytes::Bytes;
+pub(crate) use bytes::{huge_map, HUGE_MIN};
 
 /// Why a file could not be read. Messages are lowercase and name the offending path in backticks.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]

@@ -15,8 +15,9 @@ use std::ops::Deref;
 
 use memmap2::{Advice, MmapMut, MmapOptions};
 
-/// Files of at least this many bytes are read into a huge-page mapping.
-pub(super) const HUGE_MIN: usize = 1 << 20;
+/// Files of at least this many bytes are read into a huge-page mapping (and normalised texts
+/// of this size are built in one, see `normalize::buf`).
+pub(crate) const HUGE_MIN: usize = 1 << 20;
 /// The huge page size the mapping's length is rounded up to (x86-64 and aarch64 with 4 KiB
 /// pages).
 const HUGE_PAGE: usize = 2 << 20;
@@ -72,7 +73,7 @@ impl Bytes {
 
 /// An anonymous read-write mapping of at least `want` bytes, rounded up to whole huge pages and
 /// advised to use them; `None` when it cannot be had (the caller then uses a `Vec`).
-fn huge_map(want: usize) -> Option<MmapMut> {
+pub(crate) fn huge_map(want: usize) -> Option<MmapMut> {
     let len = want.checked_next_multiple_of(HUGE_PAGE)?;
     let map = MmapOptions::new().len(len).map_anon().ok()?;
     // Advice the kernel does not take (THP off, another page size) leaves ordinary pages.
