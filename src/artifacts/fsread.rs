@@ -90,8 +90,8 @@ const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 impl FileData {
     /// Builds a `FileData` from bytes already in memory, hashing them.
     pub fn from_bytes(rel: &str, bytes: impl Into<Bytes>, mtime: Option<SystemTime>) -> FileData {
-        let bytes = bytes.into();
-        let sha256 = sha256_hex(&bytes);
+        let bytes: Bytes = bytes.into();
+        let sha256 = hex(&bytes.sha256_noting_nul());
         FileData {
             rel: rel.to_string(),
             size: bytes.len() as u64,
@@ -133,8 +133,12 @@ impl fmt::Debug for FileData {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes).into())
+}
+
+/// A SHA-256 digest in lowercase hex.
+fn hex(digest: &[u8; 32]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(digest.len() * 2);
     for byte in digest.iter() {
         out.push(char::from(HEX[usize::from(byte >> 4)]));

@@ -12,8 +12,10 @@
 use std::fmt;
 use std::io::{self, Read};
 use std::ops::Deref;
+use std::sync::OnceLock;
 
 use memmap2::{Advice, MmapMut, MmapOptions};
+use sha2::{Digest, Sha256};
 
 /// Files of at least this many bytes are read into a huge-page mapping (and normalised texts
 /// of this size are built in one, see `normalize::buf`).
@@ -23,7 +25,12 @@ pub(crate) const HUGE_MIN: usize = 1 << 20;
 const HUGE_PAGE: usize = 2 << 20;
 
 /// A file's bytes, read once; derefs to `[u8]`.
-pub struct Bytes(Repr);
+pub struct Bytes {
+    repr: Repr,
+    /// Whether the bytes hold a NUL byte: noted while they are hashed
+    /// ([`Bytes::sha256_noting_nul`]), else found when first asked.
+    nul: OnceLock<bool>,
+}
 
 enum Repr {
     Heap(Vec<u8>),
@@ -47,7 +54,7 @@ impl Bytes {
                 let mut len = 0;
                 while len < map.len() {
                     match file.read(&mut map[len..]) {
-                        Ok(0) => return Ok(Bytes(Repr::Mapped { map, len })),
+                        Ok(0) => return Ok(Bytes::of(Repr::Mapped { map, len })),
                         Ok(n) => len += n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(e) => return Err(e),
@@ -56,18 +63,45 @@ impl Bytes {
                 // Full and not at the end: the file grew. Go on in a Vec.
                 let mut bytes = map[..len].to_vec();
                 file.read_to_end(&mut bytes)?;
-                return Ok(Bytes(Repr::Heap(bytes)));
+                return Ok(Bytes::of(Repr::Heap(bytes)));
             }
         }
         let mut bytes = Vec::with_capacity(want);
         file.read_to_end(&mut bytes)?;
-        Ok(Bytes(Repr::Heap(bytes)))
+        Ok(Bytes::of(Repr::Heap(bytes)))
+    }
+
+    fn of(repr: Repr) -> Bytes {
+        Bytes {
+            repr,
+            nul: OnceLock::new(),
+        }
+    }
+
+    /// Whether the bytes hold a NUL byte anywhere.
+    pub fn has_nul(&self) -> bool {
+        *self.nul.get_or_init(|| memchr::memchr(0, self).is_some())
+    }
+
+    /// The SHA-256 of the bytes, noting meanwhile whether they hold a NUL byte: a piece at a
+    /// time, each searched for NUL while the hash has it in the cache, instead of a second
+    /// pass over megabytes from memory when a text rule asks ([`Bytes::has_nul`]).
+    pub(super) fn sha256_noting_nul(&self) -> [u8; 32] {
+        const PIECE: usize = 64 << 10;
+        let mut hash = Sha256::new();
+        let mut nul = false;
+        for piece in self.chunks(PIECE) {
+            hash.update(piece);
+            nul = nul || memchr::memchr(0, piece).is_some();
+        }
+        let _ = self.nul.set(nul);
+        hash.finalize().into()
     }
 
     /// Whether the bytes live in an anonymous huge-page mapping (for tests).
     #[cfg(test)]
     pub(super) fn is_mapped(&self) -> bool {
-        matches!(self.0, Repr::Mapped { .. })
+        matches!(self.repr, Repr::Mapped { .. })
     }
 }
 
@@ -85,7 +119,7 @@ impl Deref for Bytes {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        match &self.0 {
+        match &self.repr {
             Repr::Heap(v) => v,
             Repr::Mapped { map, len } => &map[..*len],
         }
@@ -100,7 +134,7 @@ impl AsRef<[u8]> for Bytes {
 
 impl From<Vec<u8>> for Bytes {
     fn from(v: Vec<u8>) -> Bytes {
-        Bytes(Repr::Heap(v))
+        Bytes::of(Repr::Heap(v))
     }
 }
 

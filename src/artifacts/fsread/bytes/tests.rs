@@ -116,3 +116,30 @@ proptest! {
         prop_assert_eq!(&*b, &plain(&data, limit)[..]);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The hash taken a piece at a time is the hash of the whole, and the NUL noted while
+    /// hashing is the NUL a search of the whole finds: wherever it is (either side of a
+    /// piece's edge, first or last byte), and in mapped or heap bytes.
+    #[test]
+    fn hashing_notes_nul_as_a_search_finds_it(
+        len in prop_oneof![0..300usize, (65_536usize - 3)..(65_536 + 3), (HUGE_MIN - 2)..(HUGE_MIN + 70_000)],
+        nul_at in prop::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut data: Vec<u8> = (0..len).map(|i| (i % 250) as u8 + 1).collect();
+        if let (Some(at), false) = (nul_at, data.is_empty()) {
+            let at = at.index(data.len());
+            data[at] = 0;
+        }
+        let want_nul = memchr::memchr(0, &data).is_some();
+        let want_hash = crate::artifacts::fsread::sha256_hex(&data);
+        let read = Bytes::read_from(Cursor::new(&data), data.len(), u64::MAX).unwrap();
+        let d = crate::artifacts::fsread::FileData::from_bytes("f", read, None);
+        prop_assert_eq!(&d.sha256, &want_hash);
+        prop_assert_eq!(d.bytes.has_nul(), want_nul);
+        // Bytes that were never hashed search when asked.
+        prop_assert_eq!(Bytes::from(data.clone()).has_nul(), want_nul);
+    }
+}
