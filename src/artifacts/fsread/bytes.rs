@@ -14,7 +14,7 @@ use std::io::{self, Read};
 use std::ops::Deref;
 use std::sync::OnceLock;
 
-use memmap2::{Advice, MmapMut, MmapOptions};
+use memmap2::MmapMut;
 use sha2::{Digest, Sha256};
 
 /// Files of at least this many bytes are read into a huge-page mapping (and normalised texts
@@ -22,6 +22,10 @@ use sha2::{Digest, Sha256};
 pub(crate) const HUGE_MIN: usize = 1 << 20;
 /// The huge page size the mapping's length is rounded up to (x86-64 and aarch64 with 4 KiB
 /// pages).
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "huge pages are asked for on Linux only")
+)]
 const HUGE_PAGE: usize = 2 << 20;
 
 /// A file's bytes, read once; derefs to `[u8]`.
@@ -107,12 +111,21 @@ impl Bytes {
 
 /// An anonymous read-write mapping of at least `want` bytes, rounded up to whole huge pages and
 /// advised to use them; `None` when it cannot be had (the caller then uses a `Vec`).
+/// Elsewhere than Linux there are no transparent huge pages to ask for: always `None`.
 pub(crate) fn huge_map(want: usize) -> Option<MmapMut> {
-    let len = want.checked_next_multiple_of(HUGE_PAGE)?;
-    let map = MmapOptions::new().len(len).map_anon().ok()?;
-    // Advice the kernel does not take (THP off, another page size) leaves ordinary pages.
-    let _ = map.advise(Advice::HugePage);
-    Some(map)
+    #[cfg(target_os = "linux")]
+    {
+        let len = want.checked_next_multiple_of(HUGE_PAGE)?;
+        let map = memmap2::MmapOptions::new().len(len).map_anon().ok()?;
+        // Advice the kernel does not take (THP off, another page size) leaves ordinary pages.
+        let _ = map.advise(memmap2::Advice::HugePage);
+        Some(map)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = want;
+        None
+    }
 }
 
 impl Deref for Bytes {
