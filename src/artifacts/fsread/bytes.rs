@@ -118,6 +118,9 @@ pub(crate) fn huge_map(want: usize) -> Option<MmapMut> {
         let len = want.checked_next_multiple_of(HUGE_PAGE)?;
         let map = memmap2::MmapOptions::new().len(len).map_anon().ok()?;
         // Advice the kernel does not take (THP off, another page size) leaves ordinary pages.
+        // With THP `defrag` at `madvise` (the kernel's default) a fault here may compact memory
+        // to find a huge page before it falls back to small ones: a cost only a fragmented
+        // machine pays, and once per 2 MiB.
         let _ = map.advise(memmap2::Advice::HugePage);
         Some(map)
     }
