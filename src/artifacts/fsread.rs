@@ -11,11 +11,16 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::fs::{self, File, FileType, Metadata, OpenOptions};
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
+
+mod bytes;
+
+pub use bytes::Bytes;
+pub(crate) use bytes::{huge_map, HUGE_MIN};
 
 /// Why a file could not be read. Messages are lowercase and name the offending path in backticks.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -69,7 +74,8 @@ impl ReadError {
 pub struct FileData {
     /// Path relative to the build directory, `/`-separated.
     pub rel: String,
-    pub bytes: Vec<u8>,
+    /// The contents (a huge-page mapping for a large file, see [`Bytes`]).
+    pub bytes: Bytes,
     /// Number of bytes read (`bytes.len()`).
     pub size: u64,
     /// SHA-256 of `bytes`, lowercase hex.
@@ -83,8 +89,9 @@ const BINARY_SNIFF_BYTES: usize = 8 * 1024;
 
 impl FileData {
     /// Builds a `FileData` from bytes already in memory, hashing them.
-    pub fn from_bytes(rel: &str, bytes: Vec<u8>, mtime: Option<SystemTime>) -> FileData {
-        let sha256 = sha256_hex(&bytes);
+    pub fn from_bytes(rel: &str, bytes: impl Into<Bytes>, mtime: Option<SystemTime>) -> FileData {
+        let bytes: Bytes = bytes.into();
+        let sha256 = hex(&bytes.sha256_noting_nul());
         FileData {
             rel: rel.to_string(),
             size: bytes.len() as u64,
@@ -126,8 +133,12 @@ impl fmt::Debug for FileData {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes).into())
+}
+
+/// A SHA-256 digest in lowercase hex.
+fn hex(digest: &[u8; 32]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(digest.len() * 2);
     for byte in digest.iter() {
         out.push(char::from(HEX[usize::from(byte >> 4)]));
@@ -292,10 +303,7 @@ fn read_capped(file: File, meta: &Metadata, rel: &str, cap: u64) -> Result<FileD
     let limit = cap.saturating_add(1);
     // Trust the size only as a capacity hint, never beyond the cap.
     let hint = usize::try_from(meta.len().min(cap)).unwrap_or(0);
-    let mut bytes = Vec::with_capacity(hint.saturating_add(1));
-    file.take(limit)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error(rel, &e))?;
+    let bytes = Bytes::read_from(file, hint, limit).map_err(|e| io_error(rel, &e))?;
     let read = bytes.len() as u64;
     if read > cap {
         return Err(ReadError::TooLarge {

@@ -86,6 +86,7 @@ pub fn lines(text: &[u8]) -> Lines<'_> {
         fence: None,
         comment_end: None,
         next_open: None,
+        open_window: OPEN_WINDOW,
         close: CloseCache::default(),
         paragraph: None,
         shortcut: true,
@@ -103,9 +104,12 @@ pub struct Lines<'a> {
     /// While inside an HTML comment: the offset just past its `-->` (the text's length when it
     /// never closes).
     comment_end: Option<usize>,
-    /// The offset of the next `<!--` (`usize::MAX`: there is none; `None`: not looked for
-    /// since the last comment scan), so that lines before it skip the comment scan entirely.
-    next_open: Option<usize>,
+    /// The last look for `<!--` ([`Lines::next_open`]): `(from, n)`, none starts in `from..n`
+    /// (`n` is the first one, the end of the window looked in, or `usize::MAX`: none to the
+    /// end), so that the lines before `n` skip the comment scan entirely.
+    next_open: Option<(usize, usize)>,
+    /// How far ahead one look for `<!--` reaches ([`OPEN_WINDOW`]; small only in tests).
+    open_window: usize,
     close: CloseCache,
     /// The paragraph a setext underline would make a heading: first line number and byte range.
     paragraph: Option<(usize, Range<usize>)>,
@@ -113,6 +117,9 @@ pub struct Lines<'a> {
     /// shortcut changes nothing).
     shortcut: bool,
 }
+
+/// How many bytes one look for `<!--` covers ([`Lines::next_open`]): a cache-sized piece.
+const OPEN_WINDOW: usize = 64 << 10;
 
 /// Remembers the last `-->` search, so that many unclosed `<!--` never rescan the text.
 #[derive(Debug, Default)]
@@ -194,22 +201,34 @@ impl<'a> Lines<'a> {
         if !self.shortcut || !letter || self.fence.is_some() || self.comment_end.is_some() {
             return None;
         }
-        (self.next_open(from) >= to).then_some(Kind::Text {
+        (self.next_open(from, to) >= to).then_some(Kind::Text {
             comments: Vec::new(),
         })
     }
 
-    /// The offset of the first `<!--` at or after `at` (`usize::MAX`: none), remembered so that
-    /// the lines before it need no search.
-    fn next_open(&mut self, at: usize) -> usize {
-        match self.next_open {
-            Some(n) if n >= at => n,
-            _ => {
-                let n = memmem::find(&self.text[at..], b"<!--").map_or(usize::MAX, |i| at + i);
-                self.next_open = Some(n);
-                n
+    /// The offset of the first `<!--` in `at..to` if there is one, else an offset `>= to`
+    /// (the first `<!--` after it, the end of the window looked in, or `usize::MAX`),
+    /// remembered so that the lines before it need no search.
+    ///
+    /// One look reaches [`OPEN_WINDOW`] bytes ahead (or to `to`), not to the end of the text:
+    /// the lines that follow are then read from the cache, where a look over a whole 2 MB
+    /// report had them fetched from memory twice.
+    fn next_open(&mut self, at: usize, to: usize) -> usize {
+        if let Some((from, n)) = self.next_open {
+            if from <= at && n >= to {
+                return n;
             }
         }
+        // A `<!--` that starts before `end` ends by `end + 3`.
+        let end = at.saturating_add(self.open_window).max(to);
+        let stop = end.saturating_add(3).min(self.text.len());
+        let n = match memmem::find(self.text.get(at..stop).unwrap_or_default(), b"<!--") {
+            Some(i) => at + i,
+            None if stop == self.text.len() => usize::MAX,
+            None => end,
+        };
+        self.next_open = Some((at, n));
+        n
     }
 
     fn classify(&mut self, from: usize, to: usize) -> Kind {
@@ -269,7 +288,7 @@ impl<'a> Lines<'a> {
             at = end.max(from);
         }
         // Lines before the next `<!--` have no comment to find.
-        if self.next_open(at) >= to {
+        if self.next_open(at, to) >= to {
             return ranges;
         }
         let line = &self.text[from..to];

@@ -529,7 +529,7 @@ impl Workspace {
             rel: rel.to_string(),
             size: bytes.len() as u64,
             sha256: sha256_hex(&bytes),
-            bytes,
+            bytes: bytes.into(),
             mtime: None,
         };
         self.raw_records.retain(|(r, _)| r != rel);

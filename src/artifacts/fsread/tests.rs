@@ -181,6 +181,28 @@ fn reads_a_regular_file() {
 }
 
 #[test]
+fn a_large_file_reads_into_a_mapping_with_the_same_bytes_and_hash() {
+    let (_dir, root) = canonical_tempdir();
+    let text: Vec<u8> = (0..(3 << 20) + 5).map(|i| b'a' + (i % 26) as u8).collect();
+    fs::write(root.join("big.md"), &text).unwrap();
+    let data = read_file(&root, &root.join("big.md"), "big.md", 64 << 20).unwrap();
+    assert_eq!(data.bytes.is_mapped(), cfg!(target_os = "linux"));
+    assert_eq!(data.bytes, text);
+    assert_eq!(data.size, text.len() as u64);
+    assert_eq!(data.sha256, sha256_hex(&text));
+    // The cap holds for a mapped read as for any: one byte under is refused.
+    let cap = text.len() as u64 - 1;
+    assert_eq!(
+        read_file(&root, &root.join("big.md"), "big.md", cap),
+        Err(ReadError::TooLarge {
+            rel: "big.md".into(),
+            size: text.len() as u64,
+            cap
+        })
+    );
+}
+
+#[test]
 fn cap_is_inclusive() {
     let (_dir, root) = canonical_tempdir();
     fs::write(root.join("a"), "12345").unwrap();

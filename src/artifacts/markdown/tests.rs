@@ -185,3 +185,22 @@ fn the_prose_shortcut_changes_nothing() {
         prop_assert_eq!(fast, slow.collect::<Vec<_>>());
     });
 }
+
+/// Looking for `<!--` a window at a time finds what one look over the whole text finds: with
+/// windows of a few bytes, comments are cut at every place a window can end.
+#[test]
+fn the_comment_window_changes_nothing() {
+    use proptest::prelude::*;
+    let line = "( {0,4})?(#{1,2} |```|---|- )?[a-zA-Z <!>-]{0,14}(<!--|-->|<!-->)?[a-z <!-]{0,6}";
+    let doc = proptest::collection::vec(line, 0..24);
+    proptest!(|(doc in doc, window in 0usize..9, shortcut in any::<bool>())| {
+        let text = doc.join("\n");
+        let mut small = lines(text.as_bytes());
+        small.open_window = window;
+        small.shortcut = shortcut;
+        let mut whole = lines(text.as_bytes());
+        whole.open_window = usize::MAX;
+        whole.shortcut = false;
+        prop_assert_eq!(small.collect::<Vec<_>>(), whole.collect::<Vec<_>>());
+    });
+}

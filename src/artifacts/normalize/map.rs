@@ -10,6 +10,8 @@
 
 use std::ops::Range;
 
+use super::buf::Buf;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seg {
     /// Where the segment starts in the normalised text.
@@ -67,17 +69,17 @@ impl Map {
 /// Builds a normalised text and its [`Map`] together.
 #[derive(Debug, Default)]
 pub struct Builder {
-    pub out: Vec<u8>,
+    pub out: Buf,
     segs: Vec<Seg>,
 }
 
 impl Builder {
     pub fn with_capacity(n: usize) -> Builder {
-        Builder::with_buffer(Vec::with_capacity(n))
+        Builder::with_buffer(Buf::with_capacity(n))
     }
 
     /// A builder writing into `out` (cleared first), so an earlier text's memory is reused.
-    pub fn with_buffer(mut out: Vec<u8>) -> Builder {
+    pub fn with_buffer(mut out: Buf) -> Builder {
         out.clear();
         Builder {
             out,
@@ -106,7 +108,7 @@ impl Builder {
         self.out.extend_from_slice(bytes);
     }
 
-    pub fn finish(self, orig_len: usize) -> (Vec<u8>, Map) {
+    pub fn finish(self, orig_len: usize) -> (Buf, Map) {
         (
             self.out,
             Map {

@@ -22,6 +22,7 @@
 //! NUL or a hyphen before a line break is read as it is, without a copy. This module must not
 //! judge anything, must stay linear in the size of the text, and must never panic on any bytes.
 
+mod buf;
 mod map;
 mod wide;
 
@@ -34,6 +35,7 @@ use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::UnicodeNormalization;
 use unicode_security::confusable_detection::skeleton;
 
+pub use buf::Buf;
 pub use map::Map;
 pub use wide::Encoding;
 
@@ -45,7 +47,7 @@ use map::Builder;
 pub struct Reading {
     pub encoding: Encoding,
     /// `None`: the file's bytes read as they are.
-    text: Option<Vec<u8>>,
+    text: Option<Buf>,
     /// Normalised text → `decoded` text (or the file's bytes); `None` is the identity.
     map: Option<Map>,
     /// For UTF-16/32: decoded text → the file's bytes.
@@ -164,7 +166,7 @@ thread_local! {
     /// The last normalised text this thread dropped (up to [`SPARE_MAX`] bytes of capacity):
     /// searching reports one after another, each copy reuses the memory of the one before
     /// instead of faulting in fresh pages (a 2 MB report with one en dash is copied whole).
-    static SPARE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARE: std::cell::RefCell<Buf> = const { std::cell::RefCell::new(Buf::new()) };
 }
 
 /// Frees this thread's spare normalised text: at the end of an evaluation, so a long-lived
@@ -175,10 +177,10 @@ pub fn release_spare() {
 
 /// A buffer for a normalised text of about `n` bytes: the thread's spare, grown to `n` if
 /// need be.
-fn spare(n: usize) -> Vec<u8> {
+fn spare(n: usize) -> Buf {
     if n < 64 << 10 {
         // A small text (a field, a short file) leaves the spare to the reports.
-        return Vec::with_capacity(n);
+        return Buf::with_capacity(n);
     }
     let mut kept = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
     kept.clear();
@@ -303,7 +305,7 @@ enum Step {
 
 /// The normalised text of UTF-8 `bytes` and its map, or `None` when it reads as it is written.
 /// Nothing is copied until the first change.
-pub fn normalize(bytes: &[u8]) -> Option<(Vec<u8>, Map)> {
+pub fn normalize(bytes: &[u8]) -> Option<(Buf, Map)> {
     let mut built: Option<Builder> = None;
     let mut copied_to = 0;
     let mut i = 0;

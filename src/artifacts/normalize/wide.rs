@@ -3,6 +3,7 @@
 //! the file's bytes. Invalid code units (an unpaired surrogate, a value past U+10FFFF, a cut-off
 //! last unit) decode to U+FFFD; nothing panics.
 
+use super::buf::Buf;
 use super::map::{Builder, Map};
 
 /// How a file's bytes are read.
@@ -84,7 +85,7 @@ pub fn detect(bytes: &[u8], has_nul: bool) -> Option<(Encoding, usize)> {
 
 /// Decodes `bytes` (after a byte-order mark of `skip` bytes) as `e`: UTF-8 text and the map
 /// back to `bytes`. ASCII characters map as strides, others as opaque segments.
-pub fn decode(bytes: &[u8], e: Encoding, skip: usize) -> (Vec<u8>, Map) {
+pub fn decode(bytes: &[u8], e: Encoding, skip: usize) -> (Buf, Map) {
     let unit = e.unit();
     let mut b = Builder::with_capacity(bytes.len() / unit + 8);
     let mut at = skip.min(bytes.len());
@@ -215,7 +216,7 @@ mod tests {
         let text = "m\u{430}nual 🦀";
         let bytes = utf16le(text);
         let (out, map) = decode(&bytes, Encoding::Utf16Le, 0);
-        assert_eq!(String::from_utf8(out).unwrap(), text);
+        assert_eq!(String::from_utf8(out.to_vec()).unwrap(), text);
         // `а` (Cyrillic, 2 bytes of UTF-8) is one unit; the crab (4 bytes) is a surrogate pair.
         assert_eq!(map.range(1..3), 2..4);
         assert_eq!(map.range(8..12), 14..18);
@@ -226,10 +227,13 @@ mod tests {
         // An unpaired high surrogate, a lone low one, a cut-off last byte.
         let bytes = [0x00, 0xd8, b'a', 0, 0x00, 0xdc, b'b'];
         let (out, _) = decode(&bytes, Encoding::Utf16Le, 0);
-        assert_eq!(String::from_utf8(out).unwrap(), "\u{fffd}a\u{fffd}\u{fffd}");
+        assert_eq!(
+            String::from_utf8(out.to_vec()).unwrap(),
+            "\u{fffd}a\u{fffd}\u{fffd}"
+        );
         let bytes = [0xff, 0xff, 0x11, 0x00, b'a', 0, 0, 0];
         let (out, _) = decode(&bytes, Encoding::Utf32Le, 0);
-        assert_eq!(String::from_utf8(out).unwrap(), "\u{fffd}a");
+        assert_eq!(String::from_utf8(out.to_vec()).unwrap(), "\u{fffd}a");
         assert_eq!(quote(&[b'a', 0, b'b'], Encoding::Utf16Le), "a\u{fffd}");
     }
 }

@@ -38,7 +38,7 @@ impl Source {
     /// A file as a source. The whole file is tested for NUL (not only its head), so a binary
     /// whose first NUL comes late is not searched as text.
     pub fn file(label: String, d: Arc<FileData>) -> Source {
-        let has_nul = memchr::memchr(0, &d.bytes).is_some();
+        let has_nul = d.bytes.has_nul();
         let wide = normalize::detect_wide(&d.bytes, has_nul);
         Source {
             label,

@@ -92,7 +92,7 @@ fn binary(label: &str, bytes: Vec<u8>) -> Source {
     let d = FileData {
         rel: label.into(),
         size: bytes.len() as u64,
-        bytes,
+        bytes: bytes.into(),
         sha256: String::new(),
         mtime: None,
     };
