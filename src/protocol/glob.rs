@@ -4,10 +4,12 @@
 //! Compiling a glob into a regex costs tens of microseconds, more than judging a small
 //! build, and nearly every glob a protocol names is a literal directory and a name with
 //! `*` in it, optionally at any depth (`p3b-pa-auditor-*.md`, `screenshots/**/*.png`,
-//! `refine-inputs/**`). Those are matched directly: the directory as a prefix, the name by
-//! its literal pieces in order (the greedy match is exact for `*`, which never crosses
-//! `/`). Only globs with `?`, `[...]`, `{a,b}`, `\` escapes, or `*` / `**` anywhere else
-//! compile globset's matcher, once per process. `tests::fast_paths_agree_with_globset`
+//! `refine-inputs/**`), or below a literal directory path at any depth (the shadows of a
+//! protected module: `**/__pycache__/roles.*.pyc`, `**/roles/__init__.py`). Those are matched
+//! directly: the directory as a prefix, the directory path as a suffix of whole names, the
+//! name by its literal pieces in order (the greedy match is exact for `*`, which never
+//! crosses `/`). Only globs with `?`, `[...]`, `{a,b}`, `\` escapes, or `*` / `**` anywhere
+//! else compile globset's matcher, once per process. `tests::fast_paths_agree_with_globset`
 //! holds the two to the same answers.
 
 use std::fmt;
@@ -37,11 +39,12 @@ pub struct Glob {
 #[derive(Clone)]
 enum How {
     /// A literal directory prefix (`a/b/`, or empty), then — at any depth below it when
-    /// `deep` (`**/`) — a last component of literal pieces joined by `*` (one piece: the
-    /// name itself).
+    /// `deep` (`**/`), and then in a directory path ending in the literal `tail` (`c/`, or
+    /// empty) — a last component of literal pieces joined by `*` (one piece: the name itself).
     Name {
         dir: String,
         deep: bool,
+        tail: String,
         pieces: Vec<String>,
     },
     /// Anything else: globset's matcher, compiled on first use.
@@ -67,15 +70,27 @@ impl Glob {
     pub fn is_match(&self, path: &str) -> bool {
         match self.how.as_deref() {
             None => false,
-            Some(How::Name { dir, deep, pieces }) => {
+            Some(How::Name {
+                dir,
+                deep,
+                tail,
+                pieces,
+            }) => {
                 let Some(rest) = path.strip_prefix(dir.as_str()) else {
                     return false;
                 };
-                let name = match rest.rfind('/') {
+                let (parents, name) = match rest.rfind('/') {
                     Some(_) if !deep => return false,
-                    Some(i) => &rest[i + 1..],
-                    None => rest,
+                    Some(i) => rest.split_at(i + 1),
+                    None => ("", rest),
                 };
+                // The directories above the name end with the tail's, whole names each.
+                let in_tail = parents.strip_suffix(tail.as_str()).is_some_and(|above| {
+                    above.is_empty() || above.ends_with('/') || tail.is_empty()
+                });
+                if !in_tail {
+                    return false;
+                }
                 match pieces.as_slice() {
                     [whole] => name == whole,
                     pieces => stars_match(pieces, name),
@@ -189,24 +204,35 @@ fn how(body: &str) -> How {
     if last.contains("**") {
         return compiled();
     }
-    let (dir, deep) = match parents {
-        None => ("", false),
-        Some("**") => ("", true),
-        Some(p) => match p.strip_suffix("/**") {
-            Some(d) => (d, true),
-            None => (p, false),
+    // `d/**`, `**/t`, `d/**/t`: a literal directory, any depth, a literal tail of directories.
+    let (dir, deep, tail) = match parents {
+        None => ("", false, ""),
+        Some("**") => ("", true, ""),
+        Some(p) => match (
+            p.strip_suffix("/**"),
+            p.strip_prefix("**/"),
+            p.split_once("/**/"),
+        ) {
+            (Some(d), _, _) => (d, true, ""),
+            (None, Some(t), _) => ("", true, t),
+            (None, None, Some((d, t))) => (d, true, t),
+            (None, None, None) => (p, false, ""),
         },
     };
-    if dir.contains('*') {
+    if dir.contains('*') || tail.contains('*') {
         return compiled();
     }
-    How::Name {
-        dir: if dir.is_empty() {
+    let slashed = |d: &str| {
+        if d.is_empty() {
             String::new()
         } else {
-            format!("{dir}/")
-        },
+            format!("{d}/")
+        }
+    };
+    How::Name {
+        dir: slashed(dir),
         deep,
+        tail: slashed(tail),
         pieces: last.split('*').map(str::to_string).collect(),
     }
 }
@@ -297,7 +323,11 @@ mod tests {
         assert_eq!(strategy("**/x.md"), "deep");
         assert_eq!(strategy("**"), "deep");
         assert_eq!(strategy("*/cold-look.png"), "compiled");
-        assert_eq!(strategy("a/**/b/c"), "compiled");
+        assert_eq!(strategy("a/**/b/c"), "deep");
+        assert_eq!(strategy("**/orchestrator/__init__.py"), "deep");
+        assert_eq!(strategy("**/__pycache__/roles.*.pyc"), "deep");
+        assert_eq!(strategy("a/**/b/**/c"), "compiled");
+        assert_eq!(strategy("**/b*/c"), "compiled");
         assert_eq!(strategy("a**b"), "compiled");
         assert_eq!(strategy("p?.md"), "compiled");
         assert_eq!(strategy("p[12].md"), "compiled");
@@ -367,6 +397,13 @@ mod tests {
             "**/a.png",
             "**/*",
             "a/**/b",
+            "**/b/c",
+            "a/**/b/c",
+            "a/**/x/b",
+            "**/d/e/*x*",
+            "**/__pycache__/a.*.pyc",
+            "d/**/e/lit.png",
+            "**/x/y/a.png",
         ];
         let paths = [
             "",
@@ -415,6 +452,28 @@ mod tests {
             "a/x/b",
             "a/x/y/b",
             "ab/b",
+            "b/c",
+            "x/b/c",
+            "xb/c",
+            "x/xb/c",
+            "a/b/c",
+            "a/x/b/c",
+            "a/xb/c",
+            "a/x/b",
+            "ax/b",
+            "b/c/d",
+            "d/e/zxz",
+            "q/d/e/zxz",
+            "qd/e/zxz",
+            "__pycache__/a.cpython-311.pyc",
+            "x/__pycache__/a.1.pyc",
+            "x__pycache__/a.1.pyc",
+            "__pycache__/a.pyc",
+            "d/x/e/lit.png",
+            "d/xe/lit.png",
+            "x/y/a.png/z",
+            "w/x/y/a.png",
+            "wx/y/a.png",
         ];
         for g in globs {
             let ours = glob(g);
