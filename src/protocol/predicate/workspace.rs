@@ -3,10 +3,12 @@
 //! fields, style). Described here; judged in `checks::change`.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
 use super::{is_false, Glob, OneOrMany, Pattern};
+use crate::protocol::memo::{memo, Memo};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,17 +37,33 @@ impl Unchanged {
     /// The protected globs and the globs of every path that shadows one, each with the glob it
     /// protects (itself for a protected glob). A template that makes no valid glob is left out
     /// (the protocol check reports it).
+    ///
+    /// Made once per process for the same globs and shadows (a judgment asks for them in each
+    /// check and verdict that protects paths; each glob made is parsed).
     pub fn all_globs(&self) -> Vec<(Glob, Option<String>)> {
-        let mut out: Vec<(Glob, Option<String>)> =
-            self.globs.iter().map(|g| (g.clone(), None)).collect();
-        for g in &self.globs {
-            for (shadow, _) in shadow_sources(g.as_str(), &self.shadows) {
-                if let Ok(sg) = Glob::try_from(shadow) {
-                    out.push((sg, Some(g.as_str().to_string())));
+        static MEMO: Memo<Vec<(Glob, Option<String>)>> = OnceLock::new();
+        // Each list with its count and each part with its length: no two make the same key.
+        let mut key = String::new();
+        let mut part = |p: &str| key.push_str(&format!("{}:{p}", p.len()));
+        part(&self.globs.len().to_string());
+        self.globs.iter().for_each(|g| part(g.as_str()));
+        for s in &self.shadows {
+            part(&s.ext);
+            part(&s.paths.len().to_string());
+            s.paths.iter().for_each(|p| part(p));
+        }
+        memo(&MEMO, &key, || {
+            let mut out: Vec<(Glob, Option<String>)> =
+                self.globs.iter().map(|g| (g.clone(), None)).collect();
+            for g in &self.globs {
+                for (shadow, _) in shadow_sources(g.as_str(), &self.shadows) {
+                    if let Ok(sg) = Glob::try_from(shadow) {
+                        out.push((sg, Some(g.as_str().to_string())));
+                    }
                 }
             }
-        }
-        out
+            out
+        })
     }
 }
 
@@ -365,4 +383,55 @@ pub struct Style {
     pub final_newline: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub trailing_whitespace: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unchanged(globs: &[&str], shadows: &[(&str, &[&str])]) -> Unchanged {
+        Unchanged {
+            globs: globs
+                .iter()
+                .map(|g| Glob::try_from(g.to_string()).expect("glob"))
+                .collect(),
+            shadows: shadows
+                .iter()
+                .map(|(ext, paths)| Shadow {
+                    ext: ext.to_string(),
+                    paths: paths.iter().map(|p| p.to_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn names(u: &Unchanged) -> Vec<(String, Option<String>)> {
+        u.all_globs()
+            .into_iter()
+            .map(|(g, of)| (g.as_str().to_string(), of))
+            .collect()
+    }
+
+    #[test]
+    fn all_globs_are_made_for_each_protocols_own_globs_and_shadows() {
+        let py: &[&str] = &["{dir}{stem}/__init__.py", "{dir}__pycache__/{stem}.*.pyc"];
+        let a = unchanged(&["**/roles.py"], &[("py", py)]);
+        let want = [
+            ("**/roles.py", None),
+            ("**/roles/__init__.py", Some("**/roles.py")),
+            ("**/__pycache__/roles.*.pyc", Some("**/roles.py")),
+        ]
+        .map(|(g, of)| (g.to_string(), of.map(str::to_string)));
+        assert_eq!(names(&a), want);
+        assert_eq!(names(&a), want, "the same again, from the memo");
+        // Other globs, other shadows, or the same parts cut otherwise: each its own answer.
+        let b = unchanged(&["src/roles.py"], &[("py", py)]);
+        assert_eq!(names(&b)[1].0, "src/roles/__init__.py");
+        let c = unchanged(&["**/roles.py"], &[("py", &py[..1])]);
+        assert_eq!(names(&c).len(), 2);
+        let d = unchanged(&["**/roles.py"], &[("pyc", py)]);
+        assert_eq!(names(&d).len(), 1);
+        let e = unchanged(&["**/roles.py"], &[("py", &[]), ("py", &py[..1])]);
+        assert_eq!(names(&e).len(), 2);
+    }
 }
