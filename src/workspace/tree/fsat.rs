@@ -6,7 +6,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::BorrowedFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
@@ -19,6 +19,17 @@ use crate::artifacts::fsread::lowercase_message;
 /// (`*at()` calls), never by a path that a swap could redirect.
 pub(super) struct OpenDir {
     pub(super) dir: Dir,
+}
+
+/// How a directory is opened: to list it, never blocking, not inherited.
+const DIRECTORY: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC);
+
+/// The name at `(offset, length)` in `heap`.
+pub(super) fn name_at(heap: &[u8], (at, len): (u32, u32)) -> &OsStr {
+    OsStr::from_bytes(&heap[at as usize..(at + len) as usize])
 }
 
 /// The buffer one `getdents` call fills: a folder of a few hundred names in one call.
@@ -76,7 +87,7 @@ impl OpenDir {
     /// Opens `abs` as a directory. With `expect`, a symlink is refused and the directory must
     /// still be the one listed (device, inode); without it (the root), links are followed.
     pub(super) fn open(abs: &Path, expect: Option<(u64, u64)>) -> io::Result<OpenDir> {
-        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let mut flags = DIRECTORY;
         if expect.is_some() {
             flags |= OFlags::NOFOLLOW;
         }
@@ -99,11 +110,7 @@ impl OpenDir {
         rel: &OsStr,
         expect: (u64, u64),
     ) -> io::Result<OpenDir> {
-        let flags = OFlags::RDONLY
-            | OFlags::DIRECTORY
-            | OFlags::NONBLOCK
-            | OFlags::CLOEXEC
-            | OFlags::NOFOLLOW;
+        let flags = DIRECTORY | OFlags::NOFOLLOW;
         let fd = rustix::fs::openat(base, rel, flags, Mode::empty())?;
         let st = Lstat::of(&rustix::fs::fstat(&fd)?);
         if (st.dev, st.ino) != expect {
@@ -120,11 +127,7 @@ impl OpenDir {
     /// "replaced while being read". `Ok(None)` where the kernel has no `openat2` (before Linux
     /// 5.6, or a sandbox that filters it).
     pub(super) fn open_beneath(base: BorrowedFd<'_>, rel: &OsStr) -> io::Result<Option<OpenDir>> {
-        let flags = OFlags::RDONLY
-            | OFlags::DIRECTORY
-            | OFlags::NONBLOCK
-            | OFlags::CLOEXEC
-            | OFlags::NOFOLLOW;
+        let flags = DIRECTORY | OFlags::NOFOLLOW;
         let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH;
         match rustix::fs::openat2(base, rel, flags, Mode::empty(), resolve) {
             Ok(fd) => Ok(Some(OpenDir { dir: Dir::new(fd)? })),
@@ -190,6 +193,8 @@ impl OpenDir {
         &mut self,
         heap: &mut Vec<u8>,
     ) -> io::Result<Vec<((u32, u32), FileType)>> {
+        // `getdents` straight into one buffer (rustix's `Dir` grows and zeroes its own buffer
+        // call after call, a copy of every name more than needed).
         let mut buf = Vec::with_capacity(GETDENTS_BUFFER);
         let mut raw = rustix::fs::RawDir::new(self.dir.fd()?, buf.spare_capacity_mut());
         let mut names = Vec::new();
@@ -205,30 +210,20 @@ impl OpenDir {
             heap.extend_from_slice(name);
             names.push(((at, len), item.file_type()));
         }
-        let of = |&((at, len), _): &((u32, u32), FileType)| &heap[at as usize..(at + len) as usize];
-        names.sort_unstable_by(|a, b| of(a).cmp(of(b)));
+        names.sort_unstable_by(|(a, _), (b, _)| name_at(heap, *a).cmp(name_at(heap, *b)));
         Ok(names)
     }
 
     /// The names in the directory (without `.` and `..`), sorted by their bytes.
     pub(super) fn names(&mut self) -> io::Result<Vec<OsString>> {
-        // `getdents` straight into one buffer (rustix's `Dir` grows and zeroes its own buffer
-        // call after call, a copy of every name more than needed).
-        let mut buf = Vec::with_capacity(GETDENTS_BUFFER);
-        let mut raw = rustix::fs::RawDir::new(self.dir.fd()?, buf.spare_capacity_mut());
-        let mut names = Vec::new();
-        while let Some(item) = raw.next() {
-            let item = item?;
-            let name = item.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            names.push(OsString::from_vec(name.to_vec()));
-        }
+        let mut heap = Vec::new();
+        let names = self.names_into(&mut heap)?;
         // In name order: a walk then meets paths nearly in the order they are kept (and the
         // stat cache's records one after another).
-        names.sort_unstable();
-        Ok(names)
+        Ok(names
+            .into_iter()
+            .map(|(at, _)| name_at(&heap, at).to_os_string())
+            .collect())
     }
 }
 

@@ -32,7 +32,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use rustix::fs::FileType;
 
-use super::fsat::{Lstat, OpenDir};
+use super::fsat::{name_at, Lstat, OpenDir};
 
 /// How many threads list at once: two cores is what the machines this runs on have at least,
 /// and the listing is system calls, which do not scale much further on one file system.
@@ -70,13 +70,8 @@ pub(super) struct Listed {
 impl Listed {
     /// The name of `child`, one of its children.
     pub(super) fn name(&self, child: &Child) -> &OsStr {
-        name_in(&self.names, child.name)
+        name_at(&self.names, child.name)
     }
-}
-
-/// The name at `at` (offset, length) in `names`.
-pub(super) fn name_in(names: &[u8], (at, len): (u32, u32)) -> &OsStr {
-    OsStr::from_bytes(&names[at as usize..(at + len) as usize])
 }
 
 /// A directory to list: the root (already open), or one its parent listed.
@@ -329,7 +324,7 @@ fn list(shared: &Shared, job: Job) -> (Listed, Vec<Job>) {
         let names = dir.names_into(&mut heap)?;
         let mut children = Vec::with_capacity(names.len());
         for (at, hint) in names {
-            let name = name_in(&heap, at);
+            let name = name_at(&heap, at);
             if rel.is_empty() && shared.skip_top.iter().any(|s| s == name.as_bytes()) {
                 continue;
             }

@@ -143,11 +143,15 @@ impl WorkTree {
         opts: &Options<'_>,
         cache: &mut StatCache,
     ) -> io::Result<WorkTree> {
-        let entries = WorkTree::scan_listed_sorted(lister, opts, cache)?;
-        Ok(WorkTree {
+        WorkTree::scan_listed_sorted(lister, opts, cache).map(WorkTree::of_sorted)
+    }
+
+    /// A tree of a full scan's entries.
+    fn of_sorted(entries: Vec<(String, Entry)>) -> WorkTree {
+        WorkTree {
             entries: entries.into_iter().collect(),
             ..WorkTree::default()
-        })
+        }
     }
 
     /// [`scan_listed`](Self::scan_listed)'s entries, sorted by key (each key once), without
@@ -170,11 +174,7 @@ impl WorkTree {
         opts: &Options<'_>,
         cache: &mut StatCache,
     ) -> io::Result<WorkTree> {
-        let entries = WorkTree::record_sorted(root, id, listings, opts, cache)?;
-        Ok(WorkTree {
-            entries: entries.into_iter().collect(),
-            ..WorkTree::default()
-        })
+        WorkTree::record_sorted(root, id, listings, opts, cache).map(WorkTree::of_sorted)
     }
 
     /// A full scan's entries, sorted, from the listings of the tree at `root` (whose identity

@@ -13,8 +13,10 @@ use sha2::{Digest, Sha256};
 
 use super::super::name;
 use super::super::statcache::Cached;
-use super::fsat::{other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat, OpenDir};
-use super::lister::{name_in, Child};
+use super::fsat::{
+    name_at, other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat, OpenDir,
+};
+use super::lister::Child;
 use super::{blob_oid, Entry, Kind, Options, StatCache};
 
 /// A directory still to list: its path and the identity it had when its parent was listed.
@@ -303,7 +305,7 @@ impl Walker<'_, '_> {
         let root = self.root;
         let dir = DirRef::listed(root, parent, id);
         for child in children {
-            let name = name_in(names, child.name);
+            let name = name_at(names, child.name);
             let mut rel = Vec::with_capacity(parent.len() + 1 + name.len());
             if !parent.is_empty() {
                 rel.extend_from_slice(parent);

@@ -29,7 +29,7 @@ fn child<'l>(listed: &'l Listed, name: &str) -> &'l Child {
     let children = listed.children.as_ref().expect("listed");
     children
         .iter()
-        .find(|c| name_in(&listed.names, c.name) == name)
+        .find(|c| name_at(&listed.names, c.name) == name)
         .expect(name)
 }
 
@@ -93,7 +93,7 @@ fn a_directory_is_looked_at_by_its_own_job() {
 
 #[test]
 fn a_directory_replaced_before_its_own_listing_is_refused_not_followed() {
-    for replacement in ["link", "file", "gone"] {
+    for replacement in ["link", "file", "fifo", "gone"] {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
         fs::create_dir_all(root.join("d")).expect("mkdir");
@@ -103,11 +103,18 @@ fn a_directory_replaced_before_its_own_listing_is_refused_not_followed() {
         let shared = Shared::new(root, SKIP).expect("open");
         let (top, subs) = list(&shared, root_job(&shared));
         // Between the root's listing and `d`'s own: `d` becomes a link to another folder
-        // (inside the tree), a file, or nothing.
+        // (inside the tree), a file, a FIFO, or nothing.
         fs::rename(root.join("d"), root.join("d-old")).expect("mv");
         match replacement {
             "link" => symlink("other", root.join("d")).expect("symlink"),
             "file" => fs::write(root.join("d"), b"not a folder").expect("write"),
+            // Opened as a directory it fails at once: a FIFO is never waited on.
+            "fifo" => {
+                let c =
+                    std::ffi::CString::new(root.join("d").as_os_str().as_bytes()).expect("path");
+                // SAFETY: `c` is a valid NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+            }
             _ => {}
         }
         let job = subs
