@@ -205,15 +205,12 @@ impl Unlisted {
     }
 }
 
-/// Sorts entries by `rel` (whose first `shared` bytes they all share: one directory's) through a
-/// sorted index, then moves each entry once into place (cycle by cycle): sorting the entries
-/// themselves would move them O(n log n) times, and a sorted copy would hold two listings of
-/// 30,000 screenshots at once.
-pub(super) fn sort_by_rel(entries: &mut [Entry], shared: usize) {
-    let tail = |i: usize| entries[i].rel.as_bytes().get(shared..).unwrap_or_default();
-    let mut order: Vec<usize> = (0..entries.len()).collect();
+/// The order of `n` names (`tail(i)`, the bytes that decide it) as their bytes sort, eight
+/// bytes at a time ([`sort_by_digits`]).
+pub(super) fn sorted_order<'t>(n: usize, tail: impl Fn(usize) -> &'t [u8]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
     sort_by_digits(&mut order, &tail, 0);
-    permute(entries, order);
+    order
 }
 
 /// Sorts `order` by the bytes `tail` gives from `at` on, eight at a time: each name keyed by

@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use rustix::fs::{Dir, Mode, OFlags};
 
-use super::entry::{listed_entry, permute, sort_by_rel, Entry, Kind, Unlisted};
+use super::entry::{listed_entry, permute, sorted_order, Entry, Kind, Unlisted};
 use super::escape::escape_name;
 use super::fsread;
 
@@ -305,51 +305,48 @@ impl Shared {
             flags |= OFlags::NOFOLLOW;
         }
         let fd = rustix::fs::open(&dir.path, flags, Mode::empty())?;
-        let start = out.entries.len();
-        out.runs.push(start);
-        let listed = Self::read_dir(&fd, dir, out, found);
-        // One directory's entries share `dir.rel/`: their names alone decide the order.
-        let shared = if dir.rel.is_empty() {
-            0
-        } else {
-            dir.rel.len() + 1
-        };
-        sort_by_rel(&mut out.entries[start..], shared);
-        listed
+        out.runs.push(out.entries.len());
+        Self::read_dir(&fd, dir, out, found)
     }
 
+    /// Lists one directory's names into `out` as entries sorted by `rel`. The names are
+    /// gathered side by side in one buffer and sorted there, and only then made into entries:
+    /// each entry is made once, in order, so a directory's paths lie in memory in the order
+    /// every later pass reads them (the globs of a check count 30,000 screenshots), instead of
+    /// in the order the file system hands the names out. A listing cut short by an error keeps
+    /// what it listed before, and the error is returned.
     fn read_dir(
         fd: &rustix::fd::OwnedFd,
         dir: &ToList,
         out: &mut Listed,
         found: &mut Vec<ToList>,
     ) -> io::Result<()> {
+        let mut names = Names::default();
+        let mut listed = Ok(());
         for item in Dir::read_from(fd)? {
-            let item = item?;
-            let name = item.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
+            match item {
+                Ok(item) => names.push(item.file_name().to_bytes(), item.file_type()),
+                Err(e) => {
+                    listed = Err(e.into());
+                    break;
+                }
             }
-            let escaped = escape_name(name);
-            let lossless = dir.lossless && matches!(escaped, std::borrow::Cow::Borrowed(_));
+        }
+        out.entries.reserve(names.len());
+        for i in sorted_order(names.len(), |i| names.escaped(i)) {
+            let (name, escaped, same, file_type) = names.get(i);
+            let lossless = dir.lossless && same;
             let rel = if dir.rel.is_empty() {
-                escaped.into_owned()
+                escaped.to_owned()
             } else {
                 let mut rel = String::with_capacity(dir.rel.len() + 1 + escaped.len());
                 rel.push_str(&dir.rel);
                 rel.push('/');
-                rel.push_str(&escaped);
+                rel.push_str(escaped);
                 rel
             };
             let path = || dir.path.join(OsStr::from_bytes(name));
-            match listed_entry(
-                &out.root,
-                path,
-                rel,
-                lossless,
-                item.file_type(),
-                dir.depth + 1,
-            ) {
+            match listed_entry(&out.root, path, rel, lossless, file_type, dir.depth + 1) {
                 Ok(entry) => {
                     if entry.kind == Kind::Dir && !entry.is_symlink() {
                         found.push(ToList {
@@ -364,7 +361,72 @@ impl Shared {
                 Err(unlisted) => out.unlisted.push(unlisted),
             }
         }
-        Ok(())
+        listed
+    }
+}
+
+/// One directory's names as listed (`.` and `..` left out), each by its escaped form
+/// ([`escape_name`]) with the type the listing gave, side by side in one buffer.
+#[derive(Default)]
+struct Names {
+    /// Every name's escaped form, one after another.
+    escaped: String,
+    /// The listed bytes of the names whose escaped form differs from them.
+    raw: Vec<u8>,
+    at: Vec<Name>,
+}
+
+/// Where one name of [`Names`] is.
+struct Name {
+    /// Its escaped form in [`Names::escaped`].
+    escaped: std::ops::Range<usize>,
+    /// Its listed bytes in [`Names::raw`], when they differ from the escaped form.
+    raw: Option<std::ops::Range<usize>>,
+    file_type: rustix::fs::FileType,
+}
+
+impl Names {
+    fn push(&mut self, name: &[u8], file_type: rustix::fs::FileType) {
+        if name == b"." || name == b".." {
+            return;
+        }
+        let start = self.escaped.len();
+        let raw = match escape_name(name) {
+            std::borrow::Cow::Borrowed(same) => {
+                self.escaped.push_str(same);
+                None
+            }
+            std::borrow::Cow::Owned(escaped) => {
+                self.escaped.push_str(&escaped);
+                let at = self.raw.len();
+                self.raw.extend_from_slice(name);
+                Some(at..self.raw.len())
+            }
+        };
+        self.at.push(Name {
+            escaped: start..self.escaped.len(),
+            raw,
+            file_type,
+        });
+    }
+
+    fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    /// The escaped form of name `i`: what its `rel` ends with, and what decides its order.
+    fn escaped(&self, i: usize) -> &[u8] {
+        &self.escaped.as_bytes()[self.at[i].escaped.clone()]
+    }
+
+    /// Name `i` as listed, its escaped form, whether the two are the same, and its type.
+    fn get(&self, i: usize) -> (&[u8], &str, bool, rustix::fs::FileType) {
+        let name = &self.at[i];
+        let escaped = &self.escaped[name.escaped.clone()];
+        match &name.raw {
+            None => (escaped.as_bytes(), escaped, true, name.file_type),
+            Some(raw) => (&self.raw[raw.clone()], escaped, false, name.file_type),
+        }
     }
 }
 
@@ -471,6 +533,43 @@ mod tests {
             .0
             .iter()
             .any(|e| e.0 == "c/deep/er/f149.md" && e.1 == 4));
+    }
+
+    #[test]
+    fn names_that_need_escaping_sort_by_their_escaped_form_and_keep_their_own_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Arc::new(fs::canonicalize(tmp.path()).unwrap());
+        // A byte that is not UTF-8, a backslash and a newline are escaped in `rel`; the escaped
+        // form, not the listed bytes, decides the order (`\\` sorts before letters, 0xff after).
+        let names: [&[u8]; 6] = [b"b", b"a\\z", b"\xffx", b"a\ny", b"A", b"sub"];
+        for name in names {
+            fs::write(root.join(OsStr::from_bytes(name)), name).unwrap();
+        }
+        fs::remove_file(root.join("sub")).unwrap();
+        fs::create_dir(root.join("sub")).unwrap();
+        let odd: &[u8] = b"in\xfe";
+        fs::write(root.join("sub").join(OsStr::from_bytes(odd)), odd).unwrap();
+        let (entries, unlisted) = walk(&root);
+        assert!(unlisted.is_empty(), "{unlisted:?}");
+        let rels: Vec<&str> = entries.iter().map(|e| e.rel.as_str()).collect();
+        let mut sorted = rels.clone();
+        sorted.sort_unstable();
+        assert_eq!(rels, sorted, "sorted by the escaped rel");
+        assert_eq!(shape(walk(&root)), shape(one_walk(&root)));
+        // Each entry still names its own file on disk, escaped or not.
+        for e in entries.iter().filter(|e| e.kind == Kind::File) {
+            let bytes = fs::read(e.path()).unwrap();
+            assert!(
+                names.contains(&bytes.as_slice()) || bytes == odd,
+                "{}",
+                e.rel
+            );
+        }
+        assert_eq!(entries.len(), 7);
+        // Four of them needed escaping (the one below `sub/` too).
+        let escaped = entries.iter().filter(|e| e.rel.contains('\\')).count();
+        assert_eq!(escaped, 4, "{rels:?}");
     }
 
     #[test]
