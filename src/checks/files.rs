@@ -309,7 +309,7 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
         }
     }
     let bytes: usize = kept.iter().map(|(_, d)| d.bytes.len()).sum();
-    let walked = super::in_halves(&kept, bytes >= super::SPLIT_BYTES, |part| {
+    let walked = super::on_two_threads(&kept, bytes >= super::SPLIT_BYTES, |part| {
         part.iter()
             .map(|(_, d)| headings(&d.bytes, h.level))
             .collect()
@@ -627,22 +627,37 @@ mod tests {
     }
 
     #[test]
-    fn in_halves_keeps_the_order_on_one_or_two_threads() {
+    fn on_two_threads_keeps_the_order_and_hands_out_one_item_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let items: Vec<u32> = (0..101).collect();
         let twice = |part: &[u32]| part.iter().map(|x| x * 2).collect::<Vec<_>>();
         let want: Vec<u32> = (0..101).map(|x| x * 2).collect();
-        assert_eq!(super::super::in_halves(&items, true, twice), want);
-        assert_eq!(super::super::in_halves(&items, false, twice), want);
-        // On two threads each half is its own call; on one, a single call.
-        let calls = std::sync::atomic::AtomicUsize::new(0);
+        assert_eq!(super::super::on_two_threads(&items, true, twice), want);
+        assert_eq!(super::super::on_two_threads(&items, false, twice), want);
+        // On two threads each item is its own call; on one, a single call.
+        let calls = AtomicUsize::new(0);
         let count = |part: &[u32]| {
-            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            calls.fetch_add(1, Ordering::Relaxed);
             part.to_vec()
         };
-        super::super::in_halves(&items, true, count);
-        assert_eq!(calls.swap(0, std::sync::atomic::Ordering::Relaxed), 2);
-        super::super::in_halves(&items, false, count);
-        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        super::super::on_two_threads(&items, true, count);
+        assert_eq!(calls.swap(0, Ordering::Relaxed), items.len());
+        super::super::on_two_threads(&items, false, count);
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn on_two_threads_does_again_what_a_panicking_second_thread_took() {
+        let items: Vec<u32> = (0..64).collect();
+        let main = std::thread::current().id();
+        // Slow enough that the second thread takes some items, and it panics on every one.
+        let f = |part: &[u32]| {
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            assert_eq!(std::thread::current().id(), main, "the second thread fails");
+            part.iter().map(|x| x + 1).collect::<Vec<_>>()
+        };
+        let got = super::super::on_two_threads(&items, true, f);
+        assert_eq!(got, (1..65).collect::<Vec<u32>>());
     }
 
     #[test]

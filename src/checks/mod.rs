@@ -344,26 +344,56 @@ fn top_component(rel: &str) -> &str {
     rel.split('/').next().unwrap_or(rel)
 }
 
-/// Bytes of reports from which a rule's per-file work is split over two threads.
+/// Bytes of reports from which a rule's per-file work is shared by two threads.
 const SPLIT_BYTES: usize = 4 << 20;
 
-/// `f` over `items` in two halves on two threads when `big`, the results in order. A panic in
-/// the second thread (a bug) is retried on this one rather than losing that half.
-fn in_halves<T: Sync, R: Send>(
+/// `f` over `items`, the results in order: on two threads when `big`, each taking the next
+/// item as soon as it is free (one item per call), so that neither waits long for the other
+/// at the end (in halves, the half with one report more ran on alone for a report's time).
+/// Items a panicking second thread took (a bug) are done again on this one rather than lost.
+fn on_two_threads<T: Sync, R: Send>(
     items: &[T],
     big: bool,
     f: impl Fn(&[T]) -> Vec<R> + Sync,
 ) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     if !big || items.len() < 2 {
         return f(items);
     }
-    let (a, b) = items.split_at(items.len() / 2);
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| f(b));
-        let mut out = f(a);
-        out.extend(second.join().unwrap_or_else(|_| f(b)));
-        out
-    })
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i..=i) else {
+                return done;
+            };
+            done.push((i, f(item)));
+        }
+    };
+    let mut done = std::thread::scope(|scope| {
+        let second = scope.spawn(work);
+        let mut mine = work();
+        if let Ok(theirs) = second.join() {
+            mine.extend(theirs);
+        }
+        mine
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    let mut out = Vec::new();
+    let mut expect = 0;
+    for (i, r) in done {
+        // What the second thread took before it panicked, again here.
+        for lost in expect..i {
+            out.extend(f(&items[lost..=lost]));
+        }
+        out.extend(r);
+        expect = i + 1;
+    }
+    for lost in expect..items.len() {
+        out.extend(f(&items[lost..=lost]));
+    }
+    out
 }
 
 fn literal_prefix(glob: &str) -> &str {

@@ -307,7 +307,7 @@ fn prefetch(ctx: &Ctx<'_>, globs: &[crate::protocol::predicate::Glob]) {
     let big = total >= super::SPLIT_BYTES as u64;
     if big {
         let snap = ctx.snap;
-        super::in_halves(&files, big, |part| {
+        super::on_two_threads(&files, big, |part| {
             part.iter().for_each(|f| drop(snap.read(f)));
             Vec::<()>::new()
         });
@@ -359,7 +359,7 @@ fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Ve
     };
     // Every report is read in full; with megabytes of them, use both halves of the machine.
     let total: usize = sources.iter().map(|s| s.original().len()).sum();
-    super::in_halves(sources, total >= super::SPLIT_BYTES, scan)
+    super::on_two_threads(sources, total >= super::SPLIT_BYTES, scan)
 }
 
 /// One forbidden match in one reading of a source.
