@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 
-use crate::artifacts::{Limits, Snapshot};
+use crate::artifacts::{Limits, Listing, Snapshot};
 use crate::attempts::{Everyone, Store};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::{self, Context};
@@ -126,6 +126,18 @@ pub fn judge(
     protocol: &Protocol,
     waivers: Option<&Waivers>,
 ) -> Result<Judgment> {
+    judge_listed(req, protocol, waivers, None)
+}
+
+/// [`judge`], with the build directory's walk started already (`listing`, see
+/// [`Listing::start`]): `verify` lists the directory while the protocol loads. A protocol of
+/// task records lets the listing go (its walk ends with the process).
+pub fn judge_listed(
+    req: &Request<'_>,
+    protocol: &Protocol,
+    waivers: Option<&Waivers>,
+    listing: Option<Listing>,
+) -> Result<Judgment> {
     if let Subject::Workspace(rules) = &protocol.subject {
         return Ok(Judgment::Workspace(Box::new(workspace(
             req, protocol, rules, waivers,
@@ -137,19 +149,22 @@ pub fn judge(
             protocol.id
         );
     }
-    Ok(Judgment::Build(Box::new(build(req, protocol, waivers)?)))
+    Ok(Judgment::Build(Box::new(build(
+        req, protocol, waivers, listing,
+    )?)))
 }
 
 fn build(
     req: &Request<'_>,
     protocol: &Protocol,
     waivers: Option<&Waivers>,
+    listing: Option<Listing>,
 ) -> Result<BuildJudgment> {
     if req.write {
         let state = state_of(req.dir, req.state_dir)?;
         refuse_live(req.dir, &state)?;
     }
-    let snap = scan(req.dir, req.max_read_bytes, protocol)?;
+    let snap = scan(req.dir, req.max_read_bytes, protocol, listing)?;
     let now = chrono::Utc::now();
     let options = Options {
         final_: req.final_,
@@ -359,15 +374,26 @@ pub fn apply_waivers(
     Some(w.in_use(today))
 }
 
-/// Lists `dir`, reading ahead the reports `protocol` will read (see [`Snapshot::scan_reading`]).
-fn scan(dir: &Path, max_read_bytes: u64, protocol: &Protocol) -> Result<Snapshot> {
+/// Lists `dir` (or finishes `listing`, its walk started already), reading ahead the reports
+/// `protocol` will read (see [`Snapshot::scan_reading`]).
+fn scan(
+    dir: &Path,
+    max_read_bytes: u64,
+    protocol: &Protocol,
+    listing: Option<Listing>,
+) -> Result<Snapshot> {
     let limits = Limits {
         max_read_bytes,
         ..Limits::default()
     };
     let _span = tracing::debug_span!("scan", dir = %dir.display()).entered();
+    let wanted = |rel: &str| protocol.may_read(rel);
     // The error already names the directory.
-    Snapshot::scan_reading(dir, limits, &|rel| protocol.may_read(rel)).map_err(anyhow::Error::from)
+    match listing {
+        Some(listing) => Snapshot::scan_reading_from(listing, limits, &wanted),
+        None => Snapshot::scan_reading(dir, limits, &wanted),
+    }
+    .map_err(anyhow::Error::from)
 }
 
 fn refuse_live(dir: &Path, state: &Path) -> Result<()> {

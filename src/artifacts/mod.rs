@@ -33,7 +33,7 @@ mod walk;
 pub use entry::{Entry, Kind, Unlisted};
 pub use escape::{escape_name, needs_escape};
 pub use fsread::{FileData, ReadError};
-pub use snapshot::Snapshot;
+pub use snapshot::{Listing, Snapshot};
 
 /// The execution tracker's file name, directly in the build directory.
 pub const TRACKER_FILE: &str = "EXECUTION-TRACKER.md";

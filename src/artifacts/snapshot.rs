@@ -14,6 +14,9 @@ use super::escape::normalize_rel;
 use super::fsread::{self, FileData, ReadError};
 use super::{tracker, walk, Limits, MAX_TRACKER_BYTES, TRACKER_FILE};
 
+/// A file read ahead of the walk: its `rel` and what reading it gave.
+type ReadAhead<'a> = (&'a str, Result<Arc<FileData>, ReadError>);
+
 /// A file's read, shared by every reader of one snapshot.
 pub(super) type ReadSlot = Arc<OnceLock<Result<Arc<FileData>, ReadError>>>;
 
@@ -67,55 +70,66 @@ impl Snapshot {
         Snapshot::scan_with(root, limits, Some(wanted))
     }
 
+    /// Like [`Snapshot::scan_reading`], with the walk `listing` started before it was known
+    /// which files would be read: the reading ahead joins it where it is.
+    pub fn scan_reading_from(
+        listing: Listing,
+        limits: Limits,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> io::Result<Snapshot> {
+        let (canonical_root, walk) = listing.started?;
+        let top =
+            fs::read_dir(canonical_root.as_path()).map_err(|e| root_error(&listing.root, &e))?;
+        let ahead = match limits.keep_bytes {
+            None => to_read_ahead(top, wanted, limits.max_read_bytes),
+            Some(_) => Vec::new(),
+        };
+        let (listed, early) = read_beside(&canonical_root, &ahead, limits, true, || {
+            // A walk that panicked (a bug) is walked again here rather than lose the listing.
+            walk.join().unwrap_or_else(|_| walk::walk(&canonical_root))
+        });
+        Ok(Snapshot::of_listing(
+            listing.root,
+            canonical_root,
+            limits,
+            listed,
+            early,
+        ))
+    }
+
     fn scan_with(
         root: &Path,
         limits: Limits,
         wanted: Option<&dyn Fn(&str) -> bool>,
     ) -> io::Result<Snapshot> {
-        let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
-        let meta = fs::metadata(&canonical_root).map_err(|e| root_error(root, &e))?;
-        if !meta.is_dir() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("build directory `{}` is not a directory", root.display()),
-            ));
-        }
-        // The walk would report an unreadable root as one more unlisted place; here it must be fatal,
-        // or an unreadable directory would look like an empty one.
-        let top = fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
+        let (canonical_root, top) = open_root(root)?;
         let ahead = match wanted {
             Some(wanted) if limits.keep_bytes.is_none() => {
                 to_read_ahead(top, wanted, limits.max_read_bytes)
             }
             _ => Vec::new(),
         };
-
         let canonical_root = Arc::new(canonical_root);
-        // Two readers take the next file (largest first) from a shared counter, so that the
-        // reading ends with the listing instead of trailing it on one thread.
-        let next = AtomicUsize::new(0);
-        let ((mut entries, mut unlisted), early) = std::thread::scope(|scope| {
-            let read = || {
-                let mut done = Vec::new();
-                while let Some((rel, path, _)) = ahead.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let cap = limits.max_read_bytes;
-                    let read = fsread::read_file(&canonical_root, path, rel, cap);
-                    done.push((rel.as_str(), read.map(Arc::new)));
-                }
-                done
-            };
-            let readers: Vec<_> = (0..ahead.len().min(READ_AHEAD_THREADS))
-                .map(|_| scope.spawn(read))
-                .collect();
-            let listing = walk::walk(&canonical_root);
-            // A reader that panicked leaves its files to be read when asked for.
-            let early: Vec<_> = readers
-                .into_iter()
-                .filter_map(|r| r.join().ok())
-                .flatten()
-                .collect();
-            (listing, early)
+        let (listed, early) = read_beside(&canonical_root, &ahead, limits, false, || {
+            walk::walk(&canonical_root)
         });
+        Ok(Snapshot::of_listing(
+            root.to_path_buf(),
+            canonical_root,
+            limits,
+            listed,
+            early,
+        ))
+    }
+
+    /// The snapshot of a finished listing and the files read ahead beside it.
+    fn of_listing(
+        root: PathBuf,
+        canonical_root: Arc<PathBuf>,
+        limits: Limits,
+        (mut entries, mut unlisted): (Vec<Entry>, Vec<Unlisted>),
+        early: Vec<ReadAhead<'_>>,
+    ) -> Snapshot {
         // `rel` is an injective escape of the path, so no two entries share one: nothing is
         // de-duplicated (two names that differ only in invalid bytes are two files).
         // A snapshot kept while a daemon watches gives back the listing's spare room; a
@@ -135,8 +149,8 @@ impl Snapshot {
                 (e.kind == Kind::File && !e.is_symlink()).then_some((i, read))
             })
             .collect();
-        Ok(Snapshot {
-            root: root.to_path_buf(),
+        Snapshot {
+            root,
             canonical_root,
             entries,
             limits,
@@ -144,7 +158,7 @@ impl Snapshot {
             reads: Mutex::new(HashMap::new()),
             early: Mutex::new(early),
             tracker: OnceLock::new(),
-        })
+        }
     }
 
     /// A snapshot that lists nothing: for a protocol whose checks read a workspace through
@@ -343,6 +357,88 @@ fn to_read_ahead(
     }
     ahead.sort_by_key(|a| std::cmp::Reverse(a.2));
     ahead
+}
+
+/// A walk of a build directory started on a thread before it is known which files will be
+/// read ([`Snapshot::scan_reading_from`]): `verify` lists the directory while it loads the
+/// protocol that says what to read. Whatever makes the root unusable is kept, to be reported
+/// when the listing is asked for (after the protocol's own errors).
+#[derive(Debug)]
+pub struct Listing {
+    root: PathBuf,
+    started: io::Result<(Arc<PathBuf>, std::thread::JoinHandle<walk::Walked>)>,
+}
+
+impl Listing {
+    /// Starts listing `root` on a thread of its own.
+    pub fn start(root: &Path) -> Listing {
+        let started = open_root(root).and_then(|(canonical_root, _)| {
+            let canonical_root = Arc::new(canonical_root);
+            let walked = Arc::clone(&canonical_root);
+            let walk = std::thread::Builder::new()
+                .name("referee-walk".into())
+                .spawn(move || walk::walk(&walked))?;
+            Ok((canonical_root, walk))
+        });
+        Listing {
+            root: root.to_path_buf(),
+            started,
+        }
+    }
+}
+
+/// The root resolved, known to be a directory, and its top-level listing. The walk would report
+/// an unreadable root as one more unlisted place; here it is fatal, or an unreadable directory
+/// would look like an empty one.
+fn open_root(root: &Path) -> io::Result<(PathBuf, fs::ReadDir)> {
+    let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
+    let meta = fs::metadata(&canonical_root).map_err(|e| root_error(root, &e))?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("build directory `{}` is not a directory", root.display()),
+        ));
+    }
+    let top = fs::read_dir(&canonical_root).map_err(|e| root_error(root, &e))?;
+    Ok((canonical_root, top))
+}
+
+/// `list()` on this thread while the files of `ahead` are read (and hashed) on up to
+/// [`READ_AHEAD_THREADS`] threads, each taking the next file (largest first) from a shared
+/// counter so that the reading ends with the listing instead of trailing it on one thread.
+/// When the listing runs elsewhere already (`listed_elsewhere`), this thread is one of the
+/// readers. A reader that panicked leaves its files to be read when asked for.
+fn read_beside<'a>(
+    canonical_root: &Path,
+    ahead: &'a [(String, PathBuf, u64)],
+    limits: Limits,
+    listed_elsewhere: bool,
+    list: impl FnOnce() -> walk::Walked,
+) -> (walk::Walked, Vec<ReadAhead<'a>>) {
+    let next = AtomicUsize::new(0);
+    let read = || {
+        let mut done = Vec::new();
+        while let Some((rel, path, _)) = ahead.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let read = fsread::read_file(canonical_root, path, rel, limits.max_read_bytes);
+            done.push((rel.as_str(), read.map(Arc::new)));
+        }
+        done
+    };
+    std::thread::scope(|scope| {
+        let spawned = ahead
+            .len()
+            .min(READ_AHEAD_THREADS)
+            .saturating_sub(usize::from(listed_elsewhere));
+        let readers: Vec<_> = (0..spawned).map(|_| scope.spawn(read)).collect();
+        let mut early = if listed_elsewhere && !ahead.is_empty() {
+            read()
+        } else {
+            Vec::new()
+        };
+        let listed = list();
+        early.extend(readers.into_iter().filter_map(|r| r.join().ok()).flatten());
+        (listed, early)
+    })
 }
 
 /// An error about the root itself, naming it.

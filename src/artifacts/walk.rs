@@ -97,6 +97,9 @@ impl Listed {
     }
 }
 
+/// What a walk lists: every entry, sorted by `rel`, and the places it could not look into.
+pub(super) type Walked = (Vec<Entry>, Vec<Unlisted>);
+
 /// Every entry under `root` (the canonical root, already known to be a listable directory),
 /// sorted by `rel`, and the places that could not be listed or examined, unsorted.
 pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {

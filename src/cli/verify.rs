@@ -93,9 +93,11 @@ fn render(
 }
 
 pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
-    // One thread: listing the directory beside the protocol load, or compiling patterns
-    // beside the judging, cost a small build about as much as it saved (threads are not
-    // free on a shared 2-core machine); the large-report scans split across cores instead.
+    // A build directory judged by an embedded build protocol (D10) is listed while the
+    // protocol loads: the walk reads nothing and writes nothing, so a load that fails has
+    // done no harm (its walk ends with the process). Any other protocol loads first.
+    let listing = Protocol::embedded_lists_build(&a.protocol.protocol)
+        .then(|| crate::artifacts::Listing::start(&a.build_dir));
     let protocol = load_protocol_for(
         &a.protocol.protocol,
         a.secrets.as_deref(),
@@ -112,7 +114,7 @@ pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
         baseline_dir: a.baseline_dir.as_deref(),
         write: a.write,
     };
-    let judgment = judge::judge(&req, &protocol, waivers.as_ref())?;
+    let judgment = judge::judge_listed(&req, &protocol, waivers.as_ref(), listing)?;
     let text = match &judgment {
         judge::Judgment::Build(b) => {
             render(a.format, &protocol, &b.eval, &b.ctx, &a.build_dir, || {

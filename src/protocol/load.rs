@@ -32,6 +32,17 @@ impl Protocol {
         Protocol::load_file(path)
     }
 
+    /// Whether `spec` names an embedded protocol that judges a build directory (no `[tasks]`
+    /// table), known without parsing it: a caller can start listing the directory while the
+    /// protocol loads. `tests::embedded_lists_build_as_parsed` holds it to each embedded
+    /// protocol's parsed subject.
+    pub fn embedded_lists_build(spec: &str) -> bool {
+        EMBEDDED
+            .iter()
+            .find(|(id, _, _)| *id == spec)
+            .is_some_and(|(_, _, text)| !text.lines().any(|l| l.trim_end() == "[tasks]"))
+    }
+
     pub fn load_file(path: &Path) -> Result<Protocol, ProtocolError> {
         let io = |source: std::io::Error| ProtocolError::Io {
             path: path.display().to_string(),
@@ -449,4 +460,27 @@ fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {
         .map(|p| p.get_ref().id.get_ref().as_str())
         .find(|p| *p == id)
         .unwrap_or("")
+}
+
+#[cfg(test)]
+mod embedded_tests {
+    use super::*;
+
+    /// The shortcut says what parsing says, for every embedded protocol; never for a file.
+    #[test]
+    fn embedded_lists_build_as_parsed() {
+        let mut builds = 0;
+        for (id, name, _) in EMBEDDED {
+            let parsed = Protocol::load(id).expect("embedded protocols load");
+            let lists = matches!(parsed.subject, Subject::Build(_));
+            assert_eq!(Protocol::embedded_lists_build(id), lists, "{id}");
+            assert!(!Protocol::embedded_lists_build(name), "{name}: a file");
+            builds += usize::from(lists);
+        }
+        assert!(
+            builds > 0 && builds < EMBEDDED.len(),
+            "both kinds are embedded"
+        );
+        assert!(!Protocol::embedded_lists_build("no-such-protocol"));
+    }
 }

@@ -525,3 +525,58 @@ fn a_read_ahead_never_opens_a_fifo_nor_takes_a_link_or_directory_for_a_file() {
         );
     }
 }
+
+/// A walk started before the protocol said what to read lists what a scan lists, and its read
+/// ahead is the files' one read, as [`Snapshot::scan_reading`]'s is.
+#[test]
+fn a_listing_started_early_is_the_snapshot_a_scan_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for shots in ["shots/1440", "shots/768"] {
+        fs::create_dir_all(root.join(shots)).unwrap();
+        for i in 0..300 {
+            fs::write(root.join(format!("{shots}/s-{i}.png")), "png").unwrap();
+        }
+    }
+    fs::write(root.join("report-A.md"), text_of(1 << 20, b'a')).unwrap();
+    fs::write(root.join("report-B.md"), text_of(1 << 19, b'b')).unwrap();
+    fs::write(root.join("notes.txt"), "not wanted").unwrap();
+    let wanted = |rel: &str| rel.ends_with(".md");
+    let listing = Listing::start(root);
+    let early = Snapshot::scan_reading_from(listing, Limits::default(), &wanted).unwrap();
+    let scanned = Snapshot::scan_reading(root, Limits::default(), &wanted).unwrap();
+    assert_eq!(rels(&early), rels(&scanned));
+    assert_eq!(early.entries().len(), 1 + 2 + 600 + 3);
+    // Both reports were read ahead: changed afterwards, the snapshot keeps what it read.
+    fs::write(root.join("report-A.md"), "changed").unwrap();
+    fs::write(root.join("report-B.md"), "changed").unwrap();
+    fs::write(root.join("notes.txt"), "changed").unwrap();
+    assert_eq!(
+        early.read("report-A.md").unwrap().bytes,
+        text_of(1 << 20, b'a')
+    );
+    assert_eq!(
+        early.read("report-B.md").unwrap().bytes,
+        text_of(1 << 19, b'b')
+    );
+    assert_eq!(
+        early.read("notes.txt").unwrap().bytes,
+        b"changed",
+        "never read ahead"
+    );
+}
+
+/// What makes a root unusable is said when the listing is asked for, as a scan says it.
+#[test]
+fn a_listing_started_early_on_a_bad_root_fails_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let wanted = |_: &str| true;
+    let missing = Listing::start(&dir.path().join("nope"));
+    let err = Snapshot::scan_reading_from(missing, Limits::default(), &wanted).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    assert!(err.to_string().contains("nope`"), "{err}");
+    fs::write(dir.path().join("file"), "x").unwrap();
+    let file = Listing::start(&dir.path().join("file"));
+    let err = Snapshot::scan_reading_from(file, Limits::default(), &wanted).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+}
