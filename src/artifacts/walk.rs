@@ -132,7 +132,14 @@ pub(super) fn walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
         helper.join()
     });
     match theirs {
-        Ok(theirs) => mine.append(theirs),
+        Ok(mut theirs) => {
+            // The smaller listing is copied onto the end of the larger (into fresh memory, on
+            // one thread, before the judging can start).
+            if theirs.entries.len() > mine.entries.len() {
+                std::mem::swap(&mut mine, &mut theirs);
+            }
+            mine.append(theirs);
+        }
         // A panic in the helper is a bug; what it had taken is unknown, so list the whole tree
         // again on this thread rather than return a listing with a hole in it.
         Err(_) => {
