@@ -295,8 +295,8 @@ pub type ImplicitRecord = (String, Vec<u8>);
 /// [`judge`] on a protocol of task records, plus the record `implicit` makes from the workspace
 /// as opened (`Some((rel, bytes))`), judged as if read from `.tasks/` but kept in memory, never
 /// written into the workspace. The state directory is created (the baseline is pinned there on
-/// the first call, reused after), and nothing is written besides the pin and the stat cache: the
-/// caller keeps the verdicts it acts on.
+/// the first call, reused after), and nothing is written besides the pin, the stat cache and
+/// the attempts' index: the caller keeps the verdicts it acts on.
 pub fn attempt(
     req: &Request<'_>,
     protocol: &Protocol,
