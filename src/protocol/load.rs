@@ -32,6 +32,17 @@ impl Protocol {
         Protocol::load_file(path)
     }
 
+    /// Whether `spec` names an embedded protocol that judges task records (a `[tasks]` table),
+    /// known without parsing it: a caller can start opening the workspace while the protocol
+    /// loads. `tests::embedded_judges_records_as_parsed` holds it to each embedded protocol's
+    /// parsed subject.
+    pub fn embedded_judges_records(spec: &str) -> bool {
+        EMBEDDED
+            .iter()
+            .find(|(id, _, _)| *id == spec)
+            .is_some_and(|(_, _, text)| text.lines().any(|l| l.trim_end() == "[tasks]"))
+    }
+
     pub fn load_file(path: &Path) -> Result<Protocol, ProtocolError> {
         let io = |source: std::io::Error| ProtocolError::Io {
             path: path.display().to_string(),
@@ -449,4 +460,27 @@ fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {
         .map(|p| p.get_ref().id.get_ref().as_str())
         .find(|p| *p == id)
         .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut says what parsing says, for every embedded protocol; never for a file.
+    #[test]
+    fn embedded_judges_records_as_parsed() {
+        let mut records = 0;
+        for (id, name, _) in EMBEDDED {
+            let parsed = Protocol::load(id).expect("embedded protocols load");
+            let judges = matches!(parsed.subject, Subject::Workspace(_));
+            assert_eq!(Protocol::embedded_judges_records(id), judges, "{id}");
+            assert!(!Protocol::embedded_judges_records(name), "{name}: a file");
+            records += usize::from(judges);
+        }
+        assert!(
+            records > 0 && records < EMBEDDED.len(),
+            "both kinds are embedded"
+        );
+        assert!(!Protocol::embedded_judges_records("no-such-protocol"));
+    }
 }
