@@ -240,7 +240,8 @@ impl Store {
             read_at,
             tasks: Vec::new(),
         };
-        let (mut known, mut read) = (0, 0);
+        // Tasks read from their directories whose reading a later judgment may believe.
+        let (mut known, mut learnt, mut named) = (0, 0, 0);
         let mut all = Vec::new();
         for e in rd.flatten() {
             if !e.file_type().is_ok_and(|t| t.is_dir()) {
@@ -250,6 +251,7 @@ impl Store {
             let name = e.file_name().to_str().map(str::to_string);
             let remembered = index.as_ref().and_then(|i| {
                 let t = i.task(name.as_deref()?)?;
+                named += 1;
                 i.stands(t, &path, self.margin_ns).then_some(t)
             });
             let kept = match remembered {
@@ -259,22 +261,26 @@ impl Store {
                     t.files.iter().filter_map(|f| f.kept.clone()).collect()
                 }
                 None => {
-                    read += 1;
                     let (kept, seen) = read_task_dir_seen(&path, false);
                     if let (Some(name), Some((dir, files))) = (&name, seen) {
-                        fresh.tasks.push(IndexedTask {
+                        let t = IndexedTask {
                             name: name.clone(),
                             dir,
                             files,
-                        });
+                        };
+                        learnt += usize::from(!t.racy(read_at, self.margin_ns));
+                        fresh.tasks.push(t);
                     }
                     kept.into_iter().map(|(k, _)| k).collect()
                 }
             };
             all.push((name, kept));
         }
-        let forgotten = index.as_ref().map_or(0, |i| i.tasks.len()) != known;
-        if read > 0 || forgotten {
+        // Entries of tasks whose directory is gone.
+        let forgotten = index.as_ref().map_or(0, |i| i.tasks.len()) != named;
+        // Not for a task changed just now (a live referee keeps an attempt, then judges the
+        // next event within the margin): written again, it would not be believed either.
+        if learnt > 0 || forgotten {
             fresh.tasks.sort_by(|a, b| a.name.cmp(&b.name));
             // Only a shortcut: one that cannot be written costs the next read its directories.
             let _ = fresh.save(&self.dir.join(INDEX_FILE));
@@ -428,6 +434,15 @@ struct IndexedTask {
     files: Vec<IndexedFile>,
 }
 
+impl IndexedTask {
+    /// Whether the directory or one of its files was changed within `margin` ns before
+    /// `read_at`: then what was read is not believed later.
+    fn racy(&self, read_at: i128, margin: i128) -> bool {
+        let racy = |id: &FileId| id.3.max(id.4) >= read_at.saturating_sub(margin);
+        racy(&self.dir) || self.files.iter().any(|f| racy(&f.id))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct IndexedFile {
     name: String,
@@ -475,8 +490,7 @@ impl Index {
     /// entries, remembers: the directory and each remembered file with the identity taken
     /// then, none of them changed within `margin` ns before the read.
     fn stands(&self, t: &IndexedTask, dir: &Path, margin: i128) -> bool {
-        let racy = |id: &FileId| id.3.max(id.4) >= self.read_at.saturating_sub(margin);
-        if racy(&t.dir) || t.files.iter().any(|f| racy(&f.id)) {
+        if t.racy(self.read_at, margin) {
             return false;
         }
         let same =
@@ -792,20 +806,28 @@ mod tests {
 
     /// Git's racy-timestamp rule: a task directory changed less than the margin before the
     /// index read it is read again (a change in the same timestamp tick leaves its times as
-    /// they were), and only then.
+    /// they were), and only then; such a reading alone is not written (it would not be
+    /// believed either).
     #[test]
     fn a_task_changed_just_before_the_index_read_it_is_read_again() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("attempts"));
+        let path = dir.path().join("attempts").join(INDEX_FILE);
         store.keep(&kept("t", 1, "REJECT"), "+a\n").unwrap();
         assert_eq!(everyone_sorted(&store), (from_dirs(&store), 0));
+        assert!(!path.exists(), "nothing a later judgment would believe");
+        // Written by a reader with no margin: the same readings, with the default margin,
+        // are still within it.
+        let mut eager = store.clone();
+        eager.margin_ns = -1_000_000_000;
+        assert_eq!(everyone_sorted(&eager), (from_dirs(&store), 0));
+        assert_eq!(everyone_sorted(&eager), (from_dirs(&store), 1));
         assert_eq!(
             everyone_sorted(&store),
             (from_dirs(&store), 0),
             "within the margin"
         );
-        // The same store with the index written long after the files: trusted.
-        let path = dir.path().join("attempts").join(INDEX_FILE);
+        // The same index as if written long after the files: believed.
         let mut index: Index = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         index.read_at += 3 * MARGIN_NS;
         std::fs::write(&path, serde_json::to_vec(&index).unwrap()).unwrap();
