@@ -199,6 +199,81 @@ fn workspace(
     rules: &TaskRules,
     waivers: Option<&Waivers>,
 ) -> Result<WorkspaceJudgment> {
+    let (state, spec) = workspace_state(req)?;
+    let store = Store::open(&crate::attempts::dir_for(&state));
+    // While the workspace is listed, not after: the other tasks' kept attempts the loop
+    // guards compare each task with are read, and the task checks' patterns and globs
+    // compiled. Without a thread, each is done when first needed.
+    let (ws, everyone) = open_beside(req, &spec, &state, || prepared(protocol, &store));
+    let j = evaluated(
+        req,
+        protocol,
+        rules,
+        ws?,
+        state,
+        (&store, everyone.flatten()),
+        waivers,
+    )?;
+    written(req, protocol, j)
+}
+
+/// A protocol and its waivers, as loaded for a command.
+pub type Loaded = (Protocol, Option<Waivers>);
+
+/// [`judge`] for a protocol of task records that `load` gives (a protocol known to be one
+/// before it is read: an embedded one, see [`Protocol::embedded_judges_records`]), loaded on a
+/// thread of its own while the workspace is opened, instead of before: the protocol's
+/// parsing and validation then cost a one-shot judgment no wall time of its own. An error of
+/// `load` is the answer, before any of the workspace's; a protocol that turns out not to judge
+/// task records is judged as [`judge`] would.
+pub fn judge_loading(
+    req: &Request<'_>,
+    load: impl Fn() -> Result<Loaded> + Sync,
+) -> Result<(Loaded, Judgment)> {
+    let (state, spec) = match workspace_state(req) {
+        Ok(found) => found,
+        // The protocol's error first, as when it is loaded first.
+        Err(e) => {
+            load()?;
+            return Err(e);
+        }
+    };
+    let store = Store::open(&crate::attempts::dir_for(&state));
+    let (ws, loaded) = open_beside(req, &spec, &state, || {
+        let (protocol, waivers) = load()?;
+        let everyone = prepared(&protocol, &store);
+        Ok::<_, anyhow::Error>((protocol, waivers, everyone))
+    });
+    let (protocol, waivers, everyone) = match loaded {
+        Some(loaded) => loaded?,
+        // No thread for it (or it died): here, then.
+        None => {
+            let (protocol, waivers) = load()?;
+            let everyone = prepared(&protocol, &store);
+            (protocol, waivers, everyone)
+        }
+    };
+    let Subject::Workspace(rules) = &protocol.subject else {
+        let judgment = judge(req, &protocol, waivers.as_ref())?;
+        return Ok(((protocol, waivers), judgment));
+    };
+    let j = evaluated(
+        req,
+        &protocol,
+        rules,
+        ws?,
+        state,
+        (&store, everyone),
+        waivers.as_ref(),
+    )?;
+    let j = written(req, &protocol, j)?;
+    Ok(((protocol, waivers), Judgment::Workspace(Box::new(j))))
+}
+
+/// The state directory of a workspace judgment and the baseline to open it against; the state
+/// directory created when it exists or is to be written, and a live referee's workspace
+/// refused for `--write`.
+fn workspace_state(req: &Request<'_>) -> Result<(PathBuf, BaselineSpec)> {
     // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
     // verdicts and STOP that count are the state directory's (SPEC §8).
     let state = state_of(req.dir, req.state_dir)?;
@@ -214,32 +289,50 @@ fn workspace(
     if req.write {
         refuse_live(req.dir, &state)?;
     }
-    let store = Store::open(&crate::attempts::dir_for(&state));
-    let (ws, everyone) = std::thread::scope(|s| {
-        // While the workspace is listed, not after: the other tasks' kept attempts the loop
-        // guards compare each task with are read, and the task checks' patterns and globs
-        // compiled. Without a thread, each is done when first needed.
+    Ok((state, spec))
+}
+
+/// The workspace opened (records, listing, pin, stat cache) while `beside` runs on a thread of
+/// its own; `None` for `beside` when no thread could run it.
+fn open_beside<T: Send>(
+    req: &Request<'_>,
+    spec: &BaselineSpec,
+    state: &Path,
+    beside: impl FnOnce() -> T + Send,
+) -> (
+    Result<Workspace, crate::workspace::WorkspaceError>,
+    Option<T>,
+) {
+    std::thread::scope(|s| {
         let reading = std::thread::Builder::new()
             .name("referee-prepare".into())
             .spawn_scoped(s, || {
                 let _span = tracing::debug_span!("prepare").entered();
-                let everyone = rules.guards.as_ref().map(|_| store.everyone());
-                protocol.prepare();
-                everyone
+                beside()
             })
             .ok();
-        let ws = Workspace::open_in(req.dir, &spec, &state, req.max_read_bytes);
-        (ws, reading.and_then(|r| r.join().ok()).flatten())
-    });
-    let j = evaluated(
-        req,
-        protocol,
-        rules,
-        ws?,
-        state,
-        (&store, everyone),
-        waivers,
-    )?;
+        let ws = Workspace::open_in(req.dir, spec, state, req.max_read_bytes);
+        (ws, reading.and_then(|r| r.join().ok()))
+    })
+}
+
+/// What a judgment of task records needs ready: every other task's kept attempts (when the
+/// protocol has loop guards), and the task checks' patterns and globs compiled.
+fn prepared(protocol: &Protocol, store: &Store) -> Option<Everyone> {
+    let everyone = match &protocol.subject {
+        Subject::Workspace(rules) => rules.guards.as_ref().map(|_| store.everyone()),
+        Subject::Build(_) => None,
+    };
+    protocol.prepare();
+    everyone
+}
+
+/// `j`, warned of when it judged no record, and with `--write` its outputs written.
+fn written(
+    req: &Request<'_>,
+    protocol: &Protocol,
+    j: WorkspaceJudgment,
+) -> Result<WorkspaceJudgment> {
     if j.runs.is_empty() {
         tracing::warn!(
             "no task records in `{}`: nothing to judge",
@@ -310,8 +403,8 @@ pub type ImplicitRecord = (String, Vec<u8>);
 /// [`judge`] on a protocol of task records, plus the record `implicit` makes from the workspace
 /// as opened (`Some((rel, bytes))`), judged as if read from `.tasks/` but kept in memory, never
 /// written into the workspace. The state directory is created (the baseline is pinned there on
-/// the first call, reused after), and nothing is written besides the pin and the stat cache: the
-/// caller keeps the verdicts it acts on.
+/// the first call, reused after), and nothing is written besides the pin, the stat cache and
+/// the attempts' index: the caller keeps the verdicts it acts on.
 pub fn attempt(
     req: &Request<'_>,
     protocol: &Protocol,
@@ -487,6 +580,114 @@ mod tests {
             trace_id: "t".into(),
         };
         heartbeat::write(dir, &hb).unwrap();
+    }
+
+    /// What a workspace judgment decided, without the moment it was made.
+    fn decided(j: &Judgment, p: &Protocol) -> String {
+        let Judgment::Workspace(w) = j else {
+            panic!("a workspace judgment");
+        };
+        let verdicts: Vec<_> = w
+            .verdicts
+            .iter()
+            .map(|v| (&v.task_id, &v.verdict, &v.graded, &v.reasons, &v.diff))
+            .collect();
+        let results: Vec<_> = w
+            .eval
+            .results
+            .iter()
+            .map(|r| (&r.pass, &r.check, r.status, &r.evidence))
+            .collect();
+        format!(
+            "{verdicts:?}\n{results:?}\n{:?}\n{}",
+            w.ws.changes(),
+            j.violation(p)
+        )
+    }
+
+    /// The protocol loaded while the workspace is opened: the same judgment as loaded first,
+    /// attempt after attempt (the kept attempts and the loop guards included); a load that
+    /// fails is the answer; a protocol that judges no records is judged as `judge` would.
+    #[test]
+    fn judging_while_the_protocol_loads_decides_as_judging_after() {
+        let (ws, base, state) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        let state = state.path().join("state");
+        for d in [ws.path(), base.path()] {
+            std::fs::write(d.join("a.py"), "x = 1\n").unwrap();
+            std::fs::write(d.join("orchestrator.py"), "run()\n").unwrap();
+        }
+        std::fs::write(ws.path().join("a.py"), "x = 2\n").unwrap();
+        std::fs::create_dir(ws.path().join(".tasks")).unwrap();
+        let record = |task: &str, attempt: u64, listed: &str| {
+            let doc = serde_json::json!({
+                "task_id": task, "status": "pending_review", "description": "a task",
+                "attempt": attempt, "summary": "Here's what I did: the change.",
+                "changes": {"added": [], "modified": [listed], "removed": []},
+                "pre_hashes": {}, "post_hashes": {},
+            });
+            let path = ws.path().join(format!(".tasks/{task}.json"));
+            std::fs::write(path, doc.to_string()).unwrap();
+        };
+        let req = Request {
+            state_dir: Some(&state),
+            baseline_dir: Some(base.path()),
+            ..Request::new(ws.path())
+        };
+        let keeping = Request {
+            write: true,
+            ..req.clone()
+        };
+        let load = || Ok((Protocol::load("code-change")?, None));
+        let same = |what: &str| {
+            let p = Protocol::load("code-change").unwrap();
+            let after = judge(&req, &p, None).unwrap();
+            let ((q, _), beside) = judge_loading(&req, load).unwrap();
+            assert_eq!(decided(&beside, &q), decided(&after, &p), "{what}");
+            after.violation(&p)
+        };
+        // Tasks attempt after attempt, each judgment kept (`--write`) before the next: the
+        // loop guards compare each with its history and with the other tasks' REJECTs.
+        for (attempt, listed) in [(1, "b.py"), (2, "b.py"), (3, "a.py"), (4, "b.py")] {
+            record("t1", attempt, listed);
+            record("t2", attempt, "b.py");
+            // A new task each time, its first attempt the same diff as others' REJECTs.
+            record(&format!("n{attempt}"), 1, "b.py");
+            assert!(same(&format!("attempt {attempt}")));
+            let p = Protocol::load("code-change").unwrap();
+            judge(&keeping, &p, None).unwrap();
+        }
+        let kept = Store::open(&crate::attempts::dir_for(&state)).everyone();
+        assert_eq!(kept.graded_elsewhere("t3", "REJECT").len(), 11, "{kept:?}");
+        std::fs::write(ws.path().join("orchestrator.py"), "run(evil)\n").unwrap();
+        assert!(same("a protected change"));
+
+        let refused = || -> Result<Loaded> { anyhow::bail!("the protocol is refused") };
+        let e = judge_loading(&keeping, refused).unwrap_err();
+        assert_eq!(e.to_string(), "the protocol is refused");
+        let gone = Request {
+            dir: &ws.path().join("no-such-dir"),
+            ..req.clone()
+        };
+        let e = judge_loading(&gone, refused).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the protocol is refused",
+            "the protocol's error first"
+        );
+        assert!(judge_loading(&gone, load).is_err());
+
+        let build = Request {
+            state_dir: Some(&state),
+            ..Request::new(base.path())
+        };
+        let d10 = || Ok((Protocol::load("d10")?, None));
+        let ((p, _), j) = judge_loading(&build, d10).unwrap();
+        assert_eq!(p.id, "d10");
+        assert!(matches!(j, Judgment::Build(_)));
     }
 
     #[test]

@@ -21,6 +21,7 @@
 //!   OBSERVER-SYNCED.json              `status --sync` tokens acknowledged ([`crate::sync`])
 //!   OBSERVER-VERDICT-<task>.json/.md  code-change: each task's latest verdict
 //!   attempts/<task>/<n>.json, .diff   code-change: every judged attempt (the loop guards' memory)
+//!   attempts/.index                   a shortcut to reading them all ([`crate::attempts::INDEX_FILE`])
 //!   baseline/tree/…, baseline/COMPLETE  code-change: the start snapshot of a non-git workspace
 //! ```
 //!

@@ -93,18 +93,22 @@ fn render(
 }
 
 pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
+    let overrides = a.rules.overrides()?;
     // A build directory judged by an embedded build protocol (D10) is listed while the
     // protocol loads: the walk reads nothing and writes nothing, so a load that fails has
-    // done no harm (its walk ends with the process). Any other protocol loads first.
+    // done no harm (its walk ends with the process).
     let listing = Protocol::embedded_lists_build(&a.protocol.protocol)
         .then(|| crate::artifacts::Listing::start(&a.build_dir));
-    let protocol = load_protocol_for(
-        &a.protocol.protocol,
-        a.secrets.as_deref(),
-        &a.rules.overrides()?,
-        &a.build_dir,
-    )?;
-    let waivers = a.waivers.load(&protocol, &a.build_dir)?;
+    let load = || {
+        let protocol = load_protocol_for(
+            &a.protocol.protocol,
+            a.secrets.as_deref(),
+            &overrides,
+            &a.build_dir,
+        )?;
+        let waivers = a.waivers.load(&protocol, &a.build_dir)?;
+        Ok((protocol, waivers))
+    };
     let req = judge::Request {
         dir: &a.build_dir,
         max_read_bytes: a.read.max_read_bytes,
@@ -114,7 +118,27 @@ pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
         baseline_dir: a.baseline_dir.as_deref(),
         write: a.write,
     };
-    let judgment = judge::judge_listed(&req, &protocol, waivers.as_ref(), listing)?;
+    // An embedded protocol of task records, as it is (no rule, secret or waiver file that
+    // could be refused, nothing to write): loaded while the workspace is opened, not before
+    // (it cannot fail, so nothing is done that a refused load would not have done).
+    // Otherwise the protocol first: a run it refuses touches nothing.
+    let as_is = a.secrets.is_none()
+        && overrides.file.is_none()
+        && overrides.set.is_empty()
+        && overrides.protect.is_empty()
+        && a.waivers.waivers.is_none()
+        && !a.write;
+    let ((protocol, _waivers), judgment) =
+        if as_is && Protocol::embedded_judges_records(&a.protocol.protocol) {
+            judge::judge_loading(&req, load)?
+        } else {
+            // Compiling patterns beside the judging cost a small build about as much as it
+            // saved (threads are not free on a shared 2-core machine); the large-report scans
+            // split across cores instead.
+            let (protocol, waivers) = load()?;
+            let judgment = judge::judge_listed(&req, &protocol, waivers.as_ref(), listing)?;
+            ((protocol, waivers), judgment)
+        };
     let text = match &judgment {
         judge::Judgment::Build(b) => {
             render(a.format, &protocol, &b.eval, &b.ctx, &a.build_dir, || {

@@ -32,15 +32,18 @@ impl Protocol {
         Protocol::load_file(path)
     }
 
+    /// Whether `spec` names an embedded protocol that judges task records (a `[tasks]` table),
+    /// known without parsing it: a caller can start opening the workspace while the protocol
+    /// loads.
+    pub fn embedded_judges_records(spec: &str) -> bool {
+        embedded_judges_records(spec) == Some(true)
+    }
+
     /// Whether `spec` names an embedded protocol that judges a build directory (no `[tasks]`
     /// table), known without parsing it: a caller can start listing the directory while the
-    /// protocol loads. `tests::embedded_lists_build_as_parsed` holds it to each embedded
-    /// protocol's parsed subject.
+    /// protocol loads.
     pub fn embedded_lists_build(spec: &str) -> bool {
-        EMBEDDED
-            .iter()
-            .find(|(id, _, _)| *id == spec)
-            .is_some_and(|(_, _, text)| !text.lines().any(|l| l.trim_end() == "[tasks]"))
+        embedded_judges_records(spec) == Some(false)
     }
 
     pub fn load_file(path: &Path) -> Result<Protocol, ProtocolError> {
@@ -462,25 +465,41 @@ fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// Whether the embedded protocol `spec` names judges task records, from its text alone
+/// (`None`: no embedded protocol has that id). `tests::embedded_subjects_as_parsed` holds it
+/// to each embedded protocol's parsed subject.
+fn embedded_judges_records(spec: &str) -> Option<bool> {
+    EMBEDDED
+        .iter()
+        .find(|(id, _, _)| *id == spec)
+        .map(|(_, _, text)| text.lines().any(|l| l.trim_end() == "[tasks]"))
+}
+
 #[cfg(test)]
-mod embedded_tests {
+mod tests {
     use super::*;
 
-    /// The shortcut says what parsing says, for every embedded protocol; never for a file.
+    /// The shortcuts say what parsing says, for every embedded protocol; never for a file.
     #[test]
-    fn embedded_lists_build_as_parsed() {
-        let mut builds = 0;
+    fn embedded_subjects_as_parsed() {
+        let mut records = 0;
         for (id, name, _) in EMBEDDED {
             let parsed = Protocol::load(id).expect("embedded protocols load");
+            let judges = matches!(parsed.subject, Subject::Workspace(_));
             let lists = matches!(parsed.subject, Subject::Build(_));
+            assert_eq!(Protocol::embedded_judges_records(id), judges, "{id}");
             assert_eq!(Protocol::embedded_lists_build(id), lists, "{id}");
-            assert!(!Protocol::embedded_lists_build(name), "{name}: a file");
-            builds += usize::from(lists);
+            for file in [*name, &format!("./{name}")] {
+                assert!(!Protocol::embedded_judges_records(file), "{file}: a file");
+                assert!(!Protocol::embedded_lists_build(file), "{file}: a file");
+            }
+            records += usize::from(judges);
         }
         assert!(
-            builds > 0 && builds < EMBEDDED.len(),
+            records > 0 && records < EMBEDDED.len(),
             "both kinds are embedded"
         );
+        assert!(!Protocol::embedded_judges_records("no-such-protocol"));
         assert!(!Protocol::embedded_lists_build("no-such-protocol"));
     }
 }
