@@ -648,6 +648,11 @@ mod tests {
     }
 
     fn kept(task: &str, attempt: u64, graded: &str) -> Kept {
+        kept_of(task, attempt, graded, &format!("+{task}{attempt}\n"))
+    }
+
+    /// An attempt of `task` graded `graded`, whose change was `diff`.
+    fn kept_of(task: &str, attempt: u64, graded: &str, diff: &str) -> Kept {
         Kept {
             attempt,
             verdict: graded.into(),
@@ -655,7 +660,7 @@ mod tests {
             escalation: None,
             task_id: task.into(),
             record_hash: Some("r".into()),
-            diff_hash: Some(diff_hash(&format!("+{task}{attempt}\n"))),
+            diff_hash: Some(diff_hash(diff)),
         }
     }
 
@@ -839,15 +844,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("attempts"));
         assert_eq!(store.last("t 1"), None);
-        let kept = |task: &str, attempt: u64, graded: &str| Kept {
-            attempt,
-            verdict: graded.into(),
-            graded: graded.into(),
-            escalation: None,
-            task_id: task.into(),
-            record_hash: Some("r".into()),
-            diff_hash: Some(diff_hash("+a\n")),
-        };
+        let kept = |task: &str, attempt: u64, graded: &str| kept_of(task, attempt, graded, "+a\n");
         store.keep(&kept("t 1", 1, "REJECT"), "+a\n").unwrap();
         store.keep(&kept("t 1", 2, "MINOR_ISSUES"), "+b\n").unwrap();
         store.keep(&kept("t_1", 1, "REJECT"), "+c\n").unwrap();
