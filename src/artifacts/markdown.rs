@@ -153,14 +153,27 @@ impl<'a> Iterator for Lines<'a> {
             return None;
         }
         let start = self.pos;
-        let end = memchr::memchr(b'\n', &self.text[start..]).map_or(self.text.len(), |i| start + i);
+        // The line's end and whether it holds a `|` (a table row ends a paragraph), in one
+        // search for most lines, which hold none.
+        let rest = &self.text[start..];
+        let (end, pipe) = match memchr::memchr2(b'\n', b'|', rest) {
+            Some(i) if rest[i] == b'|' => {
+                let after = start + i + 1;
+                let end = memchr::memchr(b'\n', &self.text[after..])
+                    .map_or(self.text.len(), |j| after + j);
+                (end, true)
+            }
+            Some(i) => (start + i, false),
+            None => (self.text.len(), false),
+        };
         self.pos = end + 1;
         self.number += 1;
         let (from, to) = trim_edges(self.text, start, end);
         let raw = &self.text[from..to];
         if let Some(kind) = self.prose(from, to) {
-            // A table row ends a paragraph; any other prose line starts or continues one.
-            if memchr::memchr(b'|', raw).is_some() {
+            // A table row ends a paragraph; any other prose line starts or continues one. (The
+            // `|` found is in `raw`: only byte-order marks and CRs are trimmed off its edges.)
+            if pipe {
                 self.paragraph = None;
             } else {
                 let number = self.number;
