@@ -239,20 +239,14 @@ pub fn judge_loading(
         }
     };
     let store = Store::open(&crate::attempts::dir_for(&state));
-    let (ws, loaded) = open_beside(req, &spec, &state, || {
+    let load_prepared = || {
         let (protocol, waivers) = load()?;
         let everyone = prepared(&protocol, &store);
         Ok::<_, anyhow::Error>((protocol, waivers, everyone))
-    });
-    let (protocol, waivers, everyone) = match loaded {
-        Some(loaded) => loaded?,
-        // No thread for it (or it died): here, then.
-        None => {
-            let (protocol, waivers) = load()?;
-            let everyone = prepared(&protocol, &store);
-            (protocol, waivers, everyone)
-        }
     };
+    let (ws, loaded) = open_beside(req, &spec, &state, load_prepared);
+    // No thread for it (or it died): here, then.
+    let (protocol, waivers, everyone) = loaded.unwrap_or_else(load_prepared)?;
     let Subject::Workspace(rules) = &protocol.subject else {
         let judgment = judge(req, &protocol, waivers.as_ref())?;
         return Ok(((protocol, waivers), judgment));
