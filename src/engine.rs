@@ -212,7 +212,7 @@ pub struct Options {
     pub now: Option<DateTime<Utc>>,
     /// What the referee saw and in which order (the daemon's, or the record `verify` found):
     /// time checks also order what it saw.
-    pub seen: Option<std::sync::Arc<crate::observed::Observed>>,
+    pub seen: Option<std::sync::Arc<crate::state::observed::Observed>>,
 }
 
 /// The result of judging a build directory once.

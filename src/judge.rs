@@ -7,10 +7,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 
 use crate::artifacts::{Limits, Listing, Snapshot};
-use crate::attempts::{Everyone, Store};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::{self, Context};
 use crate::protocol::{Protocol, Subject, TaskRules};
+use crate::state::attempts::{Everyone, Store};
 use crate::task_verdict::TaskVerdict;
 use crate::waivers::{InUse, Waivers};
 use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
@@ -200,7 +200,7 @@ fn workspace(
     waivers: Option<&Waivers>,
 ) -> Result<WorkspaceJudgment> {
     let (state, spec) = workspace_state(req)?;
-    let store = Store::open(&crate::attempts::dir_for(&state));
+    let store = Store::open(&crate::state::attempts::dir_for(&state));
     // While the workspace is listed, not after: the other tasks' kept attempts the loop
     // guards compare each task with are read, and the task checks' patterns and globs
     // compiled. Without a thread, each is done when first needed.
@@ -238,7 +238,7 @@ pub fn judge_loading(
             return Err(e);
         }
     };
-    let store = Store::open(&crate::attempts::dir_for(&state));
+    let store = Store::open(&crate::state::attempts::dir_for(&state));
     let load_prepared = || {
         let (protocol, waivers) = load()?;
         let everyone = prepared(&protocol, &store);
@@ -334,23 +334,44 @@ fn written(
         );
     }
     if req.write {
-        outputs::code_change::write_all(
-            protocol,
-            &j.ws,
-            &j.eval,
-            &j.runs,
-            &j.verdicts,
-            &j.ctx,
-            &j.state,
-        )
-        .with_context(|| {
-            format!(
-                "cannot write into `{}`",
-                j.ws.root().join(OUTPUT_DIR).display()
-            )
-        })?;
+        write_verdicts(protocol, &j)
+            .and_then(|()| {
+                outputs::code_change::write_all(
+                    protocol,
+                    &j.ws,
+                    &j.eval,
+                    &j.runs,
+                    &j.verdicts,
+                    &j.ctx,
+                    &j.state,
+                )
+            })
+            .with_context(|| {
+                format!(
+                    "cannot write into `{}`",
+                    j.ws.root().join(OUTPUT_DIR).display()
+                )
+            })?;
     }
     Ok(j)
+}
+
+/// Each verdict of `j` written into the state directory and copied into `.referee/`, and each
+/// attempt kept (the loop guards' memory) after its copy: a copy that cannot be written costs no
+/// memory.
+fn write_verdicts(protocol: &Protocol, j: &WorkspaceJudgment) -> std::io::Result<()> {
+    let dir = outputs::code_change::ensure_dir(j.ws.root())?;
+    let store = Store::open(&crate::state::attempts::dir_for(&j.state));
+    let durability = outputs::Durability::Contents;
+    for v in &j.verdicts {
+        outputs::code_change::write_verdict(&j.state, protocol, v, durability)?;
+        let copied = outputs::code_change::write_verdict(&dir, protocol, v, durability);
+        if let Some((kept, diff)) = v.kept() {
+            store.keep(&kept, diff)?;
+        }
+        copied?;
+    }
+    Ok(())
 }
 
 /// `ws` judged as it stands: every task record evaluated against the baseline, the waivers
@@ -431,7 +452,7 @@ pub fn attempt(
     if let Some((rel, bytes)) = implicit(&ws) {
         ws.add_record(&rel, bytes);
     }
-    let store = Store::open(&crate::attempts::dir_for(&state));
+    let store = Store::open(&crate::state::attempts::dir_for(&state));
     evaluated(req, protocol, rules, ws, state, (&store, None), None)
 }
 
@@ -484,7 +505,7 @@ fn scan(
 }
 
 fn refuse_live(dir: &Path, state: &Path) -> Result<()> {
-    match live_referee(dir, state) {
+    match crate::state::live::referee(dir, state) {
         Some(why) => Err(LiveReferee {
             dir: dir.display().to_string(),
             why,
@@ -494,18 +515,6 @@ fn refuse_live(dir: &Path, state: &Path) -> Result<()> {
     }
 }
 
-/// Why `dir` has a live referee, if it has one: the event log's lock is held, or the heartbeat
-/// is fresh (not finished) and its pid runs.
-pub fn live_referee(dir: &Path, state: &Path) -> Option<String> {
-    if crate::daemon::journal::locked_by_other(state) {
-        return Some(format!(
-            "another process holds the lock on `{}`",
-            state.join(crate::daemon::journal::EVENTS_FILE).display()
-        ));
-    }
-    crate::status::watched_by(dir, state)
-}
-
 /// The state directory of `dir` (`--state-dir`, else the default), as `watch` finds it.
 pub fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
     let canon = std::fs::canonicalize(dir)
@@ -513,14 +522,14 @@ pub fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
     Ok(crate::state::locate(&canon, explicit)?)
 }
 
-/// What the referee that watched `dir` saw, in order ([`crate::observed`]), when its state
+/// What the referee that watched `dir` saw, in order ([`crate::state::observed`]), when its state
 /// directory holds a record: `verify` orders what it saw like `watch` does. No state directory
 /// (or no record in it): the claims alone. Read only; a state directory the referee could not
 /// trust is refused.
 fn seen_record(
     dir: &Path,
     explicit: Option<&Path>,
-) -> Result<Option<Arc<crate::observed::Observed>>> {
+) -> Result<Option<Arc<crate::state::observed::Observed>>> {
     let state = match state_of(dir, explicit) {
         Ok(s) => s,
         // No home to find a default in: no memory to read.
@@ -531,7 +540,7 @@ fn seen_record(
         return Ok(None);
     }
     crate::state::check(&state)?;
-    Ok(crate::observed::Observed::load(&state)?.map(Arc::new))
+    Ok(crate::state::observed::Observed::load(&state)?.map(Arc::new))
 }
 
 /// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
@@ -551,30 +560,6 @@ fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::heartbeat::{self, Heartbeat, ProtocolRef};
-
-    fn beat(dir: &Path, pid: u32, state: &str, age_secs: i64) {
-        let now = chrono::Utc::now();
-        let hb = Heartbeat {
-            pid,
-            started: now,
-            last_beat: now - chrono::Duration::seconds(age_secs),
-            interval_secs: 1.0,
-            protocol: ProtocolRef {
-                id: "d10".into(),
-                sha256: "abc".into(),
-            },
-            state: state.into(),
-            stop: false,
-            stop_wanted: false,
-            faults: Vec::new(),
-            build_dir: std::fs::canonicalize(dir).unwrap().display().to_string(),
-            dir: Some(crate::daemon::attach::DirId::of(dir).unwrap()),
-            proc_start: heartbeat::proc_start(pid),
-            trace_id: "t".into(),
-        };
-        heartbeat::write(dir, &hb).unwrap();
-    }
 
     /// What a workspace judgment decided, without the moment it was made.
     fn decided(j: &Judgment, p: &Protocol) -> String {
@@ -654,7 +639,7 @@ mod tests {
             let p = Protocol::load("code-change").unwrap();
             judge(&keeping, &p, None).unwrap();
         }
-        let kept = Store::open(&crate::attempts::dir_for(&state)).everyone();
+        let kept = Store::open(&crate::state::attempts::dir_for(&state)).everyone();
         assert_eq!(kept.graded_elsewhere("t3", "REJECT").len(), 11, "{kept:?}");
         std::fs::write(ws.path().join("orchestrator.py"), "run(evil)\n").unwrap();
         assert!(same("a protected change"));
@@ -682,25 +667,5 @@ mod tests {
         let ((p, _), j) = judge_loading(&build, d10).unwrap();
         assert_eq!(p.id, "d10");
         assert!(matches!(j, Judgment::Build(_)));
-    }
-
-    #[test]
-    fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "nothing there");
-        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 0);
-        let why = live_referee(dir.path(), dir.path()).unwrap();
-        assert!(why.contains("is fresh and pid"), "{why}");
-        beat(dir.path(), std::process::id(), heartbeat::FINISHED, 0);
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "finished");
-        beat(dir.path(), std::process::id(), heartbeat::WATCHING, 60);
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "stale");
-        beat(dir.path(), 0, heartbeat::WATCHING, 0);
-        assert_eq!(live_referee(dir.path(), dir.path()), None, "no such pid");
-        let log = crate::daemon::journal::open_locked(dir.path()).unwrap();
-        let why = live_referee(dir.path(), dir.path()).unwrap();
-        assert!(why.contains("holds the lock"), "{why}");
-        drop(log);
-        assert_eq!(live_referee(dir.path(), dir.path()), None);
     }
 }

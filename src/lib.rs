@@ -6,7 +6,6 @@
 
 pub mod artifacts;
 pub mod atomic;
-pub mod attempts;
 pub mod checks;
 pub mod cli;
 pub mod color;
@@ -23,16 +22,13 @@ pub mod inside;
 pub mod judge;
 pub mod logging;
 pub mod mcp;
-pub mod observed;
 pub mod outputs;
 pub mod protocol;
 pub mod protocol_test;
 pub mod replay;
 pub mod size;
-pub mod started;
 pub mod state;
 pub mod status;
-pub mod sync;
 pub mod syntax;
 pub mod task_verdict;
 pub mod waivers;

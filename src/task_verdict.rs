@@ -1,19 +1,22 @@
 //! The verdict of a task attempt (SPEC §7): the protocol's grade mapping over the attempt's
 //! results, the files to restore and the cleanup task, then the loop guards over the task's
 //! earlier attempts (every one of them, whitespace-only differences aside, SPEC §8) and the
-//! REJECTed attempts of other tasks, as the [`attempts`] store keeps them. Judging only: reading
-//! the store is the one I/O here; keeping an attempt is `outputs::code_change`'s.
+//! REJECTed attempts of other tasks, as the [`crate::state::attempts`] store keeps them. Judging
+//! only: reading the store is the one I/O here; what is kept of a judged attempt is said by
+//! [`TaskVerdict::kept`], and the store writes it.
 
 use serde::{Deserialize, Serialize};
 
 use std::cell::OnceCell;
 
-use crate::attempts::{diff_hash, is_empty_change, normalise, Everyone, Kept, KeptAttempt, Store};
 use crate::checks::change::protected_changes;
 use crate::engine::grade::grade;
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::predicate::Predicate;
 use crate::protocol::{GradeOutcome, Guards, Protocol, TaskRules};
+use crate::state::attempts::{
+    diff_hash, is_empty_change, normalise, Everyone, Kept, KeptAttempt, Store,
+};
 use crate::workspace::{diff, Change, Content, Workspace};
 
 pub use crate::engine::grade::INCONCLUSIVE_TAG;
@@ -55,7 +58,7 @@ pub struct TaskVerdict {
     /// The attempt's diff, to keep.
     #[serde(skip)]
     pub diff: Option<String>,
-    /// The hash of the record judged ([`attempts::record_hash`]), to keep.
+    /// The hash of the record judged ([`crate::state::attempts::record_hash`]), to keep.
     #[serde(skip)]
     pub record_hash: Option<String>,
     /// The record replays an attempt already judged (CC-00 FAILs): it is not an attempt, so
@@ -65,6 +68,24 @@ pub struct TaskVerdict {
 }
 
 impl TaskVerdict {
+    /// What the loop guards keep of this attempt, and its diff: `None` for a record too
+    /// malformed to have an attempt or a diff, and for a replay (not an attempt).
+    pub fn kept(&self) -> Option<(Kept, &str)> {
+        let (Some(attempt), Some(diff), false) = (self.attempt, &self.diff, self.replay) else {
+            return None;
+        };
+        let kept = Kept {
+            attempt,
+            verdict: self.verdict.clone(),
+            graded: self.graded.clone(),
+            escalation: self.escalation.clone(),
+            task_id: self.task_id.clone(),
+            record_hash: self.record_hash.clone(),
+            diff_hash: Some(diff_hash(diff)),
+        };
+        Some((kept, diff))
+    }
+
     /// A loop guard hands the attempt to a human under the guards' verdict `name`.
     fn escalate(&mut self, name: &str) {
         self.verdict = name.to_string();

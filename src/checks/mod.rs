@@ -65,8 +65,8 @@ pub struct Ctx<'a> {
     wrong: RefCell<Vec<String>>,
     /// The task attempt judged, in a pass instance of a task record (`for_each`).
     pub task: Option<&'a change::TaskScope<'a>>,
-    /// What the referee saw and when ([`crate::observed`]); `None`: the claims alone.
-    pub seen: Option<&'a crate::observed::Observed>,
+    /// What the referee saw and when ([`crate::state::observed`]); `None`: the claims alone.
+    pub seen: Option<&'a crate::state::observed::Observed>,
 }
 
 /// A [`Ctx`] without its caches: the verdict read once, to judge the same evaluation on
@@ -77,7 +77,7 @@ pub struct Seed<'a> {
     marker: Option<&'a str>,
     verdict: Option<PipelineVerdict>,
     verdict_unread: Vec<String>,
-    seen: Option<&'a crate::observed::Observed>,
+    seen: Option<&'a crate::state::observed::Observed>,
 }
 
 impl<'a> Seed<'a> {

@@ -3,15 +3,15 @@
 //! had, or files the walk could not see, leave a time unknown (INCONCLUSIVE), never absent.
 //!
 //! A written time is a claim. When the referee saw the directory change ([`Ctx::seen`], see
-//! [`crate::observed`]), the order in which it first saw each claimed thing is ordered too, and
+//! [`crate::state::observed`]), the order in which it first saw each claimed thing is ordered too, and
 //! an order it saw the other way round fails the chain whatever the claims say.
 
 use chrono::{DateTime, Utc};
 
 use super::{format_time, with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::tracker::{is_empty_value, parse_timestamp, SectionFilter};
-use crate::observed::{self, Seen};
 use crate::protocol::predicate::{Absent, TimeOrder, TimeRef};
+use crate::state::observed::{self, Seen};
 
 const TRACKER: &str = "EXECUTION-TRACKER.md";
 

@@ -101,12 +101,12 @@ enum OnFault {
 
 fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
     let d = crate::duration::parse(s).map_err(|e| e.to_string())?;
-    if d < crate::status::MIN_INTERVAL {
+    if d < crate::state::live::MIN_INTERVAL {
         return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
     }
     // `status` believes no heartbeat interval longer than this: a referee beating less often
     // could never be live.
-    if d > crate::status::MAX_INTERVAL {
+    if d > crate::state::live::MAX_INTERVAL {
         return Err(format!("heartbeat `{s}` is too long (at most 1d)"));
     }
     Ok(d)

@@ -1,116 +1,14 @@
-//! Which directory the daemon is attached to, and whether the build directory's path still names
-//! it. A watch is on an inode, not on a path: when the build directory is deleted and re-created,
+//! Whether the build directory's path still names the directory the daemon is attached to. A
+//! watch is on an inode, not on a path: when the build directory is deleted and re-created,
 //! renamed away, or replaced by a mount, the path names another directory (or nothing) while the
 //! old watches go on reporting the old one, or nothing at all. A daemon that kept beating then
 //! would say "live" while blind.
 //!
-//! This module owns the directory's identity ([`DirId`]: device, inode and, where the file system
-//! records it, its birth time, because a freed inode number is soon reused on ext4) and the pure
-//! decision ([`decide`]) of what to do with what the path names now: stay, detach, or re-attach.
-//! It must not watch, scan or write: the daemon does that with the decision.
+//! This module owns the pure decision ([`decide`]) of what to do with what the path names now
+//! (its identity is a [`DirId`]): stay, detach, or re-attach. It must not watch, scan or write:
+//! the daemon does that with the decision.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
-use std::time::UNIX_EPOCH;
-
-use serde::{Deserialize, Serialize};
-
-/// What makes one directory this directory and not another at the same path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DirId {
-    pub dev: u64,
-    pub ino: u64,
-    /// Nanoseconds since the epoch at which the directory was created, when the file system
-    /// records it (`statx` birth time): a re-created directory that got the freed inode number
-    /// back still differs here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub born_ns: Option<u64>,
-}
-
-impl DirId {
-    /// The identity of the directory `path` names now (symlinks followed).
-    pub fn of(path: &Path) -> Result<DirId, Gone> {
-        let m = std::fs::metadata(path).map_err(|source| Gone::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
-        if !m.is_dir() {
-            return Err(Gone::NotDir {
-                path: path.display().to_string(),
-            });
-        }
-        Ok(DirId::from_meta(&m))
-    }
-
-    /// [`DirId::of`], except that a symlink at `path` is never followed: it is
-    /// [`Gone::Symlink`]. A build under `--root` (and a build directory that was no link when
-    /// the referee started) is a directory: a link swapped in for it would take the referee's
-    /// writes out of the root.
-    pub fn of_unfollowed(path: &Path) -> Result<DirId, Gone> {
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => Err(Gone::Symlink {
-                path: path.display().to_string(),
-            }),
-            _ => DirId::of(path),
-        }
-    }
-
-    pub fn from_meta(m: &std::fs::Metadata) -> DirId {
-        let born_ns = m
-            .created()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .and_then(|d| u64::try_from(d.as_nanos()).ok());
-        DirId {
-            dev: m.dev(),
-            ino: m.ino(),
-            born_ns,
-        }
-    }
-
-    /// Whether two identities name the same directory. A birth time known on one side only
-    /// (another kernel or file system) is not held against it; device and inode must agree.
-    pub fn same(&self, other: &DirId) -> bool {
-        self.dev == other.dev
-            && self.ino == other.ino
-            && match (self.born_ns, other.born_ns) {
-                (Some(a), Some(b)) => a == b,
-                _ => true,
-            }
-    }
-}
-
-impl std::fmt::Display for DirId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "dev {} inode {}", self.dev, self.ino)
-    }
-}
-
-/// Why the path names no directory the daemon can attach to.
-#[derive(Debug, thiserror::Error)]
-pub enum Gone {
-    #[error("cannot look at the build directory `{path}`")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("the build directory `{path}` is no longer a directory")]
-    NotDir { path: String },
-    #[error("the build directory `{path}` is a symbolic link now (never followed: its files would be written wherever it points)")]
-    Symlink { path: String },
-}
-
-impl Gone {
-    /// The message with its cause, for a line or an event (the error itself keeps the cause as
-    /// its source, so a `{:#}` chain does not say it twice).
-    pub fn describe(&self) -> String {
-        match self {
-            Gone::Io { source, .. } => format!("{self}: {}", source.to_string().to_lowercase()),
-            Gone::NotDir { .. } | Gone::Symlink { .. } => self.to_string(),
-        }
-    }
-}
+use crate::state::dir_id::DirId;
 
 /// Where the daemon stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,41 +76,5 @@ mod tests {
             decide(&State::Detached, Some(b), false),
             Action::Reattach(b)
         );
-    }
-
-    #[test]
-    fn identity_of_real_directories() {
-        let root = tempfile::tempdir().unwrap();
-        let d = root.path().join("b");
-        std::fs::create_dir(&d).unwrap();
-        let first = DirId::of(&d).unwrap();
-        assert!(first.same(&DirId::of(&d).unwrap()));
-        // A birth time known on one side only does not decide.
-        assert!(first.same(&DirId {
-            born_ns: None,
-            ..first
-        }));
-        std::fs::remove_dir(&d).unwrap();
-        assert!(matches!(DirId::of(&d), Err(Gone::Io { .. })));
-        std::fs::create_dir(&d).unwrap();
-        let second = DirId::of(&d).unwrap();
-        assert!(
-            !first.same(&second) || first.born_ns.is_none(),
-            "a re-created directory is another one: {first:?} {second:?}"
-        );
-        std::fs::remove_dir(&d).unwrap();
-        std::fs::write(&d, "x").unwrap();
-        assert!(matches!(DirId::of(&d), Err(Gone::NotDir { .. })));
-        // A link to a directory: followed by `of`, never by `of_unfollowed`.
-        std::fs::remove_file(&d).unwrap();
-        let elsewhere = root.path().join("elsewhere");
-        std::fs::create_dir(&elsewhere).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, &d).unwrap();
-        assert!(DirId::of(&d).is_ok());
-        assert!(matches!(
-            DirId::of_unfollowed(&d),
-            Err(Gone::Symlink { .. })
-        ));
-        assert!(DirId::of_unfollowed(&elsewhere).is_ok());
     }
 }

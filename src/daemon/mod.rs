@@ -26,7 +26,7 @@
 pub mod attach;
 mod driver;
 pub mod event;
-pub mod heartbeat;
+use crate::state::heartbeat;
 pub mod journal;
 pub mod rules;
 mod session;
@@ -234,7 +234,7 @@ pub enum DaemonError {
     #[error("cannot read build directory `{path}`: not a directory")]
     NotADirectory { path: String },
     #[error(transparent)]
-    Gone(#[from] attach::Gone),
+    Gone(#[from] crate::state::dir_id::Gone),
     #[error(
         "`{log}` was written under protocol sha256 `{logged}`, but the loaded protocol has sha256 `{loaded}`; \
 refusing to resume under a different protocol — pass `--fresh` to start a new log (the old one is kept as OBSERVER-EVENTS-<time>.jsonl)"
@@ -245,7 +245,7 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
         loaded: String,
     },
     #[error(transparent)]
-    Log(#[from] journal::LogError),
+    Log(#[from] journal::LockError),
     #[error(
         "cannot write the referee's own file `{path}` (`--on-fault continue` runs without it)"
     )]
@@ -275,7 +275,7 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     #[error(transparent)]
     State(#[from] crate::state::StateError),
     #[error(transparent)]
-    Seen(#[from] crate::observed::SeenError),
+    Seen(#[from] crate::state::observed::SeenError),
     #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
     BaselineWithoutTasks { protocol: String },
 }

@@ -25,7 +25,7 @@ pub struct TaskRun {
     pub diff: Option<String>,
     /// The changed paths in the task's scope.
     pub scope: Vec<String>,
-    /// [`crate::attempts::record_hash`] of a well-formed record.
+    /// [`crate::state::attempts::record_hash`] of a well-formed record.
     pub record_hash: Option<String>,
     /// Why the record is a replay of an attempt already judged (CC-00 FAILs).
     pub replay: Option<String>,
@@ -52,7 +52,7 @@ struct Judgment {
 /// (`verify`'s results, the report, the STOP's reasons) the same way, and grades REJECT
 /// through the protocol's own mapping.
 fn replay(
-    store: &crate::attempts::Store,
+    store: &crate::state::attempts::Store,
     record: &crate::workspace::record::Record,
 ) -> Option<String> {
     let t = record.parsed.as_ref().ok()?;
@@ -60,7 +60,7 @@ fn replay(
     if t.attempt > last.attempt {
         return None;
     }
-    let hash = crate::attempts::record_hash(&t.raw);
+    let hash = crate::state::attempts::record_hash(&t.raw);
     if t.attempt == last.attempt && last.record_hash.as_deref().is_none_or(|h| h == hash) {
         return None;
     }
@@ -104,7 +104,8 @@ pub fn evaluate_workspace(
     // record's changes (SPEC §8): judge all; drop the claims of the REJECTed ones; judge again
     // the records whose scope that changed. Each round drops at least one more record's claims
     // or ends, so there are at most as many rounds as records.
-    let store = crate::attempts::dir_for_workspace(ws).map(|d| crate::attempts::Store::open(&d));
+    let store = crate::state::attempts::dir_for_workspace(ws)
+        .map(|d| crate::state::attempts::Store::open(&d));
     let mut judgments: BTreeMap<String, Judgment> = BTreeMap::new();
     let mut dropped: Vec<&str> = Vec::new();
     for _ in 0..=judged.len() {
@@ -168,7 +169,7 @@ pub fn evaluate_workspace(
             .parsed
             .as_ref()
             .ok()
-            .map(|t| crate::attempts::record_hash(&t.raw));
+            .map(|t| crate::state::attempts::record_hash(&t.raw));
         let Some(j) = judgments.remove(&record.rel) else {
             runs.push(TaskRun {
                 key,

@@ -431,12 +431,14 @@ fn implicit_record(
     // The same workspace at a later stop is the attempt judged then, when that attempt let the
     // stop through (a question answered without an edit is no new attempt); after a block, every
     // stop is a new attempt, so the guards see an agent that does not fix anything.
-    let store = crate::attempts::Store::open(&crate::attempts::dir_for(ws.state()?));
+    let store = crate::state::attempts::Store::open(&crate::state::attempts::dir_for(ws.state()?));
     let attempt = match store.last(task) {
         Some(k) => {
             let same = make(k.attempt);
             let passed = tasks.outcome(&k.verdict).lets_through();
-            if passed && k.record_hash.as_deref() == Some(&crate::attempts::record_hash(&same)) {
+            if passed
+                && k.record_hash.as_deref() == Some(&crate::state::attempts::record_hash(&same))
+            {
                 k.attempt
             } else {
                 k.attempt + 1

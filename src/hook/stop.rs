@@ -25,7 +25,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let w = judge::attempt(&request(cfg, &root), &protocol, &|ws| {
         implicit_record(ws, &protocol, cfg.agent, &task)
     })?;
-    let live = judge::live_referee(&root, &w.state);
+    let live = crate::state::live::referee(&root, &w.state);
     keep(&protocol, &w, &task, live.is_some())?;
     if let Some(c) = Counter::for_payload(cfg, p) {
         c.write(0);
@@ -95,20 +95,21 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
 /// task (the guards' memory), those of the agent's own records and the STOP unless a live
 /// `watch` owns them. Never the workspace's `.referee/`.
 fn keep(protocol: &Protocol, w: &judge::WorkspaceJudgment, task: &str, live: bool) -> Result<()> {
-    let store = crate::attempts::Store::open(&crate::attempts::dir_for(&w.state));
+    let store = crate::state::attempts::Store::open(&crate::state::attempts::dir_for(&w.state));
     for v in &w.verdicts {
         if live && v.task_id != task {
             continue;
         }
         crate::outputs::code_change::write_verdict(
             &w.state,
-            None,
-            &store,
             protocol,
             v,
             crate::outputs::Durability::Contents,
-            true,
         )
+        .and_then(|()| {
+            v.kept()
+                .map_or(Ok(()), |(kept, diff)| store.keep(&kept, diff))
+        })
         .with_context(|| format!("cannot keep the verdict in `{}`", w.state.display()))?;
     }
     if !live {

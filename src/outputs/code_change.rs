@@ -14,9 +14,9 @@ use serde::Serialize;
 use super::blocks::{table_head, table_row};
 use super::escape::{cell, code, code_cell, text};
 use super::Context;
-use crate::attempts::{self, Kept, Store};
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::{GradeOutcome, Protocol};
+use crate::state::attempts;
 use crate::task_verdict::{Restore, TaskVerdict};
 use crate::workspace::{Workspace, OUTPUT_DIR};
 
@@ -286,8 +286,8 @@ fn attempt_label(attempt: Option<u64>) -> String {
     })
 }
 
-/// Writes every output of a one-shot judgment into the state directory `state` (and copies into
-/// `.referee/`) and keeps each attempt in `state`.
+/// Writes the STOP and the report of a one-shot judgment into the state directory `state` (and
+/// copies into `.referee/`); the caller has written the verdicts ([`write_verdict`]) before.
 pub fn write_all(
     p: &Protocol,
     ws: &Workspace,
@@ -298,18 +298,6 @@ pub fn write_all(
     state: &Path,
 ) -> std::io::Result<()> {
     let dir = ensure_dir(ws.root())?;
-    let store = Store::open(&attempts::dir_for(state));
-    for v in verdicts {
-        write_verdict(
-            state,
-            Some(&dir),
-            &store,
-            p,
-            v,
-            super::Durability::Contents,
-            true,
-        )?;
-    }
     for d in [&super::OutDir::at(state), &dir] {
         match workspace_stop_md(p, ws, verdicts) {
             Some(text) => {
@@ -326,52 +314,22 @@ pub fn write_all(
     Ok(())
 }
 
-/// Writes one attempt's verdict files into `state` (the referee's state directory) and their
-/// copies into `copy` (the workspace's `.referee/`, when it may be written), and keeps the
-/// attempt (its diff and verdict) in `store` for the loop guards when `keep`; a replay is not
-/// an attempt and is not kept. The STOP file is not touched: `verify` writes it in [`write_all`], the
-/// daemon through its own STOP file.
+/// Writes one attempt's verdict files (the JSON before the markdown) into `dir`: the state
+/// directory, or the copy in the workspace's `.referee/`. The STOP file is not touched:
+/// `verify` writes it in [`write_all`], the daemon through its own STOP file.
 ///
 /// `durability` is the verdict files' (the daemon's are [`super::Durability::Background`], like
-/// its STOP: an orchestrator waits on them, and a disk flush must not delay them); the kept
-/// attempt, the loop guards' memory, is always fsynced before it takes its name.
+/// its STOP: an orchestrator waits on them, and a disk flush must not delay them).
 pub fn write_verdict(
-    state: &Path,
-    copy: Option<&super::OutDir>,
-    store: &Store,
+    dir: &(impl super::AsOutDir + ?Sized),
     p: &Protocol,
     v: &TaskVerdict,
     durability: super::Durability,
-    keep: bool,
 ) -> std::io::Result<()> {
-    // In the state directory first, then the copies in `.referee/` (what an orchestrator or
-    // the worker waits on: before the fsyncs of the kept attempt), the JSON before the
-    // markdown; then the kept attempt (the guards' memory, fsynced). A copy that cannot be
-    // written (the worker took `.referee/` away) costs no memory: its error is returned after.
     let json = verdict_file(&v.task_id, "json");
     let md = verdict_file(&v.task_id, "md");
-    let (json_text, md_text) = (verdict_json(v), verdict_md(p, v));
-    super::write_atomic_as(state, &json, &json_text, durability)?;
-    super::write_atomic_as(state, &md, &md_text, durability)?;
-    let copied = match copy {
-        Some(dir) => super::write_atomic_as(dir, &json, &json_text, durability)
-            .and_then(|_| super::write_atomic_as(dir, &md, &md_text, durability))
-            .map(|_| ()),
-        None => Ok(()),
-    };
-    if let (Some(attempt), Some(diff), false, true) = (v.attempt, &v.diff, v.replay, keep) {
-        let kept = Kept {
-            attempt,
-            verdict: v.verdict.clone(),
-            graded: v.graded.clone(),
-            escalation: v.escalation.clone(),
-            task_id: v.task_id.clone(),
-            record_hash: v.record_hash.clone(),
-            diff_hash: Some(attempts::diff_hash(diff)),
-        };
-        store.keep(&kept, diff)?;
-    }
-    copied?;
+    super::write_atomic_as(dir, &json, verdict_json(v), durability)?;
+    super::write_atomic_as(dir, &md, verdict_md(p, v), durability)?;
     Ok(())
 }
 

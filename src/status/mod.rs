@@ -8,16 +8,10 @@
 //! `watch` finds it: never from the copies in the watched directory, which the pipeline or worker
 //! can delete, replace or forge. No state directory means no referee ever ran there.
 //!
-//! "Live" is strict, because a wrong "go" lets a pipeline past a failure nobody saw: the
-//! heartbeat parses; its interval is sane (more than 0, at most a day); its last beat is neither
-//! stale (3 × the interval) nor from the future; it was written for this directory (same device,
-//! inode and birth time, same canonical path: not a copy, not a directory re-created or renamed
-//! into place); its pid is running and is the process that wrote it (same start time, not a
-//! recycled pid), and not stopped (`SIGSTOP`); its state is `watching` (not `finished` or
-//! `faulted`); and the state directory's event log is locked (the live daemon holds it).
-//!
-//! This module owns that decision and its messages. It only reads the referee's own files (never
-//! opening anything but a small regular file) and `/proc/PID/stat`, and writes nothing.
+//! "Live" is strict, because a wrong "go" lets a pipeline past a failure nobody saw: what it takes
+//! is [`crate::state::live`]'s. This module owns the answer and its messages. It only reads the
+//! referee's own files (never opening anything but a small regular file), and writes nothing but
+//! the `--sync` token.
 
 mod pinned;
 
@@ -26,29 +20,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
-use crate::daemon::attach::DirId;
-use crate::daemon::heartbeat::{self, Heartbeat};
 use crate::exit::ExitCode;
 use crate::outputs::STOP_FILE;
-
-/// The staleness threshold when the heartbeat does not say its interval.
-pub const DEFAULT_STALE: Duration = Duration::from_secs(10);
-
-/// How many intervals without a beat make a heartbeat stale.
-pub const STALE_INTERVALS: u32 = 3;
-
-/// The shortest heartbeat interval believed, and the shortest `watch --heartbeat` takes: a
-/// shorter one would make a heartbeat stale between two reads of the clock.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
-
-/// The longest heartbeat interval believed: a beat a day proves nothing about the last hour.
-pub const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
-
-/// How far in the future a beat may be stamped (the writer and this reader share a clock unless
-/// the directory is on a network file system; beyond this it is skew or a forgery).
-pub const FUTURE_TOLERANCE: Duration = Duration::from_secs(2);
+use crate::state::live::{live, Here, Liveness};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -112,14 +86,8 @@ pub enum Note {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
-    #[error("cannot read build directory `{path}`")]
-    BuildDir {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("`{path}` is not a directory")]
-    NotDir { path: String },
+    #[error(transparent)]
+    Look(#[from] crate::state::live::LookError),
     #[error("cannot read `{path}`")]
     Stop {
         path: String,
@@ -138,42 +106,11 @@ pub enum StatusError {
     },
 }
 
-/// What the heartbeat says, judged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Liveness {
-    /// A live referee watches this directory and holds no STOP.
-    Live,
-    /// A live referee holds a STOP it could not write (its faults, for the message).
-    StopWanted(Vec<String>),
-    /// No live referee watches this directory: why.
-    NotLive(String),
-}
-
-/// The process a heartbeat names, as this system sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proc {
-    /// Not running (or a zombie).
-    Gone,
-    /// Running; its start time in clock ticks after boot, when `/proc` shows it.
-    Running(Option<u64>),
-    /// Stopped (`SIGSTOP`, a debugger): it exists but referees nothing.
-    Stopped,
-}
-
-/// What the directory asked about is, now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Here {
-    pub dir: DirId,
-    pub canon: PathBuf,
-    /// Whether this system shows process start times (`/proc`), so one must match.
-    pub proc_times: bool,
-}
-
 /// Answers `referee status` (with `--task --wait`, polling until a verdict is there or the
 /// wait is over).
 pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
     if let Some(wait) = cfg.sync {
-        let here = match look(&cfg.build_dir) {
+        let here = match Here::of(&cfg.build_dir) {
             Ok(h) => h,
             Err(e) => return Ok(no_live(format!("--sync: {}", crate::error::chain(&e)))),
         };
@@ -210,7 +147,7 @@ fn no_live(why: String) -> Answer {
 
 fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
     let dir = &cfg.build_dir;
-    let here = match look(dir) {
+    let here = match Here::of(dir) {
         Ok(h) => h,
         // Asked to vouch for a directory that is not there: nobody watches it.
         Err(e) if cfg.require_live => {
@@ -219,7 +156,7 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
                 crate::error::chain(&e)
             )))
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let state = crate::state::locate(&here.canon, cfg.state_dir.as_deref())?;
     if !crate::state::exists(&state) {
@@ -400,188 +337,6 @@ fn read_small(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     let mut b = Vec::new();
     f.by_ref().take(16 << 20).read_to_end(&mut b)?;
     Ok(Some(b))
-}
-
-/// Whether a live referee keeps `state` for the directory `here`: its heartbeat judged
-/// ([`judge`]) and the event log's lock held by another process.
-fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Liveness {
-    let verdict = match heartbeat::read(state) {
-        Ok(hb) => judge(&hb, here, Utc::now(), stale, &process),
-        Err(e) => Liveness::NotLive(crate::error::chain(&e)),
-    };
-    if !matches!(verdict, Liveness::NotLive(_)) && !crate::daemon::journal::locked_by_other(state) {
-        return Liveness::NotLive(format!(
-            "no process holds the lock on the event log in the state directory `{}` (the heartbeat was not written by a live referee)",
-            state.display()
-        ));
-    }
-    verdict
-}
-
-/// Why a live referee watches `dir` now, judged exactly as `status --require-live` judges it;
-/// `None` when none does (`verify --write` refuses a directory a live referee owns).
-pub fn watched_by(dir: &Path, state: &Path) -> Option<String> {
-    let here = look(dir).ok()?;
-    let hb = heartbeat::read(state).ok()?;
-    match judge(&hb, &here, Utc::now(), None, &process) {
-        Liveness::NotLive(_) => None,
-        Liveness::Live | Liveness::StopWanted(_) => Some(format!(
-            "`{}` is fresh and pid {} runs",
-            heartbeat::HEARTBEAT_FILE,
-            hb.pid
-        )),
-    }
-}
-
-/// The directory's identity and canonical path.
-fn look(dir: &Path) -> Result<Here, StatusError> {
-    let path = dir.display().to_string();
-    let meta = std::fs::metadata(dir).map_err(|source| StatusError::BuildDir {
-        path: path.clone(),
-        source,
-    })?;
-    if !meta.is_dir() {
-        return Err(StatusError::NotDir { path });
-    }
-    let canon =
-        std::fs::canonicalize(dir).map_err(|source| StatusError::BuildDir { path, source })?;
-    Ok(Here {
-        dir: DirId::from_meta(&meta),
-        canon,
-        proc_times: heartbeat::has_proc(),
-    })
-}
-
-/// The running process with this pid, as `/proc` shows it.
-pub fn process(pid: u32) -> Proc {
-    if heartbeat::pid_alive(pid) {
-        if heartbeat::proc_stopped(pid) {
-            return Proc::Stopped;
-        }
-        Proc::Running(heartbeat::proc_start(pid))
-    } else {
-        Proc::Gone
-    }
-}
-
-fn secs(d: chrono::TimeDelta) -> f64 {
-    d.num_milliseconds() as f64 / 1000.0
-}
-
-/// Judges a heartbeat against the directory it was found in, the clock and the process table.
-/// Pure apart from `procs`, so every way of not being live is tested without processes.
-pub fn judge(
-    hb: &Heartbeat,
-    here: &Here,
-    now: DateTime<Utc>,
-    stale: Option<Duration>,
-    procs: &dyn Fn(u32) -> Proc,
-) -> Liveness {
-    let no = |why: String| Liveness::NotLive(why);
-    let pid = hb.pid;
-    // Said first: a referee that finished has no process left to check.
-    if hb.state == heartbeat::FINISHED {
-        return no(format!(
-            "the referee (pid {pid}) finished at {}",
-            hb.last_beat
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        ));
-    }
-    let Some(interval) = hb.interval().filter(|i| {
-        (MIN_INTERVAL..=MAX_INTERVAL).contains(i) && hb.interval_secs <= MAX_INTERVAL.as_secs_f64()
-    }) else {
-        return no(format!(
-            "its heartbeat interval `{}` s is not believable (from 0.05 s to a day; pid {pid})",
-            hb.interval_secs
-        ));
-    };
-    let tolerance = chrono::TimeDelta::from_std(FUTURE_TOLERANCE).unwrap_or_default();
-    if hb.last_beat > now + tolerance {
-        return no(format!(
-            "its last beat is stamped {:.1} s in the future (clock skew or a forged heartbeat; pid {pid})",
-            secs(hb.last_beat - now)
-        ));
-    }
-    if hb.started > hb.last_beat + tolerance {
-        return no(format!(
-            "it says the referee started after its last beat (a forged or damaged heartbeat; pid {pid})"
-        ));
-    }
-    let threshold = stale.unwrap_or(interval * STALE_INTERVALS);
-    let age = (now - hb.last_beat).to_std().unwrap_or(Duration::ZERO);
-    if age > threshold {
-        return no(format!(
-            "the last heartbeat is {:.1} s old (stale after {:.1} s; pid {pid})",
-            age.as_secs_f64(),
-            threshold.as_secs_f64(),
-        ));
-    }
-    match &hb.dir {
-        None => {
-            return no(format!(
-                "its heartbeat records no directory identity (written by an older referee?; pid {pid})"
-            ))
-        }
-        Some(id) if !id.same(&here.dir) => {
-            return no(format!(
-                "its heartbeat was written for another directory ({id}), not the one now at `{}` ({}): \
-the directory was re-created, copied or replaced, and the referee is not watching it",
-                here.canon.display(),
-                here.dir
-            ))
-        }
-        Some(_) => {}
-    }
-    // Compared as the heartbeat records it (a non-UTF-8 name is lossy on both sides alike).
-    if hb.build_dir != here.canon.display().to_string() {
-        return no(format!(
-            "the referee watches `{}`, not `{}` (the directory was renamed or moved)",
-            hb.build_dir,
-            here.canon.display()
-        ));
-    }
-    match procs(pid) {
-        Proc::Gone => return no(format!("its process (pid {pid}) is not running")),
-        Proc::Stopped => {
-            return no(format!(
-                "its process (pid {pid}) is stopped (SIGSTOP or a debugger): it referees nothing"
-            ))
-        }
-        Proc::Running(now_start) if here.proc_times => match (hb.proc_start, now_start) {
-            (None, _) => {
-                return no(format!(
-                    "its heartbeat records no process start time, so pid {pid} cannot be told from a recycled pid"
-                ))
-            }
-            (Some(_), None) => {
-                return no(format!(
-                    "pid {pid} runs but its start time cannot be read, so it cannot be told from a recycled pid"
-                ))
-            }
-            (Some(want), Some(got)) if want != got => {
-                return no(format!(
-                    "pid {pid} runs but is another process (started at tick {got}, the referee at tick {want}): a recycled pid"
-                ))
-            }
-            _ => {}
-        },
-        Proc::Running(_) => {}
-    }
-    if hb.stop_wanted {
-        return Liveness::StopWanted(hb.faults.clone());
-    }
-    match hb.state.as_str() {
-        heartbeat::WATCHING => Liveness::Live,
-        heartbeat::FAULTED => no(format!(
-            "the referee (pid {pid}) is faulted: {}",
-            if hb.faults.is_empty() {
-                "(no detail)".to_string()
-            } else {
-                hb.faults.join("; ")
-            }
-        )),
-        other => no(format!("unknown heartbeat state `{other}` (pid {pid})")),
-    }
 }
 
 /// The STOP file's text, if it exists (never opening a FIFO or device in its place).

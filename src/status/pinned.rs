@@ -1,21 +1,21 @@
 //! The two questions `status` asks of a live referee before it answers (issue 16 §7): does it
 //! run the rules the orchestrator pinned (`--expect-protocol`, `--expect-waivers`, from
-//! [`crate::started`]), and has it caught up with everything written before this call
-//! (`--sync`, [`crate::sync`])? Both read only the state directory, apart from the one token
+//! [`crate::state::run`]), and has it caught up with everything written before this call
+//! (`--sync`, [`crate::state::sync`])? Both read only the state directory, apart from the one token
 //! file `--sync` puts in the watched directory and removes.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::exit::ExitCode;
-use crate::started::Started;
+use crate::state::run::Started;
 
 use super::{live, no_live, Answer, Config, Here, Liveness, Note, StatusError};
 
 /// The run's record when it is the live referee's (same pid and trace id as its heartbeat).
 fn record(state: &Path) -> Option<Started> {
     let run = Started::read(state)?;
-    let hb = crate::daemon::heartbeat::read(state).ok()?;
+    let hb = crate::state::heartbeat::read(state).ok()?;
     (hb.pid == run.pid && hb.trace_id == run.trace_id).then_some(run)
 }
 
@@ -30,9 +30,9 @@ pub(super) fn expectations(cfg: &Config, state: &Path) -> Option<Answer> {
     let why = match record(state) {
         None => format!(
             "the referee cannot be told to run the rules pinned: no record of how it was started in `{}` matches its heartbeat",
-            state.join(crate::started::RUN_FILE).display()
+            state.join(crate::state::run::RUN_FILE).display()
         ),
-        Some(run) => crate::started::mismatch(
+        Some(run) => crate::state::run::mismatch(
             &run,
             cfg.expect_protocol.as_deref(),
             cfg.expect_waivers.as_deref(),
@@ -75,10 +75,10 @@ pub(super) fn sync(
             "`--sync` waits on a build directory's file events; for a task use `--task ID --wait DURATION`".into(),
         ));
     }
-    let token = crate::sync::new_token();
+    let token = crate::state::sync::new_token();
     let path = here
         .canon
-        .join(format!("{}{token}", crate::sync::TOKEN_PREFIX));
+        .join(format!("{}{token}", crate::state::sync::TOKEN_PREFIX));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -90,7 +90,7 @@ pub(super) fn sync(
     let deadline = Instant::now() + wait;
     let mut next_look = Instant::now();
     let answer = loop {
-        if crate::sync::acknowledged(state, &token) {
+        if crate::state::sync::acknowledged(state, &token) {
             break None;
         }
         let now = Instant::now();

@@ -1,7 +1,9 @@
 //! `status`'s decisions, without a daemon: heartbeats written by hand, processes faked.
 
 use super::*;
-use crate::daemon::heartbeat::{write, ProtocolRef};
+use crate::state::dir_id::DirId;
+use crate::state::heartbeat::{self, write, Heartbeat, ProtocolRef};
+use chrono::Utc;
 
 fn cfg(dir: &Path, live: bool) -> Config {
     Config {
@@ -59,7 +61,7 @@ fn go_stop_and_liveness() {
     let forged = status(&cfg(d, true)).unwrap();
     assert_eq!(forged.code, ExitCode::NotLive);
     assert!(matches!(forged.note, Some(Note::Error(t)) if t.contains("lock")));
-    let _log = crate::daemon::journal::open_locked(d).unwrap();
+    let _log = crate::state::lock::lock(d).unwrap();
     assert_eq!(status(&cfg(d, true)).unwrap().code, ExitCode::Ok);
     beat(d, Duration::from_secs(60), heartbeat::WATCHING);
     let stale = status(&cfg(d, true)).unwrap();
@@ -93,15 +95,6 @@ fn no_state_directory_means_no_referee_ever_ran() {
 }
 
 #[test]
-fn a_stopped_process_is_not_live() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let h = hb(d, Duration::ZERO, heartbeat::WATCHING);
-    let here = look(d).unwrap();
-    assert!(verdict(&h, &here, &|_| Proc::Stopped).contains("stopped"));
-}
-
-#[test]
 fn a_missing_directory_has_no_live_referee() {
     let root = tempfile::tempdir().unwrap();
     let gone = root.path().join("gone");
@@ -113,7 +106,7 @@ fn a_missing_directory_has_no_live_referee() {
 fn a_stop_the_disk_refused_still_stops() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let _log = crate::daemon::journal::open_locked(d).unwrap();
+    let _log = crate::state::lock::lock(d).unwrap();
     let mut h = hb(d, Duration::ZERO, heartbeat::FAULTED);
     h.stop_wanted = true;
     h.faults = vec!["cannot write `OBSERVER-STOP.md`: no space left on device".into()];
@@ -129,104 +122,4 @@ fn a_stop_the_disk_refused_still_stops() {
     assert_eq!(a.code, ExitCode::NotLive);
     assert!(matches!(a.note, Some(Note::Error(t)) if t.contains("faulted")));
     assert_eq!(status(&cfg(d, false)).unwrap().code, ExitCode::Ok);
-}
-
-fn verdict(h: &Heartbeat, here: &Here, procs: &dyn Fn(u32) -> Proc) -> String {
-    match judge(h, here, Utc::now(), None, procs) {
-        Liveness::Live => "live".into(),
-        Liveness::StopWanted(_) => "stop".into(),
-        Liveness::NotLive(why) => why,
-    }
-}
-
-#[test]
-fn only_a_sane_heartbeat_from_this_directory_and_this_process_is_live() {
-    let root = tempfile::tempdir().unwrap();
-    let d = root.path().join("b");
-    std::fs::create_dir(&d).unwrap();
-    let here = look(&d).unwrap();
-    let good = hb(&d, Duration::ZERO, heartbeat::WATCHING);
-    let start = good.proc_start;
-    let running = move |_| Proc::Running(start);
-    assert_eq!(verdict(&good, &here, &running), "live");
-
-    let bad = |f: &dyn Fn(&mut Heartbeat)| {
-        let mut h = good.clone();
-        f(&mut h);
-        verdict(&h, &here, &running)
-    };
-    let future = Utc::now() + chrono::Duration::seconds(3600);
-    assert!(bad(&|h| h.last_beat = future).contains("future"));
-    assert!(bad(&|h| h.started = future).contains("started after its last beat"));
-    for absurd in [
-        0.0,
-        -2.0,
-        f64::NAN,
-        f64::INFINITY,
-        86_401.0,
-        1e300,
-        5e-324,
-        0.049,
-    ] {
-        assert!(
-            bad(&|h| h.interval_secs = absurd).contains("not believable"),
-            "interval {absurd}"
-        );
-    }
-    // A day is the most believed: then a beat 2 days old is stale.
-    assert!(bad(&|h| {
-        h.interval_secs = 86_400.0;
-        h.last_beat = Utc::now() - chrono::Duration::days(4);
-        h.started = h.last_beat;
-    })
-    .contains("stale"));
-    assert!(bad(&|h| h.dir = None).contains("no directory identity"));
-    assert!(bad(&|h| {
-        if let Some(id) = &mut h.dir {
-            id.ino += 1;
-        }
-    })
-    .contains("another directory"));
-    assert!(bad(&|h| h.build_dir = "/elsewhere".into()).contains("renamed"));
-    assert!(bad(&|h| h.state = heartbeat::FINISHED.into()).contains("finished"));
-    assert!(bad(&|h| h.state = "detached".into()).contains("unknown"));
-    assert!(bad(&|h| h.state = "sleeping".into()).contains("unknown"));
-    assert!(bad(&|h| {
-        h.state = heartbeat::FAULTED.into();
-        h.faults = vec!["cannot write `OBSERVER-PASS-2.md`".into()];
-    })
-    .contains("OBSERVER-PASS-2.md"));
-    assert_eq!(
-        bad(&|h| {
-            h.state = heartbeat::FAULTED.into();
-            h.stop_wanted = true;
-        }),
-        "stop"
-    );
-
-    // The process: gone, recycled (alive, another start time), or unverifiable.
-    assert!(verdict(&good, &here, &|_| Proc::Gone).contains("not running"));
-    if here.proc_times {
-        let other = |_| Proc::Running(Some(start.unwrap_or(0) + 1));
-        assert!(verdict(&good, &here, &other).contains("recycled pid"));
-        assert!(verdict(&good, &here, &|_| Proc::Running(None)).contains("cannot be told"));
-        assert!(bad(&|h| h.proc_start = None).contains("no process start time"));
-        // The real process table: pid 1 is alive but is not this process.
-        let mut init = good.clone();
-        init.pid = 1;
-        assert!(verdict(&init, &here, &process).contains("recycled pid"));
-    }
-    assert_eq!(verdict(&good, &here, &process), "live");
-
-    // The same heartbeat found in a copy of the directory, or after it was re-created.
-    let copy = root.path().join("copy");
-    std::fs::create_dir(&copy).unwrap();
-    let there = look(&copy).unwrap();
-    assert!(verdict(&good, &there, &running).contains("another directory"));
-    std::fs::remove_dir(&d).unwrap();
-    std::fs::create_dir(&d).unwrap();
-    let recreated = look(&d).unwrap();
-    if recreated.dir.born_ns.is_some() || recreated.dir.ino != here.dir.ino {
-        assert!(verdict(&good, &recreated, &running).contains("another directory"));
-    }
 }

@@ -38,13 +38,14 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use referee::artifacts::gates::parse_gates;
 use referee::artifacts::tracker::{SectionFilter, Tracker};
-use referee::daemon::attach::DirId;
-use referee::daemon::heartbeat::{self, HEARTBEAT_FILE};
 use referee::daemon::journal;
 use referee::exit::ExitCode;
 use referee::outputs::STOP_FILE;
 use referee::protocol::Protocol;
 use referee::replay::Timeline;
+use referee::state::dir_id::DirId;
+use referee::state::heartbeat::{self, HEARTBEAT_FILE};
+use referee::state::live;
 use referee::status;
 
 use crate::builder::fixtures_dir;
@@ -1359,7 +1360,7 @@ fn heartbeat_and_status() {
         // now would be fresh for one and stale for the other.
         proptest::option::of(select(&[10u64, 3600, u64::MAX][..]).prop_map(Duration::from_secs));
     let canon = std::fs::canonicalize(&dir).expect("canonical dir");
-    let here = status::Here {
+    let here = live::Here {
         dir: DirId::of(&dir).expect("dir id"),
         canon: canon.clone(),
         proc_times: heartbeat::has_proc(),
@@ -1382,7 +1383,7 @@ fn heartbeat_and_status() {
             let verdict = read
                 .as_ref()
                 .ok()
-                .map(|hb| status::judge(hb, &here, now, stale, &status::process));
+                .map(|hb| live::judge(hb, &here, now, stale, &live::process));
             (
                 read,
                 verdict,
@@ -1392,11 +1393,11 @@ fn heartbeat_and_status() {
         let answer = answer.map_err(|e| TestCaseError::fail(format!("status failed: {e}")))?;
         match verdict {
             None => prop_assert_eq!(answer.code, ExitCode::NotLive),
-            Some(status::Liveness::Live) => prop_assert_eq!(answer.code, ExitCode::Ok),
-            Some(status::Liveness::StopWanted(_)) => {
+            Some(live::Liveness::Live) => prop_assert_eq!(answer.code, ExitCode::Ok),
+            Some(live::Liveness::StopWanted(_)) => {
                 prop_assert_eq!(answer.code, ExitCode::Violation)
             }
-            Some(status::Liveness::NotLive(why)) => {
+            Some(live::Liveness::NotLive(why)) => {
                 prop_assert_eq!(answer.code, ExitCode::NotLive);
                 prop_assert!(!why.is_empty());
             }

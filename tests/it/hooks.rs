@@ -280,7 +280,7 @@ fn an_edit_that_breaks_the_syntax_gets_feedback_naming_the_file() {
     assert!(!w
         .state
         .join("attempts")
-        .join(referee::attempts::file_name(CC_TASK))
+        .join(referee::state::attempts::file_name(CC_TASK))
         .exists());
     // Fixed, the same call says nothing.
     fs::write(w.ws.join(APP), "def main():\n    return 2\n").unwrap();

@@ -323,3 +323,44 @@ fn the_reader_sees_uses_groups_and_super() {
     edges.entry("c".into()).or_default().insert("a".into());
     assert_eq!(cycles(&edges), vec![vec!["a".to_string(), "b".to_string()]]);
 }
+
+/// The modules a top-level module reaches through the crate-level graph, itself included.
+fn reach(edges: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(m) = todo.pop() {
+        if seen.insert(m.clone()) {
+            todo.extend(edges.get(&m).into_iter().flatten().cloned());
+        }
+    }
+    seen
+}
+
+/// The one-shot path (`verify`, `status`, the agents' hooks, MCP) and the referee's state stand
+/// below the daemon: asking whether a live referee is here, or judging once, never goes through
+/// `daemon`, not even by way of another module.
+#[test]
+fn the_one_shot_path_and_the_state_never_reach_the_daemon() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graphs = graphs(&src);
+    let (edges, why) = &graphs["crate"];
+    for from in ["judge", "status", "hook", "mcp", "state"] {
+        let reached = reach(edges, from);
+        assert!(
+            !reached.contains("daemon"),
+            "`{from}` reaches `daemon` through {:?}: {:?}",
+            reached,
+            why.iter()
+                .filter(|((a, b), _)| reached.contains(a) && b == "daemon")
+                .collect::<Vec<_>>()
+        );
+    }
+    let verify = fs::read_to_string(src.join("cli/verify.rs")).expect("read cli/verify.rs");
+    let module = ["cli".to_string(), "verify".to_string()];
+    assert!(
+        references(&module, &code_of(&verify))
+            .iter()
+            .all(|r| r.first().is_none_or(|m| m != "daemon")),
+        "`cli/verify.rs` uses the daemon"
+    );
+}

@@ -288,7 +288,7 @@ fn a_hand_written_heartbeat_is_not_live() {
     let (root, dir) = build("pre-audit");
     let state = root.path().join("state");
     let canon = fs::canonicalize(&dir).expect("canon");
-    let id = referee::daemon::attach::DirId::of(&canon).expect("id");
+    let id = referee::state::dir_id::DirId::of(&canon).expect("id");
     let pid = std::process::id();
     let now = chrono::Utc::now();
     let forged = json!({
@@ -303,7 +303,7 @@ fn a_hand_written_heartbeat_is_not_live() {
         "faults": [],
         "build_dir": canon.display().to_string(),
         "dir": id,
-        "proc_start": referee::daemon::heartbeat::proc_start(pid),
+        "proc_start": referee::state::heartbeat::proc_start(pid),
         "trace_id": "forged",
     });
     fs::write(dir.join(HEARTBEAT), forged.to_string()).expect("forge");

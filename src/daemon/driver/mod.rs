@@ -36,9 +36,7 @@ use crate::fsevents::{self, Mode, Source};
 use crate::protocol::Protocol;
 
 use super::session::{Rewatch, Session};
-use super::{
-    attach, heartbeat, signals, Config, DaemonError, EndReason, Outcome, RootOutcome, Shutdown,
-};
+use super::{heartbeat, signals, Config, DaemonError, EndReason, Outcome, RootOutcome, Shutdown};
 
 /// What arrives on the loop's one channel.
 #[derive(Debug)]
@@ -505,7 +503,7 @@ impl Driver {
                 continue;
             };
             let outcome = s.finish(reason);
-            let id = attach::DirId::of(s.dir()).ok();
+            let id = crate::state::dir_id::DirId::of(s.dir()).ok();
             drop(s);
             self.known.insert(name.clone(), Known::Finished(id));
             self.outcomes.push((name, outcome));

@@ -6,14 +6,14 @@ use std::time::Instant;
 
 use super::Driver;
 use crate::artifacts::escape_name;
-use crate::daemon::attach;
+
 use crate::daemon::session::Session;
 
 /// A build directory under `--root` that has no running session.
 #[derive(Debug)]
 pub(super) enum Known {
     /// Its session finished (the pipeline completed); a new directory at the name starts anew.
-    Finished(Option<attach::DirId>),
+    Finished(Option<crate::state::dir_id::DirId>),
     /// It could not be opened (another referee holds it, its log is under another protocol …):
     /// said once per reason, tried again at each look.
     Refused(String),
@@ -51,7 +51,7 @@ impl Driver {
             }
             let path = root.join(&os);
             if let Some(Known::Finished(id)) = self.known.get(&name) {
-                let now = attach::DirId::of(&path).ok();
+                let now = crate::state::dir_id::DirId::of(&path).ok();
                 if now.is_none() || matches!((id, now), (Some(a), Some(b)) if a.same(&b)) {
                     continue;
                 }

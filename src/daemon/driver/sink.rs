@@ -68,7 +68,7 @@ pub(super) fn sink(
                     let _ = tx.send(Msg::Dir { name, lost, source });
                 } else if rel == STOP_FILE
                     || !is_own_file(&rel)
-                    || crate::sync::token_of(&rel).is_some()
+                    || crate::state::sync::token_of(&rel).is_some()
                 {
                     // The referee's own writes are no work; the STOP file is checked for
                     // tampering; a `status --sync` token is a barrier to acknowledge.

@@ -4,7 +4,8 @@
 //! This module owns the envelope (`trace_id`, `timestamp`, `scope`, `signal_type`, `severity`,
 //! `payload`, `artifact_ids`, `context_ref`), appending (`O_APPEND`, one `write` per line, a line
 //! the disk cut short truncated away so the log never holds a torn line in its middle), the
-//! advisory lock that keeps two referees off one build directory, rotating an old log aside
+//! advisory lock that keeps two referees off one build directory (taken through
+//! [`crate::state::lock`]), rotating an old log aside
 //! (`--fresh`: data is moved, never deleted), and replaying a log into the state a restart needs.
 //! The log is only ever opened as a regular file (`O_NOFOLLOW`, `O_NONBLOCK`): a symlink or FIFO
 //! planted at its name is moved aside, never followed or read. A damaged log is replayed as far
@@ -17,9 +18,8 @@ mod resume;
 
 pub use resume::{replay, replay_from, Resumed, MAX_LINE_BYTES, MAX_SKIPPED_LISTED};
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -27,10 +27,10 @@ use serde::Serialize;
 
 use super::event::{Event, Level, Scope, Signal};
 
-use crate::outputs::{move_aside, Foreign};
+use crate::outputs::Foreign;
 
-/// The log's file name in the build directory.
-pub const EVENTS_FILE: &str = "OBSERVER-EVENTS.jsonl";
+use crate::state::lock::Locked;
+pub use crate::state::lock::{LockError, EVENTS_FILE};
 
 /// One event to append, with the artifacts it rests on (`path@sha256`). The envelope's scope,
 /// signal type and severity follow from the event.
@@ -66,18 +66,6 @@ struct Envelope<'a> {
     payload: &'a Event,
     artifact_ids: &'a [String],
     context_ref: &'a ContextRef,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    #[error("another referee is already watching this directory (it holds the lock on `{path}`); stop it first")]
-    Busy { path: String },
-    #[error("cannot open `{path}`: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: io::Error,
-    },
 }
 
 /// The open, locked log.
@@ -126,100 +114,25 @@ pub struct Opened {
     pub moved_aside: Option<(Foreign, PathBuf)>,
 }
 
-/// Opens the log without following a symlink or blocking on a FIFO; only a regular file is used.
-fn open_regular(path: &Path, create: bool) -> io::Result<Result<File, Foreign>> {
-    let mut o = OpenOptions::new();
-    o.read(true)
-        .append(true)
-        // O_NOFOLLOW: a symlink at the name fails (ELOOP) instead of redirecting the writes;
-        // O_NONBLOCK: a FIFO there cannot hang the open (a regular file ignores the flag).
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
-    if create {
-        o.create(true);
-    }
-    let file = match o.open(path) {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(Foreign::Symlink)),
-        // A directory (EISDIR), a socket (ENXIO) …: say what is there rather than fail on it.
-        Err(e) => match std::fs::symlink_metadata(path)
-            .ok()
-            .and_then(|m| Foreign::of(&m))
-        {
-            Some(found) => return Ok(Err(found)),
-            None => return Err(e),
-        },
-    };
-    match Foreign::of(&file.metadata()?) {
-        None => Ok(Ok(file)),
-        Some(f) => Ok(Err(f)),
-    }
-}
-
-/// Opens (creating) and locks the log. Returns the log and its previous contents.
-///
-/// The lock is an exclusive `flock` held for the life of the returned value (and released by the
-/// kernel if the process dies), so a second referee on the same directory is refused. Anything
-/// but a regular file at the log's name is never followed or read: it is moved aside
-/// (`OBSERVER-EVENTS.jsonl.tampered-<time>`) and a new log started, which the caller records as
-/// tamper.
-pub fn open_locked(dir: &Path) -> Result<Opened, LogError> {
-    let path = dir.join(EVENTS_FILE);
-    let io_err = |source: io::Error| LogError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut moved_aside = None;
-    let mut file = match open_regular(&path, true).map_err(io_err)? {
-        Ok(f) => f,
-        Err(found) => {
-            let to = move_aside(dir, EVENTS_FILE, &Utc::now()).map_err(io_err)?;
-            moved_aside = Some((found, to));
-            match open_regular(&path, true).map_err(io_err)? {
-                Ok(f) => f,
-                // Planted again in between: give up rather than loop.
-                Err(again) => {
-                    return Err(io_err(io::Error::other(format!(
-                        "`{EVENTS_FILE}` is {} (put there by someone else)",
-                        again.describe()
-                    ))))
-                }
-            }
-        }
-    };
-    // `flock(LOCK_EX | LOCK_NB)` on Linux, held until the file is closed.
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            return Err(LogError::Busy {
-                path: path.display().to_string(),
-            })
-        }
-        Err(TryLockError::Error(e)) => return Err(io_err(e)),
-    }
-    let (resumed, torn_tail) = replay_from(io::BufReader::new(&mut file)).map_err(io_err)?;
+/// Opens (creating) and locks the log ([`crate::state::lock::lock`]). Returns the log and its
+/// previous contents; anything but a regular file found at its name was moved aside, never
+/// followed or read, and a new log started (the caller records it as tamper).
+pub fn open_locked(dir: &Path) -> Result<Opened, LockError> {
+    let Locked {
+        mut file,
+        moved_aside,
+    } = crate::state::lock::lock(dir)?;
+    let (resumed, torn_tail) =
+        replay_from(io::BufReader::new(&mut file)).map_err(|source| LockError::Io {
+            path: dir.join(EVENTS_FILE).display().to_string(),
+            source,
+        })?;
     Ok(Opened {
         file,
         resumed,
         torn_tail,
         moved_aside,
     })
-}
-
-/// Whether another process holds the log's lock (a live `referee watch` on `dir`). Opens the log
-/// read-only without creating, following or blocking; absent or not a regular file: no.
-pub fn locked_by_other(dir: &Path) -> bool {
-    let Ok(file) = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(dir.join(EVENTS_FILE))
-    else {
-        return false;
-    };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return false;
-    }
-    // A shared, non-blocking try, released when `file` is closed.
-    matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock))
 }
 
 /// Moves the log aside as `OBSERVER-EVENTS-<timestamp>.jsonl` (never deleting data).
@@ -388,6 +301,7 @@ impl EventLog {
 mod tests {
     use super::*;
     use crate::engine::{CheckKey, RunReason, Status};
+    use crate::state::lock::locked_by_other;
     use serde_json::{json, Value};
 
     fn k(s: &str) -> CheckKey {
@@ -477,7 +391,7 @@ mod tests {
         assert!(locked_by_other(dir.path()));
         assert!(matches!(
             open_locked(dir.path()),
-            Err(LogError::Busy { .. })
+            Err(LockError::Busy { .. })
         ));
         let mut log = EventLog::new(dir.path(), file, torn_tail, "t".into(), ctx()).unwrap();
         log.append(

@@ -1,4 +1,4 @@
-//! What the live referee notes it saw, before each judgment ([`crate::observed`]): the content
+//! What the live referee notes it saw, before each judgment ([`crate::state::observed`]): the content
 //! of every file whose mtime a time check orders, and every value and cell of the tracker, each
 //! the first time it appears. One evaluation is one round; a restart goes on from the record in
 //! the state directory. This module only notes; the checks compare.
@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 
 use crate::artifacts::{Snapshot, TRACKER_FILE};
 use crate::checks::Ctx;
-use crate::observed::{self, Observed};
 use crate::protocol::Protocol;
+use crate::state::observed::{self, Observed};
 
 /// Notes what `snap` shows of what changed (everything when `changed` is `None`) and closes
 /// the round.

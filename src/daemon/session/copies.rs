@@ -11,11 +11,11 @@
 use crate::outputs::{code_change, Foreign};
 use crate::workspace::OUTPUT_DIR;
 
-use super::super::attach::DirId;
 use super::super::event::Event;
 use super::super::heartbeat;
 use super::super::journal::{MirrorFix, EVENTS_FILE};
 use super::{Part, Session};
+use crate::state::dir_id::DirId;
 
 /// The STOP block that stands while `.referee` is not the session's folder.
 pub(super) fn folder_block(found: &str) -> String {

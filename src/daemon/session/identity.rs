@@ -22,9 +22,9 @@ impl Session {
     /// or re-attaches. `watch_lost`: the event source said the directory's own watch is gone.
     pub(super) fn check_dir(&mut self, watch_lost: bool) {
         let id = if self.follow_link {
-            attach::DirId::of(&self.dir)
+            crate::state::dir_id::DirId::of(&self.dir)
         } else {
-            attach::DirId::of_unfollowed(&self.dir)
+            crate::state::dir_id::DirId::of_unfollowed(&self.dir)
         };
         let (now, why) = match id {
             Ok(id) => (Some(id), None),
@@ -113,7 +113,7 @@ impl Session {
     /// follows at once (after the watch, so nothing written in between is missed). What the
     /// session knows (passes run, history, fix attempts) is kept: re-creating the directory must
     /// not wipe a STOP.
-    fn reattach(&mut self, id: attach::DirId) {
+    fn reattach(&mut self, id: crate::state::dir_id::DirId) {
         let canon = match std::fs::canonicalize(&self.dir) {
             Ok(c) => c,
             Err(e) => {
@@ -168,11 +168,11 @@ impl Session {
                         Err(e) => self.log_fault(&e),
                     }
                 }
-                Err(journal::LogError::Busy { path }) => {
+                Err(journal::LockError::Busy { path }) => {
                     self.detach(format!("another referee holds the lock on `{path}`"));
                     return;
                 }
-                Err(journal::LogError::Io { path, source }) => self.fault(
+                Err(journal::LockError::Io { path, source }) => self.fault(
                     "events",
                     format!(
                         "cannot open `{path}`: {}",

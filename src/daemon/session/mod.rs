@@ -52,7 +52,7 @@ pub struct Batch {
     pub stop_touched: bool,
     /// Events may have been lost: judge everything again (why).
     pub rescan: Vec<String>,
-    /// `status --sync` tokens whose files were seen ([`crate::sync`]).
+    /// `status --sync` tokens whose files were seen ([`crate::state::sync`]).
     pub syncs: Vec<String>,
 }
 
@@ -60,7 +60,7 @@ impl Batch {
     /// Adds one path change: the latest event decides, but a metadata change after a write
     /// leaves it a write.
     pub fn add(&mut self, rel: String, kind: ChangeKind) {
-        if let Some(token) = crate::sync::token_of(&rel) {
+        if let Some(token) = crate::state::sync::token_of(&rel) {
             if !self.syncs.iter().any(|t| t == token) {
                 self.syncs.push(token.to_string());
             }
@@ -161,7 +161,7 @@ pub struct Session {
     pending: Vec<super::journal::Record>,
     /// What the referee saw and in which order (kept in the state directory); `None` for a
     /// protocol of task records.
-    seen: Option<Arc<crate::observed::Observed>>,
+    seen: Option<Arc<crate::state::observed::Observed>>,
     /// `status --sync` tokens seen and not yet acknowledged.
     syncs: Vec<String>,
     /// Own writes that failed: when each is tried again (a full disk costs no core).
@@ -421,7 +421,7 @@ impl Session {
                 "seen",
                 format!(
                     "cannot keep `{}` (what the referee saw, in order): {}",
-                    crate::observed::SEEN_FILE,
+                    crate::state::observed::SEEN_FILE,
                     e.to_string().to_lowercase()
                 ),
             ),

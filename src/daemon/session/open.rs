@@ -89,7 +89,7 @@ impl Session {
         // Under `--root` a build is a directory: a link found at its name is never followed.
         let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
         if is_link && label.is_some() {
-            return Err(attach::Gone::Symlink {
+            return Err(crate::state::dir_id::Gone::Symlink {
                 path: dir.display().to_string(),
             }
             .into());
@@ -101,7 +101,7 @@ impl Session {
             });
         }
         std::fs::read_dir(&canon).map_err(bad_dir)?;
-        let dir_id = attach::DirId::of(&canon)?;
+        let dir_id = crate::state::dir_id::DirId::of(&canon)?;
         let state = state_dir(&cfg, &canon)?;
         // A protocol of task records writes into the workspace's `.referee/`; any other into
         // the build directory itself.
@@ -188,10 +188,10 @@ impl Session {
                     Err(e) => own_file_fault(&cfg, &state, journal::EVENTS_FILE, e)?,
                 }
             }
-            Err(journal::LogError::Busy { path }) => {
-                return Err(journal::LogError::Busy { path }.into());
+            Err(journal::LockError::Busy { path }) => {
+                return Err(journal::LockError::Busy { path }.into());
             }
-            Err(journal::LogError::Io { source, .. }) => {
+            Err(journal::LockError::Io { source, .. }) => {
                 own_file_fault(&cfg, &state, journal::EVENTS_FILE, source)?
             }
         };
@@ -219,7 +219,7 @@ impl Session {
         let seen = match &part {
             Part::Workspace(_) => None,
             Part::Build => Some(Arc::new(
-                crate::observed::Observed::load(&state)?.unwrap_or_default(),
+                crate::state::observed::Observed::load(&state)?.unwrap_or_default(),
             )),
         };
         Ok(Session {

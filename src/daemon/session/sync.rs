@@ -1,6 +1,6 @@
 //! What a session tells `referee status` beyond the STOP: how it was started
-//! ([`crate::started`], for `--expect-protocol` / `--expect-waivers`), and which `--sync` tokens
-//! it has caught up with ([`crate::sync`]). Both live in the state directory.
+//! ([`crate::state::run`], for `--expect-protocol` / `--expect-waivers`), and which `--sync` tokens
+//! it has caught up with ([`crate::state::sync`]). Both live in the state directory.
 
 use super::Session;
 
@@ -8,7 +8,8 @@ impl Session {
     /// Writes how this run was started into the state directory (again after a waiver file
     /// reload: the hash `status` compares is the one in force).
     pub(super) fn record_start(&mut self) {
-        let mut s = crate::started::Started::new(std::process::id(), &self.trace_id, self.started);
+        let mut s =
+            crate::state::run::Started::new(std::process::id(), &self.trace_id, self.started);
         let p = &self.protocol;
         s.protocol_id = p.id.clone();
         s.protocol_version = p.version.clone();
@@ -17,13 +18,17 @@ impl Session {
         s.tasks = matches!(self.part, super::Part::Workspace(_));
         s.fresh = self.cfg.fresh;
         s.options = serde_json::to_value(self.run_options()).unwrap_or_default();
-        s.waivers = self.cfg.waivers.as_ref().map(|w| crate::started::Hashed {
-            file: w.file.display().to_string(),
-            // A file that cannot be read now pins nothing: no hash matches this.
-            sha256: crate::started::sha256_file(&w.file)
-                .unwrap_or_else(|e| format!("unreadable: {e}")),
-        });
-        let area = format!("write {}", crate::started::RUN_FILE);
+        s.waivers = self
+            .cfg
+            .waivers
+            .as_ref()
+            .map(|w| crate::state::run::Hashed {
+                file: w.file.display().to_string(),
+                // A file that cannot be read now pins nothing: no hash matches this.
+                sha256: crate::state::run::sha256_file(&w.file)
+                    .unwrap_or_else(|e| format!("unreadable: {e}")),
+            });
+        let area = format!("write {}", crate::state::run::RUN_FILE);
         match s.write(&self.state) {
             Ok(()) => self.clear_fault(&area),
             Err(e) => self.fault(
@@ -41,13 +46,13 @@ impl Session {
             return;
         }
         let tokens = std::mem::take(&mut self.syncs);
-        match crate::sync::acknowledge(&self.state, &tokens) {
+        match crate::state::sync::acknowledge(&self.state, &tokens) {
             Ok(()) => self.clear_fault("sync"),
             Err(e) => self.fault(
                 "sync",
                 format!(
                     "cannot acknowledge `status --sync` in `{}`: {e}",
-                    crate::sync::ACK_FILE
+                    crate::state::sync::ACK_FILE
                 ),
             ),
         }

@@ -18,10 +18,10 @@ use std::time::Instant;
 use chrono::Utc;
 
 use crate::artifacts::Snapshot;
-use crate::attempts::{self, Store};
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::code_change;
 use crate::protocol::Subject;
+use crate::state::attempts::{self, Store};
 use crate::task_verdict::{self, TaskVerdict};
 use crate::workspace::baseline::Baseline;
 use crate::workspace::tree::{StatCache, WorkTree};
@@ -60,7 +60,7 @@ pub(super) struct Tasks {
     /// `WORKSPACE/.referee/`: the copies of the session's files.
     pub out: crate::outputs::OutDir,
     /// What `.referee` was when the session last made or checked it (a real directory).
-    pub out_id: super::super::attach::DirId,
+    pub out_id: crate::state::dir_id::DirId,
     /// The state directory: the verdicts and kept attempts that count (SPEC §8).
     pub state: PathBuf,
     /// The verdict files last written, by name: their copies in `.referee/` are restored from
@@ -126,7 +126,7 @@ impl Tasks {
         };
         let out = code_change::ensure_dir(canon).map_err(out_err)?;
         let out_id = std::fs::symlink_metadata(out.path())
-            .map(|m| super::super::attach::DirId::from_meta(&m))
+            .map(|m| crate::state::dir_id::DirId::from_meta(&m))
             .map_err(out_err)?;
         let cap = cfg.limits.max_read_bytes;
         let git = workspace::gitread::Repo::open(canon)
@@ -342,7 +342,8 @@ impl Session {
                 w.apply(&mut eval);
             }
             let state = ws.state().unwrap_or(ws.root()).to_path_buf();
-            let store = crate::attempts::Store::open(&crate::attempts::dir_for(&state));
+            let store =
+                crate::state::attempts::Store::open(&crate::state::attempts::dir_for(&state));
             let verdicts =
                 task_verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &store, None);
             (eval, runs, verdicts)
@@ -465,15 +466,23 @@ impl Session {
                 self.emit(verdict_event(v).into());
             }
             let area = format!("write {}", code_change::verdict_file(&v.task_id, "json"));
-            match code_change::write_verdict(
-                &state,
-                copy,
-                &store,
-                &self.protocol,
-                v,
-                crate::outputs::Durability::Background,
-                keep,
-            ) {
+            // In the state directory first, then the copy in `.referee/` (what an orchestrator
+            // or the worker waits on: before the fsyncs of the kept attempt); then the kept
+            // attempt, the guards' memory, fsynced before it takes its name. A copy that cannot
+            // be written (the worker took `.referee/` away) costs no memory: its error is
+            // said after.
+            let durability = crate::outputs::Durability::Background;
+            let written = code_change::write_verdict(&state, &self.protocol, v, durability)
+                .and_then(|()| {
+                    let copied = copy.map_or(Ok(()), |dir| {
+                        code_change::write_verdict(dir, &self.protocol, v, durability)
+                    });
+                    if let Some((kept, diff)) = v.kept().filter(|_| keep) {
+                        store.keep(&kept, diff)?;
+                    }
+                    copied
+                });
+            match written {
                 Ok(()) => {
                     self.clear_fault(&area);
                     if let Part::Workspace(tasks) = &mut self.part {

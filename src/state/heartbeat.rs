@@ -3,7 +3,7 @@
 //! files). This module owns the file's format, writing it (atomically, or in place when the disk
 //! has no room for a temp file) and reading it back, whether a process id is alive, and which
 //! process it is (its start time). It must not decide when to beat (the daemon's timer does) or
-//! what "live" means (`referee status` does).
+//! what "live" means ([`super::live`] does).
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
@@ -13,8 +13,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::attach::DirId;
-use crate::outputs::{write_atomic_as, Durability};
+use super::dir_id::DirId;
+use crate::atomic::{write_atomic_as, Durability};
 
 /// The heartbeat's file name in the build directory.
 pub const HEARTBEAT_FILE: &str = "OBSERVER-HEARTBEAT.json";
@@ -86,7 +86,7 @@ impl Heartbeat {
 pub enum Written {
     /// Temp file and rename, as every file of the referee's; says what someone else had put at
     /// its name (tamper).
-    Atomic(crate::outputs::Written),
+    Atomic(crate::atomic::Written),
     /// The atomic write failed (its cause here), typically a full disk with no room for the temp
     /// file; the existing heartbeat was overwritten in place, which needs no new block. A reader
     /// catching it half-written cannot parse it, and an unparsable heartbeat is not live.
@@ -98,7 +98,7 @@ const IN_PLACE_MAX: usize = 4096;
 
 /// Writes the heartbeat: atomically, or failing that in place over the previous one.
 pub fn write(
-    dir: &(impl crate::outputs::AsOutDir + ?Sized),
+    dir: &(impl crate::atomic::AsOutDir + ?Sized),
     hb: &Heartbeat,
 ) -> std::io::Result<Written> {
     let mut text = serde_json::to_string_pretty(hb).map_err(std::io::Error::other)?;

@@ -1,6 +1,6 @@
 //! The referee's memory of what it saw and in which order (issue 16 §5): a time written by the
 //! watched side (a file's mtime, a tracker timestamp) is a claim; the order in which the
-//! referee saw things appear is evidence. A check that orders times ([`crate::checks`]'s
+//! referee saw things appear is evidence. A check that orders times (the checks'
 //! `time_order`) also orders what the referee saw, and an order it saw the other way round
 //! fails the check whatever the claims say: `touch -d` on an auditor report, or a back-dated
 //! `EXPERIENTIAL_SCAN` filled in after the auditors were spawned, does not lift a STOP.
@@ -13,7 +13,7 @@
 //! or value is new (a real re-run, or a re-recorded time, is judged anew).
 //!
 //! The record lives in the state directory (SPEC §8: [`SEEN_FILE`]), so a restart keeps it and
-//! the watched side cannot edit it. `watch` keeps it ([`crate::daemon`] notes what it looks at
+//! the watched side cannot edit it. `watch` keeps it (the daemon notes what it looks at
 //! before each judgment); `verify` reads it, read-only, when the state directory holds one —
 //! so a human re-running the checks agrees with the referee that watched — and judges by the
 //! claims alone when there is none. This module only keeps the record; it must not judge, scan

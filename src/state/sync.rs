@@ -11,7 +11,7 @@
 //! (exit 3), never a `go`. `status` then removes its token and answers as usual.
 //!
 //! This module owns the token's name and the acknowledgement file; the daemon decides when to
-//! acknowledge, and [`crate::status`] when to ask.
+//! acknowledge, and `referee status` when to ask.
 
 use std::io::{self, Read};
 use std::path::Path;

@@ -1,6 +1,8 @@
 //! The referee's own memory, kept outside the directory it watches (SPEC §8): whatever the
 //! pipeline or worker can write is hostile, so what the referee must be able to trust lives in a
-//! state directory it alone can write.
+//! state directory it alone can write. Both the one-shot commands (`verify`, `status`, the hooks,
+//! MCP) and the daemon read and write it through this module and its rooms, one writer for each
+//! thing kept: the daemon is one of its users, never its owner.
 //!
 //! Where: `--state-dir DIR` (with `watch --root`, `DIR/<name>` per build); by default
 //! `$XDG_STATE_HOME/referee/<name>`, else `$HOME/.local/state/referee/<name>`. `<name>` is the
@@ -8,26 +10,36 @@
 //! of its canonical path, device and inode: a directory deleted and re-created at the same path
 //! gets a new memory, never the old one's.
 //!
-//! Layout (the same names as in the watched directory, so a person finds their way):
+//! Layout (the same names as in the watched directory, so a person finds their way), and the
+//! room that owns each:
 //!
 //! ```text
-//! <state dir>/                        mode 0700, owned by the referee's euid
+//! <state dir>/                        mode 0700, owned by the referee's euid (this module)
 //!   WATCHED                           the canonical path watched (for people; never read back)
-//!   OBSERVER-EVENTS.jsonl             the event log a restart resumes from; `flock`ed while live
-//!   OBSERVER-HEARTBEAT.json           the heartbeat `status --require-live` believes
+//!   OBSERVER-EVENTS.jsonl             the event log a restart resumes from; `flock`ed while live ([`lock`])
+//!   OBSERVER-HEARTBEAT.json           the heartbeat `status --require-live` believes ([`heartbeat`], [`live`])
 //!   OBSERVER-STOP.md                  exists exactly while a STOP stands
-//!   OBSERVER-SEEN.json                D10: what the referee saw, by round ([`crate::observed`])
-//!   OBSERVER-RUN.json                 how the live run was started ([`crate::started`])
-//!   OBSERVER-SYNCED.json              `status --sync` tokens acknowledged ([`crate::sync`])
+//!   OBSERVER-SEEN.json                D10: what the referee saw, by round ([`observed`])
+//!   OBSERVER-RUN.json                 how the live run was started ([`run`])
+//!   OBSERVER-SYNCED.json              `status --sync` tokens acknowledged ([`sync`])
 //!   OBSERVER-VERDICT-<task>.json/.md  code-change: each task's latest verdict
-//!   attempts/<task>/<n>.json, .diff   code-change: every judged attempt (the loop guards' memory)
-//!   attempts/.index                   a shortcut to reading them all ([`crate::attempts::INDEX_FILE`])
+//!   attempts/<task>/<n>.json, .diff   code-change: every judged attempt, the loop guards' memory ([`attempts`])
+//!   attempts/.index                   a shortcut to reading them all ([`attempts::INDEX_FILE`])
 //!   baseline/tree/…, baseline/COMPLETE  code-change: the start snapshot of a non-git workspace
 //! ```
 //!
 //! The copies in the watched directory (`OBSERVER-*` in BUILD_DIR, `WORKSPACE/.referee/`) are for
 //! the people and tools that read them there; the daemon restores them when someone else touches
-//! them. This module only finds, creates and vets the directory; it must not write into it.
+//! them. This module finds, creates and vets the directory; what is kept in it is its rooms'.
+
+pub mod attempts;
+pub mod dir_id;
+pub mod heartbeat;
+pub mod live;
+pub mod lock;
+pub mod observed;
+pub mod run;
+pub mod sync;
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,442 @@
+//! Whether a live referee keeps a directory: what `status --require-live` answers, what
+//! `verify --write` and the agents' hooks refuse to write under, and what a heartbeat must prove.
+//!
+//! "Live" is strict, because a wrong "go" lets a pipeline past a failure nobody saw: the
+//! heartbeat parses; its interval is sane (more than 0, at most a day); its last beat is neither
+//! stale (3 × the interval) nor from the future; it was written for this directory (same device,
+//! inode and birth time, same canonical path: not a copy, not a directory re-created or renamed
+//! into place); its pid is running and is the process that wrote it (same start time, not a
+//! recycled pid), and not stopped (`SIGSTOP`); its state is `watching` (not `finished` or
+//! `faulted`); and the state directory's event log is locked (the live daemon holds it,
+//! [`super::lock`]).
+//!
+//! This module owns that decision and its reasons. It only reads the referee's own files (never
+//! opening anything but a small regular file) and `/proc/PID/stat`, and writes nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::dir_id::DirId;
+use super::heartbeat::{self, Heartbeat};
+
+/// The staleness threshold when the heartbeat does not say its interval.
+pub const DEFAULT_STALE: Duration = Duration::from_secs(10);
+
+/// How many intervals without a beat make a heartbeat stale.
+pub const STALE_INTERVALS: u32 = 3;
+
+/// The shortest heartbeat interval believed, and the shortest `watch --heartbeat` takes: a
+/// shorter one would make a heartbeat stale between two reads of the clock.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The longest heartbeat interval believed: a beat a day proves nothing about the last hour.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
+
+/// How far in the future a beat may be stamped (the writer and this reader share a clock unless
+/// the directory is on a network file system; beyond this it is skew or a forgery).
+pub const FUTURE_TOLERANCE: Duration = Duration::from_secs(2);
+
+/// What the heartbeat says, judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Liveness {
+    /// A live referee watches this directory and holds no STOP.
+    Live,
+    /// A live referee holds a STOP it could not write (its faults, for the message).
+    StopWanted(Vec<String>),
+    /// No live referee watches this directory: why.
+    NotLive(String),
+}
+
+/// The process a heartbeat names, as this system sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proc {
+    /// Not running (or a zombie).
+    Gone,
+    /// Running; its start time in clock ticks after boot, when `/proc` shows it.
+    Running(Option<u64>),
+    /// Stopped (`SIGSTOP`, a debugger): it exists but referees nothing.
+    Stopped,
+}
+
+/// What the directory asked about is, now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Here {
+    pub dir: DirId,
+    pub canon: PathBuf,
+    /// Whether this system shows process start times (`/proc`), so one must match.
+    pub proc_times: bool,
+}
+
+/// Why `dir` (kept in the state directory `state`) has a live referee, if it has one: the event
+/// log's lock is held, or the heartbeat is fresh (not finished) and its pid runs.
+pub fn referee(dir: &Path, state: &Path) -> Option<String> {
+    if super::lock::locked_by_other(state) {
+        return Some(format!(
+            "another process holds the lock on `{}`",
+            state.join(super::lock::EVENTS_FILE).display()
+        ));
+    }
+    watched_by(dir, state)
+}
+
+/// Whether a live referee keeps `state` for the directory `here`: its heartbeat judged
+/// ([`judge`]) and the event log's lock held by another process.
+pub fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Liveness {
+    let verdict = match heartbeat::read(state) {
+        Ok(hb) => judge(&hb, here, Utc::now(), stale, &process),
+        Err(e) => Liveness::NotLive(crate::error::chain(&e)),
+    };
+    if !matches!(verdict, Liveness::NotLive(_)) && !super::lock::locked_by_other(state) {
+        return Liveness::NotLive(format!(
+            "no process holds the lock on the event log in the state directory `{}` (the heartbeat was not written by a live referee)",
+            state.display()
+        ));
+    }
+    verdict
+}
+
+/// Why a live referee watches `dir` now, judged exactly as `status --require-live` judges it;
+/// `None` when none does (`verify --write` refuses a directory a live referee owns).
+pub fn watched_by(dir: &Path, state: &Path) -> Option<String> {
+    let here = Here::of(dir).ok()?;
+    let hb = heartbeat::read(state).ok()?;
+    match judge(&hb, &here, Utc::now(), None, &process) {
+        Liveness::NotLive(_) => None,
+        Liveness::Live | Liveness::StopWanted(_) => Some(format!(
+            "`{}` is fresh and pid {} runs",
+            heartbeat::HEARTBEAT_FILE,
+            hb.pid
+        )),
+    }
+}
+
+impl Here {
+    /// What `dir` names now: its identity and canonical path.
+    pub fn of(dir: &Path) -> Result<Here, LookError> {
+        let path = dir.display().to_string();
+        let meta = std::fs::metadata(dir).map_err(|source| LookError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if !meta.is_dir() {
+            return Err(LookError::NotDir { path });
+        }
+        let canon = std::fs::canonicalize(dir).map_err(|source| LookError::Io { path, source })?;
+        Ok(Here {
+            dir: DirId::from_meta(&meta),
+            canon,
+            proc_times: heartbeat::has_proc(),
+        })
+    }
+}
+
+/// Why the directory asked about cannot be looked at.
+#[derive(Debug, thiserror::Error)]
+pub enum LookError {
+    #[error("cannot read build directory `{path}`")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` is not a directory")]
+    NotDir { path: String },
+}
+
+/// The running process with this pid, as `/proc` shows it.
+pub fn process(pid: u32) -> Proc {
+    if heartbeat::pid_alive(pid) {
+        if heartbeat::proc_stopped(pid) {
+            return Proc::Stopped;
+        }
+        Proc::Running(heartbeat::proc_start(pid))
+    } else {
+        Proc::Gone
+    }
+}
+
+fn secs(d: chrono::TimeDelta) -> f64 {
+    d.num_milliseconds() as f64 / 1000.0
+}
+
+/// Judges a heartbeat against the directory it was found in, the clock and the process table.
+/// Pure apart from `procs`, so every way of not being live is tested without processes.
+pub fn judge(
+    hb: &Heartbeat,
+    here: &Here,
+    now: DateTime<Utc>,
+    stale: Option<Duration>,
+    procs: &dyn Fn(u32) -> Proc,
+) -> Liveness {
+    let no = |why: String| Liveness::NotLive(why);
+    let pid = hb.pid;
+    // Said first: a referee that finished has no process left to check.
+    if hb.state == heartbeat::FINISHED {
+        return no(format!(
+            "the referee (pid {pid}) finished at {}",
+            hb.last_beat
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ));
+    }
+    let Some(interval) = hb.interval().filter(|i| {
+        (MIN_INTERVAL..=MAX_INTERVAL).contains(i) && hb.interval_secs <= MAX_INTERVAL.as_secs_f64()
+    }) else {
+        return no(format!(
+            "its heartbeat interval `{}` s is not believable (from 0.05 s to a day; pid {pid})",
+            hb.interval_secs
+        ));
+    };
+    let tolerance = chrono::TimeDelta::from_std(FUTURE_TOLERANCE).unwrap_or_default();
+    if hb.last_beat > now + tolerance {
+        return no(format!(
+            "its last beat is stamped {:.1} s in the future (clock skew or a forged heartbeat; pid {pid})",
+            secs(hb.last_beat - now)
+        ));
+    }
+    if hb.started > hb.last_beat + tolerance {
+        return no(format!(
+            "it says the referee started after its last beat (a forged or damaged heartbeat; pid {pid})"
+        ));
+    }
+    let threshold = stale.unwrap_or(interval * STALE_INTERVALS);
+    let age = (now - hb.last_beat).to_std().unwrap_or(Duration::ZERO);
+    if age > threshold {
+        return no(format!(
+            "the last heartbeat is {:.1} s old (stale after {:.1} s; pid {pid})",
+            age.as_secs_f64(),
+            threshold.as_secs_f64(),
+        ));
+    }
+    match &hb.dir {
+        None => {
+            return no(format!(
+                "its heartbeat records no directory identity (written by an older referee?; pid {pid})"
+            ))
+        }
+        Some(id) if !id.same(&here.dir) => {
+            return no(format!(
+                "its heartbeat was written for another directory ({id}), not the one now at `{}` ({}): \
+the directory was re-created, copied or replaced, and the referee is not watching it",
+                here.canon.display(),
+                here.dir
+            ))
+        }
+        Some(_) => {}
+    }
+    // Compared as the heartbeat records it (a non-UTF-8 name is lossy on both sides alike).
+    if hb.build_dir != here.canon.display().to_string() {
+        return no(format!(
+            "the referee watches `{}`, not `{}` (the directory was renamed or moved)",
+            hb.build_dir,
+            here.canon.display()
+        ));
+    }
+    match procs(pid) {
+        Proc::Gone => return no(format!("its process (pid {pid}) is not running")),
+        Proc::Stopped => {
+            return no(format!(
+                "its process (pid {pid}) is stopped (SIGSTOP or a debugger): it referees nothing"
+            ))
+        }
+        Proc::Running(now_start) if here.proc_times => match (hb.proc_start, now_start) {
+            (None, _) => {
+                return no(format!(
+                    "its heartbeat records no process start time, so pid {pid} cannot be told from a recycled pid"
+                ))
+            }
+            (Some(_), None) => {
+                return no(format!(
+                    "pid {pid} runs but its start time cannot be read, so it cannot be told from a recycled pid"
+                ))
+            }
+            (Some(want), Some(got)) if want != got => {
+                return no(format!(
+                    "pid {pid} runs but is another process (started at tick {got}, the referee at tick {want}): a recycled pid"
+                ))
+            }
+            _ => {}
+        },
+        Proc::Running(_) => {}
+    }
+    if hb.stop_wanted {
+        return Liveness::StopWanted(hb.faults.clone());
+    }
+    match hb.state.as_str() {
+        heartbeat::WATCHING => Liveness::Live,
+        heartbeat::FAULTED => no(format!(
+            "the referee (pid {pid}) is faulted: {}",
+            if hb.faults.is_empty() {
+                "(no detail)".to_string()
+            } else {
+                hb.faults.join("; ")
+            }
+        )),
+        other => no(format!("unknown heartbeat state `{other}` (pid {pid})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::heartbeat::{write, ProtocolRef};
+
+    /// A heartbeat as this process's own referee would write it for `dir`.
+    fn hb(dir: &Path, age: Duration, state: &str) -> Heartbeat {
+        let last = Utc::now() - chrono::Duration::from_std(age).unwrap();
+        Heartbeat {
+            pid: std::process::id(),
+            started: last,
+            last_beat: last,
+            interval_secs: 2.0,
+            protocol: ProtocolRef {
+                id: "d10".into(),
+                sha256: "x".into(),
+            },
+            state: state.into(),
+            stop: false,
+            stop_wanted: false,
+            faults: Vec::new(),
+            build_dir: std::fs::canonicalize(dir).unwrap().display().to_string(),
+            dir: Some(DirId::of(dir).unwrap()),
+            proc_start: heartbeat::proc_start(std::process::id()),
+            trace_id: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_stopped_process_is_not_live() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let h = hb(d, Duration::ZERO, heartbeat::WATCHING);
+        let here = Here::of(d).unwrap();
+        assert!(verdict(&h, &here, &|_| Proc::Stopped).contains("stopped"));
+    }
+
+    fn verdict(h: &Heartbeat, here: &Here, procs: &dyn Fn(u32) -> Proc) -> String {
+        match judge(h, here, Utc::now(), None, procs) {
+            Liveness::Live => "live".into(),
+            Liveness::StopWanted(_) => "stop".into(),
+            Liveness::NotLive(why) => why,
+        }
+    }
+
+    #[test]
+    fn only_a_sane_heartbeat_from_this_directory_and_this_process_is_live() {
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("b");
+        std::fs::create_dir(&d).unwrap();
+        let here = Here::of(&d).unwrap();
+        let good = hb(&d, Duration::ZERO, heartbeat::WATCHING);
+        let start = good.proc_start;
+        let running = move |_| Proc::Running(start);
+        assert_eq!(verdict(&good, &here, &running), "live");
+
+        let bad = |f: &dyn Fn(&mut Heartbeat)| {
+            let mut h = good.clone();
+            f(&mut h);
+            verdict(&h, &here, &running)
+        };
+        let future = Utc::now() + chrono::Duration::seconds(3600);
+        assert!(bad(&|h| h.last_beat = future).contains("future"));
+        assert!(bad(&|h| h.started = future).contains("started after its last beat"));
+        for absurd in [
+            0.0,
+            -2.0,
+            f64::NAN,
+            f64::INFINITY,
+            86_401.0,
+            1e300,
+            5e-324,
+            0.049,
+        ] {
+            assert!(
+                bad(&|h| h.interval_secs = absurd).contains("not believable"),
+                "interval {absurd}"
+            );
+        }
+        // A day is the most believed: then a beat 2 days old is stale.
+        assert!(bad(&|h| {
+            h.interval_secs = 86_400.0;
+            h.last_beat = Utc::now() - chrono::Duration::days(4);
+            h.started = h.last_beat;
+        })
+        .contains("stale"));
+        assert!(bad(&|h| h.dir = None).contains("no directory identity"));
+        assert!(bad(&|h| {
+            if let Some(id) = &mut h.dir {
+                id.ino += 1;
+            }
+        })
+        .contains("another directory"));
+        assert!(bad(&|h| h.build_dir = "/elsewhere".into()).contains("renamed"));
+        assert!(bad(&|h| h.state = heartbeat::FINISHED.into()).contains("finished"));
+        assert!(bad(&|h| h.state = "detached".into()).contains("unknown"));
+        assert!(bad(&|h| h.state = "sleeping".into()).contains("unknown"));
+        assert!(bad(&|h| {
+            h.state = heartbeat::FAULTED.into();
+            h.faults = vec!["cannot write `OBSERVER-PASS-2.md`".into()];
+        })
+        .contains("OBSERVER-PASS-2.md"));
+        assert_eq!(
+            bad(&|h| {
+                h.state = heartbeat::FAULTED.into();
+                h.stop_wanted = true;
+            }),
+            "stop"
+        );
+
+        // The process: gone, recycled (alive, another start time), or unverifiable.
+        assert!(verdict(&good, &here, &|_| Proc::Gone).contains("not running"));
+        if here.proc_times {
+            let other = |_| Proc::Running(Some(start.unwrap_or(0) + 1));
+            assert!(verdict(&good, &here, &other).contains("recycled pid"));
+            assert!(verdict(&good, &here, &|_| Proc::Running(None)).contains("cannot be told"));
+            assert!(bad(&|h| h.proc_start = None).contains("no process start time"));
+            // The real process table: pid 1 is alive but is not this process.
+            let mut init = good.clone();
+            init.pid = 1;
+            assert!(verdict(&init, &here, &process).contains("recycled pid"));
+        }
+        assert_eq!(verdict(&good, &here, &process), "live");
+
+        // The same heartbeat found in a copy of the directory, or after it was re-created.
+        let copy = root.path().join("copy");
+        std::fs::create_dir(&copy).unwrap();
+        let there = Here::of(&copy).unwrap();
+        assert!(verdict(&good, &there, &running).contains("another directory"));
+        std::fs::remove_dir(&d).unwrap();
+        std::fs::create_dir(&d).unwrap();
+        let recreated = Here::of(&d).unwrap();
+        if recreated.dir.born_ns.is_some() || recreated.dir.ino != here.dir.ino {
+            assert!(verdict(&good, &recreated, &running).contains("another directory"));
+        }
+    }
+
+    #[test]
+    fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let beat = |pid: u32, state: &str, age: u64| {
+            let mut h = hb(d, Duration::from_secs(age), state);
+            h.pid = pid;
+            write(d, &h).unwrap();
+        };
+        assert_eq!(referee(d, d), None, "nothing there");
+        beat(std::process::id(), heartbeat::WATCHING, 0);
+        let why = referee(d, d).unwrap();
+        assert!(why.contains("is fresh and pid"), "{why}");
+        beat(std::process::id(), heartbeat::FINISHED, 0);
+        assert_eq!(referee(d, d), None, "finished");
+        beat(std::process::id(), heartbeat::WATCHING, 60);
+        assert_eq!(referee(d, d), None, "stale");
+        beat(0, heartbeat::WATCHING, 0);
+        assert_eq!(referee(d, d), None, "no such pid");
+        let log = super::super::lock::lock(d).unwrap();
+        let why = referee(d, d).unwrap();
+        assert!(why.contains("holds the lock"), "{why}");
+        drop(log);
+        assert_eq!(referee(d, d), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! Who owns a state directory: the live `referee watch` holds an exclusive `flock` on its event
+//! log ([`EVENTS_FILE`]) for as long as it runs (the kernel lets go when the process dies), so a
+//! second referee on the same directory is refused, and a one-shot command can ask whether a
+//! live referee is here ([`locked_by_other`]) without a daemon of its own.
+//!
+//! This module owns the log's name, opening it as a regular file only (`O_NOFOLLOW`,
+//! `O_NONBLOCK`: a symlink or FIFO planted at its name is moved aside, never followed or
+//! read), and the lock. What the log holds, appending to it and resuming from it, is the
+//! daemon's journal.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use chrono::Utc;
+
+use crate::atomic::{move_aside, Foreign};
+
+/// The event log's file name, in the state directory (and its copy in the watched directory).
+pub const EVENTS_FILE: &str = "OBSERVER-EVENTS.jsonl";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("another referee is already watching this directory (it holds the lock on `{path}`); stop it first")]
+    Busy { path: String },
+    #[error("cannot open `{path}`: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The event log, opened (created when missing) and locked by this process until it is closed.
+#[derive(Debug)]
+pub struct Locked {
+    pub file: File,
+    /// What someone else had put at the log's name (a symlink, FIFO, directory …), and where it
+    /// was moved aside to; a new log was started in its place.
+    pub moved_aside: Option<(Foreign, PathBuf)>,
+}
+
+/// Opens the log without following a symlink or blocking on a FIFO; only a regular file is used.
+fn open_regular(path: &Path, create: bool) -> io::Result<Result<File, Foreign>> {
+    let mut o = OpenOptions::new();
+    o.read(true)
+        .append(true)
+        // O_NOFOLLOW: a symlink at the name fails (ELOOP) instead of redirecting the writes;
+        // O_NONBLOCK: a FIFO there cannot hang the open (a regular file ignores the flag).
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    if create {
+        o.create(true);
+    }
+    let file = match o.open(path) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(Foreign::Symlink)),
+        // A directory (EISDIR), a socket (ENXIO) …: say what is there rather than fail on it.
+        Err(e) => match std::fs::symlink_metadata(path)
+            .ok()
+            .and_then(|m| Foreign::of(&m))
+        {
+            Some(found) => return Ok(Err(found)),
+            None => return Err(e),
+        },
+    };
+    match Foreign::of(&file.metadata()?) {
+        None => Ok(Ok(file)),
+        Some(f) => Ok(Err(f)),
+    }
+}
+
+/// Opens (creating) and locks the event log in the state directory `dir`.
+///
+/// The lock is an exclusive `flock` held for the life of the returned file, so a second referee
+/// on the same directory is refused ([`LockError::Busy`]). Anything but a regular file at the
+/// log's name is never followed or read: it is moved aside
+/// (`OBSERVER-EVENTS.jsonl.tampered-<time>`) and a new log started, which the caller records as
+/// tamper.
+pub fn lock(dir: &Path) -> Result<Locked, LockError> {
+    let path = dir.join(EVENTS_FILE);
+    let io_err = |source: io::Error| LockError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut moved_aside = None;
+    let file = match open_regular(&path, true).map_err(io_err)? {
+        Ok(f) => f,
+        Err(found) => {
+            let to = move_aside(dir, EVENTS_FILE, &Utc::now()).map_err(io_err)?;
+            moved_aside = Some((found, to));
+            match open_regular(&path, true).map_err(io_err)? {
+                Ok(f) => f,
+                // Planted again in between: give up rather than loop.
+                Err(again) => {
+                    return Err(io_err(io::Error::other(format!(
+                        "`{EVENTS_FILE}` is {} (put there by someone else)",
+                        again.describe()
+                    ))))
+                }
+            }
+        }
+    };
+    // `flock(LOCK_EX | LOCK_NB)` on Linux, held until the file is closed.
+    match file.try_lock() {
+        Ok(()) => Ok(Locked { file, moved_aside }),
+        Err(TryLockError::WouldBlock) => Err(LockError::Busy {
+            path: path.display().to_string(),
+        }),
+        Err(TryLockError::Error(e)) => Err(io_err(e)),
+    }
+}
+
+/// Whether another process holds the log's lock (a live `referee watch` keeps `dir`). Opens the
+/// log read-only without creating, following or blocking; absent or not a regular file: no.
+pub fn locked_by_other(dir: &Path) -> bool {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(dir.join(EVENTS_FILE))
+    else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    // A shared, non-blocking try, released when `file` is closed.
+    matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_is_refused_and_seen_from_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!locked_by_other(dir.path()), "no log yet");
+        let held = lock(dir.path()).unwrap();
+        assert!(held.moved_aside.is_none());
+        assert!(locked_by_other(dir.path()));
+        assert!(matches!(lock(dir.path()), Err(LockError::Busy { .. })));
+        drop(held);
+        assert!(!locked_by_other(dir.path()));
+        assert!(lock(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_symlink_at_the_log_is_moved_aside_never_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = root.path().join("elsewhere");
+        std::fs::write(&elsewhere, "theirs").unwrap();
+        let dir = root.path().join("state");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join(EVENTS_FILE)).unwrap();
+        assert!(!locked_by_other(&dir), "a link is never opened");
+        let held = lock(&dir).unwrap();
+        let (found, to) = held.moved_aside.clone().unwrap();
+        assert_eq!(found, Foreign::Symlink);
+        assert!(std::fs::symlink_metadata(&to).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "theirs");
+        assert!(std::fs::symlink_metadata(dir.join(EVENTS_FILE))
+            .unwrap()
+            .is_file());
+    }
+}
