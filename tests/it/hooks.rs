@@ -634,6 +634,9 @@ fn pre_tool_use_denies_the_shell_forms_that_used_to_get_through() {
         "cp src/app.py src/app_backup.py",
         "rm -rf build dist",
         "cat src/orchestrator.py | wc -l",
+        // Putting a protected file back, as a blocked stop asks, is no write to deny.
+        "git checkout -- src/orchestrator.py",
+        "git restore src/orchestrator.py",
     ];
     for cmd in allowed {
         w.hook_with(CC, "pre-tool-use-bash.json", &[], |v| {

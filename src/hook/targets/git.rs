@@ -30,31 +30,30 @@ impl Shell {
         let saved = std::mem::replace(&mut self.cwd, cwd);
         let anywhere = Val::any();
         let has = |o: &[&str]| rest.iter().any(|a| o.contains(&a.opt()));
-        let paths_after_dashes = |rest: &[Val]| -> Option<Vec<Val>> {
-            rest.iter()
-                .position(|a| a.opt() == "--")
-                .map(|p| rest[p + 1..].to_vec())
-        };
         match sub.as_str() {
+            // Putting files back as `HEAD` or the index has them is how an agent restores a
+            // protected path (what a blocked stop asks of it): not a write. Another revision's
+            // content is.
             "checkout" => {
-                if let Some(paths) = paths_after_dashes(rest) {
-                    for p in paths {
-                        self.write(&p, by);
+                let valued = ["-b", "-B", "--orphan", "--conflict"];
+                if let Some(dashes) = rest.iter().position(|a| a.opt() == "--") {
+                    let revs = operands(&rest[..dashes], &valued);
+                    if !revs.iter().all(is_head) {
+                        for p in &rest[dashes + 1..] {
+                            self.write(p, by);
+                        }
                     }
                 } else {
-                    let ops = operands(rest, &["-b", "-B", "--orphan", "--conflict"]);
+                    let ops = operands(rest, &valued);
                     let new_branch = has(&["-b", "-B", "--orphan"]);
                     match ops.split_first() {
                         // `git checkout -b NEW`: no file changes.
                         None => {}
                         Some((_, [])) if new_branch => {}
-                        Some((first, more)) if self.exists(first) => {
-                            self.write(first, by);
-                            for p in more {
-                                self.write(p, by);
-                            }
-                        }
-                        // `git checkout REV PATH…`
+                        // `git checkout PATH…`: from the index.
+                        Some((first, _)) if self.exists(first) => {}
+                        // `git checkout HEAD PATH…`: put back; `git checkout REV PATH…`: written.
+                        Some((rev, paths)) if !paths.is_empty() && !new_branch && is_head(rev) => {}
                         Some((_, paths)) if !paths.is_empty() && !new_branch => {
                             for p in paths {
                                 self.write(p, by);
@@ -67,7 +66,8 @@ impl Shell {
             }
             "restore" => {
                 let staged_only = has(&["--staged", "-S"]) && !has(&["--worktree", "-W"]);
-                if !staged_only {
+                let source = option_values(rest, &["-s", "--source"]);
+                if !staged_only && !source.iter().all(is_head) {
                     if has(&["--pathspec-from-file"]) {
                         self.write(&anywhere, by);
                     }
@@ -101,7 +101,12 @@ impl Shell {
             "am" | "merge" | "rebase" | "pull" | "cherry-pick" | "revert" => {
                 self.write(&anywhere, by);
             }
-            "reset" if has(&["--hard", "--merge", "--keep"]) => self.write(&anywhere, by),
+            "reset"
+                if has(&["--hard", "--merge", "--keep"])
+                    && !operands(rest, &[]).iter().all(is_head) =>
+            {
+                self.write(&anywhere, by)
+            }
             "stash"
                 if rest
                     .first()
@@ -245,6 +250,11 @@ impl Shell {
         f.take(MAX_PATCH).read_to_string(&mut s).ok()?;
         Some(s)
     }
+}
+
+/// `HEAD` itself (`@` is its short name).
+fn is_head(rev: &Val) -> bool {
+    matches!(rev.lit(), Some("HEAD" | "@"))
 }
 
 /// The paths a unified or git diff names (`--- a/x`, `+++ b/x`, `diff --git a/x b/y`,

@@ -94,7 +94,7 @@ fn the_working_directory_follows_cd_and_stays_in_subshells() {
         ["pattern */orchestrator.py"]
     );
     assert_eq!(names("env -C src touch a"), ["src/a"]);
-    assert_eq!(names("git -C src checkout -- a.py"), ["src/a.py"]);
+    assert_eq!(names("git -C src checkout main -- a.py"), ["src/a.py"]);
 }
 
 #[test]
@@ -113,12 +113,19 @@ fn variables_assigned_on_the_line_are_known_the_rest_are_not() {
 #[test]
 fn git_forms_that_write_the_work_tree() {
     assert_eq!(names("git checkout HEAD~1 -- f"), ["f"]);
-    assert_eq!(names("git checkout -- a b"), ["a", "b"]);
+    assert_eq!(names("git checkout main -- a b"), ["a", "b"]);
+    // Put back as HEAD or the index has it: how a protected path is restored, not a write.
+    assert!(names("git checkout -- a b").is_empty());
+    assert!(names("git checkout HEAD -- a").is_empty());
+    assert!(names("git restore a").is_empty());
+    assert!(names("git restore --source=HEAD a").is_empty());
+    assert!(names("git reset --hard").is_empty());
+    assert!(names("git reset --hard HEAD").is_empty());
     assert_eq!(names("git checkout main"), ["pattern *"]);
+    assert_eq!(names("git checkout HEAD~1 f"), ["f"]);
     assert!(names("git checkout -b topic").is_empty());
     assert_eq!(names("git rm f"), ["f"]);
     assert!(names("git rm --cached f").is_empty());
-    assert_eq!(names("git restore f"), ["f"]);
     assert_eq!(names("git restore --source HEAD~2 f"), ["f"]);
     assert!(names("git restore --staged f").is_empty());
     assert_eq!(names("git mv a b"), ["b", "a"]);
@@ -291,4 +298,29 @@ fn paths_are_made_relative_to_the_workspace_or_left_out() {
     );
     assert_eq!(relative(root, root, "/etc/passwd"), None);
     assert_eq!(relative(root, root, "../outside"), None);
+}
+
+#[test]
+fn honest_commands_in_full_bash_syntax_write_nothing_protected() {
+    // Parsed, not refused: a refused command would count `src/orchestrator.py` as written.
+    for cmd in [
+        "set -euo pipefail; for f in $(git ls-files '*.py'); do python3 -m py_compile \"$f\"; done",
+        "grep -rn \"ROLES\" src/ | head -20 && cat src/orchestrator.py",
+        "python3 - <<'PY'\nprint(open('src/orchestrator.py').read())\nPY",
+        "[[ -f src/orchestrator.py ]] && echo yes || echo no",
+        "a=(1 2 3); echo \"${a[@]}\" \"${x:-default}\" $((1+2))",
+        "diff <(sort src/orchestrator.py) <(sort src/app.py)",
+        "while IFS= read -r line; do echo \"$line\"; done < src/orchestrator.py",
+        "case \"$1\" in a) echo a;; *) echo b;; esac",
+        "git diff HEAD -- src/orchestrator.py | cat",
+        "npm test 2>&1 | tail -n 20",
+        "if [ -n \"${CI:-}\" ]; then echo ci; fi; test -r src/orchestrator.py",
+        "cd src && ls -la && wc -l orchestrator.py app.py",
+    ] {
+        let got = names(cmd);
+        assert!(
+            got.iter().all(|n| !n.contains("orchestrator")),
+            "{cmd}: {got:?}"
+        );
+    }
 }
