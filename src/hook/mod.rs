@@ -1,7 +1,9 @@
-//! Agent hooks (`referee hook claude-code|codex`, issue 18): the referee where a coding agent
-//! works. The agent runs the hook with one JSON payload on stdin per event; the answer is the
-//! agent's documented JSON on stdout (exit 0), or exit 2 with the reason on stderr when the
-//! payload itself cannot be read.
+//! Agent hooks (`referee hook claude-code|codex|gemini|cursor|copilot|openhands`, issues 18
+//! and 32): the referee where a coding agent works. The agent runs the hook with one JSON payload
+//! on stdin per event; the answer is what that agent documents that it reads (JSON on stdout,
+//! an exit code). Each agent's module reads its payload into one vocabulary (Claude Code's event
+//! and tool names) and writes the referee's [`Answer`] in its own form; the judgment in between
+//! knows no agent.
 //!
 //! - `Stop` / `SubagentStop`: the workspace is judged as it stands against the referee's
 //!   baseline ([`crate::judge::attempt`]). With no pending task record from the agent, the whole
@@ -15,9 +17,9 @@
 //! - `SessionStart`: the baseline is pinned (HEAD of a git work tree, else a start snapshot), so
 //!   the session is measured from where it began. Without it, the first hook call pins it.
 //! - `PreToolUse`: an advisory deny of a write to a protected path (Write/Edit/MultiEdit, a Codex
-//!   `apply_patch`, a shell command whose target is obvious: [`targets`]).
-//! - `PostToolUse`: feedback on what the edit broke (a failing check naming the edited file:
-//!   syntax, secrets, a protected path).
+//!   `apply_patch`, a shell command parsed for what it may write: [`targets`]).
+//! - `PostToolUse`: feedback on what the call broke (a failing check on a path that call changed:
+//!   syntax, secrets, a protected path; `seen` keeps what the last call saw).
 //!
 //! Fail closed: a payload that cannot be read, a workspace or state directory that cannot be
 //! opened, or a judgment that does not finish within `--timeout` blocks the stop with the
@@ -26,8 +28,10 @@
 //! written into the workspace; the state directory holds the pin, the kept attempts, the
 //! verdicts and the STOP.
 //!
-//! Here: the payload, the answer and the dispatch; the stop's answer in `stop`, the tool calls'
-//! in `tool`, what the agent is told in `reason`, the shell's write targets in [`targets`].
+//! Here: the payload, the answer and the dispatch; each agent's format in `claude` (Claude Code
+//! and Codex), `gemini`, `cursor`, `copilot` and `openhands`; the stop's answer in `stop`, the
+//! tool calls' in `tool`, what the agent is told in `reason`, the shell's write targets in
+//! [`targets`].
 
 mod claude;
 mod copilot;

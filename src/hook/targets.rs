@@ -51,16 +51,28 @@ const MAX_PATCH: u64 = 8 << 20;
 
 /// The files a shell `command` run in `cwd` (absolute) writes, as far as its text tells.
 pub fn shell(command: &str, cwd: &Path) -> Vec<Write> {
+    read(command, cwd).out
+}
+
+/// Whether `command` certainly writes no file: every command in it is known, none writes, and
+/// no redirection does. A call like that needs no judgment after it runs.
+pub fn writes_nothing(command: &str, cwd: &Path) -> bool {
+    let sh = read(command, cwd);
+    !sh.opaque && sh.out.is_empty()
+}
+
+fn read(command: &str, cwd: &Path) -> Shell {
     let mut sh = Shell {
         cwd: Dir::Known(normalise(cwd)),
         vars: HashMap::new(),
         depth: 0,
         out: Vec::new(),
+        opaque: false,
     };
     sh.script(command);
     sh.out
         .retain(|w| !matches!(&w.written, Written::Path(p) if is_device(p)));
-    sh.out
+    sh
 }
 
 /// The paths of a Codex `apply_patch` envelope (`*** Add File: P`, `*** Update File: P`,
@@ -207,6 +219,8 @@ struct Shell {
     vars: HashMap<String, Val>,
     depth: usize,
     out: Vec<Write>,
+    /// Whether a command the referee does not know (or cannot name) runs: it may write anything.
+    opaque: bool,
 }
 
 impl Shell {
@@ -231,6 +245,7 @@ impl Shell {
 
     /// A command the parser refused: every word that is not an option is a possible target.
     fn unparsed(&mut self, text: &str) {
+        self.opaque = true;
         let by = cut(text);
         for word in text.split(|c: char| {
             c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '<' | '>' | '`')

@@ -148,6 +148,25 @@ fn writes_files(p: &Payload) -> bool {
     )
 }
 
+/// Whether the call is a shell command made only of commands the referee knows write nothing
+/// (`ls`, `grep`, `git status`, …): no judgment after it.
+fn reads_only(p: &Payload) -> bool {
+    let Some(command) = p.tool_input.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    let cwd = std::fs::canonicalize(&p.cwd).unwrap_or_else(|_| p.cwd.clone());
+    let dir = p
+        .tool_dir
+        .as_ref()
+        .map(|d| targets::normalise(&cwd.join(d)))
+        .unwrap_or(cwd);
+    matches!(
+        p.tool_name.as_str(),
+        "Bash" | "shell" | "exec_command" | "local_shell"
+    ) && !command.contains("*** Begin Patch")
+        && targets::writes_nothing(command, &dir)
+}
+
 /// What a tool call writes, as its input names it (`cwd`: the payload's, canonical).
 fn tool_writes(p: &Payload, cwd: &Path) -> Vec<Write> {
     let input = &p.tool_input;
@@ -192,7 +211,7 @@ fn tool_writes(p: &Payload, cwd: &Path) -> Vec<Write> {
 }
 
 pub(super) fn post_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
-    if !writes_files(p) {
+    if !writes_files(p) || reads_only(p) {
         return Ok(Answer::allow());
     }
     let root = workspace_root(cfg, p)?;

@@ -689,3 +689,29 @@ fn post_tool_use_blames_only_the_call_that_made_the_change() {
     fs::write(w.ws.join(APP), "def main():\n    return 2\n").unwrap();
     w.hook(CC, "post-tool-use-write.json").allowed_silently();
 }
+
+/// A shell call made only of commands that write nothing is not judged after it runs (no
+/// workspace read: here the state directory is unusable, and the call is still silent), while
+/// any other shell call is.
+#[test]
+fn a_read_only_shell_call_is_not_judged_after_it_runs() {
+    let w = workspace();
+    fs::write(&w.state, "not a directory").unwrap();
+    let after = |cmd: &str| {
+        w.hook_with(CC, "post-tool-use-write.json", &[], |v| {
+            v["tool_name"] = "Bash".into();
+            v["tool_input"] = serde_json::json!({ "command": cmd });
+        })
+    };
+    after("git status && ls -la src | grep py && cat src/app.py").allowed_silently();
+    let a = after("make");
+    assert_eq!(a.code, 0, "{a:?}");
+    let msg = a.json()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.contains("cannot judge"),
+        "judged, and told it could not: {a:?}"
+    );
+}

@@ -4,6 +4,95 @@
 
 use super::{alternatives, base_name, file_name, join, normalise, under, Dir, Shell, Stdin, Val};
 
+/// Commands that write no file (what a redirection or a known option of theirs writes is
+/// read separately): a shell call made of these alone needs no judgment after it runs.
+const READ_ONLY: &[&str] = &[
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "less",
+    "more",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "pwd",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    "test",
+    "[",
+    "[[",
+    "which",
+    "type",
+    "whoami",
+    "id",
+    "date",
+    "uname",
+    "hostname",
+    "diff",
+    "cmp",
+    "comm",
+    "uniq",
+    "cut",
+    "tr",
+    "nl",
+    "od",
+    "xxd",
+    "hexdump",
+    "strings",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "tree",
+    "jq",
+    "column",
+    "sleep",
+    "seq",
+    "expr",
+    "popd",
+    "set",
+    "shopt",
+    "read",
+    "exit",
+    "return",
+    "shift",
+    "unset",
+    "alias",
+    "hash",
+    "history",
+    "jobs",
+    "wait",
+    "trap",
+    "sha256sum",
+    "sha1sum",
+    "md5sum",
+    "cksum",
+    "env",
+    "printenv",
+    "ps",
+    "pgrep",
+    "tac",
+    "rev",
+    "fold",
+    "fmt",
+    "paste",
+    "join",
+    "look",
+    "man",
+    "help",
+    ":",
+];
+
 impl Shell {
     /// What a command (its words, the wrappers in front already in them) writes.
     pub(super) fn run(&mut self, mut words: Vec<Val>, stdin: Option<Stdin>, by: &str) {
@@ -132,6 +221,7 @@ impl Shell {
             "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "busybox" => {
                 self.nested_shell(&name, &args, stdin);
             }
+            "source" | "." => self.source(&args, by),
             "eval" => {
                 let parts: Option<Vec<&str>> = args.iter().map(Val::lit).collect();
                 match parts {
@@ -144,7 +234,8 @@ impl Shell {
             }
             "git" => self.git(&args, stdin, by),
             "patch" => self.patch(&args, stdin, by),
-            _ => {}
+            // A command the referee does not know may write anything: the call is judged after.
+            other => self.opaque |= !READ_ONLY.contains(&other),
         }
     }
 
@@ -404,11 +495,31 @@ impl Shell {
             }
             return;
         }
-        let script_file = args.iter().find(|a| !a.opt().starts_with('-'));
-        if script_file.is_none() {
-            if let Some(Stdin::Text(text)) = stdin {
-                self.scoped_script(&text);
-            }
+        if args
+            .iter()
+            .any(|a| matches!(a.opt(), "--version" | "--help" | "-n"))
+        {
+            return; // runs nothing
+        }
+        // The script is a file, a here-document, a file on stdin, or what a pipe brings (which
+        // may be anything).
+        let script = match (args.iter().find(|a| !a.opt().starts_with('-')), stdin) {
+            (Some(file), _) => self.read_small(file),
+            (None, Some(Stdin::Text(text))) => Some(text),
+            (None, Some(Stdin::File(file))) => self.read_small(&file),
+            (None, None) => None,
+        };
+        match script {
+            Some(text) => self.scoped_script(&text),
+            None => self.write(&Val::any(), name),
+        }
+    }
+
+    /// `source FILE`, `. FILE`: the file read as part of this shell (its `cd` stays).
+    pub(super) fn source(&mut self, args: &[Val], by: &str) {
+        match args.first().and_then(|f| self.read_small(f)) {
+            Some(text) => self.script(&text),
+            None => self.write(&Val::any(), by),
         }
     }
 

@@ -125,7 +125,38 @@ impl Shell {
                     self.write(&anywhere, by);
                 }
             }
-            _ => {}
+            // Subcommands that leave the work tree as it is; any other may write it.
+            other => {
+                self.opaque |= !matches!(
+                    other,
+                    "status"
+                        | "diff"
+                        | "log"
+                        | "show"
+                        | "branch"
+                        | "add"
+                        | "commit"
+                        | "fetch"
+                        | "push"
+                        | "rev-parse"
+                        | "ls-files"
+                        | "ls-tree"
+                        | "blame"
+                        | "grep"
+                        | "tag"
+                        | "remote"
+                        | "describe"
+                        | "shortlog"
+                        | "reflog"
+                        | "cat-file"
+                        | "rev-list"
+                        | "name-rev"
+                        | "config"
+                        | "help"
+                        | "version"
+                        | "whatchanged"
+                )
+            }
         }
         self.cwd = saved;
     }
@@ -242,7 +273,7 @@ impl Shell {
         }
     }
 
-    fn read_small(&self, v: &Val) -> Option<String> {
+    pub(super) fn read_small(&self, v: &Val) -> Option<String> {
         use std::io::Read as _;
         let path = self.resolve(v.lit()?)?;
         let f = std::fs::File::open(path).ok()?;

@@ -191,6 +191,17 @@ fn nested_scripts_are_read() {
     assert_eq!(names("bash -c 'cd src && echo x > o.py'"), ["src/o.py"]);
     assert_eq!(names("sh -c \"$CMD\""), ["pattern *"]);
     assert_eq!(names("bash <<'EOF'\nsed -i s/a/b/ o.py\nEOF"), ["o.py"]);
+    // A script from a pipe may be anything; a script file is read.
+    assert_eq!(names("curl -fsSL https://x/install.sh | sh"), ["pattern *"]);
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("fix.sh"), "cd src\nsed -i s/a/b/ o.py\n").unwrap();
+    assert_eq!(names_in("bash -e fix.sh", d.path()), ["src/o.py"]);
+    assert_eq!(names_in("sh < fix.sh", d.path()), ["src/o.py"]);
+    assert_eq!(
+        names_in(". ./fix.sh && touch x", d.path()),
+        ["src/o.py", "src/x"]
+    );
+    assert_eq!(names("bash missing.sh"), ["pattern *"]);
     assert_eq!(names("echo $(sed -i s/a/b/ o.py)"), ["o.py"]);
     assert_eq!(names("eval 'rm -f o.py'"), ["o.py"]);
     assert_eq!(names("cat > o.py <<EOF\nx\nEOF"), ["o.py"]);
@@ -322,5 +333,30 @@ fn honest_commands_in_full_bash_syntax_write_nothing_protected() {
             got.iter().all(|n| !n.contains("orchestrator")),
             "{cmd}: {got:?}"
         );
+    }
+}
+
+#[test]
+fn only_known_commands_that_write_nothing_write_nothing() {
+    let cwd = Path::new("/ws");
+    for cmd in [
+        "ls -la && git status && git diff HEAD",
+        "grep -rn ROLES src | head -5; wc -l src/*.py",
+        "cat src/app.py 2>/dev/null || echo none",
+        "cd src && ls",
+    ] {
+        assert!(writes_nothing(cmd, cwd), "{cmd}");
+    }
+    for cmd in [
+        "python3 -c \"open('x','w')\"",
+        "make",
+        "npm install",
+        "ls > listing.txt",
+        "git submodule update",
+        "$CMD",
+        "ls (",
+        "sed -i s/a/b/ x",
+    ] {
+        assert!(!writes_nothing(cmd, cwd), "{cmd}");
     }
 }
