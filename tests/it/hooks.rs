@@ -610,6 +610,8 @@ fn pre_tool_use_denies_the_shell_forms_that_used_to_get_through() {
         (format!("git apply {p}"), ""),
         (format!("patch -p1 < {p}"), ""),
         ("F=src/orchestrator.py; echo >> \"$F\"".into(), ""),
+        ("ruff format src".into(), ""),
+        ("black .".into(), "src"),
         // A target the referee cannot name may be a protected one.
         ("echo x > \"$OUT\"".into(), ""),
     ];
@@ -634,6 +636,7 @@ fn pre_tool_use_denies_the_shell_forms_that_used_to_get_through() {
         "cp src/app.py src/app_backup.py",
         "rm -rf build dist",
         "cat src/orchestrator.py | wc -l",
+        "ruff check src && black --check .",
         // Putting a protected file back, as a blocked stop asks, is no write to deny.
         "git checkout -- src/orchestrator.py",
         "git restore src/orchestrator.py",

@@ -234,6 +234,10 @@ impl Shell {
             }
             "git" => self.git(&args, stdin, by),
             "patch" => self.patch(&args, stdin, by),
+            "black" | "isort" | "autopep8" | "yapf" | "rustfmt" | "gofmt" | "goimports"
+            | "clang-format" | "shfmt" | "prettier" | "eslint" | "ruff" | "autoflake" => {
+                self.formatter(&name, &args, by);
+            }
             // A command the referee does not know may write anything: the call is judged after.
             other => self.opaque |= !READ_ONLY.contains(&other),
         }
@@ -512,6 +516,47 @@ impl Shell {
         match script {
             Some(text) => self.scoped_script(&text),
             None => self.write(&Val::any(), name),
+        }
+    }
+
+    /// A formatter or fixer that rewrites the files and folders it is given, in place (with the
+    /// flag that makes it do so, for those that print by default).
+    pub(super) fn formatter(&mut self, name: &str, args: &[Val], by: &str) {
+        let flag = |f: &[&str]| args.iter().any(|a| f.contains(&a.opt()));
+        let (writes, mut paths) = match name {
+            "black" | "isort" | "rustfmt" | "prettier" | "eslint" => (
+                name == "black" && !flag(&["--check", "--diff"])
+                    || name == "isort" && !flag(&["--check-only", "-c", "--diff"])
+                    || name == "rustfmt" && !flag(&["--check"])
+                    || name == "prettier" && flag(&["--write", "-w"])
+                    || name == "eslint" && flag(&["--fix"]),
+                operands(
+                    args,
+                    &["--config", "-c", "--ignore-path", "--plugin", "--ext"],
+                ),
+            ),
+            "ruff" => {
+                let sub = args.first().map(Val::opt).unwrap_or("");
+                (
+                    sub == "format" && !flag(&["--check", "--diff"])
+                        || sub == "check" && flag(&["--fix"]),
+                    operands(&args[1.min(args.len())..], &["--config"]),
+                )
+            }
+            "autopep8" | "yapf" | "clang-format" | "autoflake" => (
+                flag(&["-i", "--in-place"]),
+                operands(args, &["--style", "--config"]),
+            ),
+            _ => (flag(&["-w", "-write"]), operands(args, &[])), // gofmt, goimports, shfmt
+        };
+        if !writes {
+            return;
+        }
+        if paths.is_empty() {
+            paths.push(Val::Lit(".".into()));
+        }
+        for p in paths {
+            self.write(&p, by);
         }
     }
 

@@ -360,3 +360,24 @@ fn only_known_commands_that_write_nothing_write_nothing() {
         assert!(!writes_nothing(cmd, cwd), "{cmd}");
     }
 }
+
+#[test]
+fn formatters_rewrite_what_they_are_given() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("src")).unwrap();
+    let root = d.path().display().to_string();
+    assert_eq!(names_in("black src/app.py", d.path()), ["src/app.py"]);
+    assert_eq!(
+        names_in("ruff format", d.path()),
+        [format!("pattern {root}/*"), root.clone()]
+    );
+    assert_eq!(
+        names_in("prettier --write src", d.path()),
+        [format!("pattern {root}/src/*"), "src".to_string()]
+    );
+    assert_eq!(names_in("gofmt -w main.go", d.path()), ["main.go"]);
+    assert!(names_in("black --check src", d.path()).is_empty());
+    assert!(names_in("prettier --check src", d.path()).is_empty());
+    assert!(names_in("ruff check src", d.path()).is_empty());
+    assert!(names_in("gofmt -l .", d.path()).is_empty());
+}
