@@ -768,6 +768,7 @@ fn nesting(text: &str) -> usize {
 
 mod commands;
 mod git;
+mod options;
 
 #[cfg(test)]
 mod tests;

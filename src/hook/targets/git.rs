@@ -1,7 +1,7 @@
 //! The commands that write what a revision or a patch holds: `git checkout`, `restore`,
 //! `apply`, `reset --hard`, … and `patch` (its patch file is read for the paths it changes).
 
-use super::commands::{operands, option_values};
+use super::options::{operands, option_values};
 use super::{escape, normalise, under, Dir, Shell, Stdin, Val, MAX_PATCH};
 
 impl Shell {
