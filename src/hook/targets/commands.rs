@@ -239,6 +239,13 @@ impl Shell {
             | "clang-format" | "shfmt" | "prettier" | "eslint" | "ruff" | "autoflake" => {
                 self.formatter(&name, &args, by);
             }
+            // A shell script run as a program (`./fix.sh`): read like `bash fix.sh`.
+            _ if self.shell_script(first).is_some() => {
+                if let Some(text) = self.shell_script(first) {
+                    self.scoped_script(&text);
+                }
+                self.opaque = true; // its arguments reach it unread
+            }
             // A command the referee does not know may write anything: the call is judged after.
             other => self.opaque |= !READ_ONLY.contains(&other),
         }
@@ -559,6 +566,22 @@ impl Shell {
         for p in paths {
             self.write(&p, by);
         }
+    }
+
+    /// The text of `program` when it is a shell script named by its path (`./fix.sh`,
+    /// `scripts/x`): its first line a `#!` naming a POSIX shell.
+    fn shell_script(&self, program: &Val) -> Option<String> {
+        if !program.lit()?.contains('/') {
+            return None;
+        }
+        let text = self.read_small(program)?;
+        let first = text.lines().next()?;
+        let shebang = first.strip_prefix("#!")?;
+        let is_shell = shebang
+            .split_whitespace()
+            .flat_map(|w| w.rsplit('/').next())
+            .any(|w| matches!(w, "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash"));
+        is_shell.then_some(text)
     }
 
     /// `source FILE`, `. FILE`: the file read as part of this shell (its `cd` stays).

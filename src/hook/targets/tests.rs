@@ -202,6 +202,14 @@ fn nested_scripts_are_read() {
         ["src/o.py", "src/x"]
     );
     assert_eq!(names("bash missing.sh"), ["pattern *"]);
+    std::fs::write(d.path().join("run"), "#!/usr/bin/env bash\nrm -f o.py\n").unwrap();
+    assert_eq!(names_in("./run --fast", d.path()), ["o.py"]);
+    std::fs::write(
+        d.path().join("tool.py"),
+        "#!/usr/bin/env python3\nrm -f o.py\n",
+    )
+    .unwrap();
+    assert!(names_in("./tool.py", d.path()).is_empty());
     assert_eq!(names("echo $(sed -i s/a/b/ o.py)"), ["o.py"]);
     assert_eq!(names("eval 'rm -f o.py'"), ["o.py"]);
     assert_eq!(names("cat > o.py <<EOF\nx\nEOF"), ["o.py"]);
