@@ -39,6 +39,16 @@ enum HookAgent {
     ClaudeCode,
     /// OpenAI Codex CLI (`Stop`, `PreToolUse`, `PostToolUse`, `SessionStart`).
     Codex,
+    /// Gemini CLI (`AfterAgent`, `BeforeTool`, `AfterTool`, `SessionStart`).
+    Gemini,
+    /// Cursor (`stop`, `subagentStop`, `beforeShellExecution`, `preToolUse`, `postToolUse`,
+    /// `sessionStart`).
+    Cursor,
+    /// GitHub Copilot CLI (`agentStop`, `subagentStop`, `preToolUse`, `sessionStart`).
+    Copilot,
+    /// OpenHands (`Stop`, `PreToolUse`, `SessionStart`; its own payload, not Claude Code's).
+    #[value(name = "openhands")]
+    OpenHands,
 }
 
 pub(super) fn hook(a: HookArgs) -> Result<ExitCode> {
@@ -47,6 +57,10 @@ pub(super) fn hook(a: HookArgs) -> Result<ExitCode> {
         agent: match a.agent {
             HookAgent::ClaudeCode => crate::hook::Agent::ClaudeCode,
             HookAgent::Codex => crate::hook::Agent::Codex,
+            HookAgent::Gemini => crate::hook::Agent::Gemini,
+            HookAgent::Cursor => crate::hook::Agent::Cursor,
+            HookAgent::Copilot => crate::hook::Agent::Copilot,
+            HookAgent::OpenHands => crate::hook::Agent::OpenHands,
         },
         protocol: a.protocol,
         workspace: a.workspace,

@@ -1,7 +1,9 @@
-//! Agent hooks (`referee hook claude-code|codex`, issue 18): the referee where a coding agent
-//! works. The agent runs the hook with one JSON payload on stdin per event; the answer is the
-//! agent's documented JSON on stdout (exit 0), or exit 2 with the reason on stderr when the
-//! payload itself cannot be read.
+//! Agent hooks (`referee hook claude-code|codex|gemini|cursor|copilot|openhands`, issues 18
+//! and 32): the referee where a coding agent works. The agent runs the hook with one JSON payload
+//! on stdin per event; the answer is what that agent documents that it reads (JSON on stdout,
+//! an exit code). Each agent's module reads its payload into one vocabulary (Claude Code's event
+//! and tool names) and writes the referee's [`Answer`] in its own form; the judgment in between
+//! knows no agent.
 //!
 //! - `Stop` / `SubagentStop`: the workspace is judged as it stands against the referee's
 //!   baseline ([`crate::judge::attempt`]). With no pending task record from the agent, the whole
@@ -15,9 +17,9 @@
 //! - `SessionStart`: the baseline is pinned (HEAD of a git work tree, else a start snapshot), so
 //!   the session is measured from where it began. Without it, the first hook call pins it.
 //! - `PreToolUse`: an advisory deny of a write to a protected path (Write/Edit/MultiEdit, a Codex
-//!   `apply_patch`, a shell command whose target is obvious: [`targets`]).
-//! - `PostToolUse`: feedback on what the edit broke (a failing check naming the edited file:
-//!   syntax, secrets, a protected path).
+//!   `apply_patch`, a shell command parsed for what it may write: [`targets`]).
+//! - `PostToolUse`: feedback on what the call broke (a failing check on a path that call changed:
+//!   syntax, secrets, a protected path; `seen` keeps what the last call saw).
 //!
 //! Fail closed: a payload that cannot be read, a workspace or state directory that cannot be
 //! opened, or a judgment that does not finish within `--timeout` blocks the stop with the
@@ -26,10 +28,18 @@
 //! written into the workspace; the state directory holds the pin, the kept attempts, the
 //! verdicts and the STOP.
 //!
-//! Here: the payload, the answer and the dispatch; the stop's answer in `stop`, the tool calls'
-//! in `tool`, what the agent is told in `reason`, the shell's write targets in [`targets`].
+//! Here: the payload, the answer and the dispatch; each agent's format in `claude` (Claude Code
+//! and Codex), `gemini`, `cursor`, `copilot` and `openhands`; the stop's answer in `stop`, the
+//! tool calls' in `tool`, what the agent is told in `reason`, the shell's write targets in
+//! [`targets`].
 
+mod claude;
+mod copilot;
+mod cursor;
+mod gemini;
+mod openhands;
 mod reason;
+mod seen;
 mod stop;
 pub mod targets;
 mod tool;
@@ -47,11 +57,17 @@ use crate::judge;
 use crate::protocol::{Protocol, Subject};
 use crate::workspace::{Workspace, TASKS_DIR};
 
-/// The agent whose hook format is spoken.
+/// The agent whose hook format is spoken: how its payload is read ([`Agent::parse`]) and how
+/// the referee's answer is written for it ([`Agent::render`]). The judgment in between is the
+/// same for every agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agent {
     ClaudeCode,
     Codex,
+    Gemini,
+    Cursor,
+    Copilot,
+    OpenHands,
 }
 
 impl Agent {
@@ -60,6 +76,10 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Cursor => "cursor",
+            Agent::Copilot => "copilot",
+            Agent::OpenHands => "openhands",
         }
     }
 
@@ -67,6 +87,35 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "Claude Code",
             Agent::Codex => "Codex",
+            Agent::Gemini => "Gemini CLI",
+            Agent::Cursor => "Cursor",
+            Agent::Copilot => "GitHub Copilot CLI",
+            Agent::OpenHands => "OpenHands",
+        }
+    }
+
+    /// The agent's payload as the referee reads it, its events and tools named as Claude Code
+    /// names them (`Stop`, `PreToolUse`, `Write`, `Bash`, …).
+    fn parse(self, input: &[u8]) -> Result<Payload, String> {
+        let o = object(input)?;
+        match self {
+            Agent::ClaudeCode | Agent::Codex => claude::parse(&o),
+            Agent::Gemini => gemini::parse(&o),
+            Agent::Cursor => cursor::parse(&o),
+            Agent::Copilot => copilot::parse(&o),
+            Agent::OpenHands => openhands::parse(&o),
+        }
+    }
+
+    /// The answer as this agent reads it for the event of `p` (`None`: the payload could not be
+    /// read, so the event is not known).
+    fn render(self, p: Option<&Payload>, a: &Answer) -> Reply {
+        match self {
+            Agent::ClaudeCode | Agent::Codex => claude::render(p, a),
+            Agent::Gemini => gemini::render(p, a),
+            Agent::Cursor => cursor::render(p, a),
+            Agent::Copilot => copilot::render(p, a),
+            Agent::OpenHands => openhands::render(p, a),
         }
     }
 }
@@ -87,76 +136,119 @@ pub struct Config {
     pub overrides: crate::protocol::overrides::Overrides,
 }
 
-/// What the hook answers: stdout, stderr and the exit code.
+/// What the hook prints: stdout, stderr and the exit code.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Answer {
+pub struct Reply {
     pub stdout: String,
     pub stderr: String,
     pub exit: u8,
 }
 
-impl Answer {
-    fn json(v: &Value) -> Answer {
-        Answer {
+impl Reply {
+    fn json(v: &Value) -> Reply {
+        Reply {
             stdout: format!("{v}\n"),
-            ..Answer::default()
+            ..Reply::default()
         }
     }
 
-    /// Let the agent go on, saying nothing.
-    fn allow() -> Answer {
-        Answer::default()
+    /// Nothing on stdout, `message` on stderr, exit 0: for an agent that reads no message on
+    /// this event, the human still finds it in the hook's log.
+    fn log(message: &str) -> Reply {
+        Reply {
+            stderr: format!("{message}\n"),
+            ..Reply::default()
+        }
     }
 
-    /// Let the agent go on, telling the user `message`.
-    fn tell(message: &str) -> Answer {
-        Answer::json(&json!({ "systemMessage": message }))
-    }
-
-    /// Block a stop (or feed back after a tool): the agent reads `reason` and keeps working.
-    fn block(reason: &str) -> Answer {
-        Answer::json(&json!({ "decision": "block", "reason": reason }))
-    }
-
-    /// Deny a tool call before it runs.
-    fn deny(reason: &str) -> Answer {
-        Answer::json(&json!({
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }
-        }))
-    }
-
-    /// The payload cannot be read: exit 2 with the reason on stderr, which both agents take as
-    /// "blocked" for a stop or a tool call, whatever the event was.
-    fn unreadable(why: &str) -> Answer {
-        Answer {
+    /// Exit 2 with the reason on stderr: what Claude Code, Codex, Gemini CLI, Cursor and
+    /// OpenHands take as "blocked" for a stop or a tool call, whatever the event was.
+    fn blocked(why: &str) -> Reply {
+        Reply {
             stdout: String::new(),
-            stderr: format!(
-                "referee: cannot judge: {why}; blocked until the referee can read the hook's input\n"
-            ),
+            stderr: format!("{why}\n"),
             exit: 2,
         }
     }
 }
 
-/// The hook's input, as far as the referee reads it.
-#[derive(Debug, Clone)]
+/// What the referee says, whatever the agent: each agent's module writes it in that agent's
+/// documented form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Go on, nothing said.
+    Allow,
+    /// Go on; the human is told this (an ESCALATE, a referee that could not judge a tool call).
+    Tell(String),
+    /// The stop is refused: the agent reads the reason and keeps working.
+    Block(String),
+    /// Before a tool: the call does not run; the agent reads why.
+    Deny(String),
+    /// After a tool: the agent reads what its call broke.
+    Feedback(String),
+    /// The payload cannot be read: blocked, fail closed, whatever the event was.
+    Unreadable(String),
+}
+
+impl Answer {
+    fn allow() -> Answer {
+        Answer::Allow
+    }
+
+    fn tell(message: &str) -> Answer {
+        Answer::Tell(message.to_string())
+    }
+
+    fn block(reason: &str) -> Answer {
+        Answer::Block(reason.to_string())
+    }
+
+    fn deny(reason: &str) -> Answer {
+        Answer::Deny(reason.to_string())
+    }
+
+    fn feedback(reason: &str) -> Answer {
+        Answer::Feedback(reason.to_string())
+    }
+
+    fn unreadable(why: &str) -> Answer {
+        Answer::Unreadable(format!(
+            "referee: cannot judge: {why}; blocked until the referee can read the hook's input"
+        ))
+    }
+}
+
+/// The hook's input, as far as the referee reads it, in Claude Code's vocabulary whatever the
+/// agent: `event` is `Stop`, `SubagentStop`, `PreToolUse`, `PostToolUse` or `SessionStart`
+/// (anything else is let through), `tool_name` `Write` (with `tool_input.file_path`), `Bash`
+/// (`tool_input.command`) or `apply_patch` (`tool_input.command`, a patch envelope).
+#[derive(Debug, Clone, Default)]
 struct Payload {
     event: String,
+    /// The agent's own name of the event (`AfterAgent`, `beforeShellExecution`, …): some
+    /// agents read a different answer for events the referee treats alike.
+    native: String,
     session: String,
     cwd: PathBuf,
     stop_hook_active: bool,
     tool_name: String,
     tool_input: Value,
+    /// Where a shell command runs when the tool says so (Gemini's `dir_path`, Cursor's
+    /// `working_directory`), else `cwd`.
+    tool_dir: Option<PathBuf>,
+}
+
+impl Payload {
+    fn is_stop(&self) -> bool {
+        matches!(self.event.as_str(), "Stop" | "SubagentStop")
+    }
 }
 
 /// Biggest payload read: a Write's content can be large, but not unbounded.
 pub const MAX_PAYLOAD: u64 = 64 << 20;
 
-fn parse(input: &[u8]) -> Result<Payload, String> {
+/// The payload as a JSON object.
+fn object(input: &[u8]) -> Result<Map<String, Value>, String> {
     let v: Value = serde_json::from_slice(input).map_err(|e| {
         format!(
             "the hook's input is not JSON ({e}) — is the hook wired as documented in examples/?"
@@ -165,48 +257,65 @@ fn parse(input: &[u8]) -> Result<Payload, String> {
     let Value::Object(o) = v else {
         return Err("the hook's input is not a JSON object".into());
     };
-    let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
-    let event = text("hook_event_name").ok_or("the hook's input has no `hook_event_name`")?;
-    let cwd = text("cwd")
-        .filter(|c| !c.is_empty())
-        .ok_or("the hook's input has no `cwd`")?;
-    Ok(Payload {
-        event,
-        session: text("session_id").unwrap_or_default(),
-        cwd: PathBuf::from(cwd),
-        stop_hook_active: o
-            .get("stop_hook_active")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        tool_name: text("tool_name").unwrap_or_default(),
-        tool_input: o.get("tool_input").cloned().unwrap_or(Value::Null),
-    })
+    Ok(o)
 }
 
-/// Answers one hook call: `input` is the payload read from stdin. Never panics on bad input;
-/// a judgment that does not finish within `cfg.timeout` is answered as the event's failure
-/// (blocked at a stop, allowed with a message before or after a tool).
-pub fn run(cfg: &Config, input: &[u8]) -> Answer {
-    let p = match parse(input) {
+/// The string field `k` of `o`.
+fn text(o: &Map<String, Value>, k: &str) -> Option<String> {
+    o.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The non-empty string field `k`, or the reason it is missing.
+fn required(o: &Map<String, Value>, k: &str) -> Result<String, String> {
+    text(o, k)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("the hook's input has no `{k}`"))
+}
+
+/// A tool input of Claude Code's `Write` for `path`.
+fn write_input(path: &str) -> Value {
+    json!({ "file_path": path })
+}
+
+/// A tool input of Claude Code's `Bash` for `command`.
+fn shell_input(command: &str) -> Value {
+    json!({ "command": command })
+}
+
+/// Answers one hook call: `input` is the payload read from stdin, the reply is what the agent
+/// reads. Never panics on bad input; a judgment that does not finish within `cfg.timeout` is
+/// answered as the event's failure (blocked at a stop, allowed with a message before or after a
+/// tool). Reading the payload and writing the reply are the agent's ([`Agent::parse`],
+/// [`Agent::render`]); the judgment between them ([`judgment`]) knows no agent's format.
+pub fn run(cfg: &Config, input: &[u8]) -> Reply {
+    let p = match cfg.agent.parse(input) {
         Ok(p) => p,
-        Err(why) => return Answer::unreadable(&why),
+        Err(why) => return cfg.agent.render(None, &Answer::unreadable(&why)),
     };
+    let a = judgment(cfg, &p);
+    cfg.agent.render(Some(&p), &a)
+}
+
+/// The referee's answer to one event, judged in this process on a thread of its own (with a
+/// stack for deeply nested shell commands), within `cfg.timeout`.
+fn judgment(cfg: &Config, p: &Payload) -> Answer {
     let (tx, rx) = std::sync::mpsc::channel();
     let (cfg2, p2) = (cfg.clone(), p.clone());
     let spawned = std::thread::Builder::new()
         .name("hook".into())
+        .stack_size(HOOK_STACK)
         .spawn(move || {
             let _ = tx.send(answer(&cfg2, &p2));
         });
     if let Err(e) = spawned {
-        return on_failure(cfg, &p, &format!("cannot start the judgment: {e}"));
+        return on_failure(cfg, p, &format!("cannot start the judgment: {e}"));
     }
     match rx.recv_timeout(cfg.timeout) {
         Ok(a) => a,
         // The thread is left behind; the process ends when the answer is printed.
         Err(_) => on_failure(
             cfg,
-            &p,
+            p,
             &format!(
                 "the judgment did not finish within {} s (--timeout)",
                 cfg.timeout.as_secs_f64()
@@ -214,6 +323,10 @@ pub fn run(cfg: &Config, input: &[u8]) -> Answer {
         ),
     }
 }
+
+/// The judging thread's stack: the shell parser recurses once per nesting level of a command
+/// (`targets::MAX_NESTING` bounds them).
+const HOOK_STACK: usize = 64 << 20;
 
 fn answer(cfg: &Config, p: &Payload) -> Answer {
     let result = match p.event.as_str() {
@@ -235,7 +348,7 @@ fn on_failure(cfg: &Config, p: &Payload, why: &str) -> Answer {
         "referee ({}) cannot judge the workspace: {why}",
         cfg.agent.name()
     );
-    if !matches!(p.event.as_str(), "Stop" | "SubagentStop") {
+    if !p.is_stop() {
         return Answer::tell(&what);
     }
     let counter = Counter::for_payload(cfg, p);
@@ -368,7 +481,13 @@ fn session_start(cfg: &Config, p: &Payload) -> Result<Answer> {
     let root = workspace_root(cfg, p)?;
     let protocol = load_protocol(cfg, &root)?;
     // Opening the workspace pins the baseline in the state directory (kept for the session).
-    judge::attempt(&request(cfg, &root), &protocol, &|_| None)?;
+    let w = judge::attempt(&request(cfg, &root), &protocol, &|_| None)?;
+    // What the session starts from, so that its first tool call is told only its own changes.
+    seen::store(
+        &w.state,
+        &task_id(cfg.agent, &p.session),
+        &seen::snapshot(&w.ws),
+    );
     Ok(Answer::allow())
 }
 

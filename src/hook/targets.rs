@@ -1,66 +1,78 @@
-//! What a tool call is about to write, as far as it is obvious from its input: the file of a
-//! Write/Edit/MultiEdit, the paths of a Codex `apply_patch` envelope, and the targets of a
-//! shell command whose writing is plain to see (`sed -i`, `perl -i`, a redirection, `tee`, `cp`,
-//! `mv`, `rm`, `truncate`, `touch`, `chmod`, `ln`, `dd of=`). Advisory only (issue 18): a shell
-//! has endless ways to write a file, and the stop-point judgment is what holds; this only saves
-//! the agent the trip. Nothing here runs or expands anything: words are split as the shell
-//! would quote them, and a word with `$`, a backtick or a glob is taken literally.
+//! What a tool call is about to write: the file of a Write/Edit, the paths of an `apply_patch`
+//! envelope, and the files a shell command writes, found by parsing the command with
+//! brush-parser (the POSIX/bash parser of the brush shell: lists, pipelines, `&&`, subshells,
+//! groups, loops and conditionals, functions, redirections, here-documents and command
+//! substitutions, as bash reads them) and reading what each simple command does with its
+//! words.
+//!
+//! Advisory (the stop-point judgment is what holds, whatever a shell does), but it errs on the
+//! side of a write: a target the referee cannot name exactly becomes a [`Written::Pattern`]
+//! (`$F`, a glob, `tar -x`, `find … -delete`, `xargs sed -i`, `git checkout BRANCH`, a `cd` to
+//! somewhere unknown), which the caller checks against the protected paths that exist, and a
+//! command that cannot be parsed counts every word of it as written. Nothing here runs or
+//! expands anything: variables are known only when the command itself assigns them, `~` is the
+//! referee's `$HOME`, and a patch file named by `git apply` or `patch` is read to find the files
+//! it changes. Commands that write through an interpreter's own code (`python -c`, `node -e`) or
+//! a script file are not read: the stop judges what they wrote.
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
-/// The paths a shell `command` obviously writes, as written in it (relative to the shell's
-/// working directory, or absolute).
-pub fn shell(command: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for words in simple_commands(command) {
-        let mut words = strip_redirections(words, &mut out);
-        // `sudo`, `env A=B`, `command`, `nice`, `xargs`: look past them to the command.
-        while let Some(first) = words.first() {
-            let name = base_name(first);
-            if matches!(
-                name,
-                "sudo" | "env" | "command" | "nice" | "nohup" | "time" | "builtin" | "exec"
-            ) || first.contains('=') && !first.starts_with('-')
-            {
-                words.remove(0);
-            } else {
-                break;
-            }
-        }
-        let Some(first) = words.first() else {
-            continue;
-        };
-        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-        match base_name(first) {
-            "sed" | "gsed" => out.extend(in_place(&args, &["-i", "--in-place"], 'i', "-e", "-f")),
-            "perl" => out.extend(perl_in_place(&args)),
-            "tee" | "truncate" | "rm" | "unlink" | "touch" | "shred" => {
-                out.extend(operands(&args, &["-s", "--size", "-r", "--reference"]));
-            }
-            "chmod" | "chown" | "chgrp" => out.extend(operands(&args, &[]).into_iter().skip(1)),
-            "cp" | "install" | "ln" => {
-                let ops = operands(&args, &["-t", "--target-directory", "-m", "--mode"]);
-                if ops.len() >= 2 {
-                    out.extend(ops.last().cloned());
-                }
-            }
-            // A move writes its target and removes its sources.
-            "mv" => {
-                let ops = operands(&args, &["-t", "--target-directory"]);
-                if ops.len() >= 2 {
-                    out.extend(ops);
-                }
-            }
-            "dd" => out.extend(
-                args.iter()
-                    .filter_map(|a| a.strip_prefix("of="))
-                    .map(str::to_string),
-            ),
-            _ => {}
-        }
-    }
-    out.retain(|p| !p.is_empty() && p != "/dev/null" && !p.starts_with("/dev/fd/"));
-    out
+use brush_parser::ast;
+use brush_parser::word::{Parameter, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};
+
+/// A file a command writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// An absolute path, `.` and `..` taken out as written.
+    Path(PathBuf),
+    /// Absolute paths matching a glob in which `*` also spans `/`: what the command may write
+    /// but does not name (`/ws/src/*`, `*/orchestrator.py`, `*` for anywhere).
+    Pattern(String),
+}
+
+/// A target and the words that name it, for the reason the agent is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    pub written: Written,
+    /// The command, or the word, that writes it (as written, cut short).
+    pub by: String,
+}
+
+/// Commands nested deeper than this (subshells, substitutions, `sh -c` inside `sh -c`) are not
+/// parsed: every word counts as written.
+pub const MAX_NESTING: usize = 64;
+
+/// Longest command parsed; a longer one counts every word as written.
+const MAX_COMMAND: usize = 256 << 10;
+
+/// Biggest patch file read to find what `git apply` or `patch` writes.
+const MAX_PATCH: u64 = 8 << 20;
+
+/// The files a shell `command` run in `cwd` (absolute) writes, as far as its text tells.
+pub fn shell(command: &str, cwd: &Path) -> Vec<Write> {
+    read(command, cwd).out
+}
+
+/// Whether `command` certainly writes no file: every command in it is known, none writes, and
+/// no redirection does. A call like that needs no judgment after it runs.
+pub fn writes_nothing(command: &str, cwd: &Path) -> bool {
+    let sh = read(command, cwd);
+    !sh.opaque && sh.out.is_empty()
+}
+
+fn read(command: &str, cwd: &Path) -> Shell {
+    let mut sh = Shell {
+        cwd: Dir::Known(normalise(cwd)),
+        vars: HashMap::new(),
+        depth: 0,
+        out: Vec::new(),
+        opaque: false,
+    };
+    sh.script(command);
+    sh.out
+        .retain(|w| !matches!(&w.written, Written::Path(p) if is_device(p)));
+    sh
 }
 
 /// The paths of a Codex `apply_patch` envelope (`*** Add File: P`, `*** Update File: P`,
@@ -116,7 +128,7 @@ pub fn relative(root: &Path, cwd: &Path, path: &str) -> Option<String> {
 }
 
 /// `.` and `..` taken out as written.
-fn normalise(p: &Path) -> PathBuf {
+pub fn normalise(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -130,345 +142,633 @@ fn normalise(p: &Path) -> PathBuf {
     out
 }
 
+fn is_device(p: &Path) -> bool {
+    p == Path::new("/dev/null")
+        || p.starts_with("/dev/fd")
+        || p == Path::new("/dev/stdout")
+        || p == Path::new("/dev/stderr")
+        || p == Path::new("/dev/tty")
+}
+
+/// A word's value as far as it is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Val {
+    /// Known exactly.
+    Lit(String),
+    /// A glob (`*` spanning `/`); `anywhere` when it starts with something unknown, so it may
+    /// be an absolute path as well as one relative to the working directory.
+    Pat { glob: String, anywhere: bool },
+}
+
+impl Val {
+    fn any() -> Val {
+        Val::Pat {
+            glob: "*".into(),
+            anywhere: true,
+        }
+    }
+
+    fn lit(&self) -> Option<&str> {
+        match self {
+            Val::Lit(s) => Some(s),
+            Val::Pat { .. } => None,
+        }
+    }
+
+    /// The text to recognise an option by (a pattern is never an option).
+    fn opt(&self) -> &str {
+        self.lit().unwrap_or("")
+    }
+
+    fn shown(&self) -> String {
+        match self {
+            Val::Lit(s) => s.clone(),
+            Val::Pat { glob, .. } => glob.clone(),
+        }
+    }
+}
+
+/// A glob matching `s` literally.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\' | '!') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Dir {
+    Known(PathBuf),
+    /// After `cd $X`, `cd -`, …
+    Unknown,
+}
+
+/// What the command reads on its standard input, when the command line says.
+#[derive(Debug, Clone)]
+enum Stdin {
+    File(Val),
+    Text(String),
+}
+
+struct Shell {
+    cwd: Dir,
+    vars: HashMap<String, Val>,
+    depth: usize,
+    out: Vec<Write>,
+    /// Whether a command the referee does not know (or cannot name) runs: it may write anything.
+    opaque: bool,
+}
+
+impl Shell {
+    /// Reads a whole script: parsed, or, when it cannot be, every word taken as written.
+    fn script(&mut self, text: &str) {
+        if self.depth >= MAX_NESTING || text.len() > MAX_COMMAND || nesting(text) > MAX_NESTING {
+            return self.unparsed(text);
+        }
+        let options = brush_parser::ParserOptions::default();
+        let mut parser = brush_parser::Parser::new(text.as_bytes(), &options);
+        match parser.parse_program() {
+            Ok(program) => {
+                self.depth += 1;
+                for list in &program.complete_commands {
+                    self.list(list);
+                }
+                self.depth -= 1;
+            }
+            Err(_) => self.unparsed(text),
+        }
+    }
+
+    /// A command the parser refused: every word that is not an option is a possible target.
+    fn unparsed(&mut self, text: &str) {
+        self.opaque = true;
+        let by = cut(text);
+        for word in text.split(|c: char| {
+            c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '<' | '>' | '`')
+        }) {
+            let word = word.trim_matches(|c| matches!(c, '\'' | '"' | '{' | '}' | '$'));
+            if word.is_empty() || word.starts_with('-') {
+                continue;
+            }
+            let val = if word.contains(['$', '*', '?', '[']) {
+                Val::any()
+            } else {
+                Val::Lit(word.to_string())
+            };
+            self.write(&val, &by);
+        }
+    }
+
+    fn list(&mut self, list: &ast::CompoundList) {
+        for ast::CompoundListItem(and_or, sep) in &list.0 {
+            if matches!(sep, ast::SeparatorOperator::Async) {
+                self.scoped(|sh| sh.and_or(and_or));
+            } else {
+                self.and_or(and_or);
+            }
+        }
+    }
+
+    fn and_or(&mut self, l: &ast::AndOrList) {
+        self.pipeline(&l.first);
+        for next in &l.additional {
+            match next {
+                ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p),
+            }
+        }
+    }
+
+    fn pipeline(&mut self, p: &ast::Pipeline) {
+        if p.seq.len() == 1 {
+            self.command(&p.seq[0]);
+        } else {
+            // Each command of a pipeline runs in a subshell: a `cd` there stays there.
+            for c in &p.seq {
+                self.scoped(|sh| sh.command(c));
+            }
+        }
+    }
+
+    /// Runs `f` with the working directory and variables restored after it.
+    fn scoped(&mut self, f: impl FnOnce(&mut Shell)) {
+        let (cwd, vars) = (self.cwd.clone(), self.vars.clone());
+        f(self);
+        self.cwd = cwd;
+        self.vars = vars;
+    }
+
+    fn command(&mut self, c: &ast::Command) {
+        match c {
+            ast::Command::Simple(s) => self.simple(s),
+            ast::Command::Compound(cc, redirects) => {
+                if let Some(r) = redirects {
+                    for io in &r.0 {
+                        self.redirect(io, "a redirection");
+                    }
+                }
+                self.compound(cc);
+            }
+            ast::Command::Function(f) => {
+                let ast::FunctionBody(body, redirects) = &f.body;
+                if let Some(r) = redirects {
+                    for io in &r.0 {
+                        self.redirect(io, "a redirection");
+                    }
+                }
+                // A function's body counts as if it ran: defining it is on the way to calling it.
+                self.scoped(|sh| sh.compound(body));
+            }
+            ast::Command::ExtendedTest(_, redirects) => {
+                if let Some(r) = redirects {
+                    for io in &r.0 {
+                        self.redirect(io, "a redirection");
+                    }
+                }
+            }
+        }
+    }
+
+    fn compound(&mut self, c: &ast::CompoundCommand) {
+        match c {
+            ast::CompoundCommand::BraceGroup(g) => self.list(&g.list),
+            ast::CompoundCommand::Subshell(s) => self.scoped(|sh| sh.list(&s.list)),
+            ast::CompoundCommand::ForClause(f) => {
+                let value = f.values.as_ref().map_or_else(Val::any, |words| {
+                    let vals: Vec<Val> = words.iter().map(|w| self.word(w)).collect();
+                    alternatives(&vals)
+                });
+                self.vars.insert(f.variable_name.clone(), value);
+                self.list(&f.body.list);
+            }
+            ast::CompoundCommand::ArithmeticForClause(f) => self.list(&f.body.list),
+            ast::CompoundCommand::CaseClause(c) => {
+                for item in &c.cases {
+                    if let Some(cmd) = &item.cmd {
+                        self.list(cmd);
+                    }
+                }
+            }
+            ast::CompoundCommand::IfClause(i) => {
+                self.list(&i.condition);
+                self.list(&i.then);
+                for e in i.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.list(cond);
+                    }
+                    self.list(&e.body);
+                }
+            }
+            ast::CompoundCommand::WhileClause(w) | ast::CompoundCommand::UntilClause(w) => {
+                self.list(&w.0);
+                self.list(&w.1.list);
+            }
+            ast::CompoundCommand::Coprocess(c) => self.scoped(|sh| sh.command(&c.body)),
+            ast::CompoundCommand::Arithmetic(_) => {}
+        }
+    }
+
+    /// A redirection's target, when it writes one; its here-document or here-string, when it
+    /// feeds the command.
+    fn redirect(&mut self, io: &ast::IoRedirect, by: &str) -> Option<Stdin> {
+        match io {
+            ast::IoRedirect::File(_, kind, target) => {
+                let word = match target {
+                    ast::IoFileRedirectTarget::Filename(w) => w,
+                    // `>&file` is `&>file` in bash; `>&2`, `>&-` name descriptors.
+                    ast::IoFileRedirectTarget::Duplicate(w)
+                        if !w.value.chars().all(|c| c.is_ascii_digit() || c == '-') =>
+                    {
+                        w
+                    }
+                    ast::IoFileRedirectTarget::ProcessSubstitution(_, s) => {
+                        self.scoped(|sh| sh.list(&s.list));
+                        return None;
+                    }
+                    _ => return None,
+                };
+                let val = self.word(word);
+                match kind {
+                    ast::IoFileRedirectKind::Read => Some(Stdin::File(val)),
+                    ast::IoFileRedirectKind::Write
+                    | ast::IoFileRedirectKind::Append
+                    | ast::IoFileRedirectKind::Clobber
+                    | ast::IoFileRedirectKind::ReadAndWrite
+                    | ast::IoFileRedirectKind::DuplicateOutput => {
+                        self.write(&val, &format!("{by} to `{}`", val.shown()));
+                        None
+                    }
+                    ast::IoFileRedirectKind::DuplicateInput => None,
+                }
+            }
+            ast::IoRedirect::OutputAndError(w, _) => {
+                let val = self.word(w);
+                self.write(&val, &format!("{by} to `{}`", val.shown()));
+                None
+            }
+            ast::IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    self.substitutions(&doc.doc.value);
+                }
+                Some(Stdin::Text(doc.doc.value.clone()))
+            }
+            ast::IoRedirect::HereString(_, w) => {
+                let val = self.word(w);
+                Some(Stdin::Text(val.lit().unwrap_or_default().to_string()))
+            }
+        }
+    }
+
+    fn simple(&mut self, s: &ast::SimpleCommand) {
+        let mut words: Vec<Val> = Vec::new();
+        let mut assigned: Vec<(String, Val)> = Vec::new();
+        let mut stdin = None;
+        let items = s
+            .prefix
+            .iter()
+            .flat_map(|p| p.0.iter())
+            .map(Some)
+            .chain([None])
+            .chain(s.suffix.iter().flat_map(|p| p.0.iter()).map(Some));
+        for item in items {
+            let Some(item) = item else {
+                if let Some(w) = &s.word_or_name {
+                    let v = self.word(w);
+                    words.push(v);
+                }
+                continue;
+            };
+            match item {
+                ast::CommandPrefixOrSuffixItem::IoRedirect(io) => {
+                    if let Some(i) = self.redirect(io, "a redirection") {
+                        stdin = Some(i);
+                    }
+                }
+                ast::CommandPrefixOrSuffixItem::Word(w) => {
+                    let v = self.word(w);
+                    words.push(v);
+                }
+                // `x=y` after the command's name is an argument (`dd of=f`, `export F=x`).
+                ast::CommandPrefixOrSuffixItem::AssignmentWord(_, w) if !words.is_empty() => {
+                    let v = self.word(w);
+                    words.push(v);
+                }
+                ast::CommandPrefixOrSuffixItem::AssignmentWord(a, _) => {
+                    let value = match &a.value {
+                        ast::AssignmentValue::Scalar(w) => self.word(w),
+                        ast::AssignmentValue::Array(_) => Val::any(),
+                    };
+                    if let ast::AssignmentName::VariableName(name) = &a.name {
+                        assigned.push((name.clone(), value));
+                    }
+                }
+                ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub) => {
+                    self.scoped(|sh| sh.list(&sub.list));
+                    words.push(Val::any());
+                }
+            }
+        }
+        if words.is_empty() {
+            // `F=x` alone sets the shell's variable.
+            self.vars.extend(assigned);
+            return;
+        }
+        let by = cut(&words.iter().map(Val::shown).collect::<Vec<_>>().join(" "));
+        self.run(words, stdin, &by);
+    }
+
+    fn resolve(&self, p: &str) -> Option<PathBuf> {
+        if Path::new(p).is_absolute() {
+            return Some(normalise(Path::new(p)));
+        }
+        match &self.cwd {
+            Dir::Known(d) => Some(normalise(&d.join(p))),
+            Dir::Unknown => None,
+        }
+    }
+
+    fn is_dir(&self, v: &Val) -> bool {
+        match v {
+            Val::Lit(p) => {
+                p.ends_with('/')
+                    || matches!(p.rsplit('/').next(), Some("." | ".."))
+                    || self.resolve(p).is_some_and(|p| p.is_dir())
+            }
+            Val::Pat { .. } => true,
+        }
+    }
+
+    fn exists(&self, v: &Val) -> bool {
+        v.lit()
+            .and_then(|p| self.resolve(p))
+            .is_some_and(|p| p.symlink_metadata().is_ok())
+    }
+
+    /// Records `v` as written (a directory named literally counts for everything under it).
+    fn write(&mut self, v: &Val, by: &str) {
+        let written = match v {
+            Val::Lit(p) if p.is_empty() => return,
+            Val::Lit(p) => match self.resolve(p) {
+                Some(abs) => {
+                    if abs.is_dir() && !abs.is_symlink() {
+                        self.out.push(Write {
+                            written: Written::Pattern(format!(
+                                "{}/*",
+                                escape(&abs.to_string_lossy())
+                            )),
+                            by: cut(by),
+                        });
+                    }
+                    Written::Path(abs)
+                }
+                None => Written::Pattern(format!("*/{}", escape(p.trim_start_matches("./")))),
+            },
+            Val::Pat { glob, anywhere } => {
+                if glob.starts_with('/') || *anywhere {
+                    Written::Pattern(glob.clone())
+                } else {
+                    match &self.cwd {
+                        Dir::Known(d) => {
+                            Written::Pattern(format!("{}/{glob}", escape(&d.to_string_lossy())))
+                        }
+                        Dir::Unknown => Written::Pattern(format!("*/{glob}")),
+                    }
+                }
+            }
+        };
+        let w = Write {
+            written,
+            by: cut(by),
+        };
+        if !self.out.contains(&w) {
+            self.out.push(w);
+        }
+    }
+
+    /// A word's value: quotes taken out, a variable the command line assigned put in, `~` as
+    /// `$HOME`, anything else unknown (a command substitution is read for what it writes).
+    fn word(&mut self, w: &ast::Word) -> Val {
+        let options = brush_parser::ParserOptions::default();
+        let Ok(pieces) = brush_parser::word::parse(&w.value, &options) else {
+            return Val::any();
+        };
+        let mut parts = Vec::new();
+        self.pieces(pieces, &mut parts, false);
+        assemble(&parts)
+    }
+
+    fn pieces(&mut self, pieces: Vec<WordPieceWithSource>, out: &mut Vec<Part>, quoted: bool) {
+        for piece in pieces.into_iter().map(|p| p.piece) {
+            match piece {
+                WordPiece::Text(t) if quoted => out.push(Part::Lit(t)),
+                WordPiece::Text(t) => {
+                    if t.contains(['*', '?', '[']) || (t.contains('{') && t.contains(',')) {
+                        out.push(Part::Glob(t));
+                    } else {
+                        out.push(Part::Lit(t));
+                    }
+                }
+                WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => {
+                    out.push(Part::Lit(t))
+                }
+                WordPiece::EscapeSequence(e) => {
+                    out.push(Part::Lit(e.trim_start_matches('\\').to_string()))
+                }
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => self.pieces(inner, out, true),
+                WordPiece::TildeExpansion(TildeExpr::Home) => match std::env::var("HOME") {
+                    Ok(h) if !h.is_empty() => out.push(Part::Lit(h)),
+                    _ => out.push(Part::Any),
+                },
+                WordPiece::ParameterExpansion(ParameterExpr::Parameter {
+                    parameter: Parameter::Named(name),
+                    indirect: false,
+                }) => match self.vars.get(&name) {
+                    Some(Val::Lit(v)) => out.push(Part::Lit(v.clone())),
+                    Some(Val::Pat { glob, .. }) => out.push(Part::Glob(glob.clone())),
+                    None => out.push(Part::Any),
+                },
+                WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
+                    self.scoped_script(&s);
+                    out.push(Part::Any);
+                }
+                _ => out.push(Part::Any),
+            }
+        }
+    }
+
+    /// The command substitutions of a here-document's text, read for what they write.
+    fn substitutions(&mut self, text: &str) {
+        let options = brush_parser::ParserOptions::default();
+        if let Ok(pieces) = brush_parser::word::parse(text, &options) {
+            let mut parts = Vec::new();
+            self.pieces(pieces, &mut parts, true);
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    Lit(String),
+    /// Glob syntax, as written (`*.py`, `{a,b}`).
+    Glob(String),
+    Any,
+}
+
+fn assemble(parts: &[Part]) -> Val {
+    if parts.iter().all(|p| matches!(p, Part::Lit(_))) {
+        return Val::Lit(
+            parts
+                .iter()
+                .map(|p| match p {
+                    Part::Lit(s) => s.as_str(),
+                    _ => "",
+                })
+                .collect(),
+        );
+    }
+    let mut glob = String::new();
+    for p in parts {
+        match p {
+            Part::Lit(s) => glob.push_str(&escape(s)),
+            Part::Glob(g) => glob.push_str(g),
+            Part::Any => {
+                if !glob.ends_with('*') {
+                    glob.push('*');
+                }
+            }
+        }
+    }
+    // A glob globset cannot read (`[` unclosed, …) may be anything.
+    if globset::Glob::new(&glob).is_err() {
+        return Val::any();
+    }
+    Val::Pat {
+        anywhere: matches!(parts.first(), Some(Part::Any)),
+        glob,
+    }
+}
+
+/// One value standing for any of `vals`.
+fn alternatives(vals: &[Val]) -> Val {
+    match vals {
+        [] => Val::any(),
+        [one] => one.clone(),
+        many => {
+            let anywhere = many
+                .iter()
+                .any(|v| matches!(v, Val::Pat { anywhere: true, .. }));
+            let globs: Vec<String> = many
+                .iter()
+                .map(|v| match v {
+                    Val::Lit(s) => escape(s),
+                    Val::Pat { glob, .. } => glob.clone(),
+                })
+                .collect();
+            let glob = format!("{{{}}}", globs.join(","));
+            if globset::Glob::new(&glob).is_err() {
+                return Val::any();
+            }
+            Val::Pat { glob, anywhere }
+        }
+    }
+}
+
+/// Everything under `dir`.
+fn under(dir: &Val) -> Val {
+    join(
+        dir,
+        &Val::Pat {
+            glob: "*".into(),
+            anywhere: false,
+        },
+    )
+}
+
+/// `dir/name`.
+fn join(dir: &Val, name: &Val) -> Val {
+    if dir.lit() == Some(".") {
+        return match name {
+            Val::Lit(_) => name.clone(),
+            Val::Pat { glob, .. } => Val::Pat {
+                glob: glob.clone(),
+                anywhere: false,
+            },
+        };
+    }
+    match (dir, name) {
+        (Val::Lit(d), Val::Lit(n)) => Val::Lit(format!("{}/{n}", d.trim_end_matches('/'))),
+        _ => {
+            let (d, anywhere) = match dir {
+                Val::Lit(d) => (escape(d.trim_end_matches('/')), false),
+                Val::Pat { glob, anywhere } => (glob.trim_end_matches('/').to_string(), *anywhere),
+            };
+            let n = match name {
+                Val::Lit(n) => escape(n),
+                Val::Pat { glob, .. } => glob.clone(),
+            };
+            Val::Pat {
+                glob: format!("{d}/{n}"),
+                anywhere,
+            }
+        }
+    }
+}
+
+/// The last component of a path (`*` when unknown).
+fn file_name(v: &Val) -> Val {
+    match v {
+        Val::Lit(s) => Val::Lit(
+            s.trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(s)
+                .to_string(),
+        ),
+        Val::Pat { .. } => Val::Pat {
+            glob: "*".into(),
+            anywhere: false,
+        },
+    }
+}
+
 fn base_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
 }
 
-/// The files of an in-place editor (`sed -i`): none unless an in-place flag is given; the
-/// first operand is the script unless one came with `-e`/`-f` (or `--expression`/`--file`).
-fn in_place(args: &[&str], long: &[&str], short: char, e: &str, f: &str) -> Vec<String> {
-    let mut inplace = false;
-    let mut script_given = false;
-    let mut ops = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if *a == "--" {
-            ops.extend(it.by_ref().map(|s| s.to_string()));
-            break;
-        }
-        if long
-            .iter()
-            .any(|l| a == l || a.starts_with(&format!("{l}=")))
-        {
-            inplace = true;
-        } else if *a == e || *a == f || *a == "--expression" || *a == "--file" {
-            script_given = true;
-            it.next();
-        } else if a.starts_with("--expression=") || a.starts_with("--file=") {
-            script_given = true;
-        } else if let Some(flags) = a.strip_prefix('-').filter(|f| !f.starts_with('-')) {
-            // `-i`, `-i.bak`, `-ni`, `-Ei`: a cluster naming `i` (sed's suffix follows the `i`).
-            let mut chars = flags.chars();
-            while let Some(c) = chars.next() {
-                if c == short {
-                    inplace = true;
-                    break;
-                }
-                if c == 'e' || c == 'f' {
-                    script_given = true;
-                    if chars.as_str().is_empty() {
-                        it.next();
-                    }
-                    break;
-                }
-            }
-        } else if !a.starts_with('-') {
-            ops.push(a.to_string());
-        }
+fn cut(s: &str) -> String {
+    let s = s.trim();
+    if s.chars().count() <= 120 {
+        return s.to_string();
     }
-    if !inplace {
-        return Vec::new();
-    }
-    if !script_given && !ops.is_empty() {
-        ops.remove(0);
-    }
-    ops
+    let mut t: String = s.chars().take(120).collect();
+    t.push('…');
+    t
 }
 
-/// `perl -i -pe 'script' FILES`, `perl -pi -e …`.
-fn perl_in_place(args: &[&str]) -> Vec<String> {
-    let mut inplace = false;
-    let mut ops = Vec::new();
-    let mut script_given = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if let Some(flags) = a.strip_prefix('-').filter(|f| !f.is_empty()) {
-            if flags.starts_with('i') || flags.contains('i') && !flags.starts_with('e') {
-                inplace = true;
-            }
-            if flags.ends_with('e') || flags.ends_with('E') {
-                script_given = true;
-                it.next();
-            }
-        } else {
-            ops.push(a.to_string());
-        }
-    }
-    if !inplace {
-        return Vec::new();
-    }
-    if !script_given && !ops.is_empty() {
-        ops.remove(0);
-    }
-    ops
-}
-
-/// The words that are not options (nor the values of `valued` options).
-fn operands(args: &[&str], valued: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if *a == "--" {
-            out.extend(it.by_ref().map(|s| s.to_string()));
-            break;
-        }
-        if valued.contains(a) {
-            it.next();
-        } else if !a.starts_with('-') || *a == "-" {
-            out.push(a.to_string());
-        }
-    }
-    out.retain(|a| a != "-");
-    out
-}
-
-/// Takes the redirections out of a simple command's words, pushing the files written to `out`.
-fn strip_redirections(words: Vec<String>, out: &mut Vec<String>) -> Vec<String> {
-    let mut kept = Vec::new();
-    let mut it = words.into_iter();
-    while let Some(w) = it.next() {
-        // `>f`, `>>f`, `2>f`, `&>f`, `>|f`, and the same with the file as the next word.
-        let digits = w.trim_start_matches(|c: char| c.is_ascii_digit());
-        let rest = digits.strip_prefix('&').unwrap_or(digits);
-        if let Some(after) = rest.strip_prefix('>') {
-            let after = after
-                .strip_prefix('>')
-                .or_else(|| after.strip_prefix('|'))
-                .unwrap_or(after);
-            if after.starts_with('&') {
-                continue; // `2>&1`: a descriptor, not a file.
-            }
-            let target = if after.is_empty() {
-                it.next().unwrap_or_default()
-            } else {
-                after.to_string()
-            };
-            out.push(target);
-            continue;
-        }
-        if let Some(after) = digits.strip_prefix('<') {
-            if after.is_empty() {
-                it.next();
-            }
-            continue;
-        }
-        kept.push(w);
-    }
-    kept
-}
-
-/// The simple commands of a command line, each as its words with quotes taken out: split at
-/// `;`, `&`, `|`, newlines and parentheses outside quotes. A `>` or `<` is its own word start.
-fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let mut cmds = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars().peekable();
-    let flush_word = |word: &mut String, in_word: &mut bool, words: &mut Vec<String>| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-    while let Some(c) = chars.next() {
+/// How deeply `text` nests, counted loosely (brackets inside quotes count too): a bound on
+/// the parser's recursion, never an under-estimate.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for c in text.chars() {
         match c {
-            '\'' => {
-                in_word = true;
-                for d in chars.by_ref() {
-                    if d == '\'' {
-                        break;
-                    }
-                    word.push(d);
-                }
+            '(' | '{' | '`' => {
+                depth += 1;
+                max = max.max(depth);
             }
-            '"' => {
-                in_word = true;
-                while let Some(d) = chars.next() {
-                    match d {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(e) = chars.next() {
-                                word.push(e);
-                            }
-                        }
-                        d => word.push(d),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(e) = chars.next() {
-                    if e != '\n' {
-                        word.push(e);
-                    }
-                }
-            }
-            ';' | '|' | '\n' | '(' | ')' | '{' | '}' | '`' => {
-                flush_word(&mut word, &mut in_word, &mut words);
-                if !words.is_empty() {
-                    cmds.push(std::mem::take(&mut words));
-                }
-            }
-            '&' if chars.peek() != Some(&'>') && !word.ends_with('>') => {
-                flush_word(&mut word, &mut in_word, &mut words);
-                if !words.is_empty() {
-                    cmds.push(std::mem::take(&mut words));
-                }
-            }
-            '>' | '<' => {
-                // A redirection starts a word of its own (`echo x>f`), keeping a descriptor
-                // number written right before it (`2>f`).
-                if in_word && !word.chars().all(|d| d.is_ascii_digit() || d == '&') {
-                    flush_word(&mut word, &mut in_word, &mut words);
-                }
-                in_word = true;
-                word.push(c);
-                while let Some(&d) = chars.peek() {
-                    if d == '>' || d == '|' || d == '&' {
-                        word.push(d);
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
-                // `2>&1`: the descriptor belongs to the same word.
-                if word.ends_with('&') {
-                    while let Some(&d) = chars.peek() {
-                        if d.is_ascii_digit() || d == '-' {
-                            word.push(d);
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    flush_word(&mut word, &mut in_word, &mut words);
-                } else {
-                    flush_word(&mut word, &mut in_word, &mut words);
-                }
-            }
-            c if c.is_whitespace() => flush_word(&mut word, &mut in_word, &mut words),
-            c => {
-                in_word = true;
-                word.push(c);
-            }
+            ')' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
         }
     }
-    flush_word(&mut word, &mut in_word, &mut words);
-    if !words.is_empty() {
-        cmds.push(words);
-    }
-    cmds
+    max
 }
+
+mod commands;
+mod git;
+mod options;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn in_place_editors_name_their_files_not_their_scripts() {
-        assert_eq!(
-            shell("sed -i 's/a/b/' orchestrator.py"),
-            ["orchestrator.py"]
-        );
-        assert_eq!(shell("sed -i.bak -e 's/a/b/' a.py b.py"), ["a.py", "b.py"]);
-        assert_eq!(shell("sed -Ei 's/a/b/' src/x.py"), ["src/x.py"]);
-        assert_eq!(shell("sed --in-place=.orig 's/a/b/' x"), ["x"]);
-        assert!(
-            shell("sed 's/a/b/' orchestrator.py").is_empty(),
-            "no -i: reads only"
-        );
-        assert_eq!(shell("perl -pi -e 's/a/b/' roles.py"), ["roles.py"]);
-        assert_eq!(shell("perl -i -pe 's/a/b/' roles.py"), ["roles.py"]);
-        assert!(shell("perl -ne 'print' roles.py").is_empty());
-    }
-
-    #[test]
-    fn redirections_and_writers_are_targets() {
-        assert_eq!(shell("echo x > a.txt"), ["a.txt"]);
-        assert_eq!(shell("echo x>>'b c.txt'"), ["b c.txt"]);
-        assert_eq!(shell("cmd 2>err.log >out.log"), ["err.log", "out.log"]);
-        assert_eq!(shell("cmd 2>&1 | tee -a log.txt"), ["log.txt"]);
-        assert_eq!(shell("cat x >/dev/null"), Vec::<String>::new());
-        assert_eq!(shell("cp -r a b dest/"), ["dest/"]);
-        assert_eq!(shell("mv old.py new.py"), ["old.py", "new.py"]);
-        assert_eq!(shell("rm -f a b"), ["a", "b"]);
-        assert_eq!(shell("chmod +x run.sh"), ["run.sh"]);
-        assert_eq!(shell("sudo truncate -s 0 f"), ["f"]);
-        assert_eq!(
-            shell("cd src && sed -i s/a/b/ orchestrator.py"),
-            ["orchestrator.py"]
-        );
-        assert_eq!(shell("dd if=/dev/zero of=disk.img"), ["disk.img"]);
-        assert!(shell("ls -la; git status; grep -r x .").is_empty());
-        assert!(shell("cat < in.txt").is_empty());
-    }
-
-    #[test]
-    fn quotes_and_odd_input_never_panic() {
-        for s in [
-            "",
-            "'",
-            "\"",
-            "\\",
-            ">",
-            ">>",
-            "2>",
-            "&",
-            "&&",
-            "|",
-            "sed -i",
-            "sed -i -e",
-            "perl -pie",
-            "mv",
-            "cp a",
-            "echo \"unterminated",
-            "a\\\n> b",
-            "((((",
-            "x 9>&",
-            "tee --",
-        ] {
-            let _ = shell(s);
-        }
-        assert_eq!(shell("echo 'a > b'"), Vec::<String>::new());
-    }
-
-    #[test]
-    fn apply_patch_envelopes_name_every_path() {
-        let p = "*** Begin Patch\n*** Update File: src/orchestrator.py\n@@\n-a\n+b\n*** Add File: new.py\n+x\n*** Delete File: old.py\n*** Update File: a.py\n*** Move to: b.py\n*** End Patch\n";
-        assert_eq!(
-            apply_patch(p),
-            ["src/orchestrator.py", "new.py", "old.py", "a.py", "b.py"]
-        );
-    }
-
-    #[test]
-    fn paths_are_made_relative_to_the_workspace_or_left_out() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path();
-        std::fs::create_dir(root.join("src")).unwrap();
-        let cwd = root.join("src");
-        assert_eq!(relative(root, &cwd, "x.py").as_deref(), Some("src/x.py"));
-        assert_eq!(
-            relative(root, &cwd, "../orchestrator.py").as_deref(),
-            Some("orchestrator.py")
-        );
-        let abs = root.join("src/./../roles.py");
-        assert_eq!(
-            relative(root, root, abs.to_str().unwrap()).as_deref(),
-            Some("roles.py")
-        );
-        assert_eq!(relative(root, root, "/etc/passwd"), None);
-        assert_eq!(relative(root, root, "../outside"), None);
-    }
-}
+mod tests;

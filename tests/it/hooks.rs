@@ -14,9 +14,9 @@ use crate::code_change::{git_workspace, APP, PROTECTED};
 use crate::util::TestCommand;
 
 /// The project path in the recorded payloads.
-const DOC_PROJECT: &str = "/home/user/my-project";
+pub(crate) const DOC_PROJECT: &str = "/home/user/my-project";
 
-fn fixture(agent: &str, name: &str) -> String {
+pub(crate) fn fixture(agent: &str, name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/hooks")
         .join(agent)
@@ -26,15 +26,15 @@ fn fixture(agent: &str, name: &str) -> String {
 
 /// What the hook answered.
 #[derive(Debug)]
-struct Answer {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Answer {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Answer {
     /// The JSON answer on stdout (`Value::Null` when it printed nothing).
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         if self.stdout.trim().is_empty() {
             return Value::Null;
         }
@@ -42,19 +42,19 @@ impl Answer {
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
     }
 
-    fn blocked_with(&self) -> String {
+    pub(crate) fn blocked_with(&self) -> String {
         assert_eq!(self.code, 0, "{self:?}");
         let v = self.json();
         assert_eq!(v["decision"], "block", "{self:?}");
         v["reason"].as_str().expect("a reason").to_string()
     }
 
-    fn allowed_silently(&self) {
+    pub(crate) fn allowed_silently(&self) {
         assert_eq!(self.code, 0, "{self:?}");
         assert_eq!(self.json(), Value::Null, "{self:?}");
     }
 
-    fn denied_with(&self) -> String {
+    pub(crate) fn denied_with(&self) -> String {
         assert_eq!(self.code, 0, "{self:?}");
         let v = self.json();
         let out = &v["hookSpecificOutput"];
@@ -68,13 +68,13 @@ impl Answer {
 }
 
 /// A workspace and the referee's state directory for it.
-struct Ws {
-    _root: tempfile::TempDir,
-    ws: PathBuf,
-    state: PathBuf,
+pub(crate) struct Ws {
+    pub(crate) _root: tempfile::TempDir,
+    pub(crate) ws: PathBuf,
+    pub(crate) state: PathBuf,
 }
 
-fn workspace() -> Ws {
+pub(crate) fn workspace() -> Ws {
     let (root, ws, _logs) = git_workspace();
     let state = root.path().join("state");
     Ws {
@@ -86,7 +86,7 @@ fn workspace() -> Ws {
 
 impl Ws {
     /// Runs `referee hook AGENT` with the recorded payload `name`, `edit` applied to it.
-    fn hook_with(
+    pub(crate) fn hook_with(
         &self,
         agent: &str,
         name: &str,
@@ -99,11 +99,11 @@ impl Ws {
         self.run(agent, v.to_string().as_bytes(), extra)
     }
 
-    fn hook(&self, agent: &str, name: &str) -> Answer {
+    pub(crate) fn hook(&self, agent: &str, name: &str) -> Answer {
         self.hook_with(agent, name, &[], |_| {})
     }
 
-    fn run(&self, agent: &str, stdin: &[u8], extra: &[&str]) -> Answer {
+    pub(crate) fn run(&self, agent: &str, stdin: &[u8], extra: &[&str]) -> Answer {
         let out = TestCommand::new()
             .args(["hook", agent, "--state-dir"])
             .arg(&self.state)
@@ -118,7 +118,7 @@ impl Ws {
         }
     }
 
-    fn sed_i(&self, script: &str, file: &str) {
+    pub(crate) fn sed_i(&self, script: &str, file: &str) {
         let st = Command::new("sed")
             .current_dir(&self.ws)
             .args(["-i", script, file])
@@ -127,7 +127,7 @@ impl Ws {
         assert!(st.success());
     }
 
-    fn verdict(&self, task: &str) -> Value {
+    pub(crate) fn verdict(&self, task: &str) -> Value {
         let name = referee::outputs::code_change::verdict_file(task, "json");
         let text = fs::read_to_string(self.state.join(&name))
             .unwrap_or_else(|e| panic!("{name} in the state directory: {e}"));
@@ -136,7 +136,7 @@ impl Ws {
 }
 
 /// Every path under `dir` (`.git` included) with its size, mode and content hash.
-fn listing(dir: &Path) -> BTreeMap<String, (u64, u32, String)> {
+pub(crate) fn listing(dir: &Path) -> BTreeMap<String, (u64, u32, String)> {
     use std::os::unix::fs::PermissionsExt as _;
     walkdir::WalkDir::new(dir)
         .into_iter()
@@ -553,4 +553,168 @@ fn a_teams_protect_flag_holds_at_stop_and_before_a_write() {
         )
         .blocked_with();
     assert!(reason.contains("inside"), "{reason}");
+}
+
+/// The shell forms that got past PreToolUse before it parsed commands (issue 32), and their
+/// neighbours: each is denied with the protected path named; the honest commands beside them go
+/// on, and nothing runs.
+#[test]
+fn pre_tool_use_denies_the_shell_forms_that_used_to_get_through() {
+    let w = workspace();
+    let outside = w._root.path().join("incoming");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("orchestrator.py"), "ROLES = ['admin']\n").unwrap();
+    fs::write(outside.join("roles.py"), "R = 1\n").unwrap();
+    let patch = outside.join("p.diff");
+    fs::write(
+        &patch,
+        "diff --git a/src/orchestrator.py b/src/orchestrator.py\n--- a/src/orchestrator.py\n+++ b/src/orchestrator.py\n@@ -1 +1 @@\n-ROLES = ['worker']\n+ROLES = ['admin']\n",
+    )
+    .unwrap();
+    let o = outside.display();
+    let p = patch.display();
+    let denied: Vec<(String, &str)> = vec![
+        (format!("cp -t src {o}/orchestrator.py"), ""),
+        (format!("cp {o}/orchestrator.py src/"), ""),
+        (format!("mv {o}/orchestrator.py ."), "src"),
+        (format!("install -t src {o}/roles.py"), ""),
+        (format!("ln -s {o}/orchestrator.py src/"), ""),
+        (
+            "cd src && sed -i s/worker/admin/ orchestrator.py".into(),
+            "",
+        ),
+        (
+            "perl -pi -e 's/worker/admin/' src/orchestrator.py".into(),
+            "",
+        ),
+        ("git checkout HEAD~1 -- src/orchestrator.py".into(), ""),
+        ("git rm src/orchestrator.py".into(), ""),
+        ("echo x | tee -a src/orchestrator.py".into(), ""),
+        ("dd if=/dev/zero of=src/orchestrator.py count=1".into(), ""),
+        ("truncate -s 0 orchestrator.py".into(), "src"),
+        (format!("rsync -a {o}/ src/"), ""),
+        (format!("tar -xf {o}/a.tar -C src"), ""),
+        ("cd src; echo 'ROLES = []' > orchestrator.py".into(), ""),
+        (
+            "find . -name orchestrator.py -exec sed -i s/a/b/ {} +".into(),
+            "",
+        ),
+        ("find src -name '*.py' -delete".into(), ""),
+        ("git ls-files | xargs sed -i s/worker/admin/".into(), ""),
+        (
+            "cat > src/orchestrator.py <<'EOF'\nROLES = []\nEOF".into(),
+            "",
+        ),
+        ("bash <<'EOF'\ncd src\nrm orchestrator.py\nEOF".into(), ""),
+        ("git restore --source HEAD~1 src/orchestrator.py".into(), ""),
+        (format!("git apply {p}"), ""),
+        (format!("patch -p1 < {p}"), ""),
+        ("F=src/orchestrator.py; echo >> \"$F\"".into(), ""),
+        ("ruff format src".into(), ""),
+        ("black .".into(), "src"),
+        // A target the referee cannot name may be a protected one.
+        ("echo x > \"$OUT\"".into(), ""),
+    ];
+    for (cmd, dir) in &denied {
+        let reason = w
+            .hook_with(CC, "pre-tool-use-bash.json", &[], |v| {
+                v["cwd"] = Value::String(w.ws.join(dir).display().to_string());
+                v["tool_input"]["command"] = cmd.as_str().into();
+            })
+            .denied_with();
+        assert!(
+            reason.contains(PROTECTED) || reason.contains("src/roles.py"),
+            "{cmd}: {reason}"
+        );
+    }
+    let allowed = [
+        "cd src && sed -i s/1/2/ app.py",
+        "git status && git diff && git log -1",
+        "git checkout -b topic",
+        "find . -name '*.py' | xargs grep -n ROLES",
+        "echo x > build.log 2>&1",
+        "cp src/app.py src/app_backup.py",
+        "rm -rf build dist",
+        "cat src/orchestrator.py | wc -l",
+        "ruff check src && black --check .",
+        // Putting a protected file back, as a blocked stop asks, is no write to deny.
+        "git checkout -- src/orchestrator.py",
+        "git restore src/orchestrator.py",
+    ];
+    for cmd in allowed {
+        w.hook_with(CC, "pre-tool-use-bash.json", &[], |v| {
+            v["tool_input"]["command"] = cmd.into();
+        })
+        .allowed_silently();
+    }
+    assert_eq!(
+        fs::read_to_string(w.ws.join(PROTECTED)).unwrap(),
+        "ROLES = ['worker']\n"
+    );
+}
+
+/// PostToolUse tells a call what that call changed: a shell write the referee cannot see in the
+/// command is the shell call's, never the next, unrelated edit's; with no view of the workspace
+/// kept, a call is told only of the files it names. The stop still judges everything.
+#[test]
+fn post_tool_use_blames_only_the_call_that_made_the_change() {
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    let shell = |v: &mut Value| {
+        v["tool_name"] = "Bash".into();
+        v["tool_input"] = serde_json::json!({
+            "command": "python3 -c \"open('src/orchestrator.py', 'w').write('x')\""
+        });
+    };
+    fs::write(w.ws.join(PROTECTED), "ROLES = ['admin']\n").unwrap();
+    let reason = w
+        .hook_with(CC, "post-tool-use-write.json", &[], shell)
+        .blocked_with();
+    assert!(
+        reason.contains("CC-01") && reason.contains(PROTECTED),
+        "{reason}"
+    );
+    // The next edit is clean: nothing to say, though the protected change still stands.
+    fs::write(w.ws.join(APP), "def main():\n    return 2\n").unwrap();
+    w.hook(CC, "post-tool-use-write.json").allowed_silently();
+    // Its own breakage is named, and only that.
+    fs::write(w.ws.join(APP), "def main(:\n").unwrap();
+    let reason = w.hook(CC, "post-tool-use-write.json").blocked_with();
+    assert!(reason.contains("CC-05"), "{reason}");
+    assert!(!reason.contains("CC-01"), "{reason}");
+    // The stop is the guard that holds: the protected change is a veto there.
+    let reason = w.hook(CC, "stop.json").blocked_with();
+    assert!(reason.contains("CC-01"), "{reason}");
+
+    // No SessionStart, no view kept: the edit is told only about the file it names.
+    let w = workspace();
+    fs::write(w.ws.join(PROTECTED), "ROLES = ['admin']\n").unwrap();
+    fs::write(w.ws.join(APP), "def main():\n    return 2\n").unwrap();
+    w.hook(CC, "post-tool-use-write.json").allowed_silently();
+}
+
+/// A shell call made only of commands that write nothing is not judged after it runs (no
+/// workspace read: here the state directory is unusable, and the call is still silent), while
+/// any other shell call is.
+#[test]
+fn a_read_only_shell_call_is_not_judged_after_it_runs() {
+    let w = workspace();
+    fs::write(&w.state, "not a directory").unwrap();
+    let after = |cmd: &str| {
+        w.hook_with(CC, "post-tool-use-write.json", &[], |v| {
+            v["tool_name"] = "Bash".into();
+            v["tool_input"] = serde_json::json!({ "command": cmd });
+        })
+    };
+    after("git status && ls -la src | grep py && cat src/app.py").allowed_silently();
+    let a = after("make");
+    assert_eq!(a.code, 0, "{a:?}");
+    let msg = a.json()["systemMessage"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.contains("cannot judge"),
+        "judged, and told it could not: {a:?}"
+    );
 }

@@ -17,6 +17,7 @@ mod flags;
 mod formats;
 mod fuzz;
 mod heap;
+mod hook_agents;
 mod hooks;
 mod human_text;
 mod interrupt;
