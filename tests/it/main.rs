@@ -21,6 +21,7 @@ mod human_text;
 mod interrupt;
 mod json_strict;
 mod layers;
+mod layouts;
 mod liveness;
 mod locations;
 mod markdown;

@@ -231,17 +231,18 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
             "protected_file_modified: {} ({why})",
             name::display(&p)
         ));
-        if changes.contains_key(&p) {
-            if let Ok(d) = s.ws.diff(&p) {
-                fails.extend(d.lines().map(|l| format!("  {l}")));
-            }
+        if let Ok(d) = s.ws.diff(&p) {
+            fails.extend(d.lines().map(|l| format!("  {l}")));
         }
         files.push(file_ref(s.ws, &p));
     }
+    let srcs: Vec<String> = globs.iter().map(|g| g.as_str().to_string()).collect();
+    let outside = s.ws.outside_baseline(&srcs, &protected).unwrap_or_default();
     let unknown: Vec<String> =
         s.ws.undecided
             .iter()
             .filter(|(p, _)| protected(p))
+            .chain(outside.undecided.iter())
             .map(|(p, why)| format!("{}: {why}", name::display(p)))
             .collect();
     let mut o = conclude(
@@ -269,8 +270,17 @@ pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String
             out.insert(p.clone(), what);
         }
     }
-    for p in ws.ignored().iter().filter(|p| protected(p)) {
-        out.insert(p.clone(), "added, hidden by an ignore rule".into());
+    // What no baseline holds (`.git/`, `.tasks/`, `.referee/`, ignored paths): against its
+    // state when the referee started, when a state directory keeps it; else an ignored
+    // protected path is an addition.
+    let srcs: Vec<String> = globs.iter().map(|g| g.as_str().to_string()).collect();
+    match ws.outside_baseline(&srcs, &protected) {
+        Some(found) => out.extend(found.changed),
+        None => {
+            for p in ws.ignored().iter().filter(|p| protected(p)) {
+                out.insert(p.clone(), "added, hidden by an ignore rule".into());
+            }
+        }
     }
     for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {
         out.insert(
