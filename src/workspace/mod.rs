@@ -172,6 +172,8 @@ pub struct Workspace {
     outside: RefCell<Option<(Vec<String>, surface::Findings)>>,
     /// The pin they were decided against.
     pinned_outside: RefCell<Option<surface::Kept>>,
+    /// The work tree's folder git runs hooks from (`core.hooksPath`), when inside it.
+    hooks_dir: std::cell::OnceCell<Option<String>>,
 }
 
 /// A work tree compared with a baseline, path by path: what changed (and how, besides the
@@ -393,6 +395,7 @@ impl Workspace {
             surface: std::cell::OnceCell::new(),
             outside: RefCell::new(None),
             pinned_outside: RefCell::new(None),
+            hooks_dir: std::cell::OnceCell::new(),
         };
         match base {
             Ok(b) => {
@@ -534,6 +537,25 @@ impl Workspace {
     fn surface(&self) -> &surface::Listing {
         self.surface
             .get_or_init(|| surface::Listing::of(&self.root))
+    }
+
+    /// Whether `rel` lies in the folder of the work tree that git runs hooks from, when
+    /// `core.hooksPath` (in `.git/config` or `config.worktree`, read in-process) names one
+    /// inside the work tree (husky's `.husky/_`, a project's `githooks/`): a file there runs as
+    /// the orchestrator at its next commit, so it is protected like `.git/hooks/`.
+    pub fn in_hooks_dir(&self, rel: &str) -> bool {
+        let dir = self.hooks_dir.get_or_init(|| {
+            [".git/config.worktree", ".git/config"]
+                .iter()
+                .find_map(|c| match self.surface().look(c) {
+                    Ok(Some(l)) => l.bytes.and_then(|b| surface::hooks_dir_in(&b, &self.root)),
+                    _ => None,
+                })
+        });
+        dir.as_deref().is_some_and(|d| {
+            rel.strip_prefix(d)
+                .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+        })
     }
 
     /// The protected paths no baseline holds (under `.git/`, `.tasks/`, `.referee/`, and the

@@ -210,6 +210,45 @@ fn is_object_fan_out(rel: &[u8]) -> bool {
     }
 }
 
+/// The folder of the work tree that git runs hooks from when the config `config` (a
+/// `.git/config` or `config.worktree`) sets `core.hooksPath` to a path inside the work tree at
+/// `root` (as husky does: `.husky/_`): relative (to the work tree, as git takes it), or
+/// absolute under `root`. Encoded, without a trailing `/`; `None` when it is not set, lies
+/// outside, or the config does not parse. Read in-process, no include followed.
+pub fn hooks_dir_in(config: &[u8], root: &Path) -> Option<String> {
+    let file = gix::config::File::from_bytes_no_includes(
+        config,
+        gix::config::file::Metadata::api(),
+        gix::config::file::init::Options::default(),
+    )
+    .ok()?;
+    let value = file.string("core.hooksPath")?;
+    let raw: &[u8] = value.as_ref();
+    if raw.is_empty() || raw.starts_with(b"~") {
+        return None;
+    }
+    let rel: &[u8] = if raw.starts_with(b"/") {
+        let root = root.as_os_str().as_encoded_bytes();
+        let rest = raw.strip_prefix(root)?;
+        rest.strip_prefix(b"/")
+            .or((rest.is_empty()).then_some(rest))?
+    } else {
+        raw
+    };
+    // Resolved by its names alone: `..` that leaves the work tree is outside.
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in rel.split(|&b| b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    (!parts.is_empty()).then(|| name::encode(&parts.join(&b'/')))
+}
+
 /// Whether a path lies in one of the three folders (or is `.git` itself).
 pub fn is_surface(rel: &str) -> bool {
     rel == ".git"
@@ -505,6 +544,31 @@ mod tests {
         ] {
             assert!(!is_object_fan_out(p.as_bytes()), "{p}");
         }
+    }
+
+    #[test]
+    fn a_hooks_path_inside_the_work_tree_is_found() {
+        let root = Path::new("/w/ws");
+        let cfg = |v: &str| format!("[core]\n\tbare = false\n\thooksPath = {v}\n");
+        for (v, want) in [
+            (".husky/_", Some(".husky/_")),
+            ("./tools//hooks/", Some("tools/hooks")),
+            ("/w/ws/githooks", Some("githooks")),
+            ("/w/other", None),
+            ("../outside", None),
+            ("~/hooks", None),
+            ("a/../..", None),
+        ] {
+            assert_eq!(
+                hooks_dir_in(cfg(v).as_bytes(), root).as_deref(),
+                want,
+                "{v}"
+            );
+        }
+        assert_eq!(hooks_dir_in(b"[core]\n\tbare = false\n", root), None);
+        // The last value wins, as in git.
+        let two = "[core]\n\thooksPath = a\n[core]\n\thooksPath = b\n";
+        assert_eq!(hooks_dir_in(two.as_bytes(), root).as_deref(), Some("b"));
     }
 
     #[test]

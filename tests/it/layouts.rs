@@ -655,6 +655,16 @@ fn deep_a_protected_file_below_path_max_is_vetoed_by_watch() {
     assert_watch_vetoed(&w, &live, "t1", 1, &deep[..60]);
 }
 
+/// A deep protected file written while the live referee runs is seen at the next judgment.
+#[test]
+fn deep_a_protected_file_written_after_start_is_vetoed_by_watch() {
+    let w = Ws::repo(&[]);
+    let live = w.watch();
+    let deep = deep_file(&w, "src", 45, "orchestrator.py", "ROLES = ['admin']\n");
+    w.honest("t1", 1);
+    assert_watch_vetoed(&w, &live, "t1", 1, &deep[..60]);
+}
+
 // ---- the executable surface ----------------------------------------------------------------
 
 /// A hook planted in `.git/hooks/` runs as the orchestrator at its next commit.
@@ -711,6 +721,27 @@ fn surface_core_hooks_path_in_git_config_is_vetoed_under_watch() {
     w.git(&["config", "core.hooksPath", "tools/hooks"]);
     w.honest("t1", 1);
     assert_watch_vetoed(&w, &live, "t1", 1, ".git/config");
+}
+
+/// A project whose `core.hooksPath` names a folder of its own work tree (husky's `.husky/_`, a
+/// `githooks/`): a hook edited or added there runs as the orchestrator at its next commit.
+#[test]
+fn surface_a_hook_in_the_projects_own_hooks_path_is_vetoed() {
+    let w = Ws::repo(&[]);
+    w.write("githooks/pre-commit", "#!/bin/sh\nexit 0\n");
+    w.git(&["add", "githooks"]);
+    w.git(&["commit", "-q", "-m", "hooks"]);
+    w.git(&["config", "core.hooksPath", "githooks"]);
+    w.pin();
+    w.honest("t1", 1);
+    assert_approved(&w, w.verify(), "t1");
+    w.write("githooks/pre-commit", "#!/bin/sh\necho planted\n");
+    w.honest("t1", 2);
+    assert_vetoed(&w, w.verify(), "t1", "githooks/pre-commit", "modified");
+    w.git(&["checkout", "--", "githooks"]);
+    w.write("githooks/post-commit", "#!/bin/sh\necho planted\n");
+    w.honest("t1", 3);
+    assert_vetoed(&w, w.verify(), "t1", "githooks/post-commit", "added");
 }
 
 /// Git writes `index`, `logs/`, `ORIG_HEAD`, objects and refs when the orchestrator commits:
