@@ -118,6 +118,9 @@ pub struct Listing {
     paths: Vec<(String, usize, Vec<u8>)>,
     /// What could not be listed (logical, why).
     pub unlisted: Vec<(String, String)>,
+    /// The symbolic links under `.git/` (logical): git makes none there, and a folder swapped
+    /// for one leads git's hooks or config elsewhere, whatever its name.
+    links: BTreeSet<String>,
     /// The workspace root (for `.git` itself).
     root: PathBuf,
 }
@@ -140,6 +143,7 @@ impl Listing {
             tops: Vec::new(),
             paths: Vec::new(),
             unlisted: Vec::new(),
+            links: BTreeSet::new(),
             root: root.to_path_buf(),
         };
         let mut budget = MAX_PATHS;
@@ -148,6 +152,13 @@ impl Listing {
             match tree::names_in_tree(dir, budget, &descend) {
                 Ok(found) => {
                     budget = budget.saturating_sub(found.paths.len());
+                    if *logical == ".git" {
+                        for p in &found.links {
+                            listing
+                                .links
+                                .insert(format!("{logical}/{}", name::encode(p)));
+                        }
+                    }
                     for p in found.paths {
                         let key = format!("{logical}/{}", name::encode(&p));
                         listing.paths.push((key, i, p));
@@ -379,7 +390,7 @@ pub(crate) fn judge(
     // baseline.
     let mut now: BTreeSet<String> = listing
         .names()
-        .filter(|p| protected(p))
+        .filter(|p| protected(p) || listing.links.contains(*p))
         .map(str::to_string)
         .collect();
     now.extend(outside_now.iter().cloned());
@@ -451,9 +462,9 @@ pub(crate) fn judge(
         let pinned: Vec<String> = kept
             .pin
             .paths
-            .keys()
-            .filter(|p| protected(p))
-            .cloned()
+            .iter()
+            .filter(|(p, was)| protected(p) || (was.kind == "symlink" && p.starts_with(".git/")))
+            .map(|(p, _)| p.clone())
             .collect();
         let all: BTreeSet<&String> = now.iter().chain(pinned.iter()).collect();
         for p in all {

@@ -698,6 +698,27 @@ fn surface_a_planted_pre_commit_hook_is_vetoed_under_watch() {
     assert_watch_vetoed(&w, &live, "t1", 1, ".git/hooks/pre-commit");
 }
 
+/// `.git/hooks` swapped for a link to a folder of the worker's (with git's samples copied, so
+/// every file pinned there still reads the same): the link is vetoed, whatever its name.
+#[test]
+fn surface_git_hooks_swapped_for_a_link_is_vetoed() {
+    let w = Ws::repo(&[]);
+    w.pin();
+    let elsewhere = w.root.join("evil-hooks");
+    let copy = Command::new("cp")
+        .args(["-a"])
+        .arg(w.path(".git/hooks"))
+        .arg(&elsewhere)
+        .status()
+        .expect("cp");
+    assert!(copy.success());
+    fs::write(elsewhere.join("pre-commit"), "#!/bin/sh\necho planted\n").expect("write");
+    fs::remove_dir_all(w.path(".git/hooks")).expect("rm");
+    std::os::unix::fs::symlink(&elsewhere, w.path(".git/hooks")).expect("symlink");
+    w.honest("t1", 1);
+    assert_vetoed(&w, w.verify(), "t1", ".git/hooks", "added");
+}
+
 /// `core.hooksPath` set by the worker's own `git config` points git at hooks of its choosing.
 #[test]
 fn surface_core_hooks_path_in_git_config_is_vetoed() {

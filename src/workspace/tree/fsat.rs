@@ -483,11 +483,19 @@ pub(super) fn open_in_tree(
         }
         return Ok(dir);
     }
-    if !is_long(root.as_os_str().len() + 1 + rel.len()) {
+    if expect.is_some() && !is_long(root.as_os_str().len() + 1 + rel.len()) {
+        // The directory a listing saw: by its path (its last name not followed), then checked
+        // to be that one.
         return OpenDir::open(&root.join(OsStr::from_bytes(rel)), expect);
     }
+    // Otherwise beneath the root, no link followed anywhere on the way.
     let top = OpenDir::open(root, None)?;
     OpenDir::open_long(top.dir.fd()?, rel, expect)
+}
+
+/// Whether an error from [`open_in_tree`] says a link (or another file system) stands on the way.
+pub(crate) fn is_link_on_the_way(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Other && e.to_string() == "replaced while being read"
 }
 
 /// A regular file's bytes read through descriptors only: its directory opened beneath `root`
@@ -612,8 +620,11 @@ pub(crate) fn look_in_tree(root: &Path, rel: &[u8], cap: u64) -> Result<Option<L
     let dir = match open_in_tree(root, parent, None) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        // A path whose parent is not a directory (any more) has nothing at it.
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(None),
+        // A path whose parent is not a directory (any more), or is reached through a link, has
+        // no file of its own at it (the link itself is a path of its own).
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) || is_link_on_the_way(&e) => {
+            return Ok(None)
+        }
         Err(e) => return Err(reason(&e)),
     };
     let base = OsStr::from_bytes(base);
@@ -668,24 +679,26 @@ pub(crate) fn names_in_tree(
             for (at, hint) in names {
                 let name = name_at(&heap, at);
                 // The entry's type where the file system gives one, else a look at it.
-                let is_dir = match hint {
-                    FileType::Unknown => d
-                        .stat(name)
-                        .is_ok_and(|m| m.file_type() == FileType::Directory),
-                    t => t == FileType::Directory,
+                let t = match hint {
+                    FileType::Unknown => d.stat(name).map_or(FileType::Unknown, |m| m.file_type()),
+                    t => t,
                 };
-                kids.push((name.as_bytes().to_vec(), is_dir));
+                kids.push((name.as_bytes().to_vec(), t));
             }
             Ok(kids)
         });
         match listed {
             Ok(kids) => {
-                for (name, is_dir) in kids {
+                for (name, t) in kids {
+                    let is_dir = t == FileType::Directory;
                     let mut path = rel.clone();
                     if !path.is_empty() {
                         path.push(b'/');
                     }
                     path.extend_from_slice(&name);
+                    if t == FileType::Symlink {
+                        out.links.push(path.clone());
+                    }
                     if is_dir && descend(&path) {
                         stack.push(path);
                     } else if !is_dir {
@@ -712,4 +725,6 @@ pub(crate) fn names_in_tree(
 pub(crate) struct NamesInTree {
     pub paths: Vec<Vec<u8>>,
     pub unlisted: Vec<(Vec<u8>, String)>,
+    /// The paths that are symbolic links (among `paths`).
+    pub links: Vec<Vec<u8>>,
 }
