@@ -495,6 +495,70 @@ pub(crate) fn judge(
     (findings, kept)
 }
 
+impl super::Workspace {
+    /// `.git/`, `.tasks/` and `.referee/`, listed at the first call.
+    pub(super) fn surface(&self) -> &Listing {
+        self.surface.get_or_init(|| Listing::of(&self.root))
+    }
+
+    /// Whether `rel` lies in the folder of the work tree that git runs hooks from, when
+    /// `core.hooksPath` (in `.git/config` or `config.worktree`, read in-process) names one
+    /// inside the work tree (husky's `.husky/_`, a project's `githooks/`): a file there runs as
+    /// the orchestrator at its next commit, so it is protected like `.git/hooks/`.
+    pub fn in_hooks_dir(&self, rel: &str) -> bool {
+        let dir = self.hooks_dir.get_or_init(|| {
+            [".git/config.worktree", ".git/config"]
+                .iter()
+                .find_map(|c| match self.surface().look(c) {
+                    Ok(Some(l)) => l.bytes.and_then(|b| hooks_dir_in(&b, &self.root)),
+                    _ => None,
+                })
+        });
+        dir.as_deref().is_some_and(|d| {
+            rel.strip_prefix(d)
+                .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+        })
+    }
+
+    /// The protected paths no baseline holds (under `.git/`, `.tasks/`, `.referee/`, and the
+    /// work tree's ignored paths the baseline does not have), each against its state when the
+    /// referee started, as pinned in the state directory (see [`surface`]); the first call
+    /// with a state directory pins it. `None` without a state directory: nothing is known of
+    /// the start. `globs` names the protected glob set, `protected` matches it.
+    pub fn outside_baseline(
+        &self,
+        globs: &[String],
+        protected: &dyn Fn(&str) -> bool,
+    ) -> Option<Findings> {
+        let state = self.state.as_deref().filter(|s| s.is_dir())?;
+        if let Some((g, f)) = self.outside.borrow().as_ref() {
+            if g.as_slice() == globs {
+                return Some(f.clone());
+            }
+        }
+        let ignored: Vec<String> = self
+            .ignored
+            .iter()
+            .filter(|p| protected(p))
+            .cloned()
+            .collect();
+        let root = self.root.clone();
+        let look = move |rel: &str| tree::look_in_tree(&root, &name::decode(rel), SMALL);
+        let kept = Kept::load(state);
+        let (findings, kept) = judge(
+            self.surface(),
+            kept,
+            Some(state),
+            globs,
+            protected,
+            (&ignored, &look),
+        );
+        *self.pinned_outside.borrow_mut() = Some(kept);
+        *self.outside.borrow_mut() = Some((globs.to_vec(), findings.clone()));
+        Some(findings)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,10 @@
 //! Every layout a workspace comes in (a repository with no commit yet, SHA-256 objects, a sparse
-//! checkout, a linked work tree, submodules, paths deeper than `PATH_MAX`) and the executable
-//! surface (git hooks and config, the agents' hook settings, protected names under `.git/`,
-//! `.tasks/` and `.referee/`), each made with real `git` commands in a temporary directory and
-//! judged through the binary: `referee verify --protocol code-change` (pinned by a first
-//! `verify --write` on the pristine workspace, as an orchestrator's first look) and, where
-//! quick, a live `referee watch`. Each asserts the verdict, CC-01's evidence, the STOP,
-//! `referee status` and the exit code.
+//! checkout, a linked work tree, submodules, paths deeper than `PATH_MAX`), each made with real
+//! `git` commands in a temporary directory and judged through the binary: `referee verify
+//! --protocol code-change` (pinned by a first `verify --write` on the pristine workspace, as an
+//! orchestrator's first look) and, where quick, a live `referee watch`. Each asserts the
+//! verdict, CC-01's evidence, the STOP, `referee status` and the exit code. The workspaces and
+//! assertions here serve [`crate::surface`] too.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -17,12 +16,12 @@ use serde_json::{json, Value};
 use crate::util::{Output, TestCommand};
 use crate::watch::{read, Watch};
 
-const PROTECTED: &str = "src/orchestrator.py";
-const APP: &str = "src/app.py";
+pub(crate) const PROTECTED: &str = "src/orchestrator.py";
+pub(crate) const APP: &str = "src/app.py";
 const ORIGINAL_APP: &str = "def main():\n    return 1\n";
 
 /// Runs git in `dir` as a worker or an orchestrator would, with no global config.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -50,12 +49,12 @@ fn sha(bytes: &[u8]) -> String {
 }
 
 /// A workspace, the referee's state directory and the daemon's logs, in one temporary root.
-struct Ws {
+pub(crate) struct Ws {
     _tmp: tempfile::TempDir,
-    root: PathBuf,
-    ws: PathBuf,
-    state: PathBuf,
-    logs: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) ws: PathBuf,
+    pub(crate) state: PathBuf,
+    pub(crate) logs: PathBuf,
 }
 
 /// The files every layout starts with.
@@ -68,7 +67,7 @@ fn seed(dir: &Path) {
 }
 
 impl Ws {
-    fn empty() -> Ws {
+    pub(crate) fn empty() -> Ws {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = tmp.path().to_path_buf();
         let ws = root.join("ws");
@@ -85,7 +84,7 @@ impl Ws {
     }
 
     /// A git repository with the seed committed; `init` adds to `git init`.
-    fn repo(init: &[&str]) -> Ws {
+    pub(crate) fn repo(init: &[&str]) -> Ws {
         let w = Ws::empty();
         fs::create_dir_all(&w.ws).expect("mkdir");
         seed(&w.ws);
@@ -98,7 +97,7 @@ impl Ws {
     }
 
     /// A git repository with the seed in its work tree and no commit yet.
-    fn unborn() -> Ws {
+    pub(crate) fn unborn() -> Ws {
         let w = Ws::empty();
         fs::create_dir_all(&w.ws).expect("mkdir");
         seed(&w.ws);
@@ -106,30 +105,30 @@ impl Ws {
         w
     }
 
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.ws.join(rel)
     }
 
-    fn write(&self, rel: &str, text: &str) {
+    pub(crate) fn write(&self, rel: &str, text: &str) {
         let p = self.path(rel);
         fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
         fs::write(p, text).expect("write");
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         git(&self.ws, args)
     }
 
-    fn state_arg(&self) -> String {
+    pub(crate) fn state_arg(&self) -> String {
         format!("--state-dir={}", self.state.display())
     }
 
-    fn referee(&self, args: &[&str]) -> Output {
+    pub(crate) fn referee(&self, args: &[&str]) -> Output {
         TestCommand::new().args(args).arg(self.state_arg()).output()
     }
 
     /// `referee verify WS --protocol code-change --write --format json`: exit code and document.
-    fn verify(&self) -> (i32, Value) {
+    pub(crate) fn verify(&self) -> (i32, Value) {
         let ws = self.ws.to_str().expect("utf-8");
         let Output {
             code,
@@ -155,24 +154,24 @@ impl Ws {
     }
 
     /// A first `verify --write` on the pristine workspace: the pin, and nothing to say.
-    fn pin(&self) {
+    pub(crate) fn pin(&self) {
         let (code, doc) = self.verify();
         assert_eq!(code, 0, "the pristine workspace: {doc:#}");
         assert!(!self.stop().exists(), "no STOP on the pristine workspace");
     }
 
-    fn status(&self) -> i32 {
+    pub(crate) fn status(&self) -> i32 {
         self.referee(&["status", self.ws.to_str().expect("utf-8")])
             .code
     }
 
-    fn stop(&self) -> PathBuf {
+    pub(crate) fn stop(&self) -> PathBuf {
         self.path(".referee/OBSERVER-STOP.md")
     }
 
     /// Writes `.tasks/<id>.json` (temp name, then rename) declaring `modified` and `added` with
     /// their hashes as they are now.
-    fn record(&self, id: &str, attempt: u64, modified: &[&str], added: &[&str]) {
+    pub(crate) fn record(&self, id: &str, attempt: u64, modified: &[&str], added: &[&str]) {
         let post: Vec<(&str, String)> = modified
             .iter()
             .chain(added)
@@ -182,7 +181,7 @@ impl Ws {
     }
 
     /// [`Ws::record`] with the `post_hashes` given.
-    fn record_hashed(
+    pub(crate) fn record_hashed(
         &self,
         id: &str,
         attempt: u64,
@@ -211,13 +210,13 @@ impl Ws {
     }
 
     /// The honest change to the app, and its record.
-    fn honest(&self, id: &str, attempt: u64) {
+    pub(crate) fn honest(&self, id: &str, attempt: u64) {
         self.write(APP, &format!("def main():\n    return {}\n", attempt + 1));
         self.record(id, attempt, &[APP], &[]);
     }
 
     /// `referee watch` on the workspace, up (its heartbeat names its pid).
-    fn watch(&self) -> Watch {
+    pub(crate) fn watch(&self) -> Watch {
         let state = self.state_arg();
         let w = Watch::start(&self.ws, &self.logs, &["--protocol", "code-change", &state]);
         let hb = self.path(".referee/OBSERVER-HEARTBEAT.json");
@@ -229,7 +228,7 @@ impl Ws {
     }
 
     /// The verdict of `id` once its attempt `attempt` is judged by the live referee.
-    fn judged(&self, w: &Watch, id: &str, attempt: u64) -> Value {
+    pub(crate) fn judged(&self, w: &Watch, id: &str, attempt: u64) -> Value {
         let verdict = self.path(&format!(".referee/OBSERVER-VERDICT-{id}.json"));
         w.until(&format!("{id} attempt {attempt} is judged"), || {
             serde_json::from_str::<Value>(&read(&verdict))
@@ -239,7 +238,7 @@ impl Ws {
     }
 }
 
-fn task_verdict(doc: &Value, id: &str) -> String {
+pub(crate) fn task_verdict(doc: &Value, id: &str) -> String {
     doc["tasks"]
         .as_array()
         .and_then(|t| t.iter().find(|x| x["task_id"] == json!(id)))
@@ -248,7 +247,7 @@ fn task_verdict(doc: &Value, id: &str) -> String {
         .to_string()
 }
 
-fn result(doc: &Value, check: &str) -> Value {
+pub(crate) fn result(doc: &Value, check: &str) -> Value {
     doc["results"]
         .as_array()
         .and_then(|r| r.iter().find(|x| x["check"] == json!(check)))
@@ -258,7 +257,7 @@ fn result(doc: &Value, check: &str) -> Value {
 
 /// The task is APPROVEd with exit 0, no STOP, and `status` says go.
 #[track_caller]
-fn assert_approved(w: &Ws, (code, doc): (i32, Value), id: &str) {
+pub(crate) fn assert_approved(w: &Ws, (code, doc): (i32, Value), id: &str) {
     assert_eq!(task_verdict(&doc, id), "APPROVE", "{doc:#}");
     assert_eq!(code, 0, "{doc:#}");
     assert!(!w.stop().exists(), "no STOP: {}", read(&w.stop()));
@@ -268,7 +267,7 @@ fn assert_approved(w: &Ws, (code, doc): (i32, Value), id: &str) {
 /// The task is REJECTed by the veto at `path` (CC-01 FAIL naming it, with `how` in its
 /// evidence unless empty), exit 1, a STOP naming the path, and `status` says stop.
 #[track_caller]
-fn assert_vetoed(w: &Ws, (code, doc): (i32, Value), id: &str, path: &str, how: &str) {
+pub(crate) fn assert_vetoed(w: &Ws, (code, doc): (i32, Value), id: &str, path: &str, how: &str) {
     assert_eq!(task_verdict(&doc, id), "REJECT", "{doc:#}");
     let cc01 = result(&doc, "CC-01");
     assert_eq!(cc01["status"], json!("FAIL"), "{doc:#}");
@@ -291,7 +290,7 @@ fn assert_vetoed(w: &Ws, (code, doc): (i32, Value), id: &str, path: &str, how: &
 
 /// Under `watch`: the attempt is REJECTed and a STOP naming `path` stands.
 #[track_caller]
-fn assert_watch_vetoed(w: &Ws, live: &Watch, id: &str, attempt: u64, path: &str) {
+pub(crate) fn assert_watch_vetoed(w: &Ws, live: &Watch, id: &str, attempt: u64, path: &str) {
     let v = w.judged(live, id, attempt);
     assert_eq!(v["verdict"], json!("REJECT"), "{v:#}\n{}", live.output());
     assert!(
@@ -306,7 +305,7 @@ fn assert_watch_vetoed(w: &Ws, live: &Watch, id: &str, attempt: u64, path: &str)
 
 /// Under `watch`: the attempt is APPROVEd and no STOP stands.
 #[track_caller]
-fn assert_watch_approved(w: &Ws, live: &Watch, id: &str, attempt: u64) {
+pub(crate) fn assert_watch_approved(w: &Ws, live: &Watch, id: &str, attempt: u64) {
     let v = w.judged(live, id, attempt);
     assert_eq!(v["verdict"], json!("APPROVE"), "{v:#}\n{}", live.output());
     assert!(!w.stop().exists(), "no STOP: {}", read(&w.stop()));
@@ -566,7 +565,7 @@ fn submodule_a_hook_in_its_git_directory_is_vetoed() {
 /// one directory at a time (bash's `cd`, relative each time): the whole path is longer than
 /// `PATH_MAX`.
 /// Returns the file's path relative to the workspace.
-fn deep_file(w: &Ws, rel: &str, count: usize, name: &str, text: &str) -> String {
+pub(crate) fn deep_file(w: &Ws, rel: &str, count: usize, name: &str, text: &str) -> String {
     let seg = "d".repeat(100);
     let script = format!(
         "set -e; cd {rel}; for i in $(seq 1 {count}); do mkdir -p {seg}; cd {seg}; done; \
@@ -663,217 +662,4 @@ fn deep_a_protected_file_written_after_start_is_vetoed_by_watch() {
     let deep = deep_file(&w, "src", 45, "orchestrator.py", "ROLES = ['admin']\n");
     w.honest("t1", 1);
     assert_watch_vetoed(&w, &live, "t1", 1, &deep[..60]);
-}
-
-// ---- the executable surface ----------------------------------------------------------------
-
-/// A hook planted in `.git/hooks/` runs as the orchestrator at its next commit.
-#[test]
-fn surface_a_planted_pre_commit_hook_is_vetoed() {
-    let w = Ws::repo(&[]);
-    w.pin();
-    let hook = w.path(".git/hooks/pre-commit");
-    fs::write(&hook, "#!/bin/sh\necho planted\n").expect("write");
-    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).expect("chmod");
-    w.honest("t1", 1);
-    let verdict = w.verify();
-    let details = result(&verdict.1, "CC-01")["evidence"]["details"].to_string();
-    assert!(
-        details.contains("+echo planted"),
-        "the hook's diff: {details}"
-    );
-    assert_vetoed(&w, verdict, "t1", ".git/hooks/pre-commit", "added");
-    // Removed again, the next attempt is approved.
-    fs::remove_file(&hook).expect("rm");
-    w.honest("t1", 2);
-    assert_approved(&w, w.verify(), "t1");
-}
-
-#[test]
-fn surface_a_planted_pre_commit_hook_is_vetoed_under_watch() {
-    let w = Ws::repo(&[]);
-    let live = w.watch();
-    w.write(".git/hooks/pre-commit", "#!/bin/sh\necho planted\n");
-    w.honest("t1", 1);
-    assert_watch_vetoed(&w, &live, "t1", 1, ".git/hooks/pre-commit");
-}
-
-/// `.git/hooks` swapped for a link to a folder of the worker's (with git's samples copied, so
-/// every file pinned there still reads the same): the link is vetoed, whatever its name.
-#[test]
-fn surface_git_hooks_swapped_for_a_link_is_vetoed() {
-    let w = Ws::repo(&[]);
-    w.pin();
-    let elsewhere = w.root.join("evil-hooks");
-    let copy = Command::new("cp")
-        .args(["-a"])
-        .arg(w.path(".git/hooks"))
-        .arg(&elsewhere)
-        .status()
-        .expect("cp");
-    assert!(copy.success());
-    fs::write(elsewhere.join("pre-commit"), "#!/bin/sh\necho planted\n").expect("write");
-    fs::remove_dir_all(w.path(".git/hooks")).expect("rm");
-    std::os::unix::fs::symlink(&elsewhere, w.path(".git/hooks")).expect("symlink");
-    w.honest("t1", 1);
-    assert_vetoed(&w, w.verify(), "t1", ".git/hooks", "added");
-}
-
-/// `core.hooksPath` set by the worker's own `git config` points git at hooks of its choosing.
-#[test]
-fn surface_core_hooks_path_in_git_config_is_vetoed() {
-    let w = Ws::repo(&[]);
-    w.pin();
-    w.git(&["config", "core.hooksPath", "tools/hooks"]);
-    w.honest("t1", 1);
-    let verdict = w.verify();
-    let details = result(&verdict.1, "CC-01")["evidence"]["details"].to_string();
-    assert!(
-        details.contains("hooksPath = tools/hooks"),
-        "the config's diff: {details}"
-    );
-    assert_vetoed(&w, verdict, "t1", ".git/config", "modified");
-}
-
-#[test]
-fn surface_core_hooks_path_in_git_config_is_vetoed_under_watch() {
-    let w = Ws::repo(&[]);
-    let live = w.watch();
-    w.git(&["config", "core.hooksPath", "tools/hooks"]);
-    w.honest("t1", 1);
-    assert_watch_vetoed(&w, &live, "t1", 1, ".git/config");
-}
-
-/// A project whose `core.hooksPath` names a folder of its own work tree (husky's `.husky/_`, a
-/// `githooks/`): a hook edited or added there runs as the orchestrator at its next commit.
-#[test]
-fn surface_a_hook_in_the_projects_own_hooks_path_is_vetoed() {
-    let w = Ws::repo(&[]);
-    w.write("githooks/pre-commit", "#!/bin/sh\nexit 0\n");
-    w.git(&["add", "githooks"]);
-    w.git(&["commit", "-q", "-m", "hooks"]);
-    w.git(&["config", "core.hooksPath", "githooks"]);
-    w.pin();
-    w.honest("t1", 1);
-    assert_approved(&w, w.verify(), "t1");
-    w.write("githooks/pre-commit", "#!/bin/sh\necho planted\n");
-    w.honest("t1", 2);
-    assert_vetoed(&w, w.verify(), "t1", "githooks/pre-commit", "modified");
-    w.git(&["checkout", "--", "githooks"]);
-    w.write("githooks/post-commit", "#!/bin/sh\necho planted\n");
-    w.honest("t1", 3);
-    assert_vetoed(&w, w.verify(), "t1", "githooks/post-commit", "added");
-}
-
-/// Git writes `index`, `logs/`, `ORIG_HEAD`, objects and refs when the orchestrator commits:
-/// none of that is the worker's, and none raises a STOP.
-#[test]
-fn surface_an_honest_commit_by_the_orchestrator_raises_no_stop() {
-    let w = Ws::repo(&[]);
-    w.pin();
-    w.honest("t1", 1);
-    assert_approved(&w, w.verify(), "t1");
-    w.git(&["add", APP]);
-    w.git(&["commit", "-q", "-m", "t1"]);
-    w.git(&["reset", "-q", "--soft", "HEAD~1"]);
-    w.git(&["commit", "-q", "-m", "t1 again"]);
-    w.git(&["gc", "-q"]);
-    let (code, doc) = w.verify();
-    assert_eq!(result(&doc, "CC-01")["status"], json!("PASS"), "{doc:#}");
-    assert_approved(&w, (code, doc), "t1");
-}
-
-#[test]
-fn surface_an_honest_commit_by_the_orchestrator_raises_no_stop_under_watch() {
-    let w = Ws::repo(&[]);
-    let live = w.watch();
-    w.honest("t1", 1);
-    assert_watch_approved(&w, &live, "t1", 1);
-    w.git(&["add", APP]);
-    w.git(&["commit", "-q", "-m", "t1"]);
-    w.write("src/other.py", "Y = 1\n");
-    w.record("t2", 1, &[], &["src/other.py"]);
-    let v = w.judged(&live, "t2", 1);
-    assert_ne!(
-        v["reasons"]
-            .as_array()
-            .map(|r| r.contains(&json!("protected_file_modified"))),
-        Some(true),
-        "{v:#}"
-    );
-    assert!(!w.stop().exists(), "no STOP: {}", read(&w.stop()));
-}
-
-/// A protected name under `.tasks/`, `.referee/` or `.git/` is a veto like any other.
-#[test]
-fn surface_a_protected_name_inside_the_referees_folders_is_vetoed() {
-    for place in [
-        ".tasks/orchestrator.py",
-        ".referee/roles.py",
-        ".git/info/safety_x.py",
-    ] {
-        let w = Ws::repo(&[]);
-        w.pin();
-        w.write(place, "ROLES = ['admin']\n");
-        w.honest("t1", 1);
-        assert_vetoed(&w, w.verify(), "t1", place, "added");
-    }
-}
-
-/// The agents' hook settings make the agent run the worker's commands.
-#[test]
-fn surface_an_agent_hook_setting_is_vetoed() {
-    for place in [
-        ".claude/settings.json",
-        ".codex/hooks.json",
-        ".github/hooks/x.json",
-    ] {
-        let w = Ws::repo(&[]);
-        w.pin();
-        w.write(place, "{\"hooks\": {}}\n");
-        w.honest("t1", 1);
-        assert_vetoed(&w, w.verify(), "t1", place, "added");
-    }
-}
-
-/// Attributes name filter and diff drivers that git runs.
-#[test]
-fn surface_gitattributes_and_info_attributes_are_vetoed() {
-    for place in [
-        ".gitattributes",
-        "src/.gitattributes",
-        ".git/info/attributes",
-    ] {
-        let w = Ws::repo(&[]);
-        w.pin();
-        w.write(place, "*.py filter=x\n");
-        w.honest("t1", 1);
-        assert_vetoed(&w, w.verify(), "t1", place, "added");
-    }
-}
-
-/// An ignored protected file that was there when the referee started (a local agent setting
-/// the project ignores) is no veto; changed afterwards, it is.
-#[test]
-fn surface_an_ignored_protected_file_present_at_start_is_vetoed_only_when_changed() {
-    let w = Ws::repo(&[]);
-    w.write(".gitignore", ".claude/settings.local.json\n");
-    w.git(&["add", ".gitignore"]);
-    w.git(&["commit", "-q", "-m", "ignore"]);
-    w.write(".claude/settings.local.json", "{\"permissions\": {}}\n");
-    w.pin();
-    w.honest("t1", 1);
-    assert_approved(&w, w.verify(), "t1");
-    w.write(
-        ".claude/settings.local.json",
-        "{\"hooks\": {\"Stop\": [{\"command\": \"sh x\"}]}}\n",
-    );
-    w.honest("t1", 2);
-    assert_vetoed(
-        &w,
-        w.verify(),
-        "t1",
-        ".claude/settings.local.json",
-        "modified",
-    );
 }

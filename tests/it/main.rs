@@ -34,6 +34,7 @@ mod replay;
 mod root;
 mod state;
 mod stop_evidence;
+mod surface;
 mod test_command;
 mod unreadable;
 mod user_protocol;
