@@ -433,12 +433,12 @@ pub fn attempt(
     };
     let state = state_of(req.dir, req.state_dir)?;
     crate::state::ensure(&state)?;
-    let git = req.dir.join(".git").exists();
     let spec = match (req.baseline, req.baseline_dir) {
         (Some(rev), _) => BaselineSpec::Rev(rev.to_string()),
         (None, Some(dir)) => BaselineSpec::Dir(dir.to_path_buf()),
-        (None, None) if !git => {
-            // A plain folder: its start snapshot, taken at the first call.
+        (None, None) if crate::workspace::needs_snapshot(req.dir) => {
+            // A plain folder (or a repository with no commit yet): its start snapshot, taken
+            // at the first call.
             let canon = std::fs::canonicalize(req.dir)
                 .with_context(|| format!("cannot read directory `{}`", req.dir.display()))?;
             crate::workspace::snapshot::create(&canon, &state, req.max_read_bytes).with_context(

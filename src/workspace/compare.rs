@@ -116,13 +116,20 @@ impl Compared {
             return;
         }
         let Some(e) = e else {
-            if b.is_some() {
+            // Outside a sparse checkout's (pinned) set, a path is absent by design.
+            if b.is_some() && !base.outside_checkout(p) {
                 self.changes.insert(p.to_string(), Change::Removed);
             }
             return;
         };
         let Some(b) = b else {
             if matches!(e.kind, Kind::Dir) {
+                return;
+            }
+            // A submodule's own `.git` (the `gitdir:` file, or its folder) is git's: no
+            // commit holds it.
+            let parent = p.rsplit_once('/').map(|(d, _)| d);
+            if matches!(e.kind, Kind::GitDir) && parent.is_some_and(|d| base.is_submodule(d)) {
                 return;
             }
             if e.ignored {

@@ -22,6 +22,7 @@ pub mod name;
 pub mod record;
 pub mod snapshot;
 pub mod statcache;
+pub mod surface;
 pub mod tree;
 
 use std::cell::RefCell;
@@ -165,6 +166,14 @@ pub struct Workspace {
     raw_records: Vec<(String, Content)>,
     base_cache: RefCell<HashMap<String, Content>>,
     cur_cache: RefCell<HashMap<String, Content>>,
+    /// `.git/`, `.tasks/` and `.referee/` as listed at the first look (see [`surface`]).
+    surface: std::cell::OnceCell<surface::Listing>,
+    /// The protected paths outside the baseline as last decided, for the glob set named.
+    outside: RefCell<Option<(Vec<String>, surface::Findings)>>,
+    /// The pin they were decided against.
+    pinned_outside: RefCell<Option<surface::Kept>>,
+    /// The work tree's folder git runs hooks from (`core.hooksPath`), when inside it.
+    hooks_dir: std::cell::OnceCell<Option<String>>,
 }
 
 /// A work tree compared with a baseline, path by path: what changed (and how, besides the
@@ -280,6 +289,7 @@ impl Workspace {
                 cap,
                 skip_top: EXCLUDED,
                 ignored: &ig,
+                hash: b.map_or(gix::hash::Kind::Sha1, Baseline::hash_kind),
             };
             // Read once and not kept: laid out sorted, never built into a map.
             WorkTree::scan_listed_sorted(lister, &opts, cache).map_err(|source| {
@@ -326,6 +336,7 @@ impl Workspace {
                     cap,
                     skip_top: EXCLUDED,
                     ignored: &ig,
+                    hash: b.map_or(gix::hash::Kind::Sha1, Baseline::hash_kind),
                 };
                 t.rescan(&root, paths, &opts, cache);
             }
@@ -381,6 +392,10 @@ impl Workspace {
             raw_records,
             base_cache: RefCell::new(HashMap::new()),
             cur_cache: RefCell::new(HashMap::new()),
+            surface: std::cell::OnceCell::new(),
+            outside: RefCell::new(None),
+            pinned_outside: RefCell::new(None),
+            hooks_dir: std::cell::OnceCell::new(),
         };
         match base {
             Ok(b) => {
@@ -438,7 +453,18 @@ impl Workspace {
         if let Some(c) = self.base_cache.borrow().get(rel) {
             return c.clone();
         }
+        // A path no baseline holds (under `.git/`, `.tasks/`, `.referee/`, or ignored): its
+        // bytes as pinned when the referee started, when kept.
+        let pinned = || {
+            let kept = self.pinned_outside.borrow();
+            kept.as_ref().and_then(|k| k.copy(rel))
+        };
+        let in_base = self
+            .base
+            .as_ref()
+            .is_some_and(|b| b.entries.contains_key(rel));
         let content = match &self.base {
+            Some(_) if !in_base && pinned().is_some() => pinned().unwrap_or(Content::Absent),
             None => Content::Unknown(
                 self.no_baseline
                     .clone()
@@ -469,11 +495,42 @@ impl Workspace {
         if let Some(c) = self.cur_cache.borrow().get(rel) {
             return c.clone();
         }
-        let content = read(&self.root, rel, self.cap, true);
+        let content = if rel == ".git" || rel.starts_with(".git/") {
+            // Where git keeps it: a linked work tree's or a submodule's `.git/` is elsewhere.
+            match self.surface().look(rel) {
+                Ok(Some(l)) if l.kind == "file" => match l.bytes {
+                    Some(b) => Content::Bytes(Arc::new(FileData::from_bytes(rel, b, None))),
+                    None => Content::Unknown(format!(
+                        "`{}` is over {} bytes",
+                        name::display(rel),
+                        surface::SMALL
+                    )),
+                },
+                Ok(Some(l)) => Content::Unknown(format!(
+                    "`{}` is a {}, not a file",
+                    name::display(rel),
+                    l.kind
+                )),
+                Ok(None) => Content::Absent,
+                Err(why) => Content::Unknown(why),
+            }
+        } else {
+            read(&self.root, rel, self.cap, true)
+        };
         self.cur_cache
             .borrow_mut()
             .insert(rel.to_string(), content.clone());
         content
+    }
+
+    /// Whether `rel` in the work tree is a regular file (a link followed) and its size on disk,
+    /// at any depth (through directory descriptors where the path is too long for one call).
+    pub fn size_on_disk(&self, rel: &str) -> std::io::Result<(bool, u64)> {
+        let path = name::to_path(&self.root, rel);
+        if tree::is_long(path.as_os_str().len()) {
+            return tree::size_in_tree(&self.root, &name::decode(rel));
+        }
+        std::fs::metadata(path).map(|m| (m.is_file(), m.len()))
     }
 
     /// The unified diff of `rel` from the baseline to the work tree ("" when equal).
@@ -593,11 +650,27 @@ pub fn scan(
         cap,
         skip_top: EXCLUDED,
         ignored: &ig,
+        hash: base.map_or(gix::hash::Kind::Sha1, Baseline::hash_kind),
     };
     WorkTree::scan(root, &opts, cache).map_err(|source| WorkspaceError::Root {
         path: root.display().to_string(),
         source,
     })
+}
+
+/// Whether the workspace at `root` is measured against a start snapshot when no baseline is
+/// named: it is not a git work tree, or its repository has no commit yet (it is then judged
+/// as a directory without git). A repository that cannot be read is a git work tree (the
+/// pin reports why).
+pub fn needs_snapshot(root: &Path) -> bool {
+    let root = root.to_path_buf();
+    let has_commit = baseline::bounded(move || match gitread::Repo::open(&root) {
+        Ok(Some(repo)) => !matches!(repo.head(), Ok(None)),
+        Ok(None) => false,
+        Err(_) => true,
+    });
+    // A read that did not finish: a git work tree (its pin reports why).
+    !has_commit.unwrap_or(true)
 }
 
 /// Whether any task record under `root` asks for a judgment (see [`record::Record::is_judged`]):
@@ -652,6 +725,15 @@ pub fn excluded(rel: &str) -> bool {
 /// (its content is not a file's).
 fn read(root: &Path, rel: &str, cap: u64, nofollow: bool) -> Content {
     let path = name::to_path(root, rel);
+    if tree::is_long(path.as_os_str().len()) {
+        // Deeper than one system call takes: through directory descriptors, a piece of the
+        // path at a time (a link is never followed there).
+        return match tree::read_in_tree(root, &name::decode(rel), cap) {
+            Ok(Some(bytes)) => Content::Bytes(Arc::new(FileData::from_bytes(rel, bytes, None))),
+            Ok(None) => Content::Absent,
+            Err(why) => Content::Unknown(format!("`{}`: {why}", name::display(rel))),
+        };
+    }
     if nofollow {
         if let Ok(m) = std::fs::symlink_metadata(&path) {
             if m.file_type().is_symlink() {
@@ -680,6 +762,7 @@ pub fn walk(root: &Path) -> Vec<String> {
         cap: 0,
         skip_top: EXCLUDED,
         ignored: &none,
+        hash: gix::hash::Kind::Sha1,
     };
     WorkTree::scan(root, &opts, &mut StatCache::default())
         .map(|t| {

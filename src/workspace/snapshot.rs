@@ -9,9 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 
-use super::{excluded, name, walk};
+use super::tree::{self, Kind, Put, StatCache, WorkTree};
+use super::{excluded, name, read, Content, EXCLUDED};
 
 const DIR: &str = "baseline";
 const TREE: &str = "tree";
@@ -47,37 +49,61 @@ pub fn create(root: &Path, state: &Path, cap: u64) -> std::io::Result<PathBuf> {
     let tree = base.join(TREE);
     std::fs::create_dir(&tree)?;
     // Only a plain folder has a snapshot (a git work tree's baseline is a commit): every file
-    // and link, read the referee's own way; a link is kept as a link.
+    // and link, read the referee's own way (through directory descriptors, at any depth); a
+    // link is kept as a link.
     let canon = std::fs::canonicalize(root)?;
-    for rel in walk(&canon).into_iter().filter(|p| !excluded(p)) {
-        let src = name::to_path(&canon, &rel);
-        let dest = name::to_path(&tree, &rel);
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let Ok(meta) = std::fs::symlink_metadata(&src) else {
-            continue;
-        };
-        if meta.file_type().is_symlink() {
-            if let Ok(target) = std::fs::read_link(&src) {
-                std::os::unix::fs::symlink(target, &dest)?;
+    let none = |_: &[u8], _: bool| false;
+    let opts = tree::Options {
+        cap,
+        skip_top: EXCLUDED,
+        ignored: &none,
+        hash: gix::hash::Kind::Sha1,
+    };
+    let listed = WorkTree::scan(&canon, &opts, &mut StatCache::default())?;
+    for (rel, entry) in listed.entries.iter().filter(|(p, _)| !excluded(p)) {
+        let raw = name::decode(rel);
+        let what = match &entry.kind {
+            Kind::Symlink { target } => Put::Link(target),
+            Kind::File { exec } => {
+                let Content::Bytes(data) = read(&canon, rel, cap, true) else {
+                    continue;
+                };
+                // Kept below so the bytes outlive the borrow.
+                let exec = *exec;
+                put(&tree, &raw, Put::File(&data.bytes, exec))?;
+                continue;
             }
-            continue;
-        }
-        let shown = name::display(&rel);
-        let Ok(data) = crate::artifacts::fsread::read_file(&canon, &src, &shown, cap) else {
-            continue;
+            _ => continue,
         };
-        std::fs::write(&dest, &data.bytes)?;
-        if meta.permissions().mode() & 0o111 != 0 {
-            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))?;
-        }
+        put(&tree, &raw, what)?;
     }
     std::fs::write(
         base.join(COMPLETE),
         format!("{}\n", chrono::Utc::now().to_rfc3339()),
     )?;
     Ok(tree)
+}
+
+/// Writes one copied path under `tree` (a new file or link): by its path when short, else
+/// through descriptors a name at a time.
+fn put(tree: &Path, rel: &[u8], what: Put<'_>) -> std::io::Result<()> {
+    let dest = tree.join(std::ffi::OsStr::from_bytes(rel));
+    if tree::is_long(dest.as_os_str().len()) {
+        return tree::write_in_tree(tree, rel, what);
+    }
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match what {
+        Put::Link(target) => std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), &dest),
+        Put::File(bytes, exec) => {
+            std::fs::write(&dest, bytes)?;
+            if exec {
+                std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755))?;
+            }
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -71,16 +71,18 @@ pub(super) struct Cached {
 ///   the number of records and the length of the path heap (u64 each);
 /// - the records, [`RECORD`] bytes each, sorted by path bytes, each path once: the path's
 ///   offset in the heap and length (u32 each), `dev`, `ino`, `size` (u64), `mtime`, `ctime` and
-///   the time of the read (i64 nanoseconds since the epoch), `mode` (u32), 4 zero bytes, the 20
-///   bytes of the blob id, the 32 bytes of the SHA-256 and 4 zero bytes;
+///   the time of the read (i64 nanoseconds since the epoch), `mode` (u32), 4 zero bytes, the
+///   blob id in 32 bytes (a SHA-1 id in the first 20, the rest zero), the 32 bytes of the
+///   SHA-256, the blob id's kind (1: SHA-1, 2: SHA-256, as a SHA-256 repository names its
+///   blobs) in one byte and 3 zero bytes;
 /// - the heap: the paths' bytes, and nothing after.
 ///
 /// A file that is shorter or longer than its header says, a path outside the heap, records out
 /// of order or a header for another root: the whole cache is dropped (it is only a shortcut;
 /// every file is read again).
-const MAGIC: &[u8; 20] = b"REFEREE-STATCACHE-3\n";
+const MAGIC: &[u8; 20] = b"REFEREE-STATCACHE-4\n";
 const HEADER: usize = 56;
-const RECORD: usize = 120;
+const RECORD: usize = 132;
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut a = [0; 4];
@@ -127,8 +129,13 @@ impl Table {
             let r = HEADER + i * RECORD;
             let off = usize::try_from(u32_at(&table.bytes, r)).ok()?;
             let len = usize::try_from(u32_at(&table.bytes, r + 4)).ok()?;
-            let pads =
-                table.bytes[r + 60..r + 64] == [0; 4] && table.bytes[r + 116..r + 120] == [0; 4];
+            let pads = table.bytes[r + 60..r + 64] == [0; 4]
+                && table.bytes[r + 129..r + 132] == [0; 3]
+                && match table.bytes[r + 128] {
+                    1 => table.bytes[r + 84..r + 96] == [0; 12],
+                    2 => true,
+                    _ => false,
+                };
             if off.checked_add(len)? > heap_len || !pads {
                 return None;
             }
@@ -151,7 +158,13 @@ impl Table {
     fn record(&self, i: usize) -> Cached {
         let b = &self.bytes[HEADER + i * RECORD..HEADER + (i + 1) * RECORD];
         let mut sha256 = [0; 32];
-        sha256.copy_from_slice(&b[84..116]);
+        sha256.copy_from_slice(&b[96..128]);
+        // The kind byte was checked when the table was parsed.
+        let oid = if b[128] == 2 {
+            ObjectId::from_bytes_or_panic(&b[64..96])
+        } else {
+            ObjectId::from_bytes_or_panic(&b[64..84])
+        };
         Cached {
             stat: Stat {
                 dev: u64_at(b, 8),
@@ -162,7 +175,7 @@ impl Table {
                 mode: u32_at(b, 56),
             },
             at: from_ns(i64_at(b, 48)),
-            oid: ObjectId::from_bytes_or_panic(&b[64..84]),
+            oid,
             sha256,
         }
     }
@@ -335,9 +348,16 @@ impl StatCache {
             }
             out.extend_from_slice(&c.stat.mode.to_le_bytes());
             out.extend_from_slice(&[0; 4]);
-            out.extend_from_slice(c.oid.as_bytes());
+            let mut oid = [0; 32];
+            oid[..c.oid.as_bytes().len()].copy_from_slice(c.oid.as_bytes());
+            out.extend_from_slice(&oid);
             out.extend_from_slice(&c.sha256);
-            out.extend_from_slice(&[0; 4]);
+            let kind: u8 = match c.oid.kind() {
+                gix::hash::Kind::Sha256 => 2,
+                _ => 1,
+            };
+            out.push(kind);
+            out.extend_from_slice(&[0; 3]);
             off += p.len();
         }
         for (p, _) in &rows {

@@ -18,6 +18,7 @@ fn scan(root: &Path, cache: &mut StatCache) -> WorkTree {
         cap: 1 << 20,
         skip_top: &[".git"],
         ignored: &no_ignore,
+        hash: gix::hash::Kind::Sha1,
     };
     WorkTree::scan(root, &opts, cache).expect("scan")
 }

@@ -295,6 +295,7 @@ fn sorted_entries_answer_as_the_map_does() {
         cap: 1 << 20,
         skip_top: EXCLUDED,
         ignored: &|_: &[u8], _: bool| false,
+        hash: gix::hash::Kind::Sha1,
     };
     let sorted = WorkTree::scan_listed_sorted(
         tree::Lister::start(&root, EXCLUDED).expect("start"),

@@ -100,11 +100,11 @@ pub(in crate::checks) fn size_limit(ctx: &Ctx<'_>, l: &SizeLimit) -> Outcome {
     let files = s.present_files();
     for p in &files {
         // The size on disk: a file over the read cap is still measured.
-        match std::fs::metadata(s.ws.root().join(p)) {
-            Ok(m) if m.is_file() => {
+        match s.ws.size_on_disk(p) {
+            Ok((true, len)) => {
                 let max = limit(p);
-                if m.len() > max {
-                    fails.push(format!("{p}: {} bytes, limit {max} bytes", m.len()));
+                if len > max {
+                    fails.push(format!("{p}: {len} bytes, limit {max} bytes"));
                 }
             }
             Ok(_) => unknown.push(format!("{p}: not a regular file")),

@@ -222,7 +222,7 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
         return no_baseline(s, &expected);
     };
     let globs: Vec<Glob> = u.all_globs().into_iter().map(|(g, _)| g).collect();
-    let protected = |p: &str| globs.iter().any(|g| g.is_match(p));
+    let protected = |p: &str| veto_covers(s.ws, &globs, p);
     let mut fails = Vec::new();
     let mut files = Vec::new();
     // A veto stands in the workspace, whoever made it: every change, not just the task's scope.
@@ -231,17 +231,18 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
             "protected_file_modified: {} ({why})",
             name::display(&p)
         ));
-        if changes.contains_key(&p) {
-            if let Ok(d) = s.ws.diff(&p) {
-                fails.extend(d.lines().map(|l| format!("  {l}")));
-            }
+        if let Ok(d) = s.ws.diff(&p) {
+            fails.extend(d.lines().map(|l| format!("  {l}")));
         }
         files.push(file_ref(s.ws, &p));
     }
+    let srcs: Vec<String> = globs.iter().map(|g| g.as_str().to_string()).collect();
+    let outside = s.ws.outside_baseline(&srcs, &protected).unwrap_or_default();
     let unknown: Vec<String> =
         s.ws.undecided
             .iter()
             .filter(|(p, _)| protected(p))
+            .chain(outside.undecided.iter())
             .map(|(p, why)| format!("{}: {why}", name::display(p)))
             .collect();
     let mut o = conclude(
@@ -258,7 +259,7 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
 /// of a matching path (its bytes, type or mode), a matching path the baseline's ignore rules
 /// hide, a new link to a protected baseline file. `globs` include the shadow globs.
 pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String)> {
-    let protected = |p: &str| globs.iter().any(|g| g.is_match(p));
+    let protected = |p: &str| veto_covers(ws, globs, p);
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     if let Some(changes) = ws.changes() {
         for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
@@ -269,8 +270,17 @@ pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String
             out.insert(p.clone(), what);
         }
     }
-    for p in ws.ignored().iter().filter(|p| protected(p)) {
-        out.insert(p.clone(), "added, hidden by an ignore rule".into());
+    // What no baseline holds (`.git/`, `.tasks/`, `.referee/`, ignored paths): against its
+    // state when the referee started, when a state directory keeps it; else an ignored
+    // protected path is an addition.
+    let srcs: Vec<String> = globs.iter().map(|g| g.as_str().to_string()).collect();
+    match ws.outside_baseline(&srcs, &protected) {
+        Some(found) => out.extend(found.changed),
+        None => {
+            for p in ws.ignored().iter().filter(|p| protected(p)) {
+                out.insert(p.clone(), "added, hidden by an ignore rule".into());
+            }
+        }
     }
     for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {
         out.insert(
@@ -279,6 +289,13 @@ pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String
         );
     }
     out.into_iter().collect()
+}
+
+/// Whether the veto covers `p`: a protected glob matches it, or, when the globs protect git's
+/// hooks (`.git/hooks/**`), it lies in the work tree's folder that `core.hooksPath` names.
+fn veto_covers(ws: &Workspace, globs: &[Glob], p: &str) -> bool {
+    globs.iter().any(|g| g.is_match(p))
+        || (ws.in_hooks_dir(p) && globs.iter().any(|g| g.is_match(".git/hooks/pre-commit")))
 }
 
 /// The protected paths changed in the workspace, for the verdict file's diffs and the veto.

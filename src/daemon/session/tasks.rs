@@ -129,10 +129,7 @@ impl Tasks {
             .map(|m| crate::state::dir_id::DirId::from_meta(&m))
             .map_err(out_err)?;
         let cap = cfg.limits.max_read_bytes;
-        let git = workspace::gitread::Repo::open(canon)
-            .map_err(workspace::WorkspaceError::from)?
-            .is_some();
-        let spec = if cfg.baseline == BaselineSpec::Auto && !git {
+        let spec = if cfg.baseline == BaselineSpec::Auto && workspace::needs_snapshot(canon) {
             // The start snapshot is kept in the state directory, out of the worker's reach.
             workspace::snapshot::create(canon, state, cap).map_err(|source| {
                 DaemonError::OutputDir {

@@ -9,9 +9,10 @@ pub(super) const LISTING_FILE: &str = "baseline-tree.bin";
 /// The kept listing of a pinned commit (every entry, and the bytes of its `.gitignore` files),
 /// so a restart or a one-shot `verify` does not walk the object store again. A compact binary
 /// record (parsing 20,000 entries of JSON cost a one-shot `verify` an eighth of its time): the
-/// magic `REFEREE-BASELINE-TREE-1\n`, the commit's 20 bytes, the number of entries (u64 LE),
-/// then per entry the path's length (u32 LE) and bytes, its kind (`f` `x` `l` `s`) and the
-/// object's 20 bytes; then the number of `.gitignore` files (u64 LE) and per file the path's
+/// magic `REFEREE-BASELINE-TREE-1\n`, the commit's id (20 bytes, or 32 in a SHA-256
+/// repository: every id of the listing has the commit's length), the number of entries (u64
+/// LE), then per entry the path's length (u32 LE) and bytes, its kind (`f` `x` `l` `s`) and the
+/// object's id; then the number of `.gitignore` files (u64 LE) and per file the path's
 /// length and bytes and the contents' length (u64 LE) and bytes, and nothing after. Anything
 /// that does not parse, or another commit, is not used.
 pub(super) const LISTING_MAGIC: &[u8] = b"REFEREE-BASELINE-TREE-1\n";
@@ -55,7 +56,7 @@ pub(super) fn save_listing(state: &Path, tree: &gitread::BaseTree, ignore: &[(Ve
 pub(super) type Kept = (Vec<(Vec<u8>, gitread::BaseEntry)>, Vec<(Vec<u8>, Vec<u8>)>);
 
 /// A cursor over a kept listing.
-pub(super) struct Cursor<'b>(&'b [u8]);
+pub(super) struct Cursor<'b>(&'b [u8], usize);
 
 impl<'b> Cursor<'b> {
     fn take(&mut self, n: usize) -> Option<&'b [u8]> {
@@ -76,7 +77,7 @@ impl<'b> Cursor<'b> {
     }
 
     fn oid(&mut self) -> Option<gix::ObjectId> {
-        gix::ObjectId::try_from(self.take(20)?).ok()
+        gix::ObjectId::try_from(self.take(self.1)?).ok()
     }
 }
 
@@ -91,7 +92,7 @@ pub(super) fn load_listing(state: &Path, commit: gix::ObjectId) -> Option<Kept> 
 }
 
 pub(super) fn parse_listing(bytes: &[u8], commit: gix::ObjectId) -> Option<Kept> {
-    let mut c = Cursor(bytes.strip_prefix(LISTING_MAGIC)?);
+    let mut c = Cursor(bytes.strip_prefix(LISTING_MAGIC)?, commit.as_bytes().len());
     if c.oid()? != commit {
         return None;
     }

@@ -89,6 +89,10 @@ pub struct Pin {
     /// of those bytes, kept under `baseline/checkout/<sha256>`.
     #[serde(default)]
     pub checked_out: BTreeMap<String, String>,
+    /// A sparse checkout's patterns when pinned (`None`: a full checkout): what the worker
+    /// writes to `.git/info/sparse-checkout` afterwards changes nothing.
+    #[serde(default)]
+    pub sparse: Option<String>,
 }
 
 const PIN_SCHEMA: &str = "referee.baseline/1";
@@ -109,6 +113,14 @@ pub struct Baseline {
     pub commit: Option<gix::ObjectId>,
     /// A read of the object store did not finish in time (see [`bounded`]).
     stuck: std::sync::atomic::AtomicBool,
+    /// The kind of blob id its entries have (the repository's object format; SHA-1 for a
+    /// directory).
+    hash: gix::hash::Kind,
+    /// A sparse checkout's set as pinned: a baseline path outside it is not in the work tree
+    /// by design (never "removed").
+    sparse: Option<gitread::Sparse>,
+    /// The paths of the baseline's submodules (checked out or not).
+    submodules: std::collections::BTreeSet<String>,
 }
 
 const STUCK: &str = "an earlier read of the git object store did not finish (a FIFO, or a hung \
@@ -188,6 +200,13 @@ impl Baseline {
                 Some(repo) => {
                     // A restart measures against the commit pinned first, whatever HEAD says now.
                     let kept = state.and_then(load_pin).filter(|p| p.rev == "HEAD");
+                    if kept.is_none() {
+                        // A repository with no commit when the referee started is a directory
+                        // without git: its start snapshot, whatever is committed since.
+                        if let Some(dir) = state.and_then(super::snapshot::load) {
+                            return Baseline::from_dir(dir, "snapshot", Some(&repo), cap).map(Ok);
+                        }
+                    }
                     let commit = match &kept {
                         Some(p) => Some(p.commit.parse::<gix::ObjectId>().map_err(|_| {
                             WorkspaceError::Pin(format!(
@@ -202,8 +221,10 @@ impl Baseline {
                             Baseline::from_git(root, repo, "HEAD", c, kept, state, cap).map(Ok)
                         }
                         None => Ok(Err(
-                            "the git repository has no commit yet (HEAD names none), \
-                                        and no --baseline-dir was given"
+                            "the git repository has no commit yet (HEAD names none), no \
+                             --baseline-dir was given, and no start snapshot is kept in the \
+                             referee's state directory (`watch` or an agent hook takes one \
+                             when it starts)"
                                 .into(),
                         )),
                     }
@@ -246,6 +267,7 @@ impl Baseline {
         // (it is kept sorted: one look over it, no sort, no map).
         let mut entries = Vec::with_capacity(rows.len());
         let mut subs = BTreeMap::new();
+        let mut submodules = std::collections::BTreeSet::new();
         for (path, e) in rows {
             let rel = name::encode_owned(path);
             let kind = match e.kind {
@@ -253,6 +275,7 @@ impl Baseline {
                 EntryKind::Executable => BaseKind::File { exec: true },
                 EntryKind::Symlink => BaseKind::Symlink,
                 EntryKind::Submodule => {
+                    submodules.insert(rel.clone());
                     // A checked-out submodule is read from its own object store at the commit
                     // the baseline records, so its files are judged (and protected) like any.
                     if let Some(sub) = Repo::open(&name::to_path(root, &rel)).ok().flatten() {
@@ -272,6 +295,13 @@ impl Baseline {
         }
         let entries = BaseEntries::from_rows(entries);
         let short: String = commit.to_string().chars().take(12).collect();
+        let hash = repo.hash_kind();
+        // The sparse set as pinned first (the worker can rewrite `info/sparse-checkout`).
+        let sparse = match &kept {
+            Some(pin) => pin.sparse.clone(),
+            None => repo.sparse().map(str::to_string),
+        };
+        let sparse = sparse.as_deref().map(gitread::Sparse::from_patterns);
         let mut base = Baseline {
             info: BaselineInfo {
                 kind: "git",
@@ -286,6 +316,9 @@ impl Baseline {
             checked_out: BTreeMap::new(),
             commit: Some(commit),
             stuck: std::sync::atomic::AtomicBool::new(false),
+            hash,
+            sparse,
+            submodules,
         };
         match kept {
             Some(pin) => {
@@ -337,6 +370,7 @@ impl Baseline {
             cap,
             skip_top: skip,
             ignored: &ig,
+            hash: gix::hash::Kind::Sha1,
         };
         let mut cache = StatCache::default();
         let wt =
@@ -373,6 +407,9 @@ impl Baseline {
             checked_out: BTreeMap::new(),
             commit: None,
             stuck: std::sync::atomic::AtomicBool::new(false),
+            hash: gix::hash::Kind::Sha1,
+            sparse: None,
+            submodules: std::collections::BTreeSet::new(),
         })
     }
 
@@ -397,7 +434,9 @@ impl Baseline {
             let Ok(bytes) = std::fs::read(&path) else {
                 continue;
             };
-            if !bytes.windows(2).any(|w| w == b"\r\n") || gitread::blob_oid(&bytes) == oid {
+            if !bytes.windows(2).any(|w| w == b"\r\n")
+                || gitread::blob_oid_of(self.hash, &bytes) == oid
+            {
                 continue;
             }
             let Ok(blob) = self.blob(&rel, oid) else {
@@ -436,6 +475,7 @@ impl Baseline {
                 .unwrap_or_default(),
             pinned_at: chrono::Utc::now().to_rfc3339(),
             checked_out,
+            sparse: self.sparse.as_ref().map(|s| s.text.clone()),
         };
         let text = serde_json::to_string_pretty(&pin).unwrap_or_default();
         crate::atomic::write_atomic(state, PIN_FILE, &text).map_err(io)?;
@@ -517,6 +557,24 @@ impl Baseline {
             })
             .map_or(&*repo, |(_, r)| r);
         owner.blob(oid).map_err(|e| crate::error::chain(&e))
+    }
+
+    /// Whether `rel` is the path of one of the baseline's submodules.
+    pub fn is_submodule(&self, rel: &str) -> bool {
+        self.submodules.contains(rel)
+    }
+
+    /// Whether the baseline path `rel` lies outside the pinned sparse-checkout set (absent from
+    /// the work tree by design).
+    pub fn outside_checkout(&self, rel: &str) -> bool {
+        self.sparse
+            .as_ref()
+            .is_some_and(|s| !s.contains(&name::decode(rel)))
+    }
+
+    /// The kind of git blob id the work tree's files are compared with its entries by.
+    pub fn hash_kind(&self) -> gix::hash::Kind {
+        self.hash
     }
 
     /// Whether the baseline is read from a git object store (whose reads are bounded in time:

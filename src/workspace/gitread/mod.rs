@@ -24,11 +24,14 @@ use gix::ObjectId;
 
 mod ignore;
 mod rev;
+mod sparse;
 
 pub use ignore::Ignore;
 use rev::{parse_suffix, Op};
+pub use sparse::Sparse;
 
-/// The only object format this build reads (gix is built with `sha1` alone).
+/// The object format of a repository without `extensions.objectFormat`, and of the ids this
+/// module makes when no repository says otherwise.
 const HASH: gix::hash::Kind = gix::hash::Kind::Sha1;
 /// How many symbolic refs (`HEAD` → `refs/heads/main` → …) or tags are followed before giving up:
 /// git itself stops at 5 symbolic refs; a longer chain is a loop or an attack.
@@ -52,7 +55,7 @@ pub enum GitReadError {
     },
     #[error(
         "the repository at `{path}` uses the `{format}` object format; the referee reads sha1 \
-         repositories only"
+         and sha256 repositories only"
     )]
     ObjectFormat { path: PathBuf, format: String },
     #[error("cannot read the reference `{name}` in `{git_dir}` (check `.git/HEAD`, `.git/refs/` and `.git/packed-refs`)")]
@@ -132,6 +135,11 @@ pub struct Repo {
     /// `.git/` for a linked work tree.
     common_dir: PathBuf,
     odb: gix::odb::HandleArc,
+    /// The repository's object format (SHA-1, or SHA-256 for `--object-format=sha256`).
+    hash: gix::hash::Kind,
+    /// A sparse checkout's patterns (`core.sparseCheckout` and `info/sparse-checkout`), as
+    /// they are when the repository is opened.
+    sparse: Option<String>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -177,8 +185,13 @@ pub struct BaseTree {
 /// Bytes that carry a SHA-1 collision attack (which git itself refuses) get the null id, which no
 /// object has, so they never compare equal to a baseline blob.
 pub fn blob_oid(bytes: &[u8]) -> ObjectId {
-    gix::objs::compute_hash(HASH, gix::objs::Kind::Blob, bytes)
-        .unwrap_or_else(|_| ObjectId::null(HASH))
+    blob_oid_of(HASH, bytes)
+}
+
+/// [`blob_oid`] in the object format `hash` (a SHA-256 repository's blob ids).
+pub fn blob_oid_of(hash: gix::hash::Kind, bytes: &[u8]) -> ObjectId {
+    gix::objs::compute_hash(hash, gix::objs::Kind::Blob, bytes)
+        .unwrap_or_else(|_| ObjectId::null(hash))
 }
 
 impl Repo {
@@ -211,12 +224,14 @@ impl Repo {
             // Not even looked up (the store built below has no replacements anyway).
             .config_overrides(["core.useReplaceRefs=false"]);
         let repo = gix::open_opts(&dot_git, options).map_err(|e| open_err(boxed(e)))?;
-        if repo.object_hash() != HASH {
+        let hash = repo.object_hash();
+        if !matches!(hash, gix::hash::Kind::Sha1 | gix::hash::Kind::Sha256) {
             return Err(GitReadError::ObjectFormat {
                 path: dot_git,
-                format: repo.object_hash().to_string(),
+                format: hash.to_string(),
             });
         }
+        let sparse = sparse_patterns(&repo);
         let canonical = |p: &Path| std::fs::canonicalize(p).map_err(|e| open_err(boxed(e)));
         let git_dir = canonical(repo.git_dir())?;
         let common_dir = canonical(repo.common_dir())?;
@@ -225,7 +240,7 @@ impl Repo {
         // `refs/replace/*` can never stand in for a commit, tree or blob.
         let store = gix::odb::Store::at_opts(
             common_dir.join("objects"),
-            HASH,
+            hash,
             &mut std::iter::empty(),
             gix::odb::store::init::Options {
                 alloc_limit_bytes: Some(ALLOC_LIMIT),
@@ -239,7 +254,25 @@ impl Repo {
             git_dir,
             common_dir,
             odb,
+            hash,
+            sparse,
         }))
+    }
+
+    /// The work tree's sparse-checkout patterns, when it is a sparse checkout.
+    pub fn sparse(&self) -> Option<&str> {
+        self.sparse.as_deref()
+    }
+
+    /// The repository's object format.
+    pub fn hash_kind(&self) -> gix::hash::Kind {
+        self.hash
+    }
+
+    /// The directory of its shared refs, objects, hooks and config (canonical): the git
+    /// directory itself, or the main repository's for a linked work tree.
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
     }
 
     /// The git directory actually used (canonical), for the record of what was pinned.
@@ -308,7 +341,7 @@ impl Repo {
         if kind != gix::objs::Kind::Commit {
             return Err(kind_err(commit, "commit", kind));
         }
-        let root = commit_tree(commit, &data)?;
+        let root = commit_tree(commit, &data, self.hash)?;
         let mut entries = BTreeMap::new();
         // Depth-first with an explicit stack: a hostile repository can nest trees as deep as it
         // likes, and recursion would overflow the stack.
@@ -318,7 +351,7 @@ impl Repo {
             if kind != gix::objs::Kind::Tree {
                 return Err(kind_err(tree_id, "tree", kind));
             }
-            for entry in gix::objs::TreeRefIter::from_bytes(&data, HASH) {
+            for entry in gix::objs::TreeRefIter::from_bytes(&data, self.hash) {
                 let entry = entry.map_err(|e| GitReadError::Parse {
                     oid: tree_id,
                     kind: "tree",
@@ -412,7 +445,7 @@ impl Repo {
             git_dir: self.git_dir.clone(),
             actual,
         };
-        match gix::objs::compute_hash(HASH, kind, data.data) {
+        match gix::objs::compute_hash(self.hash, kind, data.data) {
             Ok(actual) if actual == oid => {}
             Ok(actual) => return Err(corrupt(format!("hashes to `{actual}`"))),
             Err(e) => return Err(corrupt(format!("cannot be hashed ({e})"))),
@@ -426,7 +459,7 @@ impl Repo {
         let base = if base == "@" { "HEAD" } else { base };
         let is_hex = base.bytes().all(|b| b.is_ascii_hexdigit());
         // A full id is an object name before it is a ref name, as in git.
-        if is_hex && base.len() == HASH.len_in_hex() {
+        if is_hex && base.len() == self.hash.len_in_hex() {
             let id =
                 ObjectId::from_hex(base.as_bytes()).map_err(|_| GitReadError::Unsupported {
                     rev: rev.to_string(),
@@ -471,12 +504,12 @@ impl Repo {
         // Built per call: the ref store is not `Send`, and building it reads nothing (refs are
         // read, packed-refs included, at each lookup, so a moved branch is seen).
         let store = if self.git_dir == self.common_dir {
-            gix::refs::file::Store::at(self.git_dir.clone(), HASH)
+            gix::refs::file::Store::at(self.git_dir.clone(), self.hash)
         } else {
             gix::refs::file::Store::for_linked_worktree(
                 self.git_dir.clone(),
                 self.common_dir.clone(),
-                HASH,
+                self.hash,
             )
         };
         let mut current = store.try_find(partial).map_err(|e| ref_err(boxed(e)))?;
@@ -512,7 +545,7 @@ impl Repo {
             if kind != gix::objs::Kind::Tag {
                 return Ok(Some((id, kind)));
             }
-            id = gix::objs::TagRefIter::from_bytes(&data, HASH)
+            id = gix::objs::TagRefIter::from_bytes(&data, self.hash)
                 .target_id()
                 .map_err(|e| GitReadError::Parse {
                     oid: id,
@@ -542,7 +575,7 @@ impl Repo {
             return Err(kind_err(commit, "commit", kind));
         }
         let mut out = Vec::new();
-        for token in gix::objs::CommitRefIter::from_bytes(&data, HASH) {
+        for token in gix::objs::CommitRefIter::from_bytes(&data, self.hash) {
             let token = token.map_err(|e| GitReadError::Parse {
                 oid: commit,
                 kind: "commit",
@@ -558,8 +591,33 @@ impl Repo {
     }
 }
 
-fn commit_tree(commit: ObjectId, data: &[u8]) -> Result<ObjectId, GitReadError> {
-    gix::objs::CommitRefIter::from_bytes(data, HASH)
+/// The patterns of a sparse checkout (`core.sparseCheckout` set, in the config or the work
+/// tree's `config.worktree`), from the git directory's `info/sparse-checkout`; `None` for a
+/// full checkout. A sparse checkout without a readable patterns file is git's "nothing but
+/// the top-level files" (`/*` and `!/*/`).
+fn sparse_patterns(repo: &gix::Repository) -> Option<String> {
+    let config = repo.config_snapshot();
+    if !config.boolean("core.sparseCheckout").unwrap_or(false) {
+        return None;
+    }
+    let file = repo.git_dir().join("info").join("sparse-checkout");
+    let meta = std::fs::symlink_metadata(&file).ok();
+    let text = match meta {
+        Some(m) if m.is_file() && m.len() <= 16 << 20 => std::fs::read(&file).ok(),
+        _ => None,
+    };
+    Some(match text {
+        Some(t) => String::from_utf8_lossy(&t).into_owned(),
+        None => "/*\n!/*/\n".to_string(),
+    })
+}
+
+fn commit_tree(
+    commit: ObjectId,
+    data: &[u8],
+    hash: gix::hash::Kind,
+) -> Result<ObjectId, GitReadError> {
+    gix::objs::CommitRefIter::from_bytes(data, hash)
         .tree_id()
         .map_err(|e| GitReadError::Parse {
             oid: commit,

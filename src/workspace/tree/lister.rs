@@ -387,6 +387,15 @@ fn open_dir(
     rel: &OsStr,
     id: Option<(u64, u64)>,
 ) -> io::Result<(OpenDir, Option<Lstat>)> {
+    if super::fsat::is_long(rel.len()) {
+        // Too long for one system call: a piece at a time, each beneath the last.
+        let dir = OpenDir::open_long(shared.root.as_fd(), rel.as_bytes(), id)?;
+        let own = match id {
+            Some(_) => None,
+            None => Some(dir.own()?),
+        };
+        return Ok((dir, own));
+    }
     let Some(id) = id else {
         return match OpenDir::open_beneath(shared.root.as_fd(), rel)? {
             Some(dir) => {

@@ -28,7 +28,10 @@ use gix::ObjectId;
 
 pub use super::statcache::StatCache;
 use super::{name, Compared};
-use fsat::{DirRef, OpenDir};
+use fsat::DirRef;
+pub(crate) use fsat::{
+    is_long, look_in_tree, names_in_tree, read_in_tree, size_in_tree, write_in_tree, Looked, Put,
+};
 pub(crate) use lister::Lister;
 use walk::{Bulk, Walker};
 
@@ -95,6 +98,9 @@ pub struct Options<'a> {
     /// Whether a path (raw bytes, relative, `/`-separated) is ignored; the flag says whether it
     /// is a directory. Not asked below an ignored directory: all of it is ignored.
     pub ignored: &'a dyn Fn(&[u8], bool) -> bool,
+    /// The kind of git blob id a file's bytes get (the baseline repository's: SHA-1, or SHA-256
+    /// for a repository made with `--object-format=sha256`).
+    pub hash: gix::hash::Kind,
 }
 
 impl fmt::Debug for Options<'_> {
@@ -303,7 +309,7 @@ impl WorkTree {
                     }
                 };
                 let opened = if parent.is_empty() || parent_id.is_some() {
-                    OpenDir::open(&walker.abs(&parent), parent_id)
+                    fsat::open_in_tree(root, &parent, parent_id)
                 } else {
                     Err(io::Error::from(io::ErrorKind::NotFound))
                 };
@@ -362,9 +368,10 @@ impl WorkTree {
     }
 }
 
-/// Git's blob id of `bytes` (SHA-1, with git's collision detection).
-pub(super) fn blob_oid(bytes: &[u8]) -> Result<ObjectId, String> {
-    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
+/// Git's blob id of `bytes` of the kind `hash` (SHA-1 with git's collision detection, or
+/// SHA-256).
+pub(super) fn blob_oid(hash: gix::hash::Kind, bytes: &[u8]) -> Result<ObjectId, String> {
+    gix::objs::compute_hash(hash, gix::objs::Kind::Blob, bytes)
         .map_err(|e| format!("git blob id: {e}"))
 }
 

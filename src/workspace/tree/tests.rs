@@ -1,6 +1,6 @@
 //! The walk and the work tree it records.
 
-use super::fsat::{read_capped, stat_of};
+use super::fsat::{read_capped, stat_of, OpenDir};
 use super::*;
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr};
@@ -20,6 +20,7 @@ fn opts(cap: u64) -> Options<'static> {
         cap,
         skip_top: SKIP,
         ignored: &no_ignore,
+        hash: gix::hash::Kind::Sha1,
     }
 }
 
@@ -92,7 +93,7 @@ fn every_kind() {
             target: b"a.txt".to_vec()
         }
     );
-    assert_eq!(e("in").oid, blob_oid(b"a.txt").ok());
+    assert_eq!(e("in").oid, blob_oid(gix::hash::Kind::Sha1, b"a.txt").ok());
     assert_eq!(e("in").sha256, None);
     assert_eq!(
         e("out").kind,
@@ -151,6 +152,7 @@ fn ignored_directories_are_walked_but_not_read() {
         cap: 1 << 20,
         skip_top: SKIP,
         ignored: &ignored,
+        hash: gix::hash::Kind::Sha1,
     };
     let mut cache = StatCache::new();
     let tree = WorkTree::scan(root, &options, &mut cache).expect("scan");
@@ -276,7 +278,10 @@ fn the_cache_is_trusted_until_the_file_changes() {
     let edited = scan(root, &mut cache);
     assert_eq!(cache.reads(), 2);
     assert_ne!(edited.entries["f"].oid, first.entries["f"].oid);
-    assert_eq!(edited.entries["f"].oid, blob_oid(b"two\n").ok());
+    assert_eq!(
+        edited.entries["f"].oid,
+        blob_oid(gix::hash::Kind::Sha1, b"two\n").ok()
+    );
 }
 
 #[test]
@@ -310,7 +315,10 @@ fn rescan_follows_the_change() {
     write(root, "src/a.py", b"A!\n");
     tree.rescan(root, &["src/a.py".to_string()], &options, &mut cache);
     assert_eq!(cache.reads(), 5);
-    assert_eq!(tree.entries["src/a.py"].oid, blob_oid(b"A!\n").ok());
+    assert_eq!(
+        tree.entries["src/a.py"].oid,
+        blob_oid(gix::hash::Kind::Sha1, b"A!\n").ok()
+    );
 
     // A new directory: the event names a deep path, the new ancestor is walked.
     write(root, "new/deeper/n.txt", b"n\n");
@@ -431,6 +439,7 @@ fn rescan_keeps_ignored_and_nested_repositories_as_a_scan_has_them() {
         cap: 1 << 20,
         skip_top: SKIP,
         ignored: &ignored,
+        hash: gix::hash::Kind::Sha1,
     };
     let mut cache = StatCache::new();
     let mut tree = WorkTree::scan(root, &options, &mut cache).expect("scan");
@@ -592,6 +601,7 @@ fn a_scan_from_listings_is_the_walk_of_the_tree() {
         cap: 1 << 20,
         skip_top: SKIP,
         ignored: &ignored,
+        hash: gix::hash::Kind::Sha1,
     };
     let tree = WorkTree::scan(root, &options, &mut StatCache::new()).expect("scan");
     // The rescan of everything below the root, one path at a time, is the old walk.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rustix::fs::FileType;
 use sha2::{Digest, Sha256};
@@ -14,7 +14,8 @@ use sha2::{Digest, Sha256};
 use super::super::name;
 use super::super::statcache::Cached;
 use super::fsat::{
-    name_at, other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat, OpenDir,
+    name_at, open_in_tree, other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat,
+    OpenDir,
 };
 use super::lister::Child;
 use super::{blob_oid, Entry, Kind, Options, StatCache};
@@ -147,16 +148,8 @@ pub(super) const BATCH: usize = 128;
 /// A directory opened and listed, or why not.
 pub(super) type Listed = io::Result<(OpenDir, Vec<(OsString, io::Result<Lstat>)>)>;
 
-pub(super) fn abs_of(root: &Path, rel: &[u8]) -> PathBuf {
-    if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(OsStr::from_bytes(rel))
-    }
-}
-
 pub(super) fn list_one(root: &Path, dir: &Pending) -> Listed {
-    let mut open = OpenDir::open(&abs_of(root, &dir.rel), Some(dir.id))?;
+    let mut open = open_in_tree(root, &dir.rel, Some(dir.id))?;
     let listing = open.list()?;
     Ok((open, listing))
 }
@@ -197,10 +190,6 @@ pub(super) struct Walker<'w, 'o> {
 }
 
 impl Walker<'_, '_> {
-    pub(super) fn abs(&self, rel: &[u8]) -> PathBuf {
-        abs_of(self.root, rel)
-    }
-
     /// Lists the pending directories, depth first, with an explicit stack (any depth).
     ///
     /// Up to [`BATCH`] directories at a time are opened and listed (`getdents` and an `fstatat`
@@ -415,7 +404,7 @@ impl Walker<'_, '_> {
             };
             match target {
                 Ok(target) => {
-                    match blob_oid(&target) {
+                    match blob_oid(self.opts.hash, &target) {
                         Ok(oid) => entry.oid = Some(oid),
                         Err(why) => entry.unreadable = Some(why),
                     }
@@ -467,7 +456,11 @@ impl Walker<'_, '_> {
         entry: &mut Entry,
     ) {
         let listed = stat_of(meta);
-        if let Some(hit) = self.cache.take(rel, &listed) {
+        if let Some(hit) = self
+            .cache
+            .take(rel, &listed)
+            .filter(|hit| hit.oid.kind() == self.opts.hash)
+        {
             entry.oid = Some(hit.oid);
             entry.sha256 = Some(hit.sha256);
             return;
@@ -485,7 +478,7 @@ impl Walker<'_, '_> {
                 return;
             }
         };
-        let oid = match blob_oid(&read.bytes) {
+        let oid = match blob_oid(self.opts.hash, &read.bytes) {
             Ok(oid) => oid,
             Err(why) => {
                 entry.unreadable = Some(why);
