@@ -1,9 +1,10 @@
 //! CC-07: no added line holds a merge-conflict marker or another forbidden pattern of the
-//! protocol, nor a secret by its secret rules ([`crate::protocol::secrets`]). The evidence
-//! names the file, the line and the rule, never the matched text; at most
+//! protocol, nor a secret by its secret rules ([`crate::protocol::secrets`]), alone or after
+//! the line above it (a name on one line, its value on the next). The evidence names the file,
+//! the line and the rule, never the matched text; at most
 //! [`MAX_FINDINGS_PER_FILE`] findings are listed per file, the rest are counted.
 
-use super::change::{added, conclude, no_baseline, scope, task};
+use super::change::{added_in_context, conclude, no_baseline, scope, task};
 use super::{Ctx, Outcome};
 use crate::protocol::predicate::AddedLines;
 
@@ -56,7 +57,7 @@ pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
     }
     let rules = a.secrets.as_ref().map(|s| s.rules());
     let mut n = 0;
-    for (p, lines) in added(s) {
+    for (p, lines) in added_in_context(s) {
         let lines = match lines {
             Ok(l) => l,
             Err(why) => {
@@ -67,9 +68,14 @@ pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
         n += lines.len();
         let mut listed = 0;
         let mut more = 0;
-        for (line_no, line) in &lines {
+        for (line_no, line, above) in &lines {
             let line = line.as_bytes();
-            let secret = rules.and_then(|r| r.scan(line)).map(|h| h.name);
+            let secret = rules
+                .and_then(|r| match above {
+                    Some(above) => r.scan_after(above.as_bytes(), line),
+                    None => r.scan(line),
+                })
+                .map(|h| h.name);
             let hits = forbid
                 .iter()
                 .filter(|(_, re)| re.is_match(line))

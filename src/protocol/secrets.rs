@@ -59,6 +59,8 @@ struct RawRule {
     entropy: Option<f64>,
     #[serde(default)]
     allow: Vec<String>,
+    #[serde(default)]
+    allow_match: Vec<String>,
     validate: Option<Validate>,
 }
 
@@ -68,6 +70,9 @@ struct RawRule {
 enum Validate {
     /// Header and payload decode (base64url) to JSON objects.
     Jwt,
+    /// A JWT encoded once more in base64 (either alphabet, padded or not).
+    #[serde(rename = "jwt-base64")]
+    JwtBase64,
 }
 
 #[derive(Debug)]
@@ -81,6 +86,8 @@ struct Rule {
     group: usize,
     entropy: Option<f64>,
     allow: Vec<Regex>,
+    /// Regexes on the whole match (the name and the value): a match of one is allowed.
+    allow_match: Vec<Regex>,
     validate: Option<Validate>,
 }
 
@@ -330,6 +337,12 @@ impl Rules {
                 .map(|a| compile(a))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(at)?;
+            let allow_match = r
+                .allow_match
+                .iter()
+                .map(|a| compile(a))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(at)?;
             if r.keywords.iter().any(|k| k.is_empty()) {
                 return Err(at("an empty keyword".into()));
             }
@@ -348,6 +361,7 @@ impl Rules {
                 group,
                 entropy: r.entropy,
                 allow,
+                allow_match,
                 validate: r.validate,
             });
         }
@@ -394,18 +408,56 @@ impl Rules {
     pub fn scan(&self, line: &[u8]) -> Option<Hit<'_>> {
         self.compiled().scan(line)
     }
+
+    /// [`Rules::scan`] of `line`, or else the first rule with a finding that lies on `line`
+    /// but whose match begins on the line before it, `before` (a name on one line and its
+    /// value on the next: `<token>` and the token in XML, `key:` and a YAML block). Only
+    /// the rules with a keyword on `before` look at the two lines.
+    pub fn scan_after(&self, before: &[u8], line: &[u8]) -> Option<Hit<'_>> {
+        let c = self.compiled();
+        c.scan(line).or_else(|| c.scan_across(before, line))
+    }
 }
 
 impl Compiled {
-    fn scan(&self, line: &[u8]) -> Option<Hit<'_>> {
+    /// The rules whose keywords occur in `text`, in file order.
+    fn keyed(&self, text: &[u8]) -> Vec<bool> {
         let mut run = vec![false; self.rules.len()];
-        for &i in &self.always {
-            run[i] = true;
-        }
         if let Some(ac) = &self.keywords {
-            for m in ac.find_overlapping_iter(line) {
+            for m in ac.find_overlapping_iter(text) {
                 run[self.keyword_rules[m.pattern().as_usize()]] = true;
             }
+        }
+        run
+    }
+
+    fn scan_across(&self, before: &[u8], line: &[u8]) -> Option<Hit<'_>> {
+        let run = self.keyed(before);
+        if !run.contains(&true) {
+            return None;
+        }
+        let mut window = Vec::with_capacity(before.len() + 1 + line.len());
+        window.extend_from_slice(before);
+        window.push(b'\n');
+        window.extend_from_slice(line);
+        // A finding counts here when its secret begins on `line`; one wholly on `before` is
+        // that line's own (found, or not, when it was scanned).
+        let from = before.len() + 1;
+        self.rules
+            .iter()
+            .zip(run)
+            .filter(|(_, run)| *run)
+            .find(|(r, _)| self.finds_from(r, &window, from))
+            .map(|(r, _)| Hit {
+                id: &r.id,
+                name: &r.name,
+            })
+    }
+
+    fn scan(&self, line: &[u8]) -> Option<Hit<'_>> {
+        let mut run = self.keyed(line);
+        for &i in &self.always {
+            run[i] = true;
         }
         self.rules
             .iter()
@@ -427,11 +479,23 @@ impl Compiled {
     }
 
     fn finds(&self, r: &Rule, line: &[u8]) -> bool {
+        self.finds_from(r, line, 0)
+    }
+
+    /// Whether `r` has a finding in `text` whose secret begins at `from` or after.
+    fn finds_from(&self, r: &Rule, text: &[u8], from: usize) -> bool {
         self.regex(r)
-            .captures_iter(line)
+            .captures_iter(text)
             .take(MAX_MATCHES_PER_LINE)
-            .filter_map(|caps| caps.get_group(r.group))
-            .any(|span| self.counts(r, &line[span.range()]))
+            .filter_map(|caps| Some((caps.get_group(0)?, caps.get_group(r.group)?)))
+            .filter(|(_, secret)| secret.start >= from)
+            .any(|(whole, secret)| {
+                self.counts(r, &text[secret.range()])
+                    && !r
+                        .allow_match
+                        .iter()
+                        .any(|a| a.is_match(&text[whole.range()]))
+            })
     }
 
     /// Whether a matched secret counts: random enough, no placeholder, not allowed.
@@ -452,6 +516,7 @@ impl Compiled {
         }
         match r.validate {
             Some(Validate::Jwt) => is_jwt(secret),
+            Some(Validate::JwtBase64) => base64_any(secret).is_some_and(|jwt| jwt_shaped(&jwt)),
             None => true,
         }
     }
@@ -583,6 +648,41 @@ fn base64url(s: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A JWT by its shape: a header and a payload of at least 10 base64url characters each, both
+/// beginning `ey` (JSON objects; not decoded: a mangled header is still a JWT's).
+fn jwt_shaped(token: &[u8]) -> bool {
+    let b64url = |c: &u8| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_';
+    let mut parts = token.split(|&b| b == b'.');
+    let mut segment = || {
+        parts
+            .next()
+            .is_some_and(|p| p.len() >= 10 && p.starts_with(b"ey") && p.iter().all(b64url))
+    };
+    segment() && segment()
+}
+
+/// Decodes base64 in either alphabet (RFC 4648 §4 or §5), padded or not; `None` for any other
+/// byte or an impossible length.
+fn base64_any(s: &[u8]) -> Option<Vec<u8>> {
+    let body = s
+        .strip_suffix(b"==")
+        .or_else(|| s.strip_suffix(b"="))
+        .unwrap_or(s);
+    let url: Vec<u8> = body
+        .iter()
+        .map(|&c| match c {
+            b'+' => b'-',
+            b'/' => b'_',
+            c => c,
+        })
+        .collect();
+    base64url(&url)
+}
+
 #[cfg(test)]
 #[path = "secrets_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "secrets_samples_tests.rs"]
+mod samples_tests;

@@ -129,9 +129,12 @@ fn aws() {
         &format!("aws_secret_access_key = \"{}\"", r(40, B64)),
         "aws-secret-access-key",
     );
-    // A git commit hash where a key could be: not random enough for the AWS rule, and a hash
-    // for the generic one.
-    clean(&format!("aws_secret_access_key = \"{}\"", r(40, HEX)));
+    // 40 hex digits are no AWS key (not random enough for that rule), but under a secret's
+    // name they are a secret all the same (GitHub's OAuth client secrets are 40 hex digits).
+    found(
+        &format!("aws_secret_access_key = \"{}\"", r(40, HEX)),
+        "generic-secret",
+    );
     clean(&format!(
         "aws_secret_access_key = \"{}{}\"",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCY", "EXAMPLEKEY"
@@ -272,8 +275,13 @@ fn payment() {
             "stripe-secret-key",
         );
     }
-    // Test-mode keys are no secret worth a REJECT.
-    clean(&format!("k = sk_test_{}", r(24, ALNUM)));
+    // Test-mode keys read and write the account's test data: a secret too.
+    found(
+        &format!("k = sk_{}_{}", "test", r(24, ALNUM)),
+        "stripe-secret-key",
+    );
+    // A publishable key is public.
+    clean(&format!("k = pk_live_{}", r(24, ALNUM)));
     found(
         &format!("{}_{}", "whsec", r(32, ALNUM)),
         "stripe-webhook-secret",
@@ -341,15 +349,28 @@ fn package_registries() {
 
 #[test]
 fn ai_providers_and_jwts() {
-    found(
-        &format!("{}-api03-{}", "sk-ant", r(93, B64URL)),
-        "anthropic-api-key",
-    );
+    for kind in ["api03", "admin01"] {
+        found(
+            &format!("{}-{kind}-{}AA", "sk-ant", r(93, B64URL)),
+            "anthropic-api-key",
+        );
+    }
     clean("sk-ant-api03-abc");
+    // Not Anthropic's shape (92 characters, or no `AA`): nor any other key's.
+    clean(&format!("sk-ant-api03-{}AA", r(92, B64URL)));
+    clean(&format!("sk-ant-api03-{}BB", r(93, B64URL)));
     found(
-        &format!("{}-{}", "sk-proj", r(48, B64URL)),
+        &format!(
+            "{}-{}{}{}",
+            "sk-proj",
+            r(58, B64URL),
+            "T3BlbkFJ",
+            r(58, B64URL)
+        ),
         "openai-api-key",
     );
+    // A project key without OpenAI's marker is still an `sk-` key.
+    found(&format!("{}-{}", "sk-proj", r(48, B64URL)), "sk-api-key");
     found(
         &format!("{}{}{}{}", "sk-", r(20, ALNUM), "T3BlbkFJ", r(20, ALNUM)),
         "openai-api-key",
@@ -360,7 +381,15 @@ fn ai_providers_and_jwts() {
         &format!("{}.{}.{}", "SG", r(22, B64URL), r(43, B64URL)),
         "sendgrid-api-key",
     );
+    // gitleaks' samples: 66 characters after `SG.`, without the middle dot.
+    found(
+        &format!("key = \"{}.{}\"", "SG", r(66, LOWERNUM)),
+        "sendgrid-api-key",
+    );
     clean(&format!("SG.{}", r(22, B64URL)));
+    // One character too many (two dots), or another prefix.
+    clean(&format!("SG.{}..{}", r(22, B64URL), r(43, B64URL)));
+    clean(&format!("AG.{}.{}", r(22, B64URL), r(43, B64URL)));
 
     let header = b64url_encode(br#"{"alg":"HS256","typ":"JWT"}"#);
     let payload = b64url_encode(br#"{"sub":"1234567890","name":"a"}"#);
@@ -368,13 +397,21 @@ fn ai_providers_and_jwts() {
         &format!("Authorization: Bearer {header}.{payload}.{}", r(43, B64URL)),
         "jwt",
     );
-    // The JWT's shape, but the parts are no JSON.
-    clean(&format!(
-        "x = eyJ{}.eyJ{}.{}",
-        r(20, ALNUM),
-        r(20, ALNUM),
-        r(20, ALNUM)
-    ));
+    // A JWT's shape is enough: a mangled header, or no signature at all.
+    found(
+        &format!(
+            "x = eyJ{}.eyJ{}.{}",
+            r(20, ALNUM),
+            r(20, ALNUM),
+            r(20, ALNUM)
+        ),
+        "jwt",
+    );
+    found(&format!("{header}.{payload}"), "jwt");
+    // Too short to be one, or a JSON object sent as it is.
+    clean("eyJAAAA.eyJBBB");
+    clean("eyJBB.eyJCC.eyJDDDD");
+    clean(r#"{"alg":"HS256","typ":"JWT"}.{"name":"Jon Doe"}"#);
 }
 
 #[test]
@@ -389,16 +426,21 @@ fn generic_assignments_keep_hashes_uuids_templates_and_plain_words_out() {
         "generic-secret-env",
     );
     clean("password = \"aaaaaaaabbbbbbbb\"");
-    clean(&format!("secret = \"{}\"", r(40, HEX)));
-    clean(&format!("token_sha256 = \"{}\"", r(64, HEX)));
-    clean(&format!(
-        "client_secret = \"{}-{}-{}-{}-{}\"",
+    // A hash or a UUID under a secret's name is a secret; under a name that says it is a hash
+    // or an id, it is not.
+    let uuid = format!(
+        "{}-{}-{}-{}-{}",
         r(8, HEX),
         r(4, HEX),
         r(4, HEX),
         r(4, HEX),
         r(12, HEX)
-    ));
+    );
+    found(&format!("secret = \"{}\"", r(40, HEX)), "generic-secret");
+    found(&format!("client_secret = \"{uuid}\""), "generic-secret");
+    clean(&format!("token_sha256 = \"{}\"", r(64, HEX)));
+    clean(&format!("credentialsId: '{uuid}'"));
+    clean(&format!("secret_length = {}", r(16, ALNUM)));
     clean("password = \"${DB_PASSWORD}\"");
     clean("token = \"{{ vault_token }}\"");
     clean("api_key = \"<your api key here>\"");
@@ -443,6 +485,9 @@ fn random_base64_raises_no_flood() {
         started.elapsed()
     );
 }
+
+#[path = "secrets_family_tests.rs"]
+mod families;
 
 #[test]
 fn jwt_and_base64url() {
@@ -556,16 +601,20 @@ fn an_embedded_rule_is_compiled_only_for_a_line_that_holds_its_keywords() {
     let lazy = Rules::parse_with(EMBEDDED_TEXT, "embedded", None, false).expect("valid");
     assert_eq!(compiled_count(&lazy), 0);
     assert!(lazy.scan(b"let total = items.len();").is_none());
+    // Only the rules that run on every line (no keywords: Discord's bot token, shaped enough
+    // on its own) are compiled for a line without keywords.
+    let always = lazy.compiled().always.len();
+    assert!((1..=2).contains(&always), "{always} rules without keywords");
     assert_eq!(
         compiled_count(&lazy),
-        0,
-        "a line without keywords compiles nothing"
+        always,
+        "a line without keywords compiles no rule that has keywords"
     );
     let hit = lazy.scan(format!("id = AKIA{}", r(16, UPPER32)).as_bytes());
     assert_eq!(hit.map(|h| h.id), Some("aws-access-key-id"));
     let some = compiled_count(&lazy);
     assert!(
-        (1..lazy.len() / 2).contains(&some),
+        (always + 1..lazy.len() / 2).contains(&some),
         "{some} of {}",
         lazy.len()
     );

@@ -127,6 +127,41 @@ pub(in crate::checks) fn size_limit(ctx: &Ctx<'_>, l: &SizeLimit) -> Outcome {
 pub(in crate::checks) type Added = Vec<(String, Result<Vec<(usize, String)>, String>)>;
 
 pub(in crate::checks) fn added(s: &TaskScope<'_>) -> Added {
+    added_as(s, |_, lines| {
+        lines.into_iter().map(|(n, l)| (n, l.to_string())).collect()
+    })
+}
+
+/// An added line's number and text, and the line above it in the new file (`None` for the
+/// first line): a name and its value can lie on two lines.
+pub(in crate::checks) type AddedLine = (usize, String, Option<String>);
+
+/// [`added`], each line with the line above it.
+pub(in crate::checks) fn added_in_context(
+    s: &TaskScope<'_>,
+) -> Vec<(String, Result<Vec<AddedLine>, String>)> {
+    added_as(s, |new, lines| {
+        // Indexed once: looking each line up by number would be quadratic in a large file.
+        let all: Vec<&str> = new
+            .split_inclusive('\n')
+            .map(|l| l.strip_suffix('\n').unwrap_or(l))
+            .collect();
+        lines
+            .into_iter()
+            .map(|(n, l)| {
+                let above = n.checked_sub(2).and_then(|i| all.get(i));
+                (n, l.to_string(), above.map(|a| a.to_string()))
+            })
+            .collect()
+    })
+}
+
+/// The added lines of each present text file, as `f` makes them of the new text and its added
+/// lines.
+fn added_as<T>(
+    s: &TaskScope<'_>,
+    f: impl Fn(&str, Vec<(usize, &str)>) -> Vec<T>,
+) -> Vec<(String, Result<Vec<T>, String>)> {
     let mut out = Vec::new();
     for p in s.present_files() {
         let new = match s.ws.current(&p) {
@@ -150,10 +185,7 @@ pub(in crate::checks) fn added(s: &TaskScope<'_>) -> Added {
         }
         let new_text = new.text();
         let old_text = old.as_ref().map(|o| o.text()).unwrap_or_default();
-        let lines = diff::added_lines(&old_text, &new_text)
-            .into_iter()
-            .map(|(n, l)| (n, l.to_string()))
-            .collect();
+        let lines = f(&new_text, diff::added_lines(&old_text, &new_text));
         out.push((p, Ok(lines)));
     }
     out

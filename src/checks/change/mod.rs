@@ -12,7 +12,7 @@ use crate::workspace::{name, Change, Content, Workspace};
 
 mod content;
 
-pub(super) use content::{added, parses, size_limit};
+pub(super) use content::{added, added_in_context, parses, size_limit};
 
 /// What one task attempt is judged on.
 #[derive(Debug)]
