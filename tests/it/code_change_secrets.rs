@@ -13,12 +13,12 @@ use crate::code_change::{git_workspace, judged, record, start, verdict, APP, ORI
 use crate::util::Output;
 use crate::watch::{exit_code, read, run, WAIT};
 
-const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const UPPER32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+pub(crate) const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub(crate) const UPPER32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+pub(crate) const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// `prefix` joined, then `n` pseudo-random characters of `alphabet` (the same for a seed).
-fn token(prefix: &[&str], n: usize, alphabet: &[u8], seed: u64) -> String {
+pub(crate) fn token(prefix: &[&str], n: usize, alphabet: &[u8], seed: u64) -> String {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let tail: String = (0..n)
         .map(|_| {
@@ -32,7 +32,7 @@ fn token(prefix: &[&str], n: usize, alphabet: &[u8], seed: u64) -> String {
 }
 
 /// CC-07's result in a verdict file.
-fn cc07(v: &Value) -> Value {
+pub(crate) fn cc07(v: &Value) -> Value {
     v["results"]
         .as_array()
         .and_then(|r| r.iter().find(|r| r["check"] == "CC-07"))
@@ -41,7 +41,7 @@ fn cc07(v: &Value) -> Value {
 }
 
 /// Every file under `dir`, as bytes, by path.
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .flatten()
@@ -56,7 +56,7 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 #[track_caller]
-fn assert_absent(secrets: &[&str], what: &str, bytes: &[u8]) {
+pub(crate) fn assert_absent(secrets: &[&str], what: &str, bytes: &[u8]) {
     for s in secrets {
         assert!(
             !bytes.windows(s.len()).any(|w| w == s.as_bytes()),

@@ -8,6 +8,7 @@ mod attack_records;
 mod builder;
 mod cli;
 mod code_change;
+mod code_change_secret_families;
 mod code_change_secrets;
 mod examples;
 mod fail_closed;
