@@ -414,10 +414,36 @@ impl Rules {
     /// value on the next: `<token>` and the token in XML, `key:` and a YAML block). Only
     /// the rules with a keyword on `before` look at the two lines.
     pub fn scan_after(&self, before: &[u8], line: &[u8]) -> Option<Hit<'_>> {
+        let keyed = self.keyed(before);
+        self.scan_keyed(Some((before, &keyed)), line).0
+    }
+
+    /// Which rules' keywords `line` holds: what [`Rules::scan_keyed`] needs of the line above
+    /// the one it scans.
+    pub fn keyed(&self, line: &[u8]) -> Keyed {
+        Keyed(self.compiled().keyed(line))
+    }
+
+    /// [`Rules::scan_after`] of `line` after `above` (with its [`Keyed`], so a line's keywords
+    /// are looked for once when the next line is scanned after it), or [`Rules::scan`] when
+    /// `above` is `None`; and `line`'s own [`Keyed`].
+    pub fn scan_keyed(
+        &self,
+        above: Option<(&[u8], &Keyed)>,
+        line: &[u8],
+    ) -> (Option<Hit<'_>>, Keyed) {
         let c = self.compiled();
-        c.scan(line).or_else(|| c.scan_across(before, line))
+        let keyed = c.keyed(line);
+        let hit = c
+            .scan_run(&keyed, line)
+            .or_else(|| above.and_then(|(text, k)| c.scan_across(text, &k.0, line)));
+        (hit, Keyed(keyed))
     }
 }
+
+/// The rules whose keywords occur in a line, by their place in the file.
+#[derive(Debug, Clone)]
+pub struct Keyed(Vec<bool>);
 
 impl Compiled {
     /// The rules whose keywords occur in `text`, in file order.
@@ -431,9 +457,8 @@ impl Compiled {
         run
     }
 
-    fn scan_across(&self, before: &[u8], line: &[u8]) -> Option<Hit<'_>> {
-        let run = self.keyed(before);
-        if !run.contains(&true) {
+    fn scan_across(&self, before: &[u8], keyed: &[bool], line: &[u8]) -> Option<Hit<'_>> {
+        if !keyed.contains(&true) {
             return None;
         }
         let mut window = Vec::with_capacity(before.len() + 1 + line.len());
@@ -445,8 +470,8 @@ impl Compiled {
         let from = before.len() + 1;
         self.rules
             .iter()
-            .zip(run)
-            .filter(|(_, run)| *run)
+            .zip(keyed)
+            .filter(|(_, run)| **run)
             .find(|(r, _)| self.finds_from(r, &window, from))
             .map(|(r, _)| Hit {
                 id: &r.id,
@@ -455,16 +480,18 @@ impl Compiled {
     }
 
     fn scan(&self, line: &[u8]) -> Option<Hit<'_>> {
-        let mut run = self.keyed(line);
-        for &i in &self.always {
-            run[i] = true;
-        }
+        self.scan_run(&self.keyed(line), line)
+    }
+
+    /// The first rule, among those keyed and those that run on every line, with a finding on
+    /// `line`.
+    fn scan_run(&self, keyed: &[bool], line: &[u8]) -> Option<Hit<'_>> {
         self.rules
             .iter()
-            .zip(run)
-            .filter(|(_, run)| *run)
-            .find(|(r, _)| self.finds(r, line))
-            .map(|(r, _)| Hit {
+            .enumerate()
+            .filter(|(i, _)| keyed[*i] || self.always.contains(i))
+            .find(|(_, r)| self.finds(r, line))
+            .map(|(_, r)| Hit {
                 id: &r.id,
                 name: &r.name,
             })

@@ -260,3 +260,42 @@ fn b64(data: &[u8]) -> String {
     }
     out
 }
+
+#[test]
+fn a_value_added_under_a_name_the_baseline_already_has() {
+    // The baseline holds `<apiToken>` and `</apiToken>`; the attempt adds only the value
+    // between them: the line above it is no added line, and still names it.
+    let (_root, ws, _logs) = git_workspace();
+    let base = format!("{ORIGINAL}<apiToken>\n</apiToken>\n");
+    fs::write(ws.join(APP), &base).expect("write");
+    crate::code_change::git(&ws, &["commit", "-qam", "the element"]);
+    let v = token(&[], 32, ALNUM, 91);
+    fs::write(
+        ws.join(APP),
+        format!("{ORIGINAL}<apiToken>\n    {v}\n</apiToken>\n"),
+    )
+    .expect("write");
+    record(
+        &ws,
+        "t1",
+        1,
+        &[APP],
+        &BTreeMap::from([(APP, base.as_str())]),
+    );
+    let Output { code, stdout, .. } = run(&[
+        "verify",
+        ws.to_str().expect("utf-8"),
+        "--protocol",
+        "code-change",
+        "--write",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert_absent(&[&v], "verify's output", stdout.as_bytes());
+    let r = cc07(&verdict(&ws, "t1"));
+    assert_eq!(r["status"], "FAIL", "{r}");
+    assert_eq!(
+        r["evidence"]["details"],
+        serde_json::json!(["src/app.py:4: secret assignment"]),
+        "{r}"
+    );
+}
