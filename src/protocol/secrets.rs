@@ -83,6 +83,8 @@ struct Rule {
     /// that holds none of a rule's keywords never compiles it).
     regex: OnceLock<Regex>,
     src: String,
+    /// The fewest bytes a match takes: a shorter line is not searched.
+    min_len: usize,
     group: usize,
     entropy: Option<f64>,
     allow: Vec<Regex>,
@@ -145,14 +147,21 @@ fn compile(src: &str) -> Result<Regex, String> {
         .map_err(|e| format!("invalid regex `{src}`: {e}"))
 }
 
-/// How many groups `src` has (group 0 included), from its syntax alone (no compiling).
-fn groups_of(src: &str) -> Result<usize, String> {
+/// How many groups `src` has (group 0 included), and the fewest bytes a match of it takes,
+/// from its syntax alone (no compiling).
+fn shape_of(src: &str) -> Result<(usize, usize), String> {
     regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
         .build()
         .parse(src)
-        .map(|hir| hir.properties().explicit_captures_len() + 1)
+        .map(|hir| {
+            let p = hir.properties();
+            (
+                p.explicit_captures_len() + 1,
+                p.minimum_len().unwrap_or(usize::MAX),
+            )
+        })
         .map_err(|e| format!("invalid regex `{src}`: {e}"))
 }
 
@@ -307,16 +316,10 @@ impl Rules {
                 return Err(at("duplicate rule id".into()));
             }
             let regex = OnceLock::new();
-            let groups = if eager {
-                let compiled = compile(&r.regex).map_err(at)?;
-                let groups = compiled
-                    .group_info()
-                    .group_len(regex_automata::PatternID::ZERO);
-                let _ = regex.set(compiled);
-                groups
-            } else {
-                groups_of(&r.regex).map_err(at)?
-            };
+            if eager {
+                let _ = regex.set(compile(&r.regex).map_err(at)?);
+            }
+            let (groups, min_len) = shape_of(&r.regex).map_err(at)?;
             let group = r.group.unwrap_or(if groups > 1 { 1 } else { 0 });
             if group >= groups {
                 return Err(at(format!(
@@ -358,6 +361,7 @@ impl Rules {
                 name: r.name.clone(),
                 regex,
                 src: r.regex.clone(),
+                min_len,
                 group,
                 entropy: r.entropy,
                 allow,
@@ -511,6 +515,9 @@ impl Compiled {
 
     /// Whether `r` has a finding in `text` whose secret begins at `from` or after.
     fn finds_from(&self, r: &Rule, text: &[u8], from: usize) -> bool {
+        if text.len() < r.min_len {
+            return false;
+        }
         self.regex(r)
             .captures_iter(text)
             .take(MAX_MATCHES_PER_LINE)
