@@ -7,11 +7,11 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 
 use crate::artifacts::{Limits, Listing, Snapshot};
+use crate::decision::Decision;
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::{self, Context};
 use crate::protocol::{Protocol, Subject, TaskRules};
 use crate::state::attempts::{Everyone, Store};
-use crate::task_verdict::TaskVerdict;
 use crate::waivers::{InUse, Waivers};
 use crate::workspace::{BaselineSpec, Workspace, OUTPUT_DIR};
 
@@ -54,14 +54,9 @@ impl<'a> Request<'a> {
 pub struct BuildJudgment {
     pub snap: Snapshot,
     pub eval: Evaluation,
+    /// A STOP and exit 1 while an unwaived BLOCKING failure stands.
+    pub decision: Decision,
     pub ctx: Context,
-}
-
-impl BuildJudgment {
-    /// An unwaived BLOCKING failure stands (exit 1).
-    pub fn violation(&self) -> bool {
-        self.eval.stops().next().is_some()
-    }
 }
 
 /// A workspace judged once: every task record against the baseline.
@@ -70,20 +65,11 @@ pub struct WorkspaceJudgment {
     pub ws: Workspace,
     pub eval: Evaluation,
     pub runs: Vec<TaskRun>,
-    pub verdicts: Vec<TaskVerdict>,
+    /// Each task's verdict, the veto, the STOP and the exit code, as `watch` decides them too.
+    pub decision: Decision,
     pub ctx: Context,
     /// The referee's state directory for this workspace.
     pub state: PathBuf,
-}
-
-impl WorkspaceJudgment {
-    /// [`crate::task_verdict::violation`], the rule `watch` applies too: a BLOCKING failure, an
-    /// attempt whose verdict does not let it through, or a STOP standing for the workspace
-    /// (a protected change, whatever the records say, SPEC §8).
-    pub fn violation(&self, protocol: &Protocol) -> bool {
-        let stop = outputs::code_change::workspace_stop_md(protocol, &self.ws, &self.verdicts);
-        crate::task_verdict::violation(&self.eval, &self.verdicts, stop.is_some())
-    }
 }
 
 /// What [`judge`] found.
@@ -98,12 +84,17 @@ pub enum Judgment {
 }
 
 impl Judgment {
-    /// Whether the answer is "do not go on" (exit 1).
-    pub fn violation(&self, protocol: &Protocol) -> bool {
+    /// What was decided.
+    pub fn decision(&self) -> &Decision {
         match self {
-            Judgment::Build(b) => b.violation(),
-            Judgment::Workspace(w) => w.violation(protocol),
+            Judgment::Build(b) => &b.decision,
+            Judgment::Workspace(w) => &w.decision,
         }
+    }
+
+    /// Whether the answer is "do not go on" (exit 1).
+    pub fn violation(&self) -> bool {
+        self.decision().violation()
     }
 }
 
@@ -190,7 +181,13 @@ fn build(
         let report = outputs::markdown::report(protocol, &eval, &ctx);
         write_own(req.dir, outputs::REPORT_FILE, &report)?;
     }
-    Ok(BuildJudgment { snap, eval, ctx })
+    let decision = crate::decision::build(&eval);
+    Ok(BuildJudgment {
+        snap,
+        eval,
+        decision,
+        ctx,
+    })
 }
 
 fn workspace(
@@ -341,7 +338,7 @@ fn written(
                     &j.ws,
                     &j.eval,
                     &j.runs,
-                    &j.verdicts,
+                    &j.decision,
                     &j.ctx,
                     &j.state,
                 )
@@ -363,7 +360,7 @@ fn write_verdicts(protocol: &Protocol, j: &WorkspaceJudgment) -> std::io::Result
     let dir = outputs::code_change::ensure_dir(j.ws.root())?;
     let store = Store::open(&crate::state::attempts::dir_for(&j.state));
     let durability = outputs::Durability::Contents;
-    for v in &j.verdicts {
+    for v in &j.decision.verdicts {
         outputs::code_change::write_verdict(&j.state, protocol, v, durability)?;
         let copied = outputs::code_change::write_verdict(&dir, protocol, v, durability);
         if let Some((kept, diff)) = v.kept() {
@@ -400,12 +397,13 @@ fn evaluated(
     let waived = apply_waivers(waivers, &mut eval, now);
     let verdicts =
         crate::task_verdict::judge(protocol, rules, &ws, &eval.results, &runs, store, everyone);
+    let decision = crate::decision::workspace(protocol, &ws, &eval, verdicts);
     let ctx = context(ws.root(), now, waived);
     Ok(WorkspaceJudgment {
         ws,
         eval,
         runs,
-        verdicts,
+        decision,
         ctx,
         state,
     })
@@ -562,11 +560,12 @@ mod tests {
     use super::*;
 
     /// What a workspace judgment decided, without the moment it was made.
-    fn decided(j: &Judgment, p: &Protocol) -> String {
+    fn decided(j: &Judgment) -> String {
         let Judgment::Workspace(w) = j else {
             panic!("a workspace judgment");
         };
         let verdicts: Vec<_> = w
+            .decision
             .verdicts
             .iter()
             .map(|v| (&v.task_id, &v.verdict, &v.graded, &v.reasons, &v.diff))
@@ -580,7 +579,7 @@ mod tests {
         format!(
             "{verdicts:?}\n{results:?}\n{:?}\n{}",
             w.ws.changes(),
-            j.violation(p)
+            j.violation()
         )
     }
 
@@ -624,9 +623,9 @@ mod tests {
         let same = |what: &str| {
             let p = Protocol::load("code-change").unwrap();
             let after = judge(&req, &p, None).unwrap();
-            let ((q, _), beside) = judge_loading(&req, load).unwrap();
-            assert_eq!(decided(&beside, &q), decided(&after, &p), "{what}");
-            after.violation(&p)
+            let (_, beside) = judge_loading(&req, load).unwrap();
+            assert_eq!(decided(&beside), decided(&after), "{what}");
+            after.violation()
         };
         // Tasks attempt after attempt, each judgment kept (`--write`) before the next: the
         // loop guards compare each with its history and with the other tasks' REJECTs.

@@ -153,21 +153,18 @@ pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
                     &w.ws,
                     &w.eval,
                     &w.runs,
-                    &w.verdicts,
+                    &w.decision,
                     &w.ctx,
                 ),
                 f => render(f, &protocol, &w.eval, &w.ctx, &a.build_dir, || {
-                    code_change::report_md(&protocol, &w.ws, &w.eval, &w.runs, &w.verdicts, &w.ctx)
+                    code_change::report_md(&protocol, &w.ws, &w.eval, &w.runs, &w.decision, &w.ctx)
                 }),
             }
         }
     };
     print(&text)?;
-    let code = if judgment.violation(&protocol) {
-        ExitCode::Violation
-    } else {
-        ExitCode::Ok
-    };
+    // Decided by the judgment, not by what was printed.
+    let code = judgment.decision().exit;
     // The process ends here: freeing tens of thousands of entries one by one would only
     // cost time (a tenth of a large build's run), so leave that to the OS.
     std::mem::forget(judgment);

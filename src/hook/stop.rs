@@ -31,6 +31,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         c.write(0);
     }
     let escalated: Vec<&TaskVerdict> = w
+        .decision
         .verdicts
         .iter()
         .filter(|v| v.outcome == GradeOutcome::Escalate)
@@ -64,7 +65,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         .as_ref()
         .and_then(|_| read_small(&stop_file))
         .filter(|s| !s.trim().is_empty());
-    if w.violation(&protocol) || watch_stop.is_some() {
+    if w.decision.violation() || watch_stop.is_some() {
         let mut reason = blocked_reason(&protocol, &w, cfg.agent);
         if let Some(s) = watch_stop {
             reason.push_str("\n\nThe running `referee watch` holds a STOP:\n");
@@ -73,6 +74,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         return Ok(Answer::block(&reason));
     }
     let minor: Vec<&TaskVerdict> = w
+        .decision
         .verdicts
         .iter()
         .filter(|v| v.outcome != GradeOutcome::Pass)
@@ -96,7 +98,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
 /// `watch` owns them. Never the workspace's `.referee/`.
 fn keep(protocol: &Protocol, w: &judge::WorkspaceJudgment, task: &str, live: bool) -> Result<()> {
     let store = crate::state::attempts::Store::open(&crate::state::attempts::dir_for(&w.state));
-    for v in &w.verdicts {
+    for v in &w.decision.verdicts {
         if live && v.task_id != task {
             continue;
         }
@@ -114,11 +116,11 @@ fn keep(protocol: &Protocol, w: &judge::WorkspaceJudgment, task: &str, live: boo
     }
     if !live {
         let dir = crate::outputs::OutDir::at(&w.state);
-        match crate::outputs::code_change::workspace_stop_md(protocol, &w.ws, &w.verdicts) {
-            Some(text) => {
-                crate::outputs::write_atomic(&dir, crate::outputs::STOP_FILE, text)?;
-            }
-            None => crate::outputs::remove_own(&dir, crate::outputs::STOP_FILE)?,
+        if w.decision.stops() {
+            let text = crate::outputs::code_change::stop_md(protocol, &w.ws, &w.decision);
+            crate::outputs::write_atomic(&dir, crate::outputs::STOP_FILE, text)?;
+        } else {
+            crate::outputs::remove_own(&dir, crate::outputs::STOP_FILE)?;
         }
     }
     Ok(())

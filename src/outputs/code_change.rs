@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::blocks::{table_head, table_row};
 use super::escape::{cell, code, code_cell, text};
 use super::Context;
+use crate::decision::Decision;
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::{GradeOutcome, Protocol};
 use crate::state::attempts;
@@ -24,7 +25,7 @@ mod report;
 mod stop;
 
 pub use report::{report_md, verify_json};
-pub use stop::{stop_md, veto_stop_md, workspace_stop_md};
+pub use stop::stop_md;
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
 
@@ -293,23 +294,24 @@ pub fn write_all(
     ws: &Workspace,
     eval: &Evaluation,
     runs: &[TaskRun],
-    verdicts: &[TaskVerdict],
+    d: &Decision,
     ctx: &Context,
     state: &Path,
 ) -> std::io::Result<()> {
     let dir = ensure_dir(ws.root())?;
-    for d in [&super::OutDir::at(state), &dir] {
-        match workspace_stop_md(p, ws, verdicts) {
+    let stop = d.stops().then(|| stop_md(p, ws, d));
+    for out in [&super::OutDir::at(state), &dir] {
+        match &stop {
             Some(text) => {
-                super::write_atomic(d, super::STOP_FILE, &text)?;
+                super::write_atomic(out, super::STOP_FILE, text)?;
             }
-            None => super::remove_own(d, super::STOP_FILE)?,
+            None => super::remove_own(out, super::STOP_FILE)?,
         }
     }
     super::write_atomic(
         &dir,
         super::REPORT_FILE,
-        report_md(p, ws, eval, runs, verdicts, ctx),
+        report_md(p, ws, eval, runs, d, ctx),
     )?;
     Ok(())
 }

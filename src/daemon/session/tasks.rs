@@ -18,6 +18,7 @@ use std::time::Instant;
 use chrono::Utc;
 
 use crate::artifacts::Snapshot;
+use crate::decision::Decision;
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::outputs::code_change;
 use crate::protocol::Subject;
@@ -88,7 +89,7 @@ pub(super) struct Judged {
     pub ws: Workspace,
     pub eval: Evaluation,
     pub runs: Vec<TaskRun>,
-    pub verdicts: Vec<TaskVerdict>,
+    pub decision: Decision,
 }
 
 /// Whether a changed path (relative to the workspace) can change a judgment: the referee's own
@@ -346,16 +347,17 @@ impl Session {
                 crate::state::attempts::Store::open(&crate::state::attempts::dir_for(&state));
             let verdicts =
                 task_verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &store, None);
-            (eval, runs, verdicts)
+            let decision = crate::decision::workspace(&protocol, &ws, &eval, verdicts);
+            (eval, runs, decision)
         }));
         match result {
-            Ok((eval, runs, verdicts)) => {
+            Ok((eval, runs, decision)) => {
                 self.clear_fault("evaluate");
                 Some(Judged {
                     ws,
                     eval,
                     runs,
-                    verdicts,
+                    decision,
                 })
             }
             Err(p) => {
@@ -406,26 +408,32 @@ impl Session {
             let Some(ws) = self.open_workspace() else {
                 return;
             };
-            let stop = code_change::veto_stop_md(&self.protocol, &ws);
-            if let Part::Workspace(tasks) = &mut self.part {
-                tasks.violation = stop.is_some();
-                tasks.stop = stop;
-            }
+            let d =
+                crate::decision::workspace(&self.protocol, &ws, &Evaluation::default(), Vec::new());
+            self.decided(&ws, &d);
             self.flush_outputs();
             return;
         }
         let Some(j) = self.evaluate_tasks() else {
             return;
         };
-        let stop = code_change::workspace_stop_md(&self.protocol, &j.ws, &j.verdicts);
-        if let Part::Workspace(tasks) = &mut self.part {
-            tasks.violation = task_verdict::violation(&j.eval, &j.verdicts, stop.is_some());
-            tasks.stop = stop;
-        }
+        self.decided(&j.ws, &j.decision);
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
         // new verdict finds the STOP already in line with it.
         self.flush_outputs();
-        self.write_verdicts(&j.verdicts);
+        self.write_verdicts(&j.decision.verdicts);
+    }
+
+    /// Takes the STOP text and the exit code from a decision (the STOP file follows at the
+    /// next flush).
+    pub(super) fn decided(&mut self, ws: &Workspace, d: &Decision) {
+        let stop = d
+            .stops()
+            .then(|| code_change::stop_md(&self.protocol, ws, d));
+        if let Part::Workspace(tasks) = &mut self.part {
+            tasks.violation = d.violation();
+            tasks.stop = stop;
+        }
     }
 
     /// Writes the verdict files of every attempt not judged before (and a malformed record's
@@ -526,7 +534,7 @@ impl Session {
         let out = self.out.clone();
         let ctx = self.context(Some(Utc::now()), Some(ended.to_string()));
         let text =
-            code_change::report_md(&self.protocol, &j.ws, &j.eval, &j.runs, &j.verdicts, &ctx);
+            code_change::report_md(&self.protocol, &j.ws, &j.eval, &j.runs, &j.decision, &ctx);
         let name = crate::outputs::REPORT_FILE;
         // The state directory keeps one too; the copy only while `.referee` is the session's.
         let state = self.state.clone();
