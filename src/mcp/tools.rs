@@ -142,7 +142,8 @@ pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Resu
         max_read_bytes: cfg.max_read_bytes,
         ..judge::Request::new(&path)
     };
-    let judgment = judge::judge(&req, &p, None).map_err(|e| format!("{e:#}"))?;
+    let ((p, _), judgment) =
+        judge::judge(&req, judge::loaded((p, None))).map_err(|e| format!("{e:#}"))?;
     let violation = judgment.violation();
     let (rendered, mut text) = match &judgment {
         Judgment::Build(b) => {
