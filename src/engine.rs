@@ -216,7 +216,7 @@ pub struct Options {
 }
 
 /// The result of judging a build directory once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Evaluation {
     pub complete: bool,
     pub verdict: Option<String>,
