@@ -292,6 +292,22 @@ impl Snapshot {
         .clone()
     }
 
+    /// The first `n` bytes of the file at `rel` (fewer when it is shorter), read from the disk
+    /// each time unless the whole file was read already; a refusal as [`Snapshot::read`]'s.
+    pub fn head(&self, rel: &str, n: usize) -> Result<Vec<u8>, ReadError> {
+        let i = self
+            .index(rel)
+            .ok_or_else(|| ReadError::NotFound(normalize_rel(rel).to_string()))?;
+        let entry = &self.entries[i];
+        if let Some(refusal) = entry.refusal() {
+            return Err(refusal);
+        }
+        if let Some(data) = self.peek(rel) {
+            return Ok(data.bytes[..n.min(data.bytes.len())].to_vec());
+        }
+        fsread::read_head(&self.canonical_root, &entry.path(), &entry.rel, n)
+    }
+
     /// The parsed `EXECUTION-TRACKER.md` (parsed once, cached); `None` when the snapshot has no such
     /// entry. An entry that cannot be read (vanished, too large, a FIFO, not examinable, …) is
     /// `Some(Err(..))`: unreadable is never absent.

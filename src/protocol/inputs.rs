@@ -70,6 +70,14 @@ impl Inputs {
             }
             P::Always(_) => {}
             P::Complete(_) => self.verdict = true,
+            P::Verdict(v) => match &v.files {
+                Some(files) => self.read(std::slice::from_ref(files)),
+                // Every `[verdict]` file, which the inputs do not know by name.
+                None => {
+                    self.verdict = true;
+                    self.everything = true;
+                }
+            },
             P::Exists(g) => self.globs.extend(g.as_slice().iter().cloned()),
             P::Count(c) => self.globs.push(c.glob.clone()),
             P::FileSet(f) => self.globs.push(f.glob.clone()),
