@@ -36,6 +36,7 @@ use crate::protocol::predicate::{Glob, Predicate};
 use crate::protocol::{Protocol, VerdictSpec};
 
 pub use outcome::{clip, FileRef, Outcome, Verdict, MAX_DETAILS, MAX_DETAIL_CHARS};
+pub use time::PHASE_GAP;
 pub use verdict::RoundVerdict;
 
 /// The pipeline's verdict (SPEC §2.3).
@@ -202,7 +203,8 @@ impl<'a> Ctx<'a> {
                 if u.rel.is_empty() {
                     return true;
                 }
-                if !marker_ok(&u.rel) || is_own_file(&u.rel) {
+                if !marker_ok(&u.rel) || is_own_file(&u.rel) || crate::artifacts::not_input(&u.rel)
+                {
                     return false;
                 }
                 // The place itself was not listed and the glob names it.
@@ -264,7 +266,8 @@ impl<'a> Ctx<'a> {
             {
                 continue;
             }
-            if glob.is_match(&e.rel) {
+            // An editor's lock, swap or backup file, or anything in a `.git` folder: no input.
+            if glob.is_match(&e.rel) && !crate::artifacts::not_input(&e.rel) {
                 out.push(i);
             }
         }

@@ -47,6 +47,10 @@ impl Inputs {
     /// Whether a change to `rel` (a path relative to the build directory) may change the
     /// result. Conservative: a change inside a matched directory counts.
     pub fn touched_by(&self, rel: &str) -> bool {
+        // An editor's lock, swap or backup file, or a change inside `.git`, is no check's input.
+        if crate::artifacts::not_input(rel) {
+            return false;
+        }
         if self.everything || (self.tracker && rel == TRACKER_FILE) {
             return true;
         }
