@@ -107,13 +107,17 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
         (None, Some(max)) => format!("<= {max} files matching `{}`{of_format}", c.glob.as_str()),
         (None, None) => format!("files matching `{}`{of_format}", c.glob.as_str()),
     };
-    let (n, wrong, observed) = match &c.signature {
+    let (n, wrong, observed, checked) = match &c.signature {
         None => (
             files.len(),
             Vec::new(),
             format!("{} files match `{}`", files.len(), c.glob.as_str()),
+            &[][..],
         ),
-        Some(sig) => of_signature(ctx, &files, sig, c),
+        Some(sig) => {
+            let (n, wrong, observed, checked) = of_signature(ctx, &files, sig, c);
+            (n, wrong, observed, &files[..checked])
+        }
     };
     let verdict = if c.max.is_some_and(|max| n > max) {
         Verdict::Fail
@@ -130,6 +134,10 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
     let mut o = Outcome::new(verdict, expected, observed);
     for w in wrong {
         o.push_detail(w);
+    }
+    // The files whose first bytes were looked at (never hashed: only their heads were read).
+    for e in checked {
+        o.push_file(ctx.entry_ref(e));
     }
     note_unreadable(&mut o, &other);
     if verdict == Verdict::Missing && !other.is_empty() {
@@ -154,7 +162,7 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
 }
 
 /// How many of `files` begin with the signature, the ones that do not (each with what it
-/// begins with), and the observation. Only as many heads are read as the bounds need: with a
+/// begins with), the observation, and how many of `files` (the first ones) were looked at. Only as many heads are read as the bounds need: with a
 /// minimum and no maximum, the count stops at the minimum (30,000 screenshots are not opened to
 /// find that 24 are PNG files). A file whose head cannot be read is neither (it is named).
 fn of_signature(
@@ -162,7 +170,7 @@ fn of_signature(
     files: &[&Entry],
     sig: &Signature,
     c: &Count,
-) -> (usize, Vec<String>, String) {
+) -> (usize, Vec<String>, String, usize) {
     let enough = match (c.min, c.max) {
         (Some(min), None) => min,
         _ => usize::MAX,
@@ -201,7 +209,7 @@ fn of_signature(
             sig.name
         )
     };
-    (good, wrong, observed)
+    (good, wrong, observed, checked)
 }
 
 /// What a file begins with, for evidence: `0 bytes`, or its first bytes in hex and as text.
