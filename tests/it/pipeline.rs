@@ -202,6 +202,8 @@ fn editor_saves_of_the_tracker_never_stop_the_build() {
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
     let tracker = dir.join(TRACKER);
     let text = read(&tracker);
+    assert_go(&dir, &w, "before the saves");
+    let published = payloads(&dir, "result_changed").len();
     for how in [
         Save::BackupAndRename,
         Save::RemoveThenWrite,
@@ -227,7 +229,13 @@ fn editor_saves_of_the_tracker_never_stop_the_build() {
         stops_raised(&dir),
         w.output()
     );
-    // The editor's backup beside it is no input and no fix attempt.
+    // Nothing changed in what was published (no PASS → WAITING → PASS for each save), and the
+    // editor's backup beside it is no input and no fix attempt.
+    let changed = payloads(&dir, "result_changed").split_off(published);
+    assert!(
+        changed.is_empty(),
+        "a save changed a published result: {changed:?}"
+    );
     assert!(dir.join(format!("{TRACKER}~")).exists());
     assert_eq!(count(&dir, "fix_attempt", ""), 0);
     // A save that empties BV-01 for real is a violation, saved the same way.
