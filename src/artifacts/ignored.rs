@@ -35,13 +35,18 @@ pub fn holds_artifacts(dir: &std::path::Path) -> std::io::Result<bool> {
 /// Whether `rel` (a path relative to the build directory, `/`-separated) is no input to any
 /// check: inside a `.git` folder, or an editor's lock, swap or backup file.
 pub fn not_input(rel: &str) -> bool {
-    // Most paths hold no `.git` at all: one substring search, not a split, for each of 30,000
-    // screenshots a glob matches.
     if rel.contains(".git") && rel.split('/').any(|c| c == ".git") {
         return true;
     }
+    listed_not_input(rel)
+}
+
+/// [`not_input`] for a path the walk listed: nothing inside a `.git` folder is listed, so only
+/// the last name is looked at (a few byte comparisons, for each of 30,000 screenshots a glob
+/// matches, instead of a search of the whole path).
+pub fn listed_not_input(rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
-    editor_file(name)
+    name == ".git" || editor_file(name)
 }
 
 /// Whether a file name is one an editor keeps beside the file it edits (see the module docs).

@@ -267,7 +267,7 @@ impl<'a> Ctx<'a> {
                 continue;
             }
             // An editor's lock, swap or backup file, or anything in a `.git` folder: no input.
-            if glob.is_match(&e.rel) && !crate::artifacts::not_input(&e.rel) {
+            if glob.is_match(&e.rel) && !crate::artifacts::ignored::listed_not_input(&e.rel) {
                 out.push(i);
             }
         }
