@@ -475,14 +475,7 @@ fn a_second_run_in_the_emptied_directory_is_a_new_run() {
     let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "-q"]);
     assert_eq!(code, 0);
     assert_eq!(exit_code(first.wait(WAIT)), 0, "{}", first.output());
-    for e in fs::read_dir(&dir).expect("list").flatten() {
-        let p = e.path();
-        if p.is_dir() && !p.is_symlink() {
-            fs::remove_dir_all(&p).expect("rm -r");
-        } else {
-            fs::remove_file(&p).expect("rm");
-        }
-    }
+    empty(&dir);
     let second = Watch::start(&dir, root.path(), &[]);
     second.until("the referee is live", || {
         dir.join("OBSERVER-HEARTBEAT.json").exists()
@@ -502,5 +495,71 @@ fn a_second_run_in_the_emptied_directory_is_a_new_run() {
         "the first run's log was moved aside and named: {}",
         events[0]
     );
+    assert!(second.output().contains("a new run"), "{}", second.output());
+}
+
+/// `rm -rf DIR/* DIR/.[!.]*`: everything in the directory, the referee's files too.
+fn empty(dir: &Path) {
+    for e in fs::read_dir(dir).expect("list").flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            fs::remove_dir_all(&p).expect("rm -r");
+        } else {
+            fs::remove_file(&p).expect("rm");
+        }
+    }
+}
+
+/// A first run halted at a STOP (a hand-entered gate result), its directory emptied: the next run
+/// in it starts with nothing standing, and its Phase 0 goes. A directory emptied of all but its
+/// `OBSERVER-*` files is emptied too. The neighbour: a restart on a directory that still holds
+/// the run's artifacts resumes it, STOP and all.
+#[test]
+fn a_run_halted_at_a_stop_then_emptied_starts_anew_and_a_restart_resumes() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("build");
+    fs::create_dir(&dir).expect("mkdir");
+    let d = dir.to_str().expect("utf-8");
+    let first = Watch::start(&dir, root.path(), &[]);
+    first.until("the referee is live", || {
+        dir.join("OBSERVER-HEARTBEAT.json").exists()
+    });
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "49m", "-q"]);
+    assert_eq!(code, 0);
+    put(&dir, GATES, &crate::watch::manual_gates(1));
+    first.until("the manual gate result STOPs", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+    // Killed and restarted on the same artifacts: the run resumes, its STOP standing.
+    let mut first = first;
+    first.kill9();
+    let again = Watch::start(&dir, root.path(), &[]);
+    again.until("the restart resumed", || {
+        crate::watch::payloads(&dir, "restart").len() == 1
+    });
+    assert_eq!(sync(&dir, &again), 1, "{}", again.output());
+    again.signal(libc::SIGTERM);
+    let mut again = again;
+    assert_eq!(exit_code(again.wait(WAIT)), 1, "{}", again.output());
+    // Emptied of the pipeline's files (the referee's own left): a new run.
+    for e in fs::read_dir(&dir).expect("list").flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("OBSERVER-") {
+            let p = e.path();
+            if p.is_dir() {
+                fs::remove_dir_all(&p).expect("rm -r");
+            } else {
+                fs::remove_file(&p).expect("rm");
+            }
+        }
+    }
+    let second = Watch::start(&dir, root.path(), &[]);
+    second.until("the referee is live", || {
+        read(&dir.join("OBSERVER-HEARTBEAT.json")).contains(&second.pid().to_string())
+    });
+    assert_go(&dir, &second, "the emptied directory, before Phase 0");
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "5m", "-q"]);
+    assert_eq!(code, 0);
+    assert_go(&dir, &second, "Phase 0 of the new run");
     assert!(second.output().contains("a new run"), "{}", second.output());
 }
