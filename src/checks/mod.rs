@@ -425,7 +425,7 @@ pub fn format_time(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The verdict (SPEC §2.3), the verdict files read before it that have none, and what each
+/// The pipeline's verdict, the verdict files read before it that have none, and what each
 /// verdict glob (each round) says: a weaver file whose verdict cannot be read must be visible,
 /// never silently "not complete".
 ///
