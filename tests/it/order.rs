@@ -93,13 +93,15 @@ fn an_auditor_mtime_set_back_after_the_stop_does_not_lift_it() {
     w.until("pass 3 ran on the integrative report", || {
         dir.join("OBSERVER-PASS-3.md").exists()
     });
-    let judged = Instant::now();
+    // `--sync`: answered once the referee has judged (and so seen) the integrative report.
+    let d = dir.to_str().expect("utf-8");
     assert_eq!(
-        status(&dir, true).code,
+        run(&["status", d, "--sync", "--require-live"]).code,
         0,
         "in order so far\n{}",
         w.output()
     );
+    let judged = Instant::now();
     // Auditor A rewritten a phase after the integrative report was written: OBS-20 FAILs.
     let a = dir.join("p3b-pa-auditor-A.md");
     let rewritten = format!("{}\nAddendum: I see the footer sits tight.\n", read(&a));

@@ -17,9 +17,17 @@ use crate::util::Output;
 use crate::watch::{build, count, exit_code, payloads, read, run, Watch, STOP, WAIT};
 
 const TRACKER: &str = "EXECUTION-TRACKER.md";
+/// A heartbeat slow enough that a loaded machine (the suite beside two busy loops) never makes
+/// the referee look dead between two `status --sync` calls.
+const LIVE: &[&str] = &["--heartbeat", "2"];
+/// The settle window the tests of writers that pause between two writes use: one second, so a
+/// writer the loaded machine deschedules between the rename and the write (or a copying process
+/// between two files) is still one write. The default (300 ms) is what the cases and the rest of
+/// the suite use.
+const SETTLE: &[&str] = &["--heartbeat", "2", "--settle", "1000"];
 /// How far apart a person's (or an orchestrator's) saves of one file are at the least: longer
-/// than the settle window (300 ms), so each save is a run of writes of its own.
-const KEYSTROKE: Duration = Duration::from_millis(500);
+/// than the settle window, so each save is a run of writes of its own.
+const KEYSTROKE: Duration = Duration::from_millis(1200);
 const GATES: &str = "p3a-gate-results.json";
 
 fn content(name: &str) -> String {
@@ -31,6 +39,16 @@ fn put(dir: &Path, rel: &str, text: &str) {
     let tmp = dir.join(format!(".{}.tmp", rel.replace('/', "_")));
     fs::write(&tmp, text).expect("write");
     fs::rename(&tmp, dir.join(rel)).expect("rename");
+}
+
+/// `referee watch DIR ARGS`, once its heartbeat says it is live (what `status --sync` asks).
+fn start(dir: &Path, logs: &Path, args: &[&str]) -> Watch {
+    let w = Watch::start(dir, logs, args);
+    let pid = w.pid().to_string();
+    w.until("the referee is live", || {
+        read(&dir.join("OBSERVER-HEARTBEAT.json")).contains(&pid)
+    });
+    w
 }
 
 /// `referee status DIR --sync --require-live`: answers once the referee has judged every write
@@ -96,10 +114,7 @@ fn sh(cmd: &mut Command) {
 #[test]
 fn refine_named_notes_start_nothing_and_a_refine_verdict_starts_pass_r() {
     let (root, dir) = build("audit-done");
-    let w = Watch::start(&dir, root.path(), &[]);
-    w.until("the referee is live", || {
-        dir.join("OBSERVER-PASS-3.md").exists()
-    });
+    let w = start(&dir, root.path(), LIVE);
     put(&dir, "refine-notes.txt", "refine later: footer spacing\n");
     put(
         &dir,
@@ -132,7 +147,7 @@ fn refine_named_notes_start_nothing_and_a_refine_verdict_starts_pass_r() {
 #[test]
 fn an_unreadable_final_verdict_holds_the_pipeline_until_it_can_be_read() {
     let (root, dir) = build("audit-done");
-    let mut w = Watch::start(&dir, root.path(), &[]);
+    let mut w = start(&dir, root.path(), LIVE);
     put(&dir, "p3b-pa-integrative.md", &content("integrative.md"));
     let weaver = content("weaver.md");
     assert!(weaver.contains("**VERDICT:** SHIP"));
@@ -198,7 +213,7 @@ fn save(path: &Path, text: &str, how: Save) {
 #[test]
 fn editor_saves_of_the_tracker_never_stop_the_build() {
     let (root, dir) = build("pre-audit");
-    let w = Watch::start(&dir, root.path(), &[]);
+    let w = start(&dir, root.path(), SETTLE);
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
     let tracker = dir.join(TRACKER);
     let text = read(&tracker);
@@ -209,7 +224,7 @@ fn editor_saves_of_the_tracker_never_stop_the_build() {
         Save::RemoveThenWrite,
         Save::TruncateThenWrite,
     ] {
-        for i in 0..6 {
+        for i in 0..4 {
             let at = Instant::now();
             save(&tracker, &text, how);
             assert_go(&dir, &w, &format!("{how:?} save {i}"));
@@ -268,7 +283,7 @@ fn a_gate_runner_streaming_its_json_is_judged_once_the_file_is_whole() {
         v["gates"].as_array().expect("gates array").clone()
     };
     fs::remove_file(dir.join(GATES)).expect("rm gates");
-    let w = Watch::start(&dir, root.path(), &[]);
+    let w = start(&dir, root.path(), LIVE);
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
     let mut f = fs::File::create(dir.join(GATES)).expect("create");
     f.write_all(b"{\"gates\": [\n").expect("open the document");
@@ -344,7 +359,7 @@ fn outputs_copied_back_in_another_order_are_judged_by_what_they_say() {
             filetime::FileTime::from_system_time(last + std::time::Duration::from_secs(360)),
         )
         .expect("integrative mtime");
-        let w = Watch::start(&dir, root.path(), &[]);
+        let w = start(&dir, root.path(), SETTLE);
         w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
         match tool {
             "tar" => {
@@ -365,18 +380,15 @@ fn outputs_copied_back_in_another_order_are_judged_by_what_they_say() {
                     .arg("-C")
                     .arg(&dir));
             }
-            "cp" => {
-                sh(Command::new("cp")
-                    .arg("-a")
-                    .arg(elsewhere.join("p3b-pa-integrative.md"))
-                    .arg(&dir));
-                for letter in ["I", "H", "G", "F", "E", "D", "C", "B", "A"] {
-                    sh(Command::new("cp")
-                        .arg("-a")
-                        .arg(elsewhere.join(format!("p3b-pa-auditor-{letter}.md")))
-                        .arg(&dir));
-                }
-            }
+            // One copy, the integrative report first and the auditors' backwards.
+            "cp" => sh(Command::new("cp")
+                .arg("-a")
+                .arg(elsewhere.join("p3b-pa-integrative.md"))
+                .args(
+                    ["I", "H", "G", "F", "E", "D", "C", "B", "A"]
+                        .map(|l| elsewhere.join(format!("p3b-pa-auditor-{l}.md"))),
+                )
+                .arg(&dir)),
             _ => sh(Command::new("rsync")
                 .arg("-a")
                 .arg(format!("{}/", elsewhere.display()))
@@ -402,7 +414,7 @@ fn outputs_copied_back_in_another_order_are_judged_by_what_they_say() {
 #[test]
 fn editor_files_and_git_beside_the_refine_inputs_are_not_inputs() {
     let (root, dir) = build("refine-started");
-    let w = Watch::start(&dir, root.path(), &[]);
+    let w = start(&dir, root.path(), LIVE);
     w.until("pass R ran", || dir.join("OBSERVER-PASS-R.md").exists());
     let inputs = dir.join("refine-inputs");
     std::os::unix::fs::symlink("ana@studio.4242:1767225600", inputs.join(".#conviction.md"))
@@ -443,10 +455,7 @@ fn editor_files_and_git_beside_the_refine_inputs_are_not_inputs() {
 fn a_linked_screenshots_folder_is_read_through() {
     let (root, dir) = build("pre-audit");
     fs::rename(dir.join("screenshots"), dir.join("captures")).expect("move the shots");
-    let w = Watch::start(&dir, root.path(), &[]);
-    w.until("the referee is live", || {
-        dir.join("OBSERVER-HEARTBEAT.json").exists()
-    });
+    let w = start(&dir, root.path(), LIVE);
     std::os::unix::fs::symlink("captures", dir.join("screenshots")).expect("link");
     assert_go(&dir, &w, "screenshots linked to captures/");
     let pass2 = read(&dir.join("OBSERVER-PASS-2.md"));
@@ -468,18 +477,12 @@ fn a_second_run_in_the_emptied_directory_is_a_new_run() {
     let dir = root.path().join("build");
     fs::create_dir(&dir).expect("mkdir");
     let d = dir.to_str().expect("utf-8");
-    let mut first = Watch::start(&dir, root.path(), &[]);
-    first.until("the referee is live", || {
-        dir.join("OBSERVER-HEARTBEAT.json").exists()
-    });
+    let mut first = start(&dir, root.path(), LIVE);
     let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "-q"]);
     assert_eq!(code, 0);
     assert_eq!(exit_code(first.wait(WAIT)), 0, "{}", first.output());
     empty(&dir);
-    let second = Watch::start(&dir, root.path(), &[]);
-    second.until("the referee is live", || {
-        dir.join("OBSERVER-HEARTBEAT.json").exists()
-    });
+    let second = start(&dir, root.path(), LIVE);
     let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "5m", "-q"]);
     assert_eq!(code, 0);
     assert_go(&dir, &second, "Phase 0 of the second run");
@@ -520,10 +523,7 @@ fn a_run_halted_at_a_stop_then_emptied_starts_anew_and_a_restart_resumes() {
     let dir = root.path().join("build");
     fs::create_dir(&dir).expect("mkdir");
     let d = dir.to_str().expect("utf-8");
-    let first = Watch::start(&dir, root.path(), &[]);
-    first.until("the referee is live", || {
-        dir.join("OBSERVER-HEARTBEAT.json").exists()
-    });
+    let first = start(&dir, root.path(), LIVE);
     let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "49m", "-q"]);
     assert_eq!(code, 0);
     put(&dir, GATES, &crate::watch::manual_gates(1));
@@ -533,10 +533,14 @@ fn a_run_halted_at_a_stop_then_emptied_starts_anew_and_a_restart_resumes() {
     // Killed and restarted on the same artifacts: the run resumes, its STOP standing.
     let mut first = first;
     first.kill9();
-    let again = Watch::start(&dir, root.path(), &[]);
-    again.until("the restart resumed", || {
-        crate::watch::payloads(&dir, "restart").len() == 1
-    });
+    let again = start(&dir, root.path(), LIVE);
+    again.until(
+        "the restart resumed, and its heartbeat is the live one",
+        || {
+            crate::watch::payloads(&dir, "restart").len() == 1
+                && read(&dir.join("OBSERVER-HEARTBEAT.json")).contains(&again.pid().to_string())
+        },
+    );
     assert_eq!(sync(&dir, &again), 1, "{}", again.output());
     again.signal(libc::SIGTERM);
     let mut again = again;
@@ -553,10 +557,7 @@ fn a_run_halted_at_a_stop_then_emptied_starts_anew_and_a_restart_resumes() {
             }
         }
     }
-    let second = Watch::start(&dir, root.path(), &[]);
-    second.until("the referee is live", || {
-        read(&dir.join("OBSERVER-HEARTBEAT.json")).contains(&second.pid().to_string())
-    });
+    let second = start(&dir, root.path(), LIVE);
     assert_go(&dir, &second, "the emptied directory, before Phase 0");
     let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "5m", "-q"]);
     assert_eq!(code, 0);
