@@ -308,6 +308,20 @@ pub fn evaluate_changed(
         changed = previous.map(|(_, changed)| changed.len())
     )
     .entered();
+    // A change in a linked folder touches the checks that look at it under the link's name too.
+    let with_aliases: Vec<String>;
+    let previous = match previous {
+        Some((prev, changed)) => {
+            let aliases = snap.aliases(changed);
+            if aliases.is_empty() {
+                Some((prev, changed))
+            } else {
+                with_aliases = changed.iter().cloned().chain(aliases).collect();
+                Some((prev, with_aliases.as_slice()))
+            }
+        }
+        None => None,
+    };
     let mut ctx = Ctx::new(protocol, snap);
     ctx.seen = opts.seen.as_deref();
     let complete = ctx.complete();

@@ -9,7 +9,7 @@ use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::markdown::Kind;
 use crate::artifacts::{Entry, Kind as EntryKind};
 use crate::protocol::predicate::{
-    Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed,
+    Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed, Signature,
 };
 
 pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
@@ -93,25 +93,52 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
 
 pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
     let (files, other) = ctx.files(&c.glob);
-    let n = files.len();
+    let of_format = c
+        .signature
+        .as_ref()
+        .map(|s| format!(" that are {} files", s.name))
+        .unwrap_or_default();
     let expected = match (c.min, c.max) {
-        (Some(min), Some(max)) => format!("{min} to {max} files matching `{}`", c.glob.as_str()),
-        (Some(min), None) => format!(">= {min} files matching `{}`", c.glob.as_str()),
-        (None, Some(max)) => format!("<= {max} files matching `{}`", c.glob.as_str()),
-        (None, None) => format!("files matching `{}`", c.glob.as_str()),
+        (Some(min), Some(max)) => format!(
+            "{min} to {max} files matching `{}`{of_format}",
+            c.glob.as_str()
+        ),
+        (Some(min), None) => format!(">= {min} files matching `{}`{of_format}", c.glob.as_str()),
+        (None, Some(max)) => format!("<= {max} files matching `{}`{of_format}", c.glob.as_str()),
+        (None, None) => format!("files matching `{}`{of_format}", c.glob.as_str()),
+    };
+    let (n, wrong, observed, checked) = match &c.signature {
+        None => (
+            files.len(),
+            Vec::new(),
+            format!("{} files match `{}`", files.len(), c.glob.as_str()),
+            &[][..],
+        ),
+        Some(sig) => {
+            let (n, wrong, observed, checked) = of_signature(ctx, &files, sig, c);
+            (n, wrong, observed, &files[..checked])
+        }
     };
     let verdict = if c.max.is_some_and(|max| n > max) {
         Verdict::Fail
     } else if c.min.is_some_and(|min| n < min) {
-        Verdict::Missing
+        // Too few, and files are there that are not of the format: present and wrong.
+        if wrong.is_empty() {
+            Verdict::Missing
+        } else {
+            Verdict::Fail
+        }
     } else {
         Verdict::Pass
     };
-    let mut o = Outcome::new(
-        verdict,
-        expected,
-        format!("{n} files match `{}`", c.glob.as_str()),
-    );
+    let mut o = Outcome::new(verdict, expected, observed);
+    for w in wrong {
+        o.push_detail(w);
+    }
+    // The files whose first bytes were looked at (never hashed: only their heads were read).
+    for e in checked {
+        o.push_file(ctx.entry_ref(e));
+    }
     note_unreadable(&mut o, &other);
     if verdict == Verdict::Missing && !other.is_empty() {
         // Too few files, but something that cannot be read sits where one is looked for.
@@ -132,6 +159,76 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
         }
     }
     o
+}
+
+/// How many of `files` begin with the signature, the ones that do not (each with what it
+/// begins with), the observation, and how many of `files` (the first ones) were looked at. Only as many heads are read as the bounds need: with a
+/// minimum and no maximum, the count stops at the minimum (30,000 screenshots are not opened to
+/// find that 24 are PNG files). A file whose head cannot be read is neither (it is named).
+fn of_signature(
+    ctx: &Ctx<'_>,
+    files: &[&Entry],
+    sig: &Signature,
+    c: &Count,
+) -> (usize, Vec<String>, String, usize) {
+    let enough = match (c.min, c.max) {
+        (Some(min), None) => min,
+        _ => usize::MAX,
+    };
+    let mut good = 0;
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for e in files {
+        if good >= enough {
+            break;
+        }
+        checked += 1;
+        match ctx.snap.head(&e.rel, sig.len()) {
+            Ok(head) if sig.matches(&head) => good += 1,
+            Ok(head) => wrong.push(format!(
+                "{}: not a {} file: {}",
+                e.rel,
+                sig.name,
+                describe_head(&head)
+            )),
+            Err(err) => wrong.push(format!("{}: cannot be read: {err}", e.rel)),
+        }
+    }
+    let observed = if checked < files.len() {
+        format!(
+            "{} files match `{}`; the first {checked} checked, {good} begin with the {} signature",
+            files.len(),
+            c.glob.as_str(),
+            sig.name
+        )
+    } else {
+        format!(
+            "{} files match `{}`, {good} begin with the {} signature",
+            files.len(),
+            c.glob.as_str(),
+            sig.name
+        )
+    };
+    (good, wrong, observed, checked)
+}
+
+/// What a file begins with, for evidence: `0 bytes`, or its first bytes in hex and as text.
+fn describe_head(head: &[u8]) -> String {
+    if head.is_empty() {
+        return "0 bytes".to_string();
+    }
+    let hex: Vec<String> = head.iter().map(|b| format!("{b:02X}")).collect();
+    let text: String = head
+        .iter()
+        .map(|&b| {
+            if (b.is_ascii_graphic() && b != b'`') || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect();
+    format!("begins with {} (`{text}`)", hex.join(" "))
 }
 
 fn note_unreadable(o: &mut Outcome, other: &[&Entry]) {

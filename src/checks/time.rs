@@ -371,14 +371,26 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
     o
 }
 
+/// How far apart the referee must first see two things for the order it saw to count: writes
+/// closer together are one burst (a copy with `tar`, `cp -a` or `rsync`, an extraction, an
+/// editor's save), written in whatever order the tool chose, and their order is what their
+/// times say. Phases of a pipeline are minutes apart; a burst of honest writes takes well under
+/// this. Documented in docs/d10-pipeline.md.
+pub const PHASE_GAP: chrono::TimeDelta = chrono::TimeDelta::seconds(2);
+
 /// Pairs the referee saw in the other order than the chain requires: what must come first was
-/// first seen in a later round than what must follow it (equal rounds order nothing).
+/// first seen in a later round than what must follow it, and at least [`PHASE_GAP`] later
+/// (equal rounds order nothing; a time the record does not hold is later than all it holds).
 fn seen_violations(present: &[&Times]) -> Vec<String> {
+    let apart = |a: &Seen, b: &Seen| match (a.at, b.at) {
+        (Some(a), Some(b)) => a - b >= PHASE_GAP,
+        _ => true,
+    };
     let mut out = Vec::new();
     for pair in present.windows(2) {
         for (sa, la) in &pair[0].seen {
             for (sb, lb) in &pair[1].seen {
-                if sa.round > sb.round {
+                if sa.round > sb.round && apart(sa, sb) {
                     out.push(format!(
                         "seen in the other order: {la} ({}) after {lb} ({})",
                         sa.describe(),

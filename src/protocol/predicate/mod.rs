@@ -93,6 +93,8 @@ pub enum Predicate {
     Always(bool),
     /// The pipeline is complete (its latest verdict is a completing one).
     Complete(bool),
+    /// A verdict of the run is one of these (`is`), or the verdict in `files` can be read.
+    Verdict(VerdictIs),
     /// Every glob matches at least one file or directory.
     Exists(OneOrMany<Glob>),
     /// The number of regular files matching `glob` is within bounds.
