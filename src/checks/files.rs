@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::markdown::Kind;
 use crate::artifacts::{Entry, Kind as EntryKind};
 use crate::protocol::predicate::{
     Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed,
@@ -344,17 +343,13 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
     o
 }
 
-/// Headings of one level (ATX or setext) outside fenced code and HTML comments: (line, text).
+/// Headings of one level (ATX or setext) outside code and HTML blocks, read as seen:
+/// (line, text).
 fn headings(text: &[u8], level: u8) -> Vec<(usize, String)> {
-    crate::artifacts::markdown::lines(text)
-        .filter_map(|l| match l.kind {
-            Kind::Heading {
-                level: found,
-                text,
-                line,
-            } if found == level => Some((line, text)),
-            _ => None,
-        })
+    crate::artifacts::markdown::headings(text)
+        .into_iter()
+        .filter(|h| h.level == level)
+        .map(|h| (h.at.line, h.text))
         .collect()
 }
 

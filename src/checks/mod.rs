@@ -442,27 +442,9 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
                     return (None, unread);
                 }
             };
-            let mut found = None;
-            let mut caps = regex.create_captures();
-            for line in markdown::lines(&data.bytes) {
-                if !matches!(
-                    line.kind,
-                    markdown::Kind::Text { .. } | markdown::Kind::Heading { .. }
-                ) {
-                    continue;
-                }
-                let visible = line.visible();
-                regex.captures(visible.as_ref(), &mut caps);
-                if let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) {
-                    found = Some((
-                        line.number,
-                        String::from_utf8_lossy(&visible[m.range()]).to_uppercase(),
-                    ));
-                }
-            }
+            let found = read_verdict(&data.bytes, &regex);
             match found {
                 Some((line, verdict)) => {
-                    let verdict = verdict.split_whitespace().collect::<Vec<_>>().join(" ");
                     let complete = spec.complete.contains(&verdict);
                     let verdict = PipelineVerdict {
                         verdict,
@@ -477,6 +459,37 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
         }
     }
     (None, unread)
+}
+
+/// The verdict a weaver file gives, read as its reader sees it: the last line of the page
+/// (a paragraph's line, a heading, a list item, a table row, read as seen: markup, no-break
+/// and zero-width spaces, look-alike letters) that the pattern matches; only when the page has
+/// none, the last such line shown in a code or HTML block (a weaver's whole answer wrapped in a
+/// fence). A line in an HTML comment is never read: nobody sees it. The verdict in upper case
+/// with single spaces, and the line it is on.
+fn read_verdict(bytes: &[u8], regex: &regex_automata::meta::Regex) -> Option<(usize, String)> {
+    let text = crate::artifacts::normalize::seen::document(bytes);
+    let doc = markdown::parse(&text);
+    let mut caps = regex.create_captures();
+    let mut on_page = None;
+    let mut in_block = None;
+    for line in &doc.lines {
+        regex.captures(line.text.as_bytes(), &mut caps);
+        let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) else {
+            continue;
+        };
+        let verdict = line.text[m.range()]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_uppercase();
+        let slot = match line.inside {
+            None => &mut on_page,
+            Some(_) => &mut in_block,
+        };
+        *slot = Some((line.at.line, verdict));
+    }
+    on_page.or(in_block)
 }
 
 /// Judges a predicate. Whatever it found present and wrong at an artifact's name (see

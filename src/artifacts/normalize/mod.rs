@@ -24,6 +24,7 @@
 
 mod buf;
 mod map;
+pub mod seen;
 mod wide;
 
 use std::borrow::Cow;
@@ -204,12 +205,10 @@ impl Drop for Reading {
     }
 }
 
-/// A value (a gate's `source`, a tracker field) as a human reads it.
+/// A value written as raw text (a gate's `source`, a JSON key) as a human reads it: markup
+/// read ([`Markup::Read`]) and the rest as [`seen::value`] reads it.
 pub fn normalize_str(s: &str) -> Cow<'_, str> {
-    match normalize(s.as_bytes()) {
-        Some((text, _)) => Cow::Owned(String::from_utf8_lossy(&text).into_owned()),
-        None => Cow::Borrowed(s),
-    }
+    seen::value_as(s, Markup::Read)
 }
 
 /// Bytes that may start a change: NUL, `\`, `&`, `-` and every non-ASCII byte (what
@@ -306,6 +305,21 @@ enum Step {
 /// The normalised text of UTF-8 `bytes` and its map, or `None` when it reads as it is written.
 /// Nothing is copied until the first change.
 pub fn normalize(bytes: &[u8]) -> Option<(Buf, Map)> {
+    normalize_as(bytes, Markup::Read)
+}
+
+/// Whether HTML character references and backslash escapes are still to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    /// Raw text (a file's bytes, a JSON string): `&#70;` and `\-` read as `F` and `-`.
+    Read,
+    /// Text a markdown parser has already rendered: its references and escapes were read
+    /// once, and reading them again would see `&amp;#70;` (shown as `&#70;`) as `F`.
+    Rendered,
+}
+
+/// [`normalize`], reading markup or not.
+pub fn normalize_as(bytes: &[u8], markup: Markup) -> Option<(Buf, Map)> {
     let mut built: Option<Builder> = None;
     let mut copied_to = 0;
     let mut i = 0;
@@ -315,7 +329,12 @@ pub fn normalize(bytes: &[u8]) -> Option<(Buf, Map)> {
             Some(k) => i = k,
             None => break,
         }
-        match step(bytes, i) {
+        let rendered = markup == Markup::Rendered && matches!(bytes[i], b'\\' | b'&');
+        match if rendered {
+            Step::Keep(1)
+        } else {
+            step(bytes, i)
+        } {
             Step::Keep(n) => i += n.max(1),
             Step::Replace(end, text) => {
                 let b = built.get_or_insert_with(|| Builder::with_buffer(spare(bytes.len())));
@@ -467,6 +486,10 @@ fn fold(c: &str, out: &mut Vec<u8>) {
         if c != "\0" {
             out.extend_from_slice(c.as_bytes());
         }
+        return;
+    }
+    if let Some(a) = c.chars().next().and_then(seen::letter_like) {
+        out.push(a);
         return;
     }
     let mut sk = String::new();
