@@ -73,6 +73,8 @@ pub struct FieldRow {
     pub line: usize,
     /// 1-based column (in characters) of the value cell, or of the row when it has none.
     pub column: usize,
+    /// 1-based column of the third cell (the time), or of the row when it has none.
+    pub third_column: usize,
     /// Index into [`Tracker::sections`] of the heading above; `None` before the first heading.
     pub section: Option<usize>,
 }
@@ -81,6 +83,11 @@ impl FieldRow {
     /// `line:column` of the value, for evidence.
     pub fn at(&self) -> String {
         format!("{}:{}", self.line, self.column)
+    }
+
+    /// `line:column` of the time (the third cell), for evidence.
+    pub fn time_at(&self) -> String {
+        format!("{}:{}", self.line, self.third_column)
     }
 
     /// The value as evidence shows it: as seen, and as written when that differs.
@@ -458,6 +465,7 @@ fn field_row(row: &markdown::Row, section: Option<usize>) -> Option<FieldRow> {
         comments: comments.join(" "),
         line: row.at.line,
         column: value.map_or(row.at.column, |c| c.at.column),
+        third_column: row.cells.get(2).map_or(row.at.column, |c| c.at.column),
         section,
     })
 }

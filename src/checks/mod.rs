@@ -57,6 +57,9 @@ pub struct Ctx<'a> {
     pub verdict: Option<PipelineVerdict>,
     /// Verdict files with no readable verdict line, read before the verdict (newest first).
     pub verdict_unread: Vec<String>,
+    /// Whether a verdict file in `verdict_unread` could not be read at all (not only has no
+    /// verdict line).
+    verdict_error: bool,
     globs: RefCell<HashMap<String, Rc<Vec<usize>>>>,
     gates: RefCell<HashMap<String, Rc<GateParse>>>,
     /// What was found at an artifact's name that is not what the name must be, since the
@@ -77,6 +80,7 @@ pub struct Seed<'a> {
     marker: Option<&'a str>,
     verdict: Option<PipelineVerdict>,
     verdict_unread: Vec<String>,
+    verdict_error: bool,
     seen: Option<&'a crate::observed::Observed>,
 }
 
@@ -87,6 +91,7 @@ impl<'a> Seed<'a> {
             marker: ctx.marker,
             verdict: ctx.verdict.clone(),
             verdict_unread: ctx.verdict_unread.clone(),
+            verdict_error: ctx.verdict_error,
             seen: ctx.seen,
         }
     }
@@ -98,6 +103,7 @@ impl<'a> Seed<'a> {
             marker: self.marker,
             verdict: self.verdict,
             verdict_unread: self.verdict_unread,
+            verdict_error: self.verdict_error,
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
@@ -114,6 +120,7 @@ impl<'a> Ctx<'a> {
             marker: protocol.variant_marker.as_deref(),
             verdict: None,
             verdict_unread: Vec::new(),
+            verdict_error: false,
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
@@ -121,7 +128,8 @@ impl<'a> Ctx<'a> {
             seen: None,
         };
         if let Some(spec) = protocol.verdict_spec() {
-            (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
+            let found = find_verdict(&ctx, spec);
+            (ctx.verdict, ctx.verdict_unread, ctx.verdict_error) = found;
             // Reported in `verdict_unread`; no predicate was being judged.
             ctx.wrong.borrow_mut().clear();
         }
@@ -413,10 +421,10 @@ pub fn format_time(t: SystemTime) -> String {
 ///
 /// Only the document's structure is read: a verdict line inside a code fence or an HTML
 /// comment (a template's `<!-- VERDICT: SHIP | HALT -->`) is an example, not the verdict.
-fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, Vec<String>) {
+fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, Vec<String>, bool) {
     let mut unread = Vec::new();
     let Some(regex) = spec.pattern.regex() else {
-        return (None, unread);
+        return (None, unread, false);
     };
     for glob in &spec.files {
         let (files, other) = ctx.files(glob);
@@ -427,7 +435,7 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
             .collect();
         if !wrong.is_empty() {
             unread.extend(wrong);
-            return (None, unread);
+            return (None, unread, true);
         }
         // Newest file first; within a file the last verdict line is the final word.
         let mut files = files;
@@ -439,10 +447,10 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
                 Ok(data) => data,
                 Err(err) => {
                     unread.push(format!("{} ({err})", e.rel));
-                    return (None, unread);
+                    return (None, unread, true);
                 }
             };
-            let found = read_verdict(&data.bytes, &regex);
+            let found = read_verdict(&data.bytes, regex);
             match found {
                 Some((line, verdict)) => {
                     let complete = spec.complete.contains(&verdict);
@@ -452,13 +460,13 @@ fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, 
                         line,
                         complete,
                     };
-                    return (Some(verdict), unread);
+                    return (Some(verdict), unread, false);
                 }
                 None => unread.push(e.rel.clone()),
             }
         }
     }
-    (None, unread)
+    (None, unread, false)
 }
 
 /// The verdict a weaver file gives, read as its reader sees it: the last line of the page
@@ -600,6 +608,7 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
             };
             Outcome::new(v, format!("pipeline complete = {want}"), observed)
         }
+        P::VerdictRead(want) => verdict_read(ctx, *want),
         P::Exists(globs) => files::exists(ctx, globs.as_slice()),
         P::Count(c) => files::count(ctx, c),
         P::FileSet(f) => files::file_set(ctx, f),
@@ -632,6 +641,30 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::RecordField(r) => change::record_field(ctx, r),
         P::Style(st) => style::style(ctx, st),
     }
+}
+
+/// Whether the final verdict can be read (see [`Predicate::VerdictRead`]): the first verdict
+/// file read (the REFINE weaver's when there is one, else the newest) has a verdict line, or
+/// there is no verdict file. A file without one is missing (it may still be written); one that
+/// cannot be read at all is INCONCLUSIVE.
+fn verdict_read(ctx: &Ctx<'_>, want: bool) -> Outcome {
+    let expected = "the final verdict file has a readable VERDICT line";
+    let readable = ctx.verdict_unread.is_empty();
+    let observed = match (&ctx.verdict, ctx.verdict_note()) {
+        (_, Some(note)) => note,
+        (Some(v), None) => format!("verdict {} ({}:{})", v.verdict, v.file, v.line),
+        (None, None) => "no verdict file".to_string(),
+    };
+    let verdict = match (readable == want, ctx.verdict_error) {
+        (true, _) => Verdict::Pass,
+        (false, true) if want => Verdict::Inconclusive,
+        (false, _) => Verdict::Missing,
+    };
+    let mut o = Outcome::new(verdict, expected, observed);
+    for f in &ctx.verdict_unread {
+        o.push_detail(f.clone());
+    }
+    o
 }
 
 /// Whether a condition holds (its predicate passes).

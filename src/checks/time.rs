@@ -68,7 +68,8 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             if is_empty_value(&raw) {
                 return t;
             }
-            let at = format!("{TRACKER}:{}: {} = {}", row.at(), t.label, raw.trim());
+            let place = if by_time { row.time_at() } else { row.at() };
+            let at = format!("{TRACKER}:{place}: {} = {}", t.label, raw.trim());
             if let Some(seen) = ctx.seen {
                 let key = observed::field_key(&row.name, &row.value, row.third.as_deref());
                 t.seen

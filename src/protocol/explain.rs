@@ -59,6 +59,10 @@ fn leaf(p: &Predicate) -> String {
         P::Always(true) => "always (at once)".into(),
         P::Always(false) => "never".into(),
         P::Complete(b) => format!("the pipeline is {}complete", if *b { "" } else { "not " }),
+        P::VerdictRead(b) => format!(
+            "the final verdict file has {}a verdict that can be read",
+            if *b { "" } else { "no " }
+        ),
         P::Exists(g) => format!(
             "exists: {}",
             g.as_slice().iter().map(|g| q(g.as_str())).collect::<Vec<_>>().join(", ")
@@ -112,7 +116,7 @@ fn leaf(p: &Predicate) -> String {
         }
         P::Distinct(f) => format!("tracker values differ: {}", f.join(", ")),
         P::Dissimilar(d) => format!(
-            "{} and {} are not near-identical (line similarity < {}, line endings and trailing whitespace ignored){}",
+            "{} and {} are not near-identical (similarity of their words < {}, however wrapped or saved){}",
             q(d.files[0].as_str()),
             q(d.files[1].as_str()),
             d.threshold,

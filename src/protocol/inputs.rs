@@ -69,7 +69,7 @@ impl Inputs {
                 }
             }
             P::Always(_) => {}
-            P::Complete(_) => self.verdict = true,
+            P::Complete(_) | P::VerdictRead(_) => self.verdict = true,
             P::Exists(g) => self.globs.extend(g.as_slice().iter().cloned()),
             P::Count(c) => self.globs.push(c.glob.clone()),
             P::FileSet(f) => self.globs.push(f.glob.clone()),

@@ -363,6 +363,7 @@ impl Substitute for Predicate {
             P::FailIfMissing(p) => P::FailIfMissing(p.substitute(vars)?),
             P::Always(b) => P::Always(*b),
             P::Complete(b) => P::Complete(*b),
+            P::VerdictRead(b) => P::VerdictRead(*b),
             P::Exists(g) => P::Exists(g.substitute(vars)?),
             P::Count(c) => P::Count(c.substitute(vars)?),
             P::FileSet(f) => P::FileSet(f.substitute(vars)?),

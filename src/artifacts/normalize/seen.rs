@@ -121,6 +121,19 @@ pub fn words(bytes: &[u8]) -> Vec<String> {
     read.split_whitespace().map(str::to_string).collect()
 }
 
+/// How alike two documents read: difflib's `SequenceMatcher.ratio()` (2*M/T) over their
+/// [`words`], computed with the `similar` crate's diff. Two prompts with the same words are
+/// the same prompt (1.0) however their lines were wrapped, joined or saved (UTF-16, CRLF).
+pub fn similarity(a: &[u8], b: &[u8]) -> f64 {
+    let (a, b) = (words(a), words(b));
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    f64::from(similar::TextDiff::configure().diff_slices(&a, &b).ratio())
+}
+
 /// The ASCII letter a letter-like character is read as, where NFKC and the confusable
 /// skeletons leave it alone: small capitals (`ᴍᴀɴᴜᴀʟ` reads "manual", a small capital being a
 /// lowercase letter drawn as a capital) and the squared, circled and negative forms of the
@@ -217,5 +230,12 @@ mod tests {
         assert_eq!(words(one.as_bytes()), words(rewrapped.as_bytes()));
         assert_eq!(words(one.as_bytes()), words(&utf16));
         assert_ne!(words(one.as_bytes()), words(b"Build another page."));
+        assert_eq!(similarity(one.as_bytes(), &utf16), 1.0);
+        assert_eq!(
+            similarity(one.as_bytes(), b"Build the page from the brief."),
+            1.0
+        );
+        assert_eq!(similarity(b"", b""), 1.0);
+        assert!(similarity(b"a b c d", b"a x y z") < 0.5);
     }
 }

@@ -93,6 +93,10 @@ pub enum Predicate {
     Always(bool),
     /// The pipeline is complete (its latest verdict is a completing one).
     Complete(bool),
+    /// `true`: the final verdict file (the first the `[verdict]` table reads) has a verdict
+    /// the referee can read, or there is none yet; missing while it has none, INCONCLUSIVE
+    /// when it cannot be read at all. `false`: the opposite.
+    VerdictRead(bool),
     /// Every glob matches at least one file or directory.
     Exists(OneOrMany<Glob>),
     /// The number of regular files matching `glob` is within bounds.
@@ -113,7 +117,8 @@ pub enum Predicate {
     TimeOrder(TimeOrder),
     /// Tracker field values are pairwise different.
     Distinct(Vec<String>),
-    /// Two files are not near-identical: FAIL when their line similarity ratio is `>= threshold`.
+    /// Two files are not near-identical: FAIL when the similarity ratio of their words (as read,
+    /// however wrapped) is `>= threshold`.
     Dissimilar(Dissimilar),
     /// Text content rules over files and/or tracker fields.
     Text(Text),
