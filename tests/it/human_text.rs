@@ -450,3 +450,15 @@ fn a_right_to_left_manual_source_stops_watch() {
         "(reads \"manual\")",
     );
 }
+
+/// Issue 31: text is read in display order. A pipeline word written backwards after a
+/// right-to-left override is shown, and read, forwards: OBS-21 finds `gate runner`.
+#[test]
+fn a_pipeline_word_behind_a_right_to_left_override_is_read() {
+    verify_fails(
+        "clean",
+        |d| tainted_report(d, "The \u{202e}rennur etag\u{202c} liked the hero.", utf8),
+        "OBS-21",
+        &["`gate runner` matched \"The \\u{202e}rennur etag\\u{202c} liked the hero.\" (reads \"gate runner\")"],
+    );
+}

@@ -49,8 +49,11 @@ pub struct Reading {
     pub encoding: Encoding,
     /// `None`: the file's bytes read as they are.
     text: Option<Buf>,
-    /// Normalised text → `decoded` text (or the file's bytes); `None` is the identity.
+    /// Normalised text → the text in display order (`visual`); `None` is the identity.
     map: Option<Map>,
+    /// For a text with bidirectional controls: its lines in display order → the decoded text
+    /// (or the file's bytes).
+    visual: Option<Map>,
     /// For UTF-16/32: decoded text → the file's bytes.
     decoded: Option<Map>,
 }
@@ -69,6 +72,10 @@ impl Reading {
     /// The range of the file's bytes that the normalised range `r` was read from.
     pub fn original_range(&self, r: Range<usize>) -> Range<usize> {
         let r = match &self.map {
+            Some(m) => m.range(r),
+            None => r,
+        };
+        let r = match &self.visual {
             Some(m) => m.range(r),
             None => r,
         };
@@ -132,14 +139,15 @@ pub fn readings(bytes: &[u8], wide: Option<(Encoding, usize)>) -> Vec<Reading> {
     let mut out = vec![utf8(bytes)];
     if let Some((encoding, skip)) = wide {
         let (decoded, dmap) = wide::decode(bytes, encoding, skip);
-        let (text, map) = match normalize(&decoded) {
-            Some((text, map)) => (text, Some(map)),
-            None => (decoded, None),
+        let (text, map, visual) = match read(&decoded) {
+            (Some(text), map, visual) => (text, map, visual),
+            (None, _, _) => (decoded, None, None),
         };
         out.push(Reading {
             encoding,
             text: Some(text),
             map,
+            visual,
             decoded: Some(dmap),
         });
     }
@@ -148,15 +156,33 @@ pub fn readings(bytes: &[u8], wide: Option<(Encoding, usize)>) -> Vec<Reading> {
 
 /// `bytes` read as UTF-8 (invalid bytes kept as they are).
 pub fn utf8(bytes: &[u8]) -> Reading {
-    let (text, map) = match normalize(bytes) {
-        Some((text, map)) => (Some(text), Some(map)),
-        None => (None, None),
-    };
+    let (text, map, visual) = read(bytes);
     Reading {
         encoding: Encoding::Utf8,
         text,
         map,
+        visual,
         decoded: None,
+    }
+}
+
+/// The reading of UTF-8 `bytes`: normalised, and first put in display order where a line holds
+/// bidirectional controls (`\u{202e}rennur etag` is shown, and read, as "gate runner"). The
+/// text (`None`: the bytes as they are), its map to the text in display order, and that
+/// text's map to `bytes`.
+fn read(bytes: &[u8]) -> (Option<Buf>, Option<Map>, Option<Map>) {
+    let (normalized, bidi) = normalize_seen(bytes, Markup::Read);
+    if !bidi {
+        return match normalized {
+            Some((text, map)) => (Some(text), Some(map), None),
+            None => (None, None, None),
+        };
+    }
+    drop(normalized);
+    let (visual, vmap) = seen::visual_lines(bytes);
+    match normalize(&visual) {
+        Some((text, map)) => (Some(text), Some(map), Some(vmap)),
+        None => (Some(visual), None, Some(vmap)),
     }
 }
 
@@ -320,6 +346,14 @@ pub enum Markup {
 
 /// [`normalize`], reading markup or not.
 pub fn normalize_as(bytes: &[u8], markup: Markup) -> Option<(Buf, Map)> {
+    normalize_seen(bytes, markup).0
+}
+
+/// [`normalize_as`], and whether the text holds a bidirectional control (the normalised text
+/// has dropped it; the order it changes is [`seen::visual_lines`]'s business). The controls are
+/// found where the text changes anyway, so a text without one pays nothing more.
+fn normalize_seen(bytes: &[u8], markup: Markup) -> (Option<(Buf, Map)>, bool) {
+    let mut bidi = false;
     let mut built: Option<Builder> = None;
     let mut copied_to = 0;
     let mut i = 0;
@@ -337,6 +371,7 @@ pub fn normalize_as(bytes: &[u8], markup: Markup) -> Option<(Buf, Map)> {
         } {
             Step::Keep(n) => i += n.max(1),
             Step::Replace(end, text) => {
+                bidi = bidi || (bytes[i] >= 0x80 && seen::is_bidi_at(bytes, i));
                 let b = built.get_or_insert_with(|| Builder::with_buffer(spare(bytes.len())));
                 b.push(copied_to, &bytes[copied_to..i], 1);
                 b.push(i, &text, 0);
@@ -345,9 +380,11 @@ pub fn normalize_as(bytes: &[u8], markup: Markup) -> Option<(Buf, Map)> {
             }
         }
     }
-    let mut b = built?;
+    let Some(mut b) = built else {
+        return (None, bidi);
+    };
     b.push(copied_to, &bytes[copied_to..], 1);
-    Some(b.finish(bytes.len()))
+    (Some(b.finish(bytes.len())), bidi)
 }
 
 fn step(bytes: &[u8], i: usize) -> Step {

@@ -82,6 +82,36 @@ fn is_bidi_control(c: char) -> bool {
     )
 }
 
+/// Whether the UTF-8 character at `i` is a bidirectional control ([`is_bidi_control`]).
+pub(super) fn is_bidi_at(bytes: &[u8], i: usize) -> bool {
+    match bytes.get(i..) {
+        Some([0xe2, 0x80, 0xaa..=0xae | 0x8e | 0x8f, ..])
+        | Some([0xe2, 0x81, 0xa6..=0xa9, ..])
+        | Some([0xd8, 0x9c, ..]) => true,
+        _ => false,
+    }
+}
+
+/// The lines of UTF-8 `bytes` that hold a bidirectional control, put in display order (each
+/// such line an opaque piece of the map: a match inside it quotes the whole line as written);
+/// the other bytes as they are.
+pub(super) fn visual_lines(bytes: &[u8]) -> (super::Buf, super::Map) {
+    let mut b = super::map::Builder::with_capacity(bytes.len());
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |k| start + k + 1);
+        let line = &bytes[start..end];
+        if (0..line.len()).any(|k| line[k] >= 0x80 && is_bidi_at(line, k)) {
+            let text = String::from_utf8_lossy(line);
+            b.push(start, display_order(&text).as_bytes(), 0);
+        } else {
+            b.push(start, line, 1);
+        }
+        start = end;
+    }
+    b.finish(bytes.len())
+}
+
 /// `s` in the order it is displayed, line by line, when it holds bidirectional controls
 /// (the controls themselves stay, for [`value`] to drop); otherwise `s` itself.
 pub fn display_order(s: &str) -> Cow<'_, str> {
@@ -220,6 +250,18 @@ mod tests {
         assert_eq!(value_as("&#70;AIL", Markup::Read), "FAIL");
         // Nothing to change is no copy.
         assert!(matches!(value("PASS"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_document_reads_in_display_order() {
+        let text = "Notes.\nThe \u{202e}rennur etag\u{202c} was read.\nEnd.\n";
+        let r = super::super::utf8(text.as_bytes());
+        let read = String::from_utf8_lossy(r.text(text.as_bytes())).into_owned();
+        assert_eq!(read, "Notes.\nThe gate runner was read.\nEnd.\n");
+        let at = read.find("gate runner").unwrap();
+        let (quoted, line) = r.quote(text.as_bytes(), at..at + "gate runner".len());
+        assert_eq!(line, 2);
+        assert!(quoted.contains("rennur etag"), "{quoted}");
     }
 
     #[test]
