@@ -219,11 +219,24 @@ struct Walk<'a> {
     in_head: bool,
     /// Only headings are wanted (a report's skeleton): no lines, no hidden text, no cells.
     headings_only: bool,
+    /// Whether [`Document::lines`] is wanted.
+    want_lines: bool,
 }
 
 /// Parses a document (see the module's notes).
 pub fn parse(text: &str) -> Document {
+    parse_as(text, true)
+}
+
+/// Parses a document's headings, tables and hidden lines, without [`Document::lines`] (a
+/// tracker: its text is read through its tables).
+pub fn parse_tables(text: &str) -> Document {
+    parse_as(text, false)
+}
+
+fn parse_as(text: &str, lines: bool) -> Document {
     let mut w = Walk::new(text, false);
+    w.want_lines = lines;
     for (event, range) in Parser::new_ext(text, options()).into_offset_iter() {
         w.event(event, range);
     }
@@ -245,6 +258,7 @@ impl<'a> Walk<'a> {
             row_range: 0..0,
             in_head: false,
             headings_only,
+            want_lines: !headings_only,
         }
     }
 }
@@ -337,7 +351,7 @@ impl Walk<'_> {
                 if let Some(s) = self.sink.take() {
                     let at = self.lines.pos(s.start);
                     let text = one_line(&seen::value(&s.text));
-                    if !self.headings_only {
+                    if self.want_lines {
                         self.doc.lines.push(Line {
                             text: text.clone(),
                             at,
@@ -373,12 +387,14 @@ impl Walk<'_> {
                     return;
                 };
                 self.excess_cells(&mut row);
-                let joined: Vec<&str> = row.cells.iter().map(|c| c.text.as_str()).collect();
-                self.doc.lines.push(Line {
-                    text: joined.join(" | "),
-                    at: row.at,
-                    inside: None,
-                });
+                if self.want_lines {
+                    let joined: Vec<&str> = row.cells.iter().map(|c| c.text.as_str()).collect();
+                    self.doc.lines.push(Line {
+                        text: joined.join(" | "),
+                        at: row.at,
+                        inside: None,
+                    });
+                }
                 if let Some(t) = &mut self.table {
                     if self.in_head {
                         t.header = row.cells;
@@ -408,7 +424,7 @@ impl Walk<'_> {
     }
 
     fn push_lines(&mut self, s: &Sink) {
-        if self.headings_only {
+        if !self.want_lines {
             return;
         }
         for (i, &(from, source)) in s.breaks.iter().enumerate() {
@@ -473,13 +489,14 @@ impl Walk<'_> {
                 // What an HTML block shows on the page is its text without tags; a comment, a
                 // script or a style shows nothing, a code block its text.
                 let shown = match inside {
+                    _ if !self.want_lines => String::new(),
                     "a code block" => seen::value(trimmed).into_owned(),
                     "an HTML block" if self.html.1 => {
                         seen::value(&strip_tags(trimmed)).into_owned()
                     }
                     _ => String::new(),
                 };
-                if !shown.trim().is_empty() {
+                if self.want_lines && !shown.trim().is_empty() {
                     self.doc.lines.push(Line {
                         text: shown.trim().to_string(),
                         at: pos,
@@ -550,11 +567,12 @@ impl Walk<'_> {
             let trimmed = line.trim();
             let base = at + lead;
             at += line.len();
-            if !is_pipe_row(trimmed) {
+            let spans = split_spans(trimmed);
+            if !is_pipe_row(trimmed, spans.len()) {
                 self.doc.tables.extend(table.take());
                 continue;
             }
-            let cells: Vec<Cell> = split_spans(trimmed)
+            let cells: Vec<Cell> = spans
                 .into_iter()
                 .map(|r| inline_cell(&trimmed[r.clone()], base + r.start, &self.lines))
                 .collect();
@@ -578,9 +596,28 @@ impl Walk<'_> {
 fn inline_cell(src: &str, source: usize, lines: &Lines<'_>) -> Cell {
     let lead = src.len() - src.trim_start().len();
     // Most cells hold no markup: read as they are, without a parser.
-    let plain = !src.contains([
-        '\\', '&', '<', '>', '*', '_', '`', '~', '[', '!', '#', '=', '+', '-', '.', ')', ':',
-    ]);
+    let plain = !src.bytes().any(|b| {
+        matches!(
+            b,
+            b'\\'
+                | b'&'
+                | b'<'
+                | b'>'
+                | b'*'
+                | b'_'
+                | b'`'
+                | b'~'
+                | b'['
+                | b'!'
+                | b'#'
+                | b'='
+                | b'+'
+                | b'-'
+                | b'.'
+                | b')'
+                | b':'
+        )
+    });
     if plain {
         return Cell {
             text: one_line(&seen::value(src)),
@@ -619,9 +656,8 @@ fn inline_cell(src: &str, source: usize, lines: &Lines<'_>) -> Cell {
 
 /// Whether a trimmed line reads as a table row written without its table: it starts with
 /// `|` and has two cells, or is one cell between pipes (`| LONELY |`).
-fn is_pipe_row(line: &str) -> bool {
-    line.starts_with('|')
-        && (split_spans(line).len() >= 2 || (line.len() > 1 && line.ends_with('|')))
+fn is_pipe_row(line: &str, cells: usize) -> bool {
+    line.starts_with('|') && (cells >= 2 || (line.len() > 1 && line.ends_with('|')))
 }
 
 /// Whether a row is a delimiter row (`|---|:--:|`).
@@ -707,7 +743,12 @@ fn strip_tags(line: &str) -> String {
 
 /// Whitespace runs (line breaks included) as one space, trimmed.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let t = s.trim();
+    let single = !t.contains(|c: char| c.is_whitespace() && c != ' ') && !t.contains("  ");
+    if single {
+        return t.to_string();
+    }
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The headings of a document's bytes (a report), as [`parse`] finds them, through a

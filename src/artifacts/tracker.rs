@@ -242,7 +242,7 @@ impl Tracker {
     /// Never fails; anything that is not a heading or a table is ignored.
     pub fn read(bytes: &[u8]) -> Tracker {
         let text = seen::document(bytes);
-        let doc = markdown::parse(&text);
+        let doc = markdown::parse_tables(&text);
         let mut tracker = Tracker {
             sections: doc
                 .headings
@@ -287,7 +287,7 @@ impl Tracker {
             // A delimiter row in a table's body starts another table, as it reads in the
             // file: the row above it is that table's header.
             let delimiter: Vec<bool> = t.rows.iter().map(is_delimiter_row).collect();
-            for (i, row) in t.rows.iter().enumerate() {
+            for (i, row) in t.rows.into_iter().enumerate() {
                 if delimiter[i] {
                     continue;
                 }
@@ -301,12 +301,13 @@ impl Tracker {
                     tracker.tables.push(std::mem::replace(&mut table, next));
                     continue;
                 }
-                if let Some(field) = field_row(row, t.section) {
+                if let Some(field) = field_row(&row, t.section) {
                     tracker.rows.push(field);
                 }
+                let columns = row.cells.iter().map(|c| c.at.column).collect();
                 table.rows.push(TableRow {
-                    cells: row.cells.iter().map(|c| c.text.clone()).collect(),
-                    columns: row.cells.iter().map(|c| c.at.column).collect(),
+                    cells: row.cells.into_iter().map(|c| c.text).collect(),
+                    columns,
                     line: row.at.line,
                 });
             }
@@ -444,12 +445,13 @@ fn field_row(row: &markdown::Row, section: Option<usize>) -> Option<FieldRow> {
     }
     let value: Option<&Cell> = row.cells.get(1);
     let third = row.cells.get(2).map(|c| c.text.clone());
-    let comments: Vec<&str> = row
-        .cells
-        .iter()
-        .map(|c| c.comments.as_str())
-        .filter(|c| !c.is_empty())
-        .collect();
+    let mut comments = String::new();
+    for c in row.cells.iter().filter(|c| !c.comments.is_empty()) {
+        if !comments.is_empty() {
+            comments.push(' ');
+        }
+        comments.push_str(&c.comments);
+    }
     let text = value.map_or("", |c| c.text.as_str());
     let written = value
         .map(|c| c.written.as_str())
@@ -462,7 +464,7 @@ fn field_row(row: &markdown::Row, section: Option<usize>) -> Option<FieldRow> {
         struck: value.map(|c| c.struck.clone()).unwrap_or_default(),
         time: third.as_deref().and_then(parse_timestamp),
         third,
-        comments: comments.join(" "),
+        comments,
         line: row.at.line,
         column: value.map_or(row.at.column, |c| c.at.column),
         third_column: row.cells.get(2).map_or(row.at.column, |c| c.at.column),

@@ -84,12 +84,12 @@ fn is_bidi_control(c: char) -> bool {
 
 /// Whether the UTF-8 character at `i` is a bidirectional control ([`is_bidi_control`]).
 pub(super) fn is_bidi_at(bytes: &[u8], i: usize) -> bool {
-    match bytes.get(i..) {
+    matches!(
+        bytes.get(i..),
         Some([0xe2, 0x80, 0xaa..=0xae | 0x8e | 0x8f, ..])
-        | Some([0xe2, 0x81, 0xa6..=0xa9, ..])
-        | Some([0xd8, 0x9c, ..]) => true,
-        _ => false,
-    }
+            | Some([0xe2, 0x81, 0xa6..=0xa9, ..])
+            | Some([0xd8, 0x9c, ..])
+    )
 }
 
 /// The lines of UTF-8 `bytes` that hold a bidirectional control, put in display order (each
@@ -115,7 +115,7 @@ pub(super) fn visual_lines(bytes: &[u8]) -> (super::Buf, super::Map) {
 /// `s` in the order it is displayed, line by line, when it holds bidirectional controls
 /// (the controls themselves stay, for [`value`] to drop); otherwise `s` itself.
 pub fn display_order(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_bidi_control) {
+    if s.is_ascii() || !s.chars().any(is_bidi_control) {
         return Cow::Borrowed(s);
     }
     let info = BidiInfo::new(s, None);
@@ -135,6 +135,16 @@ pub fn value(s: &str) -> Cow<'_, str> {
 /// [`value`] for text that may still hold markup to read (`markup`: a JSON string's
 /// `H&#65;ND` reads "HAND").
 pub fn value_as(s: &str, markup: Markup) -> Cow<'_, str> {
+    // Most values are plain ASCII on one line: nothing to read otherwise.
+    let plain = |b: &u8| {
+        b.is_ascii()
+            && *b != 0
+            && *b != b'\n'
+            && (markup == Markup::Rendered || !matches!(b, b'&' | b'\\'))
+    };
+    if s.as_bytes().iter().all(plain) {
+        return Cow::Borrowed(s);
+    }
     let ordered = display_order(s);
     match normalize_as(ordered.as_bytes(), markup) {
         Some((text, _)) => Cow::Owned(String::from_utf8_lossy(&text).into_owned()),
