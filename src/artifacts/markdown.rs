@@ -799,7 +799,8 @@ fn skeleton(text: &str) -> String {
             continue;
         }
         let first = line.as_bytes()[0];
-        let prose = first.is_ascii_alphabetic() && !line.contains(['|', '>']);
+        let prose =
+            first.is_ascii_alphabetic() && memchr::memchr2(b'|', b'>', line.as_bytes()).is_none();
         if !prose {
             keep[i] = true;
             let body = t.trim_start_matches(['>', ' ', '-', '*', '+']);
