@@ -199,7 +199,10 @@ impl Table {
     pub fn column_index(&self, column: &str) -> Option<usize> {
         let want = meaning(column);
         if want.is_empty() {
-            return None;
+            // A header of time words only (`Time`, `UTC`) or none: the same text.
+            let plain = |s: &str| seen::value(s).trim().to_lowercase();
+            let column = plain(column);
+            return self.header.iter().position(|h| plain(h) == column);
         }
         self.header.iter().position(|h| meaning(h) == want)
     }
@@ -318,19 +321,19 @@ impl Tracker {
 
     /// The first row named `name` written inside a comment, code or HTML block.
     pub fn hidden_row(&self, name: &str) -> Option<&HiddenRow> {
-        let name = seen::value(strip_decoration(name));
+        let name = seen::value(name.trim());
         self.hidden.iter().find(|r| eq_ignore_case(&r.name, &name))
     }
 
     /// The first field row named `name` (ignoring case and decoration).
     pub fn field(&self, name: &str) -> Option<&FieldRow> {
-        let name = seen::value(strip_decoration(name));
+        let name = seen::value(name.trim());
         self.rows.iter().find(|r| eq_ignore_case(&r.name, &name))
     }
 
     /// The first field row named `name` within a section matching `filter`.
     pub fn field_in(&self, filter: &SectionFilter, name: &str) -> Option<&FieldRow> {
-        let name = seen::value(strip_decoration(name));
+        let name = seen::value(name.trim());
         self.rows_in(filter)
             .into_iter()
             .find(|r| eq_ignore_case(&r.name, &name))
