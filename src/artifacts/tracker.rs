@@ -321,22 +321,18 @@ impl Tracker {
 
     /// The first row named `name` written inside a comment, code or HTML block.
     pub fn hidden_row(&self, name: &str) -> Option<&HiddenRow> {
-        let name = seen::value(name.trim());
-        self.hidden.iter().find(|r| eq_ignore_case(&r.name, &name))
+        names(name).find_map(|n| self.hidden.iter().find(|r| eq_ignore_case(&r.name, &n)))
     }
 
     /// The first field row named `name` (ignoring case and decoration).
     pub fn field(&self, name: &str) -> Option<&FieldRow> {
-        let name = seen::value(name.trim());
-        self.rows.iter().find(|r| eq_ignore_case(&r.name, &name))
+        names(name).find_map(|n| self.rows.iter().find(|r| eq_ignore_case(&r.name, &n)))
     }
 
     /// The first field row named `name` within a section matching `filter`.
     pub fn field_in(&self, filter: &SectionFilter, name: &str) -> Option<&FieldRow> {
-        let name = seen::value(name.trim());
-        self.rows_in(filter)
-            .into_iter()
-            .find(|r| eq_ignore_case(&r.name, &name))
+        let rows = self.rows_in(filter);
+        names(name).find_map(|n| rows.iter().copied().find(|r| eq_ignore_case(&r.name, &n)))
     }
 
     /// Whether section number `section` matches `filter`.
@@ -438,6 +434,15 @@ impl Tracker {
             .map(|s| heading_matches(&s.heading, filter))
             .collect()
     }
+}
+
+/// The names a row asked for as `name` may have, in order: `name` as read, then without
+/// surrounding `**`, `*` or backticks (a caller may ask for `**P0_START**`).
+fn names(name: &str) -> impl Iterator<Item = String> + '_ {
+    let read = seen::value(name.trim()).into_owned();
+    let bare = seen::value(strip_decoration(name)).into_owned();
+    let differs = bare != read;
+    std::iter::once(read).chain(differs.then_some(bare))
 }
 
 /// A data row as a field row: its first cell non-empty.
