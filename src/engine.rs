@@ -466,6 +466,8 @@ fn judge_instance(
     }
     let due =
         opts.final_ || complete || inst.deadline.as_ref().is_none_or(|d| checks::holds(ctx, d));
+    // Why the check applies (the values its `when` matched), shown before its own evidence.
+    let mut applies: Option<Outcome> = None;
     if let Some(when) = &inst.when {
         let w = checks::judge(ctx, when);
         if w.verdict == Verdict::Inconclusive {
@@ -494,8 +496,18 @@ fn judge_instance(
             ev.observed = format!("not applicable: {}", ev.observed);
             return result(Status::Skip, due, ev);
         }
+        applies = Some(w);
     }
-    let outcome = checks::judge(ctx, &inst.predicate);
+    let mut outcome = checks::judge(ctx, &inst.predicate);
+    if let Some(w) = applies {
+        let own = std::mem::take(&mut outcome.details);
+        for d in w.details.into_iter().chain(own) {
+            outcome.push_detail(d);
+        }
+        for f in w.files {
+            outcome.push_file(f);
+        }
+    }
     let status = match (outcome.verdict, due) {
         (Verdict::Pass, _) => Status::Pass,
         (Verdict::Fail, _) => Status::Fail,

@@ -361,7 +361,7 @@ impl Snapshot {
                             cap: MAX_TRACKER_BYTES,
                         });
                     }
-                    Ok(Arc::new(tracker::Tracker::parse(&data.text())))
+                    Ok(Arc::new(tracker::Tracker::read(&data.bytes)))
                 }))
             })
             .clone()

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::markdown::Kind;
 use crate::artifacts::{Entry, Kind as EntryKind};
 use crate::protocol::predicate::{
     Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed, Signature,
@@ -441,23 +440,19 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
     o
 }
 
-/// Headings of one level (ATX or setext) outside fenced code and HTML comments: (line, text).
+/// Headings of one level (ATX or setext) outside code and HTML blocks, read as seen:
+/// (line, text).
 fn headings(text: &[u8], level: u8) -> Vec<(usize, String)> {
-    crate::artifacts::markdown::lines(text)
-        .filter_map(|l| match l.kind {
-            Kind::Heading {
-                level: found,
-                text,
-                line,
-            } if found == level => Some((line, text)),
-            _ => None,
-        })
+    crate::artifacts::markdown::headings(text)
+        .into_iter()
+        .filter(|h| h.level == level)
+        .map(|h| (h.at.line, h.text))
         .collect()
 }
 
 pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
     let expected = format!(
-        "`{}` and `{}` not near-identical (line similarity < {})",
+        "`{}` and `{}` not near-identical (word similarity < {})",
         d.files[0].as_str(),
         d.files[1].as_str(),
         d.threshold
@@ -514,38 +509,14 @@ pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
             }
         }
     }
-    let (a, b) = (texts[0].text(), texts[1].text());
-    let ratio = similarity(&a, &b);
-    o.observed = vec![format!("line similarity {ratio:.3}")];
+    // Compared by their words as read: a prompt re-wrapped, joined or saved as UTF-16 is
+    // the same prompt.
+    let ratio = crate::artifacts::normalize::seen::similarity(&texts[0].bytes, &texts[1].bytes);
+    o.observed = vec![format!("word similarity {ratio:.3}")];
     if ratio >= d.threshold {
         o.verdict = Verdict::Fail;
     }
     o
-}
-
-/// Line-based similarity ratio 2*M/T, as difflib's `SequenceMatcher.ratio()` over lines.
-///
-/// Content is compared, not how it was saved: line endings (LF, CRLF), trailing whitespace and
-/// a byte-order mark do not make two lines differ, so a prompt copied through another editor
-/// is still a copy.
-pub fn similarity(a: &str, b: &str) -> f64 {
-    let (a, b) = (content_lines(a), content_lines(b));
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
-    f64::from(similar::TextDiff::configure().diff_lines(&a, &b).ratio())
-}
-
-/// The text with every line's ending and trailing whitespace (and a leading BOM) removed, each
-/// line ended by `\n`.
-fn content_lines(text: &str) -> String {
-    let text = text.trim_start_matches('\u{feff}');
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        out.push_str(line.trim_end_matches(|c: char| c.is_whitespace() || c == '\u{feff}'));
-        out.push('\n');
-    }
-    out
 }
 
 pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
@@ -755,15 +726,5 @@ mod tests {
         };
         let got = super::super::on_two_threads(&items, true, f);
         assert_eq!(got, (1..65).collect::<Vec<u32>>());
-    }
-
-    #[test]
-    fn similarity_is_line_based() {
-        assert_eq!(similarity("a\nb\n", "a\nb\n"), 1.0);
-        assert_eq!(similarity("", ""), 1.0);
-        // The same content saved another way is the same content.
-        assert_eq!(similarity("a\nb\nc", "\u{feff}a\r\nb  \r\nc\t\r\n"), 1.0);
-        assert!(similarity("a\nb\n", "a\n  b\n") < 1.0);
-        assert!(similarity("a\nb\nc\nd\n", "a\nx\ny\nz\n") < 0.5);
     }
 }

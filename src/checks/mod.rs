@@ -456,8 +456,8 @@ fn find_verdict(
 
 /// What the files of one verdict glob say: the newest file with a readable verdict line decides
 /// (within a file the last verdict line is the final word); a newer file with none is noted.
-/// Only the document's structure is read: a verdict line inside a code fence or an HTML comment
-/// (a template's `<!-- VERDICT: SHIP | HALT -->`) is an example, not the verdict.
+/// Each file is read as its reader sees it (see [`read_verdict`]): a line in an HTML comment (a
+/// template's `<!-- VERDICT: SHIP | HALT -->`) is never the verdict.
 fn round_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec, glob: &Glob) -> RoundVerdict {
     let mut round = RoundVerdict {
         glob: glob.as_str().to_string(),
@@ -490,27 +490,9 @@ fn round_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec, glob: &Glob) -> RoundVerdict
                 return round;
             }
         };
-        let mut found = None;
-        let mut caps = regex.create_captures();
-        for line in markdown::lines(&data.bytes) {
-            if !matches!(
-                line.kind,
-                markdown::Kind::Text { .. } | markdown::Kind::Heading { .. }
-            ) {
-                continue;
-            }
-            let visible = line.visible();
-            regex.captures(visible.as_ref(), &mut caps);
-            if let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) {
-                found = Some((
-                    line.number,
-                    String::from_utf8_lossy(&visible[m.range()]).to_uppercase(),
-                ));
-            }
-        }
+        let found = read_verdict(&data.bytes, regex);
         match found {
             Some((line, verdict)) => {
-                let verdict = verdict.split_whitespace().collect::<Vec<_>>().join(" ");
                 round.verdict = Some(PipelineVerdict {
                     complete: spec.complete.contains(&verdict),
                     verdict,
@@ -523,6 +505,37 @@ fn round_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec, glob: &Glob) -> RoundVerdict
         }
     }
     round
+}
+
+/// The verdict a weaver file gives, read as its reader sees it: the last line of the page
+/// (a paragraph's line, a heading, a list item, a table row, read as seen: markup, no-break
+/// and zero-width spaces, look-alike letters) that the pattern matches; only when the page has
+/// none, the last such line shown in a code or HTML block (a weaver's whole answer wrapped in a
+/// fence). A line in an HTML comment is never read: nobody sees it. The verdict in upper case
+/// with single spaces, and the line it is on.
+fn read_verdict(bytes: &[u8], regex: &regex_automata::meta::Regex) -> Option<(usize, String)> {
+    let text = crate::artifacts::normalize::seen::document(bytes);
+    let doc = markdown::parse(&text);
+    let mut caps = regex.create_captures();
+    let mut on_page = None;
+    let mut in_block = None;
+    for line in &doc.lines {
+        regex.captures(line.text.as_bytes(), &mut caps);
+        let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) else {
+            continue;
+        };
+        let verdict = line.text[m.range()]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_uppercase();
+        let slot = match line.inside {
+            None => &mut on_page,
+            Some(_) => &mut in_block,
+        };
+        *slot = Some((line.at.line, verdict));
+    }
+    on_page.or(in_block)
 }
 
 /// Judges a predicate. Whatever it found present and wrong at an artifact's name (see

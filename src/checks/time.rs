@@ -68,7 +68,8 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             if is_empty_value(&raw) {
                 return t;
             }
-            let at = format!("{TRACKER}:{}: {} = {}", row.line, t.label, raw.trim());
+            let place = if by_time { row.time_at() } else { row.at() };
+            let at = format!("{TRACKER}:{place}: {} = {}", t.label, raw.trim());
             if let Some(seen) = ctx.seen {
                 let key = observed::field_key(&row.name, &row.value, row.third.as_deref());
                 t.seen
@@ -98,6 +99,11 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 exact: false,
             };
             let Some(table) = tracker.table_in(&filter, &c.column) else {
+                // A table is there but no header means the column: what it says cannot be
+                // read, which is not "not recorded".
+                t.blocked = super::tracker::unmapped(
+                    ctx, &tracker, &filter, &c.section, &c.column, &t.label,
+                );
                 return t;
             };
             let heading = table
@@ -223,6 +229,13 @@ fn resolve_label(ctx: &Ctx<'_>, r: &TimeRef) -> String {
 
 pub(super) fn has_time(ctx: &Ctx<'_>, r: &TimeRef) -> Outcome {
     let t = resolve(ctx, r);
+    if let (true, Some(blocked)) = (t.times.is_empty(), &t.blocked) {
+        // Why it cannot be told, with its evidence.
+        return Outcome {
+            expected: vec![format!("{} recorded", t.label)],
+            ..blocked.clone()
+        };
+    }
     let verdict = if t.absent() {
         Verdict::Missing
     } else if t.times.is_empty() && t.blocked.is_some() {

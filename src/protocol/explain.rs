@@ -126,7 +126,7 @@ fn leaf(p: &Predicate) -> String {
         }
         P::Distinct(f) => format!("tracker values differ: {}", f.join(", ")),
         P::Dissimilar(d) => format!(
-            "{} and {} are not near-identical (line similarity < {}, line endings and trailing whitespace ignored){}",
+            "{} and {} are not near-identical (similarity of their words < {}, however wrapped or saved){}",
             q(d.files[0].as_str()),
             q(d.files[1].as_str()),
             d.threshold,

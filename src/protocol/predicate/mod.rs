@@ -115,7 +115,8 @@ pub enum Predicate {
     TimeOrder(TimeOrder),
     /// Tracker field values are pairwise different.
     Distinct(Vec<String>),
-    /// Two files are not near-identical: FAIL when their line similarity ratio is `>= threshold`.
+    /// Two files are not near-identical: FAIL when the similarity ratio of their words (as read,
+    /// however wrapped) is `>= threshold`.
     Dissimilar(Dissimilar),
     /// Text content rules over files and/or tracker fields.
     Text(Text),
