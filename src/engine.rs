@@ -452,6 +452,16 @@ fn judge_instance(
     }
     let due =
         opts.final_ || complete || inst.deadline.as_ref().is_none_or(|d| checks::holds(ctx, d));
+    if let Some(why) = &def.off {
+        return result(
+            Status::Skip,
+            due,
+            Evidence::note(
+                &inst.description,
+                format!("switched off by the protocol's variables ({why})"),
+            ),
+        );
+    }
     if let Some(when) = &inst.when {
         let w = checks::judge(ctx, when);
         if w.verdict == Verdict::Inconclusive {

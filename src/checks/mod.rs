@@ -20,6 +20,7 @@ mod style;
 mod text;
 mod time;
 mod tracker;
+pub mod weakened;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -618,6 +619,7 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::AddedLines(a) => secrets::added_lines(ctx, a),
         P::RecordField(r) => change::record_field(ctx, r),
         P::Style(st) => style::style(ctx, st),
+        P::Weakened(_) => weakened::weakened(ctx),
     }
 }
 

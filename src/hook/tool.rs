@@ -37,7 +37,7 @@ pub(super) fn pre_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
         return Ok(Answer::allow());
     }
     Ok(Answer::deny(&format!(
-        "referee: this {} would change a protected path: {}. Protected files are the orchestrator's own code; a change to them is a veto at the stop whatever else is done. Leave them as they are.",
+        "referee: this {} would change a protected path: {}. The project protects these paths from the agent's changes: a change to one is a veto at the stop whatever else is done. Leave them as they are.",
         if p.tool_name.is_empty() { "tool call" } else { &p.tool_name },
         hits.join(", ")
     )))

@@ -38,6 +38,7 @@ mod unreadable;
 mod user_protocol;
 mod waivers;
 mod watch;
+mod weakened;
 
 /// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.
 #[global_allocator]
