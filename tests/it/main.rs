@@ -28,6 +28,7 @@ mod mcp;
 mod order;
 mod pinned;
 mod project_rules;
+mod protect_forms;
 mod renamed_grades;
 mod replay;
 mod root;
