@@ -74,7 +74,7 @@ def commits(git_dir, n):
     for line in out.decode().splitlines():
         parts = line.split()
         if len(parts) == 2:
-            yield parts[1], parts[0]
+            yield parts[0], parts[1]
 
 
 def changed(git_dir, parent, commit):

@@ -216,3 +216,73 @@ fn honest_work_on_tests_is_approved() {
     assert_eq!(v["verdict"], "APPROVE", "{v}");
     assert_eq!(cc10(&v)["status"], "PASS", "{v}");
 }
+
+/// Commits of real repositories (fixtures/weakened/real-commits.jsonl, labelled by review),
+/// each replayed as an attempt: its files before committed in a git workspace, its files after
+/// in the work tree. CC-10 FAILs exactly the commits that weaken tests or gates.
+#[test]
+fn real_commits_are_judged_as_reviewed() {
+    let text =
+        read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/weakened/real-commits.jsonl"));
+    let mut seen = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let c: Value = serde_json::from_str(line).expect("fixture line");
+        let id = format!(
+            "{} {}",
+            c["repo"].as_str().unwrap_or("?"),
+            c["commit"].as_str().unwrap_or("?")
+        );
+        let root = tempfile::tempdir().expect("tempdir");
+        let ws = root.path().join("ws");
+        fs::create_dir_all(&ws).expect("mkdir");
+        git(&ws, &["init", "-q"]);
+        let files = c["files"].as_array().expect("files");
+        let put = |side: &str| {
+            for f in files {
+                let p = ws.join(f["path"].as_str().expect("path"));
+                match f[side].as_str() {
+                    Some(t) => {
+                        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+                        fs::write(&p, t).expect("write");
+                    }
+                    None => {
+                        let _ = fs::remove_file(&p);
+                    }
+                }
+            }
+        };
+        put("old");
+        fs::write(ws.join(".keep"), "").expect("write");
+        git(&ws, &["add", "-A"]);
+        git(&ws, &["commit", "-q", "-m", "before"]);
+        put("new");
+        let list = |side: &str, absent: &str| -> Vec<&str> {
+            files
+                .iter()
+                .filter(|f| f[side].is_string() && f[absent].is_null())
+                .filter_map(|f| f["path"].as_str())
+                .collect()
+        };
+        let modified: Vec<&str> = files
+            .iter()
+            .filter(|f| f["old"].is_string() && f["new"].is_string())
+            .filter_map(|f| f["path"].as_str())
+            .collect();
+        let doc = json!({
+            "task_id": "t1", "status": "pending_review", "attempt": 1,
+            "summary": "Here's what I did: the commit.",
+            "changes": {"added": list("new", "old"), "modified": modified, "removed": list("old", "new")},
+        });
+        put_record(&ws, "t1", &doc.to_string());
+        let (_, v, out) = verify(&ws, &[]);
+        let r = cc10(&v);
+        let want = if c["weakens"] == "true" {
+            "FAIL"
+        } else {
+            "PASS"
+        };
+        assert_eq!(r["status"], want, "{id}: {}\n{out}", r["evidence"]);
+        seen += 1;
+    }
+    assert!(seen >= 20, "the sample holds {seen} commits");
+}

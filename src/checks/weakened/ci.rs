@@ -124,6 +124,33 @@ fn jobs(path: &str, doc: &Node) -> Vec<Job> {
         }
         return out;
     }
+    if file_name(path) == ".travis.yml" {
+        // Travis: the top-level script is the default job's steps; `jobs.include` (or
+        // `matrix.include`) the others, by name.
+        for (key, line, s) in doc.keyed() {
+            if ["script", "before_script", "install"].contains(&key) {
+                out.push(Job {
+                    name: format!("({key})"),
+                    line,
+                    steps: match s {
+                        Node::Scalar { value, .. } => vec![value.clone()],
+                        _ => s.items().iter().map(step_id).collect(),
+                    },
+                });
+            }
+        }
+        for list in ["jobs", "matrix"] {
+            let include = doc.get(list).and_then(|j| j.get("include"));
+            for (i, v) in include.map(Node::items).unwrap_or(&[]).iter().enumerate() {
+                let name = ["name", "stage", "env"]
+                    .iter()
+                    .find_map(|k| v.get(k).and_then(Node::str))
+                    .map_or(format!("include #{}", i + 1), str::to_string);
+                out.push(job(&name, v.line(), v, &["script"]));
+            }
+        }
+        return out;
+    }
     match doc.get("jobs") {
         Some(m @ Node::Map { .. }) => {
             for (k, line, v) in m.keyed() {
@@ -167,20 +194,6 @@ fn jobs(path: &str, doc: &Node) -> Vec<Job> {
                 line: steps.line(),
                 steps: steps.items().iter().map(step_id).collect(),
             });
-        }
-    }
-    if file_name(path) == ".travis.yml" {
-        for key in ["script", "before_script", "install"] {
-            if let Some(s) = doc.get(key) {
-                out.push(Job {
-                    name: format!("({key})"),
-                    line: s.line(),
-                    steps: match s {
-                        Node::Scalar { value, .. } => vec![value.clone()],
-                        _ => s.items().iter().map(step_id).collect(),
-                    },
-                });
-            }
         }
     }
     out

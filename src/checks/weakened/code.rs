@@ -145,7 +145,9 @@ fn rules(lang: Lang) -> &'static Rules {
         Lang::Js => JS.get_or_init(|| Rules {
             comment: &["//", "/*", "*"],
             test: Some(re(
-                r#"(?:^|[^.\w$])(?:x|f)?(?:it|test)(?:\.\w+)*\s*\(\s*(?:['"`]([^'"`]*)['"`])?"#,
+                // `it(`/`test(` and their forms, or a project's own wrapper named `...Test`
+                // called with the test's name (`browserTest('aborts', ...)`).
+                r#"(?:^|[^.\w$])(?:(?:x|f)?(?:it|test)(?:\.\w+)*\s*\(\s*(?:['"`]([^'"`]*)['"`])?|[a-z]\w*Test(?:\.\w+)*\s*\(\s*(?:['"`]([^'"`]*)['"`]|$))"#,
             )),
             assert: Some(re(
                 r"(?:^|[^.\w$])(?:expect|assert)\s*[.(]|\.should\.|\bt\.(?:is|not|deepEqual|notDeepEqual|true|false|truthy|falsy|throws|throwsAsync|equal|same|match|ok|notOk|assert)\s*\(",
@@ -254,6 +256,11 @@ pub fn scan(path: &str, lang: Lang, text: &str) -> Scan {
         let trimmed = line.trim_start();
         let comment = r.comment.iter().any(|c| trimmed.starts_with(c));
         for (name, re) in &r.suppressions {
+            // In a test, `@ts-expect-error` asserts that a call does not type-check: a test of
+            // the types, not a suppression.
+            if test_file && *name == "@ts-expect-error" {
+                continue;
+            }
             if re.is_match(line) {
                 s.suppressions.push((name, n));
             }

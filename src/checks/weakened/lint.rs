@@ -98,6 +98,54 @@ enum Setting {
 /// A configuration's settings by `section.key`, with the line each is on.
 type Settings = BTreeMap<String, (Setting, usize)>;
 
+/// The Python tools' settings of every configuration file of the scope, by tool and key, each
+/// with the file and line it is in: a setting moved from `setup.cfg` to `.flake8` or
+/// `pyproject.toml`, or written `extend-select` instead of `select`, is the same setting.
+/// Each with the key as its file writes it (shown in the evidence).
+type Located = BTreeMap<String, (Setting, String, usize, String)>;
+
+/// The tool and key a setting is known by, whatever file holds it: `tool.ruff.lint.select`,
+/// ruff.toml's `lint.extend-select` and `ruff.select` are all `ruff.select`.
+fn canonical(file: &str, key: &str) -> String {
+    let key = match file {
+        "ruff.toml" | ".ruff.toml" => format!("ruff.{key}"),
+        "mypy.toml" => format!("mypy.{key}"),
+        _ => key.strip_prefix("tool.").unwrap_or(key).to_string(),
+    };
+    let key = key.replacen("ruff.lint.", "ruff.", 1);
+    let (section, last) = key.rsplit_once('.').unwrap_or(("", key.as_str()));
+    let last = match last {
+        "extend-select" | "extend_select" => "select",
+        "extend-ignore" | "extend_ignore" => "ignore",
+        "extend-exclude" | "extend_exclude" => "exclude",
+        "extend-per-file-ignores" => "per-file-ignores",
+        other => other,
+    };
+    format!("{section}.{last}")
+}
+
+/// Adds one file's settings to the scope's.
+fn locate(into: &mut Located, path: &str, settings: Settings) {
+    let file = file_name(path).to_ascii_lowercase();
+    for (key, (setting, line)) in settings {
+        match into.entry(canonical(&file, &key)) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert((setting, path.to_string(), line, key));
+            }
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                if let (Setting::Items(have), Setting::Items(more)) = (&mut o.get_mut().0, setting)
+                {
+                    for i in more {
+                        if !have.contains(&i) {
+                            have.push(i);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn toml_items(v: &toml::Value) -> Vec<String> {
     match v {
         toml::Value::Array(a) => a.iter().flat_map(toml_items).collect(),
@@ -308,13 +356,21 @@ fn cargo_lints(text: &str) -> BTreeMap<String, (u8, usize)> {
     out
 }
 
-fn compare_settings(path: &str, old: &Settings, new: &Settings, out: &mut Vec<Finding>) {
-    for (key, (before, line)) in old {
-        let k = key.rsplit('.').next().unwrap_or(key);
-        let after = new.get(key);
-        let at = after.map_or((*line, true), |(_, l)| (*l, false));
-        let mut push = |what: String| out.push(Finding::new(path, at.0, at.1, Kind::Lint, what));
-        match (before, after.map(|(s, _)| s)) {
+fn compare_settings(old: &Located, new: &Located, out: &mut Vec<Finding>) {
+    for (id, (before, old_path, line, written)) in old {
+        let (section, k) = id.rsplit_once('.').unwrap_or(("", id));
+        let after = new.get(id);
+        let at = after.map_or((old_path.as_str(), *line, true), |(_, p, l, _)| {
+            (p.as_str(), *l, false)
+        });
+        let key = after.map_or(written, |(_, _, _, w)| w);
+        let mut push = |what: String| out.push(Finding::new(at.0, at.1, at.2, Kind::Lint, what));
+        // `strict = true` turns on every strict flag: one written out and removed is still on.
+        let strict = matches!(
+            new.get(&format!("{section}.strict")),
+            Some((Setting::Flag(true), _, _, _))
+        );
+        match (before, after.map(|(s, _, _, _)| s)) {
             (Setting::Items(b), Some(Setting::Items(a))) if LOOSE_LISTS.contains(&k) => {
                 let added: Vec<&String> = a.iter().filter(|i| !b.contains(i)).collect();
                 if a.len() > b.len() && !added.is_empty() {
@@ -335,7 +391,9 @@ fn compare_settings(path: &str, old: &Settings, new: &Settings, out: &mut Vec<Fi
                 }
             }
             (Setting::Flag(true), a)
-                if STRICT_FLAGS.contains(&k) && a != Some(&Setting::Flag(true)) =>
+                if STRICT_FLAGS.contains(&k)
+                    && a != Some(&Setting::Flag(true))
+                    && !(strict && a.is_none()) =>
             {
                 push(format!("`{key}` no longer true"));
             }
@@ -347,9 +405,9 @@ fn compare_settings(path: &str, old: &Settings, new: &Settings, out: &mut Vec<Fi
             _ => {}
         }
     }
-    for (key, (after, line)) in new {
-        let k = key.rsplit('.').next().unwrap_or(key);
-        let before = old.get(key).map(|(s, _)| s);
+    for (id, (after, path, line, key)) in new {
+        let k = id.rsplit('.').next().unwrap_or(id);
+        let before = old.get(id).map(|(s, _, _, _)| s);
         if *after == Setting::Flag(true)
             && LOOSE_FLAGS.contains(&k)
             && before != Some(&Setting::Flag(true))
@@ -362,8 +420,11 @@ fn compare_settings(path: &str, old: &Settings, new: &Settings, out: &mut Vec<Fi
                 format!("`{key} = true` added"),
             ));
         }
+        // A tool configured for the first time relaxes nothing it had.
+        let tool = id.split('.').next().unwrap_or("");
+        let configured = old.keys().any(|o| o.split('.').next() == Some(tool));
         if let (Setting::Items(a), None) = (after, before) {
-            if LOOSE_LISTS.contains(&k) && !a.is_empty() {
+            if LOOSE_LISTS.contains(&k) && !a.is_empty() && configured {
                 out.push(Finding::new(
                     path,
                     *line,
@@ -486,22 +547,31 @@ fn ts_flags(text: &str) -> BTreeMap<&'static str, (bool, usize)> {
     out
 }
 
-/// golangci-lint's lists: `(path, an item added relaxes)`.
-const GOLANGCI_LISTS: &[(&[&str], bool)] = &[
-    (&["linters", "disable"], true),
-    (&["linters", "enable"], false),
-    (&["issues", "exclude"], true),
-    (&["issues", "exclude-rules"], true),
-    (&["issues", "exclude-dirs"], true),
-    (&["issues", "exclude-files"], true),
-    (&["run", "skip-dirs"], true),
-    (&["run", "skip-files"], true),
-    (&["linters", "exclusions", "rules"], true),
-    (&["linters", "exclusions", "paths"], true),
+/// golangci-lint's lists that exempt code: an item added relaxes.
+const GOLANGCI_LISTS: &[&[&str]] = &[
+    &["linters", "disable"],
+    &["issues", "exclude"],
+    &["issues", "exclude-rules"],
+    &["issues", "exclude-dirs"],
+    &["issues", "exclude-files"],
+    &["run", "skip-dirs"],
+    &["run", "skip-files"],
+    &["linters", "exclusions", "rules"],
+    &["linters", "exclusions", "paths"],
 ];
 
 fn yaml_at<'a>(doc: &'a yaml::Node, path: &[&str]) -> Option<&'a yaml::Node> {
     path.iter().try_fold(doc, |n, k| n.get(k))
+}
+
+/// The line of the last key of `path` (or 1).
+fn key_line(doc: &yaml::Node, path: &[&str]) -> usize {
+    let Some((last, parent)) = path.split_last() else {
+        return 1;
+    };
+    yaml_at(doc, parent)
+        .and_then(|p| p.keyed().into_iter().find(|(k, _, _)| k == last))
+        .map_or(1, |(_, line, _)| line)
 }
 
 fn render(n: &yaml::Node) -> String {
@@ -522,6 +592,37 @@ fn render(n: &yaml::Node) -> String {
     }
 }
 
+/// Linters golangci-lint retired, with what took their place (its deprecation notices and the
+/// v2 migration: formatters moved to `formatters.enable`, gosimple and stylecheck merged into
+/// staticcheck).
+const GOLANGCI_SUCCESSORS: &[(&str, &str)] = &[
+    ("gas", "gosec"),
+    ("megacheck", "staticcheck"),
+    ("deadcode", "unused"),
+    ("structcheck", "unused"),
+    ("varcheck", "unused"),
+    ("golint", "revive"),
+    ("scopelint", "exportloopref"),
+    ("exportloopref", "copyloopvar"),
+    ("maligned", "govet"),
+    ("nosnakecase", "revive"),
+    ("exhaustivestruct", "exhaustruct"),
+    ("ifshort", ""),
+    ("interfacer", ""),
+    ("gosimple", "staticcheck"),
+    ("stylecheck", "staticcheck"),
+    ("typecheck", ""),
+];
+
+/// The linters and formatters a golangci-lint configuration enables.
+fn golangci_enabled(d: &yaml::Node) -> Vec<String> {
+    [&["linters", "enable"][..], &["formatters", "enable"][..]]
+        .iter()
+        .filter_map(|at| yaml_at(d, at))
+        .flat_map(|l| l.items().iter().map(render))
+        .collect()
+}
+
 fn golangci(path: &str, old: &str, new: &str, out: &mut Vec<Finding>) {
     let (Ok(o), Ok(n)) = (yaml::parse(old), yaml::parse(new)) else {
         return;
@@ -529,37 +630,47 @@ fn golangci(path: &str, old: &str, new: &str, out: &mut Vec<Finding>) {
     let (Some(o), Some(n)) = (o.first(), n.first()) else {
         return;
     };
-    for (at, added_relaxes) in GOLANGCI_LISTS {
+    let enabled = golangci_enabled(n);
+    let gone: Vec<String> = golangci_enabled(o)
+        .into_iter()
+        .filter(|l| !enabled.contains(l))
+        .filter(|l| {
+            // Retired with a successor that is enabled (or none to enable): not dropped.
+            GOLANGCI_SUCCESSORS
+                .iter()
+                .find(|(old, _)| old == l)
+                .is_none_or(|(_, new)| !new.is_empty() && !enabled.iter().any(|e| e == new))
+        })
+        .collect();
+    if !gone.is_empty() {
+        let line = key_line(n, &["linters", "enable"]);
+        out.push(Finding::new(
+            path,
+            line,
+            false,
+            Kind::Lint,
+            format!(
+                "no longer enabled (`linters.enable`, `formatters.enable`): {}",
+                list(&gone.iter().collect::<Vec<_>>())
+            ),
+        ));
+    }
+    for at in GOLANGCI_LISTS {
         let items = |d: &yaml::Node| -> Vec<String> {
             yaml_at(d, at)
                 .map(|l| l.items().iter().map(render).collect())
                 .unwrap_or_default()
         };
         let (b, a) = (items(o), items(n));
-        let key = at.join(".");
-        let line = yaml_at(n, at).map_or(1, yaml::Node::line);
-        if *added_relaxes {
-            let added: Vec<&String> = a.iter().filter(|i| !b.contains(i)).collect();
-            if a.len() > b.len() && !added.is_empty() {
-                out.push(Finding::new(
-                    path,
-                    line,
-                    false,
-                    Kind::Lint,
-                    format!("`{key}` adds {}", list(&added)),
-                ));
-            }
-        } else {
-            let gone: Vec<&String> = b.iter().filter(|i| !a.contains(i)).collect();
-            if a.len() < b.len() && !gone.is_empty() {
-                out.push(Finding::new(
-                    path,
-                    line,
-                    false,
-                    Kind::Lint,
-                    format!("`{key}` no longer enables {}", list(&gone)),
-                ));
-            }
+        let added: Vec<&String> = a.iter().filter(|i| !b.contains(i)).collect();
+        if a.len() > b.len() && !added.is_empty() {
+            out.push(Finding::new(
+                path,
+                key_line(n, at),
+                false,
+                Kind::Lint,
+                format!("`{}` adds {}", at.join("."), list(&added)),
+            ));
         }
     }
     let all_off = |d: &yaml::Node| {
@@ -634,6 +745,27 @@ fn pre_commit(path: &str, old: &str, new: &str, out: &mut Vec<Finding>) {
 /// Lint and type-check settings relaxed, file by file.
 pub fn lint(files: &[Pair<'_>], added: &dyn Fn(&Pair<'_>) -> Vec<(usize, String)>) -> Vec<Finding> {
     let mut out = Vec::new();
+    // The Python tools' settings, over every file of the scope that holds them (added and
+    // removed files too: a setting moved between files is not removed).
+    let (mut before, mut after) = (Located::new(), Located::new());
+    for f in files {
+        let lower = file_name(f.path).to_ascii_lowercase();
+        let read: fn(&str, &str) -> Settings = match lower.as_str() {
+            "pyproject.toml" | "ruff.toml" | ".ruff.toml" | "mypy.toml" | "pyrightconfig.toml" => {
+                toml_settings
+            }
+            "setup.cfg" | "tox.ini" | ".flake8" | ".pylintrc" | "pylintrc" | "mypy.ini"
+            | ".mypy.ini" | ".pydocstyle" | ".pycodestyle" => |_, text| ini_settings(text),
+            _ => continue,
+        };
+        if let Some(t) = f.old {
+            locate(&mut before, f.path, read(f.path, t));
+        }
+        if let Some(t) = f.new {
+            locate(&mut after, f.path, read(f.path, t));
+        }
+    }
+    compare_settings(&before, &after, &mut out);
     for f in files {
         let name = file_name(f.path);
         let lower = name.to_ascii_lowercase();
@@ -643,18 +775,6 @@ pub fn lint(files: &[Pair<'_>], added: &dyn Fn(&Pair<'_>) -> Vec<(usize, String)
             continue;
         };
         match lower.as_str() {
-            "pyproject.toml" | "ruff.toml" | ".ruff.toml" | "mypy.toml" | "pyrightconfig.toml" => {
-                compare_settings(
-                    f.path,
-                    &toml_settings(f.path, old),
-                    &toml_settings(f.path, new),
-                    &mut out,
-                )
-            }
-            "setup.cfg" | "tox.ini" | ".flake8" | ".pylintrc" | "pylintrc" | "mypy.ini"
-            | ".mypy.ini" | ".pydocstyle" | ".pycodestyle" => {
-                compare_settings(f.path, &ini_settings(old), &ini_settings(new), &mut out)
-            }
             "cargo.toml" => {
                 let (b, a) = (cargo_lints(old), cargo_lints(new));
                 for (k, (lb, line)) in &b {

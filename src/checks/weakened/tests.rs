@@ -146,6 +146,39 @@ fn javascript_rust_and_go() {
         ),
         ["src/f.test.ts:1: test skipped: `describe/it/test.only` added"]
     );
+    // A project's own test wrapper counts as a test; `@ts-expect-error` in a test is a type test.
+    let wrapped = "import {browserTest} from './helpers.js';\nbrowserTest('aborts', async t => {\n  t.pass();\n});\n";
+    assert!(
+        one(
+            "test/browser.ts",
+            "test.serial('aborts', withPage, async t => {});\n",
+            wrapped
+        )
+        .is_empty(),
+        "the same test through the project's wrapper"
+    );
+    assert_eq!(
+        one(
+            "test/browser.ts",
+            wrapped,
+            "import {browserTest} from './helpers.js';\n"
+        ),
+        ["test/browser.ts:2 (baseline): test removed: `aborts`"]
+    );
+    assert!(one(
+        "test/types.ts",
+        "f(1);\n",
+        "f(1);\n// @ts-expect-error\nf('1');\n"
+    )
+    .is_empty());
+    assert_eq!(
+        one(
+            "src/types.ts",
+            "f(1);\n",
+            "f(1);\n// @ts-expect-error\nf('1');\n"
+        ),
+        ["src/types.ts:2: check suppressed: `@ts-expect-error` added"]
+    );
     assert_eq!(
         one(
             "src/f.ts",
@@ -409,4 +442,85 @@ fn reasons_are_an_object_of_paths() {
     ] {
         assert!(reasons(&raw(bad.clone())).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn settings_moved_or_renamed_are_the_same_settings() {
+    // flake8's settings moved from setup.cfg to .flake8; `select` written `extend-select`.
+    let cfg = "[metadata]\nname = x\n\n[flake8]\nselect = B, E\nignore = E203\n";
+    let flake8 = "[flake8]\nextend-select = B, E\nextend-ignore = E203\n";
+    assert!(run(&[
+        ("setup.cfg", Some(cfg), Some("[metadata]\nname = x\n")),
+        (".flake8", None, Some(flake8)),
+    ])
+    .is_empty());
+    // ruff's settings from ruff.toml to pyproject.toml, `lint.` or not.
+    assert!(run(&[
+        ("ruff.toml", Some("[lint]\nselect = [\"E\", \"F\"]\n"), None),
+        (
+            "pyproject.toml",
+            Some("[project]\nname = \"x\"\n"),
+            Some("[project]\nname = \"x\"\n[tool.ruff]\nselect = [\"E\", \"F\"]\n")
+        ),
+    ])
+    .is_empty());
+    // mypy's strict flags written out, then replaced by `strict = true`.
+    let flags = "[tool.mypy]\ndisallow_untyped_defs = true\nwarn_unused_ignores = true\n";
+    assert!(one("pyproject.toml", flags, "[tool.mypy]\nstrict = true\n").is_empty());
+    assert_eq!(
+        one("pyproject.toml", flags, "[tool.mypy]\nwarn_unused_ignores = true\n"),
+        ["pyproject.toml:2 (baseline): lint or type check relaxed: `tool.mypy.disallow_untyped_defs` no longer true"]
+    );
+    // A tool configured for the first time relaxes nothing it had.
+    assert!(one(
+        "pyproject.toml",
+        "[project]\n",
+        "[project]\n[tool.ruff.lint]\nignore = [\"E501\"]\n"
+    )
+    .is_empty());
+}
+
+#[test]
+fn golangci_and_travis_as_their_tools_read_them() {
+    let v1 = "linters:\n  enable:\n    - gofmt\n    - gosimple\n    - deadcode\n    - errcheck\n";
+    let v2 = "version: \"2\"\nlinters:\n  enable:\n    - staticcheck\n    - unused\n    - errcheck\nformatters:\n  enable:\n    - gofmt\n";
+    assert!(
+        one(".golangci.yml", v1, v2).is_empty(),
+        "moved and merged, not dropped"
+    );
+    assert_eq!(
+        one(".golangci.yml", v1, &v2.replace("    - errcheck\n", "")),
+        [".golangci.yml:3: lint or type check relaxed: no longer enabled (`linters.enable`, `formatters.enable`): `errcheck`"]
+    );
+    assert_eq!(
+        one(
+            ".golangci.yml",
+            v1,
+            &format!("{v1}  disable:\n    - errcheck\n")
+        ),
+        [".golangci.yml:7: lint or type check relaxed: `linters.disable` adds `errcheck`"]
+    );
+    let travis = "language: go\nscript:\n  - go test ./...\n  - go vet ./...\njobs:\n  include:\n    - name: lint\n      script: golint ./...\n  allow_failures:\n    - go: tip\n";
+    assert!(one(
+        ".travis.yml",
+        travis,
+        &travis.replace("go: tip", "go: master")
+    )
+    .is_empty());
+    assert_eq!(
+        one(
+            ".travis.yml",
+            travis,
+            &travis.replace("  - go vet ./...\n", "")
+        ),
+        [".travis.yml:2: CI weakened: job `(script)`: 1 step(s) removed: `go vet ./...`"]
+    );
+    assert_eq!(
+        one(
+            ".travis.yml",
+            travis,
+            &travis.replace("    - name: lint\n      script: golint ./...\n", "    []\n")
+        ),
+        [".travis.yml:7 (baseline): CI weakened: job `lint` removed"]
+    );
 }
