@@ -247,3 +247,71 @@ fn num(v: f64) -> String {
         format!("{v}")
     }
 }
+
+// ---- tests deselected by configuration ---------------------------------------------------------
+
+/// Ways a command line in configuration, scripts or CI leaves tests out or relaxes a linter, by
+/// name: pytest's `--ignore`/`--deselect`/`-k "not …"` (on a line that runs or configures
+/// pytest), `collect_ignore` in a conftest, `norecursedirs`; Jest's `testPathIgnorePatterns`;
+/// `go test -skip`; `cargo test --skip`/`--exclude`; a linter run with rules ignored, disabled or
+/// allowed (`ruff --ignore`, `clippy -- -A`, `golangci-lint --disable`, `mypy
+/// --ignore-missing-imports`, `eslint --no-eslintrc`).
+fn deselect_rules() -> &'static [(&'static str, Kind, Regex)] {
+    static R: OnceLock<Vec<(&'static str, Kind, Regex)>> = OnceLock::new();
+    R.get_or_init(|| {
+        let re = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("weakened: {s}: {e}"));
+        let t = Kind::TestSkipped;
+        let l = Kind::Lint;
+        vec![
+            (
+                "pytest --ignore/--deselect/-k not",
+                t,
+                re(r#"(?:pytest|py\.test|addopts).*(?:--ignore(?:-glob)?[= ]\S|--deselect[= ]\S|\s-k[= ]\s*["']?[^"'\n]*\bnot\b)"#),
+            ),
+            ("collect_ignore", t, re(r"^\s*collect_ignore(?:_glob)?\s*(?:\+?=|\.append|\.extend)")),
+            ("norecursedirs", t, re(r"\bnorecursedirs\b")),
+            ("testPathIgnorePatterns", t, re(r"\btestPathIgnorePatterns\b")),
+            ("go test -skip", t, re(r"\bgo\s+test\b.*\s-skip[= ]")),
+            ("cargo test --skip/--exclude", t, re(r"\bcargo\s+(?:test|nextest)\b.*\s--(?:skip|exclude)\b")),
+            (
+                "a linter's rules ignored on its command line",
+                l,
+                re(r"\b(?:ruff|flake8|pylint|pycodestyle|pydocstyle)\b.*\s--(?:extend-)?(?:ignore|disable)\b|\bclippy\b.*\s(?:-A\s*\S|--allow[= ])|\bgolangci-lint\b.*\s--(?:disable|exclude|skip-dirs|skip-files)\b|\bmypy\b.*\s--(?:ignore-missing-imports|allow-\w+|no-strict-optional|follow-imports[= ]skip)|\beslint\b.*\s--no-eslintrc\b"),
+            ),
+        ]
+    })
+}
+
+/// More lines leaving tests out in a file than before: each added line that does.
+pub fn deselected(
+    files: &[Pair<'_>],
+    added: &dyn Fn(&Pair<'_>) -> Vec<(usize, String)>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for f in files {
+        let name = file_name(f.path);
+        if !(may_hold_thresholds(f.path) || name == "conftest.py") {
+            continue;
+        }
+        let count = |text: Option<&str>, re: &Regex| {
+            text.map_or(0, |t| lines(t).filter(|(_, l)| re.is_match(l)).count())
+        };
+        let mut new_lines: Option<Vec<(usize, String)>> = None;
+        for (name, kind, re) in deselect_rules() {
+            if count(f.new, re) <= count(f.old, re) {
+                continue;
+            }
+            let lines = new_lines.get_or_insert_with(|| added(f));
+            for (n, l) in lines.iter().filter(|(_, l)| re.is_match(l)) {
+                out.push(Finding::new(
+                    f.path,
+                    *n,
+                    false,
+                    *kind,
+                    format!("`{name}` added: `{}`", crate::checks::clip(l.trim(), 80)),
+                ));
+            }
+        }
+    }
+    out
+}

@@ -138,6 +138,7 @@ pub fn findings(files: &[Pair<'_>]) -> Vec<Finding> {
     markers(&scans, |s| &s.skips, Kind::TestSkipped, &mut out);
     markers(&scans, |s| &s.suppressions, Kind::Suppressed, &mut out);
     out.extend(coverage::coverage(files));
+    out.extend(coverage::deselected(files, &added_lines));
     out.extend(lint::lint(files, &added_lines));
     out.extend(ci::ci(files, &added_lines));
     out.sort_by(|a, b| (&a.path, a.line, a.kind, &a.what).cmp(&(&b.path, b.line, b.kind, &b.what)));

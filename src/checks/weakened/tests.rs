@@ -288,6 +288,46 @@ fn coverage_thresholds() {
 }
 
 #[test]
+fn tests_left_out_by_configuration() {
+    let ini = "[pytest]\naddopts = -ra\n";
+    assert_eq!(
+        one("pytest.ini", ini, "[pytest]\naddopts = -ra --ignore=tests/test_slow.py\n"),
+        ["pytest.ini:2: test skipped: `pytest --ignore/--deselect/-k not` added: `addopts = -ra --ignore=tests/test_slow.py`"]
+    );
+    let ci = "test:\n  script:\n    - pytest -q\n";
+    assert_eq!(
+        one(".gitlab-ci.yml", ci, &ci.replace("pytest -q", "pytest -q -k 'not network'")),
+        [".gitlab-ci.yml:3: test skipped: `pytest --ignore/--deselect/-k not` added: `- pytest -q -k 'not network'`"]
+    );
+    assert_eq!(
+        one("tests/conftest.py", "import pytest\n", "import pytest\ncollect_ignore = [\"test_io.py\"]\n"),
+        ["tests/conftest.py:2: test skipped: `collect_ignore` added: `collect_ignore = [\"test_io.py\"]`"]
+    );
+    assert_eq!(
+        one("Makefile", "test:\n\tcargo test --workspace\n", "test:\n\tcargo test --workspace --exclude slow\n"),
+        ["Makefile:2: test skipped: `cargo test --skip/--exclude` added: `cargo test --workspace --exclude slow`"]
+    );
+    // A linter's own `--ignore` is a relaxed linter; another tool's `--ignore` is nothing; an
+    // option kept while its line is edited is not added.
+    assert_eq!(
+        one("Makefile", "lint:\n\truff check\n", "lint:\n\truff check --ignore E501\n"),
+        ["Makefile:2: lint or type check relaxed: `a linter's rules ignored on its command line` added: `ruff check --ignore E501`"]
+    );
+    assert!(one(
+        "Makefile",
+        "i:\n\tpip install x\n",
+        "i:\n\tpip install --ignore-installed x\n"
+    )
+    .is_empty());
+    assert!(one(
+        "pytest.ini",
+        "[pytest]\naddopts = --ignore=a\n",
+        "[pytest]\naddopts = -q --ignore=a\n"
+    )
+    .is_empty());
+}
+
+#[test]
 fn lint_configuration() {
     let py = "[tool.ruff.lint]\nselect = [\"E\", \"F\", \"B\"]\nignore = [\"E501\"]\n\n[tool.mypy]\nstrict = true\n";
     assert_eq!(
