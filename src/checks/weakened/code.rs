@@ -88,6 +88,68 @@ pub struct Scan {
     pub skips: Vec<(&'static str, usize)>,
     /// Each lint or type-check suppression (by its name) and its line.
     pub suppressions: Vec<(&'static str, usize)>,
+    /// The functions of a test file that are not tests and hold assertions (`def check(r):
+    /// assert r.ok`), each with how many: a call to one counts as that many (see
+    /// [`helper_calls`]).
+    pub helpers: Vec<(String, usize)>,
+    /// The assertions calls to helpers stand for beyond one per line.
+    pub helper_weight: usize,
+}
+
+impl Scan {
+    /// How many assertions the file's test code holds, helper calls counted by their helpers'.
+    pub fn assertions(&self) -> usize {
+        self.asserts.len() + self.helper_weight
+    }
+}
+
+/// A function definition that may be an assertion helper: Python `def name(` (any indent),
+/// Go `func name(` or `func (r T) name(` and JavaScript `function name(` at the start of a line.
+fn function_def(lang: Lang) -> Option<&'static Regex> {
+    static PY: OnceLock<Regex> = OnceLock::new();
+    static GO: OnceLock<Regex> = OnceLock::new();
+    static JS: OnceLock<Regex> = OnceLock::new();
+    Some(match lang {
+        Lang::Python => PY.get_or_init(|| re(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")),
+        Lang::Go => GO.get_or_init(|| re(r"^()func\s+(?:\([^)]*\)\s*)?(\w+)\s*[\[(]")),
+        Lang::Js => {
+            JS.get_or_init(|| re(r"^()(?:export\s+)?(?:async\s+)?function\s*\*?\s*(\w+)\s*\("))
+        }
+        _ => return None,
+    })
+}
+
+/// Whether a function's name makes it a test (never a helper).
+fn test_name(lang: Lang, name: &str) -> bool {
+    match lang {
+        Lang::Python => name.starts_with("test"),
+        Lang::Go => ["Test", "Benchmark", "Fuzz", "Example"]
+            .iter()
+            .any(|p| name.starts_with(p)),
+        _ => false,
+    }
+}
+
+/// The lines of a test file that call one of the assertion helpers `names` matches (group 1:
+/// the helper's name), outside the helpers' own definitions, each with the name it calls.
+pub fn helper_calls<'t>(
+    path: &str,
+    lang: Lang,
+    text: &'t str,
+    names: &Regex,
+) -> Vec<(usize, &'t str)> {
+    if !is_test_file(path, lang) {
+        return Vec::new();
+    }
+    let r = rules(lang);
+    let def = function_def(lang);
+    lines(text)
+        .filter(|(_, l)| {
+            let t = l.trim_start();
+            !r.comment.iter().any(|c| t.starts_with(c)) && !def.is_some_and(|d| d.is_match(l))
+        })
+        .filter_map(|(n, l)| Some((n, names.captures(l)?.get(1)?.as_str())))
+        .collect()
 }
 
 struct Rules {
@@ -252,7 +314,28 @@ pub fn scan(path: &str, lang: Lang, text: &str) -> Scan {
     // Test definitions count where the runner collects them: any Rust file, test files elsewhere.
     let collects = test_file || matches!(lang, Lang::Rust | Lang::Jvm);
     let mut s = Scan::default();
+    // The function of a test file the line is in, when it is not a test: (name, its indent, the
+    // line it starts on). Python's ends at a line indented no deeper; Go's and JavaScript's at a
+    // `}` at the start of a line.
+    let def = function_def(lang).filter(|_| test_file);
+    let mut helper: Option<(String, usize)> = None;
     for (n, line) in lines(text) {
+        if let Some(d) = def {
+            let indent = line.len() - line.trim_start().len();
+            if let Some(c) = d.captures(line) {
+                let name = c.get(2).map_or("", |m| m.as_str());
+                let at = c.get(1).map_or(0, |m| m.as_str().len());
+                helper = (!test_name(lang, name)).then(|| (name.to_string(), at));
+            } else if let Some((_, at)) = &helper {
+                let ended = match lang {
+                    Lang::Python => !line.trim().is_empty() && indent <= *at,
+                    _ => line.starts_with('}'),
+                };
+                if ended {
+                    helper = None;
+                }
+            }
+        }
         let trimmed = line.trim_start();
         let comment = r.comment.iter().any(|c| trimmed.starts_with(c));
         for (name, re) in &r.suppressions {
@@ -293,6 +376,12 @@ pub fn scan(path: &str, lang: Lang, text: &str) -> Scan {
             if let Some(re) = &r.assert {
                 if re.is_match(line) {
                     s.asserts.push(n);
+                    if let Some((name, _)) = &helper {
+                        match s.helpers.iter_mut().find(|(h, _)| h == name) {
+                            Some((_, k)) => *k += 1,
+                            None => s.helpers.push((name.clone(), 1)),
+                        }
+                    }
                 }
             }
         }

@@ -125,7 +125,7 @@ fn removed_lines(old: &str, new: &str) -> Vec<usize> {
 /// Every way the scope's files weaken the tests or gates, sorted by path and line.
 pub fn findings(files: &[Pair<'_>]) -> Vec<Finding> {
     let mut out = Vec::new();
-    let scans: Vec<(Pair<'_>, code::Scan, code::Scan)> = files
+    let mut scans: Vec<(Pair<'_>, code::Scan, code::Scan)> = files
         .iter()
         .filter_map(|f| {
             let lang = code::lang(f.path)?;
@@ -133,6 +133,7 @@ pub fn findings(files: &[Pair<'_>]) -> Vec<Finding> {
             Some((*f, scan(f.old), scan(f.new)))
         })
         .collect();
+    helper_calls(&mut scans);
     tests_removed(&scans, &mut out);
     asserts_removed(&scans, &mut out);
     markers(&scans, |s| &s.skips, Kind::TestSkipped, &mut out);
@@ -144,6 +145,43 @@ pub fn findings(files: &[Pair<'_>]) -> Vec<Finding> {
     out.sort_by(|a, b| (&a.path, a.line, a.kind, &a.what).cmp(&(&b.path, b.line, b.kind, &b.what)));
     out.dedup();
     out
+}
+
+/// A call to an assertion helper (a function of a test file, not a test, that asserts) is an
+/// assertion: assertions moved from the tests into a helper they call are not removed. The
+/// helpers are those of the whole scope, before and after (a helper another file of the scope
+/// defines, or defined before only).
+fn helper_calls(scans: &mut [(Pair<'_>, code::Scan, code::Scan)]) {
+    // Each helper with the most assertions any of its definitions holds.
+    let mut weight: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, o, n) in scans.iter() {
+        for (name, k) in o.helpers.iter().chain(&n.helpers) {
+            let w = weight.entry(name.clone()).or_default();
+            *w = (*w).max(*k);
+        }
+    }
+    if weight.is_empty() {
+        return;
+    }
+    let alternatives: Vec<String> = weight.keys().map(|n| regex::escape(n)).collect();
+    let Ok(re) = regex::Regex::new(&format!(r"\b({})\s*\(", alternatives.join("|"))) else {
+        return;
+    };
+    for (f, o, n) in scans.iter_mut() {
+        let Some(lang) = code::lang(f.path) else {
+            continue;
+        };
+        for (scan, text) in [(o, f.old), (n, f.new)] {
+            let Some(t) = text else { continue };
+            for (line, name) in code::helper_calls(f.path, lang, t, &re) {
+                if !scan.asserts.contains(&line) {
+                    scan.asserts.push(line);
+                    scan.helper_weight += weight.get(name).map_or(0, |w| w.saturating_sub(1));
+                }
+            }
+            scan.asserts.sort_unstable();
+        }
+    }
 }
 
 /// Fewer tests defined across the scope: each test no longer there (or, with renames, the count).
@@ -220,16 +258,16 @@ fn tests_removed(scans: &[(Pair<'_>, code::Scan, code::Scan)], out: &mut Vec<Fin
 
 /// Fewer assertions in test code across the scope: the lines of each file that lost some.
 fn asserts_removed(scans: &[(Pair<'_>, code::Scan, code::Scan)], out: &mut Vec<Finding>) {
-    let before: usize = scans.iter().map(|(_, o, _)| o.asserts.len()).sum();
-    let after: usize = scans.iter().map(|(_, _, n)| n.asserts.len()).sum();
+    let before: usize = scans.iter().map(|(_, o, _)| o.assertions()).sum();
+    let after: usize = scans.iter().map(|(_, _, n)| n.assertions()).sum();
     if after >= before {
         return;
     }
     for (f, o, n) in scans
         .iter()
-        .filter(|(_, o, n)| n.asserts.len() < o.asserts.len())
+        .filter(|(_, o, n)| n.assertions() < o.assertions())
     {
-        let lost = o.asserts.len() - n.asserts.len();
+        let lost = o.assertions() - n.assertions();
         match (f.old, f.new) {
             (Some(old), Some(new)) => {
                 let removed = removed_lines(old, new);
@@ -245,7 +283,7 @@ fn asserts_removed(scans: &[(Pair<'_>, code::Scan, code::Scan)], out: &mut Vec<F
                         1,
                         false,
                         Kind::AssertionRemoved,
-                        format!("{lost} fewer ({} → {})", o.asserts.len(), n.asserts.len()),
+                        format!("{lost} fewer ({} → {})", o.assertions(), n.assertions()),
                     ));
                 }
                 let text: Vec<&str> = old.split('\n').collect();

@@ -564,3 +564,43 @@ fn golangci_and_travis_as_their_tools_read_them() {
         [".travis.yml:7 (baseline): CI weakened: job `lint` removed"]
     );
 }
+
+#[test]
+fn assertions_moved_into_a_helper_are_not_removed() {
+    let inline = "def test_a():\n    r = get(1)\n    assert r.ok\n    assert r.body\n\ndef test_b():\n    r = get(2)\n    assert r.ok\n    assert r.body\n";
+    let helper = "def check(r):\n    assert r.ok\n    assert r.body\n\ndef test_a():\n    check(get(1))\n\ndef test_b():\n    check(get(2))\n";
+    assert!(
+        one("tests/test_r.py", inline, helper).is_empty(),
+        "{:?}",
+        one("tests/test_r.py", inline, helper)
+    );
+    // The helper in another file of the scope, the calls written `helpers.check(`.
+    assert!(run(&[
+        ("tests/test_r.py", Some(inline), Some("from tests import helpers\n\ndef test_a():\n    helpers.check(get(1))\n\ndef test_b():\n    helpers.check(get(2))\n")),
+        ("tests/helpers.py", None, Some("def check(r):\n    assert r.ok\n    assert r.body\n")),
+    ])
+    .is_empty());
+    // Go: `t.Errorf` moved into `checkOutput(t, ...)`.
+    let go_inline = "package p\n\nfunc TestA(t *testing.T) {\n\tif out != \"a\" {\n\t\tt.Errorf(\"got %q\", out)\n\t}\n}\n\nfunc TestB(t *testing.T) {\n\tif out != \"b\" {\n\t\tt.Errorf(\"got %q\", out)\n\t}\n}\n";
+    let go_helper = "package p\n\nfunc checkOutput(t *testing.T, out, want string) {\n\tif out != want {\n\t\tt.Errorf(\"got %q\", out)\n\t}\n}\n\nfunc TestA(t *testing.T) {\n\tcheckOutput(t, out, \"a\")\n}\n\nfunc TestB(t *testing.T) {\n\tcheckOutput(t, out, \"b\")\n}\n";
+    assert!(
+        one("x_test.go", go_inline, go_helper).is_empty(),
+        "{:?}",
+        one("x_test.go", go_inline, go_helper)
+    );
+    // A helper holding two assertions stands for two at each call (cobra's args_test).
+    let two_inline = "package p\n\nfunc TestA(t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n\nfunc TestB(t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n\nfunc TestC(t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n";
+    let two_helper = "package p\n\nfunc wantA(err error, t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n\nfunc TestA(t *testing.T) {\n\twantA(err, t)\n}\n\nfunc TestB(t *testing.T) {\n\twantA(err, t)\n}\n\nfunc TestC(t *testing.T) {\n\twantA(err, t)\n}\n";
+    assert!(one("a_test.go", two_inline, two_helper).is_empty(), "{:?}", one("a_test.go", two_inline, two_helper));
+    // A call to the helper removed is an assertion removed; so is an assertion taken out of it.
+    let fewer = "def check(r):\n    assert r.ok\n    assert r.body\n\ndef test_a():\n    check(get(1))\n\ndef test_b():\n    get(2)\n";
+    assert_eq!(
+        one("tests/test_r.py", helper, fewer),
+        ["tests/test_r.py:9 (baseline): assertion removed: `check(get(2))`"]
+    );
+    let weaker = helper.replace("    assert r.body\n", "");
+    assert_eq!(
+        one("tests/test_r.py", helper, &weaker),
+        ["tests/test_r.py:3 (baseline): assertion removed: `assert r.body`"]
+    );
+}
