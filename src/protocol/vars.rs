@@ -395,6 +395,7 @@ impl Substitute for Predicate {
             P::AddedLines(a) => P::AddedLines(a.substitute(vars)?),
             P::RecordField(r) => P::RecordField(r.substitute(vars)?),
             P::Style(s) => P::Style(s.clone()),
+            P::Weakened(b) => P::Weakened(*b),
         })
     }
 }

@@ -253,6 +253,10 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
         unknown,
         format!("{} change(s), none protected", changes.len()),
     );
+    if o.verdict == Verdict::Fail {
+        // One finding per protected path: the lines of its diff are its evidence, not findings.
+        o.observed = vec![format!("{} protected path(s) changed", files.len())];
+    }
     files.into_iter().for_each(|f| o.push_file(f));
     o
 }

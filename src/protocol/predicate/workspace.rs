@@ -55,6 +55,25 @@ impl Unchanged {
         memo(&MEMO, &key, || {
             let mut out: Vec<(Glob, Option<String>)> =
                 self.globs.iter().map(|g| (g.clone(), None)).collect();
+            // A protected folder protects what is in it: `ci`, `ci/` (a folder, as a trailing `/`
+            // says) and `ci/**` all protect `ci/deploy.sh`, as git's pathspecs and ignore rules
+            // read a folder's name. A name with an extension or a wildcard (`*.lock`,
+            // `**/roles.py`) is taken for a file's unless written with its `/`.
+            for g in &self.globs {
+                let body = g.as_str().trim_end_matches('/');
+                let last = body.rsplit('/').next().unwrap_or(body);
+                let folder = g.dirs_only()
+                    || !(last.contains(['*', '?', '[', '{'])
+                        || last.chars().skip(1).any(|c| c == '.'));
+                if !folder || body.ends_with("**") {
+                    continue;
+                }
+                if let Ok(inner) = Glob::try_from(format!("{body}/**")) {
+                    if !out.iter().any(|(o, _)| o.as_str() == inner.as_str()) {
+                        out.push((inner, None));
+                    }
+                }
+            }
             for g in &self.globs {
                 for (shadow, _) in shadow_sources(g.as_str(), &self.shadows) {
                     if let Ok(sg) = Glob::try_from(shadow) {
@@ -433,5 +452,39 @@ mod tests {
         assert_eq!(names(&d).len(), 1);
         let e = unchanged(&["**/roles.py"], &[("py", &[]), ("py", &py[..1])]);
         assert_eq!(names(&e).len(), 2);
+    }
+
+    #[test]
+    fn a_protected_folder_protects_what_is_in_it() {
+        for written in ["ci", "ci/", "ci/**", "./ci", "./ci/"] {
+            let u = unchanged(&[written], &[]);
+            let globs = u.all_globs();
+            let hit = |p: &str| globs.iter().any(|(g, _)| g.is_match(p));
+            assert!(
+                hit("ci/deploy.sh") && hit("ci/a/b.yml"),
+                "{written}: {:?}",
+                names(&u)
+            );
+            assert!(!hit("cid/x") && !hit("src/ci/x"), "{written}");
+        }
+        let u = unchanged(
+            &[".claude", "Makefile", "*.lock", "docs/conf.py", "web.d/"],
+            &[],
+        );
+        let globs = names(&u);
+        let shown: Vec<&str> = globs.iter().map(|(g, _)| g.as_str()).collect();
+        assert_eq!(
+            shown,
+            [
+                ".claude",
+                "Makefile",
+                "*.lock",
+                "docs/conf.py",
+                "web.d/",
+                ".claude/**",
+                "Makefile/**",
+                "web.d/**"
+            ]
+        );
     }
 }
