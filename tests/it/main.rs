@@ -16,6 +16,7 @@ mod flags;
 mod formats;
 mod fuzz;
 mod heap;
+mod honest_tools;
 mod hooks;
 mod human_text;
 mod interrupt;

@@ -221,12 +221,12 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
     let Some(changes) = s.ws.changes() else {
         return no_baseline(s, &expected);
     };
-    let globs: Vec<Glob> = u.all_globs().into_iter().map(|(g, _)| g).collect();
-    let protected = |p: &str| globs.iter().any(|g| g.is_match(p));
+    let globs = u.all_globs();
+    let protected = |p: &str| globs.iter().any(|(g, _)| g.is_match(p));
     let mut fails = Vec::new();
     let mut files = Vec::new();
     // A veto stands in the workspace, whoever made it: every change, not just the task's scope.
-    for (p, why) in protected_findings(s.ws, &globs) {
+    for (p, why) in findings(s.ws, &globs) {
         fails.push(format!(
             "protected_file_modified: {} ({why})",
             name::display(&p)
@@ -256,9 +256,33 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
 
 /// Every way the workspace differs from the baseline at a protected path, with what: a change
 /// of a matching path (its bytes, type or mode), a matching path the baseline's ignore rules
-/// hide, a new link to a protected baseline file. `globs` include the shadow globs.
+/// hide (but an unchanged copy of a protected file, see [`unchanged_copy`]), a new link to a
+/// protected baseline file. `globs` include the shadow globs.
 pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String)> {
-    let protected = |p: &str| globs.iter().any(|g| g.is_match(p));
+    let tagged: Vec<(Glob, Option<String>)> = globs.iter().map(|g| (g.clone(), None)).collect();
+    findings(ws, &tagged)
+}
+
+/// [`protected_findings`] with each glob's origin: `None` for a protected glob, the protected
+/// glob it shadows for a shadow glob (whose findings say so).
+fn findings(ws: &Workspace, globs: &[(Glob, Option<String>)]) -> Vec<(String, String)> {
+    // Whether `p` is protected: `Some(None)` by a protected glob, `Some(Some(g))` only as a
+    // module in the place of one protected by `g`.
+    let matched = |p: &str| -> Option<Option<&str>> {
+        let mut shadow = None;
+        for (_, of) in globs.iter().filter(|(g, _)| g.is_match(p)) {
+            match of {
+                None => return Some(None),
+                Some(of) => shadow = shadow.or(Some(of.as_str())),
+            }
+        }
+        shadow.map(Some)
+    };
+    let protected = |p: &str| matched(p).is_some();
+    let said = |what: String, p: &str| match matched(p).flatten() {
+        Some(of) => format!("{what}, shadows `{of}`"),
+        None => what,
+    };
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     if let Some(changes) = ws.changes() {
         for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
@@ -266,11 +290,14 @@ pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String
                 Some(d) => format!("{}, {d}", c.as_str()),
                 None => c.as_str().to_string(),
             };
-            out.insert(p.clone(), what);
+            out.insert(p.clone(), said(what, p));
         }
     }
     for p in ws.ignored().iter().filter(|p| protected(p)) {
-        out.insert(p.clone(), "added, hidden by an ignore rule".into());
+        if unchanged_copy(ws, p, &protected) {
+            continue;
+        }
+        out.insert(p.clone(), said("added, hidden by an ignore rule".into(), p));
     }
     for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {
         out.insert(
@@ -279,6 +306,39 @@ pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String
         );
     }
     out.into_iter().collect()
+}
+
+/// Whether the ignored path `p` is an unchanged copy of the protected baseline file it copies:
+/// a regular file holding exactly the baseline bytes of that file, which is the protected
+/// baseline file of the same name sharing the longest path tail with `p` (`python -m build`
+/// copies `src/pkg/orchestrator.py` to the ignored `build/lib/pkg/orchestrator.py`; tails
+/// `pkg/orchestrator.py`). Such a copy runs nothing the baseline does not; a copy that differs
+/// (of another protected file of that name too), or is a link, is a protected change.
+fn unchanged_copy(ws: &Workspace, p: &str, protected: &dyn Fn(&str) -> bool) -> bool {
+    let Some(file_name) = p.rsplit('/').next() else {
+        return false;
+    };
+    let Content::Bytes(now) = ws.current(p) else {
+        return false;
+    };
+    let tail = |q: &str| {
+        p.rsplit('/')
+            .zip(q.rsplit('/'))
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let named: Vec<String> = ws
+        .baseline_paths_named(file_name)
+        .into_iter()
+        .filter(|q| protected(q))
+        .collect();
+    let Some(longest) = named.iter().map(|q| tail(q)).max() else {
+        return false;
+    };
+    named
+        .iter()
+        .filter(|q| tail(q) == longest)
+        .any(|q| matches!(ws.base(q), Content::Bytes(b) if b.sha256 == now.sha256))
 }
 
 /// The protected paths changed in the workspace, for the verdict file's diffs and the veto.
