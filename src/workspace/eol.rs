@@ -1,6 +1,12 @@
-//! Line endings as git checks files out: which baseline files a checkout writes with CRLF line
-//! endings, so that a file as checked out is not a change, while a line-ending-only change of
-//! one file is.
+//! Line endings (and Git LFS) as git checks files out: which baseline files a checkout writes
+//! other than as their blob, so that a file as checked out is not a change, while a
+//! line-ending-only change of one file is.
+//!
+//! A file the baseline's `.gitattributes` give `filter=lfs` whose blob is a Git LFS pointer is,
+//! as checked out, either the pointer (no git-lfs) or the object it names, whose SHA-256 the
+//! pointer holds: when the file on disk at pinning is not the pointer, its baseline is that
+//! object (read from `lfs/objects/` in the git directory, verified against the SHA-256, for a
+//! diff). No filter is run.
 //!
 //! # The rule
 //!
@@ -37,7 +43,6 @@ use std::path::Path;
 
 use gix::bstr::ByteSlice;
 
-use super::baseline::{BaseEntries, BaseKind};
 use super::name;
 
 /// How git checks one file out, as its attributes say.
@@ -90,12 +95,14 @@ enum Eol {
     Unspecified,
 }
 
-/// One line of a `.gitattributes`: its pattern and what it says of `text` and `eol`.
+/// One line of a `.gitattributes`: its pattern and what it says of `text`, `eol` and
+/// `filter` (`Some(true)`: `filter=lfs`).
 #[derive(Debug, Clone)]
 struct Line {
     pattern: gix::glob::Pattern,
     text: Option<Text>,
     eol: Option<Eol>,
+    lfs: Option<bool>,
 }
 
 /// The baseline's committed `.gitattributes` files, shallow first, each with its directory.
@@ -124,7 +131,12 @@ impl Attributes {
 
     /// The rule of the baseline path `rel` (encoded).
     pub fn rule(&self, rel: &str) -> Rule {
-        let (mut text, mut eol) = (Text::Unspecified, Eol::Unspecified);
+        self.of(rel).0
+    }
+
+    /// The rule of `rel`, and whether Git LFS's filter checks it out (`filter=lfs`).
+    pub fn of(&self, rel: &str) -> (Rule, bool) {
+        let (mut text, mut eol, mut lfs) = (Text::Unspecified, Eol::Unspecified, false);
         let raw = name::decode(rel);
         for (dir, lines) in &self.files {
             let Some(sub) = raw.strip_prefix(dir.as_bytes()) else {
@@ -142,11 +154,12 @@ impl Attributes {
                 ) {
                     text = line.text.unwrap_or(text);
                     eol = line.eol.unwrap_or(eol);
+                    lfs = line.lfs.unwrap_or(lfs);
                 }
             }
         }
         // As git's convert.c decides a file's conversion from the two attributes.
-        match (text, eol) {
+        let rule = match (text, eol) {
             (Text::Unset, _) => Rule::Never,
             (_, Eol::Lf) => Rule::Never,
             (Text::Auto, Eol::Crlf) => Rule::Always { auto: true },
@@ -154,7 +167,8 @@ impl Attributes {
             (Text::Set, Eol::Unspecified) => Rule::Text,
             (Text::Auto, Eol::Unspecified) => Rule::Auto,
             (Text::Unspecified, Eol::Unspecified) => Rule::Unspecified,
-        }
+        };
+        (rule, lfs)
     }
 }
 
@@ -176,9 +190,13 @@ fn parse_file(bytes: &[u8]) -> Vec<Line> {
         let Some(pattern) = gix::glob::Pattern::from_bytes_without_negation(pattern) else {
             continue;
         };
-        let (mut text, mut eol) = (None, None);
+        let (mut text, mut eol, mut lfs) = (None, None, None);
         for w in words {
             match w {
+                b"filter=lfs" => lfs = Some(true),
+                w if w.starts_with(b"filter=") || w == b"-filter" || w == b"!filter" => {
+                    lfs = Some(false)
+                }
                 b"text" | b"crlf" => text = Some(Text::Set),
                 b"-text" | b"-crlf" | b"binary" => text = Some(Text::Unset),
                 b"!text" | b"!crlf" => text = Some(Text::Unspecified),
@@ -189,8 +207,13 @@ fn parse_file(bytes: &[u8]) -> Vec<Line> {
                 _ => {}
             }
         }
-        if text.is_some() || eol.is_some() {
-            out.push(Line { pattern, text, eol });
+        if text.is_some() || eol.is_some() || lfs.is_some() {
+            out.push(Line {
+                pattern,
+                text,
+                eol,
+                lfs,
+            });
         }
     }
     out
@@ -337,22 +360,28 @@ fn found(root: &Path, rel: &str, oid: gix::ObjectId, rule: Rule, cap: u64) -> Fo
 pub type ReadBlob<'a> = &'a dyn Fn(&str, gix::ObjectId) -> Option<Vec<u8>>;
 
 /// The baseline files a checkout writes converted, by path, with the SHA-256 of the converted
-/// bytes: decided from the work tree at `root` as it is now (see the module doc). `blob` reads a
-/// baseline file's blob.
-pub fn checked_out(
-    entries: &BaseEntries,
+/// bytes: decided from the work tree at `root` as it is now (see the module doc). `entries`:
+/// the baseline's regular files (path, blob id), in path order; `blob` reads a file's blob.
+pub fn checked_out<'a>(
+    entries: impl Iterator<Item = (&'a String, gix::ObjectId)>,
     attrs: &Attributes,
     root: &Path,
     cap: u64,
     blob: ReadBlob<'_>,
 ) -> BTreeMap<String, String> {
-    let files: Vec<(&String, gix::ObjectId, Rule)> = entries
-        .iter()
-        .filter(|(_, e)| matches!(e.kind, BaseKind::File { .. }))
-        .map(|(p, e)| (p, e.oid, attrs.rule(p)))
-        .filter(|(_, _, r)| *r != Rule::Never)
-        .collect();
     let mut out = BTreeMap::new();
+    let mut files: Vec<(&String, gix::ObjectId, Rule)> = Vec::new();
+    for (p, oid) in entries {
+        match attrs.of(p) {
+            (_, true) => {
+                if let Some(sha) = lfs_checkout(root, p, oid, blob) {
+                    out.insert(p.clone(), sha);
+                }
+            }
+            (Rule::Never, false) => {}
+            (rule, false) => files.push((p, oid, rule)),
+        }
+    }
     // Each class's convention, by the majority of its files found as one or the other: the
     // files found converted, or `None` for an LF checkout of the class.
     let mut classes: [Option<BTreeMap<String, String>>; 2] = [None, None];
@@ -415,6 +444,49 @@ pub fn checked_out(
     out
 }
 
+/// A Git LFS pointer file's object: its SHA-256 (hex) and size, when `blob` is a pointer
+/// (`version https://git-lfs.github.com/spec/v1`, `oid sha256:<64 hex>`, `size <n>`, one key a
+/// line, at most 1 KiB).
+pub fn lfs_pointer(blob: &[u8]) -> Option<(String, u64)> {
+    if blob.len() > 1024 {
+        return None;
+    }
+    let text = std::str::from_utf8(blob).ok()?;
+    let mut lines = text.lines();
+    if !lines
+        .next()?
+        .starts_with("version https://git-lfs.github.com/spec/")
+    {
+        return None;
+    }
+    let (mut oid, mut size) = (None, None);
+    for line in lines {
+        if let Some(hex) = line.strip_prefix("oid sha256:") {
+            let ok = hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+            oid = ok.then(|| hex.to_ascii_lowercase());
+        } else if let Some(n) = line.strip_prefix("size ") {
+            size = n.parse().ok();
+        }
+    }
+    Some((oid?, size?))
+}
+
+/// The SHA-256 a Git LFS file's baseline has, as checked out at `root`: the object its pointer
+/// names when the file on disk is not the pointer itself (git-lfs's smudge filter wrote the
+/// object, or the worker changed it); `None` when the checkout left the pointer (no git-lfs,
+/// `GIT_LFS_SKIP_SMUDGE`) or the blob is no pointer. Either form as found is no change.
+fn lfs_checkout(root: &Path, rel: &str, oid: gix::ObjectId, blob: ReadBlob<'_>) -> Option<String> {
+    let pointer = blob(rel, oid)?;
+    let (sha, _) = lfs_pointer(&pointer)?;
+    let path = name::to_path(root, rel);
+    let as_pointer = std::fs::symlink_metadata(&path)
+        .ok()
+        .filter(|m| m.is_file() && m.len() == pointer.len() as u64)
+        .and_then(|_| std::fs::read(&path).ok())
+        .is_some_and(|b| b == pointer);
+    (!as_pointer).then_some(sha)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,5 +534,22 @@ mod tests {
         assert!(!converts(Rule::Auto, &stats(b"no newline")));
         assert_eq!(crlf_source(b"a\r\nb\r\n").as_deref(), Some(&b"a\nb\n"[..]));
         assert_eq!(crlf_source(b"a\r\nb\n"), None);
+    }
+
+    #[test]
+    fn lfs_pointers_and_the_filter_attribute() {
+        let sha = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393";
+        let pointer =
+            format!("version https://git-lfs.github.com/spec/v1\noid sha256:{sha}\nsize 12345\n");
+        assert_eq!(
+            lfs_pointer(pointer.as_bytes()),
+            Some((sha.to_string(), 12345))
+        );
+        assert_eq!(lfs_pointer(b"version 1\noid sha256:00\nsize 1\n"), None);
+        assert_eq!(lfs_pointer(b"\x89PNG"), None);
+        let a = attrs("*.bin filter=lfs diff=lfs merge=lfs -text\nsmall.bin -filter\n");
+        assert_eq!(a.of("m/model.bin"), (Rule::Never, true));
+        assert_eq!(a.of("small.bin"), (Rule::Never, false));
+        assert_eq!(a.of("a.txt"), (Rule::Unspecified, false));
     }
 }

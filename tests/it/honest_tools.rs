@@ -1336,3 +1336,73 @@ vetoed!(
     },
     PROTECTED
 );
+
+// ---- Git LFS ----------------------------------------------------------------------------------
+
+/// The content of a file Git LFS tracks, and its pointer (what the commit holds).
+const LFS_CONTENT: &[u8] = b"\x00\x01model weights\x00\xff";
+
+fn lfs_pointer(content: &[u8]) -> String {
+    format!(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+        sha(content),
+        content.len()
+    )
+}
+
+/// A repository whose `assets/model.bin` Git LFS tracks, checked out as git-lfs does: the
+/// commit holds the pointer, the work tree the object (also in `.git/lfs/objects/`).
+fn lfs_checkout() -> Repo {
+    let pointer = lfs_pointer(LFS_CONTENT);
+    let mut r = Repo::with(&[
+        (
+            ".gitattributes",
+            b"*.bin filter=lfs diff=lfs merge=lfs -text\n",
+        ),
+        ("assets/model.bin", pointer.as_bytes()),
+    ]);
+    let oid = sha(LFS_CONTENT);
+    let store = r.path(".git/lfs/objects").join(&oid[..2]).join(&oid[2..4]);
+    fs::create_dir_all(&store).expect("mkdir");
+    fs::write(store.join(&oid), LFS_CONTENT).expect("write");
+    r.write("assets/model.bin", LFS_CONTENT);
+    r.refound();
+    r
+}
+
+honest!(
+    /// The object git-lfs checked out where the commit holds its pointer is not a change.
+    an_lfs_object_checked_out_in_place_of_its_pointer_is_no_change,
+    lfs_checkout,
+    |r| {
+        edit_app(r);
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
+honest!(
+    /// A new version of the LFS-tracked asset, listed with the hash of the object it replaced.
+    a_new_version_of_an_lfs_asset_is_an_ordinary_modification,
+    lfs_checkout,
+    |r| {
+        r.write("assets/model.bin", b"\x00\x02new weights\x00");
+        r.record("t1", &[], &["assets/model.bin"], &[]);
+    }
+);
+
+honest!(
+    /// A checkout without git-lfs (or with `GIT_LFS_SKIP_SMUDGE=1`) leaves the pointer: no change
+    /// either.
+    an_lfs_pointer_left_as_checked_out_is_no_change,
+    || {
+        let pointer = lfs_pointer(LFS_CONTENT);
+        Repo::with(&[
+            (".gitattributes", b"*.bin filter=lfs diff=lfs merge=lfs -text\n"),
+            ("assets/model.bin", pointer.as_bytes()),
+        ])
+    },
+    |r| {
+        edit_app(r);
+        r.record("t1", &[], &[APP], &[]);
+    }
+);

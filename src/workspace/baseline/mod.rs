@@ -385,7 +385,12 @@ impl Baseline {
             }
         }
         let attrs = super::eol::Attributes::parse(&files);
-        let converted = super::eol::checked_out(&self.entries, &attrs, root, cap, &|rel, oid| {
+        let files = self
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e.kind, BaseKind::File { .. }))
+            .map(|(p, e)| (p, e.oid));
+        let converted = super::eol::checked_out(files, &attrs, root, cap, &|rel, oid| {
             self.blob(rel, oid).ok()
         });
         self.checked_out = converted;
@@ -447,7 +452,7 @@ impl Baseline {
             return Content::Absent;
         };
         if let Some(sha) = self.checked_out.get(rel) {
-            return self.converted(rel, e.oid, sha);
+            return self.converted(rel, e.oid, sha, cap);
         }
         match &self.source {
             Source::Dir { root } => super::read(root, rel, cap, false),
@@ -470,25 +475,41 @@ impl Baseline {
     }
 
     /// The baseline bytes of `rel`, converted by the checkout (see [`super::eol`]): its blob
-    /// with CRLF line endings, which must hash to `sha` (or, from a pin of an earlier version,
-    /// the bytes it kept).
-    fn converted(&self, rel: &str, oid: gix::ObjectId, sha: &str) -> Content {
+    /// with CRLF line endings, or the Git LFS object its pointer names, which must hash to `sha`
+    /// (or, from a pin of an earlier version, the bytes it kept).
+    fn converted(&self, rel: &str, oid: gix::ObjectId, sha: &str, cap: u64) -> Content {
         if let Ok(blob) = self.blob(rel, oid) {
             let bytes = super::eol::to_crlf(&blob);
             if sha256_hex(&bytes) == sha {
                 return Content::Bytes(Arc::new(FileData::from_bytes(rel, bytes, None)));
             }
         }
-        let kept = self
-            .legacy_checkout
-            .as_ref()
-            .and_then(|dir| std::fs::read(dir.join(sha)).ok())
-            .filter(|b| sha256_hex(b) == sha);
+        // A Git LFS object (its pointer is the blob) where git-lfs keeps it, or converted bytes
+        // a pin of an earlier version kept: named by their SHA-256, and verified against it.
+        let lfs = match &self.source {
+            Source::Git { repo, .. } if sha.len() == 64 => repo.lock().ok().map(|r| {
+                r.common_dir()
+                    .join("lfs/objects")
+                    .join(&sha[..2])
+                    .join(&sha[2..4])
+                    .join(sha)
+            }),
+            _ => None,
+        };
+        let kept = lfs
+            .into_iter()
+            .chain(self.legacy_checkout.as_ref().map(|dir| dir.join(sha)))
+            .filter_map(|path| {
+                let meta = std::fs::symlink_metadata(&path).ok()?;
+                (meta.is_file() && meta.len() <= cap).then_some(path)
+            })
+            .filter_map(|path| std::fs::read(path).ok())
+            .find(|b| sha256_hex(b) == sha);
         match kept {
             Some(bytes) => Content::Bytes(Arc::new(FileData::from_bytes(rel, bytes, None))),
             None => Content::Unknown(format!(
-                "the baseline of `{}` as checked out (line endings, SHA-256 {sha}) cannot be \
-                 rebuilt from its blob",
+                "the baseline of `{}` as checked out (SHA-256 {sha}: line endings, or a Git LFS \
+                 object) cannot be rebuilt from its blob or found in `lfs/objects`",
                 name::display(rel)
             )),
         }

@@ -247,6 +247,12 @@ impl Repo {
         &self.git_dir
     }
 
+    /// The repository's common directory (canonical): the git directory, or for a linked work
+    /// tree the main one's, where the objects are (and Git LFS keeps its own).
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
     /// `rev` peeled to a commit id: a full or abbreviated (4+ digits) hex id, `HEAD` or `@`, a
     /// ref name as git finds it (`main`, `v1`, `heads/main`, `refs/tags/v1`, `origin/main`),
     /// followed by any of `~N`, `^N`, `^{commit}`, `^{}`. `Ok(None)`: it names nothing, an unborn
