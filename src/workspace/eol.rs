@@ -29,7 +29,8 @@
 //! as their LF blob; the class is checked out with CRLF when the converted ones are more (a tie
 //! is LF, git's default). Then every file of the class has, as its baseline, its blob
 //! converted; else its blob. Files are read in path order until the rest cannot change the
-//! count's outcome.
+//! count's outcome; a file with LF and no CR counts for LF unhashed (edited or not, it is a
+//! change in a CRLF checkout either way), a file found converted is hashed to be sure.
 //!
 //! So a whole-tree CRLF checkout is no change; one file converted (or one file turned back to
 //! LF in a CRLF checkout) is a change, listed or vetoed like any. When the referee pins its
@@ -322,7 +323,8 @@ fn oid_of(bytes: &[u8], like: gix::ObjectId) -> gix::ObjectId {
 
 /// What the work tree says of one file as checked out.
 enum Found {
-    /// Its blob, LF where converting would have put CRLF: the class is not converted.
+    /// LF where converting would have put CRLF (no CR at all): the file's class is not
+    /// converted. With `verify`, the file is exactly its blob.
     AsBlob,
     /// Its blob converted: the file's bytes, by SHA-256.
     Converted(String),
@@ -330,7 +332,12 @@ enum Found {
     Other,
 }
 
-fn found(root: &Path, rel: &str, oid: gix::ObjectId, rule: Rule, cap: u64) -> Found {
+/// How the file `rel` (blob `oid`) is found at `root`. Counting a class's files, an LF file is
+/// not hashed (`verify` false): a file with no CR that converting would change counts for LF
+/// whether or not the worker edited it (an edit is a change either way), so an ordinary LF
+/// checkout costs a scan for CR and LF, no hash; a file found converted is always hashed, since
+/// it is what lets a file with CRLF count as unchanged.
+fn found(root: &Path, rel: &str, oid: gix::ObjectId, rule: Rule, cap: u64, verify: bool) -> Found {
     let path = name::to_path(root, rel);
     let Ok(meta) = std::fs::symlink_metadata(&path) else {
         return Found::Other;
@@ -341,12 +348,9 @@ fn found(root: &Path, rel: &str, oid: gix::ObjectId, rule: Rule, cap: u64) -> Fo
     let Ok(bytes) = std::fs::read(&path) else {
         return Found::Other;
     };
-    if oid_of(&bytes, oid) == oid {
-        return if converts(rule, &stats(&bytes)) {
-            Found::AsBlob
-        } else {
-            Found::Other
-        };
+    if memchr::memchr(b'\r', &bytes).is_none() {
+        let lf = converts(rule, &stats(&bytes)) && (!verify || oid_of(&bytes, oid) == oid);
+        return if lf { Found::AsBlob } else { Found::Other };
     }
     match crlf_source(&bytes) {
         Some(blob) if oid_of(&blob, oid) == oid && converts(rule, &stats(&blob)) => {
@@ -392,7 +396,7 @@ pub fn checked_out<'a>(
             .collect();
         let (mut as_blob, mut converted) = (0usize, BTreeMap::new());
         for (seen, (rel, oid, rule)) in members.iter().enumerate() {
-            match found(root, rel, *oid, *rule, cap) {
+            match found(root, rel, *oid, *rule, cap, false) {
                 Found::AsBlob => as_blob += 1,
                 Found::Converted(sha) => {
                     converted.insert((*rel).clone(), sha);
@@ -423,7 +427,7 @@ pub fn checked_out<'a>(
         // its LF blob: its attribute came after it was checked out, and git does not convert a
         // file again until it checks it out again (nor calls it changed): its blob.
         if by_class.is_none() {
-            match found(root, rel, oid, rule, cap) {
+            match found(root, rel, oid, rule, cap, true) {
                 Found::Converted(sha) => {
                     out.insert(rel.clone(), sha);
                     continue;
