@@ -18,6 +18,9 @@
 //! (which bash parses whole, before the function runs) or inside the block that uses it
 //! changes nothing, as in bash. What cannot be told without running the script (an `if` whose
 //! branch is not taken) counts as run.
+//!
+//! A script whose `#!` line names an interpreter outside the Bourne family (`zsh`, `fish`,
+//! `python3`) is not judged by the bash rule at all: bash's verdict is not that interpreter's.
 
 use std::io::Write;
 use std::path::Path;
@@ -37,8 +40,37 @@ pub(super) fn is_bash_parse(rule: &CommandRule) -> bool {
     name == "bash" && rule.argv.iter().skip(1).any(|a| a == "-n")
 }
 
-/// Runs the bash rule on the script `bytes` at `abs` as described in the module doc.
+/// The shells whose scripts bash parses as they do (the Bourne family): a `#!` line naming
+/// another interpreter (`zsh`, `fish`, `python3`, ...) is not a bash script, whatever its
+/// extension.
+const BOURNE: &[&str] = &[
+    "bash", "sh", "dash", "ash", "ksh", "ksh93", "mksh", "busybox",
+];
+
+/// The interpreter a `#!` line names (`#!/usr/bin/env zsh` → `zsh`), when the script has one.
+fn interpreter(bytes: &[u8]) -> Option<String> {
+    let first = bytes.strip_prefix(b"#!")?;
+    let line = first.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let program = words.next()?;
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if name != "env" {
+        return Some(name.to_string());
+    }
+    // `env [-S] [-i] [NAME=VALUE…] PROGRAM`.
+    words
+        .find(|w| !w.starts_with('-') && !w.contains('='))
+        .map(|w| w.rsplit('/').next().unwrap_or(w).to_string())
+}
+
+/// Runs the bash rule on the script `bytes` at `abs` as described in the module doc. A script
+/// whose `#!` line names an interpreter outside the Bourne family is not judged by it
+/// ([`Outcome::NotApplicable`]): bash's verdict on zsh or fish is not that shell's.
 pub(super) fn run(rule: &CommandRule, rel: &str, abs: &Path, bytes: &[u8]) -> Outcome {
+    if interpreter(bytes).is_some_and(|i| !BOURNE.contains(&i.as_str())) {
+        return Outcome::NotApplicable;
+    }
     let plain = command::run(rule, rel, abs);
     if !matches!(plain, Outcome::Invalid { .. }) {
         return plain;
@@ -191,6 +223,19 @@ mod tests {
         assert_eq!(on("echo shopt -s extglob\n"), None);
         assert_eq!(on("shopt -s nullglob\n"), None);
         assert_eq!(on("shopt extglob\n"), None);
+    }
+
+    #[test]
+    fn the_interpreter_of_a_hashbang_line() {
+        let of = |s: &str| interpreter(s.as_bytes());
+        assert_eq!(of("#!/bin/bash\necho\n").as_deref(), Some("bash"));
+        assert_eq!(of("#!/usr/bin/env zsh\n").as_deref(), Some("zsh"));
+        assert_eq!(
+            of("#!/usr/bin/env -S LANG=C fish -l\n").as_deref(),
+            Some("fish")
+        );
+        assert_eq!(of("#! /bin/sh -e\n").as_deref(), Some("sh"));
+        assert_eq!(of("echo no line\n"), None);
     }
 
     #[test]

@@ -763,6 +763,19 @@ const EXTGLOB_SCRIPTS: &[(&str, &str, bool)] = &[
     ),
 ];
 
+honest!(
+    /// A `.sh` script written for zsh (its `#!` line says so) is not judged by `bash -n`, which
+    /// rejects zsh's own syntax: zsh runs it.
+    a_zsh_script_is_not_judged_as_bash,
+    with_script,
+    |r| {
+        let script = "#!/usr/bin/env zsh\nfor f (a b c) print -r -- ${(U)f}\n";
+        assert!(bash_finds_a_syntax_error(script), "bash rejects zsh syntax");
+        r.write("scripts/deploy.sh", script);
+        r.record("t1", &[], &["scripts/deploy.sh"], &[]);
+    }
+);
+
 /// CC-05 agrees with bash on every script above: it parses what bash runs, and FAILs what bash
 /// stops at, at bash's line.
 #[test]
@@ -817,6 +830,21 @@ const ENCODED: &[(&str, &[u8], bool)] = &[
     (
         "an encoding python does not know",
         b"# coding: klingon\nNAME = 'x'\n",
+        false,
+    ),
+    (
+        "a UTF-8 byte-order mark and a utf-8 declaration",
+        b"\xef\xbb\xbf# coding: utf-8\nNAME = 'Jos\xc3\xa9'\n",
+        true,
+    ),
+    (
+        "a UTF-8 byte-order mark and another declaration",
+        b"\xef\xbb\xbf# coding: latin-1\nNAME = 'x'\n",
+        false,
+    ),
+    (
+        "a declaration on line 3 is no declaration",
+        b"#!/usr/bin/env python3\n\n# coding: latin-1\nNAME = 'Jos\xe9'\n",
         false,
     ),
 ];
