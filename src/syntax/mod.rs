@@ -99,6 +99,7 @@ mod golang;
 mod goscan;
 mod js;
 mod nesting;
+pub mod pyc;
 mod pyencoding;
 mod pygrammar;
 mod python;

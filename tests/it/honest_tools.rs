@@ -1081,6 +1081,116 @@ honest!(
     }
 );
 
+/// Runs python3 in the workspace as the worker's test run would, writing bytecode
+/// (`PYTHONDONTWRITEBYTECODE` unset): `args` after `python3`.
+fn python_writes_bytecode(r: &Repo, args: &[&str]) {
+    assert!(has("python3"), "python3 is needed to make bytecode");
+    let out = Command::new("python3")
+        .current_dir(&r.ws)
+        .env_remove("PYTHONDONTWRITEBYTECODE")
+        .env_remove("PYTHONPYCACHEPREFIX")
+        .args(args)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The cached bytecode files under `dir` (relative to the workspace).
+fn bytecode_files(r: &Repo, dir: &str) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(r.path(dir))
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| format!("{dir}/{}", e.file_name().to_string_lossy()))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+honest!(
+    /// The worker runs the tests: CPython caches the bytecode of every module they import, the
+    /// protected one included (`src/__pycache__/orchestrator.cpython-3XX.pyc`). That bytecode is
+    /// the protected module's own code, so it shadows nothing.
+    running_the_tests_caches_the_protected_modules_own_bytecode,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        let import = "import sys; sys.path.insert(0, 'src'); import orchestrator, app";
+        python_writes_bytecode(r, &["-c", import]);
+        python_writes_bytecode(r, &["-O", "-c", import]);
+        let cached = bytecode_files(r, "src/__pycache__");
+        assert!(
+            cached.iter().any(|p| p.contains("orchestrator.") && p.ends_with(".opt-1.pyc"))
+                && cached.iter().any(|p| p.contains("orchestrator.") && !p.contains(".opt-")),
+            "{cached:?}"
+        );
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
+honest!(
+    /// `python -m compileall` over the tree: the same.
+    compileall_over_the_tree,
+    with_protected_packages,
+    |r| {
+        edit_app(r);
+        python_writes_bytecode(r, &["-m", "compileall", "-q", "src", "app", "pkg"]);
+        assert!(!bytecode_files(r, "pkg/core/__pycache__").is_empty());
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
+/// Bytecode of another program in the protected module's cache, its header made to match the
+/// source so CPython runs it (this test checks it does): vetoed, and the evidence says why.
+#[test]
+fn forged_bytecode_with_a_valid_header_is_vetoed() {
+    assert!(has("python3"), "python3 is needed to forge bytecode");
+    for mode in [Mode::Pinned, Mode::Fresh] {
+        let (r, code, doc) = judge(
+            Repo::new,
+            |r| {
+                edit_app(r);
+                let forge = "import importlib.util as u, importlib._bootstrap_external as b, os\n\
+                    src = 'src/orchestrator.py'\n\
+                    st = os.stat(src)\n\
+                    code = compile(\"ROLES = ['worker', 'admin']\\n\", os.path.abspath(src), 'exec')\n\
+                    data = b._code_to_timestamp_pyc(code, st.st_mtime, st.st_size)\n\
+                    os.makedirs('src/__pycache__', exist_ok=True)\n\
+                    open(u.cache_from_source(src), 'wb').write(data)\n";
+                python_writes_bytecode(r, &["-c", forge]);
+                let out = Command::new("python3")
+                    .current_dir(&r.ws)
+                    .args(["-B", "-c", "import sys; sys.path.insert(0, 'src'); import orchestrator; print(orchestrator.ROLES)"])
+                    .output()
+                    .expect("python3");
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout).trim(),
+                    "['worker', 'admin']",
+                    "CPython runs the forged bytecode"
+                );
+                r.record("t1", &[], &[APP], &[]);
+            },
+            mode,
+            &[],
+        );
+        let pyc = bytecode_files(&r, "src/__pycache__")
+            .into_iter()
+            .find(|p| p.contains("orchestrator."))
+            .expect("the forged file");
+        assert_vetoed(&r, code, &doc, &pyc);
+        let ev = evidence(&doc, "CC-01");
+        assert!(
+            ev.contains("bytecode that is not its source's code"),
+            "{ev}"
+        );
+    }
+}
+
 honest!(
     /// Bytecode of a module that is not protected (the worker ran its tests) is ignored output.
     bytecode_of_an_unprotected_module_is_no_change,

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, FileRef, Outcome, Verdict};
 use crate::protocol::predicate::{Glob, RecordField, Unchanged};
+use crate::syntax::pyc::Bytecode;
 use crate::workspace::record::{Record, Task};
 use crate::workspace::{name, Change, Content, Workspace};
 
@@ -279,9 +280,22 @@ fn findings(ws: &Workspace, globs: &[(Glob, Option<String>)]) -> Vec<(String, St
         shadow.map(Some)
     };
     let protected = |p: &str| matched(p).is_some();
-    let said = |what: String, p: &str| match matched(p).flatten() {
-        Some(of) => format!("{what}, shadows `{of}`"),
-        None => what,
+    // What a finding says, or `None` for bytecode that is its unchanged source's own code.
+    let said = |what: String, p: &str| {
+        let what = match matched(p).flatten() {
+            Some(of) => format!("{what}, shadows `{of}`"),
+            None => what,
+        };
+        match bytecode(ws, p) {
+            Some(Bytecode::Same) => None,
+            Some(Bytecode::Differs) => {
+                Some(format!("{what}: bytecode that is not its source's code"))
+            }
+            Some(Bytecode::Unknown(why)) => {
+                Some(format!("{what}: bytecode that cannot be checked ({why})"))
+            }
+            None => Some(what),
+        }
     };
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     if let Some(changes) = ws.changes() {
@@ -290,14 +304,18 @@ fn findings(ws: &Workspace, globs: &[(Glob, Option<String>)]) -> Vec<(String, St
                 Some(d) => format!("{}, {d}", c.as_str()),
                 None => c.as_str().to_string(),
             };
-            out.insert(p.clone(), said(what, p));
+            if let Some(note) = said(what, p) {
+                out.insert(p.clone(), note);
+            }
         }
     }
     for p in ws.ignored().iter().filter(|p| protected(p)) {
         if unchanged_copy(ws, p, &protected) {
             continue;
         }
-        out.insert(p.clone(), said("added, hidden by an ignore rule".into(), p));
+        if let Some(note) = said("added, hidden by an ignore rule".into(), p) {
+            out.insert(p.clone(), note);
+        }
     }
     for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {
         out.insert(
@@ -306,6 +324,39 @@ fn findings(ws: &Workspace, globs: &[(Glob, Option<String>)]) -> Vec<(String, St
         );
     }
     out.into_iter().collect()
+}
+
+/// For a path in a `__pycache__/` folder named as cached bytecode (`D/__pycache__/M.TAG.pyc`),
+/// whether it holds the code of its source `D/M.py` as the baseline has it, the source
+/// unchanged (see [`crate::syntax::pyc`]: what running the tests leaves is no shadow, forged
+/// bytecode is). `None` for any other path, or bytecode whose source is not a baseline file
+/// standing unchanged.
+fn bytecode(ws: &Workspace, p: &str) -> Option<Bytecode> {
+    let (dir, file_name) = p.rsplit_once('/')?;
+    let parent = match dir.strip_suffix("__pycache__")? {
+        "" => "",
+        d => d.strip_suffix('/')?,
+    };
+    crate::syntax::pyc::tag_of(file_name)?;
+    let module = file_name.split('.').next()?;
+    let source = if parent.is_empty() {
+        format!("{module}.py")
+    } else {
+        format!("{parent}/{module}.py")
+    };
+    if ws.changes().is_none_or(|c| c.contains_key(&source)) {
+        return None;
+    }
+    let (Content::Bytes(pyc), Content::Bytes(src)) = (ws.current(p), ws.base(&source)) else {
+        return None;
+    };
+    Some(crate::syntax::pyc::compare(
+        &pyc.bytes,
+        file_name,
+        &src.bytes,
+        p,
+        &name::to_path(ws.root(), p),
+    ))
 }
 
 /// Whether the ignored path `p` is an unchanged copy of the protected baseline file it copies:
