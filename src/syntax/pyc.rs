@@ -20,6 +20,8 @@ use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
+
 use super::command::{self, Ran};
 use super::CommandRule;
 
@@ -73,7 +75,7 @@ pub fn tag_of(file_name: &str) -> Option<(String, u8)> {
 }
 
 /// What a comparison is kept by: the `.pyc`'s and the source's SHA-256, and the file name.
-type MemoKey = (String, String, String);
+type MemoKey = (Vec<u8>, Vec<u8>, String);
 
 /// Whether the bytecode `pyc` (its file named `file_name`) holds the code of `source`; `rel`
 /// and `abs` are the `.pyc`'s place in the workspace (the workspace is where no program is run
@@ -81,8 +83,8 @@ type MemoKey = (String, String, String);
 pub fn compare(pyc: &[u8], file_name: &str, source: &[u8], rel: &str, abs: &Path) -> Bytecode {
     static MEMO: OnceLock<Mutex<HashMap<MemoKey, Bytecode>>> = OnceLock::new();
     let key = (
-        crate::workspace::sha256(pyc),
-        crate::workspace::sha256(source),
+        Sha256::digest(pyc).to_vec(),
+        Sha256::digest(source).to_vec(),
         file_name.to_string(),
     );
     let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
