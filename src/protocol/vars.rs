@@ -308,7 +308,7 @@ fields!(PathsListed {
 });
 
 fields!(Unchanged { globs, shadows });
-fields!(Shadow { paths; ext });
+fields!(Shadow { paths; ext, stem });
 fields!(AddedLines { forbid, forbid_patterns; secrets });
 fields!(SizeLimit {
     by_extension,

@@ -18,6 +18,7 @@ mod formats;
 mod fuzz;
 mod heap;
 mod hook_agents;
+mod honest_tools;
 mod hooks;
 mod human_text;
 mod interrupt;
