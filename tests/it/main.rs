@@ -18,6 +18,7 @@ mod formats;
 mod fuzz;
 mod heap;
 mod hook_agents;
+mod honest_tools;
 mod hooks;
 mod human_text;
 mod interrupt;
@@ -32,6 +33,7 @@ mod order;
 mod pinned;
 mod pipeline;
 mod project_rules;
+mod protect_forms;
 mod renamed_grades;
 mod replay;
 mod root;
@@ -43,6 +45,7 @@ mod unreadable;
 mod user_protocol;
 mod waivers;
 mod watch;
+mod weakened;
 
 /// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.
 #[global_allocator]
