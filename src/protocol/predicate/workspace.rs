@@ -519,6 +519,8 @@ mod tests {
                 "web.d/**"
             ]
         );
+    }
+
     fn sources(glob: &str, shadow: Shadow) -> Vec<String> {
         shadow_sources(glob, &[shadow])
             .into_iter()
