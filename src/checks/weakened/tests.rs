@@ -591,7 +591,11 @@ fn assertions_moved_into_a_helper_are_not_removed() {
     // A helper holding two assertions stands for two at each call (cobra's args_test).
     let two_inline = "package p\n\nfunc TestA(t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n\nfunc TestB(t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n\nfunc TestC(t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n";
     let two_helper = "package p\n\nfunc wantA(err error, t *testing.T) {\n\tif err == nil {\n\t\tt.Fatal(\"no error\")\n\t}\n\tif err.Error() != \"a\" {\n\t\tt.Errorf(\"got %v\", err)\n\t}\n}\n\nfunc TestA(t *testing.T) {\n\twantA(err, t)\n}\n\nfunc TestB(t *testing.T) {\n\twantA(err, t)\n}\n\nfunc TestC(t *testing.T) {\n\twantA(err, t)\n}\n";
-    assert!(one("a_test.go", two_inline, two_helper).is_empty(), "{:?}", one("a_test.go", two_inline, two_helper));
+    assert!(
+        one("a_test.go", two_inline, two_helper).is_empty(),
+        "{:?}",
+        one("a_test.go", two_inline, two_helper)
+    );
     // A call to the helper removed is an assertion removed; so is an assertion taken out of it.
     let fewer = "def check(r):\n    assert r.ok\n    assert r.body\n\ndef test_a():\n    check(get(1))\n\ndef test_b():\n    get(2)\n";
     assert_eq!(
