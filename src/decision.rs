@@ -349,10 +349,7 @@ mod tests {
             );
         }
         assert!(stop.contains("added, a link to `roles.py`"), "{stop}");
-        assert!(
-            stop.contains("in the place of protected `**/roles.py`"),
-            "{stop}"
-        );
+        assert!(stop.contains("added, shadows `**/roles.py`"), "{stop}");
         assert!(stop.contains("added, hidden by an ignore rule"), "{stop}");
 
         // Put back: nothing to veto, no STOP, exit 0.

@@ -312,7 +312,7 @@ impl Happened {
             Happened::Removed => "removed".into(),
             Happened::Retyped { change } => format!("modified, type: {change}"),
             Happened::Mode { change } => format!("modified, mode: {change}"),
-            Happened::Shadowed { of } => format!("added, in the place of protected `{of}`"),
+            Happened::Shadowed { of } => format!("added, shadows `{of}`"),
             Happened::Hidden => "added, hidden by an ignore rule".into(),
             Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
             Happened::SinceStart { what } | Happened::Bytecode { what } => what.clone(),
@@ -349,17 +349,20 @@ pub fn protected_paths(
         }),
         None => Some(happened),
     };
+    // Matched by a shadow glob alone: it stands in the place of the protected module `of`.
+    let shadow_of = |p: &str| {
+        if globs.iter().any(|(g, of)| of.is_none() && g.is_match(p)) {
+            None
+        } else {
+            globs
+                .iter()
+                .find_map(|(g, of)| of.as_ref().filter(|_| g.is_match(p)).cloned())
+        }
+    };
     let mut out: BTreeMap<String, Happened> = BTreeMap::new();
     if let Some(changes) = ws.changes() {
         for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
-            // Matched by a shadow glob alone: it stands in a protected module's place.
-            let shadowed = if globs.iter().any(|(g, of)| of.is_none() && g.is_match(p)) {
-                None
-            } else {
-                globs
-                    .iter()
-                    .find_map(|(g, of)| of.as_ref().filter(|_| g.is_match(p)).cloned())
-            };
+            let shadowed = shadow_of(p);
             let detail = ws.detail(p);
             let happened = match (c, shadowed, detail) {
                 (Change::Added, Some(of), _) => Happened::Shadowed { of },
@@ -385,11 +388,45 @@ pub fn protected_paths(
     match ws.outside_baseline(&srcs, &protected) {
         Some(found) => {
             for (p, what) in found.changed {
-                if what == "added" && unchanged_copy(ws, &p, &protected) {
+                if what.starts_with("added,") && unchanged_copy(ws, &p, &protected) {
                     continue;
                 }
+                let what = match shadow_of(&p) {
+                    Some(of) => format!("{what}, shadows `{of}`"),
+                    None => what,
+                };
                 if let Some(happened) = judged(&p, Happened::SinceStart { what }) {
                     out.insert(p, happened);
+                }
+            }
+            // An ignored path first seen now that an import may load in a protected module's
+            // place (a copy named as a protected baseline file, a shadow such as cached
+            // bytecode) has no earlier state to be judged against: as with no state directory,
+            // it is an addition unless it is an unchanged copy (what a build leaves) or its
+            // source's own bytecode. Other ignored protected paths present at start are pinned
+            // as they are (an agent's local settings).
+            let ignored: BTreeSet<&String> = ws.ignored().iter().collect();
+            let copy_by_name = |p: &str| {
+                p.rsplit('/').next().is_some_and(|n| {
+                    ws.baseline_paths_named(n)
+                        .iter()
+                        .any(|q| q.as_str() != p && protected(q))
+                })
+            };
+            for p in found
+                .pinned_now
+                .iter()
+                .filter(|p| ignored.contains(p) && (copy_by_name(p) || shadow_of(p).is_some()))
+            {
+                if unchanged_copy(ws, p, &protected) {
+                    continue;
+                }
+                let happened = match shadow_of(p) {
+                    Some(of) => Happened::Shadowed { of },
+                    None => Happened::Hidden,
+                };
+                if let Some(happened) = judged(p, happened) {
+                    out.insert(p.clone(), happened);
                 }
             }
         }
@@ -398,7 +435,11 @@ pub fn protected_paths(
                 if unchanged_copy(ws, p, &protected) {
                     continue;
                 }
-                if let Some(happened) = judged(p, Happened::Hidden) {
+                let happened = match shadow_of(p) {
+                    Some(of) => Happened::Shadowed { of },
+                    None => Happened::Hidden,
+                };
+                if let Some(happened) = judged(p, happened) {
                     out.insert(p.clone(), happened);
                 }
             }

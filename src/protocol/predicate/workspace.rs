@@ -70,10 +70,16 @@ impl Unchanged {
             // A protected folder protects what is in it: `ci`, `ci/` (a folder, as a trailing `/`
             // says) and `ci/**` all protect `ci/deploy.sh`, as git's pathspecs and ignore rules
             // read a folder's name. A name with an extension or a wildcard (`*.lock`,
-            // `**/roles.py`) is taken for a file's unless written with its `/`.
+            // `**/roles.py`) is taken for a file's unless written with its `/`. `.git` is the
+            // exception: it protects the git directory's place (a `gitdir:` file put there), and
+            // what in it runs code is protected by name (`.git/hooks/**`, `.git/config`), for
+            // git rewrites the rest (`index`, `logs/`, objects) on every honest commit.
             for g in &self.globs {
                 let body = g.as_str().trim_end_matches('/');
                 let last = body.rsplit('/').next().unwrap_or(body);
+                if last == ".git" && !g.dirs_only() {
+                    continue;
+                }
                 let folder = g.dirs_only()
                     || !(last.contains(['*', '?', '[', '{'])
                         || last.chars().skip(1).any(|c| c == '.'));
@@ -500,6 +506,11 @@ mod tests {
             );
             assert!(!hit("cid/x") && !hit("src/ci/x"), "{written}");
         }
+        // `.git` protects the git directory's place, not what git writes in it.
+        let git = unchanged(&[".git"], &[]);
+        let globs = git.all_globs();
+        assert!(globs.iter().any(|(g, _)| g.is_match(".git")));
+        assert!(!globs.iter().any(|(g, _)| g.is_match(".git/index")));
         let u = unchanged(
             &[".claude", "Makefile", "*.lock", "docs/conf.py", "web.d/"],
             &[],
