@@ -515,13 +515,13 @@ with = "Verdict pending"
     );
 }
 
-/// The protocol examples in the README (the user's own, the build protocol's and the task
-/// protocol's `toml` blocks that declare a `[[check]]`) are protocols `protocol check` accepts, with the header
-/// the README tells a user to add where the block leaves it out.
+/// The protocol examples in the user guide (the user's own, the build protocol's and the task
+/// protocol's `toml` blocks that declare a `[[check]]`) are protocols `protocol check` accepts,
+/// with the header the guide tells a user to add where the block leaves it out.
 #[test]
-fn the_readme_protocol_examples_are_valid() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+fn the_guide_protocol_examples_are_valid() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/GUIDE.md"))
+        .expect("docs/GUIDE.md");
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = 0;
     for (i, block) in readme.split("```toml\n").skip(1).enumerate() {
@@ -544,7 +544,7 @@ fn the_readme_protocol_examples_are_valid() {
             stderr: err,
             ..
         } = run(&["protocol", "check", file.to_str().unwrap()]);
-        assert_eq!(code, 0, "README toml block {i}: {out}{err}\n{body}");
+        assert_eq!(code, 0, "GUIDE toml block {i}: {out}{err}\n{body}");
         checked += 1;
     }
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Protocols a user writes (issue 18 §4): the README's worked protocol (`examples/protocol-score`,
+//! Protocols a user writes (issue 18 §4): the user guide's worked protocol (`examples/protocol-score`,
 //! "report exists, no TODO, score >= 0.8") judged by `referee verify` and tested with its own
 //! fixtures by `referee protocol test`, a protocol without `[verdict]` completing on `--final`
 //! and `--exit-with`, and the protocol format's JSON Schema (`schema/protocol.schema.json`)
@@ -429,15 +429,15 @@ fn the_schema_refuses_misspelled_keys() {
     }
 }
 
-/// The README's "Writing your own protocol" is enough: its protocol, copied as it stands, loads
-/// and matches every case of `examples/protocol-score`.
+/// The user guide's "Writing your own protocol" is enough: its protocol, copied as it stands,
+/// loads and matches every case of `examples/protocol-score`.
 #[test]
-fn the_readme_protocol_passes_the_example_fixtures() {
-    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+fn the_guide_protocol_passes_the_example_fixtures() {
+    let readme = fs::read_to_string(repo().join("docs/GUIDE.md")).unwrap();
     let section = readme
         .split("\n## Writing your own protocol\n")
         .nth(1)
-        .expect("the README section");
+        .expect("the guide's section");
     let block = section
         .split("```toml\n")
         .nth(1)
