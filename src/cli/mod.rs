@@ -133,8 +133,7 @@ enum Command {
     /// (Write/Edit/MultiEdit, `apply_patch`, a plain shell write such as `sed -i`) is denied.
     /// `PostToolUse`: a failing check naming the edited file is fed back. Input that cannot be
     /// read: exit 2, the reason on stderr; a stop that cannot be judged is blocked with the
-    /// reason (capped like the guards). Snippets: examples/claude-code/, examples/codex/; README
-    /// "Agent hooks".
+    /// reason (capped like the guards). Snippets: examples/<agent>/; docs/agents.md.
     Hook(HookArgs),
     /// Serve read-only tools to an agent over stdio (Model Context Protocol): judge a
     /// directory now, a task's verdict, a check explained, the protected paths, the status.
@@ -197,7 +196,7 @@ impl WaiversArg {
     }
 }
 
-/// A project's own rules (README "Your project's rules"): applied in this order, the file, then
+/// A project's own rules (docs/GUIDE.md "Your project's rules"): applied in this order, the file, then
 /// each `--set`, then each `--protect`; the resolved values change the protocol's SHA-256.
 #[derive(Args, Debug, Default)]
 struct RulesArgs {

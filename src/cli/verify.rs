@@ -43,7 +43,7 @@ pub(super) struct VerifyArgs {
     #[arg(long, value_name = "DIR")]
     baseline_dir: Option<PathBuf>,
     /// Code-change protocol: CC-07's secret rules from FILE instead of the protocol's (in the
-    /// format of the embedded rules, documented in the README). Refused when FILE lies inside
+    /// format of the embedded rules, documented in docs/GUIDE.md). Refused when FILE lies inside
     /// the watched directory: the worker could edit it.
     #[arg(long, value_name = "FILE")]
     secrets: Option<PathBuf>,
@@ -62,7 +62,7 @@ pub(super) struct VerifyArgs {
 enum Format {
     /// The OBSERVER-REPORT.md format.
     Md,
-    /// One JSON object, schema `referee.verify/1` (see README).
+    /// One JSON object, schema `referee.verify/1` (see docs/GUIDE.md).
     Json,
     /// JUnit XML: a testcase per check instance (FAIL failure, WAITING/SKIP skipped,
     /// INCONCLUSIVE error).

@@ -78,7 +78,7 @@ pub(super) struct WatchArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "root")]
     baseline_dir: Option<PathBuf>,
     /// Code-change protocol: CC-07's secret rules from FILE instead of the protocol's (in the
-    /// format of the embedded rules, documented in the README). Refused when FILE lies inside
+    /// format of the embedded rules, documented in docs/GUIDE.md). Refused when FILE lies inside
     /// the watched directory: the worker could edit it.
     #[arg(long, value_name = "FILE")]
     secrets: Option<PathBuf>,

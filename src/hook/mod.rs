@@ -132,7 +132,7 @@ pub struct Config {
     pub max_read_bytes: u64,
     /// The judgment's deadline (below the agent's hook timeout).
     pub timeout: Duration,
-    /// The project's rules (`--protect`, `--set`, `--vars`; README "Your project's rules").
+    /// The project's rules (`--protect`, `--set`, `--vars`; docs/GUIDE.md "Your project's rules").
     pub overrides: crate::protocol::overrides::Overrides,
 }
 

@@ -1,5 +1,5 @@
 //! The JSON form of an evaluation (`verify --format json`), schema `referee.verify/1`,
-//! documented in README.md. Adding a field is compatible; renaming or removing one bumps
+//! documented in docs/GUIDE.md. Adding a field is compatible; renaming or removing one bumps
 //! the schema version.
 //!
 //! `build_dir` is absolute (symlinks resolved). Every file reference keeps `path`, relative to

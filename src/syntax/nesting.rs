@@ -20,7 +20,7 @@
 //!   it; JSX text is read as code), so brackets opened there still count, and a closer there only
 //!   closes what was opened in the same region: a mistake makes the estimate larger, not smaller.
 //!
-//! Real code stays far below the limit (the deepest of the real files measured for the README is
+//! Real code stays far below the limit (the deepest of the real files measured (docs/benchmarks.md) is
 //! a few hundred units); the parse thread's stack (`js::STACK`) holds many times [`LIMIT`] units
 //! of the costliest construct measured.
 
