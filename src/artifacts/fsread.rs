@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::fs::{self, File, FileType, Metadata, OpenOptions};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
@@ -226,12 +226,20 @@ pub(crate) fn lowercase_message(err: &io::Error) -> String {
 /// [`ReadError::TooLarge`] without reading it; a file that grows past `cap` while it is read is
 /// refused after reading at most `cap + 1` bytes.
 pub fn read_file(root: &Path, path: &Path, rel: &str, cap: u64) -> Result<FileData, ReadError> {
+    let (target, meta) = resolve_inside(root, path, rel)?;
+    check_regular(rel, &meta, cap)?;
+    let (file, meta) = open_regular(&target, rel, cap)?;
+    read_capped(file, &meta, rel, cap)
+}
+
+/// What `path` (known to the caller as `rel`) resolves to, every symlink on the way followed
+/// (the last component and any parent directory), with its metadata; refused when the result
+/// lies outside `root` or the link dangles. Nothing is opened: the caller checks the type first,
+/// so a FIFO, socket or device is never opened.
+fn resolve_inside(root: &Path, path: &Path, rel: &str) -> Result<(PathBuf, Metadata), ReadError> {
     // What is at the path itself, without following a symlink.
     let link_meta = fs::symlink_metadata(path).map_err(|e| io_error(rel, &e))?;
     let is_symlink = link_meta.file_type().is_symlink();
-
-    // Resolve every symlink on the way (the last component and any parent directory), then insist
-    // the result is still inside the build directory.
     let target = match fs::canonicalize(path) {
         Ok(target) => target,
         Err(e) if is_symlink && e.kind() == io::ErrorKind::NotFound => {
@@ -248,17 +256,12 @@ pub fn read_file(root: &Path, path: &Path, rel: &str, cap: u64) -> Result<FileDa
             target: target.display().to_string(),
         });
     }
-
-    // Check the type before opening: a FIFO, socket or device is never opened.
     let meta = if is_symlink {
         fs::metadata(&target).map_err(|e| io_error(rel, &e))?
     } else {
         link_meta
     };
-    check_regular(rel, &meta, cap)?;
-
-    let (file, meta) = open_regular(&target, rel, cap)?;
-    read_capped(file, &meta, rel, cap)
+    Ok((target, meta))
 }
 
 /// The first `n` bytes (fewer when the file is shorter) of the file at `path`, known to the
@@ -267,29 +270,7 @@ pub fn read_file(root: &Path, path: &Path, rel: &str, cap: u64) -> Result<FileDa
 /// against: a screenshot is recognised without reading it whole.
 pub fn read_head(root: &Path, path: &Path, rel: &str, n: usize) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
-    let link_meta = fs::symlink_metadata(path).map_err(|e| io_error(rel, &e))?;
-    let is_symlink = link_meta.file_type().is_symlink();
-    let target = match fs::canonicalize(path) {
-        Ok(target) => target,
-        Err(e) if is_symlink && e.kind() == io::ErrorKind::NotFound => {
-            return Err(ReadError::NotRegular {
-                rel: rel.to_string(),
-                what: "dangling symlink".to_string(),
-            });
-        }
-        Err(e) => return Err(io_error(rel, &e)),
-    };
-    if !target.starts_with(root) {
-        return Err(ReadError::OutsideRoot {
-            rel: rel.to_string(),
-            target: target.display().to_string(),
-        });
-    }
-    let meta = if is_symlink {
-        fs::metadata(&target).map_err(|e| io_error(rel, &e))?
-    } else {
-        link_meta
-    };
+    let (target, meta) = resolve_inside(root, path, rel)?;
     // The head is all that is read, whatever the file's size.
     check_regular(rel, &meta, u64::MAX)?;
     let (file, _) = open_regular(&target, rel, u64::MAX)?;
