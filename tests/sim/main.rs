@@ -5,7 +5,7 @@
 //! named regression test below and a row of [`KNOWN_OPEN`].
 //!
 //! `cargo test --test sim` runs `SIM_SESSIONS` sessions (default 300) on `SIM_THREADS` threads;
-//! `SIM_SEED=N cargo test --test sim -- sim --nocapture` replays one session, `SIM_KEEP=0,3,5`
+//! `SIM_SEED=N cargo test --test sim -- sim --exact --nocapture` replays one session, `SIM_KEEP=0,3,5`
 //! keeps only those steps of it (the shrinker prints the command), `SIM_ALL=1` includes the
 //! known open classes. `bench/sim-code-change.sh` runs the long version.
 
@@ -132,6 +132,9 @@ fn excluded(act: &Act, setup: &Setup) -> bool {
         .any(|o| !o.act.is_empty() && o.act == act.name() && (!o.live_only || setup.live))
 }
 
+/// A failing session and its shrunk steps.
+type Failed = (Outcome, Option<Plan>);
+
 /// What one session came to.
 #[derive(Debug)]
 pub struct Outcome {
@@ -153,7 +156,7 @@ pub fn run_plan(plan: &Plan, caps: Caps) -> Outcome {
         }
     }
     if result.is_ok() {
-        result = s.finish();
+        result = s.finish(plan.acts.last() == Some(&Act::Judge));
     } else {
         let _ = s.w.stop_live(libc::SIGKILL);
     }
@@ -220,6 +223,17 @@ fn keep_indices(plan: &Plan, small: &Plan) -> String {
     out.join(",")
 }
 
+/// User and system CPU time of this process or of its waited-for children, in seconds.
+fn cpu_seconds(who: libc::c_int) -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -251,7 +265,7 @@ fn run_many() -> Result<(), String> {
     let live_share: f64 = std::env::var("SIM_LIVE_SHARE")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0.15);
+        .unwrap_or(0.05);
     let (first, count) = match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(seed) => (seed, 1),
         None => (env_u64("SIM_START", 1), env_u64("SIM_SESSIONS", 300)),
@@ -266,18 +280,20 @@ fn run_many() -> Result<(), String> {
     let shrink_on = std::env::var_os("SIM_NO_SHRINK").is_none();
     let next = Arc::new(AtomicU64::new(first));
     let actions = Arc::new(AtomicUsize::new(0));
-    let fails: Arc<Mutex<Vec<(Outcome, Option<Plan>)>>> = Arc::default();
+    let fails: Arc<Mutex<Vec<Failed>>> = Arc::default();
     let stats: Arc<Mutex<session::Stats>> = Arc::default();
     let open_seen: Arc<Mutex<BTreeMap<&'static str, usize>>> = Arc::default();
+    let shrunk = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
-            let (next, actions, fails, stats, open_seen) = (
+            let (next, actions, fails, stats, open_seen, shrunk) = (
                 next.clone(),
                 actions.clone(),
                 fails.clone(),
                 stats.clone(),
                 open_seen.clone(),
+                shrunk.clone(),
             );
             std::thread::spawn(move || loop {
                 let seed = next.fetch_add(1, Ordering::Relaxed);
@@ -297,9 +313,9 @@ fn run_many() -> Result<(), String> {
                 if let Some(class) = o.result.as_ref().err().and_then(known) {
                     *open_seen.lock().unwrap().entry(class).or_default() += 1;
                 } else if let Err(d) = &o.result {
-                    let small = (shrink_on && count <= 1000)
+                    // The first ten failures are shrunk (a long run prints the rest as seeds).
+                    let small = (shrink_on && shrunk.fetch_add(1, Ordering::Relaxed) < 10)
                         .then(|| shrink(&plan, caps, &d.kind, Duration::from_secs(60)));
-                    let _ = d;
                     fails.lock().unwrap().push((o, small));
                 }
             })
@@ -318,12 +334,12 @@ fn run_many() -> Result<(), String> {
         let shown = small.as_ref().unwrap_or(&o.plan);
         *classes.entry(class_of(shown, d)).or_default() += 1;
         report.push_str(&format!(
-            "\n=== disagreement `{}` at step {} of session {}\n{}\nreplay: SIM_SEED={} cargo test --test sim -- sim --nocapture\n",
+            "\n=== disagreement `{}` at step {} of session {}\n{}\nreplay: SIM_SEED={} cargo test --test sim -- sim --exact --nocapture\n",
             d.kind, d.step, o.plan.seed, d.detail.trim_end(), o.plan.seed
         ));
         if let Some(small) = small {
             report.push_str(&format!(
-                "shrunk to {} step(s): SIM_SEED={} SIM_KEEP={} cargo test --test sim -- sim --nocapture\n  {small}\n",
+                "shrunk to {} step(s): SIM_SEED={} SIM_KEEP={} cargo test --test sim -- sim --exact --nocapture\n  {small}\n",
                 small.acts.len(),
                 o.plan.seed,
                 keep_indices(&o.plan, small)
@@ -332,6 +348,13 @@ fn run_many() -> Result<(), String> {
             report.push_str(&format!("  {}\n", o.plan));
         }
     }
+    let (own, children) = (
+        cpu_seconds(libc::RUSAGE_SELF),
+        cpu_seconds(libc::RUSAGE_CHILDREN),
+    );
+    println!(
+        "sim: CPU {own:.1} s in the simulator, {children:.1} s in the referee, git and the tools it ran"
+    );
     println!(
         "sim: {count} sessions, {} actions, {} judgments, {} vetoes (slowest {} ms, {} over 1 s) in {:.1?} on {threads} threads; accept {}, task open {}; {} disagreement(s)",
         actions.load(Ordering::Relaxed),

@@ -458,7 +458,7 @@ fn trailing_ws(path: &str, line: &[u8]) -> bool {
     let md = path.ends_with(".md") || path.ends_with(".markdown");
     let hard_break = md
         && n == 2
-        && line[..line.len() - 2].iter().all(|b| *b == b' ') == false
+        && !line[..line.len() - 2].iter().all(|b| *b == b' ')
         && line[line.len() - 2..] == *b"  ";
     !hard_break
 }

@@ -857,7 +857,7 @@ impl Session {
             Asset(t) => {
                 // The committed asset is task 0's to replace; the others add their own.
                 let n = self.next();
-                let path = if t as usize % TASKS.len() == 0 {
+                let path = if (t as usize).is_multiple_of(TASKS.len()) {
                     "assets/logo.png".to_string()
                 } else {
                     format!("assets/icon_{}.png", tid(t))
@@ -1960,8 +1960,15 @@ impl Session {
     }
 
     /// The end of a session: one last judgment, then the live referee's end.
-    pub fn finish(&mut self) -> Result<(), Disagreement> {
-        let r = self.judge();
+    /// `judged_last`: the session's last step was a judgment, so nothing changed since and a
+    /// one-shot session needs no other (a live referee is still asked once more: it may have
+    /// moved on its own).
+    pub fn finish(&mut self, judged_last: bool) -> Result<(), Disagreement> {
+        let r = if judged_last && !self.setup.live {
+            Ok(())
+        } else {
+            self.judge()
+        };
         let end = self.w.stop_live(libc::SIGTERM);
         r.map_err(|(kind, detail)| Disagreement {
             kind,

@@ -363,7 +363,7 @@ impl World {
             if Instant::now() > deadline {
                 return Err(format!("timed out after {wait:?} waiting for {what}"));
             }
-            std::thread::sleep(Duration::from_millis(25));
+            std::thread::sleep(Duration::from_millis(60));
         }
         Ok(())
     }
@@ -576,8 +576,7 @@ fn walk(dir: &OwnedFd, prefix: &str, snap: &mut Snapshot, keep: &dyn Fn(&str) ->
                 ) {
                     let _ = fs::File::from(fd).read_to_end(&mut bytes);
                 }
-                snap.inode
-                    .insert(rel.clone(), (st.st_dev as u64, st.st_ino as u64));
+                snap.inode.insert(rel.clone(), (st.st_dev, st.st_ino));
                 snap.nodes.insert(
                     rel,
                     Node::File {
