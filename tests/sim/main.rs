@@ -90,6 +90,20 @@ pub const KNOWN_OPEN: &[Open] = &[
         test: "open_head_commit_protected_missed",
     },
     Open {
+        class: "live_git_config_missed",
+        act: "GitConfigAlias",
+        live_only: true,
+        seen: None,
+        test: "open_live_git_config_missed",
+    },
+    Open {
+        class: "live_git_config_missed",
+        act: "HooksPath",
+        live_only: true,
+        seen: None,
+        test: "open_live_git_config_missed",
+    },
+    Open {
         class: "binary_rework_identical_diff",
         act: "",
         live_only: false,
@@ -397,6 +411,37 @@ fn vocabulary_is_wide() {
     assert!(hostile >= 30, "{hostile} hostile kinds");
 }
 
+/// Every open class is in docs/simulators.md with its test, and every test named exists in
+/// this file as an ignored test.
+#[test]
+fn open_classes_are_documented() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/simulators.md")).unwrap();
+    let code = std::fs::read_to_string(root.join("tests/sim/main.rs")).unwrap();
+    let section = doc.split("## Code change").nth(1).unwrap_or("");
+    for o in KNOWN_OPEN {
+        assert!(
+            section.contains(&format!("`{}`", o.class)),
+            "{} not in the doc",
+            o.class
+        );
+        assert!(
+            section.contains(&format!("`{}`", o.test)),
+            "{} not in the doc",
+            o.test
+        );
+        assert!(
+            code.contains(&format!(
+                "#[ignore = \"open: {}, see KNOWN_OPEN\"]\nfn {}()",
+                o.class, o.test
+            )),
+            "{} is not an ignored test of class {}",
+            o.test,
+            o.class
+        );
+    }
+}
+
 /// Runs a fixed list of steps and fails with the disagreement it finds.
 #[allow(dead_code, reason = "used by the regression tests of open classes")]
 fn reproduce(live: bool, acts: &[Act]) {
@@ -496,6 +541,14 @@ fn open_live_keeps_stale_verdict() {
             Act::Judge,
         ],
     );
+}
+
+/// `git config alias.st '!sh -c …'` (or `core.hooksPath`) edits the protected `.git/config`:
+/// a one-shot `verify` raises the STOP, a live `watch` does not (not within 30 s).
+#[test]
+#[ignore = "open: live_git_config_missed, see KNOWN_OPEN"]
+fn open_live_git_config_missed() {
+    reproduce(true, &[Act::GitConfigAlias, Act::Judge]);
 }
 
 /// A binary asset is reworked (another image of the same size; both attempts MINOR_ISSUES for

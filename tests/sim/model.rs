@@ -940,9 +940,10 @@ fn judge_one(
     exp
 }
 
+/// A record that cannot be read has no attempt number: whether its REJECT counts toward the
+/// cap is not the model's to say, so both answers stand once the cap is reached.
 fn guard_reject(mem: &Memory, id: &str, exp: &mut Expect) {
     if mem.rejects(id) + 1 >= 3 {
-        exp.verdicts.clear();
         exp.verdicts.insert("ESCALATE");
     }
 }
