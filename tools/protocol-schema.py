@@ -61,9 +61,12 @@ predicates = {
     "fail_if_missing": {**PRED, "description": "Missing inside counts as FAIL at once."},
     "always": b("`true` always passes; `false` never does."),
     "complete": b("The pipeline's verdict is a completing one (needs a `[verdict]` table)."),
+    "verdict": obj({"files": GLOB, "is": STRINGS}, [],
+                   "A verdict of the run is one of `is` (each `[verdict]` glob's verdict), or, with `files`, the verdict in those files can be read (a file there without one: INCONCLUSIVE). Needs a `[verdict]` table."),
     "exists": {**GLOBS, "description": "Every glob matches at least one file (a glob ending in `/`: a directory)."},
-    "count": obj({"glob": GLOB, "min": i(), "max": i()}, ["glob"],
-                 "The number of regular files matching `glob` is within bounds."),
+    "count": obj({"glob": GLOB, "min": i(), "max": i(),
+                  "signature": s("Only files beginning with these bytes count: `png`, `jpeg`, `gif`, `webp`, `pdf`, or hex (`89 50 4E 47`).")},
+                 ["glob"], "The number of regular files matching `glob` is within bounds."),
     "file_set": obj({"glob": GLOB, "key": PATTERN, "expect": STRINGS, "ignore_case": b()},
                     ["glob", "key", "expect"], "Files matching `glob` carry exactly the expected keys, each once."),
     "filled": {**ONE_OR_MANY, "description": "Every listed tracker field is present and non-empty."},
@@ -125,6 +128,7 @@ predicates = {
                        "No added line matches a forbidden pattern or secret rule ([tasks] protocols)."),
     "record_field": obj({"field": s(), "pattern": PATTERN}, ["field", "pattern"], "A task record field matches a pattern."),
     "style": obj({"final_newline": b(), "trailing_whitespace": b()}, (), "Changed text files end with a newline / add no trailing whitespace."),
+    "weakened": {"const": True, "description": "No test removed or skipped, no assertion removed, no coverage, lint, type-check or CI gate relaxed against the baseline, unless the record gives a reason for the path in `weakened` (CC-10)."},
 }
 
 time_refs = {
@@ -175,7 +179,10 @@ schema = {
                          "trigger": PRED, "deadline": PRED, "checks": STRINGS,
                          "repeat": arr(obj({"passes": STRINGS, "vars": s()}, ["passes", "vars"]))},
                         ["id", "title", "trigger", "checks"]), minItems=1),
-        "check": arr(obj({"id": s(), "severity": {"$ref": "#/definitions/severity"}, "title": s(),
+        "check": arr(obj({"id": s(), "severity": {"anyOf": [
+                              {"$ref": "#/definitions/severity"},
+                              s("A `${var}` of [vars.main] holding blocking, significant or off (off: the check is SKIP).",
+                                pattern="^\\$\\{[A-Za-z0-9_]+\\}$")]}, "title": s(),
                           "description": s(), "action": s(), "recommendation": s(),
                           "missing": s(enum=["fail", "inconclusive"]), "tag": s(), "veto": b(),
                           "deadline": PRED, "when": PRED, "predicate": PRED},

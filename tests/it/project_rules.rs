@@ -188,7 +188,10 @@ fn unknown_names_and_misfits_are_errors_that_say_what_fits() {
     } = verify(&ws, &["--set", "protectd=x"]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("unknown variable `protectd`"), "{err}");
-    assert!(err.contains("protected, shadow_py"), "{err}");
+    assert!(
+        err.contains("protected, shadow_js, shadow_js_index, shadow_py"),
+        "{err}"
+    );
     // A list where the protocol needs strings, and a glob that does not compile.
     let Output {
         code, stderr: err, ..
@@ -400,7 +403,7 @@ fn the_d10_pipeline_doc_example_does_what_it_says() {
     assert!(out.contains("OBS-16 [SIGNIFICANT] **PASS**"), "{out}");
     assert!(out.contains("OBS-15 [BLOCKING] **PASS**"), "{out}");
     assert!(out.contains("OBS-17 [SIGNIFICANT] **WAITING**"), "{out}");
-    assert!(out.contains("22 not yet due"), "{out}");
+    assert!(out.contains("23 not yet due"), "{out}");
     let (code, out) = sh(example[1], &dir.path().join("build"));
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("OBS-27 [BLOCKING] **FAIL**"), "{out}");

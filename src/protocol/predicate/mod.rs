@@ -93,6 +93,8 @@ pub enum Predicate {
     Always(bool),
     /// The pipeline is complete (its latest verdict is a completing one).
     Complete(bool),
+    /// A verdict of the run is one of these (`is`), or the verdict in `files` can be read.
+    Verdict(VerdictIs),
     /// Every glob matches at least one file or directory.
     Exists(OneOrMany<Glob>),
     /// The number of regular files matching `glob` is within bounds.
@@ -113,7 +115,8 @@ pub enum Predicate {
     TimeOrder(TimeOrder),
     /// Tracker field values are pairwise different.
     Distinct(Vec<String>),
-    /// Two files are not near-identical: FAIL when their line similarity ratio is `>= threshold`.
+    /// Two files are not near-identical: FAIL when the similarity ratio of their words (as read,
+    /// however wrapped) is `>= threshold`.
     Dissimilar(Dissimilar),
     /// Text content rules over files and/or tracker fields.
     Text(Text),
@@ -158,6 +161,10 @@ pub enum Predicate {
     RecordField(RecordField),
     /// Changed text files end with a newline and add no trailing whitespace.
     Style(Style),
+    /// No test removed or skipped, no assertion removed, no coverage, lint, type-check or CI
+    /// gate relaxed against the baseline, unless the record gives a reason for the path
+    /// (`weakened = true`; judged in `checks::weakened`).
+    Weakened(bool),
 }
 
 impl Predicate {
