@@ -62,11 +62,18 @@ fn escalated_for(d: &Disagreement, reason: &str, live_too: bool) -> bool {
 
 pub const KNOWN_OPEN: &[Open] = &[
     Open {
-        class: "extglob_script_rejected",
-        act: "Extglob",
+        class: "git_internals_vetoed",
+        act: "Commit",
         live_only: false,
         seen: None,
-        test: "open_extglob_script_rejected",
+        test: "open_git_internals_vetoed",
+    },
+    Open {
+        class: "git_internals_vetoed",
+        act: "ReadOnlyAgent",
+        live_only: false,
+        seen: None,
+        test: "open_git_internals_vetoed",
     },
     Open {
         class: "build_output_copy_vetoed",
@@ -74,20 +81,6 @@ pub const KNOWN_OPEN: &[Open] = &[
         live_only: false,
         seen: None,
         test: "open_build_output_copy_vetoed",
-    },
-    Open {
-        class: "shadow_package_extension_missed",
-        act: "ShadowPkgSo",
-        live_only: false,
-        seen: None,
-        test: "open_shadow_package_extension_missed",
-    },
-    Open {
-        class: "head_commit_protected_missed",
-        act: "ProtIndexChmodCommitted",
-        live_only: false,
-        seen: None,
-        test: "open_head_commit_protected_missed",
     },
     Open {
         class: "live_git_config_missed",
@@ -109,13 +102,6 @@ pub const KNOWN_OPEN: &[Open] = &[
         live_only: false,
         seen: Some(|d| escalated_for(d, "identical_diff", false)),
         test: "open_binary_rework_identical_diff",
-    },
-    Open {
-        class: "guard_diff_spans_workspace",
-        act: "",
-        live_only: false,
-        seen: Some(|d| escalated_for(d, "identical_to_rejected_task", true)),
-        test: "open_guard_diff_spans_workspace",
     },
     Open {
         class: "live_keeps_stale_verdict",
@@ -461,13 +447,23 @@ fn reproduce(live: bool, acts: &[Act]) {
 
 // ---- the classes found: one regression test each, ignored while open ----------------------
 
-/// A bash script that enables `extglob` before it uses `@(…)` runs under bash, and SPEC says
-/// it is judged as bash judges it; the referee's `bash -n` parses the whole file before
-/// `shopt` has run, so CC-05 FAILs and the honest attempt is REJECTed (`syntax_error`).
+/// Class `extglob_script_rejected` (fixed): a bash script that enables `extglob` before it
+/// uses `@(…)` runs under bash and is judged as bash judges it; `bash -n` over the whole file
+/// (before `shopt` has run) used to FAIL CC-05 and REJECT the honest attempt.
 #[test]
-#[ignore = "open: extglob_script_rejected, see KNOWN_OPEN"]
-fn open_extglob_script_rejected() {
+fn extglob_script_approved() {
     reproduce(false, &[Act::Extglob(0), Act::Record(0), Act::Judge]);
+}
+
+/// The orchestrator commits (`git add -A && git commit`; here with nothing to commit, which
+/// still writes `.git/COMMIT_EDITMSG`), and a read-only subagent runs `git status` (which
+/// refreshes `.git/index`). The default protected glob `.git` (meant for the `.git` entry
+/// itself) covers every path under `.git/`: the referee raises the STOP for
+/// `.git/COMMIT_EDITMSG` and REJECTs every pending task for `protected_file_modified`.
+#[test]
+#[ignore = "open: git_internals_vetoed, see KNOWN_OPEN"]
+fn open_git_internals_vetoed() {
+    reproduce(false, &[Act::Commit, Act::Judge]);
 }
 
 /// `python -m build` leaves unchanged copies of the sources, protected modules included, under
@@ -479,22 +475,21 @@ fn open_build_output_copy_vetoed() {
     reproduce(false, &[Act::BuildOutput, Act::Judge]);
 }
 
-/// `app/roles/__init__.abi3.so` makes `import roles` load the worker's extension module instead
-/// of the protected `app/roles.py` (a package wins over a module, an extension over source):
-/// the referee raises no STOP.
+/// Class `shadow_package_extension_missed` (fixed): `app/roles/__init__.abi3.so` makes `import
+/// roles` load the worker's extension module instead of the protected `app/roles.py` (a
+/// package wins over a module); it used to raise no STOP.
 #[test]
-#[ignore = "open: shadow_package_extension_missed, see KNOWN_OPEN"]
-fn open_shadow_package_extension_missed() {
+fn shadow_package_extension_vetoed() {
     reproduce(false, &[Act::ShadowPkgSo, Act::Judge]);
 }
 
-/// Two tasks pending at once, both with a broken file of their own: the kept diff of each
-/// attempt (what the loop guards compare) is the whole workspace's, not the task's scope, so
-/// the second task's attempt is "identical" to the first's rejected one and ESCALATEs
-/// (`identical_to_rejected_task`, a STOP) where the contract says REJECT.
+/// Class `guard_diff_spans_workspace` (fixed): two tasks pending at once, each with a broken
+/// file of its own, are REJECTed. The kept diff of each attempt (what the loop guards compare)
+/// used to be the whole workspace's, so the second was "identical" to the first's rejected one
+/// and ESCALATEd (`identical_to_rejected_task`, a STOP), and a second `verify` changed a
+/// verdict nothing had changed.
 #[test]
-#[ignore = "open: guard_diff_spans_workspace, see KNOWN_OPEN"]
-fn open_guard_diff_spans_workspace() {
+fn guard_diff_is_the_tasks_scope() {
     reproduce(
         false,
         &[
@@ -507,12 +502,12 @@ fn open_guard_diff_spans_workspace() {
     );
 }
 
-/// The same class under a live referee: two tasks REJECTed for each other's unclaimed change,
-/// then a protected edit; the one-shot `verify` on the live state ESCALATEs what the live
-/// referee kept as REJECT.
+/// t2 is judged live while t1's asset is still unclaimed (REJECT, `undeclared_changes`); then
+/// t1's record claims it, so t2's scope shrinks and its verdict is stale: the live referee keeps
+/// REJECT while a one-shot `verify` on its state says APPROVE.
 #[test]
-#[ignore = "open: guard_diff_spans_workspace, see KNOWN_OPEN"]
-fn open_guard_diff_spans_workspace_live() {
+#[ignore = "open: live_keeps_stale_verdict, see KNOWN_OPEN"]
+fn open_live_keeps_stale_verdict_when_a_claim_lands() {
     reproduce(
         true,
         &[
@@ -571,11 +566,11 @@ fn open_binary_rework_identical_diff() {
     );
 }
 
-/// `git update-index --chmod=+x app/orchestrator.py` and a commit: the work tree is as it was,
-/// HEAD now records a protected file with another mode. A new commit that touches a protected
-/// path is a veto like an edit; the referee only logs `head_moved`, APPROVEs and raises no STOP.
+/// Class `head_commit_protected_missed` (fixed): `git update-index --chmod=+x
+/// app/orchestrator.py` and a commit leave the work tree as it was while HEAD records a
+/// protected file with another mode. A new commit that touches a protected path is a veto like
+/// an edit; the referee used to log `head_moved` only, APPROVE and raise no STOP.
 #[test]
-#[ignore = "open: head_commit_protected_missed, see KNOWN_OPEN"]
-fn open_head_commit_protected_missed() {
+fn head_commit_protected_vetoed() {
     reproduce(false, &[Act::ProtIndexChmodCommitted(0), Act::Judge]);
 }

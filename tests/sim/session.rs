@@ -487,12 +487,12 @@ pub fn generate(
         if caps.accept {
             for &g in &group {
                 acts.push(Act::Accept(g));
-                if rng.bool() {
+                if rng.bool() && !excluded(&Act::Commit, &setup) {
                     acts.push(Act::Commit);
                 }
                 acts.push(Act::Close(g));
             }
-        } else if rng.f64() < 0.2 {
+        } else if rng.f64() < 0.2 && !excluded(&Act::Commit, &setup) {
             acts.push(Act::Commit);
         }
         t += group.len() as u8;
