@@ -1,0 +1,576 @@
+//! A session simulator for the code-change referee: random sessions of honest and hostile
+//! steps with real files and real git, each judged by the referee (one-shot `verify`, and for a
+//! share of sessions a live `watch` with `verify` on its state) and by a reference model
+//! written from the contract alone. Every disagreement is a finding; each class found is a
+//! named regression test below and a row of [`KNOWN_OPEN`].
+//!
+//! `cargo test --test sim` runs `SIM_SESSIONS` sessions (default 300) on `SIM_THREADS` threads;
+//! `SIM_SEED=N cargo test --test sim -- sim --exact --nocapture` replays one session, `SIM_KEEP=0,3,5`
+//! keeps only those steps of it (the shrinker prints the command), `SIM_ALL=1` includes the
+//! known open classes. `bench/sim-code-change.sh` runs the long version.
+
+// Test code unwraps freely: a failed unwrap is a failed session, with its place.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+mod model;
+mod session;
+mod world;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use session::{Act, Disagreement, Plan, Session, Setup};
+use world::Caps;
+
+/// A class of disagreement the simulator found and nobody has fixed yet. Random sessions
+/// either leave out the step kind that always produces it (`act`), or recognise it by what the
+/// referee answered (`seen`): such a session ends there and is counted under the class instead
+/// of failing the run. Its regression test (ignored until fixed) reproduces it, and
+/// `SIM_ALL=1` turns both off.
+#[derive(Debug)]
+pub struct Open {
+    pub class: &'static str,
+    /// The step kind that produces it (by `Act::name`), or `""`.
+    pub act: &'static str,
+    /// Whether only live sessions leave the step out.
+    pub live_only: bool,
+    /// How a disagreement of this class reads.
+    pub seen: Option<fn(&Disagreement) -> bool>,
+    pub test: &'static str,
+}
+
+/// The referee's reasons, as a disagreement's detail quotes them (`reasons: a, b)`), for
+/// every verdict it quotes.
+fn referee_reasons(d: &Disagreement) -> Vec<&str> {
+    d.detail
+        .split("reasons: ")
+        .skip(1)
+        .flat_map(|r| r.split(')').next().unwrap_or("").split(", "))
+        .collect()
+}
+
+/// The referee ESCALATEd (or stopped for an escalation) on a loop guard the model found no
+/// ground for; `live_too`: or a one-shot `verify` did where the live referee did not.
+fn escalated_for(d: &Disagreement, reason: &str, live_too: bool) -> bool {
+    (d.kind.ends_with("_got_escalate")
+        || d.kind.starts_with("false_stop")
+        || (live_too && d.kind == "live_oneshot" && d.detail.contains("verify ESCALATE")))
+        && referee_reasons(d).contains(&reason)
+}
+
+pub const KNOWN_OPEN: &[Open] = &[
+    Open {
+        class: "git_internals_vetoed",
+        act: "Commit",
+        live_only: false,
+        seen: None,
+        test: "open_git_internals_vetoed",
+    },
+    Open {
+        class: "git_internals_vetoed",
+        act: "ReadOnlyAgent",
+        live_only: false,
+        seen: None,
+        test: "open_git_internals_vetoed",
+    },
+    Open {
+        class: "build_output_copy_vetoed",
+        act: "BuildOutput",
+        live_only: false,
+        seen: None,
+        test: "open_build_output_copy_vetoed",
+    },
+    Open {
+        class: "live_git_config_missed",
+        act: "GitConfigAlias",
+        live_only: true,
+        seen: None,
+        test: "open_live_git_config_missed",
+    },
+    Open {
+        class: "live_git_config_missed",
+        act: "HooksPath",
+        live_only: true,
+        seen: None,
+        test: "open_live_git_config_missed",
+    },
+    Open {
+        class: "binary_rework_identical_diff",
+        act: "",
+        live_only: false,
+        seen: Some(|d| escalated_for(d, "identical_diff", false)),
+        test: "open_binary_rework_identical_diff",
+    },
+    Open {
+        class: "live_keeps_stale_verdict",
+        act: "",
+        live_only: true,
+        seen: Some(|d| d.kind == "live_oneshot"),
+        test: "open_live_keeps_stale_verdict",
+    },
+];
+
+/// The open class a disagreement belongs to, unless `SIM_ALL` is set.
+fn known(d: &Disagreement) -> Option<&'static str> {
+    if std::env::var_os("SIM_ALL").is_some() {
+        return None;
+    }
+    KNOWN_OPEN
+        .iter()
+        .find(|o| o.seen.is_some_and(|f| f(d)))
+        .map(|o| o.class)
+}
+
+fn excluded(act: &Act, setup: &Setup) -> bool {
+    if std::env::var_os("SIM_ALL").is_some() {
+        return false;
+    }
+    KNOWN_OPEN
+        .iter()
+        .any(|o| !o.act.is_empty() && o.act == act.name() && (!o.live_only || setup.live))
+}
+
+/// A failing session and its shrunk steps.
+type Failed = (Outcome, Option<Plan>);
+
+/// What one session came to.
+#[derive(Debug)]
+pub struct Outcome {
+    pub plan: Plan,
+    pub result: Result<(), Disagreement>,
+    pub stats: session::Stats,
+}
+
+/// Runs one planned session from a fresh workspace.
+pub fn run_plan(plan: &Plan, caps: Caps) -> Outcome {
+    let mut s = Session::new(plan.setup, caps);
+    let mut result = s.begin();
+    if result.is_ok() {
+        for (i, a) in plan.acts.iter().enumerate() {
+            if let Err(d) = s.step(i, *a) {
+                result = Err(d);
+                break;
+            }
+        }
+    }
+    if result.is_ok() {
+        result = s.finish(plan.acts.last() == Some(&Act::Judge));
+    } else {
+        let _ = s.w.stop_live(libc::SIGKILL);
+    }
+    Outcome {
+        plan: plan.clone(),
+        result,
+        stats: s.stats.clone(),
+    }
+}
+
+/// The class a disagreement belongs to: its kind and the last non-structural step before it.
+pub fn class_of(plan: &Plan, d: &Disagreement) -> String {
+    let upto = d.step.min(plan.acts.len());
+    let trigger = plan.acts[..upto]
+        .iter()
+        .rev()
+        .find(|a| !a.structural())
+        .map(|a| a.name())
+        .unwrap_or_else(|| "start".into());
+    format!("{}:{trigger}", d.kind)
+}
+
+/// Removes steps while the session still fails with the same kind of disagreement.
+pub fn shrink(plan: &Plan, caps: Caps, kind: &str, budget: Duration) -> Plan {
+    let started = Instant::now();
+    let mut best = plan.clone();
+    let mut chunk = best.acts.len().div_ceil(2).max(1);
+    while chunk >= 1 && started.elapsed() < budget {
+        let mut i = 0;
+        let mut progressed = false;
+        while i < best.acts.len() && started.elapsed() < budget {
+            let mut cand = best.clone();
+            let end = (i + chunk).min(cand.acts.len());
+            cand.acts.drain(i..end);
+            let o = run_plan(&cand, caps);
+            if matches!(&o.result, Err(d) if d.kind == kind) {
+                best = cand;
+                progressed = true;
+            } else {
+                i += chunk;
+            }
+        }
+        if chunk == 1 && !progressed {
+            break;
+        }
+        chunk = if chunk == 1 { 1 } else { chunk / 2 };
+        if chunk == 1 && !progressed && best.acts.len() > 40 {
+            break;
+        }
+    }
+    best
+}
+
+fn keep_indices(plan: &Plan, small: &Plan) -> String {
+    // The indices of the small plan's steps in the original (both are in order).
+    let mut out = Vec::new();
+    let mut j = 0;
+    for (i, a) in plan.acts.iter().enumerate() {
+        if j < small.acts.len() && small.acts[j] == *a {
+            out.push(i.to_string());
+            j += 1;
+        }
+    }
+    out.join(",")
+}
+
+/// User and system CPU time of this process or of its waited-for children, in seconds.
+fn cpu_seconds(who: libc::c_int) -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The plan for a seed, with `SIM_KEEP` applied.
+fn plan_for(seed: u64, caps: Caps, live_share: f64) -> Plan {
+    let mut plan = session::generate(seed, caps, live_share, &excluded);
+    if let Ok(keep) = std::env::var("SIM_KEEP") {
+        let idx: Vec<usize> = keep
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
+        plan.acts = idx
+            .iter()
+            .filter_map(|i| plan.acts.get(*i).copied())
+            .collect();
+    }
+    plan
+}
+
+/// The random run: `SIM_SESSIONS` sessions from `SIM_START` (or the one `SIM_SEED`), on
+/// `SIM_THREADS` threads; prints the counts and, for each failing session, its seed, the
+/// command that replays it and its shrunk step list.
+fn run_many() -> Result<(), String> {
+    let caps = Caps::detect();
+    let live_share: f64 = std::env::var("SIM_LIVE_SHARE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.05);
+    let (first, count) = match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(seed) => (seed, 1),
+        None => (env_u64("SIM_START", 1), env_u64("SIM_SESSIONS", 300)),
+    };
+    let threads = env_u64(
+        "SIM_THREADS",
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get() as u64)
+            .clamp(2, 4)
+            * 3,
+    );
+    let shrink_on = std::env::var_os("SIM_NO_SHRINK").is_none();
+    let next = Arc::new(AtomicU64::new(first));
+    let actions = Arc::new(AtomicUsize::new(0));
+    let fails: Arc<Mutex<Vec<Failed>>> = Arc::default();
+    let stats: Arc<Mutex<session::Stats>> = Arc::default();
+    let open_seen: Arc<Mutex<BTreeMap<&'static str, usize>>> = Arc::default();
+    let shrunk = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (next, actions, fails, stats, open_seen, shrunk) = (
+                next.clone(),
+                actions.clone(),
+                fails.clone(),
+                stats.clone(),
+                open_seen.clone(),
+                shrunk.clone(),
+            );
+            std::thread::spawn(move || loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= first + count {
+                    break;
+                }
+                let plan = plan_for(seed, caps, live_share);
+                let o = run_plan(&plan, caps);
+                actions.fetch_add(o.stats.actions, Ordering::Relaxed);
+                {
+                    let mut s = stats.lock().unwrap();
+                    s.judgments += o.stats.judgments;
+                    s.vetoes += o.stats.vetoes;
+                    s.veto_over_1s += o.stats.veto_over_1s;
+                    s.veto_ms_max = s.veto_ms_max.max(o.stats.veto_ms_max);
+                }
+                if let Some(class) = o.result.as_ref().err().and_then(known) {
+                    *open_seen.lock().unwrap().entry(class).or_default() += 1;
+                } else if let Err(d) = &o.result {
+                    // The first ten failures are shrunk (a long run prints the rest as seeds).
+                    let small = (shrink_on && shrunk.fetch_add(1, Ordering::Relaxed) < 10)
+                        .then(|| shrink(&plan, caps, &d.kind, Duration::from_secs(60)));
+                    fails.lock().unwrap().push((o, small));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| "a session thread panicked".to_string())?;
+    }
+    let fails = std::mem::take(&mut *fails.lock().unwrap());
+    let st = stats.lock().unwrap().clone();
+    let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut report = String::new();
+    for (o, small) in &fails {
+        let Err(d) = &o.result else { continue };
+        let shown = small.as_ref().unwrap_or(&o.plan);
+        *classes.entry(class_of(shown, d)).or_default() += 1;
+        report.push_str(&format!(
+            "\n=== disagreement `{}` at step {} of session {}\n{}\nreplay: SIM_SEED={} cargo test --test sim -- sim --exact --nocapture\n",
+            d.kind, d.step, o.plan.seed, d.detail.trim_end(), o.plan.seed
+        ));
+        if let Some(small) = small {
+            report.push_str(&format!(
+                "shrunk to {} step(s): SIM_SEED={} SIM_KEEP={} cargo test --test sim -- sim --exact --nocapture\n  {small}\n",
+                small.acts.len(),
+                o.plan.seed,
+                keep_indices(&o.plan, small)
+            ));
+        } else {
+            report.push_str(&format!("  {}\n", o.plan));
+        }
+    }
+    let (own, children) = (
+        cpu_seconds(libc::RUSAGE_SELF),
+        cpu_seconds(libc::RUSAGE_CHILDREN),
+    );
+    println!(
+        "sim: CPU {own:.1} s in the simulator, {children:.1} s in the referee, git and the tools it ran"
+    );
+    println!(
+        "sim: {count} sessions, {} actions, {} judgments, {} vetoes (slowest {} ms, {} over 1 s) in {:.1?} on {threads} threads; accept {}, task open {}; {} disagreement(s)",
+        actions.load(Ordering::Relaxed),
+        st.judgments,
+        st.vetoes,
+        st.veto_ms_max,
+        st.veto_over_1s,
+        started.elapsed(),
+        if caps.accept { "on" } else { "off (not in the binary)" },
+        if caps.task_open { "on" } else { "off (not in the binary)" },
+        fails.len()
+    );
+    for (c, n) in &classes {
+        println!("  class {c}: {n}");
+    }
+    for (c, n) in open_seen.lock().unwrap().iter() {
+        println!("  known open class {c}: {n} session(s) ended there");
+    }
+    if fails.is_empty() {
+        Ok(())
+    } else {
+        Err(report)
+    }
+}
+
+#[test]
+fn sim() {
+    if let Err(report) = run_many() {
+        panic!("the referee and the model disagree:{report}");
+    }
+}
+
+/// The vocabulary holds at least 30 honest and 30 hostile kinds of step.
+#[test]
+fn vocabulary_is_wide() {
+    let v = session::vocabulary();
+    let hostile = v.iter().filter(|a| a.hostile()).count();
+    let honest = v.len() - hostile;
+    assert!(honest >= 30, "{honest} honest kinds");
+    assert!(hostile >= 30, "{hostile} hostile kinds");
+}
+
+/// Every open class is in docs/simulators.md with its test, and every test named exists in
+/// this file as an ignored test.
+#[test]
+fn open_classes_are_documented() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/simulators.md")).unwrap();
+    let code = std::fs::read_to_string(root.join("tests/sim/main.rs")).unwrap();
+    let section = doc.split("## Code change").nth(1).unwrap_or("");
+    for o in KNOWN_OPEN {
+        assert!(
+            section.contains(&format!("`{}`", o.class)),
+            "{} not in the doc",
+            o.class
+        );
+        assert!(
+            section.contains(&format!("`{}`", o.test)),
+            "{} not in the doc",
+            o.test
+        );
+        assert!(
+            code.contains(&format!(
+                "#[ignore = \"open: {}, see KNOWN_OPEN\"]\nfn {}()",
+                o.class, o.test
+            )),
+            "{} is not an ignored test of class {}",
+            o.test,
+            o.class
+        );
+    }
+}
+
+/// Runs a fixed list of steps and fails with the disagreement it finds.
+#[allow(dead_code, reason = "used by the regression tests of open classes")]
+fn reproduce(live: bool, acts: &[Act]) {
+    let plan = Plan {
+        seed: 0,
+        setup: Setup {
+            live,
+            submodule: false,
+        },
+        acts: acts.to_vec(),
+    };
+    let o = run_plan(&plan, Caps::detect());
+    if let Err(d) = o.result {
+        panic!("`{}` at step {}: {}\n{}", d.kind, d.step, d.detail, plan);
+    }
+}
+
+// ---- the classes found: one regression test each, ignored while open ----------------------
+
+/// Class `extglob_script_rejected` (fixed): a bash script that enables `extglob` before it
+/// uses `@(…)` runs under bash and is judged as bash judges it; `bash -n` over the whole file
+/// (before `shopt` has run) used to FAIL CC-05 and REJECT the honest attempt.
+#[test]
+fn extglob_script_approved() {
+    reproduce(false, &[Act::Extglob(0), Act::Record(0), Act::Judge]);
+}
+
+/// The orchestrator commits (`git add -A && git commit`; here with nothing to commit, which
+/// still writes `.git/COMMIT_EDITMSG`), and a read-only subagent runs `git status` (which
+/// refreshes `.git/index`). The default protected glob `.git` (meant for the `.git` entry
+/// itself) covers every path under `.git/`: the referee raises the STOP for
+/// `.git/COMMIT_EDITMSG` and REJECTs every pending task for `protected_file_modified`.
+#[test]
+#[ignore = "open: git_internals_vetoed, see KNOWN_OPEN"]
+fn open_git_internals_vetoed() {
+    reproduce(false, &[Act::Commit, Act::Judge]);
+}
+
+/// `python -m build` leaves unchanged copies of the sources, protected modules included, under
+/// the ignored `build/lib/`; SPEC lists that as honest, but the referee counts the copy as an
+/// added protected path and raises the STOP (one-shot and live).
+#[test]
+#[ignore = "open: build_output_copy_vetoed, see KNOWN_OPEN"]
+fn open_build_output_copy_vetoed() {
+    reproduce(false, &[Act::BuildOutput, Act::Judge]);
+}
+
+/// Class `shadow_package_extension_missed` (fixed): `app/roles/__init__.abi3.so` makes `import
+/// roles` load the worker's extension module instead of the protected `app/roles.py` (a
+/// package wins over a module); it used to raise no STOP.
+#[test]
+fn shadow_package_extension_vetoed() {
+    reproduce(false, &[Act::ShadowPkgSo, Act::Judge]);
+}
+
+/// Class `guard_diff_spans_workspace` (fixed): two tasks pending at once, each with a broken
+/// file of its own, are REJECTed. The kept diff of each attempt (what the loop guards compare)
+/// used to be the whole workspace's, so the second was "identical" to the first's rejected one
+/// and ESCALATEd (`identical_to_rejected_task`, a STOP), and a second `verify` changed a
+/// verdict nothing had changed.
+#[test]
+fn guard_diff_is_the_tasks_scope() {
+    reproduce(
+        false,
+        &[
+            Act::Broken(0),
+            Act::Broken(1),
+            Act::Record(0),
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
+}
+
+/// t2 is judged live while t1's asset is still unclaimed (REJECT, `undeclared_changes`); then
+/// t1's record claims it, so t2's scope shrinks and its verdict is stale: the live referee keeps
+/// REJECT while a one-shot `verify` on its state says APPROVE.
+#[test]
+#[ignore = "open: live_keeps_stale_verdict, see KNOWN_OPEN"]
+fn open_live_keeps_stale_verdict_when_a_claim_lands() {
+    reproduce(
+        true,
+        &[
+            Act::Asset(0),
+            Act::Remove(1, 0),
+            Act::Record(1),
+            Act::Record(0),
+            Act::ExcludePlant,
+        ],
+    );
+}
+
+/// A live referee judged t1 (APPROVE); then t2's edit, which no record claims yet, joins
+/// t1's scope. A verdict whose scope changed is stale and judged again at once in `watch`; the
+/// live referee keeps APPROVE while a one-shot `verify` on its state directory says REJECT
+/// (`undeclared_changes`): live and one-shot disagree.
+#[test]
+#[ignore = "open: live_keeps_stale_verdict, see KNOWN_OPEN"]
+fn open_live_keeps_stale_verdict() {
+    reproduce(
+        true,
+        &[
+            Act::Write(0, 0),
+            Act::Record(0),
+            Act::Write(1, 0),
+            Act::Judge,
+        ],
+    );
+}
+
+/// `git config alias.st '!sh -c …'` (or `core.hooksPath`) edits the protected `.git/config`:
+/// a one-shot `verify` raises the STOP, a live `watch` does not (not within 30 s).
+#[test]
+#[ignore = "open: live_git_config_missed, see KNOWN_OPEN"]
+fn open_live_git_config_missed() {
+    reproduce(true, &[Act::GitConfigAlias, Act::Judge]);
+}
+
+/// A binary asset is reworked (another image of the same size; both attempts MINOR_ISSUES for
+/// their summary): the kept diff of a binary file names its path and sizes only, so attempt 2
+/// is "identical" to attempt 1 and ESCALATEs (`identical_diff`) where the contract says
+/// MINOR_ISSUES.
+#[test]
+#[ignore = "open: binary_rework_identical_diff, see KNOWN_OPEN"]
+fn open_binary_rework_identical_diff() {
+    reproduce(
+        false,
+        &[
+            Act::Asset(1),
+            Act::RecordSloppySummary(1),
+            Act::Judge,
+            Act::Asset(1),
+            Act::RecordSloppySummary(1),
+            Act::Judge,
+        ],
+    );
+}
+
+/// Class `head_commit_protected_missed` (fixed): `git update-index --chmod=+x
+/// app/orchestrator.py` and a commit leave the work tree as it was while HEAD records a
+/// protected file with another mode. A new commit that touches a protected path is a veto like
+/// an edit; the referee used to log `head_moved` only, APPROVE and raise no STOP.
+#[test]
+fn head_commit_protected_vetoed() {
+    reproduce(false, &[Act::ProtIndexChmodCommitted(0), Act::Judge]);
+}

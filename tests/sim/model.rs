@@ -1,0 +1,997 @@
+//! The reference model of a code-change session, written from the contract (the protocol's
+//! session rules) and never from the referee's own code, so the two can disagree.
+//!
+//! Input: the pinned start state (every path the protected globs can see, read by the
+//! simulator's own walker), the baseline as accepted so far, the files as they are now, the task
+//! records on disk, the registered tasks and the model's own memory of earlier judgments.
+//! Output: whether the protected-path veto stands, and for each record judged now the set of
+//! verdicts the contract allows (one verdict where the contract is exact, several where it
+//! leaves room).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use globset::{GlobSet, GlobSetBuilder};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// One path as the file system has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    File { bytes: Vec<u8>, exec: bool },
+    Link(Vec<u8>),
+    Dir,
+    Other,
+}
+
+impl Node {
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Node::File { bytes, .. } => Some(bytes),
+            _ => None,
+        }
+    }
+}
+
+/// Every path of a workspace the model looks at, with the identity of regular files (for hard
+/// links) and where each symbolic link leads (relative to the workspace, when it stays inside).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub nodes: BTreeMap<String, Node>,
+    pub inode: BTreeMap<String, (u64, u64)>,
+    pub resolves_to: BTreeMap<String, String>,
+}
+
+pub fn sha(bytes: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(bytes);
+    h.finish_hex()
+}
+
+trait Hex {
+    fn finish_hex(self) -> String;
+}
+impl Hex for Sha256 {
+    fn finish_hex(self) -> String {
+        self.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The default protected paths: the orchestrator's own code, and what would make git or an
+/// agent run the worker's code.
+pub const PROTECTED: &[&str] = &[
+    "**/grind_spawner*.py",
+    "**/orchestrator.py",
+    "**/roles.py",
+    "**/safety_*.py",
+    "**/groq_code_extractor.py",
+    "**/surgical_edit_extractor.py",
+    ".git/hooks/**",
+    ".git/config",
+    ".git/info/attributes",
+    ".git/modules/*/hooks/**",
+    ".git/modules/*/config",
+    ".gitattributes",
+    ".gitmodules",
+    ".claude/settings*.json",
+    ".codex/**",
+    ".cursor/hooks.json",
+    ".gemini/settings.json",
+    ".github/hooks/**",
+];
+
+pub fn protected_set() -> GlobSet {
+    let mut b = GlobSetBuilder::new();
+    for g in PROTECTED {
+        b.add(
+            globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .expect("glob"),
+        );
+    }
+    b.build().expect("globset")
+}
+
+/// What the baseline's `.gitignore` says (the simulator commits exactly these rules:
+/// `build/`, `dist/`, `__pycache__/`, `node_modules/`, `*.log`).
+pub fn ignored(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    let dirs = &parts[..parts.len() - 1];
+    dirs.iter()
+        .any(|d| matches!(*d, "build" | "dist" | "__pycache__" | "node_modules"))
+        || parts.last().is_some_and(|n| n.ends_with(".log"))
+}
+
+/// Paths that are never part of a change: git's, the records', the referee's.
+pub fn outside_change(path: &str) -> bool {
+    let first = path.split('/').next().unwrap_or("");
+    matches!(first, ".git" | ".tasks" | ".referee") || path.split('/').any(|c| c == ".git")
+}
+
+/// Which new paths shadow a protected Python module `DIR/STEM.py`: what CPython's path finder
+/// loads first (a package of that name with any `__init__` suffix, an extension module, cached
+/// bytecode for that stem).
+pub fn shadows(protected_py: &str, path: &str) -> bool {
+    let (dir, file) = match protected_py.rfind('/') {
+        Some(i) => (&protected_py[..=i], &protected_py[i + 1..]),
+        None => ("", protected_py),
+    };
+    let Some(stem) = file.strip_suffix(".py") else {
+        return false;
+    };
+    let Some(rest) = path.strip_prefix(dir) else {
+        return false;
+    };
+    if let Some(init) = rest.strip_prefix(&format!("{stem}/__init__")) {
+        return matches!(init, ".py" | ".pyc" | ".so" | ".pyd")
+            || (init.starts_with('.') && init.ends_with(".so"));
+    }
+    if let Some(ext) = rest.strip_prefix(&format!("{stem}.")) {
+        return ext == "so" || (ext.ends_with(".so") && !ext.contains('/'));
+    }
+    if let Some(pyc) = rest.strip_prefix(&format!("__pycache__/{stem}.")) {
+        return pyc.ends_with(".pyc") && !pyc.contains('/');
+    }
+    false
+}
+
+/// Three answers where the contract leaves room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tri {
+    Yes,
+    No,
+    Maybe,
+}
+
+/// Why the veto stands: each protected path and what happened to it.
+pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<String>) {
+    let mut why = Vec::new();
+    let mut maybe = false;
+    let protected_files: Vec<(&String, &Node)> = start
+        .nodes
+        .iter()
+        .filter(|(p, n)| prot.is_match(p.as_str()) && matches!(n, Node::File { .. }))
+        .collect();
+    // A hard link shares the inode of a protected file as it is now (inode numbers are
+    // reused once a file is replaced by a rename, so never the start's numbers).
+    let protected_inodes: BTreeSet<(u64, u64)> = protected_files
+        .iter()
+        .filter(|(p, _)| matches!(now.nodes.get(*p), Some(Node::File { .. })))
+        .filter_map(|(p, _)| now.inode.get(*p).copied())
+        .collect();
+    let all: BTreeSet<&String> = start.nodes.keys().chain(now.nodes.keys()).collect();
+    for p in all {
+        let (a, b) = (start.nodes.get(p), now.nodes.get(p));
+        if a == b {
+            // Same bytes, type and mode; a path that became a hard link to a protected file
+            // is caught below.
+            if a.is_some() {
+                continue;
+            }
+        }
+        let is_prot = prot.is_match(p.as_str());
+        if is_prot {
+            // An unchanged copy of a protected file in an ignored folder (build output) is
+            // honest; any other difference of a protected path is a veto.
+            if a.is_none() && ignored(p) {
+                let copy = b.and_then(Node::bytes).is_some_and(|bytes| {
+                    protected_files
+                        .iter()
+                        .any(|(_, n)| n.bytes() == Some(bytes))
+                });
+                if copy {
+                    continue;
+                }
+            }
+            why.push(format!("{p}: {}", what(a, b)));
+            continue;
+        }
+        if a.is_none() {
+            if let Some(b) = b {
+                if protected_files
+                    .iter()
+                    .any(|(pp, _)| pp.ends_with(".py") && shadows(pp, p))
+                {
+                    why.push(format!("{p}: shadows a protected module"));
+                    continue;
+                }
+                if let Node::File { .. } = b {
+                    if now
+                        .inode
+                        .get(p)
+                        .is_some_and(|i| protected_inodes.contains(i))
+                    {
+                        why.push(format!("{p}: hard link to a protected file"));
+                        continue;
+                    }
+                }
+                if let Node::Link(_) = b {
+                    match now.resolves_to.get(p) {
+                        Some(t) if prot.is_match(t.as_str()) => {
+                            why.push(format!("{p}: symlink to protected {t}"));
+                            continue;
+                        }
+                        Some(t) => {
+                            // A link to a folder holding protected files: the contract names
+                            // links to protected files only.
+                            let pre = format!("{t}/");
+                            if protected_files.iter().any(|(pp, _)| pp.starts_with(&pre)) {
+                                maybe = true;
+                            }
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+    let tri = if !why.is_empty() {
+        Tri::Yes
+    } else if maybe {
+        Tri::Maybe
+    } else {
+        Tri::No
+    };
+    (tri, why)
+}
+
+fn what(a: Option<&Node>, b: Option<&Node>) -> &'static str {
+    match (a, b) {
+        (None, Some(_)) => "added",
+        (Some(_), None) => "removed",
+        (Some(Node::File { bytes: x, exec: e }), Some(Node::File { bytes: y, exec: f })) => {
+            if x == y && e != f {
+                "mode"
+            } else {
+                "modified"
+            }
+        }
+        (Some(_), Some(_)) => "type",
+        (None, None) => "unchanged",
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Added,
+    Modified,
+    Removed,
+}
+
+impl Kind {
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Added => "added",
+            Kind::Modified => "modified",
+            Kind::Removed => "removed",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Change {
+    pub kind: Kind,
+    pub before: Option<Node>,
+    pub after: Option<Node>,
+}
+
+/// The work tree's changes against the (accepted) baseline: no ignored path, nothing of git's,
+/// the records' or the referee's.
+pub fn changes(base: &BTreeMap<String, Node>, now: &Snapshot) -> BTreeMap<String, Change> {
+    let mut out = BTreeMap::new();
+    let keep = |p: &String, n: &Node| !outside_change(p) && !ignored(p) && *n != Node::Dir;
+    let now_files: BTreeMap<&String, &Node> =
+        now.nodes.iter().filter(|(p, n)| keep(p, n)).collect();
+    for (p, b) in base {
+        match now_files.get(p) {
+            None => {
+                out.insert(
+                    p.clone(),
+                    Change {
+                        kind: Kind::Removed,
+                        before: Some(b.clone()),
+                        after: None,
+                    },
+                );
+            }
+            Some(n) if *n != b => {
+                out.insert(
+                    p.clone(),
+                    Change {
+                        kind: Kind::Modified,
+                        before: Some(b.clone()),
+                        after: Some((*n).clone()),
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+    for (p, n) in now_files {
+        if !base.contains_key(p) {
+            out.insert(
+                p.clone(),
+                Change {
+                    kind: Kind::Added,
+                    before: None,
+                    after: Some(n.clone()),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// A task record as read from `.tasks/<id>.json`.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub file_id: String,
+    pub sha: String,
+    pub parsed: Result<Parsed, String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Parsed {
+    pub status: String,
+    pub attempt: u64,
+    pub summary: String,
+    pub listed: BTreeMap<String, Kind>,
+    pub pre: BTreeMap<String, Option<String>>,
+    pub post: BTreeMap<String, Option<String>>,
+}
+
+pub fn parse_record(file_id: &str, bytes: &[u8]) -> Record {
+    let parsed = (|| -> Result<Parsed, String> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let o = v.as_object().ok_or("not an object")?;
+        let s = |k: &str| -> Result<String, String> {
+            o.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or(format!("no string `{k}`"))
+        };
+        let task_id = s("task_id")?;
+        if task_id != file_id {
+            return Err("task_id is not the file's name".into());
+        }
+        let status = s("status")?;
+        let summary = s("summary")?;
+        let attempt = o
+            .get("attempt")
+            .and_then(Value::as_u64)
+            .filter(|a| *a >= 1)
+            .ok_or("no attempt")?;
+        let ch = o
+            .get("changes")
+            .and_then(Value::as_object)
+            .ok_or("no changes")?;
+        let mut listed = BTreeMap::new();
+        for k in [Kind::Added, Kind::Modified, Kind::Removed] {
+            if let Some(arr) = ch.get(k.key()) {
+                for p in arr.as_array().ok_or("changes not arrays")? {
+                    listed.insert(p.as_str().ok_or("path not a string")?.to_string(), k);
+                }
+            }
+        }
+        let hashes = |k: &str| -> BTreeMap<String, Option<String>> {
+            o.get(k)
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(p, h)| {
+                            (
+                                p.clone(),
+                                h.as_str().filter(|s| !s.is_empty()).map(str::to_string),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Parsed {
+            status,
+            attempt,
+            summary,
+            listed,
+            pre: hashes("pre_hashes"),
+            post: hashes("post_hashes"),
+        })
+    })();
+    Record {
+        file_id: file_id.to_string(),
+        sha: sha(bytes),
+        parsed,
+    }
+}
+
+/// Whether a file parses, as the real tools judge it. The simulator writes broken files only
+/// from templates that carry the marker below, each a syntax error in its language; JSON is
+/// judged by a JSON parser.
+pub fn parses(path: &str, bytes: &[u8]) -> bool {
+    if path.ends_with(".json") {
+        return serde_json::from_slice::<Value>(bytes).is_ok();
+    }
+    !bytes.windows(10).any(|w| w == b"<<broken>>")
+}
+
+fn text(bytes: &[u8]) -> bool {
+    !bytes.contains(&0)
+}
+
+fn lines(bytes: &[u8]) -> Vec<&[u8]> {
+    bytes
+        .split_inclusive(|b| *b == b'\n')
+        .map(|l| {
+            let l = l.strip_suffix(b"\n").unwrap_or(l);
+            l.strip_suffix(b"\r").unwrap_or(l)
+        })
+        .collect()
+}
+
+/// Lines of `after` that `before` does not have (as a multiset): what a diff adds.
+fn added_lines<'a>(before: Option<&[u8]>, after: &'a [u8]) -> Vec<&'a [u8]> {
+    let mut have: BTreeMap<&[u8], usize> = BTreeMap::new();
+    if let Some(b) = before {
+        for l in lines(b) {
+            *have.entry(l).or_default() += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for l in lines(after) {
+        match have.get_mut(l) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => out.push(l),
+        }
+    }
+    out
+}
+
+fn trailing_ws(path: &str, line: &[u8]) -> bool {
+    let n = line
+        .iter()
+        .rev()
+        .take_while(|b| matches!(b, b' ' | b'\t' | 0x0b | 0x0c))
+        .count();
+    if n == 0 {
+        return false;
+    }
+    let md = path.ends_with(".md") || path.ends_with(".markdown");
+    let hard_break = md
+        && n == 2
+        && !line[..line.len() - 2].iter().all(|b| *b == b' ')
+        && line[line.len() - 2..] == *b"  ";
+    !hard_break
+}
+
+/// One failing check of an attempt, as the model sees it.
+pub type Findings = Vec<String>;
+
+/// The verdicts the contract allows for one judged attempt.
+#[derive(Clone, Debug)]
+pub struct Expect {
+    pub task: String,
+    pub attempt: Option<u64>,
+    pub verdicts: BTreeSet<&'static str>,
+    pub why: Vec<String>,
+    /// The scope's changes (for the guards and for `accept`).
+    pub diff: BTreeMap<String, (Option<String>, Option<String>)>,
+    /// The same changes compared byte for byte (whitespace and line endings included).
+    pub raw_diff: BTreeMap<String, (Option<String>, Option<String>)>,
+    pub scope: BTreeSet<String>,
+    pub touches_protected: bool,
+    /// The verdict before the loop guards.
+    pub graded: &'static str,
+    /// A record judged before with the same bytes, judged again because its verdict went
+    /// stale (a path of its scope changed, or its scope did).
+    pub rejudge: bool,
+}
+
+/// What the model remembers of a judged attempt.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    pub attempt: Option<u64>,
+    pub record_sha: String,
+    pub verdict: String,
+    /// The verdict before the loop guards (the REJECT cap counts these).
+    pub graded: String,
+    pub diff: BTreeMap<String, (Option<String>, Option<String>)>,
+    pub raw_diff: BTreeMap<String, (Option<String>, Option<String>)>,
+    pub scope: BTreeSet<String>,
+    /// The hash of each scope path when judged (for staleness).
+    pub at: BTreeMap<String, Option<String>>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Memory {
+    pub judged: BTreeMap<String, Vec<Judged>>,
+    pub registered: Option<BTreeSet<String>>,
+}
+
+impl Memory {
+    pub fn latest(&self, task: &str) -> Option<&Judged> {
+        self.judged.get(task).and_then(|v| v.last())
+    }
+    fn rejects(&self, task: &str) -> usize {
+        self.judged
+            .get(task)
+            .map_or(0, |v| v.iter().filter(|j| j.graded == "REJECT").count())
+    }
+
+    /// Keeps a judgment: a record judged again (same attempt, same bytes) replaces its
+    /// earlier judgment, as the referee keeps one judgment per attempt.
+    pub fn keep(&mut self, task: &str, j: Judged) {
+        let v = self.judged.entry(task.to_string()).or_default();
+        if let Some(old) = v
+            .iter_mut()
+            .find(|o| o.attempt == j.attempt && o.record_sha == j.record_sha)
+        {
+            *old = j;
+        } else {
+            v.push(j);
+        }
+    }
+}
+
+pub const GOOD: &[&str] = &["APPROVE", "MINOR_ISSUES"];
+
+/// A side of a diff as the loop guards compare it: whitespace-only differences taken out
+/// (runs of whitespace as one space, trailing whitespace and blank lines dropped).
+fn normalized(n: Option<&Node>) -> Option<String> {
+    match n {
+        Some(Node::File { bytes, exec }) if text(bytes) => {
+            let mut out = Vec::new();
+            for l in lines(bytes) {
+                let words: Vec<&[u8]> = l
+                    .split(|b| b.is_ascii_whitespace())
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                if !words.is_empty() {
+                    out.push(words.join(&b' '));
+                }
+            }
+            Some(format!(
+                "{}{}",
+                sha(&out.join(&b'\n')),
+                if *exec { "x" } else { "" }
+            ))
+        }
+        other => node_sha(other),
+    }
+}
+
+pub fn node_sha(n: Option<&Node>) -> Option<String> {
+    match n {
+        Some(Node::File { bytes, .. }) => Some(sha(bytes)),
+        Some(Node::Link(t)) => Some(format!("link:{}", sha(t))),
+        Some(Node::Dir) => Some("dir".into()),
+        Some(Node::Other) => Some("other".into()),
+        None => None,
+    }
+}
+
+/// Judges every record that needs a judgment now. `veto` is this moment's veto.
+pub fn judge(
+    mem: &Memory,
+    base: &BTreeMap<String, Node>,
+    now: &Snapshot,
+    records: &[Record],
+    veto: Tri,
+    prot: &GlobSet,
+) -> Vec<Expect> {
+    let ch = changes(base, now);
+    // Which records are judged, and which claim paths.
+    let unknown = |id: &str| mem.registered.as_ref().is_some_and(|r| !r.contains(id));
+    let pending: Vec<&Record> = records
+        .iter()
+        .filter(|r| match &r.parsed {
+            Ok(p) => p.status == "pending_review",
+            Err(_) => true,
+        })
+        .collect();
+    let claimants: Vec<(&str, &Parsed)> = pending
+        .iter()
+        .filter_map(|r| r.parsed.as_ref().ok().map(|p| (r.file_id.as_str(), p)))
+        .filter(|(id, _)| !unknown(id))
+        .collect();
+    // Records already judged with the very same bytes keep their verdict while it holds: a
+    // verdict whose scope changed (a path of it, or which paths it holds) is judged again.
+    let all_claims0: Vec<&str> = claimants.iter().map(|(id, _)| *id).collect();
+    let fresh: Vec<&Record> = pending
+        .iter()
+        .copied()
+        .filter(|r| {
+            let Some(j) = mem
+                .judged
+                .get(&r.file_id)
+                .and_then(|v| v.iter().rev().find(|j| j.record_sha == r.sha))
+            else {
+                return true;
+            };
+            if j.at.iter().any(|(p, h)| node_sha(now.nodes.get(p)) != *h) {
+                return true;
+            }
+            let e = judge_one(
+                mem,
+                base,
+                &ch,
+                r,
+                &claimants,
+                &all_claims0,
+                veto,
+                prot,
+                &unknown,
+            );
+            e.scope != j.scope
+        })
+        .collect();
+    // A claim excuses another task only while its record is not REJECTed: judge with every
+    // claim, then with the claims of those not REJECTed; a task whose verdict differs between
+    // the two is left open (the contract's rounds do not say which comes first).
+    let all_claims: Vec<&str> = claimants.iter().map(|(id, _)| *id).collect();
+    let first: BTreeMap<String, Expect> = fresh
+        .iter()
+        .map(|r| {
+            (
+                r.file_id.clone(),
+                judge_one(
+                    mem,
+                    base,
+                    &ch,
+                    r,
+                    &claimants,
+                    &all_claims,
+                    veto,
+                    prot,
+                    &unknown,
+                ),
+            )
+        })
+        .collect();
+    let rejected: BTreeSet<&str> = first
+        .iter()
+        .filter(|(_, e)| {
+            e.verdicts
+                .iter()
+                .all(|v| *v == "REJECT" || v.starts_with("ESCALATE"))
+        })
+        .map(|(id, _)| id.as_str())
+        .chain(claimants.iter().filter_map(|(id, _)| {
+            mem.latest(id)
+                .filter(|j| {
+                    !first.contains_key(*id)
+                        && (!GOOD.contains(&j.verdict.as_str())
+                            || j.at.iter().any(|(p, h)| node_sha(now.nodes.get(p)) != *h))
+                })
+                .map(|_| *id)
+        }))
+        .collect();
+    let kept: Vec<&str> = all_claims
+        .iter()
+        .copied()
+        .filter(|id| !rejected.contains(id))
+        .collect();
+    fresh
+        .iter()
+        .map(|r| {
+            let mut a = first[&r.file_id].clone();
+            let b = judge_one(mem, base, &ch, r, &claimants, &kept, veto, prot, &unknown);
+            a.verdicts.extend(b.verdicts.iter().copied());
+            a
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments, reason = "the model's inputs, spelled out")]
+fn judge_one(
+    mem: &Memory,
+    base: &BTreeMap<String, Node>,
+    ch: &BTreeMap<String, Change>,
+    rec: &Record,
+    claimants: &[(&str, &Parsed)],
+    valid_claims: &[&str],
+    veto: Tri,
+    prot: &GlobSet,
+    unknown: &dyn Fn(&str) -> bool,
+) -> Expect {
+    let id = rec.file_id.clone();
+    let mut why: Findings = Vec::new();
+    let mut minor: Findings = Vec::new();
+    let mut exp = Expect {
+        task: id.clone(),
+        attempt: None,
+        verdicts: BTreeSet::new(),
+        why: Vec::new(),
+        diff: BTreeMap::new(),
+        raw_diff: BTreeMap::new(),
+        scope: BTreeSet::new(),
+        touches_protected: false,
+        graded: "REJECT",
+        rejudge: mem
+            .judged
+            .get(&id)
+            .is_some_and(|v| v.iter().any(|j| j.record_sha == rec.sha)),
+    };
+    let p = match &rec.parsed {
+        Err(e) => {
+            exp.why.push(format!("CC-00 {e}"));
+            exp.verdicts.insert("REJECT");
+            guard_reject(mem, &id, &mut exp);
+            return exp;
+        }
+        Ok(p) => p,
+    };
+    exp.attempt = Some(p.attempt);
+    if unknown(&id) {
+        why.push("CC-00 unknown_task".into());
+    }
+    if let Some(last) = mem
+        .judged
+        .get(&id)
+        .and_then(|v| v.iter().filter_map(|j| j.attempt).max())
+    {
+        if p.attempt <= last && !exp.rejudge {
+            why.push(format!("CC-00 replay: attempt {} <= {last}", p.attempt));
+        }
+    }
+    // The scope: what this record lists, plus the changes no other (valid) claim covers.
+    let claimed_by_others: BTreeSet<&str> = claimants
+        .iter()
+        .filter(|(cid, _)| *cid != id && valid_claims.contains(cid))
+        .flat_map(|(_, cp)| cp.listed.keys().map(String::as_str))
+        .collect();
+    let scope: BTreeSet<String> = p
+        .listed
+        .keys()
+        .cloned()
+        .chain(
+            ch.keys()
+                .filter(|c| !claimed_by_others.contains(c.as_str()))
+                .cloned(),
+        )
+        .collect();
+    exp.touches_protected = scope.iter().any(|s| prot.is_match(s.as_str()));
+    match veto {
+        Tri::Yes => why.push("CC-01 veto".into()),
+        Tri::Maybe => {
+            exp.verdicts.insert("REJECT");
+        }
+        Tri::No => {}
+    }
+    for s in &scope {
+        let c = ch.get(s);
+        match (c, p.listed.get(s)) {
+            (Some(c), Some(k)) if c.kind == *k => {}
+            (Some(c), Some(k)) => why.push(format!("CC-02 {s}: {:?} listed as {k:?}", c.kind)),
+            (Some(c), None) => why.push(format!("CC-02 {s}: {:?} not listed", c.kind)),
+            (None, Some(k)) => why.push(format!("CC-02 {s}: listed {k:?}, no change")),
+            (None, None) => {}
+        }
+        if let Some(c) = c {
+            let (a, b) = (normalized(c.before.as_ref()), normalized(c.after.as_ref()));
+            if a != b {
+                exp.diff.insert(s.clone(), (a, b));
+            }
+            let (a, b) = (node_sha(c.before.as_ref()), node_sha(c.after.as_ref()));
+            exp.raw_diff.insert(s.clone(), (a, b));
+        }
+    }
+    for (path, claim) in &p.pre {
+        let actual = base.get(path).and_then(Node::bytes).map(sha);
+        if *claim != actual {
+            why.push(format!("CC-03 pre {path}"));
+        }
+    }
+    for (path, claim) in &p.post {
+        let actual = ch
+            .get(path)
+            .and_then(|c| c.after.as_ref())
+            .or_else(|| {
+                if ch.contains_key(path) {
+                    None
+                } else {
+                    base.get(path)
+                }
+            })
+            .and_then(Node::bytes)
+            .map(sha);
+        if *claim != actual {
+            why.push(format!("CC-03 post {path}"));
+        }
+    }
+    for s in &scope {
+        let Some(c) = ch.get(s) else { continue };
+        if c.kind == Kind::Removed && p.listed.get(s) != Some(&Kind::Removed) {
+            why.push(format!("CC-04 {s} removed unlisted"));
+        }
+        if c.kind == Kind::Modified {
+            let was = c
+                .before
+                .as_ref()
+                .and_then(Node::bytes)
+                .map_or(0, <[u8]>::len);
+            let is = c.after.as_ref().and_then(Node::bytes).map(<[u8]>::len);
+            if was > 0 && is == Some(0) {
+                why.push(format!("CC-04 {s} emptied"));
+            }
+        }
+        let Some(bytes) = c.after.as_ref().and_then(Node::bytes) else {
+            continue;
+        };
+        if !parses(s, bytes) {
+            why.push(format!("CC-05 {s}"));
+        }
+        let limit = if s.ends_with(".py") {
+            200 * 1024
+        } else if s.ends_with(".md") {
+            500 * 1024
+        } else {
+            5 * 1024 * 1024
+        };
+        if bytes.len() > limit {
+            why.push(format!("CC-06 {s}"));
+        }
+        let before = c.before.as_ref().and_then(Node::bytes);
+        let added = added_lines(before, bytes);
+        for l in &added {
+            if l.starts_with(b"<<<<<<< ")
+                || l.starts_with(b">>>>>>> ")
+                || *l == b"======="
+                || l.starts_with(b"-----BEGIN RSA PRIVATE KEY-----")
+                || l.starts_with(b"-----BEGIN OPENSSH PRIVATE KEY-----")
+            {
+                why.push(format!("CC-07 {s}"));
+                break;
+            }
+        }
+        if text(bytes) {
+            if !bytes.is_empty() && !matches!(bytes.last(), Some(b'\n' | b'\r')) {
+                minor.push(format!("CC-09 {s} no final newline"));
+            }
+            if added.iter().any(|l| trailing_ws(s, l)) {
+                minor.push(format!("CC-09 {s} trailing whitespace"));
+            }
+        }
+    }
+    if !p.summary.starts_with("Here's what I did:") {
+        minor.push("CC-08 summary".into());
+    }
+    exp.scope = scope;
+    let graded = if !why.is_empty() {
+        "REJECT"
+    } else if !minor.is_empty() {
+        "MINOR_ISSUES"
+    } else {
+        "APPROVE"
+    };
+    exp.why = why.into_iter().chain(minor).collect();
+    exp.verdicts.insert(graded);
+    exp.graded = graded;
+    // The loop guards. Whether two diffs are "identical, whitespace aside" depends on what
+    // counts as whitespace (line endings, runs of blanks): the model is exact only where
+    // the byte-for-byte comparison and the normalized one agree.
+    let earlier: Vec<Judged> = mem
+        .judged
+        .get(&id)
+        .map(|v| {
+            v.iter()
+                .filter(|j| !(j.attempt == exp.attempt && j.record_sha == rec.sha))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let rejected_other = |j: &Judged| j.verdict != "APPROVE" && j.verdict != "MINOR_ISSUES";
+    let same = |raw: bool| -> bool {
+        let mine = if raw { &exp.raw_diff } else { &exp.diff };
+        let of = |j: &Judged| {
+            if raw {
+                j.raw_diff.clone()
+            } else {
+                j.diff.clone()
+            }
+        };
+        !mine.is_empty()
+            && (earlier.iter().any(|j| of(j) == *mine)
+                || mem.judged.iter().any(|(t, v)| {
+                    *t != id && v.iter().any(|j| rejected_other(j) && of(j) == *mine)
+                }))
+    };
+    let (same_norm, same_raw) = (same(false), same(true));
+    let same_as_earlier = same_norm || same_raw;
+    let guard_unsure = same_norm != same_raw || exp.rejudge;
+    match graded {
+        "REJECT" => {
+            exp.verdicts.clear();
+            // The cap counts the task's other judged REJECTs (a re-judged attempt replaces
+            // its own earlier judgment).
+            let cap = earlier.iter().filter(|j| j.graded == "REJECT").count() + 1 >= 3;
+            if cap || same_as_earlier {
+                exp.verdicts.insert("ESCALATE");
+                if guard_unsure && (!cap || exp.rejudge) {
+                    exp.verdicts.insert("REJECT");
+                    exp.verdicts.insert("ESCALATE_CONVERGENCE");
+                }
+            } else {
+                exp.verdicts.insert("REJECT");
+                if p.attempt >= 3 || earlier.len() >= 2 {
+                    exp.verdicts.insert("ESCALATE_CONVERGENCE");
+                }
+            }
+            if veto == Tri::Maybe {
+                exp.verdicts.insert("APPROVE");
+                exp.verdicts.insert("MINOR_ISSUES");
+            }
+        }
+        "MINOR_ISSUES" => {
+            if same_as_earlier {
+                exp.verdicts.insert("ESCALATE");
+                if !guard_unsure {
+                    exp.verdicts.remove("MINOR_ISSUES");
+                }
+            }
+            if guard_unsure {
+                exp.verdicts.insert("ESCALATE");
+            }
+            if p.attempt >= 3 || earlier.len() >= 2 {
+                exp.verdicts.insert("ESCALATE_CONVERGENCE");
+            }
+        }
+        _ => {}
+    }
+    exp
+}
+
+/// A record that cannot be read has no attempt number: whether its REJECT counts toward the
+/// cap is not the model's to say, so both answers stand once the cap is reached.
+fn guard_reject(mem: &Memory, id: &str, exp: &mut Expect) {
+    if mem.rejects(id) + 1 >= 3 {
+        exp.verdicts.insert("ESCALATE");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shadow_names_are_what_cpython_loads_first() {
+        let p = "app/orchestrator.py";
+        for s in [
+            "app/orchestrator/__init__.py",
+            "app/orchestrator/__init__.so",
+            "app/orchestrator/__init__.abi3.so",
+            "app/orchestrator.so",
+            "app/orchestrator.cpython-311-x86_64-linux-gnu.so",
+            "app/__pycache__/orchestrator.cpython-311.pyc",
+        ] {
+            assert!(shadows(p, s), "{s}");
+        }
+        for s in [
+            "app/orchestrator_x.py",
+            "app/other/__init__.py",
+            "orchestrator.so",
+            "app/__pycache__/util.cpython-311.pyc",
+        ] {
+            assert!(!shadows(p, s), "{s}");
+        }
+    }
+
+    #[test]
+    fn ignore_rules_are_the_committed_ones() {
+        assert!(ignored("build/lib/app/orchestrator.py"));
+        assert!(ignored("app/__pycache__/util.cpython-311.pyc"));
+        assert!(ignored("x.log"));
+        assert!(!ignored("app/build.py"));
+        assert!(!ignored("build"));
+    }
+
+    #[test]
+    fn added_lines_are_a_multiset_difference() {
+        assert_eq!(
+            added_lines(Some(b"a\nb\n"), b"a\nb\nb\nc\n"),
+            vec![&b"b"[..], b"c"]
+        );
+        assert!(trailing_ws("x.py", b"a "));
+        assert!(!trailing_ws("x.md", b"text  "));
+        assert!(trailing_ws("x.md", b"text   "));
+    }
+}
