@@ -41,12 +41,26 @@ pub fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
             }
             out
         }
+        // Sizes and contents: a binary reworked to another of the same size is another diff
+        // (the loop guards compare diffs).
         _ => format!(
-            "Binary files {a_name} and {b_name} differ ({} → {} bytes)\n",
+            "Binary files {a_name} and {b_name} differ ({} → {} bytes, sha256 {} → {})\n",
             old_b.len(),
-            new_b.len()
+            new_b.len(),
+            short_sha(old_b),
+            short_sha(new_b)
         ),
     }
+}
+
+/// The first 16 hex digits of the bytes' SHA-256 (`-` for none).
+fn short_sha(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "-".into();
+    }
+    let mut hex = crate::artifacts::fsread::sha256_hex(bytes);
+    hex.truncate(16);
+    hex
 }
 
 /// The lines `new` adds relative to `old`, with their 1-based line numbers in `new`.
@@ -280,6 +294,9 @@ mod tests {
             d.starts_with("Binary files a/img.png and b/img.png differ"),
             "{d}"
         );
+        // Another binary of the same size is another diff.
+        let e = unified("img.png", Some(b"\x89PNG\0"), Some(b"\x89PNG\0\x01"));
+        assert_ne!(d, e);
     }
 
     #[test]

@@ -41,76 +41,13 @@ pub struct Open {
     pub test: &'static str,
 }
 
-/// The referee's reasons, as a disagreement's detail quotes them (`reasons: a, b)`), for
-/// every verdict it quotes.
-fn referee_reasons(d: &Disagreement) -> Vec<&str> {
-    d.detail
-        .split("reasons: ")
-        .skip(1)
-        .flat_map(|r| r.split(')').next().unwrap_or("").split(", "))
-        .collect()
-}
-
-/// The referee ESCALATEd (or stopped for an escalation) on a loop guard the model found no
-/// ground for; `live_too`: or a one-shot `verify` did where the live referee did not.
-fn escalated_for(d: &Disagreement, reason: &str, live_too: bool) -> bool {
-    (d.kind.ends_with("_got_escalate")
-        || d.kind.starts_with("false_stop")
-        || (live_too && d.kind == "live_oneshot" && d.detail.contains("verify ESCALATE")))
-        && referee_reasons(d).contains(&reason)
-}
-
-pub const KNOWN_OPEN: &[Open] = &[
-    Open {
-        class: "git_internals_vetoed",
-        act: "Commit",
-        live_only: false,
-        seen: None,
-        test: "open_git_internals_vetoed",
-    },
-    Open {
-        class: "git_internals_vetoed",
-        act: "ReadOnlyAgent",
-        live_only: false,
-        seen: None,
-        test: "open_git_internals_vetoed",
-    },
-    Open {
-        class: "build_output_copy_vetoed",
-        act: "BuildOutput",
-        live_only: false,
-        seen: None,
-        test: "open_build_output_copy_vetoed",
-    },
-    Open {
-        class: "live_git_config_missed",
-        act: "GitConfigAlias",
-        live_only: true,
-        seen: None,
-        test: "open_live_git_config_missed",
-    },
-    Open {
-        class: "live_git_config_missed",
-        act: "HooksPath",
-        live_only: true,
-        seen: None,
-        test: "open_live_git_config_missed",
-    },
-    Open {
-        class: "binary_rework_identical_diff",
-        act: "",
-        live_only: false,
-        seen: Some(|d| escalated_for(d, "identical_diff", false)),
-        test: "open_binary_rework_identical_diff",
-    },
-    Open {
-        class: "live_keeps_stale_verdict",
-        act: "",
-        live_only: true,
-        seen: Some(|d| d.kind == "live_oneshot"),
-        test: "open_live_keeps_stale_verdict",
-    },
-];
+pub const KNOWN_OPEN: &[Open] = &[Open {
+    class: "live_keeps_stale_verdict",
+    act: "",
+    live_only: true,
+    seen: Some(|d| d.kind == "live_oneshot"),
+    test: "open_live_keeps_stale_verdict",
+}];
 
 /// The open class a disagreement belongs to, unless `SIM_ALL` is set.
 fn known(d: &Disagreement) -> Option<&'static str> {
@@ -457,21 +394,19 @@ fn extglob_script_approved() {
 
 /// The orchestrator commits (`git add -A && git commit`; here with nothing to commit, which
 /// still writes `.git/COMMIT_EDITMSG`), and a read-only subagent runs `git status` (which
-/// refreshes `.git/index`). The default protected glob `.git` (meant for the `.git` entry
-/// itself) covers every path under `.git/`: the referee raises the STOP for
-/// `.git/COMMIT_EDITMSG` and REJECTs every pending task for `protected_file_modified`.
+/// refreshes `.git/index`). Class `git_internals_vetoed` (fixed): the default protected glob
+/// `.git` (meant for the `.git` entry itself) covered every path under `.git/`, so the referee
+/// raised the STOP for `.git/COMMIT_EDITMSG` and REJECTed every pending task.
 #[test]
-#[ignore = "open: git_internals_vetoed, see KNOWN_OPEN"]
-fn open_git_internals_vetoed() {
+fn git_internals_are_not_vetoed() {
     reproduce(false, &[Act::Commit, Act::Judge]);
 }
 
 /// `python -m build` leaves unchanged copies of the sources, protected modules included, under
-/// the ignored `build/lib/`; SPEC lists that as honest, but the referee counts the copy as an
-/// added protected path and raises the STOP (one-shot and live).
+/// the ignored `build/lib/`, which is honest. Class `build_output_copy_vetoed` (fixed): the
+/// referee counted the copy as an added protected path and raised the STOP.
 #[test]
-#[ignore = "open: build_output_copy_vetoed, see KNOWN_OPEN"]
-fn open_build_output_copy_vetoed() {
+fn build_output_copy_is_approved() {
     reproduce(false, &[Act::BuildOutput, Act::Judge]);
 }
 
@@ -539,20 +474,19 @@ fn open_live_keeps_stale_verdict() {
 }
 
 /// `git config alias.st '!sh -c …'` (or `core.hooksPath`) edits the protected `.git/config`:
-/// a one-shot `verify` raises the STOP, a live `watch` does not (not within 30 s).
+/// class `live_git_config_missed` (fixed): a one-shot `verify` raised the STOP, a live `watch`
+/// did not (not within 30 s), for it never looked at events under `.git/` but `HEAD`'s.
 #[test]
-#[ignore = "open: live_git_config_missed, see KNOWN_OPEN"]
-fn open_live_git_config_missed() {
+fn live_git_config_is_vetoed() {
     reproduce(true, &[Act::GitConfigAlias, Act::Judge]);
 }
 
 /// A binary asset is reworked (another image of the same size; both attempts MINOR_ISSUES for
-/// their summary): the kept diff of a binary file names its path and sizes only, so attempt 2
-/// is "identical" to attempt 1 and ESCALATEs (`identical_diff`) where the contract says
-/// MINOR_ISSUES.
+/// their summary). Class `binary_rework_identical_diff` (fixed): the kept diff of a binary
+/// file named its path and sizes only, so attempt 2 was "identical" to attempt 1 and
+/// ESCALATEd (`identical_diff`) where the contract says MINOR_ISSUES.
 #[test]
-#[ignore = "open: binary_rework_identical_diff, see KNOWN_OPEN"]
-fn open_binary_rework_identical_diff() {
+fn binary_rework_is_another_diff() {
     reproduce(
         false,
         &[

@@ -93,13 +93,33 @@ pub(super) struct Judged {
     pub decision: Decision,
 }
 
-/// Whether a changed path (relative to the workspace) can change a judgment: the referee's own
-/// folder and `.git/` never do (the baseline is pinned), except that a moved `HEAD` is
-/// logged (`head_moved`), so its refs are looked at.
+/// Whether a changed path (relative to the workspace) can change a judgment. The referee's own
+/// folder never does. Under `.git/`, what runs code or decides how files are read does (the
+/// place `.git` itself, `config`, `config.worktree`, `hooks/`, `info/`, a linked work tree's or a
+/// submodule's config, hooks and attributes: what the executable surface protects), and so do
+/// `HEAD` and its refs (a moved `HEAD` is logged, `head_moved`); the rest (objects, logs, the
+/// index) is what git rewrites on every command.
 pub(super) fn relevant(rel: &str) -> bool {
     let top = rel.split('/').next().unwrap_or(rel);
     if top == ".git" {
-        return rel == ".git/HEAD" || rel == ".git/packed-refs" || rel.starts_with(".git/refs/");
+        let Some(inside) = rel.strip_prefix(".git/") else {
+            return rel == ".git";
+        };
+        let nested = |p: &str| {
+            p.ends_with("/config")
+                || p.ends_with("/config.worktree")
+                || p.contains("/hooks/")
+                || p.ends_with("/hooks")
+                || p.contains("/info/")
+        };
+        return matches!(
+            inside,
+            "HEAD" | "packed-refs" | "config" | "config.worktree" | "hooks" | "info"
+        ) || inside.starts_with("refs/")
+            || inside.starts_with("hooks/")
+            || inside.starts_with("info/")
+            || ((inside.starts_with("worktrees/") || inside.starts_with("modules/"))
+                && nested(inside));
     }
     top != OUTPUT_DIR
 }
@@ -593,13 +613,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn own_folder_and_git_are_never_relevant() {
+    fn own_folder_and_what_git_rewrites_are_never_relevant() {
         assert!(!relevant(".referee/OBSERVER-HEARTBEAT.json"));
         assert!(!relevant(".referee"));
-        assert!(!relevant(".git/index"));
+        for p in [
+            ".git/index",
+            ".git/objects/3f/ab",
+            ".git/logs/HEAD",
+            ".git/COMMIT_EDITMSG",
+        ] {
+            assert!(!relevant(p), "{p}");
+        }
         assert!(relevant(".git/HEAD"), "a moved HEAD is logged");
         assert!(relevant(".git/refs/heads/main"));
-        assert!(!relevant(".git"));
+        // What runs code or decides how files are read: a planted hook is judged at once.
+        for p in [
+            ".git",
+            ".git/config",
+            ".git/hooks/pre-commit",
+            ".git/info/attributes",
+            ".git/worktrees/w/config.worktree",
+            ".git/modules/lib/hooks/post-checkout",
+            ".git/modules/lib/config",
+        ] {
+            assert!(relevant(p), "{p}");
+        }
+        assert!(!relevant(".git/modules/lib/objects/3f/ab"));
         assert!(relevant(".tasks/t1.json"));
         assert!(relevant("src/.git-keep"));
         assert!(relevant("a/.referee/x"));
