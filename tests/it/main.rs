@@ -34,6 +34,7 @@ mod project_rules;
 mod renamed_grades;
 mod replay;
 mod root;
+mod sessions;
 mod state;
 mod stop_evidence;
 mod surface;

@@ -26,6 +26,7 @@ use super::gitread::{self, EntryKind, Ignore, Repo};
 use super::tree::{self, Kind, StatCache, WorkTree};
 use super::{name, BaselineInfo, BaselineSpec, Content, WorkspaceError};
 use crate::artifacts::fsread::{sha256_hex, FileData};
+use crate::state::accepted::{self, AcceptedPath};
 
 mod entries;
 mod listing;
@@ -146,15 +147,21 @@ impl Baseline {
             state.map(Path::to_path_buf),
         );
         let shown = root.display().to_string();
-        bounded(move || Baseline::pin_now(&root, &spec, state.as_deref(), cap)).unwrap_or_else(
-            || {
-                Err(WorkspaceError::Pin(format!(
-                    "reading the git repository of `{shown}` did not finish within {} s (a FIFO, \
+        bounded(move || {
+            let mut pinned = Baseline::pin_now(&root, &spec, state.as_deref(), cap);
+            // What the orchestrator accepted since is the baseline of those paths.
+            if let (Ok(Ok(base)), Some(state)) = (&mut pinned, state.as_deref()) {
+                base.apply_accepted(state)?;
+            }
+            pinned
+        })
+        .unwrap_or_else(|| {
+            Err(WorkspaceError::Pin(format!(
+                "reading the git repository of `{shown}` did not finish within {} s (a FIFO, \
                      or a hung file system, in `.git/`?): the baseline cannot be pinned",
-                    GIT_READ_LIMIT.as_secs()
-                )))
-            },
-        )
+                GIT_READ_LIMIT.as_secs()
+            )))
+        })
     }
 
     fn pin_now(
@@ -411,6 +418,61 @@ impl Baseline {
             sparse: None,
             submodules: std::collections::BTreeSet::new(),
         })
+    }
+
+    /// Takes what `referee accept` kept in `state` as the baseline of the accepted paths: an
+    /// accepted file's bytes (from the state directory, verified by their hash) and mode; an
+    /// accepted removal takes the path out. Every other path keeps its pinned baseline.
+    fn apply_accepted(&mut self, state: &Path) -> Result<(), WorkspaceError> {
+        let pin_err = |e: &dyn std::error::Error| WorkspaceError::Pin(crate::error::chain(e));
+        let Some(accepted) = accepted::load(state).map_err(|e| pin_err(&e))? else {
+            return Ok(());
+        };
+        if accepted.paths.is_empty() {
+            return Ok(());
+        }
+        let mut now: BTreeMap<String, Option<BaseEntry>> = BTreeMap::new();
+        for (rel, a) in &accepted.paths {
+            match a {
+                AcceptedPath::Absent => {
+                    self.checked_out.remove(rel);
+                    now.insert(rel.clone(), None);
+                }
+                AcceptedPath::File { sha256, exec } => {
+                    let bytes = accepted::blob(state, sha256).ok_or_else(|| {
+                        WorkspaceError::Pin(format!(
+                            "the accepted bytes of `{}` (SHA-256 {sha256}) are missing or damaged \
+                             in the state directory `{}`",
+                            name::display(rel),
+                            state.display()
+                        ))
+                    })?;
+                    let oid = gitread::blob_oid_of(self.hash, &bytes);
+                    self.checked_out.insert(
+                        rel.clone(),
+                        Arc::new(FileData::from_bytes(rel, bytes, None)),
+                    );
+                    let kind = BaseKind::File { exec: *exec };
+                    now.insert(rel.clone(), Some(BaseEntry { kind, oid }));
+                }
+            }
+        }
+        let mut rows: Vec<(String, BaseEntry)> = self
+            .entries
+            .as_slice()
+            .iter()
+            .filter(|(k, _)| !now.contains_key(k))
+            .cloned()
+            .collect();
+        rows.extend(now.into_iter().filter_map(|(k, e)| e.map(|e| (k, e))));
+        self.entries = BaseEntries::from_rows(rows);
+        self.info.describe = format!(
+            "{}, {} path(s) accepted since (accept {})",
+            self.info.describe,
+            accepted.paths.len(),
+            accepted.generation
+        );
+        Ok(())
     }
 
     /// Files on disk now that differ from their blob only by CRLF line endings: the bytes as

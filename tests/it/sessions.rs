@@ -1,0 +1,133 @@
+//! Sessions (an honest working day, SPEC "Sessions"): `referee accept` moves the baseline after
+//! an APPROVE, so the next task is judged against what was accepted, never against the work of
+//! the task before it; a verdict holds only for the files it judged. Through the binary, with
+//! real git and a live `watch`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::code_change::{
+    git, git_workspace, judged, record, settle_record, start, verdict, APP, PROTECTED,
+};
+use crate::util::{run, Output};
+use crate::watch::{read, status, WAIT};
+
+pub(crate) const OTHER: &str = "src/other.py";
+
+fn accept(ws: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["accept".to_string(), ws.display().to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    run(&all)
+}
+
+fn task_status(ws: &Path, id: &str) -> Output {
+    run(&["status", &ws.display().to_string(), "--task", id])
+}
+
+/// t1 APPROVEd, accepted and committed; t2, a clean edit of another file, is APPROVEd: t1's
+/// work is not counted against it. The accept is in the event log.
+#[test]
+fn an_accepted_task_is_the_baseline_of_the_next() {
+    let (_root, ws, logs) = git_workspace();
+    fs::write(ws.join(OTHER), "X = 1\n").expect("write");
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-q", "-m", "other"]);
+    let base = BTreeMap::from([(APP, "def main():\n    return 1\n"), (OTHER, "X = 1\n")]);
+    let mut w = start(&ws, &logs, &[]);
+
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &base);
+    w.until("t1 judged", || judged(&ws, "t1", 1));
+    assert_eq!(verdict(&ws, "t1")["verdict"], "APPROVE", "{}", w.output());
+    assert_eq!(task_status(&ws, "t1").code, 0);
+
+    let a = accept(&ws, &["--task", "t1"]);
+    assert_eq!(a.code, 0, "{a:?}");
+    assert!(a.stdout.contains(APP), "{a:?}");
+    settle_record(&ws, "t1", "approved");
+    git(&ws, &["commit", "-q", "-am", "t1"]);
+
+    // t2 lists only its own file, measured against the accepted APP.
+    let base2 = BTreeMap::from([(APP, "def main():\n    return 2\n"), (OTHER, "X = 1\n")]);
+    fs::write(ws.join(OTHER), "X = 2\n").expect("write");
+    record(&ws, "t2", 1, &[OTHER], &base2);
+    w.until("t2 judged", || judged(&ws, "t2", 1));
+    let v = verdict(&ws, "t2");
+    assert_eq!(v["verdict"], "APPROVE", "{v}\n{}", w.output());
+    assert_eq!(task_status(&ws, "t2").code, 0);
+    assert_eq!(status(&ws, true).code, 0, "no STOP");
+
+    let events = read(&ws.join(".referee/OBSERVER-EVENTS.jsonl"));
+    let accepted: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|e| e["payload"].clone())
+        .filter(|p| p["event"] == "accepted")
+        .collect();
+    assert_eq!(accepted.len(), 1, "{events}");
+    assert_eq!(accepted[0]["task"], json!("t1"), "{accepted:?}");
+    assert!(
+        accepted[0]["paths"].to_string().contains(APP),
+        "{accepted:?}"
+    );
+
+    // A one-shot verify in the same state directory agrees: nothing of t1 counts against t2.
+    w.signal(libc::SIGTERM);
+    w.wait(WAIT);
+    let out = run(&[
+        "verify",
+        &ws.display().to_string(),
+        "--protocol",
+        "code-change",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// `accept` refuses what it must not move the baseline to, exit 1 with why, and moves nothing:
+/// a task never judged, a REJECT, and an APPROVE whose files changed after the judgment (which
+/// `status --task` answers 4 for: the verdict is stale).
+#[test]
+fn accept_refuses_unjudged_rejected_and_stale_verdicts() {
+    let (_root, ws, logs) = git_workspace();
+    let base = BTreeMap::from([
+        (APP, "def main():\n    return 1\n"),
+        (PROTECTED, "ROLES = ['worker']\n"),
+    ]);
+    let w = start(&ws, &logs, &[]);
+
+    let a = accept(&ws, &["--task", "nope"]);
+    assert_eq!(a.code, 1, "{a:?}");
+    assert!(a.stderr.contains("not judged"), "{a:?}");
+
+    // A REJECT (a protected file): refused, and it says so.
+    fs::write(ws.join(PROTECTED), "ROLES = []\n").expect("write");
+    record(&ws, "t1", 1, &[PROTECTED], &base);
+    w.until("t1 judged", || judged(&ws, "t1", 1));
+    assert_eq!(verdict(&ws, "t1")["verdict"], "REJECT");
+    let a = accept(&ws, &["--task", "t1"]);
+    assert_eq!(a.code, 1, "{a:?}");
+    assert!(a.stderr.contains("REJECT"), "{a:?}");
+    fs::write(ws.join(PROTECTED), base[PROTECTED]).expect("write");
+    settle_record(&ws, "t1", "rejected");
+    w.until("STOP lifted", || status(&ws, false).code == 0);
+
+    // An APPROVE, then the file changes again before the accept: stale.
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t2", 1, &[APP], &base);
+    w.until("t2 judged", || judged(&ws, "t2", 1));
+    assert_eq!(verdict(&ws, "t2")["verdict"], "APPROVE", "{}", w.output());
+    fs::write(ws.join(APP), "def main():\n    return 3\n").expect("write");
+    let st = task_status(&ws, "t2");
+    assert_eq!(st.code, 4, "a stale verdict is not judged: {st:?}");
+    let a = accept(&ws, &["--task", "t2"]);
+    assert_eq!(a.code, 1, "{a:?}");
+    assert!(a.stderr.contains("changed after"), "{a:?}");
+    // Nothing moved: a one-shot verify of t3 (listing nothing) still sees APP changed.
+    let state = crate::code_change::default_state(&ws);
+    assert!(!state.join("accepted.json").exists());
+}
