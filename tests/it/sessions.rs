@@ -131,3 +131,78 @@ fn accept_refuses_unjudged_rejected_and_stale_verdicts() {
     let state = crate::code_change::default_state(&ws);
     assert!(!state.join("accepted.json").exists());
 }
+
+/// `verify WS --protocol code-change --format json`: the exit code and the JSON.
+fn verify_json(ws: &Path) -> (i32, serde_json::Value) {
+    let out = run(&[
+        "verify",
+        &ws.display().to_string(),
+        "--protocol",
+        "code-change",
+        "--format",
+        "json",
+    ]);
+    let doc = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    (out.code, doc)
+}
+
+fn verdict_in<'a>(doc: &'a serde_json::Value, task: &str) -> &'a serde_json::Value {
+    doc["verdicts"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["task_id"] == task))
+        .unwrap_or_else(|| panic!("no verdict for {task}: {doc}"))
+}
+
+/// Two tasks pending at once, each listing its own file: t1's file does not parse, t2's is
+/// clean. t1 is REJECTed for its own file; t2 is APPROVEd, never for t1's broken file nor for
+/// t1's change (which t1 claims truthfully, REJECTed or not). The same in `watch`.
+#[test]
+fn two_pending_tasks_do_not_reject_each_other() {
+    let (_root, ws, logs) = git_workspace();
+    fs::write(ws.join(OTHER), "X = 1\n").expect("write");
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-q", "-m", "other"]);
+    let base = BTreeMap::from([(APP, "def main():\n    return 1\n"), (OTHER, "X = 1\n")]);
+    fs::write(ws.join(APP), "def main(:\n    return 2\n").expect("write");
+    fs::write(ws.join(OTHER), "X = 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &base);
+    record(&ws, "t2", 1, &[OTHER], &base);
+    let (code, doc) = verify_json(&ws);
+    assert_eq!(code, 1, "t1 is REJECTed: {doc}");
+    let t1 = verdict_in(&doc, "t1");
+    assert_eq!(t1["verdict"], "REJECT", "{doc}");
+    assert_eq!(t1["reasons"], json!(["syntax_error"]), "{t1}");
+    let t2 = verdict_in(&doc, "t2");
+    assert_eq!(t2["verdict"], "APPROVE", "{t2}");
+
+    let w = start(&ws, &logs, &[]);
+    w.until("both judged", || {
+        judged(&ws, "t1", 1) && judged(&ws, "t2", 1)
+    });
+    assert_eq!(verdict(&ws, "t2")["verdict"], "APPROVE", "{}", w.output());
+    assert_eq!(task_status(&ws, "t2").code, 0);
+    assert_eq!(task_status(&ws, "t1").code, 1);
+}
+
+/// A record whose claim is false (it lists a change that did not happen) excuses nothing: the
+/// change it claims is still the other task's, which did not list it.
+#[test]
+fn a_false_claim_still_excuses_nothing() {
+    let (_root, ws, _logs) = git_workspace();
+    let base = BTreeMap::from([(APP, "def main():\n    return 1\n")]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    fs::write(ws.join(OTHER), "import os\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &base);
+    // The decoy lists OTHER as added (true) and a phantom file (false): its claims drop.
+    let decoy = json!({
+        "task_id": "decoy", "status": "pending_review", "description": "a task", "attempt": 1,
+        "summary": "Here's what I did: the change.",
+        "changes": {"added": [OTHER, "src/never.py"], "modified": [], "removed": []},
+    });
+    crate::code_change::put_record(&ws, "decoy", &decoy.to_string());
+    let (code, doc) = verify_json(&ws);
+    assert_eq!(code, 1, "{doc}");
+    let t1 = verdict_in(&doc, "t1");
+    assert_eq!(t1["verdict"], "REJECT", "{t1}");
+    assert!(t1.to_string().contains("undeclared_changes"), "{t1}");
+}
