@@ -206,3 +206,67 @@ fn a_false_claim_still_excuses_nothing() {
     assert_eq!(t1["verdict"], "REJECT", "{t1}");
     assert!(t1.to_string().contains("undeclared_changes"), "{t1}");
 }
+
+/// `examples/orchestrator/code-change.sh` run for real beside a live referee: three tasks in
+/// a row (an edit, an edit of another file, a new file), each judged, accepted and committed;
+/// the second and third are judged against the accepted work of those before them, so every
+/// one is APPROVEd at its first attempt.
+#[test]
+fn the_example_orchestrator_accepts_a_day_of_tasks() {
+    let (_root, ws, logs) = git_workspace();
+    fs::write(ws.join(OTHER), "X = 1\n").expect("write");
+    fs::write(ws.join(".gitignore"), ".referee/\n").expect("write");
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-q", "-m", "other"]);
+    let worker = logs.join("worker.sh");
+    fs::write(
+        &worker,
+        r#"#!/usr/bin/env bash
+set -euo pipefail
+task=$1 attempt=$2
+case $task in
+  t1) printf 'def main():\n    return 2\n' > src/app.py; mod='["src/app.py"]'; add='[]' ;;
+  t2) printf 'X = 2\n' > src/other.py; mod='["src/other.py"]'; add='[]' ;;
+  t3) printf 'Y = 3\n' > src/new.py; mod='[]'; add='["src/new.py"]' ;;
+esac
+mkdir -p .tasks
+cat > .tasks/.$task.tmp <<JSON
+{"task_id": "$task", "status": "pending_review", "description": "a task", "attempt": $attempt,
+ "summary": "Here's what I did: $task.",
+ "changes": {"added": $add, "modified": $mod, "removed": []}}
+JSON
+mv .tasks/.$task.tmp .tasks/$task.json
+"#,
+    )
+    .expect("write worker");
+    fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let w = start(&ws, &logs, &[]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/orchestrator/code-change.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(&ws)
+        .arg(&worker)
+        .args(["t1", "t2", "t3"])
+        .env("REFEREE", crate::util::referee_bin())
+        .env("XDG_STATE_HOME", crate::util::state_home())
+        .env("ATTEMPTS", "1")
+        .env("WAIT", "20s")
+        .output()
+        .expect("run the orchestrator");
+    let text = format!(
+        "{}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        w.output()
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for t in ["t1", "t2", "t3"] {
+        assert!(
+            text.contains(&format!("{t} accepted at attempt 1")),
+            "{text}"
+        );
+        assert_eq!(verdict(&ws, t)["verdict"], "APPROVE", "{t}: {text}");
+    }
+    assert_eq!(status(&ws, true).code, 0, "no STOP: {text}");
+}
