@@ -24,7 +24,7 @@ use crate::workspace::{Workspace, OUTPUT_DIR};
 mod report;
 mod stop;
 
-pub use report::{report_md, verify_json};
+pub use report::{report_md, verify_json, veto_headline, workspace_veto_results};
 pub use stop::stop_md;
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";

@@ -270,3 +270,66 @@ mv .tasks/.$task.tmp .tasks/$task.json
     }
     assert_eq!(status(&ws, true).code, 0, "no STOP: {text}");
 }
+
+/// A protected file modified with no task record: every format of `verify` names CC-01, the
+/// path and what happened to it, and the exit code is the STOP's (1), never "PASS: no task
+/// attempt to judge".
+#[test]
+fn a_veto_without_a_record_explains_itself_in_every_format() {
+    let (_root, ws, _logs) = git_workspace();
+    fs::write(ws.join(PROTECTED), "ROLES = []\n").expect("write");
+    fs::remove_file(ws.join(APP)).expect("rm");
+    git(&ws, &["rm", "-q", "--cached", APP]);
+    git(&ws, &["commit", "-q", "-m", "no app"]);
+    let dir = ws.display().to_string();
+    let out = |format: &str| {
+        run(&[
+            "verify",
+            &dir,
+            "--protocol",
+            "code-change",
+            "--format",
+            format,
+        ])
+    };
+    let md = out("md");
+    assert_eq!(md.code, 1, "{md:?}");
+    let head = md
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("**"))
+        .unwrap_or("");
+    assert!(
+        head.contains("STOP")
+            && head.contains("CC-01")
+            && head.contains(PROTECTED)
+            && head.contains("modified"),
+        "{}",
+        md.stdout
+    );
+    assert!(
+        !md.stdout.contains("PASS: no task attempt"),
+        "{}",
+        md.stdout
+    );
+
+    let json = out("json");
+    assert_eq!(json.code, 1, "{json:?}");
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    let h = doc["headline"].as_str().unwrap_or("");
+    assert!(
+        h.contains("CC-01") && h.contains(PROTECTED) && h.contains("modified"),
+        "{doc}"
+    );
+    assert_eq!(doc["veto"][0]["paths"][0]["happened"], "modified", "{doc}");
+
+    for format in ["junit", "sarif", "github"] {
+        let o = out(format);
+        assert_eq!(o.code, 1, "{format}: {o:?}");
+        assert!(
+            o.stdout.contains("CC-01") && o.stdout.contains(PROTECTED),
+            "{format}: {}",
+            o.stdout
+        );
+    }
+}
