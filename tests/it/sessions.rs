@@ -333,3 +333,55 @@ fn a_veto_without_a_record_explains_itself_in_every_format() {
         );
     }
 }
+
+/// A referee restarted by the worker with another baseline (its own commit holding the
+/// protected edit) refuses to start (exit 2, saying why and naming `--fresh`) instead of
+/// laundering the veto; restarted as before it starts and the STOP still stands; `--fresh` is
+/// the human's way to pin anew.
+#[test]
+fn a_restart_with_another_baseline_is_refused_without_fresh() {
+    let (_root, ws, logs) = git_workspace();
+    let mut w = start(&ws, &logs, &[]);
+    fs::write(ws.join(PROTECTED), "ROLES = []\n").expect("write");
+    w.until("STOP raised", || status(&ws, false).code == 1);
+    w.kill9();
+    // The worker commits its edit and restarts the referee on its own commit.
+    git(&ws, &["commit", "-q", "-am", "mine"]);
+    let dir = ws.display().to_string();
+    let refused = run(&[
+        "watch",
+        &dir,
+        "--protocol",
+        "code-change",
+        "--baseline",
+        "HEAD",
+        "--timeout",
+        "5s",
+    ]);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("--fresh") && refused.stderr.contains("baseline"),
+        "{refused:?}"
+    );
+    assert_eq!(status(&ws, false).code, 1, "the STOP still stands");
+
+    // As before (the pinned HEAD): it starts, and the veto stands.
+    let mut w = start(&ws, &logs, &[]);
+    w.until("STOP still raised", || status(&ws, true).code == 1);
+    w.kill9();
+
+    // A human pins anew: `--fresh` starts on the new baseline, where nothing differs.
+    let fresh = run(&[
+        "watch",
+        &dir,
+        "--protocol",
+        "code-change",
+        "--baseline",
+        "HEAD",
+        "--fresh",
+        "--timeout",
+        "2s",
+    ]);
+    assert_eq!(fresh.code, 0, "{fresh:?}");
+    assert_eq!(status(&ws, false).code, 0, "{fresh:?}");
+}

@@ -150,6 +150,33 @@ impl Tasks {
         // The baseline is pinned here, once, and kept in the state directory: what the worker
         // does to `.git/` afterwards (a commit, a reset, a replace ref) changes nothing, and a
         // restart measures against the same commit (SPEC §8).
+        // A restart measures against the baseline pinned first: another one is refused, unless
+        // a human starts anew (`--fresh`), which also sets aside what was accepted on the old.
+        if let Some(why) = workspace::baseline::other_than_pinned(canon, &spec, state) {
+            if !cfg.fresh {
+                return Err(workspace::WorkspaceError::Pin(format!(
+                    "the state directory `{}` holds another baseline: {why}. A restart cannot \
+                     measure against another baseline (it would lift the veto of any change \
+                     it holds): start the referee as before, or, to pin anew (a human's \
+                     decision), with `--fresh`",
+                    state.display()
+                ))
+                .into());
+            }
+            let aside = format!(
+                "accepted-{}.json",
+                chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
+            );
+            let from = state.join(crate::state::accepted::FILE);
+            if from.exists() {
+                std::fs::rename(&from, state.join(aside)).map_err(|source| {
+                    DaemonError::OutputDir {
+                        path: from.display().to_string(),
+                        source,
+                    }
+                })?;
+            }
+        }
         let accepted = crate::state::accepted::generation(state);
         let base = Baseline::pin(canon, &spec, Some(state), cap)?.map(Arc::new);
         Ok(Tasks {

@@ -677,6 +677,40 @@ impl Baseline {
     }
 }
 
+/// Whether `spec` names another baseline than the one pinned first in `state`: `Some(what it
+/// names)`, for the refusal to say; `None` when it is the same, when nothing is pinned there
+/// yet, or when the revision cannot be resolved (pinning then says why). A restart measuring
+/// against another baseline would lift the veto of every change that baseline holds (a worker
+/// restarting the referee on its own commit), so the caller refuses it unless a human asked
+/// for a new pin (`--fresh`).
+pub fn other_than_pinned(root: &Path, spec: &BaselineSpec, state: &Path) -> Option<String> {
+    let pin = load_pin(state)?;
+    let pinned = format!(
+        "git {} ({}), pinned {}",
+        pin.rev,
+        pin.commit.get(..12).unwrap_or(&pin.commit),
+        pin.pinned_at
+    );
+    let now = match spec {
+        BaselineSpec::Auto if pin.rev == "HEAD" => return None,
+        BaselineSpec::Auto => "no `--baseline` (HEAD)".to_string(),
+        BaselineSpec::Rev(rev) => {
+            let (root, rev2) = (root.to_path_buf(), rev.clone());
+            let commit = bounded(move || Repo::open(&root).ok().flatten()?.resolve(&rev2).ok()?)
+                .flatten()?;
+            if pin.commit.parse::<gix::ObjectId>().ok() == Some(commit) {
+                return None;
+            }
+            format!("`--baseline {rev}` ({})", &commit.to_string()[..12])
+        }
+        BaselineSpec::Dir(d) => format!("`--baseline-dir {}`", d.display()),
+        BaselineSpec::Snapshot(_) => return None,
+    };
+    Some(format!(
+        "it keeps {pinned}; this referee was started with {now}"
+    ))
+}
+
 /// How long one read of the git object store may take. The store is the worker's to write: a
 /// FIFO (or a hung network mount) put at `HEAD`, a ref or a loose object would block a read
 /// forever, silencing the referee. A read that does not finish in time is abandoned on its
