@@ -4,15 +4,15 @@
 //! task's scope that changed after the verdict makes the verdict stale, and the accept is
 //! refused. So is a verdict that is not a good one, and a scope that touches a protected path
 //! (a veto is never accepted). The accepted paths and bytes are kept in the state directory
-//! ([`crate::state::accepted`]), where every later judgment (`watch`, `verify`, the hooks, MCP)
+//! ([`crate::workspace::accepted`]), where every later judgment (`watch`, `verify`, the hooks, MCP)
 //! takes them as the baseline of those paths.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::protocol::predicate::Glob;
-use crate::state::accepted::{self, AcceptedError, AcceptedPath, Entry};
 use crate::task_verdict::UNREADABLE;
+use crate::workspace::accepted::{self, AcceptedError, AcceptedPath, Entry};
 use crate::workspace::{name, sha256};
 
 /// Why an accept is refused (exit 1): the baseline did not move.

@@ -26,14 +26,13 @@
 //!   attempts/<task>/<n>.json, .diff   code-change: every judged attempt, the loop guards' memory ([`attempts`])
 //!   attempts/.index                   a shortcut to reading them all ([`attempts::INDEX_FILE`])
 //!   baseline/tree/…, baseline/COMPLETE  code-change: the start snapshot of a non-git workspace
-//!   accepted.json, accepted-blobs/    code-change: what `referee accept` moved the baseline to ([`accepted`])
+//!   accepted.json, accepted-blobs/    code-change: what `referee accept` moved the baseline to (`workspace::accepted`)
 //! ```
 //!
 //! The copies in the watched directory (`OBSERVER-*` in BUILD_DIR, `WORKSPACE/.referee/`) are for
 //! the people and tools that read them there; the daemon restores them when someone else touches
 //! them. This module finds, creates and vets the directory; what is kept in it is its rooms'.
 
-pub mod accepted;
 pub mod attempts;
 pub mod dir_id;
 pub mod heartbeat;

@@ -14,6 +14,7 @@
 //! INCONCLUSIVE. It reads and never writes, except the pin [`baseline`] keeps in the state
 //! directory.
 
+pub mod accepted;
 pub mod baseline;
 mod compare;
 pub mod diff;

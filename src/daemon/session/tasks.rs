@@ -46,7 +46,7 @@ pub(super) struct Tasks {
     base: Pinned,
     /// What it was pinned from, to take it again when `referee accept` moves it.
     spec: BaselineSpec,
-    /// The generation of the accepts the baseline holds ([`crate::state::accepted`]).
+    /// The generation of the accepts the baseline holds ([`crate::workspace::accepted`]).
     accepted: u64,
     /// The referee's own stat cache of the work tree (kept in the state directory).
     cache: StatCache,
@@ -167,7 +167,7 @@ impl Tasks {
                 "accepted-{}.json",
                 chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
             );
-            let from = state.join(crate::state::accepted::FILE);
+            let from = state.join(crate::workspace::accepted::FILE);
             if from.exists() {
                 std::fs::rename(&from, state.join(aside)).map_err(|source| {
                     DaemonError::OutputDir {
@@ -177,7 +177,7 @@ impl Tasks {
                 })?;
             }
         }
-        let accepted = crate::state::accepted::generation(state);
+        let accepted = crate::workspace::accepted::generation(state);
         let base = Baseline::pin(canon, &spec, Some(state), cap)?.map(Arc::new);
         Ok(Tasks {
             base,
@@ -236,7 +236,7 @@ impl Session {
         let Part::Workspace(tasks) = &mut self.part else {
             return;
         };
-        let now = crate::state::accepted::generation(&tasks.state);
+        let now = crate::workspace::accepted::generation(&tasks.state);
         if now == tasks.accepted {
             return;
         }
@@ -255,7 +255,7 @@ impl Session {
                 return;
             }
         }
-        let log = crate::state::accepted::load(&tasks.state)
+        let log = crate::workspace::accepted::load(&tasks.state)
             .ok()
             .flatten()
             .map(|a| a.log)

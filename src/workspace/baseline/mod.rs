@@ -26,7 +26,7 @@ use super::gitread::{self, EntryKind, Ignore, Repo};
 use super::tree::{self, Kind, StatCache, WorkTree};
 use super::{name, BaselineInfo, BaselineSpec, Content, WorkspaceError};
 use crate::artifacts::fsread::{sha256_hex, FileData};
-use crate::state::accepted::{self, AcceptedPath};
+use crate::workspace::accepted::{self, AcceptedPath};
 
 mod entries;
 mod listing;

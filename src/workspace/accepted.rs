@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::workspace::sha256;
+use super::sha256;
 
 /// The accepted paths, in the state directory.
 pub const FILE: &str = "accepted.json";
