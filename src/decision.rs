@@ -237,6 +237,7 @@ mod tests {
             escalation: None,
             protected_diffs: Vec::new(),
             record: ".tasks/t1.json".into(),
+            judged_files: Default::default(),
             diff: None,
             record_hash: None,
             replay: false,

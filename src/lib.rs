@@ -4,6 +4,7 @@
 //! (`protocol`), how a check is judged (`checks`), when things run and what changed
 //! (`engine`), what gets written (`outputs`), and the command line (`cli`).
 
+pub mod accept;
 pub mod artifacts;
 pub mod atomic;
 pub mod checks;

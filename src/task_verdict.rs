@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 
 use crate::checks::change::protected_changes;
 use crate::engine::grade::grade;
@@ -55,6 +56,11 @@ pub struct TaskVerdict {
     pub protected_diffs: Vec<(String, String)>,
     /// The record's path.
     pub record: String,
+    /// What this verdict covers: each path of the task's scope with the SHA-256 of the bytes
+    /// judged (`null`: judged as removed; `unreadable`: could not be hashed). A later change
+    /// of one of them makes the verdict stale, and `referee accept` takes these hashes, never
+    /// the files as they are by then.
+    pub judged_files: BTreeMap<String, Option<String>>,
     /// The attempt's diff, to keep.
     #[serde(skip)]
     pub diff: Option<String>,
@@ -142,6 +148,24 @@ pub fn veto_checks(protocol: &Protocol) -> Vec<(String, Vec<ProtectedGlob>)> {
     out
 }
 
+/// The paths of `scope` with the SHA-256 of their bytes as `ws` read them (`None`: absent).
+fn judged_files(ws: &Workspace, scope: &[String]) -> BTreeMap<String, Option<String>> {
+    scope
+        .iter()
+        .map(|p| {
+            let h = match ws.current(p) {
+                Content::Bytes(d) => Some(d.sha256.clone()),
+                Content::Absent => None,
+                Content::Unknown(_) => Some(UNREADABLE.to_string()),
+            };
+            (p.clone(), h)
+        })
+        .collect()
+}
+
+/// What [`TaskVerdict::judged_files`] says of a file that could not be hashed: never a hash.
+pub const UNREADABLE: &str = "unreadable";
+
 /// The verdict of every judged task attempt of an evaluation.
 pub fn judge(
     protocol: &Protocol,
@@ -205,6 +229,7 @@ pub fn judge(
             escalation: None,
             protected_diffs,
             record: run.record.rel.clone(),
+            judged_files: judged_files(ws, &run.scope),
             diff: run.diff.clone(),
             record_hash: run.record_hash.clone(),
             replay: run.replay.is_some(),
@@ -428,6 +453,7 @@ mod tests {
             escalation: None,
             protected_diffs: vec![],
             record: String::new(),
+            judged_files: BTreeMap::new(),
             diff: Some(diff.into()),
             record_hash: None,
             replay: false,

@@ -16,6 +16,7 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand, V
 use crate::exit::ExitCode;
 use crate::protocol::Protocol;
 
+mod accept;
 mod demo;
 mod hook;
 mod init;
@@ -27,6 +28,7 @@ mod status;
 mod verify;
 mod watch;
 
+use accept::AcceptArgs;
 use demo::DemoArgs;
 use hook::HookArgs;
 use init::InitArgs;
@@ -105,6 +107,9 @@ enum Command {
     /// For an orchestrator at a phase transition: print OBSERVER-STOP.md and exit 1 if it
     /// exists, else print `go` and exit 0 (exit 3 with --require-live and no live referee).
     Status(StatusArgs),
+    /// For an orchestrator after `status --task ID` answered 0: accept the task's judged work,
+    /// so later tasks are measured against it (code-change). Exit 1, and why, when refused.
+    Accept(AcceptArgs),
     /// Write a starting `--vars` file for a repository: the languages found, and protected
     /// paths suggested from what exists (CI configuration, lock files, build files, the
     /// referee's own configuration); prints the `referee watch` command that uses it.
@@ -281,6 +286,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Watch(a) => watch::watch(a, &g),
         Command::Verify(a) => verify::verify(a),
         Command::Status(a) => status::status(a),
+        Command::Accept(a) => accept::accept(a),
         Command::Init(a) => init::init(a),
         Command::Protocol(p) => protocol_command(p),
         Command::Replay(a) => replay::replay(a, &g),

@@ -89,9 +89,31 @@ fn render(format: Format, p: &Protocol, j: &judge::Judgment, base: &Path) -> Str
             code_change::verify_json(p, &w.ws, &w.eval, &w.runs, &w.decision, &w.ctx)
         }
         (Format::Json, _) => outputs::json::render(p, eval, ctx),
-        (Format::Junit, _) => outputs::junit::render(p, eval, ctx),
-        (Format::Sarif, _) => outputs::sarif::render(p, eval, ctx),
-        (Format::Github, _) => outputs::github::render(p, eval, ctx, base),
+        (format, judge::Judgment::Workspace(w)) => {
+            // A veto no task verdict carries is shown as the workspace's own BLOCKING FAIL,
+            // so a report made of results names it too.
+            let mut eval = w.eval.clone();
+            eval.results
+                .extend(code_change::workspace_veto_results(&w.decision, p));
+            results_format(format, p, &eval, ctx, base)
+        }
+        (format, _) => results_format(format, p, eval, ctx, base),
+    }
+}
+
+/// The formats made of the evaluation's results.
+fn results_format(
+    format: Format,
+    p: &Protocol,
+    eval: &crate::engine::Evaluation,
+    ctx: &crate::outputs::Context,
+    base: &Path,
+) -> String {
+    match format {
+        Format::Junit => outputs::junit::render(p, eval, ctx),
+        Format::Sarif => outputs::sarif::render(p, eval, ctx),
+        Format::Github => outputs::github::render(p, eval, ctx, base),
+        Format::Md | Format::Json => outputs::json::render(p, eval, ctx),
     }
 }
 

@@ -70,6 +70,28 @@ fn replay(
     ))
 }
 
+/// Whether what `record` lists happened as it says: it is well-formed, no replay, and each
+/// path it lists changed against the baseline the way it lists it (added, modified, removed).
+/// Such a record owns the changes it lists even when its work is REJECTed; without a baseline
+/// nothing can be told, and its claims stand.
+fn claims_hold(
+    ws: &crate::workspace::Workspace,
+    record: &crate::workspace::record::Record,
+    store: Option<&crate::state::attempts::Store>,
+) -> bool {
+    let Ok(t) = &record.parsed else {
+        return false;
+    };
+    if store.is_some_and(|s| replay(s, record).is_some()) {
+        return false;
+    }
+    let Some(changes) = ws.changes() else {
+        return true;
+    };
+    t.listed()
+        .all(|(p, how)| changes.get(p).is_some_and(|c| c.as_str() == how))
+}
+
 /// Judges a workspace: the passes without `for_each` as [`evaluate`] does, and each pass with
 /// `for_each = "task"` once per judged task record, its results keyed by the record's task id.
 pub fn evaluate_workspace(
@@ -100,10 +122,13 @@ pub fn evaluate_workspace(
         }
         passes.push(state);
     }
-    // Each judged record's checks, until no REJECTed record's claims are left excusing another
-    // record's changes (SPEC §8): judge all; drop the claims of the REJECTed ones; judge again
-    // the records whose scope that changed. Each round drops at least one more record's claims
-    // or ends, so there are at most as many rounds as records.
+    // Each judged record's checks, until no REJECTed record whose claims are false is left
+    // excusing another record's changes: judge all; drop the claims of the REJECTed ones that
+    // list what did not happen (a decoy); judge again the records whose scope that changed.
+    // A record REJECTed for its own work (a file that does not parse) still owns the changes it
+    // lists truthfully, so two honest tasks pending at once never fail for each other's
+    // files. Each round drops at least one more record's claims or ends, so there are at most
+    // as many rounds as records.
     let store = crate::state::attempts::dir_for_workspace(ws)
         .map(|d| crate::state::attempts::Store::open(&d));
     let mut judgments: BTreeMap<String, Judgment> = BTreeMap::new();
@@ -155,6 +180,7 @@ pub fn evaluate_workspace(
                 judgments
                     .get(&r.rel)
                     .is_some_and(|j| grade::rejects(protocol, rules, &j.results))
+                    && !claims_hold(ws, r, store.as_ref())
             })
             .map(|r| r.rel.as_str())
             .collect();

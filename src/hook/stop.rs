@@ -25,6 +25,12 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
     let w = judge::attempt(&request(cfg, &root), &protocol, &|ws| {
         implicit_record(ws, &protocol, cfg.agent, &task)
     })?;
+    if p.event == "SubagentStop" && unchanged_since_last_stop(&w, &task) {
+        // A subagent that changed nothing (a read-only explorer) made no attempt: it counts
+        // toward no guard, and the session's standing verdict is answered at the main
+        // agent's own stop.
+        return Ok(Answer::allow());
+    }
     let live = crate::state::live::referee(&root, &w.state);
     keep(&protocol, &w, &task, live.is_some())?;
     if let Some(c) = Counter::for_payload(cfg, p) {
@@ -91,6 +97,27 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
             .join(", "),
         failing(&minor).join(" | ")
     )))
+}
+
+/// Whether the implicit attempt of `task` judged now has exactly the diff of the last attempt
+/// kept for it (nothing changed since the session's last judged stop).
+fn unchanged_since_last_stop(w: &judge::WorkspaceJudgment, task: &str) -> bool {
+    let Some(now) = w
+        .decision
+        .verdicts
+        .iter()
+        .find(|v| v.task_id == task)
+        .and_then(|v| v.diff.as_deref())
+    else {
+        return false;
+    };
+    let store = crate::state::attempts::Store::open(&crate::state::attempts::dir_for(&w.state));
+    store
+        .attempts(task)
+        .into_iter()
+        .max_by_key(|(k, _)| k.attempt)
+        .and_then(|(_, diff)| diff)
+        .is_some_and(|last| last == now)
 }
 
 /// Keeps what a stop judged in the state directory: the verdicts and attempts of the implicit

@@ -24,7 +24,7 @@ use crate::workspace::{Workspace, OUTPUT_DIR};
 mod report;
 mod stop;
 
-pub use report::{report_md, verify_json};
+pub use report::{report_md, verify_json, veto_headline, workspace_veto_results};
 pub use stop::stop_md;
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
@@ -74,6 +74,7 @@ struct VerdictDoc<'a> {
     graded: &'a str,
     escalation: Option<&'a str>,
     record: &'a str,
+    judged_files: &'a std::collections::BTreeMap<String, Option<String>>,
 }
 
 #[derive(Serialize)]
@@ -108,6 +109,7 @@ pub fn verdict_json(v: &TaskVerdict) -> String {
         graded: &v.graded,
         escalation: v.escalation.as_deref(),
         record: &v.record,
+        judged_files: &v.judged_files,
     };
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }

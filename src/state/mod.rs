@@ -26,6 +26,7 @@
 //!   attempts/<task>/<n>.json, .diff   code-change: every judged attempt, the loop guards' memory ([`attempts`])
 //!   attempts/.index                   a shortcut to reading them all ([`attempts::INDEX_FILE`])
 //!   baseline/tree/…, baseline/COMPLETE  code-change: the start snapshot of a non-git workspace
+//!   accepted.json, accepted-blobs/    code-change: what `referee accept` moved the baseline to (`workspace::accepted`)
 //! ```
 //!
 //! The copies in the watched directory (`OBSERVER-*` in BUILD_DIR, `WORKSPACE/.referee/`) are for

@@ -286,6 +286,20 @@ fn task_answer(q: &TaskQuery, state: &Path, dir: &Path) -> Result<Answer, Status
             )));
         }
     }
+    // A verdict holds for the files it judged: one changed since makes it stale (not judged).
+    let judged_files = doc.get("judged_files").and_then(|j| {
+        serde_json::from_value::<std::collections::BTreeMap<String, Option<String>>>(j.clone()).ok()
+    });
+    if let Some(judged) = judged_files {
+        let stale = crate::accept::stale_paths(dir, &judged);
+        if !stale.is_empty() {
+            return Ok(not_judged(format!(
+                "task `{}`'s verdict ({verdict}) is stale: {} changed after it was judged",
+                q.id,
+                stale.join(", ")
+            )));
+        }
+    }
     let reasons: Vec<String> = doc["reasons"]
         .as_array()
         .map(|r| {

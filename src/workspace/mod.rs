@@ -14,6 +14,7 @@
 //! INCONCLUSIVE. It reads and never writes, except the pin [`baseline`] keeps in the state
 //! directory.
 
+pub mod accepted;
 pub mod baseline;
 mod compare;
 pub mod diff;
@@ -447,6 +448,11 @@ impl Workspace {
     /// Added paths that reach a baseline file (a symlink to it, a hard link of it).
     pub fn aliases(&self) -> &[(String, String)] {
         &self.aliases
+    }
+
+    /// What commits made since the pin changed against it (see [`Baseline::committed`]).
+    pub fn committed(&self) -> Option<baseline::Committed> {
+        self.base.as_ref()?.committed()
     }
 
     /// The baseline's content of `rel` (`Unknown` without a baseline).

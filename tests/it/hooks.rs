@@ -718,3 +718,22 @@ fn a_read_only_shell_call_is_not_judged_after_it_runs() {
         "judged, and told it could not: {a:?}"
     );
 }
+
+/// A read-only subagent's stop (nothing changed since the session's last judged stop) is no
+/// attempt: it is let through, counts toward no guard, and the main agent's next stop, with a
+/// change, is attempt 2, blocked again, not an escalation let through.
+#[test]
+fn a_subagent_stop_that_changed_nothing_is_no_attempt() {
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    w.sed_i("s/worker/admin/", PROTECTED);
+    let reason = w.hook(CC, "stop.json").blocked_with();
+    assert!(reason.contains("attempt 1"), "{reason}");
+    for _ in 0..3 {
+        w.hook(CC, "subagent-stop.json").allowed_silently();
+    }
+    assert_eq!(w.verdict(CC_TASK)["attempt"], 1, "no attempt kept");
+    fs::write(w.ws.join(APP), "def main():\n    return 20\n").unwrap();
+    let reason = w.hook(CC, "stop-active.json").blocked_with();
+    assert!(reason.contains("attempt 2"), "{reason}");
+}

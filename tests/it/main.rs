@@ -38,6 +38,7 @@ mod protect_forms;
 mod renamed_grades;
 mod replay;
 mod root;
+mod sessions;
 mod state;
 mod stop_evidence;
 mod surface;

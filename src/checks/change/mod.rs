@@ -300,6 +300,12 @@ pub enum Happened {
     Bytecode {
         what: String,
     },
+    /// Changed by a commit made since the pin (`HEAD` is `commit`), whatever the work tree
+    /// says; `what` says how.
+    Committed {
+        commit: String,
+        what: String,
+    },
 }
 
 impl Happened {
@@ -316,6 +322,9 @@ impl Happened {
             Happened::Hidden => "added, hidden by an ignore rule".into(),
             Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
             Happened::SinceStart { what } | Happened::Bytecode { what } => what.clone(),
+            Happened::Committed { commit, what } => {
+                format!("{what} by commit {}", commit.get(..12).unwrap_or(commit))
+            }
         }
     }
 }
@@ -443,6 +452,16 @@ pub fn protected_paths(
                     out.insert(p.clone(), happened);
                 }
             }
+        }
+    }
+    // A commit made since the pin that changed a protected path: a change, even where the work
+    // tree already matches the commit.
+    if let Some(c) = ws.committed() {
+        for (p, what) in c.paths.iter().filter(|(p, _)| protected(p)) {
+            out.entry(p.clone()).or_insert_with(|| Happened::Committed {
+                commit: c.commit.clone(),
+                what: (*what).to_string(),
+            });
         }
     }
     for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {

@@ -231,6 +231,18 @@ pub enum Event {
         #[serde(default)]
         text: String,
     },
+    /// `referee accept` moved the baseline: the accepted paths are measured against what was
+    /// accepted from now on (`generation`: the accept's number in the state directory).
+    Accepted {
+        generation: u64,
+        #[serde(default)]
+        task: Option<String>,
+        #[serde(default)]
+        attempt: Option<u64>,
+        paths: Vec<String>,
+        #[serde(default)]
+        text: String,
+    },
     /// The referee's own fault (`cleared`: it no longer stands).
     Fault {
         area: String,
@@ -408,6 +420,7 @@ impl Event {
             Event::Detached { text, .. } => Some(("detached", text)),
             Event::Reattach { text, .. } => Some(("reattach", text)),
             Event::HeadMoved { text, .. } => Some(("head moved", text)),
+            Event::Accepted { text, .. } => Some(("accepted", text)),
             _ => None,
         }
     }
@@ -475,6 +488,7 @@ impl Event {
             Event::Escalation { text, .. } => format!("ESCALATED: {text}"),
             Event::Verdict { text, .. } => text.clone(),
             Event::HeadMoved { text, .. } => text.clone(),
+            Event::Accepted { text, .. } => text.clone(),
             Event::Fault {
                 message,
                 cleared: false,

@@ -163,6 +163,13 @@ fn every_kind() -> Vec<Event> {
             head: "b".repeat(40),
             text: "HEAD moved".into(),
         },
+        Event::Accepted {
+            generation: 1,
+            task: Some("t1".into()),
+            attempt: Some(1),
+            paths: vec!["src/app.py".into()],
+            text: "accepted".into(),
+        },
         Event::End(Box::new(Ended {
             reason: "complete".into(),
             text: "the pipeline completed".into(),
@@ -229,6 +236,7 @@ fn the_wire_names_stay_as_logs_have_them() {
             "stop_adopted",
             "waivers_reloaded",
             "head_moved",
+            "accepted",
             "end"
         ]
     );
@@ -305,7 +313,8 @@ fn envelopes_follow_from_the_event() {
             "tamper",
             "log damaged",
             "waivers",
-            "head moved"
+            "head moved",
+            "accepted"
         ]
     );
 }

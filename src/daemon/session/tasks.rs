@@ -42,8 +42,12 @@ const CACHE_SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(30)
 /// A session's state for a protocol with `[tasks]`.
 #[derive(Debug)]
 pub(super) struct Tasks {
-    /// The baseline pinned at start, or why there is none.
+    /// The baseline pinned at start (with what was accepted since), or why there is none.
     base: Pinned,
+    /// What it was pinned from, to take it again when `referee accept` moves it.
+    spec: BaselineSpec,
+    /// The generation of the accepts the baseline holds ([`crate::workspace::accepted`]).
+    accepted: u64,
     /// The referee's own stat cache of the work tree (kept in the state directory).
     cache: StatCache,
     /// The work tree as last read, kept up to date path by path from file events, so a
@@ -166,9 +170,39 @@ impl Tasks {
         // The baseline is pinned here, once, and kept in the state directory: what the worker
         // does to `.git/` afterwards (a commit, a reset, a replace ref) changes nothing, and a
         // restart measures against the same commit (SPEC §8).
+        // A restart measures against the baseline pinned first: another one is refused, unless
+        // a human starts anew (`--fresh`), which also sets aside what was accepted on the old.
+        if let Some(why) = workspace::baseline::other_than_pinned(canon, &spec, state) {
+            if !cfg.fresh {
+                return Err(workspace::WorkspaceError::Pin(format!(
+                    "the state directory `{}` holds another baseline: {why}. A restart cannot \
+                     measure against another baseline (it would lift the veto of any change \
+                     it holds): start the referee as before, or, to pin anew (a human's \
+                     decision), with `--fresh`",
+                    state.display()
+                ))
+                .into());
+            }
+            let aside = format!(
+                "accepted-{}.json",
+                chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ")
+            );
+            let from = state.join(crate::workspace::accepted::FILE);
+            if from.exists() {
+                std::fs::rename(&from, state.join(aside)).map_err(|source| {
+                    DaemonError::OutputDir {
+                        path: from.display().to_string(),
+                        source,
+                    }
+                })?;
+            }
+        }
+        let accepted = crate::workspace::accepted::generation(state);
         let base = Baseline::pin(canon, &spec, Some(state), cap)?.map(Arc::new);
         Ok(Tasks {
             base,
+            spec,
+            accepted,
             cache: StatCache::load(&state.join(workspace::STAT_CACHE)),
             tree: None,
             dirty: None,
@@ -215,9 +249,66 @@ impl Session {
         }
     }
 
+    /// Takes the baseline again when `referee accept` moved it since it was last taken (one
+    /// small read of the state directory per judgment), and logs each accept made since.
+    fn take_accepted(&mut self) {
+        let cap = self.cfg.limits.max_read_bytes;
+        let Part::Workspace(tasks) = &mut self.part else {
+            return;
+        };
+        let now = crate::workspace::accepted::generation(&tasks.state);
+        if now == tasks.accepted {
+            return;
+        }
+        let before = tasks.accepted;
+        match Baseline::pin(&self.canon, &tasks.spec, Some(&tasks.state), cap) {
+            Ok(base) => {
+                tasks.base = base.map(Arc::new);
+                tasks.accepted = now;
+            }
+            Err(e) => {
+                let why = crate::error::chain(&e);
+                self.fault(
+                    "accept",
+                    format!("cannot take the accepted baseline: {why}"),
+                );
+                return;
+            }
+        }
+        let log = crate::workspace::accepted::load(&tasks.state)
+            .ok()
+            .flatten()
+            .map(|a| a.log)
+            .unwrap_or_default();
+        for e in log.into_iter().filter(|e| e.generation > before) {
+            let what = match (&e.task, e.attempt) {
+                (Some(t), Some(a)) => format!("task {t} attempt {a}"),
+                (Some(t), None) => format!("task {t}"),
+                _ => "the orchestrator's own work".to_string(),
+            };
+            let text = format!(
+                "accepted {what}: {} path(s) are measured against what was accepted from now on ({})",
+                e.paths.len(),
+                e.paths.join(", ")
+            );
+            self.emit(
+                Event::Accepted {
+                    generation: e.generation,
+                    task: e.task,
+                    attempt: e.attempt,
+                    paths: e.paths,
+                    text,
+                }
+                .into(),
+            );
+        }
+        self.clear_fault("accept");
+    }
+
     /// Opens the workspace against its pinned baseline. `None` on the referee's own fault
     /// (recorded).
     fn open_workspace(&mut self) -> Option<Workspace> {
+        self.take_accepted();
         let cap = self.cfg.limits.max_read_bytes;
         let Part::Workspace(tasks) = &mut self.part else {
             return None;

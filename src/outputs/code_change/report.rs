@@ -31,9 +31,98 @@ pub(super) fn embed(md: &str, task_id: &str) -> String {
     out
 }
 
-/// The report's first lines: whether every judged attempt was approved, and what to do about
-/// each one that was not.
-pub(super) fn headline(s: &mut String, verdicts: &[TaskVerdict]) {
+/// The first line of every report while a veto stands, with or without task records:
+/// each veto check, each protected path and what happened to it. `None`: no veto.
+pub fn veto_headline(d: &Decision) -> Option<String> {
+    if d.veto.is_empty() {
+        return None;
+    }
+    let checks: Vec<String> = d
+        .veto
+        .iter()
+        .map(|v| {
+            let paths: Vec<String> = v
+                .paths
+                .iter()
+                .map(|p| {
+                    format!(
+                        "`{}` ({})",
+                        crate::workspace::name::display(&p.path),
+                        p.happened.describe()
+                    )
+                })
+                .collect();
+            format!("{} vetoes {}", v.check, paths.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "STOP: a protected path differs from the baseline: {}",
+        checks.join("; ")
+    ))
+}
+
+/// The veto checks no task verdict carries (no record pending, a record deleted or set to
+/// another status), as results of a pass `workspace`: so a report made of results (JUnit,
+/// SARIF, GitHub) shows the veto as a BLOCKING FAIL, with its paths as evidence.
+pub fn workspace_veto_results(d: &Decision, protocol: &Protocol) -> Vec<CheckResult> {
+    d.stop
+        .iter()
+        .filter_map(|c| match c {
+            crate::decision::Cause::Veto { check, task: None } => {
+                d.veto.iter().find(|v| &v.check == check)
+            }
+            _ => None,
+        })
+        .map(|v| {
+            let def = protocol.check_def(&v.check);
+            CheckResult {
+                pass: "workspace".into(),
+                check: v.check.clone(),
+                title: def.map_or_else(|| v.check.clone(), |d| d.title.clone()),
+                severity: crate::protocol::Severity::Blocking,
+                status: Status::Fail,
+                due: true,
+                evidence: crate::engine::Evidence {
+                    expected: "no protected path differs from the baseline".into(),
+                    observed: format!(
+                        "{} protected path(s) differ from the baseline, with no task record \
+                         that carries the veto",
+                        v.paths.len()
+                    ),
+                    details: v
+                        .paths
+                        .iter()
+                        .map(|p| {
+                            format!(
+                                "{}: {}",
+                                crate::workspace::name::display(&p.path),
+                                p.happened.describe()
+                            )
+                        })
+                        .collect(),
+                    files: Vec::new(),
+                },
+                waiver: None,
+            }
+        })
+        .collect()
+}
+
+/// The report's first lines: the veto when one stands (with or without records), whether
+/// every judged attempt was approved, and what to do about each one that was not.
+pub(super) fn headline(s: &mut String, d: &Decision) {
+    let verdicts = &d.verdicts[..];
+    if let Some(h) = veto_headline(d) {
+        let _ = writeln!(
+            s,
+            "**{}** — put them back; nothing goes on while it stands.\n",
+            text(&h)
+        );
+        if verdicts.is_empty() {
+            let _ = writeln!(s, "No task attempt to judge.\n");
+            return;
+        }
+    }
     let open: Vec<&TaskVerdict> = verdicts
         .iter()
         .filter(|v| v.outcome != GradeOutcome::Pass)
@@ -122,7 +211,7 @@ pub fn report_md(
     let verdicts = &d.verdicts[..];
     let mut s = String::new();
     let _ = writeln!(s, "# Observer report — code change\n");
-    headline(&mut s, verdicts);
+    headline(&mut s, d);
     let _ = writeln!(s, "## Run\n");
     let _ = writeln!(s, "- Workspace: {}", code(&ws.root().display().to_string()));
     let _ = writeln!(
@@ -254,6 +343,7 @@ pub fn verify_json(
         "complete": true,
         "verdict": serde_json::Value::Null,
         "stop": d.stops(),
+        "headline": veto_headline(d),
         "veto": d.veto,
         "summary": eval.summary(),
         "passes": eval.passes,

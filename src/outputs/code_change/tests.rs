@@ -41,6 +41,7 @@ fn verdict(attempt: Option<u64>) -> TaskVerdict {
         escalation: None,
         protected_diffs: vec![("app/orchestrator.py".into(), String::new())],
         record: ".tasks/t1.json".into(),
+        judged_files: Default::default(),
         diff: None,
         record_hash: None,
         replay: false,

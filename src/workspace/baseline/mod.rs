@@ -27,6 +27,7 @@ use super::gitread::{self, EntryKind, Ignore, Repo};
 use super::tree::{self, Kind, StatCache, WorkTree};
 use super::{name, BaselineInfo, BaselineSpec, Content, WorkspaceError};
 use crate::artifacts::fsread::{sha256_hex, FileData};
+use crate::workspace::accepted::{self, AcceptedPath};
 
 mod entries;
 mod listing;
@@ -114,6 +115,9 @@ pub struct Baseline {
     checked_out: BTreeMap<String, String>,
     /// Where a pin of an earlier version kept converted bytes (`baseline-checkout/`).
     legacy_checkout: Option<PathBuf>,
+    /// The bytes `referee accept` made the baseline of its paths (kept in the state directory,
+    /// verified by their hash when loaded), by path.
+    accepted: BTreeMap<String, Arc<FileData>>,
     /// The commit pinned (git only).
     pub commit: Option<gix::ObjectId>,
     /// A read of the object store did not finish in time (see [`bounded`]).
@@ -151,15 +155,21 @@ impl Baseline {
             state.map(Path::to_path_buf),
         );
         let shown = root.display().to_string();
-        bounded(move || Baseline::pin_now(&root, &spec, state.as_deref(), cap)).unwrap_or_else(
-            || {
-                Err(WorkspaceError::Pin(format!(
-                    "reading the git repository of `{shown}` did not finish within {} s (a FIFO, \
+        bounded(move || {
+            let mut pinned = Baseline::pin_now(&root, &spec, state.as_deref(), cap);
+            // What the orchestrator accepted since is the baseline of those paths.
+            if let (Ok(Ok(base)), Some(state)) = (&mut pinned, state.as_deref()) {
+                base.apply_accepted(state)?;
+            }
+            pinned
+        })
+        .unwrap_or_else(|| {
+            Err(WorkspaceError::Pin(format!(
+                "reading the git repository of `{shown}` did not finish within {} s (a FIFO, \
                      or a hung file system, in `.git/`?): the baseline cannot be pinned",
-                    GIT_READ_LIMIT.as_secs()
-                )))
-            },
-        )
+                GIT_READ_LIMIT.as_secs()
+            )))
+        })
     }
 
     fn pin_now(
@@ -320,6 +330,7 @@ impl Baseline {
             ignore,
             checked_out: BTreeMap::new(),
             legacy_checkout: None,
+            accepted: BTreeMap::new(),
             commit: Some(commit),
             stuck: std::sync::atomic::AtomicBool::new(false),
             hash,
@@ -401,12 +412,70 @@ impl Baseline {
             ignore,
             checked_out: BTreeMap::new(),
             legacy_checkout: None,
+            accepted: BTreeMap::new(),
             commit: None,
             stuck: std::sync::atomic::AtomicBool::new(false),
             hash: gix::hash::Kind::Sha1,
             sparse: None,
             submodules: std::collections::BTreeSet::new(),
         })
+    }
+
+    /// Takes what `referee accept` kept in `state` as the baseline of the accepted paths: an
+    /// accepted file's bytes (from the state directory, verified by their hash) and mode; an
+    /// accepted removal takes the path out. Every other path keeps its pinned baseline.
+    fn apply_accepted(&mut self, state: &Path) -> Result<(), WorkspaceError> {
+        let pin_err = |e: &dyn std::error::Error| WorkspaceError::Pin(crate::error::chain(e));
+        let Some(accepted) = accepted::load(state).map_err(|e| pin_err(&e))? else {
+            return Ok(());
+        };
+        if accepted.paths.is_empty() {
+            return Ok(());
+        }
+        let mut now: BTreeMap<String, Option<BaseEntry>> = BTreeMap::new();
+        for (rel, a) in &accepted.paths {
+            match a {
+                AcceptedPath::Absent => {
+                    self.checked_out.remove(rel);
+                    self.accepted.remove(rel);
+                    now.insert(rel.clone(), None);
+                }
+                AcceptedPath::File { sha256, exec } => {
+                    let bytes = accepted::blob(state, sha256).ok_or_else(|| {
+                        WorkspaceError::Pin(format!(
+                            "the accepted bytes of `{}` (SHA-256 {sha256}) are missing or damaged \
+                             in the state directory `{}`",
+                            name::display(rel),
+                            state.display()
+                        ))
+                    })?;
+                    let oid = gitread::blob_oid_of(self.hash, &bytes);
+                    self.checked_out.remove(rel);
+                    self.accepted.insert(
+                        rel.clone(),
+                        Arc::new(FileData::from_bytes(rel, bytes, None)),
+                    );
+                    let kind = BaseKind::File { exec: *exec };
+                    now.insert(rel.clone(), Some(BaseEntry { kind, oid }));
+                }
+            }
+        }
+        let mut rows: Vec<(String, BaseEntry)> = self
+            .entries
+            .as_slice()
+            .iter()
+            .filter(|(k, _)| !now.contains_key(k))
+            .cloned()
+            .collect();
+        rows.extend(now.into_iter().filter_map(|(k, e)| e.map(|e| (k, e))));
+        self.entries = BaseEntries::from_rows(rows);
+        self.info.describe = format!(
+            "{}, {} path(s) accepted since (accept {})",
+            self.info.describe,
+            accepted.paths.len(),
+            accepted.generation
+        );
+        Ok(())
     }
 
     /// The baseline files the checkout at `root` converts (line endings), decided from the
@@ -489,6 +558,9 @@ impl Baseline {
         let Some(e) = self.entries.get(rel) else {
             return Content::Absent;
         };
+        if let Some(data) = self.accepted.get(rel) {
+            return Content::Bytes(Arc::clone(data));
+        }
         if let Some(sha) = self.checked_out.get(rel) {
             return self.converted(rel, e.oid, sha, cap);
         }
@@ -618,6 +690,79 @@ impl Baseline {
         self.stuck.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// What a commit made since the pin changed against it: when `HEAD` names another commit
+    /// than the pinned one, that commit and each path whose entry differs between the two trees
+    /// (`added`, `removed`, `modified` for its bytes, `mode` or type), outside submodules. A
+    /// change committed is a change, even when the work tree matches the new commit (`git
+    /// update-index --chmod=+x` and a commit leave the file as it was). `None`: `HEAD` is the
+    /// pin, or no git baseline, or its tree cannot be read in time.
+    pub fn committed(self: &Arc<Self>) -> Option<Committed> {
+        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let me = self.clone();
+        let answer = bounded(move || me.committed_now());
+        if answer.is_none() {
+            self.mark_stuck();
+        }
+        answer.flatten()
+    }
+
+    fn committed_now(&self) -> Option<Committed> {
+        let (Source::Git { repo, .. }, Some(pinned)) = (&self.source, self.commit) else {
+            return None;
+        };
+        let repo = repo.lock().ok()?;
+        let head = repo.head().ok()??;
+        if head == pinned {
+            return None;
+        }
+        let tree = repo.tree(head).ok()?;
+        let in_sub = |rel: &str| {
+            self.submodules.iter().any(|s| {
+                rel.strip_prefix(s.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+            })
+        };
+        let kind = |k: &EntryKind| match k {
+            EntryKind::File => BaseKind::File { exec: false },
+            EntryKind::Executable => BaseKind::File { exec: true },
+            EntryKind::Symlink => BaseKind::Symlink,
+            EntryKind::Submodule => BaseKind::Submodule,
+        };
+        let now: BTreeMap<String, BaseEntry> = tree
+            .entries
+            .iter()
+            .map(|(p, e)| {
+                let entry = BaseEntry {
+                    kind: kind(&e.kind),
+                    oid: e.oid,
+                };
+                (name::encode(p), entry)
+            })
+            .collect();
+        let mut paths = Vec::new();
+        for (rel, was) in self.entries.iter().filter(|(r, _)| !in_sub(r)) {
+            match now.get(rel) {
+                None => paths.push((rel.clone(), "removed")),
+                Some(e) if e.kind != was.kind => {
+                    paths.push((rel.clone(), "modified, type or mode"))
+                }
+                Some(e) if e.oid != was.oid => paths.push((rel.clone(), "modified")),
+                Some(_) => {}
+            }
+        }
+        for rel in now.keys() {
+            if !self.entries.contains_key(rel) && !self.submodules.contains(rel) {
+                paths.push((rel.clone(), "added"));
+            }
+        }
+        Some(Committed {
+            commit: head.to_string(),
+            paths,
+        })
+    }
+
     fn head_moved_now(&self) -> Option<String> {
         let (Source::Git { repo, .. }, Some(pinned)) = (&self.source, self.commit) else {
             return None;
@@ -628,6 +773,49 @@ impl Baseline {
             _ => None,
         }
     }
+}
+
+/// What commits made since the pin changed (see [`Baseline::committed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// The commit `HEAD` names.
+    pub commit: String,
+    /// Each path whose tree entry differs from the pinned one, and how.
+    pub paths: Vec<(String, &'static str)>,
+}
+
+/// Whether `spec` names another baseline than the one pinned first in `state`: `Some(what it
+/// names)`, for the refusal to say; `None` when it is the same, when nothing is pinned there
+/// yet, or when the revision cannot be resolved (pinning then says why). A restart measuring
+/// against another baseline would lift the veto of every change that baseline holds (a worker
+/// restarting the referee on its own commit), so the caller refuses it unless a human asked
+/// for a new pin (`--fresh`).
+pub fn other_than_pinned(root: &Path, spec: &BaselineSpec, state: &Path) -> Option<String> {
+    let pin = load_pin(state)?;
+    let pinned = format!(
+        "git {} ({}), pinned {}",
+        pin.rev,
+        pin.commit.get(..12).unwrap_or(&pin.commit),
+        pin.pinned_at
+    );
+    let now = match spec {
+        BaselineSpec::Auto if pin.rev == "HEAD" => return None,
+        BaselineSpec::Auto => "no `--baseline` (HEAD)".to_string(),
+        BaselineSpec::Rev(rev) => {
+            let (root, rev2) = (root.to_path_buf(), rev.clone());
+            let commit = bounded(move || Repo::open(&root).ok().flatten()?.resolve(&rev2).ok()?)
+                .flatten()?;
+            if pin.commit.parse::<gix::ObjectId>().ok() == Some(commit) {
+                return None;
+            }
+            format!("`--baseline {rev}` ({})", &commit.to_string()[..12])
+        }
+        BaselineSpec::Dir(d) => format!("`--baseline-dir {}`", d.display()),
+        BaselineSpec::Snapshot(_) => return None,
+    };
+    Some(format!(
+        "it keeps {pinned}; this referee was started with {now}"
+    ))
 }
 
 /// How long one read of the git object store may take. The store is the worker's to write: a

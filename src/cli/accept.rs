@@ -1,0 +1,77 @@
+//! `referee accept`: the orchestrator moves a workspace's baseline to a task's judged work.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{load_protocol_for, print, RulesArgs};
+use crate::exit::ExitCode;
+
+#[derive(Args, Debug)]
+pub(super) struct AcceptArgs {
+    /// The workspace (run this outside it: it needs the referee's state directory, not the
+    /// workspace).
+    workspace: PathBuf,
+    /// The task whose latest judged attempt is accepted: the files its verdict judged, with
+    /// the bytes judged, are the baseline of those paths from now on. Refused (exit 1, and
+    /// why) when its verdict is not a good one (APPROVE, MINOR_ISSUES), when one of those files
+    /// changed after the verdict (stale: judge it again), or when one is protected.
+    #[arg(long, value_name = "ID")]
+    task: String,
+    /// The protocol whose good verdicts and protected paths count (default: code-change);
+    /// give the same rules as the referee runs with.
+    #[arg(long, value_name = "ID|FILE", default_value = "code-change")]
+    protocol: String,
+    #[command(flatten)]
+    rules: RulesArgs,
+    /// The referee's state directory (default: the one `watch` uses for the workspace).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+pub(super) fn accept(a: AcceptArgs) -> Result<ExitCode> {
+    let overrides = a.rules.overrides()?;
+    let protocol = load_protocol_for(&a.protocol, None, &overrides, &a.workspace)?;
+    let go = crate::status::go_verdicts(&protocol);
+    if go.is_empty() {
+        anyhow::bail!(
+            "protocol `{}` judges no task records: `accept` is for a workspace (code-change)",
+            protocol.id
+        );
+    }
+    let protected: Vec<_> = crate::task_verdict::veto_globs(&protocol)
+        .into_iter()
+        .flat_map(|(_, g)| g)
+        .collect();
+    let state = crate::judge::state_of(&a.workspace, a.state_dir.as_deref())?;
+    let root = std::fs::canonicalize(&a.workspace)?;
+    match crate::accept::accept_task(&root, &state, &a.task, &go, &protected) {
+        Ok(done) => {
+            let mut text =
+                format!(
+                "accepted task {}{} (accept {}): the baseline of {} path(s) is what was judged\n",
+                done.task,
+                done.attempt.map(|n| format!(" attempt {n}")).unwrap_or_default(),
+                done.generation,
+                done.paths.len()
+            );
+            for (p, h) in &done.paths {
+                let what = h.as_deref().map_or("removed".to_string(), |h| {
+                    format!("sha256 {}", h.get(..12).unwrap_or(h))
+                });
+                text.push_str(&format!(
+                    "  {} ({what})\n",
+                    crate::workspace::name::display(p)
+                ));
+            }
+            print(&text)?;
+            Ok(ExitCode::Ok)
+        }
+        Err(crate::accept::AcceptError::Refused(why)) => {
+            eprintln!("referee: accept refused: {why}");
+            Ok(ExitCode::Violation)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
