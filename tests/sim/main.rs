@@ -41,13 +41,29 @@ pub struct Open {
     pub test: &'static str,
 }
 
-pub const KNOWN_OPEN: &[Open] = &[Open {
-    class: "live_keeps_stale_verdict",
-    act: "",
-    live_only: true,
-    seen: Some(|d| d.kind == "live_oneshot"),
-    test: "open_live_keeps_stale_verdict",
-}];
+pub const KNOWN_OPEN: &[Open] = &[
+    Open {
+        class: "not_judged_live",
+        act: "",
+        live_only: true,
+        seen: Some(|d| d.kind == "not_judged_live"),
+        test: "open_not_judged_live_after_a_commit",
+    },
+    Open {
+        class: "renamed_task_approved",
+        act: "RenameTask",
+        live_only: false,
+        seen: None,
+        test: "open_renamed_task_approved",
+    },
+    Open {
+        class: "live_keeps_stale_verdict",
+        act: "",
+        live_only: true,
+        seen: Some(|d| d.kind == "live_oneshot"),
+        test: "open_live_keeps_stale_verdict",
+    },
+];
 
 /// The open class a disagreement belongs to, unless `SIM_ALL` is set.
 fn known(d: &Disagreement) -> Option<&'static str> {
@@ -293,7 +309,7 @@ fn run_many() -> Result<(), String> {
         "sim: CPU {own:.1} s in the simulator, {children:.1} s in the referee, git and the tools it ran"
     );
     println!(
-        "sim: {count} sessions, {} actions, {} judgments, {} vetoes (slowest {} ms, {} over 1 s) in {:.1?} on {threads} threads; accept {}, task open {}; {} disagreement(s)",
+        "sim: {count} sessions, {} actions, {} judgments, {} vetoes (slowest {} ms, {} over 1 s) in {:.1?} on {threads} threads; accept {}, accept --commit {}, task open {}; {} disagreement(s)",
         actions.load(Ordering::Relaxed),
         st.judgments,
         st.vetoes,
@@ -301,6 +317,7 @@ fn run_many() -> Result<(), String> {
         st.veto_over_1s,
         started.elapsed(),
         if caps.accept { "on" } else { "off (not in the binary)" },
+        if caps.accept_commit { "on" } else { "off (not in the binary)" },
         if caps.task_open { "on" } else { "off (not in the binary)" },
         fails.len()
     );
@@ -507,4 +524,45 @@ fn binary_rework_is_another_diff() {
 #[test]
 fn head_commit_protected_vetoed() {
     reproduce(false, &[Act::ProtIndexChmodCommitted(0), Act::Judge]);
+}
+
+/// Class `not_judged_live` (open): after the orchestrator's commit moved `HEAD`, a live
+/// referee logs a task's REJECT but `status --task` answers 1 and no verdict of that attempt
+/// can be read from its state, where the model (and a one-shot `verify`) judge it.
+#[test]
+#[ignore = "open: not_judged_live, see KNOWN_OPEN"]
+fn open_not_judged_live_after_a_commit() {
+    reproduce(
+        true,
+        &[
+            Act::Commit,
+            Act::Close(0),
+            Act::NoFinalNewline(1, 145),
+            Act::NestedRepo,
+            Act::Record(1),
+            Act::Judge,
+            Act::AddPackage(1, 126),
+            Act::SedI(1, 196),
+        ],
+    );
+}
+
+/// Class `renamed_task_approved` (open): a renamed task (`t1-retry`) is APPROVEd at the end of a
+/// session although `package-lock.json`, regenerated after its judgment and claimed by no
+/// record, is in its scope (the model: REJECT, `undeclared_changes`). Tasks are not registered
+/// by the orchestrator yet (`referee task open`), so a renamed task is a new one.
+#[test]
+#[ignore = "open: renamed_task_approved, see KNOWN_OPEN"]
+fn open_renamed_task_approved() {
+    reproduce(
+        true,
+        &[
+            Act::Asset(0),
+            Act::BuildOutput,
+            Act::RenameTask(0),
+            Act::Record(0),
+            Act::Judge,
+            Act::LockRegen(1),
+        ],
+    );
 }

@@ -426,7 +426,7 @@ pub fn generate(
         .copied()
         .filter(|a| !a.hostile() && a.task().is_none() && !a.structural())
         .filter(|a| setup.live || !matches!(a, Act::Restart | Act::Kill9Restart))
-        .filter(|a| !matches!(a, Act::AcceptCommit) || caps.accept)
+        .filter(|a| !matches!(a, Act::AcceptCommit) || caps.accept_commit)
         .collect();
     let hostiles: Vec<Act> = vocab.iter().copied().filter(Act::hostile).collect();
     let mut acts = Vec::new();
@@ -1016,7 +1016,7 @@ impl Session {
             Judge => return self.judge(),
             Accept(t) => return self.accept(t),
             AcceptCommit => {
-                if !self.caps.accept {
+                if !self.caps.accept_commit {
                     return Ok(());
                 }
                 // The orchestrator's own work: a vendored file, committed, then re-pinned.

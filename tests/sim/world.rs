@@ -34,6 +34,8 @@ pub fn referee_bin() -> &'static Path {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Caps {
     pub accept: bool,
+    /// `accept --commit REV` (the orchestrator's own commits).
+    pub accept_commit: bool,
     pub task_open: bool,
 }
 
@@ -47,8 +49,14 @@ impl Caps {
                 .status()
                 .is_ok_and(|s| s.success())
         };
+        let help = Command::new(referee_bin())
+            .args(["accept", "--help"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
         Caps {
             accept: ok(&["accept", "--help"]),
+            accept_commit: help.contains("--commit"),
             task_open: ok(&["task", "open", "--help"]),
         }
     }
