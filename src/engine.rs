@@ -216,7 +216,7 @@ pub struct Options {
 }
 
 /// The result of judging a build directory once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Evaluation {
     pub complete: bool,
     pub verdict: Option<String>,
@@ -308,6 +308,20 @@ pub fn evaluate_changed(
         changed = previous.map(|(_, changed)| changed.len())
     )
     .entered();
+    // A change in a linked folder touches the checks that look at it under the link's name too.
+    let with_aliases: Vec<String>;
+    let previous = match previous {
+        Some((prev, changed)) => {
+            let aliases = snap.aliases(changed);
+            if aliases.is_empty() {
+                Some((prev, changed))
+            } else {
+                with_aliases = changed.iter().cloned().chain(aliases).collect();
+                Some((prev, with_aliases.as_slice()))
+            }
+        }
+        None => None,
+    };
     let mut ctx = Ctx::new(protocol, snap);
     ctx.seen = opts.seen.as_deref();
     let complete = ctx.complete();
@@ -452,6 +466,8 @@ fn judge_instance(
     }
     let due =
         opts.final_ || complete || inst.deadline.as_ref().is_none_or(|d| checks::holds(ctx, d));
+    // Why the check applies (the values its `when` matched), shown before its own evidence.
+    let mut applies: Option<Outcome> = None;
     if let Some(when) = &inst.when {
         let w = checks::judge(ctx, when);
         if w.verdict == Verdict::Inconclusive {
@@ -480,8 +496,18 @@ fn judge_instance(
             ev.observed = format!("not applicable: {}", ev.observed);
             return result(Status::Skip, due, ev);
         }
+        applies = Some(w);
     }
-    let outcome = checks::judge(ctx, &inst.predicate);
+    let mut outcome = checks::judge(ctx, &inst.predicate);
+    if let Some(w) = applies {
+        let own = std::mem::take(&mut outcome.details);
+        for d in w.details.into_iter().chain(own) {
+            outcome.push_detail(d);
+        }
+        for f in w.files {
+            outcome.push_file(f);
+        }
+    }
     let status = match (outcome.verdict, due) {
         (Verdict::Pass, _) => Status::Pass,
         (Verdict::Fail, _) => Status::Fail,

@@ -10,6 +10,7 @@ pub mod checks;
 pub mod cli;
 pub mod color;
 pub mod daemon;
+pub mod decision;
 pub mod demo;
 pub mod duration;
 pub mod engine;

@@ -11,8 +11,8 @@ use std::cell::OnceCell;
 
 use crate::checks::change::protected_changes;
 use crate::engine::grade::grade;
-use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
-use crate::protocol::predicate::Predicate;
+use crate::engine::{CheckResult, Status, TaskRun};
+use crate::protocol::predicate::{Glob, Predicate};
 use crate::protocol::{GradeOutcome, Guards, Protocol, TaskRules};
 use crate::state::attempts::{
     diff_hash, is_empty_change, normalise, Everyone, Kept, KeptAttempt, Store,
@@ -93,18 +93,10 @@ impl TaskVerdict {
     }
 }
 
-/// Whether a workspace's judgment says "do not go on" (exit 1), for `verify` and `watch`
-/// alike: an attempt whose verdict does not let it through (a rejection, an escalation, no
-/// grade), an unwaived BLOCKING failure, or a STOP standing for the workspace whatever the
-/// records say (`stop`: a protected path changed, SPEC §8).
-pub fn violation(eval: &Evaluation, verdicts: &[TaskVerdict], stop: bool) -> bool {
-    stop || eval.stops().next().is_some() || verdicts.iter().any(|v| !v.outcome.lets_through())
-}
-
-/// The globs of the `unchanged` predicates in `p`.
-fn unchanged_globs(p: &Predicate, out: &mut Vec<crate::protocol::predicate::Glob>) {
+/// The globs of the `unchanged` predicates in `p`, each shadow glob with the glob it shadows.
+fn unchanged_globs(p: &Predicate, out: &mut Vec<ProtectedGlob>) {
     match p {
-        Predicate::Unchanged(u) => out.extend(u.all_globs().into_iter().map(|(g, _)| g)),
+        Predicate::Unchanged(u) => out.extend(u.all_globs()),
         Predicate::All(v) | Predicate::Any(v) => v.iter().for_each(|q| unchanged_globs(q, out)),
         Predicate::Not(q) | Predicate::FailIfMissing(q) => unchanged_globs(q, out),
         _ => {}
@@ -112,20 +104,31 @@ fn unchanged_globs(p: &Predicate, out: &mut Vec<crate::protocol::predicate::Glob
 }
 
 /// The protected globs of the protocol (from the `unchanged` predicates of its checks).
-fn protected_globs(protocol: &Protocol) -> Vec<crate::protocol::predicate::Glob> {
+fn protected_globs(protocol: &Protocol) -> Vec<Glob> {
     let mut out = Vec::new();
     for pass in &protocol.passes {
         for c in &pass.checks {
             unchanged_globs(&c.predicate, &mut out);
         }
     }
-    out
+    out.into_iter().map(|(g, _)| g).collect()
 }
 
 /// The veto checks of the protocol (`veto = true`) that protect paths, each with its globs:
 /// what stands in the workspace whatever the records say (SPEC §8).
-pub fn veto_globs(protocol: &Protocol) -> Vec<(String, Vec<crate::protocol::predicate::Glob>)> {
-    let mut out: Vec<(String, Vec<crate::protocol::predicate::Glob>)> = Vec::new();
+pub fn veto_globs(protocol: &Protocol) -> Vec<(String, Vec<Glob>)> {
+    veto_checks(protocol)
+        .into_iter()
+        .map(|(id, globs)| (id, globs.into_iter().map(|(g, _)| g).collect()))
+        .collect()
+}
+
+/// A protected glob, or a shadow glob with the protected glob it stands for.
+pub type ProtectedGlob = (Glob, Option<String>);
+
+/// [`veto_globs`], each shadow glob with the protected glob it stands for.
+pub fn veto_checks(protocol: &Protocol) -> Vec<(String, Vec<ProtectedGlob>)> {
+    let mut out: Vec<(String, Vec<ProtectedGlob>)> = Vec::new();
     for pass in &protocol.passes {
         for c in pass.checks.iter().filter(|c| c.def.veto) {
             let mut globs = Vec::new();

@@ -261,6 +261,45 @@ pub fn read_file(root: &Path, path: &Path, rel: &str, cap: u64) -> Result<FileDa
     read_capped(file, &meta, rel, cap)
 }
 
+/// The first `n` bytes (fewer when the file is shorter) of the file at `path`, known to the
+/// caller as `rel`, with the same safety as [`read_file`]: canonicalised and refused outside
+/// `root`, only a regular file opened, never blocking. What a format's signature is checked
+/// against: a screenshot is recognised without reading it whole.
+pub fn read_head(root: &Path, path: &Path, rel: &str, n: usize) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let link_meta = fs::symlink_metadata(path).map_err(|e| io_error(rel, &e))?;
+    let is_symlink = link_meta.file_type().is_symlink();
+    let target = match fs::canonicalize(path) {
+        Ok(target) => target,
+        Err(e) if is_symlink && e.kind() == io::ErrorKind::NotFound => {
+            return Err(ReadError::NotRegular {
+                rel: rel.to_string(),
+                what: "dangling symlink".to_string(),
+            });
+        }
+        Err(e) => return Err(io_error(rel, &e)),
+    };
+    if !target.starts_with(root) {
+        return Err(ReadError::OutsideRoot {
+            rel: rel.to_string(),
+            target: target.display().to_string(),
+        });
+    }
+    let meta = if is_symlink {
+        fs::metadata(&target).map_err(|e| io_error(rel, &e))?
+    } else {
+        link_meta
+    };
+    // The head is all that is read, whatever the file's size.
+    check_regular(rel, &meta, u64::MAX)?;
+    let (file, _) = open_regular(&target, rel, u64::MAX)?;
+    let mut head = Vec::with_capacity(n);
+    file.take(n as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| io_error(rel, &e))?;
+    Ok(head)
+}
+
 /// Refuses anything but a regular file no larger than `cap`.
 fn check_regular(rel: &str, meta: &Metadata, cap: u64) -> Result<(), ReadError> {
     if !meta.file_type().is_file() {

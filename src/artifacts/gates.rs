@@ -15,6 +15,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::json_keys::{duplicate_keys, line_column, path_text, Duplicate, Step};
+use super::normalize::seen;
 
 /// One gate-results file: its entries, and the entries that could not be read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -73,7 +74,10 @@ const SHAPE: &str = "expected an object with a `gates` array or an array of gate
 /// number `id` (or `gate`; keys in any case) is reported in [`GateFile::invalid`] with its index and position, and the
 /// other entries are kept.
 pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
-    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    // UTF-16 or UTF-32 (PowerShell 5.1's `Out-File` writes UTF-16LE with a mark) is decoded;
+    // positions are then the decoded text's (the same lines).
+    let decoded = seen::utf8_bytes(bytes);
+    let bytes: &[u8] = &decoded;
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
         let (line, column) = line_column(bytes, offset);
@@ -186,7 +190,8 @@ fn duplicate_error(bytes: &[u8], d: &Duplicate, entry: Option<&str>) -> GateErro
 /// gate; and a bare number (`61`, `"61"`) names gate 61 of whatever series is asked for, since a
 /// gate-results file numbers its own gates.
 pub fn same_gate(id: &str, wanted: &str) -> bool {
-    let (id, wanted) = (id.trim(), wanted.trim());
+    let (id, wanted) = (seen::key(id), seen::key(wanted));
+    let (id, wanted) = (id.as_str(), wanted.as_str());
     if id.eq_ignore_ascii_case(wanted) {
         return true;
     }
@@ -285,11 +290,12 @@ fn entry(item: Value, index: usize, path: &str, file: &str) -> Result<GateEntry,
             describe(&item)
         )));
     };
-    // Keys in any case: `"Source": "manual"` is a manual source, `"ID"` an id.
+    // Keys as they read, in any case: `"Source"`, `"ѕource"` (Cyrillic), `"sour\u200bce"`
+    // and a fullwidth `"ｓｏｕｒｃｅ"` all name the source.
     let get = |key: &str| {
         map.get(key).or_else(|| {
             map.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .find(|(k, _)| seen::key(k).eq_ignore_ascii_case(key))
                 .map(|(_, v)| v)
         })
     };

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 
 use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings, ValueType};
 
+use super::normalize::seen;
+
 /// One step from the top of the document down to a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -43,9 +45,11 @@ pub struct Unreadable {
     pub at: usize,
 }
 
-/// Every duplicate key in `text`, in document order. Keys repeat when equal after decoding
-/// escapes (`"sou\u0072ce"` is `source`); a key whose ASCII-lowercase form is in `folded`
-/// also repeats one of another case (`Source` after `source`).
+/// Every duplicate key in `text`, in document order. Keys repeat when they read the same
+/// after decoding escapes (`"sou\u0072ce"` is `source`), as a human reads them
+/// ([`seen::key`]: `"sour\u200bce"`, a Cyrillic `"ѕource"` and a fullwidth `"ｓｏｕｒｃｅ"` are
+/// `source`); a key whose reading, lowercased, is in `folded` also repeats one of another
+/// case (`Source` after `source`).
 pub fn duplicate_keys(text: &[u8], folded: &[&str]) -> Result<Vec<Duplicate>, Unreadable> {
     let settings = ReaderSettings {
         track_path: false,
@@ -116,8 +120,8 @@ pub fn value_kind(v: &serde_json::Value) -> &'static str {
 /// An object or array being read, and whether a step of `path` leads to it.
 enum Frame {
     Object {
-        /// Key → (as written, offset), exact and case-folded.
-        exact: HashMap<String, usize>,
+        /// Key as read → (as written, offset), and case-folded.
+        exact: HashMap<String, (String, usize)>,
         folded: HashMap<String, (String, usize)>,
         stepped: bool,
     },
@@ -208,9 +212,10 @@ impl Scan<'_> {
         let Some(Frame::Object { exact, folded, .. }) = self.stack.last_mut() else {
             return;
         };
-        let lower = key.to_ascii_lowercase();
-        let first = match exact.get(&key) {
-            Some(&first_at) => Some((key.clone(), first_at)),
+        let read = seen::key(&key);
+        let lower = read.to_lowercase();
+        let first = match exact.get(&read) {
+            Some((first, first_at)) => Some((first.clone(), *first_at)),
             None if self.folded.contains(&lower.as_str()) => folded.get(&lower).cloned(),
             None => None,
         };
@@ -226,7 +231,7 @@ impl Scan<'_> {
                 if self.folded.contains(&lower.as_str()) {
                     folded.insert(lower, (key.clone(), at));
                 }
-                exact.insert(key, at);
+                exact.insert(read, (key, at));
             }
         }
     }

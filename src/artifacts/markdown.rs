@@ -1,553 +1,849 @@
-//! Markdown block structure as CommonMark/GFM reads it, for every parser that looks at a
-//! document's *structure*: the tracker's sections and tables, the headings of auditor reports,
-//! the weaver's verdict line.
+//! Markdown as a document: what a reader of the rendered page (or of the file in an editor
+//! that renders it) sees, for every check that reads a document's *structure*: the tracker's
+//! sections and tables, the headings of auditor reports, the weaver's verdict line.
 //!
-//! This module owns splitting text into lines (LF or CRLF; stray CRs and byte-order marks at a
-//! line's edges are not content, so a file concatenated from several BOM-prefixed pieces reads
-//! like one), recognising fenced code blocks (three or more backticks or tildes, with or without
-//! an info string, closed by a fence of the same character at least as long) and HTML comments
-//! (`<!-- … -->`, inline or over several lines), and headings (ATX `## Title ##` with up to three
-//! spaces of indent, and setext `Title` over `===` or `---`). Text inside a fence or a comment is
-//! not structure: a heading or a table row there is an example, not data.
+//! The text is parsed as CommonMark with GFM tables and strikethrough by pulldown-cmark, with
+//! the source offset of every event, so each heading, table, cell and line keeps its
+//! line:column. What is read:
 //!
-//! It must stay linear in the size of the text (reports run to megabytes), must never panic, and
-//! must not be used by the forbid/require text rules: a term hidden in a comment or a fence is
-//! still written in the file, and those rules read every byte.
+//! - A table is a GFM table (a header row over a delimiter row). Rows inside a fenced or
+//!   indented code block or an HTML block (`<pre>`, `<script>`, `<style>`, a comment) are not
+//!   a table: they are kept apart ([`Document::hidden`]) so that evidence can name them. A
+//!   paragraph whose every line is a pipe-led row (a table written without its delimiter row)
+//!   is read as a table without a header: what it says is on the page. Cells beyond the
+//!   header's count, which GFM drops from view, are read from the row as written.
+//! - A cell's, a heading's or a line's text is its rendered text: inline markup (`**FAIL**`,
+//!   `<b>FAIL</b>`, `` `FAIL` ``), entities (`&#70;AIL`) and backslash escapes read as their
+//!   text; struck text (`~~PASS~~`, `<del>`, `<s>`, `<strike>`) and images are not part of it
+//!   (struck text is kept beside it for evidence); HTML comments are kept apart. The text is
+//!   then read as seen ([`crate::artifacts::normalize::seen::value`]): display order, NFKC,
+//!   look-alike and letter-like forms, zero-width characters dropped.
+//!
+//! Reports run to megabytes and only their headings are structure ([`headings`]): they are
+//! parsed as a skeleton in which each line that can only be paragraph text keeps its first
+//! letter, which leaves the block structure (and so every heading) as it is at a fraction of
+//! the parsing cost. This module must never panic on any input and must not judge anything.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
 
-use memchr::memmem;
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
-/// One line of a document, classified.
+use super::normalize::seen;
+
+/// Where something is written: 1-based line and column (in characters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// A heading (ATX or setext) outside code and HTML blocks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line<'a> {
-    /// 1-based line number (lines end at `\n`).
-    pub number: usize,
-    /// The line as written, without its line ending and without byte-order marks or stray CRs
-    /// at its edges.
-    pub raw: &'a [u8],
-    pub kind: Kind,
+pub struct Heading {
+    pub level: u8,
+    /// The text as seen, trimmed.
+    pub text: String,
+    pub at: Pos,
 }
 
-/// What a line is.
+/// One cell of a table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cell {
+    /// The rendered text, read as seen and trimmed.
+    pub text: String,
+    /// The cell as written in the file, trimmed.
+    pub written: String,
+    /// Struck text in the cell (`~~PASS~~`), not part of [`Cell::text`].
+    pub struck: Vec<String>,
+    /// The text of HTML comments in the cell, joined by spaces.
+    pub comments: String,
+    pub at: Pos,
+}
+
+/// A table row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    pub cells: Vec<Cell>,
+    pub at: Pos,
+}
+
+/// A table: a GFM table, or a paragraph of pipe-led rows (then without a header).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    /// Index into [`Document::headings`] of the heading above; `None` before the first.
+    pub section: Option<usize>,
+    /// The header row's cells; empty for a table without one.
+    pub header: Vec<Cell>,
+    pub rows: Vec<Row>,
+    pub at: Pos,
+}
+
+/// A line of text inside a code or HTML block: not structure, but named in evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
-    /// Content. `comments` are the byte ranges of `raw` inside HTML comments (usually none).
-    Text { comments: Vec<Range<usize>> },
-    /// An ATX heading, or the underline of a setext heading (then `line` is the first line of
-    /// the paragraph above it, which holds the text).
-    Heading {
-        level: u8,
-        text: String,
-        line: usize,
-    },
-    /// A code fence or a line inside a fenced code block.
-    Code,
-    /// A line with nothing but HTML comments (and whitespace) on it.
-    Comment,
+pub struct Hidden {
+    /// The line as written, trimmed.
+    pub text: String,
+    pub at: Pos,
+    /// `"a code block"`, `"an HTML block"` or `"an HTML comment"`.
+    pub inside: &'static str,
 }
 
-impl Line<'_> {
-    /// The line without its HTML comments.
-    pub fn visible(&self) -> Cow<'_, [u8]> {
-        match &self.kind {
-            Kind::Text { comments } if !comments.is_empty() => {
-                Cow::Owned(without(self.raw, comments))
-            }
-            Kind::Comment => Cow::Borrowed(&[]),
-            _ => Cow::Borrowed(self.raw),
-        }
-    }
-
-    /// The text inside this line's HTML comments, joined by spaces ("" when there are none).
-    pub fn hidden(&self) -> String {
-        match &self.kind {
-            Kind::Text { comments } => comments
-                .iter()
-                .filter_map(|r| self.raw.get(r.clone()))
-                .map(|b| String::from_utf8_lossy(b).trim().to_string())
-                .collect::<Vec<_>>()
-                .join(" "),
-            Kind::Comment => String::from_utf8_lossy(self.raw).trim().to_string(),
-            _ => String::new(),
-        }
-    }
+/// A line of visible text (a paragraph's line, a heading, a list item, a table row with its
+/// cells joined by ` | `), read as seen; or a line of a code or HTML block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    pub text: String,
+    pub at: Pos,
+    /// `None` for text on the page; else the block it is shown in (see [`Hidden::inside`]).
+    pub inside: Option<&'static str>,
 }
 
-/// The lines of `text`, classified, in order. Lazy: a caller that stops early pays for what it
-/// read.
-pub fn lines(text: &[u8]) -> Lines<'_> {
-    Lines {
-        text,
-        pos: 0,
-        number: 0,
-        fence: None,
-        comment_end: None,
-        next_open: None,
-        open_window: OPEN_WINDOW,
-        close: CloseCache::default(),
-        paragraph: None,
-        shortcut: true,
-    }
+/// A parsed document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Document {
+    pub headings: Vec<Heading>,
+    pub tables: Vec<Table>,
+    /// Lines inside code blocks, HTML blocks and HTML comments.
+    pub hidden: Vec<Hidden>,
+    /// Every line of text, in document order.
+    pub lines: Vec<Line>,
 }
 
-/// The iterator behind [`lines`].
-#[derive(Debug)]
-pub struct Lines<'a> {
-    text: &'a [u8],
-    /// Where the next line starts.
-    pos: usize,
-    number: usize,
-    fence: Option<Fence>,
-    /// While inside an HTML comment: the offset just past its `-->` (the text's length when it
-    /// never closes).
-    comment_end: Option<usize>,
-    /// The last look for `<!--` ([`Lines::next_open`]): `(from, n)`, none starts in `from..n`
-    /// (`n` is the first one, the end of the window looked in, or `usize::MAX`: none to the
-    /// end), so that the lines before `n` skip the comment scan entirely.
-    next_open: Option<(usize, usize)>,
-    /// How far ahead one look for `<!--` reaches ([`OPEN_WINDOW`]; small only in tests).
-    open_window: usize,
-    close: CloseCache,
-    /// The paragraph a setext underline would make a heading: first line number and byte range.
-    paragraph: Option<(usize, Range<usize>)>,
-    /// Whether prose lines skip the tests that cannot match them (off only to test that the
-    /// shortcut changes nothing).
-    shortcut: bool,
+fn options() -> Options {
+    let mut o = Options::empty();
+    o.insert(Options::ENABLE_TABLES);
+    o.insert(Options::ENABLE_STRIKETHROUGH);
+    o.insert(Options::ENABLE_TASKLISTS);
+    o
 }
 
-/// How many bytes one look for `<!--` covers ([`Lines::next_open`]): a cache-sized piece.
-const OPEN_WINDOW: usize = 64 << 10;
-
-/// Remembers the last `-->` search, so that many unclosed `<!--` never rescan the text.
-#[derive(Debug, Default)]
-struct CloseCache {
-    /// Where the last search started, and the first `-->` at or after it (`None`: none).
-    last: Option<(usize, Option<usize>)>,
-}
-
-impl CloseCache {
-    fn find(&mut self, text: &[u8], from: usize) -> Option<usize> {
-        if let Some((searched, found)) = self.last {
-            if searched <= from {
-                match found {
-                    None => return None,
-                    Some(at) if at >= from => return Some(at),
-                    Some(_) => {}
-                }
-            }
-        }
-        let found = memmem::find(text.get(from..)?, b"-->").map(|i| from + i);
-        self.last = Some((from, found));
-        found
-    }
-}
-
-impl<'a> Iterator for Lines<'a> {
-    type Item = Line<'a>;
-
-    fn next(&mut self) -> Option<Line<'a>> {
-        if self.pos > self.text.len() || (self.pos == self.text.len() && self.number > 0) {
-            return None;
-        }
-        let start = self.pos;
-        // The line's end and whether it holds a `|` (a table row ends a paragraph), in one
-        // search for most lines, which hold none.
-        let rest = &self.text[start..];
-        let (end, pipe) = match memchr::memchr2(b'\n', b'|', rest) {
-            Some(i) if rest[i] == b'|' => {
-                let after = start + i + 1;
-                let end = memchr::memchr(b'\n', &self.text[after..])
-                    .map_or(self.text.len(), |j| after + j);
-                (end, true)
-            }
-            Some(i) => (start + i, false),
-            None => (self.text.len(), false),
-        };
-        self.pos = end + 1;
-        self.number += 1;
-        let (from, to) = trim_edges(self.text, start, end);
-        let raw = &self.text[from..to];
-        if let Some(kind) = self.prose(from, to) {
-            // A table row ends a paragraph; any other prose line starts or continues one. (The
-            // `|` found is in `raw`: only byte-order marks and CRs are trimmed off its edges.)
-            if pipe {
-                self.paragraph = None;
-            } else {
-                let number = self.number;
-                let para = self.paragraph.get_or_insert((number, from..to));
-                para.1.end = to;
-            }
-            return Some(Line {
-                number: self.number,
-                raw,
-                kind,
-            });
-        }
-        let kind = self.classify(from, to);
-        match &kind {
-            Kind::Text { .. } if self.starts_paragraph_or_continues(raw) => {
-                let number = self.number;
-                let para = self.paragraph.get_or_insert((number, from..to));
-                para.1.end = to;
-            }
-            Kind::Comment => {}
-            _ => self.paragraph = None,
-        }
-        Some(Line {
-            number: self.number,
-            raw,
-            kind,
-        })
-    }
+/// Line starts of a text, to turn offsets into positions.
+struct Lines<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+    /// The last position asked for (offset, column): offsets come mostly in order, so a
+    /// column is counted on from there rather than from its line's start (a table written on
+    /// one 600 KB line has 300,000 cells).
+    last: std::cell::Cell<(usize, usize)>,
 }
 
 impl<'a> Lines<'a> {
-    /// The line `from..to` as text when it is plain prose: it starts with an ASCII letter,
-    /// outside a fence and with no HTML comment on it. No fence, heading, setext underline,
-    /// thematic break, list item, quote or indented code starts with a letter, so such a line
-    /// needs none of [`Lines::classify`]'s tests (most lines of a report are prose).
-    fn prose(&mut self, from: usize, to: usize) -> Option<Kind> {
-        let letter = self.text.get(from).is_some_and(u8::is_ascii_alphabetic);
-        if !self.shortcut || !letter || self.fence.is_some() || self.comment_end.is_some() {
-            return None;
+    fn new(text: &'a str) -> Lines<'a> {
+        let mut starts = vec![0];
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        Lines {
+            text,
+            starts,
+            last: std::cell::Cell::new((0, 1)),
         }
-        (self.next_open(from, to) >= to).then_some(Kind::Text {
-            comments: Vec::new(),
-        })
     }
 
-    /// The offset of the first `<!--` in `at..to` if there is one, else an offset `>= to`
-    /// (the first `<!--` after it, the end of the window looked in, or `usize::MAX`),
-    /// remembered so that the lines before it need no search.
-    ///
-    /// One look reaches [`OPEN_WINDOW`] bytes ahead (or to `to`), not to the end of the text:
-    /// the lines that follow are then read from the cache, where a look over a whole 2 MB
-    /// report had them fetched from memory twice.
-    fn next_open(&mut self, at: usize, to: usize) -> usize {
-        if let Some((from, n)) = self.next_open {
-            if from <= at && n >= to {
-                return n;
-            }
-        }
-        // A `<!--` that starts before `end` ends by `end + 3`.
-        let end = at.saturating_add(self.open_window).max(to);
-        let stop = end.saturating_add(3).min(self.text.len());
-        let n = match memmem::find(self.text.get(at..stop).unwrap_or_default(), b"<!--") {
-            Some(i) => at + i,
-            None if stop == self.text.len() => usize::MAX,
-            None => end,
-        };
-        self.next_open = Some((at, n));
-        n
-    }
-
-    fn classify(&mut self, from: usize, to: usize) -> Kind {
-        let raw = &self.text[from..to];
-        if let Some(open) = self.fence {
-            if closes_fence(raw, open) {
-                self.fence = None;
-            }
-            return Kind::Code;
-        }
-        let comments = self.comments(from, to);
-        let visible: Cow<'_, [u8]> = if comments.is_empty() {
-            Cow::Borrowed(raw)
+    fn pos(&self, offset: usize) -> Pos {
+        let offset = offset.min(self.text.len());
+        let line = self.starts.partition_point(|&s| s <= offset).max(1);
+        let start = self.starts[line - 1];
+        let (last, last_column) = self.last.get();
+        let (from, base) = if (start..=offset).contains(&last) {
+            (last, last_column)
         } else {
-            Cow::Owned(without(raw, &comments))
+            (start, 1)
         };
-        if !comments.is_empty() && visible.trim_ascii().is_empty() {
-            return Kind::Comment;
+        let column = base
+            + self
+                .text
+                .get(from..offset)
+                .map_or(offset - from, |s| s.chars().count());
+        self.last.set((offset, column));
+        Pos { line, column }
+    }
+}
+
+/// Inline content being gathered: a heading's, a paragraph's, a cell's.
+#[derive(Debug, Default)]
+struct Sink {
+    text: String,
+    struck: Vec<String>,
+    comments: Vec<String>,
+    /// Source offset where the content starts.
+    start: usize,
+    /// (offset in `text`, source offset) where each line of `text` starts.
+    breaks: Vec<(usize, usize)>,
+    /// A line break was just seen: the next content's offset starts a line.
+    broke: bool,
+}
+
+impl Sink {
+    fn at(start: usize) -> Sink {
+        Sink {
+            start,
+            broke: true,
+            ..Sink::default()
         }
-        if let Some(open) = opens_fence(&visible) {
-            self.fence = Some(open);
-            return Kind::Code;
+    }
+
+    fn content(&mut self, s: &str, source: usize, struck: bool) {
+        if self.broke {
+            self.breaks.push((self.text.len(), source));
+            self.broke = false;
         }
-        if let Some((level, text)) = atx_heading(&visible) {
-            return Kind::Heading {
-                level,
-                text: String::from_utf8_lossy(text).into_owned(),
-                line: self.number,
-            };
+        if struck {
+            self.struck.push(s.to_string());
+        } else {
+            self.text.push_str(s);
         }
-        if let Some(level) = setext_underline(&visible) {
-            if let Some((line, range)) = self.paragraph.take() {
-                return Kind::Heading {
-                    level,
-                    text: paragraph_text(&self.text[range]),
-                    line,
+    }
+
+    fn line_break(&mut self) {
+        self.text.push('\n');
+        self.broke = true;
+    }
+}
+
+/// The walk over pulldown-cmark's events.
+struct Walk<'a> {
+    lines: Lines<'a>,
+    doc: Document,
+    sink: Option<Sink>,
+    /// Strikethrough depth (markdown `~~` and HTML `<del>`, `<s>`, `<strike>`).
+    struck: usize,
+    /// Image depth: alt text is not text on the page.
+    image: usize,
+    /// Inside a code block.
+    code: bool,
+    /// Inside an HTML block: what it is, for [`Hidden::inside`], and whether its text shows.
+    html: (&'static str, bool),
+    table: Option<Table>,
+    row: Option<Row>,
+    /// Source range of the row being read.
+    row_range: Range<usize>,
+    in_head: bool,
+    /// Only headings are wanted (a report's skeleton): no lines, no hidden text, no cells.
+    headings_only: bool,
+    /// Whether [`Document::lines`] is wanted.
+    want_lines: bool,
+}
+
+/// Parses a document (see the module's notes).
+pub fn parse(text: &str) -> Document {
+    parse_as(text, true)
+}
+
+/// Parses a document's headings, tables and hidden lines, without [`Document::lines`] (a
+/// tracker: its text is read through its tables).
+pub fn parse_tables(text: &str) -> Document {
+    parse_as(text, false)
+}
+
+fn parse_as(text: &str, lines: bool) -> Document {
+    let mut w = Walk::new(text, false);
+    w.want_lines = lines;
+    for (event, range) in Parser::new_ext(text, options()).into_offset_iter() {
+        w.event(event, range);
+    }
+    w.doc
+}
+
+impl<'a> Walk<'a> {
+    fn new(text: &'a str, headings_only: bool) -> Walk<'a> {
+        Walk {
+            lines: Lines::new(text),
+            doc: Document::default(),
+            sink: None,
+            struck: 0,
+            image: 0,
+            code: false,
+            html: ("an HTML block", true),
+            table: None,
+            row: None,
+            row_range: 0..0,
+            in_head: false,
+            headings_only,
+            want_lines: !headings_only,
+        }
+    }
+}
+
+impl Walk<'_> {
+    fn event(&mut self, event: Event<'_>, range: Range<usize>) {
+        match event {
+            Event::Start(tag) => self.start(tag, range),
+            Event::End(tag) => self.end(tag, range),
+            Event::Text(t) if self.code => self.block_lines(&t, range.start, "a code block"),
+            Event::Text(t) | Event::Code(t) => self.content(&t, range.start),
+            Event::InlineMath(t) | Event::DisplayMath(t) => self.content(&t, range.start),
+            Event::Html(h) => {
+                let (inside, _) = self.html;
+                self.block_lines(&h, range.start, inside);
+            }
+            Event::InlineHtml(h) => self.inline_html(&h, range.start),
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some(s) = &mut self.sink {
+                    s.line_break();
+                }
+            }
+            Event::TaskListMarker(done) => {
+                self.content(if done { "[x] " } else { "[ ] " }, range.start)
+            }
+            Event::FootnoteReference(_) | Event::Rule => {}
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>, range: Range<usize>) {
+        match tag {
+            Tag::Heading { .. } | Tag::Paragraph | Tag::TableCell => {
+                self.flush_item();
+                self.sink = Some(Sink::at(range.start));
+            }
+            Tag::Item => {
+                self.flush_item();
+                self.sink = Some(Sink::at(range.start));
+            }
+            Tag::List(_) | Tag::BlockQuote(_) => self.flush_item(),
+            Tag::CodeBlock(_) => {
+                self.flush_item();
+                self.code = true;
+            }
+            Tag::Table(_) => {
+                self.flush_item();
+                self.table = Some(Table {
+                    section: self.doc.headings.len().checked_sub(1),
+                    at: self.lines.pos(range.start),
+                    ..Table::default()
+                });
+            }
+            Tag::TableHead => {
+                self.in_head = true;
+                self.row = Some(Row {
+                    at: self.lines.pos(range.start),
+                    ..Row::default()
+                });
+                self.row_range = range;
+            }
+            Tag::TableRow => {
+                self.row = Some(Row {
+                    at: self.lines.pos(range.start),
+                    ..Row::default()
+                });
+                self.row_range = range;
+            }
+            Tag::HtmlBlock => {
+                self.flush_item();
+                // A comment, a script, a style or a template shows nothing; other HTML shows
+                // its text (`<pre>`, `<div>`).
+                let head = self.lines.text.get(range).unwrap_or_default().trim_start();
+                let name = tag_name(head).map(|(_, n)| n).unwrap_or_default();
+                self.html = if head.starts_with("<!--") {
+                    ("an HTML comment", false)
+                } else {
+                    let hidden = matches!(name.as_str(), "script" | "style" | "template");
+                    ("an HTML block", !hidden)
                 };
             }
+            Tag::Strikethrough => self.struck += 1,
+            Tag::Image { .. } => self.image += 1,
+            _ => {}
         }
-        Kind::Text { comments }
     }
 
-    /// The HTML comments on the line `from..to` (offsets into the text), as ranges of the line.
-    fn comments(&mut self, from: usize, to: usize) -> Vec<Range<usize>> {
-        let mut ranges = Vec::new();
-        let mut at = from;
-        if let Some(end) = self.comment_end {
-            if end >= to {
-                ranges.push(0..to - from);
-                if end <= to {
-                    self.comment_end = None;
+    fn end(&mut self, tag: TagEnd, range: Range<usize>) {
+        match tag {
+            TagEnd::Heading(level) => {
+                if let Some(s) = self.sink.take() {
+                    let at = self.lines.pos(s.start);
+                    let text = one_line(&seen::value(&s.text));
+                    if self.want_lines {
+                        self.doc.lines.push(Line {
+                            text: text.clone(),
+                            at,
+                            inside: None,
+                        });
+                    }
+                    self.doc.headings.push(Heading {
+                        level: level as u8,
+                        text,
+                        at,
+                    });
                 }
-                return ranges;
             }
-            self.comment_end = None;
-            ranges.push(0..end.saturating_sub(from));
-            at = end.max(from);
+            TagEnd::Paragraph | TagEnd::Item => {
+                if let Some(s) = self.sink.take() {
+                    let source = &self.lines.text[range.clone()];
+                    if tag == TagEnd::Paragraph && self.table.is_none() && !self.headings_only {
+                        self.loose_tables(source, range.start);
+                    }
+                    self.push_lines(&s);
+                }
+            }
+            TagEnd::TableCell => {
+                if let Some(s) = self.sink.take() {
+                    let cell = self.cell(&s, range);
+                    if let Some(row) = &mut self.row {
+                        row.cells.push(cell);
+                    }
+                }
+            }
+            TagEnd::TableHead | TagEnd::TableRow => {
+                let Some(mut row) = self.row.take() else {
+                    return;
+                };
+                self.excess_cells(&mut row);
+                if self.want_lines {
+                    let joined: Vec<&str> = row.cells.iter().map(|c| c.text.as_str()).collect();
+                    self.doc.lines.push(Line {
+                        text: joined.join(" | "),
+                        at: row.at,
+                        inside: None,
+                    });
+                }
+                if let Some(t) = &mut self.table {
+                    if self.in_head {
+                        t.header = row.cells;
+                    } else {
+                        t.rows.push(row);
+                    }
+                }
+                self.in_head = false;
+            }
+            TagEnd::Table => {
+                if let Some(t) = self.table.take() {
+                    self.doc.tables.push(t);
+                }
+            }
+            TagEnd::CodeBlock => self.code = false,
+            TagEnd::Strikethrough => self.struck = self.struck.saturating_sub(1),
+            TagEnd::Image => self.image = self.image.saturating_sub(1),
+            _ => {}
         }
-        // Lines before the next `<!--` have no comment to find.
-        if self.next_open(at, to) >= to {
-            return ranges;
+    }
+
+    /// A list item's own text, before a nested block starts.
+    fn flush_item(&mut self) {
+        if let Some(s) = self.sink.take() {
+            self.push_lines(&s);
         }
-        let line = &self.text[from..to];
-        let spans = code_spans(line);
-        let mut i = at - from;
-        while let Some(found) = memmem::find(&line[i..], b"<!--") {
-            let open = i + found;
-            // `<!--` inside a code span is literal text.
-            if let Some(&(_, span_end)) = spans.iter().find(|&&(s, e)| s <= open && open < e) {
-                i = span_end;
+    }
+
+    fn push_lines(&mut self, s: &Sink) {
+        if !self.want_lines {
+            return;
+        }
+        for (i, &(from, source)) in s.breaks.iter().enumerate() {
+            let to = s.breaks.get(i + 1).map_or(s.text.len(), |b| b.0);
+            let Some(text) = s.text.get(from..to) else {
+                continue;
+            };
+            let text = seen::value(text.trim()).trim().to_string();
+            if !text.is_empty() {
+                self.doc.lines.push(Line {
+                    text,
+                    at: self.lines.pos(source),
+                    inside: None,
+                });
+            }
+        }
+    }
+
+    fn content(&mut self, s: &str, source: usize) {
+        let struck = self.struck > 0 || self.image > 0;
+        if let Some(sink) = &mut self.sink {
+            sink.content(s, source, struck);
+        }
+    }
+
+    fn inline_html(&mut self, h: &str, source: usize) {
+        if let Some(comment) = h.trim().strip_prefix("<!--") {
+            let comment = comment.strip_suffix("-->").unwrap_or(comment).trim();
+            if let Some(sink) = &mut self.sink {
+                sink.comments.push(comment.to_string());
+            }
+            self.doc.hidden.push(Hidden {
+                text: h.trim().to_string(),
+                at: self.lines.pos(source),
+                inside: "an HTML comment",
+            });
+            return;
+        }
+        match tag_name(h) {
+            Some((false, name)) if is_strike(&name) => self.struck += 1,
+            Some((true, name)) if is_strike(&name) => self.struck = self.struck.saturating_sub(1),
+            Some((_, name)) if name == "br" => self.content(" ", source),
+            _ => {}
+        }
+    }
+
+    /// The lines of a code or HTML block's text starting at `source`.
+    fn block_lines(&mut self, text: &str, source: usize, inside: &'static str) {
+        if self.headings_only {
+            return;
+        }
+        let mut at = source;
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim();
+            if !trimmed.is_empty() {
+                let pos = self.lines.pos(at + (line.len() - line.trim_start().len()));
+                self.doc.hidden.push(Hidden {
+                    text: trimmed.to_string(),
+                    at: pos,
+                    inside,
+                });
+                // What an HTML block shows on the page is its text without tags; a comment, a
+                // script or a style shows nothing, a code block its text.
+                let shown = match inside {
+                    _ if !self.want_lines => String::new(),
+                    "a code block" => seen::value(trimmed).into_owned(),
+                    "an HTML block" if self.html.1 => {
+                        seen::value(&strip_tags(trimmed)).into_owned()
+                    }
+                    _ => String::new(),
+                };
+                if self.want_lines && !shown.trim().is_empty() {
+                    self.doc.lines.push(Line {
+                        text: shown.trim().to_string(),
+                        at: pos,
+                        inside: Some(inside),
+                    });
+                }
+            }
+            at += line.len();
+        }
+    }
+
+    fn cell(&self, s: &Sink, range: Range<usize>) -> Cell {
+        let written = self
+            .lines
+            .text
+            .get(range.clone())
+            .unwrap_or_default()
+            .trim();
+        let lead = self
+            .lines
+            .text
+            .get(range.clone())
+            .map_or(0, |r| r.len() - r.trim_start().len());
+        Cell {
+            text: one_line(&seen::value(&s.text)),
+            written: written.to_string(),
+            struck: s
+                .struck
+                .iter()
+                .map(|t| seen::value(t).into_owned())
+                .collect(),
+            comments: s.comments.join(" "),
+            at: self.lines.pos(range.start + lead),
+        }
+    }
+
+    /// Cells a row has beyond its header's count: GFM drops them from the rendered table,
+    /// but they are written in the row (a time after a field's value), so they are read from
+    /// the row as written.
+    fn excess_cells(&self, row: &mut Row) {
+        if self.headings_only {
+            return;
+        }
+        let Some(source) = self.lines.text.get(self.row_range.clone()) else {
+            return;
+        };
+        let line = source.lines().next().unwrap_or_default();
+        let lead = line.len() - line.trim_start().len();
+        let line = line.trim();
+        let spans = split_spans(line);
+        if spans.len() <= row.cells.len() {
+            return;
+        }
+        let base = self.row_range.start + lead;
+        for r in spans.into_iter().skip(row.cells.len()) {
+            let src = &line[r.clone()];
+            row.cells
+                .push(inline_cell(src, base + r.start, &self.lines));
+        }
+    }
+
+    /// The runs of pipe-led rows in a paragraph, each read as a table without a header.
+    fn loose_tables(&mut self, source: &str, start: usize) {
+        let mut table: Option<Table> = None;
+        let mut at = start;
+        for line in source.split_inclusive('\n') {
+            let lead = line.len() - line.trim_start().len();
+            let trimmed = line.trim();
+            let base = at + lead;
+            at += line.len();
+            let spans = split_spans(trimmed);
+            if !is_pipe_row(trimmed, spans.len()) {
+                self.doc.tables.extend(table.take());
                 continue;
             }
-            // `<!-->` and `<!--->` are (empty) comments, as in HTML.
-            match self.close.find(self.text, from + open + 2) {
-                Some(close) if close + 3 <= to => {
-                    ranges.push(open..close + 3 - from);
-                    i = close + 3 - from;
-                }
-                Some(close) => {
-                    ranges.push(open..line.len());
-                    self.comment_end = Some(close + 3);
-                    break;
-                }
-                // Never closed: at the start of a line it is an HTML block that runs to the
-                // end (CommonMark); inside a line it is literal text.
-                None if line[..open].iter().all(|&b| b == b' ') && open <= 3 => {
-                    ranges.push(open..line.len());
-                    self.comment_end = Some(self.text.len());
-                    break;
-                }
-                None => i = open + 4,
+            let cells: Vec<Cell> = spans
+                .into_iter()
+                .map(|r| inline_cell(&trimmed[r.clone()], base + r.start, &self.lines))
+                .collect();
+            let t = table.get_or_insert_with(|| Table {
+                section: self.doc.headings.len().checked_sub(1),
+                at: self.lines.pos(base),
+                ..Table::default()
+            });
+            if !is_delimiter(&cells) {
+                t.rows.push(Row {
+                    cells,
+                    at: self.lines.pos(base),
+                });
             }
         }
-        self.next_open = None;
-        ranges
+        self.doc.tables.extend(table);
     }
+}
 
-    /// Whether a content line can be (part of) a paragraph a setext underline turns into a
-    /// heading: not blank, not indented code, not a table row, list item, quote, or thematic
-    /// break.
-    fn starts_paragraph_or_continues(&self, raw: &[u8]) -> bool {
-        // Four spaces of indent start indented code, not a paragraph (but can continue one).
-        if self.paragraph.is_none() && (raw.starts_with(b"    ") || raw.starts_with(b"\t")) {
-            return false;
-        }
-        let t = raw.trim_ascii();
-        if t.is_empty() || memchr::memchr(b'|', t).is_some() || t.starts_with(b">") {
-            return false;
-        }
-        if setext_underline(t).is_some() || is_thematic_break(t) {
-            return false;
-        }
-        let marker = t.iter().take_while(|b| b.is_ascii_digit()).count();
-        let list = match t.get(marker) {
-            Some(b'.' | b')') if marker > 0 => true,
-            Some(b'-' | b'*' | b'+') if marker == 0 => true,
-            _ => false,
+/// One cell's source, rendered as inline markdown on its own.
+fn inline_cell(src: &str, source: usize, lines: &Lines<'_>) -> Cell {
+    let lead = src.len() - src.trim_start().len();
+    // Most cells hold no markup: read as they are, without a parser.
+    let plain = !src.bytes().any(|b| {
+        matches!(
+            b,
+            b'\\'
+                | b'&'
+                | b'<'
+                | b'>'
+                | b'*'
+                | b'_'
+                | b'`'
+                | b'~'
+                | b'['
+                | b'!'
+                | b'#'
+                | b'='
+                | b'+'
+                | b'-'
+                | b'.'
+                | b')'
+                | b':'
+        )
+    });
+    if plain {
+        return Cell {
+            text: one_line(&seen::value(src)),
+            written: src.trim().to_string(),
+            at: lines.pos(source + lead),
+            ..Cell::default()
         };
-        let after = t.get(marker + 1);
-        !(list && matches!(after, None | Some(b' ' | b'\t')))
     }
-}
-
-/// The line `start..end` without leading byte-order marks and trailing CRs (and BOMs).
-fn trim_edges(text: &[u8], mut start: usize, mut end: usize) -> (usize, usize) {
-    const BOM: &[u8] = b"\xef\xbb\xbf";
-    // Most lines start and end with neither: one byte compared each way before any slice
-    // comparison (this runs on every line of every report).
-    while text.get(start) == Some(&BOM[0]) && text[start..end].starts_with(BOM) {
-        start += BOM.len();
-    }
-    loop {
-        match text[start..end].last() {
-            Some(b'\r') => end -= 1,
-            Some(&b) if b == BOM[2] && text[start..end].ends_with(BOM) => end -= BOM.len(),
-            _ => return (start, end),
+    let mut w = Walk::new(src, false);
+    w.sink = Some(Sink::at(0));
+    // `\|` in a cell is a pipe. A no-break space first keeps the cell one paragraph of
+    // inline content (`- `, `1.` or `#` at its start start no block), and is taken off again.
+    let inline = format!("\u{a0}{}", src.trim().replace("\\|", "|"));
+    for (event, range) in Parser::new_ext(&inline, options()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Paragraph) | Event::End(TagEnd::Paragraph) => {}
+            e => w.event(e, range),
         }
     }
+    let mut s = w.sink.take().unwrap_or_default();
+    if s.text.starts_with('\u{a0}') {
+        s.text.drain(..'\u{a0}'.len_utf8());
+    }
+    Cell {
+        text: one_line(&seen::value(&s.text)),
+        written: src.trim().to_string(),
+        struck: s
+            .struck
+            .iter()
+            .map(|t| seen::value(t).into_owned())
+            .collect(),
+        comments: s.comments.join(" "),
+        at: lines.pos(source + lead),
+    }
 }
 
-/// `bytes` without the given ranges (sorted, non-overlapping).
-fn without(bytes: &[u8], ranges: &[Range<usize>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    for r in ranges {
-        out.extend_from_slice(bytes.get(at..r.start.max(at)).unwrap_or_default());
-        at = at.max(r.end);
+/// Whether a trimmed line reads as a table row written without its table: it starts with
+/// `|` and has two cells, or is one cell between pipes (`| LONELY |`).
+fn is_pipe_row(line: &str, cells: usize) -> bool {
+    line.starts_with('|') && (cells >= 2 || (line.len() > 1 && line.ends_with('|')))
+}
+
+/// Whether a row is a delimiter row (`|---|:--:|`).
+fn is_delimiter(cells: &[Cell]) -> bool {
+    !cells.is_empty()
+        && cells.iter().all(|c| {
+            let t = c.written.trim();
+            let t = t.strip_prefix(':').unwrap_or(t);
+            let t = t.strip_suffix(':').unwrap_or(t);
+            !t.is_empty() && t.bytes().all(|b| b == b'-')
+        })
+}
+
+/// The byte ranges of a trimmed row's cells, as GFM splits a row: on every `|` that is not
+/// escaped (`\|`), inside code spans too; the empty piece before a leading and after a
+/// trailing pipe dropped.
+pub fn split_spans(line: &str) -> Vec<Range<usize>> {
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'|' => {
+                out.push(start..i);
+                start = i + 1;
+                i += 1;
+            }
+            _ => i += 1,
+        }
     }
-    out.extend_from_slice(bytes.get(at..).unwrap_or_default());
+    out.push(start.min(line.len())..line.len());
+    if line.starts_with('|') && !out.is_empty() {
+        out.remove(0);
+    }
+    if line.ends_with('|') && !line.ends_with("\\|") {
+        out.pop();
+    }
     out
 }
 
-/// The text of a setext heading: its lines trimmed, without comments, joined by spaces.
-fn paragraph_text(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = String::new();
-    for line in text.lines() {
-        let line = strip_inline_comments(line.trim_matches(['\u{feff}', ' ', '\t', '\r']));
-        if !line.trim().is_empty() {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(line.trim());
-        }
-    }
-    out
+/// `<tag …>` or `</tag>`: whether it closes, and the tag's name in lowercase.
+fn tag_name(h: &str) -> Option<(bool, String)> {
+    let rest = h.trim().strip_prefix('<')?;
+    let (closing, rest) = match rest.trim_start().strip_prefix('/') {
+        Some(r) => (true, r.trim_start()),
+        None => (false, rest),
+    };
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    (!name.is_empty()).then(|| (closing, name.to_ascii_lowercase()))
 }
 
-/// `s` without `<!-- … -->` comments closed on it.
-fn strip_inline_comments(s: &str) -> String {
+fn is_strike(name: &str) -> bool {
+    matches!(name, "del" | "s" | "strike")
+}
+
+/// The text an HTML block line shows: without tags and comments.
+fn strip_tags(line: &str) -> String {
     let mut out = String::new();
-    let mut rest = s;
-    while let Some(open) = rest.find("<!--") {
-        match rest[open + 2..].find("-->") {
-            Some(close) => {
-                out.push_str(&rest[..open]);
-                rest = &rest[open + 2 + close + 3..];
+    let mut rest = line;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open..];
+        let close = if after.starts_with("<!--") {
+            after.find("-->").map(|i| i + 3)
+        } else {
+            after.find('>').map(|i| i + 1)
+        };
+        match close {
+            Some(c) => rest = &after[c..],
+            None => {
+                rest = "";
             }
-            None => break,
         }
     }
     out.push_str(rest);
     out
 }
 
-/// An open code fence: its character and length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fence {
-    ch: u8,
-    len: usize,
+/// Whitespace runs (line breaks included) as one space, trimmed.
+fn one_line(s: &str) -> String {
+    let t = s.trim();
+    let single = !t.contains(|c: char| c.is_whitespace() && c != ' ') && !t.contains("  ");
+    if single {
+        return t.to_string();
+    }
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn fence_run(line: &[u8]) -> Option<(u8, usize, &[u8])> {
-    let trimmed = line.trim_ascii_start();
-    let ch = *trimmed.first()?;
-    if ch != b'`' && ch != b'~' {
-        return None;
+/// The headings of a document's bytes (a report), as [`parse`] finds them, through a
+/// skeleton of the text (see the module's notes).
+pub fn headings(bytes: &[u8]) -> Vec<Heading> {
+    let text = seen::document(bytes);
+    let skeleton = skeleton(&text);
+    let lines = Lines::new(&text);
+    let mut w = Walk::new(&skeleton, true);
+    for (event, range) in Parser::new_ext(&skeleton, options()).into_offset_iter() {
+        w.event(event, range);
     }
-    let len = trimmed.iter().take_while(|&&c| c == ch).count();
-    (len >= 3).then(|| (ch, len, &trimmed[len..]))
+    let mut out = w.doc.headings;
+    // Lines are the same in the skeleton and the text; the column is the text's.
+    for h in &mut out {
+        h.at.column = text_column(&lines, h.at);
+    }
+    out
 }
 
-/// The fence a line opens, if it is one. Indented fences count (fences inside list items are).
-pub fn opens_fence(line: &[u8]) -> Option<Fence> {
-    let (ch, len, info) = fence_run(line)?;
-    // A backtick fence's info string cannot contain backticks (that is inline code instead).
-    if ch == b'`' && info.contains(&b'`') {
-        return None;
-    }
-    Some(Fence { ch, len })
+/// The column of the first non-blank character on line `p.line` of the text.
+fn text_column(lines: &Lines<'_>, p: Pos) -> usize {
+    let start = lines.starts.get(p.line - 1).copied().unwrap_or(0);
+    let end = lines
+        .starts
+        .get(p.line)
+        .map_or(lines.text.len(), |e| e.saturating_sub(1));
+    let line = lines.text.get(start..end).unwrap_or_default();
+    line.chars().take_while(|c| *c == ' ' || *c == '\t').count() + 1
 }
 
-/// Whether a line closes `open`: the same character, at least as many, nothing after.
-pub fn closes_fence(line: &[u8], open: Fence) -> bool {
-    matches!(fence_run(line), Some((ch, len, rest)) if ch == open.ch && len >= open.len && rest.trim_ascii().is_empty())
-}
-
-/// An ATX heading: up to three spaces, 1–6 `#`, then a space, a tab or the end of the line.
-/// Returns the level and the text without the opening and closing `#` sequences.
-pub fn atx_heading(line: &[u8]) -> Option<(u8, &[u8])> {
-    let indent = line.iter().take_while(|&&b| b == b' ').count();
-    if indent > 3 {
-        return None;
-    }
-    let rest = &line[indent..];
-    let hashes = rest.iter().take_while(|&&b| b == b'#').count();
-    if hashes == 0 || hashes > 6 {
-        return None;
-    }
-    let rest = &rest[hashes..];
-    if !(rest.is_empty() || rest[0] == b' ' || rest[0] == b'\t') {
-        return None;
-    }
-    let mut text = rest.trim_ascii();
-    // A closing sequence of `#`s counts only when preceded by whitespace (or is the whole text).
-    let closing = text.iter().rev().take_while(|&&b| b == b'#').count();
-    let without_closing = &text[..text.len() - closing];
-    if without_closing.is_empty() {
-        text = b"";
-    } else if without_closing.ends_with(b" ") || without_closing.ends_with(b"\t") {
-        text = without_closing.trim_ascii_end();
-    }
-    // `hashes` is at most 6.
-    Some((u8::try_from(hashes).unwrap_or(6), text))
-}
-
-/// A setext underline: up to three spaces, then only `=` (level 1) or only `-` (level 2),
-/// then only whitespace.
-fn setext_underline(line: &[u8]) -> Option<u8> {
-    let indent = line.iter().take_while(|&&b| b == b' ').count();
-    if indent > 3 {
-        return None;
-    }
-    let t = line[indent..].trim_ascii_end();
-    let level = match t.first()? {
-        b'=' => 1,
-        b'-' => 2,
-        _ => return None,
-    };
-    t.iter().all(|&b| b == t[0]).then_some(level)
-}
-
-/// `***`, `* * *`, `___` (three or more of one of `*`, `_`, `-`, spaces allowed).
-fn is_thematic_break(t: &[u8]) -> bool {
-    let Some(&c) = t.first() else { return false };
-    matches!(c, b'*' | b'_' | b'-')
-        && t.iter().all(|&b| b == c || b == b' ' || b == b'\t')
-        && t.iter().filter(|&&b| b == c).count() >= 3
-}
-
-/// Code spans `(start, end)` (byte offsets, end exclusive) on one line, CommonMark-style: a run of
-/// N backticks is closed by the next run of exactly N backticks; runs without a partner are text.
-/// Linear: each run's partner is found through a table of the next run of each length.
-pub fn code_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'`' {
-            let start = i;
-            while i < bytes.len() && bytes[i] == b'`' {
-                i += 1;
+/// The text with each line that can only be paragraph text cut to its first letter: a line
+/// that starts with an ASCII letter in its first column starts no block, and holds no `|`
+/// (a table row) and no `>` (the end of an HTML block); what else it says is inline content.
+/// Kept whole: every other line, the lines of a paragraph that a setext underline below makes
+/// a heading, and a paragraph that starts with `[` (a link reference definition, whose title
+/// may run over lines). Line for line the same, so positions carry over.
+fn skeleton(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut keep = vec![false; lines.len()];
+    // Lines a walk back from an underline has passed (each is passed once).
+    let mut walked = vec![false; lines.len()];
+    let mut bracket = false;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if t.is_empty() {
+            bracket = false;
+            continue;
+        }
+        let first = line.as_bytes()[0];
+        let prose =
+            first.is_ascii_alphabetic() && memchr::memchr2(b'|', b'>', line.as_bytes()).is_none();
+        if !prose {
+            keep[i] = true;
+            let body = t.trim_start_matches(['>', ' ', '-', '*', '+']);
+            if body.starts_with('[') {
+                bracket = true;
             }
-            runs.push((start, i - start));
+            if is_underline(line) {
+                // The paragraph above may be a setext heading: keep its text.
+                let mut j = i;
+                while j > 0 && !lines[j - 1].trim().is_empty() && !walked[j - 1] {
+                    keep[j - 1] = true;
+                    walked[j - 1] = true;
+                    j -= 1;
+                }
+            }
+        } else if bracket {
+            keep[i] = true;
+        }
+    }
+    let mut out = String::with_capacity(text.len() / 8);
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if keep[i] || line.trim().is_empty() {
+            out.push_str(line);
         } else {
-            i += 1;
+            out.push_str(&line[..1]);
         }
     }
-    let mut next_same: Vec<Option<usize>> = vec![None; runs.len()];
-    let mut seen: HashMap<usize, usize> = HashMap::new();
-    for (index, &(_, len)) in runs.iter().enumerate().rev() {
-        next_same[index] = seen.insert(len, index);
-    }
-    let mut spans = Vec::new();
-    let mut r = 0;
-    while r < runs.len() {
-        let (start, len) = runs[r];
-        match next_same[r] {
-            Some(close) => {
-                let (close_start, _) = runs[close];
-                spans.push((start, close_start + len));
-                r = close + 1;
-            }
-            None => r += 1,
-        }
-    }
-    spans
+    out
+}
+
+/// Whether a line may be a setext underline, inside quotes or list items too: only `=` or
+/// `-` after container markers. Over-approximated: keeping a paragraph whole is never wrong.
+fn is_underline(line: &str) -> bool {
+    line.bytes().any(|b| b == b'=' || b == b'-')
+        && line.bytes().all(|b| {
+            matches!(
+                b,
+                b'=' | b'-' | b'>' | b' ' | b'\t' | b'*' | b'+' | b'.' | b')' | b'0'..=b'9'
+            )
+        })
 }
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
 //! What is on disk: a [`Snapshot`] of the build directory and cached, safe reads of its files.
 //!
-//! This module owns listing the build directory (each directory listed once through its own descriptor, never through a symlink),
-//! deciding what each entry is (a symlink counts as its target only when the target is inside the
-//! build directory, and a symlinked directory is never descended, so nothing is counted twice and
-//! loops are impossible), and reading each file at most once per snapshot through [`fsread`]. It also
+//! This module owns listing the build directory (each directory listed through its own descriptor,
+//! never through a symlink), deciding what each entry is (a symlink counts as its target only when
+//! the target is inside the build directory; a symlinked folder inside it is listed under the
+//! link's name through the folder's own path, never into a folder that holds it, so loops are
+//! impossible), and reading each file at most once per snapshot through [`fsread`]. It also
 //! hosts the parsers of the two structured artifacts, the execution tracker ([`tracker`]) and the gate
 //! results ([`gates`]), and the markdown block structure they and the checks share ([`markdown`]). It must not write anything, must not open anything but regular files, must not
-//! filter entries (not even `OBSERVER-*` files: callers decide what to ignore), and must not judge
+//! filter entries (not even `OBSERVER-*` files or editor files: callers decide what to ignore,
+//! [`ignored`] says what no check reads; only a `.git` folder's contents are not listed), and must not judge
 //! artifacts: a missing or unreadable file is reported as data, never as a check result or a panic.
 //!
 //! Two rules keep "cannot be read" apart from "absent": a directory the walk could not list (or an
@@ -20,7 +22,9 @@ mod entry;
 mod escape;
 pub mod fsread;
 pub mod gates;
+pub mod ignored;
 pub mod json_keys;
+pub mod json_prefix;
 pub mod markdown;
 pub mod normalize;
 mod rescan;
@@ -33,6 +37,7 @@ mod walk;
 pub use entry::{Entry, Kind, Unlisted};
 pub use escape::{escape_name, needs_escape};
 pub use fsread::{FileData, ReadError};
+pub use ignored::not_input;
 pub use snapshot::{Listing, Snapshot};
 
 /// The execution tracker's file name, directly in the build directory.

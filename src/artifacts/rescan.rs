@@ -99,6 +99,15 @@ impl Snapshot {
             return None;
         }
         fs::read_dir(self.canonical_root.as_path()).ok()?;
+        // A linked folder is listed under its link's name, but its changes come under its own
+        // path: with one in the listing, only a full scan keeps both names up to date.
+        if self
+            .entries
+            .iter()
+            .any(|e| e.kind == Kind::Dir && e.symlink)
+        {
+            return None;
+        }
         let mut rels: Vec<&str> = changed.iter().map(|c| normalize_rel(c)).collect();
         // Shortest first, so a directory comes before what is under it.
         rels.sort_unstable_by_key(|r| (r.len(), *r));
@@ -113,6 +122,13 @@ impl Snapshot {
                 && escape_name(rel.as_bytes()) == rel;
             if !mappable {
                 return None;
+            }
+            // Inside a `.git` folder: never listed, no input (see `ignored`).
+            if rel
+                .rsplit_once('/')
+                .is_some_and(|(dir, _)| dir.split('/').any(|c| c == ".git"))
+            {
+                continue;
             }
             let ancestors: Vec<&str> = rel.match_indices('/').map(|(i, _)| &rel[..i]).collect();
             if ancestors.iter().any(|a| dirty.iter().any(|d| d == a)) {

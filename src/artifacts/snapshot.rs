@@ -292,6 +292,52 @@ impl Snapshot {
         .clone()
     }
 
+    /// The paths under the links to folders of this listing that name what `changed` names in
+    /// the folders they link to: a linked folder is listed under the link's name, but a change
+    /// in it is reported under its own path (`captures/768/a.png` is also `screenshots/768/a.png`
+    /// when `screenshots` links to `captures`). Empty when the listing has no such link.
+    pub fn aliases(&self, changed: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        for link in self
+            .entries
+            .iter()
+            .filter(|e| e.kind == Kind::Dir && e.symlink)
+        {
+            let Ok(target) = fs::canonicalize(link.path()) else {
+                continue;
+            };
+            let Ok(target) = target.strip_prefix(self.canonical_root.as_path()) else {
+                continue;
+            };
+            let target = target.to_string_lossy();
+            for c in changed {
+                let c = normalize_rel(c);
+                if let Some(rest) = c.strip_prefix(target.as_ref()) {
+                    if rest.is_empty() || rest.starts_with('/') {
+                        out.push(format!("{}{rest}", link.rel));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The first `n` bytes of the file at `rel` (fewer when it is shorter), read from the disk
+    /// each time unless the whole file was read already; a refusal as [`Snapshot::read`]'s.
+    pub fn head(&self, rel: &str, n: usize) -> Result<Vec<u8>, ReadError> {
+        let i = self
+            .index(rel)
+            .ok_or_else(|| ReadError::NotFound(normalize_rel(rel).to_string()))?;
+        let entry = &self.entries[i];
+        if let Some(refusal) = entry.refusal() {
+            return Err(refusal);
+        }
+        if let Some(data) = self.peek(rel) {
+            return Ok(data.bytes[..n.min(data.bytes.len())].to_vec());
+        }
+        fsread::read_head(&self.canonical_root, &entry.path(), &entry.rel, n)
+    }
+
     /// The parsed `EXECUTION-TRACKER.md` (parsed once, cached); `None` when the snapshot has no such
     /// entry. An entry that cannot be read (vanished, too large, a FIFO, not examinable, …) is
     /// `Some(Err(..))`: unreadable is never absent.
@@ -315,7 +361,7 @@ impl Snapshot {
                             cap: MAX_TRACKER_BYTES,
                         });
                     }
-                    Ok(Arc::new(tracker::Tracker::parse(&data.text())))
+                    Ok(Arc::new(tracker::Tracker::read(&data.bytes)))
                 }))
             })
             .clone()

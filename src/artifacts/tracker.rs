@@ -1,42 +1,19 @@
 //! The execution tracker (`EXECUTION-TRACKER.md`, SPEC §2.1): markdown sections holding tables of
 //! fields.
 //!
-//! This module owns turning the tracker's text into sections, tables and field rows, and the lookups
-//! the checks need: a field by name, the rows or a table of a section, a table's column, the fill rate,
-//! and what counts as an empty value or a timestamp. It must never fail or panic on any input (the
-//! tracker is written by the pipeline, in any state), must stay linear in the size of the text (huge
-//! lines, many backticks), and must not judge anything: whether a field is missing, late or wrong is
-//! the checks' business. Block structure (line endings, byte-order marks, fenced code, HTML comments,
-//! ATX and setext headings) is [`markdown`]'s; this module reads GFM tables out of what is left, with
-//! or without outer pipes.
+//! This module owns turning the tracker's document into sections, tables and field rows, and the
+//! lookups the checks need: a field by name, the rows or a table of a section, a table's column
+//! found by what its header means, the fill rate, and what counts as an empty value or a
+//! timestamp. The document is read as a human reads it ([`markdown::parse`]: CommonMark with GFM
+//! tables, code and HTML blocks are not data, struck text is not the value, markup and
+//! look-alike text read as their text). It must never fail or panic on any input (the tracker
+//! is written by the pipeline, in any state), must stay linear in the size of the text, and must
+//! not judge anything: whether a field is missing, late or wrong is the checks' business.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 
-use super::markdown::{self, Kind};
-
-/// Consecutive table lines not yet turned into tables: (line number, cells, comment text).
-#[derive(Default)]
-struct Run {
-    lines: Vec<(usize, Vec<String>, String)>,
-    /// A delimiter row (`|---|`) has been seen: the run is a GFM table, whose rows may omit the
-    /// outer pipes.
-    delimited: bool,
-}
-
-/// Whether the next visible line is a GFM delimiter row with `columns` cells (so the line
-/// before it, written without outer pipes, is a header row).
-fn delimiter_follows(rest: &[markdown::Line<'_>], columns: usize) -> bool {
-    let Some(next) = rest.iter().find(|l| l.kind != Kind::Comment) else {
-        return false;
-    };
-    if !matches!(next.kind, Kind::Text { .. }) {
-        return false;
-    }
-    let visible = next.visible();
-    let visible = String::from_utf8_lossy(&visible);
-    let cells = split_cells(visible.trim());
-    visible.contains('|') && cells.len() == columns && is_separator(&cells)
-}
+use super::markdown::{self, Cell};
+use super::normalize::seen;
 
 /// The parsed tracker.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,8 +24,8 @@ pub struct Tracker {
     pub rows: Vec<FieldRow>,
     /// All tables, in document order.
     pub tables: Vec<Table>,
-    /// Rows written inside HTML comments or code fences: not data, but named in evidence so
-    /// that "no such row" never contradicts a row a reader can find in the file.
+    /// Rows written inside HTML comments, code or HTML blocks: not data, but named in evidence
+    /// so that "no such row" never contradicts a row a reader can find in the file.
     pub hidden: Vec<HiddenRow>,
 }
 
@@ -59,14 +36,14 @@ pub struct HiddenRow {
     pub name: String,
     /// 1-based line number.
     pub line: usize,
-    /// `"an HTML comment"` or `"a code block"`.
+    /// `"an HTML comment"`, `"an HTML block"` or `"a code block"`.
     pub inside: &'static str,
 }
 
 /// A heading: ATX (`#` … `######`) or setext (underlined with `===` or `---`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
-    /// The heading text, trimmed, without the `#` markers.
+    /// The heading text as seen, trimmed, without the `#` markers.
     pub heading: String,
     /// 1 for `#`, up to 6.
     pub level: u8,
@@ -77,29 +54,66 @@ pub struct Section {
 /// A table row that is neither a header nor a separator and whose first cell is non-empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldRow {
-    /// The first cell, without surrounding `**bold**`, `*emphasis*` or backticks.
+    /// The first cell as seen (markup read, look-alike text folded).
     pub name: String,
-    /// The second cell, trimmed ("" when missing).
+    /// The second cell as seen, trimmed ("" when missing); struck text is not part of it.
     pub value: String,
-    /// The third cell, trimmed, when present.
+    /// The second cell as written, when it reads otherwise ([`FieldRow::value`] is what counts).
+    pub written: Option<String>,
+    /// Struck text in the second cell (`~~PASS~~`): written, but not the value.
+    pub struck: Vec<String>,
+    /// The third cell as seen, trimmed, when present.
     pub third: Option<String>,
     /// The third cell parsed as a timestamp.
     pub time: Option<DateTime<Utc>>,
-    /// The text of HTML comments on the row's line: no cell holds it (`| P2_START | <!-- todo --> |`
+    /// The text of HTML comments in the row: no cell holds it (`| P2_START | <!-- todo --> |`
     /// is empty), but the text rules read it, since a term hidden in a comment is still written.
     pub comments: String,
     /// 1-based line number.
     pub line: usize,
+    /// 1-based column (in characters) of the value cell, or of the row when it has none.
+    pub column: usize,
+    /// 1-based column of the third cell (the time), or of the row when it has none.
+    pub third_column: usize,
     /// Index into [`Tracker::sections`] of the heading above; `None` before the first heading.
     pub section: Option<usize>,
 }
 
-/// A run of consecutive table lines (split again at each header row).
+impl FieldRow {
+    /// `line:column` of the value, for evidence.
+    pub fn at(&self) -> String {
+        format!("{}:{}", self.line, self.column)
+    }
+
+    /// `line:column` of the time (the third cell), for evidence.
+    pub fn time_at(&self) -> String {
+        format!("{}:{}", self.line, self.third_column)
+    }
+
+    /// The value as evidence shows it: as seen, and as written when that differs.
+    pub fn shown(&self) -> String {
+        let mut s = self.value.trim().to_string();
+        if let Some(w) = &self.written {
+            s.push_str(&format!(" (written `{}`)", seen_visible(w)));
+        }
+        if !self.struck.is_empty() {
+            s.push_str(&format!(" (struck: {})", self.struck.join(", ")));
+        }
+        s
+    }
+}
+
+/// Invisible characters shown as `\u{…}`, for evidence.
+fn seen_visible(s: &str) -> String {
+    super::normalize::visible(s)
+}
+
+/// A table of the tracker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
     /// Index into [`Tracker::sections`]; `None` before the first heading.
     pub section: Option<usize>,
-    /// The header cells; empty for a table without a `|---|` separator.
+    /// The header cells as seen; empty for a table without a `|---|` separator.
     pub header: Vec<String>,
     /// Data rows: every row that is neither the header nor a separator.
     pub rows: Vec<TableRow>,
@@ -110,10 +124,25 @@ pub struct Table {
 /// One data row of a [`Table`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableRow {
-    /// Cells, trimmed, outer empty cells dropped, `\|` unescaped.
+    /// Cells as seen, trimmed.
     pub cells: Vec<String>,
+    /// 1-based column of each cell.
+    pub columns: Vec<usize>,
     /// 1-based line number.
     pub line: usize,
+}
+
+/// Where a cell is: `line:column`, as evidence shows it after the file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
 }
 
 /// Which sections a lookup addresses.
@@ -163,162 +192,147 @@ impl Fill {
 }
 
 impl Table {
-    /// The index of the header column named `column` (ignoring case and decoration).
+    /// The index of the header column that means `column`: its words, without a parenthesised
+    /// part and words that only say it is a time (`at`, `time`, `UTC`, ...), are `column`'s,
+    /// a trailing `-ed` or `-s` aside: `Spawned`, `Spawned at`, `Spawned (UTC)` and `Spawn
+    /// time` all mean `Spawned`; `Planned spawn` does not.
     pub fn column_index(&self, column: &str) -> Option<usize> {
-        let column = strip_decoration(column);
-        self.header
-            .iter()
-            .position(|h| eq_ignore_case(strip_decoration(h), column))
+        let want = meaning(column);
+        if want.is_empty() {
+            // A header of time words only (`Time`, `UTC`) or none: the same text.
+            let plain = |s: &str| seen::value(s).trim().to_lowercase();
+            let column = plain(column);
+            return self.header.iter().position(|h| plain(h) == column);
+        }
+        self.header.iter().position(|h| meaning(h) == want)
     }
 }
 
+/// What a column header means, as words to compare (see [`Table::column_index`]).
+fn meaning(header: &str) -> Vec<String> {
+    let mut depth = 0usize;
+    let mut kept = String::new();
+    for c in seen::value(header).chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            c if depth == 0 => kept.push(c),
+            _ => {}
+        }
+    }
+    const TIME_WORDS: &[&str] = &["at", "on", "time", "timestamp", "utc", "date", "when"];
+    kept.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !TIME_WORDS.contains(&w.as_str()))
+        .map(|w| {
+            let stem = w
+                .strip_suffix("ed")
+                .or_else(|| w.strip_suffix('s'))
+                .filter(|s| s.len() >= 3);
+            stem.map_or(w.clone(), str::to_string)
+        })
+        .collect()
+}
+
 impl Tracker {
-    /// Parses tracker text. Never fails; anything that is not a heading or a table line is ignored.
-    ///
-    /// Structure comes from [`markdown::lines`]: fenced code and HTML comments are not data, a
-    /// line holding only a comment is invisible (a table goes on across it), and a comment
-    /// inside a row is kept apart from its cells ([`FieldRow::comments`]).
+    /// Parses tracker text (see [`Tracker::read`] for a file's bytes). Never fails.
     pub fn parse(text: &str) -> Tracker {
-        let mut tracker = Tracker::default();
-        let mut section: Option<usize> = None;
-        let mut run = Run::default();
-        let lines: Vec<markdown::Line<'_>> = markdown::lines(text.as_bytes()).collect();
-        for (index, line) in lines.iter().enumerate() {
-            match &line.kind {
-                Kind::Comment => tracker.note_hidden(line, "an HTML comment"),
-                Kind::Code => {
-                    tracker.flush_table(&mut run, section);
-                    tracker.note_hidden(line, "a code block");
-                }
-                Kind::Heading {
-                    level,
-                    text,
-                    line: number,
-                } => {
-                    tracker.flush_table(&mut run, section);
-                    tracker.sections.push(Section {
-                        heading: text.trim().to_string(),
-                        level: *level,
-                        line: *number,
-                    });
-                    section = Some(tracker.sections.len() - 1);
-                }
-                Kind::Text { .. } => {
-                    let visible = line.visible();
-                    let visible = String::from_utf8_lossy(&visible);
-                    let trimmed = visible.trim();
-                    let cells = split_cells(trimmed);
-                    // GFM: a row needs no outer pipes once a table has begun (a header row
-                    // directly above a delimiter row); a pipe-led row is read even without one.
-                    let row = trimmed.starts_with('|')
-                        || (cells.len() > 1
-                            && ((!run.lines.is_empty()
-                                && (run.delimited || is_separator(&cells)))
-                                || delimiter_follows(&lines[index + 1..], cells.len())));
-                    if row {
-                        run.delimited |= is_separator(&cells);
-                        run.lines.push((line.number, cells, line.hidden()));
-                    } else {
-                        tracker.flush_table(&mut run, section);
-                    }
-                }
+        Tracker::read(text.as_bytes())
+    }
+
+    /// Parses a tracker file's bytes, in whatever encoding and line ends it was saved with.
+    /// Never fails; anything that is not a heading or a table is ignored.
+    pub fn read(bytes: &[u8]) -> Tracker {
+        let text = seen::document(bytes);
+        let doc = markdown::parse_tables(&text);
+        let mut tracker = Tracker {
+            sections: doc
+                .headings
+                .iter()
+                .map(|h| Section {
+                    heading: h.text.clone(),
+                    level: h.level,
+                    line: h.at.line,
+                })
+                .collect(),
+            ..Tracker::default()
+        };
+        for h in &doc.hidden {
+            let text = h.text.strip_prefix("<!--").unwrap_or(&h.text).trim_start();
+            if !text.starts_with('|') {
+                continue;
+            }
+            let spans = markdown::split_spans(text);
+            let Some(first) = spans.first().and_then(|r| text.get(r.clone())) else {
+                continue;
+            };
+            let name = seen::value(strip_decoration(first)).trim().to_string();
+            let separator = spans
+                .iter()
+                .filter_map(|r| text.get(r.clone()))
+                .all(|c| is_separator_cell(c.trim()));
+            if !name.is_empty() && !separator {
+                tracker.hidden.push(HiddenRow {
+                    name,
+                    line: h.at.line,
+                    inside: h.inside,
+                });
             }
         }
-        tracker.flush_table(&mut run, section);
+        for t in doc.tables {
+            let mut table = Table {
+                section: t.section,
+                header: t.header.iter().map(|c| c.text.clone()).collect(),
+                rows: Vec::new(),
+                line: t.at.line,
+            };
+            // A delimiter row in a table's body starts another table, as it reads in the
+            // file: the row above it is that table's header.
+            let delimiter: Vec<bool> = t.rows.iter().map(is_delimiter_row).collect();
+            for (i, row) in t.rows.into_iter().enumerate() {
+                if delimiter[i] {
+                    continue;
+                }
+                if delimiter.get(i + 1).copied().unwrap_or(false) {
+                    let next = Table {
+                        section: t.section,
+                        header: row.cells.iter().map(|c| c.text.clone()).collect(),
+                        rows: Vec::new(),
+                        line: row.at.line,
+                    };
+                    tracker.tables.push(std::mem::replace(&mut table, next));
+                    continue;
+                }
+                if let Some(field) = field_row(&row, t.section) {
+                    tracker.rows.push(field);
+                }
+                let columns = row.cells.iter().map(|c| c.at.column).collect();
+                table.rows.push(TableRow {
+                    cells: row.cells.into_iter().map(|c| c.text).collect(),
+                    columns,
+                    line: row.at.line,
+                });
+            }
+            tracker.tables.push(table);
+        }
         tracker
     }
 
-    /// Records a pipe-led row on a line that is not data (see [`Tracker::hidden`]).
-    fn note_hidden(&mut self, line: &markdown::Line<'_>, inside: &'static str) {
-        let text = String::from_utf8_lossy(line.raw);
-        let text = text.trim();
-        let text = text.strip_prefix("<!--").unwrap_or(text).trim_start();
-        if !text.starts_with('|') {
-            return;
-        }
-        let cells = split_cells(text);
-        let name = cells.first().map_or("", |c| strip_decoration(c));
-        if !name.is_empty() && !is_separator(&cells) {
-            self.hidden.push(HiddenRow {
-                name: name.to_string(),
-                line: line.number,
-                inside,
-            });
-        }
-    }
-
-    /// The first row named `name` written inside a comment or code block.
+    /// The first row named `name` written inside a comment, code or HTML block.
     pub fn hidden_row(&self, name: &str) -> Option<&HiddenRow> {
-        let name = strip_decoration(name);
-        self.hidden.iter().find(|r| eq_ignore_case(&r.name, name))
-    }
-
-    /// Turns a run of consecutive table lines into tables and field rows.
-    fn flush_table(&mut self, run: &mut Run, section: Option<usize>) {
-        run.delimited = false;
-        if run.lines.is_empty() {
-            return;
-        }
-        let separator: Vec<bool> = run
-            .lines
-            .iter()
-            .map(|(_, cells, _)| is_separator(cells))
-            .collect();
-        let mut table: Option<Table> = None;
-        for (i, (line, cells, comments)) in run.lines.drain(..).enumerate() {
-            let is_sep = separator[i];
-            let is_header = !is_sep && separator.get(i + 1).copied().unwrap_or(false);
-            if is_header {
-                self.tables.extend(table.take());
-                table = Some(Table {
-                    section,
-                    header: cells,
-                    rows: Vec::new(),
-                    line,
-                });
-                continue;
-            }
-            let current = table.get_or_insert_with(|| Table {
-                section,
-                header: Vec::new(),
-                rows: Vec::new(),
-                line,
-            });
-            if is_sep {
-                continue;
-            }
-            if let Some(first) = cells.first() {
-                let name = strip_decoration(first);
-                if !name.is_empty() {
-                    let third = cells.get(2).cloned();
-                    self.rows.push(FieldRow {
-                        name: name.to_string(),
-                        value: cells.get(1).cloned().unwrap_or_default(),
-                        time: third.as_deref().and_then(parse_timestamp),
-                        third,
-                        comments,
-                        line,
-                        section,
-                    });
-                }
-            }
-            current.rows.push(TableRow { cells, line });
-        }
-        self.tables.extend(table);
+        names(name).find_map(|n| self.hidden.iter().find(|r| eq_ignore_case(&r.name, &n)))
     }
 
     /// The first field row named `name` (ignoring case and decoration).
     pub fn field(&self, name: &str) -> Option<&FieldRow> {
-        let name = strip_decoration(name);
-        self.rows.iter().find(|r| eq_ignore_case(&r.name, name))
+        names(name).find_map(|n| self.rows.iter().find(|r| eq_ignore_case(&r.name, &n)))
     }
 
     /// The first field row named `name` within a section matching `filter`.
     pub fn field_in(&self, filter: &SectionFilter, name: &str) -> Option<&FieldRow> {
-        let name = strip_decoration(name);
-        self.rows_in(filter)
-            .into_iter()
-            .find(|r| eq_ignore_case(&r.name, name))
+        let rows = self.rows_in(filter);
+        names(name).find_map(|n| rows.iter().copied().find(|r| eq_ignore_case(&r.name, &n)))
     }
 
     /// Whether section number `section` matches `filter`.
@@ -326,11 +340,14 @@ impl Tracker {
     /// Exact: the heading equals the text, ignoring case, surrounding whitespace and decoration.
     /// Otherwise the heading contains the text, ignoring case — but a heading ending in a parenthesised
     /// part such as `(REFINE)` is its own section and matches only a filter whose text also contains
-    /// that part: `Phase 3B Auditors` does not match `Phase 3B Auditors (REFINE)`.
+    /// that part: `Phase 3B Auditors` does not match `Phase 3B Auditors (REFINE)`. Where a heading
+    /// is the text itself, only such headings match: a `Phase 3B Auditors — planned schedule`
+    /// section elsewhere is not the `Phase 3B Auditors` section.
     pub fn section_matches(&self, section: usize, filter: &SectionFilter) -> bool {
-        self.sections
+        self.matching_sections(filter)
             .get(section)
-            .is_some_and(|s| heading_matches(&s.heading, filter))
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Field rows of every section matching `filter`, in document order.
@@ -345,26 +362,41 @@ impl Tracker {
             .collect()
     }
 
-    /// The first table in a matching section whose header has `column` (ignoring case).
-    pub fn table_in(&self, filter: &SectionFilter, column: &str) -> Option<&Table> {
+    /// The tables of the sections matching `filter`, in document order.
+    pub fn tables_in(&self, filter: &SectionFilter) -> Vec<&Table> {
         let matching = self.matching_sections(filter);
-        self.tables.iter().find(|t| {
-            t.section
-                .is_some_and(|s| matching.get(s).copied().unwrap_or(false))
-                && t.column_index(column).is_some()
-        })
+        self.tables
+            .iter()
+            .filter(|t| {
+                t.section
+                    .is_some_and(|s| matching.get(s).copied().unwrap_or(false))
+            })
+            .collect()
     }
 
-    /// The cells of `column` in `table`, one `(line, cell)` per data row ("" where a row is short);
-    /// empty when the header has no such column.
-    pub fn column(&self, table: &Table, column: &str) -> Vec<(usize, String)> {
+    /// The first table in a matching section with a header column that means `column`.
+    pub fn table_in(&self, filter: &SectionFilter, column: &str) -> Option<&Table> {
+        self.tables_in(filter)
+            .into_iter()
+            .find(|t| t.column_index(column).is_some())
+    }
+
+    /// The cells of `column` in `table`, one `(line:column, cell)` per data row ("" where a
+    /// row is short); empty when the header has no such column.
+    pub fn column(&self, table: &Table, column: &str) -> Vec<(At, String)> {
         let Some(index) = table.column_index(column) else {
             return Vec::new();
         };
         table
             .rows
             .iter()
-            .map(|row| (row.line, row.cells.get(index).cloned().unwrap_or_default()))
+            .map(|row| {
+                let at = At {
+                    line: row.line,
+                    column: row.columns.get(index).copied().unwrap_or(1),
+                };
+                (at, row.cells.get(index).cloned().unwrap_or_default())
+            })
             .collect()
     }
 
@@ -385,11 +417,83 @@ impl Tracker {
     }
 
     fn matching_sections(&self, filter: &SectionFilter) -> Vec<bool> {
+        let exact = SectionFilter {
+            text: filter.text.clone(),
+            exact: true,
+        };
+        let is: Vec<bool> = self
+            .sections
+            .iter()
+            .map(|s| heading_matches(&s.heading, &exact))
+            .collect();
+        if filter.exact || is.iter().any(|&b| b) {
+            return is;
+        }
         self.sections
             .iter()
             .map(|s| heading_matches(&s.heading, filter))
             .collect()
     }
+}
+
+/// The names a row asked for as `name` may have, in order: `name` as read, then without
+/// surrounding `**`, `*` or backticks (a caller may ask for `**P0_START**`).
+fn names(name: &str) -> impl Iterator<Item = String> + '_ {
+    let read = seen::value(name.trim()).into_owned();
+    let bare = seen::value(strip_decoration(name)).into_owned();
+    let differs = bare != read;
+    std::iter::once(read).chain(differs.then_some(bare))
+}
+
+/// A data row as a field row: its first cell non-empty.
+fn field_row(row: &markdown::Row, section: Option<usize>) -> Option<FieldRow> {
+    let name = row.cells.first()?.text.trim();
+    if name.is_empty() {
+        return None;
+    }
+    let value: Option<&Cell> = row.cells.get(1);
+    let third = row.cells.get(2).map(|c| c.text.clone());
+    let mut comments = String::new();
+    for c in row.cells.iter().filter(|c| !c.comments.is_empty()) {
+        if !comments.is_empty() {
+            comments.push(' ');
+        }
+        comments.push_str(&c.comments);
+    }
+    let text = value.map_or("", |c| c.text.as_str());
+    let written = value
+        .map(|c| c.written.as_str())
+        .filter(|w| *w != text && !w.is_empty())
+        .map(str::to_string);
+    Some(FieldRow {
+        name: name.to_string(),
+        value: text.to_string(),
+        written,
+        struck: value.map(|c| c.struck.clone()).unwrap_or_default(),
+        time: third.as_deref().and_then(parse_timestamp),
+        third,
+        comments,
+        line: row.at.line,
+        column: value.map_or(row.at.column, |c| c.at.column),
+        third_column: row.cells.get(2).map_or(row.at.column, |c| c.at.column),
+        section,
+    })
+}
+
+/// Whether every cell of a row is written `:?-+:?`.
+fn is_delimiter_row(row: &markdown::Row) -> bool {
+    !row.cells.is_empty()
+        && row
+            .cells
+            .iter()
+            .all(|c| is_separator_cell(c.written.trim()))
+}
+
+/// Whether a written cell is `:?-+:?`.
+fn is_separator_cell(c: &str) -> bool {
+    let c = c.strip_prefix(':').unwrap_or(c);
+    let c = c.strip_suffix(':').unwrap_or(c);
+    !c.is_empty() && c.bytes().all(|b| b == b'-')
 }
 
 /// Whether a value counts as empty: trimmed, it is blank, only underscores, `-`, `—`, `[ ]`, or
@@ -489,90 +593,29 @@ fn paren_suffix(s: &str) -> Option<&str> {
     None
 }
 
-/// Whether every cell (and there is at least one) is `:?-+:?`.
-fn is_separator(cells: &[String]) -> bool {
-    !cells.is_empty()
-        && cells.iter().all(|cell| {
-            let c = cell.strip_prefix(':').unwrap_or(cell);
-            let c = c.strip_suffix(':').unwrap_or(c);
-            !c.is_empty() && c.bytes().all(|b| b == b'-')
-        })
-}
-
-/// Splits a trimmed table line (starting with `|`) into trimmed cells, as a reader sees them
-/// (`\|` read as `|`): [`split_row`].
-fn split_cells(line: &str) -> Vec<String> {
-    split_row(line, false)
-}
-
-/// Splits a trimmed table line (starting with `|`) into trimmed cells: the one rule for where a
-/// tracker row's cells are, for reading it and for editing it (`replay`).
-///
-/// Splits on unescaped `|`; `\|` is a literal pipe. A pipe inside a backtick code span closed on the
-/// same line does not split (unclosed backticks are plain text). The empty cell before the leading pipe
-/// and after a trailing pipe is dropped. `raw`: each cell as written (`\|` kept), to write the
-/// row back; else as read. Linear in the line length.
+/// Splits a trimmed table line into trimmed cells as GFM does: the one rule for where a
+/// tracker row's cells are, for reading it ([`markdown::split_spans`]) and for editing it
+/// (`replay`). Splits on every `|` but an escaped `\|` (inside a code span too, as GFM does);
+/// the empty piece before a leading and after a trailing pipe is dropped. `raw`: each cell as
+/// written (`\|` kept), to write the row back; else with `\|` read as `|`. Linear.
 pub fn split_row(line: &str, raw: bool) -> Vec<String> {
-    let bytes = line.as_bytes();
-    let spans = markdown::code_spans(bytes);
-    let mut spans = spans.iter().peekable();
-    let mut cells = Vec::new();
-    let mut cell = String::new();
-    let mut chunk = 0;
-    let mut pos = 0;
-    while pos < bytes.len() {
-        // Skip spans that start before `pos` (cannot happen, but never loop on them).
-        while spans.peek().is_some_and(|&&(start, _)| start < pos) {
-            spans.next();
-        }
-        match bytes[pos] {
-            b'\\' if bytes.get(pos + 1) == Some(&b'|') => {
-                cell.push_str(&line[chunk..pos]);
-                cell.push_str(if raw { "\\|" } else { "|" });
-                pos += 2;
-                chunk = pos;
+    markdown::split_spans(line)
+        .into_iter()
+        .filter_map(|r| line.get(r))
+        .map(|c| {
+            let c = trim_cell(c);
+            if raw {
+                c.to_string()
+            } else {
+                c.replace("\\|", "|")
             }
-            b'`' if spans.peek().is_some_and(|&&(start, _)| start == pos) => {
-                if let Some(&(start, end)) = spans.next() {
-                    cell.push_str(&line[chunk..start]);
-                    if raw {
-                        cell.push_str(&line[start..end]);
-                    } else {
-                        cell.push_str(&line[start..end].replace("\\|", "|"));
-                    }
-                    pos = end;
-                    chunk = pos;
-                }
-            }
-            b'|' => {
-                cell.push_str(&line[chunk..pos]);
-                cells.push(trim_cell(&cell).to_string());
-                cell.clear();
-                pos += 1;
-                chunk = pos;
-            }
-            _ => pos += 1,
-        }
-    }
-    cell.push_str(&line[chunk..]);
-    cells.push(trim_cell(&cell).to_string());
-    // The piece before the leading pipe is always empty.
-    if line.starts_with('|') && !cells.is_empty() {
-        cells.remove(0);
-    }
-    if cells.last().is_some_and(|c| c.is_empty()) && ends_with_unescaped_pipe(line) {
-        cells.pop();
-    }
-    cells
+        })
+        .collect()
 }
 
 /// A cell without surrounding whitespace or stray byte-order marks (pasted text carries them).
 fn trim_cell(cell: &str) -> &str {
     cell.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
-}
-
-fn ends_with_unescaped_pipe(line: &str) -> bool {
-    line.ends_with('|') && !line.ends_with("\\|")
 }
 
 #[cfg(test)]

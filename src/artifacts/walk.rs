@@ -1,5 +1,12 @@
-//! Listing the build directory: every directory listed once (never following a symlink), on two
-//! threads once the tree is large enough to be worth it.
+//! Listing the build directory: every directory listed once, on two threads once the tree is
+//! large enough to be worth it.
+//!
+//! A symlink to a directory inside the build directory (a `screenshots` link to the capture
+//! tool's folder) is read through: its folder is listed under the link's name, through the
+//! folder's own path, never the link's. A link is not followed into a folder that holds the
+//! place it is listed from (a loop: `shots/self -> ..`), nor deeper than [`MAX_LINKS`] links on
+//! one path; such a place is reported as not listable, so a check that would look there is
+//! INCONCLUSIVE, never clean. A `.git` folder is listed but not entered.
 //!
 //! A directory is listed on its own, through its own descriptor (opened without following a
 //! symlink, so a directory swapped for a link after its parent was listed is not entered but
@@ -27,6 +34,8 @@ const PARALLEL_AFTER_ENTRIES: usize = 256;
 /// Directories waiting before a second thread may start (one would leave it nothing to take
 /// once the first thread is done with its own).
 const PARALLEL_AFTER_DIRS: usize = 2;
+/// The most symlinks to folders followed on one path (a chain of links is a maze, not a build).
+pub(super) const MAX_LINKS: usize = 8;
 
 /// Directories still to list, and how many threads are listing one now (the walk is over when
 /// the stack is empty and none is).
@@ -35,13 +44,16 @@ struct Queue {
     busy: usize,
 }
 
-/// A directory to list: its path, its depth below the root (0: the root), its `rel` and whether
-/// that `rel` is its path (no name on the way needed escaping).
+/// A directory to list: its real path (no symlink in it: the root is canonical, and a linked
+/// folder is listed through its target), its depth below the root (0: the root), its `rel`,
+/// whether that `rel` is its path (no name on the way needed escaping, and no link followed),
+/// and the folders that links followed on the way led to.
 struct ToList {
     path: PathBuf,
     depth: usize,
     rel: String,
     lossless: bool,
+    links: Option<Arc<Vec<PathBuf>>>,
 }
 
 impl ToList {
@@ -51,7 +63,42 @@ impl ToList {
             depth: 0,
             rel: String::new(),
             lossless: true,
+            links: None,
         }
+    }
+
+    /// The folder a symlink in this directory named `name` leads to, to be listed under the
+    /// link's `rel`; `Err` with why it is not followed (a loop, too many links, or it cannot be
+    /// resolved any more).
+    fn through_link(&self, name: &OsStr, rel: &str, depth: usize) -> Result<ToList, String> {
+        let target = std::fs::canonicalize(self.path.join(name)).map_err(|e| {
+            format!(
+                "the folder it links to cannot be resolved: {}",
+                fsread::lowercase_message(&e)
+            )
+        })?;
+        let trail = self.links.as_deref().map_or(&[][..], Vec::as_slice);
+        let holds_us = |p: &Path| p.starts_with(&target);
+        if holds_us(&self.path) || trail.iter().any(|p| holds_us(p)) {
+            return Err(format!(
+                "a symlink to `{}`, a folder it is already inside (a loop); not followed",
+                target.display()
+            ));
+        }
+        if trail.len() >= MAX_LINKS {
+            return Err(format!(
+                "a symlink to a folder below {MAX_LINKS} other linked folders; not followed"
+            ));
+        }
+        let mut links = trail.to_vec();
+        links.push(target.clone());
+        Ok(ToList {
+            path: target,
+            depth,
+            rel: rel.to_string(),
+            lossless: false,
+            links: Some(Arc::new(links)),
+        })
     }
 }
 
@@ -179,17 +226,42 @@ pub(super) fn walk_from(root: &Arc<PathBuf>, rel: &str) -> (Vec<Entry>, Vec<Unli
         Ok(entry) => entry,
         Err(unlisted) => return (Vec::new(), vec![unlisted]),
     };
-    if entry.kind != Kind::Dir || entry.is_symlink() {
+    if entry.kind != Kind::Dir || entry.name() == ".git" {
         return (vec![entry], Vec::new());
     }
+    let start = if entry.is_symlink() {
+        // A linked folder is read through, as the full walk reads it (the caller lists under a
+        // link no path that is already listed: a snapshot with one is scanned whole).
+        let (parent, name) = match rel.rsplit_once('/') {
+            Some((parent, name)) => (root.join(parent), name),
+            None => (root.to_path_buf(), rel),
+        };
+        let here = ToList {
+            path: parent,
+            depth: depth - 1,
+            rel: String::new(),
+            lossless: true,
+            links: None,
+        };
+        match here.through_link(OsStr::new(name), rel, depth) {
+            Ok(linked) => linked,
+            Err(cause) => {
+                let rel = rel.to_string();
+                return (vec![entry], vec![Unlisted { rel, cause }]);
+            }
+        }
+    } else {
+        ToList {
+            path,
+            depth,
+            rel: rel.to_string(),
+            lossless: true,
+            links: None,
+        }
+    };
     let shared = Shared {
         queue: Mutex::new(Queue {
-            dirs: vec![ToList {
-                path,
-                depth,
-                rel: rel.to_string(),
-                lossless: true,
-            }],
+            dirs: vec![start],
             busy: 0,
         }),
         wake: Condvar::new(),
@@ -358,13 +430,25 @@ impl Shared {
             let path = || dir.path.join(OsStr::from_bytes(name));
             match listed_entry(&out.root, path, rel, lossless, file_type, dir.depth + 1) {
                 Ok(entry) => {
-                    if entry.kind == Kind::Dir && !entry.is_symlink() {
+                    // A `.git` folder is listed, not entered: nothing in it is an input.
+                    let folder = entry.kind == Kind::Dir && entry.name() != ".git";
+                    if folder && !entry.is_symlink() {
                         found.push(ToList {
-                            path: entry.path(),
+                            path: dir.path.join(OsStr::from_bytes(name)),
                             depth: dir.depth + 1,
                             rel: entry.rel.clone(),
                             lossless,
+                            links: dir.links.clone(),
                         });
+                    } else if folder {
+                        // A linked folder inside the build directory is read through.
+                        match dir.through_link(OsStr::from_bytes(name), &entry.rel, dir.depth + 1) {
+                            Ok(linked) => found.push(linked),
+                            Err(cause) => out.unlisted.push(Unlisted {
+                                rel: entry.rel.clone(),
+                                cause,
+                            }),
+                        }
                     }
                     out.entries.push(entry);
                 }
@@ -484,13 +568,11 @@ mod tests {
         (e, u)
     }
 
-    /// The listing of one `walkdir` walk of the whole tree, as the scan made it before.
+    /// The listing of one `walkdir` walk of the whole tree (following links to folders, as
+    /// the scan reads a linked folder through; the tree holds no link that leaves it or loops).
     fn one_walk(root: &Arc<PathBuf>) -> (Vec<Entry>, Vec<Unlisted>) {
         let (mut entries, mut unlisted) = (Vec::new(), Vec::new());
-        for item in WalkDir::new(root.as_path())
-            .min_depth(1)
-            .follow_links(false)
-        {
+        for item in WalkDir::new(root.as_path()).min_depth(1).follow_links(true) {
             match item {
                 Ok(dent) => entries.push(make_entry(root, &dent, 0)),
                 Err(e) => unlisted.push(Unlisted::from_walk(root, &e)),
@@ -528,7 +610,7 @@ mod tests {
         let one = shape(one_walk(&root));
         fs::set_permissions(&locked, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         assert_eq!(both, one);
-        // Big enough that the second thread ran; the symlinked directory is not descended.
+        // Big enough that the second thread ran; the symlinked directory is read through.
         assert!(
             both.0.len() > PARALLEL_AFTER_ENTRIES * 2,
             "{}",
@@ -538,7 +620,10 @@ mod tests {
             .0
             .iter()
             .any(|e| e.0 == "link-to-c" && e.2 == Kind::Dir && e.3));
-        assert!(!both.0.iter().any(|e| e.0.starts_with("link-to-c/")));
+        assert!(both
+            .0
+            .iter()
+            .any(|e| e.0 == "link-to-c/deep/er/f149.md" && e.1 == 4 && !e.3));
         assert!(both
             .0
             .iter()
@@ -643,6 +728,7 @@ mod tests {
             depth: 1,
             rel: "shots".to_string(),
             lossless: true,
+            links: None,
         };
         shared.list(&swapped, &mut out);
         assert!(out.entries.is_empty(), "nothing listed through the link");

@@ -6,10 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::markdown::Kind;
 use crate::artifacts::{Entry, Kind as EntryKind};
 use crate::protocol::predicate::{
-    Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed,
+    Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed, Signature,
 };
 
 pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
@@ -93,25 +92,52 @@ pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
 
 pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
     let (files, other) = ctx.files(&c.glob);
-    let n = files.len();
+    let of_format = c
+        .signature
+        .as_ref()
+        .map(|s| format!(" that are {} files", s.name))
+        .unwrap_or_default();
     let expected = match (c.min, c.max) {
-        (Some(min), Some(max)) => format!("{min} to {max} files matching `{}`", c.glob.as_str()),
-        (Some(min), None) => format!(">= {min} files matching `{}`", c.glob.as_str()),
-        (None, Some(max)) => format!("<= {max} files matching `{}`", c.glob.as_str()),
-        (None, None) => format!("files matching `{}`", c.glob.as_str()),
+        (Some(min), Some(max)) => format!(
+            "{min} to {max} files matching `{}`{of_format}",
+            c.glob.as_str()
+        ),
+        (Some(min), None) => format!(">= {min} files matching `{}`{of_format}", c.glob.as_str()),
+        (None, Some(max)) => format!("<= {max} files matching `{}`{of_format}", c.glob.as_str()),
+        (None, None) => format!("files matching `{}`{of_format}", c.glob.as_str()),
+    };
+    let (n, wrong, observed, checked) = match &c.signature {
+        None => (
+            files.len(),
+            Vec::new(),
+            format!("{} files match `{}`", files.len(), c.glob.as_str()),
+            &[][..],
+        ),
+        Some(sig) => {
+            let (n, wrong, observed, checked) = of_signature(ctx, &files, sig, c);
+            (n, wrong, observed, &files[..checked])
+        }
     };
     let verdict = if c.max.is_some_and(|max| n > max) {
         Verdict::Fail
     } else if c.min.is_some_and(|min| n < min) {
-        Verdict::Missing
+        // Too few, and files are there that are not of the format: present and wrong.
+        if wrong.is_empty() {
+            Verdict::Missing
+        } else {
+            Verdict::Fail
+        }
     } else {
         Verdict::Pass
     };
-    let mut o = Outcome::new(
-        verdict,
-        expected,
-        format!("{n} files match `{}`", c.glob.as_str()),
-    );
+    let mut o = Outcome::new(verdict, expected, observed);
+    for w in wrong {
+        o.push_detail(w);
+    }
+    // The files whose first bytes were looked at (never hashed: only their heads were read).
+    for e in checked {
+        o.push_file(ctx.entry_ref(e));
+    }
     note_unreadable(&mut o, &other);
     if verdict == Verdict::Missing && !other.is_empty() {
         // Too few files, but something that cannot be read sits where one is looked for.
@@ -132,6 +158,76 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
         }
     }
     o
+}
+
+/// How many of `files` begin with the signature, the ones that do not (each with what it
+/// begins with), the observation, and how many of `files` (the first ones) were looked at. Only as many heads are read as the bounds need: with a
+/// minimum and no maximum, the count stops at the minimum (30,000 screenshots are not opened to
+/// find that 24 are PNG files). A file whose head cannot be read is neither (it is named).
+fn of_signature(
+    ctx: &Ctx<'_>,
+    files: &[&Entry],
+    sig: &Signature,
+    c: &Count,
+) -> (usize, Vec<String>, String, usize) {
+    let enough = match (c.min, c.max) {
+        (Some(min), None) => min,
+        _ => usize::MAX,
+    };
+    let mut good = 0;
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for e in files {
+        if good >= enough {
+            break;
+        }
+        checked += 1;
+        match ctx.snap.head(&e.rel, sig.len()) {
+            Ok(head) if sig.matches(&head) => good += 1,
+            Ok(head) => wrong.push(format!(
+                "{}: not a {} file: {}",
+                e.rel,
+                sig.name,
+                describe_head(&head)
+            )),
+            Err(err) => wrong.push(format!("{}: cannot be read: {err}", e.rel)),
+        }
+    }
+    let observed = if checked < files.len() {
+        format!(
+            "{} files match `{}`; the first {checked} checked, {good} begin with the {} signature",
+            files.len(),
+            c.glob.as_str(),
+            sig.name
+        )
+    } else {
+        format!(
+            "{} files match `{}`, {good} begin with the {} signature",
+            files.len(),
+            c.glob.as_str(),
+            sig.name
+        )
+    };
+    (good, wrong, observed, checked)
+}
+
+/// What a file begins with, for evidence: `0 bytes`, or its first bytes in hex and as text.
+fn describe_head(head: &[u8]) -> String {
+    if head.is_empty() {
+        return "0 bytes".to_string();
+    }
+    let hex: Vec<String> = head.iter().map(|b| format!("{b:02X}")).collect();
+    let text: String = head
+        .iter()
+        .map(|&b| {
+            if (b.is_ascii_graphic() && b != b'`') || b == b' ' {
+                b as char
+            } else {
+                '.'
+            }
+        })
+        .collect();
+    format!("begins with {} (`{text}`)", hex.join(" "))
 }
 
 fn note_unreadable(o: &mut Outcome, other: &[&Entry]) {
@@ -344,23 +440,19 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
     o
 }
 
-/// Headings of one level (ATX or setext) outside fenced code and HTML comments: (line, text).
+/// Headings of one level (ATX or setext) outside code and HTML blocks, read as seen:
+/// (line, text).
 fn headings(text: &[u8], level: u8) -> Vec<(usize, String)> {
-    crate::artifacts::markdown::lines(text)
-        .filter_map(|l| match l.kind {
-            Kind::Heading {
-                level: found,
-                text,
-                line,
-            } if found == level => Some((line, text)),
-            _ => None,
-        })
+    crate::artifacts::markdown::headings(text)
+        .into_iter()
+        .filter(|h| h.level == level)
+        .map(|h| (h.at.line, h.text))
         .collect()
 }
 
 pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
     let expected = format!(
-        "`{}` and `{}` not near-identical (line similarity < {})",
+        "`{}` and `{}` not near-identical (word similarity < {})",
         d.files[0].as_str(),
         d.files[1].as_str(),
         d.threshold
@@ -417,38 +509,14 @@ pub(super) fn dissimilar(ctx: &Ctx<'_>, d: &Dissimilar) -> Outcome {
             }
         }
     }
-    let (a, b) = (texts[0].text(), texts[1].text());
-    let ratio = similarity(&a, &b);
-    o.observed = vec![format!("line similarity {ratio:.3}")];
+    // Compared by their words as read: a prompt re-wrapped, joined or saved as UTF-16 is
+    // the same prompt.
+    let ratio = crate::artifacts::normalize::seen::similarity(&texts[0].bytes, &texts[1].bytes);
+    o.observed = vec![format!("word similarity {ratio:.3}")];
     if ratio >= d.threshold {
         o.verdict = Verdict::Fail;
     }
     o
-}
-
-/// Line-based similarity ratio 2*M/T, as difflib's `SequenceMatcher.ratio()` over lines.
-///
-/// Content is compared, not how it was saved: line endings (LF, CRLF), trailing whitespace and
-/// a byte-order mark do not make two lines differ, so a prompt copied through another editor
-/// is still a copy.
-pub fn similarity(a: &str, b: &str) -> f64 {
-    let (a, b) = (content_lines(a), content_lines(b));
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
-    f64::from(similar::TextDiff::configure().diff_lines(&a, &b).ratio())
-}
-
-/// The text with every line's ending and trailing whitespace (and a leading BOM) removed, each
-/// line ended by `\n`.
-fn content_lines(text: &str) -> String {
-    let text = text.trim_start_matches('\u{feff}');
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        out.push_str(line.trim_end_matches(|c: char| c.is_whitespace() || c == '\u{feff}'));
-        out.push('\n');
-    }
-    out
 }
 
 pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
@@ -658,15 +726,5 @@ mod tests {
         };
         let got = super::super::on_two_threads(&items, true, f);
         assert_eq!(got, (1..65).collect::<Vec<u32>>());
-    }
-
-    #[test]
-    fn similarity_is_line_based() {
-        assert_eq!(similarity("a\nb\n", "a\nb\n"), 1.0);
-        assert_eq!(similarity("", ""), 1.0);
-        // The same content saved another way is the same content.
-        assert_eq!(similarity("a\nb\nc", "\u{feff}a\r\nb  \r\nc\t\r\n"), 1.0);
-        assert!(similarity("a\nb\n", "a\n  b\n") < 1.0);
-        assert!(similarity("a\nb\nc\nd\n", "a\nx\ny\nz\n") < 0.5);
     }
 }

@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use super::{Ctx, Outcome, Verdict};
 use crate::artifacts::gates::{same_gate, GateEntry, GateError, GateFile};
+use crate::artifacts::json_prefix;
 use crate::artifacts::normalize::{normalize_str, visible};
 use crate::protocol::predicate::{Gate, GateCount, GateFiles, GateSources, Glob};
 
@@ -18,6 +19,8 @@ struct Loaded {
     /// other entries still count).
     errors: Vec<(String, GateError)>,
     unreadable: Vec<String>,
+    /// How many of `unreadable` are files still being written (their JSON ends early).
+    incomplete: usize,
 }
 
 fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
@@ -36,15 +39,19 @@ fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
                 )
             })
             .collect(),
+        incomplete: 0,
     };
     loaded.unreadable.extend(ctx.hidden(glob));
     for e in files {
         // A file that cannot be read (over the cap, vanished) is undecidable, not invalid.
-        if let Err(err) = ctx.read(&e.rel) {
-            loaded.unreadable.push(format!("{}: {err}", e.rel));
-            loaded.files -= 1;
-            continue;
-        }
+        let data = match ctx.read(&e.rel) {
+            Ok(data) => data,
+            Err(err) => {
+                loaded.unreadable.push(format!("{}: {err}", e.rel));
+                loaded.files -= 1;
+                continue;
+            }
+        };
         o.push_file(ctx.file_ref(e));
         let parsed = ctx.gate_file(&e.rel);
         match parsed.as_ref() {
@@ -53,6 +60,25 @@ fn load(ctx: &Ctx<'_>, glob: &Glob, o: &mut Outcome) -> Loaded {
                     loaded.errors.push((e.rel.clone(), err.clone()));
                 }
                 loaded.parsed.push(parsed);
+            }
+            // A document that ends before it does is still being written (a runner streaming
+            // its entries), not wrong: its complete entries count, the rest is not known yet.
+            Err(err) if json_prefix::ends_early(&data.bytes) => {
+                let so_far = json_prefix::closed_prefix(&data.bytes)
+                    .and_then(|closed| crate::artifacts::gates::parse_gates(&closed, &e.rel).ok());
+                let n = so_far.as_ref().map_or(0, |f| f.entries.len());
+                loaded.unreadable.push(format!(
+                    "{} is still being written: its JSON ends before the document does ({}); {n} complete entries so far",
+                    e.rel,
+                    error_line(&e.rel, err)
+                ));
+                loaded.incomplete += 1;
+                if let Some(file) = so_far {
+                    for err in &file.invalid {
+                        loaded.errors.push((e.rel.clone(), err.clone()));
+                    }
+                    loaded.parsed.push(Rc::new(Ok(file)));
+                }
             }
             Err(err) => loaded.errors.push((e.rel.clone(), err.clone())),
         }
@@ -253,6 +279,13 @@ pub(super) fn gate_files(ctx: &Ctx<'_>, g: &GateFiles) -> Outcome {
             "{} of {} files invalid",
             loaded.invalid_files(),
             loaded.files
+        )];
+    } else if loaded.unreadable.len() == loaded.incomplete && loaded.incomplete > 0 {
+        // Still being written: waits, and FAILs only once due.
+        o.verdict = Verdict::Missing;
+        o.observed = vec![format!(
+            "{} of {} files still being written (their JSON ends early)",
+            loaded.incomplete, loaded.files
         )];
     } else if !loaded.unreadable.is_empty() {
         // Every one must parse; one that cannot be read cannot be judged.

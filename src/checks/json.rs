@@ -66,10 +66,9 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
             }
         };
         o.push_file(Ctx::data_ref(&data));
-        let bytes = data
-            .bytes
-            .strip_prefix(b"\xef\xbb\xbf")
-            .unwrap_or(&data.bytes);
+        // UTF-16 or UTF-32 is decoded (by the mark or the NUL pattern), a UTF-8 mark dropped.
+        let decoded = crate::artifacts::normalize::seen::utf8_bytes(&data.bytes);
+        let bytes: &[u8] = &decoded;
         match strict_json(&e.rel, bytes) {
             Ok(doc) => match judge_value(&e.rel, bytes, &doc, &tokens, j) {
                 Ok(line) => passed.push(line),

@@ -204,9 +204,15 @@ mod tests {
             observed.contains("`screenshots`: fifo, not a directory"),
             "{observed}"
         );
-        // D10's REFINE trigger: a folder or a file starts it.
+        // D10's REFINE trigger: a REFINE folder or file starts nothing; a REFINE verdict does.
         let protocol = Protocol::load("d10").unwrap();
         let r = protocol.passes.iter().find(|p| p.id == "R").unwrap();
+        let snap = Snapshot::scan(d.path(), Limits::default()).unwrap();
+        assert_ne!(
+            judge(&Ctx::new(&protocol, &snap), &r.trigger).verdict,
+            Verdict::Pass
+        );
+        fs::write(d.path().join("p3c-weaver.md"), "**VERDICT:** REFINE\n").unwrap();
         let snap = Snapshot::scan(d.path(), Limits::default()).unwrap();
         assert_eq!(
             judge(&Ctx::new(&protocol, &snap), &r.trigger).verdict,

@@ -20,6 +20,7 @@ mod style;
 mod text;
 mod time;
 mod tracker;
+mod verdict;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -35,6 +36,8 @@ use crate::protocol::predicate::{Glob, Predicate};
 use crate::protocol::{Protocol, VerdictSpec};
 
 pub use outcome::{clip, FileRef, Outcome, Verdict, MAX_DETAILS, MAX_DETAIL_CHARS};
+pub use time::PHASE_GAP;
+pub use verdict::RoundVerdict;
 
 /// The pipeline's verdict (SPEC §2.3).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +60,10 @@ pub struct Ctx<'a> {
     pub verdict: Option<PipelineVerdict>,
     /// Verdict files with no readable verdict line, read before the verdict (newest first).
     pub verdict_unread: Vec<String>,
+    /// How verdicts are read (the protocol's `[verdict]`), and what each of its globs (each
+    /// round: the REFINE weaver, the main weaver) says, in order of precedence.
+    verdict_spec: Option<&'a VerdictSpec>,
+    verdict_rounds: Vec<RoundVerdict>,
     globs: RefCell<HashMap<String, Rc<Vec<usize>>>>,
     gates: RefCell<HashMap<String, Rc<GateParse>>>,
     /// What was found at an artifact's name that is not what the name must be, since the
@@ -77,6 +84,8 @@ pub struct Seed<'a> {
     marker: Option<&'a str>,
     verdict: Option<PipelineVerdict>,
     verdict_unread: Vec<String>,
+    verdict_spec: Option<&'a VerdictSpec>,
+    verdict_rounds: Vec<RoundVerdict>,
     seen: Option<&'a crate::state::observed::Observed>,
 }
 
@@ -87,6 +96,8 @@ impl<'a> Seed<'a> {
             marker: ctx.marker,
             verdict: ctx.verdict.clone(),
             verdict_unread: ctx.verdict_unread.clone(),
+            verdict_spec: ctx.verdict_spec,
+            verdict_rounds: ctx.verdict_rounds.clone(),
             seen: ctx.seen,
         }
     }
@@ -98,6 +109,8 @@ impl<'a> Seed<'a> {
             marker: self.marker,
             verdict: self.verdict,
             verdict_unread: self.verdict_unread,
+            verdict_spec: self.verdict_spec,
+            verdict_rounds: self.verdict_rounds,
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
@@ -114,6 +127,8 @@ impl<'a> Ctx<'a> {
             marker: protocol.variant_marker.as_deref(),
             verdict: None,
             verdict_unread: Vec::new(),
+            verdict_spec: protocol.verdict_spec(),
+            verdict_rounds: Vec::new(),
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
@@ -121,7 +136,7 @@ impl<'a> Ctx<'a> {
             seen: None,
         };
         if let Some(spec) = protocol.verdict_spec() {
-            (ctx.verdict, ctx.verdict_unread) = find_verdict(&ctx, spec);
+            (ctx.verdict, ctx.verdict_unread, ctx.verdict_rounds) = find_verdict(&ctx, spec);
             // Reported in `verdict_unread`; no predicate was being judged.
             ctx.wrong.borrow_mut().clear();
         }
@@ -188,7 +203,8 @@ impl<'a> Ctx<'a> {
                 if u.rel.is_empty() {
                     return true;
                 }
-                if !marker_ok(&u.rel) || is_own_file(&u.rel) {
+                if !marker_ok(&u.rel) || is_own_file(&u.rel) || crate::artifacts::not_input(&u.rel)
+                {
                     return false;
                 }
                 // The place itself was not listed and the glob names it.
@@ -250,7 +266,8 @@ impl<'a> Ctx<'a> {
             {
                 continue;
             }
-            if glob.is_match(&e.rel) {
+            // An editor's lock, swap or backup file, or anything in a `.git` folder: no input.
+            if glob.is_match(&e.rel) && !crate::artifacts::ignored::listed_not_input(&e.rel) {
                 out.push(i);
             }
         }
@@ -408,75 +425,117 @@ pub fn format_time(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The verdict (SPEC §2.3), and the verdict files read before it that have none: a weaver
-/// file whose verdict cannot be read must be visible, never silently "not complete".
+/// The pipeline's verdict, the verdict files read before it that have none, and what each
+/// verdict glob (each round) says: a weaver file whose verdict cannot be read must be visible,
+/// never silently "not complete".
 ///
-/// Only the document's structure is read: a verdict line inside a code fence or an HTML
-/// comment (a template's `<!-- VERDICT: SHIP | HALT -->`) is an example, not the verdict.
-fn find_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec) -> (Option<PipelineVerdict>, Vec<String>) {
+/// The rounds are read in order of precedence, and the first round with a file decides: its
+/// verdict, or none when none of its files has a readable one. An older round's verdict never
+/// stands in for a later round's that cannot be read (a REFINE weaver without a readable verdict
+/// leaves the pipeline not known to be complete, whatever the main weaver said).
+fn find_verdict(
+    ctx: &Ctx<'_>,
+    spec: &VerdictSpec,
+) -> (Option<PipelineVerdict>, Vec<String>, Vec<RoundVerdict>) {
+    let rounds: Vec<RoundVerdict> = spec
+        .files
+        .iter()
+        .map(|glob| round_verdict(ctx, spec, glob))
+        .collect();
     let mut unread = Vec::new();
-    let Some(regex) = spec.pattern.regex() else {
-        return (None, unread);
+    let mut found = None;
+    if let Some(round) = rounds.iter().find(|r| r.present) {
+        unread.extend(round.unread.iter().cloned());
+        found = round.verdict.clone().map(|mut v| {
+            v.complete = spec.complete.contains(&v.verdict);
+            v
+        });
+    }
+    (found, unread, rounds)
+}
+
+/// What the files of one verdict glob say: the newest file with a readable verdict line decides
+/// (within a file the last verdict line is the final word); a newer file with none is noted.
+/// Each file is read as its reader sees it (see [`read_verdict`]): a line in an HTML comment (a
+/// template's `<!-- VERDICT: SHIP | HALT -->`) is never the verdict.
+fn round_verdict(ctx: &Ctx<'_>, spec: &VerdictSpec, glob: &Glob) -> RoundVerdict {
+    let mut round = RoundVerdict {
+        glob: glob.as_str().to_string(),
+        ..RoundVerdict::default()
     };
-    for glob in &spec.files {
-        let (files, other) = ctx.files(glob);
-        // Something at a verdict file's name that is not a file: what it says is unknown.
-        let wrong: Vec<String> = other
-            .iter()
-            .filter_map(|e| Some(format!("{} ({})", e.rel, e.not_a_file()?)))
-            .collect();
-        if !wrong.is_empty() {
-            unread.extend(wrong);
-            return (None, unread);
-        }
-        // Newest file first; within a file the last verdict line is the final word.
-        let mut files = files;
-        files.sort_by_key(|e| std::cmp::Reverse(e.mtime()));
-        for e in files {
-            // The newest verdict file cannot be read: the latest verdict is unknown, and an
-            // older file's must not stand in for it (the pipeline is not known to be complete).
-            let data = match ctx.read(&e.rel) {
-                Ok(data) => data,
-                Err(err) => {
-                    unread.push(format!("{} ({err})", e.rel));
-                    return (None, unread);
-                }
-            };
-            let mut found = None;
-            let mut caps = regex.create_captures();
-            for line in markdown::lines(&data.bytes) {
-                if !matches!(
-                    line.kind,
-                    markdown::Kind::Text { .. } | markdown::Kind::Heading { .. }
-                ) {
-                    continue;
-                }
-                let visible = line.visible();
-                regex.captures(visible.as_ref(), &mut caps);
-                if let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) {
-                    found = Some((
-                        line.number,
-                        String::from_utf8_lossy(&visible[m.range()]).to_uppercase(),
-                    ));
-                }
+    let Some(regex) = spec.pattern.regex() else {
+        return round;
+    };
+    let (files, other) = ctx.files(glob);
+    round.present = !files.is_empty() || !other.is_empty();
+    // Something at a verdict file's name that is not a file: what it says is unknown.
+    let wrong: Vec<String> = other
+        .iter()
+        .filter_map(|e| Some(format!("{} ({})", e.rel, e.not_a_file()?)))
+        .collect();
+    if !wrong.is_empty() {
+        round.unread.extend(wrong);
+        return round;
+    }
+    // Newest file first.
+    let mut files = files;
+    files.sort_by_key(|e| std::cmp::Reverse(e.mtime()));
+    for e in files {
+        // The newest verdict file cannot be read: the latest verdict is unknown, and an
+        // older file's must not stand in for it (the pipeline is not known to be complete).
+        let data = match ctx.read(&e.rel) {
+            Ok(data) => data,
+            Err(err) => {
+                round.unread.push(format!("{} ({err})", e.rel));
+                return round;
             }
-            match found {
-                Some((line, verdict)) => {
-                    let verdict = verdict.split_whitespace().collect::<Vec<_>>().join(" ");
-                    let complete = spec.complete.contains(&verdict);
-                    let verdict = PipelineVerdict {
-                        verdict,
-                        file: e.rel.clone(),
-                        line,
-                        complete,
-                    };
-                    return (Some(verdict), unread);
-                }
-                None => unread.push(e.rel.clone()),
+        };
+        let found = read_verdict(&data.bytes, regex);
+        match found {
+            Some((line, verdict)) => {
+                round.verdict = Some(PipelineVerdict {
+                    complete: spec.complete.contains(&verdict),
+                    verdict,
+                    file: e.rel.clone(),
+                    line,
+                });
+                return round;
             }
+            None => round.unread.push(e.rel.clone()),
         }
     }
-    (None, unread)
+    round
+}
+
+/// The verdict a weaver file gives, read as its reader sees it: the last line of the page
+/// (a paragraph's line, a heading, a list item, a table row, read as seen: markup, no-break
+/// and zero-width spaces, look-alike letters) that the pattern matches; only when the page has
+/// none, the last such line shown in a code or HTML block (a weaver's whole answer wrapped in a
+/// fence). A line in an HTML comment is never read: nobody sees it. The verdict in upper case
+/// with single spaces, and the line it is on.
+fn read_verdict(bytes: &[u8], regex: &regex_automata::meta::Regex) -> Option<(usize, String)> {
+    let text = crate::artifacts::normalize::seen::document(bytes);
+    let doc = markdown::parse(&text);
+    let mut caps = regex.create_captures();
+    let mut on_page = None;
+    let mut in_block = None;
+    for line in &doc.lines {
+        regex.captures(line.text.as_bytes(), &mut caps);
+        let Some(m) = caps.get_group(1).or_else(|| caps.get_group(0)) else {
+            continue;
+        };
+        let verdict = line.text[m.range()]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_uppercase();
+        let slot = match line.inside {
+            None => &mut on_page,
+            Some(_) => &mut in_block,
+        };
+        *slot = Some((line.at.line, verdict));
+    }
+    on_page.or(in_block)
 }
 
 /// Judges a predicate. Whatever it found present and wrong at an artifact's name (see
@@ -587,6 +646,7 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
             };
             Outcome::new(v, format!("pipeline complete = {want}"), observed)
         }
+        P::Verdict(v) => verdict::verdict(ctx, v),
         P::Exists(globs) => files::exists(ctx, globs.as_slice()),
         P::Count(c) => files::count(ctx, c),
         P::FileSet(f) => files::file_set(ctx, f),

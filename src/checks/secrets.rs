@@ -7,6 +7,7 @@
 use super::change::{added_in_context, conclude, no_baseline, scope, task};
 use super::{Ctx, Outcome};
 use crate::protocol::predicate::AddedLines;
+use crate::protocol::secrets::Keyed;
 
 /// A file of generated or pasted data must not flood the verdict.
 pub(super) const MAX_FINDINGS_PER_FILE: usize = 20;
@@ -68,14 +69,29 @@ pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
         n += lines.len();
         let mut listed = 0;
         let mut more = 0;
+        // The keywords of the last line scanned: the next line, scanned after it, needs them.
+        let mut last: Option<(usize, Keyed)> = None;
         for (line_no, line, above) in &lines {
             let line = line.as_bytes();
-            let secret = rules
-                .and_then(|r| match above {
-                    Some(above) => r.scan_after(above.as_bytes(), line),
-                    None => r.scan(line),
-                })
-                .map(|h| h.name);
+            let secret = match rules {
+                Some(r) => {
+                    let fresh;
+                    let above = match (above, &last) {
+                        (None, _) => None,
+                        (Some(a), Some((n, keyed))) if n + 1 == *line_no => {
+                            Some((a.as_bytes(), keyed))
+                        }
+                        (Some(a), _) => {
+                            fresh = r.keyed(a.as_bytes());
+                            Some((a.as_bytes(), &fresh))
+                        }
+                    };
+                    let (hit, keyed) = r.scan_keyed(above, line);
+                    last = Some((*line_no, keyed));
+                    hit.map(|h| h.name)
+                }
+                None => None,
+            };
             let hits = forbid
                 .iter()
                 .filter(|(_, re)| re.is_match(line))

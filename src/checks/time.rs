@@ -68,7 +68,8 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             if is_empty_value(&raw) {
                 return t;
             }
-            let at = format!("{TRACKER}:{}: {} = {}", row.line, t.label, raw.trim());
+            let place = if by_time { row.time_at() } else { row.at() };
+            let at = format!("{TRACKER}:{place}: {} = {}", t.label, raw.trim());
             if let Some(seen) = ctx.seen {
                 let key = observed::field_key(&row.name, &row.value, row.third.as_deref());
                 t.seen
@@ -98,6 +99,11 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 exact: false,
             };
             let Some(table) = tracker.table_in(&filter, &c.column) else {
+                // A table is there but no header means the column: what it says cannot be
+                // read, which is not "not recorded".
+                t.blocked = super::tracker::unmapped(
+                    ctx, &tracker, &filter, &c.section, &c.column, &t.label,
+                );
                 return t;
             };
             let heading = table
@@ -223,6 +229,13 @@ fn resolve_label(ctx: &Ctx<'_>, r: &TimeRef) -> String {
 
 pub(super) fn has_time(ctx: &Ctx<'_>, r: &TimeRef) -> Outcome {
     let t = resolve(ctx, r);
+    if let (true, Some(blocked)) = (t.times.is_empty(), &t.blocked) {
+        // Why it cannot be told, with its evidence.
+        return Outcome {
+            expected: vec![format!("{} recorded", t.label)],
+            ..blocked.clone()
+        };
+    }
     let verdict = if t.absent() {
         Verdict::Missing
     } else if t.times.is_empty() && t.blocked.is_some() {
@@ -371,14 +384,26 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
     o
 }
 
+/// How far apart the referee must first see two things for the order it saw to count: writes
+/// closer together are one burst (a copy with `tar`, `cp -a` or `rsync`, an extraction, an
+/// editor's save), written in whatever order the tool chose, and their order is what their
+/// times say. Phases of a pipeline are minutes apart; a burst of honest writes takes well under
+/// this. Documented in docs/d10-pipeline.md.
+pub const PHASE_GAP: chrono::TimeDelta = chrono::TimeDelta::seconds(2);
+
 /// Pairs the referee saw in the other order than the chain requires: what must come first was
-/// first seen in a later round than what must follow it (equal rounds order nothing).
+/// first seen in a later round than what must follow it, and at least [`PHASE_GAP`] later
+/// (equal rounds order nothing; a time the record does not hold is later than all it holds).
 fn seen_violations(present: &[&Times]) -> Vec<String> {
+    let apart = |a: &Seen, b: &Seen| match (a.at, b.at) {
+        (Some(a), Some(b)) => a - b >= PHASE_GAP,
+        _ => true,
+    };
     let mut out = Vec::new();
     for pair in present.windows(2) {
         for (sa, la) in &pair[0].seen {
             for (sb, lb) in &pair[1].seen {
-                if sa.round > sb.round {
+                if sa.round > sb.round && apart(sa, sb) {
                     out.push(format!(
                         "seen in the other order: {la} ({}) after {lb} ({})",
                         sa.describe(),

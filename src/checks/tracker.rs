@@ -1,7 +1,7 @@
 //! Predicates over the execution tracker's fields, sections and tables (SPEC §2.1).
 
 use super::{with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::tracker::{is_empty_value, parse_timestamp, SectionFilter, Tracker};
+use crate::artifacts::tracker::{is_empty_value, parse_timestamp, At, SectionFilter, Tracker};
 use crate::protocol::predicate::{ColumnMatches, FieldMatches, FillRate, Section};
 
 const TRACKER: &str = "EXECUTION-TRACKER.md";
@@ -37,6 +37,13 @@ pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
                 ),
                 None => format!("{f} (no such row)"),
             }),
+            Some(row) if is_empty_value(&row.value) && !row.struck.is_empty() => {
+                empty.push(format!(
+                    "{f} ({TRACKER}:{}: only struck text `{}`, not a value)",
+                    row.at(),
+                    row.struck.join(" ")
+                ))
+            }
             Some(row) if is_empty_value(&row.value) && !row.comments.is_empty() => empty.push(
                 format!("{f} (line {}: only an HTML comment, not a value)", row.line),
             ),
@@ -45,9 +52,9 @@ pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
             }
             Some(row) => values.push(format!(
                 "{TRACKER}:{}: {} = {}",
-                row.line,
+                row.at(),
                 row.name,
-                row.value.trim()
+                row.shown()
             )),
         }
     }
@@ -122,12 +129,7 @@ pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
     for name in &f.fields {
         match t.field(name) {
             Some(row) if !is_empty_value(&row.value) => {
-                let line = format!(
-                    "{TRACKER}:{}: {} = {}",
-                    row.line,
-                    row.name,
-                    row.value.trim()
-                );
+                let line = format!("{TRACKER}:{}: {} = {}", row.at(), row.name, row.shown());
                 if re.is_match(row.value.trim().as_bytes()) {
                     matched.push(line)
                 } else {
@@ -187,13 +189,16 @@ pub(super) fn column(ctx: &Ctx<'_>, c: &ColumnMatches) -> Outcome {
         exact: false,
     };
     let Some(table) = t.table_in(&filter, &c.column) else {
+        if let Some(o) = unmapped(ctx, &t, &filter, &c.section, &c.column, &expected) {
+            return o;
+        }
         return Outcome::new(
             Verdict::Missing,
             expected,
             format!("no `{}` table with a `{}` column", c.section, c.column),
         );
     };
-    let cells: Vec<(usize, String)> = t
+    let cells: Vec<(At, String)> = t
         .column(table, &c.column)
         .into_iter()
         .filter(|(_, v)| !is_empty_value(v))
@@ -287,12 +292,7 @@ pub(super) fn distinct(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
         }
     }
     for r in &values {
-        o.push_detail(format!(
-            "{TRACKER}:{}: {} = {}",
-            r.line,
-            r.name,
-            r.value.trim()
-        ));
+        o.push_detail(format!("{TRACKER}:{}: {} = {}", r.at(), r.name, r.shown()));
     }
     if same.is_empty() {
         o.observed = vec!["all different".into()];
@@ -301,4 +301,42 @@ pub(super) fn distinct(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
         o.observed = vec![format!("identical: {}", same.join("; "))];
     }
     o
+}
+
+/// When a section the contract names holds a table but none of its headers means `column`
+/// (`Launched` where `Spawned` is read): INCONCLUSIVE, naming the headers found. What the table
+/// says cannot be read, and falling back (to mtimes, or to "not recorded") would judge
+/// something else than what the tracker says.
+pub(super) fn unmapped(
+    ctx: &Ctx<'_>,
+    t: &Tracker,
+    filter: &SectionFilter,
+    section: &str,
+    column: &str,
+    expected: &str,
+) -> Option<Outcome> {
+    let tables = t.tables_in(filter);
+    let headed: Vec<_> = tables.iter().filter(|t| !t.header.is_empty()).collect();
+    if headed.is_empty() {
+        return None;
+    }
+    let mut o = Outcome::new(
+        Verdict::Inconclusive,
+        expected,
+        format!("the `{section}` table has no column that reads as `{column}`"),
+    );
+    tracker_file(ctx, &mut o);
+    for table in headed {
+        o.push_detail(format!(
+            "{TRACKER}:{}: headers {}",
+            table.line,
+            table
+                .header
+                .iter()
+                .map(|h| format!("`{h}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Some(o)
 }

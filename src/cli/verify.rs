@@ -7,10 +7,9 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::{load_protocol_for, print, ProtocolArg, ReadArgs, RulesArgs, WaiversArg};
-use crate::engine;
 use crate::exit::ExitCode;
 use crate::judge;
-use crate::outputs::{self, markdown, Context};
+use crate::outputs::{self, markdown};
 use crate::protocol::Protocol;
 
 #[derive(Args, Debug)]
@@ -74,31 +73,30 @@ enum Format {
     Github,
 }
 
-/// The report in `format`; `base` is the build directory as the user named it.
-fn render(
-    format: Format,
-    p: &Protocol,
-    eval: &engine::Evaluation,
-    ctx: &Context,
-    base: &Path,
-    md: impl FnOnce() -> String,
-) -> String {
-    match format {
-        Format::Md => md(),
-        Format::Json => outputs::json::render(p, eval, ctx),
-        Format::Junit => outputs::junit::render(p, eval, ctx),
-        Format::Sarif => outputs::sarif::render(p, eval, ctx),
-        Format::Github => outputs::github::render(p, eval, ctx, base),
+/// The report of `j` in `format`; `base` is the directory as the user named it.
+fn render(format: Format, p: &Protocol, j: &judge::Judgment, base: &Path) -> String {
+    use crate::outputs::code_change;
+    let (eval, ctx) = match j {
+        judge::Judgment::Build(b) => (&b.eval, &b.ctx),
+        judge::Judgment::Workspace(w) => (&w.eval, &w.ctx),
+    };
+    match (format, j) {
+        (Format::Md, judge::Judgment::Build(b)) => markdown::report(p, &b.eval, &b.ctx),
+        (Format::Md, judge::Judgment::Workspace(w)) => {
+            code_change::report_md(p, &w.ws, &w.eval, &w.runs, &w.decision, &w.ctx)
+        }
+        (Format::Json, judge::Judgment::Workspace(w)) => {
+            code_change::verify_json(p, &w.ws, &w.eval, &w.runs, &w.decision, &w.ctx)
+        }
+        (Format::Json, _) => outputs::json::render(p, eval, ctx),
+        (Format::Junit, _) => outputs::junit::render(p, eval, ctx),
+        (Format::Sarif, _) => outputs::sarif::render(p, eval, ctx),
+        (Format::Github, _) => outputs::github::render(p, eval, ctx, base),
     }
 }
 
 pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
     let overrides = a.rules.overrides()?;
-    // A build directory judged by an embedded build protocol (D10) is listed while the
-    // protocol loads: the walk reads nothing and writes nothing, so a load that fails has
-    // done no harm (its walk ends with the process).
-    let listing = Protocol::embedded_lists_build(&a.protocol.protocol)
-        .then(|| crate::artifacts::Listing::start(&a.build_dir));
     let load = || {
         let protocol = load_protocol_for(
             &a.protocol.protocol,
@@ -109,6 +107,12 @@ pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
         let waivers = a.waivers.load(&protocol, &a.build_dir)?;
         Ok((protocol, waivers))
     };
+    // Rules, secrets or waivers read from files may be refused when the protocol loads.
+    let may_refuse = a.secrets.is_some()
+        || overrides.file.is_some()
+        || !overrides.set.is_empty()
+        || !overrides.protect.is_empty()
+        || a.waivers.waivers.is_some();
     let req = judge::Request {
         dir: &a.build_dir,
         max_read_bytes: a.read.max_read_bytes,
@@ -118,56 +122,19 @@ pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
         baseline_dir: a.baseline_dir.as_deref(),
         write: a.write,
     };
-    // An embedded protocol of task records, as it is (no rule, secret or waiver file that
-    // could be refused, nothing to write): loaded while the workspace is opened, not before
-    // (it cannot fail, so nothing is done that a refused load would not have done).
-    // Otherwise the protocol first: a run it refuses touches nothing.
-    let as_is = a.secrets.is_none()
-        && overrides.file.is_none()
-        && overrides.set.is_empty()
-        && overrides.protect.is_empty()
-        && a.waivers.waivers.is_none()
-        && !a.write;
-    let ((protocol, _waivers), judgment) =
-        if as_is && Protocol::embedded_judges_records(&a.protocol.protocol) {
-            judge::judge_loading(&req, load)?
-        } else {
-            // Compiling patterns beside the judging cost a small build about as much as it
-            // saved (threads are not free on a shared 2-core machine); the large-report scans
-            // split across cores instead.
-            let (protocol, waivers) = load()?;
-            let judgment = judge::judge_listed(&req, &protocol, waivers.as_ref(), listing)?;
-            ((protocol, waivers), judgment)
+    let source = judge::Source::named(&a.protocol.protocol, may_refuse, load);
+    let ((protocol, _waivers), judgment) = judge::judge(&req, source)?;
+    if a.write {
+        let everything = judge::Writes {
+            copies: true,
+            stop: true,
+            only_task: None,
         };
-    let text = match &judgment {
-        judge::Judgment::Build(b) => {
-            render(a.format, &protocol, &b.eval, &b.ctx, &a.build_dir, || {
-                markdown::report(&protocol, &b.eval, &b.ctx)
-            })
-        }
-        judge::Judgment::Workspace(w) => {
-            use crate::outputs::code_change;
-            match a.format {
-                Format::Json => code_change::verify_json(
-                    &protocol,
-                    &w.ws,
-                    &w.eval,
-                    &w.runs,
-                    &w.verdicts,
-                    &w.ctx,
-                ),
-                f => render(f, &protocol, &w.eval, &w.ctx, &a.build_dir, || {
-                    code_change::report_md(&protocol, &w.ws, &w.eval, &w.runs, &w.verdicts, &w.ctx)
-                }),
-            }
-        }
-    };
-    print(&text)?;
-    let code = if judgment.violation(&protocol) {
-        ExitCode::Violation
-    } else {
-        ExitCode::Ok
-    };
+        judge::write(&protocol, &judgment, everything)?;
+    }
+    print(&render(a.format, &protocol, &judgment, &a.build_dir))?;
+    // Decided by the judgment, not by what was printed.
+    let code = judgment.decision().exit;
     // The process ends here: freeing tens of thousands of entries one by one would only
     // cost time (a tenth of a large build's run), so leave that to the OS.
     std::mem::forget(judgment);

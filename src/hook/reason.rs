@@ -70,7 +70,7 @@ pub(super) fn blocked_reason(
         "The referee ({}) judged this workspace against its baseline and blocks this stop.\n",
         protocol.id
     );
-    for v in &w.verdicts {
+    for v in &w.decision.verdicts {
         s.push_str(&format!(
             "\n{} — task `{}`{}\n",
             v.verdict,
@@ -97,11 +97,12 @@ pub(super) fn blocked_reason(
             ));
         }
     }
-    if let Some(stop) = crate::outputs::code_change::veto_stop_md(protocol, &w.ws) {
-        if w.verdicts.is_empty() {
-            s.push_str("\nThe workspace changes a protected path:\n");
-            s.push_str(&cut(&stop, 4000));
-        }
+    // No verdict to carry it: the veto stands for the workspace alone.
+    let d = &w.decision;
+    if d.verdicts.is_empty() && d.stops() {
+        let stop = crate::outputs::code_change::stop_md(protocol, &w.ws, d);
+        s.push_str("\nThe workspace changes a protected path:\n");
+        s.push_str(&cut(&stop, 4000));
     }
     let cap = protocol.guards().map_or(3, |g| g.max_rejects);
     s.push_str(&format!(

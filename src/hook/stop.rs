@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use super::reason::{blocked_reason, failing};
 use super::{
@@ -31,6 +31,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         c.write(0);
     }
     let escalated: Vec<&TaskVerdict> = w
+        .decision
         .verdicts
         .iter()
         .filter(|v| v.outcome == GradeOutcome::Escalate)
@@ -64,7 +65,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         .as_ref()
         .and_then(|_| read_small(&stop_file))
         .filter(|s| !s.trim().is_empty());
-    if w.violation(&protocol) || watch_stop.is_some() {
+    if w.decision.violation() || watch_stop.is_some() {
         let mut reason = blocked_reason(&protocol, &w, cfg.agent);
         if let Some(s) = watch_stop {
             reason.push_str("\n\nThe running `referee watch` holds a STOP:\n");
@@ -73,6 +74,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         return Ok(Answer::block(&reason));
     }
     let minor: Vec<&TaskVerdict> = w
+        .decision
         .verdicts
         .iter()
         .filter(|v| v.outcome != GradeOutcome::Pass)
@@ -95,33 +97,12 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
 /// task (the guards' memory), those of the agent's own records and the STOP unless a live
 /// `watch` owns them. Never the workspace's `.referee/`.
 fn keep(protocol: &Protocol, w: &judge::WorkspaceJudgment, task: &str, live: bool) -> Result<()> {
-    let store = crate::state::attempts::Store::open(&crate::state::attempts::dir_for(&w.state));
-    for v in &w.verdicts {
-        if live && v.task_id != task {
-            continue;
-        }
-        crate::outputs::code_change::write_verdict(
-            &w.state,
-            protocol,
-            v,
-            crate::outputs::Durability::Contents,
-        )
-        .and_then(|()| {
-            v.kept()
-                .map_or(Ok(()), |(kept, diff)| store.keep(&kept, diff))
-        })
-        .with_context(|| format!("cannot keep the verdict in `{}`", w.state.display()))?;
-    }
-    if !live {
-        let dir = crate::outputs::OutDir::at(&w.state);
-        match crate::outputs::code_change::workspace_stop_md(protocol, &w.ws, &w.verdicts) {
-            Some(text) => {
-                crate::outputs::write_atomic(&dir, crate::outputs::STOP_FILE, text)?;
-            }
-            None => crate::outputs::remove_own(&dir, crate::outputs::STOP_FILE)?,
-        }
-    }
-    Ok(())
+    let writes = judge::Writes {
+        copies: false,
+        stop: !live,
+        only_task: live.then_some(task),
+    };
+    judge::write_workspace(protocol, w, writes)
 }
 
 fn read_small(path: &Path) -> Option<String> {

@@ -244,7 +244,7 @@ pub(super) fn post_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
         return Ok(Answer::allow());
     }
     let mut found = Vec::new();
-    for v in &w.verdicts {
+    for v in &w.decision.verdicts {
         for r in v.results.iter().filter(|r| is_failing(r)) {
             let names = |rel: &String| {
                 r.evidence.observed.contains(rel.as_str())

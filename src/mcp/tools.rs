@@ -142,8 +142,9 @@ pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Resu
         max_read_bytes: cfg.max_read_bytes,
         ..judge::Request::new(&path)
     };
-    let judgment = judge::judge(&req, &p, None).map_err(|e| format!("{e:#}"))?;
-    let violation = judgment.violation(&p);
+    let ((p, _), judgment) =
+        judge::judge(&req, judge::loaded((p, None))).map_err(|e| format!("{e:#}"))?;
+    let violation = judgment.violation();
     let (rendered, mut text) = match &judgment {
         Judgment::Build(b) => {
             let stops: Vec<String> = b
@@ -169,9 +170,9 @@ pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Resu
                 if violation { "STOP" } else { "GO" },
                 path.display(),
                 p.id,
-                w.verdicts.len()
+                w.decision.verdicts.len()
             )];
-            for v in &w.verdicts {
+            for v in &w.decision.verdicts {
                 let attempt = v.attempt.map_or("?".to_string(), |a| a.to_string());
                 let reasons = if v.reasons.is_empty() {
                     String::new()
@@ -191,7 +192,7 @@ pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Resu
                 &w.ws,
                 &w.eval,
                 &w.runs,
-                &w.verdicts,
+                &w.decision,
                 &w.ctx,
             );
             (json, lines.join("\n"))

@@ -1,10 +1,10 @@
-//! What the code-change referee writes (SPEC §7, §8): `OBSERVER-VERDICT-<task_id>.md` and
-//! `.json` (`referee.verdict/1`), `OBSERVER-STOP.md` while a protected-file veto stands or a task
-//! is escalated, the report, and each attempt's diff and verdict kept for the loop guards. What
-//! counts is written into the referee's state directory ([`crate::state`]); the verdicts, STOP
-//! and report get copies in `WORKSPACE/.referee/` (the folder itself made with a `.gitignore` of
-//! `*`). Every file is written atomically; `.referee` itself must be a real directory, never a
-//! symlink.
+//! What the code-change referee writes (SPEC §7, §8), rendered from what was decided
+//! ([`Decision`]): `OBSERVER-VERDICT-<task_id>.md` and `.json` (`referee.verdict/1`),
+//! `OBSERVER-STOP.md` while the decision says a STOP stands, the report and `verify --format
+//! json`. What counts is written into the referee's state directory ([`crate::state`], which
+//! also keeps each attempt for the loop guards); the verdicts, STOP and report get copies in
+//! `WORKSPACE/.referee/` (the folder itself made with a `.gitignore` of `*`). Every file is
+//! written atomically; `.referee` itself must be a real directory, never a symlink.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::blocks::{table_head, table_row};
 use super::escape::{cell, code, code_cell, text};
 use super::Context;
+use crate::decision::Decision;
 use crate::engine::{CheckResult, Evaluation, Status, TaskRun};
 use crate::protocol::{GradeOutcome, Protocol};
 use crate::state::attempts;
@@ -24,7 +25,7 @@ mod report;
 mod stop;
 
 pub use report::{report_md, verify_json};
-pub use stop::{stop_md, veto_stop_md, workspace_stop_md};
+pub use stop::stop_md;
 
 pub const VERDICT_SCHEMA: &str = "referee.verdict/1";
 
@@ -286,37 +287,9 @@ fn attempt_label(attempt: Option<u64>) -> String {
     })
 }
 
-/// Writes the STOP and the report of a one-shot judgment into the state directory `state` (and
-/// copies into `.referee/`); the caller has written the verdicts ([`write_verdict`]) before.
-pub fn write_all(
-    p: &Protocol,
-    ws: &Workspace,
-    eval: &Evaluation,
-    runs: &[TaskRun],
-    verdicts: &[TaskVerdict],
-    ctx: &Context,
-    state: &Path,
-) -> std::io::Result<()> {
-    let dir = ensure_dir(ws.root())?;
-    for d in [&super::OutDir::at(state), &dir] {
-        match workspace_stop_md(p, ws, verdicts) {
-            Some(text) => {
-                super::write_atomic(d, super::STOP_FILE, &text)?;
-            }
-            None => super::remove_own(d, super::STOP_FILE)?,
-        }
-    }
-    super::write_atomic(
-        &dir,
-        super::REPORT_FILE,
-        report_md(p, ws, eval, runs, verdicts, ctx),
-    )?;
-    Ok(())
-}
-
 /// Writes one attempt's verdict files (the JSON before the markdown) into `dir`: the state
-/// directory, or the copy in the workspace's `.referee/`. The STOP file is not touched:
-/// `verify` writes it in [`write_all`], the daemon through its own STOP file.
+/// directory, or the copy in the workspace's `.referee/`. The STOP file is not touched: the
+/// one-shot entry points write it through `judge::write`, the daemon through its own STOP file.
 ///
 /// `durability` is the verdict files' (the daemon's are [`super::Durability::Background`], like
 /// its STOP: an orchestrator waits on them, and a disk flush must not delay them).

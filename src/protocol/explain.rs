@@ -64,11 +64,25 @@ fn leaf(p: &Predicate) -> String {
             g.as_slice().iter().map(|g| q(g.as_str())).collect::<Vec<_>>().join(", ")
         ),
         P::Count(c) => format!(
-            "the number of files matching {} is{}{}",
+            "the number of files matching {}{} is{}{}",
             q(c.glob.as_str()),
+            c.signature
+                .as_ref()
+                .map(|s| format!(" that begin with the {} signature", s.name))
+                .unwrap_or_default(),
             c.min.map(|m| format!(" >= {m}")).unwrap_or_default(),
             c.max.map(|m| format!(" <= {m}")).unwrap_or_default()
         ),
+        P::Verdict(v) => {
+            let files = v
+                .files
+                .as_ref()
+                .map_or_else(|| "the verdict files".to_string(), |g| q(g.as_str()));
+            match v.is.as_slice() {
+                [] => format!("the verdict in {files} can be read (a file there without one: INCONCLUSIVE)"),
+                is => format!("a verdict in {files} is {}", is.join(" or ")),
+            }
+        }
         P::FileSet(f) => format!(
             "files matching {} carry the keys {} exactly once each (key: {}{}); fewer wait, others FAIL",
             q(f.glob.as_str()),
@@ -112,7 +126,7 @@ fn leaf(p: &Predicate) -> String {
         }
         P::Distinct(f) => format!("tracker values differ: {}", f.join(", ")),
         P::Dissimilar(d) => format!(
-            "{} and {} are not near-identical (line similarity < {}, line endings and trailing whitespace ignored){}",
+            "{} and {} are not near-identical (similarity of their words < {}, however wrapped or saved){}",
             q(d.files[0].as_str()),
             q(d.files[1].as_str()),
             d.threshold,

@@ -47,6 +47,10 @@ impl Inputs {
     /// Whether a change to `rel` (a path relative to the build directory) may change the
     /// result. Conservative: a change inside a matched directory counts.
     pub fn touched_by(&self, rel: &str) -> bool {
+        // An editor's lock, swap or backup file, or a change inside `.git`, is no check's input.
+        if crate::artifacts::not_input(rel) {
+            return false;
+        }
         if self.everything || (self.tracker && rel == TRACKER_FILE) {
             return true;
         }
@@ -70,6 +74,14 @@ impl Inputs {
             }
             P::Always(_) => {}
             P::Complete(_) => self.verdict = true,
+            P::Verdict(v) => match &v.files {
+                Some(files) => self.read(std::slice::from_ref(files)),
+                // Every `[verdict]` file, which the inputs do not know by name.
+                None => {
+                    self.verdict = true;
+                    self.everything = true;
+                }
+            },
             P::Exists(g) => self.globs.extend(g.as_slice().iter().cloned()),
             P::Count(c) => self.globs.push(c.glob.clone()),
             P::FileSet(f) => self.globs.push(f.glob.clone()),

@@ -368,9 +368,10 @@ fn kind_needs(
             }));
         for (p, check) in preds.chain(pass.deadline.iter().map(|d| (d, None))) {
             let problem = if !matches!(subject, Subject::Build(Some(_)))
-                && any_leaf(p, &|l| matches!(l, Predicate::Complete(_)))
-            {
-                Some("`complete` needs a `[verdict]` table (how the pipeline's verdict is read); without one the pipeline completes only at `verify --final`, `watch --exit-with` or `--timeout`")
+                && any_leaf(p, &|l| {
+                    matches!(l, Predicate::Complete(_) | Predicate::Verdict(_))
+                }) {
+                Some("`complete` and `verdict` need a `[verdict]` table (how the pipeline's verdict is read); without one the pipeline completes only at `verify --final`, `watch --exit-with` or `--timeout`")
             } else if matches!(subject, Subject::Build(_))
                 && any_leaf(
                     p,

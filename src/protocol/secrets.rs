@@ -83,6 +83,8 @@ struct Rule {
     /// that holds none of a rule's keywords never compiles it).
     regex: OnceLock<Regex>,
     src: String,
+    /// The fewest bytes a match takes: a shorter line is not searched.
+    min_len: usize,
     group: usize,
     entropy: Option<f64>,
     allow: Vec<Regex>,
@@ -145,14 +147,21 @@ fn compile(src: &str) -> Result<Regex, String> {
         .map_err(|e| format!("invalid regex `{src}`: {e}"))
 }
 
-/// How many groups `src` has (group 0 included), from its syntax alone (no compiling).
-fn groups_of(src: &str) -> Result<usize, String> {
+/// How many groups `src` has (group 0 included), and the fewest bytes a match of it takes,
+/// from its syntax alone (no compiling).
+fn shape_of(src: &str) -> Result<(usize, usize), String> {
     regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
         .build()
         .parse(src)
-        .map(|hir| hir.properties().explicit_captures_len() + 1)
+        .map(|hir| {
+            let p = hir.properties();
+            (
+                p.explicit_captures_len() + 1,
+                p.minimum_len().unwrap_or(usize::MAX),
+            )
+        })
         .map_err(|e| format!("invalid regex `{src}`: {e}"))
 }
 
@@ -307,16 +316,10 @@ impl Rules {
                 return Err(at("duplicate rule id".into()));
             }
             let regex = OnceLock::new();
-            let groups = if eager {
-                let compiled = compile(&r.regex).map_err(at)?;
-                let groups = compiled
-                    .group_info()
-                    .group_len(regex_automata::PatternID::ZERO);
-                let _ = regex.set(compiled);
-                groups
-            } else {
-                groups_of(&r.regex).map_err(at)?
-            };
+            if eager {
+                let _ = regex.set(compile(&r.regex).map_err(at)?);
+            }
+            let (groups, min_len) = shape_of(&r.regex).map_err(at)?;
             let group = r.group.unwrap_or(if groups > 1 { 1 } else { 0 });
             if group >= groups {
                 return Err(at(format!(
@@ -358,6 +361,7 @@ impl Rules {
                 name: r.name.clone(),
                 regex,
                 src: r.regex.clone(),
+                min_len,
                 group,
                 entropy: r.entropy,
                 allow,
@@ -414,10 +418,36 @@ impl Rules {
     /// value on the next: `<token>` and the token in XML, `key:` and a YAML block). Only
     /// the rules with a keyword on `before` look at the two lines.
     pub fn scan_after(&self, before: &[u8], line: &[u8]) -> Option<Hit<'_>> {
+        let keyed = self.keyed(before);
+        self.scan_keyed(Some((before, &keyed)), line).0
+    }
+
+    /// Which rules' keywords `line` holds: what [`Rules::scan_keyed`] needs of the line above
+    /// the one it scans.
+    pub fn keyed(&self, line: &[u8]) -> Keyed {
+        Keyed(self.compiled().keyed(line))
+    }
+
+    /// [`Rules::scan_after`] of `line` after `above` (with its [`Keyed`], so a line's keywords
+    /// are looked for once when the next line is scanned after it), or [`Rules::scan`] when
+    /// `above` is `None`; and `line`'s own [`Keyed`].
+    pub fn scan_keyed(
+        &self,
+        above: Option<(&[u8], &Keyed)>,
+        line: &[u8],
+    ) -> (Option<Hit<'_>>, Keyed) {
         let c = self.compiled();
-        c.scan(line).or_else(|| c.scan_across(before, line))
+        let keyed = c.keyed(line);
+        let hit = c
+            .scan_run(&keyed, line)
+            .or_else(|| above.and_then(|(text, k)| c.scan_across(text, &k.0, line)));
+        (hit, Keyed(keyed))
     }
 }
+
+/// The rules whose keywords occur in a line, by their place in the file.
+#[derive(Debug, Clone)]
+pub struct Keyed(Vec<bool>);
 
 impl Compiled {
     /// The rules whose keywords occur in `text`, in file order.
@@ -431,9 +461,8 @@ impl Compiled {
         run
     }
 
-    fn scan_across(&self, before: &[u8], line: &[u8]) -> Option<Hit<'_>> {
-        let run = self.keyed(before);
-        if !run.contains(&true) {
+    fn scan_across(&self, before: &[u8], keyed: &[bool], line: &[u8]) -> Option<Hit<'_>> {
+        if !keyed.contains(&true) {
             return None;
         }
         let mut window = Vec::with_capacity(before.len() + 1 + line.len());
@@ -445,8 +474,8 @@ impl Compiled {
         let from = before.len() + 1;
         self.rules
             .iter()
-            .zip(run)
-            .filter(|(_, run)| *run)
+            .zip(keyed)
+            .filter(|(_, run)| **run)
             .find(|(r, _)| self.finds_from(r, &window, from))
             .map(|(r, _)| Hit {
                 id: &r.id,
@@ -455,16 +484,18 @@ impl Compiled {
     }
 
     fn scan(&self, line: &[u8]) -> Option<Hit<'_>> {
-        let mut run = self.keyed(line);
-        for &i in &self.always {
-            run[i] = true;
-        }
+        self.scan_run(&self.keyed(line), line)
+    }
+
+    /// The first rule, among those keyed and those that run on every line, with a finding on
+    /// `line`.
+    fn scan_run(&self, keyed: &[bool], line: &[u8]) -> Option<Hit<'_>> {
         self.rules
             .iter()
-            .zip(run)
-            .filter(|(_, run)| *run)
-            .find(|(r, _)| self.finds(r, line))
-            .map(|(r, _)| Hit {
+            .enumerate()
+            .filter(|(i, _)| keyed[*i] || self.always.contains(i))
+            .find(|(_, r)| self.finds(r, line))
+            .map(|(_, r)| Hit {
                 id: &r.id,
                 name: &r.name,
             })
@@ -484,6 +515,9 @@ impl Compiled {
 
     /// Whether `r` has a finding in `text` whose secret begins at `from` or after.
     fn finds_from(&self, r: &Rule, text: &[u8], from: usize) -> bool {
+        if text.len() < r.min_len {
+            return false;
+        }
         self.regex(r)
             .captures_iter(text)
             .take(MAX_MATCHES_PER_LINE)

@@ -37,6 +37,17 @@ fn r(n: usize, alphabet: &str) -> String {
     )
 }
 
+/// `n` hex digits random enough for the generic rules (3.5 bits per byte): hex tops out at 4,
+/// and one draw in a few falls under 3.5.
+fn random_hex(n: usize) -> String {
+    loop {
+        let h = r(n, HEX);
+        if entropy(h.as_bytes()) >= 3.6 {
+            return h;
+        }
+    }
+}
+
 fn b64url_encode(data: &[u8]) -> String {
     let a = B64URL.as_bytes();
     let mut out = String::new();
@@ -132,7 +143,7 @@ fn aws() {
     // 40 hex digits are no AWS key (not random enough for that rule), but under a secret's
     // name they are a secret all the same (GitHub's OAuth client secrets are 40 hex digits).
     found(
-        &format!("aws_secret_access_key = \"{}\"", r(40, HEX)),
+        &format!("aws_secret_access_key = \"{}\"", random_hex(40)),
         "generic-secret",
     );
     clean(&format!(
@@ -436,7 +447,10 @@ fn generic_assignments_keep_hashes_uuids_templates_and_plain_words_out() {
         r(4, HEX),
         r(12, HEX)
     );
-    found(&format!("secret = \"{}\"", r(40, HEX)), "generic-secret");
+    found(
+        &format!("secret = \"{}\"", random_hex(40)),
+        "generic-secret",
+    );
     found(&format!("client_secret = \"{uuid}\""), "generic-secret");
     clean(&format!("token_sha256 = \"{}\"", r(64, HEX)));
     clean(&format!("credentialsId: '{uuid}'"));
@@ -600,7 +614,9 @@ fn an_embedded_rule_is_compiled_only_for_a_line_that_holds_its_keywords() {
     // Parsed as the embedded rules are (not the process-wide copy other tests share).
     let lazy = Rules::parse_with(EMBEDDED_TEXT, "embedded", None, false).expect("valid");
     assert_eq!(compiled_count(&lazy), 0);
-    assert!(lazy.scan(b"let total = items.len();").is_none());
+    assert!(lazy
+        .scan(b"let total_of_every_item_in_the_list = items.iter().map(|i| i.len()).sum();")
+        .is_none());
     // Only the rules that run on every line (no keywords: Discord's bot token, shaped enough
     // on its own) are compiled for a line without keywords.
     let always = lazy.compiled().always.len();
@@ -609,6 +625,13 @@ fn an_embedded_rule_is_compiled_only_for_a_line_that_holds_its_keywords() {
         compiled_count(&lazy),
         always,
         "a line without keywords compiles no rule that has keywords"
+    );
+    // Nor does a line too short for any match of the rules its keywords name.
+    assert!(lazy.scan(b"token=1").is_none());
+    assert_eq!(
+        compiled_count(&lazy),
+        always,
+        "a short line compiles nothing"
     );
     let hit = lazy.scan(format!("id = AKIA{}", r(16, UPPER32)).as_bytes());
     assert_eq!(hit.map(|h| h.id), Some("aws-access-key-id"));

@@ -277,7 +277,8 @@ fields!(IfThen {
     then,
     otherwise
 });
-fields!(Count { glob; min, max });
+fields!(Count { glob; min, max, signature });
+fields!(VerdictIs { files, is });
 fields!(FileSet { glob, key, expect; ignore_case });
 fields!(Section { section; exact });
 fields!(FieldMatches { fields, pattern; any });
@@ -363,6 +364,7 @@ impl Substitute for Predicate {
             P::FailIfMissing(p) => P::FailIfMissing(p.substitute(vars)?),
             P::Always(b) => P::Always(*b),
             P::Complete(b) => P::Complete(*b),
+            P::Verdict(v) => P::Verdict(v.substitute(vars)?),
             P::Exists(g) => P::Exists(g.substitute(vars)?),
             P::Count(c) => P::Count(c.substitute(vars)?),
             P::FileSet(f) => P::FileSet(f.substitute(vars)?),
@@ -500,6 +502,7 @@ mod tests {
             glob: "${files}".to_string().try_into().unwrap(),
             min: None,
             max: None,
+            signature: None,
         });
         let err = instantiate(&count, &v).unwrap_err().to_string();
         assert!(err.contains("is a list"), "{err}");

@@ -159,12 +159,12 @@ fn set_field_rewrites_value_and_time_only() {
     );
     // The header row is not a field.
     assert!(set_field(t, &set("Field", Some("x"), None)).is_err());
-    // A pipe inside a code span does not split the row, for the referee reading it nor for
-    // the edit: the value set is the cell the referee reads as the value.
-    let code = "| Field | Value | Time |\n|---|---|---|\n| `a | b` | ___ | |\n";
+    // An escaped pipe inside a code span does not split the row (GFM), for the referee
+    // reading it nor for the edit: the value set is the cell the referee reads as the value.
+    let code = "| Field | Value | Time |\n|---|---|---|\n| `a \\| b` | ___ | |\n";
     assert_eq!(
-        set_field(code, &set("`a | b`", Some("done"), None)).unwrap(),
-        "| Field | Value | Time |\n|---|---|---|\n| `a | b` | done | |\n"
+        set_field(code, &set("a | b", Some("done"), None)).unwrap(),
+        "| Field | Value | Time |\n|---|---|---|\n| `a \\| b` | done | |\n"
     );
 }
 

@@ -28,7 +28,7 @@ const PASSES: &[(&str, &[&str])] = &[
         ],
     ),
     ("3", &["OBS-19", "OBS-20", "OBS-21", "OBS-22", "OBS-23"]),
-    ("4", &["OBS-26", "OBS-28", "OBS-29", "OBS-30"]),
+    ("4", &["OBS-26", "OBS-28", "OBS-29", "OBS-30", "OBS-31"]),
 ];
 const PASS_R_OWN: &[&str] = &["OBS-05", "OBS-06", "OBS-07", "OBS-08", "OBS-09"];
 

@@ -94,7 +94,7 @@ fn verify_clean_markdown_and_json() {
     assert_eq!(v["protocol"]["id"], "d10");
     assert_eq!(v["complete"], true);
     assert_eq!(v["verdict"], "SHIP");
-    assert_eq!(v["results"].as_array().unwrap().len(), 51);
+    assert_eq!(v["results"].as_array().unwrap().len(), 53);
     insta::assert_snapshot!("verify_clean_json", redact(&json, &dir));
 }
 
@@ -187,7 +187,7 @@ fn protocol_list_show_check_explain() {
         code, stdout: out, ..
     } = run(&["protocol", "list"]);
     assert_eq!(code, 0);
-    assert!(out.starts_with("d10\t1.0.0\t6 passes, 30 checks"), "{out}");
+    assert!(out.starts_with("d10\t1.0.0\t6 passes, 31 checks"), "{out}");
 
     let Output {
         code, stdout: text, ..
@@ -204,7 +204,7 @@ fn protocol_list_show_check_explain() {
     } = run(&["protocol", "check", file.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("ok: protocol `d10` 1.0.0 — 6 passes, 30 checks, 51 check instances"),
+        out.contains("ok: protocol `d10` 1.0.0 — 6 passes, 31 checks, 53 check instances"),
         "{out}"
     );
 
@@ -482,8 +482,8 @@ fn verify_warns_about_a_directory_with_nothing_to_judge() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("is this the build directory?"), "{err}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v["summary"]["waiting"], 25);
-    assert_eq!(v["summary"]["skip"], 26);
+    assert_eq!(v["summary"]["waiting"], 26);
+    assert_eq!(v["summary"]["skip"], 27);
     assert_eq!(v["summary"]["compliance_rate"], serde_json::Value::Null);
 }
 

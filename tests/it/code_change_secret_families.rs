@@ -223,6 +223,33 @@ fn slack_telegram_stripe_and_anthropic_shapes() {
 }
 
 #[test]
+fn atlassian_bitbucket_openai_square_and_google_shapes() {
+    let jira = token(&[], 20, LOWERNUM, 101) + &token(&[], 4, HEX, 102);
+    let bitbucket = token(&[], 64, LOWERNUM, 103);
+    let openai =
+        token(&["sk-", "proj-"], 58, B64URL, 104) + "T3Blbk" + &token(&["FJ"], 58, B64URL, 105);
+    let square = token(&["sq0", "csp-"], 43, B64URL, 106);
+    fails_with(
+        &format!(
+            "JIRA_API_TOKEN={jira}\nvar bitbucketToken string = \"{bitbucket}\"\nO = \"{openai}\"\nQ = \"{square}\"\n"
+        ),
+        &[&jira, &bitbucket, &openai, &square],
+        &[
+            "src/app.py:3: Atlassian API token",
+            "src/app.py:4: Bitbucket client secret",
+            "src/app.py:5: OpenAI API key",
+            "src/app.py:6: Square token",
+        ],
+    );
+    // Two method names after a Confluence name; a key Google's own clients publish (allowed as
+    // gitleaks allows it).
+    passes(&format!(
+        "M = [getPagesInConfluenceSpace,searchConfluenceUsingCql]\nG = \"{}{}\"\n",
+        "AIzaSyAnLA7NfeLquW1tJ", "Fpx_eQCxoX-oo6YyIs"
+    ));
+}
+
+#[test]
 fn secret_assignments_in_every_shape_and_across_two_lines() {
     let v = token(&[], 32, ALNUM, 81);
     let w = token(&[], 30, ALNUM, 82);
@@ -259,4 +286,43 @@ fn b64(data: &[u8]) -> String {
         }
     }
     out
+}
+
+#[test]
+fn a_value_added_under_a_name_the_baseline_already_has() {
+    // The baseline holds `<apiToken>` and `</apiToken>`; the attempt adds only the value
+    // between them: the line above it is no added line, and still names it.
+    let (_root, ws, _logs) = git_workspace();
+    let base = format!("{ORIGINAL}<apiToken>\n</apiToken>\n");
+    fs::write(ws.join(APP), &base).expect("write");
+    crate::code_change::git(&ws, &["commit", "-qam", "the element"]);
+    let v = token(&[], 32, ALNUM, 91);
+    fs::write(
+        ws.join(APP),
+        format!("{ORIGINAL}<apiToken>\n    {v}\n</apiToken>\n"),
+    )
+    .expect("write");
+    record(
+        &ws,
+        "t1",
+        1,
+        &[APP],
+        &BTreeMap::from([(APP, base.as_str())]),
+    );
+    let Output { code, stdout, .. } = run(&[
+        "verify",
+        ws.to_str().expect("utf-8"),
+        "--protocol",
+        "code-change",
+        "--write",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert_absent(&[&v], "verify's output", stdout.as_bytes());
+    let r = cc07(&verdict(&ws, "t1"));
+    assert_eq!(r["status"], "FAIL", "{r}");
+    assert_eq!(
+        r["evidence"]["details"],
+        serde_json::json!(["src/app.py:4: secret assignment"]),
+        "{r}"
+    );
 }

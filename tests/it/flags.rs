@@ -270,7 +270,7 @@ fn warnings_read_as_before_in_text_and_as_objects_in_json() {
         v["message"].as_str().unwrap().starts_with(NOT_A_BUILD),
         "{v}"
     );
-    assert_eq!(v["target"], "referee::judge");
+    assert_eq!(v["target"], "referee::judge::build");
     // -q keeps warnings.
     let out = run(&["verify", &d, "-q"]);
     assert!(out.stderr.contains(NOT_A_BUILD), "{}", out.stderr);

@@ -94,7 +94,7 @@ fn junit_maps_fail_to_failure_waiting_and_skip_to_skipped_inconclusive_to_error(
     } = verify(&dir, "junit");
     assert_eq!(code, 1, "an unwaived BLOCKING FAIL exits 1: {err}");
     let cases = junit_cases(&xml);
-    assert_eq!(cases.len(), 51, "one testcase per check instance");
+    assert_eq!(cases.len(), 53, "one testcase per check instance");
     let fail = case(&cases, "2:OBS-27");
     assert_eq!(fail.1, "failure");
     let msg = fail.2.as_deref().unwrap();

@@ -250,3 +250,215 @@ fn a_manual_source_in_lookalike_letters_stops_watch() {
         "source ｍａｎｕａｌ (reads \"manual\")",
     );
 }
+
+// ---- issue 31: a pipeline that saves as Windows PowerShell 5.1 does ---------------------------
+
+/// `verify --final --format json` on `dir`: the exit code and each check instance's status,
+/// `pass/check -> status`.
+fn statuses(dir: &Path) -> (i32, std::collections::BTreeMap<String, String>) {
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&[
+        "verify",
+        dir.to_str().expect("utf-8"),
+        "--final",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let map = v["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "{}/{}",
+                    r["pass"].as_str().unwrap_or(""),
+                    r["check"].as_str().unwrap_or("")
+                ),
+                r["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    (code, map)
+}
+
+/// Rewrites every file of `dir` whose name ends in one of `exts` with `encode`, keeping its
+/// mtime (the checks read mtimes too).
+fn resave(dir: &Path, exts: &[&str], encode: impl Fn(&str) -> Vec<u8>) -> usize {
+    let mut n = 0;
+    for e in walkdir::WalkDir::new(dir) {
+        let e = e.expect("walk");
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !e.file_type().is_file() || !exts.iter().any(|x| name.ends_with(x)) {
+            continue;
+        }
+        let meta = fs::metadata(e.path()).expect("stat");
+        let text = read(e.path());
+        fs::write(e.path(), encode(&text)).expect("rewrite");
+        let mtime = filetime::FileTime::from_last_modification_time(&meta);
+        filetime::set_file_mtime(e.path(), mtime).expect("mtime");
+        n += 1;
+    }
+    n
+}
+
+/// What `Out-File` (PowerShell 5.1's default, and `>`) writes: UTF-16LE with a mark, CRLF.
+fn powershell(s: &str) -> Vec<u8> {
+    utf16le_bom(&s.replace("\r\n", "\n").replace('\n', "\r\n"))
+}
+
+/// Issue 31: a pipeline on Windows PowerShell 5.1 (tracker, gate results, briefs, reports and
+/// the verdict all written by `Out-File`: UTF-16LE with a byte-order mark, CRLF) is judged as the
+/// same pipeline saved as UTF-8: every check the same, exit 0. It failed OBS-15, OBS-01, OBS-24
+/// and OBS-26.
+#[test]
+fn a_powershell_pipeline_in_utf16_passes_as_utf8_does() {
+    for base in ["clean", "clean-refine"] {
+        let (_tmp, dir) = crate::formats::build(&format!("base = \"{base}\"\n"));
+        let (code, utf8) = statuses(&dir);
+        assert_eq!(code, 0, "{base} in UTF-8: {utf8:?}");
+        let n = resave(&dir, &[".md", ".json", ".html"], powershell);
+        assert!(n >= 15, "{n} files resaved");
+        let (code, utf16) = statuses(&dir);
+        assert_eq!(utf16, utf8, "{base}: UTF-16 judged otherwise than UTF-8");
+        assert_eq!(code, 0, "{base} in UTF-16: {utf16:?}");
+        for check in ["1/OBS-15", "2/OBS-01", "2/OBS-24", "4/OBS-26"] {
+            assert_eq!(utf16[check], "PASS", "{base}: {check}");
+        }
+    }
+}
+
+/// Issue 31: a tracker saved with CR-only line ends (classic Mac editors, some exporters) reads
+/// as the same tracker: every check as with LF.
+#[test]
+fn a_tracker_with_cr_line_ends_reads_as_with_lf() {
+    let (_tmp, dir) = crate::formats::build("base = \"clean\"\n");
+    let (_, lf) = statuses(&dir);
+    resave(&dir, &["EXECUTION-TRACKER.md"], |s| {
+        s.replace('\n', "\r").into_bytes()
+    });
+    let (code, cr) = statuses(&dir);
+    assert_eq!(cr, lf);
+    assert_eq!(code, 0);
+}
+
+// ---- issue 31: the REFINE prompt compared by its words (OBS-06) --------------------------------
+
+/// `clean-refine` with the REFINE builder prompt replaced by the Pass-1 prompt as `rewrite`
+/// makes it: OBS-06 (pass R) FAILs on the prompts' word similarity.
+fn same_prompt_fails_obs06(rewrite: impl Fn(&str) -> Vec<u8>) {
+    let (_tmp, dir) = crate::formats::build("base = \"clean-refine\"\n");
+    let pass1 = read(&dir.join("p2-builder-prompt.md"));
+    let refine = dir.join("refine-builder-prompt.md");
+    let meta = fs::metadata(&refine).expect("stat");
+    fs::write(&refine, rewrite(&pass1)).expect("write the REFINE prompt");
+    filetime::set_file_mtime(
+        &refine,
+        filetime::FileTime::from_last_modification_time(&meta),
+    )
+    .expect("mtime");
+    let d = dir.to_str().expect("utf-8");
+    let Output {
+        code,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(&["verify", d, "--final"]);
+    assert_eq!(code, 1, "{err}\n{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("- OBS-06 [BLOCKING] **FAIL**"))
+        .unwrap_or_else(|| panic!("OBS-06 fails:\n{out}"));
+    assert!(!line.is_empty());
+    assert!(out.contains("word similarity 1.000"), "{out}");
+}
+
+/// Each paragraph's lines joined and cut again at 50 columns.
+fn rewrapped(s: &str) -> Vec<u8> {
+    let mut out = String::new();
+    for para in s.split("\n\n") {
+        let words: Vec<&str> = para.split_whitespace().collect();
+        let mut line = String::new();
+        for w in words {
+            if !line.is_empty() && line.len() + w.len() > 50 {
+                out.push_str(&line);
+                out.push('\n');
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(w);
+        }
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn a_refine_prompt_that_is_the_pass1_prompt_rewrapped_fails_obs06() {
+    same_prompt_fails_obs06(rewrapped);
+}
+
+#[test]
+fn a_refine_prompt_that_is_the_pass1_prompt_on_one_line_fails_obs06() {
+    same_prompt_fails_obs06(|s| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .into_bytes()
+    });
+}
+
+#[test]
+fn a_refine_prompt_that_is_the_pass1_prompt_in_utf16_fails_obs06() {
+    same_prompt_fails_obs06(utf16le_bom);
+    same_prompt_fails_obs06(utf16be_no_bom);
+}
+
+// ---- issue 31: the tracker read as seen, live -------------------------------------------------
+
+/// A tracker value read as its reader reads it stops a live referee too: `<del>PASS</del> FAIL`
+/// is a BV FAIL without a revised brief (OBS-18), and a gate source shown as "manual" through a
+/// right-to-left override is a manual source (OBS-27).
+#[test]
+fn a_struck_tracker_value_stops_watch() {
+    watch_stops(
+        |d| {
+            let path = d.join("EXECUTION-TRACKER.md");
+            let text =
+                read(&path).replacen("| BV-02 | PASS |", "| BV-02 | <del>PASS</del> FAIL |", 1);
+            assert!(text.contains("<del>PASS</del> FAIL"));
+            fs::write(&path, text).expect("write the tracker");
+        },
+        "OBS-18",
+        "BV-02 = FAIL (written `<del>PASS</del> FAIL`)",
+    );
+}
+
+#[test]
+fn a_right_to_left_manual_source_stops_watch() {
+    watch_stops(
+        |d| manual_source(d, "\u{202e}launam"),
+        "OBS-27",
+        "(reads \"manual\")",
+    );
+}
+
+/// Issue 31: text is read in display order. A pipeline word written backwards after a
+/// right-to-left override is shown, and read, forwards: OBS-21 finds `gate runner`.
+#[test]
+fn a_pipeline_word_behind_a_right_to_left_override_is_read() {
+    verify_fails(
+        "clean",
+        |d| tainted_report(d, "The \u{202e}rennur etag\u{202c} liked the hero.", utf8),
+        "OBS-21",
+        &["`gate runner` matched \"The \\u{202e}rennur etag\\u{202c} liked the hero.\" (reads \"gate runner\")"],
+    );
+}

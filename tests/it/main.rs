@@ -30,6 +30,7 @@ mod markdown;
 mod mcp;
 mod order;
 mod pinned;
+mod pipeline;
 mod project_rules;
 mod renamed_grades;
 mod replay;

@@ -8,7 +8,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
@@ -24,6 +24,24 @@ fn put(dir: &Path, rel: &str, text: &str) {
     let tmp = dir.join(format!(".{rel}.tmp"));
     fs::write(&tmp, text).expect("write");
     fs::rename(&tmp, dir.join(rel)).expect("rename");
+}
+
+/// The order the referee saw counts only between writes at least `PHASE_GAP` apart (closer ones
+/// are one burst, a copy or an editor's save): waits until that long has passed since `since`
+/// (a moment after the referee had seen the earlier write), so the next write is a later phase.
+fn a_phase_later(since: Instant) {
+    let gap = Duration::from_millis(
+        referee::checks::PHASE_GAP
+            .num_milliseconds()
+            .try_into()
+            .expect("a positive gap"),
+    );
+    crate::watch::wait_until(
+        gap + Duration::from_secs(1),
+        "a phase's gap has passed",
+        || since.elapsed() > gap,
+        String::new,
+    );
 }
 
 fn content(name: &str) -> String {
@@ -75,16 +93,19 @@ fn an_auditor_mtime_set_back_after_the_stop_does_not_lift_it() {
     w.until("pass 3 ran on the integrative report", || {
         dir.join("OBSERVER-PASS-3.md").exists()
     });
+    // `--sync`: answered once the referee has judged (and so seen) the integrative report.
+    let d = dir.to_str().expect("utf-8");
     assert_eq!(
-        status(&dir, true).code,
+        run(&["status", d, "--sync", "--require-live"]).code,
         0,
         "in order so far\n{}",
         w.output()
     );
-    // Auditor A rewritten after the integrative report was written: OBS-20 FAILs.
+    let judged = Instant::now();
+    // Auditor A rewritten a phase after the integrative report was written: OBS-20 FAILs.
     let a = dir.join("p3b-pa-auditor-A.md");
     let rewritten = format!("{}\nAddendum: I see the footer sits tight.\n", read(&a));
-    std::thread::sleep(Duration::from_millis(20));
+    a_phase_later(judged);
     put(&dir, "p3b-pa-auditor-A.md", &rewritten);
     w.until("the STOP stands for OBS-20", || {
         read(&dir.join(STOP)).contains("OBS-20")
@@ -150,6 +171,7 @@ fn a_back_dated_scan_filled_in_after_the_auditors_does_not_lift_the_stop() {
     w.until("the STOP stands for OBS-01 (no scan recorded)", || {
         read(&dir.join(STOP)).contains("OBS-01")
     });
+    a_phase_later(Instant::now());
     put(&dir, TRACKER, &scan_filled(&dir));
     w.until(
         "the referee judged the back-dated scan and kept the STOP",

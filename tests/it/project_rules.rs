@@ -400,7 +400,7 @@ fn the_d10_pipeline_doc_example_does_what_it_says() {
     assert!(out.contains("OBS-16 [SIGNIFICANT] **PASS**"), "{out}");
     assert!(out.contains("OBS-15 [BLOCKING] **PASS**"), "{out}");
     assert!(out.contains("OBS-17 [SIGNIFICANT] **WAITING**"), "{out}");
-    assert!(out.contains("22 not yet due"), "{out}");
+    assert!(out.contains("23 not yet due"), "{out}");
     let (code, out) = sh(example[1], &dir.path().join("build"));
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("OBS-27 [BLOCKING] **FAIL**"), "{out}");

@@ -316,7 +316,7 @@ fn a_protocol_without_verdict_refuses_complete_and_a_bare_parses() {
     } = check(&bad);
     assert_eq!(code, 2);
     assert!(
-        err.contains("in check `REPORT`: `complete` needs a `[verdict]` table"),
+        err.contains("in check `REPORT`: `complete` and `verdict` need a `[verdict]` table"),
         "{err}"
     );
     let line = bad

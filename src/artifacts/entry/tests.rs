@@ -24,14 +24,27 @@ fn symlink_to_file_inside_takes_the_targets_kind_and_size() {
 }
 
 #[test]
-fn symlinked_directory_inside_is_a_dir_but_not_descended() {
+fn symlinked_directory_inside_is_read_through_but_a_loop_is_not() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir(dir.path().join("real")).unwrap();
     fs::write(dir.path().join("real/f"), "x").unwrap();
     symlink("real", dir.path().join("alias")).unwrap();
     symlink(".", dir.path().join("self")).unwrap();
+    symlink("..", dir.path().join("real/up")).unwrap();
     let snap = scan(dir.path());
-    assert_eq!(rels(&snap), ["alias", "real", "real/f", "self"]);
+    assert_eq!(
+        rels(&snap),
+        ["alias", "alias/f", "alias/up", "real", "real/f", "real/up", "self"]
+    );
+    // Read through the link; the links into folders that hold them are loops, not entered.
+    assert_eq!(snap.read("alias/f").unwrap().bytes, b"x");
+    let unlisted: Vec<&str> = snap.unlisted().iter().map(|u| u.rel.as_str()).collect();
+    assert_eq!(unlisted, ["alias/up", "real/up", "self"]);
+    assert!(
+        snap.unlisted()[2].cause.contains("a loop"),
+        "{:?}",
+        snap.unlisted()
+    );
     assert_eq!(snap.get("alias").unwrap().kind, Kind::Dir);
     assert_eq!(snap.get("self").unwrap().kind, Kind::Dir);
     assert!(snap.get("alias").unwrap().is_symlink());

@@ -24,6 +24,7 @@
 
 mod buf;
 mod map;
+pub mod seen;
 mod wide;
 
 use std::borrow::Cow;
@@ -48,8 +49,11 @@ pub struct Reading {
     pub encoding: Encoding,
     /// `None`: the file's bytes read as they are.
     text: Option<Buf>,
-    /// Normalised text → `decoded` text (or the file's bytes); `None` is the identity.
+    /// Normalised text → the text in display order (`visual`); `None` is the identity.
     map: Option<Map>,
+    /// For a text with bidirectional controls: its lines in display order → the decoded text
+    /// (or the file's bytes).
+    visual: Option<Map>,
     /// For UTF-16/32: decoded text → the file's bytes.
     decoded: Option<Map>,
 }
@@ -68,6 +72,10 @@ impl Reading {
     /// The range of the file's bytes that the normalised range `r` was read from.
     pub fn original_range(&self, r: Range<usize>) -> Range<usize> {
         let r = match &self.map {
+            Some(m) => m.range(r),
+            None => r,
+        };
+        let r = match &self.visual {
             Some(m) => m.range(r),
             None => r,
         };
@@ -131,14 +139,15 @@ pub fn readings(bytes: &[u8], wide: Option<(Encoding, usize)>) -> Vec<Reading> {
     let mut out = vec![utf8(bytes)];
     if let Some((encoding, skip)) = wide {
         let (decoded, dmap) = wide::decode(bytes, encoding, skip);
-        let (text, map) = match normalize(&decoded) {
-            Some((text, map)) => (text, Some(map)),
-            None => (decoded, None),
+        let (text, map, visual) = match read(&decoded) {
+            (Some(text), map, visual) => (text, map, visual),
+            (None, _, _) => (decoded, None, None),
         };
         out.push(Reading {
             encoding,
             text: Some(text),
             map,
+            visual,
             decoded: Some(dmap),
         });
     }
@@ -147,15 +156,33 @@ pub fn readings(bytes: &[u8], wide: Option<(Encoding, usize)>) -> Vec<Reading> {
 
 /// `bytes` read as UTF-8 (invalid bytes kept as they are).
 pub fn utf8(bytes: &[u8]) -> Reading {
-    let (text, map) = match normalize(bytes) {
-        Some((text, map)) => (Some(text), Some(map)),
-        None => (None, None),
-    };
+    let (text, map, visual) = read(bytes);
     Reading {
         encoding: Encoding::Utf8,
         text,
         map,
+        visual,
         decoded: None,
+    }
+}
+
+/// The reading of UTF-8 `bytes`: normalised, and first put in display order where a line holds
+/// bidirectional controls (`\u{202e}rennur etag` is shown, and read, as "gate runner"). The
+/// text (`None`: the bytes as they are), its map to the text in display order, and that
+/// text's map to `bytes`.
+fn read(bytes: &[u8]) -> (Option<Buf>, Option<Map>, Option<Map>) {
+    let (normalized, bidi) = normalize_seen(bytes, Markup::Read);
+    if !bidi {
+        return match normalized {
+            Some((text, map)) => (Some(text), Some(map), None),
+            None => (None, None, None),
+        };
+    }
+    drop(normalized);
+    let (visual, vmap) = seen::visual_lines(bytes);
+    match normalize(&visual) {
+        Some((text, map)) => (Some(text), Some(map), Some(vmap)),
+        None => (Some(visual), None, Some(vmap)),
     }
 }
 
@@ -204,12 +231,10 @@ impl Drop for Reading {
     }
 }
 
-/// A value (a gate's `source`, a tracker field) as a human reads it.
+/// A value written as raw text (a gate's `source`, a JSON key) as a human reads it: markup
+/// read ([`Markup::Read`]) and the rest as [`seen::value`] reads it.
 pub fn normalize_str(s: &str) -> Cow<'_, str> {
-    match normalize(s.as_bytes()) {
-        Some((text, _)) => Cow::Owned(String::from_utf8_lossy(&text).into_owned()),
-        None => Cow::Borrowed(s),
-    }
+    seen::value_as(s, Markup::Read)
 }
 
 /// Bytes that may start a change: NUL, `\`, `&`, `-` and every non-ASCII byte (what
@@ -306,6 +331,29 @@ enum Step {
 /// The normalised text of UTF-8 `bytes` and its map, or `None` when it reads as it is written.
 /// Nothing is copied until the first change.
 pub fn normalize(bytes: &[u8]) -> Option<(Buf, Map)> {
+    normalize_as(bytes, Markup::Read)
+}
+
+/// Whether HTML character references and backslash escapes are still to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    /// Raw text (a file's bytes, a JSON string): `&#70;` and `\-` read as `F` and `-`.
+    Read,
+    /// Text a markdown parser has already rendered: its references and escapes were read
+    /// once, and reading them again would see `&amp;#70;` (shown as `&#70;`) as `F`.
+    Rendered,
+}
+
+/// [`normalize`], reading markup or not.
+pub fn normalize_as(bytes: &[u8], markup: Markup) -> Option<(Buf, Map)> {
+    normalize_seen(bytes, markup).0
+}
+
+/// [`normalize_as`], and whether the text holds a bidirectional control (the normalised text
+/// has dropped it; the order it changes is [`seen::visual_lines`]'s business). The controls are
+/// found where the text changes anyway, so a text without one pays nothing more.
+fn normalize_seen(bytes: &[u8], markup: Markup) -> (Option<(Buf, Map)>, bool) {
+    let mut bidi = false;
     let mut built: Option<Builder> = None;
     let mut copied_to = 0;
     let mut i = 0;
@@ -315,9 +363,15 @@ pub fn normalize(bytes: &[u8]) -> Option<(Buf, Map)> {
             Some(k) => i = k,
             None => break,
         }
-        match step(bytes, i) {
+        let rendered = markup == Markup::Rendered && matches!(bytes[i], b'\\' | b'&');
+        match if rendered {
+            Step::Keep(1)
+        } else {
+            step(bytes, i)
+        } {
             Step::Keep(n) => i += n.max(1),
             Step::Replace(end, text) => {
+                bidi = bidi || (bytes[i] >= 0x80 && seen::is_bidi_at(bytes, i));
                 let b = built.get_or_insert_with(|| Builder::with_buffer(spare(bytes.len())));
                 b.push(copied_to, &bytes[copied_to..i], 1);
                 b.push(i, &text, 0);
@@ -326,9 +380,11 @@ pub fn normalize(bytes: &[u8]) -> Option<(Buf, Map)> {
             }
         }
     }
-    let mut b = built?;
+    let Some(mut b) = built else {
+        return (None, bidi);
+    };
     b.push(copied_to, &bytes[copied_to..], 1);
-    Some(b.finish(bytes.len()))
+    (Some(b.finish(bytes.len())), bidi)
 }
 
 fn step(bytes: &[u8], i: usize) -> Step {
@@ -467,6 +523,10 @@ fn fold(c: &str, out: &mut Vec<u8>) {
         if c != "\0" {
             out.extend_from_slice(c.as_bytes());
         }
+        return;
+    }
+    if let Some(a) = c.chars().next().and_then(seen::letter_like) {
+        out.push(a);
         return;
     }
     let mut sk = String::new();

@@ -580,3 +580,30 @@ fn a_listing_started_early_on_a_bad_root_fails_when_asked_for() {
     let err = Snapshot::scan_reading_from(file, Limits::default(), &wanted).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
 }
+
+#[test]
+fn a_change_in_a_linked_folder_is_named_under_the_link_too() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("captures/768")).unwrap();
+    fs::write(dir.path().join("captures/768/cold-look.png"), "x").unwrap();
+    fs::write(dir.path().join("capturesX"), "x").unwrap();
+    symlink("captures", dir.path().join("screenshots")).unwrap();
+    let snap = Snapshot::scan(dir.path(), Limits::default()).unwrap();
+    assert!(snap.get("screenshots/768/cold-look.png").is_some());
+    let changed = |c: &[&str]| {
+        let c: Vec<String> = c.iter().map(|s| s.to_string()).collect();
+        snap.aliases(&c)
+    };
+    assert_eq!(
+        changed(&["captures/768/cold-look.png"]),
+        ["screenshots/768/cold-look.png"]
+    );
+    assert_eq!(changed(&["captures"]), ["screenshots"]);
+    assert!(changed(&["capturesX", "EXECUTION-TRACKER.md"]).is_empty());
+    // No link: nothing to add.
+    fs::remove_file(dir.path().join("screenshots")).unwrap();
+    let plain = Snapshot::scan(dir.path(), Limits::default()).unwrap();
+    assert!(plain
+        .aliases(&["captures/768/cold-look.png".to_string()])
+        .is_empty());
+}

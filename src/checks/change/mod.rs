@@ -221,22 +221,24 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
     let Some(changes) = s.ws.changes() else {
         return no_baseline(s, &expected);
     };
-    let globs: Vec<Glob> = u.all_globs().into_iter().map(|(g, _)| g).collect();
-    let protected = |p: &str| veto_covers(s.ws, &globs, p);
+    let globs = u.all_globs();
+    let plain: Vec<Glob> = globs.iter().map(|(g, _)| g.clone()).collect();
+    let protected = |p: &str| veto_covers(s.ws, &plain, p);
     let mut fails = Vec::new();
     let mut files = Vec::new();
     // A veto stands in the workspace, whoever made it: every change, not just the task's scope.
-    for (p, why) in protected_findings(s.ws, &globs) {
+    for (p, happened) in protected_paths(s.ws, &globs) {
         fails.push(format!(
-            "protected_file_modified: {} ({why})",
-            name::display(&p)
+            "protected_file_modified: {} ({})",
+            name::display(&p),
+            happened.describe()
         ));
         if let Ok(d) = s.ws.diff(&p) {
             fails.extend(d.lines().map(|l| format!("  {l}")));
         }
         files.push(file_ref(s.ws, &p));
     }
-    let srcs: Vec<String> = globs.iter().map(|g| g.as_str().to_string()).collect();
+    let srcs: Vec<String> = plain.iter().map(|g| g.as_str().to_string()).collect();
     let outside = s.ws.outside_baseline(&srcs, &protected).unwrap_or_default();
     let unknown: Vec<String> =
         s.ws.undecided
@@ -255,38 +257,115 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
     o
 }
 
-/// Every way the workspace differs from the baseline at a protected path, with what: a change
-/// of a matching path (its bytes, type or mode), a matching path the baseline's ignore rules
-/// hide, a new link to a protected baseline file. `globs` include the shadow globs.
-pub fn protected_findings(ws: &Workspace, globs: &[Glob]) -> Vec<(String, String)> {
-    let protected = |p: &str| veto_covers(ws, globs, p);
-    let mut out: BTreeMap<String, String> = BTreeMap::new();
+/// What happened to a protected path against the baseline (CC-01's evidence, and the veto a
+/// judgment decides whatever the records say).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "happened", rename_all = "snake_case")]
+pub enum Happened {
+    Added,
+    Modified,
+    Removed,
+    /// Its type changed (`file → symlink` …); `change` says from what to what.
+    Retyped {
+        change: String,
+    },
+    /// Its mode changed (`file → executable file`); its bytes may have changed too.
+    Mode {
+        change: String,
+    },
+    /// Added in the place of a protected module (`roles/__init__.py` for `**/roles.py`): `of`
+    /// is the protected glob it shadows.
+    Shadowed {
+        of: String,
+    },
+    /// Present where the baseline's ignore rules hide it (not a change to git; protected
+    /// globs see it).
+    Hidden,
+    /// Added as a link (a symlink, a hard link) that reaches the protected baseline file `to`.
+    Linked {
+        to: String,
+    },
+    /// In no baseline (`.git/hooks`, an ignored file present at start): changed against its
+    /// state when the referee started; `what` says how.
+    SinceStart {
+        what: String,
+    },
+}
+
+impl Happened {
+    /// The evidence's words for it: `modified`, `modified, mode: file → executable file`,
+    /// ``added, a link to `orchestrator.py` ``.
+    pub fn describe(&self) -> String {
+        match self {
+            Happened::Added => "added".into(),
+            Happened::Modified => "modified".into(),
+            Happened::Removed => "removed".into(),
+            Happened::Retyped { change } => format!("modified, type: {change}"),
+            Happened::Mode { change } => format!("modified, mode: {change}"),
+            Happened::Shadowed { of } => format!("added, in the place of protected `{of}`"),
+            Happened::Hidden => "added, hidden by an ignore rule".into(),
+            Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
+            Happened::SinceStart { what } => what.clone(),
+        }
+    }
+}
+
+/// Every way the workspace differs from the baseline at a protected path, with what happened:
+/// a change of a matching path (its bytes, type or mode), a matching path the baseline's ignore
+/// rules hide, a new link to a protected baseline file. `globs`: the protected globs, and the
+/// shadow globs each with the protected glob it shadows ([`Unchanged::all_globs`]).
+pub fn protected_paths(
+    ws: &Workspace,
+    globs: &[(Glob, Option<String>)],
+) -> Vec<(String, Happened)> {
+    let plain: Vec<Glob> = globs.iter().map(|(g, _)| g.clone()).collect();
+    let protected = |p: &str| veto_covers(ws, &plain, p);
+    let mut out: BTreeMap<String, Happened> = BTreeMap::new();
     if let Some(changes) = ws.changes() {
         for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
-            let what = match ws.detail(p) {
-                Some(d) => format!("{}, {d}", c.as_str()),
-                None => c.as_str().to_string(),
+            // Matched by a shadow glob alone: it stands in a protected module's place.
+            let shadowed = if globs.iter().any(|(g, of)| of.is_none() && g.is_match(p)) {
+                None
+            } else {
+                globs
+                    .iter()
+                    .find_map(|(g, of)| of.as_ref().filter(|_| g.is_match(p)).cloned())
             };
-            out.insert(p.clone(), what);
+            let detail = ws.detail(p);
+            let happened = match (c, shadowed, detail) {
+                (Change::Added, Some(of), _) => Happened::Shadowed { of },
+                (Change::Modified, _, Some(d)) if d.starts_with("type: ") => Happened::Retyped {
+                    change: d["type: ".len()..].to_string(),
+                },
+                (Change::Modified, _, Some(d)) if d.starts_with("mode: ") => Happened::Mode {
+                    change: d["mode: ".len()..].to_string(),
+                },
+                (Change::Added, _, _) => Happened::Added,
+                (Change::Modified, _, _) => Happened::Modified,
+                (Change::Removed, _, _) => Happened::Removed,
+            };
+            out.insert(p.clone(), happened);
         }
     }
     // What no baseline holds (`.git/`, `.tasks/`, `.referee/`, ignored paths): against its
     // state when the referee started, when a state directory keeps it; else an ignored
     // protected path is an addition.
-    let srcs: Vec<String> = globs.iter().map(|g| g.as_str().to_string()).collect();
+    let srcs: Vec<String> = globs.iter().map(|(g, _)| g.as_str().to_string()).collect();
     match ws.outside_baseline(&srcs, &protected) {
-        Some(found) => out.extend(found.changed),
+        Some(found) => out.extend(
+            found
+                .changed
+                .into_iter()
+                .map(|(p, what)| (p, Happened::SinceStart { what })),
+        ),
         None => {
             for p in ws.ignored().iter().filter(|p| protected(p)) {
-                out.insert(p.clone(), "added, hidden by an ignore rule".into());
+                out.insert(p.clone(), Happened::Hidden);
             }
         }
     }
     for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {
-        out.insert(
-            p.clone(),
-            format!("added, a link to `{}`", name::display(to)),
-        );
+        out.insert(p.clone(), Happened::Linked { to: to.clone() });
     }
     out.into_iter().collect()
 }
@@ -300,7 +379,8 @@ fn veto_covers(ws: &Workspace, globs: &[Glob], p: &str) -> bool {
 
 /// The protected paths changed in the workspace, for the verdict file's diffs and the veto.
 pub fn protected_changes(ws: &Workspace, globs: &[Glob]) -> Vec<String> {
-    protected_findings(ws, globs)
+    let globs: Vec<(Glob, Option<String>)> = globs.iter().map(|g| (g.clone(), None)).collect();
+    protected_paths(ws, &globs)
         .into_iter()
         .map(|(p, _)| p)
         .collect()

@@ -5,7 +5,10 @@
 //! answers "is this path still moving, and until when?":
 //!
 //! - renamed into place (after its last write): complete — a writer's atomic replace; never held;
-//! - removed or renamed away (a writer's temp file after its rename): gone; never held;
+//! - removed or renamed away: gone, and moving for the window like a write: an editor saves by
+//!   renaming the file to its backup (or removing it) and writing it anew, so a file that
+//!   vanished a moment ago may be back in a moment. A writer's temp file after its rename is gone
+//!   too, but it is no check's input, so it holds nothing;
 //! - only its metadata changed: as settled as it was before;
 //! - written in place (created, modified, or closed after writing): moving until it has been quiet
 //!   for the settle window. Closing is not the end: a writer may close and write again (the
@@ -39,14 +42,28 @@ enum State {
     Written(Instant, Instant),
     /// Renamed into place, or only its metadata changed: complete.
     Complete(Instant),
-    /// Removed or renamed away.
-    Gone(Instant),
+    /// Removed or renamed away at `.0`, in a run of changes that started at `.1`: moving (it may
+    /// come back: an editor's save) until the window has passed, or `max` after the run started.
+    Gone(Instant, Instant),
 }
 
 impl State {
     fn at(self) -> Instant {
         match self {
-            State::Written(t, _) | State::Complete(t) | State::Gone(t) => t,
+            State::Written(t, _) | State::Complete(t) | State::Gone(t, _) => t,
+        }
+    }
+
+    /// When the run of changes this one continues started, if it continues one that `at` is
+    /// within the window of.
+    fn run_since(self, at: Instant, window: Duration) -> Option<Instant> {
+        match self {
+            State::Written(t, since) | State::Gone(t, since)
+                if at.saturating_duration_since(t) < window =>
+            {
+                Some(since)
+            }
+            _ => None,
         }
     }
 }
@@ -88,21 +105,17 @@ impl Settle {
 
     /// `rel` changed (`kind`) at `at`.
     pub fn saw(&mut self, rel: &str, kind: ChangeKind, at: Instant) {
+        // A write or a removal within the window of the last one continues its run (a removal
+        // then a write is one save).
+        let since = self
+            .paths
+            .get(rel)
+            .and_then(|s| s.run_since(at, self.window))
+            .unwrap_or(at);
         let state = match kind {
-            ChangeKind::Written => {
-                // A write within the window of the last one continues its run.
-                let since = match self.paths.get(rel) {
-                    Some(&State::Written(t, since))
-                        if at.saturating_duration_since(t) < self.window =>
-                    {
-                        since
-                    }
-                    _ => at,
-                };
-                State::Written(at, since)
-            }
+            ChangeKind::Written => State::Written(at, since),
             ChangeKind::RenamedIn => State::Complete(at),
-            ChangeKind::Removed => State::Gone(at),
+            ChangeKind::Removed => State::Gone(at, since),
             // The contents did not change: whatever was known stands (a `touch` after a write
             // does not make the write complete, nor a chmod a complete file moving).
             ChangeKind::Metadata => match self.paths.get(rel) {
@@ -121,20 +134,21 @@ impl Settle {
             .retain(|_, s| now.saturating_duration_since(s.at()) < w);
     }
 
-    /// Paths written in place within the window: the only ones that can hold a result besides
-    /// the result's own evidence.
+    /// Paths written in place or removed within the window: the only ones that can hold a
+    /// result besides the result's own evidence.
     pub fn moving(&self) -> impl Iterator<Item = &str> {
         self.paths.iter().filter_map(|(p, s)| match s {
-            State::Written(..) => Some(p.as_str()),
-            _ => None,
+            State::Written(..) | State::Gone(..) => Some(p.as_str()),
+            State::Complete(_) => None,
         })
     }
 
-    /// Until when `rel`, written in place, is still moving; `None` when nothing says so, or
-    /// when it has been moving for `max` already.
+    /// Until when `rel`, written in place (or removed, and so perhaps about to be written
+    /// again), is still moving; `None` when nothing says so, or when it has been moving for
+    /// `max` already.
     pub fn written_until(&self, rel: &str, now: Instant) -> Option<Instant> {
         match self.paths.get(rel) {
-            Some(&State::Written(t, since)) => {
+            Some(&State::Written(t, since) | &State::Gone(t, since)) => {
                 Some(self.moving_until(t, since)).filter(|&end| end > now)
             }
             _ => None,
@@ -143,9 +157,10 @@ impl Settle {
 
     /// Until when `rel` is unsettled; `None` when it is settled now.
     ///
-    /// `entry`: the path in the snapshot being judged; `None` when it is not there (then it is
-    /// gone, and nothing can be half-written there). Its mtime is looked at only when nothing is
-    /// known about the path.
+    /// `entry`: the path in the snapshot being judged; `None` when it is not there. A path seen
+    /// removed is unsettled for the window whether or not it is back yet (an editor's save); one
+    /// not there that nothing was seen happen to has nothing half-written. Its mtime is looked
+    /// at only when nothing is known about the path.
     pub fn fresh_until(
         &self,
         rel: &str,
@@ -153,12 +168,15 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
+        if let Some(&State::Gone(t, since)) = self.paths.get(rel) {
+            return Some(self.moving_until(t, since)).filter(|&end| end > now);
+        }
         let entry = entry?;
         match self.paths.get(rel) {
             Some(&State::Written(t, since)) => {
                 Some(self.moving_until(t, since)).filter(|&end| end > now)
             }
-            Some(State::Complete(_) | State::Gone(_)) => None,
+            Some(State::Complete(_) | State::Gone(..)) => None,
             None => {
                 let age = wall.duration_since(entry.mtime()?).ok()?;
                 (age < self.window).then(|| now + (self.window - age))
@@ -173,6 +191,11 @@ impl Settle {
 /// [`Inputs::touched_by`] is the conservative test for re-judging; this one decides what may
 /// hold a result back or count as a fix attempt.
 pub fn reads(inputs: &Inputs, rel: &str) -> bool {
+    // An editor's lock or swap file beside an input is not one (Emacs's `.#notes.md` in
+    // `refine-inputs/` holds nothing, and is no fix attempt).
+    if crate::artifacts::not_input(rel) {
+        return false;
+    }
     if inputs.tracker && rel == TRACKER_FILE {
         return true;
     }
@@ -266,14 +289,44 @@ mod tests {
     }
 
     #[test]
-    fn gone_paths_and_paths_not_in_the_snapshot_never_hold() {
+    fn a_path_written_and_gone_from_the_snapshot_never_holds() {
         let (_d, snap, wall) = snap(Duration::ZERO);
         let mut s = Settle::new(W);
         let now = Instant::now();
         s.saw(".a.tmp", ChangeKind::Written, now);
         assert_eq!(s.fresh_until(".a.tmp", snap.get(".a.tmp"), now, wall), None);
+    }
+
+    #[test]
+    fn a_removed_path_is_moving_for_the_window_it_may_come_back_in() {
+        let (_d, snap, wall) = snap(Duration::from_secs(3600));
+        let mut s = Settle::new(W);
+        let now = Instant::now();
+        // An editor's save: the file renamed to its backup (gone), then written anew.
         s.saw("a", ChangeKind::Removed, now);
-        assert_eq!(s.fresh_until("a", snap.get("a"), now, wall), None);
+        assert_eq!(s.fresh_until("a", None, now, wall), Some(now + W));
+        assert_eq!(s.fresh_until("a", snap.get("a"), now, wall), Some(now + W));
+        assert_eq!(s.moving().collect::<Vec<_>>(), ["a"]);
+        assert_eq!(
+            s.fresh_until("a", None, now + W, wall),
+            None,
+            "gone for good"
+        );
+        // The write that follows continues the run: the bound counts from the removal.
+        let max = W * 3;
+        let mut s = Settle::new(W).with_max(max);
+        let mut t = now;
+        while t < now + max * 2 {
+            s.saw("a", ChangeKind::Removed, t);
+            s.saw("a", ChangeKind::Written, t + W / 4);
+            assert!(s
+                .fresh_until("a", snap.get("a"), t + W / 4, wall)
+                .is_none_or(|u| u <= now + max));
+            t += W / 2;
+        }
+        // A rename into place ends it at once.
+        s.saw("a", ChangeKind::RenamedIn, t);
+        assert_eq!(s.fresh_until("a", snap.get("a"), t, wall), None);
     }
 
     #[test]

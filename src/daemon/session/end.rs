@@ -82,7 +82,7 @@ impl Session {
             .unwrap_or_else(|| empty_evaluation(final_));
         let ended = reason.describe();
         let report = self.write_report(&eval, &ended);
-        let violation = eval.stops().next().is_some();
+        let violation = crate::decision::build(&eval).violation();
         let artifacts = markdown::artifacts(&eval)
             .into_iter()
             .filter_map(|f| f.sha256.map(|h| format!("{}@{h}", f.path)))
@@ -109,18 +109,10 @@ impl Session {
             tasks.keep_cache();
         }
         if let Some(j) = judged.as_ref().filter(|_| !moving) {
-            if let Part::Workspace(tasks) = &mut self.part {
-                // The veto stands whatever the records say (SPEC §8), at the end too.
-                tasks.stop = crate::outputs::code_change::workspace_stop_md(
-                    &self.protocol,
-                    &j.ws,
-                    &j.verdicts,
-                );
-                tasks.violation =
-                    crate::task_verdict::violation(&j.eval, &j.verdicts, tasks.stop.is_some());
-            }
+            // The veto stands whatever the records say (SPEC §8), at the end too.
+            self.decided(&j.ws, &j.decision);
             self.flush_outputs();
-            self.write_verdicts(&j.verdicts);
+            self.write_verdicts(&j.decision.verdicts);
         }
         self.flush_outputs();
         let ended = reason.describe_tasks();

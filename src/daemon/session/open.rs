@@ -32,6 +32,9 @@ pub(super) struct Opening {
     adopted: bool,
     /// The log copy found in the watched directory with no memory behind it, moved aside.
     copy_rotated: Option<PathBuf>,
+    /// The build directory held no pipeline artifact: a new run, not the previous one resumed
+    /// (its log rotated as with `--fresh`, its record of what it saw moved aside to this).
+    new_run: Option<Option<PathBuf>>,
 }
 
 fn trace_id(dir: &Path) -> String {
@@ -128,7 +131,12 @@ impl Session {
             damaged: None,
             adopted: false,
             copy_rotated: None,
+            new_run: None,
         };
+        // An emptied build directory (nothing of a pipeline's left in it) starts a new run: an
+        // earlier run's memory in the same state directory (same path and inode) is not resumed.
+        let emptied = matches!(part, Part::Build)
+            && !crate::artifacts::ignored::holds_artifacts(&canon).unwrap_or(true);
         // The event log: lock it (one referee per directory), read it, resume or rotate.
         // The event log is the state directory's (what a restart resumes from); the watched
         // directory gets a copy.
@@ -152,7 +160,10 @@ impl Session {
                         opening.copy_rotated = journal::rotate(out.path(), &now).ok();
                     }
                     (file, torn_tail)
-                } else if cfg.fresh {
+                } else if cfg.fresh || emptied {
+                    if !cfg.fresh {
+                        opening.new_run = Some(rotate_seen(&state, &now));
+                    }
                     let to =
                         journal::rotate(&state, &now).map_err(|source| DaemonError::Rotate {
                             path: state.join(journal::EVENTS_FILE).display().to_string(),
@@ -348,11 +359,20 @@ impl Session {
                 );
             }
             None => {
-                if let Some(to) = &opening.rotated {
-                    self.say(&format!(
+                match (&opening.rotated, &opening.new_run) {
+                    (Some(to), Some(seen)) => self.say(&format!(
+                        "a new run: `{}` holds no pipeline artifact, so the previous run is not resumed; its event log was moved to `{}`{}",
+                        self.dir.display(),
+                        to.display(),
+                        seen.as_ref()
+                            .map(|s| format!(" and its record of what it saw to `{}`", s.display()))
+                            .unwrap_or_default()
+                    )),
+                    (Some(to), None) => self.say(&format!(
                         "--fresh: the previous event log was moved to `{}`",
                         to.display()
-                    ));
+                    )),
+                    _ => {}
                 }
                 self.emit(
                     Event::Start {
@@ -394,6 +414,20 @@ impl Session {
         }
         self.record_start();
     }
+}
+
+/// Moves the record of what an earlier run saw aside (kept, beside it), so a new run in the same
+/// directory orders only what it sees itself; `None` when there was none or it could not be moved
+/// (then it is read as before: a stale order can only hold, never pass, a check).
+fn rotate_seen(state: &Path, now: &chrono::DateTime<Utc>) -> Option<PathBuf> {
+    let from = state.join(crate::state::observed::SEEN_FILE);
+    if !from.is_file() {
+        return None;
+    }
+    let stamp = now.format("%Y%m%dT%H%M%S%.3fZ").to_string();
+    let to = state.join(format!("OBSERVER-SEEN-{stamp}.json"));
+    std::fs::rename(&from, &to).ok()?;
+    Some(to)
 }
 
 /// The session's state directory (SPEC §8): `--state-dir` or the default for `canon`, created

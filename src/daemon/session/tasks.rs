@@ -1,8 +1,9 @@
 //! How a session judges a protocol of task records (code-change, SPEC §7), as opposed to a
-//! build directory's passes: on a settled change it reopens the workspace against its baseline,
-//! runs [`engine::evaluate_workspace`] and [`task_verdict::judge`], writes each `(task, attempt)`'s
-//! verdict files once (keeping the attempt, so the loop guards hold across restarts), and
-//! composes the STOP text from the verdicts. The STOP file itself stays the session's
+//! build directory's passes: on a settled change it brings its work tree up to date from the
+//! file events and hands the workspace to [`judge::evaluate`], the one judgment of task records
+//! that `verify` and the hooks run too; it writes each `(task, attempt)`'s verdict files once
+//! (keeping the attempt, so the loop guards hold across restarts), and takes the STOP text from
+//! the decision. The STOP file itself stays the session's
 //! ([`super::super::stop::StopFile`]): atomic, tamper-restored, adopted at start.
 //!
 //! What counts (verdicts, kept attempts, the start snapshot) is written into the state directory
@@ -17,12 +18,13 @@ use std::time::Instant;
 
 use chrono::Utc;
 
-use crate::artifacts::Snapshot;
-use crate::engine::{self, Evaluation, Options, TaskRun};
+use crate::decision::Decision;
+use crate::engine::{Evaluation, TaskRun};
+use crate::judge;
 use crate::outputs::code_change;
 use crate::protocol::Subject;
 use crate::state::attempts::{self, Store};
-use crate::task_verdict::{self, TaskVerdict};
+use crate::task_verdict::TaskVerdict;
 use crate::workspace::baseline::Baseline;
 use crate::workspace::tree::{StatCache, WorkTree};
 use crate::workspace::{self, BaselineSpec, Pinned, Workspace, OUTPUT_DIR};
@@ -88,7 +90,7 @@ pub(super) struct Judged {
     pub ws: Workspace,
     pub eval: Evaluation,
     pub runs: Vec<TaskRun>,
-    pub verdicts: Vec<TaskVerdict>,
+    pub decision: Decision,
 }
 
 /// Whether a changed path (relative to the workspace) can change a judgment: the referee's own
@@ -320,40 +322,43 @@ impl Session {
         };
         self.evaluated = true;
         let ws = self.open_workspace()?;
-        let snap = match Snapshot::empty(&self.canon, self.cfg.limits) {
-            Ok(s) => s,
-            Err(e) => {
-                self.fault("scan", format!("cannot open the workspace: {e}"));
-                return None;
-            }
-        };
-        let opts = Options {
-            final_: true,
-            now: Some(Utc::now()),
-            ..Options::default()
-        };
+        let (canon, limits) = (&self.canon, self.cfg.limits);
         let waivers = &mut self.waivers;
         let result = catch_unwind(AssertUnwindSafe(|| {
-            let (mut eval, runs) = engine::evaluate_workspace(&protocol, rules, &snap, &ws, &opts);
-            if let Some(w) = waivers {
-                w.apply(&mut eval);
-            }
             let state = ws.state().unwrap_or(ws.root()).to_path_buf();
-            let store =
-                crate::state::attempts::Store::open(&crate::state::attempts::dir_for(&state));
-            let verdicts =
-                task_verdict::judge(&protocol, rules, &ws, &eval.results, &runs, &store, None);
-            (eval, runs, verdicts)
+            let store = Store::open(&crate::state::attempts::dir_for(&state));
+            let memory = judge::Memory {
+                store: &store,
+                everyone: None,
+            };
+            let waive = &mut |eval: &mut Evaluation| {
+                if let Some(w) = waivers.as_mut() {
+                    w.apply(eval);
+                }
+            };
+            judge::evaluate(
+                &protocol,
+                rules,
+                (canon, &ws),
+                limits,
+                Utc::now(),
+                memory,
+                waive,
+            )
         }));
         match result {
-            Ok((eval, runs, verdicts)) => {
+            Ok(Ok(e)) => {
                 self.clear_fault("evaluate");
                 Some(Judged {
                     ws,
-                    eval,
-                    runs,
-                    verdicts,
+                    eval: e.eval,
+                    runs: e.runs,
+                    decision: e.decision,
                 })
+            }
+            Ok(Err(e)) => {
+                self.fault("scan", format!("cannot open the workspace: {e}"));
+                None
             }
             Err(p) => {
                 self.fault(
@@ -403,26 +408,32 @@ impl Session {
             let Some(ws) = self.open_workspace() else {
                 return;
             };
-            let stop = code_change::veto_stop_md(&self.protocol, &ws);
-            if let Part::Workspace(tasks) = &mut self.part {
-                tasks.violation = stop.is_some();
-                tasks.stop = stop;
-            }
+            let d =
+                crate::decision::workspace(&self.protocol, &ws, &Evaluation::default(), Vec::new());
+            self.decided(&ws, &d);
             self.flush_outputs();
             return;
         }
         let Some(j) = self.evaluate_tasks() else {
             return;
         };
-        let stop = code_change::workspace_stop_md(&self.protocol, &j.ws, &j.verdicts);
-        if let Part::Workspace(tasks) = &mut self.part {
-            tasks.violation = task_verdict::violation(&j.eval, &j.verdicts, stop.is_some());
-            tasks.stop = stop;
-        }
+        self.decided(&j.ws, &j.decision);
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
         // new verdict finds the STOP already in line with it.
         self.flush_outputs();
-        self.write_verdicts(&j.verdicts);
+        self.write_verdicts(&j.decision.verdicts);
+    }
+
+    /// Takes the STOP text and the exit code from a decision (the STOP file follows at the
+    /// next flush).
+    pub(super) fn decided(&mut self, ws: &Workspace, d: &Decision) {
+        let stop = d
+            .stops()
+            .then(|| code_change::stop_md(&self.protocol, ws, d));
+        if let Part::Workspace(tasks) = &mut self.part {
+            tasks.violation = d.violation();
+            tasks.stop = stop;
+        }
     }
 
     /// Writes the verdict files of every attempt not judged before (and a malformed record's
@@ -523,7 +534,7 @@ impl Session {
         let out = self.out.clone();
         let ctx = self.context(Some(Utc::now()), Some(ended.to_string()));
         let text =
-            code_change::report_md(&self.protocol, &j.ws, &j.eval, &j.runs, &j.verdicts, &ctx);
+            code_change::report_md(&self.protocol, &j.ws, &j.eval, &j.runs, &j.decision, &ctx);
         let name = crate::outputs::REPORT_FILE;
         // The state directory keeps one too; the copy only while `.referee` is the session's.
         let state = self.state.clone();

@@ -116,9 +116,10 @@ pub fn report_md(
     ws: &Workspace,
     eval: &Evaluation,
     runs: &[TaskRun],
-    verdicts: &[TaskVerdict],
+    d: &Decision,
     ctx: &Context,
 ) -> String {
+    let verdicts = &d.verdicts[..];
     let mut s = String::new();
     let _ = writeln!(s, "# Observer report — code change\n");
     headline(&mut s, verdicts);
@@ -214,9 +215,10 @@ pub fn verify_json(
     ws: &Workspace,
     eval: &Evaluation,
     runs: &[TaskRun],
-    verdicts: &[TaskVerdict],
+    d: &Decision,
     ctx: &Context,
 ) -> String {
+    let verdicts = &d.verdicts[..];
     let tasks: Vec<TaskLine<'_>> = runs
         .iter()
         .map(|run| {
@@ -251,7 +253,8 @@ pub fn verify_json(
         "final": eval.final_,
         "complete": true,
         "verdict": serde_json::Value::Null,
-        "stop": workspace_stop_md(p, ws, verdicts).is_some(),
+        "stop": d.stops(),
+        "veto": d.veto,
         "summary": eval.summary(),
         "passes": eval.passes,
         "results": crate::outputs::json::results(&eval.results, ws.root()),

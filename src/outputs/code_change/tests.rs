@@ -1,6 +1,16 @@
 use super::*;
 use crate::engine::Evidence;
 use crate::protocol::Severity;
+use crate::workspace::BaselineSpec;
+
+/// The STOP of `verdicts` judged in a workspace where nothing changed, when one stands.
+fn stop_of(p: &Protocol, verdicts: &[TaskVerdict]) -> Option<String> {
+    let (root, base) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let spec = BaselineSpec::Dir(base.path().to_path_buf());
+    let ws = Workspace::open(root.path(), &spec, 1 << 20).unwrap();
+    let d = crate::decision::workspace(p, &ws, &Evaluation::default(), verdicts.to_vec());
+    d.stops().then(|| stop_md(p, &ws, &d))
+}
 
 fn verdict(attempt: Option<u64>) -> TaskVerdict {
     TaskVerdict {
@@ -42,7 +52,7 @@ fn verdict(attempt: Option<u64>) -> TaskVerdict {
 #[test]
 fn an_unreadable_attempt_is_not_numbered() {
     let p = Protocol::load("code-change").unwrap();
-    let stop = stop_md(&p, &[verdict(None)]).unwrap();
+    let stop = stop_of(&p, &[verdict(None)]).unwrap();
     assert!(
         stop.contains("**Phase:** task `t1` attempt ? (unreadable record)\n"),
         "{stop}"
@@ -52,7 +62,7 @@ fn an_unreadable_attempt_is_not_numbered() {
         stop.contains("**Required Action:** restore: `app/orchestrator.py`"),
         "{stop}"
     );
-    let stop = stop_md(&p, &[verdict(Some(2))]).unwrap();
+    let stop = stop_of(&p, &[verdict(Some(2))]).unwrap();
     assert!(stop.contains("**Phase:** task `t1` attempt 2\n"), "{stop}");
     let md = verdict_md(&p, &verdict(None));
     assert!(
@@ -74,7 +84,7 @@ fn the_veto_is_protocol_data() {
     let mut v = verdict(Some(1));
     let no_veto = Protocol::parse(&src.replace("veto = true\n", ""), "t.toml").unwrap();
     assert!(!no_veto.is_veto("CC-01"));
-    assert_eq!(stop_md(&no_veto, std::slice::from_ref(&v)), None);
+    assert_eq!(stop_of(&no_veto, std::slice::from_ref(&v)), None);
 
     v.results[0].check = "CC-07".into();
     v.protected_diffs.clear();
@@ -87,7 +97,7 @@ fn the_veto_is_protocol_data() {
     )
     .unwrap();
     assert!(other.is_veto("CC-07"));
-    let stop = stop_md(&other, &[v]).unwrap();
+    let stop = stop_of(&other, &[v]).unwrap();
     assert!(stop.contains("**Check:** CC-07"), "{stop}");
     assert!(
         stop.contains("**Description:** forbidden_content"),

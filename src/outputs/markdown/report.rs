@@ -171,7 +171,7 @@ fn summary_block(out: &mut String, p: &Protocol, eval: &Evaluation) {
         .filter(|d| d.severity == Severity::Blocking)
         .count();
     let _ = writeln!(out, "### Summary\n");
-    // Checks that run again in a later pass (D10: pass R repeats 21 checks on a REFINE run).
+    // Checks that run again in a later pass (D10: pass R repeats 22 checks on a REFINE run).
     let mut seen: Vec<&str> = Vec::new();
     let mut repeats: Vec<String> = Vec::new();
     for pass in &p.passes {

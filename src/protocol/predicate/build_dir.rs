@@ -23,6 +23,105 @@ pub struct Count {
     pub min: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<usize>,
+    /// Only files that begin with these bytes count (`signature = "png"`, or hex such as
+    /// `"89 50 4E 47"`): an empty or text file named `*.png` is not a screenshot. Only as many
+    /// files as `min` needs are opened (their first bytes read), so a folder of 30,000
+    /// screenshots is still counted, not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signature>,
+}
+
+/// The bytes a file of a format begins with: a named format (`png`, `jpeg`, `gif`, `webp`,
+/// `pdf`) or hex bytes (`"89 50 4E 47 0D 0A 1A 0A"`, spaces optional).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Signature {
+    /// As written.
+    pub name: String,
+    /// The leading bytes (`webp` is recognised by more than a prefix: `RIFF`, four size bytes,
+    /// `WEBP`; see [`Signature::matches`]).
+    pub bytes: Vec<u8>,
+}
+
+impl Signature {
+    /// How many leading bytes [`Signature::matches`] needs.
+    pub fn len(&self) -> usize {
+        if self.name.eq_ignore_ascii_case("webp") {
+            12
+        } else {
+            self.bytes.len()
+        }
+    }
+
+    /// Whether a signature needs no bytes at all (never: [`Signature::try_from`] refuses one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether a file beginning with `head` has this signature.
+    pub fn matches(&self, head: &[u8]) -> bool {
+        if self.name.eq_ignore_ascii_case("webp") {
+            return head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP";
+        }
+        head.starts_with(&self.bytes)
+    }
+}
+
+impl TryFrom<String> for Signature {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Signature, String> {
+        let named: Option<&[u8]> = match name.to_ascii_lowercase().as_str() {
+            "png" => Some(b"\x89PNG\r\n\x1a\n"),
+            "jpeg" | "jpg" => Some(b"\xff\xd8\xff"),
+            "gif" => Some(b"GIF8"),
+            "webp" => Some(b"RIFF"),
+            "pdf" => Some(b"%PDF-"),
+            _ => None,
+        };
+        if let Some(bytes) = named {
+            return Ok(Signature {
+                name,
+                bytes: bytes.to_vec(),
+            });
+        }
+        let digits: String = name.chars().filter(|c| !c.is_whitespace()).collect();
+        let hex_ok = !digits.is_empty()
+            && digits.len().is_multiple_of(2)
+            && digits.chars().all(|c| c.is_ascii_hexdigit());
+        if !hex_ok {
+            return Err(format!(
+                "`signature` is a format (png, jpeg, gif, webp, pdf) or hex bytes (`89 50 4E 47`), not `{name}`"
+            ));
+        }
+        let bytes = (0..digits.len())
+            .step_by(2)
+            .filter_map(|i| u8::from_str_radix(&digits[i..i + 2], 16).ok())
+            .collect();
+        Ok(Signature { name, bytes })
+    }
+}
+
+impl From<Signature> for String {
+    fn from(s: Signature) -> String {
+        s.name
+    }
+}
+
+/// `verdict = { is = ["REFINE"] }`: a verdict of the run (each `[verdict]` file's, each round)
+/// is one of these; `verdict = { files = "p3c-weaver*.md" }`: the verdict in these files can
+/// be read. Passes when a verdict is read (and is one of `is`, when given); missing when no
+/// such file exists; INCONCLUSIVE when one exists but its verdict cannot be read; FAIL when
+/// the verdict read is not one of `is`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerdictIs {
+    /// The verdict files read; default: every glob of the protocol's `[verdict]` table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Glob>,
+    /// The verdicts that pass (compared ignoring case and spacing); empty: any verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub is: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -398,4 +497,27 @@ pub struct PathsListed {
     /// Paths whose file name matches one of these globs are not checked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip: Vec<Glob>,
+}
+
+#[cfg(test)]
+mod signature_tests {
+    use super::Signature;
+
+    #[test]
+    fn named_and_hex_signatures_and_what_they_match() {
+        let png = Signature::try_from("png".to_string()).unwrap();
+        assert!(png.matches(b"\x89PNG\r\n\x1a\n rest"));
+        assert!(!png.matches(b""), "an empty file is not a PNG");
+        assert!(!png.matches(b"<html>"));
+        assert!(!png.matches(b"\x89PNG"), "a cut-off signature is not one");
+        let hex = Signature::try_from("89 50 4e 47".to_string()).unwrap();
+        assert_eq!(hex.bytes, b"\x89PNG");
+        assert_eq!(hex.len(), 4);
+        let webp = Signature::try_from("WebP".to_string()).unwrap();
+        assert!(webp.matches(b"RIFF\x10\0\0\0WEBPVP8 "));
+        assert!(!webp.matches(b"RIFF\x10\0\0\0WAVEfmt "));
+        for bad in ["", "bmp", "89 5", "zz"] {
+            assert!(Signature::try_from(bad.to_string()).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -93,6 +93,8 @@ pub enum Predicate {
     Always(bool),
     /// The pipeline is complete (its latest verdict is a completing one).
     Complete(bool),
+    /// A verdict of the run is one of these (`is`), or the verdict in `files` can be read.
+    Verdict(VerdictIs),
     /// Every glob matches at least one file or directory.
     Exists(OneOrMany<Glob>),
     /// The number of regular files matching `glob` is within bounds.
@@ -113,7 +115,8 @@ pub enum Predicate {
     TimeOrder(TimeOrder),
     /// Tracker field values are pairwise different.
     Distinct(Vec<String>),
-    /// Two files are not near-identical: FAIL when their line similarity ratio is `>= threshold`.
+    /// Two files are not near-identical: FAIL when the similarity ratio of their words (as read,
+    /// however wrapped) is `>= threshold`.
     Dissimilar(Dissimilar),
     /// Text content rules over files and/or tracker fields.
     Text(Text),

@@ -217,7 +217,11 @@ impl Ledger {
             if prev == Some(r.status) {
                 continue;
             }
-            let bad = matches!(r.status, Status::Fail | Status::Inconclusive);
+            // A PASS that would fall back to WAITING while its files move (a tracker between an
+            // editor's rename to the backup and the new write) is a reading of a half-saved
+            // file too: held like a new failure, so an honest save leaves no trace in the history.
+            let bad = matches!(r.status, Status::Fail | Status::Inconclusive)
+                || (prev == Some(Status::Pass) && r.status == Status::Waiting);
             // A standing STOP is not lifted by a file caught mid-write either (a truncated file
             // must not let the pipeline through for a moment).
             let lifts_stop = prev == Some(Status::Fail) && r.severity == Severity::Blocking;

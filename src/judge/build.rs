@@ -1,0 +1,100 @@
+//! A build directory judged once: listed while the protocol loads (the walk reads and writes
+//! nothing, so a load that fails has done no harm), the reports the protocol reads read ahead,
+//! every check evaluated in order of what the referee that watched it saw, the waivers applied,
+//! and decided.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{
+    apply_waivers, context, refuse_live, state_of, BuildJudgment, Judgment, Loaded, Request,
+};
+use crate::artifacts::{Limits, Listing, Snapshot};
+use crate::engine::{self, Options};
+use crate::protocol::Protocol;
+
+/// Judges the build directory `req.dir` by a protocol of build directories, `listing` its walk
+/// (started before the protocol was loaded, when it could be).
+pub(super) fn judge(
+    req: &Request<'_>,
+    (protocol, waivers): Loaded,
+    listing: Listing,
+) -> Result<(Loaded, Judgment)> {
+    if req.baseline.is_some() || req.baseline_dir.is_some() {
+        anyhow::bail!(
+            "`--baseline` and `--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{}`",
+            protocol.id
+        );
+    }
+    if req.write {
+        let state = state_of(req.dir, req.state_dir)?;
+        refuse_live(req.dir, &state)?;
+    }
+    let snap = scan(req.dir, req.max_read_bytes, &protocol, listing)?;
+    let now = chrono::Utc::now();
+    let options = Options {
+        final_: req.final_,
+        now: Some(now),
+        seen: seen_record(req.dir, req.state_dir)?,
+        ..Options::default()
+    };
+    let mut eval = engine::evaluate(&protocol, &snap, &options);
+    let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
+    if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
+        tracing::warn!(
+            "no pass has run and there is no {} in `{}`: is this the build directory?",
+            crate::artifacts::TRACKER_FILE,
+            req.dir.display()
+        );
+    }
+    let ctx = context(snap.root(), now, waived);
+    let decision = crate::decision::build(&eval);
+    let judged = BuildJudgment {
+        snap,
+        eval,
+        decision,
+        ctx,
+    };
+    Ok(((protocol, waivers), Judgment::Build(Box::new(judged))))
+}
+
+/// Finishes `listing`, reading ahead the reports `protocol` will read (see
+/// [`Snapshot::scan_reading_from`]).
+fn scan(
+    dir: &Path,
+    max_read_bytes: u64,
+    protocol: &Protocol,
+    listing: Listing,
+) -> Result<Snapshot> {
+    let limits = Limits {
+        max_read_bytes,
+        ..Limits::default()
+    };
+    let _span = tracing::debug_span!("scan", dir = %dir.display()).entered();
+    let wanted = |rel: &str| protocol.may_read(rel);
+    // The error already names the directory.
+    Ok(Snapshot::scan_reading_from(listing, limits, &wanted)?)
+}
+
+/// What the referee that watched `dir` saw, in order ([`crate::state::observed`]), when its
+/// state directory holds a record: `verify` orders what it saw like `watch` does. No state
+/// directory (or no record in it): the claims alone. Read only; a state directory the referee
+/// could not trust is refused.
+fn seen_record(
+    dir: &Path,
+    explicit: Option<&Path>,
+) -> Result<Option<Arc<crate::state::observed::Observed>>> {
+    let state = match state_of(dir, explicit) {
+        Ok(s) => s,
+        // No home to find a default in: no memory to read.
+        Err(_) if explicit.is_none() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !crate::state::exists(&state) {
+        return Ok(None);
+    }
+    crate::state::check(&state)?;
+    Ok(crate::state::observed::Observed::load(&state)?.map(Arc::new))
+}

@@ -1,0 +1,120 @@
+//! What a one-shot judgment leaves behind, for the entry points that write (`verify --write`,
+//! the agents' hooks): the one writer of their verdicts, kept attempts and STOP. The texts are
+//! `outputs`' renderings of the [`Decision`](crate::decision::Decision); `watch` writes the
+//! same texts through the files its session keeps (tamper-restored, adopted at start).
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+
+use super::{BuildJudgment, Judgment, WorkspaceJudgment};
+use crate::outputs::{self, code_change, Durability};
+use crate::protocol::Protocol;
+use crate::state::attempts::Store;
+use crate::workspace::OUTPUT_DIR;
+
+/// What an entry point writes of a judgment.
+#[derive(Debug, Clone, Copy)]
+pub struct Writes<'a> {
+    /// The copies for the people and tools that read them in the watched directory (`verify
+    /// --write`): a build's pass files and report; a workspace's `.referee/` folder (its
+    /// verdicts, STOP and report).
+    pub copies: bool,
+    /// A workspace's STOP in the state directory (and its copy with `copies`); a hook leaves it
+    /// to a live `watch`, which owns it.
+    pub stop: bool,
+    /// Only this task's verdict (a hook beside a live `watch`, which writes the others'); `None`:
+    /// every verdict.
+    pub only_task: Option<&'a str>,
+}
+
+/// Writes what `w` asks of `j`, judged by `protocol`. A verdict is written into the state
+/// directory, then its copy, then its attempt kept (the loop guards' memory, fsynced before it
+/// takes its name): a copy that cannot be written costs no memory. Then the STOP, as decided:
+/// written while one stands, removed otherwise.
+pub fn write(protocol: &Protocol, j: &Judgment, w: Writes<'_>) -> Result<()> {
+    match j {
+        Judgment::Build(b) if w.copies => build(protocol, b),
+        Judgment::Build(_) => Ok(()),
+        Judgment::Workspace(ws) => write_workspace(protocol, ws, w),
+    }
+}
+
+/// [`write`] for a workspace judged.
+pub fn write_workspace(protocol: &Protocol, j: &WorkspaceJudgment, w: Writes<'_>) -> Result<()> {
+    workspace(protocol, j, w).with_context(|| {
+        let into = if w.copies {
+            j.ws.root().join(OUTPUT_DIR)
+        } else {
+            j.state.clone()
+        };
+        format!("cannot write into `{}`", into.display())
+    })
+}
+
+fn workspace(protocol: &Protocol, j: &WorkspaceJudgment, w: Writes<'_>) -> std::io::Result<()> {
+    let copy = w
+        .copies
+        .then(|| code_change::ensure_dir(j.ws.root()))
+        .transpose()?;
+    let store = Store::open(&crate::state::attempts::dir_for(&j.state));
+    let durability = Durability::Contents;
+    let d = &j.decision;
+    for v in d
+        .verdicts
+        .iter()
+        .filter(|v| w.only_task.is_none_or(|t| t == v.task_id))
+    {
+        code_change::write_verdict(&j.state, protocol, v, durability)?;
+        let copied = copy.as_ref().map_or(Ok(()), |dir| {
+            code_change::write_verdict(dir, protocol, v, durability)
+        });
+        if let Some((kept, diff)) = v.kept() {
+            store.keep(&kept, diff)?;
+        }
+        copied?;
+    }
+    if w.stop {
+        let stop = d.stops().then(|| code_change::stop_md(protocol, &j.ws, d));
+        let state = outputs::OutDir::at(&j.state);
+        for dir in std::iter::once(&state).chain(copy.as_ref()) {
+            match &stop {
+                Some(text) => {
+                    outputs::write_atomic(dir, outputs::STOP_FILE, text)?;
+                }
+                None => outputs::remove_own(dir, outputs::STOP_FILE)?,
+            }
+        }
+    }
+    if let Some(dir) = &copy {
+        let report = code_change::report_md(protocol, &j.ws, &j.eval, &j.runs, d, &j.ctx);
+        outputs::write_atomic(dir, outputs::REPORT_FILE, report)?;
+    }
+    Ok(())
+}
+
+/// `verify --write` of a build directory: a pass file for each pass that ran, and the report.
+/// It never writes the STOP file: only the live `watch` daemon owns it.
+fn build(protocol: &Protocol, b: &BuildJudgment) -> Result<()> {
+    let dir = b.snap.root();
+    for pass in b.eval.passes.iter().filter(|p| p.ran) {
+        let text = outputs::markdown::pass_file(protocol, &b.eval, &pass.id, &b.ctx);
+        write_own(dir, &outputs::pass_file(&pass.id), &text)?;
+    }
+    let report = outputs::markdown::report(protocol, &b.eval, &b.ctx);
+    write_own(dir, outputs::REPORT_FILE, &report)
+}
+
+/// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
+/// followed, and said.
+fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let w =
+        outputs::write_atomic(dir, name, text).with_context(|| format!("cannot write {name}"))?;
+    if let Some(found) = w.replaced {
+        tracing::warn!(
+            "`{name}` was {} put there by someone else; replaced without being followed",
+            found.describe()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,566 @@
+//! Honest pipelines are never stopped, and passes run when their phase happened (issue 31 parts 3
+//! and 4), through the binary: a live `referee watch` on a temporary build directory, driven by
+//! real writers (an editor's save, a gate runner streaming its JSON, `tar`, `cp -a` and `rsync -a`
+//! copies, an editor's lock and swap files, a linked folder, a second run in the emptied
+//! directory). Every wait is `referee status --sync` (which answers once the referee has judged
+//! every write before it, nothing held back) or a polled condition; nothing sleeps and hopes. Each
+//! test also plants the neighbouring violation, which must still STOP.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::builder::fixtures_dir;
+use crate::util::Output;
+use crate::watch::{build, count, exit_code, payloads, read, run, Watch, STOP, WAIT};
+
+const TRACKER: &str = "EXECUTION-TRACKER.md";
+/// A heartbeat slow enough that a loaded machine (the suite beside two busy loops) never makes
+/// the referee look dead between two `status --sync` calls.
+const LIVE: &[&str] = &["--heartbeat", "2"];
+/// The settle window the tests of writers that pause between two writes use: one second, so a
+/// writer the loaded machine deschedules between the rename and the write (or a copying process
+/// between two files) is still one write. The default (300 ms) is what the cases and the rest of
+/// the suite use.
+const SETTLE: &[&str] = &["--heartbeat", "2", "--settle", "1000"];
+/// How far apart a person's (or an orchestrator's) saves of one file are at the least: longer
+/// than the settle window, so each save is a run of writes of its own.
+const KEYSTROKE: Duration = Duration::from_millis(1200);
+const GATES: &str = "p3a-gate-results.json";
+
+fn content(name: &str) -> String {
+    fs::read_to_string(fixtures_dir().join("content").join(name)).expect("fixture content")
+}
+
+/// Writes `rel` whole, as a writer's atomic replace.
+fn put(dir: &Path, rel: &str, text: &str) {
+    let tmp = dir.join(format!(".{}.tmp", rel.replace('/', "_")));
+    fs::write(&tmp, text).expect("write");
+    fs::rename(&tmp, dir.join(rel)).expect("rename");
+}
+
+/// `referee watch DIR ARGS`, once its heartbeat says it is live (what `status --sync` asks).
+fn start(dir: &Path, logs: &Path, args: &[&str]) -> Watch {
+    let w = Watch::start(dir, logs, args);
+    let pid = w.pid().to_string();
+    w.until("the referee is live", || {
+        read(&dir.join("OBSERVER-HEARTBEAT.json")).contains(&pid)
+    });
+    w
+}
+
+/// `referee status DIR --sync --require-live`: answers once the referee has judged every write
+/// made before the call (with nothing held back while a file settles).
+#[track_caller]
+fn sync(dir: &Path, w: &Watch) -> i32 {
+    let Output { code, stderr, .. } = run(&[
+        "status",
+        dir.to_str().expect("utf-8"),
+        "--sync",
+        "--require-live",
+    ]);
+    assert!(
+        code == 0 || code == 1,
+        "status --sync: {code}\n{stderr}\n{}",
+        w.output()
+    );
+    code
+}
+
+#[track_caller]
+fn assert_go(dir: &Path, w: &Watch, what: &str) {
+    let code = sync(dir, w);
+    assert_eq!(
+        code,
+        0,
+        "{what}: STOP\n{}\n{}",
+        read(&dir.join(STOP)),
+        w.output()
+    );
+}
+
+/// Checks that raised a STOP so far (the event log keeps even one lifted at once).
+fn stops_raised(dir: &Path) -> Vec<String> {
+    payloads(dir, "stop_raised")
+        .iter()
+        .map(|p| format!("{}:{}", p["pass"], p["check"]))
+        .collect()
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new(cmd)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[track_caller]
+fn sh(cmd: &mut Command) {
+    let out = cmd.output().expect("run a tool");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ---- part 3: passes when their phase happened -------------------------------------------------
+
+/// Notes with "refine" in their names start nothing; the weaver's `VERDICT: REFINE` starts pass R
+/// at once (issue 31: `refine-notes.txt` and `notes-on-refinement.md` after SHIP gave 11 BLOCKING
+/// FAILs).
+#[test]
+fn refine_named_notes_start_nothing_and_a_refine_verdict_starts_pass_r() {
+    let (root, dir) = build("audit-done");
+    let w = start(&dir, root.path(), LIVE);
+    put(&dir, "refine-notes.txt", "refine later: footer spacing\n");
+    put(
+        &dir,
+        "notes-on-refinement.md",
+        "# Notes on refinement\n\nTighten the hero copy next round.\n",
+    );
+    fs::create_dir(dir.join("refine-ideas")).expect("mkdir");
+    put(&dir, "refine-ideas/a.md", "ideas\n");
+    put(&dir, "p3b-pa-integrative.md", &content("integrative.md"));
+    assert_go(&dir, &w, "notes named like REFINE");
+    assert!(
+        !dir.join("OBSERVER-PASS-R.md").exists(),
+        "pass R ran on file names\n{}",
+        w.output()
+    );
+    put(&dir, "p3c-weaver.md", &content("weaver-refine-main.md"));
+    w.until("pass R ran on the REFINE verdict", || {
+        dir.join("OBSERVER-PASS-R.md").exists()
+    });
+    let ran = payloads(&dir, "pass_run");
+    let r = ran.iter().find(|p| p["pass"] == "R").expect("pass R ran");
+    assert_eq!(r["reason"], "trigger", "{r}");
+    assert_go(&dir, &w, "the REFINE round begins");
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+}
+
+/// A weaver file whose verdict cannot be read holds the pipeline (OBS-31, BLOCKING): the referee
+/// cannot tell a finished run from one that asked for REFINE. A readable verdict lifts it and the
+/// run ends.
+#[test]
+fn an_unreadable_final_verdict_holds_the_pipeline_until_it_can_be_read() {
+    let (root, dir) = build("audit-done");
+    let mut w = start(&dir, root.path(), LIVE);
+    put(&dir, "p3b-pa-integrative.md", &content("integrative.md"));
+    let weaver = content("weaver.md");
+    assert!(weaver.contains("**VERDICT:** SHIP"));
+    put(
+        &dir,
+        "p3c-weaver.md",
+        &weaver.replace("**VERDICT:** SHIP", "Verdict: pending the client's review"),
+    );
+    w.until("OBS-31 holds the pipeline", || {
+        read(&dir.join(STOP)).contains("OBS-31")
+    });
+    assert_eq!(sync(&dir, &w), 1, "{}", w.output());
+    assert!(
+        read(&dir.join(STOP)).contains("no readable VERDICT line"),
+        "{}",
+        read(&dir.join(STOP))
+    );
+    put(&dir, "p3c-weaver.md", &weaver);
+    let code = exit_code(w.wait(WAIT));
+    assert_eq!(code, 0, "{}", w.output());
+    assert!(!dir.join(STOP).exists());
+    let end = payloads(&dir, "end").pop().expect("an end event");
+    assert!(end.to_string().contains("SHIP"), "{end}");
+}
+
+// ---- part 4: honest writers -------------------------------------------------------------------
+
+/// The ways editors save a file, each a real sequence of file operations.
+#[derive(Debug, Clone, Copy)]
+enum Save {
+    /// Vim (`backupcopy=no`), Emacs: rename the file to its backup, write a new one.
+    BackupAndRename,
+    /// Remove the file, then write it.
+    RemoveThenWrite,
+    /// Truncate the file, then write it (in two chunks).
+    TruncateThenWrite,
+}
+
+fn save(path: &Path, text: &str, how: Save) {
+    match how {
+        Save::BackupAndRename => {
+            let backup = PathBuf::from(format!("{}~", path.display()));
+            fs::rename(path, &backup).expect("rename to backup");
+            fs::write(path, text).expect("write anew");
+        }
+        Save::RemoveThenWrite => {
+            fs::remove_file(path).expect("remove");
+            fs::write(path, text).expect("write anew");
+        }
+        Save::TruncateThenWrite => {
+            let mut f = fs::File::create(path).expect("truncate");
+            let (a, b) = text.split_at(text.len() / 2);
+            f.write_all(a.as_bytes()).expect("first half");
+            f.flush().expect("flush");
+            f.write_all(b.as_bytes()).expect("second half");
+        }
+    }
+}
+
+/// A tracker saved the way editors save never raises STOP (issue 31: 10 of 40 backup-and-rename
+/// saves and 12 of 20 remove-then-write saves did). The neighbour: a save that really empties a
+/// BLOCKING field still STOPs.
+#[test]
+fn editor_saves_of_the_tracker_never_stop_the_build() {
+    let (root, dir) = build("pre-audit");
+    let w = start(&dir, root.path(), SETTLE);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    let tracker = dir.join(TRACKER);
+    let text = read(&tracker);
+    assert_go(&dir, &w, "before the saves");
+    let published = payloads(&dir, "result_changed").len();
+    for how in [
+        Save::BackupAndRename,
+        Save::RemoveThenWrite,
+        Save::TruncateThenWrite,
+    ] {
+        for i in 0..4 {
+            let at = Instant::now();
+            save(&tracker, &text, how);
+            assert_go(&dir, &w, &format!("{how:?} save {i}"));
+            // The next save a keystroke later: saves back to back for longer than
+            // `--settle-max` are one churning file, judged as it stands.
+            crate::watch::wait_until(
+                WAIT,
+                "a keystroke later",
+                || at.elapsed() > KEYSTROKE,
+                String::new,
+            );
+        }
+    }
+    assert!(
+        stops_raised(&dir).is_empty(),
+        "an honest save raised STOP: {:?}\n{}",
+        stops_raised(&dir),
+        w.output()
+    );
+    // Nothing changed in what was published (no PASS → WAITING → PASS for each save), and the
+    // editor's backup beside it is no input and no fix attempt.
+    let changed = payloads(&dir, "result_changed").split_off(published);
+    assert!(
+        changed.is_empty(),
+        "a save changed a published result: {changed:?}"
+    );
+    assert!(dir.join(format!("{TRACKER}~")).exists());
+    assert_eq!(count(&dir, "fix_attempt", ""), 0);
+    // A save that empties BV-01 for real is a violation, saved the same way.
+    let emptied: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("| BV-01 |") {
+                "| BV-01 | ___ | |".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    save(&tracker, &emptied, Save::BackupAndRename);
+    w.until("the emptied BV-01 STOPs", || {
+        read(&dir.join(STOP)).contains("OBS-15")
+    });
+}
+
+/// A gate runner that writes its JSON entry by entry, keeping the file open, is judged once the
+/// file is whole: while its JSON ends early OBS-24 waits (issue 31: STOP before OBS-24 was due).
+/// A manual entry among the entries written so far still STOPs at once; a file still cut short
+/// once OBS-24 is due FAILs.
+#[test]
+fn a_gate_runner_streaming_its_json_is_judged_once_the_file_is_whole() {
+    let (root, dir) = build("pre-audit");
+    let entries: Vec<serde_json::Value> = {
+        let v: serde_json::Value = serde_json::from_str(&read(&dir.join(GATES))).expect("gates");
+        v["gates"].as_array().expect("gates array").clone()
+    };
+    fs::remove_file(dir.join(GATES)).expect("rm gates");
+    let w = start(&dir, root.path(), LIVE);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    let mut f = fs::File::create(dir.join(GATES)).expect("create");
+    f.write_all(b"{\"gates\": [\n").expect("open the document");
+    f.flush().expect("flush");
+    assert_go(&dir, &w, "the runner opened its file");
+    for (i, e) in entries.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ",\n" };
+        write!(f, "{sep}  {e}").expect("an entry");
+        f.flush().expect("flush");
+        // The runner runs its next gate; the referee judges what is on disk meanwhile.
+        if i % 6 == 0 {
+            assert_go(&dir, &w, &format!("streamed {} entries", i + 1));
+        }
+    }
+    f.write_all(b"\n]}\n").expect("close the document");
+    drop(f);
+    assert_go(&dir, &w, "the gate results are whole");
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+    assert!(
+        read(&dir.join("OBSERVER-PASS-2.md")).contains("OBS-24"),
+        "{}",
+        read(&dir.join("OBSERVER-PASS-2.md"))
+    );
+    // A second runner streams a manual entry: what is written is there, STOP at once.
+    let mut g = fs::File::create(dir.join("p3a-gate-results-extra.json")).expect("create");
+    write!(
+        g,
+        "{{\"gates\": [\n  {{\"id\": \"GR-90\", \"result\": \"PASS\", \"source\": \"manual\"}},\n  {{\"id\": \"GR-9"
+    )
+    .expect("write");
+    g.flush().expect("flush");
+    w.until("the manual entry STOPs OBS-27", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+    // Left cut short until OBS-24 is due (an auditor report appears): FAIL.
+    put(&dir, "p3b-pa-auditor-A.md", &content("auditor-A.md"));
+    w.until("the file still cut short FAILs OBS-24 once due", || {
+        let stop = read(&dir.join(STOP));
+        stop.contains("OBS-24") && stop.contains("still being written")
+    });
+}
+
+/// Outputs copied back with `tar`, `cp -a` or `rsync -a` keep their mtimes and are written in the
+/// tool's order (the integrative report before the auditors'): judged by what they say, never
+/// STOP (issue 31: OBS-20 STOPped).
+#[test]
+fn outputs_copied_back_in_another_order_are_judged_by_what_they_say() {
+    let mut tools = vec!["tar", "cp"];
+    if have("rsync") {
+        tools.push("rsync");
+    } else {
+        eprintln!("rsync is not installed: the rsync copy is not tried");
+    }
+    for tool in tools {
+        let (root, dir) = build("audit-done");
+        // Phase 3B ran elsewhere: its outputs, with their mtimes, in a folder beside the build.
+        let elsewhere = root.path().join("phase-3b");
+        fs::create_dir(&elsewhere).expect("mkdir");
+        for letter in ["A", "B", "C", "D", "E", "F", "G", "H", "I"] {
+            let name = format!("p3b-pa-auditor-{letter}.md");
+            fs::rename(dir.join(&name), elsewhere.join(&name)).expect("move out");
+        }
+        fs::write(
+            elsewhere.join("p3b-pa-integrative.md"),
+            content("integrative.md"),
+        )
+        .expect("integrative");
+        let last = fs::metadata(elsewhere.join("p3b-pa-auditor-I.md"))
+            .and_then(|m| m.modified())
+            .expect("mtime");
+        filetime::set_file_mtime(
+            elsewhere.join("p3b-pa-integrative.md"),
+            filetime::FileTime::from_system_time(last + std::time::Duration::from_secs(360)),
+        )
+        .expect("integrative mtime");
+        let w = start(&dir, root.path(), SETTLE);
+        w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+        match tool {
+            "tar" => {
+                let archive = root.path().join("3b.tar");
+                sh(Command::new("tar")
+                    .arg("-cf")
+                    .arg(&archive)
+                    .arg("-C")
+                    .arg(&elsewhere)
+                    .arg("p3b-pa-integrative.md")
+                    .args(
+                        ["A", "B", "C", "D", "E", "F", "G", "H", "I"]
+                            .map(|l| format!("p3b-pa-auditor-{l}.md")),
+                    ));
+                sh(Command::new("tar")
+                    .arg("-xpf")
+                    .arg(&archive)
+                    .arg("-C")
+                    .arg(&dir));
+            }
+            // One copy, the integrative report first and the auditors' backwards.
+            "cp" => sh(Command::new("cp")
+                .arg("-a")
+                .arg(elsewhere.join("p3b-pa-integrative.md"))
+                .args(
+                    ["I", "H", "G", "F", "E", "D", "C", "B", "A"]
+                        .map(|l| elsewhere.join(format!("p3b-pa-auditor-{l}.md"))),
+                )
+                .arg(&dir)),
+            _ => sh(Command::new("rsync")
+                .arg("-a")
+                .arg(format!("{}/", elsewhere.display()))
+                .arg(&dir)),
+        }
+        assert_go(&dir, &w, &format!("Phase 3B copied back with {tool}"));
+        assert!(
+            stops_raised(&dir).is_empty(),
+            "{tool}: {:?}\n{}",
+            stops_raised(&dir),
+            w.output()
+        );
+        assert!(
+            read(&dir.join("OBSERVER-PASS-3.md")).contains("OBS-20"),
+            "{tool}: pass 3 ran"
+        );
+    }
+}
+
+/// Emacs's lock link, a `name~` backup, Vim's swap and write-test files and a `.git/` checkout in
+/// `refine-inputs/` are not the REFINE builder's inputs (issue 31: the lock link failed OBS-07 as
+/// a dangling symlink, `.git/hooks/*.sample` for "fix"). A real input saying "fix" still STOPs.
+#[test]
+fn editor_files_and_git_beside_the_refine_inputs_are_not_inputs() {
+    let (root, dir) = build("refine-started");
+    let w = start(&dir, root.path(), LIVE);
+    w.until("pass R ran", || dir.join("OBSERVER-PASS-R.md").exists());
+    let inputs = dir.join("refine-inputs");
+    std::os::unix::fs::symlink("ana@studio.4242:1767225600", inputs.join(".#conviction.md"))
+        .expect("lock link");
+    fs::write(
+        inputs.join("conviction.md~"),
+        "Draft: fix the hero, GR-12: FAIL, contrast >= 4.5\n",
+    )
+    .expect("backup");
+    fs::write(inputs.join(".conviction.md.swp"), b"b0VIM 9.0\0fix").expect("swap");
+    fs::write(inputs.join("4913"), "").expect("vim's write test");
+    fs::remove_file(inputs.join("4913")).expect("removed again");
+    sh(Command::new("git")
+        .args(["init", "-q"])
+        .arg(&inputs)
+        .env("GIT_CONFIG_NOSYSTEM", "1"));
+    assert!(
+        inputs.join(".git/hooks").is_dir(),
+        "git init wrote its sample hooks"
+    );
+    assert_go(&dir, &w, "editor files and .git in refine-inputs/");
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+    assert_eq!(count(&dir, "fix_attempt", ""), 0);
+    put(
+        &dir,
+        "refine-inputs/notes.md",
+        "Fix the hero's contrast first.\n",
+    );
+    w.until("a real input saying `fix` STOPs OBS-07", || {
+        read(&dir.join(STOP)).contains("OBS-07")
+    });
+}
+
+/// A screenshots folder that is a link to another folder of the build is read through (issue 31:
+/// OBS-10 to OBS-12 failed), and a bad screenshot written through it is seen: a zero-byte
+/// `cold-look.png` is not a PNG file.
+#[test]
+fn a_linked_screenshots_folder_is_read_through() {
+    let (root, dir) = build("pre-audit");
+    fs::rename(dir.join("screenshots"), dir.join("captures")).expect("move the shots");
+    let w = start(&dir, root.path(), LIVE);
+    std::os::unix::fs::symlink("captures", dir.join("screenshots")).expect("link");
+    assert_go(&dir, &w, "screenshots linked to captures/");
+    let pass2 = read(&dir.join("OBSERVER-PASS-2.md"));
+    assert!(pass2.contains("OBS-12"), "{pass2}");
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+    put(&dir, "captures/768/cold-look.png", "");
+    w.until("the empty cold look STOPs OBS-11", || {
+        let stop = read(&dir.join(STOP));
+        stop.contains("OBS-11") && stop.contains("screenshots/768/cold-look.png")
+    });
+}
+
+/// The example's way to run a pipeline twice: the referee watches, the run completes, the build
+/// directory is emptied and the referee started again on it. The second run is a new run, logged
+/// as one (issue 31: it STOPped at Phase 0 on the first run's meta-gate).
+#[test]
+fn a_second_run_in_the_emptied_directory_is_a_new_run() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("build");
+    fs::create_dir(&dir).expect("mkdir");
+    let d = dir.to_str().expect("utf-8");
+    let mut first = start(&dir, root.path(), LIVE);
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "-q"]);
+    assert_eq!(code, 0);
+    assert_eq!(exit_code(first.wait(WAIT)), 0, "{}", first.output());
+    empty(&dir);
+    let second = start(&dir, root.path(), LIVE);
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "5m", "-q"]);
+    assert_eq!(code, 0);
+    assert_go(&dir, &second, "Phase 0 of the second run");
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+    let events = crate::watch::events(&dir);
+    assert_eq!(
+        events[0]["payload"]["event"], "start",
+        "a new run, not a restart: {}",
+        events[0]
+    );
+    assert!(
+        events[0]["payload"]["rotated"].is_string(),
+        "the first run's log was moved aside and named: {}",
+        events[0]
+    );
+    assert!(second.output().contains("a new run"), "{}", second.output());
+}
+
+/// `rm -rf DIR/* DIR/.[!.]*`: everything in the directory, the referee's files too.
+fn empty(dir: &Path) {
+    for e in fs::read_dir(dir).expect("list").flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            fs::remove_dir_all(&p).expect("rm -r");
+        } else {
+            fs::remove_file(&p).expect("rm");
+        }
+    }
+}
+
+/// A first run halted at a STOP (a hand-entered gate result), its directory emptied: the next run
+/// in it starts with nothing standing, and its Phase 0 goes. A directory emptied of all but its
+/// `OBSERVER-*` files is emptied too. The neighbour: a restart on a directory that still holds
+/// the run's artifacts resumes it, STOP and all.
+#[test]
+fn a_run_halted_at_a_stop_then_emptied_starts_anew_and_a_restart_resumes() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("build");
+    fs::create_dir(&dir).expect("mkdir");
+    let d = dir.to_str().expect("utf-8");
+    let first = start(&dir, root.path(), LIVE);
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "49m", "-q"]);
+    assert_eq!(code, 0);
+    put(&dir, GATES, &crate::watch::manual_gates(1));
+    first.until("the manual gate result STOPs", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+    // Killed and restarted on the same artifacts: the run resumes, its STOP standing.
+    let mut first = first;
+    first.kill9();
+    let again = start(&dir, root.path(), LIVE);
+    again.until(
+        "the restart resumed, and its heartbeat is the live one",
+        || {
+            crate::watch::payloads(&dir, "restart").len() == 1
+                && read(&dir.join("OBSERVER-HEARTBEAT.json")).contains(&again.pid().to_string())
+        },
+    );
+    assert_eq!(sync(&dir, &again), 1, "{}", again.output());
+    again.signal(libc::SIGTERM);
+    let mut again = again;
+    assert_eq!(exit_code(again.wait(WAIT)), 1, "{}", again.output());
+    // Emptied of the pipeline's files (the referee's own left): a new run.
+    for e in fs::read_dir(&dir).expect("list").flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("OBSERVER-") {
+            let p = e.path();
+            if p.is_dir() {
+                fs::remove_dir_all(&p).expect("rm -r");
+            } else {
+                fs::remove_file(&p).expect("rm");
+            }
+        }
+    }
+    let second = start(&dir, root.path(), LIVE);
+    assert_go(&dir, &second, "the emptied directory, before Phase 0");
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "5m", "-q"]);
+    assert_eq!(code, 0);
+    assert_go(&dir, &second, "Phase 0 of the new run");
+    assert!(second.output().contains("a new run"), "{}", second.output());
+}
