@@ -466,6 +466,16 @@ fn judge_instance(
     }
     let due =
         opts.final_ || complete || inst.deadline.as_ref().is_none_or(|d| checks::holds(ctx, d));
+    if let Some(why) = &def.off {
+        return result(
+            Status::Skip,
+            due,
+            Evidence::note(
+                &inst.description,
+                format!("switched off by the protocol's variables ({why})"),
+            ),
+        );
+    }
     // Why the check applies (the values its `when` matched), shown before its own evidence.
     let mut applies: Option<Outcome> = None;
     if let Some(when) = &inst.when {

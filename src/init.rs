@@ -4,9 +4,16 @@
 //! the referee's own configuration if the team keeps a copy in the repository. The protocol's
 //! own protected globs are kept at the top of the list.
 //!
+//! Whatever it finds, it protects what wires the referee into the agents and what would switch
+//! it off: the agents' hook and MCP settings (`.claude/settings*.json`, `.codex/**`,
+//! `.cursor/hooks.json`, `.gemini/settings.json`, `.github/hooks/**`, `.mcp.json`, ...) and the
+//! git hooks, present or not (an agent could add `.claude/settings.local.json` with
+//! `disableAllHooks`).
+//!
 //! The file is printed (stdout) or written to `--output FILE`, which is refused inside DIR (the
 //! worker must not be able to edit the rules it is judged by) and never overwritten without
-//! `--force`. The `referee watch …` command that uses it is printed with it.
+//! `--force`. The commands that use it are printed with it: `referee watch …`, the agents' hook
+//! commands and the MCP server's.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -92,6 +99,20 @@ const FILES: &[(&str, &str)] = &[
     ("CODEOWNERS", "review rules"),
 ];
 
+/// Protected in every repository, present or not: what wires the referee into the agents (their
+/// hook and MCP settings) and what runs code at git's events. An agent that edits one of these
+/// can switch the referee off for every later session.
+const WIRING: &[(&str, &str)] = &[
+    (".claude/settings*.json", "agent hooks (Claude Code)"),
+    (".codex/**", "agent hooks (Codex)"),
+    (".cursor/hooks.json", "agent hooks (Cursor)"),
+    (".gemini/settings.json", "agent hooks (Gemini CLI)"),
+    (".github/hooks/**", "agent hooks (GitHub Copilot)"),
+    (".mcp.json", "MCP servers (Claude Code)"),
+    (".cursor/mcp.json", "MCP servers (Cursor)"),
+    (".git/hooks/**", "git hooks"),
+];
+
 /// Directories whose presence (at the top) makes a suggestion of everything under them.
 const DIRS: &[(&str, &str)] = &[
     (".github/workflows", "CI configuration"),
@@ -169,6 +190,10 @@ pub fn survey(dir: &Path) -> Result<Survey> {
             why: "the referee's own configuration",
         });
     }
+    suggestions.extend(WIRING.iter().map(|(glob, why)| Suggestion {
+        glob: (*glob).to_string(),
+        why,
+    }));
     let mut languages: Vec<(String, usize)> = counts
         .into_iter()
         .map(|(l, n)| (l.to_string(), n))
@@ -214,7 +239,9 @@ pub fn vars_file(dir: &Path, survey: &Survey, protocol: &Protocol, vars_path: &s
         s,
         "# not be able to edit the rules it is judged by). Use it with:"
     );
-    let _ = writeln!(s, "#   {}", command(dir, vars_path));
+    for line in setup(dir, vars_path) {
+        let _ = writeln!(s, "#   {line}");
+    }
     let _ = writeln!(
         s,
         "# A worker's change to a file matching `protected` is CC-01: REJECT, and a STOP."
@@ -242,11 +269,27 @@ pub fn vars_file(dir: &Path, survey: &Survey, protocol: &Protocol, vars_path: &s
             let _ = writeln!(s, "  {},", quoted(g));
         }
     }
-    if survey.suggestions.is_empty() {
-        s.push_str("  # nothing else suggested: add this repository's own, e.g. \"ci/**\"\n");
+    let found: Vec<&Suggestion> = survey
+        .suggestions
+        .iter()
+        .filter(|sug| !own.contains(&sug.glob) && !WIRING.iter().any(|(g, _)| *g == sug.glob))
+        .collect();
+    if found.is_empty() {
+        s.push_str("  # nothing else found: add this repository's own, e.g. \"ci/**\"\n");
     } else {
         s.push_str("  # found in this repository\n");
-        for sug in &survey.suggestions {
+        for sug in found {
+            let _ = writeln!(s, "  {},  # {}", quoted(&sug.glob), sug.why);
+        }
+    }
+    let wiring: Vec<&Suggestion> = survey
+        .suggestions
+        .iter()
+        .filter(|sug| !own.contains(&sug.glob) && WIRING.iter().any(|(g, _)| *g == sug.glob))
+        .collect();
+    if !wiring.is_empty() {
+        s.push_str("  # what wires the referee into the agents, or would switch it off\n");
+        for sug in wiring {
             let _ = writeln!(s, "  {},  # {}", quoted(&sug.glob), sug.why);
         }
     }
@@ -261,6 +304,21 @@ pub fn command(dir: &Path, vars_path: &str) -> String {
         shell_word(&dir.display().to_string()),
         shell_word(vars_path)
     )
+}
+
+/// The commands that use the file: `watch` (an orchestrator's worker), the agents' hooks (each
+/// stop judged, writes to protected paths denied) and the MCP server.
+pub fn setup(dir: &Path, vars_path: &str) -> Vec<String> {
+    let d = shell_word(&dir.display().to_string());
+    let v = shell_word(vars_path);
+    vec![
+        command(dir, vars_path),
+        "Agent hooks (examples/claude-code/settings.json, examples/codex/hooks.json), each hook's command:".into(),
+        format!("  Claude Code, .claude/settings.json: referee hook claude-code --vars {v}"),
+        format!("  Codex, .codex/hooks.json:           referee hook codex --vars {v}"),
+        "MCP server (the agent asks for verdicts, checks and protected paths):".into(),
+        format!("  claude mcp add referee -- referee mcp --protocol code-change --root {d}"),
+    ]
 }
 
 /// `s` as one shell word (single-quoted when it holds anything but plain characters).
@@ -326,7 +384,10 @@ pub fn run(o: &Options) -> Result<String> {
         },
     )
     .with_context(|| format!("the file written, `{shown}`, does not load"))?;
-    Ok(format!("wrote {shown}\n{}\n", command(&dir, &shown)))
+    Ok(format!(
+        "wrote {shown}\n{}\n",
+        setup(&dir, &shown).join("\n")
+    ))
 }
 
 /// `output` as an absolute path with its directory resolved (the file may not exist yet);
@@ -373,10 +434,34 @@ mod tests {
             vec![("Python".to_string(), 2), ("TypeScript".to_string(), 1)]
         );
         let globs: Vec<&str> = s.suggestions.iter().map(|s| s.glob.as_str()).collect();
+        let wiring: Vec<&str> = WIRING.iter().map(|(g, _)| *g).collect();
         assert_eq!(
             globs,
-            vec![".github/workflows/**", "**/package-lock.json", "Makefile"]
+            [
+                &[".github/workflows/**", "**/package-lock.json", "Makefile"][..],
+                &wiring[..]
+            ]
+            .concat()
         );
+        // Each protects what it says, the settings an agent could add included.
+        for path in [
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".codex/hooks.json",
+            ".codex/config.toml",
+            ".cursor/hooks.json",
+            ".gemini/settings.json",
+            ".github/hooks/hooks.json",
+            ".mcp.json",
+            ".git/hooks/pre-commit",
+        ] {
+            assert!(
+                wiring
+                    .iter()
+                    .any(|g| Glob::try_from(g.to_string()).unwrap().is_match(path)),
+                "{path}"
+            );
+        }
     }
 
     #[test]

@@ -128,6 +128,7 @@ predicates = {
                        "No added line matches a forbidden pattern or secret rule ([tasks] protocols)."),
     "record_field": obj({"field": s(), "pattern": PATTERN}, ["field", "pattern"], "A task record field matches a pattern."),
     "style": obj({"final_newline": b(), "trailing_whitespace": b()}, (), "Changed text files end with a newline / add no trailing whitespace."),
+    "weakened": {"const": True, "description": "No test removed or skipped, no assertion removed, no coverage, lint, type-check or CI gate relaxed against the baseline, unless the record gives a reason for the path in `weakened` (CC-10)."},
 }
 
 time_refs = {
@@ -178,7 +179,10 @@ schema = {
                          "trigger": PRED, "deadline": PRED, "checks": STRINGS,
                          "repeat": arr(obj({"passes": STRINGS, "vars": s()}, ["passes", "vars"]))},
                         ["id", "title", "trigger", "checks"]), minItems=1),
-        "check": arr(obj({"id": s(), "severity": {"$ref": "#/definitions/severity"}, "title": s(),
+        "check": arr(obj({"id": s(), "severity": {"anyOf": [
+                              {"$ref": "#/definitions/severity"},
+                              s("A `${var}` of [vars.main] holding blocking, significant or off (off: the check is SKIP).",
+                                pattern="^\\$\\{[A-Za-z0-9_]+\\}$")]}, "title": s(),
                           "description": s(), "action": s(), "recommendation": s(),
                           "missing": s(enum=["fail", "inconclusive"]), "tag": s(), "veto": b(),
                           "deadline": PRED, "when": PRED, "predicate": PRED},

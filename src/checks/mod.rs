@@ -21,6 +21,7 @@ mod text;
 mod time;
 mod tracker;
 mod verdict;
+pub mod weakened;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -678,6 +679,7 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
         P::AddedLines(a) => secrets::added_lines(ctx, a),
         P::RecordField(r) => change::record_field(ctx, r),
         P::Style(st) => style::style(ctx, st),
+        P::Weakened(_) => weakened::weakened(ctx),
     }
 }
 

@@ -80,7 +80,7 @@ pub(super) fn pre_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
     hits.dedup();
     hits.truncate(10);
     Ok(Answer::deny(&format!(
-        "referee: this {} would change a protected path: {}. Protected paths are the rules this workspace is judged by; a change to one is a veto at the stop whatever else is done. Leave them as they are (write the command so that it names only the files it changes; `git checkout -- PATH` puts a protected file back as HEAD has it).",
+        "referee: this {} would change a protected path: {}. The project protects these paths from the agent's changes: a change to one is a veto at the stop whatever else is done. Leave them as they are (write the command so that it names only the files it changes; `git checkout -- PATH` puts a protected file back as HEAD has it).",
         if p.tool_name.is_empty() { "tool call" } else { &p.tool_name },
         hits.join("; ")
     )))

@@ -225,7 +225,7 @@ fn leaf(p: &Predicate) -> String {
                 ),
                 None => "every added or modified file".into(),
             };
-            let builtin = format!("{files} parses by its type (JSON, TOML, YAML; JavaScript, TypeScript, TSX and declaration files through oxc, with its early errors; Python, Rust, Go through tree-sitter; the worker's code is never run)");
+            let builtin = format!("{files} parses by its type (JSON, TOML, YAML; JavaScript, TypeScript, TSX and declaration files through oxc, with its early errors; Python through tree-sitter, Rust through syn (tree-sitter-rust for a file nested too deep for it), Go through the referee's port of go/parser; the worker's code is never run)");
             if p.commands.is_empty() {
                 format!("{builtin}; other types are not judged")
             } else {
@@ -279,6 +279,7 @@ fn leaf(p: &Predicate) -> String {
             }
             parts.join(", and ")
         }
+        P::Weakened(_) => "no test removed or skipped, no assertion removed from test code, no coverage threshold lowered, no lint or type check suppressed or relaxed, no CI job or step removed or let fail, against the baseline in the task's scope; a path the record gives a reason for in `weakened` (`{\"weakened\": {\"PATH\": \"why\"}}`) is excused and its reason shown".into(),
         P::PathsListed(p) => format!(
             "every path in the {} column of the {} table exists (skipping {})",
             q(&p.column),
@@ -310,8 +311,19 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
     let (_, first) = instances.first()?;
     let d = &first.def;
     let mut out = String::new();
-    let _ = writeln!(out, "{} [{}] {}\n", d.id, d.severity.as_str(), d.title);
+    let severity = if d.off.is_some() {
+        "OFF"
+    } else {
+        d.severity.as_str()
+    };
+    let _ = writeln!(out, "{} [{severity}] {}\n", d.id, d.title);
     let _ = writeln!(out, "{}\n", first.description);
+    if let Some(why) = &d.off {
+        let _ = writeln!(
+            out,
+            "Switched off by the protocol's variables ({why}): SKIP wherever it runs.\n"
+        );
+    }
     for (pass, inst) in &instances {
         let variant = if inst.variant == "main" {
             String::new()
@@ -365,7 +377,7 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
         out,
         "Statuses: something present and wrong FAILs at once. Something missing is WAITING until the check is due, then {missing}. Undecidable data (unparseable timestamp, unreadable file) is WAITING until due, then INCONCLUSIVE."
     );
-    if d.severity == super::Severity::Blocking {
+    if d.severity == super::Severity::Blocking && d.off.is_none() {
         if matches!(p.subject, super::Subject::Build(_)) {
             let _ = writeln!(out, "A FAIL is BLOCKING: it raises OBSERVER-STOP.md.");
         } else if d.veto {

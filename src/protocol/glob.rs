@@ -266,9 +266,14 @@ pub enum GlobError {
     #[error("empty glob")]
     Empty,
     #[error(
-        "invalid glob `{glob}`: globs are relative to the build directory and may not leave it"
+        "invalid glob `{glob}`: globs are relative to the build directory and may not leave it (write `ci/**`, not `/repo/ci/**` or `../ci/**`)"
     )]
     Outside { glob: String },
+    /// `.` or `./`: the directory itself, which no path relative to it is.
+    #[error(
+        "invalid glob `{glob}`: it names the directory itself; write `**` for every path in it"
+    )]
+    Itself { glob: String },
     /// What `globset` refused (`why`: its reason, e.g. an unclosed `[`).
     #[error("invalid glob `{glob}`: {why}")]
     Syntax { glob: String, why: String },
@@ -281,9 +286,13 @@ impl TryFrom<String> for Glob {
         if src.contains("${") {
             return Ok(Glob { src, how: None });
         }
+        if src.is_empty() {
+            return Err(GlobError::Empty);
+        }
+        let src = normalized(src)?;
         let body = src.trim_end_matches('/');
         if body.is_empty() {
-            return Err(GlobError::Empty);
+            return Err(GlobError::Outside { glob: src });
         }
         if body.starts_with('/') || body.split('/').any(|c| c == "..") {
             return Err(GlobError::Outside { glob: src });
@@ -301,6 +310,38 @@ impl TryFrom<String> for Glob {
             how: Some(Arc::new(how)),
         })
     }
+}
+
+/// The glob as the paths it is matched against are written: a leading `./`, a `/./` and a
+/// doubled `/` taken out (`./ci//x/./*.sh` is `ci/x/*.sh`), which no path holds, so a glob
+/// written with them would match nothing.
+fn normalized(src: String) -> Result<String, GlobError> {
+    if !(src.starts_with("./")
+        || src.contains("//")
+        || src.contains("/./")
+        || src.ends_with("/.")
+        || src == ".")
+    {
+        return Ok(src);
+    }
+    let dirs_only = src.ends_with('/');
+    let parts: Vec<&str> = src
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    if parts.is_empty() {
+        return Err(GlobError::Itself { glob: src });
+    }
+    let mut out = if src.starts_with('/') {
+        "/".to_string()
+    } else {
+        String::new()
+    };
+    out.push_str(&parts.join("/"));
+    if dirs_only {
+        out.push('/');
+    }
+    Ok(out)
 }
 
 impl From<Glob> for String {
@@ -363,6 +404,40 @@ mod tests {
         let g = glob("${auditors}");
         assert!(!g.is_resolved());
         assert!(!g.is_match("${auditors}"));
+    }
+
+    #[test]
+    fn written_paths_are_normalised_never_inert() {
+        for (written, is) in [
+            ("./Makefile", "Makefile"),
+            ("./ci/**", "ci/**"),
+            ("ci//deploy.sh", "ci/deploy.sh"),
+            ("././ci/./x/", "ci/x/"),
+            ("ci/.", "ci"),
+            ("ci/", "ci/"),
+        ] {
+            let g = Glob::try_from(written.to_string()).unwrap();
+            assert_eq!(g.as_str(), is, "{written}");
+        }
+        assert!(glob("./Makefile").is_match("Makefile"));
+        assert!(glob("./ci/**").is_match("ci/deploy.sh"));
+        for itself in [".", "./", "./."] {
+            assert_eq!(
+                Glob::try_from(itself.to_string()).unwrap_err(),
+                GlobError::Itself {
+                    glob: itself.into()
+                }
+            );
+        }
+        assert!(matches!(
+            Glob::try_from(".//abs".to_string()),
+            Ok(g) if g.as_str() == "abs"
+        ));
+        assert!(
+            Glob::try_from("/./abs".to_string()).is_err(),
+            "absolute stays refused"
+        );
+        assert!(Glob::try_from("./../up".to_string()).is_err());
     }
 
     #[test]

@@ -110,7 +110,8 @@ impl Inputs {
             | P::SizeLimit(_)
             | P::AddedLines(_)
             | P::RecordField(_)
-            | P::Style(_) => self.everything = true,
+            | P::Style(_)
+            | P::Weakened(_) => self.everything = true,
             P::PathsListed(_) => {
                 // Any path may be listed: every change counts.
                 self.tracker = true;

@@ -164,7 +164,8 @@ fn check_defs<'r>(
                 format!("duplicate check id `{id}`"),
             ));
         }
-        if c.veto && c.severity != Severity::Blocking {
+        let (severity, off) = severity(&c.severity, &id, raw, err_at)?;
+        if c.veto && (severity != Severity::Blocking || off.is_some()) {
             return Err(err_at(
                 Some(c.id.span()),
                 format!("check `{id}`: a veto must be `severity = \"blocking\"`"),
@@ -172,7 +173,8 @@ fn check_defs<'r>(
         }
         let def = CheckDef {
             id: id.clone(),
-            severity: c.severity,
+            severity,
+            off,
             title: c.title.clone(),
             description: c.description.clone(),
             action: c.action.clone(),
@@ -185,6 +187,48 @@ fn check_defs<'r>(
         defs.insert(id, (Arc::new(def), spanned));
     }
     Ok(defs)
+}
+
+/// A check's severity as written, or as the main variables say when it is a `${var}`:
+/// `blocking`, `significant`, or (through a variable only) `off`, which makes the check SKIP
+/// with the variable named as why.
+fn severity(
+    written: &Spanned<String>,
+    id: &str,
+    raw: &RawProtocol,
+    err_at: &ErrAt<'_>,
+) -> Result<(Severity, Option<String>), ProtocolError> {
+    let text = written.get_ref().trim();
+    let var = text
+        .strip_prefix("${")
+        .and_then(|s| s.strip_suffix('}'))
+        .filter(|n| !n.is_empty() && !n.contains(['$', '{', '}']));
+    let value = match var {
+        Some(name) => raw
+            .vars
+            .get(MAIN_VARIANT)
+            .and_then(|v| v.get_ref().get(name))
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| {
+                err_at(
+                    Some(written.span()),
+                    format!("check `{id}`: severity `{text}` names no string variable of [vars.{MAIN_VARIANT}]"),
+                )
+            })?,
+        None => text,
+    };
+    match (value, var) {
+        ("blocking", _) => Ok((Severity::Blocking, None)),
+        ("significant", _) => Ok((Severity::Significant, None)),
+        ("off", Some(name)) => Ok((Severity::Significant, Some(format!("`{name} = \"off\"`")))),
+        _ => Err(err_at(
+            Some(written.span()),
+            match var {
+                Some(name) => format!("check `{id}`: `{name} = \"{value}\"`: a severity is \"blocking\", \"significant\" or \"off\""),
+                None => format!("check `{id}`: severity `{value}`: write \"blocking\" or \"significant\" (or a `${{var}}` of [vars.{MAIN_VARIANT}] holding one of them or \"off\")"),
+            },
+        )),
+    }
 }
 
 /// The passes: ids unique, every reference known, each check in exactly one pass, and every

@@ -123,6 +123,9 @@ pub struct CheckDef {
     pub action: String,
     pub recommendation: String,
     pub missing: MissingAs,
+    /// Switched off by the protocol's variables (its severity a `${var}` set to `off`): why,
+    /// `` `weakened_severity = "off"` ``. The check is SKIP wherever it runs.
+    pub off: Option<String>,
     /// The reason tag a failure of this check gives a task verdict (`protected_file_modified`).
     pub tag: Option<String>,
     /// A task protocol's veto: a FAIL raises OBSERVER-STOP.md while it stands, beyond

@@ -101,7 +101,7 @@ impl Overrides {
                 names.join(", ")
             }
         };
-        for (name, value, from) in self.assignments()? {
+        for (name, mut value, from) in self.assignments()? {
             // Named for where it came from (the protocol's own check would point into the
             // protocol file).
             super::vars::validate(&Vars::from([(name.clone(), value.clone())])).map_err(|why| {
@@ -112,6 +112,12 @@ impl Overrides {
             })?;
             if !vars.values().any(|v| v.get_ref().contains_key(&name)) {
                 return Err(OverrideError::Unknown { from, name, known });
+            }
+            if name == PROTECTED {
+                value = globs(&value).map_err(|why| OverrideError::Value {
+                    from: from.clone(),
+                    why: VarError::Glob(why),
+                })?;
             }
             for v in vars.values_mut() {
                 if let Some(slot) = v.get_mut().get_mut(&name) {
@@ -124,13 +130,16 @@ impl Overrides {
             if !vars.values().any(|v| v.get_ref().contains_key(PROTECTED)) {
                 return Err(OverrideError::NoProtected { known });
             }
+            // Each as the paths it is matched against are written (`./ci/` is `ci/`).
+            let mut protect = Vec::new();
             for glob in &self.protect {
-                super::predicate::Glob::try_from(glob.clone()).map_err(|why| {
+                let g = super::predicate::Glob::try_from(glob.clone()).map_err(|why| {
                     OverrideError::Protect {
                         glob: glob.clone(),
                         why,
                     }
                 })?;
+                protect.push(g.as_str().to_string());
             }
             for v in vars.values_mut() {
                 let Some(slot) = v.get_mut().get_mut(PROTECTED) else {
@@ -139,7 +148,7 @@ impl Overrides {
                 let toml::Value::Array(items) = slot else {
                     return Err(OverrideError::ProtectedNotList);
                 };
-                for glob in &self.protect {
+                for glob in &protect {
                     let glob = toml::Value::String(glob.clone());
                     if !items.contains(&glob) {
                         items.push(glob);
@@ -169,6 +178,27 @@ impl Overrides {
                 }
             })
             .collect())
+    }
+}
+
+/// A value of `protected` with each glob normalised as the protocol will read it (`./Makefile`
+/// is `Makefile`), or why one cannot be a glob, named for the flag that gave it.
+fn globs(value: &toml::Value) -> Result<toml::Value, GlobError> {
+    let one = |s: &str| {
+        super::predicate::Glob::try_from(s.to_string())
+            .map(|g| toml::Value::String(g.as_str().to_string()))
+    };
+    match value {
+        toml::Value::String(s) => one(s),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|i| match i.as_str() {
+                Some(s) => one(s),
+                None => Ok(i.clone()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(toml::Value::Array),
+        other => Ok(other.clone()),
     }
 }
 
@@ -433,6 +463,50 @@ mod tests {
         };
         let e = cc(&o).unwrap_err().to_string();
         assert!(e.starts_with("--protect `a/[`: "), "{e}");
+    }
+
+    #[test]
+    fn globs_are_normalised_from_every_source_or_refused_with_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("vars.toml");
+        std::fs::write(&file, "protected = [\"./from/file/\"]\n").unwrap();
+        let o = Overrides {
+            file: Some(file.clone()),
+            set: vec![],
+            protect: vec!["./Makefile".into(), "./ci/**".into(), "ci//x".into()],
+        };
+        let p = cc(&o).unwrap();
+        assert_eq!(
+            p.overrides[0].value,
+            serde_json::json!(["from/file/", "Makefile", "ci/**", "ci/x"])
+        );
+        let o = Overrides {
+            set: vec![r#"protected=["./a", "b/./c"]"#.into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            cc(&o).unwrap().overrides[0].value,
+            serde_json::json!(["a", "b/c"])
+        );
+        for (o, start) in [
+            (
+                Overrides {
+                    set: vec![r#"protected=["/repo/ci/**"]"#.into()],
+                    ..Default::default()
+                },
+                "--set: invalid glob `/repo/ci/**`: globs are relative",
+            ),
+            (
+                Overrides {
+                    protect: vec!["./".into()],
+                    ..Default::default()
+                },
+                "--protect `./`: invalid glob `./`: it names the directory itself",
+            ),
+        ] {
+            let e = cc(&o).unwrap_err().to_string();
+            assert!(e.starts_with(start), "{e}");
+        }
     }
 
     #[test]

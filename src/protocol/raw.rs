@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::predicate::{Glob, Pattern, Predicate};
 use super::vars::Vars;
-use super::{tasks, ForEach, Guards, MissingAs, Severity, TasksSpec};
+use super::{tasks, ForEach, Guards, MissingAs, TasksSpec};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,7 +75,9 @@ pub(super) struct RawRepeat {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCheck {
     pub(super) id: Spanned<String>,
-    pub(super) severity: Severity,
+    /// `blocking`, `significant`, or a `${var}` of the main variables holding one of them or
+    /// `off` (the check is SKIP).
+    pub(super) severity: Spanned<String>,
     pub(super) title: String,
     pub(super) description: String,
     pub(super) action: String,

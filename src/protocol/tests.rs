@@ -158,17 +158,17 @@ fn descriptions_show_their_variables() {
     let text = explain::explain(&p, "CC-01").unwrap();
     assert!(!text.contains("${"), "{text}");
     assert!(
-        text.contains(
-            "(the orchestrator's own code: **/grind_spawner*.py, **/orchestrator.py, **/roles.py,"
-        ),
+        text.contains("No protected path (**/grind_spawner*.py, **/orchestrator.py, **/roles.py,"),
         "{text}"
     );
     let (_, cc01) = p.instances_of("CC-01")[0];
     assert!(cc01.def.description.contains("${protected}"));
     assert!(!cc01.description.contains("${"), "{}", cc01.description);
-    let text = EMBEDDED[1]
-        .2
-        .replacen("own code: ${protected}", "own code: ${guarded}", 1);
+    let text = EMBEDDED[1].2.replacen(
+        "protected path (${protected})",
+        "protected path (${guarded})",
+        1,
+    );
     let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
     assert!(
         e.contains("in check `CC-01`: in `description`: undefined variable `${guarded}`"),

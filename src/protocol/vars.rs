@@ -308,7 +308,7 @@ fields!(PathsListed {
 });
 
 fields!(Unchanged { globs, shadows });
-fields!(Shadow { paths; ext });
+fields!(Shadow { paths; ext, stem });
 fields!(AddedLines { forbid, forbid_patterns; secrets });
 fields!(SizeLimit {
     by_extension,
@@ -395,6 +395,7 @@ impl Substitute for Predicate {
             P::AddedLines(a) => P::AddedLines(a.substitute(vars)?),
             P::RecordField(r) => P::RecordField(r.substitute(vars)?),
             P::Style(s) => P::Style(s.clone()),
+            P::Weakened(b) => P::Weakened(*b),
         })
     }
 }

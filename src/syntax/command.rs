@@ -25,90 +25,24 @@ const POLL: Duration = Duration::from_millis(10);
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 pub(super) fn run(rule: &CommandRule, rel: &str, abs: &Path) -> Outcome {
+    run_on(rule, rel, abs, abs)
+}
+
+/// [`run`] with `{path}` standing for `file` (a copy of the file at `abs`, or a part of it, in
+/// a folder of the referee's own): the program is still looked up away from the workspace of
+/// `abs`, and the output names `rel` wherever it names `file`.
+pub(super) fn run_on(rule: &CommandRule, rel: &str, abs: &Path, file: &Path) -> Outcome {
     let shown = display(&rule.argv);
     let how = format!("command `{shown}`");
-    let Some(program) = rule.argv.first() else {
-        return Outcome::Inconclusive {
-            why: format!(
-                "the command rule for `.{}` has no program",
-                rule.ext.trim_start_matches('.')
-            ),
-        };
+    let ran = match execute(rule, rel, abs, file) {
+        Ok(ran) => ran,
+        Err(not_run) => return not_run,
     };
-    let workspace = workspace_root(rel, abs);
-    let resolved = match resolve(program, workspace.as_deref()) {
-        Ok(path) => path,
-        Err(why) => return Outcome::Inconclusive { why },
-    };
-    let Some(abs_str) = abs.to_str() else {
-        return Outcome::Inconclusive {
-            why: format!(
-                "the path `{}` is not UTF-8: `{{path}}` cannot be given to `{program}`",
-                abs.display()
-            ),
-        };
-    };
-    let args: Vec<OsString> = rule.argv[1..]
-        .iter()
-        .map(|a| OsString::from(a.replace("{path}", abs_str)))
-        .collect();
-    // The command's working directory: empty and outside the workspace, so that `python3 -m x`
-    // imports nothing the worker wrote; Python's bytecode cache goes there too.
-    let scratch = match tempfile::tempdir() {
-        Ok(dir) => dir,
-        Err(e) => {
-            return Outcome::Inconclusive {
-                why: format!("no temporary directory to run `{program}` in: {e}"),
-            }
-        }
-    };
-    let mut command = Command::new(&resolved);
-    command
-        .args(&args)
-        .current_dir(scratch.path())
-        .env("PYTHONPYCACHEPREFIX", scratch.path())
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            return Outcome::Inconclusive {
-                why: format!("`{program}` is not installed"),
-            }
-        }
-        Err(e) => {
-            return Outcome::Inconclusive {
-                why: format!("`{program}` could not be started: {e}"),
-            }
-        }
-    };
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    // Wait for the exit without reaping, so the group id cannot be reused before the kill.
-    let exited = wait_exit(&child, rule.timeout);
-    // Whatever happened, nothing the command started outlives the check.
-    kill_group(&child);
-    let status = child.wait();
-    let status = match (exited, status) {
-        (Ok(true), Ok(status)) => status,
-        (Ok(false), _) => {
-            return Outcome::Inconclusive {
-                why: format!(
-                    "`{shown}` did not finish within {}: killed",
-                    humantime::format_duration(rule.timeout)
-                ),
-            };
-        }
-        (Err(e), _) | (_, Err(e)) => {
-            return Outcome::Inconclusive {
-                why: format!("`{program}` could not be waited for: {e}"),
-            };
-        }
-    };
-    let output = combined(collect(stderr), collect(stdout));
+    let Ran {
+        status,
+        output,
+        file_str,
+    } = ran;
     if status.success() {
         return Outcome::Parsed { how };
     }
@@ -131,13 +65,13 @@ pub(super) fn run(rule: &CommandRule, rel: &str, abs: &Path) -> Outcome {
             ),
         };
     }
-    let (line, column) = locate(&output, abs_str, rel).unwrap_or((0, 0));
+    let (line, column) = locate(&output, &file_str, rel).unwrap_or((0, 0));
     let message = if output.trim().is_empty() {
         format!("`{shown}` exited with {code} and printed nothing")
     } else {
         // The file as the evidence names it: its workspace path, not where the workspace is
         // (a temporary directory in tests, another checkout elsewhere).
-        output.trim_end().replace(abs_str, rel)
+        output.trim_end().replace(&file_str, rel)
     };
     Outcome::Invalid {
         line,
@@ -145,6 +79,89 @@ pub(super) fn run(rule: &CommandRule, rel: &str, abs: &Path) -> Outcome {
         message,
         how,
     }
+}
+
+/// A command that ran to its end: how it exited, what it printed (stderr, then stdout), and
+/// the path `{path}` stood for.
+pub(super) struct Ran {
+    pub(super) status: std::process::ExitStatus,
+    pub(super) output: String,
+    pub(super) file_str: String,
+}
+
+/// Runs `rule` on `file` (see [`run_on`]) to its end; `Err` with the [`Outcome::Inconclusive`]
+/// that says why it could not be run or did not end (not installed, refused, timed out).
+pub(super) fn execute(
+    rule: &CommandRule,
+    rel: &str,
+    abs: &Path,
+    file: &Path,
+) -> Result<Ran, Outcome> {
+    let not_run = |why: String| Outcome::Inconclusive { why };
+    let shown = display(&rule.argv);
+    let Some(program) = rule.argv.first() else {
+        return Err(not_run(format!(
+            "the command rule for `.{}` has no program",
+            rule.ext.trim_start_matches('.')
+        )));
+    };
+    let workspace = workspace_root(rel, abs);
+    let resolved = resolve(program, workspace.as_deref()).map_err(not_run)?;
+    let Some(abs_str) = file.to_str() else {
+        return Err(not_run(format!(
+            "the path `{}` is not UTF-8: `{{path}}` cannot be given to `{program}`",
+            file.display()
+        )));
+    };
+    let args: Vec<OsString> = rule.argv[1..]
+        .iter()
+        .map(|a| OsString::from(a.replace("{path}", abs_str)))
+        .collect();
+    // The command's working directory: empty and outside the workspace, so that `python3 -m x`
+    // imports nothing the worker wrote; Python's bytecode cache goes there too.
+    let scratch = tempfile::tempdir()
+        .map_err(|e| not_run(format!("no temporary directory to run `{program}` in: {e}")))?;
+    let mut command = Command::new(&resolved);
+    command
+        .args(&args)
+        .current_dir(scratch.path())
+        .env("PYTHONPYCACHEPREFIX", scratch.path())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return Err(not_run(format!("`{program}` is not installed")));
+        }
+        Err(e) => return Err(not_run(format!("`{program}` could not be started: {e}"))),
+    };
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    // Wait for the exit without reaping, so the group id cannot be reused before the kill.
+    let exited = wait_exit(&child, rule.timeout);
+    // Whatever happened, nothing the command started outlives the check.
+    kill_group(&child);
+    let status = child.wait();
+    let status = match (exited, status) {
+        (Ok(true), Ok(status)) => status,
+        (Ok(false), _) => {
+            return Err(not_run(format!(
+                "`{shown}` did not finish within {}: killed",
+                humantime::format_duration(rule.timeout)
+            )));
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            return Err(not_run(format!("`{program}` could not be waited for: {e}")));
+        }
+    };
+    Ok(Ran {
+        status,
+        output: combined(collect(stderr), collect(stdout)),
+        file_str: abs_str.to_string(),
+    })
 }
 
 /// The workspace: `abs` less the components of `rel`, when `abs` ends with them.

@@ -85,6 +85,10 @@
 //! `file:line:column` or `line N` the output names (else line 0, column 0) with the output as the
 //! message; a program that is not installed (or exits 126/127, as shells and shims do when the real
 //! program is missing), a timeout, or a death by signal is inconclusive.
+//!
+//! A rule that runs `bash -n` judges a script as bash runs it (`shell`): where the script turns
+//! `extglob` on with `shopt -s extglob` as a top-level command, what follows is parsed with it on
+//! (bash runs each top-level command before it reads the next; `-n` runs none).
 
 use std::path::Path;
 use std::time::Duration;
@@ -95,10 +99,12 @@ mod golang;
 mod goscan;
 mod js;
 mod nesting;
+pub mod pyc;
 mod pyencoding;
 mod pygrammar;
 mod python;
 mod rust;
+mod shell;
 mod source;
 #[cfg(test)]
 mod tests;
@@ -252,7 +258,11 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
         if matches!(outcome, Outcome::Invalid { .. }) {
             break;
         }
-        let ran = command::run(rule, rel, abs);
+        let ran = if shell::is_bash_parse(rule) {
+            shell::run(rule, rel, abs, bytes)
+        } else {
+            command::run(rule, rel, abs)
+        };
         outcome = combine(outcome, ran);
     }
     outcome

@@ -216,6 +216,19 @@ impl Workspace {
         self.changes = Some(changes);
     }
 
+    /// The baseline's files (and links) whose file name is `file_name`, by path; none without
+    /// a baseline.
+    pub fn baseline_paths_named(&self, file_name: &str) -> Vec<String> {
+        let Some(base) = &self.base else {
+            return Vec::new();
+        };
+        base.entries
+            .keys()
+            .filter(|p| p.rsplit('/').next() == Some(file_name))
+            .cloned()
+            .collect()
+    }
+
     /// [`adopt`](Self::adopt) of a comparison made now, in one merge.
     pub(super) fn compare(&mut self, base: &Arc<Baseline>, tree: Entries<'_>) {
         let c = Compared::full(base, tree);

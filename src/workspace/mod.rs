@@ -17,6 +17,7 @@
 pub mod baseline;
 mod compare;
 pub mod diff;
+pub mod eol;
 pub mod gitread;
 pub mod name;
 pub mod record;

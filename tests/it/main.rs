@@ -17,6 +17,7 @@ mod flags;
 mod formats;
 mod fuzz;
 mod heap;
+mod honest_tools;
 mod hook_agents;
 mod hooks;
 mod human_text;
@@ -32,6 +33,7 @@ mod order;
 mod pinned;
 mod pipeline;
 mod project_rules;
+mod protect_forms;
 mod renamed_grades;
 mod replay;
 mod root;
@@ -43,6 +45,7 @@ mod unreadable;
 mod user_protocol;
 mod waivers;
 mod watch;
+mod weakened;
 
 /// Counts heap bytes per thread, so the fuzz targets can bound a parser's memory.
 #[global_allocator]

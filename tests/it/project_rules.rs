@@ -188,7 +188,10 @@ fn unknown_names_and_misfits_are_errors_that_say_what_fits() {
     } = verify(&ws, &["--set", "protectd=x"]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("unknown variable `protectd`"), "{err}");
-    assert!(err.contains("protected, shadow_py"), "{err}");
+    assert!(
+        err.contains("protected, shadow_js, shadow_js_index, shadow_py"),
+        "{err}"
+    );
     // A list where the protocol needs strings, and a glob that does not compile.
     let Output {
         code, stderr: err, ..

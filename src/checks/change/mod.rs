@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, FileRef, Outcome, Verdict};
 use crate::protocol::predicate::{Glob, RecordField, Unchanged};
+use crate::syntax::pyc::Bytecode;
 use crate::workspace::record::{Record, Task};
 use crate::workspace::{name, Change, Content, Workspace};
 
@@ -253,6 +254,10 @@ pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
         unknown,
         format!("{} change(s), none protected", changes.len()),
     );
+    if o.verdict == Verdict::Fail {
+        // One finding per protected path: the lines of its diff are its evidence, not findings.
+        o.observed = vec![format!("{} protected path(s) changed", files.len())];
+    }
     files.into_iter().for_each(|f| o.push_file(f));
     o
 }
@@ -290,6 +295,11 @@ pub enum Happened {
     SinceStart {
         what: String,
     },
+    /// Cached bytecode (`__pycache__/M.TAG.pyc`) of an unchanged protected source that is not
+    /// that source's code, or cannot be checked; `what` says which.
+    Bytecode {
+        what: String,
+    },
 }
 
 impl Happened {
@@ -305,14 +315,16 @@ impl Happened {
             Happened::Shadowed { of } => format!("added, in the place of protected `{of}`"),
             Happened::Hidden => "added, hidden by an ignore rule".into(),
             Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
-            Happened::SinceStart { what } => what.clone(),
+            Happened::SinceStart { what } | Happened::Bytecode { what } => what.clone(),
         }
     }
 }
 
 /// Every way the workspace differs from the baseline at a protected path, with what happened:
 /// a change of a matching path (its bytes, type or mode), a matching path the baseline's ignore
-/// rules hide, a new link to a protected baseline file. `globs`: the protected globs, and the
+/// rules hide (but an unchanged copy of a protected file, see [`unchanged_copy`]), a new link to a
+/// protected baseline file. Cached bytecode that is its unchanged source's own code is no change
+/// (what running the tests leaves); other bytecode is. `globs`: the protected globs, and the
 /// shadow globs each with the protected glob it shadows ([`Unchanged::all_globs`]).
 pub fn protected_paths(
     ws: &Workspace,
@@ -320,6 +332,23 @@ pub fn protected_paths(
 ) -> Vec<(String, Happened)> {
     let plain: Vec<Glob> = globs.iter().map(|(g, _)| g.clone()).collect();
     let protected = |p: &str| veto_covers(ws, &plain, p);
+    // What happened, or `None` for bytecode that is its unchanged source's own code.
+    let judged = |p: &str, happened: Happened| match bytecode(ws, p) {
+        Some(Bytecode::Same) => None,
+        Some(Bytecode::Differs) => Some(Happened::Bytecode {
+            what: format!(
+                "{}: bytecode that is not its source's code",
+                happened.describe()
+            ),
+        }),
+        Some(Bytecode::Unknown(why)) => Some(Happened::Bytecode {
+            what: format!(
+                "{}: bytecode that cannot be checked ({why})",
+                happened.describe()
+            ),
+        }),
+        None => Some(happened),
+    };
     let mut out: BTreeMap<String, Happened> = BTreeMap::new();
     if let Some(changes) = ws.changes() {
         for (p, c) in changes.iter().filter(|(p, _)| protected(p)) {
@@ -344,7 +373,9 @@ pub fn protected_paths(
                 (Change::Modified, _, _) => Happened::Modified,
                 (Change::Removed, _, _) => Happened::Removed,
             };
-            out.insert(p.clone(), happened);
+            if let Some(happened) = judged(p, happened) {
+                out.insert(p.clone(), happened);
+            }
         }
     }
     // What no baseline holds (`.git/`, `.tasks/`, `.referee/`, ignored paths): against its
@@ -352,15 +383,24 @@ pub fn protected_paths(
     // protected path is an addition.
     let srcs: Vec<String> = globs.iter().map(|(g, _)| g.as_str().to_string()).collect();
     match ws.outside_baseline(&srcs, &protected) {
-        Some(found) => out.extend(
-            found
-                .changed
-                .into_iter()
-                .map(|(p, what)| (p, Happened::SinceStart { what })),
-        ),
+        Some(found) => {
+            for (p, what) in found.changed {
+                if what == "added" && unchanged_copy(ws, &p, &protected) {
+                    continue;
+                }
+                if let Some(happened) = judged(&p, Happened::SinceStart { what }) {
+                    out.insert(p, happened);
+                }
+            }
+        }
         None => {
             for p in ws.ignored().iter().filter(|p| protected(p)) {
-                out.insert(p.clone(), Happened::Hidden);
+                if unchanged_copy(ws, p, &protected) {
+                    continue;
+                }
+                if let Some(happened) = judged(p, Happened::Hidden) {
+                    out.insert(p.clone(), happened);
+                }
             }
         }
     }
@@ -375,6 +415,72 @@ pub fn protected_paths(
 fn veto_covers(ws: &Workspace, globs: &[Glob], p: &str) -> bool {
     globs.iter().any(|g| g.is_match(p))
         || (ws.in_hooks_dir(p) && globs.iter().any(|g| g.is_match(".git/hooks/pre-commit")))
+}
+
+/// For a path in a `__pycache__/` folder named as cached bytecode (`D/__pycache__/M.TAG.pyc`),
+/// whether it holds the code of its source `D/M.py` as the baseline has it, the source
+/// unchanged (see [`crate::syntax::pyc`]: what running the tests leaves is no shadow, forged
+/// bytecode is). `None` for any other path, or bytecode whose source is not a baseline file
+/// standing unchanged.
+fn bytecode(ws: &Workspace, p: &str) -> Option<Bytecode> {
+    let (dir, file_name) = p.rsplit_once('/')?;
+    let parent = match dir.strip_suffix("__pycache__")? {
+        "" => "",
+        d => d.strip_suffix('/')?,
+    };
+    crate::syntax::pyc::tag_of(file_name)?;
+    let module = file_name.split('.').next()?;
+    let source = if parent.is_empty() {
+        format!("{module}.py")
+    } else {
+        format!("{parent}/{module}.py")
+    };
+    if ws.changes().is_none_or(|c| c.contains_key(&source)) {
+        return None;
+    }
+    let (Content::Bytes(pyc), Content::Bytes(src)) = (ws.current(p), ws.base(&source)) else {
+        return None;
+    };
+    Some(crate::syntax::pyc::compare(
+        &pyc.bytes,
+        file_name,
+        &src.bytes,
+        p,
+        &name::to_path(ws.root(), p),
+    ))
+}
+
+/// Whether the ignored path `p` is an unchanged copy of the protected baseline file it copies:
+/// a regular file holding exactly the baseline bytes of that file, which is the protected
+/// baseline file of the same name sharing the longest path tail with `p` (`python -m build`
+/// copies `src/pkg/orchestrator.py` to the ignored `build/lib/pkg/orchestrator.py`; tails
+/// `pkg/orchestrator.py`). Such a copy runs nothing the baseline does not; a copy that differs
+/// (of another protected file of that name too), or is a link, is a protected change.
+fn unchanged_copy(ws: &Workspace, p: &str, protected: &dyn Fn(&str) -> bool) -> bool {
+    let Some(file_name) = p.rsplit('/').next() else {
+        return false;
+    };
+    let Content::Bytes(now) = ws.current(p) else {
+        return false;
+    };
+    let tail = |q: &str| {
+        p.rsplit('/')
+            .zip(q.rsplit('/'))
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let named: Vec<String> = ws
+        .baseline_paths_named(file_name)
+        .into_iter()
+        .filter(|q| protected(q))
+        .collect();
+    let Some(longest) = named.iter().map(|q| tail(q)).max() else {
+        return false;
+    };
+    named
+        .iter()
+        .filter(|q| tail(q) == longest)
+        .any(|q| matches!(ws.base(q), Content::Bytes(b) if b.sha256 == now.sha256))
 }
 
 /// The protected paths changed in the workspace, for the verdict file's diffs and the veto.

@@ -161,6 +161,10 @@ pub enum Predicate {
     RecordField(RecordField),
     /// Changed text files end with a newline and add no trailing whitespace.
     Style(Style),
+    /// No test removed or skipped, no assertion removed, no coverage, lint, type-check or CI
+    /// gate relaxed against the baseline, unless the record gives a reason for the path
+    /// (`weakened = true`; judged in `checks::weakened`).
+    Weakened(bool),
 }
 
 impl Predicate {

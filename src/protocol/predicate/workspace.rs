@@ -15,21 +15,32 @@ use crate::protocol::memo::{memo, Memo};
 pub struct Unchanged {
     /// Matched against the whole path relative to the workspace (`**/x.py` matches `x.py`).
     pub globs: Vec<Glob>,
-    /// Paths that take a protected file's place for its language (SPEC §8: a module shadowing
-    /// a protected one): for each glob whose file name ends in `.EXT`, each template of the
-    /// `EXT` entry, with `{dir}` the glob's directory part (with its `/`, or empty) and
-    /// `{stem}` its file name without `.EXT`, is protected too.
+    /// Paths that take a protected file's place for its language (a module shadowing a
+    /// protected one: what the language's loader would load instead): for each glob whose
+    /// file name ends in `.EXT` (and, when the entry names a `stem`, is `STEM.EXT`), each
+    /// template of the entry is protected too. See [`Shadow`] for the placeholders.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shadows: Vec<Shadow>,
 }
 
-/// The shadow templates of one file extension (see [`Unchanged::shadows`]).
+/// The shadow templates of one file extension (see [`Unchanged::shadows`]): one row of a
+/// language's table of what its loader takes in a module's place.
+///
+/// Placeholders, for a protected glob `src/engine/index.js`: `{dir}` its directory part with
+/// its `/` (`src/engine/`, or empty), `{stem}` its file name without `.EXT` (`index`),
+/// `{parent}` the directory part of `{dir}` (`src/`) and `{dirname}` the last component of
+/// `{dir}` (`engine`). A template that uses `{parent}` or `{dirname}` makes no pattern for a
+/// glob whose directory part does not end in a name (`index.js`, `**/index.js`): the folder is
+/// not known there.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Shadow {
     /// The extension, without its dot (`py`).
     pub ext: String,
-    /// Path templates with `{dir}` and `{stem}` (`{dir}{stem}/__init__.py`).
+    /// Only for protected files of this stem (`index` for `index.js`); any stem when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stem: Option<String>,
+    /// Path templates (`{dir}{stem}/__init__.py`, `{parent}{dirname}.js`).
     pub paths: Vec<String>,
 }
 
@@ -49,12 +60,32 @@ impl Unchanged {
         self.globs.iter().for_each(|g| part(g.as_str()));
         for s in &self.shadows {
             part(&s.ext);
+            part(s.stem.as_deref().unwrap_or("*"));
             part(&s.paths.len().to_string());
             s.paths.iter().for_each(|p| part(p));
         }
         memo(&MEMO, &key, || {
             let mut out: Vec<(Glob, Option<String>)> =
                 self.globs.iter().map(|g| (g.clone(), None)).collect();
+            // A protected folder protects what is in it: `ci`, `ci/` (a folder, as a trailing `/`
+            // says) and `ci/**` all protect `ci/deploy.sh`, as git's pathspecs and ignore rules
+            // read a folder's name. A name with an extension or a wildcard (`*.lock`,
+            // `**/roles.py`) is taken for a file's unless written with its `/`.
+            for g in &self.globs {
+                let body = g.as_str().trim_end_matches('/');
+                let last = body.rsplit('/').next().unwrap_or(body);
+                let folder = g.dirs_only()
+                    || !(last.contains(['*', '?', '[', '{'])
+                        || last.chars().skip(1).any(|c| c == '.'));
+                if !folder || body.ends_with("**") {
+                    continue;
+                }
+                if let Ok(inner) = Glob::try_from(format!("{body}/**")) {
+                    if !out.iter().any(|(o, _)| o.as_str() == inner.as_str()) {
+                        out.push((inner, None));
+                    }
+                }
+            }
             for g in &self.globs {
                 for (shadow, _) in shadow_sources(g.as_str(), &self.shadows) {
                     if let Ok(sg) = Glob::try_from(shadow) {
@@ -73,13 +104,33 @@ pub fn shadow_sources(glob: &str, shadows: &[Shadow]) -> Vec<(String, String)> {
         Some(i) => (&glob[..=i], &glob[i + 1..]),
         None => ("", glob),
     };
+    // `{dir}` less its `/`, cut at its last `/`: `{parent}` keeps that `/`.
+    let (parent, dirname) = match dir.strip_suffix('/') {
+        Some(d) => match d.rfind('/') {
+            Some(i) => (&d[..=i], &d[i + 1..]),
+            None => ("", d),
+        },
+        None => ("", ""),
+    };
+    let folder_known = !dirname.is_empty() && dirname != "**";
     let mut out = Vec::new();
     for s in shadows {
         let Some(stem) = file.strip_suffix(&format!(".{}", s.ext)) else {
             continue;
         };
+        if s.stem.as_deref().is_some_and(|want| want != stem) {
+            continue;
+        }
         for t in &s.paths {
-            out.push((t.replace("{dir}", dir).replace("{stem}", stem), t.clone()));
+            if !folder_known && (t.contains("{parent}") || t.contains("{dirname}")) {
+                continue;
+            }
+            let pattern = t
+                .replace("{dir}", dir)
+                .replace("{stem}", stem)
+                .replace("{parent}", parent)
+                .replace("{dirname}", dirname);
+            out.push((pattern, t.clone()));
         }
     }
     out
@@ -399,6 +450,7 @@ mod tests {
                 .iter()
                 .map(|(ext, paths)| Shadow {
                     ext: ext.to_string(),
+                    stem: None,
                     paths: paths.iter().map(|p| p.to_string()).collect(),
                 })
                 .collect(),
@@ -433,5 +485,69 @@ mod tests {
         assert_eq!(names(&d).len(), 1);
         let e = unchanged(&["**/roles.py"], &[("py", &[]), ("py", &py[..1])]);
         assert_eq!(names(&e).len(), 2);
+    }
+
+    #[test]
+    fn a_protected_folder_protects_what_is_in_it() {
+        for written in ["ci", "ci/", "ci/**", "./ci", "./ci/"] {
+            let u = unchanged(&[written], &[]);
+            let globs = u.all_globs();
+            let hit = |p: &str| globs.iter().any(|(g, _)| g.is_match(p));
+            assert!(
+                hit("ci/deploy.sh") && hit("ci/a/b.yml"),
+                "{written}: {:?}",
+                names(&u)
+            );
+            assert!(!hit("cid/x") && !hit("src/ci/x"), "{written}");
+        }
+        let u = unchanged(
+            &[".claude", "Makefile", "*.lock", "docs/conf.py", "web.d/"],
+            &[],
+        );
+        let globs = names(&u);
+        let shown: Vec<&str> = globs.iter().map(|(g, _)| g.as_str()).collect();
+        assert_eq!(
+            shown,
+            [
+                ".claude",
+                "Makefile",
+                "*.lock",
+                "docs/conf.py",
+                "web.d/",
+                ".claude/**",
+                "Makefile/**",
+                "web.d/**"
+            ]
+        );
+    }
+
+    fn sources(glob: &str, shadow: Shadow) -> Vec<String> {
+        shadow_sources(glob, &[shadow])
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    #[test]
+    fn the_folder_placeholders_and_the_stem_filter() {
+        let index = || Shadow {
+            ext: "js".into(),
+            stem: Some("index".into()),
+            paths: vec!["{dir}package.json".into(), "{parent}{dirname}.js".into()],
+        };
+        assert_eq!(
+            sources("src/engine/index.js", index()),
+            ["src/engine/package.json", "src/engine.js"]
+        );
+        assert_eq!(
+            sources("**/engine/index.js", index()),
+            ["**/engine/package.json", "**/engine.js"]
+        );
+        assert_eq!(sources("engine/index.js", index())[1], "engine.js");
+        // No folder name to put a sibling file beside: those templates make nothing.
+        assert_eq!(sources("index.js", index()), ["package.json"]);
+        assert_eq!(sources("**/index.js", index()), ["**/package.json"]);
+        // Another stem: the row does not apply.
+        assert!(sources("src/engine/main.js", index()).is_empty());
     }
 }

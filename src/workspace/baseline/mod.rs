@@ -9,10 +9,11 @@
 //! - A pristine copy (`--baseline-dir DIR`), or the start snapshot a `watch` of a plain folder
 //!   keeps in its state directory.
 //!
-//! Ignore rules come from the baseline's own committed `.gitignore` files only. A file whose
-//! bytes on disk at pinning differ from its blob only by line endings (a checkout with
-//! `eol=crlf` or `core.autocrlf`) has, as its baseline bytes, what was checked out: those bytes
-//! are kept in the state directory, so honest `pre_hashes` of the file as found match.
+//! Ignore rules come from the baseline's own committed `.gitignore` files only. A file that
+//! the checkout writes with CRLF line endings (`eol=crlf`, `core.autocrlf`: decided at pinning
+//! as [`super::eol`] says) has, as its baseline bytes, its blob so converted: the SHA-256 of
+//! those bytes is kept with the pin, so honest `pre_hashes` of the file as found match, while a
+//! line-ending-only change of one file is a change.
 //!
 //! This module reads; the only thing it writes is the pin under the state directory.
 
@@ -85,8 +86,9 @@ pub struct Pin {
     pub commit: String,
     pub git_dir: String,
     pub pinned_at: String,
-    /// Paths whose baseline bytes are those checked out at pinning (line endings), by SHA-256
-    /// of those bytes, kept under `baseline/checkout/<sha256>`.
+    /// Paths whose baseline bytes are their blob as the checkout converts it (line endings),
+    /// by SHA-256 of those bytes. (Pins of earlier versions kept the bytes themselves, under
+    /// `baseline-checkout/<sha256>`: still read.)
     #[serde(default)]
     pub checked_out: BTreeMap<String, String>,
     /// A sparse checkout's patterns when pinned (`None`: a full checkout): what the worker
@@ -107,8 +109,11 @@ pub struct Baseline {
     pub entries: BaseEntries,
     source: Source,
     ignore: Ignore,
-    /// Baseline bytes as checked out (line endings), by path.
-    checked_out: BTreeMap<String, Arc<FileData>>,
+    /// Baseline files the checkout converts (line endings): the SHA-256 of the bytes so
+    /// converted, by path.
+    checked_out: BTreeMap<String, String>,
+    /// Where a pin of an earlier version kept converted bytes (`baseline-checkout/`).
+    legacy_checkout: Option<PathBuf>,
     /// The commit pinned (git only).
     pub commit: Option<gix::ObjectId>,
     /// A read of the object store did not finish in time (see [`bounded`]).
@@ -314,6 +319,7 @@ impl Baseline {
             },
             ignore,
             checked_out: BTreeMap::new(),
+            legacy_checkout: None,
             commit: Some(commit),
             stuck: std::sync::atomic::AtomicBool::new(false),
             hash,
@@ -322,21 +328,10 @@ impl Baseline {
         };
         match kept {
             Some(pin) => {
-                // The bytes as checked out when first pinned: from the state directory, never
-                // from the work tree as it is now.
-                let dir = state.map(|s| s.join(CHECKOUT_DIR));
-                for (rel, sha) in &pin.checked_out {
-                    let Some(dir) = &dir else { break };
-                    let Ok(bytes) = std::fs::read(dir.join(sha)) else {
-                        continue;
-                    };
-                    if sha256_hex(&bytes) == *sha {
-                        base.checked_out.insert(
-                            rel.clone(),
-                            Arc::new(FileData::from_bytes(rel, bytes, None)),
-                        );
-                    }
-                }
+                // The conversions decided when first pinned, never from the work tree as it
+                // is now.
+                base.checked_out = pin.checked_out;
+                base.legacy_checkout = state.map(|s| s.join(CHECKOUT_DIR));
             }
             None => {
                 base.find_checked_out(root, cap);
@@ -405,6 +400,7 @@ impl Baseline {
             source: Source::Dir { root },
             ignore,
             checked_out: BTreeMap::new(),
+            legacy_checkout: None,
             commit: None,
             stuck: std::sync::atomic::AtomicBool::new(false),
             hash: gix::hash::Kind::Sha1,
@@ -413,42 +409,28 @@ impl Baseline {
         })
     }
 
-    /// Files on disk now that differ from their blob only by CRLF line endings: the bytes as
-    /// checked out are their baseline bytes.
+    /// The baseline files the checkout at `root` converts (line endings), decided from the
+    /// work tree as it is now and the baseline's committed `.gitattributes` files.
     fn find_checked_out(&mut self, root: &Path, cap: u64) {
-        let candidates: Vec<(String, gix::ObjectId)> = self
+        let mut files = Vec::new();
+        for (rel, e) in self.entries.iter() {
+            let is_attributes = rel == ".gitattributes" || rel.ends_with("/.gitattributes");
+            if is_attributes && matches!(e.kind, BaseKind::File { .. }) {
+                if let Ok(bytes) = self.blob(rel, e.oid) {
+                    files.push((rel.clone(), bytes));
+                }
+            }
+        }
+        let attrs = super::eol::Attributes::parse(&files);
+        let files = self
             .entries
             .iter()
             .filter(|(_, e)| matches!(e.kind, BaseKind::File { .. }))
-            .map(|(p, e)| (p.clone(), e.oid))
-            .collect();
-        for (rel, oid) in candidates {
-            let path = name::to_path(root, &rel);
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            if !meta.is_file() || meta.len() > cap {
-                continue;
-            }
-            // Cheap first: a checkout that converted line endings made the file longer.
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            if !bytes.windows(2).any(|w| w == b"\r\n")
-                || gitread::blob_oid_of(self.hash, &bytes) == oid
-            {
-                continue;
-            }
-            let Ok(blob) = self.blob(&rel, oid) else {
-                continue;
-            };
-            if crlf_to_lf(&bytes) == blob {
-                self.checked_out.insert(
-                    rel.clone(),
-                    Arc::new(FileData::from_bytes(&rel, bytes, None)),
-                );
-            }
-        }
+            .map(|(p, e)| (p, e.oid));
+        let converted = super::eol::checked_out(files, &attrs, root, cap, &|rel, oid| {
+            self.blob(rel, oid).ok()
+        });
+        self.checked_out = converted;
     }
 
     fn save_pin(&self, state: &Path, rev: &str) -> Result<(), WorkspaceError> {
@@ -456,15 +438,7 @@ impl Baseline {
             return Ok(());
         };
         let io = |e: std::io::Error| WorkspaceError::Pin(format!("cannot keep the pin: {e}"));
-        let dir = state.join(CHECKOUT_DIR);
-        let mut checked_out = BTreeMap::new();
-        if !self.checked_out.is_empty() {
-            std::fs::create_dir_all(&dir).map_err(io)?;
-        }
-        for (rel, d) in &self.checked_out {
-            std::fs::write(dir.join(&d.sha256), &d.bytes).map_err(io)?;
-            checked_out.insert(rel.clone(), d.sha256.clone());
-        }
+        let checked_out = self.checked_out.clone();
         let pin = Pin {
             schema: PIN_SCHEMA.into(),
             rev: rev.into(),
@@ -484,7 +458,7 @@ impl Baseline {
 
     /// The SHA-256 of `rel`'s baseline bytes when they are those checked out (line endings).
     pub fn checked_out_sha256(&self, rel: &str) -> Option<&str> {
-        self.checked_out.get(rel).map(|d| d.sha256.as_str())
+        self.checked_out.get(rel).map(String::as_str)
     }
 
     /// Whether `rel` (encoded) is ignored by the baseline's committed rules (a baseline path
@@ -515,8 +489,8 @@ impl Baseline {
         let Some(e) = self.entries.get(rel) else {
             return Content::Absent;
         };
-        if let Some(d) = self.checked_out.get(rel) {
-            return Content::Bytes(d.clone());
+        if let Some(sha) = self.checked_out.get(rel) {
+            return self.converted(rel, e.oid, sha, cap);
         }
         match &self.source {
             Source::Dir { root } => super::read(root, rel, cap, false),
@@ -535,6 +509,47 @@ impl Baseline {
                     Err(e) => Content::Unknown(e),
                 },
             },
+        }
+    }
+
+    /// The baseline bytes of `rel`, converted by the checkout (see [`super::eol`]): its blob
+    /// with CRLF line endings, or the Git LFS object its pointer names, which must hash to `sha`
+    /// (or, from a pin of an earlier version, the bytes it kept).
+    fn converted(&self, rel: &str, oid: gix::ObjectId, sha: &str, cap: u64) -> Content {
+        if let Ok(blob) = self.blob(rel, oid) {
+            let bytes = super::eol::to_crlf(&blob);
+            if sha256_hex(&bytes) == sha {
+                return Content::Bytes(Arc::new(FileData::from_bytes(rel, bytes, None)));
+            }
+        }
+        // A Git LFS object (its pointer is the blob) where git-lfs keeps it, or converted bytes
+        // a pin of an earlier version kept: named by their SHA-256, and verified against it.
+        let lfs = match &self.source {
+            Source::Git { repo, .. } if sha.len() == 64 => repo.lock().ok().map(|r| {
+                r.common_dir()
+                    .join("lfs/objects")
+                    .join(&sha[..2])
+                    .join(&sha[2..4])
+                    .join(sha)
+            }),
+            _ => None,
+        };
+        let kept = lfs
+            .into_iter()
+            .chain(self.legacy_checkout.as_ref().map(|dir| dir.join(sha)))
+            .filter_map(|path| {
+                let meta = std::fs::symlink_metadata(&path).ok()?;
+                (meta.is_file() && meta.len() <= cap).then_some(path)
+            })
+            .filter_map(|path| std::fs::read(path).ok())
+            .find(|b| sha256_hex(b) == sha);
+        match kept {
+            Some(bytes) => Content::Bytes(Arc::new(FileData::from_bytes(rel, bytes, None))),
+            None => Content::Unknown(format!(
+                "the baseline of `{}` as checked out (SHA-256 {sha}: line endings, or a Git LFS \
+                 object) cannot be rebuilt from its blob or found in `lfs/objects`",
+                name::display(rel)
+            )),
         }
     }
 
@@ -655,20 +670,6 @@ fn load_pin(state: &Path) -> Option<Pin> {
     serde_json::from_slice::<Pin>(&bytes)
         .ok()
         .filter(|p| p.schema == PIN_SCHEMA)
-}
-
-fn crlf_to_lf(b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\r' && b.get(i + 1) == Some(&b'\n') {
-            i += 1;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
 }
 
 #[cfg(test)]

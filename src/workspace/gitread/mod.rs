@@ -270,7 +270,8 @@ impl Repo {
     }
 
     /// The directory of its shared refs, objects, hooks and config (canonical): the git
-    /// directory itself, or the main repository's for a linked work tree.
+    /// directory itself, or the main repository's for a linked work tree (where the objects are,
+    /// and Git LFS keeps its own).
     pub fn common_dir(&self) -> &Path {
         &self.common_dir
     }
