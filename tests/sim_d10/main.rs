@@ -397,6 +397,12 @@ fn random_runs() {
                         run.steps.len()
                     ));
                     t.push_str(&describe(*seed, &style, &steps, &again.failures));
+                    if again.failures.is_empty() {
+                        t.push_str(
+                            "  (the shrunk run passed this time; the first run's failures:)\n",
+                        );
+                        t.push_str(&describe(*seed, &run.style, &run.steps, &o.failures));
+                    }
                     t.push_str(&format!("replay: {}\n", replay_command(*seed, Some(&keep))));
                 } else {
                     t.push_str(&describe(*seed, &run.style, &run.steps, &o.failures));

@@ -453,6 +453,7 @@ impl Step {
             Step::Plant { plant, writer } => {
                 let mut t = plant.tags();
                 t.push(writer.tag().into());
+                t.push(format!("plant-{}", writer.tag()));
                 // An edit of the tracker is a save of the tracker by that writer.
                 if matches!(
                     plant,
