@@ -23,8 +23,15 @@ const WAIT: Duration = Duration::from_secs(20);
 /// A STOP later than this after the violation is on disk is a failure of its own.
 pub const STOP_WITHIN: Duration = Duration::from_secs(1);
 
+/// The referee under test: the one cargo built beside the simulator, or `SIM_D10_REFEREE` (a
+/// copy that a long bench keeps while the tree is rebuilt, or another profile's build).
 pub fn referee() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_referee"))
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        std::env::var_os("SIM_D10_REFEREE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_referee")))
+    })
 }
 
 /// One way a run disagreed with the reference or with itself.
