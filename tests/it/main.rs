@@ -28,6 +28,7 @@ mod liveness;
 mod locations;
 mod markdown;
 mod mcp;
+mod never_go;
 mod order;
 mod pinned;
 mod project_rules;

@@ -65,13 +65,22 @@ impl Watch {
     }
 
     fn spawn(dir: Option<&Path>, logs: &Path, args: &[&str]) -> Watch {
+        Watch::spawn_beating(dir, logs, "0.5", args)
+    }
+
+    /// [`Watch::start`] with another heartbeat interval than the tests' 0.5 s.
+    pub(crate) fn start_beating(dir: &Path, logs: &Path, heartbeat: &str, args: &[&str]) -> Watch {
+        Watch::spawn_beating(Some(dir), logs, heartbeat, args)
+    }
+
+    fn spawn_beating(dir: Option<&Path>, logs: &Path, heartbeat: &str, args: &[&str]) -> Watch {
         let n = fs::read_dir(logs).map(|r| r.count()).unwrap_or(0);
         let out = logs.join(format!("watch-{n}.out"));
         let err = logs.join(format!("watch-{n}.err"));
         let child = TestCommand::new()
             .arg("watch")
             .args(dir)
-            .args(["--heartbeat", "0.5"])
+            .args(["--heartbeat", heartbeat])
             .args(args)
             .spawn(
                 fs::File::create(&out).expect("stdout file"),

@@ -204,6 +204,12 @@ impl Session {
         // A new directory: nothing has failed to be written into it yet.
         self.backoff = super::super::rules::retry::Backoff::default();
         self.rewatch = Some(Rewatch::Start);
+        // Tokens already in the new directory are a barrier like any other.
+        for t in super::open::tokens_in(&self.canon) {
+            if !self.syncs.contains(&t) {
+                self.syncs.push(t);
+            }
+        }
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",
             self.dir.display(),

@@ -127,6 +127,11 @@ pub struct Session {
     follow_link: bool,
     /// The directory watched, or detached.
     attached: attach::State,
+    /// The directory the heartbeat vouches for: the one attached at start, and after a
+    /// re-attachment the old one until the new directory has been judged with nothing held
+    /// back. Until then `status` finds the heartbeat naming another directory and answers "no
+    /// live referee", never a go about a directory the referee has not read.
+    vouched: Option<crate::state::dir_id::DirId>,
     /// Why it is detached (said and recorded once per reason).
     detached_why: Option<String>,
     /// What the loop watches with (`inotify`, `polling every 200 ms`), for the lines and events.
@@ -226,6 +231,8 @@ impl Session {
     /// The first look at the directory, once it is watched.
     pub fn first_evaluation(&mut self) {
         self.judge(None);
+        // Tokens found at start (a `status --sync` asked across a restart) are answered now.
+        self.ack_syncs();
         self.tick();
     }
 
@@ -252,6 +259,7 @@ impl Session {
                 self.note_touched(touched);
                 self.judge_tasks();
                 self.flush_outputs();
+                self.vouch();
             }
         }
     }
@@ -267,6 +275,9 @@ impl Session {
             let eval = self.hold(eval, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
             self.keep_listing(snap);
+            self.flush_outputs();
+            self.vouch();
+            return;
         }
         self.flush_outputs();
     }
@@ -319,13 +330,16 @@ impl Session {
         if !work {
             return;
         }
+        // A `status --sync` token asks for what is on disk, not only for what made events (a
+        // write through a hard link, `mmap`, a linked folder): everything is judged again.
+        let asked = !batch.syncs.is_empty();
         self.syncs.append(&mut batch.syncs);
         // One stat per wake-up: nothing is judged or written for a directory no longer there.
         self.check_dir(batch.root_lost);
         if self.detached_why.is_some() {
             return;
         }
-        let full = !batch.rescan.is_empty();
+        let full = !batch.rescan.is_empty() || asked;
         for why in batch.rescan {
             self.emit(Event::Rescan { why }.into());
         }
