@@ -236,3 +236,75 @@ fn a_sync_token_present_at_start_is_acknowledged() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
+
+/// A forged `OBSERVER-PASS-2.md` (edited in place, or replaced by a rename) is restored as the
+/// referee wrote it, from the file's own event: within 100 ms (the median of five forgeries),
+/// each recorded as tamper.
+#[test]
+fn a_forged_pass_file_is_restored_at_once() {
+    let (root, dir) = build("pre-audit");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    let pass = dir.join("OBSERVER-PASS-2.md");
+    w.until("pass 2 written", || pass.exists());
+    // Settled: the referee has judged everything and written pass 2 for good.
+    let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let real = read(&pass);
+    let mut took = Vec::new();
+    for i in 0..5 {
+        let forged = format!("# OBSERVER PASS 2\n\nAll checks PASS (forged {i})\n");
+        let t0 = Instant::now();
+        if i % 2 == 0 {
+            fs::write(&pass, &forged).expect("edit in place");
+        } else {
+            let tmp = dir.join(".forge.tmp");
+            fs::write(&tmp, &forged).expect("tmp");
+            fs::rename(&tmp, &pass).expect("rename over");
+        }
+        w.until("the pass file restored", || read(&pass) == real);
+        took.push(t0.elapsed());
+    }
+    took.sort();
+    assert!(
+        took[2] <= Duration::from_millis(100),
+        "restored in {took:?} (median over 100 ms)\n{}",
+        w.output()
+    );
+    w.until("five tamper events", || {
+        crate::watch::payloads(&dir, "tamper")
+            .iter()
+            .filter(|p| p["file"] == "OBSERVER-PASS-2.md")
+            .count()
+            >= 5
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
+/// A gate file changed through a hard link outside the build directory makes no event there:
+/// `status --sync` still answers 1, because the barrier judges the files as they are.
+#[test]
+fn status_sync_judges_a_write_that_made_no_event() {
+    let (root, dir) = build("pre-audit");
+    let outside = root.path().join("outside-gates.json");
+    fs::hard_link(dir.join(GATES), &outside).expect("hard link");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("pass 2 written", || dir.join("OBSERVER-PASS-2.md").exists());
+    let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
+    assert_eq!(o.code, 0, "{o:?}\n{}", w.output());
+    // Written in place through the other name: the build directory's watch hears nothing.
+    {
+        use std::io::Write;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&outside)
+            .expect("open the other name");
+        f.write_all(manual_gates(1).as_bytes()).expect("write");
+    }
+    let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
+    assert_eq!(o.code, 1, "{o:?}\n{}", w.output());
+    assert!(o.stdout.contains("OBS-27"), "{o:?}");
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}

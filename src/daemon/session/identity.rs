@@ -200,6 +200,7 @@ impl Session {
         self.stop = StopFile::with_state(&self.out, &self.state);
         self.stop.adopt();
         self.pass_files.clear();
+        self.pass_texts.clear();
         self.listing = None;
         // A new directory: nothing has failed to be written into it yet.
         self.backoff = super::super::rules::retry::Backoff::default();

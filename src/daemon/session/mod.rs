@@ -50,6 +50,8 @@ pub struct Batch {
     pub paths: BTreeMap<String, ChangeKind>,
     /// Someone touched the STOP file.
     pub stop_touched: bool,
+    /// Pass files (`OBSERVER-PASS-*.md`) touched: the referee's own writes, or a forgery.
+    pub passes_touched: BTreeSet<String>,
     /// Events may have been lost: judge everything again (why).
     pub rescan: Vec<String>,
     /// `status --sync` tokens whose files were seen ([`crate::state::sync`]).
@@ -66,6 +68,8 @@ impl Batch {
             }
         } else if rel == crate::outputs::STOP_FILE {
             self.stop_touched = true;
+        } else if pass_id(&rel).is_some() {
+            self.passes_touched.insert(rel);
         } else if kind == ChangeKind::Metadata {
             self.paths.entry(rel).or_insert(kind);
         } else {
@@ -152,6 +156,9 @@ pub struct Session {
     settle: Settle,
     stop: StopFile,
     pass_files: BTreeMap<String, String>,
+    /// Each pass file's text as last written, by pass id: a pass file that reads otherwise
+    /// was edited, replaced or deleted by someone else, and is written again as it was.
+    pass_texts: BTreeMap<String, String>,
     protocol_file: Option<ProtocolFile>,
     /// `--waivers`: the file, reloaded when it changes.
     waivers: Option<waivers::WaiverFile>,
@@ -330,6 +337,20 @@ impl Session {
         if !work {
             return;
         }
+        if batch.paths.is_empty()
+            && batch.rescan.is_empty()
+            && batch.syncs.is_empty()
+            && !batch.root_lost
+            && !batch.stop_touched
+            && !batch.passes_touched.is_empty()
+        {
+            // Only pass files (mostly the referee's own writes coming back): compared, and a
+            // forged one restored, without judging or rendering anything.
+            if self.detached_why.is_none() {
+                self.check_pass_files(&batch.passes_touched);
+            }
+            return;
+        }
         // A `status --sync` token asks for what is on disk, not only for what made events (a
         // write through a hard link, `mmap`, a linked folder): everything is judged again.
         let asked = !batch.syncs.is_empty();
@@ -358,6 +379,9 @@ impl Session {
         }
         if batch.stop_touched {
             self.check_stop();
+        }
+        if !batch.passes_touched.is_empty() {
+            self.check_pass_files(&batch.passes_touched);
         }
         self.ack_syncs();
     }
@@ -607,3 +631,9 @@ impl Session {
 
 #[cfg(test)]
 mod tests;
+
+/// The pass id a top-level name `OBSERVER-PASS-<id>.md` names.
+pub(crate) fn pass_id(rel: &str) -> Option<&str> {
+    let id = rel.strip_prefix("OBSERVER-PASS-")?.strip_suffix(".md")?;
+    (!id.is_empty() && id.len() <= 8 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(id)
+}

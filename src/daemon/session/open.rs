@@ -264,6 +264,7 @@ impl Session {
             faults: BTreeMap::new(),
             faults_changed: false,
             pass_files: BTreeMap::new(),
+            pass_texts: BTreeMap::new(),
             protocol_file,
             waivers,
             pid_by_ticks: false,

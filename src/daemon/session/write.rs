@@ -88,6 +88,7 @@ impl Session {
             {
                 Ok(w) => {
                     self.pass_files.insert(pass.id.clone(), key);
+                    self.pass_texts.insert(pass.id.clone(), text.clone());
                     self.write_ok(&area);
                     if let Some(found) = w.replaced {
                         self.own_file_tampered(&name, found);
