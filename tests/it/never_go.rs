@@ -308,3 +308,43 @@ fn status_sync_judges_a_write_that_made_no_event() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
 }
+
+/// Two referees started on one build at the same instant (both may pass the look at start):
+/// within a few heartbeats exactly one still writes, the other refused or yielded, said once;
+/// the STOP raised stands and is not restored in a loop.
+#[test]
+fn two_referees_started_at_once_do_not_fight() {
+    let (root, dir) = build("pre-audit");
+    let state_b = root.path().join("state-b");
+    let a = Watch::start(&dir, root.path(), &[]);
+    let b = Watch::start(&dir, root.path(), &["--state-dir", p(&state_b)]);
+    let said = |w: &Watch| w.output().matches("another referee").count();
+    crate::watch::wait_until(
+        WAIT,
+        "one of them refused or yielded",
+        || said(&a) + said(&b) >= 1,
+        || format!("A:\n{}\nB:\n{}", a.output(), b.output()),
+    );
+    raise_stop(&dir, &a);
+    let t0 = Instant::now();
+    let tampers = || crate::watch::count(&dir, "tamper", "");
+    let before = tampers();
+    while t0.elapsed() < Duration::from_secs(2) {
+        assert!(
+            read(&dir.join(STOP)).contains("OBS-27") || !dir.join(STOP).exists(),
+            "STOP"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        tampers() <= before + 2,
+        "a restore loop: {} tamper events\nA:\n{}\nB:\n{}",
+        tampers() - before,
+        a.output(),
+        b.output()
+    );
+    assert!(dir.join(STOP).exists(), "the STOP stands");
+    for w in [&a, &b] {
+        assert!(said(w) <= 2, "said once: {}", w.output());
+    }
+}

@@ -13,6 +13,7 @@ mod copies;
 mod end;
 mod identity;
 mod open;
+mod rival;
 mod sync;
 mod tamper;
 mod tasks;
@@ -138,6 +139,8 @@ pub struct Session {
     vouched: Option<crate::state::dir_id::DirId>,
     /// Why it is detached (said and recorded once per reason).
     detached_why: Option<String>,
+    /// Another referee on the same build was seen (and said, once: [`rival`]).
+    rival_seen: bool,
     /// What the loop watches with (`inotify`, `polling every 200 ms`), for the lines and events.
     source: String,
     rewatch: Option<Rewatch>,
@@ -378,6 +381,8 @@ impl Session {
             self.flush_outputs();
         }
         if batch.stop_touched {
+            // Touched by a rival referee? Then the younger yields instead of restoring.
+            self.check_rival();
             self.check_stop();
         }
         if !batch.passes_touched.is_empty() {
@@ -603,6 +608,7 @@ impl Session {
         self.check_dir(false);
         // Before anything is written into it: is `.referee` still the session's folder?
         self.check_folder();
+        self.check_rival();
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_waivers();

@@ -253,6 +253,7 @@ impl Session {
             attached: attach::State::Attached(dir_id),
             vouched: Some(dir_id),
             detached_why: None,
+            rival_seen: false,
             source: "nothing".into(),
             rewatch: None,
             proc_start: heartbeat::proc_start(std::process::id()),
