@@ -348,3 +348,24 @@ fn two_referees_started_at_once_do_not_fight() {
         assert!(said(w) <= 2, "said once: {}", w.output());
     }
 }
+
+/// Raised and lifted again and again: once the STOP copy is gone, `status --require-live` says
+/// go at once (the heartbeat that wanted the STOP is rewritten before the copy is removed), and
+/// while it stands, 1.
+#[test]
+fn a_lifted_stop_is_go_as_soon_as_its_copy_is_gone() {
+    let (root, dir) = build("pre-audit");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    for round in 0..4 {
+        raise_stop(&dir, &w);
+        let o = status(&dir, &["--require-live"]);
+        assert_eq!(o.code, 1, "round {round}: {o:?}");
+        fs::write(dir.join(GATES), gates_text()).expect("fix");
+        w.until("the STOP copy removed", || !dir.join(STOP).exists());
+        let o = status(&dir, &["--require-live"]);
+        assert_eq!(o.code, 0, "round {round}: {o:?}\n{}", w.output());
+    }
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
