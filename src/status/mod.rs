@@ -173,9 +173,12 @@ fn find_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError>
     if cfg.state_dir.is_some() {
         return Ok(None);
     }
-    Ok(crate::state::default_base()
+    let found = crate::state::default_base()
         .ok()
-        .and_then(|base| crate::state::live::keeper(&base, here, &cfg.build_dir)))
+        .and_then(|base| crate::state::live::keeper(&base, here, &cfg.build_dir));
+    // A referee re-attaching renames its memory to the new name: a rename between the first
+    // look and the scan is caught by looking at the new name once more.
+    Ok(found.or_else(|| crate::state::exists(&state).then_some(state)))
 }
 
 /// [`status`] before the copy in the watched directory is looked at.

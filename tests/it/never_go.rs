@@ -93,12 +93,16 @@ fn never_go_until_stop(dir: &Path, w: &Watch, what: &str) -> Vec<i32> {
     loop {
         let o = status(dir, &[]);
         seen.push(o.code);
-        assert_ne!(
-            o.code,
-            0,
-            "{what}: `status` said go with the violation on disk after {seen:?}\n{o:?}\n{}",
-            w.output()
-        );
+        if o.code == 0 {
+            let events = read(&dir.join(crate::watch::EVENTS));
+            let tail: Vec<&str> = events.lines().rev().take(12).collect();
+            panic!(
+                "{what}: `status` said go with the violation on disk after {} answers\n{}\n{}",
+                seen.len(),
+                tail.join("\n"),
+                w.output()
+            );
+        }
         if o.code == 1 {
             return seen;
         }
@@ -245,7 +249,9 @@ fn a_forged_pass_file_is_restored_at_once() {
     let (root, dir) = build("pre-audit");
     let mut w = Watch::start(&dir, root.path(), &[]);
     let pass = dir.join("OBSERVER-PASS-2.md");
-    w.until("pass 2 written", || pass.exists());
+    w.until("pass 2 written and a heartbeat", || {
+        pass.exists() && dir.join(HEARTBEAT).exists()
+    });
     // Settled: the referee has judged everything and written pass 2 for good.
     let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -289,7 +295,9 @@ fn status_sync_judges_a_write_that_made_no_event() {
     let outside = root.path().join("outside-gates.json");
     fs::hard_link(dir.join(GATES), &outside).expect("hard link");
     let mut w = Watch::start(&dir, root.path(), &[]);
-    w.until("pass 2 written", || dir.join("OBSERVER-PASS-2.md").exists());
+    w.until("pass 2 written and a heartbeat", || {
+        dir.join("OBSERVER-PASS-2.md").exists() && dir.join(HEARTBEAT).exists()
+    });
     let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
     assert_eq!(o.code, 0, "{o:?}\n{}", w.output());
     // Written in place through the other name: the build directory's watch hears nothing.
