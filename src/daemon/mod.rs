@@ -276,6 +276,12 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     State(#[from] crate::state::StateError),
     #[error(transparent)]
     Seen(#[from] crate::state::observed::SeenError),
+    #[error("another referee (pid {pid}) is already watching `{path}` (its heartbeat `{heartbeat}` is fresh and the process runs); a second one would fight it over the OBSERVER-* files: stop it first, or ask it with `referee status`")]
+    Rival {
+        path: String,
+        pid: u32,
+        heartbeat: String,
+    },
     #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
     BaselineWithoutTasks { protocol: String },
 }

@@ -98,7 +98,15 @@ fn the_veto_stands_whatever_the_records_say() {
 
     // No record at all.
     fs::write(ws.join(PROTECTED), "ROLES = ['worker', 'admin']\n").expect("write");
-    let text = stop_says(&w, &ws, "the veto without a record", WORKSPACE_VETO);
+    // `fs::write` truncates, then writes: the referee may judge (and veto) the empty file
+    // first, so what is waited for is the veto of the file as written.
+    let text = stop_says(
+        &w,
+        &ws,
+        "the veto without a record",
+        "+ROLES = ['worker', 'admin']",
+    );
+    assert!(text.contains(WORKSPACE_VETO), "{text}");
     assert!(text.contains("CC-01"), "{text}");
     assert!(text.contains("`src/orchestrator.py`"), "{text}");
     assert!(

@@ -129,8 +129,12 @@ fn a_build_directory_renamed_away_is_not_live() {
         code, 3,
         "the moved directory's heartbeat is not about it: {err}"
     );
-    // The moved directory has no memory of its own: no referee ever ran at that path.
-    assert!(err.contains("no referee has run"), "{err}");
+    // The moved directory has no memory of its own; the live referee's (found by the
+    // directory's identity) says it watches it at the old path.
+    assert!(
+        err.contains("renamed, moved or reached through a link"),
+        "{err}"
+    );
     let Output {
         code, stderr: err, ..
     } = status(&dir, true);
