@@ -4,7 +4,7 @@
 //! referee is watching this very directory. With `--task ID` (a task protocol), it answers for
 //! that task's latest attempt: 0 judged good, 1 judged bad or a STOP stands, 4 not judged yet.
 //!
-//! Every answer comes from the referee's state directory (SPEC §8, [`crate::state`]), found as
+//! Every answer comes from the referee's state directory ([`crate::state`]), found as
 //! `watch` finds it: never from the copies in the watched directory, which the pipeline or worker
 //! can delete, replace or forge. No state directory means no referee ever ran there.
 //!

@@ -1,4 +1,4 @@
-//! Attacks through the task records (SPEC §8, "Nothing the watched side writes decides what
+//! Attacks through the task records ("Nothing the watched side writes decides what
 //! changed"), as a worker with a shell would try them on a real git workspace: lifting the veto
 //! by editing, deleting or never writing its record, laundering a change through a decoy
 //! record, holding judgment back with a record kept "being written", switching the loop guards
@@ -226,7 +226,7 @@ fn a_rejected_decoy_record_does_not_excuse_a_change() {
         .expect("t1's CC-02");
     assert!(cc02.to_string().contains("unlisted: src/evil.py"), "{cc02}");
 
-    // A claim by a record that is not rejected still excuses the change (SPEC §7).
+    // A claim by a record that is not rejected still excuses the change.
     task(&ws, "decoy", 1, &[], &["src/evil.py"], GOOD_SUMMARY);
     let (code, doc) = verify(&ws, false);
     assert_eq!(verdict_of(&doc, "decoy")["verdict"], "APPROVE", "{doc}");

@@ -503,7 +503,7 @@ fn a_full_disk_faults_the_referee() {
 
 /// The build directory made immutable (`chattr +i`): nobody, root included, can create, rename
 /// or remove a name in it (a read-only bind mount over it would not do: the referee holds the
-/// directory open and writes through the mount it opened, SPEC §8). Undone on drop.
+/// directory open and writes through the mount it opened). Undone on drop.
 struct Immutable {
     at: PathBuf,
 }

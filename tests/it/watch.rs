@@ -443,7 +443,7 @@ fn kill_9_and_restart_resumes_and_another_protocol_needs_fresh() {
     w.kill9();
     assert_eq!(status(&dir, true).code, 1, "the STOP outlives the referee");
     fs::remove_file(dir.join(STOP)).expect("remove STOP");
-    // The copy is gone, the referee's own STOP is not (SPEC §8).
+    // The copy is gone, the referee's own STOP is not.
     assert_eq!(
         status(&dir, true).code,
         1,

@@ -82,7 +82,7 @@ struct Pass {
     due: bool,
 }
 
-/// The reading of `s`: the due-ness of SPEC §3.1 and the checks of §3.2, with §10's rules for
+/// The reading of `s`: the due-ness of.1 and the checks of §3.2, with §10's rules for
 /// what a human reads (a struck value is not there, a row in a code block is not a row, a
 /// look-alike word is the word, a decoy section is not the section).
 pub fn judge(s: &State) -> Expected {

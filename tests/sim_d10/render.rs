@@ -1,4 +1,4 @@
-//! The bytes of each artifact, rendered from the logical state: an honest D10 run as SPEC §2
+//! The bytes of each artifact, rendered from the logical state: an honest D10 run as seed 001
 //! describes it, with the hostile edits of `state.plants` written in.
 
 use std::fmt::Write as _;

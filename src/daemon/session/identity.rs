@@ -81,7 +81,7 @@ impl Session {
     }
 
     /// The directory at the path is another one now, whose default state directory has another
-    /// name (SPEC §8: named from the directory's identity). The session's memory follows the
+    /// name (named from the directory's identity). The session's memory follows the
     /// directory it re-attaches to: its state directory is renamed to the new name (the log
     /// stays open and locked through the rename), so `status` finds it there. With
     /// `--state-dir`, or when the new name is taken, it stays where it is.

@@ -117,7 +117,7 @@ pub struct Session {
     /// Where the session's own files go: the build directory itself, or a workspace's
     /// `.referee/` for a protocol of task records.
     out: crate::outputs::OutDir,
-    /// The state directory (SPEC §8): the authoritative event log, heartbeat, STOP and (task
+    /// The state directory: the authoritative event log, heartbeat, STOP and (task
     /// protocols) verdicts and kept attempts. What is in `out` are copies.
     state: PathBuf,
     /// A workspace's `.referee` is no longer the folder the session made (replaced by a link, a

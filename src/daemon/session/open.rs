@@ -60,7 +60,7 @@ pub(super) fn remove_stale_temps(dir: &Path) {
     }
 }
 
-/// The build directory held open for the session's writes (SPEC §8: a directory swapped in at
+/// The build directory held open for the session's writes (a directory swapped in at
 /// its path is never written through); by path when it cannot be opened now (the session then
 /// detaches at its next look).
 pub(super) fn held(canon: &Path, dir: &Path) -> OutDir {
@@ -448,7 +448,7 @@ fn rotate_seen(state: &Path, now: &chrono::DateTime<Utc>) -> Option<PathBuf> {
     Some(to)
 }
 
-/// The session's state directory (SPEC §8): `--state-dir` or the default for `canon`, created
+/// The session's state directory: `--state-dir` or the default for `canon`, created
 /// 0700 and vetted; noted with what it watches.
 fn state_dir(cfg: &Config, canon: &Path) -> Result<PathBuf, DaemonError> {
     let dir = crate::state::ensure(&crate::state::locate(canon, cfg.state_dir.as_deref())?)?;
