@@ -211,7 +211,7 @@ FLOOR
         pass2 "$WORK/c"
         cat >"$WORK/check.sh" <<'CHECK'
 #!/bin/sh
-# What a user would script: STOP when any gate entry has a manual source (SPEC §2.2).
+# What a user would script: STOP when any gate entry has a manual source.
 cd "$1" || exit 2
 if jq -e '[(if type == "array" then . else .gates end)[] | (.source // "" | ascii_downcase)
            | select(test("manual|hand") or . == "human" or . == "orchestrator")] | length > 0' \

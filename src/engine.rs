@@ -149,7 +149,7 @@ pub struct Applied {
 
 impl CheckResult {
     /// Whether this result holds the pipeline (raises STOP): a BLOCKING FAIL no waiver covers,
-    /// or a due BLOCKING check the referee cannot decide (fail closed, SPEC §8: what cannot be
+    /// or a due BLOCKING check the referee cannot decide (fail closed: what cannot be
     /// read blocks).
     pub fn stops(&self) -> bool {
         self.severity == Severity::Blocking
@@ -280,7 +280,7 @@ pub struct Summary {
     pub skip: usize,
     pub inconclusive: usize,
     /// Due BLOCKING checks the referee cannot decide (counted in `inconclusive`): they hold
-    /// the pipeline like a BLOCKING FAIL (fail closed, SPEC §8).
+    /// the pipeline like a BLOCKING FAIL (fail closed).
     #[serde(default)]
     pub cannot_verify: usize,
     /// PASS ÷ (PASS + FAIL + INCONCLUSIVE); `None` when nothing was judged.

@@ -1,4 +1,4 @@
-//! The process exit codes, with their documented meanings (SPEC §1), and how several outcomes
+//! The process exit codes, with their documented meanings , and how several outcomes
 //! combine into one ([`ExitCode::worst`]). It owns the numbers only: which outcome a command
 //! reaches is decided where the command runs.
 
@@ -27,7 +27,7 @@ impl ExitCode {
     /// The order, worst first: [`Interrupted`](Self::Interrupted) (the run was cut short, so
     /// nothing else it says is complete), [`Error`](Self::Error) (the referee could not run on
     /// something: its other answers are not the whole story, so a caller must look before
-    /// trusting a 0 or a 1), [`Violation`](Self::Violation) (a STOP stands: SPEC §1's
+    /// trusting a 0 or a 1), [`Violation`](Self::Violation) (a STOP stands: the contract's
     /// `status` answers STOP present even when no live referee watches), then
     /// [`NotLive`](Self::NotLive) over [`NotJudged`](Self::NotJudged) (without a live referee
     /// no verdict will come; `status` says so before a task's missing verdict), and

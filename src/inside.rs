@@ -1,5 +1,5 @@
 //! Whether a file the referee is told to believe (its variables, secret rules or waivers) lies
-//! inside the directory it watches, where the watched side could edit it (SPEC §8: nothing from
+//! inside the directory it watches, where the watched side could edit it (nothing from
 //! the watched directory is believed).
 //!
 //! Inside means: the path as given, or the file it resolves to, or the file's resolved folder

@@ -1,6 +1,6 @@
-//! The verdict of a task attempt (SPEC §7): the protocol's grade mapping over the attempt's
+//! The verdict of a task attempt: the protocol's grade mapping over the attempt's
 //! results, the files to restore and the cleanup task, then the loop guards over the task's
-//! earlier attempts (every one of them, whitespace-only differences aside, SPEC §8) and the
+//! earlier attempts (every one of them, whitespace-only differences aside) and the
 //! REJECTed attempts of other tasks, as the [`crate::state::attempts`] store keeps them. Judging
 //! only: reading the store is the one I/O here; what is kept of a judged attempt is said by
 //! [`TaskVerdict::kept`], and the store writes it.
@@ -121,7 +121,7 @@ fn protected_globs(protocol: &Protocol) -> Vec<Glob> {
 }
 
 /// The veto checks of the protocol (`veto = true`) that protect paths, each with its globs:
-/// what stands in the workspace whatever the records say (SPEC §8).
+/// what stands in the workspace whatever the records say.
 pub fn veto_globs(protocol: &Protocol) -> Vec<(String, Vec<Glob>)> {
     veto_checks(protocol)
         .into_iter()
@@ -275,7 +275,7 @@ pub fn hold_escalation(guards: &Guards, v: &mut TaskVerdict, kept: &[KeptAttempt
     }
 }
 
-/// The loop guards, in the order of SPEC §7; the first that applies wins. `history`: every
+/// The loop guards, in the order of; the first that applies wins. `history`: every
 /// earlier kept attempt of the task; `rejected_elsewhere`: the REJECTed attempts of other tasks.
 /// Diffs are compared [`normalise`]d, so whitespace-only differences do not count.
 pub fn apply_guards(
@@ -333,7 +333,7 @@ pub fn apply_guards(
             v.reasons.push("identical_diff".into());
             return;
         }
-        // A new task id does not reset the guards (SPEC §8); a change that is nothing at all
+        // A new task id does not reset the guards; a change that is nothing at all
         // once normalised is no resubmission.
         if !is_empty_change(now) {
             if let Some(other) = rejected_elsewhere

@@ -164,7 +164,7 @@ impl Waiver {
 }
 
 impl Waivers {
-    /// Refuses a waiver file inside `dir`, the watched directory or root (SPEC §8: nothing
+    /// Refuses a waiver file inside `dir`, the watched directory or root (nothing
     /// from the watched directory is believed), before it is read.
     pub fn refuse_inside(file: &Path, dir: &Path) -> Result<(), WaiverError> {
         if crate::inside::lies_inside(file, dir) {

@@ -1,4 +1,4 @@
-//! Gate results (`p3a-gate-results*.json`, SPEC §2.2): the gate runner's verdict per gate.
+//! Gate results (`p3a-gate-results*.json`): the gate runner's verdict per gate.
 //!
 //! This module owns turning one gate-results file into [`GateEntry`] values, accepting the canonical
 //! `{"gates": [...]}` form and a bare top-level array, which gate an id names ([`same_gate`]), and

@@ -1,4 +1,4 @@
-//! The execution tracker (`EXECUTION-TRACKER.md`, SPEC §2.1): markdown sections holding tables of
+//! The execution tracker (`EXECUTION-TRACKER.md`): markdown sections holding tables of
 //! fields.
 //!
 //! This module owns turning the tracker's document into sections, tables and field rows, and the

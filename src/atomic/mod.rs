@@ -1,6 +1,6 @@
 //! How the referee writes its files into a directory: atomically (a temp file beside the target,
 //! then a rename, so a reader never sees half a file), and through a handle on the directory
-//! (SPEC §8: the output directory is held open and written with `*at()` calls).
+//! (the output directory is held open and written with `*at()` calls).
 //!
 //! An [`OutDir`] is either *held* (opened once, at attach: every later write goes into that very
 //! directory, whatever its path names by then, so a `.referee` or BUILD_DIR swapped for a

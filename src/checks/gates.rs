@@ -1,4 +1,4 @@
-//! Predicates over gate results (SPEC §2.2): entries across every matching file combined,
+//! Predicates over gate results: entries across every matching file combined,
 //! each file parsed once per evaluation. A gate results file that cannot be read (over the
 //! cap, a FIFO, permission denied, or where the walk could not look) may hold any entry, so a
 //! result it could change is INCONCLUSIVE, never "absent" and never a clean pass.

@@ -1,4 +1,4 @@
-//! Only regular files are artifacts (SPEC §8, issue 16 §2): what a predicate finds at an
+//! Only regular files are artifacts (issue 16 §2): what a predicate finds at an
 //! artifact's name, and what counts as the artifact. A name that is not a file never counts as
 //! the file: a directory where a file belongs, a FIFO, socket or device, or a symlink that
 //! dangles, loops or leads out of the build directory is the artifact *present and wrong*.
@@ -13,8 +13,8 @@ use crate::protocol::predicate::Glob;
 impl<'a> Ctx<'a> {
     /// The artifacts at a glob's names, and the other entries there.
     ///
-    /// This is the one place a predicate learns what is at a glob, so it decides what counts
-    /// (SPEC §8): a glob ending in `/` names directories, any other glob regular files (a
+    /// This is the one place a predicate learns what is at a glob, so it decides what counts:
+    /// a glob ending in `/` names directories, any other glob regular files (a
     /// symlink counts as its target only inside the build directory). Left out: a directory
     /// matched by a glob whose last part is `**` (the tree's structure), and a regular file
     /// matched by a `/` glob (a file beside the folders it names). Every other entry at the

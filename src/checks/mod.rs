@@ -40,7 +40,7 @@ pub use outcome::{clip, FileRef, Outcome, Verdict, MAX_DETAILS, MAX_DETAIL_CHARS
 pub use time::PHASE_GAP;
 pub use verdict::RoundVerdict;
 
-/// The pipeline's verdict (SPEC §2.3).
+/// The pipeline's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineVerdict {
     pub verdict: String,

@@ -1,4 +1,4 @@
-//! Predicates over the execution tracker's fields, sections and tables (SPEC §2.1).
+//! Predicates over the execution tracker's fields, sections and tables.
 
 use super::{with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::tracker::{is_empty_value, parse_timestamp, At, SectionFilter, Tracker};

@@ -43,7 +43,7 @@ use crate::exit::ExitCode;
 use crate::fsevents::{self, Mode};
 use crate::protocol::ProtocolError;
 
-/// What to do when the referee itself cannot evaluate or write (SPEC §5, seed 004).
+/// What to do when the referee itself cannot evaluate or write (seed 004).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultPolicy {
     /// Write a STOP block naming the fault: a referee that cannot see must not wave a pipeline on.
@@ -91,7 +91,7 @@ pub struct Config {
     pub baseline: crate::workspace::BaselineSpec,
     /// `--waivers`: loaded (and checked) before the run; the file is reloaded when it changes.
     pub waivers: Option<crate::waivers::Waivers>,
-    /// `--state-dir`: the referee's memory (SPEC §8); `None`: the default for the directory
+    /// `--state-dir`: the referee's memory; `None`: the default for the directory
     /// ([`crate::state::locate`]). Under `watch --root`, the folder each build's is made in.
     pub state_dir: Option<PathBuf>,
     /// `--secrets`: CC-07's secret rules from this file instead of the protocol's (an absolute
@@ -276,6 +276,12 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     State(#[from] crate::state::StateError),
     #[error(transparent)]
     Seen(#[from] crate::state::observed::SeenError),
+    #[error("another referee (pid {pid}) is already watching `{path}` (its heartbeat `{heartbeat}` is fresh and the process runs); a second one would fight it over the OBSERVER-* files: stop it first, or ask it with `referee status`")]
+    Rival {
+        path: String,
+        pid: u32,
+        heartbeat: String,
+    },
     #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
     BaselineWithoutTasks { protocol: String },
 }

@@ -1,6 +1,6 @@
 //! Judging a workspace of task records: the passes without `for_each` as a build's, and each
 //! `for_each = "task"` pass once per judged record, keyed by its task id, until no rejected
-//! record's claims excuse another record's changes (SPEC §8).
+//! record's claims excuse another record's changes.
 
 use std::collections::BTreeMap;
 
@@ -41,7 +41,7 @@ struct Judgment {
     replay: Option<String>,
 }
 
-/// Why a record replays an attempt already judged for its task (SPEC §8: attempts are counted
+/// Why a record replays an attempt already judged for its task (attempts are counted
 /// by the referee): its `attempt` is not above the last one kept. The very attempt kept, its
 /// record unchanged, is not a replay — the daemon judges a pending record again on every event,
 /// and that must keep its verdict. An attempt kept before record hashes were is taken as the

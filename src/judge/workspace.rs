@@ -210,7 +210,7 @@ fn judged(
 /// refused for `--write`.
 fn opened_in(req: &Request<'_>) -> Result<(PathBuf, BaselineSpec)> {
     // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
-    // verdicts and STOP that count are the state directory's (SPEC §8).
+    // verdicts and STOP that count are the state directory's.
     let state = state_of(req.dir, req.state_dir)?;
     let spec = match (req.baseline, req.baseline_dir) {
         (Some(rev), _) => BaselineSpec::Rev(rev.to_string()),

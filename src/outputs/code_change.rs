@@ -1,4 +1,4 @@
-//! What the code-change referee writes (SPEC §7, §8), rendered from what was decided
+//! What the code-change referee writes , rendered from what was decided
 //! ([`Decision`]): `OBSERVER-VERDICT-<task_id>.md` and `.json` (`referee.verdict/1`),
 //! `OBSERVER-STOP.md` while the decision says a STOP stands, the report and `verify --format
 //! json`. What counts is written into the referee's state directory ([`crate::state`], which
@@ -45,7 +45,7 @@ pub fn ensure_dir(root: &Path) -> std::io::Result<super::OutDir> {
         Err(e) => return Err(e),
     }
     // Held from here: what is written goes into this folder, never through whatever is put at
-    // its name later (SPEC §8).
+    // its name later.
     let dir = super::OutDir::hold(&dir)?;
     if !dir.has(".gitignore") {
         super::write_atomic(&dir, ".gitignore", "*\n")?;

@@ -171,7 +171,7 @@ pub enum ForEach {
     Task,
 }
 
-/// How the pipeline's verdict is found (SPEC §2.3).
+/// How the pipeline's verdict is found.
 #[derive(Debug)]
 pub struct VerdictSpec {
     /// In order of precedence: the first glob whose files carry a verdict decides.

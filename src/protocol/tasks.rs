@@ -1,4 +1,4 @@
-//! What only a protocol of task records has (code-change, SPEC §7): which records are judged,
+//! What only a protocol of task records has (code-change): which records are judged,
 //! the grade mapping of an attempt, what each grade means, and the loop guards over a task's
 //! attempts. Every verdict name is the protocol's data: the referee knows a verdict only by
 //! the [`GradeOutcome`] the protocol gives it.
@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::Severity;
 
-/// Which task records are judged, and what a well-formed one holds (SPEC §7).
+/// Which task records are judged, and what a well-formed one holds.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TasksSpec {

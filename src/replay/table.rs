@@ -32,7 +32,7 @@ pub enum FieldError {
     NoColumn { field: String, column: String },
 }
 
-/// Sets one field row's value and/or time, found the way the referee finds it (SPEC §2.1).
+/// Sets one field row's value and/or time, found the way the referee finds it.
 pub fn set_field(text: &str, set: &FieldSet) -> Result<String, FieldError> {
     let parsed = Tracker::parse(text);
     let row = match &set.section {

@@ -1,4 +1,4 @@
-//! The referee's memory of judged task attempts (SPEC §7, §8): per task, each attempt judged
+//! The referee's memory of judged task attempts: per task, each attempt judged
 //! (its number, verdict, grade, escalation, the hash of the record judged, its diff and the
 //! hash of its whitespace-normalised diff), and across tasks the REJECTed diffs, so the loop
 //! guards and the replay check hold across restarts and new task ids. It owns the directory
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::workspace::sha256;
 
-/// The store's directory in the referee's state directory `state` (SPEC §8: out of the
+/// The store's directory in the referee's state directory `state` (out of the
 /// worker's reach): the one place that says where the attempts live.
 pub fn dir_for(state: &Path) -> PathBuf {
     state.join("attempts")

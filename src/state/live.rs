@@ -112,6 +112,109 @@ pub fn watched_by(dir: &Path, state: &Path) -> Option<String> {
     }
 }
 
+/// Why the live referee whose memory is `state` does not vouch for the directory `here`
+/// although it runs: its heartbeat (fresh enough to be believed or not) names another directory
+/// identity or another path, and its event log is locked by a live process. The directory at the
+/// path was swapped for a copy, re-created, renamed or mounted over, and the referee has not
+/// judged what is there now: `status` answers "no live referee" (3), never go.
+pub fn watches_another(state: &Path, here: &Here) -> Option<String> {
+    let hb = heartbeat::read(state).ok()?;
+    if hb.state == heartbeat::FINISHED {
+        return None;
+    }
+    let same_dir = hb.dir.is_some_and(|id| id.same(&here.dir));
+    let same_path = hb.build_dir == here.canon.display().to_string();
+    if (same_dir && same_path) || !super::lock::locked_by_other(state) {
+        return None;
+    }
+    Some(if same_dir {
+        format!(
+            "the live referee (pid {}) watches this directory at `{}`, not at `{}`: it was renamed, moved or reached through a link, and the referee has not judged it there",
+            hb.pid,
+            hb.build_dir,
+            here.canon.display()
+        )
+    } else {
+        format!(
+            "the live referee (pid {}) watches another directory at `{}` ({}), not the one there now ({}): it was swapped for a copy, re-created or mounted over, and the referee has not judged it yet",
+            hb.pid,
+            hb.build_dir,
+            hb.dir.map_or_else(|| "no identity".to_string(), |d| d.to_string()),
+            here.dir
+        )
+    })
+}
+
+/// Another referee that watches the directory `here` now, as the heartbeat copy it keeps in the
+/// watched directory says (`OBSERVER-HEARTBEAT.json` there, or in `.referee/`): that heartbeat
+/// judged live for this very directory, its pid not this process, and that pid running the same
+/// program as this one (so a heartbeat forged by the watched side, naming some live process,
+/// cannot keep a referee from starting). Its pid and the heartbeat's path.
+pub fn rival(here: &Here) -> Option<(u32, PathBuf)> {
+    let me = std::process::id();
+    [
+        here.canon.clone(),
+        here.canon.join(crate::workspace::OUTPUT_DIR),
+    ]
+    .into_iter()
+    .find_map(|d| {
+        let hb = heartbeat::read(&d).ok()?;
+        if hb.pid == me || !same_program(hb.pid) {
+            return None;
+        }
+        match judge(&hb, here, Utc::now(), None, &process) {
+            Liveness::Live | Liveness::StopWanted(_) => {
+                Some((hb.pid, d.join(heartbeat::HEARTBEAT_FILE)))
+            }
+            Liveness::NotLive(_) => None,
+        }
+    })
+}
+
+/// Whether the process `pid` runs the same executable as this one (`/proc/PID/exe`), or, when
+/// not, the same command name (another build of the referee, or another user's process whose
+/// executable cannot be read).
+fn same_program(pid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    if let (Some(theirs), Some(mine)) = (exe(&pid.to_string()), exe("self")) {
+        if theirs == mine {
+            return true;
+        }
+    }
+    let comm = |p: &str| std::fs::read_to_string(format!("/proc/{p}/comm")).ok();
+    matches!((comm(&pid.to_string()), comm("self")), (Some(a), Some(b)) if a == b)
+}
+
+/// The most state directories [`keeper`] looks through.
+const KEEPER_SCAN_MAX: usize = 4096;
+
+/// The state directory under `base` of a live referee that watches the directory `here` (asked
+/// about as `given`) although its default name says otherwise: the directory was renamed, moved,
+/// swapped for a copy or re-created since the referee started, and the referee has not (yet)
+/// moved its memory to the new name. Only a referee whose event log is locked by a live process
+/// counts: the memory of a referee that finished or died says nothing about a new directory.
+pub fn keeper(base: &Path, here: &Here, given: &Path) -> Option<PathBuf> {
+    let given = std::path::absolute(given).ok();
+    let canon = here.canon.display().to_string();
+    std::fs::read_dir(base)
+        .ok()?
+        .take(KEEPER_SCAN_MAX)
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .find(|state| {
+            let Ok(hb) = heartbeat::read(state) else {
+                return false;
+            };
+            let names_it = hb.dir.is_some_and(|id| id.same(&here.dir))
+                || hb.build_dir == canon
+                || given
+                    .as_ref()
+                    .is_some_and(|g| hb.build_dir == g.display().to_string());
+            names_it && hb.state != heartbeat::FINISHED && super::lock::locked_by_other(state)
+        })
+}
+
 impl Here {
     /// What `dir` names now: its identity and canonical path.
     pub fn of(dir: &Path) -> Result<Here, LookError> {

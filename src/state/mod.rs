@@ -1,4 +1,4 @@
-//! The referee's own memory, kept outside the directory it watches (SPEC §8): whatever the
+//! The referee's own memory, kept outside the directory it watches: whatever the
 //! pipeline or worker can write is hostile, so what the referee must be able to trust lives in a
 //! state directory it alone can write. Both the one-shot commands (`verify`, `status`, the hooks,
 //! MCP) and the daemon read and write it through this module and its rooms, one writer for each

@@ -12,7 +12,7 @@
 //! file away and back, or re-keying a table, does not make old bytes look new; a changed file
 //! or value is new (a real re-run, or a re-recorded time, is judged anew).
 //!
-//! The record lives in the state directory (SPEC §8: [`SEEN_FILE`]), so a restart keeps it and
+//! The record lives in the state directory ([`SEEN_FILE`]), so a restart keeps it and
 //! the watched side cannot edit it. `watch` keeps it (the daemon notes what it looks at
 //! before each judgment); `verify` reads it, read-only, when the state directory holds one —
 //! so a human re-running the checks agrees with the referee that watched — and judges by the

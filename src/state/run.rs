@@ -4,7 +4,7 @@
 //! --expect-protocol SHA --expect-waivers SHA|none` compares the live run against what the
 //! orchestrator pinned, so a pipeline that restarts the referee with its own rules (a permissive
 //! protocol, its own waivers, `--fresh`) is refused, not believed. The record is the state
-//! directory's (SPEC §8): the watched side cannot write it, and it names the run's pid and
+//! directory's: the watched side cannot write it, and it names the run's pid and
 //! trace id so a record left by an earlier run never vouches for a later one.
 //!
 //! This module owns the record's format, writing and reading it; it decides nothing.

@@ -4,7 +4,7 @@
 //! referee is watching this very directory. With `--task ID` (a task protocol), it answers for
 //! that task's latest attempt: 0 judged good, 1 judged bad or a STOP stands, 4 not judged yet.
 //!
-//! Every answer comes from the referee's state directory (SPEC §8, [`crate::state`]), found as
+//! Every answer comes from the referee's state directory ([`crate::state`]), found as
 //! `watch` finds it: never from the copies in the watched directory, which the pipeline or worker
 //! can delete, replace or forge. No state directory means no referee ever ran there.
 //!
@@ -108,20 +108,93 @@ pub enum StatusError {
 
 /// Answers `referee status` (with `--task --wait`, polling until a verdict is there or the
 /// wait is over).
+///
+/// A STOP file in the watched directory is never answered with go, whatever the state
+/// directory says or cannot say (none found, an unreadable heartbeat, the memory of another
+/// directory, an error): the referee's own STOP answers first, and the copy is read after it,
+/// so a STOP the referee raised is seen in one place or the other at every instant (it writes
+/// its own first and removes it first).
 pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
+    let answer = answer(cfg);
+    if matches!(&answer, Ok(a) if a.code == ExitCode::Violation) {
+        return answer;
+    }
+    let Some((path, text)) = stop_in_watched(&cfg.build_dir) else {
+        return answer;
+    };
+    let why = match &answer {
+        Ok(a) => match &a.note {
+            Some(Note::Info(t) | Note::Warning(t) | Note::Error(t)) => t.clone(),
+            None => "the referee's state directory holds no STOP".to_string(),
+        },
+        Err(e) => crate::error::chain(e),
+    };
+    Ok(Answer {
+        code: ExitCode::Violation,
+        stdout: text,
+        note: Some(Note::Warning(format!(
+            "`{}` stands in the watched directory, so the answer is STOP whatever the referee's memory says ({why})",
+            path.display()
+        ))),
+    })
+}
+
+/// The STOP file a referee keeps in the watched directory (`OBSERVER-STOP.md` in a build
+/// directory, `.referee/OBSERVER-STOP.md` in a workspace): its path and text, when one is there
+/// in any form. Never opens anything but a regular file; one that cannot be read still stands.
+fn stop_in_watched(dir: &Path) -> Option<(PathBuf, String)> {
+    [dir.to_path_buf(), dir.join(crate::workspace::OUTPUT_DIR)]
+        .into_iter()
+        .find_map(|d| {
+            let path = d.join(STOP_FILE);
+            match read_stop(&d) {
+                Ok(Some(text)) => Some((path, text)),
+                Ok(None) => None,
+                Err(e) => Some((
+                    path,
+                    format!(
+                        "{STOP_FILE} exists but cannot be read ({}); treat it as a STOP\n",
+                        crate::error::chain(&e)
+                    ),
+                )),
+            }
+        })
+}
+
+/// Where the referee's memory of the directory `here` is: the state directory `watch` would
+/// use, else (no `--state-dir` given) the one of a live referee that watches this directory
+/// under another name or watched another directory at its path ([`crate::state::live::keeper`]);
+/// `None` when there is none.
+fn find_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError> {
+    let state = crate::state::locate(&here.canon, cfg.state_dir.as_deref())?;
+    if crate::state::exists(&state) {
+        return Ok(Some(state));
+    }
+    if cfg.state_dir.is_some() {
+        return Ok(None);
+    }
+    let found = crate::state::default_base()
+        .ok()
+        .and_then(|base| crate::state::live::keeper(&base, here, &cfg.build_dir));
+    // A referee re-attaching renames its memory to the new name: a rename between the first
+    // look and the scan is caught by looking at the new name once more.
+    Ok(found.or_else(|| crate::state::exists(&state).then_some(state)))
+}
+
+/// [`status`] before the copy in the watched directory is looked at.
+fn answer(cfg: &Config) -> Result<Answer, StatusError> {
     if let Some(wait) = cfg.sync {
         let here = match Here::of(&cfg.build_dir) {
             Ok(h) => h,
             Err(e) => return Ok(no_live(format!("--sync: {}", crate::error::chain(&e)))),
         };
-        let state = crate::state::locate(&here.canon, cfg.state_dir.as_deref())?;
-        if !crate::state::exists(&state) {
+        let Some(state) = find_state(cfg, &here)? else {
             return Ok(no_live(format!(
                 "--sync: no referee has run on `{}` (no state directory `{}`)",
                 cfg.build_dir.display(),
-                state.display()
+                crate::state::locate(&here.canon, cfg.state_dir.as_deref())?.display()
             )));
-        }
+        };
         crate::state::check(&state)?;
         if let Some(answer) = pinned::sync(cfg, &here, &state, wait)? {
             return Ok(answer);
@@ -158,12 +231,11 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
         }
         Err(e) => return Err(e.into()),
     };
-    let state = crate::state::locate(&here.canon, cfg.state_dir.as_deref())?;
-    if !crate::state::exists(&state) {
+    let Some(state) = find_state(cfg, &here)? else {
         let why = format!(
             "no referee has run on `{}` (no state directory `{}`)",
             dir.display(),
-            state.display()
+            crate::state::locate(&here.canon, cfg.state_dir.as_deref())?.display()
         );
         if cfg.require_live {
             return Ok(no_live(why));
@@ -176,7 +248,7 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
             stdout: "go\n".into(),
             note: Some(Note::Info(why)),
         });
-    }
+    };
     crate::state::check(&state)?;
     let mut answer = status_in(cfg, &here, &state)?;
     if cfg.show_run {
@@ -229,6 +301,10 @@ fn status_in(cfg: &Config, here: &Here, state: &Path) -> Result<Answer, StatusEr
     };
     if let Some(a) = task.as_ref().filter(|a| a.code == ExitCode::Violation) {
         return Ok(a.clone());
+    }
+    if let Some(why) = crate::state::live::watches_another(&state, &here) {
+        // Not a directory this referee judged: no go, even without `--require-live`.
+        return Ok(no_live(why));
     }
     if let Some(why) = not_live.filter(|_| cfg.require_live) {
         return Ok(no_live(format!(

@@ -1,6 +1,6 @@
 //! Unified diffs of a file against its baseline, and the similarity ratio of two attempts'
 //! diffs: a faithful port of Python difflib's `SequenceMatcher(None, a, b).ratio()` with
-//! `autojunk=False` over lines (SPEC §7). `similar`'s own ratio is a different algorithm (it
+//! `autojunk=False` over lines. `similar`'s own ratio is a different algorithm (it
 //! counts the operations of a Myers diff), so the loop guard's 0.97 threshold, chosen against
 //! difflib in seed 002, would not mean the same thing with it.
 

@@ -1,5 +1,5 @@
-//! What changed in a workspace (a source tree a coding agent edits) against its baseline
-//! (SPEC §7, §8): the change set (added, modified, removed paths, with type and mode changes),
+//! What changed in a workspace (a source tree a coding agent edits) against its baseline:
+//! the change set (added, modified, removed paths, with type and mode changes),
 //! the contents on both sides, unified diffs, and the task records.
 //!
 //! Nothing the worker writes decides what changed: the baseline is pinned once
@@ -150,14 +150,14 @@ pub struct Workspace {
     /// Why there is no baseline (evidence of every INCONCLUSIVE that needs one).
     pub no_baseline: Option<String>,
     base: Option<Arc<Baseline>>,
-    /// The referee's state directory (its memory, SPEC §8), when the caller has one.
+    /// The referee's state directory (its memory), when the caller has one.
     state: Option<PathBuf>,
     /// Every changed path, sorted; `None` without a baseline.
     changes: Option<BTreeMap<String, Change>>,
     /// What changed about a path besides (or instead of) its bytes: its type or its mode.
     details: BTreeMap<String, String>,
     /// Paths an ignore rule of the baseline hides that the baseline does not have: never a
-    /// change, but protected globs see them (SPEC §8).
+    /// change, but protected globs see them.
     ignored: Vec<String>,
     /// Added paths that are a way to a baseline file: a symlink resolving to one, or a hard
     /// link to one (path, the baseline file it reaches).
@@ -204,7 +204,7 @@ impl Workspace {
         Workspace::judge(&root, &base, &mut StatCache::default(), cap)
     }
 
-    /// Opens `root` with the referee's state directory `state` (SPEC §8): the baseline pinned
+    /// Opens `root` with the referee's state directory `state`: the baseline pinned
     /// there (or reused when pinned before), the stat cache kept there, the kept attempts
     /// there. A `state` that does not exist is not created: the pin and the cache are then not
     /// kept.

@@ -1,6 +1,6 @@
 //! File names as the referee keys them: a one-to-one codec between a name's raw bytes (anything
 //! but NUL, and `/` between components) and a `String`, a display form that cannot forge a line
-//! or reorder text, and the file-name component for a task id (SPEC §8: "task ids and file names
+//! or reorder text, and the file-name component for a task id ("task ids and file names
 //! are escaped one-to-one, so two ids never share a verdict file").
 //!
 //! The codec: valid UTF-8 passes through unchanged, except the 256 code points

@@ -1,4 +1,4 @@
-//! Task records (`.tasks/<task_id>.json`, SPEC §7): parsed leniently enough never to fail on bad
+//! Task records (`.tasks/<task_id>.json`): parsed leniently enough never to fail on bad
 //! input, strictly enough to say exactly what is wrong (the JSON error's line:column, a missing
 //! or mistyped field). A record that cannot be parsed is data for CC-00, never an error.
 

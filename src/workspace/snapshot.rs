@@ -1,6 +1,6 @@
 //! The start snapshot: the baseline of a workspace that is neither a git work tree nor given a
 //! `--baseline-dir`. `referee watch` takes it once at start ([`create`]) and keeps it in its
-//! state directory (`STATE/baseline/`, out of the worker's reach, SPEC §8), so a restarted
+//! state directory (`STATE/baseline/`, out of the worker's reach), so a restarted
 //! referee measures against the same tree ([`load`]).
 //!
 //! Layout: `STATE/baseline/tree/<path>` holds a copy of every file (the excluded top-level

@@ -1,4 +1,4 @@
-//! The referee's own stat cache of a work tree (SPEC §8: never git's index or stat cache): a
+//! The referee's own stat cache of a work tree (never git's index or stat cache): a
 //! regular file's git blob id and SHA-256, trusted again only while its `lstat` is unchanged and
 //! it was last changed clearly before it was read.
 //!

@@ -346,7 +346,7 @@ pub fn check(path: &Path) -> Result<(), String> {
         let before = tree(&ws, true);
         let mut cmd = TestCommand::new();
         // The referee's memory (kept attempts, the authoritative STOP and verdicts) is in its
-        // state directory, out of the workspace (SPEC §8): one per case, never the real $HOME.
+        // state directory, out of the workspace: one per case, never the real $HOME.
         cmd.arg("verify")
             .arg(&ws)
             .arg("--state-dir")

@@ -16,7 +16,7 @@ use crate::util::TestCommand;
 /// A run that takes longer than this has hung (on a FIFO, a deep file, ...): a failure, not a wait.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The checks of each pass (SPEC §3.1). Pass R holds OBS-05..09 and repeats passes 2, 3 and 4.
+/// The checks of each pass. Pass R holds OBS-05..09 and repeats passes 2, 3 and 4.
 const PASSES: &[(&str, &[&str])] = &[
     ("0", &["OBS-16"]),
     ("1", &["OBS-15", "OBS-17", "OBS-18"]),
@@ -117,7 +117,7 @@ fn run_checked(
             .filter(|k| before.get(*k) != after.get(*k))
             .collect();
         problems.push(format!(
-            "`verify` changed the build directory (read-only, SPEC §1/§6): {changed:?}"
+            "`verify` changed the build directory (read-only): {changed:?}"
         ));
     }
     let json = match &run.json {
@@ -411,7 +411,7 @@ fn assert_table(build: &str, want: &BTreeMap<(String, String), &'static str>) ->
     if run.code != Some(0) {
         problems.push(format!("exit {:?}, want 0", run.code));
     }
-    // SPEC §4: compliance rate = PASS ÷ (PASS + FAIL + INCONCLUSIVE); FAIL splits BLOCKING/SIGNIFICANT.
+    // Compliance rate = PASS ÷ (PASS + FAIL + INCONCLUSIVE); FAIL splits BLOCKING/SIGNIFICANT.
     let count = |k: &str| json["summary"][k].as_f64().unwrap_or(f64::NAN);
     let (pass, fail, inc) = (count("pass"), count("fail"), count("inconclusive"));
     if fail != count("fail_blocking") + count("fail_significant") {

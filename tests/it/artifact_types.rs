@@ -1,4 +1,4 @@
-//! Only regular files are artifacts (issue 16 §2, SPEC §8): a name that is not a file never
+//! Only regular files are artifacts (issue 16 §2): a name that is not a file never
 //! counts as the file. Each attack is made for real: a directory where the revised brief belongs
 //! (OBS-18), a dangling symlink for a cold look (OBS-11), a FIFO for the REFINE gate results
 //! (OBS-09) or for the gate results (OBS-24). Against `verify --final` (the check FAILs naming the path and what is there, exit

@@ -1,4 +1,4 @@
-//! The code-change referee against a worker with a shell (issue 15, SPEC §8): each test is one
+//! The code-change referee against a worker with a shell (issue 15): each test is one
 //! class of attack made for real, with `git` and file commands in a real git work tree, after
 //! the referee has pinned its baseline. Each runs twice, against `referee verify` (pinned by an
 //! earlier `verify`, as an orchestrator's first look) and against a live `referee watch`, and

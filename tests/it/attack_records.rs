@@ -1,4 +1,4 @@
-//! Attacks through the task records (SPEC §8, "Nothing the watched side writes decides what
+//! Attacks through the task records ("Nothing the watched side writes decides what
 //! changed"), as a worker with a shell would try them on a real git workspace: lifting the veto
 //! by editing, deleting or never writing its record, laundering a change through a decoy
 //! record, holding judgment back with a record kept "being written", switching the loop guards
@@ -98,7 +98,15 @@ fn the_veto_stands_whatever_the_records_say() {
 
     // No record at all.
     fs::write(ws.join(PROTECTED), "ROLES = ['worker', 'admin']\n").expect("write");
-    let text = stop_says(&w, &ws, "the veto without a record", WORKSPACE_VETO);
+    // `fs::write` truncates, then writes: the referee may judge (and veto) the empty file
+    // first, so what is waited for is the veto of the file as written.
+    let text = stop_says(
+        &w,
+        &ws,
+        "the veto without a record",
+        "+ROLES = ['worker', 'admin']",
+    );
+    assert!(text.contains(WORKSPACE_VETO), "{text}");
     assert!(text.contains("CC-01"), "{text}");
     assert!(text.contains("`src/orchestrator.py`"), "{text}");
     assert!(
@@ -218,7 +226,7 @@ fn a_rejected_decoy_record_does_not_excuse_a_change() {
         .expect("t1's CC-02");
     assert!(cc02.to_string().contains("unlisted: src/evil.py"), "{cc02}");
 
-    // A claim by a record that is not rejected still excuses the change (SPEC §7).
+    // A claim by a record that is not rejected still excuses the change.
     task(&ws, "decoy", 1, &[], &["src/evil.py"], GOOD_SUMMARY);
     let (code, doc) = verify(&ws, false);
     assert_eq!(verdict_of(&doc, "decoy")["verdict"], "APPROVE", "{doc}");

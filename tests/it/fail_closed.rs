@@ -1,4 +1,4 @@
-//! D10 fails closed (issue 16 §1, SPEC §8): a due BLOCKING check the referee cannot decide
+//! D10 fails closed (issue 16 §1): a due BLOCKING check the referee cannot decide
 //! holds the pipeline like a FAIL. The attack is made for real on a finished build: the gate
 //! results padded past the read cap. (A FIFO in their place is no longer undecidable: it is the
 //! gate results present and wrong, a FAIL, see `artifact_types`.) Against `verify --final` (exit 1,

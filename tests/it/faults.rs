@@ -89,6 +89,26 @@ fn stop_fault_said(w: &Watch) -> bool {
         .any(|l| l.contains("fault: cannot") && l.contains(STOP))
 }
 
+/// Waits until the state directory's heartbeat says `faulted` with a fault naming `needle`: the
+/// referee has said the fault and beaten since (a condition, not a pause).
+#[track_caller]
+fn until_in_heartbeat(w: &Watch, state: &Path, needle: &str) {
+    w.until(
+        &format!("a fault naming `{needle}` in the heartbeat"),
+        || {
+            serde_json::from_str::<serde_json::Value>(&read(&state.join(HEARTBEAT))).is_ok_and(
+                |h| {
+                    h["state"] == "faulted"
+                        && h["faults"].as_array().is_some_and(|f| {
+                            f.iter()
+                                .any(|m| m.as_str().is_some_and(|m| m.contains(needle)))
+                        })
+                },
+            )
+        },
+    );
+}
+
 /// Each fault cleared is said once, and each fault at most a few times (once per state change).
 fn assert_said_once(w: &Watch) {
     let out = read(&w.out);
@@ -128,7 +148,7 @@ fn a_full_disk_costs_no_core_and_keeps_the_stop() {
         read(&w.out).contains("no space left on device")
     });
     // The pass file's fault follows the STOP's within a retry.
-    std::thread::sleep(Duration::from_millis(600));
+    until_in_heartbeat(&w, &state, "OBSERVER-PASS-");
     assert!(!dir.join(STOP).exists(), "the disk is full");
     assert_cheap_and_stopped(&w, &dir, &state);
     assert!(
@@ -221,7 +241,7 @@ fn an_immutable_build_directory_costs_no_core_and_keeps_the_stop() {
         read(&state.join(STOP)).contains("**Check:** OBS-27")
     });
     w.until("the copy's fault said", || stop_fault_said(&w));
-    std::thread::sleep(Duration::from_millis(600));
+    until_in_heartbeat(&w, &state, STOP);
     assert_cheap_and_stopped(&w, &dir, &state);
     drop(locked);
     w.until("the STOP copy written once it can be", || {
@@ -255,7 +275,9 @@ fn an_immutable_state_directory_costs_no_core_and_keeps_the_stop() {
     // Fixed while the state directory is locked: the STOP cannot be lifted, and stands.
     fs::write(dir.join(GATES), manual_gates(0)).expect("write gates");
     w.until("the state directory's fault said", || stop_fault_said(&w));
-    std::thread::sleep(Duration::from_millis(600));
+    // Not a fixed pause: the fault is in the heartbeat (written after it was said), so what the
+    // referee says about it is said before the window below counts its lines.
+    until_in_heartbeat(&w, &state, STOP);
     assert!(read(&state.join(STOP)).contains("OBS-27"), "kept");
     assert_cheap_and_stopped(&w, &dir, &state);
     drop(locked);

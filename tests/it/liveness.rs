@@ -129,8 +129,12 @@ fn a_build_directory_renamed_away_is_not_live() {
         code, 3,
         "the moved directory's heartbeat is not about it: {err}"
     );
-    // The moved directory has no memory of its own: no referee ever ran at that path.
-    assert!(err.contains("no referee has run"), "{err}");
+    // The moved directory has no memory of its own; the live referee's (found by the
+    // directory's identity) says it watches it at the old path.
+    assert!(
+        err.contains("renamed, moved or reached through a link"),
+        "{err}"
+    );
     let Output {
         code, stderr: err, ..
     } = status(&dir, true);
@@ -499,7 +503,7 @@ fn a_full_disk_faults_the_referee() {
 
 /// The build directory made immutable (`chattr +i`): nobody, root included, can create, rename
 /// or remove a name in it (a read-only bind mount over it would not do: the referee holds the
-/// directory open and writes through the mount it opened, SPEC §8). Undone on drop.
+/// directory open and writes through the mount it opened). Undone on drop.
 struct Immutable {
     at: PathBuf,
 }

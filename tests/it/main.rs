@@ -30,6 +30,7 @@ mod liveness;
 mod locations;
 mod markdown;
 mod mcp;
+mod never_go;
 mod order;
 mod pinned;
 mod pipeline;

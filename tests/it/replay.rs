@@ -410,7 +410,7 @@ fn the_code_change_demo_rejects_escalates_and_approves_by_itself() {
         .timeout(Duration::from_secs(60))
         .assert_exit(0);
     let stdout = &out.stdout;
-    // The veto stands the moment the protected file is touched (SPEC §8: a property of the
+    // The veto stands the moment the protected file is touched (a property of the
     // workspace, not of the records), so the STOP may come before or after the record.
     assert!(
         stdout.contains("the worker asks for review: t1 attempt 1"),

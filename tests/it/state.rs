@@ -1,4 +1,4 @@
-//! The trust boundary (SPEC §8): the referee's memory lives in its state directory, out of the
+//! The trust boundary: the referee's memory lives in its state directory, out of the
 //! watched side's reach. Each test runs the real binary with `--state-dir` in its own tempdir and
 //! does what a careless or hostile pipeline or worker could do in the watched directory: delete
 //! or replace `.referee`, forge a verdict or a heartbeat, delete the STOP. None of it makes
@@ -456,7 +456,7 @@ fn another_user_cannot_reach_the_state_directory() {
 }
 
 /// `.referee` moved away and a symlink put at its name while the referee is writing (a verdict,
-/// its copies, the heartbeat): the folder is held open (SPEC §8), so every write lands in the
+/// its copies, the heartbeat): the folder is held open , so every write lands in the
 /// referee's own folder wherever it was moved, never through the link; then the swap is tamper.
 #[test]
 fn a_referee_folder_swapped_mid_write_is_never_written_through() {

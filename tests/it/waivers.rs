@@ -69,7 +69,7 @@ fn a_waived_blocking_fail_exits_0_and_stays_visible_in_every_format() {
     assert_eq!(code, 1, "unwaived");
 
     // OBS-01 cannot be verified in this build (no EXPERIENTIAL_SCAN time): a due BLOCKING
-    // check the referee cannot decide holds like a FAIL (SPEC §8), so waiving OBS-27 alone is
+    // check the referee cannot decide holds like a FAIL , so waiving OBS-27 alone is
     // not enough; a human accepts OBS-01 too.
     let Output {
         code, stdout: json, ..

@@ -65,11 +65,20 @@ impl Watch {
     }
 
     fn spawn(dir: Option<&Path>, logs: &Path, args: &[&str]) -> Watch {
+        Watch::spawn_beating(dir, logs, "0.5", args)
+    }
+
+    /// [`Watch::start`] with another heartbeat interval than the tests' 0.5 s.
+    pub(crate) fn start_beating(dir: &Path, logs: &Path, heartbeat: &str, args: &[&str]) -> Watch {
+        Watch::spawn_beating(Some(dir), logs, heartbeat, args)
+    }
+
+    fn spawn_beating(dir: Option<&Path>, logs: &Path, heartbeat: &str, args: &[&str]) -> Watch {
         let n = fs::read_dir(logs).map(|r| r.count()).unwrap_or(0);
         let out = logs.join(format!("watch-{n}.out"));
         let err = logs.join(format!("watch-{n}.err"));
         // A test that gives its own heartbeat (a slower one, for a loaded machine) keeps it.
-        let beat = (!args.contains(&"--heartbeat")).then_some(["--heartbeat", "0.5"]);
+        let beat = (!args.contains(&"--heartbeat")).then_some(["--heartbeat", heartbeat]);
         let child = TestCommand::new()
             .arg("watch")
             .args(dir)
@@ -434,7 +443,7 @@ fn kill_9_and_restart_resumes_and_another_protocol_needs_fresh() {
     w.kill9();
     assert_eq!(status(&dir, true).code, 1, "the STOP outlives the referee");
     fs::remove_file(dir.join(STOP)).expect("remove STOP");
-    // The copy is gone, the referee's own STOP is not (SPEC §8).
+    // The copy is gone, the referee's own STOP is not.
     assert_eq!(
         status(&dir, true).code,
         1,

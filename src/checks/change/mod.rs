@@ -1,4 +1,4 @@
-//! Predicates about a task attempt in a workspace (SPEC §7): its record, and what changed
+//! Predicates about a task attempt in a workspace: its record, and what changed
 //! against the baseline in the task's scope. They are judged in a pass instance of one task
 //! record ([`TaskScope`]); outside one they are INCONCLUSIVE. Without a baseline, everything
 //! that needs one is INCONCLUSIVE, never PASS: the evidence says why there is none.
@@ -21,9 +21,9 @@ pub struct TaskScope<'a> {
     pub ws: &'a Workspace,
     pub record: &'a Record,
     /// The changes in this task's scope: those its record lists, plus those no other judged
-    /// record claims (SPEC §7 precisions). `None` without a baseline.
+    /// record claims. `None` without a baseline.
     pub scope: Option<BTreeMap<String, Change>>,
-    /// Why the record replays an attempt already judged (SPEC §8): CC-00 FAILs with it.
+    /// Why the record replays an attempt already judged: CC-00 FAILs with it.
     pub replay: Option<String>,
 }
 

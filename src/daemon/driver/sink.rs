@@ -67,6 +67,7 @@ pub(super) fn sink(
                     let lost = c.kind == ChangeKind::Removed;
                     let _ = tx.send(Msg::Dir { name, lost, source });
                 } else if rel == STOP_FILE
+                    || crate::daemon::session::pass_id(&rel).is_some()
                     || !is_own_file(&rel)
                     || crate::state::sync::token_of(&rel).is_some()
                 {

@@ -224,7 +224,7 @@ pub enum Event {
     },
     /// The workspace's `HEAD` names another commit than the baseline pinned at start (a
     /// commit, amend, reset or checkout by the worker): logged once per new `HEAD`; the
-    /// baseline stays the pinned one (SPEC §8).
+    /// baseline stays the pinned one.
     HeadMoved {
         pinned: String,
         head: String,

@@ -1,4 +1,4 @@
-//! Settling (SPEC §5): a file being written is not judged half-written, and a file renamed into
+//! Settling: a file being written is not judged half-written, and a file renamed into
 //! place is judged at once.
 //!
 //! This module remembers the last thing that happened to each path the watcher reported and
@@ -12,12 +12,12 @@
 //! - only its metadata changed: as settled as it was before;
 //! - written in place (created, modified, or closed after writing): moving until it has been quiet
 //!   for the settle window. Closing is not the end: a writer may close and write again (the
-//!   half-written file of SPEC §5 is exactly that), so a failure on such a file is re-tried once
+//!   half-written file is exactly that), so a failure on such a file is re-tried once
 //!   it is quiet. With `--poll` every change but a removal is of this kind;
 //! - nothing seen since the daemon started (or since it forgot): its mtime is the only clue, so a
 //!   young mtime counts as a recent write.
 //!
-//! A path is moving for at most `max` (`--settle-max`, SPEC §8) from the write that started its
+//! A path is moving for at most `max` (`--settle-max`) from the write that started its
 //! run of writes: a file rewritten faster than the window is judged as it stands once it has
 //! been moving that long, so a churning file cannot hold judgment back.
 //!

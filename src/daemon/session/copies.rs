@@ -1,4 +1,4 @@
-//! The copies in the watched directory (SPEC §8): a workspace's `.referee/` folder and the
+//! The copies in the watched directory: a workspace's `.referee/` folder and the
 //! verdict files and event log copied into it (or into BUILD_DIR). The state directory holds
 //! what counts; these are for the people and tools that read them there. When someone else
 //! deletes or edits a copy, it is restored from the state directory and recorded as tamper (the
@@ -102,7 +102,7 @@ impl Session {
         self.folder_back();
     }
 
-    /// The folder the session's copies go into from now on (held open: SPEC §8).
+    /// The folder the session's copies go into from now on (held open:).
     pub(super) fn set_out(&mut self, out: crate::outputs::OutDir) {
         self.stop.set_dir(&out);
         if let Part::Workspace(t) = &mut self.part {

@@ -109,7 +109,7 @@ impl Session {
             tasks.keep_cache();
         }
         if let Some(j) = judged.as_ref().filter(|_| !moving) {
-            // The veto stands whatever the records say (SPEC §8), at the end too.
+            // The veto stands whatever the records say , at the end too.
             self.decided(&j.ws, &j.decision);
             self.flush_outputs();
             self.write_verdicts(&j.decision.verdicts);
@@ -119,7 +119,7 @@ impl Session {
         let report = judged
             .as_ref()
             .and_then(|j| self.write_tasks_report(j, &ended));
-        // A replaced `.referee` holds a STOP too (SPEC §8).
+        // A replaced `.referee` holds a STOP too.
         let violation =
             matches!(&self.part, Part::Workspace(t) if t.violation) || self.folder_lost.is_some();
         let eval = judged.map_or_else(|| empty_evaluation(false), |j| j.eval);

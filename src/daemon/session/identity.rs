@@ -81,7 +81,7 @@ impl Session {
     }
 
     /// The directory at the path is another one now, whose default state directory has another
-    /// name (SPEC §8: named from the directory's identity). The session's memory follows the
+    /// name (named from the directory's identity). The session's memory follows the
     /// directory it re-attaches to: its state directory is renamed to the new name (the log
     /// stays open and locked through the rename), so `status` finds it there. With
     /// `--state-dir`, or when the new name is taken, it stays where it is.
@@ -200,10 +200,17 @@ impl Session {
         self.stop = StopFile::with_state(&self.out, &self.state);
         self.stop.adopt();
         self.pass_files.clear();
+        self.pass_texts.clear();
         self.listing = None;
         // A new directory: nothing has failed to be written into it yet.
         self.backoff = super::super::rules::retry::Backoff::default();
         self.rewatch = Some(Rewatch::Start);
+        // Tokens already in the new directory are a barrier like any other.
+        for t in super::open::tokens_in(&self.canon) {
+            if !self.syncs.contains(&t) {
+                self.syncs.push(t);
+            }
+        }
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",
             self.dir.display(),

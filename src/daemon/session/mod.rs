@@ -13,6 +13,7 @@ mod copies;
 mod end;
 mod identity;
 mod open;
+mod rival;
 mod sync;
 mod tamper;
 mod tasks;
@@ -50,6 +51,8 @@ pub struct Batch {
     pub paths: BTreeMap<String, ChangeKind>,
     /// Someone touched the STOP file.
     pub stop_touched: bool,
+    /// Pass files (`OBSERVER-PASS-*.md`) touched: the referee's own writes, or a forgery.
+    pub passes_touched: BTreeSet<String>,
     /// Events may have been lost: judge everything again (why).
     pub rescan: Vec<String>,
     /// `status --sync` tokens whose files were seen ([`crate::state::sync`]).
@@ -66,6 +69,8 @@ impl Batch {
             }
         } else if rel == crate::outputs::STOP_FILE {
             self.stop_touched = true;
+        } else if pass_id(&rel).is_some() {
+            self.passes_touched.insert(rel);
         } else if kind == ChangeKind::Metadata {
             self.paths.entry(rel).or_insert(kind);
         } else {
@@ -112,7 +117,7 @@ pub struct Session {
     /// Where the session's own files go: the build directory itself, or a workspace's
     /// `.referee/` for a protocol of task records.
     out: crate::outputs::OutDir,
-    /// The state directory (SPEC §8): the authoritative event log, heartbeat, STOP and (task
+    /// The state directory: the authoritative event log, heartbeat, STOP and (task
     /// protocols) verdicts and kept attempts. What is in `out` are copies.
     state: PathBuf,
     /// A workspace's `.referee` is no longer the folder the session made (replaced by a link, a
@@ -127,8 +132,15 @@ pub struct Session {
     follow_link: bool,
     /// The directory watched, or detached.
     attached: attach::State,
+    /// The directory the heartbeat vouches for: the one attached at start, and after a
+    /// re-attachment the old one until the new directory has been judged with nothing held
+    /// back. Until then `status` finds the heartbeat naming another directory and answers "no
+    /// live referee", never a go about a directory the referee has not read.
+    vouched: Option<crate::state::dir_id::DirId>,
     /// Why it is detached (said and recorded once per reason).
     detached_why: Option<String>,
+    /// Another referee on the same build was seen (and said, once: [`rival`]).
+    rival_seen: bool,
     /// What the loop watches with (`inotify`, `polling every 200 ms`), for the lines and events.
     source: String,
     rewatch: Option<Rewatch>,
@@ -147,6 +159,9 @@ pub struct Session {
     settle: Settle,
     stop: StopFile,
     pass_files: BTreeMap<String, String>,
+    /// Each pass file's text as last written, by pass id: a pass file that reads otherwise
+    /// was edited, replaced or deleted by someone else, and is written again as it was.
+    pass_texts: BTreeMap<String, String>,
     protocol_file: Option<ProtocolFile>,
     /// `--waivers`: the file, reloaded when it changes.
     waivers: Option<waivers::WaiverFile>,
@@ -226,6 +241,8 @@ impl Session {
     /// The first look at the directory, once it is watched.
     pub fn first_evaluation(&mut self) {
         self.judge(None);
+        // Tokens found at start (a `status --sync` asked across a restart) are answered now.
+        self.ack_syncs();
         self.tick();
     }
 
@@ -252,6 +269,7 @@ impl Session {
                 self.note_touched(touched);
                 self.judge_tasks();
                 self.flush_outputs();
+                self.vouch();
             }
         }
     }
@@ -267,6 +285,9 @@ impl Session {
             let eval = self.hold(eval, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
             self.keep_listing(snap);
+            self.flush_outputs();
+            self.vouch();
+            return;
         }
         self.flush_outputs();
     }
@@ -319,13 +340,30 @@ impl Session {
         if !work {
             return;
         }
+        if batch.paths.is_empty()
+            && batch.rescan.is_empty()
+            && batch.syncs.is_empty()
+            && !batch.root_lost
+            && !batch.stop_touched
+            && !batch.passes_touched.is_empty()
+        {
+            // Only pass files (mostly the referee's own writes coming back): compared, and a
+            // forged one restored, without judging or rendering anything.
+            if self.detached_why.is_none() {
+                self.check_pass_files(&batch.passes_touched);
+            }
+            return;
+        }
+        // A `status --sync` token asks for what is on disk, not only for what made events (a
+        // write through a hard link, `mmap`, a linked folder): everything is judged again.
+        let asked = !batch.syncs.is_empty();
         self.syncs.append(&mut batch.syncs);
         // One stat per wake-up: nothing is judged or written for a directory no longer there.
         self.check_dir(batch.root_lost);
         if self.detached_why.is_some() {
             return;
         }
-        let full = !batch.rescan.is_empty();
+        let full = !batch.rescan.is_empty() || asked;
         for why in batch.rescan {
             self.emit(Event::Rescan { why }.into());
         }
@@ -343,7 +381,12 @@ impl Session {
             self.flush_outputs();
         }
         if batch.stop_touched {
+            // Touched by a rival referee? Then the younger yields instead of restoring.
+            self.check_rival();
             self.check_stop();
+        }
+        if !batch.passes_touched.is_empty() {
+            self.check_pass_files(&batch.passes_touched);
         }
         self.ack_syncs();
     }
@@ -565,6 +608,7 @@ impl Session {
         self.check_dir(false);
         // Before anything is written into it: is `.referee` still the session's folder?
         self.check_folder();
+        self.check_rival();
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_waivers();
@@ -593,3 +637,9 @@ impl Session {
 
 #[cfg(test)]
 mod tests;
+
+/// The pass id a top-level name `OBSERVER-PASS-<id>.md` names.
+pub(crate) fn pass_id(rel: &str) -> Option<&str> {
+    let id = rel.strip_prefix("OBSERVER-PASS-")?.strip_suffix(".md")?;
+    (!id.is_empty() && id.len() <= 8 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(id)
+}

@@ -60,7 +60,7 @@ pub(super) fn remove_stale_temps(dir: &Path) {
     }
 }
 
-/// The build directory held open for the session's writes (SPEC §8: a directory swapped in at
+/// The build directory held open for the session's writes (a directory swapped in at
 /// its path is never written through); by path when it cannot be opened now (the session then
 /// detaches at its next look).
 pub(super) fn held(canon: &Path, dir: &Path) -> OutDir {
@@ -105,6 +105,18 @@ impl Session {
         }
         std::fs::read_dir(&canon).map_err(bad_dir)?;
         let dir_id = crate::state::dir_id::DirId::of(&canon)?;
+        // A second referee on the same build (with a state directory of its own: the lock does
+        // not meet it) would fight the first over every `OBSERVER-*` file: refused, said once.
+        if let Some((pid, heartbeat)) = crate::state::live::Here::of(&canon)
+            .ok()
+            .and_then(|here| crate::state::live::rival(&here))
+        {
+            return Err(DaemonError::Rival {
+                path: dir.display().to_string(),
+                pid,
+                heartbeat: heartbeat.display().to_string(),
+            });
+        }
         let state = state_dir(&cfg, &canon)?;
         // A protocol of task records writes into the workspace's `.referee/`; any other into
         // the build directory itself.
@@ -233,6 +245,7 @@ impl Session {
                 crate::state::observed::Observed::load(&state)?.unwrap_or_default(),
             )),
         };
+        let syncs = tokens_in(&canon);
         Ok(Session {
             settle: Settle::new(cfg.settle).with_max(cfg.settle_max),
             ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle),
@@ -249,7 +262,9 @@ impl Session {
             part,
             canon,
             attached: attach::State::Attached(dir_id),
+            vouched: Some(dir_id),
             detached_why: None,
+            rival_seen: false,
             source: "nothing".into(),
             rewatch: None,
             proc_start: heartbeat::proc_start(std::process::id()),
@@ -261,6 +276,7 @@ impl Session {
             faults: BTreeMap::new(),
             faults_changed: false,
             pass_files: BTreeMap::new(),
+            pass_texts: BTreeMap::new(),
             protocol_file,
             waivers,
             pid_by_ticks: false,
@@ -268,7 +284,9 @@ impl Session {
             listing: None,
             pending: Vec::new(),
             seen,
-            syncs: Vec::new(),
+            // Tokens already there were put by a `status --sync` asked while no referee (or
+            // the previous one) watched: acknowledged once this one has judged the directory.
+            syncs,
             follow_link: is_link,
             backoff: super::super::rules::retry::Backoff::default(),
             recheck_at: None,
@@ -430,7 +448,7 @@ fn rotate_seen(state: &Path, now: &chrono::DateTime<Utc>) -> Option<PathBuf> {
     Some(to)
 }
 
-/// The session's state directory (SPEC §8): `--state-dir` or the default for `canon`, created
+/// The session's state directory: `--state-dir` or the default for `canon`, created
 /// 0700 and vetted; noted with what it watches.
 fn state_dir(cfg: &Config, canon: &Path) -> Result<PathBuf, DaemonError> {
     let dir = crate::state::ensure(&crate::state::locate(canon, cfg.state_dir.as_deref())?)?;
@@ -459,4 +477,19 @@ fn own_file_fault<T>(
             Ok(None)
         }
     }
+}
+
+/// The `status --sync` tokens at the top of `dir` (at most a few hundred are looked at).
+pub(super) fn tokens_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            crate::state::sync::token_of(name.to_str()?).map(str::to_string)
+        })
+        .take(256)
+        .collect()
 }

@@ -3,8 +3,9 @@
 //!
 //! This module owns the wording and the event payloads of those records. It does no I/O of its
 //! own: the writers (`outputs::write_atomic`, [`super::super::stop`], [`super::super::journal::open_locked`]) find
-//! and neutralise what was planted, and hand it here; the one look of its own is a `lstat` of the
-//! pass files at each heartbeat. It must not judge checks.
+//! and neutralise what was planted, and hand it here; its own looks are a `lstat` of the pass
+//! files at each heartbeat and, when a pass file's event arrives, a read of it compared with
+//! what was written. It must not judge checks.
 
 use std::path::Path;
 
@@ -36,6 +37,59 @@ impl Session {
             self.pass_files.remove(id);
         }
         self.flush_outputs();
+    }
+
+    /// Pass files someone touched (their events, the referee's own writes included): one that
+    /// no longer reads as the referee wrote it (edited, forged, deleted, replaced) is written
+    /// again at once, and the tamper recorded. A pass the referee has not written is left alone.
+    pub(super) fn check_pass_files(&mut self, names: &std::collections::BTreeSet<String>) {
+        for name in names {
+            let Some(id) = super::pass_id(name) else {
+                continue;
+            };
+            let Some(want) = self.pass_texts.get(id).cloned() else {
+                continue;
+            };
+            let what = match read_regular(&self.out.path().join(name)) {
+                Ok(Some(bytes)) if bytes == want.as_bytes() => continue,
+                Ok(Some(_)) => "edited",
+                Ok(None) => "deleted",
+                // Not a regular file: the write below replaces it (never followed).
+                Err(_) => "replaced",
+            };
+            let area = format!("write {name}");
+            match crate::outputs::write_atomic_as(
+                &self.out,
+                name,
+                &want,
+                crate::outputs::Durability::Background,
+            ) {
+                Ok(w) => {
+                    self.write_ok(&area);
+                    let text = format!(
+                        "`{name}` was {what} by someone else; restored as the referee wrote it"
+                    );
+                    self.emit(
+                        Event::Tamper {
+                            file: name.clone(),
+                            what: what.into(),
+                            found: w.replaced.map(|f| f.describe().into()),
+                            action: "restored".into(),
+                            moved_to: None,
+                            failing: Vec::new(),
+                            text,
+                        }
+                        .into(),
+                    );
+                }
+                Err(e) => {
+                    // Rewritten by the next flush once the write can be made.
+                    self.pass_files.remove(id);
+                    let what = format!("cannot write `{name}` in `{}`", self.out.display());
+                    self.write_failed(&area, what, &e);
+                }
+            }
+        }
     }
 
     /// Something that was not a regular file sat at one of the referee's own names and was
@@ -151,4 +205,30 @@ impl Session {
             .into(),
         );
     }
+}
+
+/// A small regular file's bytes (`None`: nothing there); anything else at the name (a link, a
+/// FIFO, a directory, an oversized file) is an error, never followed or opened.
+fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const MAX: u64 = 16 << 20;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() && m.len() <= MAX => {}
+        Ok(_) => return Err(std::io::Error::other("not a small regular file")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    f.take(MAX).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }

@@ -1,4 +1,4 @@
-//! How a session judges a protocol of task records (code-change, SPEC §7), as opposed to a
+//! How a session judges a protocol of task records (code-change), as opposed to a
 //! build directory's passes: on a settled change it brings its work tree up to date from the
 //! file events and hands the workspace to [`judge::evaluate`], the one judgment of task records
 //! that `verify` and the hooks run too; it writes each `(task, attempt)`'s verdict files once
@@ -6,8 +6,8 @@
 //! the decision. The STOP file itself stays the session's
 //! ([`super::super::stop::StopFile`]): atomic, tamper-restored, adopted at start.
 //!
-//! What counts (verdicts, kept attempts, the start snapshot) is written into the state directory
-//! (SPEC §8); `WORKSPACE/.referee/` gets copies of the verdicts. It never touches the git index
+//! What counts (verdicts, kept attempts, the start snapshot) is written into the state directory;
+//! `WORKSPACE/.referee/` gets copies of the verdicts. It never touches the git index
 //! (the workspace's git calls run with `GIT_OPTIONAL_LOCKS=0`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,7 +67,7 @@ pub(super) struct Tasks {
     pub out: crate::outputs::OutDir,
     /// What `.referee` was when the session last made or checked it (a real directory).
     pub out_id: crate::state::dir_id::DirId,
-    /// The state directory: the verdicts and kept attempts that count (SPEC §8).
+    /// The state directory: the verdicts and kept attempts that count.
     pub state: PathBuf,
     /// The verdict files last written, by name: their copies in `.referee/` are restored from
     /// these when someone else deletes or edits them.
@@ -169,7 +169,7 @@ impl Tasks {
         };
         // The baseline is pinned here, once, and kept in the state directory: what the worker
         // does to `.git/` afterwards (a commit, a reset, a replace ref) changes nothing, and a
-        // restart measures against the same commit (SPEC §8).
+        // restart measures against the same commit.
         // A restart measures against the baseline pinned first: another one is refused, unless
         // a human starts anew (`--fresh`), which also sets aside what was accepted on the old.
         if let Some(why) = workspace::baseline::other_than_pinned(canon, &spec, state) {
@@ -354,7 +354,7 @@ impl Session {
         // Records first, then the tree, holds for a full read; an incremental one is only as
         // new as the events handled so far. A record written after them (its own event still
         // on its way) may follow files whose events are on their way too: a new attempt is
-        // judged at its record's own event, never before (SPEC §8: nothing written before the
+        // judged at its record's own event, never before (nothing written before the
         // record escapes the judgment of it).
         let opened = match (opened, &touched) {
             (Ok(mut ws), Some(fresh)) => {
@@ -513,7 +513,7 @@ impl Session {
         }
         if !self.anything_to_judge() {
             // No record asks for a judgment, so no attempt holds the STOP; but the veto is a
-            // property of the workspace (SPEC §8): whatever the records say (none, deleted, a
+            // property of the workspace: whatever the records say (none, deleted, a
             // status set to anything), it stands while a protected path differs from the
             // baseline, and only the protected paths' changes are looked at for it.
             let Some(ws) = self.open_workspace() else {

@@ -88,6 +88,7 @@ impl Session {
             {
                 Ok(w) => {
                     self.pass_files.insert(pass.id.clone(), key);
+                    self.pass_texts.insert(pass.id.clone(), text.clone());
                     self.write_ok(&area);
                     if let Some(found) = w.replaced {
                         self.own_file_tampered(&name, found);
@@ -132,7 +133,12 @@ impl Session {
             return;
         }
         let copy_now = self.write_due(STOP_COPY_AREA);
-        let synced = self.stop.sync(want, copy_now);
+        // Lifting a STOP goes in the order a reader can never take for a go too early: the
+        // state directory's STOP first, then the heartbeat that no longer wants one, and only
+        // then the copy in the watched directory (`status` reads the state directory, then the
+        // copy). Raising goes the other way round by itself: the state directory's STOP first.
+        let lifting = want.is_none() && was && !self.stop.adopted();
+        let synced = self.stop.sync(want, copy_now && !lifting);
         if let Some(t) = self.stop.take_noticed() {
             self.stop_tampered(&t);
         }
@@ -163,6 +169,10 @@ impl Session {
                     Part::Build => format!("{STOP_FILE} removed: no BLOCKING failure stands"),
                 });
                 self.beat(heartbeat::WATCHING);
+                if copy_now {
+                    // The copy, left stale above, is removed now that the heartbeat agrees.
+                    self.check_stop();
+                }
             }
             Err(e) => self.write_failed(
                 STOP_AREA,
@@ -207,6 +217,20 @@ impl Session {
         }
     }
 
+    /// The directory attached has just been judged with nothing held back and its STOP
+    /// written: from now on the heartbeat vouches for it (at once, when that is news).
+    pub(super) fn vouch(&mut self) {
+        if !self.ledger.holds.is_empty() {
+            return;
+        }
+        if let attach::State::Attached(id) = self.attached {
+            if self.vouched != Some(id) {
+                self.vouched = Some(id);
+                self.beat(heartbeat::WATCHING);
+            }
+        }
+    }
+
     pub(super) fn beat(&mut self, state: &str) {
         if self.detached_why.is_some() {
             // The path names no directory of ours: a heartbeat written there would vouch for it.
@@ -244,7 +268,7 @@ impl Session {
             // The watched directory (BUILD_DIR, or the workspace itself): `status` is given it.
             build_dir: self.canon.display().to_string(),
             dir: match &self.attached {
-                attach::State::Attached(id) => Some(*id),
+                attach::State::Attached(_) => self.vouched,
                 attach::State::Detached => None,
             },
             proc_start: self.proc_start,

@@ -10,7 +10,7 @@
 //! [`StopFile::adopt`]): a restart never lifts it by accident. The check blocks themselves come
 //! from `outputs::markdown::stop_file`; this module must not judge checks or decide when to stop.
 //!
-//! The authoritative STOP is in the state directory (SPEC §8, [`crate::state`]): written first,
+//! The authoritative STOP is in the state directory ([`crate::state`]): written first,
 //! removed first, read back at start; the file in the watched directory is its copy, restored
 //! from it when someone else touches it. While the copy's folder is not usable (a workspace's
 //! `.referee` replaced by a link or a file), only the state directory's is kept.

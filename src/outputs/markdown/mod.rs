@@ -169,7 +169,7 @@ const STOP_FILES: usize = 50;
 
 /// `OBSERVER-STOP.md`, or `None` when no BLOCKING check fails. Each field of a block is a
 /// paragraph of its own (`**Check:** …`, `**Severity:** …`, …, `**Required Action:** …`), so
-/// every field starts a line and none renders inside another (SPEC §4).
+/// every field starts a line and none renders inside another.
 pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<String> {
     let failing: Vec<&CheckResult> = eval.stops().collect();
     if failing.is_empty() {
@@ -244,7 +244,7 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
             d.action.as_str()
         });
         if cannot {
-            // Fail closed (SPEC §8): what the referee cannot read holds like a FAIL.
+            // Fail closed: what the referee cannot read holds like a FAIL.
             let _ = writeln!(
                 out,
                 "**Required Action:** CANNOT VERIFY: make the evidence above readable to the referee (a regular file inside the build directory, under the read cap, readable by its user), then: {}\n",

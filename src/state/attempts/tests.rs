@@ -217,7 +217,7 @@ fn a_damaged_or_forged_attempts_index_is_not_believed() {
         );
     }
     // Made up with the right identities but no attempts in them: taken, as the files
-    // themselves would be (the store is the referee's own, SPEC §8), but only while every
+    // themselves would be (the store is the referee's own), but only while every
     // identity holds: the next attempt kept shows the task as it is.
     std::fs::write(&index_path, &says_none).unwrap();
     store.keep(&kept("t", 2, "REJECT"), "+c\n").unwrap();

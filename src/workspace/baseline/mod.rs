@@ -1,4 +1,4 @@
-//! The baseline a workspace is measured against, pinned once (SPEC §8): what "changed" means,
+//! The baseline a workspace is measured against, pinned once: what "changed" means,
 //! decided by the referee and nothing the worker can write.
 //!
 //! - A git work tree: `--baseline REV` or `HEAD`, resolved ONCE to a commit id, read in-process

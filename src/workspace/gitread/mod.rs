@@ -1,4 +1,4 @@
-//! The git baseline read in-process (SPEC §7 "Baseline", §8 "The trust boundary"): refs, commits,
+//! The git baseline read in-process: refs, commits,
 //! trees and blobs straight from `.git/`, and the ignore rules of the baseline's own committed
 //! `.gitignore` files. The worker can write anything in `.git/`, so this reader trusts none of it:
 //!

@@ -1,4 +1,4 @@
-//! The work tree as the file system has it (SPEC §8: "the work tree is read from the file system
+//! The work tree as the file system has it ("the work tree is read from the file system
 //! itself (names, types, modes, bytes), never from git's index, stat cache, fsmonitor"): every
 //! path with its kind, mode, size and, for a regular file, its git blob id and SHA-256 from one
 //! read; and the referee's own stat cache, so a judgment costs the `lstat`s, not the reads.

@@ -1,0 +1,379 @@
+//! Never go by accident: `referee status` answers go only when nothing stands against it. A STOP
+//! file in the watched directory is a STOP whatever the state directory can or cannot say; a
+//! build directory swapped for a copy, renamed, or replaced by a link to where it went is
+//! recognised or answered 3; a rival referee on the same build is refused, not fought; a
+//! `status --sync` token left from before a restart is acknowledged; and a STOP lifted is never
+//! still answered from a heartbeat that wanted it. Real binary, real processes, real files.
+
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::util::{run, Output};
+use crate::watch::{
+    build, exit_code, gates_text, manual_gates, raise_stop, read, Watch, GATES, HEARTBEAT, STOP,
+    WAIT,
+};
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+fn status(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["status", p(dir)];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// A private state directory (mode 0700) that no referee ever used.
+fn empty_state(root: &Path, name: &str) -> std::path::PathBuf {
+    let s = root.join(name);
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&s)
+        .expect("state dir");
+    s
+}
+
+const PLANTED: &str = "# OBSERVER STOP\n\nplanted by hand\n";
+
+/// A STOP file in BUILD_DIR is answered 1 when no referee ever ran, with `--require-live`, with
+/// the state directory of another directory, with an unreadable heartbeat, with a state
+/// directory that is refused, and in a workspace's `.referee/`.
+#[test]
+fn a_stop_file_in_the_watched_directory_is_never_go() {
+    let (root, dir) = build("pre-audit");
+    assert_eq!(status(&dir, &[]).code, 0, "nothing stands yet");
+    fs::write(dir.join(STOP), PLANTED).expect("plant STOP");
+
+    let o = status(&dir, &[]);
+    assert_eq!(o.code, 1, "no state directory: {o:?}");
+    assert!(o.stdout.contains("planted by hand"), "{o:?}");
+    assert!(o.stderr.contains("watched directory"), "{o:?}");
+    assert_eq!(status(&dir, &["--require-live"]).code, 1);
+
+    // The memory of another directory (empty), and one with an unreadable heartbeat.
+    let other = empty_state(root.path(), "other-state");
+    assert_eq!(status(&dir, &["--state-dir", p(&other)]).code, 1);
+    fs::write(other.join(HEARTBEAT), "{ not json").expect("garbage heartbeat");
+    for extra in [&[][..], &["--require-live"][..]] {
+        let mut args = vec!["--state-dir", p(&other)];
+        args.extend_from_slice(extra);
+        let o = status(&dir, &args);
+        assert_eq!(o.code, 1, "unreadable heartbeat {extra:?}: {o:?}");
+    }
+    // A state directory `status` refuses (others may write it): an error before, a STOP now.
+    fs::set_permissions(&other, fs::Permissions::from_mode(0o777)).expect("chmod");
+    let o = status(&dir, &["--state-dir", p(&other)]);
+    assert_eq!(o.code, 1, "refused state directory: {o:?}");
+    assert!(
+        o.stderr.contains("writable by group"),
+        "the why is said: {o:?}"
+    );
+    // A link or a FIFO in its place is a STOP too (never followed or opened).
+    fs::remove_file(dir.join(STOP)).expect("rm");
+    assert_eq!(status(&dir, &[]).code, 0);
+    std::os::unix::fs::symlink("/nonexistent", dir.join(STOP)).expect("link");
+    assert_eq!(status(&dir, &[]).code, 1, "a dangling link at the name");
+    fs::remove_file(dir.join(STOP)).expect("rm");
+
+    // A workspace's copy.
+    fs::create_dir(dir.join(".referee")).expect(".referee");
+    fs::write(dir.join(".referee").join(STOP), PLANTED).expect("plant");
+    assert_eq!(status(&dir, &[]).code, 1);
+}
+
+/// Polls plain `status` until it answers 1 (at most [`WAIT`]); every answer before must be 1 or
+/// 3, never go. Returns the codes seen.
+#[track_caller]
+fn never_go_until_stop(dir: &Path, w: &Watch, what: &str) -> Vec<i32> {
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    loop {
+        let o = status(dir, &[]);
+        seen.push(o.code);
+        if o.code == 0 {
+            let events = read(&dir.join(crate::watch::EVENTS));
+            let tail: Vec<&str> = events.lines().rev().take(12).collect();
+            panic!(
+                "{what}: `status` said go with the violation on disk after {} answers\n{}\n{}",
+                seen.len(),
+                tail.join("\n"),
+                w.output()
+            );
+        }
+        if o.code == 1 {
+            return seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: no STOP within {WAIT:?}: {seen:?}\n{}",
+            w.output()
+        );
+    }
+}
+
+/// A build directory swapped for a copy (a new inode at the same path) with a violation in
+/// it: from the swap on, plain `status` answers 3 (the referee has not judged the new one) or
+/// 1, never go, until the re-attached referee raises the STOP.
+#[test]
+fn a_build_directory_swapped_for_a_copy_is_never_go() {
+    let (root, dir) = build("pre-audit");
+    // A slow heartbeat: the referee notices the swap late (at a beat), the window is wide.
+    let w = Watch::start_beating(&dir, root.path(), "3", &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    assert_eq!(status(&dir, &[]).code, 0, "{}", w.output());
+
+    let copy = root.path().join("copy");
+    let cp = std::process::Command::new("cp")
+        .args(["-a", p(&dir), p(&copy)])
+        .status()
+        .expect("cp");
+    assert!(cp.success());
+    fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy");
+    fs::rename(&dir, root.path().join("old")).expect("move the original away");
+    fs::rename(&copy, &dir).expect("the copy in its place");
+    never_go_until_stop(&dir, &w, "swapped for a copy");
+    w.until("the STOP for OBS-27 in the new directory", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+}
+
+/// `mv ws elsewhere && ln -s elsewhere ws`, and a plain rename: asked through the link or at the
+/// new name, `status` never says go for the directory the referee watched under its old name.
+#[test]
+fn a_build_directory_renamed_or_replaced_by_a_link_is_never_go() {
+    let (root, dir) = build("pre-audit");
+    let w = Watch::start(&dir, root.path(), &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    assert_eq!(status(&dir, &[]).code, 0, "{}", w.output());
+
+    let elsewhere = root.path().join("elsewhere");
+    fs::rename(&dir, &elsewhere).expect("mv");
+    std::os::unix::fs::symlink(&elsewhere, &dir).expect("ln -s");
+    fs::write(elsewhere.join(GATES), manual_gates(1)).expect("the violation");
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        for asked in [&dir, &elsewhere] {
+            let o = status(asked, &[]);
+            assert!(
+                o.code == 1 || o.code == 3,
+                "asked at `{}`: {o:?}\n{}",
+                asked.display(),
+                w.output()
+            );
+        }
+    }
+    let o = status(&elsewhere, &[]);
+    assert!(
+        o.stderr
+            .contains("renamed, moved or reached through a link")
+            || o.stderr.contains("not the one there now")
+            || o.code == 1,
+        "{o:?}"
+    );
+}
+
+/// A second `watch` on the same build with its own state directory is refused (exit 2, said
+/// once), and the first referee's STOP stands untouched: no restore loop.
+#[test]
+fn a_rival_referee_on_the_same_build_is_refused() {
+    let (root, dir) = build("pre-audit");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    raise_stop(&dir, &w);
+    let before = fs::metadata(dir.join(STOP)).expect("STOP").modified().ok();
+
+    let state = root.path().join("rival-state");
+    let o = run(&[
+        "watch",
+        p(&dir),
+        "--state-dir",
+        p(&state),
+        "--timeout",
+        "3s",
+        "--quiet",
+    ]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("another referee"), "{o:?}");
+    assert_eq!(
+        o.stderr.matches("another referee").count(),
+        1,
+        "said once: {o:?}"
+    );
+    assert_eq!(
+        fs::metadata(dir.join(STOP)).expect("STOP").modified().ok(),
+        before,
+        "the STOP was never touched\n{}",
+        w.output()
+    );
+    let tampers = crate::watch::count(&dir, "tamper", "");
+    assert_eq!(tampers, 0, "no restore loop\n{}", w.output());
+    assert_eq!(status(&dir, &["--require-live"]).code, 1);
+
+    fs::write(dir.join(GATES), gates_text()).expect("fix");
+    w.until("the STOP lifted", || !dir.join(STOP).exists());
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
+/// A `status --sync` token already in the directory when the referee starts (asked while it
+/// restarted) is acknowledged once the new referee has judged the directory.
+#[test]
+fn a_sync_token_present_at_start_is_acknowledged() {
+    let (root, dir) = build("pre-audit");
+    let token = "1-deadbeef-0123456789abcdef";
+    fs::write(dir.join(format!("OBSERVER-SYNC-{token}")), "").expect("token");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    let state = crate::state_home().join("referee");
+    w.until("the token acknowledged", || {
+        fs::read_dir(&state)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| read(&e.path().join("OBSERVER-SYNCED.json")).contains(token))
+    });
+    // And a real `status --sync` answers at once.
+    let o = status(&dir, &["--sync", "--wait", "5s", "--require-live"]);
+    assert_eq!(o.code, 0, "{o:?}\n{}", w.output());
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
+/// A forged `OBSERVER-PASS-2.md` (edited in place, or replaced by a rename) is restored as the
+/// referee wrote it, from the file's own event: within 100 ms (the median of five forgeries),
+/// each recorded as tamper.
+#[test]
+fn a_forged_pass_file_is_restored_at_once() {
+    let (root, dir) = build("pre-audit");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    let pass = dir.join("OBSERVER-PASS-2.md");
+    w.until("pass 2 written and a heartbeat", || {
+        pass.exists() && dir.join(HEARTBEAT).exists()
+    });
+    // Settled: the referee has judged everything and written pass 2 for good.
+    let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let real = read(&pass);
+    let mut took = Vec::new();
+    for i in 0..5 {
+        let forged = format!("# OBSERVER PASS 2\n\nAll checks PASS (forged {i})\n");
+        let t0 = Instant::now();
+        if i % 2 == 0 {
+            fs::write(&pass, &forged).expect("edit in place");
+        } else {
+            let tmp = dir.join(".forge.tmp");
+            fs::write(&tmp, &forged).expect("tmp");
+            fs::rename(&tmp, &pass).expect("rename over");
+        }
+        w.until("the pass file restored", || read(&pass) == real);
+        took.push(t0.elapsed());
+    }
+    took.sort();
+    assert!(
+        took[2] <= Duration::from_millis(100),
+        "restored in {took:?} (median over 100 ms)\n{}",
+        w.output()
+    );
+    w.until("five tamper events", || {
+        crate::watch::payloads(&dir, "tamper")
+            .iter()
+            .filter(|p| p["file"] == "OBSERVER-PASS-2.md")
+            .count()
+            >= 5
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
+/// A gate file changed through a hard link outside the build directory makes no event there:
+/// `status --sync` still answers 1, because the barrier judges the files as they are.
+#[test]
+fn status_sync_judges_a_write_that_made_no_event() {
+    let (root, dir) = build("pre-audit");
+    let outside = root.path().join("outside-gates.json");
+    fs::hard_link(dir.join(GATES), &outside).expect("hard link");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("pass 2 written and a heartbeat", || {
+        dir.join("OBSERVER-PASS-2.md").exists() && dir.join(HEARTBEAT).exists()
+    });
+    let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
+    assert_eq!(o.code, 0, "{o:?}\n{}", w.output());
+    // Written in place through the other name: the build directory's watch hears nothing.
+    {
+        use std::io::Write;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&outside)
+            .expect("open the other name");
+        f.write_all(manual_gates(1).as_bytes()).expect("write");
+    }
+    let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
+    assert_eq!(o.code, 1, "{o:?}\n{}", w.output());
+    assert!(o.stdout.contains("OBS-27"), "{o:?}");
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
+
+/// Two referees started on one build at the same instant (both may pass the look at start):
+/// within a few heartbeats exactly one still writes, the other refused or yielded, said once;
+/// the STOP raised stands and is not restored in a loop.
+#[test]
+fn two_referees_started_at_once_do_not_fight() {
+    let (root, dir) = build("pre-audit");
+    let state_b = root.path().join("state-b");
+    let a = Watch::start(&dir, root.path(), &[]);
+    let b = Watch::start(&dir, root.path(), &["--state-dir", p(&state_b)]);
+    let said = |w: &Watch| w.output().matches("another referee").count();
+    crate::watch::wait_until(
+        WAIT,
+        "one of them refused or yielded",
+        || said(&a) + said(&b) >= 1,
+        || format!("A:\n{}\nB:\n{}", a.output(), b.output()),
+    );
+    raise_stop(&dir, &a);
+    let t0 = Instant::now();
+    let tampers = || crate::watch::count(&dir, "tamper", "");
+    let before = tampers();
+    while t0.elapsed() < Duration::from_secs(2) {
+        assert!(
+            read(&dir.join(STOP)).contains("OBS-27") || !dir.join(STOP).exists(),
+            "STOP"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        tampers() <= before + 2,
+        "a restore loop: {} tamper events\nA:\n{}\nB:\n{}",
+        tampers() - before,
+        a.output(),
+        b.output()
+    );
+    assert!(dir.join(STOP).exists(), "the STOP stands");
+    for w in [&a, &b] {
+        assert!(said(w) <= 2, "said once: {}", w.output());
+    }
+}
+
+/// Raised and lifted again and again: once the STOP copy is gone, `status --require-live` says
+/// go at once (the heartbeat that wanted the STOP is rewritten before the copy is removed), and
+/// while it stands, 1.
+#[test]
+fn a_lifted_stop_is_go_as_soon_as_its_copy_is_gone() {
+    let (root, dir) = build("pre-audit");
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    for round in 0..4 {
+        raise_stop(&dir, &w);
+        let o = status(&dir, &["--require-live"]);
+        assert_eq!(o.code, 1, "round {round}: {o:?}");
+        fs::write(dir.join(GATES), gates_text()).expect("fix");
+        w.until("the STOP copy removed", || !dir.join(STOP).exists());
+        let o = status(&dir, &["--require-live"]);
+        assert_eq!(o.code, 0, "round {round}: {o:?}\n{}", w.output());
+    }
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
