@@ -335,10 +335,15 @@ pub fn report(p: &Protocol, eval: &Evaluation, ctx: &Context) -> String {
     for c in &ctx.history {
         let is_blocking = def(p, &c.check).is_some_and(|d| d.severity == Severity::Blocking);
         if is_blocking && c.to == Status::Fail {
-            blocking
+            // The latest failure that says what was observed: an escalation noted after it
+            // (FAIL to FAIL, no evidence of its own) does not hide the cause.
+            let past = &mut blocking
                 .entry(CheckKey::new(&c.pass, &c.check))
                 .or_default()
-                .1 = Some(c);
+                .1;
+            if past.is_none_or(|p| c.observed.is_some() || p.observed.is_none()) {
+                *past = Some(c);
+            }
         }
     }
     let _ = writeln!(out, "### BLOCKING Failures\n");
@@ -580,6 +585,102 @@ fn result_rows(out: &mut String, results: &[&CheckResult]) {
             cell(&r.title),
             cell(&evidence_summary(r)),
             cell(&r.pass)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Evidence, PassState};
+
+    /// A BLOCKING failure resolved after its fix attempts escalated: the report shows what
+    /// raised it, not the escalation note (which observed nothing of its own) nor the evidence
+    /// of the PASS that resolved it.
+    #[test]
+    fn a_resolved_failure_keeps_its_cause_past_an_escalation() {
+        let p = Protocol::load("d10").expect("the embedded D10 protocol");
+        let now = Utc::now();
+        let change =
+            |secs: i64, from, to, observed: Option<&str>, note: Option<&str>| StatusChange {
+                at: now + chrono::Duration::seconds(secs),
+                pass: "3".into(),
+                check: "OBS-21".into(),
+                from,
+                to,
+                note: note.map(str::to_string),
+                observed: observed.map(str::to_string),
+                details: vec!["p3b-pa-auditor-C.md:7: `gate runner`".into()],
+            };
+        let ctx = Context {
+            build_dir: "/b".into(),
+            started: None,
+            written: None,
+            ended: None,
+            history: vec![
+                change(
+                    0,
+                    Some(Status::Pass),
+                    Status::Fail,
+                    Some("1 forbidden term"),
+                    None,
+                ),
+                change(
+                    1,
+                    Some(Status::Fail),
+                    Status::Fail,
+                    None,
+                    Some("ESCALATED: human review required"),
+                ),
+                change(
+                    2,
+                    Some(Status::Fail),
+                    Status::Pass,
+                    Some("no forbidden language"),
+                    None,
+                ),
+            ],
+            incidents: Vec::new(),
+            escalations: Vec::new(),
+            waivers: None,
+        };
+        let eval = Evaluation {
+            complete: false,
+            verdict: None,
+            verdict_at: None,
+            verdict_note: None,
+            final_: false,
+            passes: vec![PassState {
+                id: "3".into(),
+                ran: true,
+                reason: None,
+                at: None,
+            }],
+            results: vec![CheckResult {
+                pass: "3".into(),
+                check: "OBS-21".into(),
+                title: "PA auditors did not receive pipeline context".into(),
+                severity: Severity::Blocking,
+                status: Status::Pass,
+                due: true,
+                evidence: Evidence {
+                    expected: "none of `gate runner`".into(),
+                    observed: "no forbidden language in 9 sources".into(),
+                    details: Vec::new(),
+                    files: Vec::new(),
+                },
+                waiver: None,
+            }],
+        };
+        let text = report(&p, &eval, &ctx);
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("| OBS-21 |"))
+            .unwrap_or_else(|| panic!("no OBS-21 row:\n{text}"));
+        assert!(row.contains("Yes ("), "{row}");
+        assert!(
+            row.contains("1 forbidden term") && row.contains("auditor-C.md:7"),
+            "the cause is lost: {row}"
         );
     }
 }
