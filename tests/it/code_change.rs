@@ -510,3 +510,45 @@ fn a_record_in_a_folder_made_just_before_it_is_judged() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
+
+/// The event log names the paths of a veto when it is raised and when it is lifted, with what
+/// happened to each.
+#[test]
+fn the_event_log_names_the_paths_of_a_veto_raised_and_lifted() {
+    let (_root, ws, logs) = git_workspace();
+    let mut w = start(&ws, &logs, &[]);
+    let original = read(&ws.join(PROTECTED));
+    fs::write(ws.join(PROTECTED), "ROLES = ['worker', 'admin']\n").expect("write");
+    w.until("STOP written", || stop(&ws).exists());
+    let vetoes = || -> Vec<Value> {
+        read(&ws.join(".referee/OBSERVER-EVENTS.jsonl"))
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|e| e["payload"].clone())
+            .filter(|p| p["event"] == "veto")
+            .collect()
+    };
+    w.until("a veto event", || !vetoes().is_empty());
+    let raised = &vetoes()[0];
+    assert_eq!(
+        raised["paths"],
+        json!([format!("{PROTECTED} (modified)")]),
+        "{raised}"
+    );
+    fs::write(ws.join(PROTECTED), &original).expect("restore");
+    w.until("STOP removed", || !stop(&ws).exists());
+    w.until("the veto lifted in the log", || vetoes().len() >= 2);
+    let lifted = &vetoes()[1];
+    assert_eq!(lifted["paths"], json!([]), "{lifted}");
+    assert_eq!(
+        lifted["lifted"],
+        json!([format!("{PROTECTED} (modified)")]),
+        "{lifted}"
+    );
+    assert_eq!(
+        lifted["text"],
+        json!(format!("veto lifted: {PROTECTED} (modified)"))
+    );
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}

@@ -231,6 +231,17 @@ pub enum Event {
         #[serde(default)]
         text: String,
     },
+    /// The protected paths a workspace's veto names changed (code-change): each path that
+    /// differs from the baseline now, with what happened to it (`paths`; empty: the veto is
+    /// lifted), and each that no longer does (`lifted`).
+    Veto {
+        #[serde(default)]
+        paths: Vec<String>,
+        #[serde(default)]
+        lifted: Vec<String>,
+        #[serde(default)]
+        text: String,
+    },
     /// `referee accept` moved the baseline: the accepted paths are measured against what was
     /// accepted from now on (`generation`: the accept's number in the state directory).
     Accepted {
@@ -354,7 +365,8 @@ impl Event {
             | Event::StopResolved { .. }
             | Event::FixAttempt { .. }
             | Event::Escalation { .. }
-            | Event::Verdict { .. } => Scope::App,
+            | Event::Verdict { .. }
+            | Event::Veto { .. } => Scope::App,
             _ => Scope::Motor,
         }
     }
@@ -388,6 +400,7 @@ impl Event {
                 _ => Level::Critical,
             },
             Event::Escalation { .. } | Event::Detached { .. } => Level::Critical,
+            Event::Veto { paths, .. } if !paths.is_empty() => Level::Error,
             Event::Verdict { level, .. } => *level,
             Event::Restart { .. }
             | Event::FixAttempt { .. }
@@ -421,6 +434,7 @@ impl Event {
             Event::Reattach { text, .. } => Some(("reattach", text)),
             Event::HeadMoved { text, .. } => Some(("head moved", text)),
             Event::Accepted { text, .. } => Some(("accepted", text)),
+            Event::Veto { text, .. } => Some(("veto", text)),
             _ => None,
         }
     }
@@ -489,6 +503,7 @@ impl Event {
             Event::Verdict { text, .. } => text.clone(),
             Event::HeadMoved { text, .. } => text.clone(),
             Event::Accepted { text, .. } => text.clone(),
+            Event::Veto { text, .. } => text.clone(),
             Event::Fault {
                 message,
                 cleared: false,

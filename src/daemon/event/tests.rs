@@ -163,6 +163,11 @@ fn every_kind() -> Vec<Event> {
             head: "b".repeat(40),
             text: "HEAD moved".into(),
         },
+        Event::Veto {
+            paths: vec!["src/orchestrator.py (modified)".into()],
+            lifted: vec![".git/hooks/pre-commit (added)".into()],
+            text: "veto: src/orchestrator.py (modified)".into(),
+        },
         Event::Accepted {
             generation: 1,
             task: Some("t1".into()),
@@ -236,6 +241,7 @@ fn the_wire_names_stay_as_logs_have_them() {
             "stop_adopted",
             "waivers_reloaded",
             "head_moved",
+            "veto",
             "accepted",
             "end"
         ]
@@ -314,7 +320,14 @@ fn envelopes_follow_from_the_event() {
             "log damaged",
             "waivers",
             "head moved",
+            "veto",
             "accepted"
         ]
     );
+    let veto = kinds
+        .iter()
+        .find(|e| matches!(e, Event::Veto { .. }))
+        .expect("a veto event");
+    assert_eq!(veto.level(), Level::Error, "a veto raised");
+    assert_eq!(veto.scope(), Scope::App, "a veto judges the worker's work");
 }

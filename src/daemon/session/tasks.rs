@@ -78,6 +78,8 @@ pub(super) struct Tasks {
     pub stop: Option<String>,
     /// The last judgment says exit 1 (a REJECT or escalation, or a BLOCKING failure).
     pub violation: bool,
+    /// The protected paths the last judgment's veto named, each with what happened to it.
+    veto_paths: Vec<String>,
     /// The kept attempts ([`attempts::dir_for`] the workspace).
     store: Store,
     /// Attempts judged by this process (besides those kept in the store), and the verdict file
@@ -216,6 +218,7 @@ impl Tasks {
             copies_dirty: false,
             stop: None,
             violation: false,
+            veto_paths: Vec::new(),
             store: Store::open(&attempts::dir_for(state)),
             judged: BTreeSet::new(),
             unkept: BTreeMap::new(),
@@ -541,9 +544,48 @@ impl Session {
         let stop = d
             .stops()
             .then(|| code_change::stop_md(&self.protocol, ws, d));
+        let paths: Vec<String> = d
+            .veto
+            .iter()
+            .flat_map(|v| &v.paths)
+            .map(|p| {
+                format!(
+                    "{} ({})",
+                    crate::workspace::name::display(&p.path),
+                    p.happened.describe()
+                )
+            })
+            .collect();
+        let mut changed = None;
         if let Part::Workspace(tasks) = &mut self.part {
             tasks.violation = d.violation();
             tasks.stop = stop;
+            if tasks.veto_paths != paths {
+                let lifted: Vec<String> = tasks
+                    .veto_paths
+                    .iter()
+                    .filter(|p| !paths.contains(p))
+                    .cloned()
+                    .collect();
+                tasks.veto_paths = paths.clone();
+                changed = Some(lifted);
+            }
+        }
+        // The event log names the paths of every veto raised, changed and lifted.
+        if let Some(lifted) = changed {
+            let text = if paths.is_empty() {
+                format!("veto lifted: {}", lifted.join("; "))
+            } else {
+                format!("veto: {}", paths.join("; "))
+            };
+            self.emit(
+                Event::Veto {
+                    paths,
+                    lifted,
+                    text,
+                }
+                .into(),
+            );
         }
     }
 
