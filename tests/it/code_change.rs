@@ -552,3 +552,51 @@ fn the_event_log_names_the_paths_of_a_veto_raised_and_lifted() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
+
+/// A commit that changes a protected path is a veto even when the work tree matches it, and
+/// removing the commit's tree object (so what it committed cannot be read) keeps the veto: an
+/// unreadable HEAD is never "nothing committed".
+#[test]
+fn a_commit_to_a_protected_path_is_vetoed_even_when_its_tree_is_removed() {
+    let (root, ws, _logs) = git_workspace();
+    let state = root.path().join("state");
+    let verify = || verify_write(&ws, &state);
+    assert_eq!(verify().0, 0, "the pristine workspace pins");
+    git(&ws, &["update-index", "--chmod=+x", PROTECTED]);
+    git(&ws, &["commit", "-q", "-m", "make it executable"]);
+    let (code, text) = verify();
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(PROTECTED) && text.contains("by commit"),
+        "{text}"
+    );
+    let tree = String::from_utf8(
+        Command::new("git")
+            .current_dir(&ws)
+            .args(["rev-parse", "HEAD^{tree}"])
+            .output()
+            .expect("git")
+            .stdout,
+    )
+    .expect("utf-8");
+    let tree = tree.trim();
+    fs::remove_file(ws.join(".git/objects").join(&tree[..2]).join(&tree[2..])).expect("rm tree");
+    let (code, text) = verify();
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("what it committed is unknown"), "{text}");
+}
+
+/// `referee verify WS --protocol code-change --write --state-dir STATE`: exit code and stdout.
+fn verify_write(ws: &Path, state: &Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_referee"))
+        .arg("verify")
+        .arg(ws)
+        .args(["--protocol", "code-change", "--write", "--state-dir"])
+        .arg(state)
+        .output()
+        .expect("referee");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}

@@ -457,6 +457,13 @@ pub fn protected_paths(
     // A commit made since the pin that changed a protected path: a change, even where the work
     // tree already matches the commit.
     if let Some(c) = ws.committed() {
+        if let Some(why) = &c.unreadable {
+            out.entry(".git/HEAD".into())
+                .or_insert_with(|| Happened::Committed {
+                    commit: c.commit.clone(),
+                    what: format!("moved, and what it committed is unknown ({why})"),
+                });
+        }
         for (p, what) in c.paths.iter().filter(|(p, _)| protected(p)) {
             out.entry(p.clone()).or_insert_with(|| Happened::Committed {
                 commit: c.commit.clone(),

@@ -713,11 +713,35 @@ impl Baseline {
             return None;
         };
         let repo = repo.lock().ok()?;
-        let head = repo.head().ok()??;
+        // A HEAD, or a commit's tree, that cannot be read is no "nothing committed": what it
+        // changed is unknown, and the caller blocks on it.
+        let unreadable = |commit: String, why: String| Committed {
+            commit,
+            paths: Vec::new(),
+            unreadable: Some(why),
+        };
+        let head = match repo.head() {
+            Ok(Some(head)) => head,
+            Ok(None) => return Some(unreadable("(none)".into(), "HEAD names no commit".into())),
+            Err(e) => {
+                return Some(unreadable(
+                    "(unknown)".into(),
+                    format!("HEAD cannot be read: {}", crate::error::chain(&e)),
+                ))
+            }
+        };
         if head == pinned {
             return None;
         }
-        let tree = repo.tree(head).ok()?;
+        let tree = match repo.tree(head) {
+            Ok(tree) => tree,
+            Err(e) => {
+                return Some(unreadable(
+                    head.to_string(),
+                    format!("its tree cannot be read: {}", crate::error::chain(&e)),
+                ))
+            }
+        };
         let in_sub = |rel: &str| {
             self.submodules.iter().any(|s| {
                 rel.strip_prefix(s.as_str())
@@ -760,6 +784,7 @@ impl Baseline {
         Some(Committed {
             commit: head.to_string(),
             paths,
+            unreadable: None,
         })
     }
 
@@ -782,6 +807,8 @@ pub struct Committed {
     pub commit: String,
     /// Each path whose tree entry differs from the pinned one, and how.
     pub paths: Vec<(String, &'static str)>,
+    /// Why what was committed cannot be told (`HEAD` or its tree unreadable): a veto.
+    pub unreadable: Option<String>,
 }
 
 /// Whether `spec` names another baseline than the one pinned first in `state`: `Some(what it
