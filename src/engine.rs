@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::artifacts::Snapshot;
-use crate::checks::{self, Ctx, FileRef, Outcome, Verdict};
+use crate::checks::{self, Ctx, FileRef, Outcome, Subject, Verdict};
 use crate::protocol::{CheckInstance, MissingAs, Pass, Protocol, Severity};
 
 /// A check result's status.
@@ -389,8 +389,8 @@ pub fn evaluate_changed(
     }
 }
 
-fn pass_state(
-    ctx: &Ctx<'_>,
+fn pass_state<S: Subject + ?Sized>(
+    ctx: &S,
     pass: &Pass,
     opts: &Options,
     complete: bool,
@@ -424,8 +424,8 @@ fn pass_state(
     }
 }
 
-fn judge_instance(
-    ctx: &Ctx<'_>,
+fn judge_instance<S: Subject + ?Sized>(
+    ctx: &S,
     pass: &Pass,
     state: &PassState,
     inst: &CheckInstance,

@@ -40,9 +40,6 @@ pub use fsread::{FileData, ReadError};
 pub use ignored::not_input;
 pub use snapshot::{Listing, Snapshot};
 
-/// The execution tracker's file name, directly in the build directory.
-pub const TRACKER_FILE: &str = "EXECUTION-TRACKER.md";
-
 /// The largest execution tracker that is parsed. A real one is tens of kilobytes; the parsed form
 /// costs up to ~110 bytes per byte of text (a table of one-character rows: each row is a field
 /// row and a table row, with their strings), so a 64 MiB tracker of such rows would take ~7 GB.

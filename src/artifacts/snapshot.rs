@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::entry::{Entry, Kind, Unlisted};
 use super::escape::normalize_rel;
 use super::fsread::{self, FileData, ReadError};
-use super::{tracker, walk, Limits, MAX_TRACKER_BYTES, TRACKER_FILE};
+use super::{tracker, walk, Limits, MAX_TRACKER_BYTES};
 
 /// A file read ahead of the walk: its `rel` and what reading it gave.
 type ReadAhead<'a> = (&'a str, Result<Arc<FileData>, ReadError>);
@@ -38,7 +38,8 @@ pub struct Snapshot {
     /// Files read ahead while the walk listed ([`Snapshot::scan_reading`]), by entry index:
     /// each becomes that file's read when a check first reads it.
     pub(super) early: Mutex<HashMap<usize, Result<Arc<FileData>, ReadError>>>,
-    pub(super) tracker: OnceLock<Option<Result<Arc<tracker::Tracker>, ReadError>>>,
+    /// The tracker parsed at the first call, with its name.
+    pub(super) tracker: OnceLock<(String, ParsedTracker)>,
 }
 
 impl Snapshot {
@@ -159,22 +160,6 @@ impl Snapshot {
             early: Mutex::new(early),
             tracker: OnceLock::new(),
         }
-    }
-
-    /// A snapshot that lists nothing: for a protocol whose checks read a workspace through
-    /// `crate::workspace`, not through the build-directory listing.
-    pub fn empty(root: &Path, limits: Limits) -> io::Result<Snapshot> {
-        let canonical_root = fs::canonicalize(root).map_err(|e| root_error(root, &e))?;
-        Ok(Snapshot {
-            root: root.to_path_buf(),
-            canonical_root: Arc::new(canonical_root),
-            entries: Vec::new(),
-            limits,
-            unlisted: Vec::new(),
-            reads: Mutex::new(HashMap::new()),
-            early: Mutex::new(HashMap::new()),
-            tracker: OnceLock::new(),
-        })
     }
 
     /// The root as given to [`Snapshot::scan`].
@@ -338,35 +323,45 @@ impl Snapshot {
         fsread::read_head(&self.canonical_root, &entry.path(), &entry.rel, n)
     }
 
-    /// The parsed `EXECUTION-TRACKER.md` (parsed once, cached); `None` when the snapshot has no such
-    /// entry. An entry that cannot be read (vanished, too large, a FIFO, not examinable, …) is
+    /// The parsed execution tracker at `rel` (the protocol's tracker file; parsed once, cached:
+    /// a snapshot is judged by one protocol); `None` when the snapshot has no such entry. An entry that cannot be read (vanished, too large, a FIFO, not examinable, …) is
     /// `Some(Err(..))`: unreadable is never absent.
-    pub fn tracker(&self) -> Option<Result<Arc<tracker::Tracker>, ReadError>> {
-        self.tracker
-            .get_or_init(|| {
-                if self.get(TRACKER_FILE).is_none() {
-                    let u = self.unlisted_at(TRACKER_FILE)?;
-                    return Some(Err(ReadError::Io {
-                        rel: TRACKER_FILE.to_string(),
-                        message: format!("cannot be examined: {}", u.describe()),
-                    }));
-                }
-                Some(self.read(TRACKER_FILE).and_then(|data| {
-                    let size = data.bytes.len() as u64;
-                    if size > MAX_TRACKER_BYTES {
-                        return Err(ReadError::TooLargeToParse {
-                            rel: TRACKER_FILE.to_string(),
-                            what: "execution tracker",
-                            size,
-                            cap: MAX_TRACKER_BYTES,
-                        });
-                    }
-                    Ok(Arc::new(tracker::Tracker::read(&data.bytes)))
-                }))
-            })
-            .clone()
+    pub fn tracker(&self, rel: &str) -> ParsedTracker {
+        let (name, parsed) = self
+            .tracker
+            .get_or_init(|| (rel.to_string(), self.parse_tracker(rel)));
+        match name == rel {
+            true => parsed.clone(),
+            // Another name than the first asked for (one snapshot judged by two protocols).
+            false => self.parse_tracker(rel),
+        }
+    }
+
+    fn parse_tracker(&self, rel: &str) -> ParsedTracker {
+        if self.get(rel).is_none() {
+            let u = self.unlisted_at(rel)?;
+            return Some(Err(ReadError::Io {
+                rel: rel.to_string(),
+                message: format!("cannot be examined: {}", u.describe()),
+            }));
+        }
+        Some(self.read(rel).and_then(|data| {
+            let size = data.bytes.len() as u64;
+            if size > MAX_TRACKER_BYTES {
+                return Err(ReadError::TooLargeToParse {
+                    rel: rel.to_string(),
+                    what: "execution tracker",
+                    size,
+                    cap: MAX_TRACKER_BYTES,
+                });
+            }
+            Ok(Arc::new(tracker::Tracker::read(&data.bytes)))
+        }))
     }
 }
+
+/// A tracker as [`Snapshot::tracker`] gives it: `None` when absent, an error when unreadable.
+pub type ParsedTracker = Option<Result<Arc<tracker::Tracker>, ReadError>>;
 
 /// The wanted files in a read-ahead worth a thread: together at least this many bytes.
 const READ_AHEAD_MIN: u64 = 1 << 20;

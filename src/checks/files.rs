@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::{Entry, Kind as EntryKind};
 use crate::protocol::predicate::{
-    Count, Dissimilar, FileSet, Glob, Heading, IfAbsent, PathsListed, Signature,
+    Count, Dissimilar, FileSet, Glob, Heading, HeadingPlace, IfAbsent, KeyCase, PathsListed,
+    Signature,
 };
 
 pub(super) fn exists(ctx: &Ctx<'_>, globs: &[Glob]) -> Outcome {
@@ -256,13 +257,13 @@ pub(super) fn file_set(ctx: &Ctx<'_>, f: &FileSet) -> Outcome {
                 // With `ignore_case`, `a` is the expected `A`: one key, so both files are a
                 // duplicate rather than one expected and one unexpected.
                 let key = match f.ignore_case {
-                    true => f
+                    KeyCase::Ignored => f
                         .expect
                         .iter()
                         .find(|x| x.to_lowercase() == key.to_lowercase())
                         .cloned()
                         .unwrap_or(key),
-                    false => key,
+                    KeyCase::Exact => key,
                 };
                 keys.entry(key).or_default().push(e)
             }
@@ -345,7 +346,7 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
         "every `{}` has `{hashes} {}`{}",
         h.files.as_str(),
         h.text,
-        if h.last {
+        if h.last == HeadingPlace::Last {
             " as its last level-2 heading".replace('2', &h.level.to_string())
         } else {
             String::new()
@@ -373,7 +374,7 @@ pub(super) fn heading(ctx: &Ctx<'_>, h: &Heading) -> Outcome {
             }
             last = Some((line, heading));
         }
-        match (found, h.last, last) {
+        match (found, h.last == HeadingPlace::Last, last) {
             (None, _, _) => Some(format!("{}: no `{hashes} {}` heading", e.rel, h.text)),
             (Some(_), true, Some((line, l))) if l.trim().to_lowercase() != want => Some(format!(
                 "{}:{line}: last level-{} heading is `{}`",
@@ -531,6 +532,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
             return o;
         }
     };
+    let tracker_file = ctx.tracker_file();
     let filter = crate::artifacts::tracker::SectionFilter {
         text: p.section.clone(),
         exact: false,
@@ -540,7 +542,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
             Verdict::Missing,
             expected,
             format!(
-                "no `{}` table with a `{}` column in EXECUTION-TRACKER.md",
+                "no `{}` table with a `{}` column in {tracker_file}",
                 p.section, p.column
             ),
         );
@@ -563,7 +565,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
                     Ok(r) => r.to_string_lossy().into_owned(),
                     Err(_) => {
                         missing.push(format!(
-                            "EXECUTION-TRACKER.md:{line}: `{raw}` is outside the build directory"
+                            "{tracker_file}:{line}: `{raw}` is outside the build directory"
                         ));
                         continue;
                     }
@@ -583,7 +585,7 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
         }
         if rel.split('/').any(|c| c == "..") {
             missing.push(format!(
-                "EXECUTION-TRACKER.md:{line}: `{raw}` leaves the build directory"
+                "{tracker_file}:{line}: `{raw}` leaves the build directory"
             ));
             continue;
         }
@@ -591,19 +593,16 @@ pub(super) fn paths_listed(ctx: &Ctx<'_>, p: &PathsListed) -> Outcome {
         match ctx.snap.get(&rel) {
             Some(e) if e.kind != EntryKind::Other => o.push_file(ctx.entry_ref(e)),
             Some(e) => missing.push(format!(
-                "EXECUTION-TRACKER.md:{line}: `{raw}`: {}",
+                "{tracker_file}:{line}: `{raw}`: {}",
                 e.note.as_deref().unwrap_or("not a regular file")
             )),
             None if rel.is_empty() => {}
             None => match ctx.snap.unlisted_at(&rel) {
                 // It may well exist where the walk could not look: unknown, not missing.
-                Some(u) => unknown.push(format!(
-                    "EXECUTION-TRACKER.md:{line}: `{raw}`: {}",
-                    u.describe()
-                )),
-                None => missing.push(format!(
-                    "EXECUTION-TRACKER.md:{line}: `{raw}` does not exist"
-                )),
+                Some(u) => {
+                    unknown.push(format!("{tracker_file}:{line}: `{raw}`: {}", u.describe()))
+                }
+                None => missing.push(format!("{tracker_file}:{line}: `{raw}` does not exist")),
             },
         }
     }

@@ -9,7 +9,7 @@ use super::{Ctx, Outcome, Verdict};
 use crate::artifacts::gates::{same_gate, GateEntry, GateError, GateFile};
 use crate::artifacts::json_prefix;
 use crate::artifacts::normalize::{normalize_str, visible};
-use crate::protocol::predicate::{Gate, GateCount, GateFiles, GateSources, Glob};
+use crate::protocol::predicate::{EmptyResult, Gate, GateCount, GateFiles, GateSources, Glob};
 
 struct Loaded {
     /// Each parsed file, shared with the evaluation's cache (never copied per predicate).
@@ -146,7 +146,7 @@ fn error_line(file: &str, e: &GateError) -> String {
 pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
     let expected = match &g.result {
         Some(r) => format!("gate {} with result {r}", g.id),
-        None if g.require_result => format!("gate {} with a result", g.id),
+        None if g.require_result == EmptyResult::Missing => format!("gate {} with a result", g.id),
         None => format!("gate {} present", g.id),
     };
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
@@ -230,7 +230,9 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
             )];
             return o;
         }
-    } else if g.require_result && found.iter().all(|e| result_of(e).is_empty()) {
+    } else if g.require_result == EmptyResult::Missing
+        && found.iter().all(|e| result_of(e).is_empty())
+    {
         o.verdict = if loaded.unreadable.is_empty() {
             Verdict::Missing
         } else {

@@ -36,6 +36,7 @@ use crate::artifacts::{Entry, FileData, Kind, ReadError, Snapshot};
 use crate::protocol::predicate::{Glob, Predicate};
 use crate::protocol::{Protocol, VerdictSpec};
 
+pub use change::TaskScope;
 pub use outcome::{clip, FileRef, Outcome, Verdict, MAX_DETAILS, MAX_DETAIL_CHARS};
 pub use time::PHASE_GAP;
 pub use verdict::RoundVerdict;
@@ -58,6 +59,8 @@ type GateParse = Result<GateFile, GateError>;
 pub struct Ctx<'a> {
     pub snap: &'a Snapshot,
     marker: Option<&'a str>,
+    /// The execution tracker's file name, as the protocol names it.
+    tracker: &'a str,
     pub verdict: Option<PipelineVerdict>,
     /// Verdict files with no readable verdict line, read before the verdict (newest first).
     pub verdict_unread: Vec<String>,
@@ -71,8 +74,6 @@ pub struct Ctx<'a> {
     /// predicate being judged began ([`Ctx::files`], [`Ctx::read`], [`Ctx::tracker`] record it;
     /// [`judge`] turns it into that predicate's FAIL).
     wrong: RefCell<Vec<String>>,
-    /// The task attempt judged, in a pass instance of a task record (`for_each`).
-    pub task: Option<&'a change::TaskScope<'a>>,
     /// What the referee saw and when ([`crate::state::observed`]); `None`: the claims alone.
     pub seen: Option<&'a crate::state::observed::Observed>,
 }
@@ -83,6 +84,7 @@ pub struct Ctx<'a> {
 pub struct Seed<'a> {
     snap: &'a Snapshot,
     marker: Option<&'a str>,
+    tracker: &'a str,
     verdict: Option<PipelineVerdict>,
     verdict_unread: Vec<String>,
     verdict_spec: Option<&'a VerdictSpec>,
@@ -95,6 +97,7 @@ impl<'a> Seed<'a> {
         Seed {
             snap: ctx.snap,
             marker: ctx.marker,
+            tracker: ctx.tracker,
             verdict: ctx.verdict.clone(),
             verdict_unread: ctx.verdict_unread.clone(),
             verdict_spec: ctx.verdict_spec,
@@ -108,6 +111,7 @@ impl<'a> Seed<'a> {
         Ctx {
             snap: self.snap,
             marker: self.marker,
+            tracker: self.tracker,
             verdict: self.verdict,
             verdict_unread: self.verdict_unread,
             verdict_spec: self.verdict_spec,
@@ -115,7 +119,6 @@ impl<'a> Seed<'a> {
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
-            task: None,
             seen: self.seen,
         }
     }
@@ -126,6 +129,7 @@ impl<'a> Ctx<'a> {
         let mut ctx = Ctx {
             snap,
             marker: protocol.variant_marker.as_deref(),
+            tracker: &protocol.tracker,
             verdict: None,
             verdict_unread: Vec::new(),
             verdict_spec: protocol.verdict_spec(),
@@ -133,7 +137,6 @@ impl<'a> Ctx<'a> {
             globs: RefCell::new(HashMap::new()),
             gates: RefCell::new(HashMap::new()),
             wrong: RefCell::new(Vec::new()),
-            task: None,
             seen: None,
         };
         if let Some(spec) = protocol.verdict_spec() {
@@ -144,18 +147,9 @@ impl<'a> Ctx<'a> {
         ctx
     }
 
-    /// A context judging one task attempt; shares nothing mutable with `self`.
-    pub fn for_task(&self, task: &'a change::TaskScope<'a>) -> Ctx<'a> {
-        Ctx {
-            task: Some(task),
-            ..Seed::of(self).ctx()
-        }
-    }
-
-    /// What a context for the same evaluation on another thread is made from; `None` while
-    /// judging a task attempt (its scope stays on the thread that made it).
-    pub fn seed(&self) -> Option<Seed<'a>> {
-        self.task.is_none().then(|| Seed::of(self))
+    /// What a context for the same evaluation on another thread is made from.
+    pub fn seed(&self) -> Seed<'a> {
+        Seed::of(self)
     }
 
     /// Says which verdict files exist but have no readable verdict line, when any does (and
@@ -286,9 +280,14 @@ impl<'a> Ctx<'a> {
         read
     }
 
+    /// The execution tracker's file name, as the protocol names it.
+    pub fn tracker_file(&self) -> &'a str {
+        self.tracker
+    }
+
     /// The parsed tracker; one that is not a regular file is recorded as present and wrong.
     pub fn tracker(&self) -> Option<Result<Arc<Tracker>, ReadError>> {
-        let tracker = self.snap.tracker();
+        let tracker = self.snap.tracker(self.tracker);
         if let Some(Err(e)) = &tracker {
             self.note_refused(e);
         }
@@ -539,20 +538,185 @@ fn read_verdict(bytes: &[u8], regex: &regex_automata::meta::Regex) -> Option<(us
     on_page.or(in_block)
 }
 
-/// Judges a predicate. Whatever it found present and wrong at an artifact's name (see
-/// [`Ctx::files`]) makes it FAIL, with what is there in its evidence.
-pub fn judge(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
-    let mark = ctx.wrong.borrow().len();
-    let mut o = judge_parts(ctx, p);
+/// What a predicate is judged against: a build directory ([`Ctx`]), one task attempt in a
+/// workspace ([`change::TaskScope`]), or a workspace as a whole outside any task attempt
+/// ([`crate::workspace::Workspace`], the passes of a workspace protocol without `for_each`).
+///
+/// The composites (`all`, `any`, `not`, `if`, `fail_if_missing`, `always`) are judged alike
+/// for every subject ([`judge`]); each subject judges the leaves it can read, with functions
+/// that take that subject and nothing else: a task attempt's predicate takes a
+/// [`change::TaskScope`], so judging one against a build directory cannot be written, and a
+/// leaf the subject does not have is INCONCLUSIVE with the reason.
+pub trait Subject {
+    /// A leaf predicate judged against this subject (a composite goes back to [`judge`]).
+    fn leaf(&self, p: &Predicate) -> Outcome;
+
+    /// How many present-and-wrong findings the subject has recorded so far (see
+    /// [`Ctx::files`]); a subject that records none has none.
+    fn wrong_mark(&self) -> usize {
+        0
+    }
+
+    /// The present-and-wrong findings recorded since `mark`, taken out of the record.
+    fn wrong_since(&self, _mark: usize) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl Subject for Ctx<'_> {
+    fn leaf(&self, p: &Predicate) -> Outcome {
+        use Predicate as P;
+        let ctx = self;
+        match p {
+            P::All(_) | P::Any(_) | P::Not(_) | P::If(_) | P::FailIfMissing(_) | P::Always(_) => {
+                judge_parts(ctx, p)
+            }
+            P::Complete(want) => {
+                let mut observed = match &ctx.verdict {
+                    Some(v) => format!("verdict {} ({}:{})", v.verdict, v.file, v.line),
+                    None => "no verdict".to_string(),
+                };
+                if let Some(note) = ctx.verdict_note() {
+                    observed.push_str(&format!("; {note}"));
+                }
+                let v = if ctx.complete() == *want {
+                    Verdict::Pass
+                } else {
+                    Verdict::Missing
+                };
+                Outcome::new(v, format!("pipeline complete = {want}"), observed)
+            }
+            P::Verdict(v) => verdict::verdict(ctx, v),
+            P::Exists(globs) => files::exists(ctx, globs.as_slice()),
+            P::Count(c) => files::count(ctx, c),
+            P::FileSet(f) => files::file_set(ctx, f),
+            P::Heading(h) => files::heading(ctx, h),
+            P::Json(j) => json::json(ctx, j),
+            P::Dissimilar(d) => files::dissimilar(ctx, d),
+            P::PathsListed(p) => files::paths_listed(ctx, p),
+            P::Filled(fields) => tracker::filled(ctx, fields.as_slice()),
+            P::SectionFilled(s) => tracker::section_filled(ctx, s),
+            P::FieldMatches(f) => tracker::field_matches(ctx, f),
+            P::Column(c) => tracker::column(ctx, c),
+            P::FillRate(f) => tracker::fill_rate(ctx, f),
+            P::Distinct(fields) => tracker::distinct(ctx, fields),
+            P::HasTime(t) => time::has_time(ctx, t),
+            P::TimeOrder(t) => time::time_order(ctx, t),
+            P::Text(t) => text::text(ctx, t),
+            P::Gate(g) => gates::gate(ctx, g),
+            P::GateFiles(g) => gates::gate_files(ctx, g),
+            P::GateCount(g) => gates::gate_count(ctx, g),
+            P::GateSources(g) => gates::gate_sources(ctx, g),
+            P::Parses(p) if p.files.is_some() => json::parses_files(ctx, p),
+            P::TaskRecord(_)
+            | P::Unchanged(_)
+            | P::ChangesListed(_)
+            | P::HashesMatch(_)
+            | P::NoLoss(_)
+            | P::Parses(_)
+            | P::SizeLimit(_)
+            | P::AddedLines(_)
+            | P::RecordField(_)
+            | P::Style(_)
+            | P::Weakened(_) => change::outside_task(),
+        }
+    }
+
+    fn wrong_mark(&self) -> usize {
+        self.wrong.borrow().len()
+    }
+
+    fn wrong_since(&self, mark: usize) -> Vec<String> {
+        self.wrong.borrow_mut().split_off(mark)
+    }
+}
+
+impl Subject for TaskScope<'_> {
+    fn leaf(&self, p: &Predicate) -> Outcome {
+        use Predicate as P;
+        match p {
+            P::All(_) | P::Any(_) | P::Not(_) | P::If(_) | P::FailIfMissing(_) | P::Always(_) => {
+                judge_parts(self, p)
+            }
+            P::TaskRecord(_) => change::task_record(self),
+            P::Unchanged(u) => change::unchanged(self, u),
+            P::ChangesListed(_) => change::changes_listed(self),
+            P::HashesMatch(_) => change::hashes_match(self),
+            P::NoLoss(_) => change::no_loss(self),
+            P::Parses(p) if p.files.is_none() => change::parses(self, p),
+            P::SizeLimit(l) => change::size_limit(self, l),
+            P::AddedLines(a) => secrets::added_lines(self, a),
+            P::RecordField(r) => change::record_field(self, r),
+            P::Style(st) => style::style(self, st),
+            P::Weakened(_) => weakened::weakened(self),
+            P::Complete(_)
+            | P::Verdict(_)
+            | P::Exists(_)
+            | P::Count(_)
+            | P::FileSet(_)
+            | P::Filled(_)
+            | P::SectionFilled(_)
+            | P::FieldMatches(_)
+            | P::Column(_)
+            | P::HasTime(_)
+            | P::TimeOrder(_)
+            | P::Distinct(_)
+            | P::Dissimilar(_)
+            | P::Text(_)
+            | P::Heading(_)
+            | P::Json(_)
+            | P::FillRate(_)
+            | P::Gate(_)
+            | P::GateFiles(_)
+            | P::GateCount(_)
+            | P::GateSources(_)
+            | P::PathsListed(_)
+            | P::Parses(_) => change::outside_build(),
+        }
+    }
+}
+
+/// A workspace as a whole, outside any task attempt (a workspace protocol's pass without
+/// `for_each`): it has no build directory's artifacts and no task record, so only the
+/// composites are judged; every leaf says which subject it needs.
+impl Subject for crate::workspace::Workspace {
+    fn leaf(&self, p: &Predicate) -> Outcome {
+        use Predicate as P;
+        match p {
+            P::All(_) | P::Any(_) | P::Not(_) | P::If(_) | P::FailIfMissing(_) | P::Always(_) => {
+                judge_parts(self, p)
+            }
+            P::TaskRecord(_)
+            | P::Unchanged(_)
+            | P::ChangesListed(_)
+            | P::HashesMatch(_)
+            | P::NoLoss(_)
+            | P::SizeLimit(_)
+            | P::AddedLines(_)
+            | P::RecordField(_)
+            | P::Style(_)
+            | P::Weakened(_) => change::outside_task(),
+            P::Parses(p) if p.files.is_none() => change::outside_task(),
+            _build => change::outside_build(),
+        }
+    }
+}
+
+/// Judges a predicate against its subject. Whatever it found present and wrong at an
+/// artifact's name (see [`Ctx::files`]) makes it FAIL, with what is there in its evidence.
+pub fn judge<S: Subject + ?Sized>(s: &S, p: &Predicate) -> Outcome {
+    let mark = s.wrong_mark();
+    let mut o = judge_parts(s, p);
     // A composite's parts took theirs; only a leaf leaves any here.
-    let wrong = ctx.wrong.borrow_mut().split_off(mark);
+    let wrong = s.wrong_since(mark);
     if !wrong.is_empty() {
         o.present_and_wrong(wrong);
     }
     o
 }
 
-fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
+/// The composites, judged alike for every subject; a leaf is the subject's.
+fn judge_parts<S: Subject + ?Sized>(ctx: &S, p: &Predicate) -> Outcome {
     use Predicate as P;
     match p {
         P::All(parts) => {
@@ -632,72 +796,26 @@ fn judge_parts(ctx: &Ctx<'_>, p: &Predicate) -> Outcome {
             let v = if *b { Verdict::Pass } else { Verdict::Missing };
             Outcome::new(v, "always", b.to_string())
         }
-        P::Complete(want) => {
-            let mut observed = match &ctx.verdict {
-                Some(v) => format!("verdict {} ({}:{})", v.verdict, v.file, v.line),
-                None => "no verdict".to_string(),
-            };
-            if let Some(note) = ctx.verdict_note() {
-                observed.push_str(&format!("; {note}"));
-            }
-            let v = if ctx.complete() == *want {
-                Verdict::Pass
-            } else {
-                Verdict::Missing
-            };
-            Outcome::new(v, format!("pipeline complete = {want}"), observed)
-        }
-        P::Verdict(v) => verdict::verdict(ctx, v),
-        P::Exists(globs) => files::exists(ctx, globs.as_slice()),
-        P::Count(c) => files::count(ctx, c),
-        P::FileSet(f) => files::file_set(ctx, f),
-        P::Heading(h) => files::heading(ctx, h),
-        P::Json(j) => json::json(ctx, j),
-        P::Dissimilar(d) => files::dissimilar(ctx, d),
-        P::PathsListed(p) => files::paths_listed(ctx, p),
-        P::Filled(fields) => tracker::filled(ctx, fields.as_slice()),
-        P::SectionFilled(s) => tracker::section_filled(ctx, s),
-        P::FieldMatches(f) => tracker::field_matches(ctx, f),
-        P::Column(c) => tracker::column(ctx, c),
-        P::FillRate(f) => tracker::fill_rate(ctx, f),
-        P::Distinct(fields) => tracker::distinct(ctx, fields),
-        P::HasTime(t) => time::has_time(ctx, t),
-        P::TimeOrder(t) => time::time_order(ctx, t),
-        P::Text(t) => text::text(ctx, t),
-        P::Gate(g) => gates::gate(ctx, g),
-        P::GateFiles(g) => gates::gate_files(ctx, g),
-        P::GateCount(g) => gates::gate_count(ctx, g),
-        P::GateSources(g) => gates::gate_sources(ctx, g),
-        P::TaskRecord(_) => change::task_record(ctx),
-        P::Unchanged(u) => change::unchanged(ctx, u),
-        P::ChangesListed(_) => change::changes_listed(ctx),
-        P::HashesMatch(_) => change::hashes_match(ctx),
-        P::NoLoss(_) => change::no_loss(ctx),
-        P::Parses(p) if p.files.is_some() => json::parses_files(ctx, p),
-        P::Parses(p) => change::parses(ctx, p),
-        P::SizeLimit(l) => change::size_limit(ctx, l),
-        P::AddedLines(a) => secrets::added_lines(ctx, a),
-        P::RecordField(r) => change::record_field(ctx, r),
-        P::Style(st) => style::style(ctx, st),
-        P::Weakened(_) => weakened::weakened(ctx),
+        leaf => ctx.leaf(leaf),
     }
 }
 
 /// Whether a condition holds (its predicate passes).
-pub fn holds(ctx: &Ctx<'_>, p: &Predicate) -> bool {
+pub fn holds<S: Subject + ?Sized>(ctx: &S, p: &Predicate) -> bool {
     judge(ctx, p).verdict == Verdict::Pass
 }
 
 /// The tracker, or the outcome to report when it cannot be had: absent is missing, present but
 /// unreadable (or not examinable) is INCONCLUSIVE with the cause.
 fn with_tracker(ctx: &Ctx<'_>) -> Result<Arc<Tracker>, Outcome> {
+    let name = ctx.tracker_file();
     match ctx.tracker() {
         None => Err(Outcome::new(
             Verdict::Missing,
-            "EXECUTION-TRACKER.md",
-            "EXECUTION-TRACKER.md does not exist",
+            name,
+            format!("{name} does not exist"),
         )),
-        Some(Err(e)) => Err(unreadable("EXECUTION-TRACKER.md", &e)),
+        Some(Err(e)) => Err(unreadable(name, &e)),
         Some(Ok(t)) => Ok(t),
     }
 }

@@ -4,19 +4,15 @@
 //! the line and the rule, never the matched text; at most
 //! [`MAX_FINDINGS_PER_FILE`] findings are listed per file, the rest are counted.
 
-use super::change::{added_in_context, conclude, no_baseline, scope, task};
-use super::{Ctx, Outcome};
+use super::change::{added_in_context, conclude, no_baseline, task, TaskScope};
+use super::Outcome;
 use crate::protocol::predicate::AddedLines;
 use crate::protocol::secrets::Keyed;
 
 /// A file of generated or pasted data must not flood the verdict.
 pub(super) const MAX_FINDINGS_PER_FILE: usize = 20;
 
-pub(super) fn added_lines(ctx: &Ctx<'_>, a: &AddedLines) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+pub(super) fn added_lines(s: &TaskScope<'_>, a: &AddedLines) -> Outcome {
     // The named patterns, then the patterns reported as themselves (`forbid_patterns`).
     let named: Vec<(String, &crate::protocol::pattern::Pattern)> = a
         .forbid

@@ -4,16 +4,12 @@
 //! tab, form feed, a stray `\r`) is trailing whitespace; in Markdown (`.md`, `.markdown`), a
 //! non-blank line may end in exactly two spaces, a hard line break.
 
-use super::change::{added, conclude, scope, task};
-use super::{Ctx, Outcome};
+use super::change::{added, conclude, task, TaskScope};
+use super::Outcome;
 use crate::protocol::predicate::Style;
 use crate::workspace::Content;
 
-pub(super) fn style(ctx: &Ctx<'_>, st: &Style) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+pub(super) fn style(s: &TaskScope<'_>, st: &Style) -> Outcome {
     let expected = "changed text files end with a newline and add no trailing whitespace";
     if let Err(o) = task(s) {
         return o;

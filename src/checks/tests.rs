@@ -97,3 +97,51 @@ fn evidence_of_a_file_only_found_has_no_hash_whatever_ran_before() {
     assert_eq!(found.files.len(), 1);
     assert_eq!(found.files[0].sha256, None);
 }
+
+/// The tracker predicates read the file the protocol names (`[tracker] file`), and their
+/// evidence names it: `EXECUTION-TRACKER.md` beside it is nobody's tracker. A name that is no
+/// file at the top of the build directory is refused at load.
+#[test]
+fn the_tracker_is_the_file_the_protocol_names() {
+    let d10 = Protocol::load("d10").unwrap();
+    let named = r#"file = "EXECUTION-TRACKER.md""#;
+    assert!(d10.text.contains(named));
+    assert_eq!(d10.tracker, "EXECUTION-TRACKER.md");
+    let notes =
+        Protocol::parse(&d10.text.replace(named, r#"file = "NOTES.md""#), "p.toml").unwrap();
+    assert_eq!(notes.tracker, "NOTES.md");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("NOTES.md"),
+        "| Field | Value |\n|---|---|\n| BV-01 | |\n",
+    )
+    .unwrap();
+    std::fs::write(d.path().join("EXECUTION-TRACKER.md"), "| BV-01 | done |\n").unwrap();
+    let snap = crate::artifacts::Snapshot::scan(d.path(), Default::default()).unwrap();
+    let filled: Predicate = toml::from_str::<toml::Table>(r#"p = { filled = "BV-01" }"#).unwrap()
+        ["p"]
+        .clone()
+        .try_into()
+        .unwrap();
+    let o = judge(&Ctx::new(&notes, &snap), &filled);
+    assert_eq!(o.verdict, Verdict::Missing, "{o:?}");
+    let read: Vec<&str> = o.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(read, ["NOTES.md"], "{o:?}");
+    let absent =
+        Protocol::parse(&d10.text.replace(named, r#"file = "ABSENT.md""#), "p.toml").unwrap();
+    let o = judge(&Ctx::new(&absent, &snap), &filled);
+    assert_eq!(o.verdict, Verdict::Missing, "{o:?}");
+    assert_eq!(o.observed, ["ABSENT.md does not exist"], "{o:?}");
+    assert_eq!(
+        judge(&Ctx::new(&d10, &snap), &filled).verdict,
+        Verdict::Pass
+    );
+    // The tracker predicates' inputs follow the name too.
+    assert!(notes.may_read("NOTES.md"));
+    assert!(!notes.may_read("EXECUTION-TRACKER.md"));
+    for bad in ["sub/NOTES.md", "", "OBSERVER-STOP.md", ".."] {
+        let text = d10.text.replace(named, &format!("file = {bad:?}"));
+        let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+        assert!(e.contains("tracker.file"), "{bad}: {e}");
+    }
+}

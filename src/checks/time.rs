@@ -13,8 +13,6 @@ use crate::artifacts::tracker::{is_empty_value, parse_timestamp, SectionFilter};
 use crate::protocol::predicate::{Absent, TimeOrder, TimeRef};
 use crate::state::observed::{self, Seen};
 
-const TRACKER: &str = "EXECUTION-TRACKER.md";
-
 /// What a time reference resolved to.
 #[derive(Debug, Default)]
 struct Times {
@@ -36,6 +34,7 @@ impl Times {
 }
 
 fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
+    let tracker_name = ctx.tracker_file();
     match r {
         TimeRef::Field(name) | TimeRef::FieldTime(name) => {
             let by_time = matches!(r, TimeRef::FieldTime(_));
@@ -69,11 +68,11 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 return t;
             }
             let place = if by_time { row.time_at() } else { row.at() };
-            let at = format!("{TRACKER}:{place}: {} = {}", t.label, raw.trim());
+            let at = format!("{tracker_name}:{place}: {} = {}", t.label, raw.trim());
             if let Some(seen) = ctx.seen {
                 let key = observed::field_key(&row.name, &row.value, row.third.as_deref());
                 t.seen
-                    .push((seen.seen(&key), format!("{} in {TRACKER}", row.name)));
+                    .push((seen.seen(&key), format!("{} in {tracker_name}", row.name)));
             }
             match parsed {
                 Some(ts) => t.times.push((ts, at)),
@@ -118,7 +117,7 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 if is_empty_value(&cell) {
                     continue;
                 }
-                let at = format!("{TRACKER}:{line}: {} = {}", c.column, cell.trim());
+                let at = format!("{tracker_name}:{line}: {} = {}", c.column, cell.trim());
                 if let Some(seen) = ctx.seen {
                     let key = observed::cell_key(heading, header, &cell);
                     t.seen.push((seen.seen(&key), at.clone()));
@@ -271,7 +270,7 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
         .collect::<Vec<_>>()
         .join(&op);
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
-    if let Ok(d) = ctx.read(TRACKER) {
+    if let Ok(d) = ctx.read(ctx.tracker_file()) {
         o.push_file(Ctx::data_ref(&d));
     }
     for t in &resolved {

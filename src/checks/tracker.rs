@@ -2,9 +2,9 @@
 
 use super::{with_tracker, Ctx, Outcome, Verdict};
 use crate::artifacts::tracker::{is_empty_value, parse_timestamp, At, SectionFilter, Tracker};
-use crate::protocol::predicate::{ColumnMatches, FieldMatches, FillRate, Section};
-
-const TRACKER: &str = "EXECUTION-TRACKER.md";
+use crate::protocol::predicate::{
+    ColumnMatches, FieldMatches, FillRate, HowMany, Section, SectionMatch,
+};
 
 fn tracker_or(ctx: &Ctx<'_>, expected: &str) -> Result<std::sync::Arc<Tracker>, Outcome> {
     with_tracker(ctx).map_err(|mut o| {
@@ -14,12 +14,13 @@ fn tracker_or(ctx: &Ctx<'_>, expected: &str) -> Result<std::sync::Arc<Tracker>, 
 }
 
 fn tracker_file(ctx: &Ctx<'_>, o: &mut Outcome) {
-    if let Ok(d) = ctx.read(TRACKER) {
+    if let Ok(d) = ctx.read(ctx.tracker_file()) {
         o.push_file(Ctx::data_ref(&d));
     }
 }
 
 pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
+    let tracker_name = ctx.tracker_file();
     let expected = format!("non-empty: {}", fields.join(", "));
     let t = match tracker_or(ctx, &expected) {
         Ok(t) => t,
@@ -39,7 +40,7 @@ pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
             }),
             Some(row) if is_empty_value(&row.value) && !row.struck.is_empty() => {
                 empty.push(format!(
-                    "{f} ({TRACKER}:{}: only struck text `{}`, not a value)",
+                    "{f} ({tracker_name}:{}: only struck text `{}`, not a value)",
                     row.at(),
                     row.struck.join(" ")
                 ))
@@ -51,7 +52,7 @@ pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
                 empty.push(format!("{f} (line {}: `{}`)", row.line, row.value.trim()))
             }
             Some(row) => values.push(format!(
-                "{TRACKER}:{}: {} = {}",
+                "{tracker_name}:{}: {} = {}",
                 row.at(),
                 row.name,
                 row.shown()
@@ -77,6 +78,7 @@ pub(super) fn filled(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
 }
 
 pub(super) fn section_filled(ctx: &Ctx<'_>, s: &Section) -> Outcome {
+    let tracker_name = ctx.tracker_file();
     let expected = format!("every row of section `{}` filled", s.section);
     let t = match tracker_or(ctx, &expected) {
         Ok(t) => t,
@@ -84,7 +86,7 @@ pub(super) fn section_filled(ctx: &Ctx<'_>, s: &Section) -> Outcome {
     };
     let filter = SectionFilter {
         text: s.section.clone(),
-        exact: s.exact,
+        exact: s.exact == SectionMatch::Exact,
     };
     let rows = t.rows_in(&filter);
     let mut o = Outcome::new(Verdict::Pass, expected, String::new());
@@ -103,16 +105,20 @@ pub(super) fn section_filled(ctx: &Ctx<'_>, s: &Section) -> Outcome {
     if !empty.is_empty() {
         o.verdict = Verdict::Missing;
         for r in empty {
-            o.push_detail(format!("{TRACKER}:{}: {} is empty", r.line, r.name));
+            o.push_detail(format!("{tracker_name}:{}: {} is empty", r.line, r.name));
         }
     }
     o
 }
 
 pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
+    let tracker_name = ctx.tracker_file();
     let expected = format!(
         "{} of {} match `{}`",
-        if f.any { "any" } else { "all" },
+        match f.any {
+            HowMany::Any => "any",
+            HowMany::All => "all",
+        },
         f.fields.join(", "),
         f.pattern.as_str()
     );
@@ -129,7 +135,12 @@ pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
     for name in &f.fields {
         match t.field(name) {
             Some(row) if !is_empty_value(&row.value) => {
-                let line = format!("{TRACKER}:{}: {} = {}", row.at(), row.name, row.shown());
+                let line = format!(
+                    "{tracker_name}:{}: {} = {}",
+                    row.at(),
+                    row.name,
+                    row.shown()
+                );
                 if re.is_match(row.value.trim().as_bytes()) {
                     matched.push(line)
                 } else {
@@ -139,7 +150,7 @@ pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
             _ => absent += 1,
         }
     }
-    let verdict = if f.any {
+    let verdict = if f.any == HowMany::Any {
         if !matched.is_empty() {
             Verdict::Pass
         } else if unmatched.is_empty() {
@@ -171,6 +182,7 @@ pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
 }
 
 pub(super) fn column(ctx: &Ctx<'_>, c: &ColumnMatches) -> Outcome {
+    let tracker_name = ctx.tracker_file();
     let expected = format!(
         "every filled `{}` cell of the `{}` table matches `{}`",
         c.column,
@@ -222,13 +234,14 @@ pub(super) fn column(ctx: &Ctx<'_>, c: &ColumnMatches) -> Outcome {
     if !bad.is_empty() {
         o.verdict = Verdict::Fail;
         for (line, v) in bad {
-            o.push_detail(format!("{TRACKER}:{line}: {} = {v}", c.column));
+            o.push_detail(format!("{tracker_name}:{line}: {} = {v}", c.column));
         }
     }
     o
 }
 
 pub(super) fn fill_rate(ctx: &Ctx<'_>, f: &FillRate) -> Outcome {
+    let tracker_name = ctx.tracker_file();
     let expected = format!("tracker fill rate >= {:.0}%", f.min * 100.0);
     let t = match tracker_or(ctx, &expected) {
         Ok(t) => t,
@@ -253,12 +266,13 @@ pub(super) fn fill_rate(ctx: &Ctx<'_>, f: &FillRate) -> Outcome {
         o.verdict = Verdict::Missing;
     }
     for (name, line) in &fill.empty {
-        o.push_detail(format!("{TRACKER}:{line}: {name} is empty"));
+        o.push_detail(format!("{tracker_name}:{line}: {name} is empty"));
     }
     o
 }
 
 pub(super) fn distinct(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
+    let tracker_name = ctx.tracker_file();
     let expected = format!("{} all different", fields.join(", "));
     let t = match tracker_or(ctx, &expected) {
         Ok(t) => t,
@@ -292,7 +306,12 @@ pub(super) fn distinct(ctx: &Ctx<'_>, fields: &[String]) -> Outcome {
         }
     }
     for r in &values {
-        o.push_detail(format!("{TRACKER}:{}: {} = {}", r.at(), r.name, r.shown()));
+        o.push_detail(format!(
+            "{tracker_name}:{}: {} = {}",
+            r.at(),
+            r.name,
+            r.shown()
+        ));
     }
     if same.is_empty() {
         o.observed = vec!["all different".into()];
@@ -315,6 +334,7 @@ pub(super) fn unmapped(
     column: &str,
     expected: &str,
 ) -> Option<Outcome> {
+    let tracker_name = ctx.tracker_file();
     let tables = t.tables_in(filter);
     let headed: Vec<_> = tables.iter().filter(|t| !t.header.is_empty()).collect();
     if headed.is_empty() {
@@ -328,7 +348,7 @@ pub(super) fn unmapped(
     tracker_file(ctx, &mut o);
     for table in headed {
         o.push_detail(format!(
-            "{TRACKER}:{}: headers {}",
+            "{tracker_name}:{}: headers {}",
             table.line,
             table
                 .header

@@ -29,12 +29,10 @@ where
     // A snapshot that bounds its memory (the daemon's, `keep_bytes`) reads one large file at a
     // time: two threads would read two.
     let unbounded = ctx.snap.limits().keep_bytes.is_none();
-    let seed = ctx
-        .seed()
-        .filter(|_| jobs.len() >= PARALLEL_FROM_JOBS && threads >= 2 && unbounded);
-    let Some(seed) = seed else {
+    if jobs.len() < PARALLEL_FROM_JOBS || threads < 2 || !unbounded {
         return jobs.iter().map(|j| judge(ctx, j)).enumerate().collect();
-    };
+    }
+    let seed = ctx.seed();
     let next = AtomicUsize::new(0);
     let work = |ctx: &Ctx<'_>| {
         let mut done = Vec::new();

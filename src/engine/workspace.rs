@@ -9,8 +9,7 @@ use chrono::Utc;
 use super::{
     grade, judge_instance, pass_state, CheckResult, Evaluation, Options, PassState, RunReason,
 };
-use crate::artifacts::Snapshot;
-use crate::checks::Ctx;
+use crate::checks::TaskScope;
 use crate::protocol::Protocol;
 
 /// One task record seen in a workspace evaluation.
@@ -97,7 +96,6 @@ fn claims_hold(
 pub fn evaluate_workspace(
     protocol: &Protocol,
     rules: &crate::protocol::TaskRules,
-    snap: &Snapshot,
     ws: &crate::workspace::Workspace,
     opts: &Options,
 ) -> (Evaluation, Vec<TaskRun>) {
@@ -108,17 +106,16 @@ pub fn evaluate_workspace(
         .iter()
         .filter(|r| r.is_judged(&rules.records.judge_status))
         .collect();
-    let mut ctx = Ctx::new(protocol, snap);
-    ctx.seen = opts.seen.as_deref();
-    let complete = ctx.complete();
+    // A workspace has no pipeline verdict: it is never complete.
+    let complete = false;
     let now = opts.now.unwrap_or_else(Utc::now);
     let mut passes = Vec::new();
     let mut results = Vec::new();
     let mut runs = Vec::new();
     for pass in protocol.passes.iter().filter(|p| p.for_each.is_none()) {
-        let state = pass_state(&ctx, pass, opts, complete, now);
+        let state = pass_state(ws, pass, opts, complete, now);
         for inst in &pass.checks {
-            results.push(judge_instance(&ctx, pass, &state, inst, opts, complete));
+            results.push(judge_instance(ws, pass, &state, inst, opts, complete));
         }
         passes.push(state);
     }
@@ -140,7 +137,7 @@ pub fn evaluate_workspace(
             .filter(|r| !dropped.contains(&r.rel.as_str()))
             .collect();
         for record in &judged {
-            let mut scope = crate::checks::change::TaskScope::new(ws, record, &claimants);
+            let mut scope = TaskScope::new(ws, record, &claimants);
             if judgments
                 .get(&record.rel)
                 .is_some_and(|j| j.scope == scope.scope)
@@ -149,7 +146,6 @@ pub fn evaluate_workspace(
             }
             scope.replay = store.as_ref().and_then(|s| replay(s, record));
             let key = record.key().to_string();
-            let tctx = ctx.for_task(&scope);
             let mut j = Judgment {
                 scope: scope.scope.clone(),
                 passes: Vec::new(),
@@ -165,7 +161,7 @@ pub fn evaluate_workspace(
                     at: Some(now),
                 };
                 for inst in &pass.checks {
-                    let mut r = judge_instance(&tctx, pass, &state, inst, opts, complete);
+                    let mut r = judge_instance(&scope, pass, &state, inst, opts, complete);
                     r.pass = key.clone();
                     j.results.push(r);
                 }

@@ -42,10 +42,10 @@ pub(super) fn judge(
     };
     let mut eval = engine::evaluate(&protocol, &snap, &options);
     let waived = apply_waivers(waivers.as_ref(), &mut eval, now);
-    if eval.passes.iter().all(|p| !p.ran) && snap.get(crate::artifacts::TRACKER_FILE).is_none() {
+    if eval.passes.iter().all(|p| !p.ran) && snap.get(&protocol.tracker).is_none() {
         tracing::warn!(
             "no pass has run and there is no {} in `{}`: is this the build directory?",
-            crate::artifacts::TRACKER_FILE,
+            protocol.tracker,
             req.dir.display()
         );
     }

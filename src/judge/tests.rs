@@ -120,3 +120,60 @@ fn judging_while_the_protocol_loads_decides_as_judging_after() {
     assert_eq!(p.id, "code-change");
     assert!(matches!(j, Judgment::Workspace(_)));
 }
+
+/// Each subject judges the predicates it has: a build directory's predicate in a task's pass
+/// of a workspace protocol is INCONCLUSIVE and says why (there is no build directory to read),
+/// never judged against an empty directory; the task's own predicates are judged beside it.
+#[test]
+fn a_build_predicate_in_a_workspace_protocol_says_it_needs_a_build_directory() {
+    let (ws, base, state) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let state = state.path().join("state");
+    for d in [ws.path(), base.path()] {
+        std::fs::write(d.join("a.py"), "x = 1\n").unwrap();
+    }
+    std::fs::write(ws.path().join("a.py"), "x = 2\n").unwrap();
+    std::fs::create_dir(ws.path().join(".tasks")).unwrap();
+    let doc = serde_json::json!({
+        "task_id": "t1", "status": "pending_review", "description": "a task",
+        "attempt": 1, "summary": "Here's what I did: the change.",
+        "changes": {"added": [], "modified": ["a.py"], "removed": []},
+        "pre_hashes": {}, "post_hashes": {},
+    });
+    std::fs::write(ws.path().join(".tasks/t1.json"), doc.to_string()).unwrap();
+    let text = Protocol::load("code-change").unwrap().text.replace(
+        r#"predicate = { record_field = { field = "summary", pattern = "^Here's what I did:" } }"#,
+        r#"predicate = { exists = "a.py" }"#,
+    );
+    let protocol = Protocol::parse(&text, "p.toml").unwrap();
+    let req = Request {
+        state_dir: Some(&state),
+        baseline_dir: Some(base.path()),
+        ..Request::new(ws.path())
+    };
+    let (_, j) = judge(&req, loaded((protocol, None))).unwrap();
+    let Judgment::Workspace(w) = j else {
+        panic!("a workspace judgment");
+    };
+    let result = |id: &str| {
+        w.eval
+            .results
+            .iter()
+            .find(|r| r.check == id)
+            .unwrap_or_else(|| panic!("{id} judged"))
+    };
+    let cc08 = result("CC-08");
+    assert_eq!(cc08.status, crate::engine::Status::Inconclusive);
+    assert_eq!(cc08.evidence.expected, "a build directory to judge");
+    assert!(
+        cc08.evidence
+            .observed
+            .contains("only against a build directory"),
+        "{:?}",
+        cc08.evidence
+    );
+    assert_eq!(result("CC-00").status, crate::engine::Status::Pass);
+}

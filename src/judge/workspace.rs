@@ -11,7 +11,6 @@ use chrono::{DateTime, Utc};
 
 use super::{apply_waivers, context, refuse_live, state_of, Loaded, Request};
 use super::{Protocol, WorkspaceJudgment};
-use crate::artifacts::{Limits, Snapshot};
 use crate::decision::Decision;
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::protocol::{Subject, TaskRules};
@@ -45,23 +44,21 @@ pub struct Evaluated {
 
 /// `ws` judged as it stands at `now`: every task record evaluated against the baseline,
 /// `waive` applied to the results, each judged record graded with the loop guards over
-/// `memory`, and the whole decided. `dir`: the workspace as the caller names it.
+/// `memory`, and the whole decided.
 pub fn evaluate(
     protocol: &Protocol,
     rules: &TaskRules,
-    (dir, ws): (&Path, &Workspace),
-    limits: Limits,
+    ws: &Workspace,
     now: DateTime<Utc>,
     memory: Memory<'_>,
     waive: &mut dyn FnMut(&mut Evaluation),
-) -> std::io::Result<Evaluated> {
-    let snap = Snapshot::empty(dir, limits)?;
+) -> Evaluated {
     let options = Options {
         final_: true,
         now: Some(now),
         ..Options::default()
     };
-    let (mut eval, runs) = engine::evaluate_workspace(protocol, rules, &snap, ws, &options);
+    let (mut eval, runs) = engine::evaluate_workspace(protocol, rules, ws, &options);
     waive(&mut eval);
     let verdicts = crate::task_verdict::judge(
         protocol,
@@ -73,11 +70,11 @@ pub fn evaluate(
         memory.everyone,
     );
     let decision = crate::decision::workspace(protocol, ws, &eval, verdicts);
-    Ok(Evaluated {
+    Evaluated {
         eval,
         runs,
         decision,
-    })
+    }
 }
 
 /// Judges the workspace `req.dir` by the protocol `load` gives, loaded and prepared while the
@@ -181,14 +178,10 @@ fn judged(
     if let Some((rel, bytes)) = implicit.and_then(|make| make(&ws)) {
         ws.add_record(&rel, bytes);
     }
-    let limits = Limits {
-        max_read_bytes: req.max_read_bytes,
-        ..Limits::default()
-    };
     let now = Utc::now();
     let mut waived = None;
     let waive = &mut |eval: &mut Evaluation| waived = apply_waivers(waivers, eval, now);
-    let e = evaluate(protocol, rules, (req.dir, &ws), limits, now, memory, waive)?;
+    let e = evaluate(protocol, rules, &ws, now, memory, waive);
     if e.runs.is_empty() {
         tracing::warn!(
             "no task records in `{}`: nothing to judge",

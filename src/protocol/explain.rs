@@ -4,7 +4,9 @@
 
 use std::fmt::Write;
 
-use super::predicate::{Absent, Predicate, TimeRef};
+use super::predicate::{
+    Absent, Builtin, EmptyResult, HeadingPlace, HowMany, KeyCase, Predicate, TimeRef,
+};
 use super::{MissingAs, Protocol};
 
 /// Describes a predicate as an indented outline.
@@ -88,13 +90,20 @@ fn leaf(p: &Predicate) -> String {
             q(f.glob.as_str()),
             f.expect.join(", "),
             q(f.key.as_str()),
-            if f.ignore_case { ", any case" } else { "" }
+            if f.ignore_case == KeyCase::Ignored {
+                ", any case"
+            } else {
+                ""
+            }
         ),
         P::Filled(f) => format!("tracker fields non-empty: {}", f.as_slice().join(", ")),
         P::SectionFilled(s) => format!("every field row of tracker section {} is non-empty", q(&s.section)),
         P::FieldMatches(f) => format!(
             "{} of tracker fields {} match {}",
-            if f.any { "any" } else { "all" },
+            match f.any {
+                HowMany::Any => "any",
+                HowMany::All => "all",
+            },
             f.fields.join(", "),
             q(f.pattern.as_str())
         ),
@@ -171,7 +180,7 @@ fn leaf(p: &Predicate) -> String {
             q(h.files.as_str()),
             "#".repeat(h.level as usize),
             h.text,
-            if h.last { " as its last heading of that level" } else { "" }
+            if h.last == HeadingPlace::Last { " as its last heading of that level" } else { "" }
         ),
         P::Json(j) => {
             let tests = j.tests();
@@ -191,7 +200,7 @@ fn leaf(p: &Predicate) -> String {
             "gate results {} include {}{}",
             q(g.files.as_str()),
             g.id,
-            match (&g.result, g.require_result) {
+            match (&g.result, g.require_result == EmptyResult::Missing) {
                 (Some(r), _) => format!(" with result {r} (absent waits; another result FAILs)"),
                 (None, true) => " with a non-empty result".into(),
                 (None, false) => " (any result)".into(),
@@ -238,7 +247,7 @@ fn leaf(p: &Predicate) -> String {
                             c.ext.trim_start_matches('.'),
                             q(&c.argv.join(" ")),
                             c.timeout_seconds,
-                            if c.replaces_builtin {
+                            if c.replaces_builtin == Builtin::Replaced {
                                 " (instead of the built-in parser)"
                             } else {
                                 ""

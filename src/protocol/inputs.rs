@@ -2,7 +2,6 @@
 //! daemon uses this to re-evaluate only the checks whose inputs changed.
 
 use super::predicate::{Glob, Predicate, TimeRef};
-use crate::artifacts::TRACKER_FILE;
 
 /// Whether `rel`, or one of its ancestors (a directory glob, a count in a directory),
 /// matches the glob. An uncompiled glob matches nothing.
@@ -23,7 +22,8 @@ pub fn touches(glob: &Glob, rel: &str) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
     pub globs: Vec<Glob>,
-    pub tracker: bool,
+    /// The tracker's file name (the protocol's), when it reads the tracker.
+    pub tracker: Option<String>,
     /// It depends on the pipeline's verdict (`complete`).
     pub verdict: bool,
     /// Any change at all may change it.
@@ -36,12 +36,18 @@ pub struct Inputs {
 }
 
 impl Inputs {
-    pub fn of(preds: &[&Predicate]) -> Inputs {
+    /// The inputs of `preds` in a protocol whose tracker is the file `tracker`.
+    pub fn of(preds: &[&Predicate], tracker: &str) -> Inputs {
         let mut i = Inputs::default();
         for p in preds {
-            i.add(p);
+            i.add(p, tracker);
         }
         i
+    }
+
+    /// Whether `rel` is the tracker these inputs read.
+    pub fn reads_tracker(&self, rel: &str) -> bool {
+        self.tracker.as_deref() == Some(rel)
     }
 
     /// Whether a change to `rel` (a path relative to the build directory) may change the
@@ -51,7 +57,7 @@ impl Inputs {
         if crate::artifacts::not_input(rel) {
             return false;
         }
-        if self.everything || (self.tracker && rel == TRACKER_FILE) {
+        if self.everything || self.reads_tracker(rel) {
             return true;
         }
         // An uncompiled glob cannot be judged, so it counts as touched (conservative).
@@ -60,16 +66,16 @@ impl Inputs {
             .any(|g| !g.is_resolved() || touches(g, rel))
     }
 
-    fn add(&mut self, p: &Predicate) {
+    fn add(&mut self, p: &Predicate, tracker: &str) {
         use Predicate as P;
         match p {
-            P::All(v) | P::Any(v) => v.iter().for_each(|q| self.add(q)),
-            P::Not(q) | P::FailIfMissing(q) => self.add(q),
+            P::All(v) | P::Any(v) => v.iter().for_each(|q| self.add(q, tracker)),
+            P::Not(q) | P::FailIfMissing(q) => self.add(q, tracker),
             P::If(i) => {
-                self.add(&i.cond);
-                self.add(&i.then);
+                self.add(&i.cond, tracker);
+                self.add(&i.then, tracker);
                 if let Some(e) = &i.otherwise {
-                    self.add(e);
+                    self.add(e, tracker);
                 }
             }
             P::Always(_) => {}
@@ -97,7 +103,7 @@ impl Inputs {
             P::GateSources(g) => self.read(std::slice::from_ref(&g.files)),
             P::Text(t) => {
                 self.read(&t.files);
-                self.tracker |= !t.fields.is_empty();
+                self.tracker_if(!t.fields.is_empty(), tracker);
             }
             // Workspace predicates read the task record and the workspace, not the snapshot:
             // they are re-judged on every evaluation.
@@ -114,7 +120,7 @@ impl Inputs {
             | P::Weakened(_) => self.everything = true,
             P::PathsListed(_) => {
                 // Any path may be listed: every change counts.
-                self.tracker = true;
+                self.tracker_if(true, tracker);
                 self.everything = true;
             }
             P::Filled(_)
@@ -122,11 +128,11 @@ impl Inputs {
             | P::FieldMatches(_)
             | P::Column(_)
             | P::FillRate(_)
-            | P::Distinct(_) => self.tracker = true,
-            P::HasTime(t) => self.add_time(t),
+            | P::Distinct(_) => self.tracker_if(true, tracker),
+            P::HasTime(t) => self.add_time(t, tracker),
             P::TimeOrder(t) => {
-                self.tracker |= !t.fields.is_empty();
-                t.chain.iter().for_each(|r| self.add_time(r));
+                self.tracker_if(!t.fields.is_empty(), tracker);
+                t.chain.iter().for_each(|r| self.add_time(r, tracker));
             }
         }
     }
@@ -137,15 +143,24 @@ impl Inputs {
         self.reads.extend(globs.iter().cloned());
     }
 
-    fn add_time(&mut self, t: &TimeRef) {
+    /// Notes that it reads the tracker `tracker`, when `reads`.
+    fn tracker_if(&mut self, reads: bool, tracker: &str) {
+        if reads && self.tracker.is_none() {
+            self.tracker = Some(tracker.to_string());
+        }
+    }
+
+    fn add_time(&mut self, t: &TimeRef, tracker: &str) {
         match t {
-            TimeRef::Field(_) | TimeRef::FieldTime(_) | TimeRef::Column(_) => self.tracker = true,
+            TimeRef::Field(_) | TimeRef::FieldTime(_) | TimeRef::Column(_) => {
+                self.tracker_if(true, tracker)
+            }
             TimeRef::Mtime(g) => {
                 self.globs.push(g.clone());
                 self.timed.push(g.clone());
             }
-            TimeRef::FirstOf(v) => v.iter().for_each(|r| self.add_time(r)),
-            TimeRef::Earliest(i) | TimeRef::Latest(i) => self.add_time(i),
+            TimeRef::FirstOf(v) => v.iter().for_each(|r| self.add_time(r, tracker)),
+            TimeRef::Earliest(i) | TimeRef::Latest(i) => self.add_time(i, tracker),
         }
     }
 }
@@ -163,10 +178,28 @@ mod tests {
             .clone()
             .try_into()
             .unwrap();
-        let i = Inputs::of(&[&p]);
+        let i = Inputs::of(&[&p], "EXECUTION-TRACKER.md");
         assert!(i.touched_by("EXECUTION-TRACKER.md"));
         assert!(i.touched_by("screenshots/1440"));
         assert!(i.touched_by("screenshots/1440/cold-look.png"));
         assert!(!i.touched_by("p3b-pa-auditor-A.md"));
+    }
+
+    #[test]
+    fn the_tracker_is_the_file_the_protocol_names() {
+        let p: Predicate = toml::from_str::<toml::Table>("p = { filled = \"BV-01\" }").unwrap()
+            ["p"]
+            .clone()
+            .try_into()
+            .unwrap();
+        let i = Inputs::of(&[&p], "TRACKER.md");
+        assert!(i.touched_by("TRACKER.md"));
+        assert!(!i.touched_by("EXECUTION-TRACKER.md"));
+        let none: Predicate = toml::from_str::<toml::Table>("p = { exists = \"a.md\" }").unwrap()
+            ["p"]
+            .clone()
+            .try_into()
+            .unwrap();
+        assert_eq!(Inputs::of(&[&none], "TRACKER.md").tracker, None);
     }
 }

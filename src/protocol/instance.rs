@@ -20,9 +20,8 @@ pub(super) fn instance(
     text: &str,
     def: &Arc<CheckDef>,
     raw: &Spanned<RawCheck>,
-    vars: &Vars,
-    variant: &str,
-    pass_deadline: Option<&Predicate>,
+    (vars, variant): (&Vars, &str),
+    (pass_deadline, tracker): (Option<&Predicate>, &str),
     err_at: &dyn Fn(Option<Range<usize>>, String) -> ProtocolError,
 ) -> Result<CheckInstance, ProtocolError> {
     let c = raw.get_ref();
@@ -68,7 +67,7 @@ pub(super) fn instance(
     let mut parts = vec![&predicate];
     parts.extend(deadline.as_ref());
     parts.extend(when.as_ref());
-    let inputs = inputs::Inputs::of(&parts);
+    let inputs = inputs::Inputs::of(&parts, tracker);
     Ok(CheckInstance {
         def: def.clone(),
         variant: variant.to_string(),

@@ -117,8 +117,9 @@ impl Protocol {
                 .map_err(|m| err_at(Some(vars.span()), format!("in [vars.{name}]: {m}")))?;
         }
         let subject = subject(&mut raw, &err_at)?;
+        let tracker = tracker(&raw, &err_at)?;
         let defs = check_defs(&raw, text, &err_at)?;
-        let passes = passes(&raw, text, &subject, &defs, &err_at)?;
+        let passes = passes(&raw, text, (&subject, &tracker), &defs, &err_at)?;
         kind_needs(&passes, &subject, &defs, &err_at)?;
 
         let sha256 = hex(&Sha256::digest(text.as_bytes()));
@@ -131,6 +132,7 @@ impl Protocol {
             sha256,
             text: text.to_string(),
             variant_marker: raw.globs.variant_marker.filter(|m| !m.is_empty()),
+            tracker,
             subject,
             passes,
             overrides: overridden,
@@ -237,7 +239,7 @@ fn severity(
 fn passes(
     raw: &RawProtocol,
     text: &str,
-    subject: &Subject,
+    (subject, tracker): (&Subject, &str),
     defs: &Defs<'_>,
     err_at: &ErrAt<'_>,
 ) -> Result<Vec<Pass>, ProtocolError> {
@@ -313,9 +315,8 @@ fn passes(
                 text,
                 def,
                 raw_check,
-                vars,
-                variant_name,
-                deadline.as_ref(),
+                (vars, variant_name),
+                (deadline.as_ref(), tracker),
                 &err_at,
             )?);
         }
@@ -360,9 +361,8 @@ fn passes(
                             text,
                             def,
                             raw_check,
-                            rep_vars,
-                            rep.vars.get_ref(),
-                            src_deadline.as_ref(),
+                            (rep_vars, rep.vars.get_ref()),
+                            (src_deadline.as_ref(), tracker),
                             &err_at,
                         )?);
                     }
@@ -500,6 +500,31 @@ fn subject(
         err_at(span, m)
     })?;
     Ok(Subject::Workspace(rules))
+}
+
+/// The file name of the build directory's execution tracker (what the tracker predicates read):
+/// `[tracker] file`, else [`super::DEFAULT_TRACKER`]. A name at the top of the build directory:
+/// no path, and none of the referee's own `OBSERVER-*` files.
+fn tracker(raw: &RawProtocol, err_at: &ErrAt<'_>) -> Result<String, ProtocolError> {
+    let Some(t) = &raw.tracker else {
+        return Ok(super::DEFAULT_TRACKER.to_string());
+    };
+    let file = &t.get_ref().file;
+    let plain = !file.trim().is_empty()
+        && file.trim() == file
+        && !file.contains(['/', '\\'])
+        && file != "."
+        && file != ".."
+        // The referee's own files (`OBSERVER-*`, and the temp files renamed into place).
+        && !file.starts_with("OBSERVER-")
+        && !file.starts_with(".OBSERVER-");
+    if !plain {
+        return Err(err_at(
+            Some(t.span()),
+            format!("`tracker.file = {file:?}` must be the name of a file at the top of the build directory, such as `EXECUTION-TRACKER.md` (no path, not an `OBSERVER-*` name)"),
+        ));
+    }
+    Ok(file.clone())
 }
 
 fn pass_id_str<'a>(passes: &'a [Spanned<RawPass>], id: &str) -> &'a str {

@@ -193,6 +193,10 @@ pub enum Subject {
     Workspace(TaskRules),
 }
 
+/// The execution tracker's file name when a protocol names none (`[tracker] file`): the D10
+/// pipeline's, which protocols written for it before the option existed read.
+pub const DEFAULT_TRACKER: &str = "EXECUTION-TRACKER.md";
+
 #[derive(Debug)]
 pub struct Protocol {
     pub id: String,
@@ -205,6 +209,9 @@ pub struct Protocol {
     pub text: String,
     /// A glob that does not contain the marker never matches a name that does.
     pub variant_marker: Option<String>,
+    /// The file name of the build directory's execution tracker, which the tracker predicates
+    /// read (`[tracker] file`; default [`DEFAULT_TRACKER`]).
+    pub tracker: String,
     /// What it judges: a build directory or a workspace's task records.
     pub subject: Subject,
     pub passes: Vec<Pass>,
@@ -263,7 +270,7 @@ impl Protocol {
     /// for deciding what was read.
     pub fn may_read(&self, rel: &str) -> bool {
         let instances = || self.passes.iter().flat_map(|p| &p.checks);
-        (rel == crate::artifacts::TRACKER_FILE && instances().any(|c| c.inputs.tracker))
+        instances().any(|c| c.inputs.reads_tracker(rel))
             || instances().any(|c| c.inputs.reads.iter().any(|g| g.is_match(rel)))
             || self
                 .verdict_spec()

@@ -20,6 +20,7 @@ pub(super) struct RawProtocol {
     pub(super) description: String,
     #[serde(default)]
     pub(super) globs: RawGlobs,
+    pub(super) tracker: Option<Spanned<RawTracker>>,
     pub(super) verdict: Option<Spanned<RawVerdict>>,
     pub(super) tasks: Option<Spanned<TasksSpec>>,
     #[serde(default, rename = "grade")]
@@ -31,6 +32,13 @@ pub(super) struct RawProtocol {
     pub(super) passes: Vec<Spanned<RawPass>>,
     #[serde(rename = "check")]
     pub(super) checks: Vec<Spanned<RawCheck>>,
+}
+
+/// `[tracker]`: the build directory's execution tracker.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTracker {
+    pub(super) file: String,
 }
 
 #[derive(Deserialize, Default)]

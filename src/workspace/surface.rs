@@ -28,7 +28,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::tree::{self, Looked};
-use super::{name, Content};
+use super::{name, Change, Content};
 use crate::artifacts::fsread::{sha256_hex, FileData};
 
 /// The pin in the state directory.
@@ -293,8 +293,9 @@ fn git_top(root: &Path) -> Option<PathBuf> {
 /// The protected paths outside the baseline, against their pinned state.
 #[derive(Debug, Default, Clone)]
 pub struct Findings {
-    /// Path and what happened to it (`added`, `modified`, `removed`, …).
-    pub changed: Vec<(String, String)>,
+    /// Path, how it changed, and the words for what happened to it (`added, …`,
+    /// `modified, mode: …`, `removed, …`).
+    pub changed: Vec<(String, Change, String)>,
     /// Paths whose state could not be had (path, why).
     pub undecided: Vec<(String, String)>,
     /// Paths first pinned by this judgment (a fresh pin, or a glob the pin was not taken for):
@@ -477,11 +478,11 @@ pub(crate) fn judge(
             };
             let what = match (kept.pin.paths.get(p.as_str()), &current) {
                 (None, None) => None,
-                (None, Some(_)) => Some("added".to_string()),
-                (Some(_), None) => Some("removed".to_string()),
-                (Some(was), Some(now)) => was.differs(now),
+                (None, Some(_)) => Some((Change::Added, "added".to_string())),
+                (Some(_), None) => Some((Change::Removed, "removed".to_string())),
+                (Some(was), Some(now)) => was.differs(now).map(|d| (Change::Modified, d)),
             };
-            if let Some(what) = what {
+            if let Some((change, what)) = what {
                 let since = if is_surface(p) {
                     "in no commit: against its state when the referee started"
                 } else {
@@ -489,7 +490,7 @@ pub(crate) fn judge(
                 };
                 findings
                     .changed
-                    .push((p.clone(), format!("{what}, {since}")));
+                    .push((p.clone(), change, format!("{what}, {since}")));
             }
         }
     }

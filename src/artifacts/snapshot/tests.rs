@@ -8,6 +8,9 @@ use super::*;
 use crate::artifacts::test_support::*;
 use crate::artifacts::{Limits, Snapshot};
 
+/// The tracker the D10 protocol names.
+const TRACKER: &str = "EXECUTION-TRACKER.md";
+
 #[test]
 fn limits_default_is_64_mib() {
     assert_eq!(Limits::default().max_read_bytes, 64 * 1024 * 1024);
@@ -67,7 +70,7 @@ fn empty_directory_scans_to_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let snap = scan(dir.path());
     assert!(snap.entries().is_empty());
-    assert!(snap.tracker().is_none());
+    assert!(snap.tracker(TRACKER).is_none());
 }
 
 #[test]
@@ -333,14 +336,14 @@ fn concurrent_reads_share_one_result() {
 fn tracker_is_parsed_once() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(
-        dir.path().join(TRACKER_FILE),
+        dir.path().join(TRACKER),
         "## Phase Timestamps\n| Field | Value |\n|---|---|\n| P0_START | 2026-02-25T10:00:00Z |\n",
     )
     .unwrap();
     let snap = scan(dir.path());
-    let one = snap.tracker().unwrap().unwrap();
+    let one = snap.tracker(TRACKER).unwrap().unwrap();
     assert_eq!(one.field("p0_start").unwrap().value, "2026-02-25T10:00:00Z");
-    let two = snap.tracker().unwrap().unwrap();
+    let two = snap.tracker(TRACKER).unwrap().unwrap();
     assert!(Arc::ptr_eq(&one, &two));
 }
 
@@ -349,9 +352,9 @@ fn a_tracker_over_the_parse_cap_is_not_parsed() {
     let dir = tempfile::tempdir().unwrap();
     // One-character rows: the costliest text per byte to parse.
     let rows = "| a |\n".repeat(MAX_TRACKER_BYTES as usize / 6 + 1);
-    fs::write(dir.path().join(TRACKER_FILE), &rows).unwrap();
+    fs::write(dir.path().join(TRACKER), &rows).unwrap();
     let snap = scan(dir.path());
-    match snap.tracker() {
+    match snap.tracker(TRACKER) {
         Some(Err(ReadError::TooLargeToParse { size, cap, .. })) => {
             assert_eq!(size, rows.len() as u64);
             assert_eq!(cap, MAX_TRACKER_BYTES);
@@ -360,19 +363,19 @@ fn a_tracker_over_the_parse_cap_is_not_parsed() {
     }
     // At the cap it is parsed.
     fs::write(
-        dir.path().join(TRACKER_FILE),
+        dir.path().join(TRACKER),
         &rows[..MAX_TRACKER_BYTES as usize],
     )
     .unwrap();
-    assert!(scan(dir.path()).tracker().unwrap().is_ok());
+    assert!(scan(dir.path()).tracker(TRACKER).unwrap().is_ok());
 }
 
 #[test]
 fn tracker_with_invalid_utf8_is_read_lossily() {
     let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join(TRACKER_FILE), b"| A\xff | v |\n").unwrap();
+    fs::write(dir.path().join(TRACKER), b"| A\xff | v |\n").unwrap();
     let snap = scan(dir.path());
-    let t = snap.tracker().unwrap().unwrap();
+    let t = snap.tracker(TRACKER).unwrap().unwrap();
     assert_eq!(t.rows[0].name, "A\u{fffd}");
 }
 
@@ -380,16 +383,16 @@ fn tracker_with_invalid_utf8_is_read_lossily() {
 fn tracker_absent_unreadable_or_nested() {
     let dir = tempfile::tempdir().unwrap();
     fs::create_dir(dir.path().join("sub")).unwrap();
-    fs::write(dir.path().join("sub").join(TRACKER_FILE), "| A | b |\n").unwrap();
-    assert!(scan(dir.path()).tracker().is_none());
+    fs::write(dir.path().join("sub").join(TRACKER), "| A | b |\n").unwrap();
+    assert!(scan(dir.path()).tracker(TRACKER).is_none());
 
     let fifo_dir = tempfile::tempdir().unwrap();
-    mkfifo(&fifo_dir.path().join(TRACKER_FILE));
-    let result = within(5, move || scan(fifo_dir.path()).tracker());
+    mkfifo(&fifo_dir.path().join(TRACKER));
+    let result = within(5, move || scan(fifo_dir.path()).tracker(TRACKER));
     assert!(matches!(result, Some(Err(ReadError::NotRegular { .. }))));
 
     let big = tempfile::tempdir().unwrap();
-    fs::write(big.path().join(TRACKER_FILE), "0123456789").unwrap();
+    fs::write(big.path().join(TRACKER), "0123456789").unwrap();
     let snap = Snapshot::scan(
         big.path(),
         Limits {
@@ -399,7 +402,7 @@ fn tracker_absent_unreadable_or_nested() {
     )
     .unwrap();
     assert!(matches!(
-        snap.tracker(),
+        snap.tracker(TRACKER),
         Some(Err(ReadError::TooLarge { .. }))
     ));
 }

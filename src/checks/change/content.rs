@@ -1,20 +1,19 @@
 //! Predicates about the content of an attempt's changed files: they parse (CC-05), they keep
 //! within their size limits (CC-06), and the lines they add (what CC-07 and CC-09 scan).
 
-use super::{conclude, scoped_task, TaskScope};
-use crate::checks::{Ctx, Outcome, Verdict};
+use super::{conclude, task, TaskScope};
+use crate::checks::{Outcome, Verdict};
 use crate::protocol::predicate::{Parses, SizeLimit};
 use crate::syntax;
 use crate::workspace::{diff, Content};
 
 // ---- CC-05 ----------------------------------------------------------------------------------
 
-pub(in crate::checks) fn parses(ctx: &Ctx<'_>, spec: &Parses) -> Outcome {
+pub(in crate::checks) fn parses(s: &TaskScope<'_>, spec: &Parses) -> Outcome {
     let expected = "every added or modified file parses";
-    let (s, _) = match scoped_task(ctx) {
-        Ok(x) => x,
-        Err(o) => return o,
-    };
+    if let Err(o) = task(s) {
+        return o;
+    }
     let commands: Vec<syntax::CommandRule> = spec.commands.iter().map(|c| c.rule()).collect();
     let mut fails = Vec::new();
     let mut unknown = Vec::new();
@@ -80,12 +79,11 @@ pub(in crate::checks) fn parses(ctx: &Ctx<'_>, spec: &Parses) -> Outcome {
 
 // ---- CC-06 ----------------------------------------------------------------------------------
 
-pub(in crate::checks) fn size_limit(ctx: &Ctx<'_>, l: &SizeLimit) -> Outcome {
+pub(in crate::checks) fn size_limit(s: &TaskScope<'_>, l: &SizeLimit) -> Outcome {
     let expected = "every changed file within its size limit";
-    let (s, _) = match scoped_task(ctx) {
-        Ok(x) => x,
-        Err(o) => return o,
-    };
+    if let Err(o) = task(s) {
+        return o;
+    }
     let limit = |p: &str| {
         l.by_extension
             .iter()

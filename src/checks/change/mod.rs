@@ -89,14 +89,22 @@ impl<'a> TaskScope<'a> {
     }
 }
 
-pub(super) fn scope<'c>(ctx: &'c Ctx<'_>) -> Result<&'c TaskScope<'c>, Outcome> {
-    ctx.task.ok_or_else(|| {
-        Outcome::new(
-            Verdict::Inconclusive,
-            "a task record to judge",
-            "this predicate is judged only in a pass with `for_each = \"task\"`",
-        )
-    })
+/// A task attempt's predicate met outside a pass instance of a task record.
+pub(super) fn outside_task() -> Outcome {
+    Outcome::new(
+        Verdict::Inconclusive,
+        "a task record to judge",
+        "this predicate is judged only in a pass with `for_each = \"task\"`",
+    )
+}
+
+/// A build directory's predicate met in a workspace protocol: there is no build directory.
+pub(super) fn outside_build() -> Outcome {
+    Outcome::new(
+        Verdict::Inconclusive,
+        "a build directory to judge",
+        "this predicate is judged only against a build directory (a protocol without `[tasks]`)",
+    )
 }
 
 pub(super) fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
@@ -110,13 +118,6 @@ pub(super) fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
             ),
         )
     })
-}
-
-/// The task a per-task predicate judges and its parsed record; else the INCONCLUSIVE that
-/// says why there is none (not a per-task pass, or a malformed record).
-pub(super) fn scoped_task<'c>(ctx: &'c Ctx<'_>) -> Result<(&'c TaskScope<'c>, &'c Task), Outcome> {
-    let s = scope(ctx)?;
-    Ok((s, task(s)?))
 }
 
 pub(super) fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
@@ -175,11 +176,7 @@ pub(super) fn conclude(
 
 // ---- CC-00 ----------------------------------------------------------------------------------
 
-pub(super) fn task_record(ctx: &Ctx<'_>) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+pub(super) fn task_record(s: &TaskScope<'_>) -> Outcome {
     let expected = "the task record parses and has the required fields";
     let o = match &s.record.parsed {
         Ok(_) if s.replay.is_some() => {
@@ -206,11 +203,7 @@ pub(super) fn task_record(ctx: &Ctx<'_>) -> Outcome {
 
 // ---- CC-01 ----------------------------------------------------------------------------------
 
-pub(super) fn unchanged(ctx: &Ctx<'_>, u: &Unchanged) -> Outcome {
-    let s = match scope(ctx) {
-        Ok(s) => s,
-        Err(o) => return o,
-    };
+pub(super) fn unchanged(s: &TaskScope<'_>, u: &Unchanged) -> Outcome {
     let expected = format!(
         "no protected path ({}) added, modified or removed, reached by a new link or shadowed",
         u.globs
@@ -396,8 +389,8 @@ pub fn protected_paths(
     let srcs: Vec<String> = globs.iter().map(|(g, _)| g.as_str().to_string()).collect();
     match ws.outside_baseline(&srcs, &protected) {
         Some(found) => {
-            for (p, what) in found.changed {
-                if what.starts_with("added,") && unchanged_copy(ws, &p, &protected) {
+            for (p, change, what) in found.changed {
+                if change == Change::Added && unchanged_copy(ws, &p, &protected) {
                     continue;
                 }
                 let what = match shadow_of(&p) {
@@ -561,9 +554,9 @@ pub fn protected_changes(ws: &Workspace, globs: &[Glob]) -> Vec<String> {
 
 // ---- CC-02 ----------------------------------------------------------------------------------
 
-pub(super) fn changes_listed(ctx: &Ctx<'_>) -> Outcome {
+pub(super) fn changes_listed(s: &TaskScope<'_>) -> Outcome {
     let expected = "every change against the baseline is listed in `changes`, and every listed change happened";
-    let (s, t) = match scoped_task(ctx) {
+    let t = match task(s) {
         Ok(x) => x,
         Err(o) => return o,
     };
@@ -600,9 +593,9 @@ pub(super) fn changes_listed(ctx: &Ctx<'_>) -> Outcome {
 
 // ---- CC-03 ----------------------------------------------------------------------------------
 
-pub(super) fn hashes_match(ctx: &Ctx<'_>) -> Outcome {
+pub(super) fn hashes_match(s: &TaskScope<'_>) -> Outcome {
     let expected = "`pre_hashes` match the baseline and `post_hashes` match the files now";
-    let (s, t) = match scoped_task(ctx) {
+    let t = match task(s) {
         Ok(x) => x,
         Err(o) => return o,
     };
@@ -642,9 +635,9 @@ pub(super) fn hashes_match(ctx: &Ctx<'_>) -> Outcome {
 
 // ---- CC-04 ----------------------------------------------------------------------------------
 
-pub(super) fn no_loss(ctx: &Ctx<'_>) -> Outcome {
+pub(super) fn no_loss(s: &TaskScope<'_>) -> Outcome {
     let expected = "no file removed unless listed in `removed`, and no file shrank to zero bytes";
-    let (s, t) = match scoped_task(ctx) {
+    let t = match task(s) {
         Ok(x) => x,
         Err(o) => return o,
     };
@@ -686,9 +679,9 @@ pub(super) fn no_loss(ctx: &Ctx<'_>) -> Outcome {
 
 // ---- CC-08 ----------------------------------------------------------------------------------
 
-pub(super) fn record_field(ctx: &Ctx<'_>, r: &RecordField) -> Outcome {
+pub(super) fn record_field(s: &TaskScope<'_>, r: &RecordField) -> Outcome {
     let expected = format!("`{}` matches `{}`", r.field, r.pattern.as_str());
-    let (_, t) = match scoped_task(ctx) {
+    let t = match task(s) {
         Ok(x) => x,
         Err(o) => return o,
     };

@@ -128,7 +128,8 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
     if !t.fields.is_empty() {
         match with_tracker(ctx) {
             Ok(tracker) => {
-                if let Ok(d) = ctx.read("EXECUTION-TRACKER.md") {
+                let name = ctx.tracker_file();
+                if let Ok(d) = ctx.read(name) {
                     o.push_file(Ctx::data_ref(&d));
                 }
                 for f in &t.fields {
@@ -142,7 +143,7 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
                             (true, true) => continue,
                         };
                         sources.push(Source::field(
-                            format!("EXECUTION-TRACKER.md:{} ({})", row.line, row.name),
+                            format!("{name}:{} ({})", row.line, row.name),
                             text,
                         ));
                     }

@@ -23,8 +23,8 @@ mod yaml;
 
 use std::collections::BTreeMap;
 
-use super::change::{no_baseline, scoped_task};
-use super::{Ctx, Outcome, Verdict};
+use super::change::{no_baseline, task, TaskScope};
+use super::{Outcome, Verdict};
 use crate::workspace::{record, Change, Content};
 
 /// One file of the scope: its baseline and current text (`None`: absent).
@@ -419,9 +419,9 @@ fn reason_for<'r>(reasons: &'r BTreeMap<String, String>, path: &str) -> Option<&
 
 // ---- CC-10 -----------------------------------------------------------------------------------
 
-pub(super) fn weakened(ctx: &Ctx<'_>) -> Outcome {
+pub(super) fn weakened(s: &TaskScope<'_>) -> Outcome {
     let expected = "no test removed or skipped, no assertion removed, no coverage threshold lowered, no lint, type-check or CI gate relaxed (or a reason in the record's `weakened`)";
-    let (s, t) = match scoped_task(ctx) {
+    let t = match task(s) {
         Ok(x) => x,
         Err(o) => return o,
     };

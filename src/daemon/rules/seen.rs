@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::artifacts::{Snapshot, TRACKER_FILE};
+use crate::artifacts::Snapshot;
 use crate::checks::Ctx;
 use crate::protocol::Protocol;
 use crate::state::observed::{self, Observed};
@@ -47,8 +47,8 @@ pub fn look(
             }
         }
     }
-    if named(TRACKER_FILE) {
-        if let Some(Ok(tracker)) = snap.tracker() {
+    if named(&protocol.tracker) {
+        if let Some(Ok(tracker)) = snap.tracker(&protocol.tracker) {
             for row in &tracker.rows {
                 seen.note(
                     observed::field_key(&row.name, &row.value, row.third.as_deref()),

@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::artifacts::{Entry, TRACKER_FILE};
+use crate::artifacts::Entry;
 use crate::fsevents::ChangeKind;
 use crate::protocol::inputs::Inputs;
 
@@ -196,7 +196,7 @@ pub fn reads(inputs: &Inputs, rel: &str) -> bool {
     if crate::artifacts::not_input(rel) {
         return false;
     }
-    if inputs.tracker && rel == TRACKER_FILE {
+    if inputs.reads_tracker(rel) {
         return true;
     }
     inputs
@@ -353,7 +353,7 @@ mod tests {
                 glob("screenshots"),
                 glob("${auditors}"),
             ],
-            tracker: true,
+            tracker: Some("EXECUTION-TRACKER.md".into()),
             verdict: false,
             everything: true,
             timed: Vec::new(),
@@ -361,7 +361,7 @@ mod tests {
         };
         assert!(reads(&inputs, "p3a-gate-results.json"));
         assert!(reads(&inputs, "screenshots/1440/a.png"));
-        assert!(reads(&inputs, TRACKER_FILE));
+        assert!(reads(&inputs, "EXECUTION-TRACKER.md"));
         assert!(!reads(&inputs, ".p3a-gate-results.json.tmp"));
         assert!(!reads(&inputs, "notes.md"));
         // The conservative test counts both (an uncompiled glob, "everything").

@@ -436,7 +436,6 @@ impl Session {
         };
         self.evaluated = true;
         let ws = self.open_workspace()?;
-        let (canon, limits) = (&self.canon, self.cfg.limits);
         let waivers = &mut self.waivers;
         let result = catch_unwind(AssertUnwindSafe(|| {
             let state = ws.state().unwrap_or(ws.root()).to_path_buf();
@@ -450,18 +449,10 @@ impl Session {
                     w.apply(eval);
                 }
             };
-            judge::evaluate(
-                &protocol,
-                rules,
-                (canon, &ws),
-                limits,
-                Utc::now(),
-                memory,
-                waive,
-            )
+            judge::evaluate(&protocol, rules, &ws, Utc::now(), memory, waive)
         }));
         match result {
-            Ok(Ok(e)) => {
+            Ok(e) => {
                 self.clear_fault("evaluate");
                 Some(Judged {
                     ws,
@@ -469,10 +460,6 @@ impl Session {
                     runs: e.runs,
                     decision: e.decision,
                 })
-            }
-            Ok(Err(e)) => {
-                self.fault("scan", format!("cannot open the workspace: {e}"));
-                None
             }
             Err(p) => {
                 self.fault(

@@ -106,9 +106,12 @@ impl Session {
     fn sync_stop(&mut self, eval: Option<&Evaluation>) {
         let ctx = self.context(None, None);
         // Decided first; the STOP file only renders what was decided.
-        let checks = eval
-            .filter(|e| crate::decision::build(e).stops())
-            .and_then(|e| markdown::stop_file(&self.protocol, e, &ctx));
+        let checks = eval.and_then(|e| {
+            let decision = crate::decision::build(e);
+            decision
+                .stops()
+                .then(|| markdown::stop_file(&self.protocol, e, &decision, &ctx))
+        });
         self.sync_stop_text(checks, eval.is_some() && self.ledger.holds.is_empty());
     }
 

@@ -9,6 +9,7 @@ use super::blocks::{table_head, tidy, ts};
 use super::escape::{code, text};
 use super::{history, Context, StatusChange};
 use crate::checks::FileRef;
+use crate::decision::{Cause, Decision};
 use crate::engine::{CheckResult, Evaluation, Status};
 use crate::protocol::{CheckDef, Protocol};
 
@@ -167,14 +168,20 @@ pub fn pass_file(p: &Protocol, eval: &Evaluation, pass: &str, ctx: &Context) -> 
 /// glob that matched thousands of files should not bury the action below them.
 const STOP_FILES: usize = 50;
 
-/// `OBSERVER-STOP.md`, or `None` when no BLOCKING check fails. Each field of a block is a
-/// paragraph of its own (`**Check:** …`, `**Severity:** …`, …, `**Required Action:** …`), so
-/// every field starts a line and none renders inside another.
-pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<String> {
-    let failing: Vec<&CheckResult> = eval.stops().collect();
-    if failing.is_empty() {
-        return None;
-    }
+/// A build directory's `OBSERVER-STOP.md`: one block for each BLOCKING failure the decision's
+/// STOP stands on ([`Decision::stop`]), as judged in `eval`; written only while one stands
+/// ([`Decision::stops`]). Each field of a block is a paragraph of its own (`**Check:** …`,
+/// `**Severity:** …`, …, `**Required Action:** …`), so every field starts a line and none
+/// renders inside another.
+pub fn stop_file(p: &Protocol, eval: &Evaluation, decision: &Decision, ctx: &Context) -> String {
+    let failing: Vec<&CheckResult> = decision
+        .stop
+        .iter()
+        .filter_map(|c| match c {
+            Cause::Blocking(key) => eval.results.iter().find(|r| r.key() == *key),
+            Cause::Veto { .. } | Cause::Escalated(_) => None,
+        })
+        .collect();
     let mut out = String::from("# OBSERVER STOP — BLOCKING VIOLATION\n\n");
     let _ = writeln!(
         out,
@@ -261,7 +268,7 @@ pub fn stop_file(p: &Protocol, eval: &Evaluation, ctx: &Context) -> Option<Strin
             );
         }
     }
-    Some(tidy(&out))
+    tidy(&out)
 }
 
 /// Every file a verdict rests on, once, in path order.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_false, Glob, Pattern, Predicate};
+use super::{choice, is_default, Glob, Pattern, Predicate};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,18 +131,39 @@ pub struct FileSet {
     /// Regex over the file name whose first capture group is the key.
     pub key: Pattern,
     pub expect: Vec<String>,
-    /// Keys compare ignoring case: `p3b-pa-auditor-a.md` carries the key `A`, and with
-    /// `p3b-pa-auditor-A.md` beside it, `A` is there twice.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub ignore_case: bool,
+    /// How keys compare (`ignore_case = true`: `p3b-pa-auditor-a.md` carries the key `A`, and
+    /// with `p3b-pa-auditor-A.md` beside it, `A` is there twice).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub ignore_case: KeyCase,
+}
+
+choice! {
+    /// How a file set's keys compare with the expected ones (`ignore_case`).
+    pub enum KeyCase {
+        /// Byte for byte.
+        Exact = false,
+        /// Ignoring case: `a` is the expected `A`.
+        Ignored = true,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Section {
     pub section: String,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub exact: bool,
+    /// Which headings name the section (`exact = true`: equal to `section`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub exact: SectionMatch,
+}
+
+choice! {
+    /// Which tracker headings a section name picks out (`exact`); both ignore case.
+    pub enum SectionMatch {
+        /// Every heading containing the name.
+        Contains = false,
+        /// The heading equal to the name.
+        Exact = true,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -150,8 +171,19 @@ pub struct Section {
 pub struct FieldMatches {
     pub fields: Vec<String>,
     pub pattern: Pattern,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub any: bool,
+    /// How many of the fields must match (`any = true`: one is enough).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub any: HowMany,
+}
+
+choice! {
+    /// How many of the listed values must match (`any`).
+    pub enum HowMany {
+        /// Every value.
+        All = false,
+        /// At least one value.
+        Any = true,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -287,9 +319,19 @@ pub struct Heading {
     pub level: u8,
     /// The heading text, compared ignoring case and surrounding space.
     pub text: String,
-    /// It must be the last heading of its level in the file.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub last: bool,
+    /// Where in the file the heading must be (`last = true`: the last of its level).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub last: HeadingPlace,
+}
+
+choice! {
+    /// Where a required heading must stand in its file (`last`).
+    pub enum HeadingPlace {
+        /// Anywhere.
+        Anywhere = false,
+        /// As the last heading of its level.
+        Last = true,
+    }
 }
 
 /// `json = { file, path, <test>... }`: the value at `path` (a JSON pointer, RFC 6901) in every
@@ -457,9 +499,19 @@ pub struct Gate {
     /// Every entry with this id has this result (case-insensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
-    /// An entry with an empty result counts as missing.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub require_result: bool,
+    /// What an entry with an empty result counts as (`require_result = true`: missing).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub require_result: EmptyResult,
+}
+
+choice! {
+    /// What a gate entry with an empty result counts as (`require_result`).
+    pub enum EmptyResult {
+        /// Present: the gate is there.
+        Present = false,
+        /// Missing: the gate is there only once it has a result.
+        Missing = true,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -188,6 +188,48 @@ impl Predicate {
     }
 }
 
-fn is_false(b: &bool) -> bool {
-    !*b
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }
+
+/// An option that chooses between two named behaviours, written in a protocol as `false` (the
+/// first, the default) or `true` (the second): the enum gives the code each behaviour's name,
+/// the protocol file keeps its `true`/`false` (anything else is the same load error as for any
+/// boolean).
+macro_rules! choice {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(#[$off_meta:meta])* $off:ident = false,
+            $(#[$on_meta:meta])* $on:ident = true $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+        #[serde(from = "bool", into = "bool")]
+        pub enum $name {
+            $(#[$off_meta])*
+            #[default]
+            $off,
+            $(#[$on_meta])*
+            $on,
+        }
+
+        impl From<bool> for $name {
+            fn from(b: bool) -> Self {
+                if b {
+                    $name::$on
+                } else {
+                    $name::$off
+                }
+            }
+        }
+
+        impl From<$name> for bool {
+            fn from(c: $name) -> bool {
+                c == $name::$on
+            }
+        }
+    };
+}
+use choice;

@@ -12,7 +12,7 @@ fn a_syntax_command_is_refused_for_the_field_at_fault() {
         ext: ".sh".into(),
         argv: vec!["bash".into(), "-n".into(), "{path}".into()],
         timeout_seconds: 10,
-        replaces_builtin: false,
+        replaces_builtin: Builtin::Kept,
     };
     assert_eq!(ok.validate(), Ok(()));
     let with = |f: &dyn Fn(&mut SyntaxCommand)| {

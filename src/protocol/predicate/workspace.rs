@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_false, Glob, OneOrMany, Pattern};
+use super::{choice, is_default, Glob, OneOrMany, Pattern};
 use crate::protocol::memo::{memo, Memo};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -205,11 +205,22 @@ pub struct SyntaxCommand {
     /// Seconds before the command (and its process group) is killed: 1 to
     /// [`SyntaxCommand::MAX_TIMEOUT_SECONDS`]; default [`SyntaxCommand::DEFAULT_TIMEOUT_SECONDS`].
     pub timeout_seconds: u64,
-    /// The built-in parser is switched off for the files this rule matches: the command alone
-    /// judges them (for a team that trusts its own compiler over the referee's parser, e.g.
-    /// `tsc --noEmit` for `.ts`). Default `false`: the command adds to the built-in parser.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub replaces_builtin: bool,
+    /// Whether the built-in parser still judges the files this rule matches
+    /// (`replaces_builtin = true`: the command alone judges them, for a team that trusts its
+    /// own compiler over the referee's parser, e.g. `tsc --noEmit` for `.ts`). Default: the
+    /// command adds to the built-in parser.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub replaces_builtin: Builtin,
+}
+
+choice! {
+    /// What a syntax command does to the built-in parser for its files (`replaces_builtin`).
+    pub enum Builtin {
+        /// The built-in parser judges them too; the command adds its own judgment.
+        Kept = false,
+        /// The command alone judges them.
+        Replaced = true,
+    }
 }
 
 #[derive(Deserialize)]
@@ -220,7 +231,7 @@ struct RawSyntaxCommand {
     #[serde(default = "default_timeout")]
     timeout_seconds: u64,
     #[serde(default)]
-    replaces_builtin: bool,
+    replaces_builtin: Builtin,
 }
 
 fn default_timeout() -> u64 {
@@ -316,7 +327,7 @@ impl SyntaxCommand {
             ext: self.ext.clone(),
             argv: self.argv.clone(),
             timeout: std::time::Duration::from_secs(self.timeout_seconds),
-            replaces_builtin: self.replaces_builtin,
+            replaces_builtin: self.replaces_builtin == Builtin::Replaced,
         }
     }
 }
@@ -436,9 +447,9 @@ pub struct RecordField {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Style {
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub final_newline: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub trailing_whitespace: bool,
 }
 
