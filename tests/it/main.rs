@@ -1,6 +1,7 @@
 // Test helpers unwrap freely: a failed unwrap is a failed test, with its place.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
+mod accept_commit;
 mod agree;
 mod artifact_types;
 mod attack_git;

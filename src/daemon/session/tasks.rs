@@ -252,6 +252,18 @@ impl Session {
         }
     }
 
+    /// Judges again, at a heartbeat tick, when `referee accept` moved the baseline since the
+    /// last judgment: an accept takes effect (a veto it lifts, a change it makes no longer
+    /// count) without waiting for the next file event.
+    pub(super) fn check_accepted(&mut self) {
+        let Part::Workspace(tasks) = &self.part else {
+            return;
+        };
+        if crate::workspace::accepted::generation(&tasks.state) != tasks.accepted {
+            self.judge(Some(&BTreeSet::new()));
+        }
+    }
+
     /// Takes the baseline again when `referee accept` moved it since it was last taken (one
     /// small read of the state directory per judgment), and logs each accept made since.
     fn take_accepted(&mut self) {
@@ -284,13 +296,25 @@ impl Session {
             .map(|a| a.log)
             .unwrap_or_default();
         for e in log.into_iter().filter(|e| e.generation > before) {
-            let what = match (&e.task, e.attempt) {
-                (Some(t), Some(a)) => format!("task {t} attempt {a}"),
-                (Some(t), None) => format!("task {t}"),
+            let what = match (&e.task, e.attempt, &e.commit) {
+                (Some(t), Some(a), _) => format!("task {t} attempt {a}"),
+                (Some(t), None, _) => format!("task {t}"),
+                (None, _, Some(c)) => format!(
+                    "commit {}: the baseline is re-pinned there",
+                    c.get(..12).unwrap_or(c)
+                ),
                 _ => "the orchestrator's own work".to_string(),
             };
+            let protected = if e.protected.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; protected path(s) accepted with --protected-too: {}",
+                    e.protected.join(", ")
+                )
+            };
             let text = format!(
-                "accepted {what}: {} path(s) are measured against what was accepted from now on ({})",
+                "accepted {what}: {} path(s) are measured against what was accepted from now on ({}){protected}",
                 e.paths.len(),
                 e.paths.join(", ")
             );
@@ -300,6 +324,8 @@ impl Session {
                     task: e.task,
                     attempt: e.attempt,
                     paths: e.paths,
+                    commit: e.commit,
+                    protected: e.protected,
                     text,
                 }
                 .into(),
