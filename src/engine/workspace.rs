@@ -132,7 +132,16 @@ pub fn evaluate_workspace(
     let store = crate::state::attempts::dir_for_workspace(ws)
         .map(|d| crate::state::attempts::Store::open(&d));
     let mut judgments: BTreeMap<String, Judgment> = BTreeMap::new();
-    let mut dropped: Vec<&str> = Vec::new();
+    // A record of a task the orchestrator never opened (once it opened any) claims nothing.
+    let known = crate::state::registry::Known::of(ws.state());
+    let unknown = |record: &crate::workspace::record::Record| {
+        known.unknown(&record.parsed.as_ref().ok()?.task_id)
+    };
+    let mut dropped: Vec<&str> = judged
+        .iter()
+        .filter(|r| unknown(r).is_some())
+        .map(|r| r.rel.as_str())
+        .collect();
     for _ in 0..=judged.len() {
         let claimants: Vec<&crate::workspace::record::Record> = judged
             .iter()
@@ -148,6 +157,7 @@ pub fn evaluate_workspace(
                 continue;
             }
             scope.replay = store.as_ref().and_then(|s| replay(s, record));
+            scope.unknown = unknown(record);
             let key = record.key().to_string();
             let tctx = ctx.for_task(&scope);
             let mut j = Judgment {
@@ -155,7 +165,8 @@ pub fn evaluate_workspace(
                 passes: Vec::new(),
                 results: Vec::new(),
                 diff: scope.attempt_diff(),
-                replay: scope.replay.clone(),
+                // Either way it is not an attempt: no guard counts it, nothing of it is kept.
+                replay: scope.unknown.clone().or_else(|| scope.replay.clone()),
             };
             for pass in protocol.passes.iter().filter(|p| p.for_each.is_some()) {
                 let state = PassState {

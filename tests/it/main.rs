@@ -44,6 +44,7 @@ mod sessions;
 mod state;
 mod stop_evidence;
 mod surface;
+mod task_open;
 mod test_command;
 mod unreadable;
 mod user_protocol;

@@ -1622,7 +1622,9 @@ impl Session {
         let (a, b) = (ls(&self.base_commit), ls("HEAD"));
         let mut out = Vec::new();
         for p in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
-            if a.get(p) == b.get(p) {
+            // A committed record (or anything else of git's, the records', the referee's) is
+            // never part of a change, nor of the model's baseline.
+            if a.get(p) == b.get(p) || model::outside_change(p) {
                 continue;
             }
             let node = b.get(p).map(|(mode, oid)| {
@@ -1660,10 +1662,18 @@ impl Session {
                 .collect()
         };
         let (a, b) = (ls(&self.base_commit), ls("HEAD"));
-        a.keys()
+        let touched = a
+            .keys()
             .chain(b.keys())
             .filter(|p| self.prot.is_match(p.as_str()))
-            .any(|p| a.get(p) != b.get(p))
+            .any(|p| a.get(p) != b.get(p));
+        // A module committed where CPython loads it before a protected one shadows it.
+        let shadowed = b.keys().filter(|p| !a.contains_key(*p)).any(|p| {
+            a.keys()
+                .filter(|pp| pp.ends_with(".py") && self.prot.is_match(pp.as_str()))
+                .any(|pp| model::shadows(pp, p))
+        });
+        touched || shadowed
     }
 
     /// The model's view now: the veto, and the expectations of every record judged now.
