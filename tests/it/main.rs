@@ -37,6 +37,7 @@ mod pinned;
 mod pipeline;
 mod project_rules;
 mod protect_forms;
+mod reject_cap;
 mod renamed_grades;
 mod replay;
 mod root;

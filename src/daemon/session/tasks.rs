@@ -667,6 +667,10 @@ impl Session {
                     if let Some((kept, diff)) = v.kept().filter(|_| keep) {
                         store.keep(&kept, diff)?;
                     }
+                    // Noted once per distinct record, however often it is written again.
+                    if let Some((task, hash)) = v.rejected_replay() {
+                        store.keep_replay(task, hash)?;
+                    }
                     copied
                 });
             match written {
