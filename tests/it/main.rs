@@ -27,6 +27,7 @@ mod interrupt;
 mod json_strict;
 mod layers;
 mod layouts;
+mod live_rules;
 mod liveness;
 mod locations;
 mod markdown;

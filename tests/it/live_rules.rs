@@ -1,0 +1,67 @@
+//! The rules a live code-change referee runs with are the ones that count: `verify --write`
+//! with other rules never lifts its STOP (refused, exit 2, and why), and `status --task` pins
+//! the protocol the orchestrator started (`--expect-protocol`). Through the binary, with real
+//! git and a live `watch`.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use crate::code_change::{git_workspace, judged, record, start, stop, APP, ORIGINAL, PROTECTED};
+use crate::util::run;
+
+/// A protected edit raises the live referee's STOP; a `verify --write` that protects nothing
+/// (the worker's attempt to lift it) is refused with exit 2, says why, and the STOP stands.
+#[test]
+fn verify_write_with_other_rules_never_lifts_a_live_stop() {
+    let (_root, ws, logs) = git_workspace();
+    let mut w = start(&ws, &logs, &[]);
+    fs::write(ws.join(PROTECTED), "ROLES = ['worker', 'root']\n").expect("write");
+    w.until("the veto", || stop(&ws).exists());
+    let d = ws.display().to_string();
+    let out = run(&[
+        "verify",
+        &d,
+        "--protocol",
+        "code-change",
+        "--set",
+        "protected=[]",
+        "--write",
+    ]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("live referee"), "{out:?}");
+    assert!(stop(&ws).exists(), "the STOP stands");
+    assert_eq!(run(&["status", &d]).code, 1, "status still says STOP");
+    w.signal(libc::SIGTERM);
+    w.wait(crate::watch::WAIT);
+}
+
+/// `status --task` with `--expect-protocol`: 0 with the hash of the protocol the referee runs,
+/// 1 (and why) with another's, so a referee restarted with other rules is not believed.
+#[test]
+fn status_task_pins_the_protocol_the_orchestrator_started() {
+    let (_root, ws, logs) = git_workspace();
+    let mut w = start(&ws, &logs, &[]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &BTreeMap::from([(APP, ORIGINAL)]));
+    w.until("t1 judged", || judged(&ws, "t1", 1));
+    let hash = run(&["protocol", "hash", "code-change"]);
+    assert_eq!(hash.code, 0, "{hash:?}");
+    let hash = hash
+        .stdout
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let d = ws.display().to_string();
+    let ok = run(&["status", &d, "--task", "t1", "--expect-protocol", &hash]);
+    assert_eq!(ok.code, 0, "{ok:?}");
+    let other = "0".repeat(64);
+    let no = run(&["status", &d, "--task", "t1", "--expect-protocol", &other]);
+    assert_eq!(no.code, 1, "{no:?}");
+    assert!(
+        no.stdout.contains("protocol") || no.stderr.contains("protocol"),
+        "{no:?}"
+    );
+    w.signal(libc::SIGTERM);
+    w.wait(crate::watch::WAIT);
+}
