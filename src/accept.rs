@@ -76,12 +76,27 @@ pub fn kept_verdict(state: &Path, task: &str) -> Result<Option<KeptVerdict>, Acc
 
 /// The paths of `judged` whose file in the workspace `root` is no longer what was judged:
 /// other bytes, another type, there when judged removed or gone when judged present.
+///
+/// A path judged [`UNREADABLE`] (a folder such as a nested repository's `.git`, a link, a file
+/// that could not be read) is stale only once it is a readable file or gone: what cannot be
+/// read as a file now is what was judged, not a change.
 pub fn stale_paths(root: &Path, judged: &BTreeMap<String, Option<String>>) -> Vec<String> {
     judged
         .iter()
-        .filter(|(rel, want)| now_at(root, rel).0 != **want)
+        .filter(|(rel, want)| {
+            let now = now_at(root, rel).0;
+            match want.as_deref() {
+                Some(UNREADABLE) => now.as_deref().is_none_or(is_sha256),
+                _ => now != **want,
+            }
+        })
         .map(|(rel, _)| rel.clone())
         .collect()
+}
+
+/// Whether `s` is a SHA-256 in hex (what [`now_at`] gives for a readable regular file).
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// What `rel` is in `root` now: `None` absent; the SHA-256 of a regular file's bytes and its

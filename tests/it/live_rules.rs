@@ -65,3 +65,33 @@ fn status_task_pins_the_protocol_the_orchestrator_started() {
     w.signal(libc::SIGTERM);
     w.wait(crate::watch::WAIT);
 }
+
+/// Found by the session simulator (`not_judged_live`): a nested repository put in the
+/// workspace is in a task's scope as a path the referee cannot read as a file; `status --task`
+/// took its verdict as stale forever (the folder is not what was judged), so it answered "not
+/// judged" where the referee had judged. A path judged unreadable is stale only when it becomes
+/// a readable file (or goes away).
+#[test]
+fn a_verdict_over_a_nested_repository_is_not_stale() {
+    let (_root, ws, logs) = git_workspace();
+    let mut w = start(&ws, &logs, &[]);
+    let nested = ws.join("nested");
+    fs::create_dir(&nested).expect("mkdir");
+    fs::write(nested.join("lib.py"), "X = 1\n").expect("write");
+    crate::code_change::git(&nested, &["init", "-q"]);
+    crate::code_change::git(&nested, &["add", "-A"]);
+    crate::code_change::git(&nested, &["commit", "-q", "-m", "nested"]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &BTreeMap::from([(APP, ORIGINAL)]));
+    w.until("t1 judged", || judged(&ws, "t1", 1));
+    let d = ws.display().to_string();
+    let out = run(&["status", &d, "--task", "t1"]);
+    assert!(
+        out.stdout.contains("task t1 attempt 1: "),
+        "the verdict, not `stale`: {out:?}\n{}",
+        w.output()
+    );
+    assert_ne!(out.code, 4, "{out:?}");
+    w.signal(libc::SIGTERM);
+    w.wait(crate::watch::WAIT);
+}

@@ -632,21 +632,34 @@ impl Session {
         // judged is written again (not kept again) when the task's last published verdict is
         // a malformed record's: a record broken mid-write and put back whole gets its
         // attempt's judgment back.
-        let fresh: Vec<(&TaskVerdict, bool)> = verdicts
+        // An attempt judged again whose verdict is no longer the one published (its scope
+        // changed: another task's unclaimed edit joined it, a claim landed) is published again,
+        // as a one-shot `verify` would judge it now; it is not kept again.
+        let changed = |v: &TaskVerdict| {
+            tasks
+                .copies
+                .get(&code_change::verdict_file(&v.task_id, "json"))
+                .is_some_and(|old| *old != code_change::verdict_json(v))
+        };
+        let fresh: Vec<(&TaskVerdict, bool, bool)> = verdicts
             .iter()
             .filter_map(|v| match v.attempt.filter(|_| !v.replay) {
                 Some(a) => {
                     let new = !tasks.judged.contains(&(v.task_id.clone(), a))
                         && !store.is_kept(&v.task_id, a);
-                    (new || tasks.unkept.contains_key(&v.task_id)).then_some((v, new))
+                    let changed = !new && changed(v);
+                    (new || changed || tasks.unkept.contains_key(&v.task_id))
+                        .then_some((v, new, changed))
                 }
                 None => (tasks.unkept.get(&v.task_id) != Some(&code_change::verdict_json(v)))
-                    .then_some((v, false)),
+                    .then_some((v, false, false)),
             })
             .collect();
-        for (v, keep) in fresh {
+        for (v, keep, changed) in fresh {
             let logged = match (v.attempt.filter(|_| !v.replay), &mut self.part) {
-                (Some(a), Part::Workspace(tasks)) => !tasks.logged.insert((v.task_id.clone(), a)),
+                (Some(a), Part::Workspace(tasks)) => {
+                    !tasks.logged.insert((v.task_id.clone(), a)) && !changed
+                }
                 _ => false,
             };
             if !logged {
