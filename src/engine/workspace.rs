@@ -92,6 +92,21 @@ fn claims_hold(
         .all(|(p, how)| changes.get(p).is_some_and(|c| c.as_str() == how))
 }
 
+/// Each (task, attempt) `referee accept --task` accepted in the workspace's state directory.
+fn accepted_attempts(
+    ws: &crate::workspace::Workspace,
+) -> std::collections::BTreeSet<(String, u64)> {
+    ws.state()
+        .and_then(|s| crate::workspace::accepted::load(s).ok().flatten())
+        .map(|a| {
+            a.log
+                .into_iter()
+                .filter_map(|e| Some((e.task?, e.attempt?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Judges a workspace: the passes without `for_each` as [`evaluate`] does, and each pass with
 /// `for_each = "task"` once per judged task record, its results keyed by the record's task id.
 pub fn evaluate_workspace(
@@ -104,9 +119,17 @@ pub fn evaluate_workspace(
     let _span =
         tracing::debug_span!("evaluate", protocol = %protocol.id, workspace = true).entered();
     let records = ws.records(&rules.records.required);
+    // An attempt the orchestrator accepted is done: its verdict stands, and its record (until
+    // the orchestrator settles it) is not judged again against the baseline it moved.
+    let accepted = accepted_attempts(ws);
     let judged: Vec<&crate::workspace::record::Record> = records
         .iter()
         .filter(|r| r.is_judged(&rules.records.judge_status))
+        .filter(|r| {
+            r.parsed.as_ref().map_or(true, |t| {
+                !accepted.contains(&(t.task_id.clone(), t.attempt))
+            })
+        })
         .collect();
     let mut ctx = Ctx::new(protocol, snap);
     ctx.seen = opts.seen.as_deref();

@@ -632,14 +632,18 @@ impl Session {
         // judged is written again (not kept again) when the task's last published verdict is
         // a malformed record's: a record broken mid-write and put back whole gets its
         // attempt's judgment back.
-        // An attempt judged again whose verdict is no longer the one published (its scope
+        // An attempt judged again to another verdict than the one published (its scope
         // changed: another task's unclaimed edit joined it, a claim landed) is published again,
-        // as a one-shot `verify` would judge it now; it is not kept again.
+        // as a one-shot `verify` would judge it now; it is not kept again. An escalation holds
+        // (`hold_escalation`), so files put back under it publish nothing new.
         let changed = |v: &TaskVerdict| {
             tasks
                 .copies
                 .get(&code_change::verdict_file(&v.task_id, "json"))
-                .is_some_and(|old| *old != code_change::verdict_json(v))
+                .and_then(|old| serde_json::from_str::<serde_json::Value>(old).ok())
+                .is_some_and(|old| {
+                    old["attempt"] == serde_json::json!(v.attempt) && old["verdict"] != v.verdict
+                })
         };
         let fresh: Vec<(&TaskVerdict, bool, bool)> = verdicts
             .iter()
