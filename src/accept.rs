@@ -76,12 +76,27 @@ pub fn kept_verdict(state: &Path, task: &str) -> Result<Option<KeptVerdict>, Acc
 
 /// The paths of `judged` whose file in the workspace `root` is no longer what was judged:
 /// other bytes, another type, there when judged removed or gone when judged present.
+///
+/// A path judged [`UNREADABLE`] (a folder such as a nested repository's `.git`, a link, a file
+/// that could not be read) is stale only once it is a readable file or gone: what cannot be
+/// read as a file now is what was judged, not a change.
 pub fn stale_paths(root: &Path, judged: &BTreeMap<String, Option<String>>) -> Vec<String> {
     judged
         .iter()
-        .filter(|(rel, want)| now_at(root, rel).0 != **want)
+        .filter(|(rel, want)| {
+            let now = now_at(root, rel).0;
+            match want.as_deref() {
+                Some(UNREADABLE) => now.as_deref().is_none_or(is_sha256),
+                _ => now != **want,
+            }
+        })
         .map(|(rel, _)| rel.clone())
         .collect()
+}
+
+/// Whether `s` is a SHA-256 in hex (what [`now_at`] gives for a readable regular file).
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// What `rel` is in `root` now: `None` absent; the SHA-256 of a regular file's bytes and its
@@ -217,6 +232,9 @@ pub fn accept_task(
         task: Some(task.to_string()),
         attempt: v.attempt,
         paths: moved.keys().cloned().collect(),
+        commit: None,
+        from: None,
+        protected: Vec::new(),
     });
     accepted::save(state, &kept, &blobs)?;
     Ok(Done {
@@ -224,5 +242,149 @@ pub fn accept_task(
         attempt: v.attempt,
         generation: kept.generation,
         paths: moved,
+    })
+}
+
+/// What an `accept --commit` moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoneCommit {
+    pub commit: String,
+    pub from: String,
+    pub generation: u64,
+    /// Each path whose entry differs between the two commits' trees.
+    pub paths: Vec<String>,
+    /// Those of them that are protected (accepted with `--protected-too`).
+    pub protected: Vec<String>,
+}
+
+/// How many commits `accept --commit` walks back from REV looking for the pinned commit.
+const HISTORY_LIMIT: usize = 1_000_000;
+
+/// Re-pins the baseline of the workspace `root` (state directory `state`) at the commit `rev`
+/// names: refused unless a git baseline is pinned in `state`, `rev` names a commit that
+/// descends from it, and (without `protected_too`) no path of `protected` differs between
+/// the two. An accepted path that the commit changes takes the commit's content from then on.
+pub fn accept_commit(
+    root: &Path,
+    state: &Path,
+    rev: &str,
+    protected: &[Glob],
+    protected_too: bool,
+) -> Result<DoneCommit, AcceptError> {
+    use crate::workspace::baseline::{bounded, pinned_commit};
+    use crate::workspace::gitread::Repo;
+
+    let Some(from) = pinned_commit(state) else {
+        return Err(Refused(format!(
+            "no git baseline is pinned in `{}` (no referee has judged this workspace yet, or it \
+             had no commit when the referee started): `--commit` re-pins a git baseline; accept \
+             the work task by task with `--task`",
+            state.display()
+        ))
+        .into());
+    };
+    let (root2, rev2) = (root.to_path_buf(), rev.to_string());
+    let read = bounded(move || -> Result<_, Refused> {
+        let cannot = |e: &dyn std::error::Error| {
+            Refused(format!(
+                "cannot accept `{rev2}`: {}",
+                crate::error::chain(e)
+            ))
+        };
+        let repo = Repo::open(&root2)
+            .map_err(|e| cannot(&e))?
+            .ok_or_else(|| Refused("the workspace is not a git work tree".into()))?;
+        let to = repo
+            .resolve(&rev2)
+            .map_err(|e| cannot(&e))?
+            .ok_or_else(|| Refused(format!("`{rev2}` names no commit")))?;
+        let descends = repo
+            .descends_from(to, from, HISTORY_LIMIT)
+            .map_err(|e| cannot(&e))?;
+        let trees = match descends {
+            Some(true) => Some((
+                repo.tree(from).map_err(|e| cannot(&e))?,
+                repo.tree(to).map_err(|e| cannot(&e))?,
+            )),
+            _ => None,
+        };
+        Ok((to, descends, trees))
+    });
+    let (to, descends, trees) = match read {
+        None => {
+            return Err(Refused(format!(
+                "the repository could not be read within {} s: nothing was accepted",
+                crate::workspace::baseline::GIT_READ_LIMIT.as_secs()
+            ))
+            .into())
+        }
+        Some(r) => r?,
+    };
+    let short = |c: &gix::ObjectId| c.to_string().chars().take(12).collect::<String>();
+    let Some((old, new)) = trees else {
+        let why = match descends {
+            Some(false) => "does not descend from",
+            _ => "was not found to descend (within a million commits) from",
+        };
+        return Err(Refused(format!(
+            "`{rev}` ({}) {why} the pinned baseline {}: the baseline only moves forward \
+             (a human starts the referee again with another `--baseline` to move it elsewhere)",
+            short(&to),
+            short(&from)
+        ))
+        .into());
+    };
+    let mut changed: Vec<String> = Vec::new();
+    for (path, e) in &old.entries {
+        if new.entries.get(path) != Some(e) {
+            changed.push(name::encode(path));
+        }
+    }
+    for path in new.entries.keys().filter(|p| !old.entries.contains_key(*p)) {
+        changed.push(name::encode(path));
+    }
+    changed.sort();
+    let hit: Vec<String> = changed
+        .iter()
+        .filter(|p| protected.iter().any(|g| g.is_match(p)))
+        .cloned()
+        .collect();
+    if !hit.is_empty() && !protected_too {
+        return Err(Refused(format!(
+            "`{rev}` ({}) changes protected path(s) {}: give `--protected-too` if the \
+             orchestrator means to move the baseline of those too",
+            short(&to),
+            hit.iter()
+                .map(|p| name::display(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into());
+    }
+    let mut kept = accepted::load(state)?.unwrap_or_default();
+    // What the commit changed is measured against the commit from now on; what it left alone
+    // keeps what was accepted on it (accepted work not committed yet).
+    for p in &changed {
+        kept.paths.remove(p);
+    }
+    kept.commit = Some(to.to_string());
+    kept.generation += 1;
+    kept.log.push(Entry {
+        generation: kept.generation,
+        at: chrono::Utc::now().to_rfc3339(),
+        task: None,
+        attempt: None,
+        paths: changed.clone(),
+        commit: Some(to.to_string()),
+        from: Some(from.to_string()),
+        protected: hit.clone(),
+    });
+    accepted::save(state, &kept, &[])?;
+    Ok(DoneCommit {
+        commit: to.to_string(),
+        from: from.to_string(),
+        generation: kept.generation,
+        paths: changed,
+        protected: hit,
     })
 }

@@ -74,6 +74,14 @@ pub struct TaskVerdict {
 }
 
 impl TaskVerdict {
+    /// A REJECTed replay (or a record of a task never opened) to note for the REJECT cap: its
+    /// task and its record's hash; `None` for anything else.
+    pub fn rejected_replay(&self) -> Option<(&str, &str)> {
+        (self.replay && self.outcome == GradeOutcome::Reject)
+            .then_some(())
+            .and(Some((self.task_id.as_str(), self.record_hash.as_deref()?)))
+    }
+
     /// What the loop guards keep of this attempt, and its diff: `None` for a record too
     /// malformed to have an attempt or a diff, and for a replay (not an attempt).
     pub fn kept(&self) -> Option<(Kept, &str)> {
@@ -244,7 +252,8 @@ pub fn judge(
             let elsewhere = everyone
                 .get_or_init(|| store.everyone())
                 .graded_elsewhere(&run.key, &guards.reject);
-            apply_guards(guards, &history, &elsewhere, attempt, &mut v);
+            let replays = store.replays(&run.key);
+            apply_guards(guards, &history, replays, &elsewhere, attempt, &mut v);
             hold_escalation(guards, &mut v, &kept);
         }
         out.push(v);
@@ -281,6 +290,7 @@ pub fn hold_escalation(guards: &Guards, v: &mut TaskVerdict, kept: &[KeptAttempt
 pub fn apply_guards(
     guards: &Guards,
     history: &[KeptAttempt],
+    replays: usize,
     rejected_elsewhere: &[Kept],
     attempt: u64,
     v: &mut TaskVerdict,
@@ -305,6 +315,7 @@ pub fn apply_guards(
         .iter()
         .filter(|(k, _)| k.graded == guards.reject)
         .count()
+        + replays
         + usize::from(v.graded == guards.reject);
     if v.graded == guards.reject && rejects >= guards.max_rejects as usize {
         v.escalate(&guards.escalate);
@@ -479,23 +490,28 @@ mod tests {
     fn the_third_reject_escalates_before_anything_else() {
         let h = [kept(1, "REJECT", "a\n"), kept(2, "REJECT", "b\n")];
         let mut x = v("REJECT", "b\n");
-        apply_guards(&guards(), &h, &[], 3, &mut x);
+        apply_guards(&guards(), &h, 0, &[], 3, &mut x);
         assert_eq!(x.verdict, "ESCALATE");
         assert!(x.escalation.unwrap().contains("rejection 3"));
         let mut y = v("REJECT", "c\n");
-        apply_guards(&guards(), &h[..1], &[], 2, &mut y);
+        apply_guards(&guards(), &h[..1], 0, &[], 2, &mut y);
         assert_eq!(y.verdict, "REJECT");
+        // A REJECTed replay between them is a REJECT the referee judged: the cap counts it.
+        let mut z = v("REJECT", "c\n");
+        apply_guards(&guards(), &h[..1], 1, &[], 2, &mut z);
+        assert_eq!(z.verdict, "ESCALATE");
+        assert!(z.escalation.unwrap().contains("rejection 3"));
     }
 
     #[test]
     fn an_identical_diff_escalates_and_approve_is_final() {
         let h = [kept(1, "REJECT", "same\n")];
         let mut x = v("MINOR_ISSUES", "same\n");
-        apply_guards(&guards(), &h, &[], 2, &mut x);
+        apply_guards(&guards(), &h, 0, &[], 2, &mut x);
         assert_eq!(x.verdict, "ESCALATE");
         assert_eq!(x.diff_similarity, Some(1.0));
         let mut y = v("APPROVE", "same\n");
-        apply_guards(&guards(), &h, &[], 2, &mut y);
+        apply_guards(&guards(), &h, 0, &[], 2, &mut y);
         assert_eq!(y.verdict, "APPROVE");
     }
 
@@ -509,12 +525,12 @@ mod tests {
             kept(2, "MINOR_ISSUES", &base),
         ];
         let mut x = v("MINOR_ISSUES", &near);
-        apply_guards(&guards(), &h, &[], 3, &mut x);
+        apply_guards(&guards(), &h, 0, &[], 3, &mut x);
         assert_eq!(x.verdict, "ESCALATE_CONVERGENCE");
         assert_eq!(x.diff_similarity, Some(0.99));
         // The first rework (attempt 2) is not judged for convergence.
         let mut y = v("MINOR_ISSUES", &near);
-        apply_guards(&guards(), &h[1..], &[], 2, &mut y);
+        apply_guards(&guards(), &h[1..], 0, &[], 2, &mut y);
         assert_eq!(y.verdict, "MINOR_ISSUES");
     }
 
@@ -565,14 +581,14 @@ mod tests {
         // A, B, A: the third is identical to the first.
         let h = [kept(1, "MINOR_ISSUES", a), kept(2, "MINOR_ISSUES", b)];
         let mut x = v("MINOR_ISSUES", a);
-        apply_guards(&guards(), &h, &[], 3, &mut x);
+        apply_guards(&guards(), &h, 0, &[], 3, &mut x);
         assert_eq!(x.verdict, "ESCALATE");
         assert!(x.reasons.contains(&"identical_diff".to_string()));
         assert!(x.escalation.unwrap().contains("attempt 1's"));
         // Whitespace only: identical.
         let spaced = "--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n-x = 1\n+x  =  2 \n+\n";
         let mut y = v("MINOR_ISSUES", spaced);
-        apply_guards(&guards(), &h[..1], &[], 2, &mut y);
+        apply_guards(&guards(), &h[..1], 0, &[], 2, &mut y);
         assert_eq!(y.verdict, "ESCALATE", "{:?}", y.escalation);
     }
 
@@ -585,20 +601,20 @@ mod tests {
             ..other
         };
         let mut x = v("REJECT", d);
-        apply_guards(&guards(), &[], std::slice::from_ref(&other), 1, &mut x);
+        apply_guards(&guards(), &[], 0, std::slice::from_ref(&other), 1, &mut x);
         assert_eq!(x.verdict, "ESCALATE");
         assert_eq!(x.reasons, ["identical_to_rejected_task"]);
         assert!(x.escalation.unwrap().contains("`t-old`"));
         // Approved is final; an empty change is no resubmission.
         let mut y = v("APPROVE", d);
-        apply_guards(&guards(), &[], std::slice::from_ref(&other), 1, &mut y);
+        apply_guards(&guards(), &[], 0, std::slice::from_ref(&other), 1, &mut y);
         assert_eq!(y.verdict, "APPROVE");
         let empty = Kept {
             diff_hash: Some(diff_hash("")),
             ..other
         };
         let mut z = v("REJECT", "");
-        apply_guards(&guards(), &[], &[empty], 1, &mut z);
+        apply_guards(&guards(), &[], 0, &[empty], 1, &mut z);
         assert_eq!(z.verdict, "REJECT");
     }
 }

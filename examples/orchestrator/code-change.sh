@@ -6,6 +6,7 @@
 # WORKSPACE is a git work tree; WORKER is a command run as `WORKER TASK ATTEMPT` inside it that
 # does the work and writes `.tasks/TASK.json` (status `pending_review`). For each TASK, in order:
 #
+# 0. it registers the tasks (`referee task open WORKSPACE TASK...`);
 # 1. it runs the worker, then asks `referee status WORKSPACE --task TASK --wait 60s`:
 #      0  judged good: `referee accept WORKSPACE --task TASK` moves the referee's baseline to the
 #         work it judged (so the next task is measured against it, never REJECTed for it), the
@@ -47,6 +48,10 @@ with open(tmp, "w") as f:
 os.replace(tmp, path)
 PY
 }
+
+# The tasks it assigns, registered: a record of any other task claims nothing (CC-00
+# `unknown_task`), so a decoy or a renamed task excuses no change.
+"$REFEREE" task open "$ws" "$@" >/dev/null || die "cannot register the tasks"
 
 for task in "$@"; do
   accepted=no

@@ -1,4 +1,5 @@
-//! `referee accept`: the orchestrator moves a workspace's baseline to a task's judged work.
+//! `referee accept`: the orchestrator moves a workspace's baseline to a task's judged work
+//! (`--task`) or to a commit of its own (`--commit`).
 
 use std::path::PathBuf;
 
@@ -17,8 +18,23 @@ pub(super) struct AcceptArgs {
     /// the bytes judged, are the baseline of those paths from now on. Refused (exit 1, and
     /// why) when its verdict is not a good one (APPROVE, MINOR_ISSUES), when one of those files
     /// changed after the verdict (stale: judge it again), or when one is protected.
-    #[arg(long, value_name = "ID")]
-    task: String,
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "commit",
+        conflicts_with = "commit"
+    )]
+    task: Option<String>,
+    /// The orchestrator's own work (a merge from upstream, an asset it committed): re-pin the
+    /// baseline at this commit. It must descend from the commit pinned now; refused (exit 1)
+    /// when it changes a protected path, unless `--protected-too` is given. Paths accepted
+    /// with `--task` that the commit leaves alone stay accepted.
+    #[arg(long, value_name = "REV")]
+    commit: Option<String>,
+    /// With `--commit`: accept it even though it changes protected paths (the orchestrator
+    /// means it; the event log names them).
+    #[arg(long, requires = "commit")]
+    protected_too: bool,
     /// The protocol whose good verdicts and protected paths count (default: code-change);
     /// give the same rules as the referee runs with.
     #[arg(long, value_name = "ID|FILE", default_value = "code-change")]
@@ -46,25 +62,17 @@ pub(super) fn accept(a: AcceptArgs) -> Result<ExitCode> {
         .collect();
     let state = crate::judge::state_of(&a.workspace, a.state_dir.as_deref())?;
     let root = std::fs::canonicalize(&a.workspace)?;
-    match crate::accept::accept_task(&root, &state, &a.task, &go, &protected) {
-        Ok(done) => {
-            let mut text =
-                format!(
-                "accepted task {}{} (accept {}): the baseline of {} path(s) is what was judged\n",
-                done.task,
-                done.attempt.map(|n| format!(" attempt {n}")).unwrap_or_default(),
-                done.generation,
-                done.paths.len()
-            );
-            for (p, h) in &done.paths {
-                let what = h.as_deref().map_or("removed".to_string(), |h| {
-                    format!("sha256 {}", h.get(..12).unwrap_or(h))
-                });
-                text.push_str(&format!(
-                    "  {} ({what})\n",
-                    crate::workspace::name::display(p)
-                ));
-            }
+    let done = match (&a.task, &a.commit) {
+        (Some(task), _) => crate::accept::accept_task(&root, &state, task, &go, &protected)
+            .map(|done| task_accepted(&done)),
+        (None, Some(rev)) => {
+            crate::accept::accept_commit(&root, &state, rev, &protected, a.protected_too)
+                .map(|done| commit_accepted(&done))
+        }
+        (None, None) => anyhow::bail!("give `--task ID` or `--commit REV`"),
+    };
+    match done {
+        Ok(text) => {
             print(&text)?;
             Ok(ExitCode::Ok)
         }
@@ -74,4 +82,50 @@ pub(super) fn accept(a: AcceptArgs) -> Result<ExitCode> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+fn task_accepted(done: &crate::accept::Done) -> String {
+    let mut text = format!(
+        "accepted task {}{} (accept {}): the baseline of {} path(s) is what was judged\n",
+        done.task,
+        done.attempt
+            .map(|n| format!(" attempt {n}"))
+            .unwrap_or_default(),
+        done.generation,
+        done.paths.len()
+    );
+    for (p, h) in &done.paths {
+        let what = h.as_deref().map_or("removed".to_string(), |h| {
+            format!("sha256 {}", h.get(..12).unwrap_or(h))
+        });
+        text.push_str(&format!(
+            "  {} ({what})\n",
+            crate::workspace::name::display(p)
+        ));
+    }
+    text
+}
+
+fn commit_accepted(done: &crate::accept::DoneCommit) -> String {
+    let short = |c: &str| c.chars().take(12).collect::<String>();
+    let mut text = format!(
+        "accepted commit {} (accept {}): the baseline is re-pinned there (it was {}); {} path(s) \
+         changed between the two\n",
+        short(&done.commit),
+        done.generation,
+        short(&done.from),
+        done.paths.len()
+    );
+    for p in &done.paths {
+        let protected = if done.protected.contains(p) {
+            " (protected, --protected-too)"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "  {}{protected}\n",
+            crate::workspace::name::display(p)
+        ));
+    }
+    text
 }

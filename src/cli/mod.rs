@@ -25,6 +25,7 @@ mod mcp;
 mod protocol;
 mod replay;
 mod status;
+mod task;
 mod verify;
 mod watch;
 
@@ -110,6 +111,10 @@ enum Command {
     /// For an orchestrator after `status --task ID` answered 0: accept the task's judged work,
     /// so later tasks are measured against it (code-change). Exit 1, and why, when refused.
     Accept(AcceptArgs),
+    /// For an orchestrator: register the tasks it assigned (`task open WORKSPACE ID…`), so a
+    /// record of any other task counts for nothing (code-change).
+    #[command(subcommand)]
+    Task(task::TaskCommand),
     /// Write a starting `--vars` file for a repository: the languages found, and protected
     /// paths suggested from what exists (CI configuration, lock files, build files, the
     /// referee's own configuration); prints the `referee watch` command that uses it.
@@ -287,6 +292,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Verify(a) => verify::verify(a),
         Command::Status(a) => status::status(a),
         Command::Accept(a) => accept::accept(a),
+        Command::Task(c) => task::task(c),
         Command::Init(a) => init::init(a),
         Command::Protocol(p) => protocol_command(p),
         Command::Replay(a) => replay::replay(a, &g),

@@ -91,6 +91,21 @@ fn claims_hold(
         .all(|(p, how)| changes.get(p).is_some_and(|c| c.as_str() == how))
 }
 
+/// Each (task, attempt) `referee accept --task` accepted in the workspace's state directory.
+fn accepted_attempts(
+    ws: &crate::workspace::Workspace,
+) -> std::collections::BTreeSet<(String, u64)> {
+    ws.state()
+        .and_then(|s| crate::workspace::accepted::load(s).ok().flatten())
+        .map(|a| {
+            a.log
+                .into_iter()
+                .filter_map(|e| Some((e.task?, e.attempt?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Judges a workspace: the passes without `for_each` as [`evaluate`] does, and each pass with
 /// `for_each = "task"` once per judged task record, its results keyed by the record's task id.
 pub fn evaluate_workspace(
@@ -102,9 +117,17 @@ pub fn evaluate_workspace(
     let _span =
         tracing::debug_span!("evaluate", protocol = %protocol.id, workspace = true).entered();
     let records = ws.records(&rules.records.required);
+    // An attempt the orchestrator accepted is done: its verdict stands, and its record (until
+    // the orchestrator settles it) is not judged again against the baseline it moved.
+    let accepted = accepted_attempts(ws);
     let judged: Vec<&crate::workspace::record::Record> = records
         .iter()
         .filter(|r| r.is_judged(&rules.records.judge_status))
+        .filter(|r| {
+            r.parsed.as_ref().map_or(true, |t| {
+                !accepted.contains(&(t.task_id.clone(), t.attempt))
+            })
+        })
         .collect();
     // A workspace has no pipeline verdict: it is never complete.
     let complete = false;
@@ -129,7 +152,16 @@ pub fn evaluate_workspace(
     let store = crate::state::attempts::dir_for_workspace(ws)
         .map(|d| crate::state::attempts::Store::open(&d));
     let mut judgments: BTreeMap<String, Judgment> = BTreeMap::new();
-    let mut dropped: Vec<&str> = Vec::new();
+    // A record of a task the orchestrator never opened (once it opened any) claims nothing.
+    let known = crate::state::registry::Known::of(ws.state());
+    let unknown = |record: &crate::workspace::record::Record| {
+        known.unknown(&record.parsed.as_ref().ok()?.task_id)
+    };
+    let mut dropped: Vec<&str> = judged
+        .iter()
+        .filter(|r| unknown(r).is_some())
+        .map(|r| r.rel.as_str())
+        .collect();
     for _ in 0..=judged.len() {
         let claimants: Vec<&crate::workspace::record::Record> = judged
             .iter()
@@ -145,13 +177,15 @@ pub fn evaluate_workspace(
                 continue;
             }
             scope.replay = store.as_ref().and_then(|s| replay(s, record));
+            scope.unknown = unknown(record);
             let key = record.key().to_string();
             let mut j = Judgment {
                 scope: scope.scope.clone(),
                 passes: Vec::new(),
                 results: Vec::new(),
                 diff: scope.attempt_diff(),
-                replay: scope.replay.clone(),
+                // Either way it is not an attempt: no guard counts it, nothing of it is kept.
+                replay: scope.unknown.clone().or_else(|| scope.replay.clone()),
             };
             for pass in protocol.passes.iter().filter(|p| p.for_each.is_some()) {
                 let state = PassState {

@@ -72,6 +72,9 @@ fn workspace(protocol: &Protocol, j: &WorkspaceJudgment, w: Writes<'_>) -> std::
         if let Some((kept, diff)) = v.kept() {
             store.keep(&kept, diff)?;
         }
+        if let Some((task, hash)) = v.rejected_replay() {
+            store.keep_replay(task, hash)?;
+        }
         copied?;
     }
     if w.stop {

@@ -288,6 +288,27 @@ impl Store {
         (Everyone(all), known)
     }
 
+    /// How many distinct records of a task were judged replays (or records of a task never
+    /// opened) and REJECTed: not attempts, so nothing of them is kept, but each is a REJECT the
+    /// referee judged, and the REJECT cap counts it.
+    pub fn replays(&self, task_id: &str) -> usize {
+        read_replays(&self.task_dir(task_id)).len()
+    }
+
+    /// Notes a REJECTed replay of a task by its record's hash (once per distinct record: the
+    /// daemon judges a pending record again on every event).
+    pub fn keep_replay(&self, task_id: &str, record_hash: &str) -> std::io::Result<()> {
+        let tdir = self.task_dir(task_id);
+        let mut known = read_replays(&tdir);
+        if !known.insert(record_hash.to_string()) {
+            return Ok(());
+        }
+        ensure_real_dir(&self.dir)?;
+        ensure_real_dir(&tdir)?;
+        let text: String = known.iter().map(|h| format!("{h}\n")).collect();
+        crate::atomic::write_atomic(&tdir, REPLAYS_FILE, text).map(|_| ())
+    }
+
     /// Keeps an attempt: its diff, then its [`Kept`] (fsynced, so a kept attempt always has its
     /// diff), creating the directories as real directories (never through a symlink).
     pub fn keep(&self, kept: &Kept, diff: &str) -> std::io::Result<()> {
@@ -299,6 +320,26 @@ impl Store {
         crate::atomic::write_atomic(&tdir, &format!("{}.json", kept.attempt), &text)?;
         Ok(())
     }
+}
+
+/// The REJECTed replays of a task, by record hash, in its directory (not a `*.json`: never
+/// read as an attempt).
+const REPLAYS_FILE: &str = "replays";
+
+/// The record hashes in a task directory's [`REPLAYS_FILE`] (a hash is 64 hex digits; a file
+/// larger than any the referee writes is not read).
+fn read_replays(tdir: &Path) -> std::collections::BTreeSet<String> {
+    let path = tdir.join(REPLAYS_FILE);
+    let ok = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20);
+    if !ok {
+        return Default::default();
+    }
+    std::fs::read_to_string(&path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.len() == 64 && l.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The kept attempts in one task's directory, sorted; their diffs only when `diffs`. An

@@ -27,6 +27,7 @@
 //!   attempts/.index                   a shortcut to reading them all ([`attempts::INDEX_FILE`])
 //!   baseline/tree/…, baseline/COMPLETE  code-change: the start snapshot of a non-git workspace
 //!   accepted.json, accepted-blobs/    code-change: what `referee accept` moved the baseline to (`workspace::accepted`)
+//!   tasks.json                        code-change: the tasks `referee task open` registered ([`registry`])
 //! ```
 //!
 //! The copies in the watched directory (`OBSERVER-*` in BUILD_DIR, `WORKSPACE/.referee/`) are for
@@ -39,6 +40,7 @@ pub mod heartbeat;
 pub mod live;
 pub mod lock;
 pub mod observed;
+pub mod registry;
 pub mod run;
 pub mod sync;
 

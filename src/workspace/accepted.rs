@@ -53,6 +53,15 @@ pub struct Entry {
     pub attempt: Option<u64>,
     /// The paths it accepted.
     pub paths: Vec<String>,
+    /// For `accept --commit`: the commit the baseline was re-pinned at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// For `accept --commit`: the commit the baseline was pinned at before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// For `accept --commit --protected-too`: the protected paths the commit changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<String>,
 }
 
 /// Everything accepted in a state directory.
@@ -61,6 +70,10 @@ pub struct Accepted {
     pub schema: String,
     /// Counts the accepts: a live referee takes the baseline again when it moves.
     pub generation: u64,
+    /// The commit `referee accept --commit` re-pinned the baseline at (hex), when it did: every
+    /// path not accepted since is measured against this commit's tree, not the first pin's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// Each accepted path (encoded as the workspace names them) and what it is now.
     pub paths: BTreeMap<String, AcceptedPath>,
     /// Every accept, oldest first.
@@ -72,6 +85,7 @@ impl Default for Accepted {
         Accepted {
             schema: SCHEMA.into(),
             generation: 0,
+            commit: None,
             paths: BTreeMap::new(),
             log: Vec::new(),
         }

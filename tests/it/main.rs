@@ -1,6 +1,7 @@
 // Test helpers unwrap freely: a failed unwrap is a failed test, with its place.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
+mod accept_commit;
 mod agree;
 mod artifact_types;
 mod attack_git;
@@ -26,6 +27,7 @@ mod interrupt;
 mod json_strict;
 mod layers;
 mod layouts;
+mod live_rules;
 mod liveness;
 mod locations;
 mod markdown;
@@ -36,6 +38,7 @@ mod pinned;
 mod pipeline;
 mod project_rules;
 mod protect_forms;
+mod reject_cap;
 mod renamed_grades;
 mod replay;
 mod root;
@@ -43,6 +46,7 @@ mod sessions;
 mod state;
 mod stop_evidence;
 mod surface;
+mod task_open;
 mod test_command;
 mod unreadable;
 mod user_protocol;

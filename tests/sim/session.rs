@@ -1019,30 +1019,39 @@ impl Session {
                 if !self.caps.accept_commit {
                     return Ok(());
                 }
-                // The orchestrator's own work: a vendored file, committed, then re-pinned.
+                // The orchestrator's own work: a vendored file, committed, then re-pinned. The
+                // commit takes whatever the index holds (a worker's staged change too): the
+                // referee refuses it when it changes a protected path, and otherwise every path
+                // it changed is the baseline from then on.
                 let n = self.next();
                 write_file(&ws, &format!("vendor/upstream_{n}.txt"), b"upstream\n");
                 git_ok(&ws, &["add", &format!("vendor/upstream_{n}.txt")]);
                 git_ok(&ws, &["commit", "-qm", "vendor", "--no-verify"]);
+                self.head_moved = true;
+                let touches = self.head_touches_protected();
                 let o = self
                     .w
                     .referee(&["accept", self.w.ws_str(), "--commit", "HEAD"]);
-                if o.code != 0 {
+                if o.code != if touches { 1 } else { 0 } {
                     return Err((
                         "accept_commit_refused".into(),
                         format!(
-                            "accept --commit HEAD exited {}: {}",
+                            "accept --commit HEAD exited {} (model: the commit touches a protected path: {touches}): {}",
                             o.code,
                             o.stderr.trim()
                         ),
                     ));
                 }
-                let snap = self.w.snapshot();
-                let p = format!("vendor/upstream_{n}.txt");
-                if let Some(node) = snap.nodes.get(&p) {
-                    self.base.insert(p, node.clone());
+                if !touches {
+                    for (p, node) in self.committed_since_base() {
+                        match node {
+                            Some(node) => self.base.insert(p, node),
+                            None => self.base.remove(&p),
+                        };
+                    }
+                    self.base_commit = git_ok(&ws, &["rev-parse", "HEAD"]).trim().to_string();
+                    self.head_moved = false;
                 }
-                self.base_commit = git_ok(&ws, &["rev-parse", "HEAD"]).trim().to_string();
             }
             Commit => {
                 // The orchestrator commits what is there (its hooks never run here).
@@ -1593,6 +1602,50 @@ impl Session {
         }
     }
 
+    /// Each path whose tree entry differs between the baseline commit and HEAD, with what HEAD
+    /// records for it (`None`: not in HEAD).
+    fn committed_since_base(&self) -> Vec<(String, Option<Node>)> {
+        let ls = |rev: &str| -> BTreeMap<String, (String, String)> {
+            git(&self.w.ws, &["ls-tree", "-r", rev])
+                .stdout
+                .lines()
+                .filter_map(|l| {
+                    let (meta, path) = l.split_once('\t')?;
+                    let mut f = meta.split_whitespace();
+                    let mode = f.next()?.to_string();
+                    let _kind = f.next()?;
+                    let oid = f.next()?.to_string();
+                    Some((path.to_string(), (mode, oid)))
+                })
+                .collect()
+        };
+        let (a, b) = (ls(&self.base_commit), ls("HEAD"));
+        let mut out = Vec::new();
+        for p in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+            // A committed record (or anything else of git's, the records', the referee's) is
+            // never part of a change, nor of the model's baseline.
+            if a.get(p) == b.get(p) || model::outside_change(p) {
+                continue;
+            }
+            let node = b.get(p).map(|(mode, oid)| {
+                let bytes = std::process::Command::new("git")
+                    .args(["cat-file", "blob", oid])
+                    .current_dir(&self.w.ws)
+                    .output()
+                    .map(|o| o.stdout)
+                    .unwrap_or_default();
+                match mode.as_str() {
+                    "120000" => Node::Link(bytes),
+                    "100755" => Node::File { bytes, exec: true },
+                    "100644" => Node::File { bytes, exec: false },
+                    _ => Node::Other,
+                }
+            });
+            out.push((p.clone(), node));
+        }
+        out
+    }
+
     /// Whether HEAD now records a protected path other than the baseline commit does.
     fn head_touches_protected(&self) -> bool {
         if !self.head_moved {
@@ -1609,10 +1662,18 @@ impl Session {
                 .collect()
         };
         let (a, b) = (ls(&self.base_commit), ls("HEAD"));
-        a.keys()
+        let touched = a
+            .keys()
             .chain(b.keys())
             .filter(|p| self.prot.is_match(p.as_str()))
-            .any(|p| a.get(p) != b.get(p))
+            .any(|p| a.get(p) != b.get(p));
+        // A module committed where CPython loads it before a protected one shadows it.
+        let shadowed = b.keys().filter(|p| !a.contains_key(*p)).any(|p| {
+            a.keys()
+                .filter(|pp| pp.ends_with(".py") && self.prot.is_match(pp.as_str()))
+                .any(|pp| model::shadows(pp, p))
+        });
+        touched || shadowed
     }
 
     /// The model's view now: the veto, and the expectations of every record judged now.

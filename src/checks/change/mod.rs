@@ -25,6 +25,9 @@ pub struct TaskScope<'a> {
     pub scope: Option<BTreeMap<String, Change>>,
     /// Why the record replays an attempt already judged: CC-00 FAILs with it.
     pub replay: Option<String>,
+    /// Why the record's task is not one the orchestrator opened (`referee task open`;
+    /// `unknown_task`): CC-00 FAILs with it, and the record claims nothing.
+    pub unknown: Option<String>,
 }
 
 impl<'a> TaskScope<'a> {
@@ -52,6 +55,7 @@ impl<'a> TaskScope<'a> {
             record,
             scope,
             replay: None,
+            unknown: None,
         }
     }
 
@@ -179,6 +183,15 @@ pub(super) fn conclude(
 pub(super) fn task_record(s: &TaskScope<'_>) -> Outcome {
     let expected = "the task record parses and has the required fields";
     let o = match &s.record.parsed {
+        Ok(_) if s.unknown.is_some() => {
+            let why = s.unknown.clone().unwrap_or_default();
+            Outcome::new(
+                Verdict::Fail,
+                "a task the orchestrator opened (`referee task open`)",
+                why.clone(),
+            )
+            .detail(format!("{}: {why}", s.record.rel))
+        }
         Ok(_) if s.replay.is_some() => {
             let why = s.replay.clone().unwrap_or_default();
             Outcome::new(

@@ -251,6 +251,12 @@ pub enum Event {
         #[serde(default)]
         attempt: Option<u64>,
         paths: Vec<String>,
+        /// `accept --commit`: the commit the baseline was re-pinned at.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<String>,
+        /// `accept --commit --protected-too`: the protected paths it changed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        protected: Vec<String>,
         #[serde(default)]
         text: String,
     },

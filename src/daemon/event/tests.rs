@@ -173,6 +173,8 @@ fn every_kind() -> Vec<Event> {
             task: Some("t1".into()),
             attempt: Some(1),
             paths: vec!["src/app.py".into()],
+            commit: None,
+            protected: Vec::new(),
             text: "accepted".into(),
         },
         Event::End(Box::new(Ended {

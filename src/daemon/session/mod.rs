@@ -612,6 +612,7 @@ impl Session {
         self.beat(heartbeat::WATCHING);
         self.check_protocol_file();
         self.check_waivers();
+        self.check_accepted();
         self.check_stop();
         self.check_copies(false);
         self.check_own_files();

@@ -252,6 +252,18 @@ impl Session {
         }
     }
 
+    /// Judges again, at a heartbeat tick, when `referee accept` moved the baseline since the
+    /// last judgment: an accept takes effect (a veto it lifts, a change it makes no longer
+    /// count) without waiting for the next file event.
+    pub(super) fn check_accepted(&mut self) {
+        let Part::Workspace(tasks) = &self.part else {
+            return;
+        };
+        if crate::workspace::accepted::generation(&tasks.state) != tasks.accepted {
+            self.judge(Some(&BTreeSet::new()));
+        }
+    }
+
     /// Takes the baseline again when `referee accept` moved it since it was last taken (one
     /// small read of the state directory per judgment), and logs each accept made since.
     fn take_accepted(&mut self) {
@@ -284,13 +296,25 @@ impl Session {
             .map(|a| a.log)
             .unwrap_or_default();
         for e in log.into_iter().filter(|e| e.generation > before) {
-            let what = match (&e.task, e.attempt) {
-                (Some(t), Some(a)) => format!("task {t} attempt {a}"),
-                (Some(t), None) => format!("task {t}"),
+            let what = match (&e.task, e.attempt, &e.commit) {
+                (Some(t), Some(a), _) => format!("task {t} attempt {a}"),
+                (Some(t), None, _) => format!("task {t}"),
+                (None, _, Some(c)) => format!(
+                    "commit {}: the baseline is re-pinned there",
+                    c.get(..12).unwrap_or(c)
+                ),
                 _ => "the orchestrator's own work".to_string(),
             };
+            let protected = if e.protected.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; protected path(s) accepted with --protected-too: {}",
+                    e.protected.join(", ")
+                )
+            };
             let text = format!(
-                "accepted {what}: {} path(s) are measured against what was accepted from now on ({})",
+                "accepted {what}: {} path(s) are measured against what was accepted from now on ({}){protected}",
                 e.paths.len(),
                 e.paths.join(", ")
             );
@@ -300,6 +324,8 @@ impl Session {
                     task: e.task,
                     attempt: e.attempt,
                     paths: e.paths,
+                    commit: e.commit,
+                    protected: e.protected,
                     text,
                 }
                 .into(),
@@ -593,21 +619,38 @@ impl Session {
         // judged is written again (not kept again) when the task's last published verdict is
         // a malformed record's: a record broken mid-write and put back whole gets its
         // attempt's judgment back.
-        let fresh: Vec<(&TaskVerdict, bool)> = verdicts
+        // An attempt judged again to another verdict than the one published (its scope
+        // changed: another task's unclaimed edit joined it, a claim landed) is published again,
+        // as a one-shot `verify` would judge it now; it is not kept again. An escalation holds
+        // (`hold_escalation`), so files put back under it publish nothing new.
+        let changed = |v: &TaskVerdict| {
+            tasks
+                .copies
+                .get(&code_change::verdict_file(&v.task_id, "json"))
+                .and_then(|old| serde_json::from_str::<serde_json::Value>(old).ok())
+                .is_some_and(|old| {
+                    old["attempt"] == serde_json::json!(v.attempt) && old["verdict"] != v.verdict
+                })
+        };
+        let fresh: Vec<(&TaskVerdict, bool, bool)> = verdicts
             .iter()
             .filter_map(|v| match v.attempt.filter(|_| !v.replay) {
                 Some(a) => {
                     let new = !tasks.judged.contains(&(v.task_id.clone(), a))
                         && !store.is_kept(&v.task_id, a);
-                    (new || tasks.unkept.contains_key(&v.task_id)).then_some((v, new))
+                    let changed = !new && changed(v);
+                    (new || changed || tasks.unkept.contains_key(&v.task_id))
+                        .then_some((v, new, changed))
                 }
                 None => (tasks.unkept.get(&v.task_id) != Some(&code_change::verdict_json(v)))
-                    .then_some((v, false)),
+                    .then_some((v, false, false)),
             })
             .collect();
-        for (v, keep) in fresh {
+        for (v, keep, changed) in fresh {
             let logged = match (v.attempt.filter(|_| !v.replay), &mut self.part) {
-                (Some(a), Part::Workspace(tasks)) => !tasks.logged.insert((v.task_id.clone(), a)),
+                (Some(a), Part::Workspace(tasks)) => {
+                    !tasks.logged.insert((v.task_id.clone(), a)) && !changed
+                }
                 _ => false,
             };
             if !logged {
@@ -627,6 +670,10 @@ impl Session {
                     });
                     if let Some((kept, diff)) = v.kept().filter(|_| keep) {
                         store.keep(&kept, diff)?;
+                    }
+                    // Noted once per distinct record, however often it is written again.
+                    if let Some((task, hash)) = v.rejected_replay() {
+                        store.keep_replay(task, hash)?;
                     }
                     copied
                 });

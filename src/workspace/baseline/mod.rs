@@ -200,12 +200,15 @@ impl Baseline {
                 let Some(repo) = repo else {
                     return Err(WorkspaceError::NotGit(rev.clone()));
                 };
-                let commit = repo
-                    .resolve(rev)?
-                    .ok_or_else(|| WorkspaceError::NoSuchRev {
-                        rev: rev.clone(),
-                        path: root.display().to_string(),
-                    })?;
+                let commit = match repinned(state) {
+                    Some(c) => c,
+                    None => repo
+                        .resolve(rev)?
+                        .ok_or_else(|| WorkspaceError::NoSuchRev {
+                            rev: rev.clone(),
+                            path: root.display().to_string(),
+                        })?,
+                };
                 let kept = state
                     .and_then(load_pin)
                     .filter(|p| p.commit.parse::<gix::ObjectId>().ok() == Some(commit));
@@ -213,6 +216,13 @@ impl Baseline {
             }
             BaselineSpec::Auto => match repo {
                 Some(repo) => {
+                    // `accept --commit` re-pinned the baseline: that commit, whatever HEAD says.
+                    if let Some(c) = repinned(state) {
+                        let kept = state
+                            .and_then(load_pin)
+                            .filter(|p| p.commit.parse::<gix::ObjectId>().ok() == Some(c));
+                        return Baseline::from_git(root, repo, "HEAD", c, kept, state, cap).map(Ok);
+                    }
                     // A restart measures against the commit pinned first, whatever HEAD says now.
                     let kept = state.and_then(load_pin).filter(|p| p.rev == "HEAD");
                     if kept.is_none() {
@@ -832,7 +842,14 @@ pub fn other_than_pinned(root: &Path, spec: &BaselineSpec, state: &Path) -> Opti
             let (root, rev2) = (root.to_path_buf(), rev.clone());
             let commit = bounded(move || Repo::open(&root).ok().flatten()?.resolve(&rev2).ok()?)
                 .flatten()?;
-            if pin.commit.parse::<gix::ObjectId>().ok() == Some(commit) {
+            // The first pin, or one `accept --commit` moved on from, is the same baseline.
+            let moved_from = accepted::load(state)
+                .ok()
+                .flatten()
+                .map(|a| a.log.into_iter().filter_map(|e| e.from).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let same = |c: &str| c.parse::<gix::ObjectId>().ok() == Some(commit);
+            if same(&pin.commit) || moved_from.iter().any(|c| same(c)) {
                 return None;
             }
             format!("`--baseline {rev}` ({})", &commit.to_string()[..12])
@@ -874,6 +891,17 @@ fn sub_entry(e: &gitread::BaseEntry) -> BaseEntry {
         EntryKind::Submodule => BaseKind::Submodule,
     };
     BaseEntry { kind, oid: e.oid }
+}
+
+/// The commit `referee accept --commit` re-pinned the baseline at in `state`, if it did.
+fn repinned(state: Option<&Path>) -> Option<gix::ObjectId> {
+    accepted::load(state?).ok().flatten()?.commit?.parse().ok()
+}
+
+/// The commit the baseline kept in `state` is pinned at: the one `accept --commit` moved it to,
+/// or else the first pin's; `None` when no git baseline is pinned there.
+pub fn pinned_commit(state: &Path) -> Option<gix::ObjectId> {
+    repinned(Some(state)).or_else(|| load_pin(state)?.commit.parse().ok())
 }
 
 fn load_pin(state: &Path) -> Option<Pin> {

@@ -570,6 +570,31 @@ impl Repo {
 
     /// A commit's parents as its object lists them (no grafts, no replacements). A parent that
     /// is not in the store (a shallow clone's boundary) is left out, as git treats it.
+    /// Whether `ancestor` is `commit` or one of its ancestors, looking at no more than `limit`
+    /// commits (`None`: not decided within them). Every commit read is verified.
+    pub fn descends_from(
+        &self,
+        commit: ObjectId,
+        ancestor: ObjectId,
+        limit: usize,
+    ) -> Result<Option<bool>, GitReadError> {
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([commit]);
+        while let Some(c) = queue.pop_front() {
+            if c == ancestor {
+                return Ok(Some(true));
+            }
+            if !seen.insert(c) {
+                continue;
+            }
+            if seen.len() > limit {
+                return Ok(None);
+            }
+            queue.extend(self.parents(c)?);
+        }
+        Ok(Some(false))
+    }
+
     fn parents(&self, commit: ObjectId) -> Result<Vec<ObjectId>, GitReadError> {
         let (kind, data) = self.object(commit)?;
         if kind != gix::objs::Kind::Commit {
