@@ -28,6 +28,7 @@ pub mod outputs;
 pub mod protocol;
 pub mod protocol_test;
 pub mod replay;
+pub mod safefs;
 pub mod size;
 pub mod state;
 pub mod status;

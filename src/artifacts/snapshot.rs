@@ -349,6 +349,7 @@ impl Snapshot {
                     return Some(Err(ReadError::Io {
                         rel: TRACKER_FILE.to_string(),
                         message: format!("cannot be examined: {}", u.describe()),
+                        source: None,
                     }));
                 }
                 Some(self.read(TRACKER_FILE).and_then(|data| {

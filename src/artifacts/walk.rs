@@ -23,11 +23,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use rustix::fs::{Dir, Mode, OFlags};
-
 use super::entry::{listed_entry, permute, sorted_order, Entry, Kind, Unlisted};
 use super::escape::escape_name;
 use super::fsread;
+use crate::safefs;
 
 /// Entries listed on one thread before a second one may start.
 const PARALLEL_AFTER_ENTRIES: usize = 256;
@@ -381,12 +380,9 @@ impl Shared {
     }
 
     fn list_into(&self, dir: &ToList, out: &mut Listed, found: &mut Vec<ToList>) -> io::Result<()> {
-        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        if dir.depth > 0 {
-            // Listed as a directory, but it may have been swapped for a link since.
-            flags |= OFlags::NOFOLLOW;
-        }
-        let fd = rustix::fs::open(&dir.path, flags, Mode::empty())?;
+        // Below the root a directory was listed as one, but it may have been swapped for a link
+        // since: not followed.
+        let fd = safefs::open_dir(safefs::CWD, &dir.path, dir.depth == 0)?;
         out.runs.push(out.entries.len());
         Self::read_dir(&fd, dir, out, found)
     }
@@ -403,16 +399,13 @@ impl Shared {
         out: &mut Listed,
         found: &mut Vec<ToList>,
     ) -> io::Result<()> {
+        use std::os::fd::AsFd;
         let mut names = Names::default();
-        let mut listed = Ok(());
-        for item in Dir::read_from(fd)? {
-            match item {
-                Ok(item) => names.push(item.file_name().to_bytes(), item.file_type()),
-                Err(e) => {
-                    listed = Err(e.into());
-                    break;
-                }
-            }
+        let mut heap = Vec::new();
+        let mut raw = Vec::new();
+        let listed = safefs::read_names(fd.as_fd(), &mut heap, &mut raw);
+        for (at, file_type) in raw {
+            names.push(safefs::name_at(&heap, at).as_bytes(), file_type);
         }
         out.entries.reserve(names.len());
         for i in sorted_order(names.len(), |i| names.escaped(i)) {

@@ -3,7 +3,7 @@
 use super::fsat::{read_capped, stat_of, OpenDir};
 use super::*;
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
@@ -35,8 +35,7 @@ fn scan(root: &Path, cache: &mut StatCache) -> WorkTree {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// A fresh cache that trusts a file 20 ms after its last change (the tests then wait 60 ms
@@ -63,9 +62,12 @@ fn every_kind() {
     symlink("/etc/passwd", root.join("out")).expect("symlink");
     symlink("nowhere", root.join("dangling")).expect("symlink");
     fs::create_dir(root.join("empty")).expect("mkdir");
-    let fifo = CString::new(root.join("pipe").as_os_str().as_bytes()).expect("cstring");
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        root.join("pipe"),
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .expect("mkfifo");
     write(root, "nested/.git/HEAD", b"ref: refs/heads/main\n");
     write(root, "nested/roles.py", b"x = 1\n");
     write(root, "sub/.git", b"gitdir: ../.git/modules/sub\n");
@@ -408,9 +410,7 @@ fn a_swapped_directory_or_file_is_not_followed() {
     let meta = fs::metadata(root.join("other")).expect("stat");
     let other = (meta.dev(), meta.ino());
     // A directory that is not the one listed is refused, and so is a symlink in its place.
-    let err = OpenDir::open(&root.join("d"), Some(other))
-        .err()
-        .expect("refused");
+    let err = OpenDir::open(&root.join("d"), Some(other)).expect_err("refused");
     assert_eq!(err.to_string(), "replaced while being read");
     symlink("other", root.join("link")).expect("symlink");
     assert!(OpenDir::open(&root.join("link"), Some(other)).is_err());
