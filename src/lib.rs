@@ -34,5 +34,6 @@ pub mod state;
 pub mod status;
 pub mod syntax;
 pub mod task_verdict;
+pub mod tomlfile;
 pub mod waivers;
 pub mod workspace;

@@ -63,23 +63,7 @@ pub enum ReadError {
     },
 }
 
-/// The system's error behind a [`ReadError::Io`], shared so that the error stays `Clone`, and
-/// compared by what it says (its kind and OS error number).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct IoCause(pub std::sync::Arc<io::Error>);
-
-impl IoCause {
-    pub fn new(err: io::Error) -> IoCause {
-        IoCause(std::sync::Arc::new(err))
-    }
-}
-
-impl PartialEq for IoCause {
-    fn eq(&self, other: &IoCause) -> bool {
-        self.0.kind() == other.0.kind() && self.0.raw_os_error() == other.0.raw_os_error()
-    }
-}
+pub use crate::safefs::IoCause;
 
 impl ReadError {
     /// An I/O error about `rel` whose message is `message` (it says what was being done).
@@ -170,14 +154,14 @@ impl fmt::Debug for FileData {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes).into())
+    hex(&Sha256::digest(bytes))
 }
 
-/// A SHA-256 digest in lowercase hex.
-fn hex(digest: &[u8; 32]) -> String {
+/// Lowercase hex of bytes (the one hex encoder: file and protocol hashes, git blob ids).
+pub fn hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(digest.len() * 2);
-    for byte in digest.iter() {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
         out.push(char::from(HEX[usize::from(byte >> 4)]));
         out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }

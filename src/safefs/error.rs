@@ -63,6 +63,17 @@ impl FsError {
         }
     }
 
+    /// The error as an `io::Error`: the system's own where it refused, else one of kind
+    /// `InvalidInput` that says what was found.
+    pub fn into_io(self) -> io::Error {
+        match self {
+            FsError::NotFound { source, .. }
+            | FsError::Symlink { source, .. }
+            | FsError::Io { source, .. } => source,
+            other => io::Error::new(io::ErrorKind::InvalidInput, other.to_string()),
+        }
+    }
+
     /// The system's error, when the system refused.
     pub fn io(&self) -> Option<&io::Error> {
         match self {
@@ -73,6 +84,26 @@ impl FsError {
         }
     }
 }
+
+/// The system's error kept as the cause of an error that must stay `Clone` (shared), compared
+/// by what it says (its kind and OS error number).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct IoCause(pub std::sync::Arc<io::Error>);
+
+impl IoCause {
+    pub fn new(err: io::Error) -> IoCause {
+        IoCause(std::sync::Arc::new(err))
+    }
+}
+
+impl PartialEq for IoCause {
+    fn eq(&self, other: &IoCause) -> bool {
+        self.0.kind() == other.0.kind() && self.0.raw_os_error() == other.0.raw_os_error()
+    }
+}
+
+impl Eq for IoCause {}
 
 /// An I/O error's message with its first letter lowercased ("permission denied (os error 13)").
 pub fn lowercase_message(err: &io::Error) -> String {

@@ -26,7 +26,7 @@ pub use rustix::fs::CWD;
 
 mod error;
 
-pub use error::{lowercase_message, FsError};
+pub use error::{lowercase_message, FsError, IoCause};
 
 /// A modification or change time: seconds and nanoseconds since the epoch.
 pub type Stamp = (i64, i64);
@@ -58,6 +58,15 @@ impl Access {
         OFlags::RDWR.union(OFlags::APPEND).union(OFlags::CREATE),
         0o666,
     );
+
+    /// Reading a file the user named, a symlink at its last name followed (a protocol or
+    /// waiver file kept elsewhere and linked in); still never blocking on a FIFO or device.
+    pub const READ_FOLLOWING: Access = Access {
+        flags: OFlags::RDONLY
+            .union(OFlags::NONBLOCK)
+            .union(OFlags::CLOEXEC),
+        mode: Mode::empty(),
+    };
 
     const fn new(flags: OFlags, mode: u32) -> Access {
         Access {
@@ -164,6 +173,22 @@ pub fn read_regular(
 /// [`read_regular`] of a path relative to the working directory, naming it in errors.
 pub fn read_file(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
     read_regular(CWD, path, path, cap)
+}
+
+/// The bytes of the regular file the user named at `path` (a symlink followed, as a shell
+/// would), at most `cap`: a FIFO, device or directory is refused on the descriptor without
+/// blocking, a file over the cap before it is read; nothing there is [`FsError::NotFound`].
+pub fn read_named(path: &Path, cap: u64) -> Result<Vec<u8>, FsError> {
+    let (file, st) = open_regular(CWD, path, path, Access::READ_FOLLOWING)?;
+    let size = u64::try_from(st.st_size).unwrap_or(0);
+    if size > cap {
+        return Err(FsError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+            cap,
+        });
+    }
+    read_capped(file, size, cap, path)
 }
 
 /// A short human name for a file type: `regular file`, `directory`, `symlink`, `fifo`, `socket`,
