@@ -10,7 +10,6 @@
 //! balanced; a lone backtick is escaped. Control characters and line breaks never pass (each
 //! string is one line), so no content can start a line of its own.
 
-
 /// Where escaped text goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
