@@ -12,8 +12,33 @@ use rustix::io::Errno;
 
 use super::super::statcache::{now, Stamp, Stat};
 pub(crate) use crate::safefs::is_long;
-use crate::safefs::{lowercase_message, Access};
+use crate::safefs::{lowercase_message, Access, IoCause};
 pub(super) use crate::safefs::{name_at, Lstat, OpenDir};
+
+/// Why a file of the workspace could not be read; its text is the entry's evidence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unreadable {
+    #[error("vanished while being read")]
+    Vanished,
+    #[error("replaced while being read")]
+    Replaced,
+    #[error("over the read cap of {cap} bytes")]
+    OverCap { cap: u64 },
+    #[error("a symbolic link; the referee does not follow links")]
+    Symlink,
+    #[error("not a regular file ({0})")]
+    NotRegular(&'static str),
+    /// The system refused; the text is its message, lowercased.
+    #[error("{}", lowercase_message(&(.0).0))]
+    Io(#[source] IoCause),
+}
+
+impl Unreadable {
+    /// The system's error, kept.
+    pub(crate) fn io(err: io::Error) -> Unreadable {
+        Unreadable::Io(IoCause::new(err))
+    }
+}
 
 /// The directory whose children a walk records: the one it holds open, or one listed earlier
 /// (on a lister thread), opened again only if a child must be read, by its path, without
@@ -24,7 +49,7 @@ pub(super) enum DirRef<'a> {
         root: &'a Path,
         rel: &'a [u8],
         id: (u64, u64),
-        dir: std::cell::OnceCell<Result<OpenDir, String>>,
+        dir: std::cell::OnceCell<Result<OpenDir, Unreadable>>,
     },
 }
 
@@ -40,7 +65,7 @@ impl<'a> DirRef<'a> {
     }
 
     /// The open directory, or why it cannot be had (gone, or no longer the one listed).
-    pub(super) fn get(&self) -> Result<&OpenDir, String> {
+    pub(super) fn get(&self) -> Result<&OpenDir, Unreadable> {
         match self {
             DirRef::Open(dir) => Ok(dir),
             DirRef::Listed { root, rel, id, dir } => dir
@@ -48,10 +73,10 @@ impl<'a> DirRef<'a> {
                     // The root as a scan opens it (a link to it followed), or the directory
                     // beneath it; either way still the directory listed.
                     let opened = open_in_tree(root, rel, Some(*id));
-                    opened.map_err(|e| read_reason(&e))
+                    opened.map_err(read_reason)
                 })
                 .as_ref()
-                .map_err(String::clone),
+                .map_err(Unreadable::clone),
         }
     }
 }
@@ -81,17 +106,17 @@ pub(super) fn read_capped(
     base: &OsStr,
     listed: &Stat,
     cap: u64,
-) -> Result<ReadFile, String> {
+) -> Result<ReadFile, Unreadable> {
     // Taken before the read: a write after this moment gives a ctime that is not older than
     // it, so the cache will not trust this read for the new content.
     let at = now();
-    let file = dir.open_file(base).map_err(|e| read_reason(&e))?;
+    let file = dir.open_file(base).map_err(read_reason)?;
     let meta = rustix::fs::fstat(&file)
         .map(|st| Lstat::of(&st))
-        .map_err(|e| read_reason(&e.into()))?;
+        .map_err(|e| read_reason(e.into()))?;
     if meta.file_type() != FileType::RegularFile || (meta.dev, meta.ino) != (listed.dev, listed.ino)
     {
-        return Err("replaced while being read".to_string());
+        return Err(Unreadable::Replaced);
     }
     if meta.size > cap {
         return Err(over_cap(cap));
@@ -99,7 +124,7 @@ pub(super) fn read_capped(
     let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| read_reason(&e))?;
+        .map_err(read_reason)?;
     if bytes.len() as u64 > cap {
         return Err(over_cap(cap));
     }
@@ -110,15 +135,18 @@ pub(super) fn read_capped(
     })
 }
 
-pub(super) fn over_cap(cap: u64) -> String {
-    format!("over the read cap of {cap} bytes")
+pub(super) fn over_cap(cap: u64) -> Unreadable {
+    Unreadable::OverCap { cap }
 }
 
-pub(super) fn read_reason(err: &io::Error) -> String {
+pub(super) fn read_reason(err: io::Error) -> Unreadable {
     if err.kind() == io::ErrorKind::NotFound {
-        return "vanished while being read".to_string();
+        return Unreadable::Vanished;
     }
-    reason(err)
+    if crate::safefs::is_replaced(&err) {
+        return Unreadable::Replaced;
+    }
+    Unreadable::io(err)
 }
 
 pub(super) fn reason(err: &io::Error) -> String {
@@ -171,7 +199,11 @@ pub(crate) fn is_link_on_the_way(e: &io::Error) -> bool {
 /// ([`open_in_tree`]), the file opened there without following a link or blocking, checked on
 /// the descriptor to be a regular file, at most `cap` bytes. For a path too long for one system
 /// call. `Ok(None)`: there is nothing at that path.
-pub(crate) fn read_in_tree(root: &Path, rel: &[u8], cap: u64) -> Result<Option<Vec<u8>>, String> {
+pub(crate) fn read_in_tree(
+    root: &Path,
+    rel: &[u8],
+    cap: u64,
+) -> Result<Option<Vec<u8>>, Unreadable> {
     let (parent, base) = match rel.iter().rposition(|&b| b == b'/') {
         Some(i) => (&rel[..i], &rel[i + 1..]),
         None => (&rel[..0], rel),
@@ -179,20 +211,18 @@ pub(crate) fn read_in_tree(root: &Path, rel: &[u8], cap: u64) -> Result<Option<V
     let dir = match open_in_tree(root, parent, None) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(reason(&e)),
+        Err(e) => return Err(Unreadable::io(e)),
     };
     let base = OsStr::from_bytes(base);
     let meta = match dir.stat(base) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(reason(&e)),
+        Err(e) => return Err(Unreadable::io(e)),
     };
     match meta.file_type() {
         FileType::RegularFile => {}
-        FileType::Symlink => {
-            return Err("a symbolic link; the referee does not follow links".into())
-        }
-        other => return Err(format!("not a regular file ({})", other_kind(other))),
+        FileType::Symlink => return Err(Unreadable::Symlink),
+        other => return Err(Unreadable::NotRegular(other_kind(other))),
     }
     read_capped(&dir, base, &stat_of(&meta), cap).map(|r| Some(r.bytes))
 }
@@ -278,7 +308,11 @@ pub(crate) struct Looked {
 /// Looks at `rel` under `root` (any length: through descriptors where the path is long), and
 /// reads a regular file of at most `cap` bytes (never a FIFO or device: opened without
 /// blocking and checked on the descriptor) or a link's target. `Ok(None)`: nothing there.
-pub(crate) fn look_in_tree(root: &Path, rel: &[u8], cap: u64) -> Result<Option<Looked>, String> {
+pub(crate) fn look_in_tree(
+    root: &Path,
+    rel: &[u8],
+    cap: u64,
+) -> Result<Option<Looked>, Unreadable> {
     let (parent, base) = match rel.iter().rposition(|&b| b == b'/') {
         Some(i) => (&rel[..i], &rel[i + 1..]),
         None => (&rel[..0], rel),
@@ -291,13 +325,13 @@ pub(crate) fn look_in_tree(root: &Path, rel: &[u8], cap: u64) -> Result<Option<L
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) || is_link_on_the_way(&e) => {
             return Ok(None)
         }
-        Err(e) => return Err(reason(&e)),
+        Err(e) => return Err(Unreadable::io(e)),
     };
     let base = OsStr::from_bytes(base);
     let meta = match dir.stat(base) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(reason(&e)),
+        Err(e) => return Err(Unreadable::io(e)),
     };
     let ft = meta.file_type();
     let kind = match ft {
@@ -310,7 +344,7 @@ pub(crate) fn look_in_tree(root: &Path, rel: &[u8], cap: u64) -> Result<Option<L
         FileType::RegularFile if meta.size <= cap => {
             Some(read_capped(&dir, base, &stat_of(&meta), cap)?.bytes)
         }
-        FileType::Symlink => Some(dir.read_link(base).map_err(|e| reason(&e))?),
+        FileType::Symlink => Some(dir.read_link(base).map_err(Unreadable::io)?),
         _ => None,
     };
     Ok(Some(Looked {

@@ -31,6 +31,7 @@ use super::{name, Compared};
 use fsat::DirRef;
 pub(crate) use fsat::{
     is_long, look_in_tree, names_in_tree, read_in_tree, size_in_tree, write_in_tree, Looked, Put,
+    Unreadable,
 };
 pub(crate) use lister::Lister;
 use walk::{Bulk, Walker};

@@ -1,6 +1,6 @@
 //! The walk and the work tree it records.
 
-use super::fsat::{read_capped, stat_of, OpenDir};
+use super::fsat::{read_capped, stat_of, OpenDir, Unreadable};
 use super::*;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -420,7 +420,8 @@ fn a_swapped_directory_or_file_is_not_followed() {
     let f = OsStr::new("f");
     let listed = stat_of(&o.stat(f).expect("stat"));
     let err = read_capped(&d, f, &listed, 100).err().expect("refused");
-    assert_eq!(err, "replaced while being read");
+    assert_eq!(err, Unreadable::Replaced);
+    assert_eq!(err.to_string(), "replaced while being read");
     assert!(read_capped(&o, f, &listed, 100).is_ok());
     // Nor is a symlink put where the file was listed.
     fs::remove_file(root.join("other/f")).expect("rm");
@@ -643,15 +644,15 @@ fn a_listed_directory_is_opened_again_only_if_it_is_the_one_listed() {
     fs::remove_file(root.join("d")).expect("rm");
     fs::rename(dir.path().join("other"), root.join("d")).expect("mv");
     assert_eq!(
-        DirRef::listed(&root, b"d", d_id).get().err().as_deref(),
-        Some("replaced while being read")
+        DirRef::listed(&root, b"d", d_id).get().err(),
+        Some(Unreadable::Replaced)
     );
     // The root replaced by another directory.
     fs::rename(&root, dir.path().join("ws-old")).expect("mv");
     fs::create_dir(&root).expect("mkdir");
     assert_eq!(
-        DirRef::listed(&root, b"", root_id).get().err().as_deref(),
-        Some("replaced while being read")
+        DirRef::listed(&root, b"", root_id).get().err(),
+        Some(Unreadable::Replaced)
     );
 }
 

@@ -15,7 +15,7 @@ use super::super::name;
 use super::super::statcache::Cached;
 use super::fsat::{
     name_at, open_in_tree, other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat,
-    OpenDir,
+    OpenDir, Unreadable,
 };
 use super::lister::Child;
 use super::{blob_oid, Entry, Kind, Options, StatCache};
@@ -397,10 +397,10 @@ impl Walker<'_, '_> {
             }
         } else if file_type == FileType::Symlink {
             let target = match link {
-                Some(read) => read.map_err(|e| reason(&e)),
+                Some(read) => read.map_err(Unreadable::io),
                 None => dir
                     .get()
-                    .and_then(|d| d.read_link(base).map_err(|e| reason(&e))),
+                    .and_then(|d| d.read_link(base).map_err(Unreadable::io)),
             };
             match target {
                 Ok(target) => {
@@ -412,7 +412,7 @@ impl Walker<'_, '_> {
                 }
                 Err(why) => {
                     entry.kind = Kind::Symlink { target: Vec::new() };
-                    entry.unreadable = Some(why);
+                    entry.unreadable = Some(why.to_string());
                 }
             }
         } else {
@@ -467,14 +467,14 @@ impl Walker<'_, '_> {
         }
         let cap = self.opts.cap;
         if listed.size > cap {
-            entry.unreadable = Some(over_cap(cap));
+            entry.unreadable = Some(over_cap(cap).to_string());
             return;
         }
         self.cache.count_read();
         let read = match dir.get().and_then(|d| read_capped(d, base, &listed, cap)) {
             Ok(read) => read,
             Err(why) => {
-                entry.unreadable = Some(why);
+                entry.unreadable = Some(why.to_string());
                 return;
             }
         };
