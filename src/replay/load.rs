@@ -172,7 +172,8 @@ impl Timeline {
                 |m: String| err_at(Some(step_span.clone()), format!("step {}: {m}", i + 1));
             let at = match &s.at {
                 Some(at) => {
-                    let d = duration(at.get_ref()).map_err(|m| err_at(Some(at.span()), m))?;
+                    let d = duration(at.get_ref())
+                        .map_err(|m| err_at(Some(at.span()), m.to_string()))?;
                     if d < clock {
                         return Err(err_at(
                             Some(at.span()),
@@ -285,7 +286,8 @@ fn step_action(
             }
             let every = match &s.every {
                 Some(e) => {
-                    let d = duration(e.get_ref()).map_err(|m| err_at(Some(e.span()), m))?;
+                    let d =
+                        duration(e.get_ref()).map_err(|m| err_at(Some(e.span()), m.to_string()))?;
                     if paths.len() < 2 {
                         return Err(err_at(
                             Some(e.span()),
@@ -406,7 +408,7 @@ fn step_action(
         Action::Remove { path: rel(p)? }
     } else if let Some(w) = &s.wait {
         Action::Wait {
-            duration: duration(w.get_ref()).map_err(|m| err_at(Some(w.span()), m))?,
+            duration: duration(w.get_ref()).map_err(|m| err_at(Some(w.span()), m.to_string()))?,
         }
     } else {
         return Err(at_step("give one action".into()));

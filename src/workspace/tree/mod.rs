@@ -370,10 +370,9 @@ impl WorkTree {
 }
 
 /// Git's blob id of `bytes` of the kind `hash` (SHA-1 with git's collision detection, or
-/// SHA-256).
-pub(super) fn blob_oid(hash: gix::hash::Kind, bytes: &[u8]) -> Result<ObjectId, String> {
+/// SHA-256). The error is gix's own; its evidence is "git blob id: …".
+pub(super) fn blob_oid(hash: gix::hash::Kind, bytes: &[u8]) -> Result<ObjectId, gix::Error> {
     gix::objs::compute_hash(hash, gix::objs::Kind::Blob, bytes)
-        .map_err(|e| format!("git blob id: {e}"))
 }
 
 #[cfg(test)]

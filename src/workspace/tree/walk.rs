@@ -406,7 +406,7 @@ impl Walker<'_, '_> {
                 Ok(target) => {
                     match blob_oid(self.opts.hash, &target) {
                         Ok(oid) => entry.oid = Some(oid),
-                        Err(why) => entry.unreadable = Some(why),
+                        Err(why) => entry.unreadable = Some(format!("git blob id: {why}")),
                     }
                     entry.kind = Kind::Symlink { target };
                 }
@@ -481,7 +481,7 @@ impl Walker<'_, '_> {
         let oid = match blob_oid(self.opts.hash, &read.bytes) {
             Ok(oid) => oid,
             Err(why) => {
-                entry.unreadable = Some(why);
+                entry.unreadable = Some(format!("git blob id: {why}"));
                 return;
             }
         };
