@@ -89,22 +89,7 @@ impl Evidence {
     }
 }
 
-/// `s` with control characters (and Unicode line separators and bidirectional overrides)
-/// written as escapes, so it stays one line of text wherever it is printed.
-fn one_line(s: &str) -> String {
-    if !s.chars().any(crate::artifacts::needs_escape) {
-        return s.to_string();
-    }
-    s.chars()
-        .map(|c| match c {
-            '\n' => "\\n".to_string(),
-            '\r' => "\\r".to_string(),
-            '\t' => "\\t".to_string(),
-            c if crate::artifacts::needs_escape(c) => c.escape_unicode().to_string(),
-            c => c.to_string(),
-        })
-        .collect()
-}
+use crate::artifacts::one_line;
 
 fn dedup_join(parts: &[String]) -> String {
     let mut seen = Vec::<&str>::new();

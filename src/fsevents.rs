@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
+use crate::safefs::IoCause;
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{Config, Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
@@ -69,7 +70,12 @@ pub enum FsEvent {
     /// Events may have been lost (queue overflow, watcher error): look at everything again.
     Rescan { why: String },
     /// The native watcher ran out of watches: switch to polling (and look at everything again).
-    Limit { message: String },
+    /// `message` says what ran out and where; `source` is the system's error when it gave one.
+    Limit {
+        message: String,
+        path: Option<PathBuf>,
+        source: Option<IoCause>,
+    },
 }
 
 /// The kind of source that is running.
@@ -354,9 +360,17 @@ fn translate(res: notify::Result<Event>) -> Option<FsEvent> {
     let ev = match res {
         Ok(ev) => ev,
         Err(e) if is_watch_limit(&e) => {
+            let message = describe(&e);
+            let path = e.paths.first().cloned();
+            let source = match e.kind {
+                notify::ErrorKind::Io(io) => Some(IoCause::new(io)),
+                _ => None,
+            };
             return Some(FsEvent::Limit {
-                message: describe(&e),
-            })
+                message,
+                path,
+                source,
+            });
         }
         Err(e) => {
             return Some(FsEvent::Rescan {
@@ -528,6 +542,20 @@ mod tests {
         assert!(matches!(translate(Err(limit)), Some(FsEvent::Limit { .. })));
         let enospc = notify::Error::io(std::io::Error::from_raw_os_error(libc::ENOSPC));
         assert!(is_watch_limit(&enospc));
+        // The limit keeps the system's error and the path it was met at.
+        let at = notify::Error::io(std::io::Error::from_raw_os_error(libc::ENOSPC))
+            .add_path(PathBuf::from("/b/deep"));
+        match translate(Err(at)) {
+            Some(FsEvent::Limit {
+                path,
+                source: Some(source),
+                ..
+            }) => {
+                assert_eq!(path.as_deref(), Some(Path::new("/b/deep")));
+                assert_eq!(source.0.raw_os_error(), Some(libc::ENOSPC));
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(fallback_warning(&enospc).contains("max_user_watches=524288"));
         assert!(!is_watch_limit(&notify::Error::path_not_found()));
         let emfile = notify::Error::io(std::io::Error::from_raw_os_error(libc::EMFILE));

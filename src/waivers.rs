@@ -182,14 +182,7 @@ impl Waivers {
             path: path.display().to_string(),
             source,
         };
-        let meta = std::fs::metadata(path).map_err(read)?;
-        if !meta.is_file() || meta.len() > MAX_BYTES {
-            return Err(read(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file of at most 1 MiB",
-            )));
-        }
-        let text = std::fs::read_to_string(path).map_err(read)?;
+        let text = crate::tomlfile::read_text(path, MAX_BYTES).map_err(|e| read(e.into_io()))?;
         let mut w = Waivers::parse(&text, &path.display().to_string(), protocol)?;
         w.file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         Ok(w)
@@ -206,8 +199,7 @@ impl Waivers {
                 message,
             }
         };
-        let raw: RawFile =
-            toml::from_str(text).map_err(|e| err_at(e.span(), e.message().to_string()))?;
+        let raw: RawFile = crate::tomlfile::parse(text).map_err(|e| err_at(e.at, e.message))?;
         let checks: Vec<&str> = protocol.checks().iter().map(|c| c.id.as_str()).collect();
         // A pass instance of a task protocol is keyed by the task id: any pass name may match.
         let passes: Option<Vec<&str>> = matches!(protocol.subject, Subject::Build(_))

@@ -441,13 +441,7 @@ fn resolve_symlink(root: &Path, path: &Path, rel: &str) -> Resolved {
                 "symlink cannot be resolved: {}",
                 fsread::lowercase_message(&e)
             );
-            return other(
-                message.clone(),
-                ReadError::Io {
-                    rel: rel.to_string(),
-                    message,
-                },
-            );
+            return other(message.clone(), ReadError::io(rel, message, e));
         }
     };
     if !target.starts_with(root) {
@@ -468,13 +462,7 @@ fn resolve_symlink(root: &Path, path: &Path, rel: &str) -> Resolved {
                 "symlink target cannot be examined: {}",
                 fsread::lowercase_message(&e)
             );
-            other(
-                message.clone(),
-                ReadError::Io {
-                    rel: rel.to_string(),
-                    message,
-                },
-            )
+            other(message.clone(), ReadError::io(rel, message, e))
         }
     }
 }

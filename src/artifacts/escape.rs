@@ -59,6 +59,26 @@ pub fn escape_name(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `s` with line breaks and other controls (and Unicode line separators and bidirectional
+/// overrides) written as visible escapes (`\n`, `\u{…}`), so text from anywhere (evidence,
+/// protocol, notes, incidents) stays one line wherever it is printed.
+pub fn one_line(s: &str) -> String {
+    if !s.chars().any(needs_escape) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if needs_escape(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Characters that must not reach output text raw: controls (C0, DEL, C1) and the Unicode
 /// line/paragraph separators and bidirectional overrides, which reorder or break a line.
 pub fn needs_escape(c: char) -> bool {

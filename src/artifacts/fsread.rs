@@ -10,12 +10,14 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::fs::{self, File, FileType, Metadata, OpenOptions};
+use std::fs::{self, File, FileType, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
+
+use crate::safefs;
 
 mod bytes;
 
@@ -50,9 +52,28 @@ pub enum ReadError {
         size: u64,
         cap: u64,
     },
-    /// Any other I/O error, e.g. permission denied.
+    /// Any other I/O error, e.g. permission denied: `message` says what was being done and
+    /// the cause, `source` keeps the system's error where there was one.
     #[error("cannot read `{rel}`: {message}")]
-    Io { rel: String, message: String },
+    Io {
+        rel: String,
+        message: String,
+        #[source]
+        source: Option<IoCause>,
+    },
+}
+
+pub use crate::safefs::IoCause;
+
+impl ReadError {
+    /// An I/O error about `rel` whose message is `message` (it says what was being done).
+    pub fn io(rel: &str, message: String, source: io::Error) -> ReadError {
+        ReadError::Io {
+            rel: rel.to_string(),
+            message,
+            source: Some(IoCause::new(source)),
+        }
+    }
 }
 
 impl ReadError {
@@ -133,14 +154,14 @@ impl fmt::Debug for FileData {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes).into())
+    hex(&Sha256::digest(bytes))
 }
 
-/// A SHA-256 digest in lowercase hex.
-fn hex(digest: &[u8; 32]) -> String {
+/// Lowercase hex of bytes (the one hex encoder: file and protocol hashes, git blob ids).
+pub fn hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(digest.len() * 2);
-    for byte in digest.iter() {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
         out.push(char::from(HEX[usize::from(byte >> 4)]));
         out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
@@ -193,31 +214,25 @@ pub fn io_error(rel: &str, err: &io::Error) -> ReadError {
     ReadError::Io {
         rel: rel.to_string(),
         message: lowercase_message(err),
+        source: Some(IoCause::new(copy_io(err))),
+    }
+}
+
+/// A copy of `err` that keeps its kind, OS error number and message (an `io::Error` is not
+/// `Clone`).
+fn copy_io(err: &io::Error) -> io::Error {
+    match err.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(err.kind(), err.to_string()),
     }
 }
 
 /// Whether `err` is the OS reporting too many levels of symbolic links.
 pub(crate) fn is_symlink_loop(err: &io::Error) -> bool {
-    #[cfg(unix)]
-    {
-        err.raw_os_error() == Some(libc::ELOOP)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = err;
-        false
-    }
+    safefs::is_symlink_loop(err)
 }
 
-/// An I/O error's message with its first letter lowercased ("permission denied (os error 13)").
-pub(crate) fn lowercase_message(err: &io::Error) -> String {
-    let message = err.to_string();
-    let mut chars = message.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => message,
-    }
-}
+pub(crate) use safefs::lowercase_message;
 
 /// Reads the file at `path`, known to the caller as `rel`, capped at `cap` bytes.
 ///
@@ -303,16 +318,10 @@ fn check_regular(rel: &str, meta: &Metadata, cap: u64) -> Result<(), ReadError> 
 /// descriptor that it is a regular file within the cap: the path may have been replaced by a FIFO
 /// or a symlink after the caller looked at it.
 fn open_regular(path: &Path, rel: &str, cap: u64) -> Result<(File, Metadata), ReadError> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
-        // O_NOFOLLOW: `path` is canonical, so a symlink here means it was swapped in after the check.
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    let file = options.open(path).map_err(|e| io_error(rel, &e))?;
+    // Not blocking: opening a FIFO for reading returns at once instead of waiting for a writer.
+    // Not following: `path` is canonical, so a symlink here means it was swapped in after the
+    // check.
+    let file = safefs::open(path, safefs::Access::READ).map_err(|e| io_error(rel, &e))?;
     let meta = file.metadata().map_err(|e| io_error(rel, &e))?;
     check_regular(rel, &meta, cap)?;
     Ok((file, meta))

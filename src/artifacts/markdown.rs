@@ -350,7 +350,7 @@ impl Walk<'_> {
             TagEnd::Heading(level) => {
                 if let Some(s) = self.sink.take() {
                     let at = self.lines.pos(s.start);
-                    let text = one_line(&seen::value(&s.text));
+                    let text = collapse_whitespace(&seen::value(&s.text));
                     if self.want_lines {
                         self.doc.lines.push(Line {
                             text: text.clone(),
@@ -521,7 +521,7 @@ impl Walk<'_> {
             .get(range.clone())
             .map_or(0, |r| r.len() - r.trim_start().len());
         Cell {
-            text: one_line(&seen::value(&s.text)),
+            text: collapse_whitespace(&seen::value(&s.text)),
             written: written.to_string(),
             struck: s
                 .struck
@@ -620,7 +620,7 @@ fn inline_cell(src: &str, source: usize, lines: &Lines<'_>) -> Cell {
     });
     if plain {
         return Cell {
-            text: one_line(&seen::value(src)),
+            text: collapse_whitespace(&seen::value(src)),
             written: src.trim().to_string(),
             at: lines.pos(source + lead),
             ..Cell::default()
@@ -642,7 +642,7 @@ fn inline_cell(src: &str, source: usize, lines: &Lines<'_>) -> Cell {
         s.text.drain(..'\u{a0}'.len_utf8());
     }
     Cell {
-        text: one_line(&seen::value(&s.text)),
+        text: collapse_whitespace(&seen::value(&s.text)),
         written: src.trim().to_string(),
         struck: s
             .struck
@@ -742,7 +742,7 @@ fn strip_tags(line: &str) -> String {
 }
 
 /// Whitespace runs (line breaks included) as one space, trimmed.
-fn one_line(s: &str) -> String {
+fn collapse_whitespace(s: &str) -> String {
     let t = s.trim();
     let single = !t.contains(|c: char| c.is_whitespace() && c != ' ') && !t.contains("  ");
     if single {

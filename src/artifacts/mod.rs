@@ -35,7 +35,7 @@ pub mod tracker;
 mod walk;
 
 pub use entry::{Entry, Kind, Unlisted};
-pub use escape::{escape_name, needs_escape};
+pub use escape::{escape_name, needs_escape, one_line};
 pub use fsread::{FileData, ReadError};
 pub use ignored::not_input;
 pub use snapshot::{Listing, Snapshot};

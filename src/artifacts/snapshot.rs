@@ -343,6 +343,7 @@ impl Snapshot {
             return Some(Err(ReadError::Io {
                 rel: rel.to_string(),
                 message: format!("cannot be examined: {}", u.describe()),
+                source: None,
             }));
         }
         Some(self.read(rel).and_then(|data| {

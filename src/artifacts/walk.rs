@@ -23,11 +23,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use rustix::fs::{Dir, Mode, OFlags};
-
 use super::entry::{listed_entry, permute, sorted_order, Entry, Kind, Unlisted};
 use super::escape::escape_name;
 use super::fsread;
+use crate::safefs;
 
 /// Entries listed on one thread before a second one may start.
 const PARALLEL_AFTER_ENTRIES: usize = 256;
@@ -70,25 +69,16 @@ impl ToList {
     /// The folder a symlink in this directory named `name` leads to, to be listed under the
     /// link's `rel`; `Err` with why it is not followed (a loop, too many links, or it cannot be
     /// resolved any more).
-    fn through_link(&self, name: &OsStr, rel: &str, depth: usize) -> Result<ToList, String> {
-        let target = std::fs::canonicalize(self.path.join(name)).map_err(|e| {
-            format!(
-                "the folder it links to cannot be resolved: {}",
-                fsread::lowercase_message(&e)
-            )
-        })?;
+    fn through_link(&self, name: &OsStr, rel: &str, depth: usize) -> Result<ToList, NotFollowed> {
+        let target = std::fs::canonicalize(self.path.join(name))
+            .map_err(|e| NotFollowed::Unresolved(safefs::IoCause::new(e)))?;
         let trail = self.links.as_deref().map_or(&[][..], Vec::as_slice);
         let holds_us = |p: &Path| p.starts_with(&target);
         if holds_us(&self.path) || trail.iter().any(|p| holds_us(p)) {
-            return Err(format!(
-                "a symlink to `{}`, a folder it is already inside (a loop); not followed",
-                target.display()
-            ));
+            return Err(NotFollowed::Loop { target });
         }
         if trail.len() >= MAX_LINKS {
-            return Err(format!(
-                "a symlink to a folder below {MAX_LINKS} other linked folders; not followed"
-            ));
+            return Err(NotFollowed::TooDeep);
         }
         let mut links = trail.to_vec();
         links.push(target.clone());
@@ -100,6 +90,17 @@ impl ToList {
             links: Some(Arc::new(links)),
         })
     }
+}
+
+/// Why a symlink to a folder is not read through; its text is the unlisted place's cause.
+#[derive(Debug, thiserror::Error)]
+enum NotFollowed {
+    #[error("the folder it links to cannot be resolved: {}", safefs::lowercase_message(&(.0).0))]
+    Unresolved(#[source] safefs::IoCause),
+    #[error("a symlink to `{}`, a folder it is already inside (a loop); not followed", target.display())]
+    Loop { target: PathBuf },
+    #[error("a symlink to a folder below {MAX_LINKS} other linked folders; not followed")]
+    TooDeep,
 }
 
 struct Shared {
@@ -245,8 +246,9 @@ pub(super) fn walk_from(root: &Arc<PathBuf>, rel: &str) -> (Vec<Entry>, Vec<Unli
         };
         match here.through_link(OsStr::new(name), rel, depth) {
             Ok(linked) => linked,
-            Err(cause) => {
+            Err(why) => {
                 let rel = rel.to_string();
+                let cause = why.to_string();
                 return (vec![entry], vec![Unlisted { rel, cause }]);
             }
         }
@@ -381,12 +383,9 @@ impl Shared {
     }
 
     fn list_into(&self, dir: &ToList, out: &mut Listed, found: &mut Vec<ToList>) -> io::Result<()> {
-        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        if dir.depth > 0 {
-            // Listed as a directory, but it may have been swapped for a link since.
-            flags |= OFlags::NOFOLLOW;
-        }
-        let fd = rustix::fs::open(&dir.path, flags, Mode::empty())?;
+        // Below the root a directory was listed as one, but it may have been swapped for a link
+        // since: not followed.
+        let fd = safefs::open_dir(safefs::CWD, &dir.path, dir.depth == 0)?;
         out.runs.push(out.entries.len());
         Self::read_dir(&fd, dir, out, found)
     }
@@ -403,16 +402,13 @@ impl Shared {
         out: &mut Listed,
         found: &mut Vec<ToList>,
     ) -> io::Result<()> {
+        use std::os::fd::AsFd;
         let mut names = Names::default();
-        let mut listed = Ok(());
-        for item in Dir::read_from(fd)? {
-            match item {
-                Ok(item) => names.push(item.file_name().to_bytes(), item.file_type()),
-                Err(e) => {
-                    listed = Err(e.into());
-                    break;
-                }
-            }
+        let mut heap = Vec::new();
+        let mut raw = Vec::new();
+        let listed = safefs::read_names(fd.as_fd(), &mut heap, &mut raw);
+        for (at, file_type) in raw {
+            names.push(safefs::name_at(&heap, at).as_bytes(), file_type);
         }
         out.entries.reserve(names.len());
         for i in sorted_order(names.len(), |i| names.escaped(i)) {
@@ -444,9 +440,9 @@ impl Shared {
                         // A linked folder inside the build directory is read through.
                         match dir.through_link(OsStr::from_bytes(name), &entry.rel, dir.depth + 1) {
                             Ok(linked) => found.push(linked),
-                            Err(cause) => out.unlisted.push(Unlisted {
+                            Err(why) => out.unlisted.push(Unlisted {
                                 rel: entry.rel.clone(),
-                                cause,
+                                cause: why.to_string(),
                             }),
                         }
                     }

@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
+use rustix::fs::{AtFlags, FileType, RenameFlags};
+
+use crate::safefs;
 
 mod sync;
 
@@ -108,11 +110,6 @@ impl AsFd for Handle<'_> {
     }
 }
 
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::CLOEXEC)
-    .union(OFlags::NONBLOCK);
-
 impl OutDir {
     /// The directory at `path`, looked up again for each write (the path resolved as given,
     /// symlinks included: a build directory named through a link is that directory).
@@ -127,12 +124,7 @@ impl OutDir {
     /// on, wherever it is moved and whatever is put at its path. The last component is never a
     /// symlink followed (a `.referee` that is a link is refused, `ELOOP`/`ENOTDIR`).
     pub fn hold(path: &Path) -> io::Result<OutDir> {
-        let fd = rustix::fs::openat(
-            rustix::fs::CWD,
-            path,
-            DIR_FLAGS | OFlags::NOFOLLOW,
-            Mode::empty(),
-        )?;
+        let fd = safefs::open_dir(safefs::CWD, path, false)?;
         Ok(OutDir {
             path: path.to_path_buf(),
             held: Some(Arc::new(fd)),
@@ -173,11 +165,10 @@ impl OutDir {
     fn handle(&self) -> io::Result<Handle<'_>> {
         match &self.held {
             Some(fd) => Ok(Handle::Held(fd)),
-            None => Ok(Handle::Opened(rustix::fs::openat(
-                rustix::fs::CWD,
+            None => Ok(Handle::Opened(safefs::open_dir(
+                safefs::CWD,
                 &self.path,
-                DIR_FLAGS,
-                Mode::empty(),
+                true,
             )?)),
         }
     }
@@ -197,14 +188,7 @@ impl OutDir {
     /// absent or not a regular file (a link is never followed, a FIFO never blocks).
     pub fn read_regular(&self, name: &str, cap: u64) -> Option<Vec<u8>> {
         let dir = self.handle().ok()?;
-        let fd = rustix::fs::openat(
-            &dir,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-        let f = std::fs::File::from(fd);
+        let f = safefs::open_at(dir.as_fd(), name, safefs::Access::READ).ok()?;
         if !f.metadata().ok()?.is_file() {
             return None;
         }
@@ -216,14 +200,7 @@ impl OutDir {
     /// Opens the regular file `name` for appending, only if it exists and is a regular file.
     pub fn append_regular(&self, name: &str) -> Option<std::fs::File> {
         let dir = self.handle().ok()?;
-        let fd = rustix::fs::openat(
-            &dir,
-            name,
-            OFlags::WRONLY | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-        let f = std::fs::File::from(fd);
+        let f = safefs::open_at(dir.as_fd(), name, safefs::Access::APPEND).ok()?;
         f.metadata().ok()?.is_file().then_some(f)
     }
 
@@ -420,24 +397,19 @@ fn temp_with<'a>(dir: BorrowedFd<'a>, name: &str, contents: &[u8]) -> io::Result
         let candidate = format!("{prefix}{}", random_suffix());
         // 0o666 before the umask, as `File::create` would: an orchestrator running as another
         // user reads the referee's files.
-        match rustix::fs::openat(
-            dir,
-            candidate.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
-        ) {
-            Ok(fd) => {
+        match safefs::open_at(dir, candidate.as_str(), safefs::Access::create_new(0o666)) {
+            Ok(file) => {
                 let mut tmp = Temp {
                     dir,
                     name: candidate,
-                    file: std::fs::File::from(fd),
+                    file,
                     armed: true,
                 };
                 tmp.file.write_all(contents)?;
                 return Ok(tmp);
             }
-            Err(rustix::io::Errno::EXIST) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
         }
     }
     Err(io::Error::new(

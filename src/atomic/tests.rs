@@ -19,9 +19,12 @@ fn atomic_write_replaces_and_leaves_no_temp() {
 }
 
 fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a valid C string; mkfifo touches nothing else.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .expect("mkfifo");
 }
 
 #[test]
@@ -133,13 +136,10 @@ fn written_files_are_readable_by_others_as_before() {
         .unwrap()
         .permissions()
         .mode();
-    // SAFETY: umask only reads and sets the process mask; restored at once.
-    let mask = unsafe {
-        let m = libc::umask(0o022);
-        libc::umask(m);
-        m
-    };
-    assert_eq!(mode & 0o777, 0o666 & !(mask as u32));
+    // Read by setting it and putting it back at once.
+    let mask = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
+    rustix::process::umask(mask);
+    assert_eq!(mode & 0o777, 0o666 & !mask.as_raw_mode());
 }
 
 #[test]

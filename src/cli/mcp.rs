@@ -35,8 +35,7 @@ pub(super) fn mcp(a: McpArgs) -> Result<ExitCode> {
         a.state_dir,
         a.root.as_deref(),
         a.read.max_read_bytes,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     crate::mcp::serve(cfg)?;
     Ok(ExitCode::Ok)
 }

@@ -132,8 +132,7 @@ pub(super) fn protocol_command(c: ProtocolCommand) -> Result<ExitCode> {
             }
         }
         ProtocolCommand::Explain { check, protocol } => {
-            let (_, text) = protocol::explain::lookup(protocol.as_deref(), &check)
-                .map_err(anyhow::Error::msg)?;
+            let (_, text) = protocol::explain::lookup(protocol.as_deref(), &check)?;
             print(&text)?;
         }
     }

@@ -99,15 +99,26 @@ enum OnFault {
     Continue,
 }
 
-fn parse_heartbeat(s: &str) -> Result<std::time::Duration, String> {
-    let d = crate::duration::parse(s).map_err(|e| e.to_string())?;
+/// Why a `--heartbeat` interval is refused.
+#[derive(Debug, thiserror::Error)]
+enum HeartbeatError {
+    #[error(transparent)]
+    Duration(#[from] crate::duration::DurationError),
+    #[error("heartbeat `{0}` is too short (at least 0.05 s)")]
+    TooShort(String),
+    #[error("heartbeat `{0}` is too long (at most 1d)")]
+    TooLong(String),
+}
+
+fn parse_heartbeat(s: &str) -> Result<std::time::Duration, HeartbeatError> {
+    let d = crate::duration::parse(s)?;
     if d < crate::state::live::MIN_INTERVAL {
-        return Err(format!("heartbeat `{s}` is too short (at least 0.05 s)"));
+        return Err(HeartbeatError::TooShort(s.to_string()));
     }
     // `status` believes no heartbeat interval longer than this: a referee beating less often
     // could never be live.
     if d > crate::state::live::MAX_INTERVAL {
-        return Err(format!("heartbeat `{s}` is too long (at most 1d)"));
+        return Err(HeartbeatError::TooLong(s.to_string()));
     }
     Ok(d)
 }

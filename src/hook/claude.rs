@@ -5,9 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{required, text, Answer, Payload, Reply};
+use super::{required, text, Answer, Payload, PayloadError, Reply};
 
-pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, String> {
+pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, PayloadError> {
     let event = required(o, "hook_event_name")?;
     let cwd = required(o, "cwd")?;
     Ok(Payload {

@@ -19,9 +19,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{required, shell_input, text, write_input, Answer, Payload, Reply};
+use super::{required, shell_input, text, write_input, Answer, Payload, PayloadError, Reply};
 
-pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, String> {
+pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, PayloadError> {
     let cwd = required(o, "cwd")?;
     let has = |k: &str| o.contains_key(k);
     let (event, native) = match text(o, "hook_event_name") {

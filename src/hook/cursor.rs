@@ -20,9 +20,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{required, shell_input, text, write_input, Answer, Payload, Reply};
+use super::{required, shell_input, text, write_input, Answer, Payload, PayloadError, Reply};
 
-pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, String> {
+pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, PayloadError> {
     let native = required(o, "hook_event_name")?;
     let root = o
         .get("workspace_roots")
@@ -34,7 +34,7 @@ pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, String> {
     let cwd = text(o, "cwd")
         .filter(|c| !c.is_empty())
         .or(root)
-        .ok_or("the hook's input has neither `cwd` nor `workspace_roots`")?;
+        .ok_or(PayloadError::MissingEither("cwd", "workspace_roots"))?;
     let input = o.get("tool_input").cloned().unwrap_or(Value::Null);
     let field = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
     let tool = text(o, "tool_name").unwrap_or_default();

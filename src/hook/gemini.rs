@@ -17,9 +17,9 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::{required, shell_input, text, write_input, Answer, Payload, Reply};
+use super::{required, shell_input, text, write_input, Answer, Payload, PayloadError, Reply};
 
-pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, String> {
+pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, PayloadError> {
     let native = required(o, "hook_event_name")?;
     let cwd = required(o, "cwd")?;
     let event = match native.as_str() {

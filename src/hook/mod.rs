@@ -96,7 +96,7 @@ impl Agent {
 
     /// The agent's payload as the referee reads it, its events and tools named as Claude Code
     /// names them (`Stop`, `PreToolUse`, `Write`, `Bash`, …).
-    fn parse(self, input: &[u8]) -> Result<Payload, String> {
+    fn parse(self, input: &[u8]) -> Result<Payload, PayloadError> {
         let o = object(input)?;
         match self {
             Agent::ClaudeCode | Agent::Codex => claude::parse(&o),
@@ -247,15 +247,30 @@ impl Payload {
 /// Biggest payload read: a Write's content can be large, but not unbounded.
 pub const MAX_PAYLOAD: u64 = 64 << 20;
 
+/// Why the hook's input could not be read; its text is what the agent is told.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error(
+        "the hook's input is not JSON ({source}) — is the hook wired as documented in examples/?"
+    )]
+    NotJson {
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the hook's input is not a JSON object")]
+    NotObject,
+    #[error("the hook's input has no `{field}`")]
+    Missing { field: String },
+    #[error("the hook's input has neither `{0}` nor `{1}`")]
+    MissingEither(&'static str, &'static str),
+}
+
 /// The payload as a JSON object.
-fn object(input: &[u8]) -> Result<Map<String, Value>, String> {
-    let v: Value = serde_json::from_slice(input).map_err(|e| {
-        format!(
-            "the hook's input is not JSON ({e}) — is the hook wired as documented in examples/?"
-        )
-    })?;
+fn object(input: &[u8]) -> Result<Map<String, Value>, PayloadError> {
+    let v: Value =
+        serde_json::from_slice(input).map_err(|source| PayloadError::NotJson { source })?;
     let Value::Object(o) = v else {
-        return Err("the hook's input is not a JSON object".into());
+        return Err(PayloadError::NotObject);
     };
     Ok(o)
 }
@@ -266,10 +281,12 @@ fn text(o: &Map<String, Value>, k: &str) -> Option<String> {
 }
 
 /// The non-empty string field `k`, or the reason it is missing.
-fn required(o: &Map<String, Value>, k: &str) -> Result<String, String> {
+fn required(o: &Map<String, Value>, k: &str) -> Result<String, PayloadError> {
     text(o, k)
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| format!("the hook's input has no `{k}`"))
+        .ok_or_else(|| PayloadError::Missing {
+            field: k.to_string(),
+        })
 }
 
 /// A tool input of Claude Code's `Write` for `path`.
@@ -290,7 +307,11 @@ fn shell_input(command: &str) -> Value {
 pub fn run(cfg: &Config, input: &[u8]) -> Reply {
     let p = match cfg.agent.parse(input) {
         Ok(p) => p,
-        Err(why) => return cfg.agent.render(None, &Answer::unreadable(&why)),
+        Err(why) => {
+            return cfg
+                .agent
+                .render(None, &Answer::unreadable(&why.to_string()))
+        }
     };
     let a = judgment(cfg, &p);
     cfg.agent.render(Some(&p), &a)

@@ -17,9 +17,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{required, shell_input, text, write_input, Answer, Payload, Reply};
+use super::{required, shell_input, text, write_input, Answer, Payload, PayloadError, Reply};
 
-pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, String> {
+pub(super) fn parse(o: &Map<String, Value>) -> Result<Payload, PayloadError> {
     let event = required(o, "event_type")?;
     let cwd = required(o, "working_dir")?;
     let input = o.get("tool_input").cloned().unwrap_or(Value::Null);

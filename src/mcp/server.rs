@@ -12,7 +12,7 @@ use rmcp::{tool, tool_handler, tool_router, ErrorData, ServerHandler};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::tools::{self, Config, Reply};
+use super::tools::{self, Config, Reply, ToolError};
 
 /// `judge`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -85,10 +85,10 @@ pub struct Referee {
 /// error.
 async fn answer<F>(f: F) -> Result<CallToolResult, ErrorData>
 where
-    F: FnOnce() -> Result<Reply, String> + Send + 'static,
+    F: FnOnce() -> Result<Reply, ToolError> + Send + 'static,
 {
     let result = match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r,
+        Ok(r) => r.map_err(|e| crate::error::chain(&e)),
         Err(e) => Err(format!(
             "the referee failed answering this call (a bug): {e}"
         )),

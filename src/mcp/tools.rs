@@ -3,9 +3,9 @@
 //! here (the [`super::server`] glue turns a [`Reply`] or an error string into a tool result),
 //! so every answer and every refusal is testable without a client.
 //!
-//! A refusal is a `String` on purpose: it is the whole of what the agent reads (the tool
-//! result's text), so this is the edge where the library's typed errors are written down,
-//! each with its causes (`crate::error::chain`), as `cli` hands them to `anyhow`.
+//! A refusal is a [`ToolError`], which keeps the library's typed error as its source; the
+//! server writes it down, with its causes (`crate::error::chain`), as the whole of what the
+//! agent reads (the tool result's text), as `cli` hands its errors to `anyhow`.
 //!
 //! Read-only: nothing is written into the judged directory (`verify --write` is not offered).
 //! A workspace is judged as `verify` judges it: where the referee has run (its state
@@ -21,6 +21,56 @@ use crate::judge::{self, Judgment};
 use crate::protocol::predicate::Predicate;
 use crate::protocol::{self, Protocol};
 use crate::workspace::{name, EXCLUDED};
+
+/// Why a tool call was refused. Its text with its causes is what the agent reads.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("no {what} given: `{field}` is empty")]
+    Empty {
+        what: &'static str,
+        field: &'static str,
+    },
+    #[error("cannot read `--root` `{}`", path.display())]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`--root` `{}` is not a directory", path.display())]
+    RootNotDir { path: PathBuf },
+    #[error("cannot read directory `{}`", path.display())]
+    Dir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{}` is outside the server's --root `{}`: refused", path.display(), root.display())]
+    OutsideRoot { path: PathBuf, root: PathBuf },
+    #[error("`{}` is not a directory", path.display())]
+    NotDir { path: PathBuf },
+    #[error("unknown protocol `{name}`: a call names an embedded protocol ({embedded}) or the server's --protocol")]
+    UnknownProtocol { name: String, embedded: String },
+    #[error("unknown protocol `{name}`: name an embedded protocol ({embedded})")]
+    UnknownEmbedded { name: String, embedded: String },
+    #[error("cannot load protocol `{spec}`")]
+    Protocol {
+        spec: String,
+        #[source]
+        source: protocol::ProtocolError,
+    },
+    #[error("protocol `{id}` judges no task records: name a task protocol (`code-change`)")]
+    NoTasks { id: String },
+    #[error(transparent)]
+    RulesInside(#[from] protocol::secrets::RulesInside),
+    #[error(transparent)]
+    Judge(anyhow::Error),
+    #[error("the verdict JSON did not parse back (a referee bug)")]
+    Json(#[source] serde_json::Error),
+    #[error(transparent)]
+    Status(#[from] crate::status::StatusError),
+    #[error(transparent)]
+    Explain(#[from] protocol::explain::ExplainError),
+}
 
 /// How the server was started (`referee mcp` flags, resolved).
 #[derive(Debug, Clone, Default)]
@@ -42,13 +92,17 @@ impl Config {
         state_dir: Option<PathBuf>,
         root: Option<&Path>,
         max_read_bytes: u64,
-    ) -> Result<Config, String> {
+    ) -> Result<Config, ToolError> {
         let root = root
             .map(|r| {
-                let c = std::fs::canonicalize(r)
-                    .map_err(|e| format!("cannot read `--root` `{}`: {e}", r.display()))?;
+                let c = std::fs::canonicalize(r).map_err(|source| ToolError::Root {
+                    path: r.to_path_buf(),
+                    source,
+                })?;
                 if !c.is_dir() {
-                    return Err(format!("`--root` `{}` is not a directory", r.display()));
+                    return Err(ToolError::RootNotDir {
+                        path: r.to_path_buf(),
+                    });
                 }
                 Ok(c)
             })
@@ -76,27 +130,34 @@ pub const MAX_WALKED: usize = 200_000;
 /// The directory a call names, canonical: relative to `--root` (else to the server's working
 /// directory); refused when it is not a readable directory or lies outside `--root` (symlinks
 /// resolved first, so a link out of the root is refused too).
-pub fn resolve(cfg: &Config, dir: &str) -> Result<PathBuf, String> {
+pub fn resolve(cfg: &Config, dir: &str) -> Result<PathBuf, ToolError> {
     if dir.is_empty() {
-        return Err("no directory given: `dir` is empty".into());
+        return Err(ToolError::Empty {
+            what: "directory",
+            field: "dir",
+        });
     }
     let p = Path::new(dir);
     let joined = match (&cfg.root, p.is_relative()) {
         (Some(root), true) => root.join(p),
         _ => p.to_path_buf(),
     };
-    let canon = std::fs::canonicalize(&joined)
-        .map_err(|e| format!("cannot read directory `{dir}`: {e}"))?;
+    let canon = std::fs::canonicalize(&joined).map_err(|source| ToolError::Dir {
+        path: p.to_path_buf(),
+        source,
+    })?;
     if let Some(root) = &cfg.root {
         if !canon.starts_with(root) {
-            return Err(format!(
-                "`{dir}` is outside the server's --root `{}`: refused",
-                root.display()
-            ));
+            return Err(ToolError::OutsideRoot {
+                path: p.to_path_buf(),
+                root: root.clone(),
+            });
         }
     }
     if !canon.is_dir() {
-        return Err(format!("`{dir}` is not a directory"));
+        return Err(ToolError::NotDir {
+            path: p.to_path_buf(),
+        });
     }
     Ok(canon)
 }
@@ -104,20 +165,26 @@ pub fn resolve(cfg: &Config, dir: &str) -> Result<PathBuf, String> {
 /// The protocol a call names: an embedded id only (a protocol file would let the caller — the
 /// watched agent, perhaps — pick its own rules); the server's `--protocol`, which may be a
 /// file, when the call names none or names it; `default` otherwise.
-pub fn protocol_for(cfg: &Config, named: Option<&str>, default: &str) -> Result<Protocol, String> {
+pub fn protocol_for(
+    cfg: &Config,
+    named: Option<&str>,
+    default: &str,
+) -> Result<Protocol, ToolError> {
     let spec = match named {
         Some(n) if cfg.protocol.as_deref() == Some(n) => n,
         Some(n) if protocol::EMBEDDED.iter().any(|(id, _, _)| *id == n) => n,
         Some(n) => {
-            return Err(format!(
-                "unknown protocol `{n}`: a call names an embedded protocol ({}) or the server's --protocol",
-                embedded_ids()
-            ))
+            return Err(ToolError::UnknownProtocol {
+                name: n.to_string(),
+                embedded: embedded_ids(),
+            })
         }
         None => cfg.protocol.as_deref().unwrap_or(default),
     };
-    Protocol::load(spec)
-        .map_err(|e| format!("cannot load protocol `{spec}`: {}", crate::error::chain(&e)))
+    Protocol::load(spec).map_err(|source| ToolError::Protocol {
+        spec: spec.to_string(),
+        source,
+    })
 }
 
 fn embedded_ids() -> String {
@@ -130,11 +197,16 @@ fn embedded_ids() -> String {
 
 /// `judge`: the directory judged once, as it stands (what `verify --format json` prints), and
 /// a summary.
-pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Result<Reply, String> {
+pub fn judge(
+    cfg: &Config,
+    dir: &str,
+    named: Option<&str>,
+    final_: bool,
+) -> Result<Reply, ToolError> {
     let path = resolve(cfg, dir)?;
     let p = protocol_for(cfg, named, protocol::DEFAULT_ID)?;
     for file in p.secret_files() {
-        protocol::secrets::refuse_inside(&file, &path).map_err(|e| e.to_string())?;
+        protocol::secrets::refuse_inside(&file, &path)?;
     }
     let req = judge::Request {
         final_,
@@ -143,7 +215,7 @@ pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Resu
         ..judge::Request::new(&path)
     };
     let ((p, _), judgment) =
-        judge::judge(&req, judge::loaded((p, None))).map_err(|e| format!("{e:#}"))?;
+        judge::judge(&req, judge::loaded((p, None))).map_err(ToolError::Judge)?;
     let violation = judgment.violation();
     let (rendered, mut text) = match &judgment {
         Judgment::Build(b) => {
@@ -198,8 +270,7 @@ pub fn judge(cfg: &Config, dir: &str, named: Option<&str>, final_: bool) -> Resu
             (json, lines.join("\n"))
         }
     };
-    let json: Value = serde_json::from_str(&rendered)
-        .map_err(|e| format!("the verdict JSON did not parse back (a referee bug): {e}"))?;
+    let json: Value = serde_json::from_str(&rendered).map_err(ToolError::Json)?;
     text.push('\n');
     Ok(Reply {
         text,
@@ -213,7 +284,7 @@ fn status_of(
     cfg: &Config,
     path: PathBuf,
     task: Option<crate::status::TaskQuery>,
-) -> Result<Reply, String> {
+) -> Result<Reply, ToolError> {
     let task_id = task.as_ref().map(|t| t.id.clone());
     let answer = crate::status::status(&crate::status::Config {
         build_dir: path.clone(),
@@ -225,8 +296,7 @@ fn status_of(
         expect_waivers: None,
         show_run: false,
         sync: None,
-    })
-    .map_err(|e| crate::error::chain(&e))?;
+    })?;
     let word = match answer.code {
         ExitCode::Ok => "go",
         ExitCode::Violation => "stop",
@@ -262,7 +332,7 @@ fn status_of(
 }
 
 /// `status`: STOP or go for a directory, as `referee status DIR`.
-pub fn status(cfg: &Config, dir: &str) -> Result<Reply, String> {
+pub fn status(cfg: &Config, dir: &str) -> Result<Reply, ToolError> {
     let path = resolve(cfg, dir)?;
     status_of(cfg, path, None)
 }
@@ -274,17 +344,17 @@ pub fn task_verdict(
     workspace: &str,
     task_id: &str,
     named: Option<&str>,
-) -> Result<Reply, String> {
+) -> Result<Reply, ToolError> {
     if task_id.is_empty() {
-        return Err("no task id given: `task_id` is empty".into());
+        return Err(ToolError::Empty {
+            what: "task id",
+            field: "task_id",
+        });
     }
     let path = resolve(cfg, workspace)?;
     let p = protocol_for(cfg, named, "code-change")?;
     if !matches!(p.subject, crate::protocol::Subject::Workspace(_)) {
-        return Err(format!(
-            "protocol `{}` judges no task records: name a task protocol (`code-change`)",
-            p.id
-        ));
+        return Err(ToolError::NoTasks { id: p.id.clone() });
     }
     let go = crate::status::go_verdicts(&p);
     status_of(
@@ -299,13 +369,13 @@ pub fn task_verdict(
 }
 
 /// `explain_check`: `referee protocol explain CHECK [--protocol P]`.
-pub fn explain_check(check: &str, named: Option<&str>) -> Result<Reply, String> {
+pub fn explain_check(check: &str, named: Option<&str>) -> Result<Reply, ToolError> {
     let named = match named {
         Some(n) if !protocol::EMBEDDED.iter().any(|(id, _, _)| *id == n) => {
-            return Err(format!(
-                "unknown protocol `{n}`: name an embedded protocol ({})",
-                embedded_ids()
-            ))
+            return Err(ToolError::UnknownEmbedded {
+                name: n.to_string(),
+                embedded: embedded_ids(),
+            })
         }
         n => n,
     };
@@ -354,7 +424,7 @@ pub fn protected_paths(
     cfg: &Config,
     workspace: &str,
     named: Option<&str>,
-) -> Result<Reply, String> {
+) -> Result<Reply, ToolError> {
     let path = resolve(cfg, workspace)?;
     let p = protocol_for(cfg, named, "code-change")?;
     let checks = protected_globs(&p);
@@ -484,17 +554,35 @@ mod tests {
         assert_eq!(resolve(&c, ".").unwrap(), canon);
         for bad in ["..", "../out", "link", "a/../../out"] {
             let e = resolve(&c, bad).unwrap_err();
-            assert!(e.contains("outside the server's --root"), "{bad}: {e}");
+            assert!(matches!(e, ToolError::OutsideRoot { .. }), "{bad}: {e:?}");
+            assert!(
+                e.to_string().contains("outside the server's --root"),
+                "{bad}: {e}"
+            );
         }
         let out = top.path().join("out");
         assert!(resolve(&c, out.to_str().unwrap()).is_err());
         assert!(resolve(&c, "file")
             .unwrap_err()
+            .to_string()
             .contains("is not a directory"));
-        assert!(resolve(&c, "nope")
-            .unwrap_err()
-            .contains("cannot read directory `nope`"));
-        assert!(resolve(&c, "").unwrap_err().contains("empty"));
+        // The cause is kept: the path and the system's error.
+        match resolve(&c, "nope").unwrap_err() {
+            e @ ToolError::Dir { .. } => {
+                let text = crate::error::chain(&e);
+                assert!(
+                    text.starts_with("cannot read directory `nope`: no such file"),
+                    "{text}"
+                );
+                let ToolError::Dir { path, source } = e else {
+                    unreachable!()
+                };
+                assert_eq!(path, Path::new("nope"));
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(resolve(&c, "").unwrap_err().to_string().contains("empty"));
         // Without a root, anything readable.
         assert_eq!(
             resolve(&cfg(None, None), out.to_str().unwrap()).unwrap(),
@@ -515,7 +603,9 @@ mod tests {
             protocol_for(&plain, Some("code-change"), "d10").unwrap().id,
             "code-change"
         );
-        let e = protocol_for(&plain, Some(spec), "d10").unwrap_err();
+        let e = protocol_for(&plain, Some(spec), "d10")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown protocol") && e.contains("`d10`"), "{e}");
         // The server's own file: its default, and nameable.
         let own = cfg(None, Some(spec));

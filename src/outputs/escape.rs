@@ -10,8 +10,6 @@
 //! balanced; a lone backtick is escaped. Control characters and line breaks never pass (each
 //! string is one line), so no content can start a line of its own.
 
-use std::fmt::Write as _;
-
 /// Where escaped text goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
@@ -64,23 +62,7 @@ fn longest_backtick_run(s: &str) -> usize {
     longest
 }
 
-/// Line breaks and other controls as visible escapes (`\n`, `\u{…}`), as the engine does for
-/// evidence: text from anywhere (protocol, notes, incidents) stays on its line.
-fn one_line(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if crate::artifacts::needs_escape(c) => {
-                let _ = write!(out, "{}", c.escape_unicode());
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::artifacts::one_line;
 
 /// Where the closing run of exactly `n` backticks is, from `from` on.
 fn closing_run(chars: &[char], from: usize, n: usize) -> Option<usize> {

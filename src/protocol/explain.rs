@@ -408,36 +408,54 @@ pub fn explain(p: &Protocol, id: &str) -> Option<String> {
 /// `protocol explain CHECK [--protocol SPEC]` (and the MCP server's `explain_check`): the
 /// protocol `spec` names, else the one embedded protocol that has the check, and the check
 /// explained; an unknown check is an error that lists the protocol's checks.
-pub fn lookup(spec: Option<&str>, id: &str) -> Result<(Protocol, String), String> {
+pub fn lookup(spec: Option<&str>, id: &str) -> Result<(Protocol, String), ExplainError> {
     let p = match spec {
-        Some(spec) => Protocol::load(spec).map_err(|e| crate::error::chain(&e))?,
+        Some(spec) => Protocol::load(spec)?,
         None => {
             let all = super::EMBEDDED
                 .iter()
                 .map(|(pid, _, _)| Protocol::load(pid))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| crate::error::chain(&e))?;
+                .collect::<Result<Vec<_>, _>>()?;
             find(all, id)?
         }
     };
     match explain(&p, id) {
         Some(text) => Ok((p, text)),
-        None => Err(format!(
-            "no check `{id}` in protocol `{}` (its checks: {})",
-            p.id,
-            p.checks()
+        None => Err(ExplainError::NoCheck {
+            id: id.to_string(),
+            protocol: p.id.clone(),
+            checks: p
+                .checks()
                 .iter()
                 .map(|c| c.id.as_str())
                 .collect::<Vec<_>>()
-                .join(", ")
-        )),
+                .join(", "),
+        }),
     }
+}
+
+/// Why a check could not be explained.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The protocol named (or an embedded one) did not load.
+    #[error(transparent)]
+    Load(#[from] super::ProtocolError),
+    #[error("no check `{id}` in protocol `{protocol}` (its checks: {checks})")]
+    NoCheck {
+        id: String,
+        protocol: String,
+        checks: String,
+    },
+    #[error("no check `{id}` in the embedded protocols ({listing})")]
+    NotEmbedded { id: String, listing: String },
+    #[error("check `{id}` is in several protocols ({protocols}): say which with `--protocol ID`")]
+    Several { id: String, protocols: String },
 }
 
 /// The one protocol of `protocols` that has check `id` (what `protocol explain` explains
 /// without `--protocol`); none, or several, is an error that says which ids there are, or
 /// which protocols to choose from.
-pub fn find(protocols: Vec<Protocol>, id: &str) -> Result<Protocol, String> {
+pub fn find(protocols: Vec<Protocol>, id: &str) -> Result<Protocol, ExplainError> {
     let (mut having, others): (Vec<Protocol>, Vec<Protocol>) = protocols
         .into_iter()
         .partition(|p| !p.instances_of(id).is_empty());
@@ -446,25 +464,25 @@ pub fn find(protocols: Vec<Protocol>, id: &str) -> Result<Protocol, String> {
     }
     let protocols = others;
     match having.as_slice() {
-        [] => Err(format!(
-            "no check `{id}` in the embedded protocols ({})",
-            protocols
+        [] => Err(ExplainError::NotEmbedded {
+            id: id.to_string(),
+            listing: protocols
                 .iter()
                 .map(|p| {
                     let ids: Vec<&str> = p.checks().iter().map(|c| c.id.as_str()).collect();
                     format!("{}: {}", p.id, ids.join(", "))
                 })
                 .collect::<Vec<_>>()
-                .join("; ")
-        )),
-        several => Err(format!(
-            "check `{id}` is in several protocols ({}): say which with `--protocol ID`",
-            several
+                .join("; "),
+        }),
+        several => Err(ExplainError::Several {
+            id: id.to_string(),
+            protocols: several
                 .iter()
                 .map(|p| format!("`{}`", p.id))
                 .collect::<Vec<_>>()
-                .join(", ")
-        )),
+                .join(", "),
+        }),
     }
 }
 
@@ -488,9 +506,11 @@ mod tests {
     #[test]
     fn find_names_the_protocol_that_has_the_check_or_says_why_not() {
         let all = || EMBEDDED.iter().map(|(id, _, _)| embedded(id)).collect();
-        assert_eq!(find(all(), "CC-01").map(|p| p.id), Ok("code-change".into()));
-        assert_eq!(find(all(), "OBS-07").map(|p| p.id), Ok("d10".into()));
+        assert_eq!(find(all(), "CC-01").unwrap().id, "code-change");
+        assert_eq!(find(all(), "OBS-07").unwrap().id, "d10");
         let none = find(all(), "XX-01").unwrap_err();
+        assert!(matches!(&none, ExplainError::NotEmbedded { id, .. } if id == "XX-01"));
+        let none = none.to_string();
         assert!(
             none.starts_with("no check `XX-01` in the embedded protocols (d10: OBS-"),
             "{none}"
@@ -505,8 +525,9 @@ mod tests {
             Protocol::parse(&copy, "copy").expect("parses"),
         ];
         let err = find(two, "OBS-07").unwrap_err();
+        assert!(matches!(err, ExplainError::Several { .. }));
         assert_eq!(
-            err,
+            err.to_string(),
             "check `OBS-07` is in several protocols (`d10`, `d10-copy`): say which with `--protocol ID`"
         );
     }

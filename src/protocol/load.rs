@@ -55,14 +55,16 @@ impl Protocol {
             path: path.display().to_string(),
             why,
         };
-        let meta = std::fs::metadata(path).map_err(io)?;
-        if !meta.is_file() {
-            return Err(not_a_file("not a regular file"));
-        }
-        if meta.len() > 4 << 20 {
-            return Err(not_a_file("larger than 4 MiB"));
-        }
-        let bytes = std::fs::read(path).map_err(io)?;
+        let bytes = match crate::safefs::read_named(path, 4 << 20) {
+            Ok(bytes) => bytes,
+            Err(crate::safefs::FsError::NotRegular { .. }) => {
+                return Err(not_a_file("not a regular file"))
+            }
+            Err(crate::safefs::FsError::TooLarge { .. }) => {
+                return Err(not_a_file("larger than 4 MiB"))
+            }
+            Err(e) => return Err(io(e.into_io())),
+        };
         let text = String::from_utf8(bytes).map_err(|_| ProtocolError::Invalid {
             origin: path.display().to_string(),
             line: 1,

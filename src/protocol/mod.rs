@@ -319,16 +319,7 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Lowercase hex of a digest (the one hex encoder: protocol and file hashes, git blob ids).
-pub fn hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0x0f)]));
-    }
-    out
-}
+pub use crate::artifacts::fsread::hex;
 
 #[cfg(test)]
 mod tests;

@@ -24,6 +24,8 @@ use toml::Spanned;
 use super::glob::GlobError;
 use super::vars::{VarError, Vars};
 use super::{Protocol, ProtocolError};
+use crate::safefs::FsError;
+use crate::tomlfile::TomlError;
 
 /// The variable `--protect` appends to.
 pub const PROTECTED: &str = "protected";
@@ -295,28 +297,25 @@ fn read_file(file: &Path) -> Result<Vec<(String, toml::Value)>, OverrideError> {
         path: file.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(file).map_err(io)?;
-    if !meta.is_file() {
-        return Err(OverrideError::NotAFile {
-            path: file.to_path_buf(),
-            why: "not a regular file",
-        });
-    }
-    if meta.len() > MAX_FILE {
-        return Err(OverrideError::NotAFile {
-            path: file.to_path_buf(),
-            why: "larger than 1 MiB",
-        });
-    }
-    let text = std::fs::read_to_string(file).map_err(io)?;
-    let table: toml::Table = toml::from_str(&text).map_err(|e| {
-        let (line, column) = e.span().map_or((1, 1), |s| super::line_col(&text, s.start));
-        OverrideError::Toml {
-            path: file.to_path_buf(),
-            line,
-            column,
-            why: e.message().to_string(),
+    let not_a_file = |why| OverrideError::NotAFile {
+        path: file.to_path_buf(),
+        why,
+    };
+    let text = match crate::tomlfile::read_text(file, MAX_FILE) {
+        Ok(text) => text,
+        Err(TomlError::Read(FsError::NotRegular { .. })) => {
+            return Err(not_a_file("not a regular file"))
         }
+        Err(TomlError::Read(FsError::TooLarge { .. })) => {
+            return Err(not_a_file("larger than 1 MiB"))
+        }
+        Err(e) => return Err(io(e.into_io())),
+    };
+    let table: toml::Table = crate::tomlfile::parse(&text).map_err(|e| OverrideError::Toml {
+        path: file.to_path_buf(),
+        line: e.line,
+        column: e.column,
+        why: e.message,
     })?;
     Ok(table.into_iter().collect())
 }

@@ -231,20 +231,22 @@ impl Rules {
             path: shown.clone(),
             source,
         };
-        let meta = std::fs::metadata(path).map_err(io)?;
-        if !meta.is_file() {
-            return Err(ProtocolError::NotAFile {
-                path: shown,
-                why: "not a regular file",
-            });
-        }
-        if meta.len() > 4 << 20 {
-            return Err(ProtocolError::NotAFile {
-                path: shown,
-                why: "larger than 4 MiB",
-            });
-        }
-        let bytes = std::fs::read(path).map_err(io)?;
+        let bytes = match crate::safefs::read_named(path, 4 << 20) {
+            Ok(bytes) => bytes,
+            Err(crate::safefs::FsError::NotRegular { .. }) => {
+                return Err(ProtocolError::NotAFile {
+                    path: shown,
+                    why: "not a regular file",
+                })
+            }
+            Err(crate::safefs::FsError::TooLarge { .. }) => {
+                return Err(ProtocolError::NotAFile {
+                    path: shown,
+                    why: "larger than 4 MiB",
+                })
+            }
+            Err(e) => return Err(io(e.into_io())),
+        };
         let text = String::from_utf8(bytes).map_err(|_| ProtocolError::Invalid {
             origin: shown.clone(),
             line: 1,
@@ -276,8 +278,8 @@ impl Rules {
                 message,
             }
         };
-        let raw: RawRules = toml::from_str(text)
-            .map_err(|e| err_at(e.span().map_or(0, |s| s.start), e.message().to_string()))?;
+        let raw: RawRules = crate::tomlfile::parse(text)
+            .map_err(|e| err_at(e.at.map_or(0, |s| s.start), e.message))?;
         if *raw.schema_version.get_ref() != SCHEMA_VERSION {
             return Err(err_at(
                 raw.schema_version.span().start,

@@ -68,7 +68,7 @@ pub(super) struct RawReplace {
 }
 
 /// Parses an offset as timelines write them: `1h2m3s`, `12m30s`, `4.5s`, `250ms`, `90`.
-pub(crate) fn parse_offset(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_offset(s: &str) -> Result<Duration, BadDuration> {
     match s.trim().parse::<f64>() {
         Ok(secs) => duration(&RawDuration::Seconds(secs)),
         Err(_) => duration(&RawDuration::Text(s.to_string())),
@@ -77,35 +77,51 @@ pub(crate) fn parse_offset(s: &str) -> Result<Duration, String> {
 
 /// `1h2m3s`, `12m30s`, `4.5s`, `250ms`, or a number of seconds (a TOML number; a string needs a
 /// unit), read by [`crate::duration::parse`]; at most 10^9 s.
-pub(super) fn duration(raw: &RawDuration) -> Result<Duration, String> {
+pub(super) fn duration(raw: &RawDuration) -> Result<Duration, BadDuration> {
     let d = match raw {
         RawDuration::Seconds(secs) => {
             if !secs.is_finite() || *secs < 0.0 {
-                return Err(format!(
-                    "bad duration `{secs}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)"
-                ));
+                return Err(BadDuration::Number(*secs));
             }
-            Duration::try_from_secs_f64(*secs).map_err(|e| format!("bad duration `{secs}`: {e}"))?
+            Duration::try_from_secs_f64(*secs).map_err(|source| BadDuration::Seconds {
+                secs: *secs,
+                source,
+            })?
         }
         RawDuration::Text(t) => {
             let t = t.trim();
             let t = t.strip_prefix('+').unwrap_or(t);
             // In a timeline a number of seconds is a TOML number: a quoted one is a slip.
             if t.parse::<f64>().is_ok() {
-                return Err(format!(
-                    "bad duration `{t}`: a string needs a unit (`{t}s`), or write the number {t}"
-                ));
+                return Err(BadDuration::NoUnit(t.to_string()));
             }
-            crate::duration::parse(t).map_err(|e| format!("bad duration: {e}"))?
+            crate::duration::parse(t).map_err(BadDuration::Text)?
         }
     };
     if d > Duration::from_secs(1_000_000_000) {
-        return Err(format!(
-            "bad duration `{}`: at most 10^9 s",
-            crate::duration::human(d)
-        ));
+        return Err(BadDuration::TooLong(crate::duration::human(d)));
     }
     Ok(d)
+}
+
+/// Why a timeline's duration is refused; its text (the cause included) is the message of the
+/// located timeline error.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadDuration {
+    #[error("bad duration `{0}` (use e.g. `4.5s`, `12m30s`, or a number of seconds)")]
+    Number(f64),
+    #[error("bad duration `{secs}`: {source}")]
+    Seconds {
+        secs: f64,
+        #[source]
+        source: std::time::TryFromFloatSecsError,
+    },
+    #[error("bad duration `{0}`: a string needs a unit (`{0}s`), or write the number {0}")]
+    NoUnit(String),
+    #[error("bad duration: {0}")]
+    Text(#[source] crate::duration::DurationError),
+    #[error("bad duration `{0}`: at most 10^9 s")]
+    TooLong(String),
 }
 
 /// Hex bytes (`89 50 4e 47`), white space ignored.

@@ -95,14 +95,16 @@ impl Timeline {
             path: path.to_path_buf(),
             why,
         };
-        let meta = std::fs::metadata(path).map_err(io)?;
-        if !meta.is_file() {
-            return Err(not_a_file("not a regular file"));
-        }
-        if meta.len() > 4 << 20 {
-            return Err(not_a_file("larger than 4 MiB"));
-        }
-        let bytes = std::fs::read(path).map_err(io)?;
+        let bytes = match crate::safefs::read_named(path, 4 << 20) {
+            Ok(bytes) => bytes,
+            Err(crate::safefs::FsError::NotRegular { .. }) => {
+                return Err(not_a_file("not a regular file"))
+            }
+            Err(crate::safefs::FsError::TooLarge { .. }) => {
+                return Err(not_a_file("larger than 4 MiB"))
+            }
+            Err(e) => return Err(io(e.into_io())),
+        };
         let origin = path.display().to_string();
         let text = String::from_utf8(bytes).map_err(|_| ReplayError::Invalid {
             origin: origin.clone(),
@@ -136,8 +138,7 @@ impl Timeline {
                 message,
             }
         };
-        let raw: RawTimeline =
-            toml::from_str(text).map_err(|e| err_at(e.span(), e.message().to_string()))?;
+        let raw: RawTimeline = crate::tomlfile::parse(text).map_err(|e| err_at(e.at, e.message))?;
         let contents = &contents(raw.root.as_deref());
         let lines = Lines::new(text);
         let epoch = raw
@@ -171,7 +172,8 @@ impl Timeline {
                 |m: String| err_at(Some(step_span.clone()), format!("step {}: {m}", i + 1));
             let at = match &s.at {
                 Some(at) => {
-                    let d = duration(at.get_ref()).map_err(|m| err_at(Some(at.span()), m))?;
+                    let d = duration(at.get_ref())
+                        .map_err(|m| err_at(Some(at.span()), m.to_string()))?;
                     if d < clock {
                         return Err(err_at(
                             Some(at.span()),
@@ -284,7 +286,8 @@ fn step_action(
             }
             let every = match &s.every {
                 Some(e) => {
-                    let d = duration(e.get_ref()).map_err(|m| err_at(Some(e.span()), m))?;
+                    let d =
+                        duration(e.get_ref()).map_err(|m| err_at(Some(e.span()), m.to_string()))?;
                     if paths.len() < 2 {
                         return Err(err_at(
                             Some(e.span()),
@@ -405,7 +408,7 @@ fn step_action(
         Action::Remove { path: rel(p)? }
     } else if let Some(w) = &s.wait {
         Action::Wait {
-            duration: duration(w.get_ref()).map_err(|m| err_at(Some(w.span()), m))?,
+            duration: duration(w.get_ref()).map_err(|m| err_at(Some(w.span()), m.to_string()))?,
         }
     } else {
         return Err(at_step("give one action".into()));

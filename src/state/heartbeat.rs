@@ -6,7 +6,6 @@
 //! what "live" means ([`super::live`] does).
 
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,10 +123,7 @@ pub fn write(
 /// symlink). Shorter text is padded with spaces to the old length rather than cut, so a reader
 /// never meets the old text's tail after the new JSON (trailing whitespace parses).
 fn overwrite(path: &Path, text: &[u8]) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
+    let mut f = crate::safefs::open(path, crate::safefs::Access::WRITE)?;
     let meta = f.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::other("not a regular file"));
@@ -218,11 +214,7 @@ pub fn read(dir: &Path) -> Result<Heartbeat, ReadError> {
     if !meta.is_file() || meta.len() > MAX_READ {
         return Err(ReadError::NotRegular { path });
     }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-        .map_err(io)?;
+    let f = crate::safefs::open(&path, crate::safefs::Access::READ).map_err(io)?;
     let mut bytes = Vec::new();
     f.take(MAX_READ).read_to_end(&mut bytes).map_err(io)?;
     let Ok(text) = String::from_utf8(bytes) else {
@@ -242,9 +234,14 @@ pub fn pid_alive(pid: u32) -> bool {
     if raw <= 0 {
         return false;
     }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let rc = unsafe { libc::kill(raw, 0) };
-    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    // Signal 0 only checks for existence and permission.
+    let exists = match rustix::process::Pid::from_raw(raw) {
+        Some(pid) => matches!(
+            rustix::process::test_kill_process(pid),
+            Ok(()) | Err(rustix::io::Errno::PERM)
+        ),
+        None => false,
+    };
     if !exists {
         return false;
     }
@@ -377,8 +374,12 @@ mod tests {
             Err(ReadError::NotRegular { .. })
         ));
         std::fs::remove_file(&path).unwrap();
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .expect("mkfifo");
         // Never opened: a FIFO with no writer would block the reader forever.
         assert!(matches!(
             read(dir.path()),

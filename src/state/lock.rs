@@ -8,9 +8,8 @@
 //! read), and the lock. What the log holds, appending to it and resuming from it, is the
 //! daemon's journal.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
@@ -43,16 +42,13 @@ pub struct Locked {
 
 /// Opens the log without following a symlink or blocking on a FIFO; only a regular file is used.
 fn open_regular(path: &Path, create: bool) -> io::Result<Result<File, Foreign>> {
-    let mut o = OpenOptions::new();
-    o.read(true)
-        .append(true)
-        // O_NOFOLLOW: a symlink at the name fails (ELOOP) instead of redirecting the writes;
-        // O_NONBLOCK: a FIFO there cannot hang the open (a regular file ignores the flag).
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
-    if create {
-        o.create(true);
-    }
-    let file = match o.open(path) {
+    // Not following: a symlink at the name fails (ELOOP) instead of redirecting the writes;
+    // not blocking: a FIFO there cannot hang the open (a regular file ignores the flag).
+    let access = match create {
+        true => crate::safefs::Access::READ_APPEND_CREATE,
+        false => crate::safefs::Access::READ_APPEND,
+    };
+    let file = match crate::safefs::open(path, access) {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Err(Foreign::Symlink)),
         // A directory (EISDIR), a socket (ENXIO) …: say what is there rather than fail on it.
@@ -114,11 +110,7 @@ pub fn lock(dir: &Path) -> Result<Locked, LockError> {
 /// Whether another process holds the log's lock (a live `referee watch` keeps `dir`). Opens the
 /// log read-only without creating, following or blocking; absent or not a regular file: no.
 pub fn locked_by_other(dir: &Path) -> bool {
-    let Ok(file) = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(dir.join(EVENTS_FILE))
-    else {
+    let Ok(file) = crate::safefs::open(dir.join(EVENTS_FILE), crate::safefs::Access::READ) else {
         return false;
     };
     if !file.metadata().is_ok_and(|m| m.is_file()) {

@@ -201,8 +201,7 @@ pub fn check(dir: &Path) -> Result<(), StateError> {
             "remove it or give another `--state-dir`",
         ));
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     if meta.uid() != euid {
         return Err(unsafe_(
             format!(

@@ -16,7 +16,6 @@
 mod pinned;
 
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -415,11 +414,7 @@ fn read_small(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     }
-    let mut f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-    {
+    let mut f = match crate::safefs::open(path, crate::safefs::Access::READ) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -446,11 +441,7 @@ fn read_stop(dir: &Path) -> Result<Option<String>, StatusError> {
             "{STOP_FILE} exists but is not a regular file; treat it as a STOP\n"
         )));
     }
-    let mut f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(&path)
-    {
+    let mut f = match crate::safefs::open(&path, crate::safefs::Access::READ) {
         Ok(f) => f,
         // Removed between the check and the open: the referee resolved it.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -519,7 +519,7 @@ impl Workspace {
                     l.kind
                 )),
                 Ok(None) => Content::Absent,
-                Err(why) => Content::Unknown(why),
+                Err(why) => Content::Unknown(why.to_string()),
             }
         } else {
             read(&self.root, rel, self.cap, true)

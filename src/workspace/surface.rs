@@ -196,7 +196,7 @@ impl Listing {
     }
 
     /// Looks at the logical path `rel` now.
-    pub(crate) fn look(&self, rel: &str) -> Result<Option<Looked>, String> {
+    pub(crate) fn look(&self, rel: &str) -> Result<Option<Looked>, tree::Unreadable> {
         match self.locate(rel) {
             Some((dir, sub)) => tree::look_in_tree(&dir, &sub, SMALL),
             None => Ok(None),
@@ -366,7 +366,7 @@ impl Kept {
 
 /// The work tree's side: a protected path the baseline does not have, present now (added, or
 /// hidden by an ignore rule), and how to look at it.
-pub(crate) type Outside<'a> = &'a dyn Fn(&str) -> Result<Option<Looked>, String>;
+pub(crate) type Outside<'a> = &'a dyn Fn(&str) -> Result<Option<Looked>, tree::Unreadable>;
 
 /// Decides the protected paths outside the baseline against the pin under `state` (taken now
 /// when there is none, or for globs it was not taken for).
@@ -383,7 +383,7 @@ pub(crate) fn judge(
     outside: (&[String], Outside<'_>),
 ) -> (Findings, Kept) {
     let (outside_now, look_outside) = outside;
-    let look = |rel: &str| -> Result<Option<Looked>, String> {
+    let look = |rel: &str| -> Result<Option<Looked>, tree::Unreadable> {
         if is_surface(rel) {
             listing.look(rel)
         } else {
@@ -423,7 +423,7 @@ pub(crate) fn judge(
                 Some(s)
             }
             Err(why) => {
-                findings.undecided.push((rel.to_string(), why));
+                findings.undecided.push((rel.to_string(), why.to_string()));
                 None
             }
         }

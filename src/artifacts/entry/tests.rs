@@ -187,13 +187,17 @@ fn socket_is_other() {
 
 #[test]
 fn device_is_other() {
-    use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("null.md");
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
     // Same device numbers as /dev/null (1, 3); needs privileges, so skip when refused.
-    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
-    if rc != 0 {
+    let made = rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &path,
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o666),
+        rustix::fs::makedev(1, 3),
+    );
+    if made.is_err() {
         return;
     }
     let snap = scan(dir.path());

@@ -11,10 +11,12 @@ fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn mkfifo(path: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
-    assert_eq!(rc, 0, "mkfifo failed");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .expect("mkfifo");
 }
 
 /// Runs `f` on another thread and fails the test if it does not finish in time.
@@ -28,7 +30,7 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
 }
 
 fn is_root() -> bool {
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 #[test]
@@ -109,9 +111,15 @@ fn io_error_maps_kinds() {
     assert_eq!(io_error("x", &nf), ReadError::NotFound("x".into()));
     let denied = io::Error::from_raw_os_error(libc::EACCES);
     match io_error("x", &denied) {
-        ReadError::Io { rel, message } => {
+        ReadError::Io {
+            rel,
+            message,
+            source,
+        } => {
             assert_eq!(rel, "x");
             assert!(message.starts_with("permission denied"), "{message}");
+            let source = source.expect("the system's error is kept");
+            assert_eq!(source.0.kind(), io::ErrorKind::PermissionDenied);
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -153,6 +161,7 @@ fn error_messages_are_lowercase_with_backticks() {
         ReadError::Io {
             rel: "a.md".into(),
             message: "permission denied".into(),
+            source: None,
         },
     ];
     for err in errors {

@@ -124,34 +124,16 @@ fn unreadable_subdirectory_is_skipped_not_fatal() {
 /// level at a time (the full path soon exceeds `PATH_MAX`, which only the `*at` calls
 /// tolerate); returns the nesting as a relative path.
 fn deep_dirs(dir: &Path, name: &str, depth: usize, file: &str) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let c = |s: &str| std::ffi::CString::new(s).unwrap();
-    let root = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
-    let mut fd = unsafe { libc::open(root.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY) };
-    assert!(fd >= 0);
+    use rustix::fs::{Mode, OFlags};
+    let dir_flags = OFlags::DIRECTORY | OFlags::RDONLY;
+    let mut fd = rustix::fs::open(dir, dir_flags, Mode::empty()).unwrap();
     for _ in 0..depth {
-        let n = c(name);
-        assert_eq!(unsafe { libc::mkdirat(fd, n.as_ptr(), 0o755) }, 0);
-        let next = unsafe { libc::openat(fd, n.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY) };
-        assert!(next >= 0);
-        unsafe { libc::close(fd) };
-        fd = next;
+        rustix::fs::mkdirat(&fd, name, Mode::from_raw_mode(0o755)).unwrap();
+        fd = rustix::fs::openat(&fd, name, dir_flags, Mode::empty()).unwrap();
     }
-    let f = c(file);
-    let file_fd = unsafe {
-        libc::openat(
-            fd,
-            f.as_ptr(),
-            libc::O_CREAT | libc::O_WRONLY,
-            0o644 as libc::c_uint,
-        )
-    };
-    assert!(file_fd >= 0);
-    unsafe {
-        libc::write(file_fd, b"fix it".as_ptr().cast(), 6);
-        libc::close(file_fd);
-        libc::close(fd);
-    }
+    let flags = OFlags::CREATE | OFlags::WRONLY;
+    let file_fd = rustix::fs::openat(&fd, file, flags, Mode::from_raw_mode(0o644)).unwrap();
+    assert_eq!(rustix::io::write(&file_fd, b"fix it").unwrap(), 6);
     vec![name; depth].join("/")
 }
 

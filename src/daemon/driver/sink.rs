@@ -85,7 +85,7 @@ pub(super) fn sink(
         FsEvent::Rescan { why } => {
             let _ = tx.send(Msg::Rescan(why));
         }
-        FsEvent::Limit { message } => {
+        FsEvent::Limit { message, .. } => {
             let _ = tx.send(Msg::Limit(message));
         }
     }

@@ -440,9 +440,12 @@ mod tests {
 
         let fifo = dir.join(EVENTS_FILE);
         std::fs::remove_file(&fifo).unwrap();
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .expect("mkfifo");
         assert!(
             !locked_by_other(&dir),
             "a FIFO is never opened for the lock test"

@@ -211,7 +211,6 @@ impl Session {
 /// FIFO, a directory, an oversized file) is an error, never followed or opened.
 fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     const MAX: u64 = 16 << 20;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_file() && m.len() <= MAX => {}
@@ -219,11 +218,7 @@ fn read_regular(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     }
-    let f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
+    let f = match crate::safefs::open(path, crate::safefs::Access::READ) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

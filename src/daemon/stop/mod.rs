@@ -15,9 +15,7 @@
 //! from it when someone else touches it. While the copy's folder is not usable (a workspace's
 //! `.referee` replaced by a link or a file), only the state directory's is kept.
 
-use std::fs::OpenOptions;
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
@@ -438,11 +436,7 @@ fn read_in(dir: &Path) -> io::Result<OnDisk> {
         }
         // O_NONBLOCK | O_NOFOLLOW: a FIFO or symlink swapped in after the check cannot hang or
         // redirect the read.
-        let mut f = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)
-        {
+        let mut f = match crate::safefs::open(&path, crate::safefs::Access::READ) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(OnDisk::Absent),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {

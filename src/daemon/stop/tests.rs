@@ -78,8 +78,12 @@ fn a_fifo_in_its_place_is_never_opened() {
     let mut s = StopFile::new(dir.path());
     s.sync(Some("stop".into()), true).unwrap();
     std::fs::remove_file(&path).unwrap();
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &path,
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .expect("mkfifo");
     let t = s.check(true).unwrap().unwrap();
     assert_eq!((t.what, t.found), (Tamper::Edited, Some(Foreign::Fifo)));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "stop");
@@ -173,9 +177,12 @@ fn an_adopted_stop_stands_until_judged_and_is_rewritten_in_place() {
     assert!(!path.exists());
     // A FIFO at start: standing (never opened), replaced by a "not yet judged" STOP.
     std::fs::remove_file(&path).ok();
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &path,
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .expect("mkfifo");
     let mut s = StopFile::new(dir.path());
     assert!(s.adopt());
     let t = s.check(true).unwrap().unwrap();

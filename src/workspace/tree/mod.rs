@@ -31,6 +31,7 @@ use super::{name, Compared};
 use fsat::DirRef;
 pub(crate) use fsat::{
     is_long, look_in_tree, names_in_tree, read_in_tree, size_in_tree, write_in_tree, Looked, Put,
+    Unreadable,
 };
 pub(crate) use lister::Lister;
 use walk::{Bulk, Walker};
@@ -369,10 +370,9 @@ impl WorkTree {
 }
 
 /// Git's blob id of `bytes` of the kind `hash` (SHA-1 with git's collision detection, or
-/// SHA-256).
-pub(super) fn blob_oid(hash: gix::hash::Kind, bytes: &[u8]) -> Result<ObjectId, String> {
+/// SHA-256). The error is gix's own; its evidence is "git blob id: …".
+pub(super) fn blob_oid(hash: gix::hash::Kind, bytes: &[u8]) -> Result<ObjectId, gix::Error> {
     gix::objs::compute_hash(hash, gix::objs::Kind::Blob, bytes)
-        .map_err(|e| format!("git blob id: {e}"))
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The walk and the work tree it records.
 
-use super::fsat::{read_capped, stat_of, OpenDir};
+use super::fsat::{read_capped, stat_of, OpenDir, Unreadable};
 use super::*;
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
@@ -35,8 +35,7 @@ fn scan(root: &Path, cache: &mut StatCache) -> WorkTree {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// A fresh cache that trusts a file 20 ms after its last change (the tests then wait 60 ms
@@ -63,9 +62,12 @@ fn every_kind() {
     symlink("/etc/passwd", root.join("out")).expect("symlink");
     symlink("nowhere", root.join("dangling")).expect("symlink");
     fs::create_dir(root.join("empty")).expect("mkdir");
-    let fifo = CString::new(root.join("pipe").as_os_str().as_bytes()).expect("cstring");
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        root.join("pipe"),
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .expect("mkfifo");
     write(root, "nested/.git/HEAD", b"ref: refs/heads/main\n");
     write(root, "nested/roles.py", b"x = 1\n");
     write(root, "sub/.git", b"gitdir: ../.git/modules/sub\n");
@@ -408,9 +410,7 @@ fn a_swapped_directory_or_file_is_not_followed() {
     let meta = fs::metadata(root.join("other")).expect("stat");
     let other = (meta.dev(), meta.ino());
     // A directory that is not the one listed is refused, and so is a symlink in its place.
-    let err = OpenDir::open(&root.join("d"), Some(other))
-        .err()
-        .expect("refused");
+    let err = OpenDir::open(&root.join("d"), Some(other)).expect_err("refused");
     assert_eq!(err.to_string(), "replaced while being read");
     symlink("other", root.join("link")).expect("symlink");
     assert!(OpenDir::open(&root.join("link"), Some(other)).is_err());
@@ -420,7 +420,8 @@ fn a_swapped_directory_or_file_is_not_followed() {
     let f = OsStr::new("f");
     let listed = stat_of(&o.stat(f).expect("stat"));
     let err = read_capped(&d, f, &listed, 100).err().expect("refused");
-    assert_eq!(err, "replaced while being read");
+    assert_eq!(err, Unreadable::Replaced);
+    assert_eq!(err.to_string(), "replaced while being read");
     assert!(read_capped(&o, f, &listed, 100).is_ok());
     // Nor is a symlink put where the file was listed.
     fs::remove_file(root.join("other/f")).expect("rm");
@@ -643,15 +644,15 @@ fn a_listed_directory_is_opened_again_only_if_it_is_the_one_listed() {
     fs::remove_file(root.join("d")).expect("rm");
     fs::rename(dir.path().join("other"), root.join("d")).expect("mv");
     assert_eq!(
-        DirRef::listed(&root, b"d", d_id).get().err().as_deref(),
-        Some("replaced while being read")
+        DirRef::listed(&root, b"d", d_id).get().err(),
+        Some(Unreadable::Replaced)
     );
     // The root replaced by another directory.
     fs::rename(&root, dir.path().join("ws-old")).expect("mv");
     fs::create_dir(&root).expect("mkdir");
     assert_eq!(
-        DirRef::listed(&root, b"", root_id).get().err().as_deref(),
-        Some("replaced while being read")
+        DirRef::listed(&root, b"", root_id).get().err(),
+        Some(Unreadable::Replaced)
     );
 }
 

@@ -15,7 +15,7 @@ use super::super::name;
 use super::super::statcache::Cached;
 use super::fsat::{
     name_at, open_in_tree, other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat,
-    OpenDir,
+    OpenDir, Unreadable,
 };
 use super::lister::Child;
 use super::{blob_oid, Entry, Kind, Options, StatCache};
@@ -397,22 +397,22 @@ impl Walker<'_, '_> {
             }
         } else if file_type == FileType::Symlink {
             let target = match link {
-                Some(read) => read.map_err(|e| reason(&e)),
+                Some(read) => read.map_err(Unreadable::io),
                 None => dir
                     .get()
-                    .and_then(|d| d.read_link(base).map_err(|e| reason(&e))),
+                    .and_then(|d| d.read_link(base).map_err(Unreadable::io)),
             };
             match target {
                 Ok(target) => {
                     match blob_oid(self.opts.hash, &target) {
                         Ok(oid) => entry.oid = Some(oid),
-                        Err(why) => entry.unreadable = Some(why),
+                        Err(why) => entry.unreadable = Some(format!("git blob id: {why}")),
                     }
                     entry.kind = Kind::Symlink { target };
                 }
                 Err(why) => {
                     entry.kind = Kind::Symlink { target: Vec::new() };
-                    entry.unreadable = Some(why);
+                    entry.unreadable = Some(why.to_string());
                 }
             }
         } else {
@@ -467,21 +467,21 @@ impl Walker<'_, '_> {
         }
         let cap = self.opts.cap;
         if listed.size > cap {
-            entry.unreadable = Some(over_cap(cap));
+            entry.unreadable = Some(over_cap(cap).to_string());
             return;
         }
         self.cache.count_read();
         let read = match dir.get().and_then(|d| read_capped(d, base, &listed, cap)) {
             Ok(read) => read,
             Err(why) => {
-                entry.unreadable = Some(why);
+                entry.unreadable = Some(why.to_string());
                 return;
             }
         };
         let oid = match blob_oid(self.opts.hash, &read.bytes) {
             Ok(oid) => oid,
             Err(why) => {
-                entry.unreadable = Some(why);
+                entry.unreadable = Some(format!("git blob id: {why}"));
                 return;
             }
         };

@@ -110,10 +110,12 @@ fn a_directory_replaced_before_its_own_listing_is_refused_not_followed() {
             "file" => fs::write(root.join("d"), b"not a folder").expect("write"),
             // Opened as a directory it fails at once: a FIFO is never waited on.
             "fifo" => {
-                let c =
-                    std::ffi::CString::new(root.join("d").as_os_str().as_bytes()).expect("path");
-                // SAFETY: `c` is a valid NUL-terminated path.
-                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+                rustix::fs::mkfifoat(
+                    rustix::fs::CWD,
+                    root.join("d"),
+                    rustix::fs::Mode::from_raw_mode(0o644),
+                )
+                .expect("mkfifo");
             }
             _ => {}
         }
