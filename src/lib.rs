@@ -9,6 +9,7 @@ pub mod artifacts;
 pub mod atomic;
 pub mod checks;
 pub mod cli;
+pub mod clock;
 pub mod color;
 pub mod daemon;
 pub mod decision;

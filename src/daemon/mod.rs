@@ -100,6 +100,9 @@ pub struct Config {
     /// `--vars`/`--set`/`--protect`: the project's values of the protocol's variables (the
     /// file checked to lie outside the watched directory before the run).
     pub overrides: crate::protocol::overrides::Overrides,
+    /// The time each session's timing decisions are made at (settling, heartbeats, retries,
+    /// finishing): the machine's in production, a manual one in tests that drive a session.
+    pub clock: crate::clock::Clock,
 }
 
 impl Config {
@@ -141,6 +144,7 @@ impl Config {
             state_dir: None,
             secrets: None,
             overrides: Default::default(),
+            clock: crate::clock::Clock::real(),
         }
     }
 }

@@ -255,6 +255,35 @@ pub fn pid_alive(pid: u32) -> bool {
     }
 }
 
+/// A heartbeat as this process's own referee would write it for `dir`, its last beat `age` ago
+/// (the one builder of the tests that judge heartbeats: `state::live`'s and `status`'s).
+#[cfg(test)]
+pub(crate) fn of_this_process(dir: &Path, age: Duration, state: &str) -> Heartbeat {
+    let last = Utc::now() - chrono::Duration::from_std(age).expect("a test's age");
+    let pid = std::process::id();
+    Heartbeat {
+        pid,
+        started: last,
+        last_beat: last,
+        interval_secs: 2.0,
+        protocol: ProtocolRef {
+            id: "d10".into(),
+            sha256: "x".into(),
+        },
+        state: state.into(),
+        stop: false,
+        stop_wanted: false,
+        faults: Vec::new(),
+        build_dir: std::fs::canonicalize(dir)
+            .expect("the test's directory")
+            .display()
+            .to_string(),
+        dir: Some(DirId::of(dir).expect("the test's directory")),
+        proc_start: proc_start(pid),
+        trace_id: String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -383,36 +383,13 @@ the directory was re-created, copied or replaced, and the referee is not watchin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::heartbeat::{write, ProtocolRef};
-
-    /// A heartbeat as this process's own referee would write it for `dir`.
-    fn hb(dir: &Path, age: Duration, state: &str) -> Heartbeat {
-        let last = Utc::now() - chrono::Duration::from_std(age).unwrap();
-        Heartbeat {
-            pid: std::process::id(),
-            started: last,
-            last_beat: last,
-            interval_secs: 2.0,
-            protocol: ProtocolRef {
-                id: "d10".into(),
-                sha256: "x".into(),
-            },
-            state: state.into(),
-            stop: false,
-            stop_wanted: false,
-            faults: Vec::new(),
-            build_dir: std::fs::canonicalize(dir).unwrap().display().to_string(),
-            dir: Some(DirId::of(dir).unwrap()),
-            proc_start: heartbeat::proc_start(std::process::id()),
-            trace_id: String::new(),
-        }
-    }
+    use crate::state::heartbeat::write;
 
     #[test]
     fn a_stopped_process_is_not_live() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let h = hb(d, Duration::ZERO, heartbeat::WATCHING);
+        let h = heartbeat::of_this_process(d, Duration::ZERO, heartbeat::WATCHING);
         let here = Here::of(d).unwrap();
         assert!(verdict(&h, &here, &|_| Proc::Stopped).contains("stopped"));
     }
@@ -431,7 +408,7 @@ mod tests {
         let d = root.path().join("b");
         std::fs::create_dir(&d).unwrap();
         let here = Here::of(&d).unwrap();
-        let good = hb(&d, Duration::ZERO, heartbeat::WATCHING);
+        let good = heartbeat::of_this_process(&d, Duration::ZERO, heartbeat::WATCHING);
         let start = good.proc_start;
         let running = move |_| Proc::Running(start);
         assert_eq!(verdict(&good, &here, &running), "live");
@@ -522,7 +499,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let beat = |pid: u32, state: &str, age: u64| {
-            let mut h = hb(d, Duration::from_secs(age), state);
+            let mut h = heartbeat::of_this_process(d, Duration::from_secs(age), state);
             h.pid = pid;
             write(d, &h).unwrap();
         };

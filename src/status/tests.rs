@@ -1,9 +1,7 @@
 //! `status`'s decisions, without a daemon: heartbeats written by hand, processes faked.
 
 use super::*;
-use crate::state::dir_id::DirId;
-use crate::state::heartbeat::{self, write, Heartbeat, ProtocolRef};
-use chrono::Utc;
+use crate::state::heartbeat::{self, write};
 
 fn cfg(dir: &Path, live: bool) -> Config {
     Config {
@@ -20,31 +18,8 @@ fn cfg(dir: &Path, live: bool) -> Config {
     }
 }
 
-/// A heartbeat as this process's own referee would write it for `dir`.
-fn hb(dir: &Path, age: Duration, state: &str) -> Heartbeat {
-    let last = Utc::now() - chrono::Duration::from_std(age).unwrap();
-    Heartbeat {
-        pid: std::process::id(),
-        started: last,
-        last_beat: last,
-        interval_secs: 2.0,
-        protocol: ProtocolRef {
-            id: "d10".into(),
-            sha256: "x".into(),
-        },
-        state: state.into(),
-        stop: false,
-        stop_wanted: false,
-        faults: Vec::new(),
-        build_dir: std::fs::canonicalize(dir).unwrap().display().to_string(),
-        dir: Some(DirId::of(dir).unwrap()),
-        proc_start: heartbeat::proc_start(std::process::id()),
-        trace_id: String::new(),
-    }
-}
-
 fn beat(dir: &Path, age: Duration, state: &str) {
-    write(dir, &hb(dir, age, state)).unwrap();
+    write(dir, &heartbeat::of_this_process(dir, age, state)).unwrap();
 }
 
 #[test]
@@ -107,7 +82,7 @@ fn a_stop_the_disk_refused_still_stops() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let _log = crate::state::lock::lock(d).unwrap();
-    let mut h = hb(d, Duration::ZERO, heartbeat::FAULTED);
+    let mut h = heartbeat::of_this_process(d, Duration::ZERO, heartbeat::FAULTED);
     h.stop_wanted = true;
     h.faults = vec!["cannot write `OBSERVER-STOP.md`: no space left on device".into()];
     write(d, &h).unwrap();

@@ -27,6 +27,9 @@ fn quick(cache: StatCache) -> StatCache {
     cache.with_margin(Duration::from_millis(20))
 }
 
+/// Lets what was just written age past [`quick`]'s margin. A sleep lasts at least this long, so
+/// on a slow machine the files are only older (more settled) than the margin asks: this sleep
+/// cannot lose a race. (The kernel's file times cannot be set back: `ctime` is always now.)
 fn settle() {
     std::thread::sleep(Duration::from_millis(60));
 }
@@ -203,15 +206,28 @@ fn a_changed_size_mtime_ctime_or_inode_is_read_again() {
 /// A file changed just before it is read (within the margin) is read on every judgment until
 /// it settles, and is not kept meanwhile: the cache is written once (the old record dropped),
 /// not again per judgment; once settled, its read is kept (one more write) and trusted.
+///
+/// The decision compares the kernel's file times with the time of the read, and neither can be
+/// moved by hand, so the margin is what the test chooses: an hour while the file must be racing
+/// (however slow the machine, the reads come within an hour of the write), then [`quick`]'s
+/// 20 ms after [`settle`] slept 60 ms (a sleep lasts at least that long, so a slow machine only
+/// makes the file older). No step depends on how fast the machine runs.
 #[test]
 fn a_read_racing_the_files_change_is_not_kept() {
-    let (_dir, root, file) = saved();
-    // Every file kept, read well after its last change.
-    std::thread::sleep(Duration::from_millis(450));
-    let mut cache = StatCache::new().with_margin(Duration::from_millis(400));
+    // Every file in the tree is judged by the margin the test picks, so the tree is one file:
+    // no other record is dropped by the racing margin.
+    const RACING: Duration = Duration::from_secs(3600);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, file) = (dir.path().join("ws"), dir.path().join("statcache.bin"));
+    fs::create_dir_all(&root).expect("mkdir");
+    fs::write(root.join("a.py"), b"a\n").expect("write");
+    // Kept: read well after its last change.
+    settle();
+    let mut cache = quick(StatCache::new());
     scan(&root, &mut cache);
     cache.save(&file).expect("save");
-    let mut cache = StatCache::load(&file).with_margin(Duration::from_millis(400));
+    assert_eq!(StatCache::load(&file).len(), 1);
+    let mut cache = StatCache::load(&file).with_margin(RACING);
     fs::write(root.join("a.py"), b"edited\n").expect("write");
     scan(&root, &mut cache);
     assert_eq!(cache.reads(), 1);
@@ -219,22 +235,22 @@ fn a_read_racing_the_files_change_is_not_kept() {
     cache.save(&file).expect("save");
     assert_eq!(
         StatCache::load(&file).len(),
-        2,
+        0,
         "the racing read is not kept"
     );
     for _ in 0..2 {
-        let mut again = StatCache::load(&file).with_margin(Duration::from_millis(400));
+        let mut again = StatCache::load(&file).with_margin(RACING);
         scan(&root, &mut again);
         assert_eq!(again.reads(), 1, "still racing: read again");
         assert!(!again.is_dirty(), "nothing to write while it races");
     }
-    std::thread::sleep(Duration::from_millis(450));
-    let mut settled = StatCache::load(&file).with_margin(Duration::from_millis(400));
+    settle();
+    let mut settled = quick(StatCache::load(&file));
     scan(&root, &mut settled);
     assert_eq!(settled.reads(), 1);
     assert!(settled.is_dirty(), "the settled read is kept");
     settled.save(&file).expect("save");
-    let mut last = StatCache::load(&file).with_margin(Duration::from_millis(400));
+    let mut last = quick(StatCache::load(&file));
     scan(&root, &mut last);
     assert_eq!(last.reads(), 0, "and trusted");
     assert!(!last.is_dirty());

@@ -5,8 +5,8 @@
 //!   result raises STOP in Phase 3A): they halt at the STOP, go on once a re-run clears it, halt
 //!   for good when no re-run is allowed, and halt loudly when no referee lives;
 //! - the shell script is linted by `shellcheck` and the systemd unit by `systemd-analyze verify`
-//!   when those commands are installed (CI machines may not have them: the test then says so and
-//!   checks nothing more);
+//!   when those commands are installed (elsewhere the test says so and checks nothing more;
+//!   under CI a missing one is a failure, and `.ci/run` installs them);
 //! - the Dockerfile, the GitHub workflow and the Kubernetes manifest are read and their structure
 //!   asserted (no container engine, runner or cluster here).
 
@@ -27,12 +27,10 @@ fn referee() -> &'static str {
     env!("CARGO_BIN_EXE_referee")
 }
 
-/// Whether `cmd` runs here (`cmd --version` starts).
-fn installed(cmd: &str) -> bool {
-    Command::new(cmd)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+/// Whether `cmd` runs here (`cmd --version` starts); under CI a missing one is a failure.
+#[track_caller]
+fn installed(cmd: &str, install: &str, skipped: &str) -> bool {
+    crate::util::tool(cmd, install, skipped)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -115,7 +113,11 @@ fn orchestrate(script: Script, dir: &Path, env: &[(&str, &str)]) -> Run {
         }
         Script::Python => {
             assert!(
-                installed("python3"),
+                installed(
+                    "python3",
+                    "apt-get install python3",
+                    "examples/orchestrator/orchestrator.py"
+                ),
                 "python3 is needed to run examples/orchestrator/orchestrator.py"
             );
             let mut c = assert_cmd::Command::new("python3");
@@ -369,7 +371,7 @@ fn python_orchestrator_refuses_to_run_without_a_referee() {
     refuses_to_run_without_a_referee(Script::Python);
 }
 
-/// `bash -n` everywhere; `shellcheck` where it is installed (CI machines may lack it).
+/// `bash -n` everywhere; `shellcheck` where it is installed (always under CI).
 #[test]
 fn the_shell_orchestrator_is_clean() {
     let script = examples().join("orchestrator/orchestrator.sh");
@@ -383,8 +385,11 @@ fn the_shell_orchestrator_is_clean() {
         "{}",
         String::from_utf8_lossy(&syntax.stderr)
     );
-    if !installed("shellcheck") {
-        eprintln!("shellcheck is not installed: examples/orchestrator/orchestrator.sh not linted");
+    if !installed(
+        "shellcheck",
+        "apt-get install shellcheck",
+        "the lint of examples/orchestrator/orchestrator.sh",
+    ) {
         return;
     }
     let out = Command::new("shellcheck").arg(&script).output().unwrap();
@@ -405,10 +410,11 @@ fn the_systemd_unit_verifies() {
     let unit = read(&examples().join("systemd/referee@.service"));
     assert!(unit.contains("ExecStart=/usr/local/bin/referee watch %f"));
     assert!(unit.contains("PrivateNetwork=yes") && unit.contains("ReadWritePaths=%f"));
-    if !installed("systemd-analyze") {
-        eprintln!(
-            "systemd-analyze is not installed: examples/systemd/referee@.service not verified"
-        );
+    if !installed(
+        "systemd-analyze",
+        "apt-get install systemd",
+        "the check of examples/systemd/referee@.service",
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

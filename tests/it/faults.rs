@@ -49,7 +49,8 @@ fn status(dir: &Path, state: &Path) -> Output {
 }
 
 /// Over [`WINDOW`] of a standing fault: `status` says stop every time it is asked, the daemon
-/// uses well under a core, and says nothing new.
+/// uses well under a core, and says nothing new. A span watched, not a margin raced: a loaded
+/// machine gives the daemon less CPU and fewer rounds in it, never more.
 fn assert_cheap_and_stopped(w: &Watch, dir: &Path, state: &Path) {
     let (cpu0, lines0, t0) = (cpu(w.pid()), lines(w), Instant::now());
     while t0.elapsed() < WINDOW {

@@ -89,13 +89,6 @@ fn stops_raised(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn have(cmd: &str) -> bool {
-    Command::new(cmd)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[track_caller]
 fn sh(cmd: &mut Command) {
     let out = cmd.output().expect("run a tool");
@@ -332,10 +325,8 @@ fn a_gate_runner_streaming_its_json_is_judged_once_the_file_is_whole() {
 #[test]
 fn outputs_copied_back_in_another_order_are_judged_by_what_they_say() {
     let mut tools = vec!["tar", "cp"];
-    if have("rsync") {
+    if crate::util::tool("rsync", "apt-get install rsync", "the rsync copy") {
         tools.push("rsync");
-    } else {
-        eprintln!("rsync is not installed: the rsync copy is not tried");
     }
     for tool in tools {
         let (root, dir) = build("audit-done");

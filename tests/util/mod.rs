@@ -320,3 +320,41 @@ pub(crate) fn listing(dir: &Path) -> String {
     text.push('\n');
     text
 }
+
+/// Whether the suite runs under CI (`CI` set, and not to `false` or `0`): there a tool a test
+/// needs must be installed, and a missing one is a failure, never a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "false" | "0"))
+}
+
+/// What a test does when a tool it needs is not here: under CI it fails, saying what to install
+/// (`.ci/run` installs every such tool); elsewhere it says, on the process's own stderr (the
+/// harness captures `eprintln!` of a passing test, and a skip must not pass unseen), that
+/// `skipped` is skipped.
+#[track_caller]
+pub fn missing(tool: &str, install: &str, skipped: &str) {
+    assert!(
+        !in_ci(),
+        "CI is set but {tool} is not installed ({install}; `.ci/run` installs it): {skipped} \
+         cannot be skipped under CI"
+    );
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr().lock(),
+        format!("\nnote: {tool} is not installed ({install}): {skipped} is SKIPPED (under CI it fails)\n\n").as_bytes(),
+    );
+}
+
+/// Whether the command `cmd` runs here (`cmd --version` succeeds); when it does not, see
+/// [`missing`] (under CI: a failure).
+#[track_caller]
+pub fn tool(cmd: &str, install: &str, skipped: &str) -> bool {
+    let here = std::process::Command::new(cmd)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !here {
+        missing(&format!("`{cmd}`"), install, skipped);
+    }
+    here
+}

@@ -162,7 +162,7 @@ impl Session {
         // often as its backoff says (the log in the state directory is what counts).
         let area = "write OBSERVER-EVENTS.jsonl (copy in the watched directory)";
         let mirror = match &mut self.log {
-            Some(log) if self.backoff.due(area, std::time::Instant::now()) => {
+            Some(log) if self.backoff.due(area, self.cfg.clock.now()) => {
                 Some(log.restore_mirror(quiet))
             }
             _ => None,
@@ -173,7 +173,7 @@ impl Session {
                 fix
             }
             Some(Err(_)) => {
-                self.backoff.failed(area, std::time::Instant::now());
+                self.backoff.failed(area, self.cfg.clock.now());
                 None
             }
             None => None,

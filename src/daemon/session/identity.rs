@@ -7,8 +7,6 @@
 //! follows, its files are written there); while the path names nothing usable, the session is
 //! detached and writes nothing.
 
-use std::time::Instant;
-
 use super::super::attach;
 use super::super::event::Event;
 use super::super::heartbeat;
@@ -232,6 +230,6 @@ impl Session {
         );
         self.beat(heartbeat::WATCHING);
         // Judged as soon as the loop has watched it.
-        self.recheck(Instant::now());
+        self.recheck(self.cfg.clock.now());
     }
 }

@@ -248,7 +248,7 @@ impl Session {
 
     /// The first look, at the loop's next round of timers.
     pub fn first_evaluation_due(&mut self) {
-        let now = Instant::now();
+        let now = self.cfg.clock.now();
         self.recheck(now);
         self.next_beat = now;
     }
@@ -321,7 +321,7 @@ impl Session {
     /// lost): when an event named one, look again once it has settled.
     fn look_again_if_new_dir(&mut self, new_dir: bool) {
         if new_dir {
-            self.recheck(Instant::now() + self.settle.window());
+            self.recheck(self.cfg.clock.now() + self.settle.window());
         }
     }
 
@@ -367,7 +367,7 @@ impl Session {
         for why in batch.rescan {
             self.emit(Event::Rescan { why }.into());
         }
-        let now = Instant::now();
+        let now = self.cfg.clock.now();
         for (rel, kind) in &batch.paths {
             self.settle.saw(rel, *kind, now);
             self.last_activity = now;
@@ -420,7 +420,7 @@ impl Session {
         let opts = Options {
             final_,
             ran: self.ledger.ran.clone(),
-            now: Some(Utc::now()),
+            now: Some(self.cfg.clock.utc()),
             seen: self.seen.clone(),
         };
         let changed: Option<Vec<String>> = changed.map(|c| c.iter().cloned().collect());
@@ -457,7 +457,7 @@ impl Session {
             return;
         };
         let seen = Arc::make_mut(seen);
-        super::rules::seen::look(seen, &self.protocol, snap, changed, Utc::now());
+        super::rules::seen::look(seen, &self.protocol, snap, changed, self.cfg.clock.utc());
         match seen.save(&self.state) {
             Ok(()) => self.clear_fault("seen"),
             Err(e) => self.fault(
@@ -473,13 +473,13 @@ impl Session {
 
     /// Holds back new failures whose files are still being written (see [`Ledger::hold`]).
     fn hold(&mut self, eval: Evaluation, snap: &Snapshot) -> Evaluation {
-        let now = Instant::now();
+        let now = self.cfg.clock.now();
         self.settle.prune(now);
         let seen = Seen {
             settle: &self.settle,
             snap,
             now,
-            wall: SystemTime::now(),
+            wall: self.cfg.clock.wall(),
         };
         let (eval, recheck) = self.ledger.hold(&self.protocol, eval, &seen, now);
         if let Some(at) = recheck {
@@ -490,12 +490,12 @@ impl Session {
 
     /// The last judgment's holds (see [`Ledger::hold_at_end`]).
     fn hold_at_end(&mut self, eval: Evaluation, snap: &Snapshot) -> Evaluation {
-        let now = Instant::now();
+        let now = self.cfg.clock.now();
         let seen = Seen {
             settle: &self.settle,
             snap,
             now,
-            wall: SystemTime::now(),
+            wall: self.cfg.clock.wall(),
         };
         let eval = self.ledger.hold_at_end(&self.protocol, eval, &seen, now);
         self.ledger.holds.clear();
@@ -505,14 +505,14 @@ impl Session {
     /// Publishes an evaluation (see [`Ledger::apply`]) and carries out what it decided.
     fn publish(&mut self, eval: Evaluation, touched: &BTreeSet<String>, snap: &Snapshot) {
         let clock = Clock {
-            now: Instant::now(),
-            wall: Utc::now(),
+            now: self.cfg.clock.now(),
+            wall: self.cfg.clock.utc(),
         };
         let seen = Seen {
             settle: &self.settle,
             snap,
             now: clock.now,
-            wall: SystemTime::now(),
+            wall: self.cfg.clock.wall(),
         };
         let decided = self
             .ledger
@@ -536,7 +536,7 @@ impl Session {
             // referee (and the final report) from finishing.
             let quiet = self.last_activity + self.settle.window();
             let latest = since.map_or(quiet, |s| s + self.cfg.settle_max);
-            quiet.min(latest).max(Instant::now())
+            quiet.min(latest).max(self.cfg.clock.now())
         });
     }
 
@@ -561,7 +561,7 @@ impl Session {
 
     /// Runs what is due: the timeout, a settle re-check, finishing a complete run, the heartbeat.
     pub fn timers(&mut self) {
-        let now = Instant::now();
+        let now = self.cfg.clock.now();
         if self.timeout_at.is_some_and(|t| t <= now) {
             self.timeout_at = None;
             if let Some(t) = self.cfg.timeout {
@@ -604,7 +604,7 @@ impl Session {
 
     /// The heartbeat tick: beat, and the cheap checks that need no event.
     fn tick(&mut self) {
-        self.next_beat = Instant::now() + self.cfg.heartbeat;
+        self.next_beat = self.cfg.clock.now() + self.cfg.heartbeat;
         self.check_dir(false);
         // Before anything is written into it: is `.referee` still the session's folder?
         self.check_folder();

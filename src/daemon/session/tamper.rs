@@ -57,6 +57,13 @@ impl Session {
                 // Not a regular file: the write below replaces it (never followed).
                 Err(_) => "replaced",
             };
+            // Written by a rival referee started at the same instant? Then the younger yields
+            // now, at the first file they disagree on, not at its next heartbeat: on a loaded
+            // machine a heartbeat is long enough for dozens of restores back and forth.
+            self.check_rival();
+            if self.detached_why.is_some() {
+                return;
+            }
             let area = format!("write {name}");
             match crate::outputs::write_atomic_as(
                 &self.out,

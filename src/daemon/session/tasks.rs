@@ -353,7 +353,7 @@ impl Session {
             };
         // A directory made a moment ago may have had files before the watch on it existed
         // (their events are lost): it is read again at every judgment for a while.
-        let now = Instant::now();
+        let now = self.cfg.clock.now();
         tasks
             .new_dirs
             .retain(|(_, at)| now.duration_since(*at) < NEW_DIR_WINDOW);
@@ -513,7 +513,7 @@ impl Session {
     /// Judges the workspace, unless a task record is still being written (then again once it
     /// has settled); writes each new attempt's verdict and sets the STOP text.
     pub(super) fn judge_tasks(&mut self) {
-        let now = Instant::now();
+        let now = self.cfg.clock.now();
         self.settle.prune(now);
         // A record caught mid-write is judged once it has settled, and nothing is published
         // before: a half-written record must not lift or raise a STOP.

@@ -1,4 +1,5 @@
 use super::*;
+use std::time::Duration;
 
 #[test]
 fn batches_keep_the_latest_event_and_note_the_stop_file() {
@@ -95,4 +96,105 @@ fn a_session_raises_and_lifts_stop_on_what_it_is_handed() {
     let s = session(&dir);
     assert_eq!(s.ledger.history.len(), 2);
     assert!(s.incidents.iter().any(|i| i.kind == "restart"));
+}
+
+/// A session on a manual clock, its settle window `settle`: the test moves the time.
+fn session_at(
+    dir: &std::path::Path,
+    clock: &crate::clock::ManualClock,
+    settle: Duration,
+) -> Session {
+    let mut cfg = Config::new(dir);
+    cfg.quiet = true;
+    cfg.settle = settle;
+    cfg.clock = clock.clock();
+    let protocol = Arc::new(Protocol::load(&cfg.protocol).expect("d10"));
+    let mut s = Session::open(cfg, protocol, None).expect("open");
+    s.source_is(Ok("test".into()));
+    s.announce(None);
+    s.first_evaluation();
+    s
+}
+
+/// Writes `bytes` to `path` in place, its mtime the manual clock's time: the file system's clock
+/// is the machine's, and a session on a manual clock judges a file it has forgotten by its mtime.
+fn write_at(path: &std::path::Path, bytes: &str, clock: &crate::clock::ManualClock) {
+    std::fs::write(path, bytes).expect("write");
+    let at = filetime::FileTime::from_system_time(clock.clock().wall());
+    filetime::set_file_mtime(path, at).expect("mtime");
+}
+
+fn written(rel: &str) -> Batch {
+    let mut b = Batch::default();
+    b.add(rel.into(), ChangeKind::Written);
+    b
+}
+
+/// The `result_changed` events of the session's log that went to FAIL or INCONCLUSIVE.
+fn failures(dir: &std::path::Path) -> Vec<String> {
+    let log =
+        std::fs::read_to_string(dir.join(super::super::journal::EVENTS_FILE)).expect("the log");
+    log.lines()
+        .filter(|l| l.contains("\"result_changed\""))
+        .filter(|l| l.contains("\"to\":\"FAIL\"") || l.contains("\"to\":\"INCONCLUSIVE\""))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A file written in place is held while it moves: a violation (a hand-entered gate result)
+/// replaced within the settle window is never judged, however slow the machine (the time is the
+/// test's), and the same content left alone past the window is judged and raises STOP (so the
+/// hold is what kept it back).
+#[test]
+fn a_file_written_in_place_is_held_for_the_window_and_judged_after_it() {
+    const W: Duration = Duration::from_secs(1);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("b");
+    pass2(&dir);
+    let gates = dir.join("p3a-gate-results.json");
+    let good = std::fs::read_to_string(&gates).expect("gates");
+    let bad = good.replacen("\"gate-runner\"", "\"manual\"", 1);
+    assert_ne!(good, bad);
+    let stop = dir.join(crate::outputs::STOP_FILE);
+
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    assert!(!stop.exists());
+    write_at(&gates, &bad, &clock);
+    s.handle(written("p3a-gate-results.json"));
+    assert!(!stop.exists(), "held while it moves");
+    assert!(
+        s.next_deadline() <= clock.clock().now() + W,
+        "a re-check within the window"
+    );
+    clock.advance(W / 2);
+    s.timers();
+    assert!(!stop.exists(), "still held");
+    write_at(&gates, &good, &clock);
+    s.handle(written("p3a-gate-results.json"));
+    clock.advance(W * 2);
+    s.timers();
+    assert!(!stop.exists(), "the rewritten file passes");
+    assert_eq!(failures(&dir), Vec::<String>::new(), "judged mid-write");
+    drop(s);
+
+    // The same violation, left as it is past the window (another build): judged, and STOP.
+    let dir = root.path().join("c");
+    pass2(&dir);
+    let (gates, stop) = (
+        dir.join("p3a-gate-results.json"),
+        dir.join(crate::outputs::STOP_FILE),
+    );
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    write_at(&gates, &bad, &clock);
+    s.handle(written("p3a-gate-results.json"));
+    clock.advance(W - Duration::from_millis(1));
+    s.timers();
+    assert!(!stop.exists(), "held until the window ends");
+    clock.advance(Duration::from_millis(2));
+    s.timers();
+    let text = std::fs::read_to_string(&stop).expect("STOP raised once settled");
+    assert!(text.contains("OBS-27"), "{text}");
+    assert!(!failures(&dir).is_empty());
 }

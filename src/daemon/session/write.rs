@@ -7,7 +7,6 @@
 //! a wait that doubles, up to a bound ([`retry`]), and said once until it clears (once more).
 
 use std::io::Write as _;
-use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
@@ -376,13 +375,13 @@ impl Session {
 
     /// Whether the write of `area` may be tried now (it did not fail, or its wait is over).
     pub(super) fn write_due(&self, area: &str) -> bool {
-        self.backoff.due(area, Instant::now())
+        self.backoff.due(area, self.cfg.clock.now())
     }
 
     /// The write of `area` failed (`what`: `cannot write X in Y`): a fault, said once while it
     /// fails the same way, and tried again after a wait that doubles up to a bound.
     pub(super) fn write_failed(&mut self, area: &str, what: String, e: &std::io::Error) {
-        self.backoff.failed(area, Instant::now());
+        self.backoff.failed(area, self.cfg.clock.now());
         self.fault(
             area,
             format!("{what}: {}; {}", retry::reason(e), retry::retrying()),
@@ -415,7 +414,7 @@ impl Session {
         self.faults.insert(area.to_string(), message.clone());
         self.faults_changed = true;
         // The heartbeat says `faulted` at once, not at the next tick.
-        self.next_beat = Instant::now();
+        self.next_beat = self.cfg.clock.now();
         tracing::error!("fault: {message}");
         let event = Event::Fault {
             area: area.to_string(),
@@ -435,7 +434,7 @@ impl Session {
     pub(super) fn clear_fault(&mut self, area: &str) {
         if let Some(message) = self.faults.remove(area) {
             self.faults_changed = true;
-            self.next_beat = Instant::now();
+            self.next_beat = self.cfg.clock.now();
             self.emit(
                 Event::Fault {
                     area: area.to_string(),

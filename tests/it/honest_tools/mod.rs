@@ -33,12 +33,16 @@ pub(super) fn sha(bytes: &[u8]) -> String {
     referee::workspace::sha256(bytes)
 }
 
-/// Whether `program` can be run here.
+/// Whether `program` can be run here; under CI a missing one is a failure (the test would
+/// otherwise fall back to writing what the tool would, or ask nobody what it loads).
+#[track_caller]
 pub(super) fn has(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    let install = match program {
+        "python3" => "apt-get install python3",
+        "node" | "npm" => "apt-get install nodejs npm",
+        _ => "rustup component add rustfmt (the Rust toolchain)",
+    };
+    crate::util::tool(program, install, "asking the real tool")
 }
 
 /// A git work tree in a tempdir, with the referee's state directory beside it.
