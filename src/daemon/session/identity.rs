@@ -123,6 +123,26 @@ impl Session {
                 return;
             }
         };
+        // The path may have changed since it was looked at (the directory renamed away and a
+        // link put in its place): re-attach only to the very directory looked at, and never
+        // through a link the session was not started on. Its memory (and its heartbeat, which
+        // `status` believes) must not follow the link to wherever it points.
+        if !self.follow_link {
+            match crate::state::dir_id::DirId::of_unfollowed(&self.dir) {
+                Ok(now) if now == id => {}
+                Ok(_) => {
+                    self.detach(format!(
+                        "`{}` changed again while the referee looked at it",
+                        self.dir.display()
+                    ));
+                    return;
+                }
+                Err(e) => {
+                    self.detach(e.describe());
+                    return;
+                }
+            }
+        }
         // The event log is the state directory's: it stays open and locked across the
         // directory's replacement (its copy is rewritten into the new directory at the next
         // tick). Only a log that could not be opened at all is tried again.
