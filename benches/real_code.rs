@@ -2,7 +2,7 @@
 //!
 //! `cargo bench --bench real_code -- [--list FILE] PATH...` walks each PATH (a file or a
 //! directory), checks every file whose extension has a built-in parser through
-//! `referee::syntax::check` (no commands), and prints one tab-separated line per file:
+//! `referee_syntax::check` (no commands), and prints one tab-separated line per file:
 //!
 //! ```text
 //! PASS|FAIL|UNDECIDED <TAB> extension <TAB> bytes <TAB> microseconds <TAB> path <TAB> evidence
@@ -15,7 +15,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use referee::syntax::{check, Outcome};
+use referee_syntax::{check, Outcome};
 
 fn main() {
     let mut roots: Vec<PathBuf> = Vec::new();

@@ -44,7 +44,7 @@ use watch::WatchArgs;
 /// An independent referee for AI build pipelines: binary PASS/FAIL checks on the artifacts
 /// in a build directory, a STOP file the orchestrator obeys, and a report for humans.
 #[derive(Parser, Debug)]
-#[command(name = "referee", version, about, long_about = None)]
+#[command(name = "referee", version, long_version = long_version(), about, long_about = None)]
 #[command(
     after_help = "Exit codes: 0 no unresolved BLOCKING failure; 1 a BLOCKING failure \
 (or, for `status`, STOP present); 2 the referee could not run; 3 `status --require-live` \
@@ -58,6 +58,23 @@ struct Cli {
     global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `referee --version`: the version, then which source languages this build parses (the cargo
+/// features of the syntax check, `+` built, `-` left out), as `rg --version` lists its own.
+fn long_version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let languages: Vec<String> = referee_syntax::Language::ALL
+            .iter()
+            .map(|l| format!("{}{}", if l.built() { '+' } else { '-' }, l.feature()))
+            .collect();
+        format!(
+            "{}\nsyntax: {}",
+            env!("CARGO_PKG_VERSION"),
+            languages.join(" ")
+        )
+    })
 }
 
 /// The help heading of [`GlobalArgs`].

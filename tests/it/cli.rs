@@ -57,6 +57,24 @@ fn redact(text: &str, dir: &Path) -> String {
         .join("\n")
 }
 
+/// `--version` names the source languages the build parses; the default build has them all,
+/// so a default that lost one (its `.py` or `.ts` files then inconclusive) fails here.
+#[test]
+fn version_lists_the_syntax_languages_built() {
+    let Output {
+        code, stdout: out, ..
+    } = run(&["--version"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("referee "), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l == "syntax: +python +rust +javascript +go"),
+        "{out}"
+    );
+    let Output { stdout: short, .. } = run(&["-V"]);
+    assert_eq!(short.lines().count(), 1, "{short}");
+}
+
 #[test]
 fn help_texts() {
     for args in [

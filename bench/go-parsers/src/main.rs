@@ -1,9 +1,9 @@
 //! Side by side: the referee's Go parser (the worktree's files, included) and tree-sitter-go 0.25,
 //! on the same files in one run, alternating; prints total bytes, each one's time and MB/s.
-#[path = "../../../src/syntax/golang.rs"]
+#[path = "../../../crates/syntax/src/golang/mod.rs"]
 #[allow(dead_code)]
 mod golang;
-#[path = "../../../src/syntax/goscan.rs"]
+#[path = "../../../crates/syntax/src/goscan/mod.rs"]
 #[allow(dead_code)]
 mod goscan;
 #[allow(dead_code)]

@@ -95,16 +95,25 @@ use std::time::Duration;
 
 mod command;
 mod data;
+mod error;
+#[cfg(feature = "go")]
 mod golang;
+#[cfg(feature = "go")]
 mod goscan;
 mod js;
+#[cfg(feature = "javascript")]
 mod nesting;
 pub mod pyc;
+#[cfg(feature = "python")]
 mod pyencoding;
+#[cfg(feature = "python")]
 mod pygrammar;
+#[cfg(feature = "python")]
 mod python;
+#[cfg(feature = "rust")]
 mod rust;
 mod shell;
+#[cfg(any(feature = "python", feature = "rust"))]
 mod source;
 #[cfg(test)]
 mod tests;
@@ -113,16 +122,27 @@ mod tests_command;
 #[cfg(test)]
 mod tests_data;
 #[cfg(test)]
+mod tests_features;
+#[cfg(test)]
+#[cfg(feature = "go")]
 mod tests_go;
 #[cfg(test)]
+#[cfg(feature = "javascript")]
 mod tests_js;
 #[cfg(test)]
+#[cfg(feature = "python")]
 mod tests_python;
 #[cfg(test)]
+#[cfg(feature = "rust")]
 mod tests_rust;
 
 pub use command::OUTPUT_LIMIT;
-pub use source::PARSE_BUDGET;
+pub use error::RefusedProgram;
+
+/// The longest a single tree-sitter parse may take before the check gives up (inconclusive).
+/// Wall time, so generous: a 4.7 MB Python file (near CC-06's 5 MB cap) takes ~3 s of CPU in a
+/// release build, longer on a busy machine; 200 KB takes a tenth of a second.
+pub const PARSE_BUDGET: Duration = Duration::from_secs(30);
 
 /// A command rule from the protocol: files ending in `ext` (with or without the leading dot, e.g.
 /// `sh` or `.d.ts`) are checked by running `argv` (`{path}` replaced by the file's absolute path),
@@ -193,15 +213,94 @@ impl Outcome {
     }
 }
 
-/// The built-in parsers, by extension.
+/// The built-in parsers, by extension. Every one is known to every build: a language whose
+/// feature was left out of the build is still recognised, and judged [`Outcome::Inconclusive`]
+/// (see [`Language`]), never passed over as a file type nobody checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Builtin {
     Json,
     Toml,
     Yaml,
-    Source(source::Lang),
+    Python,
+    Rust,
     Js(js::Flavor),
     Go,
+}
+
+/// The source languages whose parsers are cargo features of this crate (all on by default),
+/// so that a smaller build can leave out the heavy ones (oxc, the tree-sitter grammars). JSON,
+/// TOML and YAML are always built: their parsers are dependencies of the referee anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// `.py` `.pyi`: tree-sitter-python and the referee's tokenizer (feature `python`).
+    Python,
+    /// `.rs`: syn, and tree-sitter-rust for what is nested too deep for it (feature `rust`).
+    Rust,
+    /// `.js` `.mjs` `.cjs` `.jsx` `.ts` `.mts` `.cts` `.tsx` `.d.ts`: oxc (feature `javascript`).
+    JavaScript,
+    /// `.go`: the referee's port of go/parser (feature `go`).
+    Go,
+}
+
+impl Language {
+    /// Every language, in a fixed order.
+    pub const ALL: [Language; 4] = [
+        Language::Python,
+        Language::Rust,
+        Language::JavaScript,
+        Language::Go,
+    ];
+
+    /// The cargo feature that builds its parser.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Rust => "rust",
+            Language::JavaScript => "javascript",
+            Language::Go => "go",
+        }
+    }
+
+    /// Its name, as the outcomes and `--version` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::Rust => "Rust",
+            Language::JavaScript => "JavaScript/TypeScript",
+            Language::Go => "Go",
+        }
+    }
+
+    /// Whether this build has its parser.
+    pub fn built(self) -> bool {
+        match self {
+            Language::Python => cfg!(feature = "python"),
+            Language::Rust => cfg!(feature = "rust"),
+            Language::JavaScript => cfg!(feature = "javascript"),
+            Language::Go => cfg!(feature = "go"),
+        }
+    }
+
+    /// What a file of a language this build has no parser for is: not decided, so it blocks
+    /// as any check that cannot run does, with the way to a build that can.
+    #[cfg(not(all(
+        feature = "python",
+        feature = "rust",
+        feature = "javascript",
+        feature = "go"
+    )))]
+    fn not_built(self) -> Outcome {
+        Outcome::Inconclusive {
+            why: format!(
+                "this referee was built without {} support (cargo feature `{}`): \
+                 rebuild with `--features {}`, or give the protocol a command for the file type \
+                 that replaces the built-in parser",
+                self.name(),
+                self.feature(),
+                self.feature()
+            ),
+        }
+    }
 }
 
 fn builtin_for(name: &str) -> Option<Builtin> {
@@ -216,8 +315,8 @@ fn builtin_for(name: &str) -> Option<Builtin> {
         "json" => Builtin::Json,
         "toml" => Builtin::Toml,
         "yaml" | "yml" => Builtin::Yaml,
-        "py" | "pyi" => Builtin::Source(source::Lang::Python),
-        "rs" => Builtin::Source(source::Lang::Rust),
+        "py" | "pyi" => Builtin::Python,
+        "rs" => Builtin::Rust,
         "go" => Builtin::Go,
         _ => return None,
     })
@@ -248,10 +347,22 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
         Some(Builtin::Json) => data::json(bytes),
         Some(Builtin::Toml) => data::toml(name, bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),
-        Some(Builtin::Source(source::Lang::Rust)) => rust::check(rel, bytes, abs),
-        Some(Builtin::Source(lang)) => source::parse(lang, bytes),
+        #[cfg(feature = "rust")]
+        Some(Builtin::Rust) => rust::check(rel, bytes, abs),
+        #[cfg(feature = "python")]
+        Some(Builtin::Python) => source::parse(source::Lang::Python, bytes),
+        #[cfg(feature = "javascript")]
         Some(Builtin::Js(flavor)) => js::parse(flavor, bytes),
+        #[cfg(feature = "go")]
         Some(Builtin::Go) => golang::parse(bytes),
+        #[cfg(not(feature = "rust"))]
+        Some(Builtin::Rust) => Language::Rust.not_built(),
+        #[cfg(not(feature = "python"))]
+        Some(Builtin::Python) => Language::Python.not_built(),
+        #[cfg(not(feature = "javascript"))]
+        Some(Builtin::Js(_)) => Language::JavaScript.not_built(),
+        #[cfg(not(feature = "go"))]
+        Some(Builtin::Go) => Language::Go.not_built(),
         None => Outcome::NotApplicable,
     };
     for rule in commands.iter().filter(|r| rule_matches(r, name)) {
@@ -296,9 +407,8 @@ fn utf8<'a>(bytes: &'a [u8], how: &str) -> Result<&'a str, Outcome> {
     })
 }
 
-/// The 1-based line and character column of byte `offset` in `text` (clamped to its length).
-/// Counts characters as UTF-8 lead bytes, so it is total even on invalid UTF-8.
 /// The first syntax error at `line:column`, with how many there are in all (`count`).
+#[cfg(any(feature = "python", feature = "rust", feature = "javascript"))]
 fn first_of(line: usize, column: usize, mut message: String, count: usize, how: String) -> Outcome {
     if count > 1 {
         let more = count - 1;
@@ -315,6 +425,8 @@ fn first_of(line: usize, column: usize, mut message: String, count: usize, how: 
     }
 }
 
+/// The 1-based line and character column of byte `offset` in `text` (clamped to its length).
+/// Counts characters as UTF-8 lead bytes, so it is total even on invalid UTF-8.
 fn position(text: &[u8], offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);

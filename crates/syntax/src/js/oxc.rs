@@ -1,29 +1,4 @@
-//! JavaScript and TypeScript through oxc: the parser (syntax errors) and its semantic checker with
-//! syntax checking on (the early errors a parser leaves to a second pass: `let a; let a;`, a
-//! `break` to a label that does not exist, `await` where it is not allowed, ...). Parsed, never
-//! run. It owns which goal (module or script) and dialect each extension gets, and how oxc's
-//! diagnostics become an [`Outcome`].
-//!
-//! # Goals
-//!
-//! - `.mjs`, `.mts`: module only. `.cjs`: CommonJS (a script run inside a function, so a top-level
-//!   `return` is allowed), as Node runs it.
-//! - `.js`, `.jsx`, `.ts`, `.tsx`, `.cts`, and declaration files (`.d.ts`, `.d.mts`, `.d.cts`,
-//!   `.d.css.ts`): module first, then CommonJS; either parsing is enough (Node's own syntax
-//!   detection for `.js` without a `"type"`; TypeScript compiles both, and a `.cts` file may use
-//!   `import` syntax that it turns into `require`). When both fail, the module's error is
-//!   reported if the file uses module syntax (`import`, `export`, `import.meta`), the script's
-//!   otherwise.
-//! - `.jsx` and `.tsx` parse JSX; `.js` does not (JSX in a `.js` file is the error Node reports).
-//!
-//! # Stack
-//!
-//! oxc is a recursive-descent parser without a depth guard, so the input is first measured by
-//! [`super::nesting`] (deeper than [`super::nesting::LIMIT`] units is invalid; Node 20's
-//! `node --check` already gives up at 2,000 nested parentheses, `RangeError: Maximum call stack
-//! size exceeded`), and the parse runs on a thread of its own whose stack ([`STACK`]) holds that
-//! many units of the costliest construct measured (a class method: 2.6 KB a unit in a debug
-//! build, less in a release build) many times over.
+//! The JavaScript and TypeScript parse itself: oxc's parser and semantic checker (see [`super`]).
 
 use oxc_allocator::Allocator;
 use oxc_diagnostics::OxcDiagnostic;
@@ -31,64 +6,18 @@ use oxc_parser::{ParseOptions, Parser};
 use oxc_semantic::SemanticBuilder;
 use oxc_span::SourceType;
 
-use super::{nesting, position, utf8, Outcome};
+use super::{Flavor, Goals};
+use crate::{nesting, position, utf8, Outcome};
 
-/// The oxc release compiled in (kept equal to the `oxc_parser` requirement in Cargo.toml by a
+/// The oxc release compiled in (kept equal to the `oxc_parser` requirement in crates/syntax/Cargo.toml by a
 /// test), named in `how`.
-pub(super) const OXC: &str = "oxc 0.146";
+pub(crate) const OXC: &str = "oxc 0.146";
 
 /// The parse thread's stack. Virtual memory: only the pages a parse touches are backed. 10,000
 /// units at 2.6 KB are 26 MB: the rest is margin for what the lexical estimate may miss.
-pub(super) const STACK: usize = 512 << 20;
-
-/// What an extension asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Flavor {
-    typescript: bool,
-    declaration: bool,
-    jsx: bool,
-    goals: Goals,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Goals {
-    Module,
-    CommonJs,
-    /// Module, else CommonJS.
-    Either,
-}
+pub(crate) const STACK: usize = 512 << 20;
 
 impl Flavor {
-    /// The flavor for a file name (ASCII case ignored), or `None` when it is not JavaScript or
-    /// TypeScript.
-    pub(super) fn of(name: &str) -> Option<Flavor> {
-        let lower = name.to_ascii_lowercase();
-        let (stem, ext) = lower.rsplit_once('.')?;
-        let flavor = |typescript, jsx, goals| Flavor {
-            typescript,
-            declaration: false,
-            jsx,
-            goals,
-        };
-        let mut f = match ext {
-            "js" => flavor(false, false, Goals::Either),
-            "mjs" => flavor(false, false, Goals::Module),
-            "cjs" => flavor(false, false, Goals::CommonJs),
-            "jsx" => flavor(false, true, Goals::Either),
-            "ts" | "cts" => flavor(true, false, Goals::Either),
-            "mts" => flavor(true, false, Goals::Module),
-            "tsx" => flavor(true, true, Goals::Either),
-            _ => return None,
-        };
-        // `x.d.ts`, `x.d.mts`, `x.d.cts`, and `x.d.css.ts` (TypeScript's
-        // allowArbitraryExtensions); not `.d.ts` alone, nor `.d.tsx`.
-        f.declaration = f.typescript
-            && !f.jsx
-            && (stem.ends_with(".d") && stem.len() > 2
-                || ext == "ts" && stem.rfind(".d.").is_some_and(|i| i > 0));
-        Some(f)
-    }
-
     /// `TypeScript declaration (oxc 0.146)`.
     fn how(self) -> String {
         let lang = match (self.typescript, self.declaration, self.jsx) {
@@ -126,7 +55,7 @@ struct Attempt {
 }
 
 /// Parses `bytes` as `flavor` says. See the module doc.
-pub(super) fn parse(flavor: Flavor, bytes: &[u8]) -> Outcome {
+pub(crate) fn parse(flavor: Flavor, bytes: &[u8]) -> Outcome {
     let how = flavor.how();
     let text = match utf8(bytes, &how) {
         Ok(text) => text,
@@ -167,7 +96,7 @@ fn outcome_of(attempt: Attempt, how: String) -> Outcome {
     let Some((line, column, message)) = attempt.first else {
         return Outcome::Parsed { how };
     };
-    super::first_of(line, column, message, attempt.count, how)
+    crate::first_of(line, column, message, attempt.count, how)
 }
 
 /// Tries the flavor's goals in order; the first clean parse wins.

@@ -1,7 +1,7 @@
 //! Go's tokens: their kinds, what the grammar asks of them, and the keywords.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::syntax) enum T {
+pub(crate) enum T {
     Eof,
     Ident,
     Int,
@@ -79,7 +79,7 @@ pub(in crate::syntax) enum T {
 
 impl T {
     /// A binary operator's precedence (1 `||` … 5 `*`), 0 for anything else.
-    pub(in crate::syntax) fn precedence(self) -> u8 {
+    pub(crate) fn precedence(self) -> u8 {
         match self {
             T::LOr => 1,
             T::LAnd => 2,
@@ -90,7 +90,7 @@ impl T {
         }
     }
 
-    pub(in crate::syntax) fn is_literal(self) -> bool {
+    pub(crate) fn is_literal(self) -> bool {
         matches!(
             self,
             T::Ident | T::Int | T::Float | T::Imag | T::Char | T::Str
@@ -98,7 +98,7 @@ impl T {
     }
 
     /// As go/parser names it in `expected …, found 'X'`.
-    pub(in crate::syntax) fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             T::Eof => "EOF",
             T::Ident => "IDENT",

@@ -9,26 +9,27 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{Language, Node, ParseOptions, ParseState, Parser};
 
-use super::{position, utf8, Outcome};
-
-/// The longest a single tree-sitter parse may take before the check gives up (inconclusive).
-/// Wall time, so generous: a 4.7 MB Python file (near CC-06's 5 MB cap) takes ~3 s of CPU in a
-/// release build, longer on a busy machine; 200 KB takes a tenth of a second.
-pub const PARSE_BUDGET: Duration = Duration::from_secs(30);
+#[cfg(feature = "rust")]
+use super::utf8;
+use super::{position, Outcome, PARSE_BUDGET};
 
 /// Longest excerpt of the offending text quoted in a message, in characters.
 const EXCERPT: usize = 40;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lang {
+    #[cfg(feature = "python")]
     Python,
+    #[cfg(feature = "rust")]
     Rust,
 }
 
 impl Lang {
     fn language(self) -> Language {
         match self {
+            #[cfg(feature = "python")]
             Lang::Python => tree_sitter_python::LANGUAGE.into(),
+            #[cfg(feature = "rust")]
             Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
         }
     }
@@ -36,7 +37,9 @@ impl Lang {
     /// The language and the grammar crate, for `how`.
     fn names(self) -> (&'static str, &'static str) {
         match self {
+            #[cfg(feature = "python")]
             Lang::Python => ("Python", "tree-sitter-python"),
+            #[cfg(feature = "rust")]
             Lang::Rust => ("Rust", "tree-sitter-rust"),
         }
     }
@@ -53,10 +56,11 @@ impl Lang {
             None => String::new(),
         };
         // The referee's own pass over Python's layout (super::python) judges with the grammar.
-        let tokenizer = if self == Lang::Python {
-            " and the referee's tokenizer"
-        } else {
-            ""
+        let tokenizer = match self {
+            #[cfg(feature = "python")]
+            Lang::Python => " and the referee's tokenizer",
+            #[cfg(feature = "rust")]
+            Lang::Rust => "",
         };
         format!("{lang} ({grammar}{version}{tokenizer})")
     }
@@ -69,29 +73,37 @@ pub(super) fn parse(lang: Lang, bytes: &[u8]) -> Outcome {
 pub(super) fn parse_within(lang: Lang, bytes: &[u8], budget: Duration) -> Outcome {
     let language = lang.language();
     let how = lang.how(&language);
-    let decoded;
-    let text = if lang == Lang::Python {
-        // PEP 263: the declared encoding, else UTF-8.
-        match super::pyencoding::decode(bytes, &how) {
-            Ok(text) => {
-                decoded = text;
-                decoded.as_bytes()
-            }
-            Err(outcome) => return outcome,
-        }
-    } else {
-        match utf8(bytes, &how) {
-            Ok(text) => text.as_bytes(),
-            Err(invalid) => return invalid,
-        }
-    };
-    if lang != Lang::Python {
-        return tree_sitter(lang, &language, how, text, text, budget);
+    match lang {
+        #[cfg(feature = "python")]
+        Lang::Python => python(&language, how, bytes, budget),
+        #[cfg(feature = "rust")]
+        Lang::Rust => match utf8(bytes, &how) {
+            Ok(text) => tree_sitter(
+                lang,
+                &language,
+                how,
+                text.as_bytes(),
+                text.as_bytes(),
+                budget,
+            ),
+            Err(invalid) => invalid,
+        },
     }
+}
+
+/// A Python file: decoded as it declares, the grammar's judgment and the tokenizer's layout.
+#[cfg(feature = "python")]
+fn python(language: &Language, how: String, bytes: &[u8], budget: Duration) -> Outcome {
+    // PEP 263: the declared encoding, else UTF-8.
+    let text = match super::pyencoding::decode(bytes, &how) {
+        Ok(text) => text,
+        Err(outcome) => return outcome,
+    };
+    let text = text.as_bytes();
     // The layout rules tree-sitter-python does not enforce (CPython's tokenizer): its error
     // unless the grammar's is on an earlier line. The grammar reads the logical lines joined.
     let layout = super::python::layout(text);
-    let outcome = tree_sitter(lang, &language, how, text, &layout.joined, budget);
+    let outcome = tree_sitter(Lang::Python, language, how, text, &layout.joined, budget);
     let Some(fault) = layout.fault else {
         return outcome;
     };
@@ -153,7 +165,9 @@ fn tree_sitter(
     if !root.has_error() {
         // The Python 2 the grammar still accepts.
         let beyond = match lang {
+            #[cfg(feature = "python")]
             Lang::Python => super::pygrammar::legacy(root, parsed),
+            #[cfg(feature = "rust")]
             Lang::Rust => None,
         };
         {

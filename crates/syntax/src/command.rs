@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{CommandRule, Outcome};
+use super::{CommandRule, Outcome, RefusedProgram};
 
 /// Bytes kept of a command's stdout and of its stderr; the rest is read and dropped.
 pub const OUTPUT_LIMIT: usize = 4096;
@@ -106,7 +106,7 @@ pub(super) fn execute(
         )));
     };
     let workspace = workspace_root(rel, abs);
-    let resolved = resolve(program, workspace.as_deref()).map_err(not_run)?;
+    let resolved = resolve(program, workspace.as_deref()).map_err(|e| not_run(e.to_string()))?;
     let Some(abs_str) = file.to_str() else {
         return Err(not_run(format!(
             "the path `{}` is not UTF-8: `{{path}}` cannot be given to `{program}`",
@@ -181,19 +181,15 @@ fn workspace_root(rel: &str, abs: &Path) -> Option<PathBuf> {
 
 /// The program to run: a bare name looked up on `PATH` (absolute entries outside the workspace
 /// only), or an absolute path outside the workspace. Anything else is refused.
-fn resolve(program: &str, workspace: Option<&Path>) -> Result<PathBuf, String> {
+fn resolve(program: &str, workspace: Option<&Path>) -> Result<PathBuf, RefusedProgram> {
     let inside = |p: &Path| workspace.is_some_and(|w| p.starts_with(w));
     if program.contains('/') {
         let path = Path::new(program);
         if !path.is_absolute() {
-            return Err(format!(
-                "refusing to run `{program}`: a program is a name on PATH or an absolute path"
-            ));
+            return Err(RefusedProgram::Relative(path.to_path_buf()));
         }
         if inside(path) {
-            return Err(format!(
-                "refusing to run `{program}`: it is inside the workspace"
-            ));
+            return Err(RefusedProgram::InsideWorkspace(path.to_path_buf()));
         }
         return Ok(path.to_path_buf());
     }
@@ -202,7 +198,7 @@ fn resolve(program: &str, workspace: Option<&Path>) -> Result<PathBuf, String> {
         .filter(|dir| dir.is_absolute() && !inside(dir))
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| format!("`{program}` is not installed"))
+        .ok_or_else(|| RefusedProgram::NotInstalled(program.to_string()))
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -371,6 +367,9 @@ fn display(argv: &[String]) -> String {
 }
 
 #[cfg(test)]
-pub(super) fn resolve_for_tests(program: &str) -> Option<PathBuf> {
-    resolve(program, None).ok()
+pub(super) fn resolve_for_tests(
+    program: &str,
+    workspace: Option<&Path>,
+) -> Result<PathBuf, RefusedProgram> {
+    resolve(program, workspace)
 }

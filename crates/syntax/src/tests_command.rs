@@ -188,6 +188,24 @@ fn command_from_the_workspace_is_refused() {
 }
 
 #[test]
+fn a_refused_program_is_a_typed_reason_with_its_path() {
+    let ws = Ws::new();
+    let inside = ws.path("tools/check.sh");
+    assert_eq!(
+        command::resolve_for_tests(inside.to_str().unwrap(), Some(ws.dir.path())),
+        Err(RefusedProgram::InsideWorkspace(inside.clone()))
+    );
+    assert_eq!(
+        command::resolve_for_tests("./tools/check.sh", Some(ws.dir.path())),
+        Err(RefusedProgram::Relative(PathBuf::from("./tools/check.sh")))
+    );
+    let missing = "referee-no-such-program-anywhere";
+    let refused = command::resolve_for_tests(missing, Some(ws.dir.path())).unwrap_err();
+    assert_eq!(refused, RefusedProgram::NotInstalled(missing.into()));
+    assert_eq!(refused.to_string(), format!("`{missing}` is not installed"));
+}
+
+#[test]
 fn command_output_names_the_file_by_its_workspace_path() {
     let ws = Ws::new();
     let o = ws.check_with(
@@ -231,6 +249,7 @@ fn command_output_is_bounded() {
 }
 
 #[test]
+#[cfg(feature = "javascript")]
 fn rule_extension_forms() {
     let ws = Ws::new();
     let fail = sh(".d.ts", "exit 1");
@@ -281,6 +300,7 @@ fn a_rule_on_a_builtin_type_adds_to_it() {
 }
 
 #[test]
+#[cfg(feature = "python")]
 fn python_py_compile_writes_nothing_in_the_workspace() {
     if resolve_for_test("python3").is_none() {
         eprintln!("python3 not installed: skipped");
@@ -323,8 +343,9 @@ fn python_py_compile_writes_nothing_in_the_workspace() {
     assert_eq!(found, ["", "pkg", "pkg/bad.py", "pkg/ok.py"]);
 }
 
+#[cfg(feature = "python")]
 fn resolve_for_test(program: &str) -> Option<PathBuf> {
-    command::resolve_for_tests(program)
+    command::resolve_for_tests(program, None).ok()
 }
 
 /// A non-ASCII name shorter than a rule's extension has no char boundary where the extension
