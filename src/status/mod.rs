@@ -269,9 +269,17 @@ fn status_in(cfg: &Config, here: &Here, state: &Path) -> Result<Answer, StatusEr
     };
     if let Some(mut text) = read_stop(&state)? {
         if let Some(q) = &cfg.task {
-            // The task's own verdict first, then the STOP that stands.
+            // The task's own verdict first (or why there is none to give), then the STOP that
+            // stands.
             let a = task_answer(q, &state, dir)?;
-            text = format!("{}\n{text}", a.stdout);
+            let head = match (&a.stdout, a.note) {
+                (out, _) if !out.is_empty() => out.clone(),
+                (_, Some(Note::Info(why) | Note::Warning(why) | Note::Error(why))) => {
+                    format!("{why}\n")
+                }
+                _ => String::new(),
+            };
+            text = format!("{head}\n{text}");
         }
         return Ok(Answer {
             code: ExitCode::Violation,

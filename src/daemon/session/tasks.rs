@@ -619,37 +619,49 @@ impl Session {
         // judged is written again (not kept again) when the task's last published verdict is
         // a malformed record's: a record broken mid-write and put back whole gets its
         // attempt's judgment back.
-        // An attempt judged again to another verdict than the one published (its scope
-        // changed: another task's unclaimed edit joined it, a claim landed) is published again,
-        // as a one-shot `verify` would judge it now; it is not kept again. An escalation holds
-        // (`hold_escalation`), so files put back under it publish nothing new.
-        let changed = |v: &TaskVerdict| {
-            tasks
+        // An attempt judged again to another verdict than the one published, or to the same
+        // verdict over other files (its scope changed: another task's unclaimed edit joined
+        // it, a claim landed, a file of it was written again), is published again, as a
+        // one-shot `verify` would judge it now; it is not kept again. Otherwise `status --task`
+        // would find the published verdict stale for good. An escalation holds
+        // (`hold_escalation`): files put back under it publish nothing new.
+        // `Some(verdict changed)` when the published verdict of the same attempt is to be
+        // written again (logged as an event only when the verdict itself changed).
+        let republish = |v: &TaskVerdict| -> Option<bool> {
+            let old = tasks
                 .copies
                 .get(&code_change::verdict_file(&v.task_id, "json"))
-                .and_then(|old| serde_json::from_str::<serde_json::Value>(old).ok())
-                .is_some_and(|old| {
-                    old["attempt"] == serde_json::json!(v.attempt) && old["verdict"] != v.verdict
-                })
+                .and_then(|old| serde_json::from_str::<serde_json::Value>(old).ok())?;
+            if old["attempt"] != serde_json::json!(v.attempt) {
+                return None;
+            }
+            let files = serde_json::to_value(&v.judged_files).unwrap_or_default();
+            let escalated = v.outcome == crate::protocol::GradeOutcome::Escalate;
+            match (old["verdict"] != v.verdict, old["judged_files"] != files) {
+                (true, _) => Some(true),
+                (false, true) if !escalated => Some(false),
+                _ => None,
+            }
         };
-        let fresh: Vec<(&TaskVerdict, bool, bool)> = verdicts
-            .iter()
-            .filter_map(|v| match v.attempt.filter(|_| !v.replay) {
-                Some(a) => {
-                    let new = !tasks.judged.contains(&(v.task_id.clone(), a))
-                        && !store.is_kept(&v.task_id, a);
-                    let changed = !new && changed(v);
-                    (new || changed || tasks.unkept.contains_key(&v.task_id))
-                        .then_some((v, new, changed))
-                }
-                None => (tasks.unkept.get(&v.task_id) != Some(&code_change::verdict_json(v)))
-                    .then_some((v, false, false)),
-            })
-            .collect();
-        for (v, keep, changed) in fresh {
+        let fresh: Vec<(&TaskVerdict, bool, bool)> =
+            verdicts
+                .iter()
+                .filter_map(|v| match v.attempt.filter(|_| !v.replay) {
+                    Some(a) => {
+                        let new = !tasks.judged.contains(&(v.task_id.clone(), a))
+                            && !store.is_kept(&v.task_id, a);
+                        let again = if new { None } else { republish(v) };
+                        (new || again.is_some() || tasks.unkept.contains_key(&v.task_id))
+                            .then_some((v, new, again == Some(true)))
+                    }
+                    None => (tasks.unkept.get(&v.task_id) != Some(&code_change::verdict_json(v)))
+                        .then_some((v, false, false)),
+                })
+                .collect();
+        for (v, keep, verdict_changed) in fresh {
             let logged = match (v.attempt.filter(|_| !v.replay), &mut self.part) {
                 (Some(a), Part::Workspace(tasks)) => {
-                    !tasks.logged.insert((v.task_id.clone(), a)) && !changed
+                    !tasks.logged.insert((v.task_id.clone(), a)) && !verdict_changed
                 }
                 _ => false,
             };
