@@ -10,26 +10,20 @@ use std::path::Path;
 use crate::code_change::{
     git, git_workspace, judged, record, start, stop, verdict, APP, ORIGINAL, PROTECTED,
 };
-use crate::util::{run, Output};
+use crate::sessions::{accept, verify_json};
+use crate::util::run;
 use crate::watch::{read, status};
 
-fn accept(ws: &Path, args: &[&str]) -> Output {
-    let mut all = vec!["accept".to_string(), ws.display().to_string()];
-    all.extend(args.iter().map(|s| s.to_string()));
-    run(&all)
-}
-
-fn verify_json(ws: &Path) -> (i32, serde_json::Value) {
+/// A first judgment that keeps state (`verify --write`): it pins HEAD in the state directory.
+fn pin(ws: &Path) {
     let out = run(&[
         "verify",
         &ws.display().to_string(),
         "--protocol",
         "code-change",
-        "--format",
-        "json",
+        "--write",
     ]);
-    let doc = serde_json::from_str(&out.stdout).unwrap_or(serde_json::Value::Null);
-    (out.code, doc)
+    assert_eq!(out.code, 0, "the pin: {out:?}");
 }
 
 fn accepted_events(ws: &Path) -> Vec<serde_json::Value> {
@@ -147,17 +141,7 @@ fn a_commit_that_changes_a_protected_path_needs_protected_too() {
 #[test]
 fn accept_commit_refuses_what_does_not_descend_from_the_baseline() {
     let (_root, ws, _logs) = git_workspace();
-    let out = run(&[
-        "verify",
-        &ws.display().to_string(),
-        "--protocol",
-        "code-change",
-        "--write",
-    ]);
-    assert_eq!(
-        out.code, 0,
-        "the first judgment that keeps state pins HEAD: {out:?}"
-    );
+    pin(&ws);
 
     git(&ws, &["checkout", "-q", "--orphan", "other"]);
     fs::write(ws.join(APP), "def main():\n    return 9\n").expect("write");
@@ -193,14 +177,7 @@ fn accept_commit_without_a_pinned_baseline_is_refused() {
 #[test]
 fn a_protected_change_staged_by_the_worker_rides_no_orchestrator_commit() {
     let (_root, ws, _logs) = git_workspace();
-    let out = run(&[
-        "verify",
-        &ws.display().to_string(),
-        "--protocol",
-        "code-change",
-        "--write",
-    ]);
-    assert_eq!(out.code, 0, "the pin: {out:?}");
+    pin(&ws);
     // Staged through plumbing: a blob written to the object store and put in the index; the
     // work tree never changes.
     fs::write(ws.join("evil.tmp"), "ROLES = ['worker', 'root']\n").expect("write");

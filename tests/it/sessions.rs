@@ -17,7 +17,7 @@ use crate::watch::{read, status, WAIT};
 
 pub(crate) const OTHER: &str = "src/other.py";
 
-fn accept(ws: &Path, args: &[&str]) -> Output {
+pub(crate) fn accept(ws: &Path, args: &[&str]) -> Output {
     let mut all = vec!["accept".to_string(), ws.display().to_string()];
     all.extend(args.iter().map(|s| s.to_string()));
     run(&all)
@@ -143,7 +143,7 @@ fn accept_refuses_unjudged_rejected_and_stale_verdicts() {
 }
 
 /// `verify WS --protocol code-change --format json`: the exit code and the JSON.
-fn verify_json(ws: &Path) -> (i32, serde_json::Value) {
+pub(crate) fn verify_json(ws: &Path) -> (i32, serde_json::Value) {
     let out = run(&[
         "verify",
         &ws.display().to_string(),
