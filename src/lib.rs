@@ -29,15 +29,17 @@ pub mod outputs;
 pub mod protocol;
 pub mod protocol_test;
 pub mod replay;
-pub mod safefs;
 pub mod size;
 pub mod state;
 pub mod status;
 pub mod task_verdict;
-pub mod tomlfile;
 pub mod waivers;
 pub mod workspace;
 
+/// The hostile-file-system layer and the one TOML loader, the workspace crate `referee-safefs`
+/// (crates/safefs), under the names the rest of the referee uses for them.
+pub use referee_safefs as safefs;
+pub use referee_safefs::toml as tomlfile;
 /// CC-05's parsers, the workspace crate `referee-syntax` (crates/syntax), under the name the
 /// checks have always used for them.
 use referee_syntax as syntax;

@@ -11,6 +11,8 @@
 //! number. This module must not write anything or run anything but the protocol's own syntax
 //! commands.
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings, ValueType};
 
@@ -76,9 +78,9 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
             },
             // A file that is not strict JSON is present and wrong: `not` or `if` must not read
             // "no such score" into a file that reads two ways (or none).
-            Err(line) => {
+            Err(why) => {
                 o.wrong = true;
-                fails.push(line);
+                fails.push(why.to_string());
             }
         }
     }
@@ -110,35 +112,98 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
     o
 }
 
+/// Why a file is not strict JSON; each message starts with `file:line:column:`, and is the
+/// evidence line of the check that read it.
+#[derive(Debug, thiserror::Error)]
+enum NotStrict {
+    /// The bytes are not UTF-8.
+    #[error("{}:{line}:{column}: not valid UTF-8, so not JSON", path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        #[source]
+        source: std::str::Utf8Error,
+    },
+    /// Not valid JSON (serde_json's reading: nesting deeper than 128 is one).
+    #[error("{}:{}:{}: invalid JSON: {source}", path.display(), source.line(), source.column())]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Not valid JSON as the duplicate-key reader found it.
+    #[error("{}:{line}:{column}: invalid JSON: {message}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// One object holds a key twice: serde_json kept the last, a human may read the first.
+    #[error(
+        "{}:{line}:{column}: key `{key}` written twice in {object} (first at {}:{first_line}:{first_column}); a reader could take either",
+        path.display(),
+        path.display()
+    )]
+    DuplicateKey {
+        path: PathBuf,
+        key: String,
+        object: String,
+        line: usize,
+        column: usize,
+        first_line: usize,
+        first_column: usize,
+    },
+}
+
 /// The document, if the file is strict JSON (UTF-8, valid, no key twice in one object); else
 /// why not, at `file:line:column`.
-fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, String> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let (line, col) = line_column(bytes, e.valid_up_to());
-        format!("{rel}:{line}:{col}: not valid UTF-8, so not JSON")
+fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, NotStrict> {
+    let path = || PathBuf::from(rel);
+    let text = std::str::from_utf8(bytes).map_err(|source| {
+        let (line, column) = line_column(bytes, source.valid_up_to());
+        NotStrict::NotUtf8 {
+            path: path(),
+            line,
+            column,
+            source,
+        }
     })?;
     // serde_json stops at a nesting depth of 128: deep nesting is an error, not a stack overflow.
-    let doc: Value = serde_json::from_str(text)
-        .map_err(|e| format!("{rel}:{}:{}: invalid JSON: {e}", e.line(), e.column()))?;
+    let doc: Value = serde_json::from_str(text).map_err(|source| NotStrict::Invalid {
+        path: path(),
+        source,
+    })?;
     // serde_json kept the last of two equal keys; a human may read the first.
     match duplicate_keys(bytes, &[]) {
         Ok(d) if d.is_empty() => {}
         Ok(d) => {
             let d = &d[0];
-            let (l1, c1) = line_column(bytes, d.first_at);
-            let (l2, c2) = line_column(bytes, d.at);
+            let (first_line, first_column) = line_column(bytes, d.first_at);
+            let (line, column) = line_column(bytes, d.at);
             let object = match d.path.is_empty() {
                 true => "the top-level object".to_string(),
                 false => format!("the object at `{}`", path_text(&d.path)),
             };
-            return Err(format!(
-                "{rel}:{l2}:{c2}: key `{}` written twice in {object} (first at {rel}:{l1}:{c1}); a reader could take either",
-                d.key
-            ));
+            return Err(NotStrict::DuplicateKey {
+                path: path(),
+                key: d.key.clone(),
+                object,
+                line,
+                column,
+                first_line,
+                first_column,
+            });
         }
         Err(u) => {
-            let (line, col) = line_column(bytes, u.at);
-            return Err(format!("{rel}:{line}:{col}: invalid JSON: {}", u.message));
+            let (line, column) = line_column(bytes, u.at);
+            return Err(NotStrict::Unreadable {
+                path: path(),
+                line,
+                column,
+                message: u.message,
+            });
         }
     }
     Ok(doc)

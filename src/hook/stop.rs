@@ -129,7 +129,7 @@ fn keep(protocol: &Protocol, w: &judge::WorkspaceJudgment, task: &str, live: boo
         stop: !live,
         only_task: live.then_some(task),
     };
-    judge::write_workspace(protocol, w, writes)
+    Ok(judge::write_workspace(protocol, w, writes)?)
 }
 
 fn read_small(path: &Path) -> Option<String> {

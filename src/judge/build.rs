@@ -6,10 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Result;
-
 use super::{
-    apply_waivers, context, refuse_live, state_of, BuildJudgment, Judgment, Loaded, Request,
+    apply_waivers, context, refuse_live, state_of, BuildJudgment, JudgeError, Judgment, Loaded,
+    Request,
 };
 use crate::artifacts::{Limits, Listing, Snapshot};
 use crate::engine::{self, Options};
@@ -21,12 +20,12 @@ pub(super) fn judge(
     req: &Request<'_>,
     (protocol, waivers): Loaded,
     listing: Listing,
-) -> Result<(Loaded, Judgment)> {
+) -> Result<(Loaded, Judgment), JudgeError> {
     if req.baseline.is_some() || req.baseline_dir.is_some() {
-        anyhow::bail!(
-            "`--baseline` and `--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{}`",
-            protocol.id
-        );
+        return Err(JudgeError::BaselineForBuild {
+            id: protocol.id.clone(),
+            dir: req.dir.to_path_buf(),
+        });
     }
     if req.write {
         let state = state_of(req.dir, req.state_dir)?;
@@ -67,7 +66,7 @@ fn scan(
     max_read_bytes: u64,
     protocol: &Protocol,
     listing: Listing,
-) -> Result<Snapshot> {
+) -> Result<Snapshot, JudgeError> {
     let limits = Limits {
         max_read_bytes,
         ..Limits::default()
@@ -75,7 +74,7 @@ fn scan(
     let _span = tracing::debug_span!("scan", dir = %dir.display()).entered();
     let wanted = |rel: &str| protocol.may_read(rel);
     // The error already names the directory.
-    Ok(Snapshot::scan_reading_from(listing, limits, &wanted)?)
+    Snapshot::scan_reading_from(listing, limits, &wanted).map_err(JudgeError::Scan)
 }
 
 /// What the referee that watched `dir` saw, in order ([`crate::state::observed`]), when its
@@ -85,7 +84,7 @@ fn scan(
 fn seen_record(
     dir: &Path,
     explicit: Option<&Path>,
-) -> Result<Option<Arc<crate::state::observed::Observed>>> {
+) -> Result<Option<Arc<crate::state::observed::Observed>>, JudgeError> {
     let state = match state_of(dir, explicit) {
         Ok(s) => s,
         // No home to find a default in: no memory to read.

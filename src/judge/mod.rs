@@ -7,15 +7,17 @@
 //! referee's own memory of the workspace (its pinned baseline and stat cache).
 
 mod build;
+mod error;
 mod workspace;
 mod write;
 
+pub use error::JudgeError;
 pub use workspace::{attempt, evaluate, Evaluated, Implicit, ImplicitRecord, Memory};
 pub use write::{write, write_workspace, Writes};
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
 use crate::artifacts::{Listing, Snapshot};
 use crate::decision::Decision;
@@ -183,14 +185,18 @@ pub struct LiveReferee {
 /// when neither the load may be refused nor the caller writes); otherwise the protocol is
 /// loaded first, so a refused load touches nothing. An error of the load is the answer, before
 /// any of the subject's.
-pub fn judge<F>(req: &Request<'_>, source: Source<F>) -> Result<(Loaded, Judgment)>
+pub fn judge<F>(req: &Request<'_>, source: Source<F>) -> Result<(Loaded, Judgment), JudgeError>
 where
     F: FnOnce() -> Result<Loaded> + Send,
 {
     match source.judges {
         Some(Kind::Build) => {
             let listing = Listing::start(req.dir);
-            judge_loaded(req, (source.load)()?, Some(listing))
+            judge_loaded(
+                req,
+                (source.load)().map_err(JudgeError::Load)?,
+                Some(listing),
+            )
         }
         Some(Kind::Workspace) if !source.may_refuse && !req.write => {
             match workspace::judge(req, source.load)? {
@@ -198,7 +204,7 @@ where
                 (loaded, None) => judge_loaded(req, loaded, None),
             }
         }
-        _ => judge_loaded(req, (source.load)()?, None),
+        _ => judge_loaded(req, (source.load)().map_err(JudgeError::Load)?, None),
     }
 }
 
@@ -208,7 +214,7 @@ fn judge_loaded(
     req: &Request<'_>,
     loaded: Loaded,
     listing: Option<Listing>,
-) -> Result<(Loaded, Judgment)> {
+) -> Result<(Loaded, Judgment), JudgeError> {
     match loaded.0.subject {
         Subject::Build(_) => {
             let listing = listing.unwrap_or_else(|| Listing::start(req.dir));
@@ -216,7 +222,9 @@ fn judge_loaded(
         }
         Subject::Workspace(_) => match workspace::judge(req, move || Ok(loaded))? {
             (loaded, Some(j)) => Ok((loaded, Judgment::Workspace(Box::new(j)))),
-            (_, None) => anyhow::bail!("a protocol of task records judged no workspace"),
+            (_, None) => Err(JudgeError::NoWorkspace {
+                dir: req.dir.to_path_buf(),
+            }),
         },
     }
 }
@@ -248,7 +256,7 @@ pub fn apply_waivers(
 }
 
 /// Refuses `dir` when a live referee keeps it (its state directory `state`).
-fn refuse_live(dir: &Path, state: &Path) -> Result<()> {
+fn refuse_live(dir: &Path, state: &Path) -> Result<(), JudgeError> {
     match crate::state::live::referee(dir, state) {
         Some(why) => Err(LiveReferee {
             dir: dir.display().to_string(),
@@ -260,9 +268,11 @@ fn refuse_live(dir: &Path, state: &Path) -> Result<()> {
 }
 
 /// The state directory of `dir` (`--state-dir`, else the default), as `watch` finds it.
-pub fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf> {
-    let canon = std::fs::canonicalize(dir)
-        .with_context(|| format!("cannot read directory `{}`", dir.display()))?;
+pub fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, JudgeError> {
+    let canon = std::fs::canonicalize(dir).map_err(|source| JudgeError::ReadDir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     Ok(crate::state::locate(&canon, explicit)?)
 }
 

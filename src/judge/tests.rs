@@ -177,3 +177,46 @@ fn a_build_predicate_in_a_workspace_protocol_says_it_needs_a_build_directory() {
     );
     assert_eq!(result("CC-00").status, crate::engine::Status::Pass);
 }
+
+/// Each failure of the judge API is a typed error that names its path and keeps its cause, and
+/// reads, through `anyhow` as the command line prints it, as it did before it was typed.
+#[test]
+fn failures_are_typed_with_their_path_and_cause() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gone = tmp.path().join("no-such-dir");
+    let e = state_of(&gone, None).unwrap_err();
+    let JudgeError::ReadDir { path, source } = &e else {
+        panic!("{e:?}");
+    };
+    assert_eq!(path, &gone);
+    assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    let chain = format!("{:#}", anyhow::Error::from(e));
+    assert!(
+        chain.starts_with(&format!("cannot read directory `{}`: ", gone.display())),
+        "{chain}"
+    );
+
+    let req = Request::new(tmp.path());
+    let e = attempt(&req, &Protocol::load("d10").unwrap(), &|_| None).unwrap_err();
+    assert!(
+        matches!(&e, JudgeError::NoTasks { id, dir } if id == "d10" && dir == tmp.path()),
+        "{e:?}"
+    );
+    let with_baseline = Request {
+        baseline: Some("HEAD"),
+        ..req.clone()
+    };
+    let d10 = Protocol::load("d10").unwrap();
+    let e = judge(&with_baseline, loaded((d10, None))).unwrap_err();
+    assert!(
+        matches!(&e, JudgeError::BaselineForBuild { id, .. } if id == "d10"),
+        "{e:?}"
+    );
+    assert!(e
+        .to_string()
+        .starts_with("`--baseline` and `--baseline-dir` apply"));
+
+    let refused = || -> Result<Loaded> { anyhow::bail!("the protocol is refused") };
+    let e = judge(&req, Source::named("code-change", false, refused)).unwrap_err();
+    assert!(matches!(e, JudgeError::Load(_)), "{e:?}");
+}

@@ -6,10 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{Context as _, Result};
 use chrono::{DateTime, Utc};
 
-use super::{apply_waivers, context, refuse_live, state_of, Loaded, Request};
+use super::{apply_waivers, context, refuse_live, state_of, JudgeError, Loaded, Request};
 use super::{Protocol, WorkspaceJudgment};
 use crate::decision::Decision;
 use crate::engine::{self, Evaluation, Options, TaskRun};
@@ -81,13 +80,13 @@ pub fn evaluate(
 /// workspace is opened; `None` for a protocol that turns out to judge no task records.
 pub(super) fn judge(
     req: &Request<'_>,
-    load: impl FnOnce() -> Result<Loaded> + Send,
-) -> Result<(Loaded, Option<WorkspaceJudgment>)> {
+    load: impl FnOnce() -> anyhow::Result<Loaded> + Send,
+) -> Result<(Loaded, Option<WorkspaceJudgment>), JudgeError> {
     let (state, spec) = match opened_in(req) {
         Ok(found) => found,
         // The protocol's error first, as when it is loaded first.
         Err(e) => {
-            load()?;
+            load().map_err(JudgeError::Load)?;
             return Err(e);
         }
     };
@@ -96,11 +95,13 @@ pub(super) fn judge(
     let load_prepared = || {
         let load = load.lock().ok().and_then(|mut l| l.take());
         let Some(load) = load else {
-            anyhow::bail!("the protocol could not be loaded: its loading thread died");
+            return Err(JudgeError::LoaderDied {
+                dir: req.dir.to_path_buf(),
+            });
         };
-        let (protocol, waivers) = load()?;
+        let (protocol, waivers) = load().map_err(JudgeError::Load)?;
         let everyone = prepared(&protocol, &store);
-        Ok::<_, anyhow::Error>((protocol, waivers, everyone))
+        Ok((protocol, waivers, everyone))
     };
     let (ws, loaded) = open_beside(req, &spec, &state, load_prepared);
     // No thread for it: here, then.
@@ -135,12 +136,12 @@ pub fn attempt(
     req: &Request<'_>,
     protocol: &Protocol,
     implicit: &Implicit<'_>,
-) -> Result<WorkspaceJudgment> {
+) -> Result<WorkspaceJudgment, JudgeError> {
     let Subject::Workspace(rules) = &protocol.subject else {
-        anyhow::bail!(
-            "protocol `{}` judges no task records: agent hooks need a protocol like `code-change`",
-            protocol.id
-        );
+        return Err(JudgeError::NoTasks {
+            id: protocol.id.clone(),
+            dir: req.dir.to_path_buf(),
+        });
     };
     let state = state_of(req.dir, req.state_dir)?;
     crate::state::ensure(&state)?;
@@ -148,10 +149,16 @@ pub fn attempt(
     // A plain folder (or a repository with no commit yet): its start snapshot, taken at the
     // first call.
     if plain && crate::workspace::needs_snapshot(req.dir) {
-        let canon = std::fs::canonicalize(req.dir)
-            .with_context(|| format!("cannot read directory `{}`", req.dir.display()))?;
-        crate::workspace::snapshot::create(&canon, &state, req.max_read_bytes)
-            .with_context(|| format!("cannot keep a start snapshot in `{}`", state.display()))?;
+        let canon = std::fs::canonicalize(req.dir).map_err(|source| JudgeError::ReadDir {
+            path: req.dir.to_path_buf(),
+            source,
+        })?;
+        crate::workspace::snapshot::create(&canon, &state, req.max_read_bytes).map_err(
+            |source| JudgeError::Snapshot {
+                path: state.clone(),
+                source,
+            },
+        )?;
     }
     let (state, spec) = opened_in(req)?;
     let store = Store::open(&crate::state::attempts::dir_for(&state));
@@ -174,7 +181,7 @@ fn judged(
     (mut ws, state): (Workspace, PathBuf),
     memory: Memory<'_>,
     implicit: Option<&Implicit<'_>>,
-) -> Result<WorkspaceJudgment> {
+) -> Result<WorkspaceJudgment, JudgeError> {
     if let Some((rel, bytes)) = implicit.and_then(|make| make(&ws)) {
         ws.add_record(&rel, bytes);
     }
@@ -201,7 +208,7 @@ fn judged(
 /// The state directory of a workspace judgment and the baseline to open it against; the state
 /// directory created when it exists or is to be written, and a live referee's workspace
 /// refused for `--write`.
-fn opened_in(req: &Request<'_>) -> Result<(PathBuf, BaselineSpec)> {
+fn opened_in(req: &Request<'_>) -> Result<(PathBuf, BaselineSpec), JudgeError> {
     // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
     // verdicts and STOP that count are the state directory's.
     let state = state_of(req.dir, req.state_dir)?;

@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
-
-use super::{BuildJudgment, Judgment, WorkspaceJudgment};
+use super::{BuildJudgment, JudgeError, Judgment, WorkspaceJudgment};
 use crate::outputs::{self, code_change, Durability};
 use crate::protocol::Protocol;
 use crate::state::attempts::Store;
@@ -32,7 +30,7 @@ pub struct Writes<'a> {
 /// directory, then its copy, then its attempt kept (the loop guards' memory, fsynced before it
 /// takes its name): a copy that cannot be written costs no memory. Then the STOP, as decided:
 /// written while one stands, removed otherwise.
-pub fn write(protocol: &Protocol, j: &Judgment, w: Writes<'_>) -> Result<()> {
+pub fn write(protocol: &Protocol, j: &Judgment, w: Writes<'_>) -> Result<(), JudgeError> {
     match j {
         Judgment::Build(b) if w.copies => build(protocol, b),
         Judgment::Build(_) => Ok(()),
@@ -41,14 +39,18 @@ pub fn write(protocol: &Protocol, j: &Judgment, w: Writes<'_>) -> Result<()> {
 }
 
 /// [`write`] for a workspace judged.
-pub fn write_workspace(protocol: &Protocol, j: &WorkspaceJudgment, w: Writes<'_>) -> Result<()> {
-    workspace(protocol, j, w).with_context(|| {
-        let into = if w.copies {
+pub fn write_workspace(
+    protocol: &Protocol,
+    j: &WorkspaceJudgment,
+    w: Writes<'_>,
+) -> Result<(), JudgeError> {
+    workspace(protocol, j, w).map_err(|source| JudgeError::WriteInto {
+        path: if w.copies {
             j.ws.root().join(OUTPUT_DIR)
         } else {
             j.state.clone()
-        };
-        format!("cannot write into `{}`", into.display())
+        },
+        source,
     })
 }
 
@@ -98,7 +100,7 @@ fn workspace(protocol: &Protocol, j: &WorkspaceJudgment, w: Writes<'_>) -> std::
 
 /// `verify --write` of a build directory: a pass file for each pass that ran, and the report.
 /// It never writes the STOP file: only the live `watch` daemon owns it.
-fn build(protocol: &Protocol, b: &BuildJudgment) -> Result<()> {
+fn build(protocol: &Protocol, b: &BuildJudgment) -> Result<(), JudgeError> {
     let dir = b.snap.root();
     for pass in b.eval.passes.iter().filter(|p| p.ran) {
         let text = outputs::markdown::pass_file(protocol, &b.eval, &pass.id, &b.ctx);
@@ -110,9 +112,12 @@ fn build(protocol: &Protocol, b: &BuildJudgment) -> Result<()> {
 
 /// One of `verify --write`'s files; a symlink or FIFO found at its name is replaced, never
 /// followed, and said.
-fn write_own(dir: &Path, name: &str, text: &str) -> Result<()> {
-    let w =
-        outputs::write_atomic(dir, name, text).with_context(|| format!("cannot write {name}"))?;
+fn write_own(dir: &Path, name: &str, text: &str) -> Result<(), JudgeError> {
+    let w = outputs::write_atomic(dir, name, text).map_err(|source| JudgeError::WriteOwn {
+        name: name.to_string(),
+        path: dir.join(name),
+        source,
+    })?;
     if let Some(found) = w.replaced {
         tracing::warn!(
             "`{name}` was {} put there by someone else; replaced without being followed",

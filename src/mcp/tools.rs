@@ -63,7 +63,7 @@ pub enum ToolError {
     #[error(transparent)]
     RulesInside(#[from] protocol::secrets::RulesInside),
     #[error(transparent)]
-    Judge(anyhow::Error),
+    Judge(#[from] crate::judge::JudgeError),
     #[error("the verdict JSON did not parse back (a referee bug)")]
     Json(#[source] serde_json::Error),
     #[error(transparent)]

@@ -135,7 +135,26 @@ pub struct Hit<'r> {
 /// base64 stays cheap).
 const MAX_MATCHES_PER_LINE: usize = 64;
 
-fn compile(src: &str) -> Result<Regex, String> {
+/// A rule's or allowlist's regex that does not compile; the message names it.
+#[derive(Debug, thiserror::Error)]
+enum BadRegex {
+    /// Refused by the regex engine's builder (its syntax, or over the size limit).
+    #[error("invalid regex `{regex}`: {source}")]
+    Build {
+        regex: String,
+        #[source]
+        source: Box<regex_automata::meta::BuildError>,
+    },
+    /// Refused by the regex parser when its shape was read.
+    #[error("invalid regex `{regex}`: {source}")]
+    Parse {
+        regex: String,
+        #[source]
+        source: Box<regex_syntax::Error>,
+    },
+}
+
+fn compile(src: &str) -> Result<Regex, BadRegex> {
     Regex::builder()
         .configure(
             Regex::config()
@@ -144,12 +163,15 @@ fn compile(src: &str) -> Result<Regex, String> {
         )
         .syntax(syntax::Config::new().unicode(false).utf8(false))
         .build(src)
-        .map_err(|e| format!("invalid regex `{src}`: {e}"))
+        .map_err(|source| BadRegex::Build {
+            regex: src.to_string(),
+            source: Box::new(source),
+        })
 }
 
 /// How many groups `src` has (group 0 included), and the fewest bytes a match of it takes,
 /// from its syntax alone (no compiling).
-fn shape_of(src: &str) -> Result<(usize, usize), String> {
+fn shape_of(src: &str) -> Result<(usize, usize), BadRegex> {
     regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
@@ -162,7 +184,10 @@ fn shape_of(src: &str) -> Result<(usize, usize), String> {
                 p.minimum_len().unwrap_or(usize::MAX),
             )
         })
-        .map_err(|e| format!("invalid regex `{src}`: {e}"))
+        .map_err(|source| BadRegex::Parse {
+            regex: src.to_string(),
+            source: Box::new(source),
+        })
 }
 
 fn case_insensitive(words: &[String]) -> Result<Option<AhoCorasick>, String> {
@@ -296,7 +321,7 @@ impl Rules {
             .iter()
             .map(|r| compile(r))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(global)?;
+            .map_err(|e| global(e.to_string()))?;
         if raw.allowlist.stopwords.iter().any(String::is_empty) {
             return Err(global("an empty stopword allows every secret".into()));
         }
@@ -319,9 +344,9 @@ impl Rules {
             }
             let regex = OnceLock::new();
             if eager {
-                let _ = regex.set(compile(&r.regex).map_err(at)?);
+                let _ = regex.set(compile(&r.regex).map_err(|e| at(e.to_string()))?);
             }
-            let (groups, min_len) = shape_of(&r.regex).map_err(at)?;
+            let (groups, min_len) = shape_of(&r.regex).map_err(|e| at(e.to_string()))?;
             let group = r.group.unwrap_or(if groups > 1 { 1 } else { 0 });
             if group >= groups {
                 return Err(at(format!(
@@ -341,13 +366,13 @@ impl Rules {
                 .iter()
                 .map(|a| compile(a))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(at)?;
+                .map_err(|e| at(e.to_string()))?;
             let allow_match = r
                 .allow_match
                 .iter()
                 .map(|a| compile(a))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(at)?;
+                .map_err(|e| at(e.to_string()))?;
             if r.keywords.iter().any(|k| k.is_empty()) {
                 return Err(at("an empty keyword".into()));
             }

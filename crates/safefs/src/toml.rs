@@ -1,12 +1,12 @@
 //! The one TOML loader: a file the user names (a protocol, its secret rules, a waiver file,
-//! variable overrides, a replay timeline) read through [`crate::safefs`] with a size cap, and
+//! variable overrides, a replay timeline) read through this crate's [`read_named`](crate::read_named) with a size cap, and
 //! TOML text parsed into a type with the line and column of the first error.
 
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use crate::safefs::{self, FsError};
+use crate::FsError;
 
 /// Why a TOML file could not be read or parsed.
 #[derive(Debug, thiserror::Error)]
@@ -47,7 +47,7 @@ impl TomlError {
 
 /// The text of the TOML file at `path` (a symlink followed), at most `cap` bytes.
 pub fn read_text(path: &Path, cap: u64) -> Result<String, TomlError> {
-    let bytes = safefs::read_named(path, cap)?;
+    let bytes = crate::read_named(path, cap)?;
     String::from_utf8(bytes).map_err(|source| TomlError::NotUtf8 {
         path: path.to_path_buf(),
         source,
@@ -66,7 +66,7 @@ pub struct Syntax {
 
 /// `text` parsed as TOML into `T`.
 pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, Syntax> {
-    toml::from_str(text).map_err(|e: toml::de::Error| {
+    ::toml::from_str(text).map_err(|e: ::toml::de::Error| {
         let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
         Syntax {
             at: e.span(),

@@ -9,8 +9,9 @@
 //! read. Reads stop at a cap (a file that grows while it is read is cut off at cap + 1 bytes and
 //! refused), and every refusal is a typed [`FsError`] that names the path and keeps its cause.
 //!
-//! This module depends on nothing else in the crate (only `std`, `rustix`, `libc` and
-//! `thiserror`), so it can stand as a library of its own.
+//! A library of its own (the workspace crate `referee-safefs`): it imports nothing of the
+//! referee, so no part of the referee can reach past it to a file opened another way. The
+//! one TOML loader ([`toml`]) sits here too, since it reads only through this layer.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -25,6 +26,7 @@ use rustix::io::Errno;
 pub use rustix::fs::CWD;
 
 mod error;
+pub mod toml;
 
 pub use error::{lowercase_message, FsError, IoCause};
 
