@@ -121,7 +121,12 @@ fn a_commit_that_changes_a_protected_path_needs_protected_too() {
     assert_eq!(a.code, 1, "{a:?}");
     assert!(a.stderr.contains(PROTECTED), "{a:?}");
     assert!(a.stderr.contains("--protected-too"), "{a:?}");
-    assert!(!ws.join(".referee").join("accepted.json").exists() || accepted_events(&ws).is_empty());
+    let state = crate::code_change::default_state(&ws);
+    assert!(
+        !state.join("accepted.json").exists(),
+        "a refused accept keeps nothing"
+    );
+    assert!(accepted_events(&ws).is_empty(), "and logs no accept");
     assert!(stop(&ws).exists(), "the veto stands");
 
     let a = accept(&ws, &["--commit", "HEAD", "--protected-too"]);
