@@ -73,8 +73,8 @@ pub(super) fn json(ctx: &Ctx<'_>, j: &Json) -> Outcome {
         let bytes: &[u8] = &decoded;
         match strict_json(&e.rel, bytes) {
             Ok(doc) => match judge_value(&e.rel, bytes, &doc, &tokens, j) {
-                Ok(line) => passed.push(line),
-                Err(line) => fails.push(line),
+                Judged::Holds(line) => passed.push(line),
+                Judged::Fails(line) => fails.push(line),
             },
             // A file that is not strict JSON is present and wrong: `not` or `if` must not read
             // "no such score" into a file that reads two ways (or none).
@@ -209,15 +209,17 @@ fn strict_json(rel: &str, bytes: &[u8]) -> Result<Value, NotStrict> {
     Ok(doc)
 }
 
-/// One document judged: `Ok` with the value quoted, or `Err` with why it fails; each line
-/// starts with `file:line:column:` where the value's place is known.
-fn judge_value(
-    rel: &str,
-    bytes: &[u8],
-    doc: &Value,
-    tokens: &[String],
-    j: &Json,
-) -> Result<String, String> {
+/// One document judged, as its evidence line (which starts with `file:line:column:` where the
+/// value's place is known).
+enum Judged {
+    /// The value meets the rule: the value quoted.
+    Holds(String),
+    /// It does not: the value quoted and why.
+    Fails(String),
+}
+
+/// One document judged against the rule `j`.
+fn judge_value(rel: &str, bytes: &[u8], doc: &Value, tokens: &[String], j: &Json) -> Judged {
     let shown = if j.path.is_empty() {
         "(document)"
     } else {
@@ -233,19 +235,19 @@ fn judge_value(
     };
     let Some(value) = value else {
         return match j.exists {
-            Some(false) => Ok(format!("{rel}: `{shown}` is absent")),
-            _ => Err(format!("{rel}: no value at `{shown}`")),
+            Some(false) => Judged::Holds(format!("{rel}: `{shown}` is absent")),
+            _ => Judged::Fails(format!("{rel}: no value at `{shown}`")),
         };
     };
     let quoted = clip(&value.to_string(), QUOTE_CHARS);
     if j.exists == Some(false) {
-        return Err(format!("{place}: `{shown}` = {quoted}, expected absent"));
+        return Judged::Fails(format!("{place}: `{shown}` = {quoted}, expected absent"));
     }
     let failed = failures(value, j);
     if failed.is_empty() {
-        Ok(format!("{place}: `{shown}` = {quoted}"))
+        Judged::Holds(format!("{place}: `{shown}` = {quoted}"))
     } else {
-        Err(format!(
+        Judged::Fails(format!(
             "{place}: `{shown}` = {quoted}: {}",
             failed.join("; ")
         ))

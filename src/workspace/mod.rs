@@ -131,6 +131,32 @@ pub enum Content {
     Unknown(String),
 }
 
+/// Which copy of a file a diff could not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Baseline,
+    WorkTree,
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Baseline => "the baseline's copy",
+            Side::WorkTree => "the work tree's copy",
+        })
+    }
+}
+
+/// Why a file's diff cannot be made: one of its two copies cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why} ({side})")]
+pub struct Unreadable {
+    /// The copy that cannot be read.
+    pub side: Side,
+    /// Why, as the reader said it (with the path).
+    pub why: String,
+}
+
 impl Content {
     pub fn bytes(&self) -> Option<&[u8]> {
         match self {
@@ -541,14 +567,14 @@ impl Workspace {
     }
 
     /// The unified diff of `rel` from the baseline to the work tree ("" when equal).
-    pub fn diff(&self, rel: &str) -> Result<String, String> {
-        let side = |c: Content| match c {
+    pub fn diff(&self, rel: &str) -> Result<String, Unreadable> {
+        let side = |c: Content, side: Side| match c {
             Content::Absent => Ok(None),
             Content::Bytes(d) => Ok(Some(d)),
-            Content::Unknown(why) => Err(why),
+            Content::Unknown(why) => Err(Unreadable { side, why }),
         };
-        let old = side(self.base(rel))?;
-        let new = side(self.current(rel))?;
+        let old = side(self.base(rel), Side::Baseline)?;
+        let new = side(self.current(rel), Side::WorkTree)?;
         let shown = name::display(rel);
         let mut d = diff::unified(
             &shown,

@@ -378,11 +378,20 @@ fn markers(
 /// The record field that gives a reason per path (a key ending in `/` covers a folder).
 pub const REASONS_FIELD: &str = "weakened";
 
-/// The reasons a task record gives, by normalised path; `Err` when the field is not an object
-/// of non-empty strings.
+/// Why a task record's reasons cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReasonsError {
+    #[error("`{REASONS_FIELD}` must be an object of path → reason, e.g. {{\"tests/test_io.py\": \"the feature is removed\"}}")]
+    NotAnObject,
+    #[error("`{REASONS_FIELD}`: the reason for `{path}` must be a non-empty string")]
+    NoReason { path: String },
+}
+
+/// The reasons a task record gives, by normalised path; an error when the field is not an
+/// object of non-empty strings.
 pub fn reasons(
     raw: &serde_json::Map<String, serde_json::Value>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, ReasonsError> {
     let Some(v) = raw.get(REASONS_FIELD) else {
         return Ok(BTreeMap::new());
     };
@@ -390,7 +399,7 @@ pub fn reasons(
         return Ok(BTreeMap::new());
     }
     let Some(obj) = v.as_object() else {
-        return Err(format!("`{REASONS_FIELD}` must be an object of path → reason, e.g. {{\"tests/test_io.py\": \"the feature is removed\"}}"));
+        return Err(ReasonsError::NotAnObject);
     };
     let mut out = BTreeMap::new();
     for (path, reason) in obj {
@@ -398,11 +407,7 @@ pub fn reasons(
             Some(r) if !r.is_empty() => {
                 out.insert(record::normalize(path), r.to_string());
             }
-            _ => {
-                return Err(format!(
-                    "`{REASONS_FIELD}`: the reason for `{path}` must be a non-empty string"
-                ))
-            }
+            _ => return Err(ReasonsError::NoReason { path: path.clone() }),
         }
     }
     Ok(out)
@@ -431,7 +436,7 @@ pub(super) fn weakened(s: &TaskScope<'_>) -> Outcome {
     let reasons = match reasons(&t.raw) {
         Ok(r) => r,
         Err(why) => {
-            return Outcome::new(Verdict::Fail, expected, why.clone())
+            return Outcome::new(Verdict::Fail, expected, why.to_string())
                 .detail(format!("{}: {why}", s.record.rel))
         }
     };

@@ -234,15 +234,12 @@ impl Driver {
 
     /// Restarts the source and tells every session what it watches with now.
     fn restart_source(&mut self) {
-        let result = self
-            .start_source()
-            .map(|_| self.source_name())
-            .map_err(|e| e.to_string());
+        let result = self.start_source().map(|_| self.source_name());
         if result.is_err() {
             self.source = None;
         }
         for s in self.sessions.values_mut() {
-            s.source_is(result.clone());
+            s.source_is(result.as_ref().map(String::clone));
         }
     }
 

@@ -223,7 +223,7 @@ impl Session {
     }
 
     /// The loop's event source changed (or could not start: `Err`, a fault).
-    pub fn source_is(&mut self, source: Result<String, String>) {
+    pub fn source_is(&mut self, source: Result<String, &crate::fsevents::WatchError>) {
         match source {
             Ok(name) => {
                 self.source = name;
