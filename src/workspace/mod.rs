@@ -150,7 +150,7 @@ impl std::fmt::Display for Side {
 /// Why a file's diff cannot be made: one of its two copies cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{why} ({side})")]
-pub struct Unreadable {
+pub struct DiffError {
     /// The copy that cannot be read.
     pub side: Side,
     /// Why, as the reader said it (with the path).
@@ -567,11 +567,11 @@ impl Workspace {
     }
 
     /// The unified diff of `rel` from the baseline to the work tree ("" when equal).
-    pub fn diff(&self, rel: &str) -> Result<String, Unreadable> {
+    pub fn diff(&self, rel: &str) -> Result<String, DiffError> {
         let side = |c: Content, side: Side| match c {
             Content::Absent => Ok(None),
             Content::Bytes(d) => Ok(Some(d)),
-            Content::Unknown(why) => Err(Unreadable { side, why }),
+            Content::Unknown(why) => Err(DiffError { side, why }),
         };
         let old = side(self.base(rel), Side::Baseline)?;
         let new = side(self.current(rel), Side::WorkTree)?;
