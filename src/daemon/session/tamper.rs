@@ -13,8 +13,8 @@ use crate::outputs::{Foreign, STOP_FILE};
 
 use super::super::event::Event;
 use super::super::journal;
-use super::super::stop::{Tamper, Tampered};
 use super::Session;
+use crate::state::stop::{Tamper, Tampered};
 
 impl Session {
     /// At each heartbeat: a pass file replaced by a symlink or FIFO (which an orchestrator would
