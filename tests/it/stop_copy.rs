@@ -66,6 +66,10 @@ fn verify_write_never_follows_a_symlinked_stop_copy() {
     assert_eq!(code, 1, "{doc}\n{err}");
     assert_eq!(doc["stop"], true, "{doc}");
     assert!(is_regular_file(&stop(&ws)), "the link is replaced");
+    assert!(
+        err.contains("a symbolic link put there by someone else; replaced without being followed"),
+        "said: {err}"
+    );
     let text = fs::read_to_string(stop(&ws)).expect("read");
     assert!(text.contains(WORKSPACE_VETO), "{text}");
     let state = default_state(&ws).join("OBSERVER-STOP.md");
@@ -108,6 +112,10 @@ fn verify_write_moves_a_directory_at_the_stop_copy_aside() {
     assert_eq!(code, 1, "{doc}\n{err}");
     assert_eq!(doc["stop"], true, "{doc}");
     assert!(is_regular_file(&stop(&ws)), "the STOP took the name");
+    assert!(
+        err.contains("a directory put there by someone else; moved aside to"),
+        "said: {err}"
+    );
     let text = fs::read_to_string(stop(&ws)).expect("read");
     assert!(text.contains(WORKSPACE_VETO), "{text}");
     let aside = moved_aside(&ws);
