@@ -17,8 +17,9 @@
 //!   ([`rules::guard`]), "is this file still being written" ([`rules::settle`]), when a failed
 //!   write of its own is tried again ([`rules::retry`]), what the referee saw (`rules::seen`).
 //! - [`event`]: the typed events, appended to and resumed from [`journal`] (the JSONL log).
-//! - [`stop`], [`heartbeat`], [`attach`], [`signals`]: the STOP file, the heartbeat, "is this
-//!   still the directory", and SIGINT/SIGTERM and `--exit-with`.
+//! - [`heartbeat`], [`attach`], [`signals`]: the heartbeat, "is this still the directory", and
+//!   SIGINT/SIGTERM and `--exit-with`; the STOP file is written through
+//!   [`crate::state::stop::StopFile`], its one writer, shared with the one-shot commands.
 //!
 //! Nothing here judges (the engine does) or renders markdown (outputs does), and only the
 //! referee's own `OBSERVER-*` files are written.
@@ -31,7 +32,6 @@ pub mod journal;
 pub mod rules;
 mod session;
 pub mod signals;
-pub mod stop;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};

@@ -1,7 +1,8 @@
 //! What a one-shot judgment leaves behind, for the entry points that write (`verify --write`,
-//! the agents' hooks): the one writer of their verdicts, kept attempts and STOP. The texts are
+//! the agents' hooks): the one writer of their verdicts and kept attempts. The texts are
 //! `outputs`' renderings of the [`Decision`](crate::decision::Decision); `watch` writes the
-//! same texts through the files its session keeps (tamper-restored, adopted at start).
+//! same texts through the files its session keeps (tamper-restored, adopted at start). The
+//! STOP goes through its one writer, [`StopFile`], which `watch` uses too.
 
 use std::path::Path;
 
@@ -9,6 +10,7 @@ use super::{BuildJudgment, JudgeError, Judgment, WorkspaceJudgment};
 use crate::outputs::{self, code_change, Durability};
 use crate::protocol::Protocol;
 use crate::state::attempts::Store;
+use crate::state::stop::{StopFile, STOP_FILE};
 use crate::workspace::OUTPUT_DIR;
 
 /// What an entry point writes of a judgment.
@@ -80,15 +82,23 @@ fn workspace(protocol: &Protocol, j: &WorkspaceJudgment, w: Writes<'_>) -> std::
         copied?;
     }
     if w.stop {
-        let stop = d.stops().then(|| code_change::stop_md(protocol, &j.ws, d));
-        let state = outputs::OutDir::at(&j.state);
-        for dir in std::iter::once(&state).chain(copy.as_ref()) {
-            match &stop {
-                Some(text) => {
-                    outputs::write_atomic(dir, outputs::STOP_FILE, text)?;
+        // Through the STOP's one writer, as `watch` writes it: the state directory's first,
+        // then the copy; whatever someone else put at the copy's name is never followed.
+        let want = d.stops().then(|| code_change::stop_md(protocol, &j.ws, d));
+        let mut stop = StopFile::one_shot(&j.state, copy.as_ref());
+        if let Some(t) = stop.put(want)? {
+            tracing::warn!(
+                "`{STOP_FILE}` in `{}` was {} put there by someone else; {}",
+                copy.as_ref().map_or_else(
+                    || j.state.display().to_string(),
+                    |c| c.display().to_string()
+                ),
+                t.found.map_or("something", |f| f.describe()),
+                match &t.moved_to {
+                    Some(to) => format!("moved aside to `{}`, not deleted", to.display()),
+                    None => "replaced without being followed".to_string(),
                 }
-                None => outputs::remove_own(dir, outputs::STOP_FILE)?,
-            }
+            );
         }
     }
     if let Some(dir) = &copy {

@@ -2,7 +2,7 @@
 //! tracker values, matched text); placed raw, a `*`, `<b>`, `[x](y)`, a lone backtick or a
 //! leading `#` would restyle, hide or forge what the referee says. This module owns that
 //! escaping and nothing else: what text goes where is the renderers' (`markdown`,
-//! `code_change`, `daemon::stop`).
+//! `code_change`, the daemon's fault blocks).
 //!
 //! The escaping is minimal, so the raw files stay readable for an orchestrator that greps them:
 //! a character is escaped only where CommonMark/GFM would read it as syntax. Backtick code spans

@@ -35,7 +35,7 @@ pub use crate::atomic::{
     write_over_dir, AsOutDir, Durability, Foreign, OutDir, Written,
 };
 
-pub const STOP_FILE: &str = "OBSERVER-STOP.md";
+pub use crate::state::stop::STOP_FILE;
 pub const REPORT_FILE: &str = "OBSERVER-REPORT.md";
 
 pub fn pass_file(pass: &str) -> String {

@@ -18,7 +18,7 @@
 //!   WATCHED                           the canonical path watched (for people; never read back)
 //!   OBSERVER-EVENTS.jsonl             the event log a restart resumes from; `flock`ed while live ([`lock`])
 //!   OBSERVER-HEARTBEAT.json           the heartbeat `status --require-live` believes ([`heartbeat`], [`live`])
-//!   OBSERVER-STOP.md                  exists exactly while a STOP stands
+//!   OBSERVER-STOP.md                  exists exactly while a STOP stands; its one writer ([`stop`])
 //!   OBSERVER-SEEN.json                D10: what the referee saw, by round ([`observed`])
 //!   OBSERVER-RUN.json                 how the live run was started ([`run`])
 //!   OBSERVER-SYNCED.json              `status --sync` tokens acknowledged ([`sync`])
@@ -42,6 +42,7 @@ pub mod lock;
 pub mod observed;
 pub mod registry;
 pub mod run;
+pub mod stop;
 pub mod sync;
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};

@@ -44,6 +44,7 @@ mod replay;
 mod root;
 mod sessions;
 mod state;
+mod stop_copy;
 mod stop_evidence;
 mod surface;
 mod task_open;

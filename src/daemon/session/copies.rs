@@ -6,7 +6,7 @@
 //! FIFO is never followed or written through: the session keeps working from its state
 //! directory and its STOP says the folder was replaced, until a real folder is there again.
 //!
-//! It must not judge anything; the STOP file itself stays [`super::super::stop`]'s.
+//! It must not judge anything; the STOP file itself stays [`crate::state::stop`]'s.
 
 use crate::outputs::{code_change, Foreign};
 use crate::workspace::OUTPUT_DIR;

@@ -11,9 +11,9 @@ use super::super::attach;
 use super::super::event::Event;
 use super::super::heartbeat;
 use super::super::journal::{self, EventLog};
-use super::super::stop::StopFile;
 use super::open::{context_ref, held, remove_stale_temps};
 use super::{Part, Rewatch, Session};
+use crate::state::stop::StopFile;
 
 impl Session {
     /// Compares what the build directory's path names with the directory watched, and detaches

@@ -11,6 +11,7 @@
 
 mod copies;
 mod end;
+mod fault_stop;
 mod identity;
 mod open;
 mod rival;
@@ -38,8 +39,8 @@ use super::event::Event;
 use super::journal::EventLog;
 use super::rules::ledger::{Clock, Ledger, Seen};
 use super::rules::settle::Settle;
-use super::stop::StopFile;
 use super::{attach, heartbeat, Config, EndReason};
+use crate::state::stop::StopFile;
 
 /// What the loop hands a session at a wake-up: what happened in its directory since the last.
 #[derive(Debug, Default)]

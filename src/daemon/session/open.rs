@@ -17,11 +17,11 @@ use super::super::event::{Event, ProtocolInfo, RunOptions, Started};
 use super::super::journal::{self, ContextRef, EventLog};
 use super::super::rules::ledger::Ledger;
 use super::super::rules::settle::Settle;
-use super::super::stop::StopFile;
 use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
 use super::tasks::Tasks;
 use super::{Part, ProtocolFile, Session};
 use crate::outputs::OutDir;
+use crate::state::stop::StopFile;
 
 /// What opening found, said once the event source is known.
 pub(super) struct Opening {

@@ -2,7 +2,7 @@
 //! a restart: each becomes an incident (in the report) and an event, never a silent repair.
 //!
 //! This module owns the wording and the event payloads of those records. It does no I/O of its
-//! own: the writers (`outputs::write_atomic`, [`super::super::stop`], [`super::super::journal::open_locked`]) find
+//! own: the writers (`outputs::write_atomic`, [`crate::state::stop`], [`super::super::journal::open_locked`]) find
 //! and neutralise what was planted, and hand it here; its own looks are a `lstat` of the pass
 //! files at each heartbeat and, when a pass file's event arrives, a read of it compared with
 //! what was written. It must not judge checks.
@@ -13,8 +13,8 @@ use crate::outputs::{Foreign, STOP_FILE};
 
 use super::super::event::Event;
 use super::super::journal;
-use super::super::stop::{Tamper, Tampered};
 use super::Session;
+use crate::state::stop::{Tamper, Tampered};
 
 impl Session {
     /// At each heartbeat: a pass file replaced by a symlink or FIFO (which an orchestrator would

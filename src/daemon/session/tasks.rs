@@ -4,7 +4,7 @@
 //! that `verify` and the hooks run too; it writes each `(task, attempt)`'s verdict files once
 //! (keeping the attempt, so the loop guards hold across restarts), and takes the STOP text from
 //! the decision. The STOP file itself stays the session's
-//! ([`super::super::stop::StopFile`]): atomic, tamper-restored, adopted at start.
+//! ([`crate::state::stop::StopFile`]): atomic, tamper-restored, adopted at start.
 //!
 //! What counts (verdicts, kept attempts, the start snapshot) is written into the state directory;
 //! `WORKSPACE/.referee/` gets copies of the verdicts. It never touches the git index

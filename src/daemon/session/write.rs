@@ -16,9 +16,9 @@ use crate::outputs::{self, markdown, Context, Incident, STOP_FILE};
 
 use super::super::event::Event;
 use super::super::journal::{self, Record};
-use super::super::stop::{self, Synced};
 use super::super::{attach, heartbeat, rules::retry, FaultPolicy};
 use super::{Part, Session};
+use crate::state::stop::Synced;
 
 /// The fault areas of the STOP file: the state directory's (authoritative) and its copy.
 const STOP_AREA: &str = "write OBSERVER-STOP.md";
@@ -127,7 +127,7 @@ impl Session {
             self.stop.judged();
         }
         self.faults_changed = false;
-        let want = stop::compose(checks, &faults);
+        let want = super::fault_stop::compose(checks, &faults);
         self.wants_stop = want.is_some();
         if !self.write_due(STOP_AREA) {
             // The state directory's STOP could not be written: tried again when its wait is

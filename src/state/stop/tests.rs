@@ -199,33 +199,101 @@ fn an_adopted_stop_stands_until_judged_and_is_rewritten_in_place() {
     assert!(!fresh.adopted());
 }
 
+/// A one-shot command remembers nothing from the run before: `put` makes the state
+/// directory's STOP and its copy say what is wanted whatever is on disk, and lifts both.
 #[test]
-fn faults_make_their_own_blocks() {
-    let f = vec![(
-        "write".to_string(),
-        "cannot write `OBSERVER-PASS-2.md`".to_string(),
-    )];
-    let only = compose(None, &f).unwrap();
-    assert!(only.starts_with("# OBSERVER STOP"));
-    assert!(only.contains("**Check:** REFEREE-FAULT"));
-    let both = compose(Some("# OBSERVER STOP\n\n**Check:** OBS-27\n".into()), &f).unwrap();
-    assert!(both.contains("OBS-27") && both.contains("REFEREE-FAULT"));
-    assert_eq!(compose(None, &[]), None);
-    // Every field is a paragraph of its own, and every `---` a rule, never a heading's
-    // underline: a blank line before and after each.
-    let two = [f[0].clone(), ("read".to_string(), "*x* <b>".to_string())];
-    let text = compose(Some("# OBSERVER STOP\n\n**Check:** OBS-27\n".into()), &two).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    for (i, l) in lines.iter().enumerate() {
-        if l.starts_with("**") || *l == "---" {
-            assert!(
-                lines[i - 1].is_empty(),
-                "no blank line before `{l}`:\n{text}"
-            );
-            if let Some(next) = lines.get(i + 1) {
-                assert!(next.is_empty(), "no blank line after `{l}`:\n{text}");
-            }
-        }
+fn a_one_shot_puts_both_in_line_whatever_was_there() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, state) = (root.path().join("ws"), root.path().join("state"));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    let copy = OutDir::hold(&dir).unwrap();
+    // A stale STOP of another run in the state directory, something else in the copy.
+    std::fs::write(state.join(STOP_FILE), "old").unwrap();
+    std::fs::write(dir.join(STOP_FILE), "edited").unwrap();
+    let mut s = StopFile::one_shot(&state, Some(&copy));
+    assert_eq!(s.put(Some("stop".into())).unwrap(), None, "no foreign file");
+    for d in [&state, &dir] {
+        assert_eq!(std::fs::read_to_string(d.join(STOP_FILE)).unwrap(), "stop");
     }
-    assert!(text.contains(r"**Evidence:** \*x\* \<b>"), "{text}");
+    // A fresh run with nothing standing lifts both, whatever it was told before.
+    let mut s = StopFile::one_shot(&state, Some(&copy));
+    assert_eq!(s.put(None).unwrap(), None);
+    assert!(std::fs::symlink_metadata(state.join(STOP_FILE)).is_err());
+    assert!(std::fs::symlink_metadata(dir.join(STOP_FILE)).is_err());
+    assert_eq!(s.put(None).unwrap(), None, "nothing there: nothing to do");
+}
+
+/// A one-shot STOP is never written through what someone else put at the copy's name: a
+/// symlink is replaced (its target untouched), a directory moved aside, and it is said.
+#[test]
+fn a_one_shot_replaces_or_moves_aside_a_foreign_copy() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, state) = (root.path().join("ws"), root.path().join("state"));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    let outside = root.path().join("outside");
+    std::fs::write(&outside, "theirs").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join(STOP_FILE)).unwrap();
+    let copy = OutDir::hold(&dir).unwrap();
+    let t = StopFile::one_shot(&state, Some(&copy))
+        .put(Some("stop".into()))
+        .unwrap()
+        .unwrap();
+    assert_eq!((t.found, t.moved_to), (Some(Foreign::Symlink), None));
+    assert_eq!(
+        std::fs::read_to_string(dir.join(STOP_FILE)).unwrap(),
+        "stop"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "theirs");
+
+    std::fs::remove_file(dir.join(STOP_FILE)).unwrap();
+    std::fs::create_dir(dir.join(STOP_FILE)).unwrap();
+    std::fs::write(dir.join(STOP_FILE).join("evidence"), "kept").unwrap();
+    let t = StopFile::one_shot(&state, Some(&copy))
+        .put(None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.found, Some(Foreign::Dir));
+    let aside = t.moved_to.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(aside.join("evidence")).unwrap(),
+        "kept"
+    );
+    assert!(std::fs::symlink_metadata(dir.join(STOP_FILE)).is_err());
+    assert!(!state.join(STOP_FILE).exists());
+}
+
+/// Without a copy (a hook) only the state directory's STOP is touched; and when the state
+/// directory's cannot be written, the copy is left as it was and the error is returned.
+#[test]
+fn a_one_shot_writes_the_state_first_and_stops_at_its_error() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, state) = (root.path().join("ws"), root.path().join("state"));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(dir.join(STOP_FILE), "the watch's copy").unwrap();
+    StopFile::one_shot(&state, None)
+        .put(Some("stop".into()))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(state.join(STOP_FILE)).unwrap(),
+        "stop"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join(STOP_FILE)).unwrap(),
+        "the watch's copy"
+    );
+
+    let gone = root.path().join("no-state");
+    let copy = OutDir::hold(&dir).unwrap();
+    let e = StopFile::one_shot(&gone, Some(&copy))
+        .put(Some("stop".into()))
+        .unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join(STOP_FILE)).unwrap(),
+        "the watch's copy",
+        "the copy is never ahead of the state directory's"
+    );
 }

@@ -1,14 +1,17 @@
-//! `OBSERVER-STOP.md` as the daemon owns it: the file exists exactly while a BLOCKING check fails
-//! (or, under `--on-fault stop`, while the referee itself has a fault), says what the daemon last
-//! wrote, and is restored when someone else deletes or edits it (tamper).
+//! `OBSERVER-STOP.md`, and its one writer: every entry point that writes, replaces or removes
+//! the STOP file (the live `watch` daemon, `verify --write`, the agents' hooks) does it through
+//! [`StopFile`]. The file exists exactly while a STOP stands (a BLOCKING check fails, a veto or
+//! an escalation stands, or, under `watch --on-fault stop`, the referee itself has a fault).
+//! The daemon keeps it saying what it last wrote and restores it when someone else deletes or
+//! edits it (tamper); a one-shot command puts it in line once ([`StopFile::put`]).
 //!
-//! This module owns the bytes last written, writing or removing the file, comparing the disk with
-//! them, and the STOP block that names a referee fault. It never opens anything but a regular file:
-//! a symlink or FIFO put in its place is replaced or unlinked, never followed or read, and a
-//! directory is moved aside (`OBSERVER-STOP.md.tampered-<time>`), never deleted. A STOP found at
-//! start is adopted as it stands and kept until the daemon has judged the directory (see
-//! [`StopFile::adopt`]): a restart never lifts it by accident. The check blocks themselves come
-//! from `outputs::markdown::stop_file`; this module must not judge checks or decide when to stop.
+//! This module owns the bytes last written, writing or removing the file, and comparing the disk
+//! with them. It never opens anything but a regular file: a symlink or FIFO put in its place is
+//! replaced or unlinked, never followed or read, and a directory is moved aside
+//! (`OBSERVER-STOP.md.tampered-<time>`), never deleted. A STOP found at start is adopted as it
+//! stands and kept until the daemon has judged the directory (see [`StopFile::adopt`]): a restart
+//! never lifts it by accident. The text comes from the caller (`outputs` renders it from the
+//! decision); this module must not judge checks or decide when to stop.
 //!
 //! The authoritative STOP is in the state directory ([`crate::state`]): written first,
 //! removed first, read back at start; the file in the watched directory is its copy, restored
@@ -20,7 +23,12 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use crate::outputs::{move_aside, remove_own, write_over_dir, Durability, Foreign, STOP_FILE};
+use crate::atomic::{
+    foreign_at, move_aside, remove_own, write_over_dir, AsOutDir, Durability, Foreign, OutDir,
+};
+
+/// The STOP file's name, in the state directory and in the watched directory alike.
+pub const STOP_FILE: &str = "OBSERVER-STOP.md";
 
 /// What someone else did to the STOP file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +123,7 @@ const MAX_STOP_BYTES: u64 = 4 << 20;
 #[derive(Debug)]
 pub struct StopFile {
     /// The folder of the copy in the watched directory.
-    dir: crate::outputs::OutDir,
+    dir: OutDir,
     /// The state directory: the authoritative STOP (`None`: only the copy, as in unit tests).
     state: Option<PathBuf>,
     /// Whether the copy's folder is usable (never written through when it is not).
@@ -133,10 +141,13 @@ pub struct StopFile {
     copy_stale: bool,
     /// Why the copy could not be written at the last try, for the daemon to take once.
     copy_failed: Option<io::Error>,
+    /// What every write must survive besides readers: the daemon's fsyncs are its background
+    /// thread's; a one-shot command's are done before it returns (it may exit right after).
+    durability: Durability,
 }
 
 impl StopFile {
-    pub fn new(dir: &(impl crate::outputs::AsOutDir + ?Sized)) -> StopFile {
+    pub fn new(dir: &(impl AsOutDir + ?Sized)) -> StopFile {
         StopFile {
             dir: dir.out_dir().into_owned(),
             state: None,
@@ -146,19 +157,33 @@ impl StopFile {
             noticed: None,
             copy_stale: false,
             copy_failed: None,
+            durability: Durability::Background,
         }
     }
 
     /// A STOP kept in the state directory `state`, with its copy in `dir`.
-    pub fn with_state(dir: &(impl crate::outputs::AsOutDir + ?Sized), state: &Path) -> StopFile {
+    pub fn with_state(dir: &(impl AsOutDir + ?Sized), state: &Path) -> StopFile {
         StopFile {
             state: Some(state.to_path_buf()),
             ..StopFile::new(dir)
         }
     }
 
+    /// The STOP of a one-shot command (`verify --write`, a hook): kept in the state directory
+    /// `state`, with its copy in `copy` (`None`: the state directory's alone, as a hook keeps
+    /// it). Each write is on disk before [`StopFile::put`] returns.
+    pub fn one_shot(state: &Path, copy: Option<&OutDir>) -> StopFile {
+        let mut stop = match copy {
+            Some(dir) => StopFile::with_state(dir, state),
+            None => StopFile::with_state(state, state),
+        };
+        stop.copy = copy.is_some();
+        stop.durability = Durability::Contents;
+        stop
+    }
+
     /// The folder of the copy from now on (a `.referee` made again).
-    pub fn set_dir(&mut self, dir: &crate::outputs::OutDir) {
+    pub fn set_dir(&mut self, dir: &OutDir) {
         self.dir = dir.clone();
     }
 
@@ -204,9 +229,7 @@ impl StopFile {
     /// Writes the authoritative STOP.
     fn write_state(&self, text: &str) -> io::Result<()> {
         match &self.state {
-            Some(state) => {
-                write_over_dir(state, STOP_FILE, text, Durability::Background).map(|_| ())
-            }
+            Some(state) => write_over_dir(state, STOP_FILE, text, self.durability).map(|_| ()),
             None => Ok(()),
         }
     }
@@ -308,27 +331,9 @@ impl StopFile {
             }
             return Ok(self.noticed.take());
         }
-        let disk = match self.read() {
-            Ok(d) => d,
-            Err(e) => {
-                self.copy_failed = Some(e);
-                return Ok(None);
-            }
-        };
-        let what = match (&self.expected, &disk) {
-            (Some(e), OnDisk::File(d)) if d.as_slice() == e.as_bytes() => None,
-            (Some(_), OnDisk::Absent) => Some(Tamper::Deleted),
-            (Some(_), _) => Some(Tamper::Edited),
-            (None, OnDisk::Absent) => None,
-            (None, _) => Some(Tamper::Created),
-        };
-        let Some(what) = what else {
+        let Some(what) = self.put_copy() else {
             return Ok(None);
         };
-        match self.expected.clone() {
-            Some(text) => self.write_copy(&text, what, true),
-            None => self.remove_copy(what, true),
-        }
         if self.copy_stale {
             // Not restored: the caller says why (a fault), and tamper is not claimed undone.
             return Ok(None);
@@ -341,11 +346,56 @@ impl StopFile {
         })))
     }
 
+    /// A one-shot command's STOP: nothing is remembered from the run before, so the STOP is
+    /// made to say `want` (or not to exist) whatever is on disk now: the state directory's
+    /// first, then the copy, in raising and lifting alike, each written or removed only where
+    /// it differs. Returns what someone else had put at the copy's name (a link, FIFO or
+    /// directory: replaced, unlinked or moved aside, never followed). An error is the first
+    /// that stopped it; after one in the state directory the copy is left as it was.
+    pub fn put(&mut self, want: Option<String>) -> io::Result<Option<Tampered>> {
+        self.expected = want;
+        self.adopted = false;
+        self.check_state()?;
+        if self.copy {
+            self.put_copy();
+        }
+        match self.copy_failed.take() {
+            Some(e) => Err(e),
+            None => Ok(self.noticed.take()),
+        }
+    }
+
+    /// Puts the copy in line with what is expected when it is not: says how it differed
+    /// (`None`: it was in line, or could not be read, which is kept for
+    /// [`StopFile::take_copy_failed`]).
+    fn put_copy(&mut self) -> Option<Tamper> {
+        let disk = match self.read() {
+            Ok(d) => d,
+            Err(e) => {
+                self.copy_failed = Some(e);
+                return None;
+            }
+        };
+        let what = match (&self.expected, &disk) {
+            (Some(e), OnDisk::File(d)) if d.as_slice() == e.as_bytes() => return None,
+            (Some(_), OnDisk::Absent) => Tamper::Deleted,
+            (Some(_), _) => Tamper::Edited,
+            (None, OnDisk::Absent) => return None,
+            (None, _) => Tamper::Created,
+        };
+        match self.expected.clone() {
+            Some(text) => self.write_copy(&text, what, true),
+            None => self.remove_copy(what, true),
+        }
+        Some(what)
+    }
+
     /// Writes the copy: `text` atomically over whatever is there: a symlink or FIFO is replaced
     /// by the exchange (never followed), a directory swapped out and moved aside. What was found
-    /// is noted. The STOP takes its name before it is fsynced, and the fsync is the background
-    /// thread's ([`Durability::Background`]): an orchestrator sees it without waiting for the
-    /// disk, and the loop goes on to the next event (another build's, under `--root`).
+    /// is noted. The daemon's STOP takes its name before it is fsynced, and the fsync is the
+    /// background thread's ([`Durability::Background`]): an orchestrator sees it without waiting
+    /// for the disk, and the loop goes on to the next event (another build's, under `--root`).
+    /// A one-shot command's is on disk before it takes its name ([`StopFile::one_shot`]).
     fn write_copy(&mut self, text: &str, what: Tamper, now: bool) {
         if !self.copy {
             return;
@@ -355,7 +405,7 @@ impl StopFile {
             return;
         }
         // Even a directory is swapped out with the new STOP in one step: the name is never absent.
-        match write_over_dir(&self.dir, STOP_FILE, text, Durability::Background) {
+        match write_over_dir(&self.dir, STOP_FILE, text, self.durability) {
             Ok(w) => {
                 self.copy_stale = false;
                 if w.replaced.is_some() {
@@ -384,7 +434,7 @@ impl StopFile {
             self.copy_stale = true;
             return;
         }
-        let removed = crate::outputs::foreign_at(&self.dir, STOP_FILE).and_then(|found| {
+        let removed = foreign_at(&self.dir, STOP_FILE).and_then(|found| {
             let moved_to = self.move_dir_aside()?;
             if moved_to.is_none() {
                 remove_own(&self.dir, STOP_FILE)?;
@@ -408,7 +458,7 @@ impl StopFile {
 
     /// A directory cannot be renamed over or unlinked: it is moved aside, never deleted.
     fn move_dir_aside(&self) -> io::Result<Option<PathBuf>> {
-        match crate::outputs::foreign_at(&self.dir, STOP_FILE)? {
+        match foreign_at(&self.dir, STOP_FILE)? {
             Some(Foreign::Dir) => move_aside(&self.dir, STOP_FILE, &Utc::now()).map(Some),
             _ => Ok(None),
         }
@@ -455,49 +505,6 @@ fn read_in(dir: &Path) -> io::Result<OnDisk> {
             return Ok(OnDisk::TooLarge);
         }
         Ok(OnDisk::File(bytes))
-    }
-}
-
-/// The STOP blocks for the referee's own faults (`--on-fault stop`), in the seed's block format:
-/// each field a paragraph of its own, as in the check blocks.
-pub fn fault_blocks(faults: &[(String, String)]) -> String {
-    use crate::outputs::escape::text;
-    let mut out = String::new();
-    for (i, (area, message)) in faults.iter().enumerate() {
-        if i > 0 {
-            // A blank line first: `---` right under a paragraph would make it a heading.
-            out.push_str("\n---\n\n");
-        }
-        out.push_str("**Check:** REFEREE-FAULT — the referee cannot do its job\n\n");
-        out.push_str("**Severity:** BLOCKING\n\n");
-        out.push_str("**Phase:** referee (not a pipeline check)\n\n");
-        out.push_str(&format!(
-            "**Description:** the referee's own fault ({}); until it is cleared no verdict can be trusted\n\n",
-            text(area)
-        ));
-        out.push_str(&format!("**Evidence:** {}\n\n", text(message)));
-        out.push_str(
-            "**Required Action:** A human must look at the referee (permissions, disk space, the build directory) \
-and restart it if needed; the referee removes this block when the fault clears.\n",
-        );
-    }
-    out
-}
-
-/// The whole STOP file: the check blocks (if any) and the fault blocks (if any).
-pub fn compose(checks: Option<String>, faults: &[(String, String)]) -> Option<String> {
-    match (checks, faults.is_empty()) {
-        (None, true) => None,
-        (Some(c), true) => Some(c),
-        (None, false) => Some(format!(
-            "# OBSERVER STOP — REFEREE FAULT\n\nThe referee itself cannot do its job. The orchestrator must not make the next phase transition until this file is gone.\n\n{}",
-            fault_blocks(faults)
-        )),
-        (Some(c), false) => Some(format!(
-            "{}\n\n---\n\n{}",
-            c.trim_end_matches('\n'),
-            fault_blocks(faults)
-        )),
     }
 }
 
