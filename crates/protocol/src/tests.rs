@@ -9,11 +9,12 @@ fn an_unreadable_file_keeps_its_io_error() {
         panic!("{e:?}")
     };
     assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    // The message names the file; the cause follows it as its source, not repeated in it.
     assert_eq!(
-        crate::error::chain(&e),
-        "cannot read protocol file `/nonexistent-referee-dir/p.toml`: \
-         no such file or directory (os error 2)"
+        e.to_string(),
+        "cannot read protocol file `/nonexistent-referee-dir/p.toml`"
     );
+    assert_eq!(source.to_string(), "No such file or directory (os error 2)");
     let dir = Protocol::load_file(Path::new("/")).unwrap_err();
     assert_eq!(
         dir.to_string(),

@@ -20,7 +20,7 @@ use super::ProtocolError;
 
 /// The embedded rules' file name and text.
 pub const EMBEDDED_NAME: &str = "protocols/secrets.toml";
-pub const EMBEDDED_TEXT: &str = include_str!("../../protocols/secrets.toml");
+pub const EMBEDDED_TEXT: &str = include_str!("../../../protocols/secrets.toml");
 
 /// The schema version of secret rule files this referee reads.
 pub const SCHEMA_VERSION: u32 = 1;

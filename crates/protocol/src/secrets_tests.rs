@@ -572,7 +572,7 @@ fn rule_files_are_checked_at_load() {
 fn rules_from_a_file_are_part_of_the_protocols_hash() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rules.toml");
-    let embedded = include_str!("../../protocols/secrets.toml");
+    let embedded = include_str!("../../../protocols/secrets.toml");
     std::fs::write(&file, embedded).unwrap();
     let plain = super::super::Protocol::load("code-change").unwrap().sha256;
     let with = |text: &str| {
