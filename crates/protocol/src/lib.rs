@@ -27,6 +27,7 @@ pub mod inside;
 mod instance;
 mod load;
 pub mod memo;
+pub mod named;
 pub mod overrides;
 pub mod pattern;
 pub mod predicate;
@@ -78,15 +79,10 @@ pub enum ProtocolError {
         column: usize,
         message: String,
     },
-    #[error("cannot read protocol file `{path}`")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A path that is no protocol file to read: a directory, a device, a huge file.
-    #[error("cannot read protocol file `{path}`: {why}")]
-    NotAFile { path: String, why: &'static str },
+    /// A protocol or secret rules file that cannot be read, is no file to read (a directory, a
+    /// device, a huge file) or is not UTF-8.
+    #[error(transparent)]
+    Read(#[from] named::NamedFileError),
     /// A relative path where secret rules are named (they must not be read from the workspace).
     #[error("secret rules `{0}`: give `embedded` or an absolute path")]
     SecretsSpec(String),
