@@ -21,21 +21,24 @@ pub mod exit;
 pub mod fsevents;
 pub mod hook;
 pub mod init;
-pub mod inside;
 pub mod judge;
 pub mod logging;
 pub mod mcp;
 pub mod outputs;
-pub mod protocol;
 pub mod protocol_test;
 pub mod replay;
-pub mod size;
 pub mod state;
 pub mod status;
 pub mod task_verdict;
 pub mod waivers;
 pub mod workspace;
 
+/// The protocol model, the workspace crate `referee-protocol` (crates/protocol): the protocol
+/// format, its loading, predicates, variables, overrides, secret rules and explanations, with
+/// sizes with units and whether a believed file lies inside the watched directory, under the
+/// names the rest of the referee uses for them.
+pub use referee_protocol as protocol;
+pub use referee_protocol::{inside, size};
 /// The hostile-file-system layer and the one TOML loader, the workspace crate `referee-safefs`
 /// (crates/safefs), under the names the rest of the referee uses for them.
 pub use referee_safefs as safefs;

@@ -15,12 +15,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use sha2::{Digest, Sha256};
-
 use crate::safefs;
 
 mod bytes;
 
+/// The one hex encoder and the SHA-256 in it: the protocol crate's (it hashes protocol files
+/// too), named here for the readers of artifacts.
+pub use crate::protocol::{hex, sha256_hex};
 pub use bytes::Bytes;
 pub(crate) use bytes::{huge_map, HUGE_MIN};
 
@@ -150,22 +151,6 @@ impl fmt::Debug for FileData {
             .field("mtime", &self.mtime)
             .finish()
     }
-}
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-/// Lowercase hex of bytes (the one hex encoder: file and protocol hashes, git blob ids).
-pub fn hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    out
 }
 
 /// A short human name for a file type: `regular file`, `directory`, `symlink`, `fifo`, `socket`,

@@ -87,31 +87,8 @@ impl Timeline {
     /// Loads a timeline file; `from` paths are relative to its `root` (default: the parent
     /// of the file's directory, so `fixtures/timelines/x.toml` reads from `fixtures/`).
     pub fn load_file(path: &Path) -> Result<Timeline, ReplayError> {
-        let io = |source: std::io::Error| ReplayError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let not_a_file = |why| ReplayError::NotAFile {
-            path: path.to_path_buf(),
-            why,
-        };
-        let bytes = match crate::safefs::read_named(path, 4 << 20) {
-            Ok(bytes) => bytes,
-            Err(crate::safefs::FsError::NotRegular { .. }) => {
-                return Err(not_a_file("not a regular file"))
-            }
-            Err(crate::safefs::FsError::TooLarge { .. }) => {
-                return Err(not_a_file("larger than 4 MiB"))
-            }
-            Err(e) => return Err(io(e.into_io())),
-        };
+        let text = crate::protocol::named::read_text(path, "timeline")?;
         let origin = path.display().to_string();
-        let text = String::from_utf8(bytes).map_err(|_| ReplayError::Invalid {
-            origin: origin.clone(),
-            line: 1,
-            column: 1,
-            message: "timeline is not valid UTF-8".into(),
-        })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         Timeline::parse_with(&text, &origin, |root| {
             Contents::Dir(dir.join(root.unwrap_or("..")))

@@ -181,18 +181,10 @@ pub enum ReplayError {
         column: usize,
         message: String,
     },
-    #[error("cannot read timeline `{}`", path.display())]
-    Io {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A path that is no timeline file to read: a directory, a device, a huge file.
-    #[error("cannot read timeline `{}`: {why}", path.display())]
-    NotAFile {
-        path: std::path::PathBuf,
-        why: &'static str,
-    },
+    /// A timeline file that cannot be read, is no file to read (a directory, a device, a huge
+    /// file) or is not UTF-8.
+    #[error(transparent)]
+    Read(#[from] crate::protocol::named::NamedFileError),
     #[error("cannot create the target directory `{}`", path.display())]
     TargetDir {
         path: std::path::PathBuf,

@@ -12,11 +12,12 @@ use super::play::{play, PlayOptions};
 use super::table::set_field;
 use super::timeline::{FieldSet, Timeline};
 use super::{ReplayError, EMBEDDED};
+use crate::protocol::named::NamedFileError;
 
 #[test]
 fn io_errors_keep_their_cause() {
     let e = Timeline::load_file(Path::new("/nonexistent-referee-dir/t.toml")).unwrap_err();
-    let ReplayError::Io { source, .. } = &e else {
+    let ReplayError::Read(NamedFileError::Io { source, .. }) = &e else {
         panic!("{e:?}")
     };
     assert_eq!(source.kind(), std::io::ErrorKind::NotFound);

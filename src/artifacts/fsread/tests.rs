@@ -34,18 +34,6 @@ fn is_root() -> bool {
 }
 
 #[test]
-fn sha256_hex_known_vectors() {
-    assert_eq!(
-        sha256_hex(b""),
-        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-    );
-    assert_eq!(
-        sha256_hex(b"abc"),
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    );
-}
-
-#[test]
 fn from_bytes_sets_size_and_hash() {
     let data = FileData::from_bytes("a.md", b"abc".to_vec(), None);
     assert_eq!(data.rel, "a.md");

@@ -367,7 +367,7 @@ fn fold(sha256: &str, resolved: &[Resolved]) -> String {
     for r in resolved {
         text.push_str(&format!("\n--var {}={}", r.name, r.value));
     }
-    crate::artifacts::fsread::sha256_hex(text.as_bytes())
+    crate::sha256_hex(text.as_bytes())
 }
 
 /// The resolved overrides as one line each: `protected = ["a", "b"]  (--protect)`.
@@ -568,17 +568,22 @@ mod tests {
                 if path == &missing && source.kind() == std::io::ErrorKind::NotFound),
             "{e:?}"
         );
+        // The message names the file; the cause follows it as its source, not repeated in it.
+        assert_eq!(e.to_string(), format!("--vars {}", missing.display()));
+        let cause = std::error::Error::source(&e).map(ToString::to_string);
         assert_eq!(
-            crate::error::chain(&e),
-            format!(
-                "--vars {}: no such file or directory (os error 2)",
-                missing.display()
-            )
+            cause.as_deref(),
+            Some("No such file or directory (os error 2)")
         );
         // Through the protocol's error, the cause is still there for `{:#}` to print.
         let via = Protocol::load_with("code-change", None, &o).unwrap_err();
-        assert!(
-            crate::error::chain(&via).ends_with("no such file or directory (os error 2)"),
+        let causes: Vec<String> =
+            std::iter::successors(std::error::Error::source(&via), |c| c.source())
+                .map(ToString::to_string)
+                .collect();
+        assert_eq!(
+            causes.last().map(String::as_str),
+            Some("No such file or directory (os error 2)"),
             "{via}"
         );
         let o = Overrides {

@@ -497,7 +497,7 @@ fn indent(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::EMBEDDED;
+    use crate::EMBEDDED;
 
     fn embedded(id: &str) -> Protocol {
         Protocol::load(id).expect("an embedded protocol")

@@ -25,7 +25,7 @@ impl Protocol {
             let loaded = Rules::load_file(file)?;
             // The rules are part of what the referee runs: the protocol's hash covers them, so
             // `status --expect-protocol` tells a referee started with other rules.
-            p.sha256 = crate::artifacts::fsread::sha256_hex(
+            p.sha256 = crate::sha256_hex(
                 format!("{}\n--secrets {}", p.sha256, loaded.sha256()).as_bytes(),
             );
             let rules = SecretRules::new(file.display().to_string(), Arc::new(loaded));

@@ -568,11 +568,35 @@ fn rule_files_are_checked_at_load() {
     );
 }
 
+/// A rule file that cannot be read is named as what it is, with the system's error as its cause.
+#[test]
+fn an_unreadable_rule_file_is_named_secret_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("rules.toml");
+    let e = Rules::load_file(&missing).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("cannot read secret rules file `{}`", missing.display())
+    );
+    let cause = std::error::Error::source(&e).map(ToString::to_string);
+    assert_eq!(
+        cause.as_deref(),
+        Some("No such file or directory (os error 2)")
+    );
+    assert_eq!(
+        Rules::load_file(dir.path()).unwrap_err().to_string(),
+        format!(
+            "cannot read secret rules file `{}`: not a regular file",
+            dir.path().display()
+        )
+    );
+}
+
 #[test]
 fn rules_from_a_file_are_part_of_the_protocols_hash() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rules.toml");
-    let embedded = include_str!("../../protocols/secrets.toml");
+    let embedded = include_str!("../../../protocols/secrets.toml");
     std::fs::write(&file, embedded).unwrap();
     let plain = super::super::Protocol::load("code-change").unwrap().sha256;
     let with = |text: &str| {

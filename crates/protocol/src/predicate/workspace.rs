@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::{choice, is_default, Glob, OneOrMany, Pattern};
-use crate::protocol::memo::{memo, Memo};
+use crate::memo::{memo, Memo};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -426,7 +426,7 @@ pub struct AddedLines {
     pub forbid_patterns: Vec<Pattern>,
     /// The secret rules (`embedded` or an absolute path; `--secrets FILE` replaces them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secrets: Option<crate::protocol::secrets::SecretRules>,
+    pub secrets: Option<crate::secrets::SecretRules>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

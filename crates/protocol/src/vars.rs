@@ -458,9 +458,7 @@ mod tests {
 
     #[test]
     fn undefined_variables_are_errors() {
-        let p = Predicate::Filled(crate::protocol::predicate::OneOrMany::One(
-            "P3A_START${sfx}".into(),
-        ));
+        let p = Predicate::Filled(crate::predicate::OneOrMany::One("P3A_START${sfx}".into()));
         assert_eq!(
             instantiate(&p, &Vars::new()).unwrap_err(),
             VarError::Undefined { name: "sfx".into() }

@@ -20,7 +20,7 @@ use super::ProtocolError;
 
 /// The embedded rules' file name and text.
 pub const EMBEDDED_NAME: &str = "protocols/secrets.toml";
-pub const EMBEDDED_TEXT: &str = include_str!("../../protocols/secrets.toml");
+pub const EMBEDDED_TEXT: &str = include_str!("../../../protocols/secrets.toml");
 
 /// The schema version of secret rule files this referee reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -251,34 +251,8 @@ impl Rules {
     }
 
     pub fn load_file(path: &Path) -> Result<Rules, ProtocolError> {
-        let shown = path.display().to_string();
-        let io = |source| ProtocolError::Io {
-            path: shown.clone(),
-            source,
-        };
-        let bytes = match crate::safefs::read_named(path, 4 << 20) {
-            Ok(bytes) => bytes,
-            Err(crate::safefs::FsError::NotRegular { .. }) => {
-                return Err(ProtocolError::NotAFile {
-                    path: shown,
-                    why: "not a regular file",
-                })
-            }
-            Err(crate::safefs::FsError::TooLarge { .. }) => {
-                return Err(ProtocolError::NotAFile {
-                    path: shown,
-                    why: "larger than 4 MiB",
-                })
-            }
-            Err(e) => return Err(io(e.into_io())),
-        };
-        let text = String::from_utf8(bytes).map_err(|_| ProtocolError::Invalid {
-            origin: shown.clone(),
-            line: 1,
-            column: 1,
-            message: "secret rules file is not valid UTF-8".into(),
-        })?;
-        Rules::parse(&text, &shown, Some(path))
+        let text = crate::named::read_text(path, "secret rules file")?;
+        Rules::parse(&text, &path.display().to_string(), Some(path))
     }
 
     /// Parses and compiles rule text; `origin` names it in error messages.
@@ -602,11 +576,17 @@ impl SecretRules {
     }
 }
 
-impl TryFrom<String> for SecretRules {
-    type Error = String;
+/// Secret rules a protocol names (`secrets = "…"`) that cannot be loaded. Shown inside the
+/// protocol's error, located at the field, so the reason is in the message itself.
+#[derive(Debug, thiserror::Error)]
+#[error("secret rules: {0}")]
+pub struct SecretRulesError(pub ProtocolError);
 
-    fn try_from(spec: String) -> Result<Self, String> {
-        let rules = Rules::load(&spec).map_err(|e| format!("secret rules: {e}"))?;
+impl TryFrom<String> for SecretRules {
+    type Error = SecretRulesError;
+
+    fn try_from(spec: String) -> Result<Self, SecretRulesError> {
+        let rules = Rules::load(&spec).map_err(SecretRulesError)?;
         Ok(SecretRules { spec, rules })
     }
 }

@@ -67,10 +67,21 @@ impl Signature {
     }
 }
 
-impl TryFrom<String> for Signature {
-    type Error = String;
+/// A `signature` that is neither a named format nor hex bytes; shown inside a protocol error
+/// located at the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`signature` is a format (png, jpeg, gif, webp, pdf) or hex bytes (`89 50 4E 47`), not `{name}`"
+)]
+pub struct SignatureError {
+    /// As written.
+    pub name: String,
+}
 
-    fn try_from(name: String) -> Result<Signature, String> {
+impl TryFrom<String> for Signature {
+    type Error = SignatureError;
+
+    fn try_from(name: String) -> Result<Signature, SignatureError> {
         let named: Option<&[u8]> = match name.to_ascii_lowercase().as_str() {
             "png" => Some(b"\x89PNG\r\n\x1a\n"),
             "jpeg" | "jpg" => Some(b"\xff\xd8\xff"),
@@ -90,9 +101,7 @@ impl TryFrom<String> for Signature {
             && digits.len().is_multiple_of(2)
             && digits.chars().all(|c| c.is_ascii_hexdigit());
         if !hex_ok {
-            return Err(format!(
-                "`signature` is a format (png, jpeg, gif, webp, pdf) or hex bytes (`89 50 4E 47`), not `{name}`"
-            ));
+            return Err(SignatureError { name });
         }
         let bytes = (0..digits.len())
             .step_by(2)

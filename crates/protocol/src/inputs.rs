@@ -54,7 +54,7 @@ impl Inputs {
     /// result. Conservative: a change inside a matched directory counts.
     pub fn touched_by(&self, rel: &str) -> bool {
         // An editor's lock, swap or backup file, or a change inside `.git`, is no check's input.
-        if crate::artifacts::not_input(rel) {
+        if crate::ignored::not_input(rel) {
             return false;
         }
         if self.everything || self.reads_tracker(rel) {

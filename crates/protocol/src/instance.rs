@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use toml::Spanned;
 
-use super::predicate::{Predicate, TimeRef};
+use super::predicate::{JsonPredicateError, Predicate, SyntaxCommandError, TimeRef};
 use super::raw::RawCheck;
 use super::vars::{self, Vars};
 use super::{inputs, CheckDef, CheckInstance, ProtocolError, MAIN_VARIANT};
@@ -50,12 +50,13 @@ pub(super) fn instance(
             format!("in check `{}`{suffix}: {m}", def.id),
         )
     };
-    let predicate = instantiate_checked(&c.predicate, vars).map_err(located)?;
+    let invalid = |e: PredicateError| located(e.to_string());
+    let predicate = instantiate_checked(&c.predicate, vars).map_err(invalid)?;
     let description = vars::prose(&def.description, vars)
         .map_err(|m| located(format!("in `description`: {m}")))?;
     // The pass's deadline comes instantiated for this variant already.
     let deadline = match &c.deadline {
-        Some(d) => Some(instantiate_checked(d, vars).map_err(located)?),
+        Some(d) => Some(instantiate_checked(d, vars).map_err(invalid)?),
         None => pass_deadline.cloned(),
     };
     let when = c
@@ -63,7 +64,7 @@ pub(super) fn instance(
         .as_ref()
         .map(|w| instantiate_checked(w, vars))
         .transpose()
-        .map_err(located)?;
+        .map_err(invalid)?;
     let mut parts = vec![&predicate];
     parts.extend(deadline.as_ref());
     parts.extend(when.as_ref());
@@ -105,8 +106,47 @@ pub(super) fn quoted_value(message: &str) -> Option<String> {
     (!v.is_empty()).then(|| v.to_string())
 }
 
-pub(super) fn instantiate_checked(p: &Predicate, vars: &Vars) -> Result<Predicate, String> {
-    let p = vars::instantiate(p, vars).map_err(|e| e.to_string())?;
+/// Why a predicate was refused after its variables were substituted: a variable, or a rule
+/// serde cannot express. Shown inside a protocol error located at the check or pass, so each
+/// message carries its own reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum PredicateError {
+    #[error(transparent)]
+    Var(#[from] vars::VarError),
+    #[error("`all` / `any` need at least one predicate")]
+    EmptyGroup,
+    #[error("`file_set.key` `{key}` needs a capture group for the key")]
+    KeyWithoutGroup { key: String },
+    #[error("`time_order` takes `chain` or `fields`, not both")]
+    ChainAndFields,
+    #[error("`time_order` needs at least two elements")]
+    OneTime,
+    #[error("`text` needs `files` or `fields`")]
+    TextReadsNothing,
+    #[error(
+        "`require.at_least` `{at_least}` must be between 1 and the number of patterns and terms ({count})"
+    )]
+    AtLeast { at_least: usize, count: usize },
+    #[error("`text` needs at least one of `require`, `forbid`, `min_chars`, `extract`")]
+    TextAsksNothing,
+    #[error("`threshold` `{0}` must be between 0 and 1")]
+    Threshold(f64),
+    #[error("`fill_rate.min` `{0}` must be between 0 and 1")]
+    FillRate(f64),
+    #[error("heading level `{0}` must be 1 to 6")]
+    HeadingLevel(u8),
+    #[error("`distinct` needs at least two fields")]
+    OneField,
+    #[error(transparent)]
+    Command(#[from] SyntaxCommandError),
+    #[error(transparent)]
+    Json(#[from] JsonPredicateError),
+    #[error("`first_of` needs at least one reference")]
+    FirstOfNothing,
+}
+
+pub(super) fn instantiate_checked(p: &Predicate, vars: &Vars) -> Result<Predicate, PredicateError> {
+    let p = vars::instantiate(p, vars)?;
     validate(&p)?;
     Ok(p)
 }
@@ -127,12 +167,12 @@ pub(super) fn any_leaf(p: &Predicate, f: &dyn Fn(&Predicate) -> bool) -> bool {
 }
 
 /// Semantic rules serde cannot express.
-fn validate(p: &Predicate) -> Result<(), String> {
+fn validate(p: &Predicate) -> Result<(), PredicateError> {
     use Predicate as P;
     match p {
         P::All(v) | P::Any(v) => {
             if v.is_empty() {
-                return Err("`all` / `any` need at least one predicate".into());
+                return Err(PredicateError::EmptyGroup);
             }
             v.iter().try_for_each(validate)
         }
@@ -144,35 +184,34 @@ fn validate(p: &Predicate) -> Result<(), String> {
         }
         P::FileSet(f) => {
             if f.key.captures_len() < 2 {
-                return Err(format!(
-                    "`file_set.key` `{}` needs a capture group for the key",
-                    f.key.as_str()
-                ));
+                return Err(PredicateError::KeyWithoutGroup {
+                    key: f.key.as_str().to_string(),
+                });
             }
             Ok(())
         }
         P::TimeOrder(t) => {
             let n = t.chain.len() + t.fields.len();
             if !t.chain.is_empty() && !t.fields.is_empty() {
-                return Err("`time_order` takes `chain` or `fields`, not both".into());
+                return Err(PredicateError::ChainAndFields);
             }
             if n < 2 {
-                return Err("`time_order` needs at least two elements".into());
+                return Err(PredicateError::OneTime);
             }
             t.chain.iter().try_for_each(validate_time)
         }
         P::HasTime(t) => validate_time(t),
         P::Text(t) => {
             if t.files.is_empty() && t.fields.is_empty() {
-                return Err("`text` needs `files` or `fields`".into());
+                return Err(PredicateError::TextReadsNothing);
             }
             if let Some(r) = &t.require {
                 let n = r.patterns.len() + r.terms.len();
                 if n == 0 || r.at_least == 0 || r.at_least > n {
-                    return Err(format!(
-                        "`require.at_least` `{}` must be between 1 and the number of patterns and terms ({n})",
-                        r.at_least
-                    ));
+                    return Err(PredicateError::AtLeast {
+                        at_least: r.at_least,
+                        count: n,
+                    });
                 }
             }
             if t.require.is_none()
@@ -181,40 +220,25 @@ fn validate(p: &Predicate) -> Result<(), String> {
                 && t.min_chars.is_none()
                 && t.extract.is_none()
             {
-                return Err(
-                    "`text` needs at least one of `require`, `forbid`, `min_chars`, `extract`"
-                        .into(),
-                );
+                return Err(PredicateError::TextAsksNothing);
             }
             Ok(())
         }
-        P::Dissimilar(d) if !(0.0..=1.0).contains(&d.threshold) => Err(format!(
-            "`threshold` `{}` must be between 0 and 1",
-            d.threshold
-        )),
-        P::FillRate(f) if !(0.0..=1.0).contains(&f.min) => Err(format!(
-            "`fill_rate.min` `{}` must be between 0 and 1",
-            f.min
-        )),
-        P::Heading(h) if !(1..=6).contains(&h.level) => {
-            Err(format!("heading level `{}` must be 1 to 6", h.level))
+        P::Dissimilar(d) if !(0.0..=1.0).contains(&d.threshold) => {
+            Err(PredicateError::Threshold(d.threshold))
         }
-        P::Distinct(v) if v.len() < 2 => Err("`distinct` needs at least two fields".into()),
-        P::Parses(p) => p
-            .commands
-            .iter()
-            .try_for_each(|c| c.validate())
-            .map_err(|e| e.to_string()),
-        P::Json(j) => j.validate().map_err(|e| e.to_string()),
+        P::FillRate(f) if !(0.0..=1.0).contains(&f.min) => Err(PredicateError::FillRate(f.min)),
+        P::Heading(h) if !(1..=6).contains(&h.level) => Err(PredicateError::HeadingLevel(h.level)),
+        P::Distinct(v) if v.len() < 2 => Err(PredicateError::OneField),
+        P::Parses(p) => Ok(p.commands.iter().try_for_each(|c| c.validate())?),
+        P::Json(j) => Ok(j.validate()?),
         _ => Ok(()),
     }
 }
 
-fn validate_time(t: &TimeRef) -> Result<(), String> {
+fn validate_time(t: &TimeRef) -> Result<(), PredicateError> {
     match t {
-        TimeRef::FirstOf(v) if v.is_empty() => {
-            Err("`first_of` needs at least one reference".into())
-        }
+        TimeRef::FirstOf(v) if v.is_empty() => Err(PredicateError::FirstOfNothing),
         TimeRef::FirstOf(v) => v.iter().try_for_each(validate_time),
         TimeRef::Earliest(i) | TimeRef::Latest(i) => validate_time(i),
         _ => Ok(()),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
-use super::instance::{any_leaf, instance, instantiate_checked, within};
+use super::instance::{any_leaf, instance, instantiate_checked, within, PredicateError};
 use super::predicate::Predicate;
 use super::raw::{RawCheck, RawPass, RawProtocol};
 use super::vars::{self, Vars};
@@ -47,30 +47,7 @@ impl Protocol {
     }
 
     pub fn load_file(path: &Path) -> Result<Protocol, ProtocolError> {
-        let io = |source: std::io::Error| ProtocolError::Io {
-            path: path.display().to_string(),
-            source,
-        };
-        let not_a_file = |why| ProtocolError::NotAFile {
-            path: path.display().to_string(),
-            why,
-        };
-        let bytes = match crate::safefs::read_named(path, 4 << 20) {
-            Ok(bytes) => bytes,
-            Err(crate::safefs::FsError::NotRegular { .. }) => {
-                return Err(not_a_file("not a regular file"))
-            }
-            Err(crate::safefs::FsError::TooLarge { .. }) => {
-                return Err(not_a_file("larger than 4 MiB"))
-            }
-            Err(e) => return Err(io(e.into_io())),
-        };
-        let text = String::from_utf8(bytes).map_err(|_| ProtocolError::Invalid {
-            origin: path.display().to_string(),
-            line: 1,
-            column: 1,
-            message: "protocol file is not valid UTF-8".into(),
-        })?;
+        let text = crate::named::read_text(path, "protocol file")?;
         Protocol::parse(&text, &path.display().to_string())
     }
 
@@ -292,13 +269,14 @@ fn passes(
                 "`for_each = \"task\"` needs a `[tasks]` table".into(),
             ));
         }
-        let trigger = instantiate_checked(&p.trigger, vars).map_err(at_pass)?;
+        let invalid = |e: PredicateError| at_pass(e.to_string());
+        let trigger = instantiate_checked(&p.trigger, vars).map_err(invalid)?;
         let deadline = p
             .deadline
             .as_ref()
             .map(|d| instantiate_checked(d, vars))
             .transpose()
-            .map_err(at_pass)?;
+            .map_err(invalid)?;
         let mut checks = Vec::new();
         for r in &p.checks {
             let (def, raw_check) = defs.get(r.get_ref().trim()).ok_or_else(|| {

@@ -3,20 +3,38 @@
 //! of every pass and variant has its predicate, deadline and `when` instantiated and every
 //! glob and pattern validated — so nothing after loading fails on a mistake in the protocol
 //! (a pattern past the regex size limit is judged INCONCLUSIVE when it is first compiled).
-//! This module never looks at a build directory.
+//! This crate never looks at a build directory.
+//!
+//! The referee's protocol model as a library of its own, the workspace crate `referee-protocol`
+//! (re-exported by the referee as `protocol`): it is built over the file-system layer
+//! (`referee-safefs`) and CC-05's command rules (`referee-syntax`) and imports nothing of the
+//! referee above it, so the compiler keeps the model from reaching into the checks, the engine
+//! or the daemon. With it go what it needs and what sits below it: sizes with units ([`size`]),
+//! whether a believed file lies inside the watched directory ([`inside`]), which names are no
+//! check's input ([`ignored`]) and the one hex encoder ([`hex`], [`sha256_hex`]).
 
+// The file-system layer and the TOML loader under the names the referee gives them.
+use referee_safefs as safefs;
+use referee_safefs::toml as tomlfile;
+use referee_syntax as syntax;
+
+mod digest;
 pub mod explain;
 pub mod glob;
+pub mod ignored;
 pub mod inputs;
+pub mod inside;
 mod instance;
 mod load;
 pub mod memo;
+pub mod named;
 pub mod overrides;
 pub mod pattern;
 pub mod predicate;
 mod prepare;
 mod raw;
 pub mod secrets;
+pub mod size;
 pub mod tasks;
 pub mod vars;
 mod with_secrets;
@@ -37,12 +55,12 @@ pub const EMBEDDED: &[(&str, &str, &str)] = &[
     (
         "d10",
         "protocols/d10.toml",
-        include_str!("../../protocols/d10.toml"),
+        include_str!("../../../protocols/d10.toml"),
     ),
     (
         "code-change",
         "protocols/code-change.toml",
-        include_str!("../../protocols/code-change.toml"),
+        include_str!("../../../protocols/code-change.toml"),
     ),
 ];
 
@@ -61,15 +79,10 @@ pub enum ProtocolError {
         column: usize,
         message: String,
     },
-    #[error("cannot read protocol file `{path}`")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A path that is no protocol file to read: a directory, a device, a huge file.
-    #[error("cannot read protocol file `{path}`: {why}")]
-    NotAFile { path: String, why: &'static str },
+    /// A protocol or secret rules file that cannot be read, is no file to read (a directory, a
+    /// device, a huge file) or is not UTF-8.
+    #[error(transparent)]
+    Read(#[from] named::NamedFileError),
     /// A relative path where secret rules are named (they must not be read from the workspace).
     #[error("secret rules `{0}`: give `embedded` or an absolute path")]
     SecretsSpec(String),
@@ -319,7 +332,7 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-pub use crate::artifacts::fsread::hex;
+pub use digest::{hex, sha256_hex};
 
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,10 @@ use super::*;
 
 /// The fixture, read when the test runs (not compiled in: a regenerated file needs no rebuild).
 fn fixture() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/secrets/samples.tsv");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/secrets/samples.tsv"
+    );
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

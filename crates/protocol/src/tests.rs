@@ -5,15 +5,16 @@ use std::path::Path;
 fn an_unreadable_file_keeps_its_io_error() {
     let path = Path::new("/nonexistent-referee-dir/p.toml");
     let e = Protocol::load_file(path).unwrap_err();
-    let ProtocolError::Io { source, .. } = &e else {
+    let ProtocolError::Read(named::NamedFileError::Io { source, .. }) = &e else {
         panic!("{e:?}")
     };
     assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    // The message names the file; the cause follows it as its source, not repeated in it.
     assert_eq!(
-        crate::error::chain(&e),
-        "cannot read protocol file `/nonexistent-referee-dir/p.toml`: \
-         no such file or directory (os error 2)"
+        e.to_string(),
+        "cannot read protocol file `/nonexistent-referee-dir/p.toml`"
     );
+    assert_eq!(source.to_string(), "No such file or directory (os error 2)");
     let dir = Protocol::load_file(Path::new("/")).unwrap_err();
     assert_eq!(
         dir.to_string(),
@@ -250,4 +251,102 @@ fn may_read_names_the_files_d10_reads_and_not_the_ones_it_only_counts() {
     }
     // A task protocol reads through the workspace, never a build-directory listing.
     assert!(!Protocol::load("code-change").unwrap().may_read("src/a.py"));
+}
+
+/// The rules serde cannot express, each refused at load with its own reason, located at the
+/// check; a `signature` and named secret rules the same way, at their field.
+#[test]
+fn predicates_serde_cannot_judge_are_refused_with_their_reason() {
+    let with = |predicate: &str| {
+        format!(
+            "schema_version = 1\nid = \"t\"\nversion = \"1\"\ntitle = \"T\"\ndescription = \"d\"\n\
+             [[pass]]\nid = \"0\"\ntitle = \"P\"\ntrigger = {{ exists = \"a.md\" }}\n\
+             checks = [\"C-1\"]\n\
+             [[check]]\nid = \"C-1\"\nseverity = \"blocking\"\ntitle = \"t\"\n\
+             description = \"d\"\naction = \"a\"\nrecommendation = \"r\"\n\
+             predicate = {predicate}\n"
+        )
+    };
+    assert!(
+        Protocol::parse(&with("{ exists = \"a.md\" }"), "p.toml").is_ok(),
+        "the frame itself loads"
+    );
+    let cases = [
+        ("{ all = [] }", "`all` / `any` need at least one predicate"),
+        (
+            r#"{ file_set = { glob = "*.md", key = "x", expect = ["a"] } }"#,
+            "`file_set.key` `x` needs a capture group for the key",
+        ),
+        (
+            r#"{ time_order = { chain = [{ mtime = "a" }], fields = ["F"] } }"#,
+            "`time_order` takes `chain` or `fields`, not both",
+        ),
+        (
+            r#"{ time_order = { fields = ["F"] } }"#,
+            "`time_order` needs at least two elements",
+        ),
+        (
+            r#"{ text = { min_chars = 3 } }"#,
+            "`text` needs `files` or `fields`",
+        ),
+        (
+            r#"{ text = { fields = ["F"] } }"#,
+            "`text` needs at least one of `require`, `forbid`, `min_chars`, `extract`",
+        ),
+        (
+            r#"{ dissimilar = { files = ["a", "b"], threshold = 1.5 } }"#,
+            "`threshold` `1.5` must be between 0 and 1",
+        ),
+        (
+            "{ fill_rate = { min = -1.0 } }",
+            "`fill_rate.min` `-1` must be between 0 and 1",
+        ),
+        (
+            r#"{ heading = { files = "a.md", level = 7, text = "T" } }"#,
+            "heading level `7` must be 1 to 6",
+        ),
+        (
+            r#"{ distinct = ["F"] }"#,
+            "`distinct` needs at least two fields",
+        ),
+        (
+            "{ has_time = { first_of = [] } }",
+            "`first_of` needs at least one reference",
+        ),
+        (
+            r#"{ exists = "${missing}" }"#,
+            "undefined variable `${missing}`",
+        ),
+    ];
+    for (predicate, reason) in cases {
+        let e = Protocol::parse(&with(predicate), "p.toml").unwrap_err();
+        let ProtocolError::Invalid { message, .. } = &e else {
+            panic!("{predicate}: {e:?}")
+        };
+        assert_eq!(message, &format!("in check `C-1`: {reason}"), "{predicate}");
+    }
+
+    let d10 = EMBEDDED[0].2;
+    let text = d10.replacen("signature = \"png\"", "signature = \"zip\"", 1);
+    let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "`signature` is a format (png, jpeg, gif, webp, pdf) or hex bytes (`89 50 4E 47`), \
+             not `zip`"
+        ),
+        "{e}"
+    );
+    let cc = EMBEDDED[1].2;
+    let text = cc.replacen(
+        "secrets = \"embedded\"",
+        "secrets = \"/nonexistent-referee-dir/rules.toml\"",
+        1,
+    );
+    let e = Protocol::parse(&text, "p.toml").unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "secret rules: cannot read secret rules file `/nonexistent-referee-dir/rules.toml`"
+        ),
+        "{e}"
+    );
 }
