@@ -1056,4 +1056,250 @@ mod tests {
             d10.text
         );
     }
+
+    /// A folder under `root` swapped, again and again, between a real directory (a workspace
+    /// holding no protected file) and a link to a directory outside the root (holding one):
+    /// no answer ever names the outside directory or lists its file.
+    #[test]
+    fn a_link_swapped_in_and_out_while_calls_run_never_leads_outside_the_root() {
+        use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("root");
+        let outside = top.path().join("elsewhere-OUTSIDE");
+        fs::create_dir_all(root.join("ws")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("roles.py"), "ROLES = []\n").unwrap();
+        fs::write(root.join("ws/main.py"), "x = 1\n").unwrap();
+        let c = cfg(Some(&root), Some("code-change"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicU32::new(0));
+        let swapper = {
+            let (root, outside) = (root.clone(), outside.clone());
+            let (stop, swaps) = (stop.clone(), swaps.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = fs::rename(root.join("ws"), root.join("ws.real"));
+                    let _ = std::os::unix::fs::symlink(&outside, root.join("ws"));
+                    std::thread::yield_now();
+                    let _ = fs::remove_file(root.join("ws"));
+                    let _ = fs::rename(root.join("ws.real"), root.join("ws"));
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                    std::thread::yield_now();
+                }
+            })
+        };
+        // At least 300 calls, and on until both the real directory and the link have been met
+        // many times (a loaded machine may starve either thread for a while).
+        let (mut answered, mut refused, mut first) = (0, 0, None);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let mut i = 0;
+        while i < 300
+            || ((answered < 30 || refused < 30 || swaps.load(Ordering::Relaxed) < 30)
+                && std::time::Instant::now() < deadline)
+        {
+            let r = if i % 2 == 0 {
+                protected_paths(&c, "ws", None)
+            } else {
+                status(&c, "ws")
+            };
+            match r {
+                Ok(reply) => {
+                    answered += 1;
+                    let all = format!("{}{}", reply.text, reply.json);
+                    assert!(!all.contains("OUTSIDE"), "call {i}: {all}");
+                    let present = reply.json.get("present").map(Value::to_string);
+                    assert!(
+                        present.is_none_or(|p| !p.contains("roles.py")),
+                        "call {i}: {all}"
+                    );
+                }
+                Err(e) => {
+                    refused += 1;
+                    let text = crate::error::chain(&e);
+                    first.get_or_insert_with(|| text.clone());
+                    assert!(!text.contains("OUTSIDE"), "call {i}: {text}");
+                }
+            }
+            i += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        let swaps = swaps.load(Ordering::Relaxed);
+        assert!(
+            swaps >= 30 && answered >= 30,
+            "{swaps} swaps, {answered} answers, {refused} refused: {first:?}"
+        );
+    }
+
+    #[test]
+    fn judge_tells_the_protocol_from_the_directory_or_asks_for_one() {
+        let top = tempfile::tempdir().unwrap();
+        let state = top.path().join("state");
+        let c = Config {
+            state_dir: None,
+            ..cfg(None, None)
+        };
+        // A git work tree without task records, no referee memory: cannot tell.
+        let ws = top.path().join("ws");
+        fs::create_dir_all(ws.join("app")).unwrap();
+        let git = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&ws)
+            .status()
+            .unwrap();
+        assert!(git.success());
+        let canon = fs::canonicalize(&ws).unwrap();
+        let e = crate::error::chain(&judge(&c, canon.to_str().unwrap(), None, false).unwrap_err());
+        assert!(
+            e.contains("cannot tell what") && e.contains("name one with `protocol`"),
+            "{e}"
+        );
+        assert!(e.contains("git work tree with no task records"), "{e}");
+        // A sub-folder of it is named as such.
+        let app = canon.join("app");
+        let e = crate::error::chain(&judge(&c, app.to_str().unwrap(), None, false).unwrap_err());
+        assert!(e.contains("is a sub-folder of the git work tree"), "{e}");
+        // Task records: code-change.
+        fs::create_dir(ws.join(".tasks")).unwrap();
+        let sd = Config {
+            state_dir: Some(state.clone()),
+            ..cfg(None, None)
+        };
+        let r = judge(&sd, canon.to_str().unwrap(), None, false).unwrap();
+        assert_eq!(r.json["protocol"], "code-change", "{}", r.text);
+        // The D10 tracker: d10. Neither: asked for.
+        let build = top.path().join("build");
+        fs::create_dir(&build).unwrap();
+        let e = crate::error::chain(&judge(&c, build.to_str().unwrap(), None, false).unwrap_err());
+        assert!(
+            e.contains("no execution tracker (`EXECUTION-TRACKER.md`)"),
+            "{e}"
+        );
+        fs::write(build.join("EXECUTION-TRACKER.md"), "# tracker\n").unwrap();
+        let r = judge(&sd, build.to_str().unwrap(), None, false).unwrap();
+        assert_eq!(r.json["protocol"], "d10", "{}", r.text);
+        // Named by the call or the server: that one.
+        let r = judge(&sd, build.to_str().unwrap(), Some("code-change"), false);
+        assert!(r.is_err() || r.unwrap().json["protocol"] == "code-change");
+        // The sub-folder judged as a workspace says so once, and names the work tree.
+        let r = judge(&sd, app.to_str().unwrap(), Some("code-change"), false).unwrap();
+        assert!(!r.text.contains("no baseline: no baseline"), "{}", r.text);
+        assert!(
+            r.text.contains(&format!(
+                "`{}` is a sub-folder of the git work tree `{}`",
+                app.display(),
+                canon.display()
+            )),
+            "{}",
+            r.text
+        );
+    }
+
+    #[test]
+    fn the_projects_rules_reach_judge_and_protected_paths() {
+        let top = tempfile::tempdir().unwrap();
+        let ws = top.path().join("ws");
+        fs::create_dir_all(ws.join("ci")).unwrap();
+        fs::write(ws.join("ci/run.sh"), "make\n").unwrap();
+        fs::write(ws.join("Makefile"), "all:\n").unwrap();
+        let vars = top.path().join("vars.toml");
+        fs::write(&vars, "protected = [\"Makefile\"]\n").unwrap();
+        let rules = Overrides {
+            file: Some(vars.clone()),
+            set: vec![],
+            protect: vec!["ci/**".into()],
+        };
+        let c = Config::new(None, None, None, 1 << 20, rules.clone()).unwrap();
+        let r = protected_paths(&c, ws.to_str().unwrap(), None).unwrap();
+        let present: Vec<&str> = r.json["present"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(present, ["Makefile", "ci/run.sh"], "{}", r.text);
+        // d10 has no `protected`: judged by its own rules, and said so.
+        let d10 = protected_paths(&c, ws.to_str().unwrap(), Some("d10")).unwrap();
+        assert!(
+            d10.text.contains("do not apply to protocol `d10`"),
+            "{}",
+            d10.text
+        );
+        // The explanation of CC-01 lists them.
+        let e = explain_check(&c, "CC-01", None).unwrap();
+        assert!(e.text.contains("ci/**"), "{}", e.text);
+        // A --vars file inside the judged directory is refused.
+        let inside = ws.join("vars.toml");
+        fs::write(&inside, "protected = []\n").unwrap();
+        let c = Config::new(
+            None,
+            None,
+            None,
+            1 << 20,
+            Overrides {
+                file: Some(inside),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        let e = judge(&c, ws.to_str().unwrap(), Some("code-change"), false).unwrap_err();
+        assert!(matches!(e, ToolError::Overrides(_)), "{e:?}");
+        // A misspelt variable stops the server at its start.
+        let bad = Overrides {
+            set: vec!["protectd=x".into()],
+            ..Overrides::default()
+        };
+        assert!(Config::new(None, None, None, 1, bad).is_err());
+    }
+
+    #[test]
+    fn arguments_over_their_caps_are_refused_with_the_reason() {
+        let c = cfg(None, None);
+        let long = "a".repeat(16 << 20);
+        for e in [
+            judge(&c, &long, None, false).unwrap_err(),
+            status(&c, &long).unwrap_err(),
+            task_verdict(&c, ".", &long, None).unwrap_err(),
+            explain_check(&c, &long, None).unwrap_err(),
+            protected_paths(&c, ".", Some(&long)).unwrap_err(),
+        ] {
+            let text = e.to_string();
+            assert!(matches!(e, ToolError::TooLong { .. }), "{text}");
+            assert!(text.len() < 200, "{text}");
+        }
+        let e = task_verdict(&c, ".", "../x", None).unwrap_err();
+        assert!(matches!(e, ToolError::BadTask { .. }), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_task_is_said_to_be_unknown_beside_the_stop_that_stands() {
+        let top = tempfile::tempdir().unwrap();
+        let ws = top.path().join("ws");
+        let state = top.path().join("state");
+        fs::create_dir_all(ws.join(".tasks")).unwrap();
+        fs::write(ws.join(".tasks/t1.json"), "{}").unwrap();
+        let c = Config {
+            state_dir: Some(state.clone()),
+            ..cfg(None, None)
+        };
+        let w = ws.to_str().unwrap();
+        let r = task_verdict(&c, w, "nobody", None).unwrap();
+        assert_eq!(r.json["answer"], "unknown_task", "{}", r.text);
+        assert_eq!(r.json["task_known"], false);
+        assert_eq!(r.json["stop_stands"], false);
+        let known = task_verdict(&c, w, "t1", None).unwrap();
+        assert_eq!(known.json["task_known"], true, "{}", known.text);
+        assert_ne!(known.json["answer"], "unknown_task");
+        // A STOP standing (the copy in the workspace): still unknown, the STOP said beside it.
+        fs::write(
+            ws.join(crate::outputs::STOP_FILE),
+            "# OBSERVER STOP\nt1 rejected\n",
+        )
+        .unwrap();
+        let r = task_verdict(&c, w, "nobody", None).unwrap();
+        assert_eq!(r.json["answer"], "unknown_task", "{}", r.text);
+        assert_eq!(r.json["stop_stands"], true, "{}", r.text);
+        assert!(r.text.contains("separately, a STOP stands"), "{}", r.text);
+        assert!(r.json["stop"].as_str().unwrap().contains("t1 rejected"));
+    }
 }
