@@ -37,12 +37,37 @@ fn client() -> Option<PathBuf> {
     None
 }
 
+/// The official Python SDK's client (`tools/mcp-client/client.py`, its SDK pinned in
+/// `requirements.txt`, installed by `.ci/run` into the venv `target/mcp-python`): the venv's
+/// python and the script, or `None` (CI: a failure).
+fn python_client() -> Option<(PathBuf, PathBuf)> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = here.join("target/mcp-python/bin/python");
+    let sdk = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output();
+    if sdk.is_ok_and(|o| o.status.success()) {
+        return Some((python, here.join("tools/mcp-client/client.py")));
+    }
+    crate::util::missing(
+        "the Python MCP client",
+        "`python3 -m venv target/mcp-python && target/mcp-python/bin/pip install -r tools/mcp-client/requirements.txt`",
+        "the `referee mcp` test through the Python SDK",
+    );
+    None
+}
+
 /// One client session against `referee mcp ARGS` started in `cwd`: the transcript of its calls.
 fn session(client: &Path, cwd: &Path, args: &[&str], calls: &Value) -> Value {
+    session_with(Path::new("node"), client, cwd, args, calls)
+}
+
+/// [`session`] with the client script `client` run by `program` (node, or the venv's python).
+fn session_with(program: &Path, client: &Path, cwd: &Path, args: &[&str], calls: &Value) -> Value {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("calls.json");
     fs::write(&file, calls.to_string()).expect("write calls");
-    let out = assert_cmd::Command::new("node")
+    let out = assert_cmd::Command::new(program)
         .arg(client)
         .arg(&file)
         .arg(referee())
@@ -423,11 +448,24 @@ fn an_mcp_server_with_a_root_refuses_directories_outside_it() {
 /// `judge` and `protected_paths`; `judge` without a protocol tells a workspace with task records
 /// from a build; a sub-folder of the work tree is named as such (once); a 16 MiB argument gets
 /// a tool error; and the same workspace without the rule is GO (the rule is what stops it).
+/// Through both official SDKs' clients, TypeScript and Python.
 #[test]
 fn an_mcp_server_judges_by_the_projects_rules_and_answers_every_call() {
-    let Some(client) = client() else {
-        return;
-    };
+    let mut clients = Vec::new();
+    if let Some(js) = client() {
+        clients.push((PathBuf::from("node"), js));
+    }
+    if let Some(py) = python_client() {
+        clients.push(py);
+    }
+    for (program, script) in &clients {
+        rules_scenario(&|cwd: &Path, args: &[&str], calls: &Value| {
+            session_with(program, script, cwd, args, calls)
+        });
+    }
+}
+
+fn rules_scenario(session: &dyn Fn(&Path, &[&str], &Value) -> Value) {
     let (_root, ws, _logs) = git_workspace();
     let base = BTreeMap::from([(APP, "def main():\n    return 1\n")]);
     fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
@@ -441,7 +479,7 @@ fn an_mcp_server_judges_by_the_projects_rules_and_answers_every_call() {
         {"name": "task_verdict", "arguments": {"workspace": ".", "task_id": "t9"}},
         {"name": "explain_check", "arguments": {"check_id": "CC-01"}},
     ]);
-    let t = session(&client, &ws, &["--root", ".", "--protect", APP], &calls);
+    let t = session(&ws, &["--root", ".", "--protect", APP], &calls);
     let v = &ok(&t, 0)["structuredContent"];
     assert_eq!(v["protocol"], "code-change", "{v}");
     assert_eq!(v["violation"], true, "{v}");
@@ -473,7 +511,6 @@ fn an_mcp_server_judges_by_the_projects_rules_and_answers_every_call() {
 
     // Without the rule: the same attempt is not stopped.
     let t = session(
-        &client,
         &ws,
         &["--root", "."],
         &json!([{"name": "judge", "arguments": {"dir": "."}}]),
