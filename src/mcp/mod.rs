@@ -21,6 +21,13 @@ pub mod tools;
 
 pub use tools::Config;
 
+/// The largest message read from the client: an argument under it that is over its own cap
+/// (a path over `PATH_MAX`, an id over 255 bytes) gets a tool error saying so. The SDK's
+/// default (16 MiB) drops a longer line without an answer, so a 16 MiB argument went
+/// unanswered; a message over this one still is (no id can be read from it), and the
+/// server's memory stays bounded by it.
+pub const MAX_MESSAGE: usize = 64 << 20;
+
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub fn serve(cfg: Config) -> anyhow::Result<()> {
     use anyhow::Context as _;
@@ -30,8 +37,13 @@ pub fn serve(cfg: Config) -> anyhow::Result<()> {
         .build()
         .context("cannot start the MCP server's runtime")?;
     let result = rt.block_on(async {
+        let (stdin, stdout) = rmcp::transport::stdio();
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
+            stdin, stdout,
+        )
+        .with_max_line_length(MAX_MESSAGE);
         let running = server::Referee::new(cfg)
-            .serve(rmcp::transport::stdio())
+            .serve(transport)
             .await
             .context("the MCP client's initialization failed")?;
         tracing::debug!("mcp: initialized");

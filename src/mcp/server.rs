@@ -22,7 +22,8 @@ pub struct JudgeArgs {
     /// the server's --root (else its working directory).
     pub dir: String,
     /// An embedded protocol id (`d10`, `code-change`); default: the server's --protocol, else
-    /// `d10`.
+    /// told from the directory (task records or the referee's memory of tasks: `code-change`;
+    /// the execution tracker: `d10`; neither: a tool error asking for one).
     #[serde(default)]
     pub protocol: Option<String>,
     /// Judge a finished run: every check due, every non-optional pass run (D10; a workspace is
@@ -151,7 +152,8 @@ impl Referee {
         &self,
         Parameters(a): Parameters<ExplainArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(move || tools::explain_check(&a.check_id, a.protocol.as_deref())).await
+        let cfg = self.cfg.clone();
+        answer(move || tools::explain_check(&cfg, &a.check_id, a.protocol.as_deref())).await
     }
 
     #[tool(

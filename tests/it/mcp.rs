@@ -37,12 +37,37 @@ fn client() -> Option<PathBuf> {
     None
 }
 
+/// The official Python SDK's client (`tools/mcp-client/client.py`, its SDK pinned in
+/// `requirements.txt`, installed by `.ci/run` into the venv `target/mcp-python`): the venv's
+/// python and the script, or `None` (CI: a failure).
+fn python_client() -> Option<(PathBuf, PathBuf)> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = here.join("target/mcp-python/bin/python");
+    let sdk = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output();
+    if sdk.is_ok_and(|o| o.status.success()) {
+        return Some((python, here.join("tools/mcp-client/client.py")));
+    }
+    crate::util::missing(
+        "the Python MCP client",
+        "`python3 -m venv target/mcp-python && target/mcp-python/bin/pip install -r tools/mcp-client/requirements.txt`",
+        "the `referee mcp` test through the Python SDK",
+    );
+    None
+}
+
 /// One client session against `referee mcp ARGS` started in `cwd`: the transcript of its calls.
 fn session(client: &Path, cwd: &Path, args: &[&str], calls: &Value) -> Value {
+    session_with(Path::new("node"), client, cwd, args, calls)
+}
+
+/// [`session`] with the client script `client` run by `program` (node, or the venv's python).
+fn session_with(program: &Path, client: &Path, cwd: &Path, args: &[&str], calls: &Value) -> Value {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("calls.json");
     fs::write(&file, calls.to_string()).expect("write calls");
-    let out = assert_cmd::Command::new("node")
+    let out = assert_cmd::Command::new(program)
         .arg(client)
         .arg(&file)
         .arg(referee())
@@ -294,11 +319,14 @@ fn an_mcp_client_lists_the_tools_and_calls_them() {
         v["output"].as_str().is_some_and(|o| o.contains("REJECT")),
         "{v}"
     );
-    // Any other task too: the workspace's veto stands whatever the records say.
+    // A task nobody knows is said to be unknown, never given t1's STOP as its verdict; the
+    // STOP that stands is said beside it.
     let v = &ok(&t, 3)["structuredContent"];
-    assert_eq!(v["answer"], "stop", "{v}");
+    assert_eq!(v["answer"], "unknown_task", "{v}");
+    assert_eq!(v["task_known"], false, "{v}");
+    assert_eq!(v["stop_stands"], true, "{v}");
     assert!(
-        v["output"].as_str().is_some_and(|o| o.contains("CC-01")),
+        v["stop"].as_str().is_some_and(|o| o.contains("CC-01")),
         "{v}"
     );
 
@@ -404,15 +432,89 @@ fn an_mcp_server_with_a_root_refuses_directories_outside_it() {
         let e = tool_error(&t, i);
         assert!(e.contains("outside the server's --root"), "call {i}: {e}");
     }
+    // No record, no referee: the task is unknown, and no STOP stands.
     let v = &ok(&t, 4)["structuredContent"];
-    assert_eq!(v["answer"], "not_judged", "{v}");
-    assert_eq!(v["exit_code"], 4);
+    assert_eq!(v["answer"], "unknown_task", "{v}");
+    assert_eq!(v["stop_stands"], false, "{v}");
     assert!(
-        v["note"]
-            .as_str()
-            .is_some_and(|n| n.contains("no referee has run")),
+        v["note"].as_str().is_some_and(|n| n.contains("is unknown")),
         "{v}"
     );
     let v = &ok(&t, 5)["structuredContent"];
     assert_eq!(v["answer"], "go", "{v}");
+}
+
+/// The project's rules given to the server (`--protect`, as `hook` and `watch` take it) reach
+/// `judge` and `protected_paths`; `judge` without a protocol tells a workspace with task records
+/// from a build; a sub-folder of the work tree is named as such (once); a 16 MiB argument gets
+/// a tool error; and the same workspace without the rule is GO (the rule is what stops it).
+/// Through both official SDKs' clients, TypeScript and Python.
+#[test]
+fn an_mcp_server_judges_by_the_projects_rules_and_answers_every_call() {
+    let mut clients = Vec::new();
+    if let Some(js) = client() {
+        clients.push((PathBuf::from("node"), js));
+    }
+    if let Some(py) = python_client() {
+        clients.push(py);
+    }
+    for (program, script) in &clients {
+        rules_scenario(&|cwd: &Path, args: &[&str], calls: &Value| {
+            session_with(program, script, cwd, args, calls)
+        });
+    }
+}
+
+fn rules_scenario(session: &dyn Fn(&Path, &[&str], &Value) -> Value) {
+    let (_root, ws, _logs) = git_workspace();
+    let base = BTreeMap::from([(APP, "def main():\n    return 1\n")]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &base);
+    let long = "a".repeat(16 << 20);
+    let calls = json!([
+        {"name": "judge", "arguments": {"dir": "."}},
+        {"name": "protected_paths", "arguments": {"workspace": "."}},
+        {"name": "judge", "arguments": {"dir": "src", "protocol": "code-change"}},
+        {"name": "judge", "arguments": {"dir": long}},
+        {"name": "task_verdict", "arguments": {"workspace": ".", "task_id": "t9"}},
+        {"name": "explain_check", "arguments": {"check_id": "CC-01"}},
+    ]);
+    let t = session(&ws, &["--root", ".", "--protect", APP], &calls);
+    let v = &ok(&t, 0)["structuredContent"];
+    assert_eq!(v["protocol"], "code-change", "{v}");
+    assert_eq!(v["violation"], true, "{v}");
+    assert!(v.to_string().contains("CC-01"), "{v}");
+    let v = &ok(&t, 1)["structuredContent"];
+    let present: Vec<&str> = v["present"]
+        .as_array()
+        .expect("present")
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert!(present.contains(&APP), "{v}");
+    let text = ok(&t, 2)["content"][0]["text"].as_str().expect("text");
+    assert!(!text.contains("no baseline: no baseline"), "{text}");
+    assert!(
+        text.contains("is a sub-folder of the git work tree"),
+        "{text}"
+    );
+    let e = tool_error(&t, 3);
+    assert!(e.contains("more than the 4096"), "{e}");
+    assert!(e.len() < 300, "{e}");
+    let v = &ok(&t, 4)["structuredContent"];
+    assert_eq!(v["answer"], "unknown_task", "{v}");
+    let v = &ok(&t, 5)["structuredContent"];
+    assert!(
+        v["explanation"].as_str().is_some_and(|x| x.contains(APP)),
+        "{v}"
+    );
+
+    // Without the rule: the same attempt is not stopped.
+    let t = session(
+        &ws,
+        &["--root", "."],
+        &json!([{"name": "judge", "arguments": {"dir": "."}}]),
+    );
+    let v = &ok(&t, 0)["structuredContent"];
+    assert_eq!(v["violation"], false, "{v}");
 }

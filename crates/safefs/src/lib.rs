@@ -539,5 +539,32 @@ pub fn open_dir_beneath(base: BorrowedFd<'_>, rel: &[u8]) -> io::Result<OwnedFd>
     }
 }
 
+/// Opens the directory `rel` beneath `base` as the kernel resolves it in one step, symlinks
+/// followed while they stay beneath `base` (`openat2` with `RESOLVE_BENEATH |
+/// RESOLVE_NO_MAGICLINKS`): `..` above `base`, an absolute path and a link that leaves `base`
+/// or names an absolute target are refused ([`replaced`]'s error, `EXDEV` from the kernel).
+/// The descriptor is the directory found at that instant, so whatever replaces a name on the
+/// way afterwards, what is read through it stays beneath `base` (no check-then-use race).
+/// Where the kernel has no `openat2`, [`open_dir_beneath`] (no link followed at all).
+pub fn open_dir_within(base: BorrowedFd<'_>, rel: &[u8]) -> io::Result<OwnedFd> {
+    if is_long(rel.len()) {
+        return open_dir_beneath(base, rel);
+    }
+    let rel = if rel.is_empty() { b"." as &[u8] } else { rel };
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(
+        base,
+        OsStr::from_bytes(rel),
+        DIRECTORY,
+        Mode::empty(),
+        resolve,
+    ) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOSYS | Errno::PERM | Errno::TOOBIG) => open_dir_beneath(base, rel),
+        Err(Errno::XDEV) => Err(replaced()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 #[cfg(test)]
 mod tests;

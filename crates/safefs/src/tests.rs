@@ -1,5 +1,6 @@
 use std::fs;
 use std::os::unix::fs::symlink;
+use std::os::unix::fs::MetadataExt;
 
 use super::*;
 
@@ -138,4 +139,34 @@ fn names_are_listed_with_their_types() {
     assert_eq!(got[0].0, "a");
     assert!(matches!(got[0].1, FileType::Directory | FileType::Unknown));
     assert_eq!(got[1].0, "b");
+}
+
+#[test]
+fn a_directory_is_opened_within_its_base_links_inside_followed_and_none_out() {
+    let top = tempfile::tempdir().unwrap();
+    let base = top.path().join("base");
+    let outside = top.path().join("outside");
+    fs::create_dir_all(base.join("a/b")).unwrap();
+    fs::create_dir(&outside).unwrap();
+    symlink("a/b", base.join("in")).unwrap();
+    symlink("../outside", base.join("up")).unwrap();
+    symlink(&outside, base.join("abs")).unwrap();
+    let fd = OpenDir::open(&base, None).unwrap();
+    let fd = fd.fd().unwrap();
+    let ino = |f: &OwnedFd| rustix::fs::fstat(f).unwrap().st_ino;
+    let b = open_dir_within(fd, b"a/b").unwrap();
+    assert_eq!(ino(&b), fs::metadata(base.join("a/b")).unwrap().ino());
+    let via = open_dir_within(fd, b"in").unwrap();
+    assert_eq!(ino(&via), ino(&b));
+    assert_eq!(
+        ino(&open_dir_within(fd, b"").unwrap()),
+        fs::metadata(&base).unwrap().ino()
+    );
+    for bad in [&b"up"[..], b"abs", b"..", b"a/../../outside", b"/tmp"] {
+        let err = open_dir_within(fd, bad).unwrap_err();
+        assert!(is_replaced(&err), "{}: {err}", String::from_utf8_lossy(bad));
+    }
+    fs::write(base.join("file"), "x").unwrap();
+    let err = open_dir_within(fd, b"file").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR), "{err}");
 }
