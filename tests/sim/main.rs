@@ -531,6 +531,63 @@ fn verdict_over_a_nested_repository_is_answered() {
     );
 }
 
+/// Class `guard_memory_follows_rejudgment` (a model fix): t2's attempt 1 (MINOR_ISSUES, no
+/// final newline) goes stale when the worker rewrites another file, and is judged again over
+/// the grown scope; attempt 2 then hands in exactly that state. The model compared attempt 2
+/// with attempt 1 as re-judged, found them identical and expected ESCALATE (no progress); the
+/// referee compares it with attempt 1 as the worker handed it in (the diff it kept when it
+/// first judged it), which is what the guards are for and the same whenever the referee looks.
+/// Found live (seeds 1472 and 1576); here live and one-shot.
+#[test]
+fn rework_after_a_rejudged_attempt_is_progress() {
+    reproduce(
+        true,
+        &[
+            Act::NoFinalNewline(1, 81),
+            Act::Record(1),
+            Act::Judge,
+            Act::RemoveWrite(1, 158),
+            Act::RecordSloppySummary(0),
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
+    reproduce(
+        false,
+        &[
+            Act::NoFinalNewline(1, 81),
+            Act::Record(1),
+            Act::Judge,
+            Act::RemoveWrite(1, 158),
+            Act::Judge,
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
+}
+
+/// Class `replay_escapes_reject_cap` (fixed): t1 is REJECTed twice (a broken file, attempts 1
+/// and 2), then its record is replayed as attempt 1. The replay is REJECTed (CC-00) and is the
+/// task's third judged REJECT, which the cap turns into ESCALATE whatever the record's
+/// `attempt` says; the referee skipped every guard for a replay and answered REJECT, so a
+/// worker could keep resubmitting under old numbers without a human ever being asked. Found
+/// live with a restart (seed 1203); the restart played no part.
+#[test]
+fn replay_counts_toward_the_reject_cap() {
+    let acts = [
+        Act::Broken(0),
+        Act::Record(0),
+        Act::Judge,
+        Act::Write(0, 5),
+        Act::Record(0),
+        Act::Judge,
+        Act::Replay(0),
+        Act::Judge,
+    ];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}
+
 /// Class `renamed_task_approved` (open): a renamed task (`t1-retry`) is APPROVEd at the end of a
 /// session although `package-lock.json`, regenerated after its judgment and claimed by no
 /// record, is in its scope (the model: REJECT, `undeclared_changes`). Tasks are not registered
