@@ -531,13 +531,13 @@ fn verdict_over_a_nested_repository_is_answered() {
     );
 }
 
-/// Class `guard_memory_follows_rejudgment` (a model fix): t2's attempt 1 (MINOR_ISSUES, no
-/// final newline) goes stale when the worker rewrites another file, and is judged again over
-/// the grown scope; attempt 2 then hands in exactly that state. The model compared attempt 2
-/// with attempt 1 as re-judged, found them identical and expected ESCALATE (no progress); the
-/// referee compares it with attempt 1 as the worker handed it in (the diff it kept when it
-/// first judged it), which is what the guards are for and the same whenever the referee looks.
-/// Found live (seeds 1472 and 1576); here live and one-shot.
+/// Class `rejudged_attempt_kept_again` (fixed; the model too): t2's attempt 1 (MINOR_ISSUES,
+/// no final newline) goes stale when the worker rewrites another file, and is judged again over
+/// the grown scope; attempt 2 then hands in exactly that state. A one-shot `verify --write`
+/// kept attempt 1 again as judged the second time, so attempt 2 was "identical" to it and
+/// ESCALATEd, and the model did the same; a live `watch` kept attempt 1 as first judged and
+/// said MINOR_ISSUES (seeds 1472 and 1576 were live). An attempt is what the worker handed in:
+/// the guards compare the next one with it as first judged, whenever the referee looked.
 #[test]
 fn rework_after_a_rejudged_attempt_is_progress() {
     reproduce(
@@ -586,6 +586,16 @@ fn replay_counts_toward_the_reject_cap() {
     ];
     reproduce(false, &acts);
     reproduce(true, &acts);
+}
+
+/// Class `deep_path_stale_forever` (fixed): a protected name deeper than `PATH_MAX` (judged
+/// through descriptors, so the verdict holds its hash) made `status --task` and `accept` take
+/// the verdict as stale for good: they looked at the path with one system call, which fails
+/// (`ENAMETOOLONG`), so the file read as unreadable, not as judged. The live referee gave no
+/// verdict where the model and a one-shot `verify` give REJECT (seeds 1848, 1870).
+#[test]
+fn verdict_over_a_deep_path_is_answered() {
+    reproduce(true, &[Act::Rename(2, 99), Act::DeepPath, Act::Record(2)]);
 }
 
 /// Class `renamed_task_approved` (open): a renamed task (`t1-retry`) is APPROVEd at the end of a
