@@ -68,16 +68,17 @@ pub struct TaskVerdict {
     #[serde(skip)]
     pub record_hash: Option<String>,
     /// The record replays an attempt already judged (CC-00 FAILs): it is not an attempt, so
-    /// no guard applies and nothing of it is kept.
+    /// nothing of it is kept; the guards judge it as coming after every kept attempt.
     #[serde(skip)]
     pub replay: bool,
 }
 
 impl TaskVerdict {
-    /// A REJECTed replay (or a record of a task never opened) to note for the REJECT cap: its
-    /// task and its record's hash; `None` for anything else.
+    /// A REJECTed replay (or a record of a task never opened), escalated by a guard or not, to
+    /// note for the REJECT cap: its task and its record's hash; `None` for anything else.
     pub fn rejected_replay(&self) -> Option<(&str, &str)> {
-        (self.replay && self.outcome == GradeOutcome::Reject)
+        let rejected = matches!(self.outcome, GradeOutcome::Reject | GradeOutcome::Escalate);
+        (self.replay && rejected)
             .then_some(())
             .and(Some((self.task_id.as_str(), self.record_hash.as_deref()?)))
     }
@@ -242,19 +243,27 @@ pub fn judge(
             record_hash: run.record_hash.clone(),
             replay: run.replay.is_some(),
         };
-        if let (Some(guards), Some(attempt), false) = (&rules.guards, attempt, v.replay) {
+        if let (Some(guards), Some(attempt)) = (&rules.guards, attempt) {
             let kept = store.attempts(&run.key);
-            let history: Vec<KeptAttempt> = kept
-                .iter()
-                .filter(|(k, _)| k.attempt < attempt)
-                .cloned()
-                .collect();
-            let elsewhere = everyone
-                .get_or_init(|| store.everyone())
-                .graded_elsewhere(&run.key, &guards.reject);
-            let replays = store.replays(&run.key);
-            apply_guards(guards, &history, replays, &elsewhere, attempt, &mut v);
-            hold_escalation(guards, &mut v, &kept);
+            let replays = store.replays(&run.key, run.record_hash.as_deref());
+            if v.replay {
+                // No attempt: nothing of it is kept, no guard compares its diff, it inherits
+                // no escalation. But its REJECT is one the referee judged, after every kept
+                // attempt whatever its number says, and the cap counts it like any other: a
+                // worker cannot resubmit under old numbers forever.
+                reject_cap(guards, &kept, replays, &mut v);
+            } else {
+                let history: Vec<KeptAttempt> = kept
+                    .iter()
+                    .filter(|(k, _)| k.attempt < attempt)
+                    .cloned()
+                    .collect();
+                let elsewhere = everyone
+                    .get_or_init(|| store.everyone())
+                    .graded_elsewhere(&run.key, &guards.reject);
+                apply_guards(guards, &history, replays, &elsewhere, attempt, &mut v);
+                hold_escalation(guards, &mut v, &kept);
+            }
         }
         out.push(v);
     }
@@ -311,19 +320,7 @@ pub fn apply_guards(
     if guards.final_verdicts.contains(&v.graded) {
         return;
     }
-    let rejects = history
-        .iter()
-        .filter(|(k, _)| k.graded == guards.reject)
-        .count()
-        + replays
-        + usize::from(v.graded == guards.reject);
-    if v.graded == guards.reject && rejects >= guards.max_rejects as usize {
-        v.escalate(&guards.escalate);
-        v.escalation = Some(format!(
-            "rejection {rejects} of task `{}` (limit {}): human review required",
-            v.task_id, guards.max_rejects
-        ));
-        v.reasons.push("max_rejects".into());
+    if reject_cap(guards, history, replays, v) {
         return;
     }
     let Some(now) = v.diff.as_deref() else {
@@ -374,6 +371,35 @@ pub fn apply_guards(
             }
         }
     }
+}
+
+/// The first guard: a REJECT that is the task's `max_rejects`-th judged one (the REJECTs kept in
+/// `history`, the `replays` noted, and this one) is escalated. Whether it applied.
+fn reject_cap(
+    guards: &Guards,
+    history: &[KeptAttempt],
+    replays: usize,
+    v: &mut TaskVerdict,
+) -> bool {
+    if guards.final_verdicts.contains(&v.graded) || v.graded != guards.reject {
+        return false;
+    }
+    let rejects = history
+        .iter()
+        .filter(|(k, _)| k.graded == guards.reject)
+        .count()
+        + replays
+        + 1;
+    if rejects < guards.max_rejects as usize {
+        return false;
+    }
+    v.escalate(&guards.escalate);
+    v.escalation = Some(format!(
+        "rejection {rejects} of task `{}` (limit {}): human review required",
+        v.task_id, guards.max_rejects
+    ));
+    v.reasons.push("max_rejects".into());
+    true
 }
 
 /// The files a REJECT asks to restore: every change in the task's record and scope, each with

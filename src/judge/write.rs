@@ -73,7 +73,13 @@ fn workspace(protocol: &Protocol, j: &WorkspaceJudgment, w: Writes<'_>) -> std::
         let copied = copy.as_ref().map_or(Ok(()), |dir| {
             code_change::write_verdict(dir, protocol, v, durability)
         });
-        if let Some((kept, diff)) = v.kept() {
+        // An attempt is kept as it was first judged, as `watch` keeps it: judged again (its
+        // scope changed since), it is the same attempt, and the guards compare the next one
+        // with what the worker handed in, not with whatever had landed when this ran.
+        if let Some((kept, diff)) = v
+            .kept()
+            .filter(|(k, _)| !store.is_kept(&k.task_id, k.attempt))
+        {
             store.keep(&kept, diff)?;
         }
         if let Some((task, hash)) = v.rejected_replay() {

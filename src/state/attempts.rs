@@ -290,9 +290,14 @@ impl Store {
 
     /// How many distinct records of a task were judged replays (or records of a task never
     /// opened) and REJECTed: not attempts, so nothing of them is kept, but each is a REJECT the
-    /// referee judged, and the REJECT cap counts it.
-    pub fn replays(&self, task_id: &str) -> usize {
-        read_replays(&self.task_dir(task_id)).len()
+    /// referee judged, and the REJECT cap counts it. `besides`: the hash of the record being
+    /// judged, not counted (a pending replay is judged again on every event; its own REJECT is
+    /// counted once, as the one judged now).
+    pub fn replays(&self, task_id: &str, besides: Option<&str>) -> usize {
+        read_replays(&self.task_dir(task_id))
+            .iter()
+            .filter(|h| Some(h.as_str()) != besides)
+            .count()
     }
 
     /// Notes a REJECTed replay of a task by its record's hash (once per distinct record: the

@@ -531,6 +531,73 @@ fn verdict_over_a_nested_repository_is_answered() {
     );
 }
 
+/// Class `rejudged_attempt_kept_again` (fixed; the model too): t2's attempt 1 (MINOR_ISSUES,
+/// no final newline) goes stale when the worker rewrites another file, and is judged again over
+/// the grown scope; attempt 2 then hands in exactly that state. A one-shot `verify --write`
+/// kept attempt 1 again as judged the second time, so attempt 2 was "identical" to it and
+/// ESCALATEd, and the model did the same; a live `watch` kept attempt 1 as first judged and
+/// said MINOR_ISSUES (seeds 1472 and 1576 were live). An attempt is what the worker handed in:
+/// the guards compare the next one with it as first judged, whenever the referee looked.
+#[test]
+fn rework_after_a_rejudged_attempt_is_progress() {
+    reproduce(
+        true,
+        &[
+            Act::NoFinalNewline(1, 81),
+            Act::Record(1),
+            Act::Judge,
+            Act::RemoveWrite(1, 158),
+            Act::RecordSloppySummary(0),
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
+    reproduce(
+        false,
+        &[
+            Act::NoFinalNewline(1, 81),
+            Act::Record(1),
+            Act::Judge,
+            Act::RemoveWrite(1, 158),
+            Act::Judge,
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
+}
+
+/// Class `replay_escapes_reject_cap` (fixed): t1 is REJECTed twice (a broken file, attempts 1
+/// and 2), then its record is replayed as attempt 1. The replay is REJECTed (CC-00) and is the
+/// task's third judged REJECT, which the cap turns into ESCALATE whatever the record's
+/// `attempt` says; the referee skipped every guard for a replay and answered REJECT, so a
+/// worker could keep resubmitting under old numbers without a human ever being asked. Found
+/// live with a restart (seed 1203); the restart played no part.
+#[test]
+fn replay_counts_toward_the_reject_cap() {
+    let acts = [
+        Act::Broken(0),
+        Act::Record(0),
+        Act::Judge,
+        Act::Write(0, 5),
+        Act::Record(0),
+        Act::Judge,
+        Act::Replay(0),
+        Act::Judge,
+    ];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}
+
+/// Class `deep_path_stale_forever` (fixed): a protected name deeper than `PATH_MAX` (judged
+/// through descriptors, so the verdict holds its hash) made `status --task` and `accept` take
+/// the verdict as stale for good: they looked at the path with one system call, which fails
+/// (`ENAMETOOLONG`), so the file read as unreadable, not as judged. The live referee gave no
+/// verdict where the model and a one-shot `verify` give REJECT (seeds 1848, 1870).
+#[test]
+fn verdict_over_a_deep_path_is_answered() {
+    reproduce(true, &[Act::Rename(2, 99), Act::DeepPath, Act::Record(2)]);
+}
+
 /// Class `renamed_task_approved` (open): a renamed task (`t1-retry`) is APPROVEd at the end of a
 /// session although `package-lock.json`, regenerated after its judgment and claimed by no
 /// record, is in its scope (the model: REJECT, `undeclared_changes`). Tasks are not registered

@@ -484,6 +484,9 @@ pub struct Expect {
     /// A record judged before with the same bytes, judged again because its verdict went
     /// stale (a path of its scope changed, or its scope did).
     pub rejudge: bool,
+    /// Whether the record is an attempt of its own (not a replay, not a record of a task
+    /// never opened).
+    pub is_attempt: bool,
 }
 
 /// What the model remembers of a judged attempt.
@@ -492,7 +495,12 @@ pub struct Judged {
     pub attempt: Option<u64>,
     pub record_sha: String,
     pub verdict: String,
-    /// The verdict before the loop guards (the REJECT cap counts these).
+    /// The verdict the attempt was first given (a rejected attempt of another task, for the
+    /// guards, is one rejected when first judged).
+    pub first_verdict: String,
+    /// An attempt of its own (see [`Expect::is_attempt`]).
+    pub is_attempt: bool,
+    /// The verdict before the loop guards when first judged (the REJECT cap counts these).
     pub graded: String,
     pub diff: BTreeMap<String, (Option<String>, Option<String>)>,
     pub raw_diff: BTreeMap<String, (Option<String>, Option<String>)>,
@@ -517,15 +525,26 @@ impl Memory {
             .map_or(0, |v| v.iter().filter(|j| j.graded == "REJECT").count())
     }
 
-    /// Keeps a judgment: a record judged again (same attempt, same bytes) replaces its
-    /// earlier judgment, as the referee keeps one judgment per attempt.
+    /// Keeps a judgment: a record judged again (same attempt, same bytes; its verdict went
+    /// stale) replaces its earlier judgment's verdict, scope and hashes, which is what
+    /// `status --task` and `accept` go by. What the loop guards compare stays the attempt as
+    /// it was first judged (its diff and its grade): an attempt is what the worker handed in,
+    /// and a re-judgment sees whatever else has landed in its scope since, the next attempt's
+    /// work in progress included, at a moment that depends on when the referee looked (a live
+    /// referee at once, a one-shot `verify` whenever it is run).
     pub fn keep(&mut self, task: &str, j: Judged) {
         let v = self.judged.entry(task.to_string()).or_default();
         if let Some(old) = v
             .iter_mut()
             .find(|o| o.attempt == j.attempt && o.record_sha == j.record_sha)
         {
-            *old = j;
+            *old = Judged {
+                diff: std::mem::take(&mut old.diff),
+                raw_diff: std::mem::take(&mut old.raw_diff),
+                graded: std::mem::take(&mut old.graded),
+                first_verdict: std::mem::take(&mut old.first_verdict),
+                ..j
+            };
         } else {
             v.push(j);
         }
@@ -710,6 +729,7 @@ fn judge_one(
             .judged
             .get(&id)
             .is_some_and(|v| v.iter().any(|j| j.record_sha == rec.sha)),
+        is_attempt: false,
     };
     let p = match &rec.parsed {
         Err(e) => {
@@ -724,15 +744,22 @@ fn judge_one(
     if unknown(&id) {
         why.push("CC-00 unknown_task".into());
     }
-    if let Some(last) = mem
-        .judged
-        .get(&id)
-        .and_then(|v| v.iter().filter_map(|j| j.attempt).max())
-    {
-        if p.attempt <= last && !exp.rejudge {
-            why.push(format!("CC-00 replay: attempt {} <= {last}", p.attempt));
-        }
+    // A replay: an attempt of the task was judged with a higher number, or with this number
+    // and another record. Judged again (its scope changed), it is still one.
+    let replay = mem.judged.get(&id).and_then(|v| {
+        v.iter()
+            .filter(|j| j.is_attempt)
+            .filter_map(|j| Some((j.attempt?, j)))
+            .find(|(a, j)| *a > p.attempt || (*a == p.attempt && j.record_sha != rec.sha))
+            .map(|(a, _)| a)
+    });
+    if let Some(last) = replay {
+        why.push(format!("CC-00 replay: attempt {} <= {last}", p.attempt));
     }
+    // Neither a replay nor a record of a task never opened is an attempt: the REJECT cap
+    // counts its REJECT, but no guard compares its diff and no later attempt is compared
+    // with it.
+    exp.is_attempt = replay.is_none() && !unknown(&id);
     // The scope: what this record lists, plus the changes no other (valid) claim covers.
     let claimed_by_others: BTreeSet<&str> = claimants
         .iter()
@@ -879,7 +906,9 @@ fn judge_one(
                 .collect()
         })
         .unwrap_or_default();
-    let rejected_other = |j: &Judged| j.verdict != "APPROVE" && j.verdict != "MINOR_ISSUES";
+    let rejected_other = |j: &Judged| {
+        j.is_attempt && j.first_verdict != "APPROVE" && j.first_verdict != "MINOR_ISSUES"
+    };
     let same = |raw: bool| -> bool {
         let mine = if raw { &exp.raw_diff } else { &exp.diff };
         let of = |j: &Judged| {
@@ -889,8 +918,9 @@ fn judge_one(
                 j.diff.clone()
             }
         };
-        !mine.is_empty()
-            && (earlier.iter().any(|j| of(j) == *mine)
+        exp.is_attempt
+            && !mine.is_empty()
+            && (earlier.iter().any(|j| j.is_attempt && of(j) == *mine)
                 || mem.judged.iter().any(|(t, v)| {
                     *t != id && v.iter().any(|j| rejected_other(j) && of(j) == *mine)
                 }))
@@ -912,7 +942,7 @@ fn judge_one(
                 }
             } else {
                 exp.verdicts.insert("REJECT");
-                if p.attempt >= 3 || earlier.len() >= 2 {
+                if exp.is_attempt && (p.attempt >= 3 || earlier.len() >= 2) {
                     exp.verdicts.insert("ESCALATE_CONVERGENCE");
                 }
             }

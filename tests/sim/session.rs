@@ -1844,6 +1844,8 @@ impl Session {
                 Judged {
                     attempt: e.attempt,
                     record_sha: rec_sha,
+                    first_verdict: verdict.clone(),
+                    is_attempt: e.is_attempt,
                     verdict,
                     graded: e.graded.to_string(),
                     diff: e.diff.clone(),
