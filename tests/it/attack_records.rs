@@ -274,6 +274,33 @@ fn a_churning_record_is_judged_within_settle_max() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
 
+/// The orchestrator clears a judged task's record and the worker hands in the next one: the
+/// next task is judged at once. A removed record is not a record being written, so it holds
+/// no judgment back for the settle window (the class `bench/code-change.sh` found: every trial
+/// waited out what was left of the window after the previous record's removal).
+#[test]
+fn a_removed_record_holds_no_judgment_back() {
+    let (_root, ws, logs) = git_workspace();
+    fs::create_dir_all(ws.join(".tasks")).expect("mkdir");
+    // A window far longer than `until`'s WAIT: a hold cannot end in time by chance.
+    let mut w = start(&ws, &logs, &["--settle", "60s", "--settle-max", "120s"]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    task(&ws, "t1", 1, &[APP], &[], GOOD_SUMMARY);
+    w.until("t1 judged", || {
+        w.output().contains("task t1 attempt 1: APPROVE")
+    });
+    // The orchestrator takes t1's work and clears its record; the worker's next task.
+    fs::remove_file(ws.join(".tasks/t1.json")).expect("remove t1's record");
+    fs::write(ws.join(APP), "def main():\n    return 3\n").expect("write");
+    task(&ws, "t2", 1, &[APP], &[], GOOD_SUMMARY);
+    // (`until` fails at WAIT, 10 s: held for the 60 s window, it would.)
+    w.until("t2 judged at once", || {
+        w.output().contains("task t2 attempt 1: APPROVE")
+    });
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
 /// A record resubmitted under an attempt number already judged is a replay: CC-00 FAILs and
 /// the attempt is REJECTed; the very attempt judged, unchanged, keeps its verdict.
 #[test]

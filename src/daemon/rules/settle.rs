@@ -143,12 +143,12 @@ impl Settle {
         })
     }
 
-    /// Until when `rel`, written in place (or removed, and so perhaps about to be written
-    /// again), is still moving; `None` when nothing says so, or when it has been moving for
-    /// `max` already.
-    pub fn written_until(&self, rel: &str, now: Instant) -> Option<Instant> {
+    /// Until when `rel`, written in place, is still being written; `None` when it is not being
+    /// written (complete, never seen, or removed: a removed file is no half-written one), or
+    /// has been for `max` already.
+    pub fn being_written_until(&self, rel: &str, now: Instant) -> Option<Instant> {
         match self.paths.get(rel) {
-            Some(&State::Written(t, since) | &State::Gone(t, since)) => {
+            Some(&State::Written(t, since)) => {
                 Some(self.moving_until(t, since)).filter(|&end| end > now)
             }
             _ => None,
@@ -253,7 +253,7 @@ mod tests {
         let mut t = start;
         while t < start + max * 2 {
             s.saw("a", ChangeKind::Written, t);
-            let until = s.written_until("a", t);
+            let until = s.being_written_until("a", t);
             if t + W <= start + max {
                 assert_eq!(until, Some(t + W));
             } else {
@@ -264,13 +264,27 @@ mod tests {
                 .is_none_or(|u| u <= start + max));
             t += W / 2;
         }
-        assert_eq!(s.written_until("a", start + max), None);
+        assert_eq!(s.being_written_until("a", start + max), None);
         // A quiet window ends the run: the next write starts a new one.
         let later = t + W * 2;
         s.saw("a", ChangeKind::Written, later);
-        assert_eq!(s.written_until("a", later), Some(later + W));
+        assert_eq!(s.being_written_until("a", later), Some(later + W));
         // The bound is never below the window.
         assert_eq!(Settle::new(W).with_max(W / 10).max, W);
+    }
+
+    #[test]
+    fn a_removed_file_is_moving_but_not_being_written() {
+        let mut s = Settle::new(W);
+        let t = Instant::now();
+        s.saw("a", ChangeKind::Removed, t);
+        // It may come back (an editor's save), so it is moving for the window ...
+        assert_eq!(s.moving().collect::<Vec<_>>(), ["a"]);
+        // ... but nothing of it is half-written.
+        assert_eq!(s.being_written_until("a", t), None);
+        // Written again, it is.
+        s.saw("a", ChangeKind::Written, t + W / 2);
+        assert_eq!(s.being_written_until("a", t + W / 2), Some(t + W / 2 + W));
     }
 
     #[test]

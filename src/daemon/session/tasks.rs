@@ -516,12 +516,15 @@ impl Session {
         let now = self.cfg.clock.now();
         self.settle.prune(now);
         // A record caught mid-write is judged once it has settled, and nothing is published
-        // before: a half-written record must not lift or raise a STOP.
+        // before: a half-written record must not lift or raise a STOP. A record removed (the
+        // orchestrator clearing a judged task) is no record being written: it holds nothing
+        // back, or every next task's verdict would wait out the settle window; if it is
+        // written again (an editor's save), that write holds it.
         let moving: Vec<Instant> = self
             .settle
             .moving()
             .filter(|p| is_record(p))
-            .filter_map(|p| self.settle.written_until(p, now))
+            .filter_map(|p| self.settle.being_written_until(p, now))
             .collect();
         if let Some(at) = moving.into_iter().max() {
             self.recheck(at);
