@@ -349,6 +349,16 @@ fn a_stopped_referee_is_not_live() {
         status(&dir, &state, &["--require-live"]).code == 0
     });
     w.signal(libc::SIGSTOP);
+    // A signal is delivered when the kernel next schedules the process: under load that is
+    // later than `kill` returns. Asked only once the process is stopped (`T` in
+    // /proc/PID/stat), `status` must say so at once.
+    let stat = format!("/proc/{}/stat", w.pid());
+    w.until("the referee stopped", || {
+        fs::read_to_string(&stat).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+        })
+    });
     let Output {
         code, stderr: err, ..
     } = status(&dir, &state, &["--require-live"]);
