@@ -720,18 +720,8 @@ pub fn explain_check(cfg: &Config, check: &str, named: Option<&str>) -> Result<R
             }
         }
     };
-    let text = protocol::explain::explain(&p, check).ok_or_else(|| {
-        protocol::explain::ExplainError::NoCheck {
-            id: check.to_string(),
-            protocol: p.id.clone(),
-            checks: p
-                .checks()
-                .iter()
-                .map(|c| c.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        }
-    })?;
+    let text = protocol::explain::explain(&p, check)
+        .ok_or_else(|| protocol::explain::ExplainError::no_check(&p, check))?;
     Ok(Reply {
         json: json!({ "protocol": p.id, "check": check, "explanation": text }),
         text,

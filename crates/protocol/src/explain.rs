@@ -421,16 +421,7 @@ pub fn lookup(spec: Option<&str>, id: &str) -> Result<(Protocol, String), Explai
     };
     match explain(&p, id) {
         Some(text) => Ok((p, text)),
-        None => Err(ExplainError::NoCheck {
-            id: id.to_string(),
-            protocol: p.id.clone(),
-            checks: p
-                .checks()
-                .iter()
-                .map(|c| c.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        }),
+        None => Err(ExplainError::no_check(&p, id)),
     }
 }
 
@@ -450,6 +441,22 @@ pub enum ExplainError {
     NotEmbedded { id: String, listing: String },
     #[error("check `{id}` is in several protocols ({protocols}): say which with `--protocol ID`")]
     Several { id: String, protocols: String },
+}
+
+impl ExplainError {
+    /// `p` has no check `id`: the error lists the checks it has.
+    pub fn no_check(p: &Protocol, id: &str) -> ExplainError {
+        ExplainError::NoCheck {
+            id: id.to_string(),
+            protocol: p.id.clone(),
+            checks: p
+                .checks()
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
 }
 
 /// The one protocol of `protocols` that has check `id` (what `protocol explain` explains

@@ -436,3 +436,11 @@ fn permission_denied_is_io() {
         Err(ReadError::Io { .. })
     ));
 }
+
+#[test]
+fn lossy_borrows_valid_text_and_marks_each_invalid_sequence() {
+    let valid = "ünïcode ✓\n".as_bytes();
+    assert!(matches!(lossy(valid), std::borrow::Cow::Borrowed(t) if t.as_bytes() == valid));
+    assert_eq!(lossy(b"a\xffb\xc3"), "a\u{fffd}b\u{fffd}");
+    assert_eq!(lossy(b""), "");
+}

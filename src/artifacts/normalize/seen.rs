@@ -25,9 +25,9 @@ pub fn document(bytes: &[u8]) -> Cow<'_, str> {
     let text: Cow<'_, str> = match wide::detect(bytes, has_nul) {
         Some((encoding, skip)) => {
             let (decoded, _) = wide::decode(bytes, encoding, skip);
-            Cow::Owned(String::from_utf8_lossy(&decoded).into_owned())
+            Cow::Owned(crate::artifacts::fsread::lossy(&decoded).into_owned())
         }
-        None => String::from_utf8_lossy(bytes),
+        None => crate::artifacts::fsread::lossy(bytes),
     };
     let needs = |t: &str| {
         memchr::memchr3(b'\r', 0, 0xef, t.as_bytes()).is_some()

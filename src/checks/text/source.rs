@@ -100,10 +100,10 @@ impl Source {
             .map(|r| {
                 let text = r.reading.text(original);
                 match &r.runs {
-                    None => String::from_utf8_lossy(text).into_owned(),
+                    None => crate::artifacts::fsread::lossy(text).into_owned(),
                     Some(runs) => runs
                         .iter()
-                        .map(|run| String::from_utf8_lossy(&text[run.clone()]))
+                        .map(|run| crate::artifacts::fsread::lossy(&text[run.clone()]))
                         .collect::<Vec<_>>()
                         .join("\n"),
                 }
