@@ -301,6 +301,41 @@ fn a_removed_record_holds_no_judgment_back() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
 
+/// The neighbour of the test above: a record saved the way an editor saves (removed, then
+/// written anew in place) is still held while it is being written; the half-written record is
+/// never judged, and the finished one is.
+#[test]
+fn a_record_saved_by_remove_then_write_is_judged_once_written() {
+    let (_root, ws, logs) = git_workspace();
+    fs::create_dir_all(ws.join(".tasks")).expect("mkdir");
+    let mut w = start(&ws, &logs, &["--settle", "3s", "--settle-max", "60s"]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    task(&ws, "t1", 1, &[APP], &[], GOOD_SUMMARY);
+    w.until("attempt 1 judged", || judged(&ws, "t1", 1));
+    fs::write(ws.join(APP), "def main():\n    return 3\n").expect("write");
+    let doc = json!({
+        "task_id": "t1", "status": "pending_review", "description": "a task", "attempt": 2,
+        "summary": GOOD_SUMMARY, "changes": {"added": [], "modified": [APP], "removed": []},
+    })
+    .to_string();
+    let path = ws.join(".tasks/t1.json");
+    fs::remove_file(&path).expect("the editor removes the record");
+    fs::write(&path, &doc[..doc.len() / 2]).expect("half the record, in place");
+    // A span watched for what must never happen (the 3 s window holds it; a second is a
+    // quarter of it): the half-written record is not judged.
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        let v = verdict(&ws, "t1");
+        assert_eq!(v["attempt"], 1, "a half-written record was judged: {v}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fs::write(&path, &doc).expect("the whole record");
+    w.until("attempt 2 judged once written", || judged(&ws, "t1", 2));
+    assert_eq!(verdict(&ws, "t1")["verdict"], "APPROVE", "{}", w.output());
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
+}
+
 /// A record resubmitted under an attempt number already judged is a replay: CC-00 FAILs and
 /// the attempt is REJECTed; the very attempt judged, unchanged, keeps its verdict.
 #[test]
