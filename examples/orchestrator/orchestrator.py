@@ -7,7 +7,7 @@ The same contract as orchestrator.sh beside it:
 
 1. Before Phase 0 it starts `referee watch BUILD_DIR --exit-with PID` (PID: this process, so
    the referee finishes by itself if the orchestrator dies) and waits until
-   `referee status --require-live` says the referee is watching.
+   `referee status --require-live --show-run` says this very referee is watching.
 2. It runs the phases. Here each phase "runs its agents" by replaying that phase's part of a
    recorded D10 run (`referee replay demo`, whose gate results arrive with one entry typed in by
    hand); a real orchestrator spawns its agents at the same place.
@@ -99,10 +99,15 @@ class Referee:
         return r.returncode, r.stdout, r.stderr
 
     def wait_started(self, within: float = 10.0) -> None:
-        """Until the first heartbeat makes it live; a referee that exits meanwhile could not start."""
+        """Until `status` answers for this very referee (its run record names our child's pid);
+        a referee that exits meanwhile could not start. "Not 3" alone is not enough: a STOP
+        left by a previous run in the same directory is reported (exit 1) before the new referee
+        has looked at the directory."""
+        ours = "run: pid %d " % self.proc.pid
         deadline = time.monotonic() + within
         while time.monotonic() < deadline and self.proc.poll() is None:
-            if self.status()[0] != NOT_LIVE:
+            code, out, _ = self.status("--show-run")
+            if code != NOT_LIVE and ours in out:
                 return
             time.sleep(0.1)
         code = self.stop()

@@ -4,8 +4,8 @@
 #   REFEREE=/path/to/referee examples/orchestrator/orchestrator.sh BUILD_DIR
 #
 # 1. Before Phase 0 it starts `referee watch BUILD_DIR --exit-with $$` (the referee finishes
-#    by itself if this script dies) and waits until `referee status --require-live` says the
-#    referee is watching.
+#    by itself if this script dies) and waits until `referee status --require-live --show-run`
+#    says this very referee is watching.
 # 2. It runs the phases. Here each phase "runs its agents" by replaying that phase's part of a
 #    recorded D10 run (`referee replay demo`, whose gate results arrive with one entry typed in by
 #    hand); a real orchestrator spawns its agents at the same place.
@@ -129,9 +129,12 @@ for _ in $(seq 1 100); do
 	if ! kill -0 "$REFEREE_PID" 2>/dev/null; then
 		break
 	fi
+	# Up once `status` answers for this very referee (its run record names its pid): "not 3"
+	# alone is not enough, as a STOP left by a previous run in the same directory is reported
+	# (exit 1) before the new referee has looked at the directory.
 	code=0
-	"$REFEREE" status "$BUILD_DIR" --require-live >/dev/null 2>&1 || code=$?
-	if [[ $code -ne 3 ]]; then
+	out=$("$REFEREE" status "$BUILD_DIR" --require-live --show-run 2>/dev/null) || code=$?
+	if [[ $code -ne 3 && $out == *"run: pid $REFEREE_PID "* ]]; then
 		started=1
 		break
 	fi

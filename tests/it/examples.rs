@@ -748,3 +748,48 @@ fn the_kubernetes_sidecar_shares_the_build_volume() {
         }
     }
 }
+
+/// A run halted at a STOP, its build directory emptied (`rm -rf build/*`, the referee's own
+/// files too), and the pipeline started again as the example starts it: the second run is a
+/// new run and goes to SHIP. The first run's STOP, which `status` reports until the new referee
+/// has looked, is not taken for the new referee's answer.
+fn a_second_run_after_a_halted_one_ships(script: Script) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("build");
+    let first = orchestrate(script, &dir, &[("RERUNS", "0")]);
+    assert_eq!(first.code, Some(1), "{}", first.context(&dir));
+    for e in fs::read_dir(&dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            fs::remove_dir_all(&p).unwrap();
+        } else {
+            fs::remove_file(&p).unwrap();
+        }
+    }
+    let second = orchestrate(script, &dir, &[]);
+    assert_eq!(second.code, Some(0), "{}", second.context(&dir));
+    second.said_in_order(
+        &dir,
+        &[
+            "referee started",
+            "phase 0 starts",
+            "STOP cleared after the re-run of phase 3A",
+            "pipeline complete; the referee exited 0",
+        ],
+    );
+    assert!(
+        second.stderr.contains("a new run"),
+        "{}",
+        second.context(&dir)
+    );
+}
+
+#[test]
+fn bash_orchestrator_second_run_after_a_halted_one_ships() {
+    a_second_run_after_a_halted_one_ships(Script::Bash);
+}
+
+#[test]
+fn python_orchestrator_second_run_after_a_halted_one_ships() {
+    a_second_run_after_a_halted_one_ships(Script::Python);
+}

@@ -230,6 +230,25 @@ fn rerun_in_emptied_directory() {
     assert_agrees(&live(), &steps);
 }
 
+/// A first run halted at a STOP (a manual gate source), the directory emptied and the referee
+/// started again, Phase 0 written as soon as the new referee answers: the new run starts with
+/// nothing standing (found under load, seed `0xd105eed002a`: the harness took the previous run's
+/// STOP, reported before the new referee had looked, for its answer, wrote Phase 0 at once, and
+/// the referee resumed the old run and kept its STOP).
+#[test]
+fn rerun_after_a_stopped_run() {
+    let m = ManualForm {
+        word: "manual",
+        spell: Spell::Plain,
+        key: Spell::Plain,
+        entry: 3,
+    };
+    let mut steps = main_with(Phase::P3A, Plant::Manual(false, m), Writer::Atomic);
+    steps.push(Step::Rerun);
+    steps.extend(main_to(Phase::P2, Verdict::Ship));
+    assert_agrees(&live(), &steps);
+}
+
 /// `screenshots` a link to a folder inside the build is read through (found open at f04aa61:
 /// OBS-10, OBS-11 FAILed).
 #[test]

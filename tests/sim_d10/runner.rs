@@ -220,19 +220,23 @@ impl Live {
             child: Some(child),
             log,
         };
+        // Up once `status` answers for this very referee (its run record names our child):
+        // "not 3" alone is not enough, because a STOP left by the previous run is reported
+        // (exit 1) before the new referee has looked at the directory, and a pipeline that
+        // writes Phase 0 then has raced it (the referee resumes the old run).
+        let ours = format!("run: pid {} ", live.pid());
         let deadline = Instant::now() + WAIT;
         loop {
             let st = Command::new(referee())
                 .arg("status")
                 .arg(build)
-                .arg("--require-live")
+                .args(["--require-live", "--show-run"])
                 .env("XDG_STATE_HOME", home)
                 .stdin(Stdio::null())
-                .stdout(Stdio::null())
                 .stderr(Stdio::null())
-                .status()
+                .output()
                 .map_err(|e| e.to_string())?;
-            if st.code() != Some(3) {
+            if st.status.code() != Some(3) && String::from_utf8_lossy(&st.stdout).contains(&ours) {
                 return Ok(live);
             }
             if Instant::now() > deadline {
@@ -240,6 +244,10 @@ impl Live {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
     }
 
     fn output(&self) -> String {
