@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::protocol::predicate::Glob;
 use crate::task_verdict::UNREADABLE;
 use crate::workspace::accepted::{self, AcceptedError, AcceptedPath, Entry};
+use crate::workspace::gitread::BaseEntry;
 use crate::workspace::{name, sha256};
 
 /// Why an accept is refused (exit 1): the baseline did not move.
@@ -255,6 +256,7 @@ pub fn accept_task(
         commit: None,
         from: None,
         protected: Vec::new(),
+        unjudged: Vec::new(),
     });
     accepted::save(state, &kept, &blobs)?;
     Ok(Done {
@@ -275,6 +277,9 @@ pub struct DoneCommit {
     pub paths: Vec<String>,
     /// Those of them that are protected (accepted with `--protected-too`).
     pub protected: Vec<String>,
+    /// Those of them whose content no `accept --task` accepted: the orchestrator's own work, or
+    /// anything else the commit took along.
+    pub unjudged: Vec<String>,
 }
 
 /// How many commits `accept --commit` walks back from REV looking for the pinned commit.
@@ -354,16 +359,22 @@ pub fn accept_commit(
         ))
         .into());
     };
-    let mut changed: Vec<String> = Vec::new();
+    // Each changed path, with what the commit holds there now (`None`: removed).
+    let mut now: BTreeMap<String, Option<BaseEntry>> = BTreeMap::new();
     for (path, e) in &old.entries {
-        if new.entries.get(path) != Some(e) {
-            changed.push(name::encode(path));
+        let after = new.entries.get(path);
+        if after != Some(e) {
+            now.insert(name::encode(path), after.copied());
         }
     }
-    for path in new.entries.keys().filter(|p| !old.entries.contains_key(*p)) {
-        changed.push(name::encode(path));
+    for (path, e) in new
+        .entries
+        .iter()
+        .filter(|(p, _)| !old.entries.contains_key(*p))
+    {
+        now.insert(name::encode(path), Some(*e));
     }
-    changed.sort();
+    let changed: Vec<String> = now.keys().cloned().collect();
     let hit: Vec<String> = changed
         .iter()
         .filter(|p| protected.iter().any(|g| g.is_match(p)))
@@ -382,6 +393,14 @@ pub fn accept_commit(
         .into());
     }
     let mut kept = accepted::load(state)?.unwrap_or_default();
+    // What the commit changed that no task's accepted work accounts for: the orchestrator's own
+    // work, or anything else its commit took along (a worker's staged change rides a plain
+    // `git commit`). Accepted all the same (that is what `--commit` is for), but named.
+    let unjudged: Vec<String> = now
+        .iter()
+        .filter(|(p, e)| !as_accepted(state, kept.paths.get(*p), e.as_ref(), to.kind()))
+        .map(|(p, _)| p.clone())
+        .collect();
     // What the commit changed is measured against the commit from now on; what it left alone
     // keeps what was accepted on it (accepted work not committed yet).
     for p in &changed {
@@ -398,6 +417,7 @@ pub fn accept_commit(
         commit: Some(to.to_string()),
         from: Some(from.to_string()),
         protected: hit.clone(),
+        unjudged: unjudged.clone(),
     });
     accepted::save(state, &kept, &[])?;
     Ok(DoneCommit {
@@ -406,5 +426,29 @@ pub fn accept_commit(
         generation: kept.generation,
         paths: changed,
         protected: hit,
+        unjudged,
     })
+}
+
+/// Whether the commit's entry `now` at a path is exactly what `accept --task` accepted there
+/// (`accepted`): the same bytes and executable bit, or removed as accepted.
+fn as_accepted(
+    state: &Path,
+    accepted: Option<&AcceptedPath>,
+    now: Option<&BaseEntry>,
+    hash: gix::hash::Kind,
+) -> bool {
+    use crate::workspace::gitread::{blob_oid_of, EntryKind};
+    match (accepted, now) {
+        (Some(AcceptedPath::Absent), None) => true,
+        (Some(AcceptedPath::File { sha256, exec }), Some(e)) => {
+            let kind_ok = match e.kind {
+                EntryKind::File => !exec,
+                EntryKind::Executable => *exec,
+                EntryKind::Symlink | EntryKind::Submodule => false,
+            };
+            kind_ok && accepted::blob(state, sha256).is_some_and(|b| blob_oid_of(hash, &b) == e.oid)
+        }
+        _ => false,
+    }
 }

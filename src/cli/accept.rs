@@ -28,7 +28,10 @@ pub(super) struct AcceptArgs {
     /// The orchestrator's own work (a merge from upstream, an asset it committed): re-pin the
     /// baseline at this commit. It must descend from the commit pinned now; refused (exit 1)
     /// when it changes a protected path, unless `--protected-too` is given. Paths accepted
-    /// with `--task` that the commit leaves alone stay accepted.
+    /// with `--task` that the commit leaves alone stay accepted. Each path the commit changes
+    /// is listed, and those whose content no `--task` accept accounts for are named "not judged
+    /// as any task's work" (in the event log too): a change a worker staged rides a plain
+    /// `git commit`.
     #[arg(long, value_name = "REV")]
     commit: Option<String>,
     /// With `--commit`: accept it even though it changes protected paths (the orchestrator
@@ -122,9 +125,21 @@ fn commit_accepted(done: &crate::accept::DoneCommit) -> String {
         } else {
             ""
         };
+        let judged = if done.unjudged.contains(p) {
+            " (not judged as any task's work)"
+        } else {
+            " (as accepted)"
+        };
         text.push_str(&format!(
-            "  {}{protected}\n",
+            "  {}{protected}{judged}\n",
             crate::workspace::name::display(p)
+        ));
+    }
+    if !done.unjudged.is_empty() {
+        text.push_str(&format!(
+            "{} path(s) were not judged as any task's work: check that the commit was meant to \
+             carry them (a change a worker staged in the index rides a plain `git commit`)\n",
+            done.unjudged.len()
         ));
     }
     text

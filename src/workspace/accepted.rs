@@ -62,6 +62,9 @@ pub struct Entry {
     /// For `accept --commit --protected-too`: the protected paths the commit changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected: Vec<String>,
+    /// For `accept --commit`: the paths it changed to content no `accept --task` accepted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unjudged: Vec<String>,
 }
 
 /// Everything accepted in a state directory.

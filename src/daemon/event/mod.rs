@@ -257,6 +257,9 @@ pub enum Event {
         /// `accept --commit --protected-too`: the protected paths it changed.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         protected: Vec<String>,
+        /// `accept --commit`: the paths it changed to content no `accept --task` accepted.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unjudged: Vec<String>,
         #[serde(default)]
         text: String,
     },

@@ -175,6 +175,7 @@ fn every_kind() -> Vec<Event> {
             paths: vec!["src/app.py".into()],
             commit: None,
             protected: Vec::new(),
+            unjudged: Vec::new(),
             text: "accepted".into(),
         },
         Event::End(Box::new(Ended {

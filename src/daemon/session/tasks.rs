@@ -313,8 +313,13 @@ impl Session {
                     e.protected.join(", ")
                 )
             };
+            let unjudged = if e.unjudged.is_empty() {
+                String::new()
+            } else {
+                format!("; not judged as any task's work: {}", e.unjudged.join(", "))
+            };
             let text = format!(
-                "accepted {what}: {} path(s) are measured against what was accepted from now on ({}){protected}",
+                "accepted {what}: {} path(s) are measured against what was accepted from now on ({}){protected}{unjudged}",
                 e.paths.len(),
                 e.paths.join(", ")
             );
@@ -326,6 +331,7 @@ impl Session {
                     paths: e.paths,
                     commit: e.commit,
                     protected: e.protected,
+                    unjudged: e.unjudged,
                     text,
                 }
                 .into(),
