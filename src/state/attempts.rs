@@ -81,9 +81,19 @@ pub fn normalise(diff: &str) -> String {
     let mut added: Vec<String> = Vec::new();
     let flush = |out: &mut String, removed: &mut Vec<String>, added: &mut Vec<String>| {
         let mut kept_added: Vec<Option<String>> = added.drain(..).map(Some).collect();
+        // Each added line's positions by text, first first: a removed line cancels the first
+        // added line equal to it still kept. Indexed, so a hunk of 100,000 lines each side
+        // costs linear time, not the 10 billion comparisons of a search per removed line.
+        let mut at: std::collections::HashMap<String, std::collections::VecDeque<usize>> =
+            std::collections::HashMap::new();
+        for (i, a) in kept_added.iter().enumerate() {
+            if let Some(a) = a {
+                at.entry(a.clone()).or_default().push_back(i);
+            }
+        }
         for r in removed.drain(..) {
-            match kept_added.iter_mut().find(|a| a.as_deref() == Some(&r)) {
-                Some(a) => *a = None,
+            match at.get_mut(&r).and_then(|q| q.pop_front()) {
+                Some(i) => kept_added[i] = None,
                 None => {
                     out.push('-');
                     out.push_str(&r);

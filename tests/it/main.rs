@@ -6,6 +6,7 @@ mod agree;
 mod artifact_types;
 mod attack_git;
 mod attack_records;
+mod bounded;
 mod builder;
 mod cli;
 mod code_change;

@@ -462,12 +462,17 @@ impl Session {
 
     /// Judges the workspace as it stands. `None` on the referee's own fault (recorded).
     pub(super) fn evaluate_tasks(&mut self) -> Option<Judged> {
+        let ws = self.open_workspace()?;
+        self.evaluate_tasks_in(ws)
+    }
+
+    /// [`Self::evaluate_tasks`] on a workspace already opened.
+    fn evaluate_tasks_in(&mut self, ws: Workspace) -> Option<Judged> {
         let protocol = Arc::clone(&self.protocol);
         let Subject::Workspace(rules) = &protocol.subject else {
             return None;
         };
         self.evaluated = true;
-        let ws = self.open_workspace()?;
         let waivers = &mut self.waivers;
         let result = catch_unwind(AssertUnwindSafe(|| {
             let state = ws.state().unwrap_or(ws.root()).to_path_buf();
@@ -550,7 +555,25 @@ impl Session {
             self.flush_outputs();
             return;
         }
-        let Some(j) = self.evaluate_tasks() else {
+        let Some(ws) = self.open_workspace() else {
+            return;
+        };
+        // The veto first, on a path of its own: it looks at the protected paths alone, so a
+        // protected edit raises the STOP at once, before the tasks' judgment (which reads,
+        // diffs and parses every changed file: long for a large change) has begun. Only a
+        // veto newly raised or changed is published early; everything else (a veto lifted, an
+        // escalation) waits for the whole decision, so no STOP is ever lifted too soon.
+        let first =
+            crate::decision::workspace(&self.protocol, &ws, &Evaluation::default(), Vec::new());
+        let raised = match &self.part {
+            Part::Workspace(t) => veto_lines(&first).iter().any(|p| !t.veto_paths.contains(p)),
+            Part::Build => false,
+        };
+        if raised {
+            self.decided(&ws, &first);
+            self.flush_outputs();
+        }
+        let Some(j) = self.evaluate_tasks_in(ws) else {
             return;
         };
         self.decided(&j.ws, &j.decision);
@@ -566,18 +589,7 @@ impl Session {
         let stop = d
             .stops()
             .then(|| code_change::stop_md(&self.protocol, ws, d));
-        let paths: Vec<String> = d
-            .veto
-            .iter()
-            .flat_map(|v| &v.paths)
-            .map(|p| {
-                format!(
-                    "{} ({})",
-                    crate::workspace::name::display(&p.path),
-                    p.happened.describe()
-                )
-            })
-            .collect();
+        let paths = veto_lines(d);
         let mut changed = None;
         if let Part::Workspace(tasks) = &mut self.part {
             tasks.violation = d.violation();
@@ -772,6 +784,22 @@ impl Session {
 }
 
 /// The `verdict` event of an attempt: `task t1 attempt 2: ESCALATE (identical_diff) — why`.
+/// Each protected path a decision's veto names, with what happened to it (`src/o.py
+/// (modified)`): what the event log names and what tells a veto raised from one standing.
+fn veto_lines(d: &Decision) -> Vec<String> {
+    d.veto
+        .iter()
+        .flat_map(|v| &v.paths)
+        .map(|p| {
+            format!(
+                "{} ({})",
+                crate::workspace::name::display(&p.path),
+                p.happened.describe()
+            )
+        })
+        .collect()
+}
+
 fn verdict_event(v: &TaskVerdict) -> Event {
     let attempt = v.attempt.map_or("?".to_string(), |a| a.to_string());
     let reasons = if v.reasons.is_empty() {
