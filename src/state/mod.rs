@@ -178,18 +178,21 @@ pub fn ensure(dir: &Path) -> Result<PathBuf, StateError> {
     Ok(dir.to_path_buf())
 }
 
-/// Gives a state directory just made the group's read and search bits of the folder it was made
-/// in, and nothing more: an operator who makes that folder readable by a readers group
-/// (`install -d -m 2750 -o referee -g referee-readers /var/lib/referee`) lets that group's
-/// orchestrators read every state directory the referee makes in it (`watch --root` makes one per
-/// build), while nobody but the referee can ever write one. The bits are set with `chmod`, so a
-/// umask cannot take them away or add to them; the set-group-ID bit the folder passed on stays.
+/// Gives a state directory just made in a set-group-ID folder that folder's group read and
+/// search bits, and nothing more. The set-group-ID bit is the operator's word that the folder's
+/// group may read what is made in it (the kernel already gives the new directory that group):
+/// `install -d -m 2750 -o referee -g referee-readers /var/lib/referee` lets that group's
+/// orchestrators read every state directory the referee makes in it (`watch --root` makes one
+/// per build), while nobody but the referee can ever write one. A folder without the bit (a
+/// plain 0755 one, whose group may be everybody's) gives nothing: the state directory stays
+/// 0700. The bits are set with `chmod`, so a umask cannot take them away.
 fn share_with_readers(dir: &Path) -> std::io::Result<()> {
     let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) else {
         return Ok(());
     };
-    let group = std::fs::metadata(parent)?.permissions().mode() & 0o050;
-    if group == 0 {
+    let folder = std::fs::metadata(parent)?.permissions().mode();
+    let group = folder & 0o050;
+    if folder & 0o2000 == 0 || group == 0 {
         return Ok(());
     }
     let mode = std::fs::symlink_metadata(dir)?.permissions().mode() & 0o7777;
@@ -197,9 +200,10 @@ fn share_with_readers(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Whether a state directory exists at `dir` (a symlink there counts: [`check`] refuses it).
-/// Any failure to look other than the directory's absence counts as there.
+/// For a memory that is optional (`verify`); `status` asks [`lookup`], which tells a failure to
+/// look from absence.
 pub fn exists(dir: &Path) -> bool {
-    lookup(dir).unwrap_or(true)
+    std::fs::symlink_metadata(dir).is_ok()
 }
 
 /// Whether a state directory is at `dir`: `Ok(false)` only when nothing is there (`ENOENT`);
@@ -323,7 +327,7 @@ mod tests {
     }
 
     #[test]
-    fn made_in_a_group_readable_folder_it_is_readable_by_that_group_alone() {
+    fn made_in_a_set_group_id_folder_it_is_readable_by_that_group_alone() {
         let root = tempfile::tempdir().unwrap();
         let shared = root.path().join("shared");
         std::fs::create_dir(&shared).unwrap();
@@ -334,16 +338,21 @@ mod tests {
             mode, 0o2750,
             "{mode:o}: group r-x and the set-group-ID bit passed on"
         );
-        // A folder others may read passes on the group's bits only, never write.
-        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // A set-group-ID folder that group may write passes on its read bits only, never write.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o2777)).unwrap();
         let dir = ensure(&shared.join("build-2")).unwrap();
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o750, "{mode:o}");
         check(&dir).unwrap();
+        // A plain folder, readable by its group but without the bit: nothing is passed on.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = ensure(&shared.join("build-3")).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "{mode:o}");
         let private = root.path().join("private");
         std::fs::create_dir(&private).unwrap();
         std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let dir = ensure(&private.join("build-3")).unwrap();
+        let dir = ensure(&private.join("build-4")).unwrap();
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "{mode:o}");
     }
@@ -357,7 +366,6 @@ mod tests {
         // A file where a folder should be: ENOTDIR, not "no referee has run".
         let e = lookup(&file.join("state")).unwrap_err();
         assert!(matches!(e, StateError::Unreachable { .. }), "{e:?}");
-        assert!(exists(&file.join("state")));
         assert!(lookup(root.path()).unwrap());
     }
 

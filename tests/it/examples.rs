@@ -492,6 +492,11 @@ fn the_systemd_unit_runs_the_referee_as_its_own_user(unit: &str) {
         0o050,
         "group r-x, nothing for others: {mode:o}"
     );
+    assert_ne!(
+        mode & 0o2000,
+        0,
+        "set-group-ID: the state directories made in it are readable by its group: {mode:o}"
+    );
     // The referee's default state base is $XDG_STATE_HOME/referee: /var/lib/referee, the
     // StateDirectory=, which ProtectSystem=strict leaves writable.
     assert!(
