@@ -270,7 +270,7 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     NoSuchPid { pid: i32 },
     #[error(transparent)]
     Workspace(#[from] crate::workspace::WorkspaceError),
-    #[error("cannot use the workspace's referee folder `{path}` (it must be a real directory the referee can write; a symlink or a file named `.referee` is refused)")]
+    #[error("cannot use the workspace's referee folder `{path}` (it must be a real directory the referee can write; a symlink or a file named `.referee` is refused; a referee run as another user than the worker needs it made for it: `install -d -o REFEREE_USER {path}`, see docs/deployment.md)")]
     OutputDir {
         path: String,
         #[source]

@@ -94,6 +94,7 @@ fn seen_record(
     if !crate::state::exists(&state) {
         return Ok(None);
     }
-    crate::state::check(&state)?;
+    // Read only: the referee's state need not be this process's, only out of others' reach.
+    crate::state::check_readable(&state)?;
     Ok(crate::state::observed::Observed::load(&state)?.map(Arc::new))
 }

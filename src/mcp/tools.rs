@@ -1268,6 +1268,8 @@ mod tests {
         let state = top.path().join("state");
         fs::create_dir_all(ws.join(".tasks")).unwrap();
         fs::write(ws.join(".tasks/t1.json"), "{}").unwrap();
+        // A `--state-dir` named must be there (a missing one is no go); this one holds nothing.
+        crate::state::ensure(&state).unwrap();
         let c = Config {
             state_dir: Some(state.clone()),
             ..cfg(None, None)

@@ -69,6 +69,12 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot reach the state directory `{path}` (hint: run this as the referee's user, or as a member of the group its state directory is readable by, and make every folder above it searchable by that group; see docs/deployment.md)")]
+    Unreachable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("refusing the state directory `{path}`: {why} (hint: {hint})")]
     Unsafe {
         path: String,
@@ -160,7 +166,7 @@ pub fn ensure(dir: &Path) -> Result<PathBuf, StateError> {
                     .map_err(io)?;
             }
             match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-                Ok(()) => {}
+                Ok(()) => share_with_readers(dir).map_err(io)?,
                 // Made by a concurrent start: vetted below like any other.
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(io(e)),
@@ -172,18 +178,87 @@ pub fn ensure(dir: &Path) -> Result<PathBuf, StateError> {
     Ok(dir.to_path_buf())
 }
 
+/// Gives a state directory just made in a set-group-ID folder that folder's group read and
+/// search bits, and nothing more. The set-group-ID bit is the operator's word that the folder's
+/// group may read what is made in it (the kernel already gives the new directory that group):
+/// `install -d -m 2750 -o referee -g referee-readers /var/lib/referee` lets that group's
+/// orchestrators read every state directory the referee makes in it (`watch --root` makes one
+/// per build), while nobody but the referee can ever write one. A folder without the bit (a
+/// plain 0755 one, whose group may be everybody's) gives nothing: the state directory stays
+/// 0700. The bits are set with `chmod`, so a umask cannot take them away.
+fn share_with_readers(dir: &Path) -> std::io::Result<()> {
+    let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let folder = std::fs::metadata(parent)?.permissions().mode();
+    let group = folder & 0o050;
+    if folder & 0o2000 == 0 || group == 0 {
+        return Ok(());
+    }
+    let mode = std::fs::symlink_metadata(dir)?.permissions().mode() & 0o7777;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | group))
+}
+
 /// Whether a state directory exists at `dir` (a symlink there counts: [`check`] refuses it).
+/// For a memory that is optional (`verify`); `status` asks [`lookup`], which tells a failure to
+/// look from absence.
 pub fn exists(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir).is_ok()
 }
 
-/// Vets an existing state directory: a real directory (not a symlink), owned by this process's
-/// effective uid, writable by nobody else.
+/// Whether a state directory is at `dir`: `Ok(false)` only when nothing is there (`ENOENT`);
+/// any other failure to look (a folder on the way this user may not search, as under systemd's
+/// `DynamicUser=`, whose `/var/lib/private` is 0700; a file where a folder should be; a loop of
+/// links) is an error, never "no referee has run here".
+pub fn lookup(dir: &Path) -> Result<bool, StateError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(StateError::Unreachable {
+            path: dir.display().to_string(),
+            source,
+        }),
+    }
+}
+
+/// Vets an existing state directory for the referee that writes it: a real directory (not a
+/// symlink), owned by this process's effective uid, writable by nobody else.
 pub fn check(dir: &Path) -> Result<(), StateError> {
+    vet(dir, Role::Writer)
+}
+
+/// Vets an existing state directory for a reader (`referee status`, an orchestrator in the
+/// referee's readers group): a real directory (not a symlink) writable by its owner alone, which
+/// this process can list. Whose it is is not asked: it is the referee's, and the reader trusts
+/// it because nobody but the referee can write there.
+pub fn check_readable(dir: &Path) -> Result<(), StateError> {
+    vet(dir, Role::Reader)?;
+    std::fs::read_dir(dir)
+        .map(drop)
+        .map_err(|source| StateError::Unreachable {
+            path: dir.display().to_string(),
+            source,
+        })
+}
+
+/// Who vets a state directory: the referee that writes it, or a process that only reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Writer,
+    Reader,
+}
+
+fn vet(dir: &Path, role: Role) -> Result<(), StateError> {
     let path = dir.display().to_string();
-    let meta = std::fs::symlink_metadata(dir).map_err(|source| StateError::Io {
-        path: path.clone(),
-        source,
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| match role {
+        Role::Writer => StateError::Io {
+            path: path.clone(),
+            source,
+        },
+        Role::Reader => StateError::Unreachable {
+            path: path.clone(),
+            source,
+        },
     })?;
     let unsafe_ = |why: String, hint: &str| StateError::Unsafe {
         path: path.clone(),
@@ -203,7 +278,7 @@ pub fn check(dir: &Path) -> Result<(), StateError> {
         ));
     }
     let euid = rustix::process::geteuid().as_raw();
-    if meta.uid() != euid {
+    if role == Role::Writer && meta.uid() != euid {
         return Err(unsafe_(
             format!(
                 "it is owned by uid {}, not by this process (euid {euid})",
@@ -249,6 +324,80 @@ mod tests {
         assert_ne!(a, name_of(Path::new("/srv/other/page 1"), 1, 2), "moved");
         assert!(name_of(Path::new("/"), 1, 2).starts_with("_-"));
         assert!(name_of(Path::new("/x/.hidden"), 1, 2).starts_with("_.hidden-"));
+    }
+
+    #[test]
+    fn made_in_a_set_group_id_folder_it_is_readable_by_that_group_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let shared = root.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o2750)).unwrap();
+        let dir = ensure(&shared.join("build-1")).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(
+            mode, 0o2750,
+            "{mode:o}: group r-x and the set-group-ID bit passed on"
+        );
+        // A set-group-ID folder that group may write passes on its read bits only, never write.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o2777)).unwrap();
+        let dir = ensure(&shared.join("build-2")).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o750, "{mode:o}");
+        check(&dir).unwrap();
+        // A plain folder, readable by its group but without the bit: nothing is passed on.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = ensure(&shared.join("build-3")).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "{mode:o}");
+        let private = root.path().join("private");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let dir = ensure(&private.join("build-4")).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{mode:o}");
+    }
+
+    #[test]
+    fn a_failure_to_look_is_never_absence() {
+        let root = tempfile::tempdir().unwrap();
+        assert!(!lookup(&root.path().join("never")).unwrap());
+        let file = root.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        // A file where a folder should be: ENOTDIR, not "no referee has run".
+        let e = lookup(&file.join("state")).unwrap_err();
+        assert!(matches!(e, StateError::Unreachable { .. }), "{e:?}");
+        assert!(lookup(root.path()).unwrap());
+    }
+
+    #[test]
+    fn a_reader_is_not_asked_to_own_it_but_the_writer_is() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("state");
+        ensure(&dir).unwrap();
+        check_readable(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o750)).unwrap();
+        check_readable(&dir).unwrap();
+        check(&dir).unwrap();
+        if rustix::process::geteuid().is_root() {
+            // Another user's (the referee's, as an orchestrator sees it).
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            let e = check(&dir).unwrap_err().to_string();
+            assert!(e.contains("owned by uid 65534"), "{e}");
+            check_readable(&dir).unwrap();
+        }
+        // What the writer refuses besides ownership, the reader refuses too.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
+        let e = check_readable(&dir).unwrap_err().to_string();
+        assert!(e.contains("writable by group"), "{e}");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o702)).unwrap();
+        let e = check_readable(&dir).unwrap_err().to_string();
+        assert!(e.contains("writable by group or others"), "{e}");
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let e = check_readable(&link).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        let e = check_readable(&root.path().join("gone")).unwrap_err();
+        assert!(matches!(e, StateError::Unreachable { .. }), "{e:?}");
     }
 
     #[test]

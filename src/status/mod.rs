@@ -95,6 +95,8 @@ pub enum StatusError {
     },
     #[error(transparent)]
     State(#[from] crate::state::StateError),
+    #[error("no state directory `{path}`: no referee has run with it, or it was moved or removed (`--state-dir` must name the folder the referee was started with)")]
+    Missing { path: String },
     #[error("{0}")]
     Sync(String),
     #[error("--sync: cannot put its token `{path}` in the watched directory (the orchestrator must be able to write there)")]
@@ -164,20 +166,39 @@ fn stop_in_watched(dir: &Path) -> Option<(PathBuf, String)> {
 /// use, else (no `--state-dir` given) the one of a live referee that watches this directory
 /// under another name or watched another directory at its path ([`crate::state::live::keeper`]);
 /// `None` when there is none.
+///
+/// A failure to look (a folder on the way this user may not search, say) is an error, never
+/// "none"; and a `--state-dir` named but not there is an error too: the orchestrator was told
+/// where the referee keeps its memory, so a missing one was moved or removed, or the referee
+/// never started, and neither is a go.
 fn find_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError> {
     let state = crate::state::locate(&here.canon, cfg.state_dir.as_deref())?;
-    if crate::state::exists(&state) {
+    if crate::state::lookup(&state)? {
         return Ok(Some(state));
     }
     if cfg.state_dir.is_some() {
-        return Ok(None);
+        return Err(StatusError::Missing {
+            path: state.display().to_string(),
+        });
     }
     let found = crate::state::default_base()
         .ok()
         .and_then(|base| crate::state::live::keeper(&base, here, &cfg.build_dir));
     // A referee re-attaching renames its memory to the new name: a rename between the first
     // look and the scan is caught by looking at the new name once more.
-    Ok(found.or_else(|| crate::state::exists(&state).then_some(state)))
+    match found {
+        Some(found) => Ok(Some(found)),
+        None => Ok(crate::state::lookup(&state)?.then_some(state)),
+    }
+}
+
+/// [`find_state`], vetted for reading ([`crate::state::check_readable`]).
+fn find_readable_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError> {
+    let state = find_state(cfg, here)?;
+    if let Some(state) = &state {
+        crate::state::check_readable(state)?;
+    }
+    Ok(state)
 }
 
 /// [`status`] before the copy in the watched directory is looked at.
@@ -187,14 +208,17 @@ fn answer(cfg: &Config) -> Result<Answer, StatusError> {
             Ok(h) => h,
             Err(e) => return Ok(no_live(format!("--sync: {}", crate::error::chain(&e)))),
         };
-        let Some(state) = find_state(cfg, &here)? else {
+        let state = match find_readable_state(cfg, &here) {
+            Ok(state) => state,
+            Err(e) => return Ok(no_live(format!("--sync: {}", crate::error::chain(&e)))),
+        };
+        let Some(state) = state else {
             return Ok(no_live(format!(
                 "--sync: no referee has run on `{}` (no state directory `{}`)",
                 cfg.build_dir.display(),
                 crate::state::locate(&here.canon, cfg.state_dir.as_deref())?.display()
             )));
         };
-        crate::state::check(&state)?;
         if let Some(answer) = pinned::sync(cfg, &here, &state, wait)? {
             return Ok(answer);
         }
@@ -230,7 +254,22 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
         }
         Err(e) => return Err(e.into()),
     };
-    let Some(state) = find_state(cfg, &here)? else {
+    let state = match find_readable_state(cfg, &here) {
+        Ok(state) => state,
+        // Whatever keeps this process from the referee's memory, no live referee can be
+        // vouched for, and no verdict can be read.
+        Err(e) if cfg.require_live => {
+            return Ok(no_live(format!(
+                "no live referee can be vouched for: {}",
+                crate::error::chain(&e)
+            )))
+        }
+        Err(e @ StatusError::Missing { .. }) if cfg.task.is_some() => {
+            return Ok(not_judged(crate::error::chain(&e)))
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(state) = state else {
         let why = format!(
             "no referee has run on `{}` (no state directory `{}`)",
             dir.display(),
@@ -248,7 +287,6 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
             note: Some(Note::Info(why)),
         });
     };
-    crate::state::check(&state)?;
     let mut answer = status_in(cfg, &here, &state)?;
     if cfg.show_run {
         answer.stdout = pinned::show_run(&state) + &answer.stdout;

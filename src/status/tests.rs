@@ -50,16 +50,22 @@ fn go_stop_and_liveness() {
     assert!(stop.stdout.starts_with("# OBSERVER STOP"));
 }
 
+/// A `--state-dir` named but not there (never made, or renamed away since) is no go: the
+/// orchestrator was told where the referee's memory is.
 #[test]
-fn no_state_directory_means_no_referee_ever_ran() {
+fn a_state_directory_named_but_missing_is_never_go() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(dir.path(), false);
     c.state_dir = Some(dir.path().join("never"));
-    let a = status(&c).unwrap();
-    assert_eq!(a.code, ExitCode::Ok);
-    assert!(matches!(a.note, Some(Note::Info(t)) if t.contains("no referee has run")));
+    let e = status(&c).unwrap_err().to_string();
+    assert!(
+        e.contains("no referee has run with it, or it was moved"),
+        "{e}"
+    );
     c.require_live = true;
-    assert_eq!(status(&c).unwrap().code, ExitCode::NotLive);
+    let a = status(&c).unwrap();
+    assert_eq!(a.code, ExitCode::NotLive);
+    assert!(matches!(a.note, Some(Note::Error(t)) if t.contains("no state directory")));
     c.require_live = false;
     c.task = Some(TaskQuery {
         id: "t1".into(),
@@ -67,6 +73,29 @@ fn no_state_directory_means_no_referee_ever_ran() {
         go: vec!["APPROVE".into()],
     });
     assert_eq!(status(&c).unwrap().code, ExitCode::NotJudged);
+}
+
+/// A state directory that cannot be looked up (here a file where a folder should be; for
+/// another user, a folder it may not search) is an error, 3 with `--require-live`, and 1
+/// while a STOP stands in the watched directory: never go.
+#[test]
+fn a_state_directory_that_cannot_be_looked_up_is_never_go() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("build");
+    std::fs::create_dir(&dir).unwrap();
+    let file = root.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let mut c = cfg(&dir, false);
+    c.state_dir = Some(file.join("state"));
+    let e = crate::error::chain(&status(&c).unwrap_err());
+    assert!(e.contains("cannot reach the state directory"), "{e}");
+    c.require_live = true;
+    assert_eq!(status(&c).unwrap().code, ExitCode::NotLive);
+    c.require_live = false;
+    std::fs::write(dir.join(STOP_FILE), "# OBSERVER STOP\n\nOBS-27\n").unwrap();
+    let a = status(&c).unwrap();
+    assert_eq!(a.code, ExitCode::Violation);
+    assert!(a.stdout.contains("OBS-27"), "{}", a.stdout);
 }
 
 #[test]

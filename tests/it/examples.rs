@@ -410,6 +410,7 @@ fn the_systemd_unit_verifies() {
     let unit = read(&examples().join("systemd/referee@.service"));
     assert!(unit.contains("ExecStart=/usr/local/bin/referee watch %f"));
     assert!(unit.contains("PrivateNetwork=yes") && unit.contains("ReadWritePaths=%f"));
+    the_systemd_unit_runs_the_referee_as_its_own_user(&unit);
     if !installed(
         "systemd-analyze",
         "apt-get install systemd",
@@ -436,6 +437,78 @@ fn the_systemd_unit_verifies() {
     assert!(
         !stderr.contains("referee@"),
         "systemd-analyze verify warned:\n{stderr}"
+    );
+}
+
+/// Every `Key=Value` of a unit's `[Service]` section, in order.
+fn service_settings(unit: &str) -> Vec<(String, String)> {
+    let mut in_service = false;
+    let mut out = Vec::new();
+    for line in unit.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_service = line == "[Service]";
+        } else if in_service && !line.starts_with('#') {
+            if let Some((k, v)) = line.split_once('=') {
+                out.push((k.to_string(), v.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The deployment docs/deployment.md describes: a user of the referee's own (not
+/// `DynamicUser=`, whose 0700 `/var/lib/private` no orchestrator could read), its group the
+/// readers group, its state directory made by systemd readable by that group and by nobody else
+/// and found where the referee looks for it, the watched directory writable for its copies.
+fn the_systemd_unit_runs_the_referee_as_its_own_user(unit: &str) {
+    let settings = service_settings(unit);
+    let get = |key: &str| -> Vec<&str> {
+        settings
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    let user = get("User");
+    assert_eq!(user, ["referee"], "a user of its own: {settings:?}");
+    assert!(
+        get("DynamicUser").iter().all(|v| *v == "no"),
+        "DynamicUser's state is 0700 under /var/lib/private: no orchestrator could read it"
+    );
+    assert_eq!(
+        get("Group"),
+        ["referee-readers"],
+        "the readers group owns the state"
+    );
+    assert!(
+        !get("SupplementaryGroups").is_empty(),
+        "a group that may write the watched directory"
+    );
+    assert_eq!(get("StateDirectory"), ["referee"]);
+    let mode = get("StateDirectoryMode");
+    let mode = u32::from_str_radix(mode.first().expect("StateDirectoryMode"), 8).expect("octal");
+    assert_eq!(
+        mode & 0o077,
+        0o050,
+        "group r-x, nothing for others: {mode:o}"
+    );
+    assert_ne!(
+        mode & 0o2000,
+        0,
+        "set-group-ID: the state directories made in it are readable by its group: {mode:o}"
+    );
+    // The referee's default state base is $XDG_STATE_HOME/referee: /var/lib/referee, the
+    // StateDirectory=, which ProtectSystem=strict leaves writable.
+    assert!(
+        get("Environment").contains(&"XDG_STATE_HOME=/var/lib"),
+        "{settings:?}"
+    );
+    assert_eq!(get("ProtectSystem"), ["strict"]);
+    assert_eq!(get("ReadWritePaths"), ["%f"]);
+    let exec = get("ExecStart");
+    assert!(
+        exec.len() == 1 && exec[0].contains("--protocol ${REFEREE_PROTOCOL}"),
+        "{exec:?}"
     );
 }
 
@@ -723,13 +796,28 @@ fn the_kubernetes_sidecar_shares_the_build_volume() {
             .find(|m| m["name"] == volume)
             .map(|m| s(&m["mountPath"]).to_string())
     };
+    let read_only = |c: &Value, volume: &str| -> bool {
+        c["volumeMounts"]
+            .as_array()
+            .and_then(|ms| ms.iter().find(|m| m["name"] == volume))
+            .is_some_and(|m| m["readOnly"] == "true")
+    };
     let volumes = pod["volumes"].as_array().expect("volumes");
     let shared: Vec<&str> = volumes
         .iter()
         .map(|v| s(&v["name"]))
-        .filter(|v| mount(referee, v).is_some() && mount(pipeline, v).is_some())
+        .filter(|v| {
+            mount(referee, v).is_some()
+                && mount(pipeline, v).is_some()
+                && !read_only(referee, v)
+                && !read_only(pipeline, v)
+        })
         .collect();
-    assert_eq!(shared.len(), 1, "one volume in both containers: {shared:?}");
+    assert_eq!(
+        shared.len(),
+        1,
+        "one volume both containers write: {shared:?}"
+    );
     let path = mount(referee, shared[0]).unwrap();
     assert_eq!(mount(pipeline, shared[0]).as_deref(), Some(path.as_str()));
 
@@ -747,6 +835,46 @@ fn the_kubernetes_sidecar_shares_the_build_volume() {
             panic!("container {}: {why}", c["name"]);
         }
     }
+
+    // The referee as its own user: not the pipeline's, its state out of the pipeline's reach.
+    let uid = |c: &Value| {
+        c["securityContext"]["runAsUser"]
+            .as_str()
+            .or(pod["securityContext"]["runAsUser"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_ne!(
+        uid(referee),
+        uid(pipeline),
+        "the referee runs as the pipeline's user"
+    );
+    assert!(
+        !s(&pod["securityContext"]["fsGroup"]).is_empty(),
+        "an fsGroup: the build volume writable, the state readable, for both"
+    );
+    let state_at = args
+        .iter()
+        .position(|a| *a == "--state-dir")
+        .and_then(|i| args.get(i + 1))
+        .expect("the referee's --state-dir");
+    let state_volume = volumes
+        .iter()
+        .map(|v| s(&v["name"]))
+        .find(|v| mount(referee, v).is_some_and(|m| state_at.starts_with(&format!("{m}/"))))
+        .expect("--state-dir is on a volume the referee mounts");
+    assert!(
+        !read_only(referee, state_volume),
+        "the referee writes its state"
+    );
+    assert_ne!(
+        state_volume, shared[0],
+        "the state is not on the build volume"
+    );
+    assert!(
+        mount(pipeline, state_volume).is_none() || read_only(pipeline, state_volume),
+        "the pipeline may read the referee's state, never write it"
+    );
 }
 
 /// A run halted at a STOP, its build directory emptied (`rm -rf build/*`, the referee's own

@@ -12,6 +12,7 @@ mod cli;
 mod code_change;
 mod code_change_secret_families;
 mod code_change_secrets;
+mod deployment;
 mod docs_links;
 mod examples;
 mod fail_closed;

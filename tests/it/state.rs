@@ -508,3 +508,44 @@ fn a_referee_folder_swapped_mid_write_is_never_written_through() {
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
     assert_eq!(fs::read_dir(&outside).expect("list outside").count(), 0);
 }
+
+/// A state directory this user may not reach (a folder above it closed to it, as systemd's
+/// `DynamicUser=` closes `/var/lib/private`) is never a go: 2, 3 with `--require-live`, and 1
+/// while a STOP file stands in the watched directory. As root, `status` runs as `nobody`, for
+/// whom the folder is closed; otherwise the folder is closed to this user.
+#[test]
+fn a_state_directory_out_of_reach_is_never_go() {
+    const NOBODY: u32 = 65534;
+    let as_root = rustix::process::geteuid().is_root();
+    let root = tempfile::tempdir().expect("tempdir");
+    fs::set_permissions(root.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dir = root.path().join("build");
+    fs::create_dir(&dir).expect("mkdir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let closed = root.path().join("private");
+    let state = closed.join("state");
+    fs::create_dir_all(&state).expect("mkdir");
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let closed_mode = if as_root { 0o700 } else { 0o000 };
+    fs::set_permissions(&closed, fs::Permissions::from_mode(closed_mode)).expect("chmod");
+    let ask = |extra: &[&str]| {
+        let mut cmd = crate::util::TestCommand::new();
+        cmd.args(["status", p(&dir), "--state-dir", p(&state)])
+            .args(extra);
+        if as_root {
+            cmd.as_user(NOBODY, NOBODY);
+        }
+        cmd.output()
+    };
+    let o = ask(&[]);
+    assert_eq!(o.code, 2, "{o}");
+    assert!(o.stderr.contains("cannot reach the state directory"), "{o}");
+    assert_eq!(ask(&["--require-live"]).code, 3);
+    assert_eq!(ask(&["--sync"]).code, 3);
+    fs::write(dir.join(STOP), "# OBSERVER STOP\n\nOBS-27\n").expect("write");
+    fs::set_permissions(dir.join(STOP), fs::Permissions::from_mode(0o644)).expect("chmod");
+    let o = ask(&[]);
+    assert_eq!(o.code, 1, "{o}");
+    assert!(o.stdout.contains("OBS-27"), "{o}");
+    fs::set_permissions(&closed, fs::Permissions::from_mode(0o700)).expect("chmod back");
+}
