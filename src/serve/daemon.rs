@@ -6,6 +6,7 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::{Request, MAX_HEADER, READ_DEADLINE};
 use crate::hook::{Reply, MAX_PAYLOAD};
@@ -119,9 +120,12 @@ fn bind(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
 
 /// Answers one connection: the reply, or a blocking one saying why there is none.
 fn answer(mut stream: UnixStream, state_base: &Path) {
-    let _ = stream.set_read_timeout(Some(READ_DEADLINE));
     let _ = stream.set_write_timeout(Some(READ_DEADLINE));
-    let reply = match read_request(&stream) {
+    let mut input = Deadline {
+        stream: &stream,
+        until: Instant::now() + READ_DEADLINE,
+    };
+    let reply = match read_request(&mut input) {
         Ok((req, payload)) => match req.config(state_base.to_path_buf()) {
             Ok(cfg) => {
                 let reply = crate::hook::run(&cfg, &payload);
@@ -136,6 +140,37 @@ fn answer(mut stream: UnixStream, state_base: &Path) {
     text.push(b'\n');
     if let Err(e) = stream.write_all(&text).and_then(|()| stream.flush()) {
         tracing::warn!("cannot answer a hook: {e}");
+    }
+    // What a refused client still sends is read and dropped (within the deadline): a socket
+    // closed with unread input resets the connection, and the client would lose the answer.
+    let mut input = Deadline {
+        stream: &stream,
+        until: Instant::now() + READ_DEADLINE,
+    };
+    let _ = std::io::copy(&mut input, &mut std::io::sink());
+}
+
+/// The connection's input, all of it due before `until`: a client that sends slowly is cut
+/// off at the deadline, never holds a thread longer.
+struct Deadline<'a> {
+    stream: &'a UnixStream,
+    until: Instant,
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the request was not sent whole within {} s",
+                    READ_DEADLINE.as_secs()
+                ),
+            ));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
     }
 }
 
@@ -155,9 +190,9 @@ fn refused(e: &RequestError) -> Reply {
     }
 }
 
-fn read_request(stream: &UnixStream) -> Result<(Request, Vec<u8>), RequestError> {
+fn read_request(input: &mut Deadline<'_>) -> Result<(Request, Vec<u8>), RequestError> {
     let read = |source| RequestError::Read { source };
-    let mut r = BufReader::new(stream.take(MAX_HEADER + MAX_PAYLOAD + 1));
+    let mut r = BufReader::new(input.take(MAX_HEADER + MAX_PAYLOAD + 1));
     let mut header = Vec::new();
     (&mut r)
         .take(MAX_HEADER)
