@@ -95,6 +95,7 @@ pub(super) fn hook(a: HookArgs) -> Result<ExitCode> {
                 workspace: a.workspace,
                 state_dir: a.state_dir,
                 state_base: None,
+                allow: Vec::new(),
                 max_read_bytes: a.read.max_read_bytes,
                 timeout: a.timeout,
                 overrides,

@@ -26,6 +26,10 @@ pub(super) struct ServeArgs {
     /// Hook calls answered at once; more wait their turn.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: u16,
+    /// Judge only workspaces under DIR (repeatable; default: any the daemon's user can read).
+    /// A workspace that holds or lies in the daemon's state is always refused.
+    #[arg(long, value_name = "DIR")]
+    allow: Vec<PathBuf>,
 }
 
 fn parse_mode(s: &str) -> Result<u32, std::num::ParseIntError> {
@@ -42,6 +46,11 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode> {
         mode: a.socket_mode,
         state_base,
         jobs: usize::from(a.jobs),
+        allow: a
+            .allow
+            .iter()
+            .map(|d| std::fs::canonicalize(d).with_context(|| format!("`--allow {}`", d.display())))
+            .collect::<Result<_>>()?,
     };
     // The socket goes away with the daemon, so a client sees "cannot reach", not a dead file.
     let socket = o.socket.clone();

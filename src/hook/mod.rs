@@ -160,6 +160,8 @@ pub struct Config {
     /// `<name>` below, as `watch --root` makes them): the daemon's own for `referee serve`;
     /// `None`, the default base (`$XDG_STATE_HOME/referee`, else `~/.local/state/referee`).
     pub state_base: Option<PathBuf>,
+    /// The folders whose workspaces may be judged (`referee serve --allow`); empty: any.
+    pub allow: Vec<PathBuf>,
     pub max_read_bytes: u64,
     /// The judgment's deadline (below the agent's hook timeout).
     pub timeout: Duration,
@@ -490,6 +492,35 @@ pub fn task_id(agent: Agent, session: &str) -> String {
 /// Never the `cwd` of a later event: an agent that `cd`s into a nested repository (or makes one,
 /// `git init`) before it stops is still judged on the workspace its session began in.
 fn workspace_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
+    let root = find_root(cfg, p)?;
+    confine(cfg, &root)?;
+    Ok(root)
+}
+
+/// Refuses a workspace outside `cfg.allow`, and — served — one that holds or lies in the
+/// daemon's own state: whoever may ask must not make the daemon's user read for them what
+/// they cannot read themselves.
+fn confine(cfg: &Config, root: &Path) -> Result<()> {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let root = canon(root);
+    if let Some(base) = &cfg.state_base {
+        let base = canon(base);
+        anyhow::ensure!(
+            !root.starts_with(&base) && !base.starts_with(&root),
+            "the workspace `{}` holds or lies in the referee's own state `{}`; refused",
+            root.display(),
+            base.display()
+        );
+    }
+    anyhow::ensure!(
+        cfg.allow.is_empty() || cfg.allow.iter().any(|a| root.starts_with(canon(a))),
+        "the workspace `{}` is outside the folders this referee judges (`referee serve --allow`)",
+        root.display()
+    );
+    Ok(())
+}
+
+fn find_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
     if let Some(w) = &cfg.workspace {
         return Ok(w.clone());
     }

@@ -24,6 +24,8 @@ pub struct Options {
     pub state_base: PathBuf,
     /// Connections answered at once.
     pub jobs: usize,
+    /// The folders whose workspaces may be judged (empty: any the daemon's user can read).
+    pub allow: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +84,7 @@ pub fn serve(o: &Options, ready: impl FnOnce()) -> Result<(), ServeError> {
                 .spawn_scoped(s, move || {
                     for stream in listener.incoming() {
                         match stream {
-                            Ok(stream) => answer(stream, &o.state_base),
+                            Ok(stream) => answer(stream, o),
                             Err(e) => tracing::warn!("cannot accept a hook's connection: {e}"),
                         }
                     }
@@ -119,14 +121,14 @@ fn bind(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
 }
 
 /// Answers one connection: the reply, or a blocking one saying why there is none.
-fn answer(mut stream: UnixStream, state_base: &Path) {
+fn answer(mut stream: UnixStream, o: &Options) {
     let _ = stream.set_write_timeout(Some(READ_DEADLINE));
     let mut input = Deadline {
         stream: &stream,
         until: Instant::now() + READ_DEADLINE,
     };
     let reply = match read_request(&mut input) {
-        Ok((req, payload)) => match req.config(state_base.to_path_buf()) {
+        Ok((req, payload)) => match req.config(o.state_base.clone(), o.allow.clone()) {
             Ok(cfg) => {
                 let reply = crate::hook::run(&cfg, &payload);
                 tracing::debug!(agent = req.agent, exit = reply.exit, "answered a hook");

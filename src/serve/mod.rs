@@ -56,8 +56,13 @@ pub struct Request {
 }
 
 impl Request {
-    /// The hook's configuration for this request, its state kept under `state_base`.
-    pub fn config(&self, state_base: PathBuf) -> Result<crate::hook::Config, UnknownAgent> {
+    /// The hook's configuration for this request, its state kept under `state_base`, its
+    /// workspace under one of `allow` (any when empty).
+    pub fn config(
+        &self,
+        state_base: PathBuf,
+        allow: Vec<PathBuf>,
+    ) -> Result<crate::hook::Config, UnknownAgent> {
         let agent = crate::hook::Agent::from_id(&self.agent)
             .ok_or_else(|| UnknownAgent(self.agent.clone()))?;
         Ok(crate::hook::Config {
@@ -66,6 +71,7 @@ impl Request {
             workspace: self.workspace.clone(),
             state_dir: None,
             state_base: Some(state_base),
+            allow,
             max_read_bytes: self.max_read_bytes,
             timeout: Duration::from_millis(self.timeout_ms),
             overrides: crate::protocol::overrides::Overrides {

@@ -31,6 +31,10 @@ impl Served {
     /// Starts `referee serve` on `DIR/run/hook.sock`, its state in `DIR/serve-state`, and waits
     /// until the socket answers.
     fn start(dir: &Path) -> Served {
+        Served::start_with(dir, &[])
+    }
+
+    fn start_with(dir: &Path, extra: &[&str]) -> Served {
         let run = dir.join("run");
         fs::create_dir_all(&run).unwrap();
         let socket = run.join("hook.sock");
@@ -40,6 +44,7 @@ impl Served {
             .arg(&socket)
             .arg("--state-dir")
             .arg(&state)
+            .args(extra)
             .spawn(Stdio::null(), Stdio::null());
         let s = Served {
             child,
@@ -498,4 +503,31 @@ fn the_agents_user_cannot_reach_the_daemons_state() {
         "the agent used the daemon's state: {out}"
     );
     assert_eq!(verdict(&state, CC_TASK)["attempt"], 2);
+}
+
+#[test]
+fn the_daemon_judges_only_the_workspaces_it_serves_and_never_its_own_state() {
+    let t = setup();
+    let elsewhere = t.root.path().join("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let s = Served::start_with(t.root.path(), &["--allow", elsewhere.to_str().unwrap()]);
+    t.sed_i("s/1/2/", APP);
+    let reason = t.served(&s, CC, "stop.json", |_| {}).blocked_with();
+    assert!(reason.contains("outside the folders"), "{reason}");
+    // Asked about its own state (a workspace the agent cannot read): refused, whatever `--allow`.
+    let s2 = Served::start(&t.root.path().join("second"));
+    fs::create_dir_all(&s2.state).unwrap();
+    let reason = t
+        .served(&s2, CC, "stop.json", |v| {
+            v["session_id"] = "other".into();
+            v["cwd"] = Value::String(s2.state.display().to_string());
+        })
+        .blocked_with();
+    assert!(reason.contains("referee's own state"), "{reason}");
+    // The workspace it serves is judged.
+    let s3 = Served::start_with(
+        &t.root.path().join("third"),
+        &["--allow", t.ws.to_str().unwrap()],
+    );
+    t.served(&s3, CC, "stop.json", |_| {}).allowed_silently();
 }
