@@ -101,12 +101,70 @@ pub(super) fn hook(a: HookArgs) -> Result<ExitCode> {
                 overrides,
             };
             match read {
-                Ok(_) => crate::hook::run(&cfg, &input),
+                Ok(_) if std::env::var_os(CHILD).is_some() => crate::hook::run(&cfg, &input),
+                Ok(_) => in_child(&cfg, &input),
                 Err(e) => crate::hook::run(&cfg, format!("unreadable stdin: {e}").as_bytes()),
             }
         }
     };
     Ok(print(&answer))
+}
+
+/// Set in the process that judges for an in-process hook ([`in_child`]).
+const CHILD: &str = "REFEREE_HOOK_JUDGE";
+
+/// Judges in a child process of this binary (the same command line): a judgment that aborts
+/// (an allocation refused under a memory limit is an abort, not an error) or is killed is
+/// answered here as a referee that cannot judge — the stop blocked — never as the agent's
+/// "non-blocking error" that lets it through.
+fn in_child(cfg: &crate::hook::Config, input: &[u8]) -> crate::hook::Reply {
+    use std::io::Write as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let failed = |why: String| crate::hook::failed(cfg, input, &why);
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return failed(format!("cannot find the referee's own binary: {e}")),
+    };
+    let child = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(CHILD, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return failed(format!("cannot start the judgment: {e}")),
+    };
+    // Fed from a thread: a child that answers before reading all of it never blocks the feed.
+    let feed = child.stdin.take().map(|mut stdin| {
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    });
+    let out = child.wait_with_output();
+    if let Some(f) = feed {
+        let _ = f.join();
+    }
+    match out {
+        Ok(o) if matches!(o.status.code(), Some(0 | 2)) => crate::hook::Reply {
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            exit: u8::try_from(o.status.code().unwrap_or(2)).unwrap_or(2),
+        },
+        Ok(o) => {
+            let how = match (o.status.code(), o.status.signal()) {
+                (_, Some(sig)) => format!("killed by signal {sig}"),
+                (Some(code), _) => format!("exit {code}"),
+                _ => "an unknown end".to_string(),
+            };
+            let said = String::from_utf8_lossy(&o.stderr);
+            let said = said.lines().next().unwrap_or_default();
+            failed(format!("the judgment ended abnormally ({how}): {said}"))
+        }
+        Err(e) => failed(format!("the judgment's process failed: {e}")),
+    }
 }
 
 /// The daemon's answer to this hook call, or a block saying why there is none.

@@ -351,6 +351,21 @@ pub fn run(cfg: &Config, input: &[u8]) -> Reply {
     cfg.agent.render(Some(&p), &a)
 }
 
+/// The answer when the judgment itself failed beyond an error (the process judging it was
+/// killed or aborted, say on memory): `input` is read again and answered as a referee that
+/// cannot judge answers — a stop blocked (within the cap of such blocks), a tool call told.
+pub fn failed(cfg: &Config, input: &[u8], why: &str) -> Reply {
+    match cfg.agent.parse(input) {
+        Ok(p) => {
+            let a = on_failure(cfg, &p, why);
+            cfg.agent.render(Some(&p), &a)
+        }
+        Err(e) => cfg
+            .agent
+            .render(None, &Answer::unreadable(&format!("{e}; and {why}"))),
+    }
+}
+
 /// The referee's answer to one event, judged in this process on a thread of its own (with a
 /// stack for deeply nested shell commands), within `cfg.timeout`.
 fn judgment(cfg: &Config, p: &Payload) -> Answer {
