@@ -27,6 +27,7 @@ pub mod mcp;
 pub mod outputs;
 pub mod protocol_test;
 pub mod replay;
+pub mod serve;
 pub mod state;
 pub mod status;
 pub mod task_verdict;

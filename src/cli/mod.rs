@@ -24,6 +24,7 @@ mod manual;
 mod mcp;
 mod protocol;
 mod replay;
+mod serve;
 mod status;
 mod task;
 mod verify;
@@ -37,6 +38,7 @@ use manual::{completions, man};
 use mcp::McpArgs;
 use protocol::{protocol_command, ProtocolCommand};
 use replay::ReplayArgs;
+use serve::ServeArgs;
 use status::StatusArgs;
 use verify::VerifyArgs;
 use watch::WatchArgs;
@@ -162,6 +164,10 @@ enum Command {
     /// read: exit 2, the reason on stderr; a stop that cannot be judged is blocked with the
     /// reason (capped like the guards). Snippets: examples/<agent>/; docs/agents.md.
     Hook(HookArgs),
+    /// Answer the agents' hooks (`referee hook AGENT --serve SOCKET`) over a Unix socket, as
+    /// another user than the agent: the sessions' memory stays in this daemon's state
+    /// directory, out of the agent's reach. docs/agents.md.
+    Serve(ServeArgs),
     /// Serve read-only tools to an agent over stdio (Model Context Protocol): judge a
     /// directory now, a task's verdict, a check explained, the protected paths, the status.
     Mcp(McpArgs),
@@ -315,6 +321,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> Result<ExitCode> {
         Command::Replay(a) => replay::replay(a, &g),
         Command::Demo(a) => demo::demo(a, &g),
         Command::Hook(a) => hook::hook(a),
+        Command::Serve(a) => serve::serve(a),
         Command::Mcp(a) => mcp::mcp(a),
         Command::Completions { shell } => completions(shell),
         Command::Man { command } => man(&command),

@@ -83,6 +83,32 @@ impl Agent {
         }
     }
 
+    /// The agent whose [`Agent::id`] is `id`.
+    pub fn from_id(id: &str) -> Option<Agent> {
+        [
+            Agent::ClaudeCode,
+            Agent::Codex,
+            Agent::Gemini,
+            Agent::Cursor,
+            Agent::Copilot,
+            Agent::OpenHands,
+        ]
+        .into_iter()
+        .find(|a| a.id() == id)
+    }
+
+    /// What the agent is told when the referee cannot be asked at all (`referee serve`
+    /// unreachable, a flag refused): blocked, in the agent's own form of "blocked" — exit 2
+    /// with the reason on stderr for most, a deny on stdout for Copilot.
+    pub fn cannot_ask(self, why: &str) -> Reply {
+        self.render(
+            None,
+            &Answer::Unreadable(format!(
+                "referee: cannot judge: {why}; blocked, fail closed, until the referee answers"
+            )),
+        )
+    }
+
     fn name(self) -> &'static str {
         match self {
             Agent::ClaudeCode => "Claude Code",
@@ -128,7 +154,14 @@ pub struct Config {
     pub protocol: String,
     /// `--workspace`; default: the git work tree holding the payload's `cwd`, else `cwd`.
     pub workspace: Option<PathBuf>,
+    /// `--state-dir`: this workspace's state directory itself.
     pub state_dir: Option<PathBuf>,
+    /// Where each workspace's state directory is made when `state_dir` is not given (its
+    /// `<name>` below, as `watch --root` makes them): the daemon's own for `referee serve`;
+    /// `None`, the default base (`$XDG_STATE_HOME/referee`, else `~/.local/state/referee`).
+    pub state_base: Option<PathBuf>,
+    /// The folders whose workspaces may be judged (`referee serve --allow`); empty: any.
+    pub allow: Vec<PathBuf>,
     pub max_read_bytes: u64,
     /// The judgment's deadline (below the agent's hook timeout).
     pub timeout: Duration,
@@ -136,8 +169,9 @@ pub struct Config {
     pub overrides: crate::protocol::overrides::Overrides,
 }
 
-/// What the hook prints: stdout, stderr and the exit code.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the hook prints: stdout, stderr and the exit code (also what `referee serve` sends
+/// back to the `referee hook` that asked it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reply {
     pub stdout: String,
     pub stderr: String,
@@ -317,6 +351,21 @@ pub fn run(cfg: &Config, input: &[u8]) -> Reply {
     cfg.agent.render(Some(&p), &a)
 }
 
+/// The answer when the judgment itself failed beyond an error (the process judging it was
+/// killed or aborted, say on memory): `input` is read again and answered as a referee that
+/// cannot judge answers — a stop blocked (within the cap of such blocks), a tool call told.
+pub fn failed(cfg: &Config, input: &[u8], why: &str) -> Reply {
+    match cfg.agent.parse(input) {
+        Ok(p) => {
+            let a = on_failure(cfg, &p, why);
+            cfg.agent.render(Some(&p), &a)
+        }
+        Err(e) => cfg
+            .agent
+            .render(None, &Answer::unreadable(&format!("{e}; and {why}"))),
+    }
+}
+
 /// The referee's answer to one event, judged in this process on a thread of its own (with a
 /// stack for deeply nested shell commands), within `cfg.timeout`.
 fn judgment(cfg: &Config, p: &Payload) -> Answer {
@@ -350,6 +399,12 @@ fn judgment(cfg: &Config, p: &Payload) -> Answer {
 const HOOK_STACK: usize = 64 << 20;
 
 fn answer(cfg: &Config, p: &Payload) -> Answer {
+    // The session's first event pins its workspace, whatever the event: a read-only tool call
+    // before the agent `cd`s elsewhere pins it as surely as `SessionStart`. The events that
+    // judge read the pin again and fail on an error; here it is only taken early.
+    if !p.is_stop() && p.event != "SessionStart" {
+        let _ = workspace_root(cfg, p);
+    }
     let result = match p.event.as_str() {
         "Stop" | "SubagentStop" => stop(cfg, p),
         "PreToolUse" => pre_tool(cfg, p),
@@ -406,7 +461,7 @@ struct Counter {
 impl Counter {
     fn for_payload(cfg: &Config, p: &Payload) -> Option<Counter> {
         let root = workspace_root(cfg, p).ok()?;
-        let state = judge::state_of(&root, cfg.state_dir.as_deref()).ok()?;
+        let state = state_for(cfg, &root).ok()?;
         crate::state::ensure(&state).ok()?;
         let cap = Protocol::load_with(&cfg.protocol, None, &cfg.overrides)
             .ok()
@@ -446,19 +501,144 @@ pub fn task_id(agent: Agent, session: &str) -> String {
     format!("{}-{}", agent.id(), session)
 }
 
-/// The workspace a payload is about: `--workspace`, else the git work tree holding its `cwd`
-/// (the nearest ancestor with a `.git`), else `cwd` itself.
+/// The workspace a payload is about: `--workspace`, else the one pinned at the session's first
+/// event (kept in [`sessions_dir`]), else — at that first event, which pins it — the git work
+/// tree holding the payload's `cwd` (the nearest ancestor with a `.git`), else `cwd` itself.
+/// Never the `cwd` of a later event: an agent that `cd`s into a nested repository (or makes one,
+/// `git init`) before it stops is still judged on the workspace its session began in.
 fn workspace_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
+    let root = find_root(cfg, p)?;
+    confine(cfg, &root)?;
+    Ok(root)
+}
+
+/// Refuses a workspace outside `cfg.allow`, and — served — one that holds or lies in the
+/// daemon's own state: whoever may ask must not make the daemon's user read for them what
+/// they cannot read themselves.
+fn confine(cfg: &Config, root: &Path) -> Result<()> {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let root = canon(root);
+    if let Some(base) = &cfg.state_base {
+        let base = canon(base);
+        anyhow::ensure!(
+            !root.starts_with(&base) && !base.starts_with(&root),
+            "the workspace `{}` holds or lies in the referee's own state `{}`; refused",
+            root.display(),
+            base.display()
+        );
+    }
+    anyhow::ensure!(
+        cfg.allow.is_empty() || cfg.allow.iter().any(|a| root.starts_with(canon(a))),
+        "the workspace `{}` is outside the folders this referee judges (`referee serve --allow`)",
+        root.display()
+    );
+    Ok(())
+}
+
+fn find_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
     if let Some(w) = &cfg.workspace {
         return Ok(w.clone());
     }
+    let pin = (!p.session.is_empty())
+        .then(|| sessions_dir(cfg).map(|d| d.join(pin_name(cfg.agent, &p.session))))
+        .transpose()?;
+    if let Some(pin) = &pin {
+        if let Some(root) = read_pin(pin)? {
+            return Ok(root);
+        }
+    }
     let cwd = std::fs::canonicalize(&p.cwd)
         .with_context(|| format!("the hook's `cwd` `{}` cannot be opened", p.cwd.display()))?;
-    Ok(cwd
+    let root = cwd
         .ancestors()
         .find(|d| d.join(".git").exists())
         .unwrap_or(&cwd)
-        .to_path_buf())
+        .to_path_buf();
+    match &pin {
+        Some(pin) => write_pin(pin, &root),
+        None => Ok(root),
+    }
+}
+
+/// Where the sessions' pinned workspaces are kept: `hook-sessions/` in `--state-dir`, else in
+/// the state base (the daemon's for `referee serve`).
+fn sessions_dir(cfg: &Config) -> Result<PathBuf> {
+    let dir = match (&cfg.state_dir, &cfg.state_base) {
+        (Some(d), _) => d.join(SESSIONS_DIR),
+        (None, Some(b)) => b.join(SESSIONS_DIR),
+        (None, None) => crate::state::default_base()?.join(SESSIONS_DIR),
+    };
+    crate::state::ensure(&dir)?;
+    Ok(dir)
+}
+
+/// The folder of the sessions' pins, in a state directory or base.
+pub const SESSIONS_DIR: &str = "hook-sessions";
+
+fn pin_name(agent: Agent, session: &str) -> String {
+    format!(
+        "{}.workspace",
+        crate::workspace::name::file_stem_for(&task_id(agent, session))
+    )
+}
+
+/// The workspace pinned for a session (its path's bytes), `None` when it has none yet.
+fn read_pin(pin: &Path) -> Result<Option<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt as _;
+    match std::fs::read(pin) {
+        Ok(bytes) => {
+            let bytes = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+            anyhow::ensure!(
+                !bytes.is_empty(),
+                "the session's pinned workspace `{}` is empty",
+                pin.display()
+            );
+            Ok(Some(PathBuf::from(std::ffi::OsStr::from_bytes(bytes))))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "cannot read the session's pinned workspace `{}`",
+                pin.display()
+            )
+        }),
+    }
+}
+
+/// Pins `root` as the session's workspace unless a concurrent first event pinned one already
+/// (that one is kept and returned): created whole or not at all.
+fn write_pin(pin: &Path, root: &Path) -> Result<PathBuf> {
+    use std::io::Write as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let tmp = pin.with_extension(format!("tmp{}", std::process::id()));
+    let mut bytes = root.as_os_str().as_bytes().to_vec();
+    bytes.push(b'\n');
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e)
+            .with_context(|| format!("cannot pin the session's workspace in `{}`", tmp.display()));
+    }
+    // A hard link fails when the pin exists: the first writer wins, atomically.
+    let linked = std::fs::hard_link(&tmp, pin);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(root.to_path_buf()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_pin(pin)?
+            .with_context(|| format!("the session's pin `{}` vanished", pin.display())),
+        Err(e) => Err(e)
+            .with_context(|| format!("cannot pin the session's workspace in `{}`", pin.display())),
+    }
+}
+
+/// The state directory of `root`: `--state-dir`, else `<state base>/<name>`.
+fn state_for(cfg: &Config, root: &Path) -> Result<PathBuf> {
+    match (&cfg.state_dir, &cfg.state_base) {
+        (Some(d), _) => Ok(d.clone()),
+        (None, Some(base)) => Ok(base.join(crate::state::name_for(root)?)),
+        (None, None) => Ok(judge::state_of(root, None)?),
+    }
 }
 
 fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
@@ -490,19 +670,20 @@ fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
     Ok(protocol)
 }
 
-fn request<'a>(cfg: &'a Config, root: &'a Path) -> judge::Request<'a> {
+fn request<'a>(cfg: &'a Config, root: &'a Path, state: &'a Path) -> judge::Request<'a> {
     judge::Request {
         max_read_bytes: cfg.max_read_bytes,
-        state_dir: cfg.state_dir.as_deref(),
+        state_dir: Some(state),
         ..judge::Request::new(root)
     }
 }
 
 fn session_start(cfg: &Config, p: &Payload) -> Result<Answer> {
     let root = workspace_root(cfg, p)?;
+    let state = state_for(cfg, &root)?;
     let protocol = load_protocol(cfg, &root)?;
     // Opening the workspace pins the baseline in the state directory (kept for the session).
-    let w = judge::attempt(&request(cfg, &root), &protocol, &|_| None)?;
+    let w = judge::attempt(&request(cfg, &root, &state), &protocol, &|_| None)?;
     // What the session starts from, so that its first tool call is told only its own changes.
     seen::store(
         &w.state,

@@ -7,8 +7,8 @@ use anyhow::Result;
 
 use super::reason::{blocked_reason, failing};
 use super::{
-    implicit_record, load_protocol, request, task_id, workspace_root, Answer, Config, Counter,
-    Payload,
+    implicit_record, load_protocol, request, state_for, task_id, workspace_root, Answer, Config,
+    Counter, Payload,
 };
 use crate::judge;
 use crate::protocol::{GradeOutcome, Protocol};
@@ -20,9 +20,10 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         "the hook's input has no `session_id` (the implicit task is named by it)"
     );
     let root = workspace_root(cfg, p)?;
+    let state = state_for(cfg, &root)?;
     let protocol = load_protocol(cfg, &root)?;
     let task = task_id(cfg.agent, &p.session);
-    let w = judge::attempt(&request(cfg, &root), &protocol, &|ws| {
+    let w = judge::attempt(&request(cfg, &root, &state), &protocol, &|ws| {
         implicit_record(ws, &protocol, cfg.agent, &task)
     })?;
     if p.event == "SubagentStop" && unchanged_since_last_stop(&w, &task) {

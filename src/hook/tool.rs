@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::reason::{describe, is_failing};
 use super::targets::{Write, Written};
 use super::{
-    implicit_record, load_protocol, request, seen, targets, task_id, workspace_root, Answer,
-    Config, Payload,
+    implicit_record, load_protocol, request, seen, state_for, targets, task_id, workspace_root,
+    Answer, Config, Payload,
 };
 use crate::judge;
 use crate::protocol::predicate::Glob;
@@ -215,10 +215,11 @@ pub(super) fn post_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
         return Ok(Answer::allow());
     }
     let root = workspace_root(cfg, p)?;
+    let state = state_for(cfg, &root)?;
     let protocol = load_protocol(cfg, &root)?;
     let task = task_id(cfg.agent, &p.session);
     // Judged in memory: nothing kept but the view of the workspace, this is no attempt.
-    let w = judge::attempt(&request(cfg, &root), &protocol, &|ws| {
+    let w = judge::attempt(&request(cfg, &root, &state), &protocol, &|ws| {
         implicit_record(ws, &protocol, cfg.agent, &task)
     })?;
     let now = seen::snapshot(&w.ws);

@@ -737,3 +737,95 @@ fn a_subagent_stop_that_changed_nothing_is_no_attempt() {
     let reason = w.hook(CC, "stop-active.json").blocked_with();
     assert!(reason.contains("attempt 2"), "{reason}");
 }
+
+/// Fifty sparse 60 MiB files (3 GB the worker wrote in an instant) under a 2.5 GiB address-space
+/// limit: the hook never aborts (which Claude Code takes as a non-blocking error, the stop let
+/// through); the stop is blocked, judged or, past `--timeout`, fail closed.
+#[test]
+fn sparse_giant_files_under_a_memory_limit_block_the_stop_and_never_abort() {
+    if !crate::util::tool(
+        "prlimit",
+        "util-linux",
+        "sparse_giant_files_under_a_memory_limit_block_the_stop_and_never_abort",
+    ) {
+        return;
+    }
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    for i in 0..50 {
+        let f = fs::File::create(w.ws.join(format!("big{i}.bin"))).unwrap();
+        f.set_len(60 << 20).unwrap();
+    }
+    let text = fixture(CC, "stop.json").replace(DOC_PROJECT, w.ws.to_str().unwrap());
+    let out = Command::new("prlimit")
+        .arg("--as=2684354560")
+        .arg(crate::util::referee_bin())
+        .args(["hook", CC, "--timeout", "20s", "--state-dir"])
+        .arg(&w.state)
+        .env("XDG_STATE_HOME", crate::state_home())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write as _;
+            c.stdin.take().unwrap().write_all(text.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let a = Answer {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    // Blocked: judged (the files are over the size limit, or cannot be read) or fail closed.
+    a.blocked_with();
+}
+
+/// The process that judges killed by the kernel (here its CPU limit, `prlimit --cpu`, as an
+/// allocation refused under `--as` aborts it): the hook answers as a referee that cannot judge,
+/// the stop blocked, never the agent's "non-blocking error" of a hook that died.
+#[test]
+fn a_judgment_killed_by_the_kernel_blocks_the_stop() {
+    if !crate::util::tool(
+        "prlimit",
+        "util-linux",
+        "a_judgment_killed_by_the_kernel_blocks_the_stop",
+    ) {
+        return;
+    }
+    let w = workspace();
+    w.hook(CC, "session-start.json").allowed_silently();
+    // Enough to read that the judgment outlives one second of CPU, in any build.
+    for i in 0..50 {
+        let f = fs::File::create(w.ws.join(format!("big{i}.bin"))).unwrap();
+        f.set_len(60 << 20).unwrap();
+    }
+    let text = fixture(CC, "stop.json").replace(DOC_PROJECT, w.ws.to_str().unwrap());
+    let out = Command::new("prlimit")
+        .arg("--cpu=1")
+        .arg(crate::util::referee_bin())
+        .args(["hook", CC, "--timeout", "60s", "--state-dir"])
+        .arg(&w.state)
+        .env("XDG_STATE_HOME", crate::state_home())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write as _;
+            c.stdin.take().unwrap().write_all(text.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let a = Answer {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let reason = a.blocked_with();
+    assert!(
+        reason.contains("ended abnormally") && reason.contains("signal"),
+        "{reason}"
+    );
+}

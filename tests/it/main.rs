@@ -44,6 +44,7 @@ mod reject_cap;
 mod renamed_grades;
 mod replay;
 mod root;
+mod serve;
 mod sessions;
 mod state;
 mod stop_copy;

@@ -1,0 +1,79 @@
+//! `referee serve`: answer the agents' hooks over a Unix socket, as another user.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+
+use crate::exit::ExitCode;
+
+#[derive(Args, Debug)]
+pub(super) struct ServeArgs {
+    /// The Unix socket to listen on. Put it in a directory the daemon's user owns (0755, or
+    /// 0750 with the agent's user in its group), so nobody else can replace it.
+    #[arg(long, value_name = "PATH")]
+    socket: PathBuf,
+    /// The socket file's mode, octal: who may ask. 0666 lets any user who can reach its
+    /// directory; 0660 only the daemon's group.
+    #[arg(long, value_name = "MODE", default_value = "0666", value_parser = parse_mode)]
+    socket_mode: u32,
+    /// The daemon's state base: each workspace's state directory below it (as `watch --root`
+    /// names them) and the sessions' pinned workspaces (`hook-sessions/`), created 0700 and
+    /// owned by the daemon's user (default: `$XDG_STATE_HOME/referee`, else
+    /// `~/.local/state/referee`, of that user: a `referee watch` run by it shares them).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Hook calls answered at once; more wait their turn.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    jobs: u16,
+    /// Judge only workspaces under DIR (repeatable; default: any the daemon's user can read).
+    /// A workspace that holds or lies in the daemon's state is always refused.
+    #[arg(long, value_name = "DIR")]
+    allow: Vec<PathBuf>,
+}
+
+fn parse_mode(s: &str) -> Result<u32, std::num::ParseIntError> {
+    u32::from_str_radix(s.trim_start_matches("0o"), 8).map(|m| m & 0o777)
+}
+
+pub(super) fn serve(a: ServeArgs) -> Result<ExitCode> {
+    let state_base = match a.state_dir {
+        Some(d) => std::path::absolute(&d).unwrap_or(d),
+        None => crate::state::default_base()?,
+    };
+    let o = crate::serve::daemon::Options {
+        socket: a.socket,
+        mode: a.socket_mode,
+        state_base,
+        jobs: usize::from(a.jobs),
+        allow: a
+            .allow
+            .iter()
+            .map(|d| std::fs::canonicalize(d).with_context(|| format!("`--allow {}`", d.display())))
+            .collect::<Result<_>>()?,
+    };
+    // The socket goes away with the daemon, so a client sees "cannot reach", not a dead file.
+    let socket = o.socket.clone();
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+    ])
+    .context("cannot handle SIGTERM")?;
+    std::thread::Builder::new()
+        .name("serve-signals".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                let _ = std::fs::remove_file(&socket);
+                std::process::exit(0);
+            }
+        })
+        .context("cannot handle SIGTERM")?;
+    crate::serve::daemon::serve(&o, || {
+        eprintln!(
+            "referee serve: answering hooks on {} (state in {})",
+            o.socket.display(),
+            o.state_base.display()
+        );
+    })?;
+    Ok(ExitCode::Ok)
+}
