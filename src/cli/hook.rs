@@ -182,13 +182,7 @@ fn served(
     }
     // Paths are made absolute here: the daemon runs elsewhere.
     let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let protocol = if std::path::Path::new(&a.protocol).is_file() {
-        absolute(std::path::Path::new(&a.protocol))
-            .to_string_lossy()
-            .into_owned()
-    } else {
-        a.protocol.clone()
-    };
+    let protocol = crate::serve::absolute_protocol(&a.protocol);
     let req = crate::serve::Request {
         agent: agent.id().to_string(),
         protocol,

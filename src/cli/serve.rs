@@ -30,6 +30,17 @@ pub(super) struct ServeArgs {
     /// A workspace that holds or lies in the daemon's state is always refused.
     #[arg(long, value_name = "DIR")]
     allow: Vec<PathBuf>,
+    /// The rules every hook call is judged with: the daemon's own, not the caller's (an agent
+    /// that can reach the socket could otherwise ask for rules that protect nothing, and
+    /// leave the verdict in the daemon's memory). A call whose `--protocol`, `--protect`,
+    /// `--set`, `--vars` or `--max-read-bytes` differ is refused with a blocking answer; give
+    /// the hooks the same flags, or none.
+    #[arg(long, value_name = "ID|FILE", default_value = "code-change")]
+    protocol: String,
+    #[command(flatten)]
+    read: super::ReadArgs,
+    #[command(flatten)]
+    rules: super::RulesArgs,
 }
 
 fn parse_mode(s: &str) -> Result<u32, std::num::ParseIntError> {
@@ -51,6 +62,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode> {
             .iter()
             .map(|d| std::fs::canonicalize(d).with_context(|| format!("`--allow {}`", d.display())))
             .collect::<Result<_>>()?,
+        rules: crate::serve::Rules::new(&a.protocol, a.rules.overrides()?, a.read.max_read_bytes),
     };
     // The socket goes away with the daemon, so a client sees "cannot reach", not a dead file.
     let socket = o.socket.clone();

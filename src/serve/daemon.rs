@@ -26,6 +26,8 @@ pub struct Options {
     pub jobs: usize,
     /// The folders whose workspaces may be judged (empty: any the daemon's user can read).
     pub allow: Vec<PathBuf>,
+    /// The rules every call is judged with; a request for others is refused.
+    pub rules: super::Rules,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +70,12 @@ enum RequestError {
     TooLarge,
     #[error(transparent)]
     Agent(#[from] super::UnknownAgent),
+    #[error(
+        "this `referee serve` judges with its own rules ({daemon}); the hook asked for others \
+         ({asked}): give the hook the same `--protocol`, `--protect`, `--set`, `--vars` and \
+         `--max-read-bytes` as the daemon, or none"
+    )]
+    OtherRules { daemon: String, asked: String },
 }
 
 /// Binds the socket and answers until the process is stopped; `ready` runs once the socket
@@ -128,6 +136,10 @@ fn answer(mut stream: UnixStream, o: &Options) {
         until: Instant::now() + READ_DEADLINE,
     };
     let reply = match read_request(&mut input) {
+        Ok((req, _)) if super::Rules::of(&req) != o.rules => refused(&RequestError::OtherRules {
+            daemon: o.rules.describe(),
+            asked: super::Rules::of(&req).describe(),
+        }),
         Ok((req, payload)) => match req.config(o.state_base.clone(), o.allow.clone()) {
             Ok(cfg) => {
                 let reply = crate::hook::run(&cfg, &payload);

@@ -83,6 +83,78 @@ impl Request {
     }
 }
 
+/// The rules a daemon judges every hook call with (`referee serve --protocol … --protect …`):
+/// its own. A request is answered only when it asks for exactly these, so an agent that
+/// reaches the socket cannot have itself judged by rules that protect nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rules {
+    /// `--protocol`: an embedded id, or a file's absolute path.
+    pub protocol: String,
+    pub vars: Option<PathBuf>,
+    pub set: Vec<String>,
+    pub protect: Vec<String>,
+    pub max_read_bytes: u64,
+}
+
+impl Rules {
+    /// The rules `protocol` (an embedded id or a file, made absolute), `overrides` and
+    /// `max_read_bytes` name, as a hook's request names them.
+    pub fn new(
+        protocol: &str,
+        overrides: crate::protocol::overrides::Overrides,
+        max_read_bytes: u64,
+    ) -> Rules {
+        Rules {
+            protocol: absolute_protocol(protocol),
+            vars: overrides.file,
+            set: overrides.set,
+            protect: overrides.protect,
+            max_read_bytes,
+        }
+    }
+
+    /// The rules a request asks for.
+    pub fn of(r: &Request) -> Rules {
+        Rules {
+            protocol: r.protocol.clone(),
+            vars: r.vars.clone(),
+            set: r.set.clone(),
+            protect: r.protect.clone(),
+            max_read_bytes: r.max_read_bytes,
+        }
+    }
+
+    /// One line naming them, for a refusal.
+    pub fn describe(&self) -> String {
+        let mut s = format!("--protocol {}", self.protocol);
+        if let Some(v) = &self.vars {
+            s.push_str(&format!(" --vars {}", v.display()));
+        }
+        for x in &self.set {
+            s.push_str(&format!(" --set {x}"));
+        }
+        for x in &self.protect {
+            s.push_str(&format!(" --protect {x}"));
+        }
+        s.push_str(&format!(" --max-read-bytes {}", self.max_read_bytes));
+        s
+    }
+}
+
+/// `--protocol` as a request carries it: a file's path made absolute (the daemon runs
+/// elsewhere), anything else (an embedded id) as it is.
+pub fn absolute_protocol(protocol: &str) -> String {
+    let path = std::path::Path::new(protocol);
+    if path.is_file() {
+        std::path::absolute(path).map_or_else(
+            |_| protocol.to_string(),
+            |p| p.to_string_lossy().into_owned(),
+        )
+    } else {
+        protocol.to_string()
+    }
+}
+
 /// A request for an agent this referee does not speak for.
 #[derive(Debug, thiserror::Error)]
 #[error("unknown agent `{0}` (a `referee hook` of another version?)")]

@@ -531,3 +531,37 @@ fn the_daemon_judges_only_the_workspaces_it_serves_and_never_its_own_state() {
     );
     t.served(&s3, CC, "stop.json", |_| {}).allowed_silently();
 }
+
+/// The daemon judges with its own rules: an agent that reaches the socket and asks for rules
+/// that protect nothing (`--set protected=[]`), or a hook configured with other rules, gets a
+/// blocking answer naming both, and nothing is judged or kept; the hook with the daemon's own
+/// rules is judged by them (its `--protect` vetoes the edit).
+#[test]
+fn the_daemon_judges_with_its_own_rules_only() {
+    let t = setup();
+    let s = Served::start_with(t.root.path(), &["--protect", APP]);
+    t.sed_i("s/1/2/", APP);
+    let socket = s.socket.to_str().unwrap().to_string();
+    let stop = t.payload(CC, "stop.json", |_| {});
+    for asked in [
+        vec!["--set", "protected=[]", "--protect", APP],
+        vec![],
+        vec!["--protect", APP, "--max-read-bytes", "1"],
+    ] {
+        let mut args = vec!["--serve", socket.as_str()];
+        args.extend(asked.iter().copied());
+        let a = t.hook(CC, &stop, &args);
+        assert_eq!(a.code, 2, "{asked:?}: {a:?}");
+        assert!(
+            a.stderr.contains("judges with its own rules") && a.stderr.contains(APP),
+            "{asked:?}: {a:?}"
+        );
+    }
+    let kept = s
+        .state_of(&t.ws)
+        .join(referee::outputs::code_change::verdict_file(CC_TASK, "json"));
+    assert!(!kept.exists(), "nothing judged or kept: {}", kept.display());
+    let a = t.hook(CC, &stop, &["--serve", &socket, "--protect", APP]);
+    let reason = a.blocked_with();
+    assert!(reason.contains("CC-01") && reason.contains(APP), "{a:?}");
+}
