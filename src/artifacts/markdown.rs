@@ -21,7 +21,7 @@
 //!
 //! Reports run to megabytes and only their headings are structure ([`headings`]): they are
 //! parsed as a skeleton in which each line that can only be paragraph text keeps its first
-//! letter, which leaves the block structure (and so every heading) as it is at a fraction of
+//! letter (and a run of such lines only its first line), which leaves the block structure (and so every heading) as it is at a fraction of
 //! the parsing cost. This module must never panic on any input and must not judge anything.
 
 use std::ops::Range;
@@ -756,15 +756,16 @@ fn collapse_whitespace(s: &str) -> String {
 pub fn headings(bytes: &[u8]) -> Vec<Heading> {
     let text = seen::document(bytes);
     let skeleton = skeleton(&text);
-    let lines = Lines::new(&text);
-    let mut w = Walk::new(&skeleton, true);
-    for (event, range) in Parser::new_ext(&skeleton, options()).into_offset_iter() {
+    let mut w = Walk::new(&skeleton.text, true);
+    for (event, range) in Parser::new_ext(&skeleton.text, options()).into_offset_iter() {
         w.event(event, range);
     }
-    let mut out = w.doc.headings;
-    // Lines are the same in the skeleton and the text; the column is the text's.
+    let mut out = std::mem::take(&mut w.doc.headings);
     for h in &mut out {
-        h.at.column = text_column(&lines, h.at);
+        // A heading starts on a line the skeleton keeps whole, so its leading blanks are the
+        // text's; the line number is the text's through the skeleton's map.
+        h.at.column = text_column(&w.lines, h.at);
+        h.at.line = skeleton.line(h.at.line);
     }
     out
 }
@@ -780,13 +781,34 @@ fn text_column(lines: &Lines<'_>, p: Pos) -> usize {
     line.chars().take_while(|c| *c == ' ' || *c == '\t').count() + 1
 }
 
+/// A report's skeleton ([`skeleton`]) and where each of its lines is in the text.
+struct Skeleton {
+    text: String,
+    /// The text's 1-based line number of each line of the skeleton, in order.
+    lines: Vec<usize>,
+}
+
+impl Skeleton {
+    /// The text's line number of the skeleton's 1-based line `line`.
+    fn line(&self, line: usize) -> usize {
+        line.checked_sub(1)
+            .and_then(|i| self.lines.get(i))
+            .copied()
+            .unwrap_or(line)
+    }
+}
+
 /// The text with each line that can only be paragraph text cut to its first letter: a line
 /// that starts with an ASCII letter in its first column starts no block, and holds no `|`
 /// (a table row) and no `>` (the end of an HTML block); what else it says is inline content.
 /// Kept whole: every other line, the lines of a paragraph that a setext underline below makes
 /// a heading, and a paragraph that starts with `[` (a link reference definition, whose title
-/// may run over lines). Line for line the same, so positions carry over.
-fn skeleton(text: &str) -> String {
+/// may run over lines). Of a run of such lines only the first is kept: each of the others
+/// continues whatever block the line above it is in (a paragraph, lazily inside a quote or a
+/// list item too, a fenced code block, an HTML block, a table's rows) and closes none, so the
+/// block structure, and every heading, is the same without them, and a 2 MB report of prose
+/// parses as a few hundred lines. [`Skeleton::lines`] maps each line back to the text's.
+fn skeleton(text: &str) -> Skeleton {
     let lines: Vec<&str> = text.split('\n').collect();
     let mut keep = vec![false; lines.len()];
     // Lines a walk back from an underline has passed (each is passed once).
@@ -796,6 +818,7 @@ fn skeleton(text: &str) -> String {
         let t = line.trim_start();
         if t.is_empty() {
             bracket = false;
+            keep[i] = true;
             continue;
         }
         let first = line.as_bytes()[0];
@@ -820,17 +843,24 @@ fn skeleton(text: &str) -> String {
             keep[i] = true;
         }
     }
-    let mut out = String::with_capacity(text.len() / 8);
+    let mut out = Skeleton {
+        text: String::with_capacity(text.len() / 64),
+        lines: Vec::new(),
+    };
     for (i, line) in lines.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        if keep[i] || line.trim().is_empty() {
-            out.push_str(line);
+        if keep[i] {
+            out.text.push_str(line);
+        } else if i > 0 && !keep[i - 1] {
+            // Cut like the line above: it adds nothing to the structure.
+            continue;
         } else {
-            out.push_str(&line[..1]);
+            out.text.push_str(&line[..1]);
         }
+        out.text.push('\n');
+        out.lines.push(i + 1);
     }
+    // The text's last line has no line end.
+    out.text.pop();
     out
 }
 

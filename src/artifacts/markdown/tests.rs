@@ -207,6 +207,42 @@ fn headings_of_a_report() {
     assert_eq!(headings(&utf16)[0].text, "Completion Manifest");
 }
 
+#[test]
+fn headings_after_runs_of_prose_keep_their_lines() {
+    // Runs of prose in a paragraph, lazily in a quote and a list item, in a fence, in an HTML
+    // block, below a table, and a setext heading whose paragraph is prose: each heading on
+    // the line and at the column where the text has it.
+    let prose = "Plain words here\n".repeat(40);
+    let doc = format!(
+        "# Top\n{prose}\n> quoted\n{prose}\n  ## Indented\n- item\n{prose}\n```\n{prose}```\n## After fence\n<div>\n{prose}</div>\n\n| a | b |\n|---|---|\n{prose}\nSetext\n{prose}------\n\n### Last ###\n{prose}"
+    );
+    let full: Vec<(usize, u8, String)> = parse(&doc)
+        .headings
+        .into_iter()
+        .map(|h| (h.at.line, h.level, h.text))
+        .collect();
+    let fast: Vec<(usize, u8, String, usize)> = headings(doc.as_bytes())
+        .into_iter()
+        .map(|h| (h.at.line, h.level, h.text, h.at.column))
+        .collect();
+    assert_eq!(
+        fast.iter()
+            .map(|(l, v, t, _)| (*l, *v, t.clone()))
+            .collect::<Vec<_>>(),
+        full
+    );
+    let lines: Vec<&str> = doc.split('\n').collect();
+    assert_eq!(lines[fast[0].0 - 1], "# Top");
+    assert_eq!(fast[1].1, 2);
+    assert_eq!(lines[fast[1].0 - 1], "  ## Indented");
+    assert_eq!(fast[1].3, 3);
+    assert_eq!(fast[2].2, "After fence");
+    assert_eq!(lines[fast[3].0 - 1], "Setext");
+    assert_eq!(fast[3].2.split_whitespace().count(), 1 + 3 * 40);
+    assert_eq!(lines[fast[4].0 - 1], "### Last ###");
+    assert_eq!(fast.len(), 5);
+}
+
 /// Markdown-ish lines: prose, headings, underlines, fences, HTML, lists, quotes, tables.
 fn line() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -229,6 +265,28 @@ proptest! {
     #[test]
     fn the_skeleton_finds_the_headings_the_document_has(lines in prop::collection::vec(line(), 0..24)) {
         let doc = lines.join("\n");
+        let full: Vec<(u8, String, usize)> = parse(&doc)
+            .headings
+            .into_iter()
+            .map(|h| (h.level, h.text, h.at.line))
+            .collect();
+        let fast: Vec<(u8, String, usize)> = headings(doc.as_bytes())
+            .into_iter()
+            .map(|h| (h.level, h.text, h.at.line))
+            .collect();
+        prop_assert_eq!(full, fast, "{:?}", doc);
+    }
+
+    /// The same with runs of repeated lines, as a report's prose comes.
+    #[test]
+    fn the_skeleton_of_runs_finds_the_headings_the_document_has(
+        lines in prop::collection::vec((line(), 1..6usize), 0..16)
+    ) {
+        let doc = lines
+            .iter()
+            .flat_map(|(l, n)| std::iter::repeat_n(l.as_str(), *n))
+            .collect::<Vec<_>>()
+            .join("\n");
         let full: Vec<(u8, String, usize)> = parse(&doc)
             .headings
             .into_iter()
