@@ -43,6 +43,7 @@ mod renamed_grades;
 mod replay;
 mod root;
 mod sessions;
+mod statcache;
 mod state;
 mod stop_copy;
 mod stop_evidence;
