@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # How fast is a one-shot `referee verify WORKSPACE --protocol code-change` on a real tree of
 # FILES files (default 20,000, about 200 MB: the crates in the local cargo registry's sources,
-# then Python's and Perl's standard libraries and the Rust docs; no network), the first time (no stat cache: every file read
-# and hashed) and the next (the cache `verify` kept), side by side with `git status --porcelain`
-# on the same tree? Targets (issue 30): cold <= 3x git status, warm <= 1.2x.
+# then Python's and Perl's standard libraries and the Rust docs; no network), the first time
+# (no stat cache: every file read and hashed) and the next (the cache `verify` kept), side by
+# side with `git status --porcelain` on the same tree? Targets (issue 30): cold <= 3x git
+# status, warm <= 1.2x.
 #
 # Prints the medians and ratios on stderr and one JSON object per binary on stdout. REFEREE
 # names the binary (else `cargo build --release`); BASELINE names a second one, run
@@ -24,3 +25,4 @@ if [ -z "${REFEREE:-}" ]; then
 fi
 python3 "$here/real_tree.py" "$REFEREE" ${BASELINE:+"$BASELINE"} --files "${FILES:-20000}" \
     --runs "${RUNS:-10}" ${KEEP:+--keep "$KEEP"}
+# KEEP=DIR makes the tree in DIR and keeps it; a later run with the same KEEP uses it.
