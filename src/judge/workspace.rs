@@ -246,10 +246,34 @@ fn open_beside<T: Send>(
                 beside()
             })
             .ok();
-        let ws = Workspace::open_in(req.dir, spec, state, req.max_read_bytes);
+        let cache = stat_cache_file(req.dir, state);
+        let ws = Workspace::open_in(req.dir, spec, state, cache.as_deref(), req.max_read_bytes);
         (ws, reading.and_then(|r| r.join().ok()))
     })
 }
+
+/// Where a one-shot judgment keeps the work tree's stat cache: in the state directory when
+/// there is one (shared with a live referee), else in a directory of its own under the
+/// referee's default state base, `statcache/<name>/` (made 0700 and vetted as a state
+/// directory is: only this user can write the cache a judgment believes). The state directory
+/// itself is not made for it: its existence says a referee has run here (a pinned baseline,
+/// kept attempts). `None`: no cache kept (no home, or a directory that fails the vetting).
+fn stat_cache_file(dir: &Path, state: &Path) -> Option<PathBuf> {
+    if state.is_dir() {
+        return Some(state.join(crate::workspace::STAT_CACHE));
+    }
+    let canon = std::fs::canonicalize(dir).ok()?;
+    let own = crate::state::default_base()
+        .ok()?
+        .join(STAT_CACHE_DIR)
+        .join(crate::state::name_for(&canon).ok()?);
+    crate::state::ensure(&own).ok()?;
+    Some(own.join(crate::workspace::STAT_CACHE))
+}
+
+/// The folder of the default state base that holds the stat caches of workspaces judged
+/// with no state directory.
+const STAT_CACHE_DIR: &str = "statcache";
 
 /// What a judgment of task records needs ready: every other task's kept attempts (when the
 /// protocol has loop guards), and the task checks' patterns and globs compiled.

@@ -231,18 +231,18 @@ impl Workspace {
     }
 
     /// Opens `root` with the referee's state directory `state`: the baseline pinned
-    /// there (or reused when pinned before), the stat cache kept there, the kept attempts
-    /// there. A `state` that does not exist is not created: the pin and the cache are then not
-    /// kept.
+    /// there (or reused when pinned before), the kept attempts there. A `state` that does not
+    /// exist is not created: the pin is then not kept. The stat cache is read from and kept
+    /// at `cache_file` (in a directory only this user can write), when given.
     pub fn open_in(
         root: &Path,
         spec: &BaselineSpec,
         state: &Path,
+        cache_file: Option<&Path>,
         cap: u64,
     ) -> Result<Workspace, WorkspaceError> {
         let root = canonical_root(root)?;
         let keep = state.is_dir();
-        let cache_file = state.join(STAT_CACHE);
         // The records first, then the tree (see `judge`). The tree's listing (most of a
         // judgment's system calls) needs neither the baseline nor the stat cache: it starts
         // now, on threads of its own, and is recorded once both are had.
@@ -256,7 +256,7 @@ impl Workspace {
                 .name("referee-cache".into())
                 .spawn_scoped(s, || {
                     let _span = tracing::debug_span!("stat_cache_load").entered();
-                    StatCache::load(&cache_file)
+                    cache_file.map_or_else(StatCache::new, StatCache::load)
                 });
             let base = {
                 let _span = tracing::debug_span!("pin").entered();
@@ -265,18 +265,18 @@ impl Workspace {
             let cache = match loading.map(|h| h.join()) {
                 Ok(Ok(cache)) => cache,
                 // No thread for it (or it died): read here.
-                _ => StatCache::load(&cache_file),
+                _ => cache_file.map_or_else(StatCache::new, StatCache::load),
             };
             (base, cache)
         });
         let base = base?.map(Arc::new);
         let ws = Workspace::judge_listed(root, &base, &mut cache, cap, raw_records, lister)?
             .with_state(state);
-        if keep && cache.is_dirty() {
+        if let Some(cache_file) = cache_file.filter(|_| cache.is_dirty()) {
             let _span = tracing::debug_span!("stat_cache_save", reads = cache.reads()).entered();
             // Only when it changed (a hash learnt, a file gone); a cache that cannot be kept
             // costs the next run one read of each file, no more.
-            let _ = cache.save(&cache_file);
+            let _ = cache.save(cache_file);
         }
         Ok(ws)
     }

@@ -75,12 +75,14 @@ pub(super) struct Cached {
 ///   blob id in 32 bytes (a SHA-1 id in the first 20, the rest zero), the 32 bytes of the
 ///   SHA-256, the blob id's kind (1: SHA-1, 2: SHA-256, as a SHA-256 repository names its
 ///   blobs) in one byte and 3 zero bytes;
-/// - the heap: the paths' bytes, and nothing after.
+/// - the heap: the paths' bytes;
+/// - the CRC-32 (IEEE) of everything before it (u32), and nothing after.
 ///
-/// A file that is shorter or longer than its header says, a path outside the heap, records out
-/// of order or a header for another root: the whole cache is dropped (it is only a shortcut;
-/// every file is read again).
-const MAGIC: &[u8; 20] = b"REFEREE-STATCACHE-4\n";
+/// A file whose checksum does not match, that is shorter or longer than its header says, a
+/// path outside the heap, records out of order or a header for another root: the whole cache
+/// is dropped (it is only a shortcut; every file is read again).
+const MAGIC: &[u8; 20] = b"REFEREE-STATCACHE-5\n";
+const CHECKSUM: usize = 4;
 const HEADER: usize = 56;
 const RECORD: usize = 132;
 
@@ -113,14 +115,18 @@ struct Table {
 impl Table {
     /// Checks `bytes` as a whole; `None` if anything is off (see [`MAGIC`]).
     fn parse(bytes: Vec<u8>) -> Option<(Table, (u64, u64))> {
-        if bytes.len() < HEADER || &bytes[..20] != MAGIC || bytes[20..24] != [0; 4] {
+        if bytes.len() < HEADER + CHECKSUM || &bytes[..20] != MAGIC || bytes[20..24] != [0; 4] {
+            return None;
+        }
+        let body = bytes.len() - CHECKSUM;
+        if crc32fast::hash(&bytes[..body]) != u32_at(&bytes, body) {
             return None;
         }
         let root = (u64_at(&bytes, 24), u64_at(&bytes, 32));
         let count = usize::try_from(u64_at(&bytes, 40)).ok()?;
         let heap_len = usize::try_from(u64_at(&bytes, 48)).ok()?;
         let heap = count.checked_mul(RECORD)?.checked_add(HEADER)?;
-        if heap.checked_add(heap_len)? != bytes.len() {
+        if heap.checked_add(heap_len)? != body {
             return None;
         }
         let table = Table { bytes, count, heap };
@@ -328,7 +334,7 @@ impl StatCache {
             }
         }
         let heap_len: usize = rows.iter().map(|(p, _)| p.len()).sum();
-        let mut out = Vec::with_capacity(HEADER + rows.len() * RECORD + heap_len);
+        let mut out = Vec::with_capacity(HEADER + rows.len() * RECORD + heap_len + CHECKSUM);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&[0; 4]);
         let (dev, ino) = self.root.unwrap_or((0, 0));
@@ -363,6 +369,8 @@ impl StatCache {
         for (p, _) in &rows {
             out.extend_from_slice(p);
         }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
         out
     }
 

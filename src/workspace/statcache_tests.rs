@@ -88,6 +88,14 @@ fn the_table_round_trips_and_is_written_only_when_it_changed() {
     assert_eq!(again.reads(), 0);
 }
 
+/// The checksum of a cache's bytes made right again after they were changed: what is checked
+/// then is the table's own consistency.
+fn resum(bytes: &mut [u8]) {
+    let body = bytes.len() - 4;
+    let crc = crc32fast::hash(&bytes[..body]);
+    bytes[body..].copy_from_slice(&crc.to_le_bytes());
+}
+
 #[test]
 fn a_truncated_corrupt_older_or_foreign_cache_is_dropped_whole() {
     let (dir, root, file) = saved();
@@ -106,13 +114,24 @@ fn a_truncated_corrupt_older_or_foreign_cache_is_dropped_whole() {
     let second: Vec<u8> = swapped[b..b + 8].to_vec();
     swapped[a..a + 8].copy_from_slice(&second);
     swapped[b..b + 8].copy_from_slice(&first);
+    resum(&mut swapped);
     bad.push(("records out of order", swapped));
     let mut outside = good.clone();
     outside[HEADER + 4..HEADER + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    resum(&mut outside);
     bad.push(("a path outside the heap", outside));
     let mut count = good.clone();
     count[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+    resum(&mut count);
     bad.push(("a count beyond the file", count));
+    // One bit of a record's blob id flipped: well-formed, but not what was written.
+    let mut flipped = good.clone();
+    flipped[HEADER + 64] ^= 1;
+    bad.push(("a bit flipped in a hash", flipped));
+    let mut unsummed = good.clone();
+    let last = unsummed.len() - 1;
+    unsummed[last] ^= 0x80;
+    bad.push(("the checksum changed", unsummed));
     for (what, bytes) in bad {
         fs::write(&file, &bytes).expect("write");
         let mut cache = quick(StatCache::load(&file));

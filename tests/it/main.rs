@@ -46,6 +46,7 @@ mod replay;
 mod root;
 mod serve;
 mod sessions;
+mod statcache;
 mod state;
 mod stop_copy;
 mod stop_evidence;

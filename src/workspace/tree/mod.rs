@@ -203,6 +203,7 @@ impl WorkTree {
             bulk: Some(Bulk::new()),
             unlisted: Vec::new(),
             fresh: Vec::new(),
+            deferred: Some(Vec::new()),
         };
         for listed in listings {
             match listed.children {
@@ -228,6 +229,8 @@ impl WorkTree {
                     .push((name::encode(&listed.rel), fsat::reason(&e))),
             }
         }
+        // The files not in the cache, read on two threads now that every one is known.
+        walker.read_deferred();
         walker.cache.end_scan();
         // Built at once from the walk, laid out in order (no sort), not an insertion per path.
         let (bulk, unlisted) = (walker.bulk.take(), std::mem::take(&mut walker.unlisted));
@@ -292,6 +295,7 @@ impl WorkTree {
             bulk: None,
             unlisted: Vec::new(),
             fresh: Vec::new(),
+            deferred: None,
         };
         for mut target in chosen {
             loop {

@@ -12,7 +12,7 @@ use rustix::fs::FileType;
 use sha2::{Digest, Sha256};
 
 use super::super::name;
-use super::super::statcache::Cached;
+use super::super::statcache::{Cached, Stat};
 use super::fsat::{
     name_at, open_in_tree, other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat,
     OpenDir, Unreadable,
@@ -187,7 +187,25 @@ pub(super) struct Walker<'w, 'o> {
     pub(super) unlisted: Vec<(String, String)>,
     /// In a rescan, the keys recorded anew (for the kept comparison).
     pub(super) fresh: Vec<String>,
+    /// In a full scan, the files to read (not in the cache), by directory: read and hashed
+    /// on two threads once the listing is recorded ([`Walker::read_deferred`]).
+    pub(super) deferred: Option<Vec<Deferred>>,
 }
+
+/// A full scan's files to read in one listed directory.
+pub(super) struct Deferred {
+    /// The directory: its path and the identity it was listed with.
+    rel: Vec<u8>,
+    id: (u64, u64),
+    /// Its files: name, `lstat` as listed, and where the row is ([`Bulk`] slot, index).
+    files: Vec<(OsString, Stat, (usize, usize))>,
+}
+
+/// What one deferred file's read gave: its hashes and the cache's record, or why not.
+type ReadOutcome = Result<(u64, Cached), String>;
+
+/// Files per deferred job at most: a folder of thousands of files is shared by both threads.
+const DEFERRED_CHUNK: usize = 64;
 
 impl Walker<'_, '_> {
     /// Lists the pending directories, depth first, with an explicit stack (any depth).
@@ -471,6 +489,31 @@ impl Walker<'_, '_> {
             return;
         }
         self.cache.count_read();
+        if let (
+            Some(deferred),
+            Some(bulk),
+            DirRef::Listed {
+                rel: parent, id, ..
+            },
+        ) = (&mut self.deferred, &self.bulk, dir)
+        {
+            // Its row is the next one of the current slot (the caller records it next).
+            let at = (bulk.current, bulk.dirs[bulk.current].len());
+            let same = deferred
+                .last()
+                .is_some_and(|d| d.rel == *parent && d.id == *id && d.files.len() < DEFERRED_CHUNK);
+            if !same {
+                deferred.push(Deferred {
+                    rel: parent.to_vec(),
+                    id: *id,
+                    files: Vec::new(),
+                });
+            }
+            if let Some(d) = deferred.last_mut() {
+                d.files.push((base.to_os_string(), listed, at));
+            }
+            return;
+        }
         let read = match dir.get().and_then(|d| read_capped(d, base, &listed, cap)) {
             Ok(read) => read,
             Err(why) => {
@@ -500,6 +543,87 @@ impl Walker<'_, '_> {
         );
     }
 
+    /// Reads and hashes the files a full scan deferred, on two threads (the second one when
+    /// there is enough to share), and fills in their rows and the cache.
+    pub(super) fn read_deferred(&mut self) {
+        let Some(jobs) = self.deferred.take() else {
+            return;
+        };
+        if jobs.is_empty() {
+            return;
+        }
+        let (root, hash, cap) = (self.root, self.opts.hash, self.opts.cap);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let work = || {
+            let mut out: Vec<(usize, Vec<ReadOutcome>)> = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else {
+                    return out;
+                };
+                out.push((i, read_job(root, job, hash, cap)));
+            }
+        };
+        let files: usize = jobs.iter().map(|j| j.files.len()).sum();
+        let results = std::thread::scope(|s| {
+            let other = (files >= 16)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .name("referee-hash".into())
+                        .spawn_scoped(s, work)
+                        .ok()
+                })
+                .flatten();
+            let mut results = work();
+            // A thread that died left its jobs unread: those are read here.
+            if let Some(Ok(more)) = other.map(|h| h.join()) {
+                results.extend(more);
+            }
+            results
+        });
+        let mut outcomes: Vec<Option<Vec<ReadOutcome>>> = jobs.iter().map(|_| None).collect();
+        for (i, read) in results {
+            outcomes[i] = Some(read);
+        }
+        for (job, read) in jobs.iter().zip(outcomes) {
+            // A job the second thread took and did not finish (it died) is read here.
+            let read = read.unwrap_or_else(|| read_job(root, job, hash, cap));
+            for ((name, _, at), outcome) in job.files.iter().zip(read) {
+                self.fill(&job.rel, name, *at, outcome);
+            }
+        }
+    }
+
+    /// A deferred file's row filled in with what its read gave, and the cache told.
+    fn fill(&mut self, parent: &[u8], name: &OsStr, at: (usize, usize), outcome: ReadOutcome) {
+        let Some(bulk) = &mut self.bulk else {
+            return;
+        };
+        let Some((_, entry)) = bulk
+            .dirs
+            .get_mut(at.0)
+            .and_then(|rows| rows.get_mut(at.1))
+            .and_then(|row| row.0.as_mut())
+        else {
+            return;
+        };
+        match outcome {
+            Ok((size, cached)) => {
+                entry.size = size;
+                entry.oid = Some(cached.oid);
+                entry.sha256 = Some(cached.sha256);
+                let mut rel = Vec::with_capacity(parent.len() + 1 + name.len());
+                if !parent.is_empty() {
+                    rel.extend_from_slice(parent);
+                    rel.push(b'/');
+                }
+                rel.extend_from_slice(name.as_bytes());
+                self.cache.insert(&rel, cached);
+            }
+            Err(why) => entry.unreadable = Some(why),
+        }
+    }
+
     /// Removes `target` and everything under it, noting the keys.
     pub(super) fn remove_subtree(&mut self, target: &[u8], removed: &mut Vec<String>) {
         let key = name::encode(target);
@@ -516,4 +640,31 @@ impl Walker<'_, '_> {
             }
         }
     }
+}
+
+/// Reads and hashes the files of one deferred job: its directory opened as a walk opens a
+/// listed one (checked to be the directory listed), each file read as [`Walker::hash`] reads
+/// it (checked to be the file listed, at most `cap` bytes).
+fn read_job(root: &Path, job: &Deferred, hash: gix::hash::Kind, cap: u64) -> Vec<ReadOutcome> {
+    let dir = DirRef::listed(root, &job.rel, job.id);
+    job.files
+        .iter()
+        .map(|(name, listed, _)| {
+            let read = dir
+                .get()
+                .and_then(|d| read_capped(d, name, listed, cap))
+                .map_err(|why| why.to_string())?;
+            let oid = blob_oid(hash, &read.bytes).map_err(|why| format!("git blob id: {why}"))?;
+            let sha256: [u8; 32] = Sha256::digest(&read.bytes).into();
+            Ok((
+                read.bytes.len() as u64,
+                Cached {
+                    stat: read.stat,
+                    at: read.at,
+                    oid,
+                    sha256,
+                },
+            ))
+        })
+        .collect()
 }
