@@ -84,6 +84,7 @@ pub(super) fn status(a: StatusArgs) -> Result<ExitCode> {
     };
     let answer = crate::status::status(&crate::status::Config {
         build_dir: a.build_dir,
+        held: None,
         state_dir: a.state_dir,
         require_live: a.require_live,
         stale: a.stale,

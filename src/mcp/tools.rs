@@ -540,12 +540,20 @@ fn no_baseline(path: &Path, why: &str) -> String {
 /// directory only (never from the copies in the watched directory).
 fn status_of(
     cfg: &Config,
-    path: PathBuf,
+    opened: &Opened,
     task: Option<crate::status::TaskQuery>,
 ) -> Result<Reply, ToolError> {
     let task_id = task.as_ref().map(|t| t.id.clone());
+    let path = opened.path.clone();
+    // The directory `resolve` opened, never its path again: a link swapped in on the way since
+    // would make the answer about another directory.
+    let held = opened.fd.try_clone().map_err(|source| ToolError::Dir {
+        path: path.clone(),
+        source,
+    })?;
     let answer = crate::status::status(&crate::status::Config {
         build_dir: path.clone(),
+        held: Some(std::sync::Arc::new(held)),
         state_dir: cfg.state_dir.clone(),
         require_live: false,
         stale: None,
@@ -592,7 +600,7 @@ fn status_of(
 /// `status`: STOP or go for a directory, as `referee status DIR`.
 pub fn status(cfg: &Config, dir: &str) -> Result<Reply, ToolError> {
     let opened = resolve(cfg, dir)?;
-    let reply = status_of(cfg, opened.path.clone(), None)?;
+    let reply = status_of(cfg, &opened, None)?;
     opened.still_there()?;
     Ok(reply)
 }
@@ -604,7 +612,14 @@ fn knows_task(cfg: &Config, opened: &Opened, id: &str) -> bool {
     let fd = opened.fd.as_fd();
     let in_tasks =
         rustix::fs::statat(fd, record.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok();
-    let Ok(state) = judge::state_of(&opened.path, cfg.state_dir.as_deref()) else {
+    // Named from the descriptor, never by resolving the path again: a link swapped in
+    // meanwhile cannot name another directory's state.
+    let Ok(state) = crate::state::live::Here::of_fd(fd, &opened.path)
+        .map_err(|_| ())
+        .and_then(|here| {
+            crate::state::locate_here(&here, cfg.state_dir.as_deref()).map_err(|_| ())
+        })
+    else {
         return in_tasks;
     };
     let verdict = crate::outputs::code_change::verdict_file(id, "json");
@@ -644,14 +659,14 @@ pub fn task_verdict(
         return Err(ToolError::NoTasks { id: p.id.clone() });
     }
     let known = knows_task(cfg, &opened, task_id);
-    let standing = status_of(cfg, opened.path.clone(), None)?;
+    let standing = status_of(cfg, &opened, None)?;
     let stop_stands = standing.json["answer"] == "stop";
     let stop = stop_stands.then(|| standing.json["output"].clone());
     let mut reply = if known {
         let go = crate::status::go_verdicts(&p);
         status_of(
             cfg,
-            opened.path.clone(),
+            &opened,
             Some(crate::status::TaskQuery {
                 id: task_id.to_string(),
                 wait: std::time::Duration::ZERO,

@@ -216,19 +216,56 @@ pub fn keeper(base: &Path, here: &Here, given: &Path) -> Option<PathBuf> {
 }
 
 impl Here {
-    /// What `dir` names now: its identity and canonical path.
+    /// What `dir` names now, looked at once: the directory is opened (a link on the way is
+    /// followed, as a path given on the command line is) and its identity and canonical path
+    /// are both read from that one descriptor, so they are the same directory's even while a
+    /// link on the way is swapped.
     pub fn of(dir: &Path) -> Result<Here, LookError> {
         let path = dir.display().to_string();
-        let meta = std::fs::metadata(dir).map_err(|source| LookError::Io {
+        let fd = rustix::fs::open(
+            dir,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::NOTDIR => LookError::NotDir { path: path.clone() },
+            e => LookError::Io {
+                path: path.clone(),
+                source: e.into(),
+            },
+        })?;
+        Here::of_fd(std::os::fd::AsFd::as_fd(&fd), dir)
+    }
+
+    /// What the directory open at `fd` is (`shown` names it in errors): its identity, and its
+    /// path as the kernel has it for the descriptor (no link followed again). A directory moved
+    /// or replaced while it was looked at (the path no longer names it) is an error, never
+    /// another directory's answer.
+    pub fn of_fd(fd: std::os::fd::BorrowedFd<'_>, shown: &Path) -> Result<Here, LookError> {
+        use std::os::fd::AsRawFd;
+        let path = shown.display().to_string();
+        let io = |source: std::io::Error| LookError::Io {
             path: path.clone(),
             source,
-        })?;
+        };
+        let meta = std::fs::File::from(fd.try_clone_to_owned().map_err(io)?)
+            .metadata()
+            .map_err(io)?;
         if !meta.is_dir() {
             return Err(LookError::NotDir { path });
         }
-        let canon = std::fs::canonicalize(dir).map_err(|source| LookError::Io { path, source })?;
+        let dir = DirId::from_meta(&meta);
+        let canon = match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+            Ok(canon) if canon.is_absolute() => canon,
+            // No `/proc`: the path is resolved again, and must lead to the same directory.
+            _ => std::fs::canonicalize(shown).map_err(io)?,
+        };
+        match DirId::of(&canon) {
+            Ok(now) if now.same(&dir) => {}
+            _ => return Err(LookError::Replaced { path }),
+        }
         Ok(Here {
-            dir: DirId::from_meta(&meta),
+            dir,
             canon,
             proc_times: heartbeat::has_proc(),
         })
@@ -246,6 +283,8 @@ pub enum LookError {
     },
     #[error("`{path}` is not a directory")]
     NotDir { path: String },
+    #[error("`{path}` was moved or replaced while it was looked at")]
+    Replaced { path: String },
 }
 
 /// The running process with this pid, as `/proc` shows it.

@@ -148,6 +148,16 @@ pub fn locate(watched: &Path, explicit: Option<&Path>) -> Result<PathBuf, StateE
     }
 }
 
+/// [`locate`] for a directory already looked at ([`live::Here`]): named from the identity and
+/// canonical path read then, never by resolving its path again (a link swapped in on the way
+/// meanwhile would name another directory's state).
+pub fn locate_here(here: &live::Here, explicit: Option<&Path>) -> Result<PathBuf, StateError> {
+    match explicit {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => Ok(default_base()?.join(name_of(&here.canon, here.dir.dev, here.dir.ino))),
+    }
+}
+
 /// Creates the state directory (parents too; the directory itself mode 0700) unless it exists,
 /// then vets it ([`check`]).
 pub fn ensure(dir: &Path) -> Result<PathBuf, StateError> {

@@ -16,7 +16,9 @@
 mod pinned;
 
 use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::exit::ExitCode;
@@ -25,7 +27,12 @@ use crate::state::live::{live, Here, Liveness};
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The directory asked about (it names it in every message).
     pub build_dir: PathBuf,
+    /// The directory, already opened by the caller (MCP opens it beneath its `--root`): the
+    /// answer is about this one, and `build_dir` only names it. `None`: `status` opens
+    /// `build_dir` itself, once.
+    pub held: Option<Arc<OwnedFd>>,
     /// `--state-dir` (else the default for the directory, as `watch` finds it).
     pub state_dir: Option<PathBuf>,
     pub require_live: bool,
@@ -116,11 +123,12 @@ pub enum StatusError {
 /// so a STOP the referee raised is seen in one place or the other at every instant (it writes
 /// its own first and removes it first).
 pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
-    let answer = answer(cfg);
+    let asked = Asked::open(cfg);
+    let answer = answer(cfg, &asked);
     if matches!(&answer, Ok(a) if a.code == ExitCode::Violation) {
         return answer;
     }
-    let Some((path, text)) = stop_in_watched(&cfg.build_dir) else {
+    let Some((name, text)) = stop_in_watched(&asked.at) else {
         return answer;
     };
     let why = match &answer {
@@ -135,24 +143,57 @@ pub fn status(cfg: &Config) -> Result<Answer, StatusError> {
         stdout: text,
         note: Some(Note::Warning(format!(
             "`{}` stands in the watched directory, so the answer is STOP whatever the referee's memory says ({why})",
-            path.display()
+            asked.shown.join(name).display()
         ))),
     })
 }
 
+/// The directory asked about, opened once: every later look (its identity, the STOP copy in
+/// it, its task records, the `--sync` token) goes through the one descriptor, by the path
+/// `/proc/self/fd/N` names it with, so a link on the way swapped while `status` runs cannot
+/// make the answer, or a part of it, about another directory.
+pub(crate) struct Asked {
+    /// Kept open while `at` is used.
+    _held: Option<Arc<OwnedFd>>,
+    /// Where to look: `/proc/self/fd/N`, or the path as given when it could not be opened (the
+    /// looks then fail as they would have).
+    pub(crate) at: PathBuf,
+    /// What messages call it: the path the caller gave.
+    pub(crate) shown: PathBuf,
+}
+
+impl Asked {
+    fn open(cfg: &Config) -> Asked {
+        let held = cfg.held.clone().or_else(|| {
+            crate::safefs::open_dir(crate::safefs::CWD, &cfg.build_dir, true)
+                .ok()
+                .map(Arc::new)
+        });
+        let at = held.as_ref().map_or_else(
+            || cfg.build_dir.clone(),
+            |fd| PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+        );
+        Asked {
+            _held: held,
+            at,
+            shown: cfg.build_dir.clone(),
+        }
+    }
+}
+
 /// The STOP file a referee keeps in the watched directory (`OBSERVER-STOP.md` in a build
 /// directory, `.referee/OBSERVER-STOP.md` in a workspace): its path and text, when one is there
-/// in any form. Never opens anything but a regular file; one that cannot be read still stands.
+/// in any form, named relative to `dir`. Never opens anything but a regular file; one that cannot be read still stands.
 fn stop_in_watched(dir: &Path) -> Option<(PathBuf, String)> {
-    [dir.to_path_buf(), dir.join(crate::workspace::OUTPUT_DIR)]
+    [PathBuf::new(), PathBuf::from(crate::workspace::OUTPUT_DIR)]
         .into_iter()
         .find_map(|d| {
-            let path = d.join(STOP_FILE);
-            match read_stop(&d) {
-                Ok(Some(text)) => Some((path, text)),
+            let name = d.join(STOP_FILE);
+            match read_stop(&dir.join(&d)) {
+                Ok(Some(text)) => Some((name, text)),
                 Ok(None) => None,
                 Err(e) => Some((
-                    path,
+                    name,
                     format!(
                         "{STOP_FILE} exists but cannot be read ({}); treat it as a STOP\n",
                         crate::error::chain(&e)
@@ -171,8 +212,8 @@ fn stop_in_watched(dir: &Path) -> Option<(PathBuf, String)> {
 /// "none"; and a `--state-dir` named but not there is an error too: the orchestrator was told
 /// where the referee keeps its memory, so a missing one was moved or removed, or the referee
 /// never started, and neither is a go.
-fn find_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError> {
-    let state = crate::state::locate(&here.canon, cfg.state_dir.as_deref())?;
+fn find_state(cfg: &Config, asked: &Asked, here: &Here) -> Result<Option<PathBuf>, StatusError> {
+    let state = crate::state::locate_here(here, cfg.state_dir.as_deref())?;
     if crate::state::lookup(&state)? {
         return Ok(Some(state));
     }
@@ -183,7 +224,7 @@ fn find_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError>
     }
     let found = crate::state::default_base()
         .ok()
-        .and_then(|base| crate::state::live::keeper(&base, here, &cfg.build_dir));
+        .and_then(|base| crate::state::live::keeper(&base, here, &asked.shown));
     // A referee re-attaching renames its memory to the new name: a rename between the first
     // look and the scan is caught by looking at the new name once more.
     match found {
@@ -193,8 +234,12 @@ fn find_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError>
 }
 
 /// [`find_state`], vetted for reading ([`crate::state::check_readable`]).
-fn find_readable_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, StatusError> {
-    let state = find_state(cfg, here)?;
+fn find_readable_state(
+    cfg: &Config,
+    asked: &Asked,
+    here: &Here,
+) -> Result<Option<PathBuf>, StatusError> {
+    let state = find_state(cfg, asked, here)?;
     if let Some(state) = &state {
         crate::state::check_readable(state)?;
     }
@@ -202,30 +247,30 @@ fn find_readable_state(cfg: &Config, here: &Here) -> Result<Option<PathBuf>, Sta
 }
 
 /// [`status`] before the copy in the watched directory is looked at.
-fn answer(cfg: &Config) -> Result<Answer, StatusError> {
+fn answer(cfg: &Config, asked: &Asked) -> Result<Answer, StatusError> {
     if let Some(wait) = cfg.sync {
-        let here = match Here::of(&cfg.build_dir) {
+        let here = match Here::of(&asked.at) {
             Ok(h) => h,
             Err(e) => return Ok(no_live(format!("--sync: {}", crate::error::chain(&e)))),
         };
-        let state = match find_readable_state(cfg, &here) {
+        let state = match find_readable_state(cfg, asked, &here) {
             Ok(state) => state,
             Err(e) => return Ok(no_live(format!("--sync: {}", crate::error::chain(&e)))),
         };
         let Some(state) = state else {
             return Ok(no_live(format!(
                 "--sync: no referee has run on `{}` (no state directory `{}`)",
-                cfg.build_dir.display(),
-                crate::state::locate(&here.canon, cfg.state_dir.as_deref())?.display()
+                asked.shown.display(),
+                crate::state::locate_here(&here, cfg.state_dir.as_deref())?.display()
             )));
         };
-        if let Some(answer) = pinned::sync(cfg, &here, &state, wait)? {
+        if let Some(answer) = pinned::sync(cfg, asked, &here, &state, wait)? {
             return Ok(answer);
         }
     }
     let deadline = std::time::Instant::now() + cfg.task.as_ref().map_or(Duration::ZERO, |t| t.wait);
     loop {
-        let answer = status_once(cfg)?;
+        let answer = status_once(cfg, asked)?;
         if answer.code != ExitCode::NotJudged || std::time::Instant::now() >= deadline {
             return Ok(answer);
         }
@@ -241,9 +286,9 @@ fn no_live(why: String) -> Answer {
     }
 }
 
-fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
-    let dir = &cfg.build_dir;
-    let here = match Here::of(dir) {
+fn status_once(cfg: &Config, asked: &Asked) -> Result<Answer, StatusError> {
+    let dir = &asked.shown;
+    let here = match Here::of(&asked.at) {
         Ok(h) => h,
         // Asked to vouch for a directory that is not there: nobody watches it.
         Err(e) if cfg.require_live => {
@@ -254,7 +299,7 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
         }
         Err(e) => return Err(e.into()),
     };
-    let state = match find_readable_state(cfg, &here) {
+    let state = match find_readable_state(cfg, asked, &here) {
         Ok(state) => state,
         // Whatever keeps this process from the referee's memory, no live referee can be
         // vouched for, and no verdict can be read.
@@ -273,7 +318,7 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
         let why = format!(
             "no referee has run on `{}` (no state directory `{}`)",
             dir.display(),
-            crate::state::locate(&here.canon, cfg.state_dir.as_deref())?.display()
+            crate::state::locate_here(&here, cfg.state_dir.as_deref())?.display()
         );
         if cfg.require_live {
             return Ok(no_live(why));
@@ -287,7 +332,7 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
             note: Some(Note::Info(why)),
         });
     };
-    let mut answer = status_in(cfg, &here, &state)?;
+    let mut answer = status_in(cfg, asked, &here, &state)?;
     if cfg.show_run {
         answer.stdout = pinned::show_run(&state) + &answer.stdout;
     }
@@ -295,8 +340,13 @@ fn status_once(cfg: &Config) -> Result<Answer, StatusError> {
 }
 
 /// [`status_once`] once the state directory is found.
-fn status_in(cfg: &Config, here: &Here, state: &Path) -> Result<Answer, StatusError> {
-    let (dir, here, state) = (&cfg.build_dir, here.clone(), state.to_path_buf());
+fn status_in(
+    cfg: &Config,
+    asked: &Asked,
+    here: &Here,
+    state: &Path,
+) -> Result<Answer, StatusError> {
+    let (dir, here, state) = (&asked.at, here.clone(), state.to_path_buf());
     if let Some(refused) = pinned::expectations(cfg, &state) {
         return Ok(refused);
     }
@@ -354,7 +404,7 @@ fn status_in(cfg: &Config, here: &Here, state: &Path) -> Result<Answer, StatusEr
     if let Some(why) = not_live.filter(|_| cfg.require_live) {
         return Ok(no_live(format!(
             "no live referee watches `{}`: {why}",
-            dir.display()
+            asked.shown.display()
         )));
     }
     if let Some(a) = task {

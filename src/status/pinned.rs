@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::exit::ExitCode;
 use crate::state::run::Started;
 
-use super::{live, no_live, Answer, Config, Here, Liveness, Note, StatusError};
+use super::{live, no_live, Answer, Asked, Config, Here, Liveness, Note, StatusError};
 
 /// The run's record when it is the live referee's (same pid and trace id as its heartbeat).
 fn record(state: &Path) -> Option<Started> {
@@ -59,11 +59,12 @@ pub(super) fn show_run(state: &Path) -> String {
 /// not catch up in time (exit 3); `None`: caught up, answer as usual.
 pub(super) fn sync(
     cfg: &Config,
+    asked: &Asked,
     here: &Here,
     state: &Path,
     wait: Duration,
 ) -> Result<Option<Answer>, StatusError> {
-    let dir = &cfg.build_dir;
+    let dir = &asked.shown;
     if let Liveness::NotLive(why) = live(state, here, cfg.stale) {
         return Ok(Some(no_live(format!(
             "--sync: no live referee watches `{}`: {why}",
@@ -76,15 +77,14 @@ pub(super) fn sync(
         ));
     }
     let token = crate::state::sync::new_token();
-    let path = here
-        .canon
-        .join(format!("{}{token}", crate::state::sync::TOKEN_PREFIX));
+    let name = format!("{}{token}", crate::state::sync::TOKEN_PREFIX);
+    let path = asked.at.join(&name);
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&path)
         .map_err(|source| StatusError::Token {
-            path: path.display().to_string(),
+            path: asked.shown.join(&name).display().to_string(),
             source,
         })?;
     let deadline = Instant::now() + wait;

@@ -6,6 +6,7 @@ use crate::state::heartbeat::{self, write};
 fn cfg(dir: &Path, live: bool) -> Config {
     Config {
         build_dir: dir.to_path_buf(),
+        held: None,
         // The directory is its own state directory here: one place for the heartbeat.
         state_dir: Some(dir.to_path_buf()),
         require_live: live,

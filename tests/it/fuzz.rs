@@ -1342,6 +1342,7 @@ fn heartbeat_text() -> impl Strategy<Value = String> {
 fn status_config(dir: &Path, require_live: bool, stale: Option<Duration>) -> status::Config {
     status::Config {
         build_dir: dir.to_path_buf(),
+        held: None,
         // The heartbeat is fuzzed where `status` reads it: the directory is its own state dir.
         state_dir: Some(dir.to_path_buf()),
         require_live,
