@@ -329,6 +329,20 @@ impl Tracker {
         names(name).find_map(|n| self.rows.iter().find(|r| eq_ignore_case(&r.name, &n)))
     }
 
+    /// Every field row named `name`, in document order (the spellings [`Tracker::field`] accepts,
+    /// the plain one's rows first).
+    pub fn fields_named(&self, name: &str) -> Vec<&FieldRow> {
+        let mut out: Vec<&FieldRow> = Vec::new();
+        for n in names(name) {
+            for r in self.rows.iter().filter(|r| eq_ignore_case(&r.name, &n)) {
+                if !out.iter().any(|o| std::ptr::eq(*o, r)) {
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
     /// The first field row named `name` within a section matching `filter`.
     pub fn field_in(&self, filter: &SectionFilter, name: &str) -> Option<&FieldRow> {
         let rows = self.rows_in(filter);

@@ -1,7 +1,9 @@
 //! Predicates over the execution tracker's fields, sections and tables.
 
 use super::{with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::tracker::{is_empty_value, parse_timestamp, At, SectionFilter, Tracker};
+use crate::artifacts::tracker::{
+    is_empty_value, parse_timestamp, At, FieldRow, SectionFilter, Tracker,
+};
 use crate::protocol::predicate::{
     ColumnMatches, FieldMatches, FillRate, HowMany, Section, SectionMatch,
 };
@@ -132,22 +134,30 @@ pub(super) fn field_matches(ctx: &Ctx<'_>, f: &FieldMatches) -> Outcome {
     let mut matched = Vec::new();
     let mut unmatched = Vec::new();
     let mut absent = 0;
+    // A field written in more than one row (a planned schedule above the record, a repeated
+    // summary) is read in every row, as a reader scanning the tracker would: one row that
+    // matches is not hidden by another that does not, whichever comes first.
     for name in &f.fields {
-        match t.field(name) {
-            Some(row) if !is_empty_value(&row.value) => {
-                let line = format!(
-                    "{tracker_name}:{}: {} = {}",
-                    row.at(),
-                    row.name,
-                    row.shown()
-                );
-                if re.is_match(row.value.trim().as_bytes()) {
-                    matched.push(line)
-                } else {
-                    unmatched.push(line)
-                }
+        let rows: Vec<&FieldRow> = t
+            .fields_named(name)
+            .into_iter()
+            .filter(|r| !is_empty_value(&r.value))
+            .collect();
+        if rows.is_empty() {
+            absent += 1;
+        }
+        for row in rows {
+            let line = format!(
+                "{tracker_name}:{}: {} = {}",
+                row.at(),
+                row.name,
+                row.shown()
+            );
+            if re.is_match(row.value.trim().as_bytes()) {
+                matched.push(line)
+            } else {
+                unmatched.push(line)
             }
-            _ => absent += 1,
         }
     }
     let verdict = if f.any == HowMany::Any {

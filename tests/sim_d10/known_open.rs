@@ -17,12 +17,6 @@ pub struct Open {
 
 pub const KNOWN_OPEN: &[Open] = &[
     Open {
-        class: "decoy-section-read",
-        tags: &["plant:OBS-18", "form:decoy-Section"],
-        test: "open_planned_schedule_section_is_read",
-        note: "a BV row in a `## Planned Schedule` section is read as the BV gate's row: the real FAIL is missed (OBS-18)",
-    },
-    Open {
         class: "live-stop-on-tracker-save",
         tags: &["live", "tracker-writer:stream"],
         test: "open_live_stop_on_editor_saved_tracker",
