@@ -41,13 +41,9 @@ pub struct Open {
     pub test: &'static str,
 }
 
-pub const KNOWN_OPEN: &[Open] = &[Open {
-    class: "renamed_task_approved",
-    act: "RenameTask",
-    live_only: false,
-    seen: None,
-    test: "open_renamed_task_approved",
-}];
+/// None open: the last, `renamed_task_approved`, was the neighbour of `live_keeps_stale_verdict`
+/// and closed with it.
+pub const KNOWN_OPEN: &[Open] = &[];
 
 /// The open class a disagreement belongs to, unless `SIM_ALL` is set.
 fn known(d: &Disagreement) -> Option<&'static str> {
@@ -598,13 +594,13 @@ fn verdict_over_a_deep_path_is_answered() {
     reproduce(true, &[Act::Rename(2, 99), Act::DeepPath, Act::Record(2)]);
 }
 
-/// Class `renamed_task_approved` (open): a renamed task (`t1-retry`) is APPROVEd at the end of a
-/// session although `package-lock.json`, regenerated after its judgment and claimed by no
-/// record, is in its scope (the model: REJECT, `undeclared_changes`). Tasks are not registered
-/// by the orchestrator yet (`referee task open`), so a renamed task is a new one.
+/// Class `renamed_task_approved` (fixed): a renamed task (`t1-retry`) was APPROVEd at the end
+/// of a session although `package-lock.json`, regenerated after its judgment and claimed by no
+/// record, is in its scope (the model: REJECT, `undeclared_changes`). Not about the name: the
+/// lock file joins the scope after the verdict, and the live referee now judges an attempt again
+/// when its scope grows (class `live_keeps_stale_verdict`).
 #[test]
-#[ignore = "open: renamed_task_approved, see KNOWN_OPEN"]
-fn open_renamed_task_approved() {
+fn renamed_task_is_judged_again_when_its_scope_grows() {
     reproduce(
         true,
         &[
