@@ -37,6 +37,16 @@ pub(super) struct ServeArgs {
     /// the hooks the same flags, or none.
     #[arg(long, value_name = "ID|FILE", default_value = "code-change")]
     protocol: String,
+    /// Also answer Claude Code's `type: "http"` hooks: POST to `http://ADDR/hook/claude-code`,
+    /// judged as over the socket. A loopback address only (e.g. `127.0.0.1:8787`); requires
+    /// `--http-token-file`. Set `"onFailure": "block"` on the hook (Claude Code 2.1.295 and
+    /// later), or a daemon that is down lets the event through. docs/agents.md
+    #[arg(long, value_name = "ADDR", requires = "http_token_file")]
+    http: Option<std::net::SocketAddr>,
+    /// The bearer token every HTTP hook call must carry (`Authorization: Bearer TOKEN`; at
+    /// least 16 characters): any local user can reach a loopback port.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    http_token_file: Option<PathBuf>,
     #[command(flatten)]
     read: super::ReadArgs,
     #[command(flatten)]
@@ -80,12 +90,23 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode> {
             }
         })
         .context("cannot handle SIGTERM")?;
-    crate::serve::daemon::serve(&o, || {
+    let http = match (a.http, &a.http_token_file) {
+        (Some(addr), Some(token)) => Some(crate::serve::http::Listener::bind(addr, token)?),
+        _ => None,
+    };
+    crate::serve::daemon::serve(&o, http.as_ref(), || {
         eprintln!(
             "referee serve: answering hooks on {} (state in {})",
             o.socket.display(),
             o.state_base.display()
         );
+        if let Some(h) = &http {
+            eprintln!(
+                "referee serve: answering Claude Code's HTTP hooks on http://{}{}",
+                h.addr,
+                crate::serve::http::PATH
+            );
+        }
     })?;
     Ok(ExitCode::Ok)
 }

@@ -80,12 +80,25 @@ enum RequestError {
 
 /// Binds the socket and answers until the process is stopped; `ready` runs once the socket
 /// accepts connections.
-pub fn serve(o: &Options, ready: impl FnOnce()) -> Result<(), ServeError> {
+pub fn serve(
+    o: &Options,
+    http: Option<&super::http::Listener>,
+    ready: impl FnOnce(),
+) -> Result<(), ServeError> {
     crate::state::ensure(&o.state_base)?;
     let listener = bind(&o.socket, o.mode)?;
     ready();
     let listener = &listener;
     std::thread::scope(|s| {
+        // Claude Code's HTTP hooks, on as many threads again: the same judgment, rules and
+        // memory as the socket's.
+        for n in 0..http.map_or(0, |_| o.jobs.max(1)) {
+            let Some(http) = http else { break };
+            std::thread::Builder::new()
+                .name(format!("serve-http-{n}"))
+                .spawn_scoped(s, move || http.answer_forever(o))
+                .map_err(|source| ServeError::Threads { source })?;
+        }
         for n in 0..o.jobs.max(1) {
             std::thread::Builder::new()
                 .name(format!("serve-{n}"))

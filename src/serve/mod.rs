@@ -16,6 +16,7 @@
 
 pub mod client;
 pub mod daemon;
+pub mod http;
 
 use std::path::PathBuf;
 use std::time::Duration;

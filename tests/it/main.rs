@@ -45,6 +45,7 @@ mod renamed_grades;
 mod replay;
 mod root;
 mod serve;
+mod serve_http;
 mod sessions;
 mod statcache;
 mod state;
