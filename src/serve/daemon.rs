@@ -96,7 +96,9 @@ pub fn serve(
             let Some(http) = http else { break };
             std::thread::Builder::new()
                 .name(format!("serve-http-{n}"))
-                .spawn_scoped(s, move || http.answer_forever(o))
+                .spawn_scoped(s, move || {
+                    http.answer_forever(&|payload| crate::hook::run(&http_config(o), payload))
+                })
                 .map_err(|source| ServeError::Threads { source })?;
         }
         for n in 0..o.jobs.max(1) {
@@ -114,6 +116,27 @@ pub fn serve(
         }
         Ok(())
     })
+}
+
+/// The hook's configuration for a call over HTTP: Claude Code's format (the only agent with
+/// HTTP hooks), the daemon's rules, state and confinement; the workspace pinned from the
+/// session's first event, as over the socket.
+fn http_config(o: &Options) -> crate::hook::Config {
+    crate::hook::Config {
+        agent: crate::hook::Agent::ClaudeCode,
+        protocol: o.rules.protocol.clone(),
+        workspace: None,
+        state_dir: None,
+        state_base: Some(o.state_base.clone()),
+        allow: o.allow.clone(),
+        max_read_bytes: o.rules.max_read_bytes,
+        timeout: super::http::JUDGMENT_TIMEOUT,
+        overrides: crate::protocol::overrides::Overrides {
+            file: o.rules.vars.clone(),
+            set: o.rules.set.clone(),
+            protect: o.rules.protect.clone(),
+        },
+    }
 }
 
 /// Listens on `path` with `mode`, after removing a stale socket left by a daemon that is gone

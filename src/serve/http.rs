@@ -23,8 +23,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::daemon::Options;
-use crate::hook::{Agent, Reply, MAX_PAYLOAD};
+use crate::hook::{Reply, MAX_PAYLOAD};
 
 /// The one path answered.
 pub const PATH: &str = "/hook/claude-code";
@@ -93,17 +92,18 @@ impl Listener {
         })
     }
 
-    /// Answers requests until the process stops; several threads may call it at once.
-    pub fn answer_forever(&self, o: &Options) {
+    /// Answers requests until the process stops, each payload judged by `judge` (the hook's
+    /// judgment in Claude Code's format); several threads may call it at once.
+    pub fn answer_forever(&self, judge: &(dyn Fn(&[u8]) -> Reply + Sync)) {
         loop {
             match self.server.recv() {
-                Ok(req) => self.answer(req, o),
+                Ok(req) => self.answer(req, judge),
                 Err(e) => tracing::warn!("cannot accept a hook's HTTP request: {e}"),
             }
         }
     }
 
-    fn answer(&self, mut req: tiny_http::Request, o: &Options) {
+    fn answer(&self, mut req: tiny_http::Request, judge: &(dyn Fn(&[u8]) -> Reply + Sync)) {
         let (status, body) = match self.check(&req) {
             Err((status, why)) => {
                 tracing::warn!("referee serve --http: {why}");
@@ -120,7 +120,7 @@ impl Listener {
                     Ok(_) if payload.len() as u64 > MAX_PAYLOAD => blocked(&format!(
                         "the hook's input is over {MAX_PAYLOAD} bytes; refused"
                     )),
-                    Ok(_) => crate::hook::run(&config(o), &payload),
+                    Ok(_) => judge(&payload),
                 };
                 (200, body_of(&reply, &payload))
             }
@@ -182,26 +182,6 @@ fn read_token(path: &Path) -> Result<String, HttpError> {
         });
     }
     Ok(token)
-}
-
-/// The hook's configuration for an HTTP call: Claude Code's format, the daemon's rules, state
-/// and confinement; the workspace pinned from the session's first event, as over the socket.
-fn config(o: &Options) -> crate::hook::Config {
-    crate::hook::Config {
-        agent: Agent::ClaudeCode,
-        protocol: o.rules.protocol.clone(),
-        workspace: None,
-        state_dir: None,
-        state_base: Some(o.state_base.clone()),
-        allow: o.allow.clone(),
-        max_read_bytes: o.rules.max_read_bytes,
-        timeout: JUDGMENT_TIMEOUT,
-        overrides: crate::protocol::overrides::Overrides {
-            file: o.rules.vars.clone(),
-            set: o.rules.set.clone(),
-            protect: o.rules.protect.clone(),
-        },
-    }
 }
 
 /// A reply that blocks, as `referee hook` gives it (exit 2, the reason on stderr).
