@@ -91,14 +91,12 @@ pub(super) fn hook(a: HookArgs) -> Result<ExitCode> {
         (None, read) => {
             let cfg = crate::hook::Config {
                 agent,
-                protocol: a.protocol,
+                rules: crate::hook::Rules::new(&a.protocol, overrides, a.read.max_read_bytes),
                 workspace: a.workspace,
                 state_dir: a.state_dir,
                 state_base: None,
-                allow: Vec::new(),
-                max_read_bytes: a.read.max_read_bytes,
+                allow: crate::hook::confine::Allowed::default(),
                 timeout: a.timeout,
-                overrides,
             };
             match read {
                 Ok(_) if std::env::var_os(CHILD).is_some() => crate::hook::run(&cfg, &input),
@@ -182,16 +180,11 @@ fn served(
     }
     // Paths are made absolute here: the daemon runs elsewhere.
     let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let protocol = crate::serve::absolute_protocol(&a.protocol);
     let req = crate::serve::Request {
         agent: agent.id().to_string(),
-        protocol,
         workspace: a.workspace.as_deref().map(absolute),
-        max_read_bytes: a.read.max_read_bytes,
         timeout_ms: u64::try_from(a.timeout.as_millis()).unwrap_or(u64::MAX),
-        vars: overrides.file,
-        set: overrides.set,
-        protect: overrides.protect,
+        rules: crate::hook::Rules::new(&a.protocol, overrides, a.read.max_read_bytes),
     };
     match crate::serve::client::ask(socket, &req, input) {
         Ok(reply) => reply,

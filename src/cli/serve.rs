@@ -27,7 +27,10 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: u16,
     /// Judge only workspaces under DIR (repeatable; default: any the daemon's user can read).
-    /// A workspace that holds or lies in the daemon's state is always refused.
+    /// DIR is opened at start and each workspace beneath it by descriptor (a link out of it is
+    /// refused); a stop judged while a folder between DIR and the workspace was replaced or
+    /// changed is blocked, nothing of it kept. A workspace that holds or lies in the daemon's
+    /// state is always refused.
     #[arg(long, value_name = "DIR")]
     allow: Vec<PathBuf>,
     /// The rules every hook call is judged with: the daemon's own, not the caller's (an agent
@@ -47,6 +50,13 @@ pub(super) struct ServeArgs {
     /// least 16 characters): any local user can reach a loopback port.
     #[arg(long, value_name = "FILE", requires = "http")]
     http_token_file: Option<PathBuf>,
+    /// Forget a session's pinned workspace when the session has not been heard from for this
+    /// long (`30d`, `12h`; every hook call of a session marks it heard from). A live session is
+    /// never unpinned, and the agent cannot remove a pin: `hook-sessions/` is the daemon's.
+    /// A session resumed after that is pinned again at its next event, where its `cwd` is.
+    /// Looked at when the daemon starts and every hour.
+    #[arg(long, value_name = "DURATION", default_value = crate::serve::sessions::DEFAULT_FORGET_AFTER, value_parser = crate::duration::parse)]
+    forget_sessions_after: std::time::Duration,
     #[command(flatten)]
     read: super::ReadArgs,
     #[command(flatten)]
@@ -67,12 +77,9 @@ pub(super) fn serve(a: ServeArgs) -> Result<ExitCode> {
         mode: a.socket_mode,
         state_base,
         jobs: usize::from(a.jobs),
-        allow: a
-            .allow
-            .iter()
-            .map(|d| std::fs::canonicalize(d).with_context(|| format!("`--allow {}`", d.display())))
-            .collect::<Result<_>>()?,
+        allow: crate::hook::confine::Allowed::open(&a.allow)?,
         rules: crate::serve::Rules::new(&a.protocol, a.rules.overrides()?, a.read.max_read_bytes),
+        forget_after: a.forget_sessions_after,
     };
     // The socket goes away with the daemon, so a client sees "cannot reach", not a dead file.
     let socket = o.socket.clone();

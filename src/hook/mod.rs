@@ -34,6 +34,7 @@
 //! [`targets`].
 
 mod claude;
+pub mod confine;
 mod copilot;
 mod cursor;
 mod gemini;
@@ -150,8 +151,9 @@ impl Agent {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub agent: Agent,
-    /// `--protocol`: an embedded id or a file (outside the workspace).
-    pub protocol: String,
+    /// The rules the judgment uses (`--protocol`, `--protect`, `--set`, `--vars`,
+    /// `--max-read-bytes`).
+    pub rules: Rules,
     /// `--workspace`; default: the git work tree holding the payload's `cwd`, else `cwd`.
     pub workspace: Option<PathBuf>,
     /// `--state-dir`: this workspace's state directory itself.
@@ -160,13 +162,93 @@ pub struct Config {
     /// `<name>` below, as `watch --root` makes them): the daemon's own for `referee serve`;
     /// `None`, the default base (`$XDG_STATE_HOME/referee`, else `~/.local/state/referee`).
     pub state_base: Option<PathBuf>,
-    /// The folders whose workspaces may be judged (`referee serve --allow`); empty: any.
-    pub allow: Vec<PathBuf>,
-    pub max_read_bytes: u64,
+    /// The folders whose workspaces may be judged (`referee serve --allow`), open; empty: any.
+    pub allow: confine::Allowed,
     /// The judgment's deadline (below the agent's hook timeout).
     pub timeout: Duration,
-    /// The project's rules (`--protect`, `--set`, `--vars`; docs/GUIDE.md "Your project's rules").
-    pub overrides: crate::protocol::overrides::Overrides,
+}
+
+/// The rules a judgment uses: one type for the hook in process, the client that asks
+/// `referee serve` (they are sent with the request) and the daemon (which answers only a
+/// request for its own), so a rule added later travels everywhere or fails to compile.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rules {
+    /// `--protocol`: an embedded id, or a file's absolute path.
+    pub protocol: String,
+    /// `--vars`, absolute.
+    pub vars: Option<PathBuf>,
+    /// `--set`, each as given.
+    pub set: Vec<String>,
+    /// `--protect`, each as given.
+    pub protect: Vec<String>,
+    /// `--max-read-bytes`.
+    pub max_read_bytes: u64,
+}
+
+impl Rules {
+    /// The rules `protocol` (an embedded id, or a file made absolute: the daemon runs
+    /// elsewhere), `overrides` (their `--vars` made absolute) and `max_read_bytes` name.
+    pub fn new(
+        protocol: &str,
+        overrides: crate::protocol::overrides::Overrides,
+        max_read_bytes: u64,
+    ) -> Rules {
+        let crate::protocol::overrides::Overrides { file, set, protect } = overrides;
+        Rules {
+            protocol: absolute_protocol(protocol),
+            vars: file,
+            set,
+            protect,
+            max_read_bytes,
+        }
+    }
+
+    /// The project's rules as the protocol loader takes them.
+    pub fn overrides(&self) -> crate::protocol::overrides::Overrides {
+        crate::protocol::overrides::Overrides {
+            file: self.vars.clone(),
+            set: self.set.clone(),
+            protect: self.protect.clone(),
+        }
+    }
+
+    /// One line naming them, as flags (for a refusal).
+    pub fn describe(&self) -> String {
+        let Rules {
+            protocol,
+            vars,
+            set,
+            protect,
+            max_read_bytes,
+        } = self;
+        let mut s = format!("--protocol {protocol}");
+        if let Some(v) = vars {
+            s.push_str(&format!(" --vars {}", v.display()));
+        }
+        for x in set {
+            s.push_str(&format!(" --set {x}"));
+        }
+        for x in protect {
+            s.push_str(&format!(" --protect {x}"));
+        }
+        s.push_str(&format!(" --max-read-bytes {max_read_bytes}"));
+        s
+    }
+}
+
+/// `--protocol` as the rules carry it: a file's path made absolute, anything else (an
+/// embedded id) as it is.
+pub fn absolute_protocol(protocol: &str) -> String {
+    let path = Path::new(protocol);
+    if path.is_file() {
+        std::path::absolute(path).map_or_else(
+            |_| protocol.to_string(),
+            |p| p.to_string_lossy().into_owned(),
+        )
+    } else {
+        protocol.to_string()
+    }
 }
 
 /// What the hook prints: stdout, stderr and the exit code (also what `referee serve` sends
@@ -400,20 +482,46 @@ const HOOK_STACK: usize = 64 << 20;
 
 fn answer(cfg: &Config, p: &Payload) -> Answer {
     // The session's first event pins its workspace, whatever the event: a read-only tool call
-    // before the agent `cd`s elsewhere pins it as surely as `SessionStart`. The events that
-    // judge read the pin again and fail on an error; here it is only taken early.
-    if !p.is_stop() && p.event != "SessionStart" {
-        let _ = workspace_root(cfg, p);
-    }
+    // before the agent `cd`s elsewhere pins it as surely as `SessionStart`. It is opened once
+    // here; the events that judge use it, and fail on an error. Those that read it by path
+    // check after their judgment that it was not replaced meanwhile ([`judged`]); the deny
+    // before a tool walks it through its descriptor.
+    let ws = workspace_root(cfg, p);
     let result = match p.event.as_str() {
-        "Stop" | "SubagentStop" => stop(cfg, p),
-        "PreToolUse" => pre_tool(cfg, p),
-        "PostToolUse" => post_tool(cfg, p),
-        "SessionStart" => session_start(cfg, p),
+        "Stop" | "SubagentStop" => stop(cfg, p, &ws),
+        "PreToolUse" => pre_tool(cfg, p, &ws),
+        "PostToolUse" => post_tool(cfg, p, &ws),
+        "SessionStart" => session_start(cfg, p, &ws),
         // Events the referee has nothing to say about.
         _ => Ok(Answer::allow()),
     };
     result.unwrap_or_else(|e| on_failure(cfg, p, &format!("{e:#}")))
+}
+
+/// Judges `root` (by path) with `judge`, then makes sure it was not replaced meanwhile: if it
+/// was, the judgment is an error, and a baseline it pinned first (from whatever stood at the
+/// path) is forgotten, so the next judgment pins it from the workspace.
+fn judged<T>(root: &confine::Root, state: &Path, judge: impl FnOnce() -> Result<T>) -> Result<T> {
+    let pins = crate::workspace::baseline::PIN_FILES;
+    let pinned_before = pins.iter().any(|f| state.join(f).exists());
+    let out = judge();
+    if let Err(e) = root.unchanged() {
+        if !pinned_before {
+            for f in pins {
+                let _ = std::fs::remove_file(state.join(f));
+            }
+        }
+        return Err(e.into());
+    }
+    out
+}
+
+/// The workspace of an event, opened ([`workspace_root`]), or why it could not be.
+type Opened = Result<confine::Root>;
+
+/// The opened workspace, or the reason it could not be opened, as an error.
+fn opened(ws: &Opened) -> Result<&confine::Root> {
+    ws.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))
 }
 
 /// The answer when the referee cannot judge: a stop is blocked (fail closed) until the blocks
@@ -463,7 +571,7 @@ impl Counter {
         let root = workspace_root(cfg, p).ok()?;
         let state = state_for(cfg, &root).ok()?;
         crate::state::ensure(&state).ok()?;
-        let cap = Protocol::load_with(&cfg.protocol, None, &cfg.overrides)
+        let cap = Protocol::load_with(&cfg.rules.protocol, None, &cfg.rules.overrides())
             .ok()
             .and_then(|pr| pr.guards().map(|g| g.max_rejects as usize))
             .unwrap_or(3)
@@ -501,62 +609,69 @@ pub fn task_id(agent: Agent, session: &str) -> String {
     format!("{}-{}", agent.id(), session)
 }
 
-/// The workspace a payload is about: `--workspace`, else the one pinned at the session's first
-/// event (kept in [`sessions_dir`]), else — at that first event, which pins it — the git work
-/// tree holding the payload's `cwd` (the nearest ancestor with a `.git`), else `cwd` itself.
-/// Never the `cwd` of a later event: an agent that `cd`s into a nested repository (or makes one,
-/// `git init`) before it stops is still judged on the workspace its session began in.
-fn workspace_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
-    let root = find_root(cfg, p)?;
-    confine(cfg, &root)?;
-    Ok(root)
-}
-
-/// Refuses a workspace outside `cfg.allow`, and — served — one that holds or lies in the
-/// daemon's own state: whoever may ask must not make the daemon's user read for them what
-/// they cannot read themselves.
-fn confine(cfg: &Config, root: &Path) -> Result<()> {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let root = canon(root);
-    if let Some(base) = &cfg.state_base {
-        let base = canon(base);
-        anyhow::ensure!(
-            !root.starts_with(&base) && !base.starts_with(&root),
-            "the workspace `{}` holds or lies in the referee's own state `{}`; refused",
-            root.display(),
-            base.display()
-        );
-    }
-    anyhow::ensure!(
-        cfg.allow.is_empty() || cfg.allow.iter().any(|a| root.starts_with(canon(a))),
-        "the workspace `{}` is outside the folders this referee judges (`referee serve --allow`)",
-        root.display()
-    );
-    Ok(())
-}
-
-fn find_root(cfg: &Config, p: &Payload) -> Result<PathBuf> {
+/// The workspace a payload is about, opened: `--workspace`, else the one pinned at the
+/// session's first event (kept in [`sessions_dir`]), else — at that first event, which pins it —
+/// the git work tree holding the payload's `cwd` (the nearest ancestor with a `.git`), else
+/// `cwd` itself. Never the `cwd` of a later event: an agent that `cd`s into a nested repository
+/// (or makes one, `git init`) before it stops is still judged on the workspace its session
+/// began in. Opened beneath `--allow` ([`confine`]): what is pinned and judged is
+/// the directory found then, by the path its descriptor has.
+fn workspace_root(cfg: &Config, p: &Payload) -> Result<confine::Root> {
+    let open =
+        |candidate: &Path| confine::confine(&cfg.allow, cfg.state_base.as_deref(), candidate);
     if let Some(w) = &cfg.workspace {
-        return Ok(w.clone());
+        return Ok(open(w)?);
     }
     let pin = (!p.session.is_empty())
         .then(|| sessions_dir(cfg).map(|d| d.join(pin_name(cfg.agent, &p.session))))
         .transpose()?;
     if let Some(pin) = &pin {
-        if let Some(root) = read_pin(pin)? {
-            return Ok(root);
+        if let Some(pinned) = read_pin(pin)? {
+            heard_from(pin);
+            return Ok(open(&pinned)?);
         }
     }
     let cwd = std::fs::canonicalize(&p.cwd)
         .with_context(|| format!("the hook's `cwd` `{}` cannot be opened", p.cwd.display()))?;
-    let root = cwd
+    // Named as the payload gave it when it resolves outside the allowed folders (through a
+    // link, say): the answer never names where the link led.
+    let allowed = cfg.allow.paths();
+    anyhow::ensure!(
+        allowed.is_empty() || allowed.iter().any(|a| cwd.starts_with(a)),
+        "{}",
+        confine::ConfineError::Outside {
+            path: p.cwd.clone()
+        }
+    );
+    let candidate = cwd
         .ancestors()
         .find(|d| d.join(".git").exists())
         .unwrap_or(&cwd)
         .to_path_buf();
+    let root = open(&candidate)?;
     match &pin {
-        Some(pin) => write_pin(pin, &root),
+        Some(pin) => {
+            let kept = write_pin(pin, root.path())?;
+            if kept == root.path() {
+                Ok(root)
+            } else {
+                Ok(open(&kept)?)
+            }
+        }
         None => Ok(root),
+    }
+}
+
+/// Marks the session's pin as heard from now (its modification time): `referee serve` forgets
+/// the pins of sessions not heard from for `--forget-sessions-after`.
+fn heard_from(pin: &Path) {
+    let now = std::time::SystemTime::now();
+    if let Err(e) = std::fs::File::options()
+        .append(true)
+        .open(pin)
+        .and_then(|f| f.set_modified(now))
+    {
+        tracing::debug!("cannot mark the session's pin `{}`: {e}", pin.display());
     }
 }
 
@@ -632,27 +747,28 @@ fn write_pin(pin: &Path, root: &Path) -> Result<PathBuf> {
     }
 }
 
-/// The state directory of `root`: `--state-dir`, else `<state base>/<name>`.
-fn state_for(cfg: &Config, root: &Path) -> Result<PathBuf> {
+/// The state directory of `root`: `--state-dir`, else `<state base>/<name>`, the name that of
+/// the directory opened (never of whatever stands at its path now).
+fn state_for(cfg: &Config, root: &confine::Root) -> Result<PathBuf> {
     match (&cfg.state_dir, &cfg.state_base) {
         (Some(d), _) => Ok(d.clone()),
-        (None, Some(base)) => Ok(base.join(crate::state::name_for(root)?)),
+        (None, Some(base)) => Ok(base.join(crate::state::name_for_open(root.path(), root.fd())?)),
         (None, None) => Ok(judge::state_of(root, None)?),
     }
 }
 
 fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
     // Refused before it is read: nothing from inside the workspace is believed.
-    if let Some(file) = &cfg.overrides.file {
+    if let Some(file) = &cfg.rules.vars {
         crate::protocol::overrides::refuse_inside(file, root).map_err(anyhow::Error::msg)?;
     }
-    let protocol = Protocol::load_with(&cfg.protocol, None, &cfg.overrides)?;
+    let protocol = Protocol::load_with(&cfg.rules.protocol, None, &cfg.rules.overrides())?;
     for file in protocol.secret_files() {
         crate::protocol::secrets::refuse_inside(&file, root).map_err(|e| anyhow::anyhow!(e))?;
     }
-    if let Some(path) = Path::new(&cfg.protocol)
+    if let Some(path) = Path::new(&cfg.rules.protocol)
         .is_file()
-        .then(|| std::fs::canonicalize(&cfg.protocol).ok())
+        .then(|| std::fs::canonicalize(&cfg.rules.protocol).ok())
         .flatten()
     {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
@@ -672,18 +788,24 @@ fn load_protocol(cfg: &Config, root: &Path) -> Result<Protocol> {
 
 fn request<'a>(cfg: &'a Config, root: &'a Path, state: &'a Path) -> judge::Request<'a> {
     judge::Request {
-        max_read_bytes: cfg.max_read_bytes,
+        max_read_bytes: cfg.rules.max_read_bytes,
         state_dir: Some(state),
         ..judge::Request::new(root)
     }
 }
 
-fn session_start(cfg: &Config, p: &Payload) -> Result<Answer> {
-    let root = workspace_root(cfg, p)?;
-    let state = state_for(cfg, &root)?;
-    let protocol = load_protocol(cfg, &root)?;
+fn session_start(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer> {
+    let root = opened(ws)?;
+    let state = state_for(cfg, root)?;
+    let protocol = load_protocol(cfg, root)?;
     // Opening the workspace pins the baseline in the state directory (kept for the session).
-    let w = judge::attempt(&request(cfg, &root, &state), &protocol, &|_| None)?;
+    let w = judged(root, &state, || {
+        Ok(judge::attempt(
+            &request(cfg, root, &state),
+            &protocol,
+            &|_| None,
+        )?)
+    })?;
     // What the session starts from, so that its first tool call is told only its own changes.
     seen::store(
         &w.state,

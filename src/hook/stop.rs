@@ -7,24 +7,28 @@ use anyhow::Result;
 
 use super::reason::{blocked_reason, failing};
 use super::{
-    implicit_record, load_protocol, request, state_for, task_id, workspace_root, Answer, Config,
-    Counter, Payload,
+    implicit_record, judged, load_protocol, opened, request, state_for, task_id, Answer, Config,
+    Counter, Opened, Payload,
 };
 use crate::judge;
 use crate::protocol::{GradeOutcome, Protocol};
 use crate::task_verdict::TaskVerdict;
 
-pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
+pub(super) fn stop(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer> {
     anyhow::ensure!(
         !p.session.is_empty(),
         "the hook's input has no `session_id` (the implicit task is named by it)"
     );
-    let root = workspace_root(cfg, p)?;
-    let state = state_for(cfg, &root)?;
-    let protocol = load_protocol(cfg, &root)?;
+    let root = opened(ws)?;
+    let state = state_for(cfg, root)?;
+    let protocol = load_protocol(cfg, root)?;
     let task = task_id(cfg.agent, &p.session);
-    let w = judge::attempt(&request(cfg, &root, &state), &protocol, &|ws| {
-        implicit_record(ws, &protocol, cfg.agent, &task)
+    let w = judged(root, &state, || {
+        Ok(judge::attempt(
+            &request(cfg, root, &state),
+            &protocol,
+            &|ws| implicit_record(ws, &protocol, cfg.agent, &task),
+        )?)
     })?;
     if p.event == "SubagentStop" && unchanged_since_last_stop(&w, &task) {
         // A subagent that changed nothing (a read-only explorer) made no attempt: it counts
@@ -32,7 +36,7 @@ pub(super) fn stop(cfg: &Config, p: &Payload) -> Result<Answer> {
         // agent's own stop.
         return Ok(Answer::allow());
     }
-    let live = crate::state::live::referee(&root, &w.state);
+    let live = crate::state::live::referee(root, &w.state);
     keep(&protocol, &w, &task, live.is_some())?;
     if let Some(c) = Counter::for_payload(cfg, p) {
         c.write(0);

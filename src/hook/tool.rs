@@ -2,6 +2,7 @@
 //! failing check on what the call itself changed fed back after.
 
 use std::collections::BTreeSet;
+use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -10,8 +11,8 @@ use serde_json::Value;
 use super::reason::{describe, is_failing};
 use super::targets::{Write, Written};
 use super::{
-    implicit_record, load_protocol, request, seen, state_for, targets, task_id, workspace_root,
-    Answer, Config, Payload,
+    implicit_record, judged, load_protocol, opened, request, seen, state_for, targets, task_id,
+    Answer, Config, Opened, Payload,
 };
 use crate::judge;
 use crate::protocol::predicate::Glob;
@@ -21,14 +22,14 @@ use crate::workspace::record;
 /// counts as naming one (it cannot be ruled out).
 const MAX_WALK: usize = 200_000;
 
-pub(super) fn pre_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
+pub(super) fn pre_tool(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer> {
     let cwd = std::fs::canonicalize(&p.cwd).unwrap_or_else(|_| p.cwd.clone());
     let writes = tool_writes(p, &cwd);
     if writes.is_empty() {
         return Ok(Answer::allow());
     }
-    let root = workspace_root(cfg, p)?;
-    let protocol = load_protocol(cfg, &root)?;
+    let root = opened(ws)?;
+    let protocol = load_protocol(cfg, root)?;
     let vetoes = crate::task_verdict::veto_globs(&protocol);
     let protected = |rel: &str| -> Option<String> {
         let rel = record::normalize(rel);
@@ -44,7 +45,7 @@ pub(super) fn pre_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
     for w in &writes {
         match &w.written {
             Written::Path(abs) => {
-                let Some(rel) = targets::relative(&root, &root, &abs.to_string_lossy()) else {
+                let Some(rel) = targets::relative(root, root, &abs.to_string_lossy()) else {
                     continue;
                 };
                 if let Some(why) = protected(&rel) {
@@ -52,7 +53,11 @@ pub(super) fn pre_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
                 }
             }
             Written::Pattern(glob) => {
-                let files = existing.get_or_insert_with(|| protected_files(&root, &vetoes));
+                // Walked through the descriptor (`/proc/self/fd/N` names the directory opened,
+                // whatever stands at its path now), never by the path.
+                let through = PathBuf::from(format!("/proc/self/fd/{}", root.fd().as_raw_fd()));
+                let files =
+                    existing.get_or_insert_with(|| protected_files(root, &through, &vetoes));
                 match files {
                     // Too many entries to look through: the pattern may name any of them.
                     Err(n) => hits.push(format!(
@@ -99,11 +104,16 @@ fn matcher(glob: &str) -> Option<globset::GlobMatcher> {
 /// which rule protects it.
 type Protected = (String, PathBuf, String);
 
-/// The files under `root` that a protected glob matches. `Err(n)` when there are more than `n`
+/// The files under `root` that a protected glob matches, walked through `through` (the open
+/// workspace's descriptor) and named under `root`. `Err(n)` when there are more than `n`
 /// entries to look through.
-fn protected_files(root: &Path, vetoes: &[(String, Vec<Glob>)]) -> Result<Vec<Protected>, usize> {
+fn protected_files(
+    root: &Path,
+    through: &Path,
+    vetoes: &[(String, Vec<Glob>)],
+) -> Result<Vec<Protected>, usize> {
     let mut out = Vec::new();
-    let walk = walkdir::WalkDir::new(root)
+    let walk = walkdir::WalkDir::new(through)
         .follow_links(false)
         .into_iter()
         .filter_entry(|e| e.depth() != 1 || e.file_name() != ".git");
@@ -115,7 +125,7 @@ fn protected_files(root: &Path, vetoes: &[(String, Vec<Glob>)]) -> Result<Vec<Pr
         if entry.file_type().is_dir() {
             continue;
         }
-        let Ok(rest) = entry.path().strip_prefix(root) else {
+        let Ok(rest) = entry.path().strip_prefix(through) else {
             continue;
         };
         let rel = rest.to_string_lossy().replace('\\', "/");
@@ -126,7 +136,7 @@ fn protected_files(root: &Path, vetoes: &[(String, Vec<Glob>)]) -> Result<Vec<Pr
                 .map(|g| format!("protected by {check}: `{}`", g.as_str()))
         });
         if let Some(why) = why {
-            out.push((rel, entry.path().to_path_buf(), why));
+            out.push((rel, root.join(rest), why));
         }
     }
     Ok(out)
@@ -210,17 +220,21 @@ fn tool_writes(p: &Payload, cwd: &Path) -> Vec<Write> {
     }
 }
 
-pub(super) fn post_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
+pub(super) fn post_tool(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer> {
     if !writes_files(p) || reads_only(p) {
         return Ok(Answer::allow());
     }
-    let root = workspace_root(cfg, p)?;
-    let state = state_for(cfg, &root)?;
-    let protocol = load_protocol(cfg, &root)?;
+    let root = opened(ws)?;
+    let state = state_for(cfg, root)?;
+    let protocol = load_protocol(cfg, root)?;
     let task = task_id(cfg.agent, &p.session);
     // Judged in memory: nothing kept but the view of the workspace, this is no attempt.
-    let w = judge::attempt(&request(cfg, &root, &state), &protocol, &|ws| {
-        implicit_record(ws, &protocol, cfg.agent, &task)
+    let w = judged(root, &state, || {
+        Ok(judge::attempt(
+            &request(cfg, root, &state),
+            &protocol,
+            &|ws| implicit_record(ws, &protocol, cfg.agent, &task),
+        )?)
     })?;
     let now = seen::snapshot(&w.ws);
     let before = seen::load(&w.state, &task);
@@ -234,7 +248,7 @@ pub(super) fn post_tool(cfg: &Config, p: &Payload) -> Result<Answer> {
             tool_writes(p, &cwd)
                 .into_iter()
                 .filter_map(|w| match w.written {
-                    Written::Path(abs) => targets::relative(&root, &root, &abs.to_string_lossy()),
+                    Written::Path(abs) => targets::relative(root, root, &abs.to_string_lossy()),
                     Written::Pattern(_) => None,
                 })
                 .map(|r| record::normalize(&r))

@@ -24,10 +24,12 @@ pub struct Options {
     pub state_base: PathBuf,
     /// Connections answered at once.
     pub jobs: usize,
-    /// The folders whose workspaces may be judged (empty: any the daemon's user can read).
-    pub allow: Vec<PathBuf>,
+    /// The folders whose workspaces may be judged, open (empty: any the daemon's user can read).
+    pub allow: crate::hook::confine::Allowed,
     /// The rules every call is judged with; a request for others is refused.
     pub rules: super::Rules,
+    /// A session's pin not heard from for this long is forgotten ([`super::sessions`]).
+    pub forget_after: std::time::Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,9 +88,19 @@ pub fn serve(
     ready: impl FnOnce(),
 ) -> Result<(), ServeError> {
     crate::state::ensure(&o.state_base)?;
+    let pins = o.state_base.join(crate::hook::SESSIONS_DIR);
+    super::sessions::forget_stale(&pins, o.forget_after);
     let listener = bind(&o.socket, o.mode)?;
     ready();
     let listener = &listener;
+    let forget_after = o.forget_after;
+    std::thread::Builder::new()
+        .name("serve-sessions".into())
+        .spawn(move || loop {
+            std::thread::sleep(super::sessions::SWEEP_EVERY);
+            super::sessions::forget_stale(&pins, forget_after);
+        })
+        .map_err(|source| ServeError::Threads { source })?;
     std::thread::scope(|s| {
         // Claude Code's HTTP hooks, on as many threads again: the same judgment, rules and
         // memory as the socket's.
@@ -124,18 +136,12 @@ pub fn serve(
 fn http_config(o: &Options) -> crate::hook::Config {
     crate::hook::Config {
         agent: crate::hook::Agent::ClaudeCode,
-        protocol: o.rules.protocol.clone(),
+        rules: o.rules.clone(),
         workspace: None,
         state_dir: None,
         state_base: Some(o.state_base.clone()),
         allow: o.allow.clone(),
-        max_read_bytes: o.rules.max_read_bytes,
         timeout: super::http::JUDGMENT_TIMEOUT,
-        overrides: crate::protocol::overrides::Overrides {
-            file: o.rules.vars.clone(),
-            set: o.rules.set.clone(),
-            protect: o.rules.protect.clone(),
-        },
     }
 }
 
@@ -172,9 +178,9 @@ fn answer(mut stream: UnixStream, o: &Options) {
         until: Instant::now() + READ_DEADLINE,
     };
     let reply = match read_request(&mut input) {
-        Ok((req, _)) if super::Rules::of(&req) != o.rules => refused(&RequestError::OtherRules {
+        Ok((req, _)) if req.rules != o.rules => refused(&RequestError::OtherRules {
             daemon: o.rules.describe(),
-            asked: super::Rules::of(&req).describe(),
+            asked: req.rules.describe(),
         }),
         Ok((req, payload)) => match req.config(o.state_base.clone(), o.allow.clone()) {
             Ok(cfg) => {

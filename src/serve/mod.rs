@@ -17,6 +17,9 @@
 pub mod client;
 pub mod daemon;
 pub mod http;
+pub mod sessions;
+
+pub use crate::hook::{absolute_protocol, Rules};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,27 +36,20 @@ pub const MAX_REPLY: u64 = 16 << 20;
 /// judgment's own `--timeout`.
 pub const READ_DEADLINE: Duration = Duration::from_secs(10);
 
-/// What `referee hook` sends before the payload: which agent's format to speak, and the
-/// hook's own flags (those that choose the rules; the state directory is the daemon's).
+/// What `referee hook` sends before the payload: which agent's format to speak, the hook's
+/// own flags, and the rules it asks to be judged by (the state directory is the daemon's).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
     /// The agent's id, as `referee hook` names it (`claude-code`, `codex`, …).
     pub agent: String,
-    /// `--protocol`: an embedded id or an absolute file path.
-    pub protocol: String,
     /// `--workspace`, absolute.
     pub workspace: Option<PathBuf>,
-    /// `--max-read-bytes`.
-    pub max_read_bytes: u64,
     /// `--timeout` in milliseconds.
     pub timeout_ms: u64,
-    /// `--vars`, absolute.
-    pub vars: Option<PathBuf>,
-    /// `--set`, each as given.
-    pub set: Vec<String>,
-    /// `--protect`, each as given.
-    pub protect: Vec<String>,
+    /// `--protocol`, `--protect`, `--set`, `--vars`, `--max-read-bytes`: the daemon answers
+    /// only a request for its own.
+    pub rules: Rules,
 }
 
 impl Request {
@@ -62,97 +58,19 @@ impl Request {
     pub fn config(
         &self,
         state_base: PathBuf,
-        allow: Vec<PathBuf>,
+        allow: crate::hook::confine::Allowed,
     ) -> Result<crate::hook::Config, UnknownAgent> {
         let agent = crate::hook::Agent::from_id(&self.agent)
             .ok_or_else(|| UnknownAgent(self.agent.clone()))?;
         Ok(crate::hook::Config {
             agent,
-            protocol: self.protocol.clone(),
+            rules: self.rules.clone(),
             workspace: self.workspace.clone(),
             state_dir: None,
             state_base: Some(state_base),
             allow,
-            max_read_bytes: self.max_read_bytes,
             timeout: Duration::from_millis(self.timeout_ms),
-            overrides: crate::protocol::overrides::Overrides {
-                file: self.vars.clone(),
-                set: self.set.clone(),
-                protect: self.protect.clone(),
-            },
         })
-    }
-}
-
-/// The rules a daemon judges every hook call with (`referee serve --protocol … --protect …`):
-/// its own. A request is answered only when it asks for exactly these, so an agent that
-/// reaches the socket cannot have itself judged by rules that protect nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rules {
-    /// `--protocol`: an embedded id, or a file's absolute path.
-    pub protocol: String,
-    pub vars: Option<PathBuf>,
-    pub set: Vec<String>,
-    pub protect: Vec<String>,
-    pub max_read_bytes: u64,
-}
-
-impl Rules {
-    /// The rules `protocol` (an embedded id or a file, made absolute), `overrides` and
-    /// `max_read_bytes` name, as a hook's request names them.
-    pub fn new(
-        protocol: &str,
-        overrides: crate::protocol::overrides::Overrides,
-        max_read_bytes: u64,
-    ) -> Rules {
-        Rules {
-            protocol: absolute_protocol(protocol),
-            vars: overrides.file,
-            set: overrides.set,
-            protect: overrides.protect,
-            max_read_bytes,
-        }
-    }
-
-    /// The rules a request asks for.
-    pub fn of(r: &Request) -> Rules {
-        Rules {
-            protocol: r.protocol.clone(),
-            vars: r.vars.clone(),
-            set: r.set.clone(),
-            protect: r.protect.clone(),
-            max_read_bytes: r.max_read_bytes,
-        }
-    }
-
-    /// One line naming them, for a refusal.
-    pub fn describe(&self) -> String {
-        let mut s = format!("--protocol {}", self.protocol);
-        if let Some(v) = &self.vars {
-            s.push_str(&format!(" --vars {}", v.display()));
-        }
-        for x in &self.set {
-            s.push_str(&format!(" --set {x}"));
-        }
-        for x in &self.protect {
-            s.push_str(&format!(" --protect {x}"));
-        }
-        s.push_str(&format!(" --max-read-bytes {}", self.max_read_bytes));
-        s
-    }
-}
-
-/// `--protocol` as a request carries it: a file's path made absolute (the daemon runs
-/// elsewhere), anything else (an embedded id) as it is.
-pub fn absolute_protocol(protocol: &str) -> String {
-    let path = std::path::Path::new(protocol);
-    if path.is_file() {
-        std::path::absolute(path).map_or_else(
-            |_| protocol.to_string(),
-            |p| p.to_string_lossy().into_owned(),
-        )
-    } else {
-        protocol.to_string()
     }
 }
 

@@ -111,6 +111,16 @@ pub fn name_for(watched: &Path) -> Result<String, StateError> {
     Ok(name_of(&canon, meta.dev(), meta.ino()))
 }
 
+/// [`name_for`] of a directory open already: `canon` is its path as read back from `fd`, and
+/// its identity is the descriptor's (a link swapped in at that path since is not followed).
+pub fn name_for_open(canon: &Path, fd: std::os::fd::BorrowedFd<'_>) -> Result<String, StateError> {
+    let st = rustix::fs::fstat(fd).map_err(|e| StateError::Watched {
+        path: canon.display().to_string(),
+        source: e.into(),
+    })?;
+    Ok(name_of(canon, st.st_dev, st.st_ino))
+}
+
 fn name_of(canon: &Path, dev: u64, ino: u64) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut h = Sha256::new();

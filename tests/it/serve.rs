@@ -565,3 +565,178 @@ fn the_daemon_judges_with_its_own_rules_only() {
     let reason = a.blocked_with();
     assert!(reason.contains("CC-01") && reason.contains(APP), "{a:?}");
 }
+
+/// A folder under `--allow` swapped, again and again while stops run, between the real
+/// workspace (an honest change) and a link to a directory outside `--allow` (a protected edit
+/// and a file of its own): no answer ever judges or names the outside directory, no session is
+/// pinned to it and no state is kept for it; once the swapping stops, an honest stop is answered.
+#[test]
+fn a_link_swapped_in_under_allow_never_has_the_outside_judged_or_pinned() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::Arc;
+    let t = setup();
+    let allowed = t.root.path().join("allowed");
+    fs::create_dir_all(&allowed).unwrap();
+    let ws = allowed.join("ws");
+    fs::rename(&t.ws, &ws).unwrap();
+    fs::write(ws.join(APP), "def main():\n    return 2\n").unwrap();
+    // The outside: a work tree with a protected edit and a file only it has.
+    let outside = t.root.path().join("elsewhere-OUTSIDE");
+    fs::create_dir_all(outside.join("src")).unwrap();
+    fs::write(outside.join(PROTECTED), "ROLES = ['worker']\n").unwrap();
+    git(&outside, &["init", "-q"]);
+    git(&outside, &["add", "-A"]);
+    git(&outside, &["commit", "-q", "-m", "init"]);
+    fs::write(outside.join(PROTECTED), "ROLES = ['admin']\n").unwrap();
+    fs::write(outside.join("OUTSIDE_only.py"), "def (:\n").unwrap();
+    let s = Served::start_with(t.root.path(), &["--allow", allowed.to_str().unwrap()]);
+    let socket = s.socket.to_str().unwrap().to_string();
+    // A swap in the middle of a judgment, found by the referee, is blocked: that counts
+    // toward the session's blocks, so each stop here is a session of its own.
+    let stop_as = |session: &str| {
+        let payload = t.payload(CC, "stop.json", |v| {
+            v["session_id"] = session.into();
+            v["cwd"] = Value::String(ws.display().to_string());
+        });
+        t.hook(CC, &payload, &["--serve", &socket])
+    };
+    let halt = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU32::new(0));
+    let swapper = {
+        let (ws, outside) = (ws.clone(), outside.clone());
+        let real = allowed.join("ws.real");
+        let (halt, swaps) = (halt.clone(), swaps.clone());
+        std::thread::spawn(move || {
+            while !halt.load(Ordering::Relaxed) {
+                let _ = fs::rename(&ws, &real);
+                let _ = std::os::unix::fs::symlink(&outside, &ws);
+                std::thread::yield_now();
+                let _ = fs::remove_file(&ws);
+                let _ = fs::rename(&real, &ws);
+                // The real folder left in place a while, varying, so that judgments begin and
+                // end on it while the link comes and goes in their middle.
+                let n = swaps.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(u64::from(n % 25)));
+            }
+        })
+    };
+    let leaks = |what: &str| what.contains("OUTSIDE") || what.contains(PROTECTED);
+    let answers: Vec<Answer> = std::thread::scope(|sc| {
+        let hands: Vec<_> = (0..4)
+            .map(|n| {
+                let stop_as = &stop_as;
+                sc.spawn(move || {
+                    (0..10)
+                        .map(|i| stop_as(&format!("swap-{n}-{i}")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hands.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    halt.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(
+        swaps.load(Ordering::Relaxed) >= 30,
+        "the swapper hardly ran"
+    );
+    for a in &answers {
+        assert!(
+            !leaks(&a.stdout) && !leaks(&a.stderr),
+            "an answer judged or named the outside directory: {a:?}"
+        );
+    }
+    // No session pinned to the outside, no state kept for it.
+    for entry in fs::read_dir(s.state.join("hook-sessions")).unwrap() {
+        let entry = entry.unwrap();
+        let pinned = fs::read_to_string(entry.path()).unwrap_or_default();
+        assert!(
+            !pinned.contains("OUTSIDE"),
+            "{}: {pinned}",
+            entry.path().display()
+        );
+    }
+    for entry in fs::read_dir(&s.state).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.contains("OUTSIDE"),
+            "state kept for the outside: {name}"
+        );
+    }
+    // The swapping over (the real folder back in place), an honest stop is judged and let through.
+    if !ws.is_dir() {
+        let _ = fs::remove_file(&ws);
+        fs::rename(allowed.join("ws.real"), &ws).unwrap();
+    }
+    stop_as("honest").allowed_silently();
+    assert_eq!(
+        verdict(&s.state_of(&ws), "claude-code-honest")["verdict"],
+        "APPROVE"
+    );
+}
+
+/// The sessions' pins are the daemon's to forget: a pin not heard from for
+/// `--forget-sessions-after` (30 days by default) is removed when the daemon starts; every event
+/// of a session marks its pin heard from, so a live session keeps its pin; a forgotten
+/// session is pinned again at its next event, where its `cwd` is.
+#[test]
+fn the_daemon_forgets_the_pins_of_silent_sessions_and_never_a_live_ones() {
+    use std::time::SystemTime;
+    let t = setup();
+    let mut s = Served::start(t.root.path());
+    let pins = s.state.join("hook-sessions");
+    let pin = |session: &str| pins.join(format!("claude-code-{session}.workspace"));
+    let event = |s: &Served, session: &str| {
+        t.served(s, CC, "pre-tool-use-bash.json", |v| {
+            v["session_id"] = session.into();
+            v["tool_input"]["command"] = "ls".into();
+        })
+        .allowed_silently();
+    };
+    let days_ago = |days: u64| SystemTime::now() - Duration::from_secs(days * 86_400);
+    let age = |session: &str, days: u64| {
+        fs::File::options()
+            .append(true)
+            .open(pin(session))
+            .unwrap()
+            .set_modified(days_ago(days))
+            .unwrap();
+    };
+    let modified = |session: &str| fs::metadata(pin(session)).unwrap().modified().unwrap();
+    for session in ["gone", "quiet", "live"] {
+        event(&s, session);
+        assert!(pin(session).is_file(), "{session}");
+    }
+    age("gone", 31);
+    age("quiet", 29);
+    age("live", 40);
+    // The live session speaks: its pin is heard from now.
+    event(&s, "live");
+    assert!(
+        modified("live") > days_ago(1),
+        "the live session's pin was not marked"
+    );
+    s.stop();
+    let s = Served::start(t.root.path());
+    assert!(!pin("gone").exists(), "a pin silent for 31 days was kept");
+    assert!(
+        pin("quiet").is_file(),
+        "a pin silent for 29 days was forgotten"
+    );
+    assert!(pin("live").is_file(), "a live session's pin was forgotten");
+    // The forgotten session's next event pins it again, where its `cwd` is.
+    event(&s, "gone");
+    let pinned = fs::read_to_string(pin("gone")).unwrap();
+    assert_eq!(
+        pinned.trim_end(),
+        fs::canonicalize(&t.ws).unwrap().to_str().unwrap()
+    );
+    drop(s);
+    // A shorter lifetime, the daemon's own flag.
+    let _s = Served::start_with(t.root.path(), &["--forget-sessions-after", "7d"]);
+    assert!(
+        !pin("quiet").exists(),
+        "a pin silent for 29 days outlived `7d`"
+    );
+    assert!(pin("live").is_file() && pin("gone").is_file());
+}

@@ -102,6 +102,10 @@ const PIN_SCHEMA: &str = "referee.baseline/1";
 const PIN_FILE: &str = "baseline.json";
 const CHECKOUT_DIR: &str = "baseline-checkout";
 
+/// The files a pin keeps in the state directory: a caller that finds the workspace was
+/// replaced while it was first judged forgets the pin made then.
+pub const PIN_FILES: [&str; 2] = [PIN_FILE, listing::LISTING_FILE];
+
 /// A pinned baseline, shared by every judgment of a session.
 #[derive(Debug)]
 pub struct Baseline {
