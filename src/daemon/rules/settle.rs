@@ -186,7 +186,9 @@ impl Settle {
     /// been quiet for the window. A file saved again and again (an honest tracker rewritten
     /// every few hundred milliseconds for a whole run) never settles by this measure, so whoever
     /// waits on it bounds the wait by something else: a result held on it is bounded per result
-    /// (`Ledger::max_hold`), a `status --sync` by the time its token has waited.
+    /// (`Ledger::max_hold`), a `status --sync` by the time its token has waited. A path written
+    /// a moment ago and missing from the snapshot is unsettled too: the caller asks only about
+    /// checks' inputs, and one missing right after a write is being saved again.
     pub fn quiet_at(
         &self,
         rel: &str,
@@ -216,7 +218,16 @@ impl Settle {
         if let Some(&State::Gone(t, since)) = self.paths.get(rel) {
             return end(t, since);
         }
-        let entry = entry?;
+        let Some(entry) = entry else {
+            // Written a moment ago and not there now: for a check's input (all `quiet_at` is
+            // asked about) that is the next save's removal, its event not handled yet (an
+            // editor saving twice in a row): as unsettled as a removal. A writer's temp file
+            // gone after its rename is no input, and `fresh_until` keeps it holding nothing.
+            return match self.paths.get(rel) {
+                Some(&State::Written(t, since)) if !capped => end(t, since),
+                _ => None,
+            };
+        };
         match self.paths.get(rel) {
             Some(&State::Written(t, since)) => end(t, since),
             Some(State::Complete(_) | State::Gone(..)) => None,
@@ -332,6 +343,10 @@ mod tests {
             t += W / 2;
         }
         assert!(s.fresh_until("a", a, t, wall).is_none());
+        // Written, then gone before the removal's event was handled: still moving (the capped
+        // measure, for temp files too, holds nothing).
+        assert_eq!(s.quiet_at("a", None, t, wall), Some(t + W / 2));
+        assert_eq!(s.fresh_until("a", None, t, wall), None);
         // Removed mid-save (an editor's rename to the backup): still moving.
         s.saw("a", ChangeKind::Removed, t);
         assert_eq!(s.quiet_at("a", None, t, wall), Some(t + W));

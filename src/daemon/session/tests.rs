@@ -341,3 +341,34 @@ fn sync_waits_for_inputs_still_being_written() {
     }
     assert!(clock.clock().now() >= asked + max);
 }
+
+/// An editor saving twice in a row: the first save's write is handed in, but by the time the
+/// referee looks the second save has removed the file again (its event not handed in yet). The
+/// missing file is mid-save, not gone: nothing is published from it.
+#[test]
+fn a_file_written_then_missing_before_its_removal_is_handled_is_mid_save() {
+    const W: Duration = Duration::from_secs(1);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("b");
+    pass2(&dir);
+    let tracker = dir.join("EXECUTION-TRACKER.md");
+    let text = std::fs::read_to_string(&tracker).expect("tracker");
+    let stop = dir.join(crate::outputs::STOP_FILE);
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    write_at(&tracker, &text, &clock);
+    std::fs::remove_file(&tracker).expect("remove");
+    s.handle(written("EXECUTION-TRACKER.md"));
+    assert!(!stop.exists(), "STOP on a tracker between two saves");
+    assert!(!s.ledger.holds.is_empty(), "the missing tracker reads bad");
+    clock.advance(W / 4);
+    write_at(&tracker, &text, &clock);
+    let mut b = Batch::default();
+    b.add("EXECUTION-TRACKER.md".into(), ChangeKind::Removed);
+    b.add("EXECUTION-TRACKER.md".into(), ChangeKind::Written);
+    s.handle(b);
+    clock.advance(W * 2);
+    s.timers();
+    assert!(!stop.exists(), "STOP on a saved tracker");
+    assert_eq!(failures(&dir), Vec::<String>::new(), "judged mid-save");
+}
