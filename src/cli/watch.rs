@@ -52,10 +52,12 @@ pub(super) struct WatchArgs {
     /// quiet (a half-written file is not judged). `300ms`, `1s`; a bare number is milliseconds.
     #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = crate::duration::parse_millis)]
     settle: std::time::Duration,
-    /// The longest a file still being written holds judgment back: one changing for DURATION
-    /// (rewritten faster than `--settle`) is judged as it stands, so a churning file cannot
-    /// hold a task record or a result back forever. `2s`, `1500ms`; a bare number is
-    /// milliseconds (as for `--settle`).
+    /// The longest a file still being written holds judgment back: a D10 result read bad at
+    /// every look for DURATION while its files keep moving is published as it stands (a look
+    /// that reads it good, a file between two saves, ends the wait), and a task record changing
+    /// for DURATION is judged as it stands, so a churning file cannot hold a STOP or a task
+    /// back forever; `status --sync` waits at most this for files still being written. `2s`,
+    /// `1500ms`; a bare number is milliseconds (as for `--settle`).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse_millis)]
     settle_max: std::time::Duration,
     /// Start a new OBSERVER-EVENTS.jsonl instead of resuming (the old log is moved aside to

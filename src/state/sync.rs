@@ -5,8 +5,11 @@
 //! `status` creates a uniquely named token file, [`TOKEN_PREFIX`]`<token>`, in the watched
 //! directory. Its event reaches the referee after the events of everything written before it
 //! (one event queue, in order; a poll finds it in the same scan or a later one). The referee
-//! judges what it handed in with it, waits until nothing is held back for settling (at most
-//! `--settle-max`), and only then acknowledges the token in its state directory ([`ACK_FILE`]),
+//! judges the whole directory again, waits until every input written before the token has been
+//! quiet for the settle window and been judged after that, and nothing is held back for settling
+//! (an editor's save between its rename and its last write is not yet what the pipeline said;
+//! each wait bounded by `--settle-max`), and only then acknowledges the token in its state
+//! directory ([`ACK_FILE`]),
 //! where the watched side cannot write: a forged token earns nothing, a deleted one a timeout
 //! (exit 3), never a `go`. `status` then removes its token and answers as usual.
 //!

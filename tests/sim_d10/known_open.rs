@@ -17,94 +17,16 @@ pub struct Open {
 
 pub const KNOWN_OPEN: &[Open] = &[
     Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:stream"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:editor-remove"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:emacs"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:chunked"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
         class: "unreadable-gates-live-obs27",
         tags: &["live", "plant:OBS-24"],
         test: "open_truncated_gate_results_live_and_verify_agree",
         note: "gate results that do not parse (cut short, trailing garbage): the live STOP names OBS-27 beside OBS-24, `verify` OBS-24 alone",
     },
     Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:truncate"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:dd"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:cp"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:cp-a"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:tar"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
-        class: "live-stop-on-tracker-save",
-        tags: &["live", "tracker-writer:editor-backup"],
-        test: "open_live_stop_on_editor_saved_tracker",
-        note: "the tracker saved non-atomically (truncate-then-write, chunks, slow `dd`, `cp`, `tar`, an editor's backup-and-rename or remove-then-write, Emacs) or streamed line by line: the live referee STOPs on the half-saved tracker (OBS-15, OBS-01, R:OBS-05, R:OBS-06) before it settles; `status --sync` can answer go before such a tracker has settled and been judged",
-    },
-    Open {
         class: "eventless-write-unseen",
         tags: &["live", "writer:hard-link"],
         test: "open_hard_link_write_unseen_by_sync",
         note: "a file changed through a hard link from outside the build makes no event: `status --sync` can say go while `verify` FAILs it (OBS-27; under load, one run in three)",
-    },
-    Open {
-        class: "sync-go-while-saving",
-        tags: &["live", "plant-writer:emacs"],
-        test: "open_sync_answers_go_before_an_editor_save_settles",
-        note: "a violation saved the way editors save (rename to a backup or remove, then write): `status --sync` right after the save says go while `verify` FAILs it (R:OBS-06), until the save has settled",
-    },
-    Open {
-        class: "sync-go-while-saving",
-        tags: &["live", "plant-writer:editor-backup"],
-        test: "open_sync_answers_go_before_an_editor_save_settles",
-        note: "a violation saved the way editors save (rename to a backup or remove, then write): `status --sync` right after the save says go while `verify` FAILs it (R:OBS-06), until the save has settled",
-    },
-    Open {
-        class: "sync-go-while-saving",
-        tags: &["live", "plant-writer:editor-remove"],
-        test: "open_sync_answers_go_before_an_editor_save_settles",
-        note: "a violation saved the way editors save (rename to a backup or remove, then write): `status --sync` right after the save says go while `verify` FAILs it (R:OBS-06), until the save has settled",
     },
 ];
 

@@ -314,6 +314,15 @@ fn assert_all_agree(cases: &[(String, Style, Vec<Step>)]) {
         if !o.failures.is_empty() {
             let classes: Vec<String> = o.failures.iter().map(runner::Failure::class).collect();
             bad.push(format!("{name}: {}", classes.join(", ")));
+            // The details go to the test's output (shown when it fails).
+            for f in &o.failures {
+                eprintln!(
+                    "{name}: after step {}: {} — {}",
+                    f.step,
+                    f.class(),
+                    f.detail
+                );
+            }
         }
     }
     assert!(
@@ -510,8 +519,7 @@ fn screenshot_that_is_not_an_image() {
 
 /// The tracker saved the ways editors save, or streamed, beside a live referee: no STOP.
 #[test]
-#[ignore = "open: live-stop-on-tracker-save, see KNOWN_OPEN"]
-fn open_live_stop_on_editor_saved_tracker() {
+fn live_no_stop_on_editor_saved_tracker() {
     let cases: Vec<_> = [
         Writer::Stream,
         Writer::EditorBackup,
@@ -615,8 +623,7 @@ fn open_truncated_gate_results_live_and_verify_agree() {
 /// The REFINE builder prompt replaced by the Pass-1 prompt, saved by Emacs, beside a live
 /// referee: `status --sync` and `verify` give the same answer at the boundary.
 #[test]
-#[ignore = "open: sync-go-while-saving, see KNOWN_OPEN"]
-fn open_sync_answers_go_before_an_editor_save_settles() {
+fn sync_waits_for_an_editor_save_to_settle() {
     let mut steps = refine_to(Phase::RInputs);
     steps.extend(plant(Plant::SamePrompt(SamePrompt::Exact), Writer::Emacs));
     // It depends on when the live referee looks: four tries.

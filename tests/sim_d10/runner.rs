@@ -672,7 +672,10 @@ pub fn execute(seed: u64, style: &Style, steps: &[Step]) -> Outcome {
                         },
                         format!("{pass}:{check}"),
                         step,
-                        format!("the live STOP named {check} (pass {pass}) during step {step}"),
+                        format!(
+                            "the live STOP named {check} (pass {pass}) during step {step}\n{}",
+                            watch_logs(tmp.path())
+                        ),
                     );
                 }
             }
@@ -829,6 +832,18 @@ fn boundary(
             }
         }
     }
+}
+
+/// The live referees' output (every generation's), for a failure's detail.
+fn watch_logs(tmp: &Path) -> String {
+    let mut out = String::new();
+    for g in 1.. {
+        let Ok(t) = fs::read_to_string(tmp.join(format!("watch-{g}.log"))) else {
+            break;
+        };
+        out.push_str(&t);
+    }
+    out
 }
 
 fn noise(build: &Path, n: Noise) -> std::io::Result<()> {

@@ -17,9 +17,19 @@
 //! - nothing seen since the daemon started (or since it forgot): its mtime is the only clue, so a
 //!   young mtime counts as a recent write.
 //!
-//! A path is moving for at most `max` (`--settle-max`) from the write that started its
-//! run of writes: a file rewritten faster than the window is judged as it stands once it has
-//! been moving that long, so a churning file cannot hold judgment back.
+//! Two measures of "still moving", for two kinds of waiting:
+//!
+//! - [`Settle::fresh_until`] and [`Settle::being_written_until`]: moving for at most `max`
+//!   (`--settle-max`) from the write that started its run of writes (none quiet for the
+//!   window), then judged as it stands. What waits per *file* uses this (a task record, a fix
+//!   attempt), so a churning file cannot hold it back.
+//! - [`Settle::quiet_at`]: moving until quiet for the window, however long that takes. A D10
+//!   result held on a file waits on this, and its wait is bounded per *result* instead (the
+//!   ledger's `max_hold`, also `--settle-max`): a result read bad at every look for that long is
+//!   published, and one read good at a look (a file between two saves) is not held at all. An
+//!   honest tracker saved again and again, never quiet for the window in between, is therefore
+//!   never judged half-saved however long it keeps moving, while a violation kept on disk by a
+//!   writer that never stops still STOPs within `--settle-max`.
 //!
 //! Only a check's *inputs* may hold its result: [`reads`] is the strict test (a glob that could not
 //! be compiled matches nothing here, and "any path may matter" does not make a writer's temp file
@@ -155,7 +165,8 @@ impl Settle {
         }
     }
 
-    /// Until when `rel` is unsettled; `None` when it is settled now.
+    /// Until when `rel` is unsettled; `None` when it is settled now, or has been moving for
+    /// `max` (a run of writes started that long ago is judged as it stands).
     ///
     /// `entry`: the path in the snapshot being judged; `None` when it is not there. A path seen
     /// removed is unsettled for the window whether or not it is back yet (an editor's save); one
@@ -168,14 +179,57 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
+        self.until(rel, entry, now, wall, true)
+    }
+
+    /// Until when `rel` is unsettled, however long it has been moving: `None` only once it has
+    /// been quiet for the window. A file saved again and again (an honest tracker rewritten
+    /// every few hundred milliseconds for a whole run) never settles by this measure, so whoever
+    /// waits on it bounds the wait by something else: a result held on it is bounded per result
+    /// (`Ledger::max_hold`), a `status --sync` by the time its token has waited. A path written
+    /// a moment ago and missing from the snapshot is unsettled too: the caller asks only about
+    /// checks' inputs, and one missing right after a write is being saved again.
+    pub fn quiet_at(
+        &self,
+        rel: &str,
+        entry: Option<&Entry>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Instant> {
+        self.until(rel, entry, now, wall, false)
+    }
+
+    fn until(
+        &self,
+        rel: &str,
+        entry: Option<&Entry>,
+        now: Instant,
+        wall: SystemTime,
+        capped: bool,
+    ) -> Option<Instant> {
+        let end = |t: Instant, since: Instant| {
+            let end = if capped {
+                self.moving_until(t, since)
+            } else {
+                t + self.window
+            };
+            Some(end).filter(|&end| end > now)
+        };
         if let Some(&State::Gone(t, since)) = self.paths.get(rel) {
-            return Some(self.moving_until(t, since)).filter(|&end| end > now);
+            return end(t, since);
         }
-        let entry = entry?;
+        let Some(entry) = entry else {
+            // Written a moment ago and not there now: for a check's input (all `quiet_at` is
+            // asked about) that is the next save's removal, its event not handled yet (an
+            // editor saving twice in a row): as unsettled as a removal. A writer's temp file
+            // gone after its rename is no input, and `fresh_until` keeps it holding nothing.
+            return match self.paths.get(rel) {
+                Some(&State::Written(t, since)) if !capped => end(t, since),
+                _ => None,
+            };
+        };
         match self.paths.get(rel) {
-            Some(&State::Written(t, since)) => {
-                Some(self.moving_until(t, since)).filter(|&end| end > now)
-            }
+            Some(&State::Written(t, since)) => end(t, since),
             Some(State::Complete(_) | State::Gone(..)) => None,
             None => {
                 let age = wall.duration_since(entry.mtime()?).ok()?;
@@ -271,6 +325,36 @@ mod tests {
         assert_eq!(s.being_written_until("a", later), Some(later + W));
         // The bound is never below the window.
         assert_eq!(Settle::new(W).with_max(W / 10).max, W);
+    }
+
+    #[test]
+    fn quiet_at_waits_for_a_quiet_window_however_long_a_file_churns() {
+        let (_d, snap, wall) = snap(Duration::from_secs(3600));
+        let a = snap.get("a");
+        let max = W * 3;
+        let mut s = Settle::new(W).with_max(max);
+        let start = Instant::now();
+        let mut t = start;
+        // Saved every half window for ten times the bound: never quiet, so never settled by
+        // this measure (the capped one gave up at `max`).
+        while t < start + max * 10 {
+            s.saw("a", ChangeKind::Written, t);
+            assert_eq!(s.quiet_at("a", a, t, wall), Some(t + W));
+            t += W / 2;
+        }
+        assert!(s.fresh_until("a", a, t, wall).is_none());
+        // Written, then gone before the removal's event was handled: still moving (the capped
+        // measure, for temp files too, holds nothing).
+        assert_eq!(s.quiet_at("a", None, t, wall), Some(t + W / 2));
+        assert_eq!(s.fresh_until("a", None, t, wall), None);
+        // Removed mid-save (an editor's rename to the backup): still moving.
+        s.saw("a", ChangeKind::Removed, t);
+        assert_eq!(s.quiet_at("a", None, t, wall), Some(t + W));
+        // Quiet for the window: settled by both measures; a rename into place: at once.
+        assert_eq!(s.quiet_at("a", a, t + W, wall), None);
+        s.saw("a", ChangeKind::Written, t + W * 2);
+        s.saw("a", ChangeKind::RenamedIn, t + W * 2);
+        assert_eq!(s.quiet_at("a", a, t + W * 2, wall), None);
     }
 
     #[test]

@@ -180,6 +180,8 @@ pub struct Session {
     seen: Option<Arc<crate::state::observed::Observed>>,
     /// `status --sync` tokens seen and not yet acknowledged.
     syncs: Vec<String>,
+    /// Since when the tokens in `syncs` have waited for inputs still being written.
+    sync_since: Option<Instant>,
     /// Own writes that failed: when each is tried again (a full disk costs no core).
     backoff: super::rules::retry::Backoff,
     // Timers.
@@ -283,7 +285,7 @@ impl Session {
                 t.iter()
                     .any(|p| snap.get(p).is_some_and(|e| e.kind == Kind::Dir))
             }));
-            let eval = self.hold(eval, &snap);
+            let eval = self.hold(eval, touched, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
             self.keep_listing(snap);
             self.flush_outputs();
@@ -472,8 +474,14 @@ impl Session {
         }
     }
 
-    /// Holds back new failures whose files are still being written (see [`Ledger::hold`]).
-    fn hold(&mut self, eval: Evaluation, snap: &Snapshot) -> Evaluation {
+    /// Holds back new failures whose files are still being written (see [`Ledger::hold_after`]);
+    /// `touched`: what the evaluation re-judged (everything when `None`).
+    fn hold(
+        &mut self,
+        eval: Evaluation,
+        touched: Option<&BTreeSet<String>>,
+        snap: &Snapshot,
+    ) -> Evaluation {
         let now = self.cfg.clock.now();
         self.settle.prune(now);
         let seen = Seen {
@@ -482,7 +490,9 @@ impl Session {
             now,
             wall: self.cfg.clock.wall(),
         };
-        let (eval, recheck) = self.ledger.hold(&self.protocol, eval, &seen, now);
+        let (eval, recheck) = self
+            .ledger
+            .hold_after(&self.protocol, eval, touched, &seen, now);
         if let Some(at) = recheck {
             self.recheck(at);
         }

@@ -248,7 +248,7 @@ impl Session {
         let syncs = tokens_in(&canon);
         Ok(Session {
             settle: Settle::new(cfg.settle).with_max(cfg.settle_max),
-            ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle),
+            ledger: Ledger::new(cfg.max_fix_attempts, cfg.settle_max.max(cfg.settle)),
             stop,
             timeout_at: cfg.timeout.map(|t| start + t),
             next_beat: start,
@@ -287,6 +287,7 @@ impl Session {
             // Tokens already there were put by a `status --sync` asked while no referee (or
             // the previous one) watched: acknowledged once this one has judged the directory.
             syncs,
+            sync_since: None,
             follow_link: is_link,
             backoff: super::super::rules::retry::Backoff::default(),
             recheck_at: None,

@@ -2,6 +2,9 @@
 //! ([`crate::state::run`], for `--expect-protocol` / `--expect-waivers`), and which `--sync` tokens
 //! it has caught up with ([`crate::state::sync`]). Both live in the state directory.
 
+use std::time::Instant;
+
+use super::super::rules::settle::reads;
 use super::Session;
 
 impl Session {
@@ -38,13 +41,35 @@ impl Session {
         }
     }
 
-    /// Tokens seen (`status --sync`): acknowledged once everything handed in with or before
-    /// them is judged and nothing is held back for settling.
+    /// Tokens seen (`status --sync`): acknowledged once every input written before them has
+    /// settled and been judged, and nothing is held back for settling.
+    ///
+    /// A file a check reads that changed in place or vanished less than the settle window ago
+    /// (an editor's save between its rename and its last write, a stream still growing) is
+    /// still being written: what the referee judged of it is not yet what the pipeline said, so
+    /// the answer waits until it has been quiet for the window and is judged again (a timer).
+    /// The wait is bounded: `--settle-max` after the token was first seen, the files are
+    /// judged as they stand (a writer that never stops cannot hold the answer back), and a
+    /// result still held then is bounded by its own hold (the same `--settle-max`).
     pub(super) fn ack_syncs(&mut self) {
-        if self.syncs.is_empty() || !self.ledger.holds.is_empty() || self.ledger.published.is_none()
-        {
+        if self.syncs.is_empty() {
+            self.sync_since = None;
             return;
         }
+        let now = self.cfg.clock.now();
+        let since = *self.sync_since.get_or_insert(now);
+        if !self.ledger.holds.is_empty() || self.ledger.published.is_none() {
+            // A held result has its own bound, and its timer asks again.
+            return;
+        }
+        if let Some(at) = self.inputs_quiet_at() {
+            if now < since + self.cfg.settle_max {
+                // Judged again (and asked again here) once they are quiet, or at the bound.
+                self.recheck(at.min(since + self.cfg.settle_max));
+                return;
+            }
+        }
+        self.sync_since = None;
         let tokens = std::mem::take(&mut self.syncs);
         match crate::state::sync::acknowledge(&self.state, &tokens) {
             Ok(()) => self.clear_fault("sync"),
@@ -56,5 +81,33 @@ impl Session {
                 ),
             ),
         }
+    }
+}
+
+impl Session {
+    /// When the last input of a check that is still being written will have been quiet for the
+    /// settle window; `None` when none is (or this is no build directory's session).
+    fn inputs_quiet_at(&self) -> Option<Instant> {
+        if !matches!(self.part, super::Part::Build) {
+            return None;
+        }
+        let now = self.cfg.clock.now();
+        let wall = self.cfg.clock.wall();
+        let protocol = &*self.protocol;
+        let read = |p: &str| {
+            protocol
+                .passes
+                .iter()
+                .flat_map(|pass| &pass.checks)
+                .any(|inst| reads(&inst.inputs, p))
+        };
+        self.settle
+            .moving()
+            .filter(|p| read(p))
+            .filter_map(|p| {
+                let entry = self.listing.as_ref().and_then(|l| l.get(p));
+                self.settle.quiet_at(p, entry, now, wall)
+            })
+            .max()
     }
 }

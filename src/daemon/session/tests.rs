@@ -198,3 +198,177 @@ fn a_file_written_in_place_is_held_for_the_window_and_judged_after_it() {
     assert!(text.contains("OBS-27"), "{text}");
     assert!(!failures(&dir).is_empty());
 }
+
+/// An honest file saved again and again, each save caught half-written, never quiet for the
+/// window in between: no look at a half-save is ever published, however long it keeps moving
+/// (each complete save reads good and ends the hold), and no STOP is raised.
+#[test]
+fn a_file_saved_again_and_again_is_never_judged_half_saved() {
+    const W: Duration = Duration::from_secs(1);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("b");
+    pass2(&dir);
+    let gates = dir.join("p3a-gate-results.json");
+    let good = std::fs::read_to_string(&gates).expect("gates");
+    let half = &good[..good.len() / 2];
+    let stop = dir.join(crate::outputs::STOP_FILE);
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    let start = clock.clock().now();
+    // Ten times `--settle-max` of saves, a new one every 0.3 s (truncate, half, the rest).
+    while clock.clock().now() < start + s.cfg.settle_max * 10 {
+        write_at(&gates, half, &clock);
+        s.handle(written("p3a-gate-results.json"));
+        assert!(!stop.exists(), "STOP on a half-saved file");
+        assert!(!s.ledger.holds.is_empty(), "a half-saved file reads bad");
+        let bad: Vec<_> = s
+            .ledger
+            .statuses
+            .iter()
+            .filter(|(_, st)| {
+                matches!(
+                    st,
+                    crate::engine::Status::Fail | crate::engine::Status::Inconclusive
+                )
+            })
+            .collect();
+        assert!(bad.is_empty(), "published from a half-save: {bad:?}");
+        clock.advance(Duration::from_millis(150));
+        s.timers();
+        write_at(&gates, &good, &clock);
+        s.handle(written("p3a-gate-results.json"));
+        clock.advance(Duration::from_millis(150));
+        s.timers();
+        assert!(!stop.exists(), "STOP on a saved file");
+    }
+    assert_eq!(failures(&dir), Vec::<String>::new(), "judged mid-save");
+}
+
+/// A violation kept on disk by a writer that never stops rewriting it (every look reads it bad)
+/// is published as it stands `--settle-max` after it was first read, though its file never
+/// settles.
+#[test]
+fn a_violation_rewritten_forever_stops_within_settle_max() {
+    const W: Duration = Duration::from_secs(1);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("b");
+    pass2(&dir);
+    let gates = dir.join("p3a-gate-results.json");
+    let good = std::fs::read_to_string(&gates).expect("gates");
+    let bad = good.replacen("\"gate-runner\"", "\"manual\"", 1);
+    let stop = dir.join(crate::outputs::STOP_FILE);
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    let max = s.cfg.settle_max;
+    let start = clock.clock().now();
+    let step = Duration::from_millis(200);
+    let raised = loop {
+        write_at(&gates, &bad, &clock);
+        s.handle(written("p3a-gate-results.json"));
+        if stop.exists() {
+            break clock.clock().now();
+        }
+        clock.advance(step);
+        s.timers();
+        if stop.exists() {
+            break clock.clock().now();
+        }
+        assert!(
+            clock.clock().now() <= start + max + step * 2,
+            "held past --settle-max"
+        );
+    };
+    assert!(raised >= start + max, "published before the bound");
+    let text = std::fs::read_to_string(&stop).expect("STOP");
+    assert!(text.contains("OBS-27"), "{text}");
+}
+
+/// `status --sync`: a token is acknowledged only once the inputs written before it have been
+/// quiet for the settle window and judged again, and at the latest `--settle-max` after it was
+/// seen when they never are.
+#[test]
+fn sync_waits_for_inputs_still_being_written() {
+    const W: Duration = Duration::from_secs(1);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("b");
+    pass2(&dir);
+    let gates = dir.join("p3a-gate-results.json");
+    let good = std::fs::read_to_string(&gates).expect("gates");
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    let token = |b: &mut Batch, t: &str| {
+        b.add(
+            format!("{}{t}", crate::state::sync::TOKEN_PREFIX),
+            ChangeKind::Written,
+        );
+    };
+    // Nothing moving: answered at once.
+    let mut b = Batch::default();
+    token(&mut b, "a");
+    s.handle(b);
+    assert!(crate::state::sync::acknowledged(&s.state, "a"));
+
+    // Saved in place just before the token: not yet.
+    write_at(&gates, &good, &clock);
+    let mut b = written("p3a-gate-results.json");
+    token(&mut b, "b");
+    s.handle(b);
+    assert!(
+        !crate::state::sync::acknowledged(&s.state, "b"),
+        "answered mid-save"
+    );
+    assert!(s.next_deadline() <= clock.clock().now() + W);
+    clock.advance(W / 2);
+    s.timers();
+    assert!(!crate::state::sync::acknowledged(&s.state, "b"));
+    clock.advance(W / 2);
+    s.timers();
+    assert!(crate::state::sync::acknowledged(&s.state, "b"), "settled");
+
+    // Rewritten forever: answered `--settle-max` after the token was seen.
+    let max = s.cfg.settle_max;
+    let mut b = written("p3a-gate-results.json");
+    token(&mut b, "c");
+    write_at(&gates, &good, &clock);
+    s.handle(b);
+    let asked = clock.clock().now();
+    while !crate::state::sync::acknowledged(&s.state, "c") {
+        assert!(clock.clock().now() <= asked + max, "never answered");
+        clock.advance(W / 4);
+        write_at(&gates, &good, &clock);
+        s.handle(written("p3a-gate-results.json"));
+        s.timers();
+    }
+    assert!(clock.clock().now() >= asked + max);
+}
+
+/// An editor saving twice in a row: the first save's write is handed in, but by the time the
+/// referee looks the second save has removed the file again (its event not handed in yet). The
+/// missing file is mid-save, not gone: nothing is published from it.
+#[test]
+fn a_file_written_then_missing_before_its_removal_is_handled_is_mid_save() {
+    const W: Duration = Duration::from_secs(1);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("b");
+    pass2(&dir);
+    let tracker = dir.join("EXECUTION-TRACKER.md");
+    let text = std::fs::read_to_string(&tracker).expect("tracker");
+    let stop = dir.join(crate::outputs::STOP_FILE);
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    write_at(&tracker, &text, &clock);
+    std::fs::remove_file(&tracker).expect("remove");
+    s.handle(written("EXECUTION-TRACKER.md"));
+    assert!(!stop.exists(), "STOP on a tracker between two saves");
+    assert!(!s.ledger.holds.is_empty(), "the missing tracker reads bad");
+    clock.advance(W / 4);
+    write_at(&tracker, &text, &clock);
+    let mut b = Batch::default();
+    b.add("EXECUTION-TRACKER.md".into(), ChangeKind::Removed);
+    b.add("EXECUTION-TRACKER.md".into(), ChangeKind::Written);
+    s.handle(b);
+    clock.advance(W * 2);
+    s.timers();
+    assert!(!stop.exists(), "STOP on a saved tracker");
+    assert_eq!(failures(&dir), Vec::<String>::new(), "judged mid-save");
+}

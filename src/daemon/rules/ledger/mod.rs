@@ -32,8 +32,15 @@ pub struct Clock {
 
 /// What the decisions need to know of the files, beyond the evaluation.
 pub trait Files {
-    /// Until when `path` is still being written; `None` when it has settled (or is gone).
+    /// Until when `path` is still being written; `None` when it has settled (or is gone), or
+    /// has been moving for `--settle-max`.
     fn fresh_until(&self, path: &str) -> Option<Instant>;
+    /// Until when `path` is unsettled however long it has been moving: `None` once it has been
+    /// quiet for the settle window. What a held result waits on; its wait is bounded per
+    /// result ([`Ledger::max_hold`]), not per file.
+    fn quiet_at(&self, path: &str) -> Option<Instant> {
+        self.fresh_until(path)
+    }
     /// Paths written in place and not yet settled.
     fn moving(&self) -> Vec<&str>;
     /// A digest of the evidence with its files' exact mtimes: what tells a rewrite from an echo.
@@ -53,6 +60,11 @@ impl Files for Seen<'_> {
     fn fresh_until(&self, path: &str) -> Option<Instant> {
         self.settle
             .fresh_until(path, self.snap.get(path), self.now, self.wall)
+    }
+
+    fn quiet_at(&self, path: &str) -> Option<Instant> {
+        self.settle
+            .quiet_at(path, self.snap.get(path), self.now, self.wall)
     }
 
     fn moving(&self) -> Vec<&str> {
@@ -96,9 +108,15 @@ pub struct Ledger {
     pub published: Option<Evaluation>,
     pub history: Vec<StatusChange>,
     pub guard: Guard,
-    /// Results held back while their files settle, since when.
+    /// Results held back while their files settle, since when: the first look that read the
+    /// result bad while its files moved, kept as long as every look since read it bad (or did
+    /// not look at it again).
     pub holds: BTreeMap<CheckKey, Instant>,
-    /// The longest a result is held: a file written forever cannot jam the referee.
+    /// The longest a result is held (`--settle-max`): one read bad at every look for this long
+    /// while its files keep moving is published as it stands, so a writer that keeps a violation
+    /// on disk and never stops writing delays its STOP by at most this. A look that reads the
+    /// result good (an honest file between two saves) ends the hold, so an honest file saved
+    /// again and again is never judged half-saved, however long it keeps moving.
     pub max_hold: Duration,
 }
 
@@ -127,7 +145,8 @@ fn record(event: Event, ev: &Evidence) -> Record {
 }
 
 impl Ledger {
-    pub fn new(max_fix_attempts: u32, settle: Duration) -> Ledger {
+    /// `max_hold`: `--settle-max` (see [`Ledger::max_hold`]).
+    pub fn new(max_fix_attempts: u32, max_hold: Duration) -> Ledger {
         Ledger {
             ran: BTreeMap::new(),
             statuses: BTreeMap::new(),
@@ -135,7 +154,7 @@ impl Ledger {
             history: Vec::new(),
             guard: Guard::new(max_fix_attempts),
             holds: BTreeMap::new(),
-            max_hold: (settle * 20).max(Duration::from_secs(3)),
+            max_hold,
         }
     }
 
@@ -171,7 +190,7 @@ impl Ledger {
             .iter()
             .map(|f| f.path.as_str())
             .chain(moving)
-            .filter_map(|p| files.fresh_until(p))
+            .filter_map(|p| files.quiet_at(p))
             .max()
     }
 
@@ -184,7 +203,21 @@ impl Ledger {
         files: &impl Files,
         now: Instant,
     ) -> (Evaluation, Option<Instant>) {
-        self.hold_some(protocol, eval, files, now, false)
+        self.hold_some(protocol, eval, None, files, now, false)
+    }
+
+    /// [`Ledger::hold`] for an evaluation that re-judged only the instances `touched` touches
+    /// (the others keep their published result): a result held and not looked at again stays
+    /// held since when it was first held, so changes elsewhere do not restart its bound.
+    pub fn hold_after(
+        &mut self,
+        protocol: &Protocol,
+        eval: Evaluation,
+        touched: Option<&BTreeSet<String>>,
+        files: &impl Files,
+        now: Instant,
+    ) -> (Evaluation, Option<Instant>) {
+        self.hold_some(protocol, eval, touched, files, now, false)
     }
 
     /// The last judgment's holds: a new FAIL or INCONCLUSIVE is never held (the last word is
@@ -197,13 +230,14 @@ impl Ledger {
         files: &impl Files,
         now: Instant,
     ) -> Evaluation {
-        self.hold_some(protocol, eval, files, now, true).0
+        self.hold_some(protocol, eval, None, files, now, true).0
     }
 
     fn hold_some(
         &mut self,
         protocol: &Protocol,
         mut eval: Evaluation,
+        touched: Option<&BTreeSet<String>>,
         files: &impl Files,
         now: Instant,
         lifts_only: bool,
@@ -215,6 +249,15 @@ impl Ledger {
             let key = r.key();
             let prev = self.statuses.get(&key).copied();
             if prev == Some(r.status) {
+                // Held, and not looked at again (no input of it changed): still held, since
+                // when it was first held. A look that read it good drops it.
+                if let (Some(&since), Some(t)) = (self.holds.get(&key), touched) {
+                    let looked = instance(protocol, &key)
+                        .is_none_or(|inst| t.iter().any(|p| inst.inputs.touched_by(p)));
+                    if !looked {
+                        holds.insert(key, since);
+                    }
+                }
                 continue;
             }
             // A PASS that would fall back to WAITING while its files move (a tracker between an

@@ -102,7 +102,7 @@ fn step(
 fn a_failure_raises_stop_and_its_fix_resolves_it() {
     let files = Fake::default();
     let t0 = Instant::now();
-    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_secs(2));
     let d = step(&mut l, &files, Status::Pass, "ok", &[], t0);
     assert_eq!(
         names(&d),
@@ -130,7 +130,7 @@ fn a_failure_on_a_file_still_being_written_is_held_then_published() {
     files
         .fresh
         .insert(GATES.into(), t0 + Duration::from_millis(300));
-    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_secs(2));
     step(&mut l, &files, Status::Pass, "ok", &[], t0);
     let (held, recheck) = l.hold(&p, eval(Status::Fail, "half"), &files, t0);
     assert_eq!(
@@ -163,8 +163,7 @@ fn a_file_written_forever_cannot_hold_a_failure_past_the_limit() {
     let p = protocol();
     let t0 = Instant::now();
     let mut files = Fake::default();
-    let mut l = Ledger::new(3, Duration::from_millis(100));
-    assert_eq!(l.max_hold, Duration::from_secs(3));
+    let mut l = Ledger::new(3, Duration::from_secs(3));
     step(&mut l, &files, Status::Pass, "ok", &[], t0);
     let mut at = t0;
     loop {
@@ -189,7 +188,7 @@ fn a_file_written_forever_cannot_hold_a_failure_past_the_limit() {
 fn fix_attempts_count_and_escalate() {
     let t0 = Instant::now();
     let mut files = Fake::default();
-    let mut l = Ledger::new(2, Duration::from_millis(300));
+    let mut l = Ledger::new(2, Duration::from_secs(2));
     step(&mut l, &files, Status::Fail, "1 manual", &[], t0);
     // An echo of the write that raised STOP (nothing rewritten) is no attempt.
     let d = step(&mut l, &files, Status::Fail, "1 manual", &[GATES], t0);
@@ -224,7 +223,7 @@ fn fix_attempts_count_and_escalate() {
 fn identical_evidence_escalates_at_once() {
     let t0 = Instant::now();
     let mut files = Fake::default();
-    let mut l = Ledger::new(5, Duration::from_millis(300));
+    let mut l = Ledger::new(5, Duration::from_secs(2));
     step(&mut l, &files, Status::Fail, "1 manual", &[], t0);
     files.rewrites += 1;
     let d = step(&mut l, &files, Status::Fail, "1 manual", &[GATES], t0);
@@ -240,7 +239,7 @@ fn a_complete_run_may_finish_only_with_nothing_held_or_pending() {
     let p = protocol();
     let t0 = Instant::now();
     let files = Fake::default();
-    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_secs(2));
     let mut done = eval(Status::Pass, "ok");
     done.complete = true;
     assert!(
@@ -263,7 +262,7 @@ fn a_resumed_ledger_keeps_a_standing_failure_until_its_files_settle() {
     files
         .fresh
         .insert(GATES.into(), t0 + Duration::from_millis(300));
-    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_secs(2));
     l.statuses
         .insert(CheckKey::new("2", "OBS-27"), Status::Fail);
     let (ev, _) = l.hold(&p, eval(Status::Pass, "ok"), &files, t0);
@@ -284,7 +283,7 @@ fn a_resumed_ledger_keeps_a_standing_failure_until_its_files_settle() {
 fn a_waiver_coming_or_going_resolves_or_raises_the_stop() {
     let files = Fake::default();
     let t0 = Instant::now();
-    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_secs(2));
     let waived = |w: bool| {
         let mut e = eval(Status::Fail, "1 manual");
         e.results[0].waiver = w.then(|| crate::engine::Applied {
@@ -329,7 +328,7 @@ fn the_last_judgment_holds_no_new_failure_but_lifts_no_stop_on_a_moving_file() {
     files
         .fresh
         .insert(GATES.into(), t0 + Duration::from_millis(300));
-    let mut l = Ledger::new(3, Duration::from_millis(300));
+    let mut l = Ledger::new(3, Duration::from_secs(2));
     step(&mut l, &files, Status::Pass, "ok", &[], t0);
     let ev = l.hold_at_end(&p, eval(Status::Fail, "1 manual"), &files, t0);
     assert_eq!(ev.results[0].status, Status::Fail, "judged as it stands");
@@ -346,4 +345,50 @@ fn the_last_judgment_holds_no_new_failure_but_lifts_no_stop_on_a_moving_file() {
     files.fresh.clear();
     let ev = l.hold_at_end(&p, eval(Status::Pass, "ok"), &files, t0);
     assert_eq!(ev.results[0].status, Status::Pass, "settled: lifted");
+}
+
+/// A result held on a moving file and not looked at again (only other files changed) stays
+/// held from when it was first held: its bound is not restarted by changes elsewhere. A look
+/// that reads it good ends the hold, and the next bad look starts a new one.
+#[test]
+fn a_held_result_keeps_its_bound_until_it_is_looked_at_again() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let mut files = Fake::default();
+    let mut l = Ledger::new(3, Duration::from_secs(2));
+    step(&mut l, &files, Status::Pass, "ok", &[], t0);
+    let moving = |files: &mut Fake, at: Instant| {
+        files
+            .fresh
+            .insert(GATES.into(), at + Duration::from_millis(300));
+    };
+    moving(&mut files, t0);
+    let (ev, _) = l.hold(&p, eval(Status::Fail, "half"), &files, t0);
+    assert_eq!(ev.results[0].status, Status::Pass, "held");
+    assert_eq!(l.holds[&CheckKey::new("2", "OBS-27")], t0);
+    // Another file changed: OBS-27 was not judged again (its published PASS kept).
+    let other: BTreeSet<String> = ["notes.md".to_string()].into();
+    let t1 = t0 + Duration::from_millis(500);
+    let (ev, _) = l.hold_after(&p, eval(Status::Pass, "ok"), Some(&other), &files, t1);
+    assert_eq!(ev.results[0].status, Status::Pass);
+    assert_eq!(
+        l.holds.get(&CheckKey::new("2", "OBS-27")),
+        Some(&t0),
+        "kept"
+    );
+    // Bad again at every look: published once the bound from t0 has run out.
+    let t2 = t0 + Duration::from_secs(2);
+    moving(&mut files, t2);
+    let (ev, _) = l.hold(&p, eval(Status::Fail, "1 manual"), &files, t2);
+    assert_eq!(ev.results[0].status, Status::Fail, "published at the bound");
+    // A look that reads it good (judged again: its input changed) ends the hold.
+    let mut l = Ledger::new(3, Duration::from_secs(2));
+    step(&mut l, &files, Status::Pass, "ok", &[], t0);
+    let (_, _) = l.hold(&p, eval(Status::Fail, "half"), &files, t0);
+    let gates: BTreeSet<String> = [GATES.to_string()].into();
+    let (_, _) = l.hold_after(&p, eval(Status::Pass, "ok"), Some(&gates), &files, t1);
+    assert!(l.holds.is_empty(), "read good: not held");
+    let (ev, _) = l.hold(&p, eval(Status::Fail, "half"), &files, t2);
+    assert_eq!(ev.results[0].status, Status::Pass, "a new hold");
+    assert_eq!(l.holds[&CheckKey::new("2", "OBS-27")], t2);
 }
