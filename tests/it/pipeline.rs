@@ -221,8 +221,9 @@ fn editor_saves_of_the_tracker_never_stop_the_build() {
             let at = Instant::now();
             save(&tracker, &text, how);
             assert_go(&dir, &w, &format!("{how:?} save {i}"));
-            // The next save a keystroke later: saves back to back for longer than
-            // `--settle-max` are one churning file, judged as it stands.
+            // The next save a keystroke later: saves back to back are one file being
+            // written, whose half-saved states never STOP (a result held bad for
+            // `--settle-max` at every look is published as it stands).
             crate::watch::wait_until(
                 WAIT,
                 "a keystroke later",
