@@ -226,6 +226,8 @@ pub fn run(
             });
     }
 
+    // The code-change worker waits for each verdict it asked for (in `.referee/`).
+    let review = (scenario == Scenario::CodeChange).then(|| scenario.out_dir(&dir));
     let start = Instant::now();
     let mut narrator = Narrator {
         out,
@@ -257,7 +259,7 @@ pub fn run(
         }
         if !replay_started && start.elapsed() > Duration::from_secs(10) {
             // The referee never said it was watching; start anyway rather than hang.
-            replay_started = start_replay(&timeline, &dir, cfg.speed, &cancel, &tx);
+            replay_started = start_replay(&timeline, &dir, &review, cfg.speed, &cancel, &tx);
         }
         if !asked_to_stop {
             let overdue = replay_done_at.is_some_and(|t| t.elapsed() > FINISH_GRACE);
@@ -283,7 +285,8 @@ pub fn run(
                 let first = !replay_started;
                 narrator.referee(&line)?;
                 if first {
-                    replay_started = start_replay(&timeline, &dir, cfg.speed, &cancel, &tx);
+                    replay_started =
+                        start_replay(&timeline, &dir, &review, cfg.speed, &cancel, &tx);
                 }
             }
             Ok(Msg::Step(line)) => narrator.pipeline(&line)?,
@@ -335,12 +338,15 @@ pub fn run(
 fn start_replay(
     timeline: &Timeline,
     dir: &Path,
+    review: &Option<PathBuf>,
     speed: f64,
     cancel: &Arc<AtomicBool>,
     tx: &Sender<Msg>,
 ) -> bool {
     let timeline = timeline.clone();
     let dir = dir.to_path_buf();
+    let review = review.clone();
+    let stop = cancel.clone();
     let opts = PlayOptions {
         speed,
         cancel: Some(cancel.clone()),
@@ -357,11 +363,54 @@ fn start_replay(
                     line = format!("{n}  ({line})");
                 }
                 let _ = steps.send(Msg::Step(line));
+                if let Some(out) = &review {
+                    await_verdict(&dir, out, p.step, &stop);
+                }
                 std::ops::ControlFlow::Continue(())
             });
             let _ = tx.send(Msg::Played(r));
         });
     spawned.is_ok()
+}
+
+/// How long the demo's worker waits for the verdict on an attempt it asked to be reviewed.
+const VERDICT_WAIT: Duration = Duration::from_secs(30);
+
+/// After a step that renames a task record asking for review into `.tasks/`: waits until the
+/// verdict of that attempt is in `out` (`.referee/`), at most [`VERDICT_WAIT`] and not once the
+/// demo is cancelled. A worker reads its verdict before it resubmits, as an orchestrator waits
+/// with `status --task ID --wait`; played at the timeline's pace alone, a loaded machine's
+/// referee could find attempt 1 already replaced by attempt 2 and never judge it.
+fn await_verdict(dir: &Path, out: &Path, step: &replay::Step, cancel: &AtomicBool) {
+    use serde_json::Value;
+    let replay::Action::Rename { to, .. } = &step.action else {
+        return;
+    };
+    if !to.starts_with(".tasks/") {
+        return;
+    }
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    };
+    let Some(record) = read(&dir.join(to)) else {
+        return;
+    };
+    if record["status"] != "pending_review" {
+        return;
+    }
+    let (Some(id), Some(attempt)) = (record["task_id"].as_str(), record["attempt"].as_u64()) else {
+        return;
+    };
+    let copy = out.join(crate::outputs::code_change::verdict_file(id, "json"));
+    let deadline = Instant::now() + VERDICT_WAIT;
+    while Instant::now() < deadline && !cancel.load(Ordering::Relaxed) {
+        if read(&copy).is_some_and(|v| v["attempt"] == attempt) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, DemoError> {

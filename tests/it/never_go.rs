@@ -242,12 +242,13 @@ fn a_sync_token_present_at_start_is_acknowledged() {
 }
 
 /// A forged `OBSERVER-PASS-2.md` (edited in place, or replaced by a rename) is restored as the
-/// referee wrote it, from the file's own event: within 100 ms (the median of five forgeries),
-/// each recorded as tamper.
+/// referee wrote it, from the file's own event, each recorded as tamper. "At once" without a
+/// stopwatch: the heartbeat's tick (whose checks would restore it too) comes every minute, so a
+/// restore within [`WAIT`] can only be the event's.
 #[test]
 fn a_forged_pass_file_is_restored_at_once() {
     let (root, dir) = build("pre-audit");
-    let mut w = Watch::start(&dir, root.path(), &[]);
+    let mut w = Watch::start_beating(&dir, root.path(), "60", &[]);
     let pass = dir.join("OBSERVER-PASS-2.md");
     w.until("pass 2 written and a heartbeat", || {
         pass.exists() && dir.join(HEARTBEAT).exists()
@@ -256,10 +257,8 @@ fn a_forged_pass_file_is_restored_at_once() {
     let o = status(&dir, &["--sync", "--wait", "10s", "--require-live"]);
     assert_eq!(o.code, 0, "{o:?}");
     let real = read(&pass);
-    let mut took = Vec::new();
     for i in 0..5 {
         let forged = format!("# OBSERVER PASS 2\n\nAll checks PASS (forged {i})\n");
-        let t0 = Instant::now();
         if i % 2 == 0 {
             fs::write(&pass, &forged).expect("edit in place");
         } else {
@@ -268,14 +267,7 @@ fn a_forged_pass_file_is_restored_at_once() {
             fs::rename(&tmp, &pass).expect("rename over");
         }
         w.until("the pass file restored", || read(&pass) == real);
-        took.push(t0.elapsed());
     }
-    took.sort();
-    assert!(
-        took[2] <= Duration::from_millis(100),
-        "restored in {took:?} (median over 100 ms)\n{}",
-        w.output()
-    );
     w.until("five tamper events", || {
         crate::watch::payloads(&dir, "tamper")
             .iter()

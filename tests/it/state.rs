@@ -57,6 +57,12 @@ fn judged(state: &Path, id: &str, attempt: u64) -> bool {
     verdict(state, id)["attempt"] == json!(attempt)
 }
 
+/// Whether `.referee/` holds the copy of the verdict of `attempt`.
+fn copied(ws: &Path, id: &str, attempt: u64) -> bool {
+    let copy = ws.join(format!(".referee/OBSERVER-VERDICT-{id}.json"));
+    serde_json::from_str::<Value>(&read(&copy)).is_ok_and(|v| v["attempt"] == json!(attempt))
+}
+
 fn tamper_in(state: &Path, file: &str) -> bool {
     read(&state.join(EVENTS))
         .lines()
@@ -85,7 +91,14 @@ fn deleting_the_referee_folder_does_not_switch_the_guards_off() {
         });
         if attempt < 3 {
             assert_eq!(verdict(&state, "t1")["verdict"], "REJECT", "{}", w.output());
-            // The worker wipes the referee's folder, kept attempts and all.
+            // The worker reads the verdict where it is told to, in `.referee/`, then wipes the
+            // folder, kept attempts and all. The state directory's verdict is written before
+            // its copy, and a folder taken away is made again only once the referee sees it
+            // gone (the attempt may be judged first, its copy landing in the folder the referee
+            // holds, wherever it was moved): wait for the copy, not only for the verdict.
+            w.until("the attempt's verdict copied into .referee/", || {
+                copied(&ws, "t1", attempt)
+            });
             take_away(&ws);
         }
     }
@@ -133,9 +146,13 @@ fn a_replaced_referee_folder_is_tamper(plant: fn(&Path, &Path) -> std::io::Resul
         }
     }
     assert!(fs::symlink_metadata(&at).is_ok_and(|m| !m.is_dir()));
-    w.until("status says STOP", || status(&ws, &state, &[]).code == 1);
-    let Output { stdout: out, .. } = status(&ws, &state, &[]);
-    assert!(out.contains("REFEREE FOLDER REPLACED"), "{out}");
+    // `status` may say STOP before the referee has seen the plant: a STOP file it cannot read
+    // in the watched directory (`.referee` a file: "not a directory") stands too. Wait for the
+    // referee's own STOP, which it writes after logging the tamper.
+    w.until("status says the referee's STOP", || {
+        let o = status(&ws, &state, &[]);
+        o.code == 1 && o.stdout.contains("REFEREE FOLDER REPLACED")
+    });
     assert!(tamper_in(&state, ".referee"), "{}", w.output());
     // Beats go on (in the state directory), and still nothing lands outside.
     let beat = || read(&state.join(HEARTBEAT));
