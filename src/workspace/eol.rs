@@ -29,7 +29,9 @@
 //! as their LF blob; the class is checked out with CRLF when the converted ones are more (a tie
 //! is LF, git's default). Then every file of the class has, as its baseline, its blob
 //! converted; else its blob. Files are read in path order until the rest cannot change the
-//! count's outcome; a file with LF and no CR counts for LF unhashed (edited or not, it is a
+//! count's outcome, or until the first 32 counted are all LF (an LF checkout, decided without
+//! reading the rest: git converts every file of a class or none, and deciding LF calls each
+//! conversion a change); a file with LF and no CR counts for LF unhashed (edited or not, it is a
 //! change in a CRLF checkout either way), a file found converted is hashed to be sure.
 //!
 //! So a whole-tree CRLF checkout is no change; one file converted (or one file turned back to
@@ -231,34 +233,44 @@ struct Stats {
     nonprintable: usize,
 }
 
+/// Git's text statistics of `b` (`gather_convert_stats` in git's `convert.c`): CRLF pairs, lone
+/// CRs and LFs, NULs, and printable against non-printable bytes (a CR or LF is neither). One
+/// pass counts each byte value; the CRs are then paired with what follows them.
 fn stats(b: &[u8]) -> Stats {
-    let mut s = Stats::default();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\r' {
-            if b.get(i + 1) == Some(&b'\n') {
-                s.crlf += 1;
-                i += 2;
-            } else {
-                s.lone_cr += 1;
-                i += 1;
-            }
-            continue;
-        }
+    // Four histograms filled in turn, so that a run of one byte value does not wait on itself.
+    let mut h = [[0usize; 256]; 4];
+    let mut quads = b.chunks_exact(4);
+    for q in &mut quads {
+        h[0][usize::from(q[0])] += 1;
+        h[1][usize::from(q[1])] += 1;
+        h[2][usize::from(q[2])] += 1;
+        h[3][usize::from(q[3])] += 1;
+    }
+    for &c in quads.remainder() {
+        h[0][usize::from(c)] += 1;
+    }
+    let count = |c: u8| h.iter().map(|one| one[usize::from(c)]).sum::<usize>();
+    let crlf = if count(b'\r') == 0 {
+        0
+    } else {
+        memchr::memmem::find_iter(b, b"\r\n").count()
+    };
+    let mut s = Stats {
+        nul: count(0),
+        lone_cr: count(b'\r') - crlf,
+        lone_lf: count(b'\n') - crlf,
+        crlf,
+        ..Stats::default()
+    };
+    for c in 0..=255u8 {
         match c {
-            b'\n' => s.lone_lf += 1,
-            127 => s.nonprintable += 1,
-            0 => {
-                s.nul += 1;
-                s.nonprintable += 1;
-            }
+            b'\r' | b'\n' => {}
             // Backspace, tab, escape and form feed count as printable.
-            8 | 9 | 27 | 12 => s.printable += 1,
-            c if c < 32 => s.nonprintable += 1,
-            _ => s.printable += 1,
+            8 | 9 | 27 | 12 => s.printable += count(c),
+            127 => s.nonprintable += count(c),
+            c if c < 32 => s.nonprintable += count(c),
+            _ => s.printable += count(c),
         }
-        i += 1;
     }
     // A DOS end-of-file mark at the very end is not counted as non-printable.
     if b.last() == Some(&0x1A) {
@@ -360,6 +372,10 @@ fn found(root: &Path, rel: &str, oid: gix::ObjectId, rule: Rule, cap: u64, verif
     }
 }
 
+/// Files of a class found as their LF blob, with none found converted, that decide an LF
+/// checkout without reading the rest of the class.
+const LF_QUORUM: usize = 32;
+
 /// Reads a baseline file's blob (`None`: it cannot be read).
 pub type ReadBlob<'a> = &'a dyn Fn(&str, gix::ObjectId) -> Option<Vec<u8>>;
 
@@ -403,9 +419,14 @@ pub fn checked_out<'a>(
                 }
                 Found::Other => {}
             }
-            // Stop once the files left cannot change the majority.
+            // Stop once the files left cannot change the majority, or once the first
+            // `LF_QUORUM` files counted are all LF: a CRLF checkout converts every file of the
+            // class, so it never shows that many as their LF blob, and deciding LF is the side
+            // that calls a conversion a change.
             let left = members.len() - seen - 1;
-            if as_blob.abs_diff(converted.len()) > left {
+            if as_blob.abs_diff(converted.len()) > left
+                || (as_blob >= LF_QUORUM && converted.is_empty())
+            {
                 break;
             }
         }
@@ -520,6 +541,63 @@ mod tests {
         ]);
         assert_eq!(deep.rule("sub/a.txt"), Rule::Never);
         assert_eq!(deep.rule("a.txt"), Rule::Always { auto: false });
+    }
+
+    /// The statistics as git's `gather_convert_stats` walks them, a byte at a time: the oracle
+    /// for [`stats`].
+    fn stats_byte_by_byte(b: &[u8]) -> Stats {
+        let mut s = Stats::default();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if c == b'\r' {
+                if b.get(i + 1) == Some(&b'\n') {
+                    s.crlf += 1;
+                    i += 2;
+                } else {
+                    s.lone_cr += 1;
+                    i += 1;
+                }
+                continue;
+            }
+            match c {
+                b'\n' => s.lone_lf += 1,
+                127 => s.nonprintable += 1,
+                0 => {
+                    s.nul += 1;
+                    s.nonprintable += 1;
+                }
+                // Backspace, tab, escape and form feed count as printable.
+                8 | 9 | 27 | 12 => s.printable += 1,
+                c if c < 32 => s.nonprintable += 1,
+                _ => s.printable += 1,
+            }
+            i += 1;
+        }
+        // A DOS end-of-file mark at the very end is not counted as non-printable.
+        if b.last() == Some(&0x1A) {
+            s.nonprintable = s.nonprintable.saturating_sub(1);
+        }
+        s
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn stats_count_as_git_walks_the_bytes(
+            b in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just(b'\r'),
+                    proptest::strategy::Just(b'\n'),
+                    proptest::strategy::Just(0u8),
+                    proptest::strategy::Just(0x1Au8),
+                    proptest::strategy::Just(127u8),
+                    proptest::num::u8::ANY,
+                ],
+                0..300,
+            )
+        ) {
+            proptest::prop_assert_eq!(format!("{:?}", stats(&b)), format!("{:?}", stats_byte_by_byte(&b)));
+        }
     }
 
     #[test]

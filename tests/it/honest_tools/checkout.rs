@@ -104,6 +104,50 @@ vetoed!(
     PROTECTED
 );
 
+/// An LF checkout with 40 text files first in path order (`a/`) and 60 after the protected
+/// module (`z/`).
+fn lf_checkout_with_many_files() -> Repo {
+    let names: Vec<(String, Vec<u8>)> = (0..40)
+        .map(|i| {
+            (
+                format!("a/lf{i:02}.txt"),
+                format!("line {i}\nmore\n").into_bytes(),
+            )
+        })
+        .chain((0..60).map(|i| {
+            (
+                format!("z/cr{i:02}.txt"),
+                format!("row {i}\nnext\n").into_bytes(),
+            )
+        }))
+        .collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
+    Repo::with(&files)
+}
+
+vetoed!(
+    /// Most of the tree converted to CRLF behind 40 files left LF, the protected module among
+    /// the converted, and left out of the record: a change, even for a `verify` that first looks
+    /// after the work (git converts every file of a class or none, so an LF file is evidence the
+    /// checkout is LF, whatever the count of converted ones).
+    a_protected_file_converted_with_most_of_the_tree_is_a_change,
+    lf_checkout_with_many_files,
+    |r| {
+        edit_app(r);
+        let mut paths: Vec<String> = (0..60).map(|i| format!("z/cr{i:02}.txt")).collect();
+        paths.push(PROTECTED.to_string());
+        for p in &paths {
+            let crlf = String::from_utf8(r.read(p)).expect("utf-8").replace('\n', "\r\n");
+            r.write(p, crlf);
+        }
+        r.record("t1", &[], &[APP], &[]);
+    },
+    PROTECTED
+);
+
 /// Files `.gitattributes` checks out with CRLF (`eol=crlf`), in an otherwise LF checkout.
 fn eol_crlf_attribute_checkout() -> Repo {
     let mut r = Repo::with(&[
