@@ -24,6 +24,7 @@ use crate::judge::{self, Judgment};
 use crate::protocol::overrides::{OverrideError, Overrides};
 use crate::protocol::predicate::Predicate;
 use crate::protocol::{self, Protocol, ProtocolError};
+use crate::state::live::Here;
 use crate::workspace::{name, EXCLUDED, TASKS_DIR};
 
 /// Why a tool call was refused. Its text with its causes is what the agent reads.
@@ -184,6 +185,8 @@ pub struct Opened {
     fd: OwnedFd,
     /// The directory's path, read back from its descriptor.
     pub path: PathBuf,
+    /// The directory as opened, which its state directory is named from.
+    here: Here,
 }
 
 impl Opened {
@@ -264,7 +267,13 @@ pub fn resolve(cfg: &Config, dir: &str) -> Result<Opened, ToolError> {
             return Err(outside(root));
         }
     }
-    Ok(Opened { fd: opened, path })
+    let here = Here::of_fd(opened.as_fd(), &path)
+        .map_err(|_| ToolError::Replaced { path: path.clone() })?;
+    Ok(Opened {
+        fd: opened,
+        path,
+        here,
+    })
 }
 
 /// Refuses an id (a task's, a check's, a protocol's) longer than [`MAX_ID`].
@@ -383,9 +392,12 @@ fn enclosing_work_tree(path: &Path) -> Option<&Path> {
 /// or hooks' memory in its state directory → `code-change`; the D10 execution tracker →
 /// `d10`; anything else is refused with what was found, so that a workspace is never
 /// judged as a build (nothing of a build there: GO) nor the other way round.
-fn tell(cfg: &Config, dir: &Path) -> Result<&'static str, ToolError> {
-    let tasks = dir.join(TASKS_DIR).is_dir();
-    let state = judge::state_of(dir, cfg.state_dir.as_deref()).ok();
+fn tell(cfg: &Config, opened: &Opened) -> Result<&'static str, ToolError> {
+    let dir = opened.path.as_path();
+    // Looked at through the descriptor (`/proc/self/fd/N`), its state named from it.
+    let at = opened.here.at();
+    let tasks = at.join(TASKS_DIR).is_dir();
+    let state = crate::state::locate(&opened.here, cfg.state_dir.as_deref()).ok();
     let remembers_tasks = state.as_deref().is_some_and(|s| {
         crate::state::attempts::dir_for(s).is_dir()
             || std::fs::read_dir(s).is_ok_and(|mut entries| {
@@ -398,10 +410,10 @@ fn tell(cfg: &Config, dir: &Path) -> Result<&'static str, ToolError> {
     let tracker = Protocol::load(protocol::DEFAULT_ID)
         .map(|p| p.tracker)
         .unwrap_or_default();
-    if !tracker.is_empty() && dir.join(&tracker).is_file() {
+    if !tracker.is_empty() && at.join(&tracker).is_file() {
         return Ok(protocol::DEFAULT_ID);
     }
-    let git = dir.join(".git").symlink_metadata().is_ok();
+    let git = at.join(".git").symlink_metadata().is_ok();
     let why = if let Some(top) = enclosing_work_tree(dir) {
         format!(
             "it is a sub-folder of the git work tree `{}` (a workspace is judged at its top: name `{}`)",
@@ -434,13 +446,15 @@ pub fn judge(
     let opened = resolve(cfg, dir)?;
     let path = opened.path.clone();
     let default = match (named, &cfg.protocol) {
-        (None, None) => tell(cfg, &path)?,
+        (None, None) => tell(cfg, &opened)?,
         _ => protocol::DEFAULT_ID,
     };
     let Loaded { protocol: p, note } = protocol_for(cfg, named, default)?;
     refuse_rules_inside(cfg, &p, &path)?;
     let req = judge::Request {
         final_,
+        // Its state directory named from the directory opened, never from `path` again.
+        opened: Some(&opened.here),
         state_dir: cfg.state_dir.as_deref(),
         max_read_bytes: cfg.max_read_bytes,
         ..judge::Request::new(&path)
@@ -612,14 +626,9 @@ fn knows_task(cfg: &Config, opened: &Opened, id: &str) -> bool {
     let fd = opened.fd.as_fd();
     let in_tasks =
         rustix::fs::statat(fd, record.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok();
-    // Named from the descriptor, never by resolving the path again: a link swapped in
+    // Named from the directory opened, never by resolving the path again: a link swapped in
     // meanwhile cannot name another directory's state.
-    let Ok(state) = crate::state::live::Here::of_fd(fd, &opened.path)
-        .map_err(|_| ())
-        .and_then(|here| {
-            crate::state::locate_here(&here, cfg.state_dir.as_deref()).map_err(|_| ())
-        })
-    else {
+    let Ok(state) = crate::state::locate(&opened.here, cfg.state_dir.as_deref()) else {
         return in_tasks;
     };
     let verdict = crate::outputs::code_change::verdict_file(id, "json");
