@@ -131,6 +131,15 @@ impl OutDir {
         })
     }
 
+    /// The directory open at `fd` (opened for reading, not `O_PATH`), held as [`OutDir::hold`]
+    /// holds it; `path` names it in messages.
+    pub fn held(path: impl Into<PathBuf>, fd: OwnedFd) -> OutDir {
+        OutDir {
+            path: path.into(),
+            held: Some(Arc::new(fd)),
+        }
+    }
+
     /// The path that named the directory (for messages and for looking at it from outside).
     pub fn path(&self) -> &Path {
         &self.path

@@ -137,6 +137,7 @@ pub(super) fn verify(a: VerifyArgs) -> Result<ExitCode> {
         || a.waivers.waivers.is_some();
     let req = judge::Request {
         dir: &a.build_dir,
+        opened: None,
         max_read_bytes: a.read.max_read_bytes,
         final_: a.final_,
         state_dir: a.state_dir.as_deref(),

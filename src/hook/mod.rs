@@ -750,10 +750,13 @@ fn write_pin(pin: &Path, root: &Path) -> Result<PathBuf> {
 /// The state directory of `root`: `--state-dir`, else `<state base>/<name>`, the name that of
 /// the directory opened (never of whatever stands at its path now).
 fn state_for(cfg: &Config, root: &confine::Root) -> Result<PathBuf> {
-    match (&cfg.state_dir, &cfg.state_base) {
-        (Some(d), _) => Ok(d.clone()),
-        (None, Some(base)) => Ok(base.join(crate::state::name_for_open(root.path(), root.fd())?)),
-        (None, None) => Ok(judge::state_of(root, None)?),
+    if let Some(d) = &cfg.state_dir {
+        return Ok(d.clone());
+    }
+    let here = crate::state::live::Here::of_fd(root.fd(), root.path())?;
+    match &cfg.state_base {
+        Some(base) => Ok(base.join(crate::state::name(&here))),
+        None => Ok(crate::state::locate(&here, None)?),
     }
 }
 

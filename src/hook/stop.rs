@@ -7,11 +7,12 @@ use anyhow::Result;
 
 use super::reason::{blocked_reason, failing};
 use super::{
-    implicit_record, judged, load_protocol, opened, request, state_for, task_id, Answer, Config,
-    Counter, Opened, Payload,
+    confine, implicit_record, judged, load_protocol, opened, request, state_for, task_id, Answer,
+    Config, Counter, Opened, Payload,
 };
 use crate::judge;
 use crate::protocol::{GradeOutcome, Protocol};
+use crate::state::live::Here;
 use crate::task_verdict::TaskVerdict;
 
 pub(super) fn stop(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer> {
@@ -19,24 +20,19 @@ pub(super) fn stop(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer> {
         !p.session.is_empty(),
         "the hook's input has no `session_id` (the implicit task is named by it)"
     );
-    let root = opened(ws)?;
-    let state = state_for(cfg, root)?;
-    let protocol = load_protocol(cfg, root)?;
-    let task = task_id(cfg.agent, &p.session);
-    let w = judged(root, &state, || {
-        Ok(judge::attempt(
-            &request(cfg, root, &state),
-            &protocol,
-            &|ws| implicit_record(ws, &protocol, cfg.agent, &task),
-        )?)
-    })?;
+    let Judged {
+        protocol,
+        task,
+        here,
+        w,
+    } = judge_attempt(cfg, p, opened(ws)?)?;
     if p.event == "SubagentStop" && unchanged_since_last_stop(&w, &task) {
         // A subagent that changed nothing (a read-only explorer) made no attempt: it counts
         // toward no guard, and the session's standing verdict is answered at the main
         // agent's own stop.
         return Ok(Answer::allow());
     }
-    let live = crate::state::live::referee(root, &w.state);
+    let live = crate::state::live::referee(&here, &w.state);
     keep(&protocol, &w, &task, live.is_some())?;
     if let Some(c) = Counter::for_payload(cfg, p) {
         c.write(0);
@@ -102,6 +98,43 @@ pub(super) fn stop(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer> {
             .join(", "),
         failing(&minor).join(" | ")
     )))
+}
+
+/// The session's implicit attempt as a stop or a tool call judges it, with what it was judged
+/// by and as.
+pub(super) struct Judged {
+    pub(super) protocol: Protocol,
+    /// The implicit task of the session.
+    pub(super) task: String,
+    /// The workspace as opened for the event: the judgment's state directory is named from it.
+    pub(super) here: Here,
+    pub(super) w: judge::WorkspaceJudgment,
+}
+
+/// Judges the session's implicit attempt on the workspace `root` opened for the event (the
+/// judgment of a stop, and of a tool call in memory): its state directory named from the
+/// descriptor `root` holds, its protocol loaded with the project's rules, and nothing of the
+/// judgment kept when `root` was replaced meanwhile ([`judged`]).
+pub(super) fn judge_attempt(cfg: &Config, p: &Payload, root: &confine::Root) -> Result<Judged> {
+    let state = state_for(cfg, root)?;
+    let protocol = load_protocol(cfg, root)?;
+    let task = task_id(cfg.agent, &p.session);
+    let here = Here::of_fd(root.fd(), root.path())?;
+    let w = judged(root, &state, || {
+        let req = judge::Request {
+            opened: Some(&here),
+            ..request(cfg, root, &state)
+        };
+        let implicit =
+            |ws: &crate::workspace::Workspace| implicit_record(ws, &protocol, cfg.agent, &task);
+        Ok(judge::attempt(&req, &protocol, &implicit)?)
+    })?;
+    Ok(Judged {
+        protocol,
+        task,
+        here,
+        w,
+    })
 }
 
 /// Whether the implicit attempt of `task` judged now has exactly the diff of the last attempt

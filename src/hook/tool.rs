@@ -10,11 +10,7 @@ use serde_json::Value;
 
 use super::reason::{describe, is_failing};
 use super::targets::{Write, Written};
-use super::{
-    implicit_record, judged, load_protocol, opened, request, seen, state_for, targets, task_id,
-    Answer, Config, Opened, Payload,
-};
-use crate::judge;
+use super::{load_protocol, opened, seen, targets, Answer, Config, Opened, Payload};
 use crate::protocol::predicate::Glob;
 use crate::workspace::record;
 
@@ -225,17 +221,8 @@ pub(super) fn post_tool(cfg: &Config, p: &Payload, ws: &Opened) -> Result<Answer
         return Ok(Answer::allow());
     }
     let root = opened(ws)?;
-    let state = state_for(cfg, root)?;
-    let protocol = load_protocol(cfg, root)?;
-    let task = task_id(cfg.agent, &p.session);
     // Judged in memory: nothing kept but the view of the workspace, this is no attempt.
-    let w = judged(root, &state, || {
-        Ok(judge::attempt(
-            &request(cfg, root, &state),
-            &protocol,
-            &|ws| implicit_record(ws, &protocol, cfg.agent, &task),
-        )?)
-    })?;
+    let super::stop::Judged { task, w, .. } = super::stop::judge_attempt(cfg, p, root)?;
     let now = seen::snapshot(&w.ws);
     let before = seen::load(&w.state, &task);
     seen::store(&w.state, &task, &now);

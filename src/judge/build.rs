@@ -3,11 +3,11 @@
 //! every check evaluated in order of what the referee that watched it saw, the waivers applied,
 //! and decided.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{
-    apply_waivers, context, refuse_live, state_of, BuildJudgment, JudgeError, Judgment, Loaded,
+    apply_waivers, context, opened, refuse_live, BuildJudgment, JudgeError, Judgment, Loaded,
     Request,
 };
 use crate::artifacts::{Limits, Listing, Snapshot};
@@ -27,16 +27,21 @@ pub(super) fn judge(
             dir: req.dir.to_path_buf(),
         });
     }
-    if req.write {
-        let state = state_of(req.dir, req.state_dir)?;
-        refuse_live(req.dir, &state)?;
-    }
+    // The state directory named once, from the directory opened once.
+    let state = if req.write {
+        let here = opened(req)?;
+        let state = crate::state::locate(&here, req.state_dir)?;
+        refuse_live(req.dir, &here, &state)?;
+        Some(state)
+    } else {
+        None
+    };
     let snap = scan(req.dir, req.max_read_bytes, &protocol, listing)?;
     let now = chrono::Utc::now();
     let options = Options {
         final_: req.final_,
         now: Some(now),
-        seen: seen_record(req.dir, req.state_dir)?,
+        seen: seen_record(req, state)?,
         ..Options::default()
     };
     let mut eval = engine::evaluate(&protocol, &snap, &options);
@@ -77,15 +82,20 @@ fn scan(
     Snapshot::scan_reading_from(listing, limits, &wanted).map_err(JudgeError::Scan)
 }
 
-/// What the referee that watched `dir` saw, in order ([`crate::state::observed`]), when its
+/// What the referee that watched `req.dir` saw, in order ([`crate::state::observed`]), when its
 /// state directory holds a record: `verify` orders what it saw like `watch` does. No state
 /// directory (or no record in it): the claims alone. Read only; a state directory the referee
 /// could not trust is refused.
 fn seen_record(
-    dir: &Path,
-    explicit: Option<&Path>,
+    req: &Request<'_>,
+    state: Option<PathBuf>,
 ) -> Result<Option<Arc<crate::state::observed::Observed>>, JudgeError> {
-    let state = match state_of(dir, explicit) {
+    let found = match state {
+        Some(state) => Ok(state),
+        None => opened(req).and_then(|here| Ok(crate::state::locate(&here, req.state_dir)?)),
+    };
+    let explicit = req.state_dir;
+    let state = match found {
         Ok(s) => s,
         // No home to find a default in: no memory to read.
         Err(_) if explicit.is_none() => return Ok(None),

@@ -24,6 +24,7 @@ use crate::decision::Decision;
 use crate::engine::{Evaluation, TaskRun};
 use crate::outputs::Context;
 use crate::protocol::{Protocol, Subject};
+use crate::state::live::Here;
 use crate::waivers::{InUse, Waivers};
 use crate::workspace::Workspace;
 
@@ -32,6 +33,10 @@ use crate::workspace::Workspace;
 pub struct Request<'a> {
     /// The build directory or workspace.
     pub dir: &'a Path,
+    /// The directory, opened already by the caller (a hook's workspace, the MCP server's
+    /// directory beneath its root): the state directory is named from it, never by looking
+    /// `dir` up again. `None`: `dir` is opened once per judgment, here.
+    pub opened: Option<&'a Here>,
     /// Files larger than this are INCONCLUSIVE, never read.
     pub max_read_bytes: u64,
     /// Judge a finished run (every check due). A workspace is always judged as finished.
@@ -52,6 +57,7 @@ impl<'a> Request<'a> {
     pub fn new(dir: &'a Path) -> Self {
         Request {
             dir,
+            opened: None,
             max_read_bytes: crate::artifacts::DEFAULT_MAX_READ_BYTES,
             final_: false,
             state_dir: None,
@@ -255,9 +261,10 @@ pub fn apply_waivers(
     Some(w.in_use(today))
 }
 
-/// Refuses `dir` when a live referee keeps it (its state directory `state`).
-fn refuse_live(dir: &Path, state: &Path) -> Result<(), JudgeError> {
-    match crate::state::live::referee(dir, state) {
+/// Refuses the directory `here` (asked about as `dir`) when a live referee keeps it (its state
+/// directory `state`).
+fn refuse_live(dir: &Path, here: &Here, state: &Path) -> Result<(), JudgeError> {
+    match crate::state::live::referee(here, state) {
         Some(why) => Err(LiveReferee {
             dir: dir.display().to_string(),
             why,
@@ -267,13 +274,28 @@ fn refuse_live(dir: &Path, state: &Path) -> Result<(), JudgeError> {
     }
 }
 
-/// The state directory of `dir` (`--state-dir`, else the default), as `watch` finds it.
-pub fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, JudgeError> {
-    let canon = std::fs::canonicalize(dir).map_err(|source| JudgeError::ReadDir {
+/// The directory `dir`, opened once ([`Here::of`]); a failure is the directory's to read.
+pub fn open(dir: &Path) -> Result<Here, JudgeError> {
+    Here::of(dir).map_err(|e| JudgeError::ReadDir {
         path: dir.to_path_buf(),
-        source,
-    })?;
-    Ok(crate::state::locate(&canon, explicit)?)
+        source: e.into_io(),
+    })
+}
+
+/// The directory a judgment is about: the one its caller opened, else `req.dir` opened now.
+fn opened(req: &Request<'_>) -> Result<Here, JudgeError> {
+    match req.opened {
+        Some(here) => Ok(here.clone()),
+        None => open(req.dir),
+    }
+}
+
+/// The state directory of `dir` (`--state-dir`, else the default), as `watch` finds it: `dir`
+/// opened once and its memory named from what was opened. For callers that start from a path
+/// (`referee accept`, `referee task`); one that holds the directory open names it from that
+/// ([`crate::state::locate`]).
+pub fn state_of(dir: &Path, explicit: Option<&Path>) -> Result<PathBuf, JudgeError> {
+    Ok(crate::state::locate(&open(dir)?, explicit)?)
 }
 
 #[cfg(test)]

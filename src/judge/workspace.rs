@@ -8,12 +8,13 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 
-use super::{apply_waivers, context, refuse_live, state_of, JudgeError, Loaded, Request};
+use super::{apply_waivers, context, opened, refuse_live, JudgeError, Loaded, Request};
 use super::{Protocol, WorkspaceJudgment};
 use crate::decision::Decision;
 use crate::engine::{self, Evaluation, Options, TaskRun};
 use crate::protocol::{Subject, TaskRules};
 use crate::state::attempts::{Everyone, Store};
+use crate::state::live::Here;
 use crate::waivers::Waivers;
 use crate::workspace::{BaselineSpec, Workspace};
 
@@ -82,7 +83,11 @@ pub(super) fn judge(
     req: &Request<'_>,
     load: impl FnOnce() -> anyhow::Result<Loaded> + Send,
 ) -> Result<(Loaded, Option<WorkspaceJudgment>), JudgeError> {
-    let (state, spec) = match opened_in(req) {
+    let found = opened(req).and_then(|here| {
+        let state = crate::state::locate(&here, req.state_dir)?;
+        Ok((opened_in(req, &here, state)?, here))
+    });
+    let ((state, spec), here) = match found {
         Ok(found) => found,
         // The protocol's error first, as when it is loaded first.
         Err(e) => {
@@ -103,7 +108,7 @@ pub(super) fn judge(
         let everyone = prepared(&protocol, &store);
         Ok((protocol, waivers, everyone))
     };
-    let (ws, loaded) = open_beside(req, &spec, &state, load_prepared);
+    let (ws, loaded) = open_beside(req, &here, &spec, &state, load_prepared);
     // No thread for it: here, then.
     let (protocol, waivers, everyone) = loaded.unwrap_or_else(load_prepared)?;
     let Subject::Workspace(rules) = &protocol.subject else {
@@ -143,26 +148,24 @@ pub fn attempt(
             dir: req.dir.to_path_buf(),
         });
     };
-    let state = state_of(req.dir, req.state_dir)?;
+    // Opened once: the state directory named from it, and the snapshot taken of its path.
+    let here = opened(req)?;
+    let state = crate::state::locate(&here, req.state_dir)?;
     crate::state::ensure(&state)?;
     let plain = req.baseline.is_none() && req.baseline_dir.is_none();
     // A plain folder (or a repository with no commit yet): its start snapshot, taken at the
     // first call.
     if plain && crate::workspace::needs_snapshot(req.dir) {
-        let canon = std::fs::canonicalize(req.dir).map_err(|source| JudgeError::ReadDir {
-            path: req.dir.to_path_buf(),
-            source,
-        })?;
-        crate::workspace::snapshot::create(&canon, &state, req.max_read_bytes).map_err(
+        crate::workspace::snapshot::create(here.canon(), &state, req.max_read_bytes).map_err(
             |source| JudgeError::Snapshot {
                 path: state.clone(),
                 source,
             },
         )?;
     }
-    let (state, spec) = opened_in(req)?;
+    let (state, spec) = opened_in(req, &here, state)?;
     let store = Store::open(&crate::state::attempts::dir_for(&state));
-    let (ws, everyone) = open_beside(req, &spec, &state, || prepared(protocol, &store));
+    let (ws, everyone) = open_beside(req, &here, &spec, &state, || prepared(protocol, &store));
     let memory = Memory {
         store: &store,
         everyone: everyone.flatten(),
@@ -205,13 +208,16 @@ fn judged(
     })
 }
 
-/// The state directory of a workspace judgment and the baseline to open it against; the state
-/// directory created when it exists or is to be written, and a live referee's workspace
-/// refused for `--write`.
-fn opened_in(req: &Request<'_>) -> Result<(PathBuf, BaselineSpec), JudgeError> {
+/// The state directory `state` of a judgment of the workspace `here`, and the baseline to open
+/// it against; the state directory created when it exists or is to be written, and a live
+/// referee's workspace refused for `--write`.
+fn opened_in(
+    req: &Request<'_>,
+    here: &Here,
+    state: PathBuf,
+) -> Result<(PathBuf, BaselineSpec), JudgeError> {
     // The kept attempts (the loop guards' memory), the start snapshot and, with `--write`, the
     // verdicts and STOP that count are the state directory's.
-    let state = state_of(req.dir, req.state_dir)?;
     let spec = match (req.baseline, req.baseline_dir) {
         (Some(rev), _) => BaselineSpec::Rev(rev.to_string()),
         (None, Some(dir)) => BaselineSpec::Dir(dir.to_path_buf()),
@@ -222,7 +228,7 @@ fn opened_in(req: &Request<'_>) -> Result<(PathBuf, BaselineSpec), JudgeError> {
         crate::state::ensure(&state)?;
     }
     if req.write {
-        refuse_live(req.dir, &state)?;
+        refuse_live(req.dir, here, &state)?;
     }
     Ok((state, spec))
 }
@@ -231,6 +237,7 @@ fn opened_in(req: &Request<'_>) -> Result<(PathBuf, BaselineSpec), JudgeError> {
 /// its own; `None` for `beside` when no thread could run it.
 fn open_beside<T: Send>(
     req: &Request<'_>,
+    here: &Here,
     spec: &BaselineSpec,
     state: &Path,
     beside: impl FnOnce() -> T + Send,
@@ -246,7 +253,7 @@ fn open_beside<T: Send>(
                 beside()
             })
             .ok();
-        let cache = stat_cache_file(req.dir, state);
+        let cache = stat_cache_file(here, state);
         let ws = Workspace::open_in(req.dir, spec, state, cache.as_deref(), req.max_read_bytes);
         (ws, reading.and_then(|r| r.join().ok()))
     })
@@ -258,15 +265,14 @@ fn open_beside<T: Send>(
 /// directory is: only this user can write the cache a judgment believes). The state directory
 /// itself is not made for it: its existence says a referee has run here (a pinned baseline,
 /// kept attempts). `None`: no cache kept (no home, or a directory that fails the vetting).
-fn stat_cache_file(dir: &Path, state: &Path) -> Option<PathBuf> {
+fn stat_cache_file(here: &Here, state: &Path) -> Option<PathBuf> {
     if state.is_dir() {
         return Some(state.join(crate::workspace::STAT_CACHE));
     }
-    let canon = std::fs::canonicalize(dir).ok()?;
     let own = crate::state::default_base()
         .ok()?
         .join(STAT_CACHE_DIR)
-        .join(crate::state::name_for(&canon).ok()?);
+        .join(crate::state::name(here));
     crate::state::ensure(&own).ok()?;
     Some(own.join(crate::workspace::STAT_CACHE))
 }

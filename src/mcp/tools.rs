@@ -24,6 +24,7 @@ use crate::judge::{self, Judgment};
 use crate::protocol::overrides::{OverrideError, Overrides};
 use crate::protocol::predicate::Predicate;
 use crate::protocol::{self, Protocol, ProtocolError};
+use crate::state::live::Here;
 use crate::workspace::{name, EXCLUDED, TASKS_DIR};
 
 /// Why a tool call was refused. Its text with its causes is what the agent reads.
@@ -102,6 +103,9 @@ pub struct Config {
     pub root: Option<PathBuf>,
     /// `--root` held open: every directory a call names is opened beneath it.
     root_fd: Option<Arc<OwnedFd>>,
+    /// `--root` as the hooks confine a workspace: what `judge` stamps the folders down to the
+    /// judged directory with, and compares after ([`crate::hook::confine`]).
+    allowed: crate::hook::confine::Allowed,
     /// Files larger than this are INCONCLUSIVE, never read.
     pub max_read_bytes: u64,
     /// `--vars`, `--set`, `--protect`: the project's rules, applied to every protocol a call
@@ -147,11 +151,26 @@ impl Config {
             source,
         })?;
         let (root, root_fd) = root.unzip();
+        let allowed = match &root {
+            Some(r) => {
+                crate::hook::confine::Allowed::open(std::slice::from_ref(r)).map_err(|e| {
+                    ToolError::Root {
+                        path: r.clone(),
+                        source: match e {
+                            crate::hook::confine::ConfineError::Allow { source, .. } => source,
+                            e => std::io::Error::other(e),
+                        },
+                    }
+                })?
+            }
+            None => crate::hook::confine::Allowed::default(),
+        };
         Ok(Config {
             protocol,
             state_dir,
             root,
             root_fd,
+            allowed,
             max_read_bytes,
             overrides,
         })
@@ -187,6 +206,14 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// The directory as opened ([`Here`], read from the descriptor), which its state directory
+    /// is named from; refused when its path no longer leads to it.
+    fn here(&self) -> Result<Here, ToolError> {
+        Here::of_fd(self.fd.as_fd(), &self.path).map_err(|_| ToolError::Replaced {
+            path: self.path.clone(),
+        })
+    }
+
     /// Whether the directory at [`Opened::path`] is still the one opened (a rename and a link
     /// put in its place while it was judged would make the answer about another directory).
     fn still_there(&self) -> Result<(), ToolError> {
@@ -383,9 +410,13 @@ fn enclosing_work_tree(path: &Path) -> Option<&Path> {
 /// or hooks' memory in its state directory → `code-change`; the D10 execution tracker →
 /// `d10`; anything else is refused with what was found, so that a workspace is never
 /// judged as a build (nothing of a build there: GO) nor the other way round.
-fn tell(cfg: &Config, dir: &Path) -> Result<&'static str, ToolError> {
-    let tasks = dir.join(TASKS_DIR).is_dir();
-    let state = judge::state_of(dir, cfg.state_dir.as_deref()).ok();
+fn tell(cfg: &Config, opened: &Opened) -> Result<&'static str, ToolError> {
+    let dir = opened.path.as_path();
+    // Looked at through the descriptor (`/proc/self/fd/N`), its state named from it.
+    let here = opened.here()?;
+    let at = here.at();
+    let tasks = at.join(TASKS_DIR).is_dir();
+    let state = crate::state::locate(&here, cfg.state_dir.as_deref()).ok();
     let remembers_tasks = state.as_deref().is_some_and(|s| {
         crate::state::attempts::dir_for(s).is_dir()
             || std::fs::read_dir(s).is_ok_and(|mut entries| {
@@ -398,10 +429,10 @@ fn tell(cfg: &Config, dir: &Path) -> Result<&'static str, ToolError> {
     let tracker = Protocol::load(protocol::DEFAULT_ID)
         .map(|p| p.tracker)
         .unwrap_or_default();
-    if !tracker.is_empty() && dir.join(&tracker).is_file() {
+    if !tracker.is_empty() && at.join(&tracker).is_file() {
         return Ok(protocol::DEFAULT_ID);
     }
-    let git = dir.join(".git").symlink_metadata().is_ok();
+    let git = at.join(".git").symlink_metadata().is_ok();
     let why = if let Some(top) = enclosing_work_tree(dir) {
         format!(
             "it is a sub-folder of the git work tree `{}` (a workspace is judged at its top: name `{}`)",
@@ -434,21 +465,35 @@ pub fn judge(
     let opened = resolve(cfg, dir)?;
     let path = opened.path.clone();
     let default = match (named, &cfg.protocol) {
-        (None, None) => tell(cfg, &path)?,
+        (None, None) => tell(cfg, &opened)?,
         _ => protocol::DEFAULT_ID,
     };
     let Loaded { protocol: p, note } = protocol_for(cfg, named, default)?;
     refuse_rules_inside(cfg, &p, &path)?;
+    let here = opened.here()?;
     let req = judge::Request {
         final_,
+        // Its state directory named from the directory opened, never from `path` again.
+        opened: Some(&here),
         state_dir: cfg.state_dir.as_deref(),
         max_read_bytes: cfg.max_read_bytes,
         ..judge::Request::new(&path)
     };
+    // Its state directory is named from the directory opened, but its files are read by path
+    // (the walk of a build and the work tree and git of a workspace are read under the
+    // canonical path; `/proc/self/fd/N` would be resolved again by the canonicalization
+    // they start with). So under `--root` the folders from the root down to it are stamped
+    // before, and compared after: a link swapped in on the way and out again while it was
+    // judged changes them, and the answer is refused, never mixed with another directory's
+    // files.
+    let chain = stamped(cfg, &opened)?;
     let judged = judge::judge(&req, judge::loaded((p, None)));
-    // Judged by path (the judgment reads git and the state directory by name): an answer is
-    // given only about the directory opened, never about one put in its place meanwhile.
     opened.still_there()?;
+    if let Some(chain) = &chain {
+        chain
+            .unchanged()
+            .map_err(|_| ToolError::Replaced { path: path.clone() })?;
+    }
     let ((p, _), judgment) = judged.map_err(ToolError::Judge)?;
     let violation = judgment.violation();
     let (rendered, mut text) = match &judgment {
@@ -516,6 +561,34 @@ pub fn judge(
         text,
         json: json!({ "violation": violation, "protocol": p.id, "verdict": json, "note": note }),
     })
+}
+
+/// Under `--root`, the directory `opened` opened again as the hooks confine a workspace
+/// beneath it, with the folders from the root down to it stamped ([`crate::hook::confine`]);
+/// refused unless it is the very directory `opened` holds. `None` without `--root`.
+fn stamped(cfg: &Config, opened: &Opened) -> Result<Option<crate::hook::confine::Root>, ToolError> {
+    if cfg.allowed.is_empty() {
+        return Ok(None);
+    }
+    let replaced = || ToolError::Replaced {
+        path: opened.path.clone(),
+    };
+    let root =
+        crate::hook::confine::confine(&cfg.allowed, None, &opened.path).map_err(|e| match e {
+            crate::hook::confine::ConfineError::Outside { .. } => ToolError::OutsideRoot {
+                path: opened.path.clone(),
+                root: cfg.root.clone().unwrap_or_default(),
+            },
+            _ => replaced(),
+        })?;
+    let (a, b) = (
+        rustix::fs::fstat(root.fd()).map_err(|_| replaced())?,
+        rustix::fs::fstat(&opened.fd).map_err(|_| replaced())?,
+    );
+    if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) {
+        return Err(replaced());
+    }
+    Ok(Some(root))
 }
 
 /// Why a workspace has no baseline, said once, and a sub-folder of a git work tree named as
@@ -612,13 +685,12 @@ fn knows_task(cfg: &Config, opened: &Opened, id: &str) -> bool {
     let fd = opened.fd.as_fd();
     let in_tasks =
         rustix::fs::statat(fd, record.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok();
-    // Named from the descriptor, never by resolving the path again: a link swapped in
+    // Named from the directory opened, never by resolving the path again: a link swapped in
     // meanwhile cannot name another directory's state.
-    let Ok(state) = crate::state::live::Here::of_fd(fd, &opened.path)
-        .map_err(|_| ())
-        .and_then(|here| {
-            crate::state::locate_here(&here, cfg.state_dir.as_deref()).map_err(|_| ())
-        })
+    let Some(state) = opened
+        .here()
+        .ok()
+        .and_then(|here| crate::state::locate(&here, cfg.state_dir.as_deref()).ok())
     else {
         return in_tasks;
     };
@@ -1075,7 +1147,22 @@ mod tests {
         fs::create_dir_all(&outside).unwrap();
         fs::write(outside.join("roles.py"), "ROLES = []\n").unwrap();
         fs::write(root.join("ws/main.py"), "x = 1\n").unwrap();
+        // For `judge` by D10: outside, a gate result entered by hand (OBS-27 fails); inside,
+        // nothing of a pipeline.
+        let gates = fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/content/gate-results.json"),
+        )
+        .unwrap()
+        .replacen("\"source\": \"gate-runner\"", "\"source\": \"manual\"", 1);
+        fs::write(outside.join("p3a-gate-results.json"), gates).unwrap();
         let c = cfg(Some(&root), Some("code-change"));
+        let judged = |c: &Config, dir: &str| judge(c, dir, Some(protocol::DEFAULT_ID), false);
+        let violation = |r: &Reply| r.json["violation"].as_bool();
+        // The two directories judged apart: the outside one is a STOP, the inside one is not.
+        let there = judged(&cfg(Some(top.path()), None), "elsewhere-OUTSIDE").unwrap();
+        assert_eq!(violation(&there), Some(true), "{}", there.text);
+        let here = judged(&c, "ws").unwrap();
+        assert_eq!(violation(&here), Some(false), "{}", here.text);
         let stop = Arc::new(AtomicBool::new(false));
         let swaps = Arc::new(AtomicU32::new(0));
         let swapper = {
@@ -1093,25 +1180,34 @@ mod tests {
                 }
             })
         };
-        // At least 300 calls, and on until both the real directory and the link have been met
-        // many times (a loaded machine may starve either thread for a while).
-        let (mut answered, mut refused, mut first) = (0, 0, None);
+        // At least 300 calls and 3,000 judgments (a judgment mixed with the outside's files
+        // is rare: about one in several thousand before the folders were stamped), and on
+        // until both the real directory and the link have been met many times (a loaded
+        // machine may starve either thread for a while).
+        let (mut answered, mut refused, mut first, mut judgments) = (0, 0, None, 0);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         let mut i = 0;
         while i < 300
+            || (judgments < 3000 && std::time::Instant::now() < deadline)
             || ((answered < 30 || refused < 30 || swaps.load(Ordering::Relaxed) < 30)
                 && std::time::Instant::now() < deadline)
         {
-            let r = if i % 2 == 0 {
-                protected_paths(&c, "ws", None)
-            } else {
-                status(&c, "ws")
+            judgments += usize::from(i % 3 == 2);
+            let r = match i % 3 {
+                0 => protected_paths(&c, "ws", None),
+                1 => status(&c, "ws"),
+                _ => judged(&c, "ws"),
             };
             match r {
                 Ok(reply) => {
                     answered += 1;
                     let all = format!("{}{}", reply.text, reply.json);
                     assert!(!all.contains("OUTSIDE"), "call {i}: {all}");
+                    // A judgment is of the inside directory's files alone, never of the
+                    // outside one's (its failing tracker would make it a STOP).
+                    if i % 3 == 2 {
+                        assert_eq!(violation(&reply), Some(false), "call {i}: {all}");
+                    }
                     let present = reply.json.get("present").map(Value::to_string);
                     assert!(
                         present.is_none_or(|p| !p.contains("roles.py")),
@@ -1131,9 +1227,49 @@ mod tests {
         swapper.join().unwrap();
         let swaps = swaps.load(Ordering::Relaxed);
         assert!(
-            swaps >= 30 && answered >= 30,
-            "{swaps} swaps, {answered} answers, {refused} refused: {first:?}"
+            swaps >= 30 && answered >= 30 && judgments >= 10,
+            "{swaps} swaps, {answered} answers ({judgments} judgments), {refused} refused: {first:?}"
         );
+    }
+
+    /// What `judge` compares after a judgment read by path: the folders from the root down to
+    /// the directory, stamped when it was opened. A link swapped in on the way and out again
+    /// (the directory renamed away and back) between the stamping and the comparison is seen,
+    /// whatever the path names again by then; nothing changed, nothing is seen.
+    #[test]
+    fn a_swap_out_and_back_while_judging_is_seen() {
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("root");
+        let outside = top.path().join("elsewhere");
+        fs::create_dir_all(root.join("a/ws")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        let c = cfg(Some(&root), Some("code-change"));
+        assert!(
+            stamped(
+                &cfg(None, None),
+                &resolve(&cfg(None, None), &root.join("a/ws").to_string_lossy()).unwrap()
+            )
+            .unwrap()
+            .is_none(),
+            "no --root: nothing stamped"
+        );
+        for swapped in ["a/ws", "a"] {
+            let opened = resolve(&c, "a/ws").unwrap();
+            let chain = stamped(&c, &opened).unwrap().expect("stamped under --root");
+            chain.unchanged().unwrap();
+            let (real, aside) = (root.join(swapped), root.join(format!("{swapped}.real")));
+            fs::rename(&real, &aside).unwrap();
+            std::os::unix::fs::symlink(&outside, &real).unwrap();
+            // (a judgment by path would read `elsewhere` here)
+            fs::remove_file(&real).unwrap();
+            fs::rename(&aside, &real).unwrap();
+            opened.still_there().unwrap();
+            let e = chain.unchanged().unwrap_err();
+            assert!(
+                e.to_string().contains("replaced or changed"),
+                "{swapped}: {e}"
+            );
+        }
     }
 
     #[test]

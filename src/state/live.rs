@@ -60,25 +60,35 @@ pub enum Proc {
     Stopped,
 }
 
-/// What the directory asked about is, now.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A directory opened once, and what it is: its identity and its canonical path, both read from
+/// the one descriptor it is held by. The referee's memory of a directory is named from this and
+/// nothing else ([`crate::state::name`], [`crate::state::locate`]), so no caller can name a
+/// state directory from a second lookup of a path (a link swapped in on the way between two
+/// lookups would name another directory's memory). Made only by [`Here::of`],
+/// [`Here::of_unfollowed`] and [`Here::of_fd`]; whoever holds one reads the directory through
+/// it ([`Here::at`], [`Here::reopen`]) rather than by its path again.
+#[derive(Debug, Clone)]
 pub struct Here {
-    pub dir: DirId,
-    pub canon: PathBuf,
+    dir: DirId,
+    canon: PathBuf,
     /// Whether this system shows process start times (`/proc`), so one must match.
-    pub proc_times: bool,
+    proc_times: bool,
+    /// The directory, held (`O_PATH`): kept open as long as any clone of this lives.
+    fd: std::sync::Arc<std::os::fd::OwnedFd>,
+    /// Whether `/proc/self/fd/N` names the descriptor (see [`Here::at`]).
+    by_proc: bool,
 }
 
-/// Why `dir` (kept in the state directory `state`) has a live referee, if it has one: the event
-/// log's lock is held, or the heartbeat is fresh (not finished) and its pid runs.
-pub fn referee(dir: &Path, state: &Path) -> Option<String> {
+/// Why the directory `here` (kept in the state directory `state`) has a live referee, if it has
+/// one: the event log's lock is held, or the heartbeat is fresh (not finished) and its pid runs.
+pub fn referee(here: &Here, state: &Path) -> Option<String> {
     if super::lock::locked_by_other(state) {
         return Some(format!(
             "another process holds the lock on `{}`",
             state.join(super::lock::EVENTS_FILE).display()
         ));
     }
-    watched_by(dir, state)
+    watched_by(here, state)
 }
 
 /// Whether a live referee keeps `state` for the directory `here`: its heartbeat judged
@@ -97,12 +107,12 @@ pub fn live(state: &Path, here: &Here, stale: Option<Duration>) -> Liveness {
     verdict
 }
 
-/// Why a live referee watches `dir` now, judged exactly as `status --require-live` judges it;
-/// `None` when none does (`verify --write` refuses a directory a live referee owns).
-pub fn watched_by(dir: &Path, state: &Path) -> Option<String> {
-    let here = Here::of(dir).ok()?;
+/// Why a live referee watches the directory `here` now, judged exactly as `status
+/// --require-live` judges it; `None` when none does (`verify --write` refuses a directory a
+/// live referee owns).
+pub fn watched_by(here: &Here, state: &Path) -> Option<String> {
     let hb = heartbeat::read(state).ok()?;
-    match judge(&hb, &here, Utc::now(), None, &process) {
+    match judge(&hb, here, Utc::now(), None, &process) {
         Liveness::NotLive(_) => None,
         Liveness::Live | Liveness::StopWanted(_) => Some(format!(
             "`{}` is fresh and pid {} runs",
@@ -221,45 +231,70 @@ impl Here {
     /// are both read from that one descriptor, so they are the same directory's even while a
     /// link on the way is swapped.
     pub fn of(dir: &Path) -> Result<Here, LookError> {
+        Here::open(dir, true)
+    }
+
+    /// [`Here::of`], except that a symbolic link at `dir` itself is never followed: it is
+    /// [`LookError::Symlink`] (a build under `--root` is a directory; a link found at its
+    /// name would take the referee's memory wherever it points). Links above it are followed.
+    pub fn of_unfollowed(dir: &Path) -> Result<Here, LookError> {
+        Here::open(dir, false)
+    }
+
+    fn open(dir: &Path, follow: bool) -> Result<Here, LookError> {
+        use rustix::fs::OFlags;
         let path = dir.display().to_string();
-        let fd = rustix::fs::open(
-            dir,
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(|e| match e {
+        // Without `O_DIRECTORY` when a link is not to be followed: the link itself is opened
+        // then, and told apart from a directory by what the descriptor is.
+        let flags = if follow {
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC
+        } else {
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC
+        };
+        let fd = rustix::fs::open(dir, flags, rustix::fs::Mode::empty()).map_err(|e| match e {
             rustix::io::Errno::NOTDIR => LookError::NotDir { path: path.clone() },
             e => LookError::Io {
                 path: path.clone(),
                 source: e.into(),
             },
         })?;
-        Here::of_fd(std::os::fd::AsFd::as_fd(&fd), dir)
+        Here::held(fd, dir)
     }
 
     /// What the directory open at `fd` is (`shown` names it in errors): its identity, and its
     /// path as the kernel has it for the descriptor (no link followed again). A directory moved
     /// or replaced while it was looked at (the path no longer names it) is an error, never
-    /// another directory's answer.
+    /// another directory's answer. The descriptor is duplicated and held.
     pub fn of_fd(fd: std::os::fd::BorrowedFd<'_>, shown: &Path) -> Result<Here, LookError> {
+        let own = fd.try_clone_to_owned().map_err(|source| LookError::Io {
+            path: shown.display().to_string(),
+            source,
+        })?;
+        Here::held(own, shown)
+    }
+
+    fn held(fd: std::os::fd::OwnedFd, shown: &Path) -> Result<Here, LookError> {
         use std::os::fd::AsRawFd;
         let path = shown.display().to_string();
         let io = |source: std::io::Error| LookError::Io {
             path: path.clone(),
             source,
         };
-        let meta = std::fs::File::from(fd.try_clone_to_owned().map_err(io)?)
-            .metadata()
-            .map_err(io)?;
+        let file = std::fs::File::from(fd);
+        let meta = file.metadata().map_err(io)?;
+        if meta.file_type().is_symlink() {
+            return Err(LookError::Symlink { path });
+        }
         if !meta.is_dir() {
             return Err(LookError::NotDir { path });
         }
         let dir = DirId::from_meta(&meta);
-        let canon = match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
-            Ok(canon) if canon.is_absolute() => canon,
-            // No `/proc`: the path is resolved again, and must lead to the same directory.
-            _ => std::fs::canonicalize(shown).map_err(io)?,
-        };
+        let (canon, by_proc) =
+            match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+                Ok(canon) if canon.is_absolute() => (canon, true),
+                // No `/proc`: the path is resolved again, and must lead to the same directory.
+                _ => (std::fs::canonicalize(shown).map_err(io)?, false),
+            };
         match DirId::of(&canon) {
             Ok(now) if now.same(&dir) => {}
             _ => return Err(LookError::Replaced { path }),
@@ -268,7 +303,56 @@ impl Here {
             dir,
             canon,
             proc_times: heartbeat::has_proc(),
+            fd: std::sync::Arc::new(file.into()),
+            by_proc,
         })
+    }
+
+    /// The directory's identity, read from its descriptor.
+    pub fn dir(&self) -> DirId {
+        self.dir
+    }
+
+    /// Its canonical path, as the kernel had it for the descriptor when it was opened.
+    pub fn canon(&self) -> &Path {
+        &self.canon
+    }
+
+    /// Whether this system shows process start times, so a heartbeat's must match.
+    pub fn proc_times(&self) -> bool {
+        self.proc_times
+    }
+
+    /// The held descriptor (`O_PATH`: for `*at` calls and `fstat`, not for reading).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&*self.fd)
+    }
+
+    /// A path that leads to this very directory while `self` lives, whatever is put at its
+    /// path meanwhile: `/proc/self/fd/N`, which the kernel resolves to the descriptor's
+    /// directory without reading a path again (what is joined to it is looked up beneath that
+    /// directory). Where there is no `/proc`, its canonical path (looked up again: the best
+    /// there is). Only for this process (a child has its own `/proc/self`), and never to be
+    /// canonicalized (`realpath` would resolve the path it reads back, a second lookup).
+    pub fn at(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        if self.by_proc {
+            PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+        } else {
+            self.canon.clone()
+        }
+    }
+
+    /// A descriptor of the directory opened for reading (to list it, or to write beneath it),
+    /// opened from the held one: the same directory, wherever it has been moved since.
+    pub fn reopen(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use rustix::fs::OFlags;
+        Ok(rustix::fs::openat(
+            self.fd(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?)
     }
 }
 
@@ -283,8 +367,23 @@ pub enum LookError {
     },
     #[error("`{path}` is not a directory")]
     NotDir { path: String },
+    #[error("`{path}` is a symbolic link (never followed here: a link could lead anywhere)")]
+    Symlink { path: String },
     #[error("`{path}` was moved or replaced while it was looked at")]
     Replaced { path: String },
+}
+
+impl LookError {
+    /// The cause as an I/O error, for a caller whose error keeps one (`ENOTDIR` for what is
+    /// no directory, `ELOOP` for a link not followed, `ESTALE` for a directory replaced).
+    pub fn into_io(self) -> std::io::Error {
+        match self {
+            LookError::Io { source, .. } => source,
+            LookError::NotDir { .. } => std::io::Error::from_raw_os_error(libc::ENOTDIR),
+            LookError::Symlink { .. } => std::io::Error::from_raw_os_error(libc::ELOOP),
+            LookError::Replaced { .. } => std::io::Error::from_raw_os_error(libc::ESTALE),
+        }
+    }
 }
 
 /// The running process with this pid, as `/proc` shows it.
@@ -537,25 +636,26 @@ mod tests {
     fn a_live_referee_is_a_fresh_heartbeat_of_a_running_pid_or_a_held_log_lock() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
+        let here = Here::of(d).unwrap();
         let beat = |pid: u32, state: &str, age: u64| {
             let mut h = heartbeat::of_this_process(d, Duration::from_secs(age), state);
             h.pid = pid;
             write(d, &h).unwrap();
         };
-        assert_eq!(referee(d, d), None, "nothing there");
+        assert_eq!(referee(&here, d), None, "nothing there");
         beat(std::process::id(), heartbeat::WATCHING, 0);
-        let why = referee(d, d).unwrap();
+        let why = referee(&here, d).unwrap();
         assert!(why.contains("is fresh and pid"), "{why}");
         beat(std::process::id(), heartbeat::FINISHED, 0);
-        assert_eq!(referee(d, d), None, "finished");
+        assert_eq!(referee(&here, d), None, "finished");
         beat(std::process::id(), heartbeat::WATCHING, 60);
-        assert_eq!(referee(d, d), None, "stale");
+        assert_eq!(referee(&here, d), None, "stale");
         beat(0, heartbeat::WATCHING, 0);
-        assert_eq!(referee(d, d), None, "no such pid");
+        assert_eq!(referee(&here, d), None, "no such pid");
         let log = super::super::lock::lock(d).unwrap();
-        let why = referee(d, d).unwrap();
+        let why = referee(&here, d).unwrap();
         assert!(why.contains("holds the lock"), "{why}");
         drop(log);
-        assert_eq!(referee(d, d), None);
+        assert_eq!(referee(&here, d), None);
     }
 }

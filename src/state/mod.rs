@@ -57,12 +57,6 @@ pub const WATCHED_FILE: &str = "WATCHED";
 pub enum StateError {
     #[error("no state directory: neither `XDG_STATE_HOME` nor `HOME` is set to an absolute path (give `--state-dir DIR`)")]
     NoHome,
-    #[error("cannot find the watched directory `{path}`")]
-    Watched {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("cannot use the state directory `{path}`")]
     Io {
         path: String,
@@ -100,25 +94,12 @@ pub fn default_base() -> Result<PathBuf, StateError> {
 }
 
 /// The name of a watched directory's state directory: readable last component, `-`, and 16 hex
-/// digits of SHA-256 over (canonical path, device, inode).
-pub fn name_for(watched: &Path) -> Result<String, StateError> {
-    let bad = |source| StateError::Watched {
-        path: watched.display().to_string(),
-        source,
-    };
-    let canon = std::fs::canonicalize(watched).map_err(bad)?;
-    let meta = std::fs::metadata(&canon).map_err(bad)?;
-    Ok(name_of(&canon, meta.dev(), meta.ino()))
-}
-
-/// [`name_for`] of a directory open already: `canon` is its path as read back from `fd`, and
-/// its identity is the descriptor's (a link swapped in at that path since is not followed).
-pub fn name_for_open(canon: &Path, fd: std::os::fd::BorrowedFd<'_>) -> Result<String, StateError> {
-    let st = rustix::fs::fstat(fd).map_err(|e| StateError::Watched {
-        path: canon.display().to_string(),
-        source: e.into(),
-    })?;
-    Ok(name_of(canon, st.st_dev, st.st_ino))
+/// digits of SHA-256 over (canonical path, device, inode), all three read from the directory
+/// as it was opened ([`live::Here`]): never from looking its path up again, where a link
+/// swapped in on the way meanwhile would name another directory's memory.
+pub fn name(here: &live::Here) -> String {
+    let id = here.dir();
+    name_of(here.canon(), id.dev, id.ino)
 }
 
 fn name_of(canon: &Path, dev: u64, ino: u64) -> String {
@@ -150,21 +131,12 @@ fn name_of(canon: &Path, dev: u64, ino: u64) -> String {
     format!("{readable}-{}", &hash[..16])
 }
 
-/// Where the state directory of `watched` is: `explicit` itself when given, else the default.
-pub fn locate(watched: &Path, explicit: Option<&Path>) -> Result<PathBuf, StateError> {
+/// Where the state directory of the directory `here` is: `explicit` itself when given, else
+/// the default base joined with its [`name`].
+pub fn locate(here: &live::Here, explicit: Option<&Path>) -> Result<PathBuf, StateError> {
     match explicit {
         Some(dir) => Ok(dir.to_path_buf()),
-        None => Ok(default_base()?.join(name_for(watched)?)),
-    }
-}
-
-/// [`locate`] for a directory already looked at ([`live::Here`]): named from the identity and
-/// canonical path read then, never by resolving its path again (a link swapped in on the way
-/// meanwhile would name another directory's state).
-pub fn locate_here(here: &live::Here, explicit: Option<&Path>) -> Result<PathBuf, StateError> {
-    match explicit {
-        Some(dir) => Ok(dir.to_path_buf()),
-        None => Ok(default_base()?.join(name_of(&here.canon, here.dir.dev, here.dir.ino))),
+        None => Ok(default_base()?.join(name(here))),
     }
 }
 
@@ -344,6 +316,95 @@ mod tests {
         assert_ne!(a, name_of(Path::new("/srv/other/page 1"), 1, 2), "moved");
         assert!(name_of(Path::new("/"), 1, 2).starts_with("_-"));
         assert!(name_of(Path::new("/x/.hidden"), 1, 2).starts_with("_.hidden-"));
+    }
+
+    /// The name as it was computed before a state directory could be named only from an
+    /// opened directory: the path canonicalized, then looked up again for its device and inode.
+    fn name_the_old_way(watched: &Path) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        let canon = std::fs::canonicalize(watched).unwrap();
+        let meta = std::fs::metadata(&canon).unwrap();
+        let mut h = Sha256::new();
+        h.update(canon.as_os_str().as_bytes());
+        h.update([0]);
+        h.update(meta.dev().to_le_bytes());
+        h.update(meta.ino().to_le_bytes());
+        let hash = crate::protocol::hex(&h.finalize());
+        let last = canon.file_name().unwrap().to_string_lossy().into_owned();
+        let readable: String = last
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect();
+        format!("{readable}-{}", &hash[..16])
+    }
+
+    #[test]
+    fn an_existing_users_state_directory_keeps_its_name() {
+        let root = tempfile::tempdir().unwrap();
+        for called in ["build", "page 1", "a.b-c_d"] {
+            let dir = root.path().join(called);
+            std::fs::create_dir(&dir).unwrap();
+            let here = live::Here::of(&dir).unwrap();
+            assert_eq!(name(&here), name_the_old_way(&dir), "{called}");
+            // Reached through a link, it is the same directory and the same memory.
+            let link = root.path().join(format!("link to {called}"));
+            std::os::unix::fs::symlink(&dir, &link).unwrap();
+            assert_eq!(
+                name(&live::Here::of(&link).unwrap()),
+                name_the_old_way(&dir)
+            );
+        }
+    }
+
+    /// The race the naming is built against: the caller opens a directory through a link, the
+    /// link is swapped to another directory, and then the state directory is named. It is the
+    /// one opened's, never the other's, whatever the path names by then.
+    #[test]
+    fn a_link_swapped_after_the_open_never_names_another_directorys_state() {
+        let root = tempfile::tempdir().unwrap();
+        let (mine, other) = (root.path().join("mine"), root.path().join("other"));
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::create_dir(&other).unwrap();
+        let link = root.path().join("build");
+        std::os::unix::fs::symlink(&mine, &link).unwrap();
+        let here = live::Here::of(&link).unwrap();
+        // Swapped between the caller's open and the naming.
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&other, &link).unwrap();
+        let base = root.path().join("state");
+        let named = locate(&here, None).map(|p| p.file_name().unwrap().to_owned());
+        let want = name_the_old_way(&mine);
+        assert_eq!(name(&here), want);
+        assert_ne!(name(&here), name_the_old_way(&other));
+        assert_ne!(
+            name(&here),
+            name_the_old_way(&link),
+            "the path names the other now"
+        );
+        if let Ok(named) = named {
+            assert_eq!(named.to_string_lossy(), want);
+        }
+        assert_eq!(
+            locate(&here, Some(&base)).unwrap(),
+            base,
+            "an explicit one is itself"
+        );
+        // What is read through it is the opened directory's too.
+        std::fs::write(mine.join("mine.txt"), "").unwrap();
+        assert!(here.at().join("mine.txt").exists());
+        std::fs::write(other.join("other.txt"), "").unwrap();
+        assert!(!here.at().join("other.txt").exists());
+        // And a link where a directory must be is refused, never followed, when asked so.
+        let e = live::Here::of_unfollowed(&link).unwrap_err();
+        assert!(matches!(e, live::LookError::Symlink { .. }), "{e:?}");
+        assert_eq!(name(&live::Here::of_unfollowed(&mine).unwrap()), want);
     }
 
     #[test]

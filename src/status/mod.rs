@@ -213,7 +213,7 @@ fn stop_in_watched(dir: &Path) -> Option<(PathBuf, String)> {
 /// where the referee keeps its memory, so a missing one was moved or removed, or the referee
 /// never started, and neither is a go.
 fn find_state(cfg: &Config, asked: &Asked, here: &Here) -> Result<Option<PathBuf>, StatusError> {
-    let state = crate::state::locate_here(here, cfg.state_dir.as_deref())?;
+    let state = crate::state::locate(here, cfg.state_dir.as_deref())?;
     if crate::state::lookup(&state)? {
         return Ok(Some(state));
     }
@@ -261,7 +261,7 @@ fn answer(cfg: &Config, asked: &Asked) -> Result<Answer, StatusError> {
             return Ok(no_live(format!(
                 "--sync: no referee has run on `{}` (no state directory `{}`)",
                 asked.shown.display(),
-                crate::state::locate_here(&here, cfg.state_dir.as_deref())?.display()
+                crate::state::locate(&here, cfg.state_dir.as_deref())?.display()
             )));
         };
         if let Some(answer) = pinned::sync(cfg, asked, &here, &state, wait)? {
@@ -318,7 +318,7 @@ fn status_once(cfg: &Config, asked: &Asked) -> Result<Answer, StatusError> {
         let why = format!(
             "no referee has run on `{}` (no state directory `{}`)",
             dir.display(),
-            crate::state::locate_here(&here, cfg.state_dir.as_deref())?.display()
+            crate::state::locate(&here, cfg.state_dir.as_deref())?.display()
         );
         if cfg.require_live {
             return Ok(no_live(why));

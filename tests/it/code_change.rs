@@ -313,7 +313,9 @@ fn a_workspace_is_judged_live_and_the_guards_hold_across_restarts() {
 pub(crate) fn default_state(dir: &Path) -> PathBuf {
     crate::state_home()
         .join("referee")
-        .join(referee::state::name_for(dir).expect("a state dir name"))
+        .join(referee::state::name(
+            &referee::state::live::Here::of(dir).expect("the directory opened"),
+        ))
 }
 
 /// Outside git and without `--baseline-dir`: the start snapshot is the baseline, and a restart

@@ -43,7 +43,6 @@ use referee::exit::ExitCode;
 use referee::outputs::STOP_FILE;
 use referee::protocol::Protocol;
 use referee::replay::Timeline;
-use referee::state::dir_id::DirId;
 use referee::state::heartbeat::{self, HEARTBEAT_FILE};
 use referee::state::live;
 use referee::status;
@@ -1374,12 +1373,8 @@ fn heartbeat_and_status() {
         // now would be fresh for one and stale for the other.
         proptest::option::of(select(&[10u64, 3600, u64::MAX][..]).prop_map(Duration::from_secs));
     let canon = std::fs::canonicalize(&dir).expect("canonical dir");
-    let here = live::Here {
-        dir: DirId::of(&dir).expect("dir id"),
-        canon: canon.clone(),
-        proc_times: heartbeat::has_proc(),
-    };
-    let dir_id = serde_json::to_string(&here.dir).expect("dir id as JSON");
+    let here = live::Here::of(&dir).expect("the directory opened");
+    let dir_id = serde_json::to_string(&here.dir()).expect("dir id as JSON");
     let pstart = heartbeat::proc_start(std::process::id()).map_or("null".into(), |t| t.to_string());
     let canon_json = serde_json::to_string(&canon.display().to_string()).expect("path as JSON");
     // Half the inputs with the event log's lock held, as a live referee holds it: `status`

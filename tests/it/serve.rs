@@ -69,7 +69,9 @@ impl Served {
 
     /// The daemon's state directory for the workspace `ws`.
     fn state_of(&self, ws: &Path) -> PathBuf {
-        self.state.join(referee::state::name_for(ws).unwrap())
+        self.state.join(referee::state::name(
+            &referee::state::live::Here::of(ws).unwrap(),
+        ))
     }
 
     fn stop(&mut self) {
@@ -180,7 +182,9 @@ fn a_protected_edit_is_blocked_at_stop_by_the_daemon_and_its_memory_is_the_daemo
         .is_file());
     let agents_state = crate::state_home()
         .join("referee")
-        .join(referee::state::name_for(&t.ws).unwrap());
+        .join(referee::state::name(
+            &referee::state::live::Here::of(&t.ws).unwrap(),
+        ));
     assert!(
         !agents_state.exists(),
         "a served hook kept state in the agent's state home: {}",

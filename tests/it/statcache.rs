@@ -117,10 +117,10 @@ fn cache_of(name: &str) -> Option<PathBuf> {
 
 /// The state directory `watch` would use for `ws`: `verify` must not make it.
 fn state_dir_of(ws: &Path) -> PathBuf {
-    let canon = fs::canonicalize(ws).expect("canonical");
+    let here = referee::state::live::Here::of(ws).expect("the workspace opened");
     state_home()
         .join("referee")
-        .join(referee::state::name_for(&canon).expect("a name"))
+        .join(referee::state::name(&here))
 }
 
 #[test]

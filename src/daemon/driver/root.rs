@@ -68,13 +68,9 @@ impl Driver {
                 break;
             }
             let mut cfg = template.clone();
-            // Each build its own memory: under `--state-dir` when given, else the default.
-            if let Some(base) = &template.state_dir {
-                match crate::state::name_for(&path) {
-                    Ok(n) => cfg.state_dir = Some(base.join(n)),
-                    Err(_) => continue,
-                }
-            }
+            // Each build its own memory: under `--state-dir` when given, else the default,
+            // named by the session from the build as it opens it (never from this path looked
+            // up a second time: a link swapped in meanwhile would name another's memory).
             cfg.build_dir = path;
             match Session::open(cfg, protocol.clone(), Some(name.clone())) {
                 Ok(mut s) => {

@@ -11,8 +11,10 @@ use super::super::attach;
 use super::super::event::Event;
 use super::super::heartbeat;
 use super::super::journal::{self, EventLog};
-use super::open::{context_ref, held, remove_stale_temps};
+use super::open::{context_ref, held, open_build, remove_stale_temps};
 use super::{Part, Rewatch, Session};
+use crate::daemon::DaemonError;
+use crate::state::live::Here;
 use crate::state::stop::StopFile;
 
 impl Session {
@@ -83,13 +85,14 @@ impl Session {
     /// directory it re-attaches to: its state directory is renamed to the new name (the log
     /// stays open and locked through the rename), so `status` finds it there. With
     /// `--state-dir`, or when the new name is taken, it stays where it is.
-    fn rehome(&mut self, canon: &std::path::Path) {
+    fn rehome(&mut self, here: &Here) {
         if self.cfg.state_dir.is_some() {
             return;
         }
-        let Ok(to) = crate::state::locate(canon, None) else {
+        let Ok(to) = crate::state::locate(here, None) else {
             return;
         };
+        let canon = here.canon();
         if to == self.state || crate::state::exists(&to) {
             return;
         }
@@ -112,42 +115,40 @@ impl Session {
     /// session knows (passes run, history, fix attempts) is kept: re-creating the directory must
     /// not wipe a STOP.
     fn reattach(&mut self, id: crate::state::dir_id::DirId) {
-        let canon = match std::fs::canonicalize(&self.dir) {
-            Ok(c) => c,
-            Err(e) => {
+        // The path may have changed since it was looked at (the directory renamed away and a
+        // link put in its place): re-attach only to the very directory looked at, opened once
+        // (never through a link the session was not started on), and name its memory, check
+        // it and hold it from that one descriptor. Its memory (and its heartbeat, which
+        // `status` believes) must not follow a link to wherever it points.
+        let here = match open_build(&self.dir, self.follow_link) {
+            Ok(here) if here.dir() == id => here,
+            Ok(_) => {
                 self.detach(format!(
-                    "cannot resolve `{}`: {}",
-                    self.dir.display(),
-                    e.to_string().to_lowercase()
+                    "`{}` changed again while the referee looked at it",
+                    self.dir.display()
                 ));
                 return;
             }
-        };
-        // The path may have changed since it was looked at (the directory renamed away and a
-        // link put in its place): re-attach only to the very directory looked at, and never
-        // through a link the session was not started on. Its memory (and its heartbeat, which
-        // `status` believes) must not follow the link to wherever it points.
-        if !self.follow_link {
-            match crate::state::dir_id::DirId::of_unfollowed(&self.dir) {
-                Ok(now) if now == id => {}
-                Ok(_) => {
-                    self.detach(format!(
-                        "`{}` changed again while the referee looked at it",
-                        self.dir.display()
-                    ));
-                    return;
-                }
-                Err(e) => {
-                    self.detach(e.describe());
-                    return;
-                }
+            Err(DaemonError::Gone(e)) => {
+                self.detach(e.describe());
+                return;
             }
-        }
+            Err(e) => {
+                let why = match &e {
+                    DaemonError::BuildDir { source, .. } => source.to_string().to_lowercase(),
+                    DaemonError::NotADirectory { .. } => "not a directory".to_string(),
+                    e => e.to_string(),
+                };
+                self.detach(format!("cannot resolve `{}`: {why}", self.dir.display()));
+                return;
+            }
+        };
+        let canon = here.canon().to_path_buf();
         // The event log is the state directory's: it stays open and locked across the
         // directory's replacement (its copy is rewritten into the new directory at the next
         // tick). Only a log that could not be opened at all is tried again.
         let old_log: Option<std::path::PathBuf> = None;
-        self.rehome(&canon);
+        self.rehome(&here);
         let previous_events = 0;
         if let Part::Workspace(_) = self.part {
             // A re-created workspace: its `.referee/` again (refused as a symlink or a file).
@@ -208,7 +209,7 @@ impl Session {
         self.detached_why = None;
         if let Part::Build = self.part {
             // A build directory's own files go into the directory itself.
-            self.out = held(&canon, &self.dir);
+            self.out = held(&here, &self.dir);
             if let Some(log) = &mut self.log {
                 log.set_mirror(Some(self.out.clone()));
             }

@@ -21,6 +21,7 @@ use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
 use super::tasks::Tasks;
 use super::{Part, ProtocolFile, Session};
 use crate::outputs::OutDir;
+use crate::state::live::{Here, LookError};
 use crate::state::stop::StopFile;
 
 /// What opening found, said once the event source is known.
@@ -60,11 +61,37 @@ pub(super) fn remove_stale_temps(dir: &Path) {
     }
 }
 
-/// The build directory held open for the session's writes (a directory swapped in at
-/// its path is never written through); by path when it cannot be opened now (the session then
-/// detaches at its next look).
-pub(super) fn held(canon: &Path, dir: &Path) -> OutDir {
-    OutDir::hold(canon).unwrap_or_else(|_| OutDir::at(dir))
+/// The build directory held open for the session's writes, opened from the descriptor the
+/// session opened it by (a directory swapped in at its path is never written through); by
+/// path when it cannot be opened now (the session then detaches at its next look).
+pub(super) fn held(here: &Here, dir: &Path) -> OutDir {
+    here.reopen()
+        .map(|fd| OutDir::held(here.canon(), fd))
+        .unwrap_or_else(|_| OutDir::at(dir))
+}
+
+/// The build directory at `dir`, opened once ([`Here`]): a link at its name followed unless
+/// `follow` is false (under `--root`, where a link found there is refused). What the session
+/// names, checks and holds of the directory at its start is read from this one descriptor.
+pub(super) fn open_build(dir: &Path, follow: bool) -> Result<Here, DaemonError> {
+    let opened = if follow {
+        Here::of(dir)
+    } else {
+        Here::of_unfollowed(dir)
+    };
+    opened.map_err(|e| match e {
+        LookError::Symlink { .. } => crate::state::dir_id::Gone::Symlink {
+            path: dir.display().to_string(),
+        }
+        .into(),
+        LookError::NotDir { .. } => DaemonError::NotADirectory {
+            path: dir.display().to_string(),
+        },
+        e => DaemonError::BuildDir {
+            path: dir.display().to_string(),
+            source: e.into_io(),
+        },
+    })
 }
 
 pub(super) fn context_ref(canon: &Path, p: &Protocol) -> ContextRef {
@@ -90,34 +117,32 @@ impl Session {
             source,
         };
         // Under `--root` a build is a directory: a link found at its name is never followed.
+        // A session started on a link (not under `--root`) keeps following it.
         let is_link = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
-        if is_link && label.is_some() {
-            return Err(crate::state::dir_id::Gone::Symlink {
-                path: dir.display().to_string(),
-            }
-            .into());
-        }
-        let canon = std::fs::canonicalize(&dir).map_err(bad_dir)?;
-        if !canon.is_dir() {
-            return Err(DaemonError::NotADirectory {
-                path: dir.display().to_string(),
-            });
-        }
-        std::fs::read_dir(&canon).map_err(bad_dir)?;
-        let dir_id = crate::state::dir_id::DirId::of(&canon)?;
+        // Opened once: its identity, canonical path, state directory and the folder its files
+        // are written into all come from this descriptor, never from its path looked up again.
+        let here = open_build(&dir, label.is_none())?;
+        let canon = here.canon().to_path_buf();
+        std::fs::read_dir(here.at()).map_err(bad_dir)?;
+        let dir_id = here.dir();
         // A second referee on the same build (with a state directory of its own: the lock does
         // not meet it) would fight the first over every `OBSERVER-*` file: refused, said once.
-        if let Some((pid, heartbeat)) = crate::state::live::Here::of(&canon)
-            .ok()
-            .and_then(|here| crate::state::live::rival(&here))
-        {
+        if let Some((pid, heartbeat)) = crate::state::live::rival(&here) {
             return Err(DaemonError::Rival {
                 path: dir.display().to_string(),
                 pid,
                 heartbeat: heartbeat.display().to_string(),
             });
         }
-        let state = state_dir(&cfg, &canon)?;
+        // Under `--root`, `--state-dir` is the folder each build's memory is made in, named
+        // from the build opened above.
+        let mut cfg = cfg;
+        if label.is_some() {
+            if let Some(base) = cfg.state_dir.take() {
+                cfg.state_dir = Some(base.join(crate::state::name(&here)));
+            }
+        }
+        let state = state_dir(&cfg, &here)?;
         // A protocol of task records writes into the workspace's `.referee/`; any other into
         // the build directory itself.
         let part = match &protocol.subject {
@@ -130,7 +155,7 @@ impl Session {
             Subject::Build(_) => Part::Build,
         };
         let out = match &part {
-            Part::Build => held(&canon, &dir),
+            Part::Build => held(&here, &dir),
             Part::Workspace(t) => t.out.clone(),
         };
 
@@ -449,11 +474,11 @@ fn rotate_seen(state: &Path, now: &chrono::DateTime<Utc>) -> Option<PathBuf> {
     Some(to)
 }
 
-/// The session's state directory: `--state-dir` or the default for `canon`, created
-/// 0700 and vetted; noted with what it watches.
-fn state_dir(cfg: &Config, canon: &Path) -> Result<PathBuf, DaemonError> {
-    let dir = crate::state::ensure(&crate::state::locate(canon, cfg.state_dir.as_deref())?)?;
-    crate::state::note_watched(&dir, canon);
+/// The session's state directory: `--state-dir` or the default for the directory `here`,
+/// created 0700 and vetted; noted with what it watches.
+fn state_dir(cfg: &Config, here: &Here) -> Result<PathBuf, DaemonError> {
+    let dir = crate::state::ensure(&crate::state::locate(here, cfg.state_dir.as_deref())?)?;
+    crate::state::note_watched(&dir, here.canon());
     Ok(dir)
 }
 
