@@ -137,7 +137,17 @@ pub(super) fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
 fn file_ref(ws: &Workspace, rel: &str) -> FileRef {
     // Its hash as this judgment read it; the file itself only when held (never read whole
     // here: a protected file may be larger than what a judgment holds).
-    match (ws.current_digest(rel), ws.current_if_held(rel)) {
+    let digest = ws.current_digest(rel);
+    let fits =
+        |d: &crate::workspace::Digest| d.size <= ws.hold_budget().saturating_sub(ws.held_bytes());
+    let held = match &digest {
+        Ok(Some(d)) if fits(d) => match ws.current(rel) {
+            Content::Bytes(d) => Some(d),
+            _ => None,
+        },
+        _ => ws.current_if_held(rel),
+    };
+    match (digest, held) {
         (_, Some(d)) => Ctx::data_ref(&d),
         (Ok(Some(d)), None) => FileRef {
             path: rel.to_string(),
