@@ -18,7 +18,7 @@ use crate::protocol::{GradeOutcome, Guards, Protocol, TaskRules};
 use crate::state::attempts::{
     diff_hash, is_empty_change, normalise, Everyone, Kept, KeptAttempt, Store,
 };
-use crate::workspace::{diff, Change, Content, Workspace};
+use crate::workspace::{diff, Change, Workspace};
 
 pub use crate::engine::grade::INCONCLUSIVE_TAG;
 
@@ -162,10 +162,10 @@ fn judged_files(ws: &Workspace, scope: &[String]) -> BTreeMap<String, Option<Str
     scope
         .iter()
         .map(|p| {
-            let h = match ws.current(p) {
-                Content::Bytes(d) => Some(d.sha256.clone()),
-                Content::Absent => None,
-                Content::Unknown(_) => Some(UNREADABLE.to_string()),
+            let h = match ws.current_digest(p) {
+                Ok(Some(d)) => Some(d.sha256),
+                Ok(None) => None,
+                Err(_) => Some(UNREADABLE.to_string()),
             };
             (p.clone(), h)
         })
@@ -421,10 +421,9 @@ fn restore_list(
     paths
         .into_iter()
         .map(|(p, c)| {
-            let sha256 = match (c, ws.base(&p)) {
-                (Some(Change::Added), _) | (_, Content::Absent) => None,
-                (_, Content::Bytes(d)) => Some(d.sha256.clone()),
-                (_, Content::Unknown(_)) => None,
+            let sha256 = match (c, ws.base_digest(&p)) {
+                (Some(Change::Added), _) | (_, Ok(None) | Err(_)) => None,
+                (_, Ok(Some(d))) => Some(d.sha256),
             };
             Restore { path: p, sha256 }
         })

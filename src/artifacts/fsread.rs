@@ -232,6 +232,44 @@ pub fn read_file(root: &Path, path: &Path, rel: &str, cap: u64) -> Result<FileDa
     read_capped(file, &meta, rel, cap)
 }
 
+/// The SHA-256 (lowercase hex) and size of the file at `path`, read as [`read_file`] reads it
+/// (the same checks, the same cap) but a piece at a time, never held whole: what a file too
+/// large to keep in memory is known by.
+pub fn hash_file(
+    root: &Path,
+    path: &Path,
+    rel: &str,
+    cap: u64,
+) -> Result<(String, u64), ReadError> {
+    use sha2::Digest as _;
+    use std::io::Read;
+    let (target, meta) = resolve_inside(root, path, rel)?;
+    check_regular(rel, &meta, cap)?;
+    let (file, meta) = open_regular(&target, rel, cap)?;
+    let mut hash = sha2::Sha256::new();
+    let mut piece = vec![0u8; 256 << 10];
+    let mut read: u64 = 0;
+    let mut limited = file.take(cap.saturating_add(1));
+    loop {
+        let n = match limited.read(&mut piece) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_error(rel, &e)),
+        };
+        hash.update(&piece[..n]);
+        read += n as u64;
+    }
+    if read > cap {
+        return Err(ReadError::TooLarge {
+            rel: rel.to_string(),
+            size: read.max(meta.len()),
+            cap,
+        });
+    }
+    Ok((hex(&hash.finalize()), read))
+}
+
 /// What `path` (known to the caller as `rel`) resolves to, every symlink on the way followed
 /// (the last component and any parent directory), with its metadata; refused when the result
 /// lies outside `root` or the link dangles. Nothing is opened: the caller checks the type first,

@@ -18,6 +18,10 @@ pub(super) fn style(s: &TaskScope<'_>, st: &Style) -> Outcome {
     let mut unknown = Vec::new();
     if st.final_newline {
         for p in s.present_files() {
+            if s.ws.over_limit(&p).is_some() {
+                // FAILed on size; not read.
+                continue;
+            }
             match s.ws.current(&p) {
                 Content::Bytes(d)
                     if !d.looks_binary()

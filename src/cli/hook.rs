@@ -62,6 +62,8 @@ enum HookAgent {
 
 pub(super) fn hook(a: HookArgs) -> Result<ExitCode> {
     use std::io::Read as _;
+    // Whatever fails in here blocks: a panic is exit 2, never the agents' non-blocking 101.
+    crate::hook::exit_2_on_panic();
     let agent = match a.agent {
         HookAgent::ClaudeCode => crate::hook::Agent::ClaudeCode,
         HookAgent::Codex => crate::hook::Agent::Codex,

@@ -106,6 +106,32 @@ fn accepted_attempts(
         .unwrap_or_default()
 }
 
+/// The limits of the protocol's blocking size-limit check that always runs (no `when`, not
+/// switched off), when it has one: what the content checks need not read past.
+fn content_limit(protocol: &Protocol) -> Option<crate::workspace::ContentLimit> {
+    use crate::protocol::predicate::Predicate;
+    protocol
+        .passes
+        .iter()
+        .flat_map(|p| &p.checks)
+        .filter(|c| {
+            c.when.is_none()
+                && c.def.off.is_none()
+                && c.def.severity == crate::protocol::Severity::Blocking
+        })
+        .find_map(|c| match &c.predicate {
+            Predicate::SizeLimit(l) => Some(crate::workspace::ContentLimit {
+                by_extension: l
+                    .by_extension
+                    .iter()
+                    .map(|e| (e.ext.clone(), e.max.bytes()))
+                    .collect(),
+                default: l.default.bytes(),
+            }),
+            _ => None,
+        })
+}
+
 /// Judges a workspace: the passes without `for_each` as [`evaluate`] does, and each pass with
 /// `for_each = "task"` once per judged task record, its results keyed by the record's task id.
 pub fn evaluate_workspace(
@@ -117,6 +143,8 @@ pub fn evaluate_workspace(
     let _span =
         tracing::debug_span!("evaluate", protocol = %protocol.id, workspace = true).entered();
     let records = ws.records(&rules.records.required);
+    // A file over a blocking size limit FAILs that check: the content checks need not read it.
+    ws.limit_content(content_limit(protocol));
     // An attempt the orchestrator accepted is done: its verdict stands, and its record (until
     // the orchestrator settles it) is not judged again against the baseline it moved.
     let accepted = accepted_attempts(ws);

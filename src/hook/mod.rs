@@ -454,7 +454,7 @@ fn judgment(cfg: &Config, p: &Payload) -> Answer {
     let (tx, rx) = std::sync::mpsc::channel();
     let (cfg2, p2) = (cfg.clone(), p.clone());
     let spawned = std::thread::Builder::new()
-        .name("hook".into())
+        .name(JUDGING_THREAD.into())
         .stack_size(HOOK_STACK)
         .spawn(move || {
             let _ = tx.send(answer(&cfg2, &p2));
@@ -464,8 +464,14 @@ fn judgment(cfg: &Config, p: &Payload) -> Answer {
     }
     match rx.recv_timeout(cfg.timeout) {
         Ok(a) => a,
+        // The judging thread ended without an answer: it panicked (the message is on stderr).
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => on_failure(
+            cfg,
+            p,
+            "the judgment failed with an internal error (a panic; its message is on stderr)",
+        ),
         // The thread is left behind; the process ends when the answer is printed.
-        Err(_) => on_failure(
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => on_failure(
             cfg,
             p,
             &format!(
@@ -475,6 +481,30 @@ fn judgment(cfg: &Config, p: &Payload) -> Answer {
         ),
     }
 }
+
+/// Makes a panic anywhere in this process but the judging thread (whose panic is answered as
+/// a referee that cannot judge, [`judgment`]) end it with exit 2 and the reason on stderr:
+/// what every agent takes as "blocked". Without it a panic is exit 101, which the agents take
+/// as a non-blocking error: the stop would go through. For `referee hook` only (a daemon
+/// answers for itself).
+pub fn exit_2_on_panic() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        if std::thread::current().name() == Some(JUDGING_THREAD) {
+            return;
+        }
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "referee hook: internal error ({info}); blocked (exit 2), fail closed"
+        );
+        std::process::exit(2);
+    }));
+}
+
+/// The name of the thread that judges one hook call.
+const JUDGING_THREAD: &str = "hook";
 
 /// The judging thread's stack: the shell parser recurses once per nesting level of a command
 /// (`targets::MAX_NESTING` bounds them).
@@ -846,7 +876,8 @@ fn implicit_record(
             crate::workspace::Change::Removed => &mut removed,
         };
         list.push(Value::String(path.clone()));
-        let hash = Workspace::sha256(&ws.current(path));
+        // Hashed as read, never held whole: a change may be larger than a judgment holds.
+        let hash = ws.current_digest(path).ok().flatten().map(|d| d.sha256);
         post.insert(path.clone(), hash.map_or(Value::Null, Value::String));
     }
     changes.insert("added".into(), Value::Array(added));

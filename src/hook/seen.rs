@@ -16,7 +16,10 @@ pub(super) fn snapshot(ws: &Workspace) -> Snapshot {
     ws.changes()
         .into_iter()
         .flatten()
-        .map(|(path, _)| (path.clone(), Workspace::sha256(&ws.current(path))))
+        .map(|(path, _)| {
+            let hash = ws.current_digest(path).ok().flatten().map(|d| d.sha256);
+            (path.clone(), hash)
+        })
         .collect()
 }
 

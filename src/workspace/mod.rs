@@ -192,8 +192,19 @@ pub struct Workspace {
     pub undecided: Vec<(String, String)>,
     /// The task records as read at opening, before the tree: see [`Workspace::records`].
     raw_records: Vec<(String, Content)>,
-    base_cache: RefCell<HashMap<String, Content>>,
-    cur_cache: RefCell<HashMap<String, Content>>,
+    /// What this judgment read of each file, on each side: the content while the budget
+    /// lasts, past it only the first read's hash (see [`Held`]).
+    base_cache: RefCell<HashMap<String, Held>>,
+    cur_cache: RefCell<HashMap<String, Held>>,
+    /// The bytes of file contents this judgment may hold ([`Workspace::hold_budget`]).
+    budget: u64,
+    /// The bytes of file contents held now (both sides).
+    held: std::cell::Cell<u64>,
+    /// The size limits past which a file's content is not read for content checks (a
+    /// blocking size-limit check FAILs it): see [`Workspace::limit_content`].
+    content_limit: RefCell<Option<ContentLimit>>,
+    /// What [`Workspace::size_on_disk`] measured, by path (the error as kind, code, message).
+    sizes: RefCell<HashMap<String, SizeMeasure>>,
     /// `.git/`, `.tasks/` and `.referee/` as listed at the first look (see [`surface`]).
     surface: std::cell::OnceCell<surface::Listing>,
     /// The protected paths outside the baseline as last decided, for the glob set named.
@@ -420,6 +431,10 @@ impl Workspace {
             raw_records,
             base_cache: RefCell::new(HashMap::new()),
             cur_cache: RefCell::new(HashMap::new()),
+            budget: hold_budget(cap),
+            held: std::cell::Cell::new(0),
+            content_limit: RefCell::new(None),
+            sizes: RefCell::new(HashMap::new()),
             surface: std::cell::OnceCell::new(),
             outside: RefCell::new(None),
             pinned_outside: RefCell::new(None),
@@ -436,7 +451,35 @@ impl Workspace {
             }
             Err(why) => ws.no_baseline = Some(why.clone()),
         }
+        if let compare::Entries::Sorted(_) = tree {
+            ws.seed_from_scan(tree);
+        }
         ws
+    }
+
+    /// Takes the hashes of a fresh scan (the read that decided what changed) as the first read
+    /// of each changed regular file: a file hashed there need not be read again to be known by
+    /// its hash, and a later read that differs is "changed while it was judged".
+    fn seed_from_scan(&self, tree: compare::Entries<'_>) {
+        let Some(changes) = &self.changes else {
+            return;
+        };
+        let mut cache = self.cur_cache.borrow_mut();
+        for (rel, change) in changes {
+            if *change == Change::Removed {
+                continue;
+            }
+            let Some(e) = tree.get(rel) else { continue };
+            if let (Kind::File { .. }, Some(sha), None) = (&e.kind, &e.sha256, &e.unreadable) {
+                cache.insert(
+                    rel.clone(),
+                    Held::Hashed(Digest {
+                        sha256: fsread::hex(sha),
+                        size: e.size,
+                    }),
+                );
+            }
+        }
     }
 
     /// The canonical workspace root.
@@ -481,11 +524,15 @@ impl Workspace {
         self.base.as_ref()?.committed()
     }
 
-    /// The baseline's content of `rel` (`Unknown` without a baseline).
+    /// The baseline's content of `rel` (`Unknown` without a baseline). Held within the
+    /// judgment's budget; past it read again when asked again, and compared with the first
+    /// read's hash (see [`Workspace::current`]).
     pub fn base(&self, rel: &str) -> Content {
-        if let Some(c) = self.base_cache.borrow().get(rel) {
-            return c.clone();
-        }
+        self.held_read(&self.base_cache, rel, || self.read_base(rel))
+    }
+
+    /// Reads the baseline's content of `rel`, not held.
+    fn read_base(&self, rel: &str) -> Content {
         // A path no baseline holds (under `.git/`, `.tasks/`, `.referee/`, or ignored): its
         // bytes as pinned when the referee started, when kept.
         let pinned = || {
@@ -517,18 +564,22 @@ impl Workspace {
             }
             Some(b) => b.content(rel, self.cap),
         };
-        self.base_cache
-            .borrow_mut()
-            .insert(rel.to_string(), content.clone());
         content
     }
 
     /// The work tree's content of `rel`: a regular file's bytes; a symlink is never followed.
+    ///
+    /// What one judgment reads of a file is what every check of it sees: the first read is
+    /// held while the judgment's byte budget lasts ([`Workspace::hold_budget`]); past it only
+    /// that read's SHA-256 and size are kept, and a later read that differs is `Unknown`
+    /// ("changed while it was judged"), so the bound opens no gap between a check and another.
     pub fn current(&self, rel: &str) -> Content {
-        if let Some(c) = self.cur_cache.borrow().get(rel) {
-            return c.clone();
-        }
-        let content = if rel == ".git" || rel.starts_with(".git/") {
+        self.held_read(&self.cur_cache, rel, || self.read_current(rel))
+    }
+
+    /// Reads the work tree's content of `rel`, not held.
+    fn read_current(&self, rel: &str) -> Content {
+        if rel == ".git" || rel.starts_with(".git/") {
             // Where git keeps it: a linked work tree's or a submodule's `.git/` is elsewhere.
             match self.surface().look(rel) {
                 Ok(Some(l)) if l.kind == "file" => match l.bytes {
@@ -549,16 +600,184 @@ impl Workspace {
             }
         } else {
             read(&self.root, rel, self.cap, true)
+        }
+    }
+
+    /// `rel`'s content on one side, through that side's record of this judgment's reads: held
+    /// content as it was first read; past the budget, `read` again and compared with the first
+    /// read's hash.
+    fn held_read(
+        &self,
+        cache: &RefCell<HashMap<String, Held>>,
+        rel: &str,
+        read: impl FnOnce() -> Content,
+    ) -> Content {
+        let first = cache.borrow().get(rel).cloned();
+        match first {
+            Some(Held::Kept(c)) => c,
+            Some(Held::Hashed(d)) => {
+                let now = same_as_first(rel, &d, read());
+                // The same bytes again, and room for them now: held from here on.
+                if let Content::Bytes(b) = &now {
+                    if self.held.get().saturating_add(b.size) <= self.budget {
+                        self.held.set(self.held.get() + b.size);
+                        cache
+                            .borrow_mut()
+                            .insert(rel.to_string(), Held::Kept(now.clone()));
+                    }
+                }
+                now
+            }
+            None => {
+                let c = read();
+                self.remember(cache, rel, &c);
+                c
+            }
+        }
+    }
+
+    /// Records the first read of `rel`: held while the budget lasts, else its hash.
+    fn remember(&self, cache: &RefCell<HashMap<String, Held>>, rel: &str, c: &Content) {
+        let held = match c {
+            Content::Bytes(d) if self.held.get().saturating_add(d.size) > self.budget => {
+                Held::Hashed(Digest::of(d))
+            }
+            Content::Bytes(d) => {
+                self.held.set(self.held.get().saturating_add(d.size));
+                Held::Kept(c.clone())
+            }
+            other => Held::Kept(other.clone()),
         };
-        self.cur_cache
-            .borrow_mut()
-            .insert(rel.to_string(), content.clone());
-        content
+        cache.borrow_mut().insert(rel.to_string(), held);
+    }
+
+    /// The bytes of file contents one judgment holds at most (both sides together): the
+    /// smaller of [`HOLD_BUDGET`] and the read cap. Past it a file's first read is hashed and
+    /// let go (a file read again is compared with that hash).
+    pub fn hold_budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// The work tree's `rel` as this judgment holds it, when it holds its bytes (nothing is
+    /// read here).
+    pub fn current_if_held(&self, rel: &str) -> Option<Arc<FileData>> {
+        match self.cur_cache.borrow().get(rel) {
+            Some(Held::Kept(Content::Bytes(d))) => Some(d.clone()),
+            _ => None,
+        }
+    }
+
+    /// The bytes of file contents held now.
+    pub fn held_bytes(&self) -> u64 {
+        self.held.get()
+    }
+
+    /// The SHA-256 and size of the work tree's `rel` as this judgment first read it (`None`:
+    /// absent; `Err`: why it cannot be read): from what was read before, else hashed as it is
+    /// read, a piece at a time, without holding it when it would not fit in the budget.
+    pub fn current_digest(&self, rel: &str) -> Result<Option<Digest>, String> {
+        let first = self.cur_cache.borrow().get(rel).cloned();
+        match first {
+            Some(h) => return h.digest(),
+            None if !self.streams(rel) => return Digest::of_content(&self.current(rel)),
+            None => {}
+        }
+        let c = match self.stream_current(rel) {
+            Ok(Some(d)) => {
+                let out = Ok(Some(d.clone()));
+                self.cur_cache
+                    .borrow_mut()
+                    .insert(rel.to_string(), Held::Hashed(d));
+                return out;
+            }
+            Ok(None) => Content::Absent,
+            Err(why) => Content::Unknown(why),
+        };
+        self.remember(&self.cur_cache, rel, &c);
+        Digest::of_content(&c)
+    }
+
+    /// The SHA-256 and size of the baseline's `rel` (see [`Workspace::current_digest`]).
+    pub fn base_digest(&self, rel: &str) -> Result<Option<Digest>, String> {
+        let first = self.base_cache.borrow().get(rel).cloned();
+        match first {
+            Some(h) => h.digest(),
+            None => Digest::of_content(&self.base(rel)),
+        }
+    }
+
+    /// Whether the work tree's `rel` is hashed as it is read rather than read whole: a plain
+    /// regular file (by a short path, outside `.git/`) that would not fit in what is left of
+    /// the budget.
+    fn streams(&self, rel: &str) -> bool {
+        if rel == ".git" || rel.starts_with(".git/") {
+            return false;
+        }
+        let path = name::to_path(&self.root, rel);
+        if tree::is_long(path.as_os_str().len()) {
+            return false;
+        }
+        let left = self.budget.saturating_sub(self.held.get());
+        std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file() && m.len() > left)
+    }
+
+    /// Hashes the work tree's `rel` as [`read`] reads it, a piece at a time.
+    fn stream_current(&self, rel: &str) -> Result<Option<Digest>, String> {
+        let path = name::to_path(&self.root, rel);
+        match fsread::hash_file(&self.root, &path, &name::display(rel), self.cap) {
+            Ok((sha256, size)) => Ok(Some(Digest { sha256, size })),
+            Err(ReadError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Sets the size limits of the blocking size-limit check: a file over its limit is not read
+    /// for content checks ([`Workspace::content`]), since that check FAILs it anyway.
+    pub fn limit_content(&self, limit: Option<ContentLimit>) {
+        *self.content_limit.borrow_mut() = limit;
+    }
+
+    /// When `rel` is over the size limit the blocking size-limit check FAILs it for (see
+    /// [`Workspace::limit_content`]): its size and that limit. A check of what a file holds
+    /// (syntax, added lines, style) leaves such a file unread; the size is measured once per
+    /// judgment, so the size-limit check FAILs every file left unread.
+    pub fn over_limit(&self, rel: &str) -> Option<(u64, u64)> {
+        let limit = self.content_limit.borrow().as_ref().map(|l| l.of(rel))?;
+        match self.size_on_disk(rel) {
+            Ok((true, len)) if len > limit => Some((len, limit)),
+            _ => None,
+        }
+    }
+
+    /// The work tree's content of `rel` for a check of what it holds: [`Workspace::current`],
+    /// or `Unknown` for a file over its size limit ([`Workspace::over_limit`]), not read.
+    pub fn content(&self, rel: &str) -> Content {
+        if let Some((len, limit)) = self.over_limit(rel) {
+            return Content::Unknown(over_limit_note(rel, len, limit));
+        }
+        self.current(rel)
     }
 
     /// Whether `rel` in the work tree is a regular file (a link followed) and its size on disk,
     /// at any depth (through directory descriptors where the path is too long for one call).
+    /// Measured once per judgment: the size-limit check and the content checks that leave a
+    /// file over its limit unread ([`Workspace::over_limit`]) see the same size.
     pub fn size_on_disk(&self, rel: &str) -> std::io::Result<(bool, u64)> {
+        let measured = self.sizes.borrow().get(rel).cloned();
+        let m = measured.unwrap_or_else(|| {
+            let m = self
+                .measure(rel)
+                .map_err(|e| (e.kind(), e.raw_os_error(), e.to_string()));
+            self.sizes.borrow_mut().insert(rel.to_string(), m.clone());
+            m
+        });
+        m.map_err(|(kind, os, msg)| match os {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(kind, msg),
+        })
+    }
+
+    fn measure(&self, rel: &str) -> std::io::Result<(bool, u64)> {
         let path = name::to_path(&self.root, rel);
         if tree::is_long(path.as_os_str().len()) {
             return tree::size_in_tree(&self.root, &name::decode(rel));
@@ -573,9 +792,41 @@ impl Workspace {
             Content::Bytes(d) => Ok(Some(d)),
             Content::Unknown(why) => Err(DiffError { side, why }),
         };
+        let shown = name::display(rel);
+        // Over the diff's limit on either side: the two hashes and sizes, never the contents
+        // (a diff of megabytes is read by nobody, and would be held and kept with the attempt).
+        let digests = (
+            self.base_digest(rel).map_err(|why| DiffError {
+                side: Side::Baseline,
+                why,
+            })?,
+            self.current_digest(rel).map_err(|why| DiffError {
+                side: Side::WorkTree,
+                why,
+            })?,
+        );
+        let big = |d: &Option<Digest>| d.as_ref().is_some_and(|d| d.size > MAX_DIFF_BYTES);
+        if big(&digests.0) || big(&digests.1) {
+            let mut d = String::new();
+            if digests.0 != digests.1 {
+                let one = |d: &Option<Digest>| {
+                    d.as_ref().map_or("absent".to_string(), |d| {
+                        format!("{} bytes, sha256 {}", d.size, d.sha256)
+                    })
+                };
+                d = format!(
+                    "# {shown}: too large to diff (over {MAX_DIFF_BYTES} bytes): {} -> {}\n",
+                    one(&digests.0),
+                    one(&digests.1)
+                );
+            }
+            if let Some(detail) = self.detail(rel) {
+                d.insert_str(0, &format!("# {shown}: {detail}\n"));
+            }
+            return Ok(d);
+        }
         let old = side(self.base(rel), Side::Baseline)?;
         let new = side(self.current(rel), Side::WorkTree)?;
-        let shown = name::display(rel);
         let mut d = diff::unified(
             &shown,
             old.as_deref().map(|d| &d.bytes[..]),
@@ -639,6 +890,110 @@ impl Workspace {
             Content::Bytes(d) => Some(d.sha256.clone()),
             _ => None,
         }
+    }
+}
+
+/// The most bytes of file contents one judgment holds (both sides together), whatever the
+/// workspace holds: past it a file's first read is hashed and let go.
+pub const HOLD_BUDGET: u64 = 32 << 20;
+
+/// The most bytes of a file's copy a diff is made of: past it the diff is the two hashes.
+pub const MAX_DIFF_BYTES: u64 = 4 << 20;
+
+/// The budget of a judgment whose reads are capped at `cap`: [`HOLD_BUDGET`], or the cap when
+/// smaller (a referee told to read little holds little).
+pub fn hold_budget(cap: u64) -> u64 {
+    HOLD_BUDGET.min(cap)
+}
+
+/// A file's identity as a judgment read it: its SHA-256 (lowercase hex) and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Digest {
+    pub sha256: String,
+    pub size: u64,
+}
+
+impl Digest {
+    fn of(d: &FileData) -> Digest {
+        Digest {
+            sha256: d.sha256.clone(),
+            size: d.size,
+        }
+    }
+
+    /// The digest of a content: `None` when absent, `Err` (why) when it cannot be read.
+    fn of_content(c: &Content) -> Result<Option<Digest>, String> {
+        match c {
+            Content::Bytes(d) => Ok(Some(Digest::of(d))),
+            Content::Absent => Ok(None),
+            Content::Unknown(why) => Err(why.clone()),
+        }
+    }
+}
+
+/// What one judgment keeps of its first read of a file on one side.
+#[derive(Debug, Clone)]
+enum Held {
+    /// What it read (within the budget), or that it is absent or unreadable.
+    Kept(Content),
+    /// Past the budget: the first read's hash and size; a later read is compared with it.
+    Hashed(Digest),
+}
+
+impl Held {
+    fn digest(&self) -> Result<Option<Digest>, String> {
+        match self {
+            Held::Kept(c) => Digest::of_content(c),
+            Held::Hashed(d) => Ok(Some(d.clone())),
+        }
+    }
+}
+
+/// A read of `rel` made after the first one (`first`) of the same judgment: the same bytes,
+/// or `Unknown`, saying how the file changed while it was judged.
+fn same_as_first(rel: &str, first: &Digest, now: Content) -> Content {
+    let now_is = match &now {
+        Content::Bytes(d) if d.sha256 == first.sha256 => return now,
+        Content::Bytes(d) => format!("{} bytes, sha256 {}", d.size, d.sha256),
+        Content::Absent => "absent".to_string(),
+        Content::Unknown(why) => format!("unreadable: {why}"),
+    };
+    Content::Unknown(format!(
+        "`{}` changed while it was judged: first read {} bytes, sha256 {}; now {now_is}",
+        name::display(rel),
+        first.size,
+        first.sha256
+    ))
+}
+
+/// A size measured ([`Workspace::size_on_disk`]), its error kept as kind, OS code and message.
+type SizeMeasure = Result<(bool, u64), (std::io::ErrorKind, Option<i32>, String)>;
+
+/// What a content check says of a file it left unread for its size.
+pub fn over_limit_note(rel: &str, len: u64, limit: u64) -> String {
+    format!(
+        "`{}` ({len} bytes, over its size limit of {limit} bytes) is not read: the size limit check FAILs it",
+        name::display(rel)
+    )
+}
+
+/// The size limits (a blocking size-limit check's) past which a file's content is not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentLimit {
+    /// By extension (matched case-insensitively at the end of the path), the first wins.
+    pub by_extension: Vec<(String, u64)>,
+    /// For every other file.
+    pub default: u64,
+}
+
+impl ContentLimit {
+    /// The limit of `rel`.
+    pub fn of(&self, rel: &str) -> u64 {
+        let lower = rel.to_ascii_lowercase();
+        self.by_extension
+            .iter()
+            .find(|(ext, _)| lower.ends_with(&ext.to_ascii_lowercase()))
+            .map_or(self.default, |(_, max)| *max)
     }
 }
 

@@ -330,3 +330,96 @@ fn sorted_entries_answer_as_the_map_does() {
         ]
     );
 }
+
+/// A workspace whose baseline (a directory) has `keep.txt` and whose work tree adds `names`,
+/// each `size` bytes, opened with the read cap (and so the budget) `cap`.
+fn with_added(
+    names: &[&str],
+    size: usize,
+    cap: u64,
+) -> (tempfile::TempDir, tempfile::TempDir, Workspace) {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tempfile::tempdir().unwrap();
+    std::fs::write(base.path().join("keep.txt"), "k\n").unwrap();
+    std::fs::write(tmp.path().join("keep.txt"), "k\n").unwrap();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(tmp.path().join(n), vec![b'a' + i as u8; size]).unwrap();
+    }
+    let spec = BaselineSpec::Dir(base.path().to_path_buf());
+    let ws = Workspace::open(tmp.path(), &spec, cap).unwrap();
+    (tmp, base, ws)
+}
+
+/// What one judgment holds of file contents stays within its budget (the read cap when
+/// smaller than [`HOLD_BUDGET`]); past it a file is known by its first read's hash, and a read
+/// again that finds other bytes is "changed while it was judged", never the new bytes.
+#[test]
+fn past_the_budget_a_file_is_held_by_its_hash_and_a_change_is_seen() {
+    let (tmp, _base, ws) = with_added(&["a.bin", "b.bin", "c.bin"], 600, 1000);
+    assert_eq!(ws.hold_budget(), 1000);
+    let a = ws.current("a.bin");
+    assert_eq!(a.bytes().map(<[u8]>::len), Some(600));
+    assert_eq!(ws.held_bytes(), 600, "a.bin is held");
+    let b = ws.current("b.bin");
+    assert_eq!(
+        b.bytes().map(<[u8]>::len),
+        Some(600),
+        "read in full for the check"
+    );
+    assert_eq!(ws.held_bytes(), 600, "b.bin is past the budget: not held");
+    let b_hash = Workspace::sha256(&b).unwrap();
+    drop(b);
+
+    // Both change on disk while the judgment goes on.
+    std::fs::write(tmp.path().join("a.bin"), vec![b'z'; 600]).unwrap();
+    std::fs::write(tmp.path().join("b.bin"), vec![b'z'; 600]).unwrap();
+    // a.bin is held: every check sees what was first read.
+    assert_eq!(ws.current("a.bin").bytes(), a.bytes());
+    // b.bin was let go: read again, it differs from its first read's hash.
+    match ws.current("b.bin") {
+        Content::Unknown(why) => {
+            assert!(why.contains("changed while it was judged"), "{why}");
+            assert!(
+                why.contains(&b_hash),
+                "the first read's hash as evidence: {why}"
+            );
+        }
+        other => panic!("a changed file must not be read as its new bytes: {other:?}"),
+    }
+    // Its digest is the first read's, without a read.
+    assert_eq!(ws.current_digest("b.bin").unwrap().unwrap().sha256, b_hash);
+    assert!(ws.held_bytes() <= ws.hold_budget());
+}
+
+/// The scan that decided what changed is the first read: a file rewritten between the scan
+/// and a check's read is "changed while it was judged" (its hash, meanwhile, needs no read).
+#[test]
+fn a_file_changed_after_the_scan_is_not_judged_as_its_new_bytes() {
+    let (tmp, _base, ws) = with_added(&["a.txt"], 10, 1 << 20);
+    let scanned = ws.current_digest("a.txt").unwrap().unwrap();
+    assert_eq!(scanned.size, 10);
+    assert_eq!(ws.held_bytes(), 0, "known by the scan's hash, nothing read");
+    std::fs::write(tmp.path().join("a.txt"), "other bytes\n").unwrap();
+    match ws.current("a.txt") {
+        Content::Unknown(why) => assert!(why.contains("changed while it was judged"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    match ws.diff("a.txt") {
+        Err(e) => assert_eq!(e.side, Side::WorkTree),
+        Ok(d) => panic!("a diff of the new bytes: {d}"),
+    }
+}
+
+/// A file over the diff's limit is diffed as its two hashes and sizes, without holding it.
+#[test]
+fn a_large_file_is_diffed_by_its_hashes() {
+    let size = MAX_DIFF_BYTES as usize + 1;
+    let (_tmp, _base, ws) = with_added(&["big.txt"], size, 64 << 20);
+    let d = ws.diff("big.txt").unwrap();
+    assert!(d.contains("too large to diff"), "{d}");
+    assert!(
+        d.contains(&format!("absent -> {size} bytes, sha256 ")),
+        "{d}"
+    );
+    assert_eq!(ws.held_bytes(), 0);
+}

@@ -23,6 +23,7 @@ mod fuzz;
 mod heap;
 mod honest_tools;
 mod hook_agents;
+mod hook_memory;
 mod hooks;
 mod human_text;
 mod interrupt;

@@ -20,7 +20,12 @@ pub(in crate::checks) fn parses(s: &TaskScope<'_>, spec: &Parses) -> Outcome {
     let mut parsed = Vec::new();
     let mut unjudged = Vec::new();
     let files = s.present_files();
+    let mut unread = Vec::new();
     for p in &files {
+        if let Some((len, limit)) = s.ws.over_limit(p) {
+            unread.push(crate::workspace::over_limit_note(p, len, limit));
+            continue;
+        }
         let data = match s.ws.current(p) {
             Content::Bytes(d) => d,
             Content::Absent => {
@@ -74,6 +79,7 @@ pub(in crate::checks) fn parses(s: &TaskScope<'_>, spec: &Parses) -> Outcome {
             unjudged.join(", ")
         ));
     }
+    unread.into_iter().for_each(|d| o.push_detail(d));
     o
 }
 
@@ -162,6 +168,10 @@ fn added_as<T>(
 ) -> Vec<(String, Result<Vec<T>, String>)> {
     let mut out = Vec::new();
     for p in s.present_files() {
+        // A file over its size limit FAILs on size; its lines are not read.
+        if s.ws.over_limit(&p).is_some() {
+            continue;
+        }
         let new = match s.ws.current(&p) {
             Content::Bytes(d) => d,
             Content::Absent => continue,

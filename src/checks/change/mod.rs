@@ -9,7 +9,7 @@ use super::{Ctx, FileRef, Outcome, Verdict};
 use crate::protocol::predicate::{Glob, RecordField, Unchanged};
 use crate::syntax::pyc::Bytecode;
 use crate::workspace::record::{Record, Task};
-use crate::workspace::{name, Change, Content, Workspace};
+use crate::workspace::{name, Change, Content, Digest, Workspace};
 
 mod content;
 
@@ -135,8 +135,26 @@ pub(super) fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
 }
 
 fn file_ref(ws: &Workspace, rel: &str) -> FileRef {
-    match ws.current(rel) {
-        Content::Bytes(d) => Ctx::data_ref(&d),
+    // Its hash as this judgment read it; the file itself only when held (never read whole
+    // here: a protected file may be larger than what a judgment holds).
+    let digest = ws.current_digest(rel);
+    let fits =
+        |d: &crate::workspace::Digest| d.size <= ws.hold_budget().saturating_sub(ws.held_bytes());
+    let held = match &digest {
+        Ok(Some(d)) if fits(d) => match ws.current(rel) {
+            Content::Bytes(d) => Some(d),
+            _ => None,
+        },
+        _ => ws.current_if_held(rel),
+    };
+    match (digest, held) {
+        (_, Some(d)) => Ctx::data_ref(&d),
+        (Ok(Some(d)), None) => FileRef {
+            path: rel.to_string(),
+            size: d.size,
+            sha256: Some(d.sha256),
+            mtime: None,
+        },
         _ => FileRef {
             path: rel.to_string(),
             size: 0,
@@ -533,7 +551,7 @@ fn unchanged_copy(ws: &Workspace, p: &str, protected: &dyn Fn(&str) -> bool) -> 
     let Some(file_name) = p.rsplit('/').next() else {
         return false;
     };
-    let Content::Bytes(now) = ws.current(p) else {
+    let Ok(Some(now)) = ws.current_digest(p) else {
         return false;
     };
     let tail = |q: &str| {
@@ -553,7 +571,7 @@ fn unchanged_copy(ws: &Workspace, p: &str, protected: &dyn Fn(&str) -> bool) -> 
     named
         .iter()
         .filter(|q| tail(q) == longest)
-        .any(|q| matches!(ws.base(q), Content::Bytes(b) if b.sha256 == now.sha256))
+        .any(|q| matches!(ws.base_digest(q), Ok(Some(b)) if b.sha256 == now.sha256))
 }
 
 /// The protected paths changed in the workspace, for the verdict file's diffs and the veto.
@@ -614,11 +632,14 @@ pub(super) fn hashes_match(s: &TaskScope<'_>) -> Outcome {
     };
     let mut fails = Vec::new();
     let mut unknown = Vec::new();
-    let mut compare = |which: &str, path: &str, claimed: &Option<String>, actual: Content| {
+    let mut compare = |which: &str,
+                       path: &str,
+                       claimed: &Option<String>,
+                       actual: Result<Option<Digest>, String>| {
         let actual = match actual {
-            Content::Absent => None,
-            Content::Bytes(d) => Some(d.sha256.clone()),
-            Content::Unknown(why) => {
+            Ok(None) => None,
+            Ok(Some(d)) => Some(d.sha256),
+            Err(why) => {
                 unknown.push(format!("{which} {path}: {why}"));
                 return;
             }
@@ -632,10 +653,10 @@ pub(super) fn hashes_match(s: &TaskScope<'_>) -> Outcome {
         }
     };
     for (p, claimed) in &t.pre_hashes {
-        compare("pre_hashes", p, claimed, s.ws.base(p));
+        compare("pre_hashes", p, claimed, s.ws.base_digest(p));
     }
     for (p, claimed) in &t.post_hashes {
-        compare("post_hashes", p, claimed, s.ws.current(p));
+        compare("post_hashes", p, claimed, s.ws.current_digest(p));
     }
     let n = t.pre_hashes.len() + t.post_hashes.len();
     conclude(
@@ -659,11 +680,7 @@ pub(super) fn no_loss(s: &TaskScope<'_>) -> Outcome {
     };
     let mut fails = Vec::new();
     let mut unknown = Vec::new();
-    let old_size = |p: &str| match s.ws.base(p) {
-        Content::Bytes(d) => Ok(d.size),
-        Content::Absent => Ok(0),
-        Content::Unknown(why) => Err(why),
-    };
+    let old_size = |p: &str| s.ws.base_digest(p).map(|d| d.map_or(0, |d| d.size));
     for (p, c) in scope {
         match c {
             Change::Removed if !t.removed.iter().any(|r| r == p) => match old_size(p) {
@@ -672,11 +689,11 @@ pub(super) fn no_loss(s: &TaskScope<'_>) -> Outcome {
                 )),
                 Err(why) => fails.push(format!("removed but not listed in `removed`: {p} ({why})")),
             },
-            Change::Modified => match (s.ws.current(p), old_size(p)) {
-                (Content::Bytes(d), Ok(n)) if d.size == 0 && n > 0 => {
+            Change::Modified => match (s.ws.current_digest(p), old_size(p)) {
+                (Ok(Some(d)), Ok(n)) if d.size == 0 && n > 0 => {
                     fails.push(format!("emptied: {p} (was {n} bytes, now 0)"))
                 }
-                (Content::Unknown(why), _) | (_, Err(why)) => unknown.push(format!("{p}: {why}")),
+                (Err(why), _) | (_, Err(why)) => unknown.push(format!("{p}: {why}")),
                 _ => {}
             },
             _ => {}

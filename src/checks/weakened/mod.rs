@@ -454,6 +454,10 @@ pub(super) fn weakened(s: &TaskScope<'_>) -> Outcome {
     };
     let mut texts: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     for (p, c) in scope.iter().filter(|(p, _)| relevant(p)) {
+        // A file over its size limit FAILs on size; it is not read.
+        if *c != Change::Removed && s.ws.over_limit(p).is_some() {
+            continue;
+        }
         let old = if *c == Change::Added {
             Ok(None)
         } else {

@@ -135,6 +135,97 @@ pub(super) fn read_capped(
     })
 }
 
+/// Files larger than this are hashed as they are read, a piece at a time, never held whole
+/// (smaller ones are read in one go, the faster way).
+pub(super) const STREAM_ABOVE: u64 = 4 << 20;
+
+/// A file's hashes from one read (git's blob id of the kind asked for, and SHA-256), its size,
+/// the `fstat` taken before reading, and when it was read.
+pub(super) struct HashedFile {
+    pub(super) size: u64,
+    pub(super) oid: gix::ObjectId,
+    pub(super) sha256: [u8; 32],
+    pub(super) stat: Stat,
+    pub(super) at: Stamp,
+}
+
+/// [`read_capped`], hashed: a file over [`STREAM_ABOVE`] bytes is hashed as it is read, so the
+/// scan of a tree holds at most that much of any file. Its git blob id is of the size listed on
+/// the descriptor: a file whose size changes while it is read is refused (it was being written).
+pub(super) fn hash_capped(
+    dir: &OpenDir,
+    base: &OsStr,
+    listed: &Stat,
+    cap: u64,
+    kind: gix::hash::Kind,
+) -> Result<HashedFile, String> {
+    use sha2::{Digest as _, Sha256};
+    if listed.size <= STREAM_ABOVE {
+        let read = read_capped(dir, base, listed, cap).map_err(|e| e.to_string())?;
+        let oid =
+            super::blob_oid(kind, &read.bytes).map_err(|why| format!("git blob id: {why}"))?;
+        return Ok(HashedFile {
+            size: read.bytes.len() as u64,
+            oid,
+            sha256: Sha256::digest(&read.bytes).into(),
+            stat: read.stat,
+            at: read.at,
+        });
+    }
+    let at = now();
+    let reason = |e: io::Error| read_reason(e).to_string();
+    let file = dir.open_file(base).map_err(reason)?;
+    let meta = rustix::fs::fstat(&file)
+        .map(|st| Lstat::of(&st))
+        .map_err(|e| reason(e.into()))?;
+    if meta.file_type() != FileType::RegularFile || (meta.dev, meta.ino) != (listed.dev, listed.ino)
+    {
+        return Err(Unreadable::Replaced.to_string());
+    }
+    if meta.size > cap {
+        return Err(over_cap(cap).to_string());
+    }
+    let mut git = gix::hash::hasher(kind);
+    git.update(&gix::objs::encode::loose_header(
+        gix::objs::Kind::Blob,
+        meta.size,
+    ));
+    let mut sha = Sha256::new();
+    let mut piece = vec![0u8; 256 << 10];
+    let mut read: u64 = 0;
+    let mut limited = file.take(cap.saturating_add(1));
+    loop {
+        let n = match limited.read(&mut piece) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(reason(e)),
+        };
+        git.update(&piece[..n]);
+        sha.update(&piece[..n]);
+        read += n as u64;
+    }
+    if read > cap {
+        return Err(over_cap(cap).to_string());
+    }
+    if read != meta.size {
+        return Err(format!(
+            "changed size while being read ({} bytes listed, {read} read)",
+            meta.size
+        ));
+    }
+    let oid = git
+        .try_finalize()
+        .map_err(|why| format!("git blob id: {why}"))?;
+    Ok(HashedFile {
+        size: read,
+        oid,
+        sha256: sha.finalize().into(),
+        stat: stat_of(&meta),
+        at,
+    })
+}
+
 pub(super) fn over_cap(cap: u64) -> Unreadable {
     Unreadable::OverCap { cap }
 }

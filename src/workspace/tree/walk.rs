@@ -9,12 +9,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rustix::fs::FileType;
-use sha2::{Digest, Sha256};
 
 use super::super::name;
 use super::super::statcache::{Cached, Stat};
 use super::fsat::{
-    name_at, open_in_tree, other_kind, over_cap, read_capped, reason, stat_of, DirRef, Lstat,
+    hash_capped, name_at, open_in_tree, other_kind, over_cap, reason, stat_of, DirRef, Lstat,
     OpenDir, Unreadable,
 };
 use super::lister::Child;
@@ -514,31 +513,28 @@ impl Walker<'_, '_> {
             }
             return;
         }
-        let read = match dir.get().and_then(|d| read_capped(d, base, &listed, cap)) {
+        let kind = self.opts.hash;
+        let read = match dir
+            .get()
+            .map_err(|e| e.to_string())
+            .and_then(|d| hash_capped(d, base, &listed, cap, kind))
+        {
             Ok(read) => read,
             Err(why) => {
-                entry.unreadable = Some(why.to_string());
+                entry.unreadable = Some(why);
                 return;
             }
         };
-        let oid = match blob_oid(self.opts.hash, &read.bytes) {
-            Ok(oid) => oid,
-            Err(why) => {
-                entry.unreadable = Some(format!("git blob id: {why}"));
-                return;
-            }
-        };
-        let sha256: [u8; 32] = Sha256::digest(&read.bytes).into();
-        entry.size = read.bytes.len() as u64;
-        entry.oid = Some(oid);
-        entry.sha256 = Some(sha256);
+        entry.size = read.size;
+        entry.oid = Some(read.oid);
+        entry.sha256 = Some(read.sha256);
         self.cache.insert(
             rel,
             Cached {
                 stat: read.stat,
                 at: read.at,
-                oid,
-                sha256,
+                oid: read.oid,
+                sha256: read.sha256,
             },
         );
     }
@@ -652,17 +648,15 @@ fn read_job(root: &Path, job: &Deferred, hash: gix::hash::Kind, cap: u64) -> Vec
         .map(|(name, listed, _)| {
             let read = dir
                 .get()
-                .and_then(|d| read_capped(d, name, listed, cap))
-                .map_err(|why| why.to_string())?;
-            let oid = blob_oid(hash, &read.bytes).map_err(|why| format!("git blob id: {why}"))?;
-            let sha256: [u8; 32] = Sha256::digest(&read.bytes).into();
+                .map_err(|e| e.to_string())
+                .and_then(|d| hash_capped(d, name, listed, cap, hash))?;
             Ok((
-                read.bytes.len() as u64,
+                read.size,
                 Cached {
                     stat: read.stat,
                     at: read.at,
-                    oid,
-                    sha256,
+                    oid: read.oid,
+                    sha256: read.sha256,
                 },
             ))
         })
