@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::artifacts::{Kind, Snapshot};
+use crate::fsevents::ChangeKind;
 
 use super::super::rules::inputs::Ident;
 use super::Session;
@@ -48,6 +49,14 @@ impl Session {
             let changed = self.inputs_changed();
             if changed.is_empty() {
                 break;
+            }
+            // Found by a stat, not an event: a write whose end is not known (its events may
+            // still be queued: a tracker streamed in chunks is found mid-way). Seen as written
+            // now, so a result it breaks is held until it has been quiet for the window, like
+            // any write's.
+            let now = self.cfg.clock.now();
+            for rel in &changed {
+                self.settle.saw(rel, ChangeKind::Written, now);
             }
             self.judge(Some(&changed));
             if !self.ledger.holds.is_empty() {
