@@ -15,20 +15,7 @@ pub struct Open {
     pub note: &'static str,
 }
 
-pub const KNOWN_OPEN: &[Open] = &[
-    Open {
-        class: "unreadable-gates-live-obs27",
-        tags: &["live", "plant:OBS-24"],
-        test: "open_truncated_gate_results_live_and_verify_agree",
-        note: "gate results that do not parse (cut short, trailing garbage): the live STOP names OBS-27 beside OBS-24, `verify` OBS-24 alone",
-    },
-    Open {
-        class: "eventless-write-unseen",
-        tags: &["live", "writer:hard-link"],
-        test: "open_hard_link_write_unseen_by_sync",
-        note: "a file changed through a hard link from outside the build makes no event: `status --sync` can say go while `verify` FAILs it (OBS-27; under load, one run in three)",
-    },
-];
+pub const KNOWN_OPEN: &[Open] = &[];
 
 /// The open class whose tags `tags` all carry, if any (none when `SIM_D10_INCLUDE_OPEN` is set:
 /// the bench counts the open classes too).
