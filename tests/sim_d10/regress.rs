@@ -634,6 +634,49 @@ fn trailing_garbage_gate_results_live_and_verify_agree() {
     assert_agrees(&live(), &steps);
 }
 
+/// An honest run whose tracker is saved truncate-then-write (and streamed, chunked, by Emacs)
+/// beside a live referee on a heavily loaded machine: the live STOP once named OBS-01 (seed
+/// `0xd105eed0044`) or OBS-15, OBS-01, R:OBS-05, R:OBS-06 (`0xd105eed008c`) from a half-saved
+/// tracker, in 2 of 200 runs while two `bench-fast` builds ran beside the suite; neither repeated
+/// when run again. Four tries of the first run's steps.
+#[test]
+#[ignore = "open: live-stop-on-tracker-save-under-load, see KNOWN_OPEN"]
+fn open_honest_tracker_saves_under_load_never_stop() {
+    let w = |phase, writer, tracker| Step::Phase {
+        phase,
+        writer,
+        tracker,
+        verdict: Verdict::Ship,
+    };
+    let steps = vec![
+        w(Phase::P0, Writer::EditorBackup, Writer::Emacs),
+        Step::Boundary,
+        w(Phase::P1, Writer::Atomic, Writer::Crlf),
+        Step::Boundary,
+        w(Phase::P2, Writer::Truncate, Writer::Stream),
+        Step::Boundary,
+        w(Phase::P3A, Writer::Rsync, Writer::Truncate),
+        Step::Boundary,
+        Step::Noise(Noise::RefineName),
+        w(Phase::P3B, Writer::Chunked, Writer::Truncate),
+        Step::Boundary,
+        w(Phase::P3BInt, Writer::Stream, Writer::Cp),
+        Step::Boundary,
+        Step::Noise(Noise::RefineName),
+        w(Phase::P3C, Writer::Emacs, Writer::Crlf),
+        Step::Boundary,
+    ];
+    let style = Style {
+        spawned: "Spawned (UTC)",
+        verdict: VerdictStyle::Plain,
+        ..live()
+    };
+    let cases: Vec<_> = (0..4)
+        .map(|k| (format!("try {k}"), style.clone(), steps.clone()))
+        .collect();
+    assert_all_agree(&cases);
+}
+
 /// The REFINE builder prompt replaced by the Pass-1 prompt, saved by Emacs, beside a live
 /// referee: `status --sync` and `verify` give the same answer at the boundary.
 #[test]
