@@ -277,6 +277,20 @@ impl Snapshot {
         .clone()
     }
 
+    /// The files this snapshot has read, each with its entry and what the read saw: the inputs
+    /// a judgment of it used (a daemon compares them with the disk later, for the writes that
+    /// make no file event).
+    pub fn read_files(&self) -> Vec<(&Entry, Arc<FileData>)> {
+        let reads = self.reads();
+        reads
+            .iter()
+            .filter_map(|(&i, slot)| {
+                let data = slot.get()?.as_ref().ok()?.clone();
+                Some((self.entries.get(i)?, data))
+            })
+            .collect()
+    }
+
     /// The paths under the links to folders of this listing that name what `changed` names in
     /// the folders they link to: a linked folder is listed under the link's name, but a change
     /// in it is reported under its own path (`captures/768/a.png` is also `screenshots/768/a.png`

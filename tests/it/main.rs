@@ -14,6 +14,7 @@ mod code_change_secret_families;
 mod code_change_secrets;
 mod deployment;
 mod docs_links;
+mod eventless;
 mod examples;
 mod fail_closed;
 mod faults;

@@ -14,6 +14,8 @@ use crate::model::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exp {
+    /// It must block: FAIL, or INCONCLUSIVE (a due BLOCKING check the artifacts cannot decide
+    /// blocks like a FAIL: the STOP says CANNOT VERIFY, `verify` exits 1).
     Fail,
     NotFail,
     Either,
@@ -247,12 +249,22 @@ pub fn judge(s: &State) -> Expected {
             },
         );
         let manual = gates && s.has(|p| matches!(p, Plant::Manual(rr, _) if *rr == r));
-        // An unreadable file's entries cannot be judged for their source.
+        // Gate results that are no JSON document (cut short, trailing garbage): their entries
+        // cannot be judged for their source, so once the pass is due OBS-27 is a BLOCKING check
+        // the artifacts cannot decide (INCONCLUSIVE), and it blocks like a FAIL (fail closed).
+        // A document with a duplicate key still has its entries: each is judged (a manual one
+        // beside the duplicate is open either way, as before the pass is due).
+        let unparseable = gates
+            && s.has(|p| {
+                matches!(p, Plant::Invalid(rr, InvalidForm::Truncated | InvalidForm::TrailingGarbage) if *rr == r)
+            });
         put(
             pn("2"),
             "OBS-27",
             if invalid {
-                if manual {
+                if unparseable && p2.due {
+                    Exp::Fail
+                } else if manual {
                     Exp::Either
                 } else {
                     Exp::NotFail

@@ -555,10 +555,10 @@ fn auditor_reports_utf16_powershell() {
 }
 
 /// A gate file changed through a hard link from outside the build: `status --sync` must judge
-/// it before it answers.
+/// it before it answers (class `eventless-write-unseen`: the referee compares what it judged
+/// with the files' stat identity before it acknowledges, and at each heartbeat).
 #[test]
-#[ignore = "open: eventless-write-unseen, see KNOWN_OPEN"]
-fn open_hard_link_write_unseen_by_sync() {
+fn hard_link_write_seen_by_sync() {
     let m = ManualForm {
         word: "manual",
         spell: Spell::Plain,
@@ -607,10 +607,11 @@ fn builder_prompt_utf16_powershell() {
     assert_agrees(&plain(), &steps);
 }
 
-/// Gate results cut short beside a live referee: the STOP and `verify` name the same checks.
+/// Gate results cut short beside a live referee: the STOP and `verify` name the same checks,
+/// OBS-24 FAIL and OBS-27 INCONCLUSIVE (its entries cannot be read for their source), which
+/// blocks like a FAIL (class `unreadable-gates-live-obs27`: the simulator counted FAIL alone).
 #[test]
-#[ignore = "open: unreadable-gates-live-obs27, see KNOWN_OPEN"]
-fn open_truncated_gate_results_live_and_verify_agree() {
+fn truncated_gate_results_live_and_verify_agree() {
     let mut steps = main_to(Phase::P3A, Verdict::Ship);
     steps.extend(plant(
         Plant::Invalid(false, InvalidForm::Truncated),
@@ -618,6 +619,62 @@ fn open_truncated_gate_results_live_and_verify_agree() {
     ));
     steps.extend(ph(Phase::P3B));
     assert_agrees(&live(), &steps);
+}
+
+/// Gate results with trailing garbage, its neighbour: the same two checks block, live and in
+/// `verify`.
+#[test]
+fn trailing_garbage_gate_results_live_and_verify_agree() {
+    let mut steps = main_to(Phase::P3A, Verdict::Ship);
+    steps.extend(plant(
+        Plant::Invalid(false, InvalidForm::TrailingGarbage),
+        Writer::Atomic,
+    ));
+    steps.extend(ph(Phase::P3B));
+    assert_agrees(&live(), &steps);
+}
+
+/// An honest run whose tracker is saved truncate-then-write (and streamed, chunked, by Emacs)
+/// beside a live referee on a heavily loaded machine: the live STOP once named OBS-01 (seed
+/// `0xd105eed0044`) or OBS-15, OBS-01, R:OBS-05, R:OBS-06 (`0xd105eed008c`) from a half-saved
+/// tracker, in 2 of 200 runs while two `bench-fast` builds ran beside the suite; neither repeated
+/// when run again. Four tries of the first run's steps.
+#[test]
+#[ignore = "open: live-stop-on-tracker-save-under-load, see KNOWN_OPEN"]
+fn open_honest_tracker_saves_under_load_never_stop() {
+    let w = |phase, writer, tracker| Step::Phase {
+        phase,
+        writer,
+        tracker,
+        verdict: Verdict::Ship,
+    };
+    let steps = vec![
+        w(Phase::P0, Writer::EditorBackup, Writer::Emacs),
+        Step::Boundary,
+        w(Phase::P1, Writer::Atomic, Writer::Crlf),
+        Step::Boundary,
+        w(Phase::P2, Writer::Truncate, Writer::Stream),
+        Step::Boundary,
+        w(Phase::P3A, Writer::Rsync, Writer::Truncate),
+        Step::Boundary,
+        Step::Noise(Noise::RefineName),
+        w(Phase::P3B, Writer::Chunked, Writer::Truncate),
+        Step::Boundary,
+        w(Phase::P3BInt, Writer::Stream, Writer::Cp),
+        Step::Boundary,
+        Step::Noise(Noise::RefineName),
+        w(Phase::P3C, Writer::Emacs, Writer::Crlf),
+        Step::Boundary,
+    ];
+    let style = Style {
+        spawned: "Spawned (UTC)",
+        verdict: VerdictStyle::Plain,
+        ..live()
+    };
+    let cases: Vec<_> = (0..4)
+        .map(|k| (format!("try {k}"), style.clone(), steps.clone()))
+        .collect();
+    assert_all_agree(&cases);
 }
 
 /// The REFINE builder prompt replaced by the Pass-1 prompt, saved by Emacs, beside a live

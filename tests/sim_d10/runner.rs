@@ -64,6 +64,7 @@ pub struct Outcome {
 /// What `verify --format json` said.
 #[derive(Debug)]
 struct Seen {
+    /// The BLOCKING instances that block: FAIL or INCONCLUSIVE.
     fails: BTreeSet<Key>,
     statuses: BTreeMap<Key, String>,
     complete: bool,
@@ -97,7 +98,9 @@ fn verify(build: &Path, home: &Path) -> Result<Seen, String> {
         let blocking = r["severity"]
             .as_str()
             .is_some_and(|s| s.eq_ignore_ascii_case("blocking"));
-        if blocking && status == "FAIL" {
+        // A due BLOCKING check that cannot be decided blocks like a FAIL (fail closed): the live
+        // STOP names it as well, and `verify` exits 1 for it.
+        if blocking && (status == "FAIL" || status == "INCONCLUSIVE") {
             fails.insert(key.clone());
         }
         statuses.insert(key, status);
@@ -766,7 +769,10 @@ fn boundary(
             Exp::NotFail if failed => push(
                 if honest { "honest-stop" } else { "extra" },
                 key.clone(),
-                format!("{key}: reference not FAIL, verify FAIL"),
+                format!(
+                    "{key}: reference does not block, verify {}",
+                    seen.statuses.get(k).map_or("absent", String::as_str)
+                ),
             ),
             _ => {}
         }
@@ -777,7 +783,10 @@ fn boundary(
             push(
                 if honest { "honest-stop" } else { "extra" },
                 key.clone(),
-                format!("{key}: verify FAIL where the reference expects none (pass not run)"),
+                format!(
+                    "{key}: verify {} where the reference expects none (pass not run)",
+                    seen.statuses.get(k).map_or("absent", String::as_str)
+                ),
             );
         }
     }
@@ -827,7 +836,12 @@ fn boundary(
                 push(
                     "live-vs-verify",
                     "stop-set".into(),
-                    format!("STOP names {stop_checks:?}, verify FAILs {verify_checks:?}\n{log}"),
+                    format!(
+                        "STOP names {stop_checks:?}, verify FAILs {verify_checks:?} (verify's statuses of the STOP's checks: {:?})\n{log}",
+                        stop.iter()
+                            .map(|k| format!("{}:{} {}", k.0, k.1, seen.statuses.get(k).map_or("absent", String::as_str)))
+                            .collect::<Vec<_>>()
+                    ),
                 );
             }
         }

@@ -9,8 +9,11 @@
 //! - [`settle`]: whether a path is still being written, and until when.
 //! - [`retry`]: when a failed write of the referee's own is tried again.
 //! - [`seen`]: what the referee notes it saw before each judgment.
+//! - [`inputs`]: the stat identity of each file a judgment read, compared with the disk before a
+//!   `status --sync` is answered and at heartbeats (writes that make no file event).
 
 pub mod guard;
+pub mod inputs;
 pub mod ledger;
 pub mod retry;
 pub(super) mod seen;

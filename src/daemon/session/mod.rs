@@ -13,6 +13,7 @@ mod copies;
 mod end;
 mod fault_stop;
 mod identity;
+mod inputs;
 mod open;
 mod rival;
 mod sync;
@@ -65,7 +66,9 @@ impl Batch {
     /// leaves it a write.
     pub fn add(&mut self, rel: String, kind: ChangeKind) {
         if let Some(token) = crate::state::sync::token_of(&rel) {
-            if !self.syncs.iter().any(|t| t == token) {
+            // A token's removal is `status` done with it: it asks nothing (judging the whole
+            // directory again for it would double the cost of every `--sync`).
+            if kind != ChangeKind::Removed && !self.syncs.iter().any(|t| t == token) {
                 self.syncs.push(token.to_string());
             }
         } else if rel == crate::outputs::STOP_FILE {
@@ -182,6 +185,9 @@ pub struct Session {
     syncs: Vec<String>,
     /// Since when the tokens in `syncs` have waited for inputs still being written.
     sync_since: Option<Instant>,
+    /// The files the judgments read, with their stat identity when read: compared with the
+    /// disk before a sync is acknowledged and at heartbeats (writes that make no event).
+    inputs: super::rules::inputs::InputLedger,
     /// Own writes that failed: when each is tried again (a full disk costs no core).
     backoff: super::rules::retry::Backoff,
     // Timers.
@@ -287,6 +293,7 @@ impl Session {
             }));
             let eval = self.hold(eval, touched, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
+            self.note_inputs(&snap);
             self.keep_listing(snap);
             self.flush_outputs();
             self.vouch();
@@ -621,6 +628,8 @@ impl Session {
         self.check_folder();
         self.check_rival();
         self.beat(heartbeat::WATCHING);
+        // Writes that made no event (a hard link written from outside, `mmap`).
+        self.poll_inputs();
         self.check_protocol_file();
         self.check_waivers();
         self.check_accepted();

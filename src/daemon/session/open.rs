@@ -313,6 +313,7 @@ impl Session {
             // the previous one) watched: acknowledged once this one has judged the directory.
             syncs,
             sync_since: None,
+            inputs: Default::default(),
             follow_link: is_link,
             backoff: super::super::rules::retry::Backoff::default(),
             recheck_at: None,

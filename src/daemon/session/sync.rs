@@ -69,6 +69,12 @@ impl Session {
                 return;
             }
         }
+        // The kernel does not report every change (a hard link written from outside the
+        // build, `mmap`): what was judged must still be what is on disk, or be judged again.
+        if now < since + self.cfg.settle_max && self.confirm_inputs() {
+            // Held results have their own bound, and their timer asks again.
+            return;
+        }
         self.sync_since = None;
         let tokens = std::mem::take(&mut self.syncs);
         match crate::state::sync::acknowledge(&self.state, &tokens) {
