@@ -242,24 +242,12 @@ pub fn hash_file(
     cap: u64,
 ) -> Result<(String, u64), ReadError> {
     use sha2::Digest as _;
-    use std::io::Read;
     let (target, meta) = resolve_inside(root, path, rel)?;
     check_regular(rel, &meta, cap)?;
     let (file, meta) = open_regular(&target, rel, cap)?;
     let mut hash = sha2::Sha256::new();
-    let mut piece = vec![0u8; 256 << 10];
-    let mut read: u64 = 0;
-    let mut limited = file.take(cap.saturating_add(1));
-    loop {
-        let n = match limited.read(&mut piece) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_error(rel, &e)),
-        };
-        hash.update(&piece[..n]);
-        read += n as u64;
-    }
+    let read = safefs::read_pieces(file, cap, |piece| hash.update(piece))
+        .map_err(|e| io_error(rel, &e))?;
     if read > cap {
         return Err(ReadError::TooLarge {
             rel: rel.to_string(),

@@ -147,6 +147,25 @@ pub fn read_capped(from: impl Read, hint: u64, cap: u64, shown: &Path) -> Result
     Ok(bytes)
 }
 
+/// Reads `from` a piece at a time (256 KiB), handing each piece to `each`, and stops after at
+/// most `cap + 1` bytes: the count returned is over `cap` when there was more (the caller's
+/// "too large"). For hashing a file without ever holding it whole.
+pub fn read_pieces(from: impl Read, cap: u64, mut each: impl FnMut(&[u8])) -> io::Result<u64> {
+    let mut piece = vec![0u8; 256 << 10];
+    let mut read: u64 = 0;
+    let mut limited = from.take(cap.saturating_add(1));
+    loop {
+        let n = match limited.read(&mut piece) {
+            Ok(0) => return Ok(read),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        each(&piece[..n]);
+        read += n as u64;
+    }
+}
+
 /// The bytes of the regular file at `path` (relative to `at`), at most `cap`; `Ok(None)` when
 /// nothing is there. A symlink, FIFO, device or directory is refused without being followed or
 /// blocking on it; a file over the cap is refused before it is read.

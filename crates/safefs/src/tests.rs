@@ -170,3 +170,17 @@ fn a_directory_is_opened_within_its_base_links_inside_followed_and_none_out() {
     let err = open_dir_within(fd, b"file").unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::ENOTDIR), "{err}");
 }
+
+#[test]
+fn read_pieces_hands_over_every_byte_and_stops_one_past_the_cap() {
+    let data: Vec<u8> = (0..(600 << 10)).map(|i| (i % 251) as u8).collect();
+    let mut seen = Vec::new();
+    let n = read_pieces(&data[..], data.len() as u64, |p| seen.extend_from_slice(p)).unwrap();
+    assert_eq!(n, data.len() as u64);
+    assert_eq!(seen, data, "every piece, in order");
+    let mut seen = Vec::new();
+    let n = read_pieces(&data[..], 1000, |p| seen.extend_from_slice(p)).unwrap();
+    assert_eq!(n, 1001, "over the cap: one byte past it, no more");
+    assert_eq!(seen, data[..1001]);
+    assert_eq!(read_pieces(&b""[..], 0, |_| panic!("no piece")).unwrap(), 0);
+}

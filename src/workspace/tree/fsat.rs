@@ -191,20 +191,11 @@ pub(super) fn hash_capped(
         meta.size,
     ));
     let mut sha = Sha256::new();
-    let mut piece = vec![0u8; 256 << 10];
-    let mut read: u64 = 0;
-    let mut limited = file.take(cap.saturating_add(1));
-    loop {
-        let n = match limited.read(&mut piece) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(reason(e)),
-        };
-        git.update(&piece[..n]);
-        sha.update(&piece[..n]);
-        read += n as u64;
-    }
+    let read = crate::safefs::read_pieces(file, cap, |piece| {
+        git.update(piece);
+        sha.update(piece);
+    })
+    .map_err(reason)?;
     if read > cap {
         return Err(over_cap(cap).to_string());
     }
