@@ -197,6 +197,17 @@ where
     })
 }
 
+impl Source {
+    /// Also watches `dir` (not recursively), on the same queue as the tree: its events are
+    /// ordered with the tree's. Only a native source can; whether the watch was added.
+    pub fn watch_also(&mut self, dir: &Path) -> bool {
+        match &mut self._inner {
+            Inner::Native { _watcher: w } => w.watch(dir, RecursiveMode::NonRecursive).is_ok(),
+            Inner::Poll { .. } => false,
+        }
+    }
+}
+
 /// What keeps a source alive.
 enum Inner {
     Native {

@@ -99,6 +99,19 @@ impl Inbox {
         builds.remove(name).map(|p| p.batch)
     }
 
+    /// What waits for the build, by path, without taking it (the barrier's look: the build's
+    /// turn still comes, and judges it).
+    pub fn peek(&self, name: &str) -> Vec<(String, ChangeKind)> {
+        let builds = self.builds.lock().unwrap_or_else(PoisonError::into_inner);
+        builds.get(name).map_or_else(Vec::new, |p| {
+            p.batch
+                .paths
+                .iter()
+                .map(|(rel, kind)| (rel.clone(), *kind))
+                .collect()
+        })
+    }
+
     /// Whether anything waits for the build.
     pub fn waits(&self, name: &str) -> bool {
         let builds = self.builds.lock().unwrap_or_else(PoisonError::into_inner);

@@ -23,7 +23,8 @@
 //! source's, and the signal and `--exit-with` waiters.
 //!
 //! Here: the loop. Beside it: `sink` (the event source's events routed into the inbox),
-//! `inbox` (the per-build queues) and `root` (`--root` discovery).
+//! `inbox` (the per-build queues), `barrier` (what a judgment waits for before it is published)
+//! and `root` (`--root` discovery).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ use crate::protocol::Protocol;
 
 use super::session::{Rewatch, Session};
 use super::{heartbeat, signals, Config, DaemonError, EndReason, Outcome, RootOutcome, Shutdown};
+use barrier::Cookies;
 
 /// What arrives on the loop's one channel.
 #[derive(Debug)]
@@ -66,6 +68,8 @@ struct Driver {
     rx: Receiver<Msg>,
     /// Each build's changes, waiting for its turn.
     inbox: Arc<Inbox>,
+    /// The judgments' barrier ([`barrier`]); `None` when no private folder could be made.
+    cookies: Option<Arc<Cookies>>,
     /// Builds whose turn is due, in the order they became waiting (round robin: a build served
     /// goes to the back when more arrives for it).
     turns: VecDeque<String>,
@@ -118,6 +122,7 @@ pub(super) fn run_one(
         });
         session.pid_by_ticks = how == signals::PidWatch::Ticks;
     }
+    session.barrier = d.barrier("");
     session.first_evaluation();
     d.sessions.insert(String::new(), session);
     d.run();
@@ -176,6 +181,7 @@ impl Driver {
             tx,
             rx,
             inbox: Arc::default(),
+            cookies: Cookies::new(),
             turns: VecDeque::new(),
             sweeps: VecDeque::new(),
             cool: HashMap::new(),
@@ -221,15 +227,26 @@ impl Driver {
             self.router.clone(),
             self.gen,
             self.inbox.clone(),
+            self.cookies.clone(),
             self.tx.clone(),
         );
-        let source = fsevents::start(&self.router.base, self.mode, sink)?;
+        let mut source = fsevents::start(&self.router.base, self.mode, sink)?;
+        if let Some(c) = &self.cookies {
+            c.set_active(source.watch_also(c.dir()));
+        }
         let warning = source.warning.clone();
         if let Some(w) = &warning {
             tracing::warn!("{w}");
         }
         self.source = Some(source);
         Ok(warning)
+    }
+
+    /// The barrier of the build `name`'s judgments ([`barrier`]).
+    fn barrier(&self, name: &str) -> Option<super::session::Barrier> {
+        self.cookies
+            .as_ref()
+            .map(|c| barrier::for_build(c, &self.inbox, name))
     }
 
     /// Restarts the source and tells every session what it watches with now.
@@ -527,6 +544,7 @@ impl Driver {
     }
 }
 
+mod barrier;
 mod inbox;
 mod root;
 mod sink;

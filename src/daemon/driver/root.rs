@@ -76,6 +76,7 @@ impl Driver {
                 Ok(mut s) => {
                     self.known.remove(&name);
                     s.source_is(Ok(source.clone()));
+                    s.barrier = self.barrier(&name);
                     s.announce(None);
                     // Judged among the timers, which look at the channel between two sessions:
                     // 500 builds found at once do not hold up a violation in one of them.

@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
+use super::barrier::Cookies;
 use super::{Inbox, Msg};
 use crate::artifacts::escape_name;
 use crate::checks::is_own_file;
@@ -52,12 +53,20 @@ pub(super) fn sink(
     router: Router,
     source: u64,
     inbox: Arc<Inbox>,
+    cookies: Option<Arc<Cookies>>,
     tx: Sender<Msg>,
 ) -> impl FnMut(FsEvent) + Send + Clone {
     move |ev: FsEvent| match ev {
         FsEvent::Changed(changes) => {
             let mut per: BTreeMap<String, Vec<(String, ChangeKind)>> = BTreeMap::new();
+            let mut cookie = Vec::new();
             for c in changes {
+                if let Some(k) = cookies.as_ref().filter(|k| k.holds(&c.path)) {
+                    // A judgment's barrier (see `barrier`): no build's change. Seen once what
+                    // came before it is in the inbox.
+                    cookie.push((k, c));
+                    continue;
+                }
                 let Some((name, rel)) = router.route(&c.path) else {
                     continue;
                 };
@@ -80,6 +89,9 @@ pub(super) fn sink(
                 if inbox.add(&name, changes) {
                     let _ = tx.send(Msg::Ready(name));
                 }
+            }
+            for (k, c) in cookie {
+                k.saw(&c.path, c.kind);
             }
         }
         FsEvent::Rescan { why } => {

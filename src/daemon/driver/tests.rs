@@ -50,6 +50,7 @@ fn the_sink_drops_own_files_and_tells_directory_events() {
         },
         3,
         inbox.clone(),
+        None,
         tx,
     );
     let change = |p: &str, kind| fsevents::PathChange {
@@ -117,4 +118,51 @@ fn the_sink_drops_own_files_and_tells_directory_events() {
         ["scratch"],
         "coalesced into their folder"
     );
+}
+
+/// The barrier on a real inotify source: a file written just before a judgment's barrier is in
+/// the build's queue when the barrier passes, every time (one event queue, in order), and the
+/// barrier leaves the queue to the build's turn.
+#[test]
+fn a_change_made_before_the_barrier_is_waiting_when_it_passes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let base = std::fs::canonicalize(tmp.path()).expect("canon");
+    let (tx, _rx) = mpsc::channel();
+    let inbox = Arc::new(Inbox::default());
+    let cookies = barrier::Cookies::new().expect("a cookie folder");
+    let s = sink(
+        Router {
+            base: base.clone(),
+            root: false,
+        },
+        1,
+        inbox.clone(),
+        Some(cookies.clone()),
+        tx,
+    );
+    let mut source = fsevents::start(&base, Mode::Native, s).expect("a source");
+    assert_eq!(source.kind, fsevents::SourceKind::Native, "inotify here");
+    cookies.set_active(source.watch_also(cookies.dir()));
+    let pass = barrier::for_build(&cookies, &inbox, "");
+    for i in 0..200 {
+        let rel = format!("tracker-{i}.md");
+        std::fs::write(base.join(&rel), "half").expect("write");
+        let waiting = pass().expect("the cookie's event came");
+        assert!(
+            waiting
+                .iter()
+                .any(|(p, k)| *p == rel && *k == ChangeKind::Written),
+            "round {i}: {rel} not waiting: {waiting:?}"
+        );
+        assert!(inbox.waits(""), "the barrier took nothing");
+        assert!(
+            !waiting.iter().any(|(p, _)| p.contains("referee-cookies")),
+            "a cookie is no build's change: {waiting:?}"
+        );
+        inbox.take("");
+    }
+    // Polling orders nothing: no barrier.
+    cookies.set_active(false);
+    assert!(pass().is_none());
+    drop(source);
 }

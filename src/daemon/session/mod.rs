@@ -201,7 +201,15 @@ pub struct Session {
     end: Option<EndReason>,
     /// Resumed state, STOP adoption and log trouble found while opening, told at [`Session::announce`].
     opening: Option<open::Opening>,
+    /// What a judgment passes after its reads, before it is published (set by the loop).
+    pub barrier: Option<Barrier>,
 }
+
+/// A judgment's barrier: after its reads, what has arrived for the directory and not been
+/// handled yet (every change made before the reads ended among it), by path; `None` when the
+/// event source cannot tell (polling, or the barrier's own event was lost). See
+/// `daemon::driver::barrier`.
+pub type Barrier = Box<dyn Fn() -> Option<Vec<(String, ChangeKind)>> + Send>;
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
@@ -262,6 +270,23 @@ impl Session {
         self.next_beat = now;
     }
 
+    /// After a judgment's reads, before it is published: the changes made before the reads
+    /// ended that have not been handled yet are noted as seen, so a file caught mid-write whose
+    /// events are still on their way is held like one whose events came first (an editor's
+    /// save, a writer's next chunk). They are judged at their own turn, as ever.
+    fn catch_up(&mut self) {
+        let Some(waiting) = self.barrier.as_ref().and_then(|b| b()) else {
+            return;
+        };
+        let now = self.cfg.clock.now();
+        let workspace = matches!(self.part, Part::Workspace(_));
+        for (rel, kind) in waiting {
+            if !workspace || tasks::relevant(&rel) {
+                self.settle.saw(&rel, kind, now);
+            }
+        }
+    }
+
     /// Judges what changed (everything when `touched` is `None`) and carries out what that
     /// decides; then brings the files in line.
     fn judge(&mut self, touched: Option<&BTreeSet<String>>) {
@@ -291,6 +316,7 @@ impl Session {
                 t.iter()
                     .any(|p| snap.get(p).is_some_and(|e| e.kind == Kind::Dir))
             }));
+            self.catch_up();
             let eval = self.hold(eval, touched, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
             self.note_inputs(&snap);

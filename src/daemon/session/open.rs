@@ -307,6 +307,7 @@ impl Session {
             pid_by_ticks: false,
             evaluated: false,
             listing: None,
+            barrier: None,
             pending: Vec::new(),
             seen,
             // Tokens already there were put by a `status --sync` asked while no referee (or

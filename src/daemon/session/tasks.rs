@@ -531,13 +531,7 @@ impl Session {
         // orchestrator clearing a judged task) is no record being written: it holds nothing
         // back, or every next task's verdict would wait out the settle window; if it is
         // written again (an editor's save), that write holds it.
-        let moving: Vec<Instant> = self
-            .settle
-            .moving()
-            .filter(|p| is_record(p))
-            .filter_map(|p| self.settle.being_written_until(p, now))
-            .collect();
-        if let Some(at) = moving.into_iter().max() {
+        if let Some(at) = self.record_written_until(now) {
             self.recheck(at);
             return;
         }
@@ -576,11 +570,27 @@ impl Session {
         let Some(j) = self.evaluate_tasks_in(ws) else {
             return;
         };
+        // A record whose save began before the reads ended, its events still on their way,
+        // was read half-written: held like one whose events came first.
+        self.catch_up();
+        if let Some(at) = self.record_written_until(self.cfg.clock.now()) {
+            self.recheck(at);
+            return;
+        }
         self.decided(&j.ws, &j.decision);
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
         // new verdict finds the STOP already in line with it.
         self.flush_outputs();
         self.write_verdicts(&j.decision.verdicts);
+    }
+
+    /// Until when a task record is being written, the latest of them; `None` when none is.
+    fn record_written_until(&self, now: Instant) -> Option<Instant> {
+        self.settle
+            .moving()
+            .filter(|p| is_record(p))
+            .filter_map(|p| self.settle.being_written_until(p, now))
+            .max()
     }
 
     /// Takes the STOP text and the exit code from a decision (the STOP file follows at the

@@ -1,0 +1,175 @@
+//! The barrier a judgment passes before it is published: every change made before the
+//! judgment's reads ended has reached the inbox.
+//!
+//! Events lag behind the files: a judgment started for one change may read a file whose own
+//! change (an editor's save begun a moment ago, a writer's next chunk) is still on its way to
+//! the inbox. Judged from the settle state as it stood, that half-written file would look
+//! complete (renamed in before, or removed: nothing left to wait for), and its half would be
+//! published: an honest record REJECTed, an honest tracker STOPped.
+//!
+//! After its reads, a judgment creates a cookie, a file of its own in a private folder that the
+//! event source watches on the same inotify instance as the build (one queue, in order, as
+//! watchman does), and waits until the cookie's event has been seen. Every change made before
+//! the cookie is then in the inbox; the session looks at what waits there for its directory and
+//! holds what it shows still moving, exactly as if the judgment had been started after those
+//! events (see [`crate::daemon::session`]). The cookie lives outside every watched directory:
+//! nothing of it is in the worker's tree or the build directory.
+//!
+//! Polling has no barrier (nothing orders a poll's findings with a judgment's reads; a poll
+//! reports every change as a write, which settles anyway), nor has a source whose cookie folder
+//! cannot be watched; a cookie whose event does not come within [`WAIT`] (a lost event, which a
+//! rescan follows) is given up on. Without the barrier a judgment is published as it was read.
+//!
+//! This module must not judge: it answers "what has arrived for this build meanwhile".
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::Inbox;
+use crate::daemon::session::Barrier;
+use crate::fsevents::ChangeKind;
+
+/// The longest a judgment waits for its cookie's event.
+pub(super) const WAIT: Duration = Duration::from_secs(2);
+
+/// The cookies of one process: their folder, and the newest seen.
+#[derive(Debug)]
+pub(super) struct Cookies {
+    dir: tempfile::TempDir,
+    /// The folder as the event source names it (canonical, so the sink recognizes it).
+    canon: PathBuf,
+    next: AtomicU64,
+    seen: Mutex<u64>,
+    arrived: Condvar,
+    /// The current event source watches the folder (native, and its watch on it was added).
+    active: AtomicBool,
+}
+
+impl Cookies {
+    /// A private folder for the cookies, in the system's temporary folder; `None` when none can
+    /// be made (the judgments then go without a barrier).
+    pub(super) fn new() -> Option<Arc<Cookies>> {
+        let dir = tempfile::Builder::new()
+            .prefix(".referee-cookies-")
+            .tempdir()
+            .ok()?;
+        let canon = std::fs::canonicalize(dir.path()).ok()?;
+        Some(Arc::new(Cookies {
+            dir,
+            canon,
+            next: AtomicU64::new(1),
+            seen: Mutex::new(0),
+            arrived: Condvar::new(),
+            active: AtomicBool::new(false),
+        }))
+    }
+
+    /// The folder to watch beside the build.
+    pub(super) fn dir(&self) -> &Path {
+        &self.canon
+    }
+
+    /// Whether the current event source delivers the cookies' events.
+    pub(super) fn set_active(&self, active: bool) {
+        self.active.store(active, Ordering::SeqCst);
+    }
+
+    /// Whether `path` is in the cookies' folder.
+    pub(super) fn holds(&self, path: &Path) -> bool {
+        path.starts_with(&self.canon)
+    }
+
+    /// On the source's thread, once every change reported before it is in the inbox: a cookie
+    /// at `path` was seen (its removal moves nothing).
+    pub(super) fn saw(&self, path: &Path, kind: ChangeKind) {
+        let Ok(rel) = path.strip_prefix(&self.canon) else {
+            return;
+        };
+        if kind == ChangeKind::Removed {
+            return;
+        }
+        let n = rel
+            .to_str()
+            .and_then(|n| n.strip_prefix('c'))
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(n) = n {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            if n > *seen {
+                *seen = n;
+                self.arrived.notify_all();
+            }
+        }
+    }
+
+    /// Creates a cookie and waits for its event; whether it came (within [`WAIT`]).
+    fn pass(&self) -> bool {
+        if !self.active.load(Ordering::SeqCst) {
+            return false;
+        }
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let path = self.dir.path().join(format!("c{n}"));
+        if std::fs::File::create(&path).is_err() {
+            return false;
+        }
+        let until = Instant::now() + WAIT;
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        while *seen < n {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            seen = self
+                .arrived
+                .wait_timeout(seen, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let came = *seen >= n;
+        drop(seen);
+        let _ = std::fs::remove_file(&path);
+        came
+    }
+}
+
+/// One build's barrier: the process's cookies and the build's queue.
+pub(super) fn for_build(cookies: &Arc<Cookies>, inbox: &Arc<Inbox>, name: &str) -> Barrier {
+    let (cookies, inbox, name) = (cookies.clone(), inbox.clone(), name.to_string());
+    Box::new(move || cookies.pass().then(|| inbox.peek(&name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cookie_passes_once_its_event_is_seen_and_not_before() {
+        let cookies = Cookies::new().expect("a cookie folder");
+        // No source watches the folder: no barrier, at once.
+        assert!(!cookies.pass());
+        cookies.set_active(true);
+        let c = cookies.clone();
+        // The source's thread: sees the cookie the judgment creates.
+        let seer = std::thread::spawn(move || loop {
+            let p = c.dir().join("c1");
+            if p.exists() {
+                assert!(c.holds(&p));
+                c.saw(&p, ChangeKind::Written);
+                return;
+            }
+            std::thread::yield_now();
+        });
+        assert!(cookies.pass(), "the cookie's event was seen");
+        seer.join().expect("seer");
+        assert!(!cookies.dir().join("c1").exists(), "the cookie is removed");
+        // Paths outside the folder are no cookies; a cookie's removal moves nothing.
+        assert!(!cookies.holds(Path::new("/elsewhere/c9")));
+        cookies.saw(&cookies.dir().join("c9"), ChangeKind::Removed);
+        assert_eq!(*cookies.seen.lock().unwrap(), 1);
+        // A cookie whose event never comes is given up on (a lost event: a rescan follows).
+        let at = Instant::now();
+        assert!(!cookies.pass());
+        assert!(at.elapsed() >= WAIT);
+    }
+}
