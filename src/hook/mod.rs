@@ -529,17 +529,23 @@ fn answer(cfg: &Config, p: &Payload) -> Answer {
 }
 
 /// Judges `root` (by path) with `judge`, then makes sure it was not replaced meanwhile: if it
-/// was, the judgment is an error, and a baseline it pinned first (from whatever stood at the
-/// path) is forgotten, so the next judgment pins it from the workspace.
+/// was, the judgment is an error, and whatever it pinned first (from whatever stood at the
+/// path: the baseline, the protected surface, a start snapshot) is forgotten, so the next
+/// judgment pins it from the workspace.
 fn judged<T>(root: &confine::Root, state: &Path, judge: impl FnOnce() -> Result<T>) -> Result<T> {
-    let pins = crate::workspace::baseline::PIN_FILES;
-    let pinned_before = pins.iter().any(|f| state.join(f).exists());
+    let pins = crate::workspace::baseline::PINNED;
+    let before: Vec<bool> = pins
+        .iter()
+        .map(|f| std::fs::symlink_metadata(state.join(f)).is_ok())
+        .collect();
     let out = judge();
     if let Err(e) = root.unchanged() {
-        if !pinned_before {
-            for f in pins {
-                let _ = std::fs::remove_file(state.join(f));
-            }
+        for (f, _) in pins.iter().zip(before).filter(|(_, was)| !was) {
+            let path = state.join(f);
+            let _ = match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
         }
         return Err(e.into());
     }
@@ -929,4 +935,56 @@ fn implicit_record(
     );
     let bytes = serde_json::to_vec(&Value::Object(make(attempt))).ok()?;
     Some((rel, bytes))
+}
+
+#[cfg(test)]
+mod judged_tests {
+    use super::*;
+
+    /// A judgment during which the workspace was swapped (a link in its place, then the
+    /// folder put back) forgets everything it pinned first, the protected surface and a start
+    /// snapshot as surely as the baseline: what it read by path may have been the other
+    /// directory's, and kept, it would be the baseline of every later honest stop. What was
+    /// pinned before the judgment stays.
+    #[test]
+    fn a_swap_during_a_judgment_forgets_every_pin_it_made_and_none_made_before() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let allowed = tmp.path().join("allowed");
+        let ws = allowed.join("ws");
+        let state = tmp.path().join("state");
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        std::fs::create_dir_all(&state).expect("mkdir");
+        let allow = confine::Allowed::open(std::slice::from_ref(&allowed)).expect("allow");
+        let root = confine::confine(&allow, None, &ws).expect("confined");
+        let pins = crate::workspace::baseline::PINNED;
+        // Pinned before: the listing (kept whatever happens).
+        std::fs::write(state.join(pins[1]), "before").expect("write");
+        let out = judged(&root, &state, || {
+            for (i, f) in pins.iter().enumerate().filter(|(i, _)| *i != 1) {
+                if i % 2 == 0 {
+                    std::fs::write(state.join(f), "pinned mid-swap").expect("write");
+                } else {
+                    std::fs::create_dir_all(state.join(f).join("sub")).expect("mkdir");
+                }
+            }
+            std::fs::rename(&ws, allowed.join("ws.real")).expect("away");
+            std::os::unix::fs::symlink(tmp.path(), &ws).expect("link");
+            std::fs::remove_file(&ws).expect("unlink");
+            std::fs::rename(allowed.join("ws.real"), &ws).expect("back");
+            Ok(())
+        });
+        assert!(out.is_err(), "a swapped workspace is no judgment");
+        for (i, f) in pins.iter().enumerate() {
+            let kept = std::fs::symlink_metadata(state.join(f)).is_ok();
+            assert_eq!(kept, i == 1, "{f}: kept {kept}");
+        }
+        // Unswapped (the workspace opened anew), what a judgment pins stays.
+        let root = confine::confine(&allow, None, &ws).expect("confined");
+        let out = judged(&root, &state, || {
+            std::fs::write(state.join(pins[0]), "pinned").expect("write");
+            Ok(())
+        });
+        assert!(out.is_ok());
+        assert!(state.join(pins[0]).is_file());
+    }
 }

@@ -154,8 +154,9 @@ pub fn attempt(
     crate::state::ensure(&state)?;
     let plain = req.baseline.is_none() && req.baseline_dir.is_none();
     // A plain folder (or a repository with no commit yet): its start snapshot, taken at the
-    // first call.
-    if plain && crate::workspace::needs_snapshot(req.dir) {
+    // first call. Whether it is one is read from the directory opened (the path may name
+    // another by now: a repository swapped away for a moment has no commit there).
+    if plain && crate::workspace::needs_snapshot(&here.at()) {
         crate::workspace::snapshot::create(here.canon(), &state, req.max_read_bytes).map_err(
             |source| JudgeError::Snapshot {
                 path: state.clone(),
@@ -221,7 +222,7 @@ fn opened_in(
     let spec = match (req.baseline, req.baseline_dir) {
         (Some(rev), _) => BaselineSpec::Rev(rev.to_string()),
         (None, Some(dir)) => BaselineSpec::Dir(dir.to_path_buf()),
-        (None, None) if !req.dir.join(".git").exists() => BaselineSpec::Snapshot(state.clone()),
+        (None, None) if !here.at().join(".git").exists() => BaselineSpec::Snapshot(state.clone()),
         (None, None) => BaselineSpec::Auto,
     };
     if crate::state::exists(&state) || req.write {

@@ -1050,15 +1050,70 @@ pub fn scan(
 /// named: it is not a git work tree, or its repository has no commit yet (it is then judged
 /// as a directory without git). A repository that cannot be read is a git work tree (the
 /// pin reports why).
+///
+/// A snapshot, once taken, is the baseline for good: "no commit" is believed only when HEAD
+/// read beneath `root` by this process's own lookups says so too. `git` reads refs through
+/// paths it resolves itself, and a ref not found there (the workspace renamed or swapped for
+/// a moment: `root` may be a held directory's `/proc/self/fd/N`, which is not) reads as
+/// "no commit": an honest repository would then be pinned to a snapshot of whatever was read.
 pub fn needs_snapshot(root: &Path) -> bool {
-    let root = root.to_path_buf();
-    let has_commit = baseline::bounded(move || match gitread::Repo::open(&root) {
+    let at = root.to_path_buf();
+    let has_commit = baseline::bounded(move || match gitread::Repo::open(&at) {
         Ok(Some(repo)) => !matches!(repo.head(), Ok(None)),
         Ok(None) => false,
         Err(_) => true,
     });
     // A read that did not finish: a git work tree (its pin reports why).
-    !has_commit.unwrap_or(true)
+    !has_commit.unwrap_or(true) && !head_may_name_a_commit(root)
+}
+
+/// Whether `root/.git`'s HEAD may name a commit, read by plain lookups beneath `root`: a
+/// commit id, a loose or packed ref that exists, or anything this cannot tell (a `.git` file,
+/// an unreadable HEAD). Only a missing `.git`, or a HEAD naming a branch that exists neither
+/// loose nor packed, is "no commit".
+fn head_may_name_a_commit(root: &Path) -> bool {
+    const SMALL: u64 = 64 << 10;
+    let git = root.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&git) else {
+        return false;
+    };
+    if !meta.is_dir() {
+        return true;
+    }
+    let read = |p: &Path, cap: u64| -> Option<Vec<u8>> {
+        use std::io::Read as _;
+        let mut out = Vec::new();
+        std::fs::File::open(p)
+            .ok()?
+            .take(cap)
+            .read_to_end(&mut out)
+            .ok()?;
+        Some(out)
+    };
+    let Some(head) = read(&git.join("HEAD"), SMALL) else {
+        return true;
+    };
+    let head = String::from_utf8_lossy(&head);
+    let Some(name) = head.trim_end().strip_prefix("ref: ") else {
+        // A detached HEAD (a commit id) or something else: not "no commit".
+        return true;
+    };
+    if name
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return true;
+    }
+    if std::fs::symlink_metadata(git.join(name)).is_ok() {
+        return true;
+    }
+    match read(&git.join("packed-refs"), 1 << 30) {
+        Some(packed) => packed.split(|&b| b == b'\n').any(|line| {
+            line.strip_suffix(name.as_bytes())
+                .is_some_and(|l| l.ends_with(b" "))
+        }),
+        None => std::fs::symlink_metadata(git.join("packed-refs")).is_ok(),
+    }
 }
 
 /// Whether any task record under `root` asks for a judgment (see [`record::Record::is_judged`]):

@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use super::tree::{self, Kind, Put, StatCache, WorkTree};
 use super::{excluded, name, read, Content, EXCLUDED};
 
-const DIR: &str = "baseline";
+pub const DIR: &str = "baseline";
 const TREE: &str = "tree";
 const COMPLETE: &str = "COMPLETE";
 

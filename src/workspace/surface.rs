@@ -34,7 +34,7 @@ use crate::artifacts::fsread::{sha256_hex, FileData};
 /// The pin in the state directory.
 pub const PIN_FILE: &str = "surface.json";
 /// Where the pinned bytes are kept (by SHA-256), for diffs.
-const COPIES: &str = "surface-copies";
+pub const COPIES: &str = "surface-copies";
 const SCHEMA: &str = "referee.surface/1";
 /// Files up to this size are hashed and their bytes kept; a larger one is compared by its
 /// identity (inode, size, times: its bytes cannot change without its `ctime` moving).

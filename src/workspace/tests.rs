@@ -423,3 +423,47 @@ fn a_large_file_is_diffed_by_its_hashes() {
     );
     assert_eq!(ws.held_bytes(), 0);
 }
+
+/// "No commit" (a start snapshot, the baseline for good) is believed only when HEAD read
+/// beneath the root says so too: a branch that exists loose or packed, or a detached HEAD,
+/// names a commit whatever `git` made of it; a plain folder and a branch with no commit yet
+/// name none.
+#[test]
+fn head_names_a_commit_loose_packed_or_detached_and_none_only_when_unborn() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path();
+    assert!(!head_may_name_a_commit(root), "a plain folder");
+    assert!(needs_snapshot(root), "a plain folder has a start snapshot");
+    let git = root.join(".git");
+    std::fs::create_dir_all(git.join("refs/heads")).expect("mkdir");
+    std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    assert!(!head_may_name_a_commit(root), "an unborn branch");
+    let id = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::write(
+        git.join("packed-refs"),
+        format!("# pack-refs\n{id} refs/heads/mainline\n"),
+    )
+    .expect("packed");
+    assert!(
+        !head_may_name_a_commit(root),
+        "another branch packed, not this one"
+    );
+    std::fs::write(git.join("packed-refs"), format!("{id} refs/heads/main\n")).expect("packed");
+    assert!(head_may_name_a_commit(root), "packed");
+    std::fs::remove_file(git.join("packed-refs")).expect("rm");
+    std::fs::write(git.join("refs/heads/main"), format!("{id}\n")).expect("loose");
+    assert!(head_may_name_a_commit(root), "loose");
+    std::fs::remove_file(git.join("refs/heads/main")).expect("rm");
+    std::fs::write(git.join("HEAD"), format!("{id}\n")).expect("detached");
+    assert!(head_may_name_a_commit(root), "detached");
+    std::fs::write(git.join("HEAD"), "ref: refs/heads/../../x\n").expect("odd");
+    assert!(
+        head_may_name_a_commit(root),
+        "a name this cannot follow: not believed unborn"
+    );
+    std::fs::remove_file(git.join("HEAD")).expect("rm");
+    assert!(
+        head_may_name_a_commit(root),
+        "no HEAD to read: not believed unborn"
+    );
+}

@@ -102,9 +102,17 @@ const PIN_SCHEMA: &str = "referee.baseline/1";
 const PIN_FILE: &str = "baseline.json";
 const CHECKOUT_DIR: &str = "baseline-checkout";
 
-/// The files a pin keeps in the state directory: a caller that finds the workspace was
-/// replaced while it was first judged forgets the pin made then.
-pub const PIN_FILES: [&str; 2] = [PIN_FILE, listing::LISTING_FILE];
+/// What pinning keeps in the state directory, files and folders: the baseline's pin and
+/// listing, the protected surface's pin and copies, a start snapshot. A caller that finds the
+/// workspace was replaced while it judged forgets each of them that the judgment made (see
+/// `hook::judged`): what it read by path may have been another directory's.
+pub const PINNED: [&str; 5] = [
+    PIN_FILE,
+    listing::LISTING_FILE,
+    super::surface::PIN_FILE,
+    super::surface::COPIES,
+    super::snapshot::DIR,
+];
 
 /// A pinned baseline, shared by every judgment of a session.
 #[derive(Debug)]
