@@ -28,6 +28,12 @@ pub(crate) enum Unreadable {
     Symlink,
     #[error("not a regular file ({0})")]
     NotRegular(&'static str),
+    /// Its size changed between the `fstat` and the end of the read: it was being written.
+    #[error("changed size while being read ({listed} bytes listed, {read} read)")]
+    ChangedSize { listed: u64, read: u64 },
+    /// git's blob id could not be computed (the hasher's message).
+    #[error("git blob id: {0}")]
+    BlobId(String),
     /// The system refused; the text is its message, lowercased.
     #[error("{}", lowercase_message(&(.0).0))]
     Io(#[source] IoCause),
@@ -158,12 +164,12 @@ pub(super) fn hash_capped(
     listed: &Stat,
     cap: u64,
     kind: gix::hash::Kind,
-) -> Result<HashedFile, String> {
+) -> Result<HashedFile, Unreadable> {
     use sha2::{Digest as _, Sha256};
     if listed.size <= STREAM_ABOVE {
-        let read = read_capped(dir, base, listed, cap).map_err(|e| e.to_string())?;
-        let oid =
-            super::blob_oid(kind, &read.bytes).map_err(|why| format!("git blob id: {why}"))?;
+        let read = read_capped(dir, base, listed, cap)?;
+        let oid = super::blob_oid(kind, &read.bytes)
+            .map_err(|why| Unreadable::BlobId(why.to_string()))?;
         return Ok(HashedFile {
             size: read.bytes.len() as u64,
             oid,
@@ -173,17 +179,16 @@ pub(super) fn hash_capped(
         });
     }
     let at = now();
-    let reason = |e: io::Error| read_reason(e).to_string();
-    let file = dir.open_file(base).map_err(reason)?;
+    let file = dir.open_file(base).map_err(read_reason)?;
     let meta = rustix::fs::fstat(&file)
         .map(|st| Lstat::of(&st))
-        .map_err(|e| reason(e.into()))?;
+        .map_err(|e| read_reason(e.into()))?;
     if meta.file_type() != FileType::RegularFile || (meta.dev, meta.ino) != (listed.dev, listed.ino)
     {
-        return Err(Unreadable::Replaced.to_string());
+        return Err(Unreadable::Replaced);
     }
     if meta.size > cap {
-        return Err(over_cap(cap).to_string());
+        return Err(over_cap(cap));
     }
     let mut git = gix::hash::hasher(kind);
     git.update(&gix::objs::encode::loose_header(
@@ -195,19 +200,19 @@ pub(super) fn hash_capped(
         git.update(piece);
         sha.update(piece);
     })
-    .map_err(reason)?;
+    .map_err(read_reason)?;
     if read > cap {
-        return Err(over_cap(cap).to_string());
+        return Err(over_cap(cap));
     }
     if read != meta.size {
-        return Err(format!(
-            "changed size while being read ({} bytes listed, {read} read)",
-            meta.size
-        ));
+        return Err(Unreadable::ChangedSize {
+            listed: meta.size,
+            read,
+        });
     }
     let oid = git
         .try_finalize()
-        .map_err(|why| format!("git blob id: {why}"))?;
+        .map_err(|why| Unreadable::BlobId(why.to_string()))?;
     Ok(HashedFile {
         size: read,
         oid,

@@ -201,7 +201,7 @@ pub(super) struct Deferred {
 }
 
 /// What one deferred file's read gave: its hashes and the cache's record, or why not.
-type ReadOutcome = Result<(u64, Cached), String>;
+type ReadOutcome = Result<(u64, Cached), Unreadable>;
 
 /// Files per deferred job at most: a folder of thousands of files is shared by both threads.
 const DEFERRED_CHUNK: usize = 64;
@@ -516,12 +516,11 @@ impl Walker<'_, '_> {
         let kind = self.opts.hash;
         let read = match dir
             .get()
-            .map_err(|e| e.to_string())
             .and_then(|d| hash_capped(d, base, &listed, cap, kind))
         {
             Ok(read) => read,
             Err(why) => {
-                entry.unreadable = Some(why);
+                entry.unreadable = Some(why.to_string());
                 return;
             }
         };
@@ -616,7 +615,7 @@ impl Walker<'_, '_> {
                 rel.extend_from_slice(name.as_bytes());
                 self.cache.insert(&rel, cached);
             }
-            Err(why) => entry.unreadable = Some(why),
+            Err(why) => entry.unreadable = Some(why.to_string()),
         }
     }
 
@@ -648,7 +647,6 @@ fn read_job(root: &Path, job: &Deferred, hash: gix::hash::Kind, cap: u64) -> Vec
         .map(|(name, listed, _)| {
             let read = dir
                 .get()
-                .map_err(|e| e.to_string())
                 .and_then(|d| hash_capped(d, name, listed, cap, hash))?;
             Ok((
                 read.size,
