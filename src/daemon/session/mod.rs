@@ -316,7 +316,9 @@ impl Session {
                 t.iter()
                     .any(|p| snap.get(p).is_some_and(|e| e.kind == Kind::Dir))
             }));
-            self.catch_up();
+            if self.ledger.news(&eval) {
+                self.catch_up();
+            }
             let eval = self.hold(eval, touched, &snap);
             self.publish(eval, touched.unwrap_or(&BTreeSet::new()), &snap);
             self.note_inputs(&snap);

@@ -310,6 +310,34 @@ impl Ledger {
         (eval, recheck)
     }
 
+    /// Whether publishing `eval` could change what a reader acts on: a result's status or
+    /// waiver, a pass's state, the verdict or completeness, or a result held. An evaluation that
+    /// changes none of them needs no barrier before it is published (`Session::catch_up`):
+    /// the same answers read from a file caught mid-write are still the same answers.
+    pub fn news(&self, eval: &Evaluation) -> bool {
+        let Some(p) = &self.published else {
+            return true;
+        };
+        if !self.holds.is_empty()
+            || p.complete != eval.complete
+            || p.final_ != eval.final_
+            || p.verdict != eval.verdict
+            || p.verdict_note != eval.verdict_note
+            || p.passes != eval.passes
+            || p.results.len() != eval.results.len()
+        {
+            return true;
+        }
+        let was: std::collections::HashMap<CheckKey, (Status, bool)> = p
+            .results
+            .iter()
+            .map(|r| (r.key(), (r.status, r.waived())))
+            .collect();
+        eval.results
+            .iter()
+            .any(|r| was.get(&r.key()) != Some(&(r.status, r.waived())))
+    }
+
     /// Publishes an evaluation: pass runs, status changes (history, STOP raised/resolved), fix
     /// attempts and escalations. `touched`: the paths whose change caused it.
     pub fn apply(

@@ -392,3 +392,32 @@ fn a_held_result_keeps_its_bound_until_it_is_looked_at_again() {
     assert_eq!(ev.results[0].status, Status::Pass, "a new hold");
     assert_eq!(l.holds[&CheckKey::new("2", "OBS-27")], t2);
 }
+
+/// News is what a reader acts on: before anything is published, a status that changes and a
+/// held result are news; the same statuses with other evidence are not (the judgment's barrier
+/// is skipped for them).
+#[test]
+fn news_is_a_status_that_changes_or_a_hold_never_evidence_alone() {
+    let files = Fake::default();
+    let t0 = Instant::now();
+    let mut l = Ledger::new(3, Duration::from_secs(2));
+    assert!(l.news(&eval(Status::Pass, "ok")), "nothing published yet");
+    step(&mut l, &files, Status::Pass, "ok", &[], t0);
+    assert!(!l.news(&eval(Status::Pass, "ok")));
+    assert!(
+        !l.news(&eval(Status::Pass, "ok, read again")),
+        "evidence alone"
+    );
+    assert!(
+        l.news(&eval(Status::Fail, "1 manual")),
+        "a status that changes"
+    );
+    let mut done = eval(Status::Pass, "ok");
+    done.complete = !done.complete;
+    assert!(l.news(&done), "completeness");
+    l.holds.insert(CheckKey::new("2", "OBS-27"), t0);
+    assert!(
+        l.news(&eval(Status::Pass, "ok")),
+        "a held result may be published"
+    );
+}
