@@ -815,3 +815,46 @@ fn own_faults_stop_or_continue_by_policy() {
 // Attacks on the referee's own files (a child module: it shares the helpers above).
 #[path = "attacks.rs"]
 mod attacks;
+
+/// The judgments' barrier keeps its cookies in a folder of its own under the temporary folder
+/// (`TMPDIR`): made for this user alone, and removed when the referee ends (it was left
+/// behind, one per run, until the loop removed it itself).
+#[test]
+fn the_barrier_folder_is_private_and_gone_when_the_referee_ends() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (build, temp) = (tmp.path().join("build"), tmp.path().join("temp"));
+    fs::create_dir(&build).expect("mkdir");
+    fs::create_dir(&temp).expect("mkdir");
+    let cookies = || -> Vec<PathBuf> {
+        fs::read_dir(&temp)
+            .expect("list")
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".referee-cookies-")
+            })
+            .map(|e| e.path())
+            .collect()
+    };
+    let mut child = TestCommand::new()
+        .arg("watch")
+        .arg(&build)
+        .args(["--heartbeat", "0.5"])
+        .env("TMPDIR", &temp)
+        .spawn(Stdio::null(), Stdio::null());
+    let until = Instant::now() + Duration::from_secs(10);
+    while cookies().is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let made = cookies();
+    assert_eq!(made.len(), 1, "one cookie folder while it runs: {made:?}");
+    let mode = fs::metadata(&made[0]).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "for this user alone");
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+    assert!(cookies().is_empty(), "left behind: {:?}", cookies());
+}

@@ -51,8 +51,11 @@ impl Cookies {
     /// A private folder for the cookies, in the system's temporary folder; `None` when none can
     /// be made (the judgments then go without a barrier).
     pub(super) fn new() -> Option<Arc<Cookies>> {
+        use std::os::unix::fs::PermissionsExt as _;
+        // Only this user may put a cookie there (tempfile makes folders with the umask's mode).
         let dir = tempfile::Builder::new()
             .prefix(".referee-cookies-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .ok()?;
         let canon = std::fs::canonicalize(dir.path()).ok()?;
@@ -79,6 +82,13 @@ impl Cookies {
     /// Whether `path` is in the cookies' folder.
     pub(super) fn holds(&self, path: &Path) -> bool {
         path.starts_with(&self.canon)
+    }
+
+    /// Removes the folder and stops the barrier (the loop ends: the source's thread, which
+    /// holds the last reference, may outlive the process's exit, so dropping would not do it).
+    pub(super) fn close(&self) {
+        self.set_active(false);
+        let _ = std::fs::remove_dir_all(self.dir.path());
     }
 
     /// On the source's thread, once every change reported before it is in the inbox: a cookie

@@ -166,6 +166,14 @@ pub(super) fn run_root(
     })
 }
 
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(c) = &self.cookies {
+            c.close();
+        }
+    }
+}
+
 impl Driver {
     fn new(
         base: PathBuf,
