@@ -286,6 +286,8 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
         pid: u32,
         heartbeat: String,
     },
+    #[error("another referee is already watching `{path}` (it holds the directory's lock); a second one would fight it over the OBSERVER-* files: stop it first, or ask it with `referee status`")]
+    RivalHolds { path: String },
     #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
     BaselineWithoutTasks { protocol: String },
 }

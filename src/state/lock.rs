@@ -10,6 +10,7 @@
 
 use std::fs::{File, TryLockError};
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
@@ -107,6 +108,34 @@ pub fn lock(dir: &Path) -> Result<Locked, LockError> {
     }
 }
 
+/// What came of holding a watched directory ([`hold_dir`]).
+#[derive(Debug)]
+pub enum DirHold {
+    /// Held by this process until the file is dropped.
+    Held(File),
+    /// Another process holds it: another referee writes into this directory.
+    Busy,
+    /// The file system does not lock directories: the heartbeat look decides alone.
+    Unsupported(io::Error),
+}
+
+/// Holds the watched directory itself for this referee: an exclusive `flock` on a descriptor
+/// of the directory (`dir`, opened for reading), so nothing is written into the build for it
+/// and the kernel lets go when the process dies.
+///
+/// Two referees started on one build at the same instant cannot both hold it, so the later one
+/// is refused rather than fight the first over the `OBSERVER-*` files. A look at the
+/// heartbeat cannot decide that alone: both referees write the same heartbeat copy, so each
+/// may read its own there and see no rival.
+pub fn hold_dir(dir: OwnedFd) -> DirHold {
+    let file = File::from(dir);
+    match file.try_lock() {
+        Ok(()) => DirHold::Held(file),
+        Err(TryLockError::WouldBlock) => DirHold::Busy,
+        Err(TryLockError::Error(e)) => DirHold::Unsupported(e),
+    }
+}
+
 /// Whether another process holds the log's lock (a live `referee watch` keeps `dir`). Opens the
 /// log read-only without creating, following or blocking; absent or not a regular file: no.
 pub fn locked_by_other(dir: &Path) -> bool {
@@ -135,6 +164,25 @@ mod tests {
         drop(held);
         assert!(!locked_by_other(dir.path()));
         assert!(lock(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_directory_is_held_by_one_descriptor_at_a_time_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || OwnedFd::from(File::open(dir.path()).unwrap());
+        let DirHold::Held(first) = hold_dir(open()) else {
+            panic!("a free directory is held");
+        };
+        // Another descriptor of the same directory, in this process too (two sessions under
+        // `--root`), is refused while the first is held.
+        assert!(matches!(hold_dir(open()), DirHold::Busy));
+        drop(first);
+        assert!(matches!(hold_dir(open()), DirHold::Held(_)));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
     }
 
     #[test]

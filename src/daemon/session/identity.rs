@@ -11,10 +11,11 @@ use super::super::attach;
 use super::super::event::Event;
 use super::super::heartbeat;
 use super::super::journal::{self, EventLog};
-use super::open::{context_ref, held, open_build, remove_stale_temps};
+use super::open::{context_ref, held, hold, open_build, remove_stale_temps};
 use super::{Part, Rewatch, Session};
 use crate::daemon::DaemonError;
 use crate::state::live::Here;
+use crate::state::lock::DirHold;
 use crate::state::stop::StopFile;
 
 impl Session {
@@ -56,6 +57,9 @@ impl Session {
             log.set_mirror(None);
         }
         self.attached = attach::State::Detached;
+        // Whatever is at the name now, or wherever the directory went, another referee may
+        // take it.
+        self.dir_hold = None;
         self.listing = None;
         // Not even the event log's copy is written through the path meanwhile.
         if let Some(log) = &mut self.log {
@@ -142,6 +146,17 @@ impl Session {
                 self.detach(format!("cannot resolve `{}`: {why}", self.dir.display()));
                 return;
             }
+        };
+        self.dir_hold = match hold(&here) {
+            DirHold::Held(file) => Some(file),
+            DirHold::Busy => {
+                self.detach(format!(
+                    "another referee holds `{}` (the directory's lock)",
+                    self.dir.display()
+                ));
+                return;
+            }
+            DirHold::Unsupported(_) => None,
         };
         let canon = here.canon().to_path_buf();
         // The event log is the state directory's: it stays open and locked across the

@@ -145,6 +145,10 @@ pub struct Session {
     detached_why: Option<String>,
     /// Another referee on the same build was seen (and said, once: [`rival`]).
     rival_seen: bool,
+    /// The attached directory, held for this referee alone while attached (an exclusive
+    /// `flock` on it: [`crate::state::lock::hold_dir`]); `None` while detached, or where the
+    /// file system locks no directory.
+    dir_hold: Option<std::fs::File>,
     /// What the loop watches with (`inotify`, `polling every 200 ms`), for the lines and events.
     source: String,
     rewatch: Option<Rewatch>,

@@ -22,6 +22,7 @@ use super::tasks::Tasks;
 use super::{Part, ProtocolFile, Session};
 use crate::outputs::OutDir;
 use crate::state::live::{Here, LookError};
+use crate::state::lock::DirHold;
 use crate::state::stop::StopFile;
 
 /// What opening found, said once the event source is known.
@@ -64,6 +65,14 @@ pub(super) fn remove_stale_temps(dir: &Path) {
 /// The build directory held open for the session's writes, opened from the descriptor the
 /// session opened it by (a directory swapped in at its path is never written through); by
 /// path when it cannot be opened now (the session then detaches at its next look).
+/// The directory `here`, held for this session alone ([`crate::state::lock::hold_dir`]).
+pub(super) fn hold(here: &Here) -> DirHold {
+    match here.reopen() {
+        Ok(fd) => crate::state::lock::hold_dir(fd),
+        Err(e) => DirHold::Unsupported(e),
+    }
+}
+
 pub(super) fn held(here: &Here, dir: &Path) -> OutDir {
     here.reopen()
         .map(|fd| OutDir::held(here.canon(), fd))
@@ -125,8 +134,27 @@ impl Session {
         let canon = here.canon().to_path_buf();
         std::fs::read_dir(here.at()).map_err(bad_dir)?;
         let dir_id = here.dir();
-        // A second referee on the same build (with a state directory of its own: the lock does
-        // not meet it) would fight the first over every `OBSERVER-*` file: refused, said once.
+        // A second referee on the same build (with a state directory of its own: the event
+        // log's lock does not meet it) would fight the first over every `OBSERVER-*` file:
+        // refused, said once. The directory's own lock decides even when both start at the same
+        // instant; the heartbeat look names the other's pid, and decides alone where the file
+        // system locks no directory.
+        let dir_hold = match hold(&here) {
+            DirHold::Held(file) => Some(file),
+            DirHold::Busy => {
+                return Err(match crate::state::live::rival(&here) {
+                    Some((pid, heartbeat)) => DaemonError::Rival {
+                        path: dir.display().to_string(),
+                        pid,
+                        heartbeat: heartbeat.display().to_string(),
+                    },
+                    None => DaemonError::RivalHolds {
+                        path: dir.display().to_string(),
+                    },
+                });
+            }
+            DirHold::Unsupported(_) => None,
+        };
         if let Some((pid, heartbeat)) = crate::state::live::rival(&here) {
             return Err(DaemonError::Rival {
                 path: dir.display().to_string(),
@@ -290,6 +318,7 @@ impl Session {
             vouched: Some(dir_id),
             detached_why: None,
             rival_seen: false,
+            dir_hold,
             source: "nothing".into(),
             rewatch: None,
             proc_start: heartbeat::proc_start(std::process::id()),
