@@ -53,10 +53,13 @@ pub fn ensure_dir(root: &Path) -> std::io::Result<super::OutDir> {
     Ok(dir)
 }
 
+/// What every verdict file's name begins with.
+pub const VERDICT_PREFIX: &str = "OBSERVER-VERDICT-";
+
 /// `OBSERVER-VERDICT-<task_id>.<ext>`, the task id escaped one-to-one
 /// ([`attempts::file_name`]): two ids never share a verdict file.
 pub fn verdict_file(task_id: &str, ext: &str) -> String {
-    format!("OBSERVER-VERDICT-{}.{ext}", attempts::file_name(task_id))
+    format!("{VERDICT_PREFIX}{}.{ext}", attempts::file_name(task_id))
 }
 
 #[derive(Serialize)]

@@ -453,6 +453,47 @@ fn live_judges_again_when_a_claim_lands() {
     );
 }
 
+/// Class `verdict_escalate_got_reject` (the model's, fixed there): a record that cannot be
+/// read is REJECTed with no attempt number and counts toward no guard (docs/code-change.md), so
+/// after it a task's second numbered REJECT is a REJECT, not the cap's ESCALATE. The model
+/// counted it when the live referee happened to judge it before the next record landed.
+#[test]
+fn a_malformed_record_counts_toward_no_guard() {
+    reproduce(
+        true,
+        &[
+            Act::Broken(0),
+            Act::Malformed(0),
+            Act::Judge,
+            Act::Record(0),
+            Act::Judge,
+            Act::Write(0, 0),
+            Act::Record(0),
+            Act::Judge,
+        ],
+    );
+}
+
+/// Class `not_judged_live` after a restart (fixed): t1 is judged (APPROVE) and the referee
+/// restarted; then t2's unclaimed edit joins t1's scope. The restarted referee judged t1 again
+/// but compared with the verdicts it had written itself (none yet), so it never published the
+/// new one: `status --task t1` said "stale" until the orchestrator's wait ran out. It now
+/// starts from the verdicts its state directory holds.
+#[test]
+fn live_judges_again_after_a_restart() {
+    reproduce(
+        true,
+        &[
+            Act::Write(0, 0),
+            Act::Record(0),
+            Act::Judge,
+            Act::Restart,
+            Act::Write(1, 0),
+            Act::Judge,
+        ],
+    );
+}
+
 /// Class `live_keeps_stale_verdict` (fixed): a live referee judged t1 (APPROVE); then t2's
 /// edit, which no record claims yet, joins t1's scope. The live referee kept APPROVE while a
 /// one-shot `verify` said REJECT (`undeclared_changes`); a verdict whose scope changed is now

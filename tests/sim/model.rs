@@ -519,12 +519,6 @@ impl Memory {
     pub fn latest(&self, task: &str) -> Option<&Judged> {
         self.judged.get(task).and_then(|v| v.last())
     }
-    fn rejects(&self, task: &str) -> usize {
-        self.judged
-            .get(task)
-            .map_or(0, |v| v.iter().filter(|j| j.graded == "REJECT").count())
-    }
-
     /// Keeps a judgment: a record judged again (same attempt, same bytes; its verdict went
     /// stale) replaces its earlier judgment's verdict, scope and hashes, which is what
     /// `status --task` and `accept` go by. What the loop guards compare stays the attempt as
@@ -734,8 +728,8 @@ fn judge_one(
     let p = match &rec.parsed {
         Err(e) => {
             exp.why.push(format!("CC-00 {e}"));
+            // No attempt number: it counts toward no guard, and none applies to it.
             exp.verdicts.insert("REJECT");
-            guard_reject(mem, &id, &mut exp);
             return exp;
         }
         Ok(p) => p,
@@ -933,7 +927,13 @@ fn judge_one(
             exp.verdicts.clear();
             // The cap counts the task's other judged REJECTs (a re-judged attempt replaces
             // its own earlier judgment).
-            let cap = earlier.iter().filter(|j| j.graded == "REJECT").count() + 1 >= 3;
+            // A record that could not be read (no attempt number) counts toward no guard.
+            let cap = earlier
+                .iter()
+                .filter(|j| j.graded == "REJECT" && j.attempt.is_some())
+                .count()
+                + 1
+                >= 3;
             if cap || same_as_earlier {
                 exp.verdicts.insert("ESCALATE");
                 if guard_unsure && (!cap || exp.rejudge) {
@@ -968,14 +968,6 @@ fn judge_one(
         _ => {}
     }
     exp
-}
-
-/// A record that cannot be read has no attempt number: whether its REJECT counts toward the
-/// cap is not the model's to say, so both answers stand once the cap is reached.
-fn guard_reject(mem: &Memory, id: &str, exp: &mut Expect) {
-    if mem.rejects(id) + 1 >= 3 {
-        exp.verdicts.insert("ESCALATE");
-    }
 }
 
 #[cfg(test)]

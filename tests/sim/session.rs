@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fs;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use globset::GlobSet;
 use serde_json::json;
@@ -75,6 +75,10 @@ pub enum Act {
     Record(u8),
     RecordInPlace(u8),
     RecordSloppySummary(u8),
+    /// The record removed, then written anew in place (an editor's save).
+    RecordRemoveWrite(u8),
+    /// The record written in place in two parts with a pause between: a streaming writer.
+    RecordHalf(u8),
     // ---- the orchestrator ----
     Judge,
     Accept(u8),
@@ -184,6 +188,8 @@ impl Act {
                 | Record(..)
                 | RecordInPlace(..)
                 | RecordSloppySummary(..)
+                | RecordRemoveWrite(..)
+                | RecordHalf(..)
                 | Judge
                 | Accept(..)
                 | AcceptCommit
@@ -200,7 +206,15 @@ impl Act {
         use Act::*;
         matches!(
             self,
-            Record(..) | RecordInPlace(..) | Judge | Accept(..) | Close(..) | TaskOpen | Commit
+            Record(..)
+                | RecordInPlace(..)
+                | RecordRemoveWrite(..)
+                | RecordHalf(..)
+                | Judge
+                | Accept(..)
+                | Close(..)
+                | TaskOpen
+                | Commit
         )
     }
 
@@ -212,6 +226,8 @@ impl Act {
             Record(..)
                 | RecordInPlace(..)
                 | RecordSloppySummary(..)
+                | RecordRemoveWrite(..)
+                | RecordHalf(..)
                 | ForgeHash(..)
                 | Decoy(..)
                 | Replay(..)
@@ -245,6 +261,8 @@ impl Act {
             | Record(t)
             | RecordInPlace(t)
             | RecordSloppySummary(t)
+            | RecordRemoveWrite(t)
+            | RecordHalf(t)
             | Accept(t)
             | Close(t)
             | ForgeHash(t)
@@ -298,6 +316,8 @@ pub fn vocabulary() -> Vec<Act> {
         Record(0),
         RecordInPlace(0),
         RecordSloppySummary(0),
+        RecordRemoveWrite(0),
+        RecordHalf(0),
         Judge,
         Accept(0),
         AcceptCommit,
@@ -473,9 +493,11 @@ pub fn generate(
                 }
             }
             for &g in &group {
-                let r = match rng.usize(..10) {
+                let r = match rng.usize(..12) {
                     0 => Act::RecordInPlace(g),
                     1 => Act::RecordSloppySummary(g),
+                    2 => Act::RecordRemoveWrite(g),
+                    3 => Act::RecordHalf(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
@@ -565,6 +587,19 @@ fn with_args(a: Act, t: u8, x: u8, y: u8) -> Act {
         Empty(_) => Empty(t),
         other => other,
     }
+}
+
+/// How the worker writes a task record.
+#[derive(Clone, Copy, Debug)]
+enum Put {
+    /// To a temporary name, then renamed over the record.
+    Rename,
+    /// Truncated and written in place.
+    InPlace,
+    /// Removed, then written anew.
+    RemoveWrite,
+    /// Written in place in two parts, with a pause between.
+    Halves(Duration),
 }
 
 /// What the worker knows of each task.
@@ -993,7 +1028,11 @@ impl Session {
                 git(&ws, &["log", "--oneline", "-3"]);
                 git(&ws, &["grep", "-q", "token"]);
             }
-            Record(t) | RecordInPlace(t) | RecordSloppySummary(t) => {
+            Record(t)
+            | RecordInPlace(t)
+            | RecordSloppySummary(t)
+            | RecordRemoveWrite(t)
+            | RecordHalf(t) => {
                 let id = tid(t);
                 let Some(task) = self.tasks.get(&id).cloned() else {
                     return Ok(());
@@ -1008,7 +1047,16 @@ impl Session {
                     format!("Here's what I did: attempt {attempt} of {id}")
                 };
                 let rec = self.honest_record(&id, attempt, &summary, &task.touched);
-                self.put_record(&id, &rec, matches!(act, RecordInPlace(_)));
+                let how = match act {
+                    RecordInPlace(_) => Put::InPlace,
+                    RecordRemoveWrite(_) => Put::RemoveWrite,
+                    // A pause of 0 to 60 ms between the two parts, the session's own.
+                    RecordHalf(_) => {
+                        Put::Halves(Duration::from_millis(u64::from(self.next() % 4) * 20))
+                    }
+                    _ => Put::Rename,
+                };
+                self.put_record_as(&id, &rec, how);
                 if let Some(task) = self.tasks.get_mut(&id) {
                     task.attempts = attempt;
                 }
@@ -1589,16 +1637,35 @@ impl Session {
     }
 
     fn put_record(&self, id: &str, v: &serde_json::Value, in_place: bool) {
+        let how = if in_place { Put::InPlace } else { Put::Rename };
+        self.put_record_as(id, v, how);
+    }
+
+    fn put_record_as(&self, id: &str, v: &serde_json::Value, how: Put) {
         let dir = self.w.ws.join(".tasks");
         fs::create_dir_all(&dir).expect("tasks");
         let text = serde_json::to_string_pretty(v).expect("json") + "\n";
         let dest = dir.join(format!("{id}.json"));
-        if in_place {
-            fs::write(&dest, text).expect("record");
-        } else {
-            let tmp = dir.join(format!(".{id}.json.tmp"));
-            fs::write(&tmp, text).expect("record");
-            fs::rename(&tmp, &dest).expect("record rename");
+        match how {
+            Put::InPlace => fs::write(&dest, text).expect("record"),
+            Put::Rename => {
+                let tmp = dir.join(format!(".{id}.json.tmp"));
+                fs::write(&tmp, text).expect("record");
+                fs::rename(&tmp, &dest).expect("record rename");
+            }
+            Put::RemoveWrite => {
+                let _ = fs::remove_file(&dest);
+                fs::write(&dest, text).expect("record");
+            }
+            Put::Halves(pause) => {
+                use std::io::Write as _;
+                let (a, b) = text.as_bytes().split_at(text.len() / 2);
+                let mut f = fs::File::create(&dest).expect("record");
+                f.write_all(a).expect("first half");
+                f.flush().expect("flush");
+                std::thread::sleep(pause);
+                f.write_all(b).expect("second half");
+            }
         }
     }
 

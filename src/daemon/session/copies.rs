@@ -17,6 +17,36 @@ use super::super::journal::{MirrorFix, EVENTS_FILE};
 use super::{Part, Session};
 use crate::state::dir_id::DirId;
 
+/// The most verdict files [`published`] takes back from a state directory.
+const PUBLISHED_MAX: usize = 100_000;
+
+/// The verdict files a previous run left in the state directory `state`, by name, each read as
+/// a regular file of at most `cap` bytes: what was last published. A restarted referee starts
+/// from them as if it had written them itself, so an attempt judged again is published again
+/// when its verdict or its files changed (as within one run: otherwise `status --task` finds
+/// the verdict stale for good), and the copies in `.referee/` are restored from them.
+pub(super) fn published(
+    state: &std::path::Path,
+    cap: u64,
+) -> std::collections::BTreeMap<String, String> {
+    let Ok(entries) = std::fs::read_dir(state) else {
+        return Default::default();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| {
+            n.starts_with(code_change::VERDICT_PREFIX)
+                && (n.ends_with(".json") || n.ends_with(".md"))
+        })
+        .take(PUBLISHED_MAX)
+        .filter_map(|n| {
+            let bytes = crate::safefs::read_file(&state.join(&n), cap).ok()??;
+            Some((n, String::from_utf8(bytes).ok()?))
+        })
+        .collect()
+}
+
 /// The STOP block that stands while `.referee` is not the session's folder.
 pub(super) fn folder_block(found: &str) -> String {
     use crate::outputs::escape::text;

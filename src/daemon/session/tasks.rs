@@ -214,7 +214,7 @@ impl Tasks {
             out,
             out_id,
             state: state.to_path_buf(),
-            copies: BTreeMap::new(),
+            copies: super::copies::published(state, cap),
             copies_dirty: false,
             stop: None,
             violation: false,
