@@ -474,6 +474,26 @@ fn a_malformed_record_counts_toward_no_guard() {
     );
 }
 
+/// Class `not_judged_live` over a large diff (fixed): t2's first attempt adds a 200 KB file
+/// of 3,600 equal lines (REJECT, too large); its second adds an asset beside it. The loop
+/// guard's similarity ratio over the two diffs (13 million pairs of equal lines) kept a
+/// hash-map insertion per pair and took 14 s in a debug build, so the live referee published
+/// no verdict before the orchestrator's wait ran out. It now costs an array write per pair.
+#[test]
+fn a_second_attempt_over_a_large_diff_is_judged_live() {
+    reproduce(
+        true,
+        &[
+            Act::Oversize(1),
+            Act::Record(1),
+            Act::Judge,
+            Act::Asset(1),
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
+}
+
 /// Class `not_judged_live` after a restart (fixed): t1 is judged (APPROVE) and the referee
 /// restarted; then t2's unclaimed edit joins t1's scope. The restarted referee judged t1 again
 /// but compared with the verdicts it had written itself (none yet), so it never published the
