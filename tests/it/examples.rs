@@ -128,7 +128,7 @@ fn orchestrate(script: Script, dir: &Path, env: &[(&str, &str)]) -> Run {
     cmd.arg(dir)
         .env("REFEREE", referee())
         .env("XDG_STATE_HOME", crate::state_home())
-        .env("REFEREE_HEARTBEAT", "0.2")
+        .env("REFEREE_HEARTBEAT", "0.5")
         .env("STOP_WAIT", "20")
         .env("FINISH_WAIT", "20")
         .env_remove("RERUNS")

@@ -474,6 +474,36 @@ fn a_malformed_record_counts_toward_no_guard() {
     );
 }
 
+/// Class `veto_missed_live` (fixed): a protected name written into the referee's own folder
+/// (`.referee/roles.py`) is vetoed by a one-shot `verify`, but a live referee took every
+/// event under `.referee/` for its own and judged nothing until something else changed. Only
+/// its own files there (`OBSERVER-*`, their temp files, `.gitignore`) are passed over now.
+#[test]
+fn a_protected_name_in_the_referees_folder_is_vetoed_live() {
+    reproduce(true, &[Act::ProtInReferee, Act::Judge]);
+}
+
+/// Class `not_judged_live` for a record that is no attempt (fixed): with tasks opened, a decoy
+/// record of a task never opened is REJECTed (`unknown_task`); then t1's file it took in is
+/// renamed. A live referee judged such a record (a replay, a task never opened, a malformed
+/// one) only at its own event, taking it for a new attempt not yet due, so its verdict stayed
+/// stale. It is now judged again with every change, as a judged attempt is.
+#[test]
+fn a_record_that_is_no_attempt_is_judged_again_live() {
+    reproduce(
+        true,
+        &[
+            Act::TaskOpen,
+            Act::Write(0, 216),
+            Act::Decoy(0),
+            Act::Record(0),
+            Act::Judge,
+            Act::Rename(0, 226),
+            Act::Judge,
+        ],
+    );
+}
+
 /// Class `not_judged_live` over a large diff (fixed): t2's first attempt adds a 200 KB file
 /// of 3,600 equal lines (REJECT, too large); its second adds an asset beside it. The loop
 /// guard's similarity ratio over the two diffs (13 million pairs of equal lines) kept a

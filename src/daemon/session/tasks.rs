@@ -87,6 +87,11 @@ pub(super) struct Tasks {
     /// replay of an attempt already judged).
     judged: BTreeSet<(String, u64)>,
     unkept: BTreeMap<String, String>,
+    /// The records judged by this process that are no attempt (a replay, a task never opened,
+    /// one too malformed to have an attempt): the task (the file's stem when malformed) and
+    /// the record's hash (`None` when malformed). Like a judged attempt, such a record is
+    /// judged again with every change, not only at its own event.
+    unattempted: BTreeSet<(String, Option<String>)>,
     /// Attempts whose `verdict` event is in the log (this run's, and a resumed run's).
     pub logged: BTreeSet<(String, u64)>,
 }
@@ -127,7 +132,15 @@ pub(super) fn relevant(rel: &str) -> bool {
             || ((inside.starts_with("worktrees/") || inside.starts_with("modules/"))
                 && nested(inside));
     }
-    top != OUTPUT_DIR
+    if top != OUTPUT_DIR {
+        return true;
+    }
+    // In the referee's own folder, its files (the copies, their temp files, the folder's
+    // `.gitignore`) and the folder itself never change a judgment; anything else put there
+    // does, as anywhere in the workspace (a protected name planted where the referee writes).
+    rel.strip_prefix(OUTPUT_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|name| name != ".gitignore" && !crate::checks::is_own_file(name))
 }
 
 /// Whether a path (relative to the workspace) is a task record: `.tasks/<name>.json`, not a
@@ -222,6 +235,7 @@ impl Tasks {
             store: Store::open(&attempts::dir_for(state)),
             judged: BTreeSet::new(),
             unkept: BTreeMap::new(),
+            unattempted: BTreeSet::new(),
             logged: BTreeSet::new(),
         })
     }
@@ -401,10 +415,17 @@ impl Session {
                     if fresh.contains(&r.rel) {
                         continue;
                     }
-                    let judged = r.parsed.as_ref().ok().is_some_and(|t| {
-                        tasks.judged.contains(&(t.task_id.clone(), t.attempt))
-                            || tasks.store.is_kept(&t.task_id, t.attempt)
-                    });
+                    let judged = match r.parsed.as_ref() {
+                        Ok(t) => {
+                            tasks.judged.contains(&(t.task_id.clone(), t.attempt))
+                                || tasks.store.is_kept(&t.task_id, t.attempt)
+                                || tasks.unattempted.contains(&(
+                                    t.task_id.clone(),
+                                    Some(attempts::record_hash(&t.raw)),
+                                ))
+                        }
+                        Err(_) => tasks.unattempted.contains(&(r.stem.clone(), None)),
+                    };
                     if !judged {
                         ws.defer_record(&r.rel);
                     }
@@ -742,6 +763,9 @@ impl Session {
                                 tasks
                                     .unkept
                                     .insert(v.task_id.clone(), code_change::verdict_json(v));
+                                tasks
+                                    .unattempted
+                                    .insert((v.task_id.clone(), v.record_hash.clone()));
                             }
                         }
                     }
@@ -839,9 +863,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn own_folder_and_what_git_rewrites_are_never_relevant() {
+    fn own_files_and_what_git_rewrites_are_never_relevant() {
         assert!(!relevant(".referee/OBSERVER-HEARTBEAT.json"));
+        assert!(!relevant(".referee/.OBSERVER-STOP.md.k3x9"));
+        assert!(!relevant(".referee/.gitignore"));
         assert!(!relevant(".referee"));
+        // Not the referee's: judged at once (a protected name planted in its folder).
+        assert!(relevant(".referee/roles.py"));
+        assert!(relevant(".referee/sub/OBSERVER-STOP.md"));
         for p in [
             ".git/index",
             ".git/objects/3f/ab",
