@@ -204,8 +204,12 @@ struct Walk<'a> {
     lines: Lines<'a>,
     doc: Document,
     sink: Option<Sink>,
-    /// Strikethrough depth (markdown `~~` and HTML `<del>`, `<s>`, `<strike>`).
+    /// Strikethrough depth of markdown `~~` (balanced by the parser's events).
     struck: usize,
+    /// Strikethrough depth of inline HTML `<del>`, `<s>`, `<strike>` in the block being read.
+    /// An unclosed tag strikes to the end of its block, never into the next one: a `<s>` left
+    /// open in one paragraph or table cell must not hide every later `FAIL` in the document.
+    html_struck: usize,
     /// Image depth: alt text is not text on the page.
     image: usize,
     /// Inside a code block.
@@ -250,6 +254,7 @@ impl<'a> Walk<'a> {
             doc: Document::default(),
             sink: None,
             struck: 0,
+            html_struck: 0,
             image: 0,
             code: false,
             html: ("an HTML block", true),
@@ -289,6 +294,19 @@ impl Walk<'_> {
     }
 
     fn start(&mut self, tag: Tag<'_>, range: Range<usize>) {
+        if !matches!(
+            tag,
+            Tag::Emphasis
+                | Tag::Strong
+                | Tag::Strikethrough
+                | Tag::Superscript
+                | Tag::Subscript
+                | Tag::Link { .. }
+                | Tag::Image { .. }
+        ) {
+            // A new block: inline HTML left open in the one before does not reach it.
+            self.html_struck = 0;
+        }
         match tag {
             Tag::Heading { .. } | Tag::Paragraph | Tag::TableCell => {
                 self.flush_item();
@@ -444,7 +462,7 @@ impl Walk<'_> {
     }
 
     fn content(&mut self, s: &str, source: usize) {
-        let struck = self.struck > 0 || self.image > 0;
+        let struck = self.struck > 0 || self.html_struck > 0 || self.image > 0;
         if let Some(sink) = &mut self.sink {
             sink.content(s, source, struck);
         }
@@ -464,8 +482,10 @@ impl Walk<'_> {
             return;
         }
         match tag_name(h) {
-            Some((false, name)) if is_strike(&name) => self.struck += 1,
-            Some((true, name)) if is_strike(&name) => self.struck = self.struck.saturating_sub(1),
+            Some((false, name)) if is_strike(&name) => self.html_struck += 1,
+            Some((true, name)) if is_strike(&name) => {
+                self.html_struck = self.html_struck.saturating_sub(1)
+            }
             Some((_, name)) if name == "br" => self.content(" ", source),
             _ => {}
         }
