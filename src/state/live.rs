@@ -181,6 +181,38 @@ pub fn rival(here: &Here) -> Option<(u32, PathBuf)> {
     })
 }
 
+/// Whether a lock on the watched directory, held by `holders` (what
+/// [`super::lock::hold_dir`] found), keeps this referee out: yes when one of them is a referee
+/// (this process too: two sessions on one directory), or when the kernel named none (the
+/// holder cannot be told apart). A lock held only by processes that are no referee (a worker's
+/// `flock(1)` on its build) keeps no one out: the lock is there to tell two referees apart,
+/// not to let whoever takes it first switch the referee off.
+pub fn lock_keeps_out(holders: &[u32]) -> bool {
+    holders.is_empty() || holders.iter().any(|&pid| same_program(pid))
+}
+
+/// What to say of the processes `holders`: `pid 12 (flock)`.
+pub fn describe(holders: &[u32]) -> String {
+    holders
+        .iter()
+        .map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            match comm.trim() {
+                "" => format!("pid {pid}"),
+                // A name of the process's own choosing: no control character reaches a line.
+                name => {
+                    let name: String = name
+                        .chars()
+                        .map(|c| if c.is_control() { '?' } else { c })
+                        .collect();
+                    format!("pid {pid} ({name})")
+                }
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether the process `pid` runs the same executable as this one (`/proc/PID/exe`), or, when
 /// not, the same command name (another build of the referee, or another user's process whose
 /// executable cannot be read).

@@ -113,8 +113,10 @@ pub fn lock(dir: &Path) -> Result<Locked, LockError> {
 pub enum DirHold {
     /// Held by this process until the file is dropped.
     Held(File),
-    /// Another process holds it: another referee writes into this directory.
-    Busy,
+    /// Another process holds it; the pids the kernel lists as holding it (empty when it lists
+    /// none or cannot be asked): [`crate::state::live::rival_holder`] says whether one of them is
+    /// a referee.
+    Busy(Vec<u32>),
     /// The file system does not lock directories: the heartbeat look decides alone.
     Unsupported(io::Error),
 }
@@ -131,9 +133,49 @@ pub fn hold_dir(dir: OwnedFd) -> DirHold {
     let file = File::from(dir);
     match file.try_lock() {
         Ok(()) => DirHold::Held(file),
-        Err(TryLockError::WouldBlock) => DirHold::Busy,
+        Err(TryLockError::WouldBlock) => DirHold::Busy(flock_holders(&file)),
         Err(TryLockError::Error(e)) => DirHold::Unsupported(e),
     }
+}
+
+/// The pids that hold a `flock` on the file `file` is open on, as Linux lists them in
+/// `/proc/locks` (`1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF`, the device in hex; a
+/// waiter's line, marked `->`, holds nothing). Empty when none is listed or the list cannot be
+/// read.
+pub fn flock_holders(file: &File) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else {
+        return Vec::new();
+    };
+    let dev = meta.dev();
+    let id = format!(
+        "{:02x}:{:02x}:{}",
+        rustix::fs::major(dev),
+        rustix::fs::minor(dev),
+        meta.ino()
+    );
+    std::fs::read_to_string("/proc/locks")
+        .map(|list| holders_in(&list, &id))
+        .unwrap_or_default()
+}
+
+/// The pids of the `FLOCK` lines of `list` (the text of `/proc/locks`) on the file `id`.
+fn holders_in(list: &str, id: &str) -> Vec<u32> {
+    let mut pids: Vec<u32> = list
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace().skip(1);
+            if words.next()? != "FLOCK" {
+                return None;
+            }
+            let mut words = words.skip(2);
+            let pid = words.next()?.parse().ok()?;
+            (words.next()? == id).then_some(pid)
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
 }
 
 /// Whether another process holds the log's lock (a live `referee watch` keeps `dir`). Opens the
@@ -175,7 +217,10 @@ mod tests {
         };
         // Another descriptor of the same directory, in this process too (two sessions under
         // `--root`), is refused while the first is held.
-        assert!(matches!(hold_dir(open()), DirHold::Busy));
+        match hold_dir(open()) {
+            DirHold::Busy(pids) => assert_eq!(pids, [std::process::id()], "the holder is named"),
+            other => panic!("a held directory is busy: {other:?}"),
+        }
         drop(first);
         assert!(matches!(hold_dir(open()), DirHold::Held(_)));
         assert_eq!(
@@ -183,6 +228,19 @@ mod tests {
             0,
             "nothing written"
         );
+    }
+
+    #[test]
+    fn the_holders_of_a_file_are_read_from_the_kernels_list() {
+        let list = "1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234 0 EOF\n\
+                    1: -> FLOCK  ADVISORY  WRITE 77 fd:01:1234 0 EOF\n\
+                    2: POSIX  ADVISORY  WRITE 99 fd:01:1234 0 EOF\n\
+                    3: FLOCK  ADVISORY  WRITE 5 fd:01:12345 0 EOF\n\
+                    4: FLOCK  ADVISORY  READ 4243 fd:01:1234 0 EOF\n\
+                    garbage\n";
+        assert_eq!(holders_in(list, "fd:01:1234"), [4242, 4243]);
+        assert!(holders_in(list, "fd:01:1").is_empty());
+        assert!(holders_in("", "fd:01:1234").is_empty());
     }
 
     #[test]

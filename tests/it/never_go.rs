@@ -370,3 +370,74 @@ fn a_lifted_stop_is_go_as_soon_as_its_copy_is_gone() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
+
+/// A process that is no referee holding the directory's lock (`flock(1)` on the build, by the
+/// worker or anything else) keeps no referee out: the lock only tells two referees apart. The
+/// referee starts, says who holds it, and raises the STOP; the same after the build is swapped
+/// for a copy the worker locked first.
+#[test]
+fn a_lock_held_by_a_process_that_is_no_referee_keeps_no_referee_out() {
+    let (root, dir) = build("pre-audit");
+    let holder = |d: &Path| {
+        let child = std::process::Command::new("flock")
+            .args(["-x", "-n", p(d), "sleep", "120"])
+            .spawn()
+            .expect("flock(1)");
+        // Until the kernel lists the lock: `watch` must meet it.
+        let deadline = Instant::now() + WAIT;
+        let listed = |pid: u32| {
+            fs::read_to_string("/proc/locks")
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.contains("FLOCK") && l.contains(&format!(" {pid} ")))
+        };
+        while !listed(child.id()) {
+            assert!(Instant::now() < deadline, "flock(1) never took the lock");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
+    };
+    let mut first = holder(&dir);
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    assert!(
+        w.output().contains("no referee"),
+        "who holds the lock is said\n{}",
+        w.output()
+    );
+    raise_stop(&dir, &w);
+    fs::write(dir.join(GATES), gates_text()).expect("fix");
+    w.until("the STOP lifted", || !dir.join(STOP).exists());
+
+    // Swapped for a copy that the worker holds before the referee re-attaches.
+    let copy = root.path().join("copy");
+    let cp = std::process::Command::new("cp")
+        .args(["-a", p(&dir), p(&copy)])
+        .status()
+        .expect("cp");
+    assert!(cp.success());
+    let mut second = holder(&copy);
+    fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy");
+    fs::rename(&dir, root.path().join("old")).expect("move the original away");
+    fs::rename(&copy, &dir).expect("the copy in its place");
+    never_go_until_stop(&dir, &w, "swapped for a locked copy");
+    w.until("the STOP for OBS-27 in the new directory", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+    for c in [&mut first, &mut second] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    assert_eq!(
+        fs::read_to_string(w.err.as_path())
+            .unwrap_or_default()
+            .matches("which is no referee")
+            .count(),
+        2,
+        "each lock met is said\n{}",
+        w.output()
+    );
+    // The STOP stands when it is told to finish: exit 1.
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}

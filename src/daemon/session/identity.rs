@@ -149,7 +149,15 @@ impl Session {
         };
         self.dir_hold = match hold(&here) {
             DirHold::Held(file) => Some(file),
-            DirHold::Busy => {
+            DirHold::Busy(holders) if !crate::state::live::lock_keeps_out(&holders) => {
+                tracing::warn!(
+                    "`{}` is locked by {}, which is no referee: watched without the directory's lock",
+                    self.dir.display(),
+                    crate::state::live::describe(&holders)
+                );
+                None
+            }
+            DirHold::Busy(_) => {
                 self.detach(format!(
                     "another referee holds `{}` (the directory's lock)",
                     self.dir.display()

@@ -141,7 +141,15 @@ impl Session {
         // system locks no directory.
         let dir_hold = match hold(&here) {
             DirHold::Held(file) => Some(file),
-            DirHold::Busy => {
+            DirHold::Busy(holders) if !crate::state::live::lock_keeps_out(&holders) => {
+                tracing::warn!(
+                    "`{}` is locked by {}, which is no referee: watched without the directory's lock",
+                    dir.display(),
+                    crate::state::live::describe(&holders)
+                );
+                None
+            }
+            DirHold::Busy(_) => {
                 return Err(match crate::state::live::rival(&here) {
                     Some((pid, heartbeat)) => DaemonError::Rival {
                         path: dir.display().to_string(),
