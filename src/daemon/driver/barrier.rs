@@ -104,7 +104,10 @@ impl Cookies {
             .to_str()
             .and_then(|n| n.strip_prefix('c'))
             .and_then(|n| n.parse::<u64>().ok());
-        if let Some(n) = n {
+        // Only a cookie this process has already made counts: anything else in the folder
+        // (`c999999` put there by another process of this user) would pass every later barrier
+        // at once.
+        if let Some(n) = n.filter(|&n| n < self.next.load(Ordering::SeqCst)) {
             let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
             if n > *seen {
                 *seen = n;
@@ -118,11 +121,20 @@ impl Cookies {
         if !self.active.load(Ordering::SeqCst) {
             return false;
         }
-        let n = self.next.fetch_add(1, Ordering::SeqCst);
-        let path = self.dir.path().join(format!("c{n}"));
-        if std::fs::File::create(&path).is_err() {
+        // A new file, never one already there: a cookie made in advance by someone else made
+        // its event before this one was counted (ignored), and opening it again makes none.
+        let made = (0..4).find_map(|_| {
+            let n = self.next.fetch_add(1, Ordering::SeqCst);
+            let path = self.dir.path().join(format!("c{n}"));
+            match std::fs::File::create_new(&path) {
+                Ok(_) => Some(Ok((n, path))),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(Err(e)),
+            }
+        });
+        let Some(Ok((n, path))) = made else {
             return false;
-        }
+        };
         let until = Instant::now() + WAIT;
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         while *seen < n {
@@ -177,6 +189,31 @@ mod tests {
         assert!(!cookies.holds(Path::new("/elsewhere/c9")));
         cookies.saw(&cookies.dir().join("c9"), ChangeKind::Removed);
         assert_eq!(*cookies.seen.lock().unwrap(), 1);
+        // A cookie this process never made (another process of the same user writing into the
+        // folder) counts for nothing, ahead of its number or at the next one.
+        for forged in ["c999999", "c2", "c3"] {
+            let p = cookies.dir().join(forged);
+            std::fs::write(&p, "").unwrap();
+            cookies.saw(&p, ChangeKind::Written);
+        }
+        assert_eq!(
+            *cookies.seen.lock().unwrap(),
+            1,
+            "no forged cookie is believed"
+        );
+        // The next cookie is a new file (`c2` was taken): its own event passes it.
+        let c = cookies.clone();
+        let seer = std::thread::spawn(move || loop {
+            let mine = c.dir().join("c4");
+            if mine.exists() {
+                c.saw(&mine, ChangeKind::Written);
+                return;
+            }
+            std::thread::yield_now();
+        });
+        assert!(cookies.pass(), "a cookie of its own, past the ones planted");
+        seer.join().expect("seer");
+        assert_eq!(*cookies.seen.lock().unwrap(), 4);
         // A cookie whose event never comes is given up on (a lost event: a rescan follows).
         let at = Instant::now();
         assert!(!cookies.pass());
