@@ -11,8 +11,9 @@ generated tables). Copied into a new git repository and committed; no network.
 
 Then, with a task record pending (one file changed, declared):
 
-- cold: `verify` with no stat cache (every file read and hashed), RUNS times, each after the
-  cache is removed, interleaved with `git status --porcelain`;
+- cold: `verify` with no stat cache (every file read and hashed) and no kept listing of the
+  baseline commit, RUNS times, each after both are removed, interleaved with
+  `git status --porcelain`;
 - warm: `verify` again with the cache the previous run left, RUNS times, interleaved with
   `git status --porcelain`.
 
@@ -170,9 +171,11 @@ def main():
                      stdout=subprocess.DEVNULL)
 
     def drop_caches(i):
-        # Every stat cache this binary may have kept (its state directories under its home).
-        for f in glob.glob(os.path.join(homes[i], "**", "statcache.bin"), recursive=True):
-            os.remove(f)
+        # Every stat cache this binary may have kept (its state directories under its home),
+        # and the baseline commit's listing kept beside it: a first `verify` has neither.
+        for name in ("statcache.bin", "baseline-tree.bin"):
+            for f in glob.glob(os.path.join(homes[i], "**", name), recursive=True):
+                os.remove(f)
 
     cold = [[] for _ in a.referee]
     warm = [[] for _ in a.referee]

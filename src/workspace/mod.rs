@@ -271,7 +271,14 @@ impl Workspace {
                 });
             let base = {
                 let _span = tracing::debug_span!("pin").entered();
-                Baseline::pin(&root, spec, keep.then_some(state), cap)
+                // With no state directory, the commit's listing is kept beside the stat cache
+                // (the referee's own folder): read from the object store once, not per run.
+                let listing = if keep {
+                    Some(state)
+                } else {
+                    cache_file.and_then(Path::parent)
+                };
+                Baseline::pin_keeping(&root, spec, keep.then_some(state), listing, cap)
             };
             let cache = match loading.map(|h| h.join()) {
                 Ok(Ok(cache)) => cache,

@@ -265,3 +265,84 @@ fn a_corrupt_stat_cache_is_ignored_and_changes_no_verdict() {
         "a link is never written through"
     );
 }
+
+/// A `verify` with no state directory keeps the baseline commit's listing beside its stat
+/// cache (read from the object store once, not per run), and the next task after a commit is
+/// measured against the new HEAD: the old commit's listing is not believed for it.
+#[test]
+fn verify_keeps_the_commits_listing_beside_its_cache_and_follows_head() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let name = "ws-statcache-listing";
+    let ws = workspace(root.path(), name);
+    let base = std::collections::BTreeMap::from([(APP, "def main():\n    return 1\n")]);
+    fs::write(ws.join(APP), "def main():\n    return 2\n").expect("write");
+    record(&ws, "t1", 1, &[APP], &base);
+    let (code, doc) = verify(&ws);
+    assert_eq!(
+        (code, verdict(&doc, "t1").as_str()),
+        (0, "APPROVE"),
+        "{doc}"
+    );
+    // The folder of its own the stat cache is kept in (the files are too new for the cache to
+    // believe yet: the listing is kept all the same).
+    let listing = fs::read_dir(state_home().join("referee/statcache"))
+        .expect("the stat caches' folder")
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{name}-"))
+        })
+        .expect("the workspace's folder")
+        .path()
+        .join("baseline-tree.bin");
+    let kept_commit = |listing: &Path| {
+        let bytes = fs::read(listing).expect("the listing is kept");
+        let magic = b"REFEREE-BASELINE-TREE-1\n".len();
+        bytes[magic..magic + 20]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let head = |ws: &Path| {
+        let o = std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(ws)
+            .output()
+            .expect("git rev-parse");
+        String::from_utf8(o.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_string()
+    };
+    assert_eq!(
+        kept_commit(&listing),
+        head(&ws),
+        "the pinned commit's listing"
+    );
+    assert!(
+        !state_dir_of(&ws).exists(),
+        "verify made no state directory"
+    );
+
+    // t1 committed (its record gone), then t2 changes another file.
+    fs::remove_file(ws.join(".tasks/t1.json")).expect("t1's record done");
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-q", "-m", "t1"]);
+    let m03 = "src/lib/m03.py";
+    fs::write(ws.join(m03), "X = 333\n").expect("write");
+    record(
+        &ws,
+        "t2",
+        1,
+        &[m03],
+        &std::collections::BTreeMap::from([(m03, "X = 003\n")]),
+    );
+    let (code, doc) = verify(&ws);
+    assert_eq!(
+        (code, verdict(&doc, "t2").as_str()),
+        (0, "APPROVE"),
+        "t1's committed change is not t2's: {doc}"
+    );
+    assert_eq!(kept_commit(&listing), head(&ws), "the new commit's listing");
+}

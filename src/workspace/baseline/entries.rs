@@ -32,6 +32,59 @@ impl BaseEntries {
         self.0.binary_search_by(|(k, _)| k.as_str().cmp(rel)).ok()
     }
 
+    /// Whether `rel` is a key, searched outward from `hint` (galloping: 1, 2, 4 … keys away,
+    /// then a binary search between the last two probes), and `hint` left where `rel` is or
+    /// would be. A walk asks in nearly the table's order, so each look-up touches a few
+    /// neighbouring keys instead of a binary search's cold ones across the whole table.
+    pub fn contains_near(&self, rel: &str, hint: &std::sync::atomic::AtomicUsize) -> bool {
+        use std::cmp::Ordering::{Equal, Less};
+        use std::sync::atomic::Ordering::Relaxed;
+        let key = |i: usize| self.0[i].0.as_str().cmp(rel);
+        let len = self.0.len();
+        let h = hint.load(Relaxed).min(len);
+        // The range [lo, hi) that holds `rel` or the place it would go.
+        let (lo, hi) = match (h < len).then(|| key(h)) {
+            Some(Equal) => return true,
+            Some(Less) => {
+                let (mut lo, mut step) = (h + 1, 1);
+                loop {
+                    let probe = lo + step - 1;
+                    if probe >= len {
+                        break (lo, len);
+                    }
+                    if key(probe) != Less {
+                        break (lo, probe + 1);
+                    }
+                    lo = probe + 1;
+                    step *= 2;
+                }
+            }
+            // `rel` is before the key at `h` (or `h` is the end).
+            _ => {
+                let (mut hi, mut step) = (h, 1);
+                loop {
+                    if hi < step {
+                        break (0, hi);
+                    }
+                    let probe = hi - step;
+                    if key(probe) == Less {
+                        break (probe + 1, hi);
+                    }
+                    hi = probe;
+                    step *= 2;
+                    if key(hi) == Equal {
+                        hint.store(hi, Relaxed);
+                        return true;
+                    }
+                }
+            }
+        };
+        let found = self.0[lo..hi].binary_search_by(|(k, _)| k.as_str().cmp(rel));
+        let (Ok(i) | Err(i)) = found;
+        hint.store(lo + i, Relaxed);
+        found.is_ok()
+    }
+
     /// The entry of `rel`.
     pub fn get(&self, rel: &str) -> Option<&BaseEntry> {
         self.index(rel).map(|i| &self.0[i].1)
@@ -85,5 +138,59 @@ fn before_dir(key: &[u8], dir: &[u8]) -> bool {
         // `key` is a prefix of `dir/` up to its length: before it when shorter, else by the
         // byte where `/` stands.
         std::cmp::Ordering::Equal => key.len() <= dir.len() || key[dir.len()] < b'/',
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::workspace::baseline::BaseKind;
+
+    fn table(keys: &[String]) -> BaseEntries {
+        let entry = BaseEntry {
+            kind: BaseKind::File { exec: false },
+            oid: gix::ObjectId::null(gix::hash::Kind::Sha1),
+        };
+        BaseEntries::from_rows(keys.iter().map(|k| (k.clone(), entry.clone())).collect())
+    }
+
+    proptest! {
+        /// Searched from any hint, in any order of questions, the answer is the binary
+        /// search's, and the hint is left at the key or where it would go.
+        #[test]
+        fn a_search_from_a_hint_agrees_with_the_binary_search(
+            keys in proptest::collection::vec("[a-c/.-]{0,4}", 0..40),
+            asks in proptest::collection::vec(("[a-c/.-]{0,4}", 0usize..50), 0..40),
+        ) {
+            let t = table(&keys);
+            let hint = AtomicUsize::new(0);
+            for (ask, jump) in asks {
+                if jump % 3 == 0 {
+                    hint.store(jump, Relaxed);
+                }
+                prop_assert_eq!(t.contains_near(&ask, &hint), t.contains_key(&ask), "{}", ask);
+                let at = hint.load(Relaxed);
+                let want = t.0.partition_point(|(k, _)| k.as_str() < ask.as_str());
+                prop_assert_eq!(at, want, "{}", ask);
+            }
+        }
+    }
+
+    #[test]
+    fn a_walk_in_order_finds_every_key_and_no_other() {
+        let keys: Vec<String> = (0..1000).map(|i| format!("d{}/f{i:04}", i / 100)).collect();
+        let t = table(&keys);
+        let hint = AtomicUsize::new(0);
+        for k in &keys {
+            assert!(t.contains_near(k, &hint), "{k}");
+            assert!(!t.contains_near(&format!("{k}x"), &hint), "{k}x");
+        }
+        assert!(!t.contains_near("", &hint));
+        assert!(!t.contains_near("zzz", &hint));
+        assert!(t.contains_near("d0/f0000", &hint), "back to the start");
     }
 }

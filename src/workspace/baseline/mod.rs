@@ -34,6 +34,14 @@ mod listing;
 pub use entries::BaseEntries;
 use listing::{load_listing, save_listing};
 
+/// Where pinning keeps what it learns: the pin in the state directory, the commit's listing in
+/// `listing` (the state directory, or the folder a one-shot `verify` keeps its stat cache in).
+#[derive(Debug, Clone, Copy)]
+struct Keep<'a> {
+    state: Option<&'a Path>,
+    listing: Option<&'a Path>,
+}
+
 /// What a path is on the baseline side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaseKind {
@@ -134,6 +142,9 @@ pub struct Baseline {
     pub commit: Option<gix::ObjectId>,
     /// A read of the object store did not finish in time (see [`bounded`]).
     stuck: std::sync::atomic::AtomicBool,
+    /// Where the last [`Baseline::is_ignored`] look-up ended in the listing: the next starts
+    /// there (a walk asks in nearly the listing's order).
+    near: std::sync::atomic::AtomicUsize,
     /// The kind of blob id its entries have (the repository's object format; SHA-1 for a
     /// directory).
     hash: gix::hash::Kind,
@@ -161,14 +172,30 @@ impl Baseline {
         state: Option<&Path>,
         cap: u64,
     ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
-        let (root, spec, state) = (
+        Baseline::pin_keeping(root, spec, state, state, cap)
+    }
+
+    /// [`Baseline::pin`], with the commit's listing kept in `listing` (a folder of the
+    /// referee's own) rather than in the state directory: a one-shot `verify` with no state
+    /// directory keeps it beside its stat cache. The listing of a commit is the commit's alone
+    /// (it is refused for any other), so it says nothing about which commit is pinned.
+    pub fn pin_keeping(
+        root: &Path,
+        spec: &BaselineSpec,
+        state: Option<&Path>,
+        listing: Option<&Path>,
+        cap: u64,
+    ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
+        let (root, spec, state, listing) = (
             root.to_path_buf(),
             spec.clone(),
             state.map(Path::to_path_buf),
+            listing.map(Path::to_path_buf),
         );
         let shown = root.display().to_string();
         bounded(move || {
-            let mut pinned = Baseline::pin_now(&root, &spec, state.as_deref(), cap);
+            let mut pinned =
+                Baseline::pin_now(&root, &spec, state.as_deref(), listing.as_deref(), cap);
             // What the orchestrator accepted since is the baseline of those paths.
             if let (Ok(Ok(base)), Some(state)) = (&mut pinned, state.as_deref()) {
                 base.apply_accepted(state)?;
@@ -188,6 +215,7 @@ impl Baseline {
         root: &Path,
         spec: &BaselineSpec,
         state: Option<&Path>,
+        listing: Option<&Path>,
         cap: u64,
     ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
         let repo = Repo::open(root)?;
@@ -224,7 +252,8 @@ impl Baseline {
                 let kept = state
                     .and_then(load_pin)
                     .filter(|p| p.commit.parse::<gix::ObjectId>().ok() == Some(commit));
-                Baseline::from_git(root, repo, rev, commit, kept, state, cap).map(Ok)
+                Baseline::from_git(root, repo, rev, commit, kept, Keep { state, listing }, cap)
+                    .map(Ok)
             }
             BaselineSpec::Auto => match repo {
                 Some(repo) => {
@@ -233,7 +262,16 @@ impl Baseline {
                         let kept = state
                             .and_then(load_pin)
                             .filter(|p| p.commit.parse::<gix::ObjectId>().ok() == Some(c));
-                        return Baseline::from_git(root, repo, "HEAD", c, kept, state, cap).map(Ok);
+                        return Baseline::from_git(
+                            root,
+                            repo,
+                            "HEAD",
+                            c,
+                            kept,
+                            Keep { state, listing },
+                            cap,
+                        )
+                        .map(Ok);
                     }
                     // A restart measures against the commit pinned first, whatever HEAD says now.
                     let kept = state.and_then(load_pin).filter(|p| p.rev == "HEAD");
@@ -254,9 +292,16 @@ impl Baseline {
                         None => repo.resolve("HEAD")?,
                     };
                     match commit {
-                        Some(c) => {
-                            Baseline::from_git(root, repo, "HEAD", c, kept, state, cap).map(Ok)
-                        }
+                        Some(c) => Baseline::from_git(
+                            root,
+                            repo,
+                            "HEAD",
+                            c,
+                            kept,
+                            Keep { state, listing },
+                            cap,
+                        )
+                        .map(Ok),
                         None => Ok(Err(
                             "the git repository has no commit yet (HEAD names none), no \
                              --baseline-dir was given, and no start snapshot is kept in the \
@@ -277,13 +322,13 @@ impl Baseline {
         rev: &str,
         commit: gix::ObjectId,
         kept: Option<Pin>,
-        state: Option<&Path>,
+        Keep { state, listing }: Keep<'_>,
         cap: u64,
     ) -> Result<Baseline, WorkspaceError> {
         // The listing of a pinned commit never changes: read from the object store once and
         // kept in the state directory (the referee's own), so a later `verify` or restart
         // does not decompress and verify every tree object again.
-        let (rows, ignore_files) = match state.and_then(|s| load_listing(s, commit)) {
+        let (rows, ignore_files) = match listing.and_then(|s| load_listing(s, commit)) {
             Some(kept) => kept,
             None => {
                 let tree = repo.tree(commit)?;
@@ -291,8 +336,8 @@ impl Baseline {
                 for (path, entry) in Ignore::files_of(&tree) {
                     files.push((path.clone(), repo.blob(entry.oid)?));
                 }
-                if let Some(state) = state {
-                    save_listing(state, &tree, &files);
+                if let Some(listing) = listing {
+                    save_listing(listing, &tree, &files);
                 }
                 (tree.entries.into_iter().collect(), files)
             }
@@ -355,6 +400,7 @@ impl Baseline {
             accepted: BTreeMap::new(),
             commit: Some(commit),
             stuck: std::sync::atomic::AtomicBool::new(false),
+            near: std::sync::atomic::AtomicUsize::new(0),
             hash,
             sparse,
             submodules,
@@ -437,6 +483,7 @@ impl Baseline {
             accepted: BTreeMap::new(),
             commit: None,
             stuck: std::sync::atomic::AtomicBool::new(false),
+            near: std::sync::atomic::AtomicUsize::new(0),
             hash: gix::hash::Kind::Sha1,
             sparse: None,
             submodules: std::collections::BTreeSet::new(),
@@ -569,7 +616,7 @@ impl Baseline {
             Ok(s) if !rel.contains(&0xF4) => std::borrow::Cow::Borrowed(s),
             _ => std::borrow::Cow::Owned(name::encode(rel)),
         };
-        if self.entries.contains_key(&key) || self.entries.has_under(&key) {
+        if self.entries.contains_near(&key, &self.near) || self.entries.has_under(&key) {
             return false;
         }
         self.ignore.is_ignored_untracked(rel, is_dir)
