@@ -209,30 +209,19 @@ fn is_executable(path: &Path) -> bool {
 /// Waits until the child exits or `timeout` passes (`Ok(false)`), leaving it unreaped (a zombie
 /// keeps its pid, and so its process group id, from being reused before [`kill_group`]).
 fn wait_exit(child: &Child, timeout: Duration) -> std::io::Result<bool> {
-    let pid = libc::id_t::from(child.id());
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+    let pid = Pid::from_child(child);
     let deadline = Instant::now() + timeout;
     loop {
-        // SAFETY: an all-zero siginfo_t is a valid value for waitid(2) to fill in.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is a valid, writable siginfo_t; WNOWAIT leaves the child unreaped.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        // SAFETY: waitid filled `info` (or left it zeroed: no child has exited yet).
-        if unsafe { info.si_pid() } != 0 {
-            return Ok(true);
+        match waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        ) {
+            Ok(Some(_)) => return Ok(true),
+            // No child of that pid has exited yet.
+            Ok(None) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
         let now = Instant::now();
         if now >= deadline {
@@ -245,13 +234,8 @@ fn wait_exit(child: &Child, timeout: Duration) -> std::io::Result<bool> {
 /// Kills the child's process group (the child leads it: `process_group(0)`), the child not yet
 /// reaped. A group already gone is no error.
 fn kill_group(child: &Child) {
-    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
-        return;
-    };
-    // SAFETY: kill(2) with a negative pid signals the process group; it touches no memory.
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-    }
+    let pid = rustix::process::Pid::from_child(child);
+    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
 }
 
 /// Reads a pipe to its end on a thread, keeping the first [`OUTPUT_LIMIT`] bytes.
