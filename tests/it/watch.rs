@@ -857,4 +857,41 @@ fn the_barrier_folder_is_private_and_gone_when_the_referee_ends() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert_eq!(child.wait().expect("wait").code(), Some(0));
     assert!(cookies().is_empty(), "left behind: {:?}", cookies());
+
+    // Killed with SIGKILL, a referee cannot remove its folder: the next one started does.
+    let spawn = || {
+        TestCommand::new()
+            .arg("watch")
+            .arg(&build)
+            .args(["--heartbeat", "0.5"])
+            .env("TMPDIR", &temp)
+            .spawn(Stdio::null(), Stdio::null())
+    };
+    let mut killed = spawn();
+    let named = format!(".referee-cookies-{}-", killed.id());
+    let until = Instant::now() + Duration::from_secs(10);
+    while cookies().is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = cookies();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0]
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(&named)),
+        "named with its pid: {left:?}"
+    );
+    killed.kill().expect("SIGKILL");
+    killed.wait().expect("wait");
+    assert!(left[0].exists(), "SIGKILL leaves it behind");
+    let mut next = spawn();
+    let until = Instant::now() + Duration::from_secs(10);
+    while left[0].exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!left[0].exists(), "the next referee removes it");
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(next.id() as i32, libc::SIGTERM) };
+    assert_eq!(next.wait().expect("wait").code(), Some(0));
+    assert!(cookies().is_empty(), "left behind: {:?}", cookies());
 }

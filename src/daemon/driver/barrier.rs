@@ -52,9 +52,13 @@ impl Cookies {
     /// be made (the judgments then go without a barrier).
     pub(super) fn new() -> Option<Arc<Cookies>> {
         use std::os::unix::fs::PermissionsExt as _;
+        let tmp = std::env::temp_dir();
+        // What referees killed before they could remove theirs left behind.
+        sweep(&tmp);
         // Only this user may put a cookie there (tempfile makes folders with the umask's mode).
+        // Named with the pid, so a later referee can tell whose it was.
         let dir = tempfile::Builder::new()
-            .prefix(".referee-cookies-")
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .ok()?;
@@ -155,6 +159,36 @@ impl Cookies {
     }
 }
 
+/// The start of a cookie folder's name, before its owner's pid.
+const PREFIX: &str = ".referee-cookies-";
+
+/// Removes the cookie folders in `tmp` that a referee killed with `SIGKILL` (or by the kernel
+/// for memory) left behind: a folder of this user, a directory (never followed), named for a
+/// pid that no longer runs. A recycled pid keeps a stale folder until the next look: it holds
+/// a few empty files at most.
+fn sweep(tmp: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let ours = std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// One build's barrier: the process's cookies and the build's queue.
 pub(super) fn for_build(cookies: &Arc<Cookies>, inbox: &Arc<Inbox>, name: &str) -> Barrier {
     let (cookies, inbox, name) = (cookies.clone(), inbox.clone(), name.to_string());
@@ -164,6 +198,35 @@ pub(super) fn for_build(cookies: &Arc<Cookies>, inbox: &Arc<Inbox>, name: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_folders_of_referees_gone_are_swept_and_no_other() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A pid above the kernel's largest (4,194,304) never runs.
+        let gone = tmp.path().join(format!("{PREFIX}9999999-abc"));
+        let mine = tmp
+            .path()
+            .join(format!("{PREFIX}{}-abc", std::process::id()));
+        let parent = tmp.path().join(format!("{PREFIX}1-abc"));
+        let unnamed = tmp.path().join(format!("{PREFIX}abcdef"));
+        let other = tmp.path().join("something-else-9999999-abc");
+        for d in [&gone, &mine, &parent, &unnamed, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("c1"), "").unwrap();
+        }
+        // A link named like a folder of a process gone: left alone, never followed.
+        let target = tmp.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), "").unwrap();
+        let link = tmp.path().join(format!("{PREFIX}9999998-abc"));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        sweep(tmp.path());
+        assert!(!gone.exists(), "a folder of a pid that no longer runs");
+        for kept in [&mine, &parent, &unnamed, &other] {
+            assert!(kept.join("c1").exists(), "{}", kept.display());
+        }
+        assert!(target.join("keep").exists(), "a link is never followed");
+    }
 
     #[test]
     fn a_cookie_passes_once_its_event_is_seen_and_not_before() {
