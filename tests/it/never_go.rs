@@ -114,6 +114,21 @@ fn never_go_until_stop(dir: &Path, w: &Watch, what: &str) -> Vec<i32> {
     }
 }
 
+/// `cp -a DIR ROOT/copy`, `before(copy)`, the violation written into the copy, then the copy
+/// renamed into DIR's place (the original moved to `ROOT/old`).
+fn swap_for_a_copy(root: &Path, dir: &Path, before: impl FnOnce(&Path)) {
+    let copy = root.join("copy");
+    let cp = std::process::Command::new("cp")
+        .args(["-a", p(dir), p(&copy)])
+        .status()
+        .expect("cp");
+    assert!(cp.success());
+    before(&copy);
+    fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy");
+    fs::rename(dir, root.join("old")).expect("move the original away");
+    fs::rename(&copy, dir).expect("the copy in its place");
+}
+
 /// A build directory swapped for a copy (a new inode at the same path) with a violation in
 /// it: from the swap on, plain `status` answers 3 (the referee has not judged the new one) or
 /// 1, never go, until the re-attached referee raises the STOP.
@@ -125,15 +140,7 @@ fn a_build_directory_swapped_for_a_copy_is_never_go() {
     w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
     assert_eq!(status(&dir, &[]).code, 0, "{}", w.output());
 
-    let copy = root.path().join("copy");
-    let cp = std::process::Command::new("cp")
-        .args(["-a", p(&dir), p(&copy)])
-        .status()
-        .expect("cp");
-    assert!(cp.success());
-    fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy");
-    fs::rename(&dir, root.path().join("old")).expect("move the original away");
-    fs::rename(&copy, &dir).expect("the copy in its place");
+    swap_for_a_copy(root.path(), &dir, |_| ());
     never_go_until_stop(&dir, &w, "swapped for a copy");
     w.until("the STOP for OBS-27 in the new directory", || {
         read(&dir.join(STOP)).contains("OBS-27")
@@ -410,16 +417,9 @@ fn a_lock_held_by_a_process_that_is_no_referee_keeps_no_referee_out() {
     w.until("the STOP lifted", || !dir.join(STOP).exists());
 
     // Swapped for a copy that the worker holds before the referee re-attaches.
-    let copy = root.path().join("copy");
-    let cp = std::process::Command::new("cp")
-        .args(["-a", p(&dir), p(&copy)])
-        .status()
-        .expect("cp");
-    assert!(cp.success());
-    let mut second = holder(&copy);
-    fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy");
-    fs::rename(&dir, root.path().join("old")).expect("move the original away");
-    fs::rename(&copy, &dir).expect("the copy in its place");
+    let mut second = None;
+    swap_for_a_copy(root.path(), &dir, |copy| second = Some(holder(copy)));
+    let mut second = second.expect("the copy held");
     never_go_until_stop(&dir, &w, "swapped for a locked copy");
     w.until("the STOP for OBS-27 in the new directory", || {
         read(&dir.join(STOP)).contains("OBS-27")

@@ -219,6 +219,7 @@ impl Baseline {
         cap: u64,
     ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
         let repo = Repo::open(root)?;
+        let keep = Keep { state, listing };
         match spec {
             BaselineSpec::Dir(dir) => {
                 let base =
@@ -252,8 +253,7 @@ impl Baseline {
                 let kept = state
                     .and_then(load_pin)
                     .filter(|p| p.commit.parse::<gix::ObjectId>().ok() == Some(commit));
-                Baseline::from_git(root, repo, rev, commit, kept, Keep { state, listing }, cap)
-                    .map(Ok)
+                Baseline::from_git(root, repo, rev, commit, kept, keep, cap).map(Ok)
             }
             BaselineSpec::Auto => match repo {
                 Some(repo) => {
@@ -262,16 +262,7 @@ impl Baseline {
                         let kept = state
                             .and_then(load_pin)
                             .filter(|p| p.commit.parse::<gix::ObjectId>().ok() == Some(c));
-                        return Baseline::from_git(
-                            root,
-                            repo,
-                            "HEAD",
-                            c,
-                            kept,
-                            Keep { state, listing },
-                            cap,
-                        )
-                        .map(Ok);
+                        return Baseline::from_git(root, repo, "HEAD", c, kept, keep, cap).map(Ok);
                     }
                     // A restart measures against the commit pinned first, whatever HEAD says now.
                     let kept = state.and_then(load_pin).filter(|p| p.rev == "HEAD");
@@ -292,16 +283,9 @@ impl Baseline {
                         None => repo.resolve("HEAD")?,
                     };
                     match commit {
-                        Some(c) => Baseline::from_git(
-                            root,
-                            repo,
-                            "HEAD",
-                            c,
-                            kept,
-                            Keep { state, listing },
-                            cap,
-                        )
-                        .map(Ok),
+                        Some(c) => {
+                            Baseline::from_git(root, repo, "HEAD", c, kept, keep, cap).map(Ok)
+                        }
                         None => Ok(Err(
                             "the git repository has no commit yet (HEAD names none), no \
                              --baseline-dir was given, and no start snapshot is kept in the \
