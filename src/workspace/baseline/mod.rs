@@ -194,8 +194,11 @@ impl Baseline {
         );
         let shown = root.display().to_string();
         bounded(move || {
-            let mut pinned =
-                Baseline::pin_now(&root, &spec, state.as_deref(), listing.as_deref(), cap);
+            let keep = Keep {
+                state: state.as_deref(),
+                listing: listing.as_deref(),
+            };
+            let mut pinned = Baseline::pin_now(&root, &spec, keep, cap);
             // What the orchestrator accepted since is the baseline of those paths.
             if let (Ok(Ok(base)), Some(state)) = (&mut pinned, state.as_deref()) {
                 base.apply_accepted(state)?;
@@ -214,12 +217,11 @@ impl Baseline {
     fn pin_now(
         root: &Path,
         spec: &BaselineSpec,
-        state: Option<&Path>,
-        listing: Option<&Path>,
+        keep: Keep<'_>,
         cap: u64,
     ) -> Result<Result<Baseline, NoBaseline>, WorkspaceError> {
         let repo = Repo::open(root)?;
-        let keep = Keep { state, listing };
+        let state = keep.state;
         match spec {
             BaselineSpec::Dir(dir) => {
                 let base =
