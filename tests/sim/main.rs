@@ -217,16 +217,18 @@ fn run_many() -> Result<(), String> {
     let stats: Arc<Mutex<session::Stats>> = Arc::default();
     let open_seen: Arc<Mutex<BTreeMap<&'static str, usize>>> = Arc::default();
     let shrunk = Arc::new(AtomicUsize::new(0));
+    let panicked: Arc<Mutex<Vec<(u64, String)>>> = Arc::default();
     let started = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
-            let (next, actions, fails, stats, open_seen, shrunk) = (
+            let (next, actions, fails, stats, open_seen, shrunk, panicked) = (
                 next.clone(),
                 actions.clone(),
                 fails.clone(),
                 stats.clone(),
                 open_seen.clone(),
                 shrunk.clone(),
+                panicked.clone(),
             );
             std::thread::spawn(move || loop {
                 let seed = next.fetch_add(1, Ordering::Relaxed);
@@ -234,7 +236,20 @@ fn run_many() -> Result<(), String> {
                     break;
                 }
                 let plan = plan_for(seed, caps, live_share);
-                let o = run_plan(&plan, caps);
+                // A session that panics (a bug of the simulator's own steps) is reported with its
+                // seed, and the run goes on.
+                let o = match std::panic::catch_unwind(|| run_plan(&plan, caps)) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        let why = e
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        panicked.lock().unwrap().push((seed, why));
+                        continue;
+                    }
+                };
                 actions.fetch_add(o.stats.actions, Ordering::Relaxed);
                 {
                     let mut s = stats.lock().unwrap();
@@ -307,7 +322,12 @@ fn run_many() -> Result<(), String> {
     for (c, n) in open_seen.lock().unwrap().iter() {
         println!("  known open class {c}: {n} session(s) ended there");
     }
-    if fails.is_empty() {
+    for (seed, why) in panicked.lock().unwrap().iter() {
+        report.push_str(&format!(
+            "\n=== the simulator panicked in session {seed}: {why}\nreplay: SIM_SEED={seed} cargo test --test sim -- sim --exact --nocapture\n"
+        ));
+    }
+    if fails.is_empty() && panicked.lock().unwrap().is_empty() {
         Ok(())
     } else {
         Err(report)

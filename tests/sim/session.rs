@@ -1156,8 +1156,11 @@ impl Session {
                 let mut b = fs::read(&p).unwrap_or_default();
                 b.extend_from_slice(b"EVIL = True\n");
                 let tmp = p.with_extension("tmp");
-                fs::write(&tmp, b).expect("tmp");
-                fs::rename(&tmp, &p).expect("rename");
+                // A directory at the name (an earlier `ProtToDir`), or its folder gone: nothing
+                // to replace.
+                if fs::write(&tmp, b).is_ok() && fs::rename(&tmp, &p).is_err() {
+                    let _ = fs::remove_file(&tmp);
+                }
             }
             ProtRemove(x) => {
                 let _ = fs::remove_file(self.p(prot_file(x)));
