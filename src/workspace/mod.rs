@@ -20,6 +20,7 @@ mod compare;
 pub mod diff;
 pub mod eol;
 pub mod gitread;
+pub mod link;
 pub mod name;
 pub mod record;
 pub mod snapshot;
@@ -127,9 +128,16 @@ impl Change {
 pub enum Content {
     Absent,
     Bytes(Arc<FileData>),
+    /// A symbolic link, never followed: its target's bytes (git's content of a link). On the
+    /// work tree's side only a link that resolves inside the workspace; one that leads out of
+    /// it, or nowhere, is `Unknown` (see [`link`]).
+    Link(Arc<FileData>),
     /// It exists (or may) but cannot be read: why.
     Unknown(String),
 }
+
+/// The most symbolic links followed in a row (the kernel's own limit, `MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
 
 /// Which copy of a file a diff could not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -674,6 +682,60 @@ impl Workspace {
         }
     }
 
+    /// What a reader (a parser, a test runner) meets at the work tree's `rel`: its content, or
+    /// for a link inside the workspace the regular file it leads to (read again, not held:
+    /// links are few). A link to a folder is `Unknown` (not a regular file).
+    pub fn followed(&self, rel: &str) -> Content {
+        match self.current(rel) {
+            Content::Link(_) => read(&self.root, rel, self.cap, false),
+            c => c,
+        }
+    }
+
+    /// For a link this judgment read at `rel` on `side` (nothing else is read here), the file
+    /// it leads to: what `sha256sum` of the link hashes.
+    pub fn led_to(&self, rel: &str, side: Side) -> Option<Arc<FileData>> {
+        let cache = match side {
+            Side::Baseline => &self.base_cache,
+            Side::WorkTree => &self.cur_cache,
+        };
+        let is_link = matches!(cache.borrow().get(rel), Some(Held::Kept(Content::Link(_))));
+        let followed = match (is_link, side) {
+            (false, _) => return None,
+            (true, Side::Baseline) => self.base_followed(rel),
+            (true, Side::WorkTree) => self.followed(rel),
+        };
+        match followed {
+            Content::Bytes(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// What a reader met at the baseline's `rel`: a link resolved by its text inside the
+    /// baseline's tree (at most [`MAX_LINKS`] links in a row).
+    pub fn base_followed(&self, rel: &str) -> Content {
+        let mut at = rel.to_string();
+        for _ in 0..MAX_LINKS {
+            match self.base(&at) {
+                Content::Link(d) => match link::resolve(&at, &d.bytes) {
+                    Some(next) => at = next,
+                    None => {
+                        return Content::Unknown(format!(
+                            "the baseline's `{}` is a symbolic link to `{}`, out of the tree",
+                            name::display(&at),
+                            d.text()
+                        ))
+                    }
+                },
+                c => return c,
+            }
+        }
+        Content::Unknown(format!(
+            "the baseline's `{}` leads through more than {MAX_LINKS} symbolic links",
+            name::display(rel)
+        ))
+    }
+
     /// The bytes of file contents held now.
     pub fn held_bytes(&self) -> u64 {
         self.held.get()
@@ -765,7 +827,8 @@ impl Workspace {
         self.current(rel)
     }
 
-    /// Whether `rel` in the work tree is a regular file (a link followed) and its size on disk,
+    /// Whether `rel` in the work tree is a regular file or a link (measured as its target's
+    /// length, not followed) and its size on disk,
     /// at any depth (through directory descriptors where the path is too long for one call).
     /// Measured once per judgment: the size-limit check and the content checks that leave a
     /// file over its limit unread ([`Workspace::over_limit`]) see the same size.
@@ -789,14 +852,16 @@ impl Workspace {
         if tree::is_long(path.as_os_str().len()) {
             return tree::size_in_tree(&self.root, &name::decode(rel));
         }
-        std::fs::metadata(path).map(|m| (m.is_file(), m.len()))
+        // A link is measured as git stores it: its target's length (what it leads to is not
+        // part of the change).
+        std::fs::symlink_metadata(path).map(|m| (m.is_file() || m.is_symlink(), m.len()))
     }
 
     /// The unified diff of `rel` from the baseline to the work tree ("" when equal).
     pub fn diff(&self, rel: &str) -> Result<String, DiffError> {
         let side = |c: Content, side: Side| match c {
             Content::Absent => Ok(None),
-            Content::Bytes(d) => Ok(Some(d)),
+            Content::Bytes(d) | Content::Link(d) => Ok(Some(d)),
             Content::Unknown(why) => Err(DiffError { side, why }),
         };
         let shown = name::display(rel);
@@ -862,6 +927,10 @@ impl Workspace {
                 };
                 match content {
                     Content::Bytes(d) => record::parse(rel, &d.bytes, required),
+                    Content::Link(d) => failed(format!(
+                        "a symbolic link (to `{}`): a record is read only as a regular file",
+                        d.text()
+                    )),
                     Content::Absent => failed("vanished while being read".into()),
                     Content::Unknown(why) => failed(format!("cannot be read: {why}")),
                 }
@@ -931,7 +1000,7 @@ impl Digest {
     /// The digest of a content: `None` when absent, `Err` (why) when it cannot be read.
     fn of_content(c: &Content) -> Result<Option<Digest>, String> {
         match c {
-            Content::Bytes(d) => Ok(Some(Digest::of(d))),
+            Content::Bytes(d) | Content::Link(d) => Ok(Some(Digest::of(d))),
             Content::Absent => Ok(None),
             Content::Unknown(why) => Err(why.clone()),
         }
@@ -962,6 +1031,7 @@ fn same_as_first(rel: &str, first: &Digest, now: Content) -> Content {
     let now_is = match &now {
         Content::Bytes(d) if d.sha256 == first.sha256 => return now,
         Content::Bytes(d) => format!("{} bytes, sha256 {}", d.size, d.sha256),
+        Content::Link(d) => format!("a symbolic link to `{}`", d.text()),
         Content::Absent => "absent".to_string(),
         Content::Unknown(why) => format!("unreadable: {why}"),
     };
@@ -1171,8 +1241,8 @@ pub fn excluded(rel: &str) -> bool {
     EXCLUDED.contains(&top)
 }
 
-/// Reads `rel` (encoded, see [`name`]) under `root`; with `nofollow`, a symlink is not read
-/// (its content is not a file's).
+/// Reads `rel` (encoded, see [`name`]) under the canonical `root`; with `nofollow`, a symlink
+/// is read as a link ([`link::in_work_tree`]), else followed when it resolves inside `root`.
 fn read(root: &Path, rel: &str, cap: u64, nofollow: bool) -> Content {
     let path = name::to_path(root, rel);
     if tree::is_long(path.as_os_str().len()) {
@@ -1184,18 +1254,8 @@ fn read(root: &Path, rel: &str, cap: u64, nofollow: bool) -> Content {
             Err(why) => Content::Unknown(format!("`{}`: {why}", name::display(rel))),
         };
     }
-    if nofollow {
-        if let Ok(m) = std::fs::symlink_metadata(&path) {
-            if m.file_type().is_symlink() {
-                let to = std::fs::read_link(&path)
-                    .map(|t| name::display(&name::from_os(t.as_os_str())))
-                    .unwrap_or_default();
-                return Content::Unknown(format!(
-                    "`{}` is a symbolic link (to `{to}`); the referee does not follow links",
-                    name::display(rel)
-                ));
-            }
-        }
+    if nofollow && std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return link::in_work_tree(root, rel, &path);
     }
     match fsread::read_file(root, &path, &name::display(rel), cap) {
         Ok(d) => Content::Bytes(Arc::new(d)),

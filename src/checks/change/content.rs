@@ -19,6 +19,7 @@ pub(in crate::checks) fn parses(s: &TaskScope<'_>, spec: &Parses) -> Outcome {
     let mut unknown = Vec::new();
     let mut parsed = Vec::new();
     let mut unjudged = Vec::new();
+    let mut links = Vec::new();
     let files = s.present_files();
     let mut unread = Vec::new();
     for p in &files {
@@ -28,6 +29,23 @@ pub(in crate::checks) fn parses(s: &TaskScope<'_>, spec: &Parses) -> Outcome {
         }
         let data = match s.ws.current(p) {
             Content::Bytes(d) => d,
+            // A link inside the workspace: what a reader meets there is parsed; a link to a
+            // folder has nothing to parse.
+            Content::Link(l) => match s.ws.followed(p) {
+                Content::Bytes(d) => d,
+                _ if s.ws.root().join(p).is_dir() => {
+                    links.push(format!("{p} -> {}", l.text()));
+                    continue;
+                }
+                Content::Unknown(why) => {
+                    unknown.push(format!("{p}: {why}"));
+                    continue;
+                }
+                _ => {
+                    fails.push(format!("{p}: listed as present but leads to nothing"));
+                    continue;
+                }
+            },
             Content::Absent => {
                 fails.push(format!("{p}: listed as present but does not exist"));
                 continue;
@@ -77,6 +95,12 @@ pub(in crate::checks) fn parses(s: &TaskScope<'_>, spec: &Parses) -> Outcome {
         o.push_detail(format!(
             "not judged (no syntax check for the type): {}",
             unjudged.join(", ")
+        ));
+    }
+    if !links.is_empty() {
+        o.push_detail(format!(
+            "not parsed (symbolic links to folders): {}",
+            links.join(", ")
         ));
     }
     unread.into_iter().for_each(|d| o.push_detail(d));
@@ -172,8 +196,9 @@ fn added_as<T>(
         if s.ws.over_limit(&p).is_some() {
             continue;
         }
+        // A link's line is its target, as git records it.
         let new = match s.ws.current(&p) {
-            Content::Bytes(d) => d,
+            Content::Bytes(d) | Content::Link(d) => d,
             Content::Absent => continue,
             Content::Unknown(why) => {
                 out.push((p, Err(why)));
@@ -181,7 +206,7 @@ fn added_as<T>(
             }
         };
         let old = match s.ws.base(&p) {
-            Content::Bytes(d) => Some(d),
+            Content::Bytes(d) | Content::Link(d) => Some(d),
             Content::Absent => None,
             Content::Unknown(why) => {
                 out.push((p, Err(why)));

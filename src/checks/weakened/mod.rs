@@ -446,6 +446,11 @@ pub(super) fn weakened(s: &TaskScope<'_>) -> Outcome {
             Content::Absent => Ok(None),
             Content::Bytes(d) if d.looks_binary() => Err(()),
             Content::Bytes(d) => Ok(Some(d.text().into_owned())),
+            // Followed before it gets here: a link is only what it leads to.
+            Content::Link(d) => {
+                unknown.push(format!("{p}: a symbolic link to `{}`", d.text()));
+                Err(())
+            }
             Content::Unknown(why) => {
                 unknown.push(format!("{p}: {why}"));
                 Err(())
@@ -461,12 +466,13 @@ pub(super) fn weakened(s: &TaskScope<'_>) -> Outcome {
         let old = if *c == Change::Added {
             Ok(None)
         } else {
-            text(s.ws.base(p), p, &mut unknown)
+            // What the test runner read there: a link's target file.
+            text(s.ws.base_followed(p), p, &mut unknown)
         };
         let new = if *c == Change::Removed {
             Ok(None)
         } else {
-            text(s.ws.current(p), p, &mut unknown)
+            text(s.ws.followed(p), p, &mut unknown)
         };
         if let (Ok(old), Ok(new)) = (old, new) {
             texts.push((p.clone(), old, new));

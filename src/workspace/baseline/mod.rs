@@ -620,7 +620,10 @@ impl Baseline {
             return self.converted(rel, e.oid, sha, cap);
         }
         match &self.source {
-            Source::Dir { root } => super::read(root, rel, cap, false),
+            Source::Dir { root } => match e.kind {
+                BaseKind::Symlink => super::link::as_stored(rel, &name::to_path(root, rel)),
+                _ => super::read(root, rel, cap, false),
+            },
             Source::Git { .. } => match e.kind {
                 BaseKind::Submodule => Content::Unknown(format!(
                     "`{}` is a submodule whose repository is not checked out",
@@ -632,6 +635,7 @@ impl Baseline {
                         name::display(rel),
                         b.len()
                     )),
+                    Ok(b) if e.kind == BaseKind::Symlink => super::link::stored(rel, &b),
                     Ok(b) => Content::Bytes(Arc::new(FileData::from_bytes(rel, b, None))),
                     Err(e) => Content::Unknown(e),
                 },

@@ -361,6 +361,7 @@ macro_rules! vetoed {
 }
 
 mod checkout;
+mod links;
 mod live;
 mod shadows;
 mod tools;

@@ -1,0 +1,108 @@
+//! A symbolic link in a workspace, judged as git records it: its content is its target, the
+//! text it holds, never what it leads to.
+//!
+//! On the work tree's side a link is read only when it resolves inside the workspace (every
+//! link on its way followed by the kernel, the result compared with the canonical root): one
+//! that leads out of the workspace, or nowhere (dangling, so where it will lead cannot be
+//! known), is `Unknown`, which blocks (fail closed). A link the worker added inside the
+//! workspace (`ln -s app appx`, `ln -s util.py util2.py`) is a change like a file's: listed,
+//! hashed and diffed as its target text. What a reader meets at its path (a parser, a test
+//! runner) is [`super::Workspace::followed`].
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{name, Content};
+use crate::artifacts::fsread::FileData;
+
+/// The work tree's link at `path` (known as `rel`, under the canonical `root`): its target,
+/// when it resolves inside `root`; else `Unknown`, saying where it leads.
+pub(super) fn in_work_tree(root: &Path, rel: &str, path: &Path) -> Content {
+    let shown = name::display(rel);
+    let target = match std::fs::read_link(path) {
+        Ok(t) => t,
+        Err(e) => return Content::Unknown(format!("`{shown}`: {e}")),
+    };
+    let to = name::display(&name::from_os(target.as_os_str()));
+    let leads = match std::fs::canonicalize(path) {
+        Ok(real) => real,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Content::Unknown(format!(
+                "`{shown}` is a symbolic link to `{to}`, which does not exist: where it will \
+                 lead cannot be judged"
+            ))
+        }
+        Err(e) => {
+            return Content::Unknown(format!(
+                "`{shown}` is a symbolic link to `{to}` that cannot be resolved: {e}"
+            ))
+        }
+    };
+    if !leads.starts_with(root) {
+        return Content::Unknown(format!(
+            "`{shown}` is a symbolic link to `{to}`, out of the workspace (to `{}`); the referee \
+             does not follow links out",
+            leads.display()
+        ));
+    }
+    // Read twice around the resolution: a link swapped in between is not judged by halves.
+    match std::fs::read_link(path) {
+        Ok(again) if again == target => stored(rel, target.as_os_str().as_bytes()),
+        _ => Content::Unknown(format!("`{shown}` changed while it was read")),
+    }
+}
+
+/// A link as stored at `path` (a baseline folder's own copy), not resolved.
+pub(super) fn as_stored(rel: &str, path: &Path) -> Content {
+    match std::fs::read_link(path) {
+        Ok(t) => stored(rel, t.as_os_str().as_bytes()),
+        Err(e) => Content::Unknown(format!("`{}`: {e}", name::display(rel))),
+    }
+}
+
+/// A link whose target is `target` (git's content of a link: the target's bytes).
+pub(super) fn stored(rel: &str, target: &[u8]) -> Content {
+    Content::Link(Arc::new(FileData::from_bytes(rel, target.to_vec(), None)))
+}
+
+/// Where the link `rel` with target `target` leads, as a path of the same tree (`None` when
+/// it is absolute or climbs out of the tree): resolved by its text, as inside a commit.
+pub fn resolve(rel: &str, target: &[u8]) -> Option<String> {
+    if target.first() == Some(&b'/') {
+        return None;
+    }
+    let mut parts: Vec<&[u8]> = rel.as_bytes().split(|b| *b == b'/').collect();
+    parts.pop();
+    for piece in target.split(|b| *b == b'/') {
+        match piece {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    let joined = parts.join(&b'/');
+    (!joined.is_empty())
+        .then(|| String::from_utf8(joined).ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    #[test]
+    fn a_target_is_resolved_from_the_links_folder_and_never_out_of_the_tree() {
+        assert_eq!(resolve("util2.py", b"util.py").as_deref(), Some("util.py"));
+        assert_eq!(resolve("a/b/c.py", b"../d.py").as_deref(), Some("a/d.py"));
+        assert_eq!(
+            resolve("a/b/c.py", b"./x//y.py").as_deref(),
+            Some("a/b/x/y.py")
+        );
+        assert_eq!(resolve("a/c.py", b"../../etc/passwd"), None);
+        assert_eq!(resolve("c.py", b"/etc/passwd"), None);
+        assert_eq!(resolve("a/c.py", b".."), None);
+    }
+}
