@@ -8,10 +8,11 @@
 //! takes them as the baseline of those paths.
 
 use std::collections::BTreeMap;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::protocol::predicate::Glob;
-use crate::task_verdict::UNREADABLE;
+use crate::task_verdict::{link_mark, UNREADABLE};
 use crate::workspace::accepted::{self, AcceptedError, AcceptedPath, Entry};
 use crate::workspace::gitread::BaseEntry;
 use crate::workspace::{name, sha256};
@@ -101,7 +102,8 @@ fn is_sha256(s: &str) -> bool {
 }
 
 /// What `rel` is in `root` now: `None` absent; the SHA-256 of a regular file's bytes and its
-/// executable bit; anything else (a link, a folder, unreadable) a hash no verdict holds.
+/// executable bit; a link's [`link_mark`]; anything else (a folder, unreadable) a hash no
+/// verdict holds.
 fn now_at(root: &Path, rel: &str) -> (Option<String>, bool) {
     let path = name::to_path(root, rel);
     let meta = match std::fs::symlink_metadata(&path) {
@@ -112,6 +114,12 @@ fn now_at(root: &Path, rel: &str) -> (Option<String>, bool) {
         Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => return deep_now_at(root, rel),
         Err(_) => return (Some(UNREADABLE.into()), false),
     };
+    if meta.is_symlink() {
+        return match std::fs::read_link(&path) {
+            Ok(t) => (Some(link_mark(&sha256(t.as_os_str().as_bytes()))), false),
+            Err(_) => (Some(UNREADABLE.into()), false),
+        };
+    }
     if !meta.is_file() {
         return (Some(format!("not a file: {:?}", meta.file_type())), false);
     }
@@ -218,6 +226,20 @@ pub fn accept_task(
         match want {
             None => {
                 kept.paths.insert(rel.clone(), AcceptedPath::Absent);
+            }
+            Some(mark) if mark.starts_with("link:") => {
+                // The link read now is the one judged (same mark): its target is kept.
+                let target = std::fs::read_link(name::to_path(root, rel))
+                    .map(|t| t.into_os_string().into_vec())
+                    .unwrap_or_default();
+                let sha = sha256(&target);
+                if link_mark(&sha) != *mark {
+                    stale.push(name::display(rel).to_string());
+                    continue;
+                }
+                blobs.push(target);
+                kept.paths
+                    .insert(rel.clone(), AcceptedPath::Link { sha256: sha });
             }
             Some(sha) => {
                 // The bytes read now are those judged (same hash); read once more to keep them.
@@ -441,6 +463,10 @@ fn as_accepted(
     use crate::workspace::gitread::{blob_oid_of, EntryKind};
     match (accepted, now) {
         (Some(AcceptedPath::Absent), None) => true,
+        (Some(AcceptedPath::Link { sha256 }), Some(e)) => {
+            e.kind == EntryKind::Symlink
+                && accepted::blob(state, sha256).is_some_and(|b| blob_oid_of(hash, &b) == e.oid)
+        }
         (Some(AcceptedPath::File { sha256, exec }), Some(e)) => {
             let kind_ok = match e.kind {
                 EntryKind::File => !exec,

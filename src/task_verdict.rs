@@ -157,12 +157,14 @@ pub fn veto_checks(protocol: &Protocol) -> Vec<(String, Vec<ProtectedGlob>)> {
     out
 }
 
-/// The paths of `scope` with the SHA-256 of their bytes as `ws` read them (`None`: absent).
+/// The paths of `scope` with the SHA-256 of their bytes as `ws` read them (`None`: absent; a
+/// link: [`link_mark`] of its target's).
 fn judged_files(ws: &Workspace, scope: &[String]) -> BTreeMap<String, Option<String>> {
     scope
         .iter()
         .map(|p| {
             let h = match ws.current_digest(p) {
+                Ok(Some(d)) if ws.read_a_link(p) => Some(link_mark(&d.sha256)),
                 Ok(Some(d)) => Some(d.sha256),
                 Ok(None) => None,
                 Err(_) => Some(UNREADABLE.to_string()),
@@ -174,6 +176,12 @@ fn judged_files(ws: &Workspace, scope: &[String]) -> BTreeMap<String, Option<Str
 
 /// What [`TaskVerdict::judged_files`] says of a file that could not be hashed: never a hash.
 pub const UNREADABLE: &str = "unreadable";
+
+/// What [`TaskVerdict::judged_files`] says of a symbolic link whose target text has the
+/// SHA-256 `sha`: never a file's hash, so a file with the same bytes is another thing.
+pub fn link_mark(sha: &str) -> String {
+    format!("link:{sha}")
+}
 
 /// The verdict of every judged task attempt of an evaluation.
 pub fn judge(

@@ -34,6 +34,8 @@ const SCHEMA: &str = "referee.accepted/1";
 pub enum AcceptedPath {
     /// A regular file with these bytes (kept under [`BLOBS`]) and this executable bit.
     File { sha256: String, exec: bool },
+    /// A symbolic link whose target is these bytes (kept under [`BLOBS`]).
+    Link { sha256: String },
     /// The path does not exist (an accepted removal).
     Absent,
 }

@@ -692,6 +692,14 @@ impl Workspace {
         }
     }
 
+    /// Whether this judgment read the work tree's `rel` as a link (nothing is read here).
+    pub fn read_a_link(&self, rel: &str) -> bool {
+        matches!(
+            self.cur_cache.borrow().get(rel),
+            Some(Held::Kept(Content::Link(_)))
+        )
+    }
+
     /// For a link this judgment read at `rel` on `side` (nothing else is read here), the file
     /// it leads to: what `sha256sum` of the link hashes.
     pub fn led_to(&self, rel: &str, side: Side) -> Option<Arc<FileData>> {

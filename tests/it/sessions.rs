@@ -395,3 +395,65 @@ fn a_restart_with_another_baseline_is_refused_without_fresh() {
     assert_eq!(fresh.code, 0, "{fresh:?}");
     assert_eq!(status(&ws, false).code, 0, "{fresh:?}");
 }
+
+/// A task that adds a symbolic link (`ln -s other.py src/alias.py`) is judged, accepted, and is
+/// the baseline of the next task; a link pointed elsewhere after its judgment is stale. Found by
+/// the session simulator (class `accept_refused:AddLink`: the accept read a link as "not a
+/// file" where the judgment had read it as a link).
+#[test]
+fn an_accepted_link_is_the_baseline_of_the_next() {
+    let (_root, ws, _logs) = git_workspace();
+    let link = "src/alias.py";
+    let added = |id: &str, paths: &[&str]| {
+        let doc = json!({
+            "task_id": id, "status": "pending_review", "description": "a task", "attempt": 1,
+            "summary": "Here's what I did: the change.",
+            "changes": {"added": paths, "modified": [], "removed": []},
+            "pre_hashes": {}, "post_hashes": {},
+        });
+        crate::code_change::put_record(&ws, id, &doc.to_string());
+    };
+    // `verify --write`: the verdicts kept, as an orchestrator's one-shot look keeps them.
+    let verify = || {
+        let out = run(&[
+            "verify",
+            &ws.display().to_string(),
+            "--protocol",
+            "code-change",
+            "--write",
+            "--format",
+            "json",
+        ]);
+        let doc: serde_json::Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        (out.code, doc)
+    };
+    let (code, doc) = verify();
+    assert_eq!(code, 0, "pinned: {doc}");
+
+    std::os::unix::fs::symlink("app.py", ws.join(link)).expect("link");
+    added("t1", &[link]);
+    let (code, doc) = verify();
+    assert_eq!(verdict_in(&doc, "t1")["verdict"], "APPROVE", "{doc}");
+    assert_eq!(code, 0, "{doc}");
+
+    // Pointed elsewhere after the judgment: stale, nothing moved.
+    fs::remove_file(ws.join(link)).expect("rm");
+    std::os::unix::fs::symlink("orchestrator.py", ws.join(link)).expect("link");
+    let a = accept(&ws, &["--task", "t1"]);
+    assert_eq!(a.code, 1, "{a:?}");
+    assert!(a.stderr.contains("changed after"), "{a:?}");
+    fs::remove_file(ws.join(link)).expect("rm");
+    std::os::unix::fs::symlink("app.py", ws.join(link)).expect("link");
+
+    let a = accept(&ws, &["--task", "t1"]);
+    assert_eq!(a.code, 0, "{a:?}");
+    settle_record(&ws, "t1", "approved");
+
+    // t2 adds a file of its own and lists only it: the accepted link is no change of its.
+    fs::write(ws.join(OTHER), "X = 1\n").expect("write");
+    added("t2", &[OTHER]);
+    let (code, doc) = verify();
+    assert_eq!(verdict_in(&doc, "t2")["verdict"], "APPROVE", "{doc}");
+    assert_eq!(code, 0, "{doc}");
+}

@@ -273,6 +273,9 @@ pub struct Change {
     pub kind: Kind,
     pub before: Option<Node>,
     pub after: Option<Node>,
+    /// For a symbolic link now: what it leads to inside the workspace (`None`: out of it, or
+    /// nowhere).
+    pub leads: Option<Option<Node>>,
 }
 
 /// The work tree's changes against the (accepted) baseline: no ignored path, nothing of git's,
@@ -282,6 +285,14 @@ pub fn changes(base: &BTreeMap<String, Node>, now: &Snapshot) -> BTreeMap<String
     let keep = |p: &String, n: &Node| !outside_change(p) && !ignored(p) && *n != Node::Dir;
     let now_files: BTreeMap<&String, &Node> =
         now.nodes.iter().filter(|(p, n)| keep(p, n)).collect();
+    let leads = |p: &String, n: &Node| {
+        matches!(n, Node::Link(_)).then(|| {
+            now.resolves_to
+                .get(p)
+                .and_then(|t| now.nodes.get(t))
+                .cloned()
+        })
+    };
     for (p, b) in base {
         match now_files.get(p) {
             None => {
@@ -291,6 +302,7 @@ pub fn changes(base: &BTreeMap<String, Node>, now: &Snapshot) -> BTreeMap<String
                         kind: Kind::Removed,
                         before: Some(b.clone()),
                         after: None,
+                        leads: None,
                     },
                 );
             }
@@ -301,6 +313,7 @@ pub fn changes(base: &BTreeMap<String, Node>, now: &Snapshot) -> BTreeMap<String
                         kind: Kind::Modified,
                         before: Some(b.clone()),
                         after: Some((*n).clone()),
+                        leads: leads(p, n),
                     },
                 );
             }
@@ -315,6 +328,7 @@ pub fn changes(base: &BTreeMap<String, Node>, now: &Snapshot) -> BTreeMap<String
                     kind: Kind::Added,
                     before: None,
                     after: Some(n.clone()),
+                    leads: leads(p, n),
                 },
             );
         }
@@ -834,6 +848,16 @@ fn judge_one(
             if was > 0 && is == Some(0) {
                 why.push(format!("CC-04 {s} emptied"));
             }
+        }
+        // A link is parsed as what a reader meets there; one out of the workspace, or to
+        // nothing, cannot be judged.
+        match &c.leads {
+            Some(Some(Node::File { bytes, .. })) if !parses(s, bytes) => {
+                why.push(format!("CC-05 {s} (the file its link leads to)"))
+            }
+            Some(Some(Node::Other)) => why.push(format!("CC-05 {s} leads to no file")),
+            Some(None) => why.push(format!("CC-05 {s} leads out or nowhere")),
+            _ => {}
         }
         let Some(bytes) = c.after.as_ref().and_then(Node::bytes) else {
             continue;

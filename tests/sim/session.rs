@@ -52,6 +52,8 @@ pub enum Act {
     SedI(u8, u8),
     AddModule(u8, u8),
     AddPackage(u8, u8),
+    /// `ln -s` inside the workspace: to a module of the app, or to a folder.
+    AddLink(u8, u8),
     Remove(u8, u8),
     Rename(u8, u8),
     ChmodX(u8),
@@ -167,6 +169,7 @@ impl Act {
                 | SedI(..)
                 | AddModule(..)
                 | AddPackage(..)
+                | AddLink(..)
                 | Remove(..)
                 | Rename(..)
                 | ChmodX(..)
@@ -248,6 +251,7 @@ impl Act {
             | SedI(t, _)
             | AddModule(t, _)
             | AddPackage(t, _)
+            | AddLink(t, _)
             | Remove(t, _)
             | Rename(t, _)
             | Crlf(t, _)
@@ -295,6 +299,7 @@ pub fn vocabulary() -> Vec<Act> {
         SedI(0, 0),
         AddModule(0, 0),
         AddPackage(0, 0),
+        AddLink(0, 0),
         Remove(0, 0),
         Rename(0, 0),
         ChmodX(0),
@@ -541,6 +546,7 @@ fn with_args(a: Act, t: u8, x: u8, y: u8) -> Act {
         SedI(..) => SedI(t, x),
         AddModule(..) => AddModule(t, x),
         AddPackage(..) => AddPackage(t, x),
+        AddLink(..) => AddLink(t, x),
         Remove(..) => Remove(t, x),
         Rename(..) => Rename(t, x),
         Crlf(..) => Crlf(t, x),
@@ -848,6 +854,18 @@ impl Session {
                 write_file(&ws, &format!("{dir}/core.py"), b"VALUE = 1\n");
                 self.touch(t, &format!("{dir}/__init__.py"));
                 self.touch(t, &format!("{dir}/core.py"));
+            }
+            AddLink(t, f) => {
+                let (path, target) = if f % 2 == 0 {
+                    (format!("app/link_{}_{f}.py", tid(t)), "views.py")
+                } else {
+                    (format!("scripts_{}_{f}", tid(t)), "scripts")
+                };
+                if fs::symlink_metadata(self.p(&path)).is_err()
+                    && std::os::unix::fs::symlink(target, self.p(&path)).is_ok()
+                {
+                    self.touch(t, &path);
+                }
             }
             Remove(t, f) => {
                 let path = pool_file(t, f);

@@ -513,6 +513,24 @@ impl Baseline {
                     let kind = BaseKind::File { exec: *exec };
                     now.insert(rel.clone(), Some(BaseEntry { kind, oid }));
                 }
+                AcceptedPath::Link { sha256 } => {
+                    let target = accepted::blob(state, sha256).ok_or_else(|| {
+                        WorkspaceError::Pin(format!(
+                            "the accepted target of the link `{}` (SHA-256 {sha256}) is missing \
+                             or damaged in the state directory `{}`",
+                            name::display(rel),
+                            state.display()
+                        ))
+                    })?;
+                    let oid = gitread::blob_oid_of(self.hash, &target);
+                    self.checked_out.remove(rel);
+                    self.accepted.insert(
+                        rel.clone(),
+                        Arc::new(FileData::from_bytes(rel, target, None)),
+                    );
+                    let kind = BaseKind::Symlink;
+                    now.insert(rel.clone(), Some(BaseEntry { kind, oid }));
+                }
             }
         }
         let mut rows: Vec<(String, BaseEntry)> = self
@@ -614,7 +632,10 @@ impl Baseline {
             return Content::Absent;
         };
         if let Some(data) = self.accepted.get(rel) {
-            return Content::Bytes(Arc::clone(data));
+            return match e.kind {
+                BaseKind::Symlink => Content::Link(Arc::clone(data)),
+                _ => Content::Bytes(Arc::clone(data)),
+            };
         }
         if let Some(sha) = self.checked_out.get(rel) {
             return self.converted(rel, e.oid, sha, cap);
