@@ -458,9 +458,16 @@ fn task_answer(q: &TaskQuery, state: &Path, dir: &Path) -> Result<Answer, Status
         }
     }
     // A verdict holds for the files it judged: one changed since makes it stale (not judged).
-    let judged_files = doc.get("judged_files").and_then(|j| {
-        serde_json::from_value::<std::collections::BTreeMap<String, Option<String>>>(j.clone()).ok()
-    });
+    // An escalation holds whatever its files do, until the task moves on (a new attempt): the
+    // referee publishes nothing new under it, so it is answered as it stands.
+    let escalated = doc["escalation"].is_string();
+    let judged_files = doc
+        .get("judged_files")
+        .filter(|_| !escalated)
+        .and_then(|j| {
+            serde_json::from_value::<std::collections::BTreeMap<String, Option<String>>>(j.clone())
+                .ok()
+        });
     if let Some(judged) = judged_files {
         let stale = crate::accept::stale_paths(dir, &judged);
         if !stale.is_empty() {

@@ -503,6 +503,29 @@ fn a_protected_name_in_the_referees_folder_is_vetoed_live() {
     reproduce(true, &[Act::ProtInReferee, Act::Judge]);
 }
 
+/// Class `not_judged_live` under an escalation (fixed): t1's second attempt, identical to its
+/// first, is ESCALATEd, t2's unclaimed edit in its scope; then that file is written again. The
+/// live referee holds an
+/// escalation (it publishes nothing new while the task does not move on), but `status --task`
+/// took the held verdict as stale for its files, and answered no verdict until the
+/// orchestrator's wait ran out. An escalation now answers as it stands (found at seed 32427).
+#[test]
+fn an_escalation_is_answered_after_its_files_change() {
+    reproduce(
+        true,
+        &[
+            Act::Broken(0),
+            Act::Write(1, 0),
+            Act::Record(0),
+            Act::Judge,
+            Act::Record(0),
+            Act::Judge,
+            Act::Write(1, 0),
+            Act::Judge,
+        ],
+    );
+}
+
 /// Class `not_judged_live` for a record that is no attempt (fixed): with tasks opened, a decoy
 /// record of a task never opened is REJECTed (`unknown_task`); then t1's file it took in is
 /// renamed. A live referee judged such a record (a replay, a task never opened, a malformed

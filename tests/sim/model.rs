@@ -991,6 +991,23 @@ fn judge_one(
         }
         _ => {}
     }
+    // An escalation holds: the attempt judged again (its scope changed) keeps the escalation
+    // it was given when first judged, until the task moves on (a new attempt).
+    let held = mem.judged.get(&id).and_then(|v| {
+        v.iter().find(|j| {
+            j.is_attempt
+                && exp.is_attempt
+                && j.attempt == exp.attempt
+                && j.first_verdict.starts_with("ESCALATE")
+        })
+    });
+    if let Some(j) = held {
+        exp.verdicts = BTreeSet::from([if j.first_verdict == "ESCALATE_CONVERGENCE" {
+            "ESCALATE_CONVERGENCE"
+        } else {
+            "ESCALATE"
+        }]);
+    }
     exp
 }
 

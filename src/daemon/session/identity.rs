@@ -11,11 +11,10 @@ use super::super::attach;
 use super::super::event::Event;
 use super::super::heartbeat;
 use super::super::journal::{self, EventLog};
-use super::open::{context_ref, held, hold, open_build, remove_stale_temps};
+use super::open::{context_ref, held, open_build, remove_stale_temps, take_lock};
 use super::{Part, Rewatch, Session};
 use crate::daemon::DaemonError;
 use crate::state::live::Here;
-use crate::state::lock::DirHold;
 use crate::state::stop::StopFile;
 
 impl Session {
@@ -147,24 +146,15 @@ impl Session {
                 return;
             }
         };
-        self.dir_hold = match hold(&here) {
-            DirHold::Held(file) => Some(file),
-            DirHold::Busy(holders) if !crate::state::live::lock_keeps_out(&holders) => {
-                tracing::warn!(
-                    "`{}` is locked by {}, which is no referee: watched without the directory's lock",
-                    self.dir.display(),
-                    crate::state::live::describe(&holders)
-                );
-                None
-            }
-            DirHold::Busy(_) => {
+        self.dir_hold = match take_lock(&here, &self.dir) {
+            Ok(file) => file,
+            Err(super::open::HeldByAnother) => {
                 self.detach(format!(
                     "another referee holds `{}` (the directory's lock)",
                     self.dir.display()
                 ));
                 return;
             }
-            DirHold::Unsupported(_) => None,
         };
         let canon = here.canon().to_path_buf();
         // The event log is the state directory's: it stays open and locked across the

@@ -62,17 +62,39 @@ pub(super) fn remove_stale_temps(dir: &Path) {
     }
 }
 
-/// The build directory held open for the session's writes, opened from the descriptor the
-/// session opened it by (a directory swapped in at its path is never written through); by
-/// path when it cannot be opened now (the session then detaches at its next look).
 /// The directory `here`, held for this session alone ([`crate::state::lock::hold_dir`]).
-pub(super) fn hold(here: &Here) -> DirHold {
+fn hold(here: &Here) -> DirHold {
     match here.reopen() {
         Ok(fd) => crate::state::lock::hold_dir(fd),
         Err(e) => DirHold::Unsupported(e),
     }
 }
 
+/// Takes the directory's lock, which only tells two referees apart: `Ok(Some)` held;
+/// `Ok(None)` watched without it (the file system locks no directory, or the lock is held by
+/// processes that are no referee: said, naming them); `Err` another referee holds it.
+pub(super) fn take_lock(here: &Here, shown: &Path) -> Result<Option<std::fs::File>, HeldByAnother> {
+    match hold(here) {
+        DirHold::Held(file) => Ok(Some(file)),
+        DirHold::Busy(holders) if !crate::state::live::lock_keeps_out(&holders) => {
+            tracing::warn!(
+                "`{}` is locked by {}, which is no referee: watched without the directory's lock",
+                shown.display(),
+                crate::state::live::describe(&holders)
+            );
+            Ok(None)
+        }
+        DirHold::Busy(_) => Err(HeldByAnother),
+        DirHold::Unsupported(_) => Ok(None),
+    }
+}
+
+/// The directory's lock is another referee's.
+pub(super) struct HeldByAnother;
+
+/// The build directory held open for the session's writes, opened from the descriptor the
+/// session opened it by (a directory swapped in at its path is never written through); by
+/// path when it cannot be opened now (the session then detaches at its next look).
 pub(super) fn held(here: &Here, dir: &Path) -> OutDir {
     here.reopen()
         .map(|fd| OutDir::held(here.canon(), fd))
@@ -139,30 +161,18 @@ impl Session {
         // refused, said once. The directory's own lock decides even when both start at the same
         // instant; the heartbeat look names the other's pid, and decides alone where the file
         // system locks no directory.
-        let dir_hold = match hold(&here) {
-            DirHold::Held(file) => Some(file),
-            DirHold::Busy(holders) if !crate::state::live::lock_keeps_out(&holders) => {
-                tracing::warn!(
-                    "`{}` is locked by {}, which is no referee: watched without the directory's lock",
-                    dir.display(),
-                    crate::state::live::describe(&holders)
-                );
-                None
+        let dir_hold = take_lock(&here, &dir).map_err(|HeldByAnother| {
+            match crate::state::live::rival(&here) {
+                Some((pid, heartbeat)) => DaemonError::Rival {
+                    path: dir.display().to_string(),
+                    pid,
+                    heartbeat: heartbeat.display().to_string(),
+                },
+                None => DaemonError::RivalHolds {
+                    path: dir.display().to_string(),
+                },
             }
-            DirHold::Busy(_) => {
-                return Err(match crate::state::live::rival(&here) {
-                    Some((pid, heartbeat)) => DaemonError::Rival {
-                        path: dir.display().to_string(),
-                        pid,
-                        heartbeat: heartbeat.display().to_string(),
-                    },
-                    None => DaemonError::RivalHolds {
-                        path: dir.display().to_string(),
-                    },
-                });
-            }
-            DirHold::Unsupported(_) => None,
-        };
+        })?;
         if let Some((pid, heartbeat)) = crate::state::live::rival(&here) {
             return Err(DaemonError::Rival {
                 path: dir.display().to_string(),
