@@ -213,18 +213,35 @@ pub fn describe(holders: &[u32]) -> String {
         .join(", ")
 }
 
-/// Whether the process `pid` runs the same executable as this one (`/proc/PID/exe`), or, when
-/// not, the same command name (another build of the referee, or another user's process whose
-/// executable cannot be read).
+/// Whether the process `pid` is a referee: it runs the same executable as this one
+/// (`/proc/PID/exe`, an upgraded binary's ` (deleted)` aside), or it runs as this process's
+/// user under the same command name (another build of the referee). A process of another user
+/// is no referee by its name alone: any process can name itself `referee` (`prctl`), and under
+/// the other-user deployment the worker's processes are exactly those.
 fn same_program(pid: u32) -> bool {
-    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    let exe = |p: &str| {
+        std::fs::read_link(format!("/proc/{p}/exe")).ok().map(|t| {
+            let t = t.into_os_string().into_string().unwrap_or_default();
+            t.strip_suffix(" (deleted)")
+                .map(str::to_string)
+                .unwrap_or(t)
+        })
+    };
     if let (Some(theirs), Some(mine)) = (exe(&pid.to_string()), exe("self")) {
         if theirs == mine {
             return true;
         }
     }
+    let same_user = process_uid(pid) == Some(rustix::process::geteuid().as_raw());
     let comm = |p: &str| std::fs::read_to_string(format!("/proc/{p}/comm")).ok();
-    matches!((comm(&pid.to_string()), comm("self")), (Some(a), Some(b)) if a == b)
+    same_user && matches!((comm(&pid.to_string()), comm("self")), (Some(a), Some(b)) if a == b)
+}
+
+/// The effective user id of the process `pid` (`/proc/PID/status`, readable by every user).
+fn process_uid(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// The most state directories [`keeper`] looks through.

@@ -441,3 +441,78 @@ fn a_lock_held_by_a_process_that_is_no_referee_keeps_no_referee_out() {
     w.signal(libc::SIGTERM);
     assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
 }
+
+/// A process of another user under the name `referee` (here `flock(1)` copied to a file of
+/// that name: a name is anyone's to take) that holds the directory's lock is no referee: under
+/// the other-user deployment the worker's processes are exactly those. The referee starts,
+/// says who holds the lock, watches without it and raises the STOP. (A process of the
+/// referee's own user under its name is still taken for another referee: that user reaches the
+/// referee's memory anyway.) Needs root, to run the holder as another user (`setpriv`).
+#[test]
+fn a_process_of_another_user_named_referee_keeps_no_referee_out() {
+    if !rustix::process::geteuid().is_root() {
+        crate::util::missing(
+            "root",
+            "run the tests as root",
+            "the other user's lock holder",
+        );
+        return;
+    }
+    if !crate::util::tool("setpriv", "util-linux", "the other user's lock holder") {
+        return;
+    }
+    let (root, dir) = build("pre-audit");
+    // Readable by the holder's user (the build is the pipeline's, its folders searchable).
+    for d in [root.path(), dir.as_path()] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let flock = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v flock"])
+            .output()
+            .expect("sh")
+            .stdout,
+    )
+    .expect("a path");
+    let named = root.path().join("bin");
+    fs::create_dir(&named).expect("mkdir");
+    fs::set_permissions(&named, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let fake = named.join("referee");
+    fs::copy(flock.trim(), &fake).expect("copy flock(1)");
+    fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut holder = std::process::Command::new("setpriv")
+        .args(["--reuid=54321", "--regid=54321", "--clear-groups"])
+        .arg(&fake)
+        .args(["-x", "-n", p(&dir), "sleep", "120"])
+        .spawn()
+        .expect("setpriv referee (flock)");
+    let deadline = Instant::now() + WAIT;
+    let listed = |pid: u32| {
+        fs::read_to_string("/proc/locks")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains("FLOCK") && l.contains(&format!(" {pid} ")))
+    };
+    while !listed(holder.id()) {
+        assert!(Instant::now() < deadline, "the holder never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let comm = fs::read_to_string(format!("/proc/{}/comm", holder.id())).unwrap_or_default();
+    assert_eq!(
+        comm.trim(),
+        "referee",
+        "the holder goes by the referee's name"
+    );
+    let mut w = Watch::start(&dir, root.path(), &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    assert!(
+        w.output().contains("which is no referee"),
+        "the holder is said and passed over\n{}",
+        w.output()
+    );
+    raise_stop(&dir, &w);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    w.signal(libc::SIGTERM);
+    assert_eq!(exit_code(w.wait(WAIT)), 1, "{}", w.output());
+}
