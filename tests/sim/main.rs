@@ -526,6 +526,32 @@ fn an_escalation_is_answered_after_its_files_change() {
     );
 }
 
+/// Class `false_stop_live` (a model fix): t1's second attempt is first judged over t2's edits
+/// no record claims yet (REJECT), then again once t2's record claims them: its diff is now the
+/// first attempt's, and the live referee ESCALATEs it and raises the STOP. The model allows
+/// either verdict there, but expected the STOP from the one first answered. Found at seed 41746
+/// (2,000 sessions from 40000).
+#[test]
+fn an_escalation_settled_after_the_answer_keeps_its_stop() {
+    reproduce(
+        true,
+        &[
+            Act::Crlf(0, 46),
+            Act::Broken(0),
+            Act::Record(0),
+            Act::Judge,
+            Act::Write(1, 226),
+            Act::RecordInPlace(1),
+            Act::Judge,
+            Act::CodingLine(1),
+            Act::Extglob(1),
+            Act::RecordSloppySummary(0),
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
+}
+
 /// Class `not_judged_live` for a record that is no attempt (fixed): with tasks opened, a decoy
 /// record of a task never opened is REJECTed (`unknown_task`); then t1's file it took in is
 /// renamed. A live referee judged such a record (a replay, a task never opened, a malformed

@@ -521,6 +521,8 @@ pub struct Judged {
     pub scope: BTreeSet<String>,
     /// The hash of each scope path when judged (for staleness).
     pub at: BTreeMap<String, Option<String>>,
+    /// The model allowed both an escalation and another verdict: the STOP may go either way.
+    pub either_escalation: bool,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -1824,7 +1824,16 @@ impl Session {
                         .latest(&r.file_id)
                         .is_some_and(|j| j.verdict.starts_with("ESCALATE") && j.record_sha != r.sha)
                 });
-                if changed_escalated {
+                // A task the model let be escalated or not (a guard it cannot decide exactly,
+                // an attempt judged again over another scope): whether its STOP stands follows
+                // the verdict the live referee settles on, which may come after the one it
+                // answered.
+                let either = records.iter().any(|r| {
+                    self.mem
+                        .latest(&r.file_id)
+                        .is_some_and(|j| j.either_escalation && j.record_sha == r.sha)
+                });
+                if changed_escalated || either {
                     None
                 } else {
                     Some(false)
@@ -1940,6 +1949,8 @@ impl Session {
                     raw_diff: e.raw_diff.clone(),
                     scope: e.scope.clone(),
                     at,
+                    either_escalation: e.verdicts.iter().any(|v| v.starts_with("ESCALATE"))
+                        && e.verdicts.iter().any(|v| !v.starts_with("ESCALATE")),
                 },
             );
         }
