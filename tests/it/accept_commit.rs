@@ -11,19 +11,12 @@ use crate::code_change::{
     git, git_workspace, judged, record, start, stop, verdict, APP, ORIGINAL, PROTECTED,
 };
 use crate::sessions::{accept, verify_json};
-use crate::util::run;
 use crate::watch::{read, status};
 
 /// A first judgment that keeps state (`verify --write`): it pins HEAD in the state directory.
 fn pin(ws: &Path) {
-    let out = run(&[
-        "verify",
-        &ws.display().to_string(),
-        "--protocol",
-        "code-change",
-        "--write",
-    ]);
-    assert_eq!(out.code, 0, "the pin: {out:?}");
+    let (code, doc) = crate::sessions::verify_json_with(ws, &["--write"]);
+    assert_eq!(code, 0, "the pin: {doc}");
 }
 
 fn accepted_events(ws: &Path) -> Vec<serde_json::Value> {

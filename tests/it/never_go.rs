@@ -378,6 +378,21 @@ fn a_lifted_stop_is_go_as_soon_as_its_copy_is_gone() {
     assert_eq!(exit_code(w.wait(WAIT)), 0, "{}", w.output());
 }
 
+/// Waits until the kernel lists a lock taken by `pid` (`/proc/locks`): `watch` must meet it.
+fn until_locked(pid: u32) {
+    let deadline = Instant::now() + WAIT;
+    let listed = || {
+        fs::read_to_string("/proc/locks")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains("FLOCK") && l.contains(&format!(" {pid} ")))
+    };
+    while !listed() {
+        assert!(Instant::now() < deadline, "pid {pid} never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A process that is no referee holding the directory's lock (`flock(1)` on the build, by the
 /// worker or anything else) keeps no referee out: the lock only tells two referees apart. The
 /// referee starts, says who holds it, and raises the STOP; the same after the build is swapped
@@ -390,18 +405,7 @@ fn a_lock_held_by_a_process_that_is_no_referee_keeps_no_referee_out() {
             .args(["-x", "-n", p(d), "sleep", "120"])
             .spawn()
             .expect("flock(1)");
-        // Until the kernel lists the lock: `watch` must meet it.
-        let deadline = Instant::now() + WAIT;
-        let listed = |pid: u32| {
-            fs::read_to_string("/proc/locks")
-                .unwrap_or_default()
-                .lines()
-                .any(|l| l.contains("FLOCK") && l.contains(&format!(" {pid} ")))
-        };
-        while !listed(child.id()) {
-            assert!(Instant::now() < deadline, "flock(1) never took the lock");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        until_locked(child.id());
         child
     };
     let mut first = holder(&dir);
@@ -486,17 +490,7 @@ fn a_process_of_another_user_named_referee_keeps_no_referee_out() {
         .args(["-x", "-n", p(&dir), "sleep", "120"])
         .spawn()
         .expect("setpriv referee (flock)");
-    let deadline = Instant::now() + WAIT;
-    let listed = |pid: u32| {
-        fs::read_to_string("/proc/locks")
-            .unwrap_or_default()
-            .lines()
-            .any(|l| l.contains("FLOCK") && l.contains(&format!(" {pid} ")))
-    };
-    while !listed(holder.id()) {
-        assert!(Instant::now() < deadline, "the holder never took the lock");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_locked(holder.id());
     let comm = fs::read_to_string(format!("/proc/{}/comm", holder.id())).unwrap_or_default();
     assert_eq!(
         comm.trim(),

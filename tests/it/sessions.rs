@@ -144,14 +144,22 @@ fn accept_refuses_unjudged_rejected_and_stale_verdicts() {
 
 /// `verify WS --protocol code-change --format json`: the exit code and the JSON.
 pub(crate) fn verify_json(ws: &Path) -> (i32, serde_json::Value) {
-    let out = run(&[
+    verify_json_with(ws, &[])
+}
+
+/// [`verify_json`] with more arguments (`--write`: the verdicts and the pin kept).
+pub(crate) fn verify_json_with(ws: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+    let shown = ws.display().to_string();
+    let mut args = vec![
         "verify",
-        &ws.display().to_string(),
+        &shown,
         "--protocol",
         "code-change",
         "--format",
         "json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
     let doc = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
     (out.code, doc)
 }
@@ -414,20 +422,7 @@ fn an_accepted_link_is_the_baseline_of_the_next() {
         crate::code_change::put_record(&ws, id, &doc.to_string());
     };
     // `verify --write`: the verdicts kept, as an orchestrator's one-shot look keeps them.
-    let verify = || {
-        let out = run(&[
-            "verify",
-            &ws.display().to_string(),
-            "--protocol",
-            "code-change",
-            "--write",
-            "--format",
-            "json",
-        ]);
-        let doc: serde_json::Value =
-            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
-        (out.code, doc)
-    };
+    let verify = || verify_json_with(&ws, &["--write"]);
     let (code, doc) = verify();
     assert_eq!(code, 0, "pinned: {doc}");
 
