@@ -176,7 +176,7 @@ pub fn attempt(
 }
 
 /// The workspace opened in `state`, judged: `implicit`'s record added, [`evaluate`]d with the
-/// waivers applied, and warned of when it holds no record.
+/// waivers applied, and warned of when it holds no record (and no implicit attempt is made).
 fn judged(
     req: &Request<'_>,
     protocol: &Protocol,
@@ -193,7 +193,9 @@ fn judged(
     let mut waived = None;
     let waive = &mut |eval: &mut Evaluation| waived = apply_waivers(waivers, eval, now);
     let e = evaluate(protocol, rules, &ws, now, memory, waive);
-    if e.runs.is_empty() {
+    // Said to a `verify` or `watch` user; a hook's look (a session's start, a stop that
+    // changed nothing) has no record to expect.
+    if e.runs.is_empty() && implicit.is_none() {
         tracing::warn!(
             "no task records in `{}`: nothing to judge",
             req.dir.join(crate::workspace::TASKS_DIR).display()

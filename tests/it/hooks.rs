@@ -49,9 +49,11 @@ impl Answer {
         v["reason"].as_str().expect("a reason").to_string()
     }
 
+    /// Exit 0, no answer, and no warning (a session's start has no task record to warn of).
     pub(crate) fn allowed_silently(&self) {
         assert_eq!(self.code, 0, "{self:?}");
         assert_eq!(self.json(), Value::Null, "{self:?}");
+        assert!(!self.stderr.contains("warning"), "{self:?}");
     }
 
     pub(crate) fn denied_with(&self) -> String {
