@@ -934,7 +934,13 @@ impl Workspace {
                     }),
                 };
                 match content {
-                    Content::Bytes(d) => record::parse(rel, &d.bytes, required),
+                    Content::Bytes(d) => {
+                        let mut r = record::parse(rel, &d.bytes, required);
+                        if let Ok(t) = &mut r.parsed {
+                            t.relative_to(&self.root);
+                        }
+                        r
+                    }
                     Content::Link(d) => failed(format!(
                         "a symbolic link (to `{}`): a record is read only as a regular file",
                         d.text()

@@ -3,6 +3,7 @@
 //! or mistyped field). A record that cannot be parsed is data for CC-00, never an error.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -94,6 +95,52 @@ impl Task {
     pub fn lists(&self, path: &str) -> bool {
         self.listed().any(|(p, _)| p == path)
     }
+
+    /// Takes each absolute path the record lists inside the canonical workspace `root` as the
+    /// workspace's own relative path: a worker that hashes and lists the files it edited by
+    /// their absolute paths (`str(path)` of an absolute `pathlib.Path`) names the same files.
+    /// The folder a path names is resolved (a link on the way to the workspace included), its
+    /// last name never. A path outside the workspace stays as written (a phantom change).
+    pub fn relative_to(&mut self, root: &Path) {
+        let fix = |p: &mut String| {
+            if let Some(rel) = inside(root, p) {
+                *p = rel;
+            }
+        };
+        self.added.iter_mut().for_each(fix);
+        self.modified.iter_mut().for_each(fix);
+        self.removed.iter_mut().for_each(fix);
+        for hashes in [&mut self.pre_hashes, &mut self.post_hashes] {
+            if hashes.keys().any(|k| k.starts_with('/')) {
+                *hashes = std::mem::take(hashes)
+                    .into_iter()
+                    .map(|(k, v)| (inside(root, &k).unwrap_or(k), v))
+                    .collect();
+            }
+        }
+    }
+}
+
+/// The workspace-relative path of the absolute `p` when it lies inside `root` (canonical):
+/// its folder canonicalised (the nearest one that exists), its last name kept.
+fn inside(root: &Path, p: &str) -> Option<String> {
+    let path = Path::new(p);
+    if !path.is_absolute() {
+        return None;
+    }
+    let name = path.file_name()?;
+    let mut folder = path.parent()?;
+    let mut rest: Vec<&std::ffi::OsStr> = vec![name];
+    let real = loop {
+        if let Ok(real) = std::fs::canonicalize(folder) {
+            break real;
+        }
+        rest.push(folder.file_name()?);
+        folder = folder.parent()?;
+    };
+    let full = rest.iter().rev().fold(real, |acc, n| acc.join(n));
+    let rel = full.strip_prefix(root).ok()?.to_str()?;
+    (!rel.is_empty()).then(|| normalize(rel))
 }
 
 impl Record {
@@ -329,6 +376,32 @@ fn strip_position(m: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_absolute_path_inside_the_workspace_is_its_relative_path_and_no_other() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(tmp.path())
+            .expect("canonical")
+            .join("ws");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        let link = root.with_file_name("ws-link");
+        std::os::unix::fs::symlink(&root, &link).expect("link");
+        let at = |p: std::path::PathBuf| inside(&root, p.to_str().expect("utf-8"));
+        assert_eq!(at(root.join("src/a.py")).as_deref(), Some("src/a.py"));
+        // A folder not made yet, and a way in through a link.
+        assert_eq!(
+            at(root.join("new/deep/b.py")).as_deref(),
+            Some("new/deep/b.py")
+        );
+        assert_eq!(at(link.join("src/a.py")).as_deref(), Some("src/a.py"));
+        // The last name is never resolved: a link in the workspace is listed as itself.
+        std::os::unix::fs::symlink("/etc/passwd", root.join("src/out")).expect("link");
+        assert_eq!(at(root.join("src/out")).as_deref(), Some("src/out"));
+        // Outside the workspace, the workspace itself, a relative path: left as written.
+        assert_eq!(at(root.with_file_name("other/a.py")), None);
+        assert_eq!(at(root.clone()), None);
+        assert_eq!(inside(&root, "src/a.py"), None);
+    }
 
     fn req() -> Vec<String> {
         ["task_id", "status", "attempt", "summary", "changes"]

@@ -543,3 +543,29 @@ fn python_files_are_judged_in_the_encoding_they_declare() {
         }
     }
 }
+
+// ---- records ------------------------------------------------------------------------------
+
+honest!(
+    /// A worker that lists and hashes the files it edited by their absolute paths (`str(path)`
+    /// of an absolute `pathlib.Path`), one of them through a link to the workspace's folder:
+    /// the same files as their relative paths.
+    a_record_that_lists_absolute_paths,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/extra.py", "X = 1\n");
+        let via = r._tmp.path().join("ws-link");
+        std::os::unix::fs::symlink(&r.ws, &via).expect("link");
+        let app = r.ws.join(APP).display().to_string();
+        let extra = via.join("src/extra.py").display().to_string();
+        let doc = json!({
+            "task_id": "t1", "status": "pending_review", "description": "a task", "attempt": 1,
+            "summary": "Here's what I did: the change.",
+            "changes": {"added": [extra], "modified": [app], "removed": []},
+            "pre_hashes": {app.clone(): sha(&r.found[APP])},
+            "post_hashes": {app: sha(&r.read(APP)), extra: sha(&r.read("src/extra.py"))},
+        });
+        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+    }
+);
