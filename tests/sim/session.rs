@@ -81,6 +81,8 @@ pub enum Act {
     RecordRemoveWrite(u8),
     /// The record written in place in two parts with a pause between: a streaming writer.
     RecordHalf(u8),
+    /// The record with every path absolute (`str(path)` of an absolute `pathlib.Path`).
+    RecordAbsolute(u8),
     // ---- the orchestrator ----
     Judge,
     Accept(u8),
@@ -193,6 +195,7 @@ impl Act {
                 | RecordSloppySummary(..)
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
+                | RecordAbsolute(..)
                 | Judge
                 | Accept(..)
                 | AcceptCommit
@@ -213,6 +216,7 @@ impl Act {
                 | RecordInPlace(..)
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
+                | RecordAbsolute(..)
                 | Judge
                 | Accept(..)
                 | Close(..)
@@ -231,6 +235,7 @@ impl Act {
                 | RecordSloppySummary(..)
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
+                | RecordAbsolute(..)
                 | ForgeHash(..)
                 | Decoy(..)
                 | Replay(..)
@@ -267,6 +272,7 @@ impl Act {
             | RecordSloppySummary(t)
             | RecordRemoveWrite(t)
             | RecordHalf(t)
+            | RecordAbsolute(t)
             | Accept(t)
             | Close(t)
             | ForgeHash(t)
@@ -323,6 +329,7 @@ pub fn vocabulary() -> Vec<Act> {
         RecordSloppySummary(0),
         RecordRemoveWrite(0),
         RecordHalf(0),
+        RecordAbsolute(0),
         Judge,
         Accept(0),
         AcceptCommit,
@@ -503,6 +510,7 @@ pub fn generate(
                     1 => Act::RecordSloppySummary(g),
                     2 => Act::RecordRemoveWrite(g),
                     3 => Act::RecordHalf(g),
+                    4 => Act::RecordAbsolute(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
@@ -1050,7 +1058,8 @@ impl Session {
             | RecordInPlace(t)
             | RecordSloppySummary(t)
             | RecordRemoveWrite(t)
-            | RecordHalf(t) => {
+            | RecordHalf(t)
+            | RecordAbsolute(t) => {
                 let id = tid(t);
                 let Some(task) = self.tasks.get(&id).cloned() else {
                     return Ok(());
@@ -1064,7 +1073,10 @@ impl Session {
                 } else {
                     format!("Here's what I did: attempt {attempt} of {id}")
                 };
-                let rec = self.honest_record(&id, attempt, &summary, &task.touched);
+                let mut rec = self.honest_record(&id, attempt, &summary, &task.touched);
+                if matches!(act, RecordAbsolute(_)) {
+                    absolute_paths(&mut rec, &ws);
+                }
                 let how = match act {
                     RecordInPlace(_) => Put::InPlace,
                     RecordRemoveWrite(_) => Put::RemoveWrite,
@@ -2165,3 +2177,26 @@ fn append(p: &Path, bytes: &[u8]) {
 }
 
 use std::os::unix::fs::MetadataExt;
+
+/// Every path of the record `rec` made absolute under the workspace `ws`: in `changes` and as
+/// the keys of `pre_hashes` and `post_hashes`.
+fn absolute_paths(rec: &mut serde_json::Value, ws: &Path) {
+    let abs = |p: &str| format!("{}/{p}", ws.display());
+    for k in ["added", "modified", "removed"] {
+        if let Some(arr) = rec["changes"][k].as_array_mut() {
+            for p in arr.iter_mut() {
+                if let Some(s) = p.as_str() {
+                    *p = json!(abs(s));
+                }
+            }
+        }
+    }
+    for k in ["pre_hashes", "post_hashes"] {
+        if let Some(m) = rec[k].as_object_mut() {
+            *m = std::mem::take(m)
+                .into_iter()
+                .map(|(p, h)| (abs(&p), h))
+                .collect();
+        }
+    }
+}

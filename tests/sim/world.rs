@@ -441,7 +441,26 @@ impl World {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             if let Ok(bytes) = fs::read(&p) {
-                out.push(model::parse_record(&id, &bytes));
+                let mut r = model::parse_record(&id, &bytes);
+                // An absolute path under the workspace names its file (the contract).
+                if let Ok(parsed) = &mut r.parsed {
+                    let prefix = format!("{}/", self.ws.display());
+                    let rel = |k: String| match k.strip_prefix(&prefix) {
+                        Some(rest) => rest.to_string(),
+                        None => k,
+                    };
+                    parsed.listed = std::mem::take(&mut parsed.listed)
+                        .into_iter()
+                        .map(|(k, v)| (rel(k), v))
+                        .collect();
+                    for m in [&mut parsed.pre, &mut parsed.post] {
+                        *m = std::mem::take(m)
+                            .into_iter()
+                            .map(|(k, v)| (rel(k), v))
+                            .collect();
+                    }
+                }
+                out.push(r);
             }
         }
         out
