@@ -182,8 +182,7 @@ pub fn accept_task(
         .join(format!("{}.json", name::file_stem_for(task)));
     let asked = std::fs::read(&record)
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|r| r["attempt"].as_u64());
+        .and_then(|b| crate::workspace::record::attempt_of(&b));
     if let (Some(asked), Some(judged)) = (asked, v.attempt) {
         if asked > judged {
             return Err(Refused(format!(

@@ -447,8 +447,7 @@ fn task_answer(q: &TaskQuery, state: &Path, dir: &Path) -> Result<Answer, Status
     let asked = read_small(&record)
         .ok()
         .flatten()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|r| r["attempt"].as_u64());
+        .and_then(|b| crate::workspace::record::attempt_of(&b));
     if let (Some(asked), Some(judged)) = (asked, attempt) {
         if asked > judged {
             return Ok(not_judged(format!(

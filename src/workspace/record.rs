@@ -165,7 +165,13 @@ pub fn parse(rel: &str, bytes: &[u8], required: &[String]) -> Record {
     Record {
         rel: rel.to_string(),
         stem: stem.clone(),
-        parsed: parse_task(bytes, &stem, required),
+        // As a reader of JSON on Windows takes it: UTF-16 (PowerShell 5.1's `Out-File` and
+        // `>`) decoded, a UTF-8 byte-order mark (its `-Encoding utf8`) dropped.
+        parsed: parse_task(
+            &crate::artifacts::normalize::seen::utf8_bytes(bytes),
+            &stem,
+            required,
+        ),
     }
 }
 
@@ -355,6 +361,13 @@ fn hashes(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, Option<Strin
     }
 }
 
+/// The `attempt` a record's bytes name, read as [`parse`] reads them (`None`: it names none,
+/// or does not parse): what `status --task` and `accept` hold a verdict's attempt against.
+pub fn attempt_of(bytes: &[u8]) -> Option<u64> {
+    let text = crate::artifacts::normalize::seen::utf8_bytes(bytes);
+    serde_json::from_slice::<Value>(&text).ok()?["attempt"].as_u64()
+}
+
 /// A listed path as the referee compares it: `/`-separated, no leading `./`.
 pub fn normalize(p: &str) -> String {
     let p = p.trim().replace('\\', "/");
@@ -376,6 +389,24 @@ fn strip_position(m: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_written_by_powershell_parses() {
+        let text = r#"{"task_id":"t1","status":"pending_review","attempt":1,"summary":"s",
+            "changes":{"added":["a.py"],"modified":[],"removed":[]}}"#;
+        let mut bom = vec![0xef, 0xbb, 0xbf];
+        bom.extend_from_slice(text.as_bytes());
+        let mut utf16 = vec![0xff, 0xfe];
+        utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+        for bytes in [bom, utf16] {
+            let r = parse(".tasks/t1.json", &bytes, &req());
+            let t = r.parsed.expect("parses");
+            assert_eq!(
+                (t.task_id.as_str(), t.added.as_slice()),
+                ("t1", &["a.py".to_string()][..])
+            );
+        }
+    }
 
     #[test]
     fn an_absolute_path_inside_the_workspace_is_its_relative_path_and_no_other() {

@@ -569,3 +569,55 @@ honest!(
         r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
     }
 );
+
+/// The honest record of `r` for t1 (attempt `attempt`, the app edited) as Windows PowerShell
+/// 5.1 writes it: `ConvertTo-Json | Out-File` (UTF-16LE with its byte-order mark).
+fn powershell_record(r: &Repo, attempt: u64) {
+    let doc = json!({
+        "task_id": "t1", "status": "pending_review", "description": "a task", "attempt": attempt,
+        "summary": "Here's what I did: the change.",
+        "changes": {"added": [], "modified": [APP], "removed": []},
+        "pre_hashes": {APP: sha(&r.found[APP])},
+        "post_hashes": {APP: sha(&r.read(APP))},
+    });
+    let text = serde_json::to_string_pretty(&doc).expect("json");
+    let mut bytes = vec![0xff, 0xfe];
+    bytes.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    r.write(".tasks/t1.json", bytes);
+}
+
+honest!(
+    /// A record written by Windows PowerShell (UTF-16 with a byte-order mark) is read as the
+    /// JSON it is.
+    a_record_written_by_powershell,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        powershell_record(r, 1);
+    }
+);
+
+/// `status --task` reads the attempt a PowerShell record names as the judgment reads it: a
+/// second attempt written so is "not judged yet" (4), never the first attempt's APPROVE.
+#[test]
+fn a_powershell_records_next_attempt_is_not_answered_by_the_last_verdict() {
+    let r = Repo::new();
+    edit_app(&r);
+    powershell_record(&r, 1);
+    let (code, doc) = r.verify(&[]);
+    assert_approved(&r, code, &doc);
+    // The same files, handed in again: only the record's attempt says it is another one.
+    powershell_record(&r, 2);
+    let out = crate::util::run(&[
+        "status",
+        &r.ws.display().to_string(),
+        "--task",
+        "t1",
+        &format!("--state-dir={}", r.state.display()),
+    ]);
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(
+        out.stderr.contains("attempt 2 is not judged yet"),
+        "{out:?}"
+    );
+}
