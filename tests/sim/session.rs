@@ -83,6 +83,8 @@ pub enum Act {
     RecordHalf(u8),
     /// The record with every path absolute (`str(path)` of an absolute `pathlib.Path`).
     RecordAbsolute(u8),
+    /// The record as Windows PowerShell 5.1 writes it (UTF-16LE with its byte-order mark).
+    RecordUtf16(u8),
     // ---- the orchestrator ----
     Judge,
     Accept(u8),
@@ -196,6 +198,7 @@ impl Act {
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
                 | RecordAbsolute(..)
+                | RecordUtf16(..)
                 | Judge
                 | Accept(..)
                 | AcceptCommit
@@ -217,6 +220,7 @@ impl Act {
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
                 | RecordAbsolute(..)
+                | RecordUtf16(..)
                 | Judge
                 | Accept(..)
                 | Close(..)
@@ -236,6 +240,7 @@ impl Act {
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
                 | RecordAbsolute(..)
+                | RecordUtf16(..)
                 | ForgeHash(..)
                 | Decoy(..)
                 | Replay(..)
@@ -273,6 +278,7 @@ impl Act {
             | RecordRemoveWrite(t)
             | RecordHalf(t)
             | RecordAbsolute(t)
+            | RecordUtf16(t)
             | Accept(t)
             | Close(t)
             | ForgeHash(t)
@@ -330,6 +336,7 @@ pub fn vocabulary() -> Vec<Act> {
         RecordRemoveWrite(0),
         RecordHalf(0),
         RecordAbsolute(0),
+        RecordUtf16(0),
         Judge,
         Accept(0),
         AcceptCommit,
@@ -511,6 +518,7 @@ pub fn generate(
                     2 => Act::RecordRemoveWrite(g),
                     3 => Act::RecordHalf(g),
                     4 => Act::RecordAbsolute(g),
+                    5 => Act::RecordUtf16(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
@@ -614,6 +622,8 @@ enum Put {
     RemoveWrite,
     /// Written in place in two parts, with a pause between.
     Halves(Duration),
+    /// In UTF-16LE with its byte-order mark, renamed over the record.
+    Utf16,
 }
 
 /// What the worker knows of each task.
@@ -1059,7 +1069,8 @@ impl Session {
             | RecordSloppySummary(t)
             | RecordRemoveWrite(t)
             | RecordHalf(t)
-            | RecordAbsolute(t) => {
+            | RecordAbsolute(t)
+            | RecordUtf16(t) => {
                 let id = tid(t);
                 let Some(task) = self.tasks.get(&id).cloned() else {
                     return Ok(());
@@ -1080,6 +1091,7 @@ impl Session {
                 let how = match act {
                     RecordInPlace(_) => Put::InPlace,
                     RecordRemoveWrite(_) => Put::RemoveWrite,
+                    RecordUtf16(_) => Put::Utf16,
                     // A pause of 0 to 60 ms between the two parts, the session's own.
                     RecordHalf(_) => {
                         Put::Halves(Duration::from_millis(u64::from(self.next() % 4) * 20))
@@ -1689,6 +1701,13 @@ impl Session {
             Put::RemoveWrite => {
                 let _ = fs::remove_file(&dest);
                 fs::write(&dest, text).expect("record");
+            }
+            Put::Utf16 => {
+                let mut bytes = vec![0xff, 0xfe];
+                bytes.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+                let tmp = dir.join(format!(".{id}.json.tmp"));
+                fs::write(&tmp, bytes).expect("record");
+                fs::rename(&tmp, &dest).expect("record rename");
             }
             Put::Halves(pause) => {
                 use std::io::Write as _;

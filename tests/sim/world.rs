@@ -441,6 +441,17 @@ impl World {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             if let Ok(bytes) = fs::read(&p) {
+                // UTF-16LE with its mark (what PowerShell writes) is the JSON it encodes.
+                let bytes = match bytes.strip_prefix(&[0xff, 0xfe]) {
+                    Some(wide) if wide.len() % 2 == 0 => {
+                        let units: Vec<u16> = wide
+                            .chunks_exact(2)
+                            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                            .collect();
+                        String::from_utf16_lossy(&units).into_bytes()
+                    }
+                    _ => bytes,
+                };
                 let mut r = model::parse_record(&id, &bytes);
                 // An absolute path under the workspace names its file (the contract).
                 if let Ok(parsed) = &mut r.parsed {
