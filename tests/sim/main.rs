@@ -552,6 +552,27 @@ fn an_escalation_settled_after_the_answer_keeps_its_stop() {
     );
 }
 
+/// Class `verdict_escalate_got_` after a PowerShell record is accepted (open, found at 18:42
+/// on 2026-12-06 in 4,000 sessions from seed 60000, 33 of its 34 disagreements): t1's record
+/// is written in UTF-16, judged, accepted, and a protected file is then removed; the next
+/// one-shot judgment lists t1 with no verdict where the model expects the veto's REJECT. Not
+/// triaged yet; random sessions do not draw `RecordUtf16` while it is open.
+#[test]
+#[ignore = "open class: a PowerShell record accepted, then a veto: no verdict"]
+fn a_powershell_record_accepted_then_vetoed_is_judged() {
+    reproduce(
+        false,
+        &[
+            Act::Rename(0, 21),
+            Act::RecordUtf16(0),
+            Act::Judge,
+            Act::Accept(0),
+            Act::ProtRemove(222),
+            Act::Judge,
+        ],
+    );
+}
+
 /// Class `not_judged_live` for a record that is no attempt (fixed): with tasks opened, a decoy
 /// record of a task never opened is REJECTed (`unknown_task`); then t1's file it took in is
 /// renamed. A live referee judged such a record (a replay, a task never opened, a malformed

@@ -518,7 +518,6 @@ pub fn generate(
                     2 => Act::RecordRemoveWrite(g),
                     3 => Act::RecordHalf(g),
                     4 => Act::RecordAbsolute(g),
-                    5 => Act::RecordUtf16(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
