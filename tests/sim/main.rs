@@ -552,13 +552,15 @@ fn an_escalation_settled_after_the_answer_keeps_its_stop() {
     );
 }
 
-/// Class `verdict_escalate_got_` after a PowerShell record is accepted (open, found at 18:42
-/// on 2026-12-06 in 4,000 sessions from seed 60000, 33 of its 34 disagreements): t1's record
-/// is written in UTF-16, judged, accepted, and a protected file is then removed; the next
-/// one-shot judgment lists t1 with no verdict where the model expects the veto's REJECT. Not
-/// triaged yet; random sessions do not draw `RecordUtf16` while it is open.
+/// Class `verdict_escalate_got_` after a PowerShell record is accepted (a simulator and model
+/// fix, found in 4,000 sessions from seed 60000, 33 of its 34 disagreements): t1's record is
+/// written in UTF-16, judged, accepted; a protected file is then removed. The referee, by
+/// design, does not judge an accepted attempt again (its verdict stands until the orchestrator
+/// settles the record), but the simulator's orchestrator could not settle a UTF-16 record (it
+/// read it as UTF-8), and the model expected the accepted attempt to be judged again. The
+/// orchestrator now reads the record as the model does, and the model leaves accepted attempts
+/// alone.
 #[test]
-#[ignore = "open class: a PowerShell record accepted, then a veto: no verdict"]
 fn a_powershell_record_accepted_then_vetoed_is_judged() {
     reproduce(
         false,

@@ -342,6 +342,8 @@ pub struct Record {
     pub file_id: String,
     pub sha: String,
     pub parsed: Result<Parsed, String>,
+    /// The record's text as UTF-8 (decoded when it was written in UTF-16), when it is text.
+    pub text: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -415,6 +417,7 @@ pub fn parse_record(file_id: &str, bytes: &[u8]) -> Record {
         file_id: file_id.to_string(),
         sha: sha(bytes),
         parsed,
+        text: String::from_utf8(bytes.to_vec()).ok(),
     }
 }
 

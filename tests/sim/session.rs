@@ -518,6 +518,7 @@ pub fn generate(
                     2 => Act::RecordRemoveWrite(g),
                     3 => Act::RecordHalf(g),
                     4 => Act::RecordAbsolute(g),
+                    5 => Act::RecordUtf16(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
@@ -631,6 +632,8 @@ struct Task {
     touched: BTreeSet<String>,
     attempts: u64,
     accepted: bool,
+    /// The attempt `accept` took: done, its verdict stands, not judged again.
+    accepted_attempt: Option<u64>,
 }
 
 /// A disagreement between the referee and the model (or a broken invariant).
@@ -1166,8 +1169,11 @@ impl Session {
                 if !self.tasks.get(&id).is_some_and(|t| t.accepted) {
                     return Ok(());
                 }
-                let p = ws.join(format!(".tasks/{id}.json"));
-                if let Ok(text) = fs::read_to_string(&p) {
+                // The orchestrator reads the record as the model does (UTF-16 too) and writes
+                // it back settled.
+                let rec = self.w.records().into_iter().find(|r| r.file_id == id);
+                let text = rec.and_then(|r| r.text);
+                if let Some(text) = text {
                     if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) {
                         v["status"] = json!("accepted");
                         self.put_record(&id, &v, false);
@@ -1804,6 +1810,13 @@ impl Session {
         }
         let records = self.w.records();
         let mut exp = model::judge(&self.mem, &self.base, &now, &records, veto, &self.prot);
+        // An attempt the orchestrator accepted is done: its record, until settled, is not
+        // judged again against the baseline it moved.
+        exp.retain(|e| {
+            !self.tasks.get(&e.task).is_some_and(|t| {
+                t.accepted && t.accepted_attempt.is_some() && t.accepted_attempt == e.attempt
+            })
+        });
         for e in &mut exp {
             if self.fuzzy.contains(&e.task) && e.verdicts.contains("REJECT") {
                 e.verdicts.insert("ESCALATE");
@@ -2146,6 +2159,7 @@ impl Session {
             }
             if let Some(task) = self.tasks.get_mut(&id) {
                 task.accepted = true;
+                task.accepted_attempt = j.attempt;
             }
         }
         Ok(())
