@@ -12,7 +12,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::protocol::predicate::Glob;
-use crate::task_verdict::{link_mark, UNREADABLE};
+use crate::task_verdict::{link_mark, link_target, UNREADABLE};
 use crate::workspace::accepted::{self, AcceptedError, AcceptedPath, Entry};
 use crate::workspace::gitread::BaseEntry;
 use crate::workspace::{name, sha256};
@@ -116,7 +116,11 @@ fn now_at(root: &Path, rel: &str) -> (Option<String>, bool) {
     };
     if meta.is_symlink() {
         return match std::fs::read_link(&path) {
-            Ok(t) => (Some(link_mark(&sha256(t.as_os_str().as_bytes()))), false),
+            Ok(t) => {
+                let led = led_to(root, &path, rel);
+                let mark = link_mark(&sha256(t.as_os_str().as_bytes()), led.as_deref());
+                (Some(mark), false)
+            }
             Err(_) => (Some(UNREADABLE.into()), false),
         };
     }
@@ -128,6 +132,16 @@ fn now_at(root: &Path, rel: &str) -> (Option<String>, bool) {
         Ok(b) => (Some(sha256(&b)), exec),
         Err(_) => (Some(UNREADABLE.into()), exec),
     }
+}
+
+/// The SHA-256 of the regular file inside `root` the link at `path` leads to, read as the
+/// judgment reads it ([`crate::artifacts::fsread`]: every link followed, never out of `root`);
+/// `None` when it leads to no such file.
+fn led_to(root: &Path, path: &Path, rel: &str) -> Option<String> {
+    let root = std::fs::canonicalize(root).ok()?;
+    crate::artifacts::fsread::hash_file(&root, path, rel, u64::MAX)
+        .ok()
+        .map(|(sha, _)| sha)
 }
 
 /// [`now_at`] for a path too long for one system call: looked at beneath `root` through
@@ -226,13 +240,13 @@ pub fn accept_task(
             None => {
                 kept.paths.insert(rel.clone(), AcceptedPath::Absent);
             }
-            Some(mark) if mark.starts_with("link:") => {
+            Some(mark) if link_target(mark).is_some() => {
                 // The link read now is the one judged (same mark): its target is kept.
                 let target = std::fs::read_link(name::to_path(root, rel))
                     .map(|t| t.into_os_string().into_vec())
                     .unwrap_or_default();
                 let sha = sha256(&target);
-                if link_mark(&sha) != *mark {
+                if link_target(mark) != Some(sha.as_str()) {
                     stale.push(name::display(rel).to_string());
                     continue;
                 }

@@ -158,13 +158,19 @@ pub fn veto_checks(protocol: &Protocol) -> Vec<(String, Vec<ProtectedGlob>)> {
 }
 
 /// The paths of `scope` with the SHA-256 of their bytes as `ws` read them (`None`: absent; a
-/// link: [`link_mark`] of its target's).
+/// link: its [`link_mark`], which holds the file it leads to as well: CC-05 judged that file).
 fn judged_files(ws: &Workspace, scope: &[String]) -> BTreeMap<String, Option<String>> {
     scope
         .iter()
         .map(|p| {
             let h = match ws.current_digest(p) {
-                Ok(Some(d)) if ws.read_a_link(p) => Some(link_mark(&d.sha256)),
+                Ok(Some(d)) if ws.read_a_link(p) => {
+                    let led = ws.led_to(p, crate::workspace::Side::WorkTree);
+                    Some(link_mark(
+                        &d.sha256,
+                        led.as_deref().map(|f| f.sha256.as_str()),
+                    ))
+                }
                 Ok(Some(d)) => Some(d.sha256),
                 Ok(None) => None,
                 Err(_) => Some(UNREADABLE.to_string()),
@@ -178,10 +184,24 @@ fn judged_files(ws: &Workspace, scope: &[String]) -> BTreeMap<String, Option<Str
 pub const UNREADABLE: &str = "unreadable";
 
 /// What [`TaskVerdict::judged_files`] says of a symbolic link whose target text has the
-/// SHA-256 `sha`: never a file's hash, so a file with the same bytes is another thing.
-pub fn link_mark(sha: &str) -> String {
-    format!("link:{sha}")
+/// SHA-256 `target`: never a file's hash, so a file with the same bytes is another thing. `led`:
+/// the SHA-256 of the regular file inside the workspace the link leads to, when it leads to
+/// one: the verdict holds for that file too (a rewrite of it is a change to what was judged).
+pub fn link_mark(target: &str, led: Option<&str>) -> String {
+    match led {
+        Some(file) => format!("{LINK}{target}>{file}"),
+        None => format!("{LINK}{target}"),
+    }
 }
+
+/// The SHA-256 of a [`link_mark`]'s target text; `None` when `mark` is not a link's.
+pub fn link_target(mark: &str) -> Option<&str> {
+    let rest = mark.strip_prefix(LINK)?;
+    Some(rest.split_once('>').map_or(rest, |(target, _)| target))
+}
+
+/// What every [`link_mark`] starts with.
+const LINK: &str = "link:";
 
 /// The verdict of every judged task attempt of an evaluation.
 pub fn judge(

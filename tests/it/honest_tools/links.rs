@@ -191,3 +191,57 @@ vetoed!(
     },
     "src/entry.py"
 );
+
+/// `referee status WS --task t1` through the state directory the judgment wrote.
+fn task_status(r: &Repo) -> crate::util::Output {
+    crate::util::run(&[
+        "status",
+        &r.ws.display().to_string(),
+        &format!("--state-dir={}", r.state.display()),
+        "--task",
+        "t1",
+    ])
+}
+
+/// A verdict over a link holds for the file the link leads to as well: CC-05 judged that file,
+/// so a rewrite of it (an ignored file no record lists) makes the verdict stale, for
+/// `status --task` and for `accept`, where it used to answer the APPROVE of the file as it was.
+#[test]
+fn a_verdict_over_a_link_is_stale_once_the_file_it_leads_to_changes() {
+    let (r, code, doc) = judge(
+        Repo::new,
+        |r| {
+            r.write("build/gen.py", "def main():\n    return 1\n");
+            symlink("../build/gen.py", r.path("src/gen.py")).expect("link");
+            let post = sha_followed(r, "src/gen.py");
+            record_with(r, &["src/gen.py"], &[], &[], &[("src/gen.py", post)]);
+        },
+        Mode::Pinned,
+        &[],
+    );
+    assert_eq!(task_verdict(&doc, "t1"), "APPROVE", "{doc:#}");
+    assert_eq!(code, 0, "{doc:#}");
+    let before = task_status(&r);
+    assert_eq!(before.code, 0, "{before:?}");
+
+    r.write("build/gen.py", "def main(:\n");
+    let after = task_status(&r);
+    assert_eq!(after.code, 4, "not judged: {after:?}");
+    assert!(
+        after.stderr.contains("stale") && after.stderr.contains("src/gen.py"),
+        "{after:?}"
+    );
+    let accepted = crate::util::run(&[
+        "accept",
+        &r.ws.display().to_string(),
+        &format!("--state-dir={}", r.state.display()),
+        "--task",
+        "t1",
+    ]);
+    assert_eq!(accepted.code, 1, "refused: {accepted:?}");
+    assert!(accepted.stderr.contains("stale"), "{accepted:?}");
+
+    // Judged again, it is what the file is now.
+    let (code, doc) = r.verify(&[]);
+    assert_rejected_by(code, &doc, "CC-05", "src/gen.py");
+}
