@@ -368,9 +368,23 @@ pub fn accept_commit(
             )),
             _ => None,
         };
-        Ok((to, descends, trees))
+        // Each link the commit adds or points elsewhere, with where its text leads.
+        let mut links = BTreeMap::new();
+        if let Some((old, new)) = &trees {
+            for (path, e) in new.entries.iter().filter(|(p, e)| {
+                e.kind == crate::workspace::gitread::EntryKind::Symlink
+                    && old.entries.get(*p) != Some(e)
+            }) {
+                let target = repo.blob(e.oid).map_err(|e| cannot(&e))?;
+                let path = name::encode(path);
+                if let Some(to) = crate::workspace::link::resolve(&path, &target) {
+                    links.insert(path, to);
+                }
+            }
+        }
+        Ok((to, descends, trees, links))
     });
-    let (to, descends, trees) = match read {
+    let (to, descends, trees, links) = match read {
         None => {
             return Err(Refused(format!(
                 "the repository could not be read within {} s: nothing was accepted",
@@ -410,9 +424,13 @@ pub fn accept_commit(
         now.insert(name::encode(path), Some(*e));
     }
     let changed: Vec<String> = now.keys().cloned().collect();
+    // A protected path, or a way to one: a link the commit adds (or points elsewhere) whose
+    // text leads to a protected path, which the veto holds against any task (`Linked`). Once
+    // in the baseline, the link would be no change any more.
+    let is_protected = |p: &str| protected.iter().any(|g| g.is_match(p));
     let hit: Vec<String> = changed
         .iter()
-        .filter(|p| protected.iter().any(|g| g.is_match(p)))
+        .filter(|p| is_protected(p) || links.get(*p).is_some_and(|to| is_protected(to)))
         .cloned()
         .collect();
     if !hit.is_empty() && !protected_too {
@@ -421,7 +439,10 @@ pub fn accept_commit(
              orchestrator means to move the baseline of those too",
             short(&to),
             hit.iter()
-                .map(|p| name::display(p))
+                .map(|p| match links.get(p).filter(|to| is_protected(to)) {
+                    Some(to) => format!("{} (a link to {})", name::display(p), name::display(to)),
+                    None => name::display(p).to_string(),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         ))

@@ -988,3 +988,67 @@ mod judged_tests {
         assert!(state.join(pins[0]).is_file());
     }
 }
+
+#[cfg(test)]
+mod panic_tests {
+    use super::*;
+
+    /// The test itself, run again as a child process with `PLANT` set: what it plants.
+    const PLANT: &str = "REFEREE_TEST_PLANT_PANIC";
+
+    /// Runs this test binary again on `test` alone with [`PLANT`] = `plant`: its exit code and
+    /// stderr.
+    fn child(test: &str, plant: &str) -> (Option<i32>, String) {
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
+            .env(PLANT, plant)
+            .output()
+            .expect("run the test binary");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// A panic outside the judging thread ends `referee hook` with exit 2 (every agent's
+    /// "blocked"), never Rust's 101 (the agents' non-blocking error: the stop would go
+    /// through); a panic on the judging thread leaves the process to answer for it. In a real
+    /// process: the test runs itself again with the panic planted.
+    #[test]
+    fn a_panic_outside_the_judging_thread_exits_2_and_one_inside_it_does_not() {
+        const ME: &str =
+            "hook::panic_tests::a_panic_outside_the_judging_thread_exits_2_and_one_inside_it_does_not";
+        match std::env::var(PLANT).as_deref() {
+            Ok("main") => {
+                exit_2_on_panic();
+                panic!("a planted panic");
+            }
+            Ok("judging") => {
+                exit_2_on_panic();
+                let joined = std::thread::Builder::new()
+                    .name(JUDGING_THREAD.into())
+                    .spawn(|| panic!("a planted panic while judging"))
+                    .expect("spawn")
+                    .join();
+                assert!(joined.is_err(), "the judging thread panicked");
+                eprintln!("the process answers for it");
+                return;
+            }
+            _ => {}
+        }
+        let (code, stderr) = child(ME, "main");
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            stderr.contains("a planted panic") && stderr.contains("blocked (exit 2), fail closed"),
+            "{stderr}"
+        );
+        let (code, stderr) = child(ME, "judging");
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            stderr.contains("a planted panic while judging")
+                && stderr.contains("the process answers for it")
+                && !stderr.contains("fail closed"),
+            "{stderr}"
+        );
+    }
+}

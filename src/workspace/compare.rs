@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::baseline::{BaseEntry, BaseKind, Baseline};
 use super::tree::{Entry, Kind, WorkTree};
-use super::{excluded, name, Change, Compared, Workspace};
+use super::{excluded, Change, Compared, Workspace};
 
 /// A work tree's entries as a judgment has them: kept in a map (a live referee, which updates
 /// them path by path), or laid out sorted once (a one-shot judgment, which only reads them).
@@ -236,53 +236,48 @@ impl Workspace {
     }
 }
 
-/// The added paths that are a way to a baseline file: a link that resolves to one, or a hard
-/// link sharing its inode.
+/// The paths that are a way to a baseline file: an added link whose text leads to one, or a
+/// file sharing one's inode (a hard link). git records a link, so a link in the baseline is the
+/// baseline's own; git cannot record a hard link, so no baseline vouches for one: a path of the
+/// tree that shares a baseline file's inode is a way to it whether it was added or accepted
+/// (an `accept --commit` of a commit that took the link along as a file).
 fn aliases(
     changes: &BTreeMap<String, Change>,
     base: &Baseline,
     tree: Entries<'_>,
 ) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut inodes: HashMap<(u64, u64), String> = HashMap::new();
-    let added: Vec<&String> = changes
+    for (p, _) in changes.iter().filter(|(_, c)| **c == Change::Added) {
+        if let Some(Kind::Symlink { target }) = tree.get(p).map(|e| &e.kind) {
+            if let Some(to) = super::link::resolve(p, target) {
+                if base.entries.contains_key(&to) {
+                    out.push((p.clone(), to));
+                }
+            }
+        }
+    }
+    let shared: Vec<(&String, &Entry)> = tree
         .iter()
-        .filter(|(_, c)| **c == Change::Added)
-        .map(|(p, _)| p)
+        .filter(|(_, e)| matches!(e.kind, Kind::File { .. }) && e.nlink > 1)
         .collect();
-    let hard_links = added.iter().any(|p| {
-        tree.get(p)
-            .is_some_and(|e| matches!(e.kind, Kind::File { .. }) && e.nlink > 1)
-    });
-    if hard_links {
+    if !shared.is_empty() {
+        // The baseline files by inode (their own link count as last seen may be stale: a link
+        // made to a file changes its count without an event for it).
+        let mut inodes: HashMap<(u64, u64), Vec<&String>> = HashMap::new();
         for p in base.entries.keys() {
-            if let Some(e) = tree.get(p) {
-                if matches!(e.kind, Kind::File { .. }) {
-                    inodes.insert((e.dev, e.ino), p.clone());
+            if let Some(e) = tree.get(p).filter(|e| matches!(e.kind, Kind::File { .. })) {
+                inodes.entry((e.dev, e.ino)).or_default().push(p);
+            }
+        }
+        for (p, e) in shared {
+            for to in inodes.get(&(e.dev, e.ino)).into_iter().flatten() {
+                if *to != p {
+                    out.push((p.clone(), (*to).clone()));
                 }
             }
         }
     }
-    for p in added {
-        let Some(e) = tree.get(p) else {
-            continue;
-        };
-        match &e.kind {
-            Kind::Symlink { target } => {
-                if let Some(to) = resolve_link(p, target) {
-                    if base.entries.contains_key(&to) {
-                        out.push((p.clone(), to));
-                    }
-                }
-            }
-            Kind::File { .. } if e.nlink > 1 => {
-                if let Some(to) = inodes.get(&(e.dev, e.ino)) {
-                    out.push((p.clone(), to.clone()));
-                }
-            }
-            _ => {}
-        }
-    }
+    out.sort();
     out
 }
 
@@ -295,25 +290,4 @@ fn kind_name(k: &Kind) -> &'static str {
         Kind::GitDir => "nested git repository",
         Kind::Other(what) => what,
     }
-}
-
-/// Where a symlink at `rel` with `target` points, relative to the workspace, resolved
-/// lexically; `None` outside it or when absolute.
-fn resolve_link(rel: &str, target: &[u8]) -> Option<String> {
-    let target = name::encode(target);
-    if target.starts_with('/') {
-        return None;
-    }
-    let mut parts: Vec<&str> = rel.split('/').collect();
-    parts.pop();
-    for c in target.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(parts.join("/"))
 }

@@ -66,27 +66,28 @@ pub(super) fn stored(rel: &str, target: &[u8]) -> Content {
     Content::Link(Arc::new(FileData::from_bytes(rel, target.to_vec(), None)))
 }
 
-/// Where the link `rel` with target `target` leads, as a path of the same tree (`None` when
-/// it is absolute or climbs out of the tree): resolved by its text, as inside a commit.
+/// Where the link `rel` (an [`name::encode`]d path) with target `target` leads, as a path of
+/// the same tree (`None` when it is absolute or climbs out of the tree, or names the tree's
+/// root): resolved by its text, as inside a commit. The one reading of a link's text: the
+/// veto's ways to a protected file, the judgment's reader and `accept --commit` share it.
 pub fn resolve(rel: &str, target: &[u8]) -> Option<String> {
-    if target.first() == Some(&b'/') {
+    let target = name::encode(target);
+    if target.starts_with('/') {
         return None;
     }
-    let mut parts: Vec<&[u8]> = rel.as_bytes().split(|b| *b == b'/').collect();
+    let mut parts: Vec<&str> = rel.split('/').collect();
     parts.pop();
-    for piece in target.split(|b| *b == b'/') {
+    for piece in target.split('/') {
         match piece {
-            b"" | b"." => {}
-            b".." => {
+            "" | "." => {}
+            ".." => {
                 parts.pop()?;
             }
             p => parts.push(p),
         }
     }
-    let joined = parts.join(&b'/');
-    (!joined.is_empty())
-        .then(|| String::from_utf8(joined).ok())
-        .flatten()
+    let joined = parts.join("/");
+    (!joined.is_empty()).then_some(joined)
 }
 
 #[cfg(test)]
@@ -104,5 +105,10 @@ mod tests {
         assert_eq!(resolve("a/c.py", b"../../etc/passwd"), None);
         assert_eq!(resolve("c.py", b"/etc/passwd"), None);
         assert_eq!(resolve("a/c.py", b".."), None);
+        // A name that is no UTF-8 is the encoded name the tree lists.
+        assert_eq!(
+            resolve("a/c.py", b"x\xff.py").as_deref(),
+            Some(super::name::encode(b"a/x\xff.py").as_str())
+        );
     }
 }

@@ -254,3 +254,88 @@ fn a_staged_change_riding_the_orchestrators_commit_is_named() {
     w.signal(libc::SIGTERM);
     w.wait(crate::watch::WAIT);
 }
+
+/// Found by the session simulator (seeds 60721 and 61404): a commit that adds a link to a
+/// protected file (`src/entry.py -> orchestrator.py`, which the veto holds against every task)
+/// was accepted without `--protected-too`; in the baseline, the link was no change any more, so
+/// the veto lifted and the next task was APPROVEd. It is refused now, the link and the path it
+/// leads to named, like a commit that changes the protected file itself.
+#[test]
+fn a_commit_that_adds_a_link_to_a_protected_path_needs_protected_too() {
+    let (_root, ws, _logs) = git_workspace();
+    pin(&ws);
+    // A link to a file nobody protects is the orchestrator's to commit.
+    std::os::unix::fs::symlink("app.py", ws.join("src/main.py")).expect("link");
+    git(&ws, &["add", "src/main.py"]);
+    git(&ws, &["commit", "-q", "-m", "main"]);
+    let a = accept(&ws, &["--commit", "HEAD"]);
+    assert_eq!(a.code, 0, "{a:?}");
+
+    let entry = "src/entry.py";
+    std::os::unix::fs::symlink("orchestrator.py", ws.join(entry)).expect("link");
+    git(&ws, &["add", entry]);
+    git(&ws, &["commit", "-q", "-m", "an entry point"]);
+    let (code, doc) = crate::sessions::verify_json_with(&ws, &["--write"]);
+    assert_eq!(code, 1, "the link is vetoed before any accept: {doc}");
+    let state = crate::code_change::default_state(&ws);
+    let kept = fs::read(state.join("accepted.json")).expect("the first accept");
+
+    let a = accept(&ws, &["--commit", "HEAD"]);
+    assert_eq!(a.code, 1, "{a:?}");
+    assert!(
+        a.stderr
+            .contains(&format!("{entry} (a link to {PROTECTED})")),
+        "{a:?}"
+    );
+    assert!(a.stderr.contains("--protected-too"), "{a:?}");
+    assert_eq!(
+        fs::read(state.join("accepted.json")).expect("kept"),
+        kept,
+        "a refused accept moves nothing"
+    );
+    let (code, doc) = crate::sessions::verify_json_with(&ws, &["--write"]);
+    assert_eq!(code, 1, "the veto stands: {doc}");
+
+    let a = accept(&ws, &["--commit", "HEAD", "--protected-too"]);
+    assert_eq!(a.code, 0, "{a:?}");
+    assert!(a.stdout.contains("protected"), "{a:?}");
+    let (code, doc) = crate::sessions::verify_json_with(&ws, &["--write"]);
+    assert_eq!(
+        code, 0,
+        "accepted with --protected-too, the veto lifts: {doc}"
+    );
+}
+
+/// Found by the session simulator (seed 61404): git cannot record a hard link, so a plain
+/// `git commit` took a worker's hard link to the protected file along as a file of its own,
+/// `accept --commit` accepted that file, and the veto over the link lifted with the link still
+/// in place. No baseline vouches for a hard link: one to a protected file is a way to it, and
+/// the veto stands until it is gone.
+#[test]
+fn a_hard_link_to_a_protected_file_is_vetoed_after_its_commit_is_accepted() {
+    let (_root, ws, _logs) = git_workspace();
+    pin(&ws);
+    let helper = "src/helper.py";
+    fs::hard_link(ws.join(PROTECTED), ws.join(helper)).expect("hard link");
+    let (code, doc) = crate::sessions::verify_json_with(&ws, &["--write"]);
+    assert_eq!(code, 1, "the hard link is vetoed: {doc}");
+    git(&ws, &["add", helper]);
+    git(&ws, &["commit", "-q", "-m", "orchestrator: commit all"]);
+
+    let a = accept(&ws, &["--commit", "HEAD"]);
+    assert_eq!(a.code, 0, "the commit holds a plain file: {a:?}");
+    let (code, doc) = crate::sessions::verify_json_with(&ws, &["--write"]);
+    assert_eq!(code, 1, "the veto stands: {doc}");
+    let stop_md = read(&stop(&ws));
+    assert!(
+        stop_md.contains(helper) && stop_md.contains(PROTECTED),
+        "the STOP names the link and the file: {stop_md}"
+    );
+
+    // The link gone (the file accepted is still its own copy), the veto lifts.
+    fs::remove_file(ws.join(helper)).expect("rm");
+    fs::write(ws.join(helper), read(&ws.join(PROTECTED))).expect("a copy");
+    let (code, doc) = crate::sessions::verify_json_with(&ws, &["--write"]);
+    assert_eq!(code, 0, "a copy is no way to it: {doc}");
+    assert!(!stop(&ws).exists(), "no STOP");
+}

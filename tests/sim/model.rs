@@ -1016,6 +1016,26 @@ fn judge_one(
     exp
 }
 
+/// Where a link at `path` whose text is `target` leads inside the tree, read by its text alone
+/// (as a commit holds it): `None` when absolute or out of the tree.
+pub fn leads_to(path: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut at: Vec<&str> = path.split('/').collect();
+    at.pop();
+    for piece in target.split('/') {
+        match piece {
+            "" | "." => {}
+            ".." => {
+                at.pop()?;
+            }
+            p => at.push(p),
+        }
+    }
+    (!at.is_empty()).then(|| at.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

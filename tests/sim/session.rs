@@ -1797,7 +1797,15 @@ impl Session {
                 .filter(|pp| pp.ends_with(".py") && self.prot.is_match(pp.as_str()))
                 .any(|pp| model::shadows(pp, p))
         });
-        touched || shadowed
+        // A link committed that leads to a protected file: a way to it, which the veto holds.
+        let linked = b
+            .iter()
+            .filter(|(p, m)| m.starts_with("120000") && a.get(*p) != Some(*m))
+            .any(|(p, _)| {
+                let target = git_ok(&self.w.ws, &["cat-file", "-p", &format!("HEAD:{p}")]);
+                model::leads_to(p, &target).is_some_and(|t| self.prot.is_match(t.as_str()))
+            });
+        touched || shadowed || linked
     }
 
     /// The model's view now: the veto, and the expectations of every record judged now.

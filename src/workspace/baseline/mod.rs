@@ -476,6 +476,33 @@ impl Baseline {
         })
     }
 
+    /// Takes the accepted content of `rel` (SHA-256 `sha256`, kept in `state`) as the baseline's,
+    /// of kind `kind` (`what` it is, for the error): the entry it stands for.
+    fn take_accepted(
+        &mut self,
+        state: &Path,
+        rel: &str,
+        sha256: &str,
+        kind: BaseKind,
+        what: &str,
+    ) -> Result<BaseEntry, WorkspaceError> {
+        let bytes = accepted::blob(state, sha256).ok_or_else(|| {
+            WorkspaceError::Pin(format!(
+                "the accepted {what} of `{}` (SHA-256 {sha256}) is missing or damaged in the \
+                 state directory `{}`",
+                name::display(rel),
+                state.display()
+            ))
+        })?;
+        let oid = gitread::blob_oid_of(self.hash, &bytes);
+        self.checked_out.remove(rel);
+        self.accepted.insert(
+            rel.to_string(),
+            Arc::new(FileData::from_bytes(rel, bytes, None)),
+        );
+        Ok(BaseEntry { kind, oid })
+    }
+
     /// Takes what `referee accept` kept in `state` as the baseline of the accepted paths: an
     /// accepted file's bytes (from the state directory, verified by their hash) and mode; an
     /// accepted removal takes the path out. Every other path keeps its pinned baseline.
@@ -496,40 +523,14 @@ impl Baseline {
                     now.insert(rel.clone(), None);
                 }
                 AcceptedPath::File { sha256, exec } => {
-                    let bytes = accepted::blob(state, sha256).ok_or_else(|| {
-                        WorkspaceError::Pin(format!(
-                            "the accepted bytes of `{}` (SHA-256 {sha256}) are missing or damaged \
-                             in the state directory `{}`",
-                            name::display(rel),
-                            state.display()
-                        ))
-                    })?;
-                    let oid = gitread::blob_oid_of(self.hash, &bytes);
-                    self.checked_out.remove(rel);
-                    self.accepted.insert(
-                        rel.clone(),
-                        Arc::new(FileData::from_bytes(rel, bytes, None)),
-                    );
                     let kind = BaseKind::File { exec: *exec };
-                    now.insert(rel.clone(), Some(BaseEntry { kind, oid }));
+                    let entry = self.take_accepted(state, rel, sha256, kind, "content")?;
+                    now.insert(rel.clone(), Some(entry));
                 }
                 AcceptedPath::Link { sha256 } => {
-                    let target = accepted::blob(state, sha256).ok_or_else(|| {
-                        WorkspaceError::Pin(format!(
-                            "the accepted target of the link `{}` (SHA-256 {sha256}) is missing \
-                             or damaged in the state directory `{}`",
-                            name::display(rel),
-                            state.display()
-                        ))
-                    })?;
-                    let oid = gitread::blob_oid_of(self.hash, &target);
-                    self.checked_out.remove(rel);
-                    self.accepted.insert(
-                        rel.clone(),
-                        Arc::new(FileData::from_bytes(rel, target, None)),
-                    );
                     let kind = BaseKind::Symlink;
-                    now.insert(rel.clone(), Some(BaseEntry { kind, oid }));
+                    let entry = self.take_accepted(state, rel, sha256, kind, "link target")?;
+                    now.insert(rel.clone(), Some(entry));
                 }
             }
         }
