@@ -121,6 +121,56 @@ impl Task {
     }
 }
 
+impl Task {
+    /// Takes each path the record lists that names one of the baseline's submodules
+    /// (`submodule`) as the changes beneath it: `git status` shows a submodule moved to another
+    /// commit as one modified path (`M vendor/lib`), which is what a worker lists, while the
+    /// referee reads a checked-out submodule's files one by one. The submodule's listing becomes
+    /// each path of `changes` beneath it, listed as it changed (unless the record lists it
+    /// already); a hash given for the submodule itself (a commit, no file's SHA-256) is dropped.
+    /// A submodule with nothing changed beneath it stays listed as written (a phantom).
+    pub fn expand_submodules(
+        &mut self,
+        submodule: impl Fn(&str) -> bool,
+        changes: &BTreeMap<String, super::Change>,
+    ) {
+        let named: Vec<String> = self
+            .listed()
+            .map(|(p, _)| p.trim_end_matches('/'))
+            .filter(|p| !p.is_empty() && submodule(p))
+            .map(str::to_string)
+            .collect();
+        for sub in named {
+            let prefix = format!("{sub}/");
+            let beneath: Vec<(String, super::Change)> = changes
+                .range(prefix.clone()..)
+                .take_while(|(p, _)| p.starts_with(&prefix))
+                .map(|(p, c)| (p.clone(), *c))
+                .collect();
+            if beneath.is_empty() {
+                continue;
+            }
+            let is_sub = |p: &String| p.trim_end_matches('/') == sub;
+            for list in [&mut self.added, &mut self.modified, &mut self.removed] {
+                list.retain(|p| !is_sub(p));
+            }
+            for hashes in [&mut self.pre_hashes, &mut self.post_hashes] {
+                hashes.retain(|p, _| !is_sub(p));
+            }
+            for (p, c) in beneath {
+                if self.lists(&p) {
+                    continue;
+                }
+                match c {
+                    super::Change::Added => self.added.push(p),
+                    super::Change::Modified => self.modified.push(p),
+                    super::Change::Removed => self.removed.push(p),
+                }
+            }
+        }
+    }
+}
+
 /// The workspace-relative path of the absolute `p` when it lies inside `root` (canonical):
 /// its folder canonicalised (the nearest one that exists), its last name kept.
 fn inside(root: &Path, p: &str) -> Option<String> {
@@ -389,6 +439,42 @@ fn strip_position(m: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listed_submodule_is_the_changes_beneath_it() {
+        use crate::workspace::Change;
+        let mut t = Task {
+            modified: vec!["lib".into(), "lib/b.py".into(), "other".into()],
+            post_hashes: BTreeMap::from([
+                ("lib".into(), Some("c0ffee".into())),
+                ("lib/b.py".into(), Some("beef".into())),
+            ]),
+            ..Task::default()
+        };
+        let changes = BTreeMap::from([
+            ("lib/a.py".to_string(), Change::Added),
+            ("lib/b.py".to_string(), Change::Modified),
+            ("lib/c.py".to_string(), Change::Removed),
+            ("lib2/x.py".to_string(), Change::Added),
+            ("other/d.py".to_string(), Change::Modified),
+        ]);
+        // `other` is no submodule: a folder stays listed as written.
+        t.expand_submodules(|p| p == "lib" || p == "empty", &changes);
+        assert_eq!(t.added, ["lib/a.py"]);
+        assert_eq!(t.modified, ["lib/b.py", "other"]);
+        assert_eq!(t.removed, ["lib/c.py"]);
+        assert_eq!(
+            t.post_hashes,
+            BTreeMap::from([("lib/b.py".into(), Some("beef".into()))])
+        );
+        // A submodule with nothing changed beneath it stays listed: a phantom.
+        let mut t = Task {
+            modified: vec!["empty/".into()],
+            ..Task::default()
+        };
+        t.expand_submodules(|p| p == "empty", &changes);
+        assert_eq!(t.modified, ["empty/"]);
+    }
 
     #[test]
     fn a_record_written_by_powershell_parses() {

@@ -540,6 +540,49 @@ fn submodule_a_protected_file_inside_is_vetoed() {
     assert_vetoed(&w, w.verify(), "t1", "lib/src/orchestrator.py", "modified");
 }
 
+/// Moves the submodule `lib` to a new upstream commit that writes `files` (as `git pull` in
+/// it does): what `git status` shows as `M lib`. Returns the new commit's id.
+fn bump_submodule(w: &Ws, files: &[(&str, &str)]) -> String {
+    let origin = w.root.join("lib-origin");
+    for (p, text) in files {
+        fs::write(origin.join(p), text).expect("write upstream");
+    }
+    git(&origin, &["add", "-A"]);
+    git(&origin, &["commit", "-q", "-m", "upstream"]);
+    git(&w.path("lib"), &["pull", "-q", "origin", "HEAD"]);
+    assert_eq!(w.git(&["status", "--porcelain", "--", "lib"]), "M lib");
+    git(&w.path("lib"), &["rev-parse", "HEAD"])
+}
+
+/// A worker that moves a submodule to a new commit lists it as `git status` shows it: the one
+/// path `lib`, modified, its "hash" the commit. That listing names every change beneath it
+/// (the referee reads the submodule's files one by one): APPROVEd, where it was REJECTed as a
+/// phantom `lib` and an unlisted `lib/src/extra.py`.
+#[test]
+fn submodule_moved_to_a_new_commit_and_listed_as_git_status_shows_it() {
+    let w = with_submodule();
+    w.pin();
+    let commit = bump_submodule(
+        &w,
+        &[
+            ("src/extra.py", "X = 1\n"),
+            ("src/app.py", "def main():\n    return 7\n"),
+        ],
+    );
+    w.record_hashed("t1", 1, &["lib"], &[], &[("lib", commit)]);
+    assert_approved(&w, w.verify(), "t1");
+}
+
+/// The same listing excuses no protected change the new commit brings: the veto holds.
+#[test]
+fn submodule_moved_to_a_commit_that_changes_a_protected_file_is_vetoed() {
+    let w = with_submodule();
+    w.pin();
+    bump_submodule(&w, &[("src/orchestrator.py", "ROLES = ['admin']\n")]);
+    w.record_hashed("t1", 1, &["lib"], &[], &[]);
+    assert_vetoed(&w, w.verify(), "t1", "lib/src/orchestrator.py", "modified");
+}
+
 /// A submodule's hooks live in the superproject's `.git/modules/NAME/hooks/`.
 #[test]
 fn submodule_a_hook_in_its_git_directory_is_vetoed() {
