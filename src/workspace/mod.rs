@@ -23,6 +23,7 @@ pub mod gitread;
 pub mod link;
 pub mod name;
 pub mod record;
+pub mod selfignore;
 pub mod snapshot;
 pub mod statcache;
 pub mod surface;
@@ -338,7 +339,7 @@ impl Workspace {
         let tree = {
             let _span = tracing::debug_span!("walk").entered();
             let b = base.as_ref().ok().map(|b| &**b);
-            let ig = |p: &[u8], d: bool| b.is_some_and(|b| b.is_ignored(p, d));
+            let ig = |p: &[u8], d: bool| selfignore::ignored(b, &root, p, d);
             let opts = tree::Options {
                 cap,
                 skip_top: EXCLUDED,
@@ -385,7 +386,7 @@ impl Workspace {
         match (tree.as_mut(), touched) {
             (Some(t), Some(paths)) => {
                 let _span = tracing::debug_span!("rescan", paths = paths.len()).entered();
-                let ig = |p: &[u8], d: bool| b.is_some_and(|b| b.is_ignored(p, d));
+                let ig = |p: &[u8], d: bool| selfignore::ignored(b, &root, p, d);
                 let opts = tree::Options {
                     cap,
                     skip_top: EXCLUDED,
@@ -1127,7 +1128,7 @@ pub fn scan(
     cache: &mut StatCache,
     cap: u64,
 ) -> Result<WorkTree, WorkspaceError> {
-    let ig = |p: &[u8], d: bool| base.is_some_and(|b| b.is_ignored(p, d));
+    let ig = |p: &[u8], d: bool| selfignore::ignored(base, root, p, d);
     let opts = tree::Options {
         cap,
         skip_top: EXCLUDED,

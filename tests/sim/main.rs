@@ -796,3 +796,20 @@ fn renamed_task_is_judged_again_when_its_scope_grows() {
         ],
     );
 }
+
+/// pytest's and ruff's caches each carry a `.gitignore` of `*`, so `git status` shows neither
+/// folder and an honest record lists neither. Class `tool_cache_unlisted` (fixed): the referee
+/// read only the baseline's ignore rules and REJECTed the record for the caches' files
+/// (`unlisted: .pytest_cache/…`); live, a cache's `.gitignore` written after its other files is
+/// seen too.
+#[test]
+fn tool_caches_that_ignore_themselves_are_approved() {
+    let acts = [
+        Act::Write(0, 3),
+        Act::ToolCache,
+        Act::Record(0),
+        Act::Judge,
+    ];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}

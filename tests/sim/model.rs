@@ -93,13 +93,16 @@ pub fn protected_set() -> GlobSet {
 }
 
 /// What the baseline's `.gitignore` says (the simulator commits exactly these rules:
-/// `build/`, `dist/`, `__pycache__/`, `node_modules/`, `*.log`).
+/// `build/`, `dist/`, `__pycache__/`, `node_modules/`, `*.log`), and what git ignores besides:
+/// the tools' caches `.pytest_cache/` and `.ruff_cache/`, which the simulator only ever writes
+/// with a `.gitignore` of `*` inside (`ToolCache`), as pytest and ruff do.
 pub fn ignored(path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     let dirs = &parts[..parts.len() - 1];
     dirs.iter()
         .any(|d| matches!(*d, "build" | "dist" | "__pycache__" | "node_modules"))
         || parts.last().is_some_and(|n| n.ends_with(".log"))
+        || (parts.len() > 1 && matches!(parts[0], ".pytest_cache" | ".ruff_cache"))
 }
 
 /// Paths that are never part of a change: git's, the records', the referee's.

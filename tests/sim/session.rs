@@ -70,6 +70,8 @@ pub enum Act {
     TouchAll,
     BuildOutput,
     PyCache,
+    /// pytest's and ruff's caches, each with its own `.gitignore` of `*` (written last).
+    ToolCache,
     NodeModules,
     LogFile,
     ReadOnlyAgent,
@@ -189,6 +191,7 @@ impl Act {
                 | TouchAll
                 | BuildOutput
                 | PyCache
+                | ToolCache
                 | NodeModules
                 | LogFile
                 | ReadOnlyAgent
@@ -327,6 +330,7 @@ pub fn vocabulary() -> Vec<Act> {
         TouchAll,
         BuildOutput,
         PyCache,
+        ToolCache,
         NodeModules,
         LogFile,
         ReadOnlyAgent,
@@ -1049,6 +1053,22 @@ impl Session {
                     "app/__pycache__/models.cpython-312.pyc",
                     &world::png(4),
                 );
+            }
+            ToolCache => {
+                // As pytest and ruff leave them: `git status` shows neither folder.
+                write_file(&ws, ".pytest_cache/v/cache/nodeids", b"[]");
+                write_file(
+                    &ws,
+                    ".pytest_cache/README.md",
+                    b"# pytest cache directory #\n",
+                );
+                write_file(&ws, ".ruff_cache/0.6.9/1234", &world::png(5));
+                write_file(
+                    &ws,
+                    ".pytest_cache/.gitignore",
+                    b"# Created by pytest automatically.\n*\n",
+                );
+                write_file(&ws, ".ruff_cache/.gitignore", b"*");
             }
             NodeModules => {
                 write_file(

@@ -627,6 +627,12 @@ impl Baseline {
         self.ignore.is_ignored_untracked(rel, is_dir)
     }
 
+    /// Whether the baseline holds `rel` (encoded) or any path beneath it.
+    pub fn tracks(&self, rel: &str) -> bool {
+        let rel = rel.strip_suffix('/').unwrap_or(rel);
+        self.entries.contains_near(rel, &self.near) || self.entries.has_under(rel)
+    }
+
     /// The baseline's content of `rel`.
     pub fn content(&self, rel: &str, cap: u64) -> Content {
         let Some(e) = self.entries.get(rel) else {

@@ -258,6 +258,12 @@ impl WorkTree {
     ) {
         let mut targets = BTreeSet::new();
         for path in paths {
+            // A folder's own `.gitignore` may make all of it ignored (a tool's cache, see
+            // `selfignore`): the folder is looked at again, not only the file.
+            let path = match path.strip_suffix("/.gitignore") {
+                Some(folder) if !folder.is_empty() => folder,
+                _ => path.as_str(),
+            };
             let bytes = name::decode(path);
             let parts: Vec<&[u8]> = bytes
                 .split(|&b| b == b'/')

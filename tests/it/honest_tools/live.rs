@@ -108,3 +108,43 @@ fn live_a_crlf_checkout_is_no_change_and_one_converted_file_is() {
     assert_eq!(live_result(&v, "CC-01")["status"], json!("FAIL"), "{v:#}");
     assert!(stop, "the STOP stands");
 }
+
+/// Live, the caches' `.gitignore` files written after the referee has seen the folders' other
+/// files (as added: attempt 1, which lists none of them, is REJECTed): each folder is looked at
+/// again once its `.gitignore` lands, ignored, and attempt 2 is APPROVEd.
+#[test]
+fn live_tool_caches_that_come_to_ignore_themselves_are_approved() {
+    let r = Repo::new();
+    let logs = r._tmp.path().join("logs");
+    fs::create_dir_all(&logs).expect("mkdir");
+    let state = format!("--state-dir={}", r.state.display());
+    let watch = Watch::start(&r.ws, &logs, &["--protocol", "code-change", state.as_str()]);
+    let verdict = r.path(".referee/OBSERVER-VERDICT-t1.json");
+    let judged = |attempt: u64| {
+        serde_json::from_str::<Value>(&read(&verdict)).is_ok_and(|v| v["attempt"] == json!(attempt))
+    };
+    edit_app(&r);
+    super::tools::tool_caches(&r, true);
+    for p in [
+        ".pytest_cache/.gitignore",
+        ".ruff_cache/.gitignore",
+        ".venv/.gitignore",
+    ] {
+        fs::remove_file(r.path(p)).expect("rm");
+    }
+    r.record("t1", &[], &[APP], &[]);
+    watch.until("t1 attempt 1 is judged", || judged(1));
+    let v: Value = serde_json::from_str(&read(&verdict)).expect("verdict");
+    assert_eq!(
+        v["verdict"],
+        json!("REJECT"),
+        "the caches are unlisted: {v:#}"
+    );
+
+    super::tools::tool_caches(&r, true);
+    r.record_attempt("t1", 2, &[], &[APP], &[]);
+    watch.until("t1 attempt 2 is judged", || judged(2));
+    let v: Value = serde_json::from_str(&read(&verdict)).expect("verdict");
+    assert_eq!(v["verdict"], json!("APPROVE"), "{v:#}\n{}", watch.output());
+    assert!(!r.path(".referee/OBSERVER-STOP.md").is_file(), "no STOP");
+}

@@ -162,6 +162,18 @@ impl Repo {
     /// Writes `.tasks/<id>.json` (temp name, then rename): the changes as listed, pre_hashes of
     /// the files as found, post_hashes of the files now.
     pub(super) fn record(&self, id: &str, added: &[&str], modified: &[&str], removed: &[&str]) {
+        self.record_attempt(id, 1, added, modified, removed);
+    }
+
+    /// [`Repo::record`] of attempt `attempt`.
+    pub(super) fn record_attempt(
+        &self,
+        id: &str,
+        attempt: u64,
+        added: &[&str],
+        modified: &[&str],
+        removed: &[&str],
+    ) {
         let mut pre = serde_json::Map::new();
         let mut post = serde_json::Map::new();
         for p in modified.iter().chain(removed) {
@@ -178,7 +190,7 @@ impl Repo {
             "task_id": id,
             "status": "pending_review",
             "description": "a task",
-            "attempt": 1,
+            "attempt": attempt,
             "summary": "Here's what I did: the change.",
             "changes": {"added": added, "modified": modified, "removed": removed},
             "pre_hashes": pre,

@@ -621,3 +621,103 @@ fn a_powershell_records_next_attempt_is_not_answered_by_the_last_verdict() {
         "{out:?}"
     );
 }
+
+// ---- tools' caches that ignore themselves ------------------------------------------------------
+
+/// What a test run, a linter and a virtual environment leave in a repository whose `.gitignore`
+/// names none of them, each folder with a `.gitignore` of its own that ignores all of it (so
+/// `git status` shows nothing): pytest's `.pytest_cache/` (the files its cache provider writes),
+/// ruff's `.ruff_cache/` (`*`, no newline), and `.venv/` made by `python3 -m venv` with the
+/// `.gitignore` Python 3.13's `venv` writes (its `bin/python` links out of the workspace).
+/// `last`: the `.gitignore` files written after the rest, as a slow tool might.
+pub(super) fn tool_caches(r: &Repo, gitignore_last: bool) {
+    let ignores = [
+        (
+            ".pytest_cache/.gitignore",
+            "# Created by pytest automatically.\n*\n",
+        ),
+        (".ruff_cache/.gitignore", "*"),
+        (
+            ".venv/.gitignore",
+            "# Created by venv; see https://docs.python.org/3/library/venv.html\n*\n",
+        ),
+    ];
+    if !gitignore_last {
+        for (p, text) in ignores {
+            r.write(p, text);
+        }
+    }
+    r.write(
+        ".pytest_cache/CACHEDIR.TAG",
+        "Signature: 8a477f597d28d172789f06886806bc55\n",
+    );
+    r.write(".pytest_cache/README.md", "# pytest cache directory #\n");
+    r.write(
+        ".pytest_cache/v/cache/nodeids",
+        "[\n  \"tests/test_app.py::test_main\"\n]",
+    );
+    r.write(".pytest_cache/v/cache/lastfailed", "{}");
+    r.write(
+        ".ruff_cache/CACHEDIR.TAG",
+        "Signature: 8a477f597d28d172789f06886806bc55",
+    );
+    r.write(".ruff_cache/0.6.9/1234567890", b"\x00\x01binary cache");
+    let made = Command::new("python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(&r.ws)
+        .status()
+        .expect("python3 -m venv");
+    assert!(made.success(), "python3 -m venv");
+    if gitignore_last {
+        for (p, text) in ignores {
+            r.write(p, text);
+        }
+    }
+}
+
+honest!(
+    /// pytest's and ruff's caches and a virtual environment, each ignoring itself: no change a
+    /// record must list, as `git status` shows none.
+    tool_caches_that_ignore_themselves_are_no_change,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        tool_caches(r, false);
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
+vetoed!(
+    /// A folder that ignores itself is ignored, not unseen: a changed copy of the protected
+    /// module in it is vetoed like one in `build/`.
+    a_protected_copy_in_a_folder_that_ignores_itself,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write(".cache/.gitignore", "*\n");
+        r.write(".cache/src/orchestrator.py", "ROLES = ['admin']\n");
+        r.record("t1", &[], &[APP], &[]);
+    },
+    ".cache/src/orchestrator.py"
+);
+
+/// Only a folder the baseline tracks nothing beneath may ignore itself: a `.gitignore` of `*`
+/// put in `src/` hides nothing, and is itself a change the record did not list.
+#[test]
+fn a_tracked_folder_cannot_ignore_itself() {
+    for mode in [Mode::Pinned, Mode::Fresh] {
+        let (_r, code, doc) = judge(
+            Repo::new,
+            |r| {
+                edit_app(r);
+                r.write("src/.gitignore", "*\n");
+                r.write("src/extra.py", "X = 1\n");
+                r.record("t1", &[], &[APP], &[]);
+            },
+            mode,
+            &[],
+        );
+        assert_rejected_by(code, &doc, "CC-02", "unlisted: src/.gitignore");
+        assert_rejected_by(code, &doc, "CC-02", "unlisted: src/extra.py");
+    }
+}
