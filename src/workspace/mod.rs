@@ -939,6 +939,7 @@ impl Workspace {
                         let mut r = record::parse(rel, &d.bytes, required);
                         if let Ok(t) = &mut r.parsed {
                             t.relative_to(&self.root);
+                            t.forget_unchangeable(excluded);
                             if let (Some(base), Some(changes)) = (&self.base, &self.changes) {
                                 t.expand_submodules(|p| base.is_submodule(p), changes);
                             }

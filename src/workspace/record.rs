@@ -122,6 +122,19 @@ impl Task {
 }
 
 impl Task {
+    /// Forgets what the record lists (and hashes) in a folder that is never a change
+    /// (`excluded`: git's `.git/`, the records' `.tasks/`, the referee's `.referee/`): a worker
+    /// that lists every file it wrote, its own record among them, claims nothing there (the
+    /// veto over a protected path there stands whatever a record says).
+    pub fn forget_unchangeable(&mut self, excluded: impl Fn(&str) -> bool) {
+        for list in [&mut self.added, &mut self.modified, &mut self.removed] {
+            list.retain(|p| !excluded(p));
+        }
+        for hashes in [&mut self.pre_hashes, &mut self.post_hashes] {
+            hashes.retain(|p, _| !excluded(p));
+        }
+    }
+
     /// Takes each path the record lists that names one of the baseline's submodules
     /// (`submodule`) as the changes beneath it: `git status` shows a submodule moved to another
     /// commit as one modified path (`M vendor/lib`), which is what a worker lists, while the

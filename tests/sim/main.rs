@@ -804,12 +804,7 @@ fn renamed_task_is_judged_again_when_its_scope_grows() {
 /// seen too.
 #[test]
 fn tool_caches_that_ignore_themselves_are_approved() {
-    let acts = [
-        Act::Write(0, 3),
-        Act::ToolCache,
-        Act::Record(0),
-        Act::Judge,
-    ];
+    let acts = [Act::Write(0, 3), Act::ToolCache, Act::Record(0), Act::Judge];
     reproduce(false, &acts);
     reproduce(true, &acts);
 }

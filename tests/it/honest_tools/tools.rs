@@ -721,3 +721,29 @@ fn a_tracked_folder_cannot_ignore_itself() {
         assert_rejected_by(code, &doc, "CC-02", "unlisted: src/extra.py");
     }
 }
+
+honest!(
+    /// A worker that lists every path it wrote, its own record and a path in the referee's
+    /// folder among them (with a hash of the record as it was before the hash was put in):
+    /// those folders are never changes, so the listing claims nothing there.
+    a_record_that_lists_itself,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        let doc = json!({
+            "task_id": "t1",
+            "status": "pending_review",
+            "description": "a task",
+            "attempt": 1,
+            "summary": "Here's what I did: the change.",
+            "changes": {
+                "added": [".tasks/t1.json", ".referee/notes.txt"],
+                "modified": [APP],
+                "removed": [],
+            },
+            "pre_hashes": {APP: sha(&r.found[APP])},
+            "post_hashes": {APP: sha(&r.read(APP)), ".tasks/t1.json": sha(b"{}")},
+        });
+        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+    }
+);
