@@ -808,3 +808,14 @@ fn tool_caches_that_ignore_themselves_are_approved() {
     reproduce(false, &acts);
     reproduce(true, &acts);
 }
+
+/// A record that lists every path the worker wrote, its own file among them, hashed as it was
+/// before its hash was put in. Class `record_lists_itself` (fixed): the referee REJECTed it
+/// (`phantom: .tasks/t1.json`); what a record lists in `.git/`, `.tasks/` or `.referee/`
+/// claims nothing now.
+#[test]
+fn a_record_that_lists_itself_is_approved() {
+    let acts = [Act::Write(0, 3), Act::RecordSelf(0), Act::Judge];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}

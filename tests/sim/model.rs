@@ -105,6 +105,12 @@ pub fn ignored(path: &str) -> bool {
         || (parts.len() > 1 && matches!(parts[0], ".pytest_cache" | ".ruff_cache"))
 }
 
+/// Whether `path` lies in a top-level folder that is never a change: git's, the records', the
+/// referee's. A record's listing there claims nothing.
+fn never_a_change(path: &str) -> bool {
+    matches!(path.split('/').next(), Some(".git" | ".tasks" | ".referee"))
+}
+
 /// Paths that are never part of a change: git's, the records', the referee's.
 pub fn outside_change(path: &str) -> bool {
     let first = path.split('/').next().unwrap_or("");
@@ -388,7 +394,11 @@ pub fn parse_record(file_id: &str, bytes: &[u8]) -> Record {
         for k in [Kind::Added, Kind::Modified, Kind::Removed] {
             if let Some(arr) = ch.get(k.key()) {
                 for p in arr.as_array().ok_or("changes not arrays")? {
-                    listed.insert(p.as_str().ok_or("path not a string")?.to_string(), k);
+                    let p = p.as_str().ok_or("path not a string")?;
+                    // A path in a folder that is never a change claims nothing (its own record).
+                    if !never_a_change(p) {
+                        listed.insert(p.to_string(), k);
+                    }
                 }
             }
         }
@@ -397,6 +407,7 @@ pub fn parse_record(file_id: &str, bytes: &[u8]) -> Record {
                 .and_then(Value::as_object)
                 .map(|m| {
                     m.iter()
+                        .filter(|(p, _)| !never_a_change(p))
                         .map(|(p, h)| {
                             (
                                 p.clone(),

@@ -87,6 +87,9 @@ pub enum Act {
     RecordAbsolute(u8),
     /// The record as Windows PowerShell 5.1 writes it (UTF-16LE with its byte-order mark).
     RecordUtf16(u8),
+    /// The record that lists every path the worker wrote, its own file among them (hashed as
+    /// it was before its hash was put in).
+    RecordSelf(u8),
     // ---- the orchestrator ----
     Judge,
     Accept(u8),
@@ -201,6 +204,7 @@ impl Act {
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
                 | RecordAbsolute(..)
+                | RecordSelf(..)
                 | RecordUtf16(..)
                 | Judge
                 | Accept(..)
@@ -223,6 +227,7 @@ impl Act {
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
                 | RecordAbsolute(..)
+                | RecordSelf(..)
                 | RecordUtf16(..)
                 | Judge
                 | Accept(..)
@@ -243,6 +248,7 @@ impl Act {
                 | RecordRemoveWrite(..)
                 | RecordHalf(..)
                 | RecordAbsolute(..)
+                | RecordSelf(..)
                 | RecordUtf16(..)
                 | ForgeHash(..)
                 | Decoy(..)
@@ -281,6 +287,7 @@ impl Act {
             | RecordRemoveWrite(t)
             | RecordHalf(t)
             | RecordAbsolute(t)
+            | RecordSelf(t)
             | RecordUtf16(t)
             | Accept(t)
             | Close(t)
@@ -340,6 +347,7 @@ pub fn vocabulary() -> Vec<Act> {
         RecordRemoveWrite(0),
         RecordHalf(0),
         RecordAbsolute(0),
+        RecordSelf(0),
         RecordUtf16(0),
         Judge,
         Accept(0),
@@ -516,13 +524,14 @@ pub fn generate(
                 }
             }
             for &g in &group {
-                let r = match rng.usize(..12) {
+                let r = match rng.usize(..13) {
                     0 => Act::RecordInPlace(g),
                     1 => Act::RecordSloppySummary(g),
                     2 => Act::RecordRemoveWrite(g),
                     3 => Act::RecordHalf(g),
                     4 => Act::RecordAbsolute(g),
                     5 => Act::RecordUtf16(g),
+                    6 => Act::RecordSelf(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
@@ -1092,6 +1101,7 @@ impl Session {
             | RecordRemoveWrite(t)
             | RecordHalf(t)
             | RecordAbsolute(t)
+            | RecordSelf(t)
             | RecordUtf16(t) => {
                 let id = tid(t);
                 let Some(task) = self.tasks.get(&id).cloned() else {
@@ -1109,6 +1119,16 @@ impl Session {
                 let mut rec = self.honest_record(&id, attempt, &summary, &task.touched);
                 if matches!(act, RecordAbsolute(_)) {
                     absolute_paths(&mut rec, &ws);
+                }
+                if matches!(act, RecordSelf(_)) {
+                    let own = format!(".tasks/{id}.json");
+                    let hash = model::sha(rec.to_string().as_bytes());
+                    if let Some(added) = rec["changes"]["added"].as_array_mut() {
+                        added.push(json!(own));
+                    }
+                    if let Some(post) = rec["post_hashes"].as_object_mut() {
+                        post.insert(own, json!(hash));
+                    }
                 }
                 let how = match act {
                     RecordInPlace(_) => Put::InPlace,
