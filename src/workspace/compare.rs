@@ -132,7 +132,10 @@ impl Compared {
             if matches!(e.kind, Kind::GitDir) && parent.is_some_and(|d| base.is_submodule(d)) {
                 return;
             }
-            if e.ignored {
+            // What git cannot record at a path of its own (a dev server's socket, a FIFO) is
+            // no change either, as `git status` shows none: it has no content to list, and it
+            // stays in sight as an ignored path (a protected name is vetoed whatever it is).
+            if e.ignored || matches!(e.kind, Kind::Other("socket" | "fifo")) {
                 self.ignored.insert(p.to_string());
                 return;
             }

@@ -747,3 +747,47 @@ honest!(
         r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
     }
 );
+
+// ---- what git cannot record ---------------------------------------------------------------------
+
+/// Binds a Unix socket at `rel` (and closes it: the socket file stays, as a dev server that
+/// was stopped leaves it).
+fn unix_socket(r: &Repo, rel: &str) {
+    std::os::unix::net::UnixListener::bind(r.path(rel)).expect("bind a unix socket");
+}
+
+/// Makes a FIFO at `rel` with `mkfifo`.
+fn fifo(r: &Repo, rel: &str) {
+    let made = Command::new("mkfifo")
+        .arg(r.path(rel))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success(), "mkfifo {rel}");
+}
+
+honest!(
+    /// A dev server's Unix socket and a FIFO left in the workspace: git cannot record either,
+    /// `git status` shows neither, and there is nothing in them to list or judge.
+    a_socket_and_a_fifo_are_no_change,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        unix_socket(r, "app.sock");
+        fifo(r, "src/events.fifo");
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
+vetoed!(
+    /// Not a change, but in sight: a FIFO where CPython would look for the protected module
+    /// first (`src/orchestrator/__init__.py`) is vetoed as a shadow.
+    a_fifo_in_the_place_of_the_protected_module,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        fs::create_dir_all(r.path("src/orchestrator")).expect("mkdir");
+        fifo(r, "src/orchestrator/__init__.py");
+        r.record("t1", &[], &[APP], &[]);
+    },
+    "src/orchestrator/__init__.py"
+);
