@@ -278,6 +278,9 @@ impl World {
         let mut cmd = assert_cmd::Command::new(referee_bin());
         cmd.args(args)
             .env("XDG_STATE_HOME", &self.state_home)
+            // The model knows the simulator's ignore rules only: no user's excludes.
+            .env("XDG_CONFIG_HOME", &self.state_home)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env_remove("REFEREE_LOG")
             .timeout(Duration::from_secs(120));
         let out = cmd.output().expect("run referee");
@@ -306,6 +309,8 @@ impl World {
                 "0.5",
             ])
             .env("XDG_STATE_HOME", &self.state_home)
+            .env("XDG_CONFIG_HOME", &self.state_home)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .stdin(Stdio::null())
             .stdout(fs::File::create(logs.with_extension("out")).expect("log"))
             .stderr(fs::File::create(logs.with_extension("err")).expect("log"))

@@ -31,6 +31,18 @@ const LISTED_DEPTH: usize = 2;
 /// Where the referee keeps its state directories in these tests (`XDG_STATE_HOME` of every
 /// process spawned): one private folder for the test run, never the real `$HOME`. Each watched
 /// directory still gets its own state directory in it (named from its path and identity).
+/// An empty configuration home private to the test run (`XDG_CONFIG_HOME`).
+pub fn config_home() -> &'static Path {
+    static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
+    HOME.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("referee-it-config-")
+            .tempdir()
+            .expect("a config home")
+    })
+    .path()
+}
+
 pub fn state_home() -> &'static Path {
     static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
     HOME.get_or_init(|| {
@@ -83,6 +95,9 @@ impl TestCommand {
     pub fn new() -> TestCommand {
         let mut cmd = std::process::Command::new(referee_bin());
         cmd.env("XDG_STATE_HOME", state_home());
+        // No excludes of the user running the tests: git's config of the test's own making.
+        cmd.env("XDG_CONFIG_HOME", config_home())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null");
         TestCommand {
             cmd,
             args: Vec::new(),

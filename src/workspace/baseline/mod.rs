@@ -322,6 +322,8 @@ impl Baseline {
                 for (path, entry) in Ignore::files_of(&tree) {
                     files.push((path.clone(), repo.blob(entry.oid)?));
                 }
+                // git's other excludes, pinned with the listing as they are now.
+                files.extend(Ignore::local_excludes(&repo));
                 if let Some(listing) = listing {
                     save_listing(listing, &tree, &files);
                 }

@@ -72,12 +72,26 @@ impl Ignore {
     /// only about paths it does not track (no copy of every path per `verify`).
     pub fn rules(files: &[(Vec<u8>, Vec<u8>)]) -> Ignore {
         let mut files: Vec<&(Vec<u8>, Vec<u8>)> = files.iter().collect();
-        // Shallow first: gix matches the lists last to first, and a deeper file wins.
-        files.sort_by_key(|(path, _)| path.iter().filter(|&&b| b == b'/').count());
+        // gix matches the lists last to first: the user's excludes file first, then the
+        // repository's `info/exclude`, then the `.gitignore` files, shallow first (a deeper
+        // file wins), as git ranks them.
+        files.sort_by_key(|(path, _)| {
+            let rank = match path.as_slice() {
+                EXCLUDES_FILE => 0,
+                INFO_EXCLUDE => 1,
+                _ => 2,
+            };
+            (rank, path.iter().filter(|&&b| b == b'/').count())
+        });
         let mut search = gix::ignore::Search::default();
         let parse = gix::ignore::search::Ignore::default();
         for (path, bytes) in files {
-            let dir = &path[..path.len().saturating_sub(b".gitignore".len())];
+            let dir: &[u8] = if path.ends_with(b".gitignore") {
+                &path[..path.len() - b".gitignore".len()]
+            } else {
+                // An excludes file's rules are relative to the top of the work tree.
+                b""
+            };
             let patterns = gix::glob::search::Pattern::bytes_to_patterns(
                 &parse,
                 bytes,
@@ -98,6 +112,27 @@ impl Ignore {
             search,
             ..Ignore::default()
         }
+    }
+
+    /// The excludes git reads besides the committed `.gitignore` files, as they stand now (the
+    /// caller pins them with the baseline's listing, so a worker's later edit of them moves
+    /// nothing): the repository's `info/exclude` (a regular file in its common directory, no
+    /// link followed) and the user's excludes file (`core.excludesFile` of the repository's
+    /// config or the user's, else `$XDG_CONFIG_HOME/git/ignore` or `~/.config/git/ignore`; the
+    /// user's own file, a link to it followed). Named [`INFO_EXCLUDE`] and [`EXCLUDES_FILE`],
+    /// paths no `.gitignore` has. What cannot be read excludes nothing.
+    pub fn local_excludes(repo: &Repo) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let info = repo.common_dir().join("info/exclude");
+        if let Ok(Some(bytes)) = crate::safefs::read_file(&info, EXCLUDES_CAP) {
+            out.push((INFO_EXCLUDE.to_vec(), bytes));
+        }
+        if let Some(path) = excludes_file(repo.common_dir()) {
+            if let Ok(bytes) = crate::safefs::read_named(&path, EXCLUDES_CAP) {
+                out.push((EXCLUDES_FILE.to_vec(), bytes));
+            }
+        }
+        out
     }
 
     /// Whether there is any rule at all.
@@ -152,4 +187,64 @@ impl Ignore {
             )
             .is_some_and(|m| !m.pattern.is_negative())
     }
+}
+
+/// The name [`Ignore::local_excludes`] gives the repository's `info/exclude`.
+pub const INFO_EXCLUDE: &[u8] = b":info/exclude";
+
+/// The name [`Ignore::local_excludes`] gives the user's excludes file.
+pub const EXCLUDES_FILE: &[u8] = b":core.excludesFile";
+
+/// The most bytes of an excludes file read.
+const EXCLUDES_CAP: u64 = 1 << 20;
+
+/// The user's excludes file as git finds it: `core.excludesFile` of the repository's config
+/// (in `common_dir`), else of the user's (`$GIT_CONFIG_GLOBAL`, or `~/.gitconfig`, then
+/// `$XDG_CONFIG_HOME/git/config`),
+/// else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`). Configs read in-process, no
+/// include followed; a leading `~/` is the home directory.
+fn excludes_file(common_dir: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|x| !x.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    // `GIT_CONFIG_GLOBAL` stands for the user's config files when set (as git takes it).
+    let global = std::env::var_os("GIT_CONFIG_GLOBAL").filter(|g| !g.is_empty());
+    let configs = match global {
+        Some(g) => [
+            Some(common_dir.join("config")),
+            Some(PathBuf::from(g)),
+            None,
+        ],
+        None => [
+            Some(common_dir.join("config")),
+            home.as_ref().map(|h| h.join(".gitconfig")),
+            xdg.as_ref().map(|x| x.join("git/config")),
+        ],
+    };
+    for config in configs.into_iter().flatten() {
+        let Ok(bytes) = crate::safefs::read_named(&config, EXCLUDES_CAP) else {
+            continue;
+        };
+        let Ok(file) = gix::config::File::from_bytes_no_includes(
+            &bytes,
+            gix::config::file::Metadata::api(),
+            gix::config::file::init::Options::default(),
+        ) else {
+            continue;
+        };
+        if let Some(value) = file.string("core.excludesFile") {
+            let raw: &[u8] = value.as_ref();
+            let raw = OsStr::from_bytes(raw);
+            return match (Path::new(raw).strip_prefix("~"), &home) {
+                (Ok(rest), Some(h)) => Some(h.join(rest)),
+                (Ok(_), None) => None,
+                (Err(_), _) => Some(PathBuf::from(raw)),
+            };
+        }
+    }
+    xdg.map(|x| x.join("git/ignore"))
 }

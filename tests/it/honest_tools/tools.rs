@@ -791,3 +791,63 @@ vetoed!(
     },
     "src/orchestrator/__init__.py"
 );
+
+// ---- git's other excludes ------------------------------------------------------------------------
+
+honest!(
+    /// The repository's own excludes (`.git/info/exclude`: an IDE's folder, local settings),
+    /// which `git status` honours: what they hide is no change a record lists.
+    the_repositorys_info_exclude_hides_what_git_status_hides,
+    || {
+        let r = Repo::new();
+        r.write(".git/info/exclude", "# git ls-files --others --exclude-from=.git/info/exclude\n.idea/\n*.local\n");
+        r
+    },
+    |r| {
+        edit_app(r);
+        r.write(".idea/workspace.xml", "<project version=\"4\"/>\n");
+        r.write("settings.local", "DEBUG = True\n");
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
+/// The user's excludes file (`$XDG_CONFIG_HOME/git/ignore`, git's default `core.excludesFile`):
+/// an editor's swap file it names is no change.
+#[test]
+fn the_users_excludes_file_hides_what_git_status_hides() {
+    let config = tempfile::tempdir().expect("tmp");
+    fs::create_dir_all(config.path().join("git")).expect("mkdir");
+    fs::write(config.path().join("git/ignore"), "*.swp\n.DS_Store\n").expect("write");
+    let r = Repo::new();
+    edit_app(&r);
+    r.write("src/.app.py.swp", b"b0VIM 9.0\0\0");
+    r.write(".DS_Store", b"\0\0\0\x01Bud1");
+    r.record("t1", &[], &[APP], &[]);
+    let out = crate::util::TestCommand::new()
+        .env("XDG_CONFIG_HOME", config.path())
+        .arg("verify")
+        .arg(&r.ws)
+        .args(["--protocol", "code-change", "--write", "--format", "json"])
+        .arg(format!("--state-dir={}", r.state.display()))
+        .output();
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_approved(&r, out.code, &doc);
+}
+
+/// The excludes are pinned with the baseline: a rule a worker adds to `.git/info/exclude` after
+/// the pin hides nothing.
+#[test]
+fn an_exclude_added_after_the_pin_hides_nothing() {
+    let (_r, code, doc) = judge(
+        Repo::new,
+        |r| {
+            edit_app(r);
+            r.write(".git/info/exclude", "src/extra.py\n");
+            r.write("src/extra.py", "X = 1\n");
+            r.record("t1", &[], &[APP], &[]);
+        },
+        Mode::Pinned,
+        &[],
+    );
+    assert_rejected_by(code, &doc, "CC-02", "unlisted: src/extra.py");
+}
