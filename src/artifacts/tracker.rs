@@ -522,21 +522,57 @@ pub fn is_empty_value(v: &str) -> bool {
         || v.eq_ignore_ascii_case("tbd")
 }
 
-/// Parses a tracker timestamp: RFC 3339 (offsets allowed) or `YYYY-MM-DD HH:MM:SS` (UTC, optionally
-/// with fractional seconds and a ` UTC` suffix). Surrounding whitespace, backticks and bold are ignored.
+/// Parses a tracker timestamp as a human reads one: RFC 3339 (offsets allowed), or a time
+/// without a zone (UTC): `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DDTHH:MM:SS` (what Python's
+/// `isoformat()` writes), optionally with fractional seconds and a ` UTC` suffix; the seconds
+/// may be left out (`2026-02-25T10:04Z`, `2026-02-25 10:04`). A note after the time, past a
+/// space, is read past (`2026-02-25T10:04:00Z (after the screenshots)`). Surrounding
+/// whitespace, backticks and bold are ignored.
 pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
     let s = strip_decoration(s);
-    // No timestamp is this long; refusing early keeps the parser cheap on huge cells.
-    if s.len() > 64 {
-        return None;
-    }
+    // The time is at the start of the cell; no timestamp is longer than this (and a huge cell
+    // costs no more than its start).
+    let head = match s.char_indices().nth(48) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    };
+    // The longest start of the cell, in words, that is a time: the whole of it first.
+    let ends: Vec<usize> = head
+        .char_indices()
+        .filter(|(_, c)| c.is_whitespace())
+        .map(|(i, _)| i)
+        .chain((head.len() == s.len()).then_some(head.len()))
+        .collect();
+    ends.iter()
+        .rev()
+        .find_map(|&end| one_timestamp(head[..end].trim_end()))
+}
+
+/// [`parse_timestamp`] of a cell that is the time and nothing else.
+fn one_timestamp(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
     }
-    let naive = s.strip_suffix(" UTC").unwrap_or(s).trim_end();
-    NaiveDateTime::parse_from_str(naive, "%Y-%m-%d %H:%M:%S%.f")
-        .ok()
-        .map(|t| t.and_utc())
+    // RFC 3339 without its seconds: `2026-02-25T10:04Z`, `2026-02-25T10:04+02:00`.
+    for zoned in ["%Y-%m-%dT%H:%M%#z", "%Y-%m-%d %H:%M%#z"] {
+        if let Ok(t) = DateTime::parse_from_str(s, zoned) {
+            return Some(t.with_timezone(&Utc));
+        }
+    }
+    let naive = s
+        .strip_suffix(" UTC")
+        .or_else(|| s.strip_suffix('Z'))
+        .unwrap_or(s)
+        .trim_end();
+    [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ]
+    .iter()
+    .find_map(|f| NaiveDateTime::parse_from_str(naive, f).ok())
+    .map(|t| t.and_utc())
 }
 
 /// Strips surrounding whitespace and matching `**`, `*` or backtick pairs, repeatedly:

@@ -504,6 +504,22 @@ fn timestamps() {
         parse_timestamp("2026-02-25 10:04:00.5").map(|d| d.timestamp_millis()),
         Some(t.timestamp_millis() + 500)
     );
+    // As a human reads them: no zone (UTC, as the contract's `YYYY-MM-DD HH:MM:SS`), Python's
+    // `isoformat()`, no seconds, a note after the time.
+    for good in [
+        "2026-02-25T10:04:00",
+        "2026-02-25T10:04:00.000000",
+        "2026-02-25 10:04",
+        "2026-02-25T10:04",
+        "2026-02-25T10:04Z",
+        "2026-02-25T12:04+02:00",
+        "2026-02-25 10:04 UTC",
+        "2026-02-25T10:04:00Z (after the screenshots)",
+        "2026-02-25 10:04:00 UTC — second attempt",
+        "2026-02-25 10:04 approx.",
+    ] {
+        assert_eq!(parse_timestamp(good), Some(t), "{good:?}");
+    }
     for bad in [
         "",
         "PASS",
@@ -511,8 +527,9 @@ fn timestamps() {
         "10:04:00",
         "2026-02-30T10:04:00Z",
         "2026-02-25T25:04:00Z",
-        "2026-02-25T10:04:00",
-        "2026-02-25 10:04",
+        "2026-02-25T10",
+        "about 2026-02-25T10:04:00Z",
+        "2026-02-25T10:04:00Zsoon",
         "yesterday",
     ] {
         assert_eq!(parse_timestamp(bad), None, "{bad:?}");
