@@ -109,6 +109,28 @@ fn read_as(value: &str) -> String {
     normalize_str(value).trim().to_lowercase()
 }
 
+/// A gate's result as a human reads its verdict: [`read_as`], past a leading mark (`✅ PASS`),
+/// its first word when a note follows it (`PASS (3/3)`, `FAIL: 2 issues`), and a verb's forms
+/// as the verb (`PASSED`, `passes`, `Passing` read `pass`; `FAILED` reads `fail`). A first word
+/// run into more letters, digits or `_` is the whole value (`PASS_BUT_FLAKY` is no `pass`).
+fn verdict_word(value: &str) -> String {
+    let read = read_as(value);
+    let start = read.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let end = start
+        .find(|c: char| !c.is_alphabetic())
+        .unwrap_or(start.len());
+    let (word, rest) = start.split_at(end);
+    if word.is_empty() || rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+        return read;
+    }
+    let stem = ["ed", "es", "ing"]
+        .iter()
+        .find_map(|suffix| word.strip_suffix(suffix))
+        .filter(|stem| matches!(*stem, "pass" | "fail"))
+        .unwrap_or(word);
+    stem.to_string()
+}
+
 /// A value as written, and what it reads as when that differs (`ｍａｎｕａｌ (reads "manual")`).
 fn as_written(value: &str) -> String {
     let reads = normalize_str(value);
@@ -194,7 +216,7 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
     }
     /// The result as read, for comparing ("" when there is none).
     fn result_of(e: &GateEntry) -> String {
-        e.result.as_deref().map(read_as).unwrap_or_default()
+        e.result.as_deref().map(verdict_word).unwrap_or_default()
     }
     /// The result as written, for the evidence.
     fn written(e: &GateEntry) -> &str {
@@ -203,7 +225,7 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
     if let Some(want) = &g.result {
         let wrong: Vec<&&GateEntry> = found
             .iter()
-            .filter(|e| !result_of(e).eq_ignore_ascii_case(want.trim()))
+            .filter(|e| result_of(e) != verdict_word(want))
             .collect();
         if !wrong.is_empty() {
             let empty_only = wrong.iter().all(|e| result_of(e).is_empty());
@@ -395,4 +417,39 @@ pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
         ));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict_word;
+
+    #[test]
+    fn a_result_reads_as_its_verdict_word() {
+        for pass in [
+            "PASS",
+            "pass",
+            " Passed ",
+            "PASSES",
+            "passing",
+            "✅ PASS",
+            "PASS (3/3)",
+            "PASSED: DPR 2.0",
+        ] {
+            assert_eq!(verdict_word(pass), "pass", "{pass:?}");
+        }
+        for fail in ["FAILED", "❌ FAIL", "fail: 2 issues", "Failing"] {
+            assert_eq!(verdict_word(fail), "fail", "{fail:?}");
+        }
+        for other in [
+            "PASS_BUT_FLAKY",
+            "PASS2",
+            "passport",
+            "not PASS",
+            "",
+            "—",
+            "N/A",
+        ] {
+            assert_ne!(verdict_word(other), "pass", "{other:?}");
+        }
+    }
 }
