@@ -146,40 +146,30 @@ fn a_dangling_link_cannot_be_judged() {
     }
 }
 
-#[test]
-fn a_link_to_an_ignored_file_that_does_not_parse_fails_as_that_file() {
-    for mode in [Mode::Pinned, Mode::Fresh] {
-        let (_r, code, doc) = judge(
-            Repo::new,
-            |r| {
-                r.write("build/gen.py", "def main(:\n");
-                symlink("../build/gen.py", r.path("src/gen.py")).expect("link");
-                let post = sha_followed(r, "src/gen.py");
-                record_with(r, &["src/gen.py"], &[], &[], &[("src/gen.py", post)]);
-            },
-            mode,
-            &[],
-        );
-        assert_rejected_by(code, &doc, "CC-05", "src/gen.py");
-    }
-}
+rejected!(
+    a_link_to_an_ignored_file_that_does_not_parse_fails_as_that_file,
+    Repo::new,
+    |r| {
+        r.write("build/gen.py", "def main(:\n");
+        symlink("../build/gen.py", r.path("src/gen.py")).expect("link");
+        let post = sha_followed(r, "src/gen.py");
+        record_with(r, &["src/gen.py"], &[], &[], &[("src/gen.py", post)]);
+    },
+    "CC-05",
+    ["src/gen.py"]
+);
 
-#[test]
-fn a_hash_that_names_neither_the_link_nor_its_file_fails() {
-    for mode in [Mode::Pinned, Mode::Fresh] {
-        let (_r, code, doc) = judge(
-            Repo::new,
-            |r| {
-                symlink("app.py", r.path("src/app2.py")).expect("link");
-                let lie = sha(b"something else");
-                record_with(r, &["src/app2.py"], &[], &[], &[("src/app2.py", lie)]);
-            },
-            mode,
-            &[],
-        );
-        assert_rejected_by(code, &doc, "CC-03", "post_hashes src/app2.py: claimed");
-    }
-}
+rejected!(
+    a_hash_that_names_neither_the_link_nor_its_file_fails,
+    Repo::new,
+    |r| {
+        symlink("app.py", r.path("src/app2.py")).expect("link");
+        let lie = sha(b"something else");
+        record_with(r, &["src/app2.py"], &[], &[], &[("src/app2.py", lie)]);
+    },
+    "CC-03",
+    ["post_hashes src/app2.py: claimed"]
+);
 
 vetoed!(
     /// A link to the protected module, at a name of its own, is a way to it.

@@ -372,6 +372,31 @@ macro_rules! vetoed {
     };
 }
 
+/// A workflow REJECTed by `check`, its evidence holding each of `needles`, whether pinned
+/// before or not.
+macro_rules! rejected {
+    ($(#[$m:meta])* $name:ident, $setup:expr, $work:expr, $check:expr, $needles:expr) => {
+        $(#[$m])*
+        mod $name {
+            use super::*;
+            #[test]
+            fn pinned() {
+                let (_r, code, doc) = judge($setup, $work, Mode::Pinned, &[]);
+                for needle in $needles {
+                    assert_rejected_by(code, &doc, $check, needle);
+                }
+            }
+            #[test]
+            fn fresh() {
+                let (_r, code, doc) = judge($setup, $work, Mode::Fresh, &[]);
+                for needle in $needles {
+                    assert_rejected_by(code, &doc, $check, needle);
+                }
+            }
+        }
+    };
+}
+
 mod checkout;
 mod links;
 mod live;

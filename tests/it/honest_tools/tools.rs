@@ -701,26 +701,20 @@ vetoed!(
     ".cache/src/orchestrator.py"
 );
 
-/// Only a folder the baseline tracks nothing beneath may ignore itself: a `.gitignore` of `*`
-/// put in `src/` hides nothing, and is itself a change the record did not list.
-#[test]
-fn a_tracked_folder_cannot_ignore_itself() {
-    for mode in [Mode::Pinned, Mode::Fresh] {
-        let (_r, code, doc) = judge(
-            Repo::new,
-            |r| {
-                edit_app(r);
-                r.write("src/.gitignore", "*\n");
-                r.write("src/extra.py", "X = 1\n");
-                r.record("t1", &[], &[APP], &[]);
-            },
-            mode,
-            &[],
-        );
-        assert_rejected_by(code, &doc, "CC-02", "unlisted: src/.gitignore");
-        assert_rejected_by(code, &doc, "CC-02", "unlisted: src/extra.py");
-    }
-}
+rejected!(
+    /// Only a folder the baseline tracks nothing beneath may ignore itself: a `.gitignore` of
+    /// `*` put in `src/` hides nothing, and is itself a change the record did not list.
+    a_tracked_folder_cannot_ignore_itself,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/.gitignore", "*\n");
+        r.write("src/extra.py", "X = 1\n");
+        r.record("t1", &[], &[APP], &[]);
+    },
+    "CC-02",
+    ["unlisted: src/.gitignore", "unlisted: src/extra.py"]
+);
 
 honest!(
     /// A worker that lists every path it wrote, its own record and a path in the referee's
