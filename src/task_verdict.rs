@@ -311,7 +311,9 @@ pub fn hold_escalation(guards: &Guards, v: &mut TaskVerdict, kept: &[KeptAttempt
     };
     let escalation =
         |verdict: &str| verdict == guards.escalate || verdict == guards.escalate_convergence;
-    if escalation(&k.verdict) && v.outcome != GradeOutcome::Escalate {
+    // The first escalation stands as it was decided, by the guard that decided it: judged
+    // again, the attempt may meet another guard (`ESCALATE_CONVERGENCE` after `ESCALATE`).
+    if escalation(&k.verdict) && (v.outcome != GradeOutcome::Escalate || v.verdict != k.verdict) {
         v.verdict = k.verdict.clone();
         v.outcome = GradeOutcome::Escalate;
         v.escalation = Some(k.escalation.clone().unwrap_or_else(|| {
@@ -355,7 +357,9 @@ pub fn apply_guards(
         return;
     };
     let hash = diff_hash(now);
-    if guards.identical_diff {
+    // A change that is nothing at all once normalised is no resubmission of work, for this
+    // task or another: there is no diff to repeat (an attempt that only mends its record).
+    if guards.identical_diff && !is_empty_change(now) {
         if let Some((same, _)) = history
             .iter()
             .rev()
@@ -369,9 +373,8 @@ pub fn apply_guards(
             v.reasons.push("identical_diff".into());
             return;
         }
-        // A new task id does not reset the guards; a change that is nothing at all
-        // once normalised is no resubmission.
-        if !is_empty_change(now) {
+        // A new task id does not reset the guards.
+        {
             if let Some(other) = rejected_elsewhere
                 .iter()
                 .find(|k| k.diff_hash.as_deref() == Some(hash.as_str()))
@@ -568,6 +571,19 @@ mod tests {
         assert_eq!(y.verdict, "APPROVE");
     }
 
+    /// Found by the session simulator (seed 73257): attempt 1 changed nothing and was
+    /// APPROVEd; attempt 2, nothing again with a sloppy summary (MINOR_ISSUES), was ESCALATEd
+    /// as "identical". An empty change repeats no work.
+    #[test]
+    fn an_empty_change_is_no_identical_resubmission() {
+        let empty = "--- a/x\n+++ b/x\n";
+        let h = [kept(1, "APPROVE", empty)];
+        let mut x = v("MINOR_ISSUES", empty);
+        apply_guards(&guards(), &h, 0, &[], 2, &mut x);
+        assert_eq!(x.verdict, "MINOR_ISSUES");
+        assert!(!x.reasons.contains(&"identical_diff".to_string()));
+    }
+
     #[test]
     fn convergence_from_the_second_rework_on() {
         let base: String = (0..100).map(|i| format!("+line {i}\n")).collect();
@@ -603,6 +619,17 @@ mod tests {
             Some("attempt 2's diff is identical to attempt 1's")
         );
         assert!(again.reasons.contains(&"escalated_when_judged".to_string()));
+        // Judged again into another guard's escalation (seed 72507): the first one stands.
+        let mut converged = v("REJECT", "d\n+x\n");
+        converged.attempt = Some(2);
+        converged.escalate("ESCALATE_CONVERGENCE");
+        converged.escalation = Some("converging".into());
+        hold_escalation(&guards(), &mut converged, &history);
+        assert_eq!(converged.verdict, "ESCALATE");
+        assert_eq!(
+            converged.escalation.as_deref(),
+            Some("attempt 2's diff is identical to attempt 1's")
+        );
         // A new attempt is judged on its own; an attempt not escalated stays as judged.
         let mut next = v("APPROVE", "e\n");
         next.attempt = Some(3);

@@ -819,3 +819,44 @@ fn a_record_that_lists_itself_is_approved() {
     reproduce(false, &acts);
     reproduce(true, &acts);
 }
+
+/// An attempt that changes nothing, APPROVEd, then another that changes nothing with a sloppy
+/// summary (MINOR_ISSUES). Class `empty_resubmission_escalated` (fixed, seed 73257): the
+/// identical-diff guard took the second empty change for a resubmission of the first and
+/// ESCALATEd it; an empty change repeats no work.
+#[test]
+fn an_empty_resubmission_is_not_escalated() {
+    let acts = [
+        Act::ChmodX(0),
+        Act::ChmodX(0),
+        Act::Record(0),
+        Act::Judge,
+        Act::RecordSloppySummary(0),
+        Act::Judge,
+    ];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}
+
+/// Attempt 3 ESCALATEd as identical to attempt 1, then judged again after a shadow of the
+/// protected module landed: another guard (convergence) would escalate it now. Class
+/// `escalation_renamed_on_rejudge` (fixed, seeds 72507, 77859): the referee published
+/// `ESCALATE_CONVERGENCE` over the first `ESCALATE`; the first escalation stands as decided.
+#[test]
+fn an_escalation_keeps_its_guard_when_judged_again() {
+    reproduce(
+        false,
+        &[
+            Act::SedI(0, 167),
+            Act::AddModule(0, 251),
+            Act::Secret(0),
+            Act::Record(0),
+            Act::Judge,
+            Act::RecordSloppySummary(0),
+            Act::RecordUtf16(0),
+            Act::Judge,
+            Act::ShadowPkgSo,
+            Act::Judge,
+        ],
+    );
+}
