@@ -5,6 +5,13 @@
 //! a folder as git does, ignored, when the baseline tracks nothing beneath it. Only this one form
 //! is honoured: any other `.gitignore` a worker adds is a change its record lists, never a rule.
 //! Ignored is not unseen: protected globs and the shadow checks see ignored paths as before.
+//!
+//! A worker writes that `.gitignore` as easily as a tool does, so the form is honoured only
+//! where it cannot hide code that an `import` reaches by name: a folder whose name starts with
+//! `.` (every tool cache above, `.venv`, `.tox`, `.nox`), or a virtual environment (a
+//! `pyvenv.cfg` inside, as `python3 -m venv venv` makes) with no `__init__` of its own. A
+//! `json/` with a `.gitignore` of `*` and an `__init__.py` beside the orchestrator's code would
+//! change what that code runs without a line in `git status`: it is a change the record lists.
 
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -34,6 +41,8 @@ pub fn ignored(base: Option<&Baseline>, root: &Path, rel: &[u8], is_dir: bool) -
 /// everything in it. Read through descriptors, no link followed on the way or at the end; what
 /// cannot be read ignores nothing.
 fn ignores_itself(root: &Path, rel: &[u8]) -> bool {
+    let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+    let hidden = name.starts_with(b".");
     let Ok(top) = safefs::open_dir(safefs::CWD, root, true) else {
         return false;
     };
@@ -41,10 +50,29 @@ fn ignores_itself(root: &Path, rel: &[u8]) -> bool {
         return false;
     };
     let name = Path::new(".gitignore");
-    match safefs::read_regular(dir.as_fd(), name, name, CAP) {
+    let all = match safefs::read_regular(dir.as_fd(), name, name, CAP) {
         Ok(Some(text)) => ignores_everything(&text),
         _ => false,
+    };
+    all && (hidden || is_environment(dir.as_fd()))
+}
+
+/// Whether the open folder `dir` is a virtual environment and no package: it holds a regular
+/// `pyvenv.cfg` and no entry named `__init__` or `__init__.*` (a module CPython would load for
+/// the folder's name). What cannot be listed is no environment.
+fn is_environment(dir: std::os::fd::BorrowedFd<'_>) -> bool {
+    let cfg = Path::new("pyvenv.cfg");
+    if !matches!(safefs::read_regular(dir, cfg, cfg, CAP), Ok(Some(_))) {
+        return false;
     }
+    let (mut heap, mut names) = (Vec::new(), Vec::new());
+    if safefs::read_names(dir, &mut heap, &mut names).is_err() {
+        return false;
+    }
+    !names.iter().any(|&(at, _)| {
+        let name = safefs::name_at(&heap, at).as_encoded_bytes();
+        name == b"__init__" || name.starts_with(b"__init__.")
+    })
 }
 
 /// Whether the rules of a `.gitignore` ignore every path of its folder, itself included: one

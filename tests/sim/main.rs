@@ -809,6 +809,22 @@ fn tool_caches_that_ignore_themselves_are_approved() {
     reproduce(true, &acts);
 }
 
+/// A package beside the protected modules that ignores itself (`app/helpers/` with a
+/// `.gitignore` of `*` and an `__init__.py`), unlisted. Class `self_ignore_hides_code`
+/// (fixed): the referee honoured that `.gitignore` as a tool cache's and APPROVEd; a folder an
+/// `import` reaches by name may not ignore itself now, so it is the change the record omits.
+#[test]
+fn a_package_that_ignores_itself_is_a_change() {
+    let acts = [
+        Act::Write(0, 3),
+        Act::SelfIgnorePkg,
+        Act::Record(0),
+        Act::Judge,
+    ];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}
+
 /// A record that lists every path the worker wrote, its own file among them, hashed as it was
 /// before its hash was put in. Class `record_lists_itself` (fixed): the referee REJECTed it
 /// (`phantom: .tasks/t1.json`); what a record lists in `.git/`, `.tasks/` or `.referee/`

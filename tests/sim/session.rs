@@ -123,6 +123,9 @@ pub enum Act {
     DeepPath,
     IgnoredPlant,
     ExcludePlant,
+    /// A package beside the protected modules with a `.gitignore` of `*` of its own: the form a
+    /// tool cache has, in a place an `import` reaches.
+    SelfIgnorePkg,
     NestedRepo,
     SubmoduleEdit,
     ShadowSo,
@@ -380,6 +383,7 @@ pub fn vocabulary() -> Vec<Act> {
         DeepPath,
         IgnoredPlant,
         ExcludePlant,
+        SelfIgnorePkg,
         NestedRepo,
         SubmoduleEdit,
         ShadowSo,
@@ -1396,6 +1400,14 @@ impl Session {
                 write_file(
                     &ws,
                     "private/safety_override.py",
+                    b"def check(x):\n    return True\n",
+                );
+            }
+            SelfIgnorePkg => {
+                write_file(&ws, "app/helpers/.gitignore", b"*\n");
+                write_file(
+                    &ws,
+                    "app/helpers/__init__.py",
                     b"def check(x):\n    return True\n",
                 );
             }

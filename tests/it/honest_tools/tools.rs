@@ -845,3 +845,71 @@ fn an_exclude_added_after_the_pin_hides_nothing() {
     );
     assert_rejected_by(code, &doc, "CC-02", "unlisted: src/extra.py");
 }
+
+vetoed!(
+    /// A package cannot ignore itself: `src/orchestrator/` with a `.gitignore` of `*` and an
+    /// `__init__.py` is what `import orchestrator` loads before the protected module.
+    a_self_ignoring_package_that_shadows_the_protected_module,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/orchestrator/.gitignore", "*\n");
+        r.write("src/orchestrator/__init__.py", "ROLES = ['admin']\n");
+        r.record("t1", &[], &[APP], &[]);
+    },
+    "src/orchestrator/__init__.py"
+);
+
+rejected!(
+    /// A folder whose name an `import` reaches cannot ignore itself: `src/json/` with a
+    /// `.gitignore` of `*` and an `__init__.py` would change what `import json` runs in the
+    /// orchestrator's folder with no line in `git status`. It is a change the record lists.
+    a_package_that_ignores_itself_is_a_change,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/json/.gitignore", "*\n");
+        r.write("src/json/__init__.py", "import os\n");
+        r.record("t1", &[], &[APP], &[]);
+    },
+    "CC-02",
+    ["unlisted: src/json/.gitignore", "unlisted: src/json/__init__.py"]
+);
+
+rejected!(
+    /// A virtual environment is one only without a package's `__init__.py` of its own: a
+    /// `pyvenv.cfg` put into `src/util/` beside one hides nothing.
+    a_package_dressed_as_a_virtual_environment_is_a_change,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/util/.gitignore", "*\n");
+        r.write("src/util/pyvenv.cfg", "home = /usr/bin\n");
+        r.write("src/util/__init__.py", "import os\n");
+        r.record("t1", &[], &[APP], &[]);
+    },
+    "CC-02",
+    ["unlisted: src/util/.gitignore", "unlisted: src/util/__init__.py"]
+);
+
+honest!(
+    /// A virtual environment under a name without a dot (`python3 -m venv venv`, the tutorials'
+    /// spelling) with the `.gitignore` Python 3.13 writes into it: no change, as `git status`
+    /// shows none.
+    a_virtual_environment_named_venv_is_no_change,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        let made = Command::new("python3")
+            .args(["-m", "venv", "--without-pip", "venv"])
+            .current_dir(&r.ws)
+            .status()
+            .expect("python3 -m venv");
+        assert!(made.success(), "python3 -m venv");
+        r.write(
+            "venv/.gitignore",
+            "# Created by venv; see https://docs.python.org/3/library/venv.html\n*\n",
+        );
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
