@@ -809,6 +809,27 @@ fn tool_caches_that_ignore_themselves_are_approved() {
     reproduce(true, &acts);
 }
 
+/// t1's link (APPROVEd) is left dangling when t2 removes the file it leads to; t1's next
+/// attempt hands in the same link. Class `verdict_escalate_got_reject` (the model's, fixed
+/// there; seed 81690): the model took the link's text for its diff both times and escalated
+/// an identical resubmission; the referee cannot read a link that leads nowhere, so that
+/// attempt's diff is "cannot be read", not the text of the one it approved, and it REJECTs
+/// with the link named (CC-05 INCONCLUSIVE).
+#[test]
+fn a_link_another_task_left_dangling_is_no_identical_resubmission() {
+    reproduce(
+        false,
+        &[
+            Act::AddLink(0, 34),
+            Act::Record(0),
+            Act::Judge,
+            Act::Remove(1, 11),
+            Act::RecordUtf16(0),
+            Act::RecordHalf(1),
+        ],
+    );
+}
+
 /// A package beside the protected modules that ignores itself (`app/helpers/` with a
 /// `.gitignore` of `*` and an `__init__.py`), unlisted. Class `self_ignore_hides_code`
 /// (fixed): the referee honoured that `.gitignore` as a tool cache's and APPROVEd; a folder an

@@ -821,11 +821,23 @@ fn judge_one(
             (None, None) => {}
         }
         if let Some(c) = c {
-            let (a, b) = (normalized(c.before.as_ref()), normalized(c.after.as_ref()));
+            // A link that leads out or nowhere cannot be read: its side of the diff is that
+            // (the same for the same text), never the text of one that could be.
+            let unread = |side: Option<String>| match (&c.leads, side) {
+                (Some(None), Some(t)) => Some(format!("unread:{t}")),
+                (_, side) => side,
+            };
+            let (a, b) = (
+                normalized(c.before.as_ref()),
+                unread(normalized(c.after.as_ref())),
+            );
             if a != b {
                 exp.diff.insert(s.clone(), (a, b));
             }
-            let (a, b) = (node_sha(c.before.as_ref()), node_sha(c.after.as_ref()));
+            let (a, b) = (
+                node_sha(c.before.as_ref()),
+                unread(node_sha(c.after.as_ref())),
+            );
             exp.raw_diff.insert(s.clone(), (a, b));
         }
     }
