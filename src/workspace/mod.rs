@@ -941,7 +941,11 @@ impl Workspace {
                             t.relative_to(&self.root);
                             t.forget_unchangeable(excluded);
                             if let (Some(base), Some(changes)) = (&self.base, &self.changes) {
-                                t.expand_submodules(|p| base.is_submodule(p), changes);
+                                t.expand_folders(
+                                    |p| base.is_submodule(p),
+                                    |p| !base.tracks(p),
+                                    changes,
+                                );
                             }
                         }
                         r

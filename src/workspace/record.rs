@@ -135,42 +135,59 @@ impl Task {
         }
     }
 
-    /// Takes each path the record lists that names one of the baseline's submodules
-    /// (`submodule`) as the changes beneath it: `git status` shows a submodule moved to another
-    /// commit as one modified path (`M vendor/lib`), which is what a worker lists, while the
-    /// referee reads a checked-out submodule's files one by one. The submodule's listing becomes
-    /// each path of `changes` beneath it, listed as it changed (unless the record lists it
-    /// already); a hash given for the submodule itself (a commit, no file's SHA-256) is dropped.
-    /// A submodule with nothing changed beneath it stays listed as written (a phantom).
-    pub fn expand_submodules(
+    /// Takes each listed path that names a folder as `git status` names it as the changes
+    /// beneath it, each listed as it changed (unless the record lists it already), with any hash
+    /// given for the folder itself dropped:
+    /// - one of the baseline's submodules (`submodule`), listed under any kind: `git status`
+    ///   shows a submodule moved to another commit as one modified path (`M vendor/lib`), while
+    ///   the referee reads a checked-out submodule's files one by one;
+    /// - a folder the baseline tracks nothing in (`new_folder`), listed as added, with only
+    ///   additions beneath it: `git status` shows a new folder as one untracked path
+    ///   (`?? src/newpkg/`) until each file in it is added to the index.
+    ///
+    /// A folder with nothing changed beneath it stays listed as written (a phantom).
+    pub fn expand_folders(
         &mut self,
         submodule: impl Fn(&str) -> bool,
+        new_folder: impl Fn(&str) -> bool,
         changes: &BTreeMap<String, super::Change>,
     ) {
-        let named: Vec<String> = self
-            .listed()
-            .map(|(p, _)| p.trim_end_matches('/'))
-            .filter(|p| !p.is_empty() && submodule(p))
-            .map(str::to_string)
-            .collect();
-        for sub in named {
-            let prefix = format!("{sub}/");
-            let beneath: Vec<(String, super::Change)> = changes
+        let beneath = |dir: &str| -> Vec<(String, super::Change)> {
+            let prefix = format!("{dir}/");
+            changes
                 .range(prefix.clone()..)
                 .take_while(|(p, _)| p.starts_with(&prefix))
                 .map(|(p, c)| (p.clone(), *c))
-                .collect();
-            if beneath.is_empty() {
+                .collect()
+        };
+        let folder = |p: &String| p.trim_end_matches('/').to_string();
+        let mut named: Vec<(String, Vec<(String, super::Change)>)> = Vec::new();
+        for dir in self.listed().map(|(p, _)| p.trim_end_matches('/')) {
+            if dir.is_empty() || named.iter().any(|(d, _)| d == dir) {
                 continue;
             }
-            let is_sub = |p: &String| p.trim_end_matches('/') == sub;
+            let under = beneath(dir);
+            let whole = if submodule(dir) {
+                true
+            } else {
+                !changes.contains_key(dir)
+                    && self.added.iter().any(|p| folder(p) == dir)
+                    && under.iter().all(|(_, c)| *c == super::Change::Added)
+                    && new_folder(dir)
+            };
+            if whole && !under.is_empty() {
+                named.push((dir.to_string(), under));
+            }
+        }
+        for (dir, under) in named {
+            let is_dir = |p: &String| folder(p) == dir;
             for list in [&mut self.added, &mut self.modified, &mut self.removed] {
-                list.retain(|p| !is_sub(p));
+                list.retain(|p| !is_dir(p));
             }
             for hashes in [&mut self.pre_hashes, &mut self.post_hashes] {
-                hashes.retain(|p, _| !is_sub(p));
+                hashes.retain(|p, _| !is_dir(p));
             }
-            for (p, c) in beneath {
+            for (p, c) in under {
                 if self.lists(&p) {
                     continue;
                 }
@@ -472,7 +489,7 @@ mod tests {
             ("other/d.py".to_string(), Change::Modified),
         ]);
         // `other` is no submodule: a folder stays listed as written.
-        t.expand_submodules(|p| p == "lib" || p == "empty", &changes);
+        t.expand_folders(|p| p == "lib" || p == "empty", |_| false, &changes);
         assert_eq!(t.added, ["lib/a.py"]);
         assert_eq!(t.modified, ["lib/b.py", "other"]);
         assert_eq!(t.removed, ["lib/c.py"]);
@@ -485,8 +502,39 @@ mod tests {
             modified: vec!["empty/".into()],
             ..Task::default()
         };
-        t.expand_submodules(|p| p == "empty", &changes);
+        t.expand_folders(|p| p == "empty", |_| false, &changes);
         assert_eq!(t.modified, ["empty/"]);
+    }
+
+    #[test]
+    fn a_listed_new_folder_is_the_additions_beneath_it() {
+        use crate::workspace::Change;
+        let changes = BTreeMap::from([
+            ("new/a.py".to_string(), Change::Added),
+            ("new/sub/b.py".to_string(), Change::Added),
+            ("mixed/c.py".to_string(), Change::Added),
+            ("mixed/d.py".to_string(), Change::Modified),
+            ("old/e.py".to_string(), Change::Added),
+        ]);
+        let new = |p: &str| p == "new" || p == "mixed";
+        let mut t = Task {
+            added: vec!["new/".into(), "mixed/".into(), "old".into()],
+            modified: vec!["mixed/d.py".into()],
+            post_hashes: BTreeMap::from([("new/".into(), Some("x".into()))]),
+            ..Task::default()
+        };
+        t.expand_folders(|_| false, new, &changes);
+        // `new/` names its additions; `mixed/` has a modification beneath it (git would list
+        // each file), `old` is a folder the baseline tracks: both stay as written (phantoms).
+        assert_eq!(t.added, ["mixed/", "old", "new/a.py", "new/sub/b.py"]);
+        assert!(t.post_hashes.is_empty());
+        // Listed as modified, a new folder names nothing either.
+        let mut t = Task {
+            modified: vec!["new/".into()],
+            ..Task::default()
+        };
+        t.expand_folders(|_| false, new, &changes);
+        assert_eq!(t.modified, ["new/"]);
     }
 
     #[test]

@@ -830,6 +830,21 @@ fn a_link_another_task_left_dangling_is_no_identical_resubmission() {
     );
 }
 
+/// A worker lists its new package as `git status` shows it: one untracked `pkg_t1_2/`, not
+/// its files (step `RecordFolders`). Found by hand (REJECTed: the folder a phantom, its files
+/// unlisted); a listed new folder names the additions beneath it now, one-shot and live.
+#[test]
+fn a_new_folder_listed_as_git_status_shows_it_is_approved() {
+    let acts = [
+        Act::AddPackage(0, 2),
+        Act::Write(0, 3),
+        Act::RecordFolders(0),
+        Act::Judge,
+    ];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}
+
 /// A package beside the protected modules that ignores itself (`app/helpers/` with a
 /// `.gitignore` of `*` and an `__init__.py`), unlisted. Class `self_ignore_hides_code`
 /// (fixed): the referee honoured that `.gitignore` as a tool cache's and APPROVEd; a folder an

@@ -615,6 +615,44 @@ pub fn node_sha(n: Option<&Node>) -> Option<String> {
     }
 }
 
+/// A new folder listed as `git status` shows it (`?? app/pkg/`): listed as added, the
+/// baseline holding nothing at or beneath it, with changes beneath it that are all additions,
+/// it lists each of them (the folder's own listing and hashes dropped).
+fn new_folders(p: &mut Parsed, base: &BTreeMap<String, Node>, ch: &BTreeMap<String, Change>) {
+    let folders: Vec<String> = p
+        .listed
+        .iter()
+        .filter(|(_, k)| **k == Kind::Added)
+        .map(|(path, _)| path.clone())
+        .filter(|path| {
+            let dir = path.trim_end_matches('/');
+            let prefix = format!("{dir}/");
+            let under: Vec<&Change> = ch
+                .iter()
+                .filter(|(c, _)| c.starts_with(&prefix))
+                .map(|(_, c)| c)
+                .collect();
+            !dir.is_empty()
+                && !ch.contains_key(dir)
+                && !base.contains_key(dir)
+                && !base.keys().any(|b| b.starts_with(&prefix))
+                && !under.is_empty()
+                && under.iter().all(|c| c.kind == Kind::Added)
+        })
+        .collect();
+    for path in folders {
+        let dir = path.trim_end_matches('/').to_string();
+        let prefix = format!("{dir}/");
+        let same = |q: &String| q.trim_end_matches('/') == dir;
+        p.listed.retain(|q, _| !same(q));
+        p.pre.retain(|q, _| !same(q));
+        p.post.retain(|q, _| !same(q));
+        for c in ch.keys().filter(|c| c.starts_with(&prefix)) {
+            p.listed.entry(c.clone()).or_insert(Kind::Added);
+        }
+    }
+}
+
 /// Judges every record that needs a judgment now. `veto` is this moment's veto.
 pub fn judge(
     mem: &Memory,
@@ -625,6 +663,16 @@ pub fn judge(
     prot: &GlobSet,
 ) -> Vec<Expect> {
     let ch = changes(base, now);
+    let records: Vec<Record> = records
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            if let Ok(p) = &mut r.parsed {
+                new_folders(p, base, &ch);
+            }
+            r
+        })
+        .collect();
     // Which records are judged, and which claim paths.
     let unknown = |id: &str| mem.registered.as_ref().is_some_and(|r| !r.contains(id));
     let pending: Vec<&Record> = records

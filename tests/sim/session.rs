@@ -87,6 +87,8 @@ pub enum Act {
     RecordAbsolute(u8),
     /// The record as Windows PowerShell 5.1 writes it (UTF-16LE with its byte-order mark).
     RecordUtf16(u8),
+    /// The record listing a new folder as `git status` shows it (`app/pkg_3/`), not its files.
+    RecordFolders(u8),
     /// The record that lists every path the worker wrote, its own file among them (hashed as
     /// it was before its hash was put in).
     RecordSelf(u8),
@@ -208,6 +210,7 @@ impl Act {
                 | RecordHalf(..)
                 | RecordAbsolute(..)
                 | RecordSelf(..)
+                | RecordFolders(..)
                 | RecordUtf16(..)
                 | Judge
                 | Accept(..)
@@ -231,6 +234,7 @@ impl Act {
                 | RecordHalf(..)
                 | RecordAbsolute(..)
                 | RecordSelf(..)
+                | RecordFolders(..)
                 | RecordUtf16(..)
                 | Judge
                 | Accept(..)
@@ -252,6 +256,7 @@ impl Act {
                 | RecordHalf(..)
                 | RecordAbsolute(..)
                 | RecordSelf(..)
+                | RecordFolders(..)
                 | RecordUtf16(..)
                 | ForgeHash(..)
                 | Decoy(..)
@@ -291,6 +296,7 @@ impl Act {
             | RecordHalf(t)
             | RecordAbsolute(t)
             | RecordSelf(t)
+            | RecordFolders(t)
             | RecordUtf16(t)
             | Accept(t)
             | Close(t)
@@ -351,6 +357,7 @@ pub fn vocabulary() -> Vec<Act> {
         RecordHalf(0),
         RecordAbsolute(0),
         RecordSelf(0),
+        RecordFolders(0),
         RecordUtf16(0),
         Judge,
         Accept(0),
@@ -528,7 +535,7 @@ pub fn generate(
                 }
             }
             for &g in &group {
-                let r = match rng.usize(..13) {
+                let r = match rng.usize(..14) {
                     0 => Act::RecordInPlace(g),
                     1 => Act::RecordSloppySummary(g),
                     2 => Act::RecordRemoveWrite(g),
@@ -536,6 +543,7 @@ pub fn generate(
                     4 => Act::RecordAbsolute(g),
                     5 => Act::RecordUtf16(g),
                     6 => Act::RecordSelf(g),
+                    7 => Act::RecordFolders(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
@@ -1106,6 +1114,7 @@ impl Session {
             | RecordHalf(t)
             | RecordAbsolute(t)
             | RecordSelf(t)
+            | RecordFolders(t)
             | RecordUtf16(t) => {
                 let id = tid(t);
                 let Some(task) = self.tasks.get(&id).cloned() else {
@@ -1123,6 +1132,9 @@ impl Session {
                 let mut rec = self.honest_record(&id, attempt, &summary, &task.touched);
                 if matches!(act, RecordAbsolute(_)) {
                     absolute_paths(&mut rec, &ws);
+                }
+                if matches!(act, RecordFolders(_)) {
+                    self.collapse_new_folders(&mut rec);
                 }
                 if matches!(act, RecordSelf(_)) {
                     let own = format!(".tasks/{id}.json");
@@ -1736,6 +1748,43 @@ impl Session {
             "pre_hashes": pre,
             "post_hashes": post,
         })
+    }
+
+    /// Lists each new folder of `rec`'s additions as `git status` shows it: the topmost folder
+    /// the baseline has nothing in, all of whose files now are additions `rec` lists, becomes
+    /// one `folder/` in place of them (their hashes kept).
+    fn collapse_new_folders(&self, rec: &mut serde_json::Value) {
+        let Some(added) = rec["changes"]["added"].as_array() else {
+            return;
+        };
+        let added: BTreeSet<String> = added
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        let snap = self.w.snapshot();
+        let new_and_ours = |dir: &str| {
+            let prefix = format!("{dir}/");
+            !self.base.contains_key(dir)
+                && !self.base.keys().any(|k| k.starts_with(&prefix))
+                && snap
+                    .nodes
+                    .iter()
+                    .filter(|(k, n)| k.starts_with(&prefix) && **n != Node::Dir)
+                    .filter(|(k, _)| !model::ignored(k))
+                    .all(|(k, _)| added.contains(k))
+        };
+        let mut listed: BTreeSet<String> = BTreeSet::new();
+        for p in &added {
+            let parts: Vec<&str> = p.split('/').collect();
+            let top = (1..parts.len())
+                .map(|n| parts[..n].join("/"))
+                .find(|d| new_and_ours(d));
+            listed.insert(match top {
+                Some(d) => format!("{d}/"),
+                None => p.clone(),
+            });
+        }
+        rec["changes"]["added"] = json!(listed.into_iter().collect::<Vec<_>>());
     }
 
     fn put_record(&self, id: &str, v: &serde_json::Value, in_place: bool) {

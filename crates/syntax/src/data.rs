@@ -14,6 +14,7 @@ use serde::de::IgnoredAny;
 use super::{offset_of, position, utf8, Outcome};
 
 const JSON: &str = "JSON (serde_json)";
+const JSONC: &str = "JSON with comments (jsonc-parser)";
 const TOML: &str = "TOML (toml)";
 const TOML10: &str = "TOML 1.0, as tomllib and pip read it";
 
@@ -63,6 +64,88 @@ pub(super) fn json(bytes: &[u8]) -> Outcome {
                 column,
                 message,
                 how: JSON.into(),
+            }
+        }
+    }
+}
+
+/// The JSON files whose readers take comments and trailing commas (JSONC), by name: the
+/// TypeScript compiler's, VS Code's and the tools that follow them. A `.jsonc` file is JSONC
+/// whatever its name; `package.json` and any other `.json` are strict JSON.
+pub(super) fn is_jsonc(rel: &str, name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let config = |stem: &str| {
+        lower == format!("{stem}.json")
+            || (lower.starts_with(&format!("{stem}.")) && lower.ends_with(".json"))
+    };
+    lower.ends_with(".jsonc")
+        || config("tsconfig")
+        || config("jsconfig")
+        || matches!(
+            lower.as_str(),
+            "devcontainer.json"
+                | ".devcontainer.json"
+                | ".eslintrc.json"
+                | "biome.json"
+                | "deno.json"
+                | "turbo.json"
+                | "typedoc.json"
+                | "tslint.json"
+                | "api-extractor.json"
+                | "language-configuration.json"
+                | ".oxlintrc.json"
+        )
+        || (lower.ends_with(".json")
+            && rel
+                .rsplit_once('/')
+                .is_some_and(|(dir, _)| dir == ".vscode" || dir.ends_with("/.vscode")))
+}
+
+/// A JSONC file: JSON with `//` and `/* */` comments and trailing commas, and nothing more
+/// (no single quotes, bare keys or hexadecimal numbers: tsc and VS Code reject those). Nested
+/// deeper than the parser's limit (512) is not decided, never passed.
+pub(super) fn jsonc(bytes: &[u8]) -> Outcome {
+    let text = match utf8(bytes, JSONC) {
+        Ok(text) => text,
+        Err(invalid) => return invalid,
+    };
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+    };
+    match jsonc_parser::parse_to_value(text, &options) {
+        Ok(Some(_)) => Outcome::Parsed { how: JSONC.into() },
+        Ok(None) => {
+            let (line, column) = position(text.as_bytes(), text.len());
+            Outcome::Invalid {
+                line,
+                column,
+                message: "no value: the file holds only whitespace and comments".into(),
+                how: JSONC.into(),
+            }
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                jsonc_parser::errors::ParseErrorKind::NestingDepthExceeded
+            ) =>
+        {
+            Outcome::Inconclusive {
+                why: format!("nested deeper than {JSONC} reads (512 levels)"),
+            }
+        }
+        Err(e) => {
+            let (line, column) = position(text.as_bytes(), e.range().start);
+            Outcome::Invalid {
+                line,
+                column,
+                message: e.kind().to_string(),
+                how: JSONC.into(),
             }
         }
     }

@@ -24,7 +24,10 @@
 //! # Which parser
 //!
 //! By the extension of `rel` (ASCII case ignored):
-//! - `.json`: `serde_json`; `.toml`: the `toml` crate; `.yaml`/`.yml`: `saphyr-parser` (every
+//! - `.json`: `serde_json`; `.jsonc`, and the JSON files whose readers take comments and
+//!   trailing commas (`tsconfig.json`, `jsconfig.json`, `.vscode/*.json`, `devcontainer.json`,
+//!   … by name: `data::is_jsonc`): `jsonc-parser`, comments and trailing commas allowed;
+//!   `.toml`: the `toml` crate; `.yaml`/`.yml`: `saphyr-parser` (every
 //!   document of a multi-document stream, anchors resolved). Python tooling's TOML files
 //!   (`pyproject.toml`, `Pipfile`, `poetry.lock`, `uv.lock`, … by name: `data::PYTHON_TOML`) as
 //!   TOML 1.0, what `tomllib` reads.
@@ -219,6 +222,7 @@ impl Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Builtin {
     Json,
+    Jsonc,
     Toml,
     Yaml,
     Python,
@@ -303,9 +307,12 @@ impl Language {
     }
 }
 
-fn builtin_for(name: &str) -> Option<Builtin> {
+fn builtin_for(rel: &str, name: &str) -> Option<Builtin> {
     if data::is_python_toml(name) {
         return Some(Builtin::Toml);
+    }
+    if data::is_jsonc(rel, name) {
+        return Some(Builtin::Jsonc);
     }
     if let Some(flavor) = js::Flavor::of(name) {
         return Some(Builtin::Js(flavor));
@@ -342,9 +349,14 @@ pub fn check(rel: &str, bytes: &[u8], abs: &Path, commands: &[CommandRule]) -> O
     let replaced = commands
         .iter()
         .any(|r| r.replaces_builtin && rule_matches(r, name));
-    let builtin = if replaced { None } else { builtin_for(name) };
+    let builtin = if replaced {
+        None
+    } else {
+        builtin_for(rel, name)
+    };
     let mut outcome = match builtin {
         Some(Builtin::Json) => data::json(bytes),
+        Some(Builtin::Jsonc) => data::jsonc(bytes),
         Some(Builtin::Toml) => data::toml(name, bytes),
         Some(Builtin::Yaml) => data::yaml(bytes),
         #[cfg(feature = "rust")]

@@ -38,6 +38,83 @@ fn json_invalid_at_the_offending_character() {
     );
 }
 
+/// The files tsc and VS Code read with comments and trailing commas are judged so: an honest
+/// `tsconfig.json` with a comment parses; the same text in `package.json` (npm reads strict
+/// JSON) does not.
+#[test]
+fn jsonc_files_take_comments_and_trailing_commas() {
+    let ws = Ws::new();
+    let text = "{\n  // strict for the app\n  \"compilerOptions\": {\n    \"strict\": true, /* keep */\n  },\n}\n";
+    for rel in [
+        "tsconfig.json",
+        "packages/web/tsconfig.build.json",
+        "jsconfig.json",
+        ".vscode/settings.json",
+        "app/.vscode/launch.json",
+        ".devcontainer/devcontainer.json",
+        "biome.json",
+        "notes.jsonc",
+        "TSCONFIG.JSON",
+    ] {
+        assert_eq!(
+            parsed(&ws.check(rel, text)),
+            "JSON with comments (jsonc-parser)",
+            "{rel}"
+        );
+    }
+    invalid_at(
+        &ws.check("package.json", text),
+        2,
+        3,
+        "key must be a string",
+    );
+    invalid_at(
+        &ws.check("vscode/settings.json", text),
+        2,
+        3,
+        "key must be a string",
+    );
+}
+
+/// JSONC is JSON with comments and trailing commas, nothing more: what tsc and VS Code reject
+/// (single quotes, bare keys, a missing comma, hexadecimal numbers, an unclosed comment) is
+/// invalid at its place, and a file of comments only holds no value.
+#[test]
+fn jsonc_is_no_looser_than_its_readers() {
+    let ws = Ws::new();
+    for (text, line, column, message) in [
+        (
+            "{\n  'a': 1\n}",
+            2,
+            3,
+            "Single-quoted strings are not allowed",
+        ),
+        ("{\n  a: 1\n}", 2, 3, ""),
+        ("[1\n 2]", 1, 3, "Expected comma"),
+        ("{\"a\": 0x10}", 1, 7, "Hexadecimal numbers are not allowed"),
+        ("{\"a\": 1} /* open", 1, 10, "Unterminated comment block"),
+        ("// nothing here\n", 2, 1, "no value"),
+    ] {
+        let o = ws.check("tsconfig.json", text);
+        invalid_at(&o, line, column, message);
+    }
+}
+
+/// Nested deeper than the JSONC parser goes: not decided (blocking), never passed, no crash.
+#[test]
+fn jsonc_too_deep_is_not_decided() {
+    let ws = Ws::new();
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(
+        matches!(
+            ws.check("tsconfig.json", &deep),
+            Outcome::Inconclusive { .. }
+        ),
+        "{:?}",
+        ws.check("tsconfig.json", &deep)
+    );
+}
+
 #[test]
 fn json_columns_count_characters_not_bytes() {
     let ws = Ws::new();

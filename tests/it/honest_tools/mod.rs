@@ -180,7 +180,7 @@ impl Repo {
             let b = self.found.get(*p).expect("a file found at the start");
             pre.insert((*p).into(), json!(sha(b)));
         }
-        for p in added.iter().chain(modified) {
+        for p in added.iter().chain(modified).filter(|p| !p.ends_with('/')) {
             post.insert((*p).into(), json!(sha(&self.read(p))));
         }
         for p in removed {
@@ -201,6 +201,41 @@ impl Repo {
         let tmp = tasks.join(format!(".{id}.tmp"));
         fs::write(&tmp, serde_json::to_string_pretty(&doc).expect("json")).expect("write");
         fs::rename(&tmp, tasks.join(format!("{id}.json"))).expect("rename");
+    }
+
+    /// Writes `.tasks/<id>.json` listing exactly what `git status --porcelain` shows (a new
+    /// folder as one `folder/`, as git collapses it), as a worker that copies git's output
+    /// lists its work; post_hashes of the files listed (none for a folder).
+    pub(super) fn record_as_git_status_shows(&self, id: &str) {
+        let (mut added, mut modified, mut removed) = (vec![], vec![], vec![]);
+        for line in self.run("git", &["status", "--porcelain"]).lines() {
+            let (xy, path) = line.split_at(3);
+            match xy.trim() {
+                "??" | "A" => added.push(path.to_string()),
+                "M" => modified.push(path.to_string()),
+                "D" => removed.push(path.to_string()),
+                other => panic!("a status this helper does not list: {other:?} {path}"),
+            }
+        }
+        let post: serde_json::Map<String, Value> = added
+            .iter()
+            .chain(&modified)
+            .filter(|p| !p.ends_with('/'))
+            .map(|p| (p.clone(), json!(sha(&self.read(p)))))
+            .collect();
+        let doc = json!({
+            "task_id": id,
+            "status": "pending_review",
+            "description": "a task",
+            "attempt": 1,
+            "summary": "Here's what I did: the change.",
+            "changes": {"added": added, "modified": modified, "removed": removed},
+            "post_hashes": post,
+        });
+        self.write(
+            &format!(".tasks/{id}.json"),
+            serde_json::to_string_pretty(&doc).expect("json"),
+        );
     }
 
     /// `referee verify WS --protocol code-change --write --format json --state-dir STATE

@@ -913,3 +913,69 @@ honest!(
         r.record("t1", &[], &[APP], &[]);
     }
 );
+
+honest!(
+    /// A worker that lists its work as `git status --porcelain` shows it: a new package is one
+    /// untracked `src/newpkg/` there, so the record lists that folder, added, and not its files.
+    a_new_folder_listed_as_git_status_shows_it,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/newpkg/__init__.py", "from .core import run\n");
+        r.write("src/newpkg/core.py", "def run():\n    return 1\n");
+        r.write("src/newpkg/data/table.json", "{}\n");
+        r.record_as_git_status_shows("t1");
+    }
+);
+
+rejected!(
+    /// A folder the baseline tracks files in names none of its changes: `git status` never
+    /// shows it so. Listed as added, it is a phantom, and the new file beneath it unlisted.
+    a_tracked_folder_listed_as_added_names_nothing,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/extra.py", "X = 1\n");
+        r.record("t1", &["src/"], &[APP], &[]);
+    },
+    "CC-02",
+    ["unlisted: src/extra.py", "phantom: src/"]
+);
+
+vetoed!(
+    /// A new folder listed as `git status` shows it excuses no protected name beneath it.
+    a_new_folder_listed_whole_with_a_protected_name_in_it,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("src/newpkg/__init__.py", "X = 1\n");
+        r.write("src/newpkg/orchestrator.py", "ROLES = ['admin']\n");
+        r.record_as_git_status_shows("t1");
+    },
+    "src/newpkg/orchestrator.py"
+);
+
+honest!(
+    /// A TypeScript project's `tsconfig.json` and the editor's settings, with comments and a
+    /// trailing comma as tsc and VS Code read them (`package.json` beside them stays strict).
+    a_tsconfig_with_comments,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write(
+            "tsconfig.json",
+            "{\n  // the app's options\n  \"compilerOptions\": {\n    \"strict\": true,\n  },\n}\n",
+        );
+        r.write(
+            ".vscode/settings.json",
+            "{\n  /* format on save */\n  \"editor.formatOnSave\": true,\n}\n",
+        );
+        r.write("package.json", "{\n  \"name\": \"app\"\n}\n");
+        r.record(
+            "t1",
+            &["tsconfig.json", ".vscode/settings.json", "package.json"],
+            &[APP],
+            &[],
+        );
+    }
+);
