@@ -919,6 +919,25 @@ impl Workspace {
         Ok(d)
     }
 
+    /// Whether a record's listing `p` names what git ignores and nothing else: an ignored path
+    /// that is there (a build's output the worker names), or a folder with ignored paths in it
+    /// and no change beneath it. Such a listing claims nothing.
+    fn lists_ignored(&self, p: &str) -> bool {
+        let p = p.trim_end_matches('/');
+        let first_from = |from: &str| {
+            let at = self.ignored.partition_point(|q| q.as_str() < from);
+            self.ignored.get(at)
+        };
+        let dir = format!("{p}/");
+        let changed_beneath = self.changes.as_ref().is_some_and(|c| {
+            c.range(dir.clone()..)
+                .next()
+                .is_some_and(|(k, _)| k.starts_with(&dir))
+        });
+        first_from(p).is_some_and(|q| q == p)
+            || (first_from(&dir).is_some_and(|q| q.starts_with(&dir)) && !changed_beneath)
+    }
+
     /// The task records under `.tasks/` (`*.json` directly in it), sorted by path, as read
     /// when the workspace was opened; records that cannot be read are records with an error.
     pub fn records(&self, required: &[String]) -> Vec<record::Record> {
@@ -939,7 +958,8 @@ impl Workspace {
                         let mut r = record::parse(rel, &d.bytes, required);
                         if let Ok(t) = &mut r.parsed {
                             t.relative_to(&self.root);
-                            t.forget_unchangeable(excluded);
+                            // A path git ignores is never a change either.
+                            t.forget_unchangeable(|p| excluded(p) || self.lists_ignored(p));
                             if let (Some(base), Some(changes)) = (&self.base, &self.changes) {
                                 t.expand_folders(
                                     |p| base.is_submodule(p),

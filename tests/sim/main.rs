@@ -845,6 +845,21 @@ fn a_new_folder_listed_as_git_status_shows_it_is_approved() {
     reproduce(true, &acts);
 }
 
+/// A worker that ran the build lists what it made (`dist/…`, `build/`) beside its edit (step
+/// `RecordOutput`). Found by hand (REJECTed: each a phantom, "not changed"); a listing of what
+/// git ignores claims nothing now.
+#[test]
+fn a_record_that_lists_its_build_output_is_approved() {
+    let acts = [
+        Act::Write(0, 3),
+        Act::BuildOutput,
+        Act::RecordOutput(0),
+        Act::Judge,
+    ];
+    reproduce(false, &acts);
+    reproduce(true, &acts);
+}
+
 /// A package beside the protected modules that ignores itself (`app/helpers/` with a
 /// `.gitignore` of `*` and an `__init__.py`), unlisted. Class `self_ignore_hides_code`
 /// (fixed): the referee honoured that `.gitignore` as a tool cache's and APPROVEd; a folder an

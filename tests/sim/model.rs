@@ -653,6 +653,31 @@ fn new_folders(p: &mut Parsed, base: &BTreeMap<String, Node>, ch: &BTreeMap<Stri
     }
 }
 
+/// A listing of what git ignores claims nothing: an ignored path that is there, or a folder
+/// with ignored paths in it and no change beneath it.
+fn forget_ignored(p: &mut Parsed, now: &Snapshot, ch: &BTreeMap<String, Change>) {
+    let there = |q: &str| {
+        let dir = format!("{q}/");
+        (now.nodes.get(q).is_some_and(|n| *n != Node::Dir) && ignored(q))
+            || (now
+                .nodes
+                .iter()
+                .any(|(k, n)| k.starts_with(&dir) && *n != Node::Dir && ignored(k))
+                && !ch.keys().any(|k| k.starts_with(&dir)))
+    };
+    let gone: Vec<String> = p
+        .listed
+        .keys()
+        .filter(|q| there(q.trim_end_matches('/')))
+        .cloned()
+        .collect();
+    for q in gone {
+        p.listed.remove(&q);
+        p.pre.remove(&q);
+        p.post.remove(&q);
+    }
+}
+
 /// Judges every record that needs a judgment now. `veto` is this moment's veto.
 pub fn judge(
     mem: &Memory,
@@ -669,6 +694,7 @@ pub fn judge(
         .map(|mut r| {
             if let Ok(p) = &mut r.parsed {
                 new_folders(p, base, &ch);
+                forget_ignored(p, now, &ch);
             }
             r
         })

@@ -89,6 +89,8 @@ pub enum Act {
     RecordUtf16(u8),
     /// The record listing a new folder as `git status` shows it (`app/pkg_3/`), not its files.
     RecordFolders(u8),
+    /// The record that also lists the ignored build output there is (`dist/…`, `build/`).
+    RecordOutput(u8),
     /// The record that lists every path the worker wrote, its own file among them (hashed as
     /// it was before its hash was put in).
     RecordSelf(u8),
@@ -211,6 +213,7 @@ impl Act {
                 | RecordAbsolute(..)
                 | RecordSelf(..)
                 | RecordFolders(..)
+                | RecordOutput(..)
                 | RecordUtf16(..)
                 | Judge
                 | Accept(..)
@@ -235,6 +238,7 @@ impl Act {
                 | RecordAbsolute(..)
                 | RecordSelf(..)
                 | RecordFolders(..)
+                | RecordOutput(..)
                 | RecordUtf16(..)
                 | Judge
                 | Accept(..)
@@ -257,6 +261,7 @@ impl Act {
                 | RecordAbsolute(..)
                 | RecordSelf(..)
                 | RecordFolders(..)
+                | RecordOutput(..)
                 | RecordUtf16(..)
                 | ForgeHash(..)
                 | Decoy(..)
@@ -297,6 +302,7 @@ impl Act {
             | RecordAbsolute(t)
             | RecordSelf(t)
             | RecordFolders(t)
+            | RecordOutput(t)
             | RecordUtf16(t)
             | Accept(t)
             | Close(t)
@@ -358,6 +364,7 @@ pub fn vocabulary() -> Vec<Act> {
         RecordAbsolute(0),
         RecordSelf(0),
         RecordFolders(0),
+        RecordOutput(0),
         RecordUtf16(0),
         Judge,
         Accept(0),
@@ -535,7 +542,7 @@ pub fn generate(
                 }
             }
             for &g in &group {
-                let r = match rng.usize(..14) {
+                let r = match rng.usize(..15) {
                     0 => Act::RecordInPlace(g),
                     1 => Act::RecordSloppySummary(g),
                     2 => Act::RecordRemoveWrite(g),
@@ -544,6 +551,7 @@ pub fn generate(
                     5 => Act::RecordUtf16(g),
                     6 => Act::RecordSelf(g),
                     7 => Act::RecordFolders(g),
+                    8 => Act::RecordOutput(g),
                     _ => Act::Record(g),
                 };
                 if !excluded(&r, &setup) {
@@ -1115,6 +1123,7 @@ impl Session {
             | RecordAbsolute(t)
             | RecordSelf(t)
             | RecordFolders(t)
+            | RecordOutput(t)
             | RecordUtf16(t) => {
                 let id = tid(t);
                 let Some(task) = self.tasks.get(&id).cloned() else {
@@ -1135,6 +1144,23 @@ impl Session {
                 }
                 if matches!(act, RecordFolders(_)) {
                     self.collapse_new_folders(&mut rec);
+                }
+                if matches!(act, RecordOutput(_)) {
+                    // What the build made, as a worker that ran it names it: each file under
+                    // `dist/`, and `build/` as one folder.
+                    let snap = self.w.snapshot();
+                    let mut out: Vec<String> = snap
+                        .nodes
+                        .iter()
+                        .filter(|(k, n)| k.starts_with("dist/") && **n != Node::Dir)
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    if snap.nodes.keys().any(|k| k.starts_with("build/")) {
+                        out.push("build/".into());
+                    }
+                    if let Some(added) = rec["changes"]["added"].as_array_mut() {
+                        added.extend(out.into_iter().map(|p| json!(p)));
+                    }
                 }
                 if matches!(act, RecordSelf(_)) {
                     let own = format!(".tasks/{id}.json");

@@ -979,3 +979,40 @@ honest!(
         );
     }
 );
+
+honest!(
+    /// A worker that ran the build and names what it made among its changes: `dist/app.js` and
+    /// the `dist/` folder are ignored (never a change, `git status` shows neither), so listing
+    /// them claims nothing, where it was a phantom ("not changed") and a REJECT.
+    a_record_that_lists_the_build_output_it_made,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        r.write("dist/app.js", "console.log(1);\n");
+        r.write("dist/app.js.map", "{}\n");
+        r.record("t1", &["dist/app.js", "dist/"], &[APP], &[]);
+    }
+);
+
+rejected!(
+    /// Ignored is no licence to list what is not there: an ignored path the record lists as
+    /// added that does not exist is a phantom, as before.
+    a_record_that_lists_build_output_that_is_not_there,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        let doc = json!({
+            "task_id": "t1",
+            "status": "pending_review",
+            "description": "a task",
+            "attempt": 1,
+            "summary": "Here's what I did: the change.",
+            "changes": {"added": ["dist/gone.js"], "modified": [APP], "removed": []},
+            "pre_hashes": {APP: sha(&r.found[APP])},
+            "post_hashes": {APP: sha(&r.read(APP))},
+        });
+        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+    },
+    "CC-02",
+    ["phantom: dist/gone.js"]
+);
