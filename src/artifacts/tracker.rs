@@ -529,6 +529,15 @@ pub fn is_empty_value(v: &str) -> bool {
 /// space, is read past (`2026-02-25T10:04:00Z (after the screenshots)`). Surrounding
 /// whitespace, backticks and bold are ignored.
 pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
+    parse_timestamp_span(s).map(|(t, _)| t)
+}
+
+/// [`parse_timestamp`], with how far the time is known: a time written to the minute stands
+/// for that whole minute (60 s): a human reads `10:05` then `10:05` as the same minute, not as
+/// two times out of order. A time with its seconds, the contract's form, is exact (a span of
+/// 0): equal such times are not in order (`P3B_START` equal to `P3A_START` is not "strictly
+/// increasing").
+pub fn parse_timestamp_span(s: &str) -> Option<(DateTime<Utc>, chrono::TimeDelta)> {
     let s = strip_decoration(s);
     // The time is at the start of the cell; no timestamp is longer than this (and a huge cell
     // costs no more than its start).
@@ -549,14 +558,15 @@ pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
 }
 
 /// [`parse_timestamp`] of a cell that is the time and nothing else.
-fn one_timestamp(s: &str) -> Option<DateTime<Utc>> {
+fn one_timestamp(s: &str) -> Option<(DateTime<Utc>, chrono::TimeDelta)> {
+    let minute = chrono::TimeDelta::seconds(60);
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Some(t.with_timezone(&Utc));
+        return Some((t.with_timezone(&Utc), chrono::TimeDelta::zero()));
     }
     // RFC 3339 without its seconds: `2026-02-25T10:04Z`, `2026-02-25T10:04+02:00`.
     for zoned in ["%Y-%m-%dT%H:%M%#z", "%Y-%m-%d %H:%M%#z"] {
         if let Ok(t) = DateTime::parse_from_str(s, zoned) {
-            return Some(t.with_timezone(&Utc));
+            return Some((t.with_timezone(&Utc), minute));
         }
     }
     let naive = s
@@ -564,15 +574,15 @@ fn one_timestamp(s: &str) -> Option<DateTime<Utc>> {
         .or_else(|| s.strip_suffix('Z'))
         .unwrap_or(s)
         .trim_end();
-    [
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M",
-    ]
-    .iter()
-    .find_map(|f| NaiveDateTime::parse_from_str(naive, f).ok())
-    .map(|t| t.and_utc())
+    for f in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(naive, f) {
+            return Some((t.and_utc(), chrono::TimeDelta::zero()));
+        }
+    }
+    ["%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(naive, f).ok())
+        .map(|t| (t.and_utc(), minute))
 }
 
 /// Strips surrounding whitespace and matching `**`, `*` or backtick pairs, repeatedly:

@@ -6,10 +6,10 @@
 //! [`crate::state::observed`]), the order in which it first saw each claimed thing is ordered too, and
 //! an order it saw the other way round fails the chain whatever the claims say.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
 use super::{format_time, with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::tracker::{is_empty_value, parse_timestamp, SectionFilter};
+use crate::artifacts::tracker::{is_empty_value, parse_timestamp_span, SectionFilter};
 use crate::protocol::predicate::{Absent, TimeOrder, TimeRef};
 use crate::state::observed::{self, Seen};
 
@@ -17,8 +17,9 @@ use crate::state::observed::{self, Seen};
 #[derive(Debug, Default)]
 struct Times {
     label: String,
-    /// (time, where it came from)
-    times: Vec<(DateTime<Utc>, String)>,
+    /// (time, how far it is known, where it came from): a time written to the minute stands
+    /// for the whole minute; one with its seconds, and an mtime, is exact (a span of 0).
+    times: Vec<(DateTime<Utc>, TimeDelta, String)>,
     /// Values recorded but not parseable as timestamps.
     unparseable: Vec<String>,
     /// Why it could not be looked at, if it could not (unreadable tracker).
@@ -60,9 +61,10 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             };
             let (raw, parsed) = if by_time {
                 let raw = row.third.clone().unwrap_or_default();
-                (raw, row.time)
+                let span = parse_timestamp_span(&raw).map_or(TimeDelta::seconds(1), |(_, s)| s);
+                (raw, row.time.map(|t| (t, span)))
             } else {
-                (row.value.clone(), parse_timestamp(&row.value))
+                (row.value.clone(), parse_timestamp_span(&row.value))
             };
             if is_empty_value(&raw) {
                 return t;
@@ -75,7 +77,7 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                     .push((seen.seen(&key), format!("{} in {tracker_name}", row.name)));
             }
             match parsed {
-                Some(ts) => t.times.push((ts, at)),
+                Some((ts, span)) => t.times.push((ts, span, at)),
                 None => t.unparseable.push(at),
             }
             t
@@ -122,8 +124,8 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                     let key = observed::cell_key(heading, header, &cell);
                     t.seen.push((seen.seen(&key), at.clone()));
                 }
-                match parse_timestamp(&cell) {
-                    Some(ts) => t.times.push((ts, at)),
+                match parse_timestamp_span(&cell) {
+                    Some((ts, span)) => t.times.push((ts, span, at)),
                     None => t.unparseable.push(at),
                 }
             }
@@ -152,6 +154,7 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 match e.mtime() {
                     Some(m) => t.times.push((
                         DateTime::<Utc>::from(m),
+                        TimeDelta::zero(),
                         format!("{} mtime {}", e.rel, format_time(m)),
                     )),
                     // Recorded but unknown, like an unparseable timestamp.
@@ -194,9 +197,9 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
             let mut t = resolve(ctx, inner);
             let latest = matches!(r, TimeRef::Latest(_));
             let pick = if latest {
-                t.times.iter().max_by_key(|(ts, _)| *ts).cloned()
+                t.times.iter().max_by_key(|(ts, _, _)| *ts).cloned()
             } else {
-                t.times.iter().min_by_key(|(ts, _)| *ts).cloned()
+                t.times.iter().min_by_key(|(ts, _, _)| *ts).cloned()
             };
             t.label = format!(
                 "{} of {}",
@@ -274,7 +277,7 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
         o.push_file(Ctx::data_ref(&d));
     }
     for t in &resolved {
-        for (_, at) in &t.times {
+        for (_, _, at) in &t.times {
             o.push_detail(at.clone());
         }
     }
@@ -329,12 +332,15 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
     let mut violations = Vec::new();
     for pair in present.windows(2) {
         let (a, b) = (pair[0], pair[1]);
-        for (ta, la) in &a.times {
-            for (tb, lb) in &b.times {
+        for (ta, _, la) in &a.times {
+            for (tb, span_b, lb) in &b.times {
                 let gap = (*tb - *ta).num_seconds();
                 let ok = match spec.min_gap_seconds {
                     Some(min) => (*tb - *ta).num_milliseconds() >= min * 1000,
-                    None => tb > ta,
+                    // Out of order when what follows is known to be no later: `10:05` then
+                    // `10:05` (the same minute, either may be first) is not; an exact time
+                    // equal to or before the one it follows is.
+                    None => *ta < *tb + *span_b,
                 };
                 if !ok {
                     violations.push(format!("{la} → {lb} ({gap:+}s)"));
@@ -347,7 +353,7 @@ pub(super) fn time_order(ctx: &Ctx<'_>, spec: &TimeOrder) -> Outcome {
         let shown: Vec<String> = present
             .iter()
             .map(|t| match t.times.as_slice() {
-                [(ts, _)] => format!("{} {}", t.label, ts.format("%Y-%m-%dT%H:%M:%SZ")),
+                [(ts, _, _)] => format!("{} {}", t.label, ts.format("%Y-%m-%dT%H:%M:%SZ")),
                 many => format!("{} ({} times)", t.label, many.len()),
             })
             .collect();

@@ -486,6 +486,26 @@ fn empty_values() {
     }
 }
 
+/// A time to the minute stands for its minute; one with its seconds (with or without a
+/// fraction, a zone or a note) is exact.
+#[test]
+fn a_time_is_known_to_what_is_written() {
+    let minute = chrono::TimeDelta::seconds(60);
+    for (text, span) in [
+        ("2026-02-25 10:04", minute),
+        ("2026-02-25T10:04Z", minute),
+        ("2026-02-25T12:04+02:00", minute),
+        ("2026-02-25 10:04 (after the scan)", minute),
+        ("2026-02-25T10:04:00Z", chrono::TimeDelta::zero()),
+        ("2026-02-25 10:04:00", chrono::TimeDelta::zero()),
+        ("2026-02-25T10:04:00.000000", chrono::TimeDelta::zero()),
+    ] {
+        let (t, got) = parse_timestamp_span(text).expect(text);
+        assert_eq!(t, ts(2026, 2, 25, 10, 4, 0), "{text}");
+        assert_eq!(got, span, "{text}");
+    }
+}
+
 #[test]
 fn timestamps() {
     let t = ts(2026, 2, 25, 10, 4, 0);
