@@ -426,7 +426,7 @@ fn hashes(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, Option<Strin
             .iter()
             .map(|(k, v)| match v {
                 Value::String(s) if s.is_empty() => Ok((normalize(k), None)),
-                Value::String(s) => Ok((normalize(k), Some(s.trim().to_ascii_lowercase()))),
+                Value::String(s) => Ok((normalize(k), Some(digest_hex(s)))),
                 Value::Null => Ok((normalize(k), None)),
                 other => Err(at(format!(
                     "`{what}.{k}` must be a SHA-256 hex string or null, not {}",
@@ -438,6 +438,17 @@ fn hashes(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, Option<Strin
             "`{what}` must be an object {{path: sha256}}, not {}",
             value_kind(other)
         ))),
+    }
+}
+
+/// A claimed SHA-256 as it is compared: hex, whatever the case, with the algorithm's name in
+/// front read past as a human reads it (`sha256:67f9…`, the form of OCI digests and `git
+/// lfs`).
+fn digest_hex(s: &str) -> String {
+    let s = s.trim().to_ascii_lowercase();
+    match s.strip_prefix("sha256:") {
+        Some(hex) => hex.trim().to_string(),
+        None => s,
     }
 }
 
@@ -593,13 +604,14 @@ mod tests {
             ".tasks/t1.json",
             br#"{"task_id":"t1","status":"pending_review","attempt":2,"summary":"s",
                 "changes":{"added":["./a.py"],"modified":["b.py"],"removed":[]},
-                "pre_hashes":{"b.py":"AB"},"post_hashes":{"a.py":"cd","gone":null}}"#,
+                "pre_hashes":{"b.py":"AB","c.py":"SHA256:EF"},"post_hashes":{"a.py":"cd","gone":null}}"#,
             &req(),
         );
         let t = r.parsed.unwrap();
         assert_eq!(t.attempt, 2);
         assert_eq!(t.added, vec!["a.py"]);
         assert_eq!(t.pre_hashes["b.py"].as_deref(), Some("ab"));
+        assert_eq!(t.pre_hashes["c.py"].as_deref(), Some("ef"));
         assert_eq!(t.post_hashes["gone"], None);
     }
 

@@ -1016,3 +1016,45 @@ rejected!(
     "CC-02",
     ["phantom: dist/gone.js"]
 );
+
+honest!(
+    /// A worker that writes its hashes as digests are often written, the algorithm in front
+    /// (`sha256:67f9…`, OCI's and `git lfs`'s form) and in capitals: the same hashes.
+    a_record_with_hashes_written_as_digests,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        let doc = json!({
+            "task_id": "t1",
+            "status": "pending_review",
+            "description": "a task",
+            "attempt": 1,
+            "summary": "Here's what I did: the change.",
+            "changes": {"added": [], "modified": [APP], "removed": []},
+            "pre_hashes": {APP: format!("sha256:{}", sha(&r.found[APP]))},
+            "post_hashes": {APP: format!("SHA256:{}", sha(&r.read(APP)).to_uppercase())},
+        });
+        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+    }
+);
+
+rejected!(
+    /// Read past, the name is no licence: a wrong hash after it is still wrong.
+    a_wrong_hash_written_as_a_digest,
+    Repo::new,
+    |r| {
+        edit_app(r);
+        let doc = json!({
+            "task_id": "t1",
+            "status": "pending_review",
+            "description": "a task",
+            "attempt": 1,
+            "summary": "Here's what I did: the change.",
+            "changes": {"added": [], "modified": [APP], "removed": []},
+            "pre_hashes": {APP: format!("sha256:{}", sha(b"something else"))},
+        });
+        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+    },
+    "CC-03",
+    ["pre_hashes src/app.py: claimed"]
+);
