@@ -347,16 +347,18 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
     }
     let attempt = match obj.get("attempt") {
         None | Some(Value::Null) => 1,
-        Some(Value::Number(n)) => match n.as_u64() {
+        Some(v) => match attempt_number(v) {
             Some(a) if a >= 1 => a,
-            _ => return Err(at(format!("`attempt` must be 1, 2, …, not `{n}`"))),
+            _ if matches!(v, Value::Number(_) | Value::String(_)) => {
+                return Err(at(format!("`attempt` must be 1, 2, …, not `{v}`")))
+            }
+            _ => {
+                return Err(at(format!(
+                    "`attempt` must be a whole number, not {}",
+                    value_kind(v)
+                )))
+            }
         },
-        Some(other) => {
-            return Err(at(format!(
-                "`attempt` must be a whole number, not {}",
-                value_kind(other)
-            )))
-        }
     };
     let mut task = Task {
         task_id: if task_id.is_empty() {
@@ -378,13 +380,21 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
                     "added" => &mut task.added,
                     "modified" => &mut task.modified,
                     "removed" => &mut task.removed,
+                    "renamed" => {
+                        for (from, to) in renames(v)? {
+                            task.removed.push(from);
+                            task.added.push(to);
+                        }
+                        continue;
+                    }
                     other => {
                         return Err(at(format!(
-                        "unknown key `changes.{other}` (expected `added`, `modified`, `removed`)"
-                    )))
+                            "unknown key `changes.{other}` (expected `added`, `modified`, \
+                             `removed`, `renamed`)"
+                        )))
                     }
                 };
-                *list = paths(v, &format!("changes.{k}"))?;
+                list.extend(paths(v, &format!("changes.{k}"))?);
             }
         }
         Some(other) => {
@@ -398,6 +408,52 @@ fn parse_task(bytes: &[u8], stem: &str, required: &[String]) -> Result<Task, Rec
     task.post_hashes = hashes(obj.get("post_hashes"), "post_hashes")?;
     task.raw = obj;
     Ok(task)
+}
+
+/// `changes.renamed`: each rename as a worker writes it, `{"from": A, "to": B}` (or `old` and
+/// `new`), `"A -> B"` (git's way of showing one, or with `→`) or `[A, B]`; each is the removal of
+/// A and the addition of B, which is what a rename is to the referee.
+fn renames(v: &Value) -> Result<Vec<(String, String)>, RecordError> {
+    let what = "changes.renamed";
+    let Value::Array(items) = v else {
+        return Err(at(format!(
+            "`{what}` must be an array of renames, not {}",
+            value_kind(v)
+        )));
+    };
+    let pair = |a: &str, b: &str| {
+        let (a, b) = (a.trim(), b.trim());
+        (!a.is_empty() && !b.is_empty()).then(|| (normalize(a), normalize(b)))
+    };
+    items
+        .iter()
+        .map(|i| {
+            let found = match i {
+                Value::Object(o) => {
+                    let get = |k: &str| o.get(k).and_then(Value::as_str);
+                    match (get("from").or(get("old")), get("to").or(get("new"))) {
+                        (Some(a), Some(b)) if o.len() == 2 => pair(a, b),
+                        _ => None,
+                    }
+                }
+                Value::String(s) => s
+                    .split_once(" -> ")
+                    .or_else(|| s.split_once(" → "))
+                    .and_then(|(a, b)| pair(a, b)),
+                Value::Array(ab) => match ab.as_slice() {
+                    [Value::String(a), Value::String(b)] => pair(a, b),
+                    _ => None,
+                },
+                _ => None,
+            };
+            found.ok_or_else(|| {
+                at(format!(
+                    "`{what}` must hold renames (`{{\"from\": \"a.py\", \"to\": \"b.py\"}}`, \
+                     `\"a.py -> b.py\"` or `[\"a.py\", \"b.py\"]`), not `{i}`"
+                ))
+            })
+        })
+        .collect()
 }
 
 fn paths(v: &Value, what: &str) -> Result<Vec<String>, RecordError> {
@@ -456,7 +512,26 @@ fn digest_hex(s: &str) -> String {
 /// or does not parse): what `status --task` and `accept` hold a verdict's attempt against.
 pub fn attempt_of(bytes: &[u8]) -> Option<u64> {
     let text = crate::artifacts::normalize::seen::utf8_bytes(bytes);
-    serde_json::from_slice::<Value>(&text).ok()?["attempt"].as_u64()
+    attempt_number(&serde_json::from_slice::<Value>(&text).ok()?["attempt"])
+}
+
+/// The whole number an `attempt` value names, as a typed reader (pydantic, a Python `int()`)
+/// takes it: `2`, `2.0` or the string `"2"` (digits only, spaces around read past).
+fn attempt_number(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            let f = n.as_f64()?;
+            // A whole value, exactly representable: `2.0`, never `2.5` or `1e30`.
+            (f.fract() == 0.0 && (0.0..=9.0e15).contains(&f)).then_some(f as u64)
+        }),
+        Value::String(s) => {
+            let s = s.trim();
+            (!s.is_empty() && s.len() <= 19 && s.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| s.parse().ok())
+                .flatten()
+        }
+        _ => None,
+    }
 }
 
 /// A listed path as the referee compares it: `/`-separated, no leading `./`.
@@ -546,6 +621,69 @@ mod tests {
         };
         t.expand_folders(|_| false, new, &changes);
         assert_eq!(t.modified, ["new/"]);
+    }
+
+    #[test]
+    fn an_attempt_is_read_as_a_typed_reader_reads_it() {
+        let of = |v: &str| {
+            let text = format!(
+                r#"{{"task_id":"t1","status":"pending_review","attempt":{v},"summary":"s",
+                    "changes":{{}}}}"#
+            );
+            (
+                parse(".tasks/t1.json", text.as_bytes(), &req())
+                    .parsed
+                    .map(|t| t.attempt)
+                    .map_err(|e| e.message),
+                attempt_of(text.as_bytes()),
+            )
+        };
+        for (v, n) in [("2", 2), ("\"2\"", 2), ("\" 3 \"", 3), ("2.0", 2)] {
+            assert_eq!(of(v), (Ok(n), Some(n)), "{v}");
+        }
+        for v in [
+            "0", "\"0\"", "2.5", "\"2.0\"", "\"two\"", "\"-1\"", "-1", "1e30", "\"\"",
+        ] {
+            let (parsed, named) = of(v);
+            assert!(parsed.is_err(), "{v}: {parsed:?}");
+            assert!(named.is_none_or(|n| n == 0), "{v}: {named:?}");
+        }
+        assert!(of("[1]").0.unwrap_err().contains("whole number"));
+    }
+
+    #[test]
+    fn a_rename_is_a_removal_and_an_addition() {
+        let text = r#"{"task_id":"t1","status":"pending_review","attempt":1,"summary":"s",
+            "changes":{"added":["n.py"],"removed":[],"renamed":[
+                {"from":"a.py","to":"b.py"}, {"old":"c.py","new":"./d.py"},
+                "e.py -> f.py", "g.py → h.py", ["i.py","j.py"]]}}"#;
+        let t = parse(".tasks/t1.json", text.as_bytes(), &req())
+            .parsed
+            .expect("parses");
+        let mut added = t.added.clone();
+        added.sort();
+        assert_eq!(added, ["b.py", "d.py", "f.py", "h.py", "j.py", "n.py"]);
+        let mut removed = t.removed.clone();
+        removed.sort();
+        assert_eq!(removed, ["a.py", "c.py", "e.py", "g.py", "i.py"]);
+        for bad in [
+            r#"["a.py"]"#,
+            r#"[{"from":"a.py"}]"#,
+            r#"[{"from":"a.py","to":"b.py","why":"x"}]"#,
+            r#"["a.py b.py"]"#,
+            r#"[["a.py"]]"#,
+            r#"[" -> b.py"]"#,
+            r#""a.py -> b.py""#,
+        ] {
+            let text = format!(
+                r#"{{"task_id":"t1","status":"pending_review","attempt":1,"summary":"s",
+                    "changes":{{"renamed":{bad}}}}}"#
+            );
+            let e = parse(".tasks/t1.json", text.as_bytes(), &req())
+                .parsed
+                .expect_err(bad);
+            assert!(e.message.contains("changes.renamed"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -1058,3 +1058,28 @@ rejected!(
     "CC-03",
     ["pre_hashes src/app.py: claimed"]
 );
+
+honest!(
+    /// A worker that moved a module with `git mv` and lists the move as git shows it
+    /// (`"src/app.py -> src/main_app.py"` under `renamed`), its attempt written as a string
+    /// (`"1"`, as a template or a form fills it): a removal and an addition, attempt 1.
+    a_record_with_a_rename_and_a_quoted_attempt,
+    Repo::new,
+    |r| {
+        r.git(&["mv", APP, "src/main_app.py"]);
+        let doc = json!({
+            "task_id": "t1",
+            "status": "pending_review",
+            "description": "a task",
+            "attempt": "1",
+            "summary": "Here's what I did: the move.",
+            "changes": {
+                "added": [],
+                "modified": [],
+                "removed": [],
+                "renamed": [format!("{APP} -> src/main_app.py")],
+            },
+        });
+        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+    }
+);
