@@ -87,6 +87,13 @@ pub fn parse_gates(bytes: &[u8], file: &str) -> Result<GateFile, GateError> {
             column,
         }
     })?;
+    // Python's `json` writes a float that is not finite as `NaN`, `Infinity` or `-Infinity`
+    // (its default, `allow_nan=True`) and reads it back: read so, as a number.
+    let nonfinite = finite_numbers(text);
+    let (text, bytes): (&str, &[u8]) = match &nonfinite {
+        Some(t) => (t, t.as_bytes()),
+        None => (text, bytes),
+    };
     // serde_json stops at a nesting depth of 128, so deep nesting is an error, not a stack overflow.
     let value: Value = serde_json::from_str(text).map_err(|e| syntax_error(&e))?;
     // serde_json kept the last of two equal keys; a human may read the first. Which entry each
@@ -357,6 +364,50 @@ fn shape_error(message: String) -> GateError {
         line: 0,
         column: 0,
     }
+}
+
+/// `text` with each `NaN`, `Infinity` and `-Infinity` outside a string (Python's `json` writes
+/// them for floats that are not finite) written as `0` padded with spaces to the same length,
+/// so every position in the file stays where it was; `None` when there is none. A number is
+/// never a gate's id or result, so the value read in its place changes no verdict.
+fn finite_numbers(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let (mut i, mut in_string) = (0, false);
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        let word = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+            .into_iter()
+            .find(|w| b[i..].starts_with(w));
+        let starts = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+        if let (Some(w), true) = (word, starts) {
+            let end = i + w.len();
+            if b.get(end).is_none_or(|n| !n.is_ascii_alphanumeric()) {
+                let o = out.get_or_insert_with(|| b.to_vec());
+                o[i] = b'0';
+                o[i + 1..end].fill(b' ');
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    // Only ASCII was replaced by ASCII: still UTF-8.
+    out.and_then(|o| String::from_utf8(o).ok())
 }
 
 /// serde_json's message without its " at line L column C" suffix (the position is kept separately).

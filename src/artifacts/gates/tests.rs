@@ -371,3 +371,32 @@ fn describe_and_scalar_text() {
     assert_eq!(scalar_text(&serde_json::json!(null)), None);
     assert_eq!(scalar_text(&serde_json::json!(-3)), Some("-3".into()));
 }
+
+/// Python's `json` writes a float that is not finite as `NaN`, `Infinity`, `-Infinity` (and
+/// reads it back): a gate runner's metric so written leaves the file readable. In a string, or
+/// run into a word, it is text; a non-finite result is no result a gate passes with.
+#[test]
+fn python_nonfinite_numbers_are_read() {
+    let entries = parse(
+        "{\"gates\": [\n  {\"id\": \"GR-01\", \"result\": \"PASS\", \"ratio\": NaN},\n  \
+         {\"id\": \"GR-02\", \"result\": \"PASS\", \"max\": Infinity, \"min\": -Infinity,\n   \
+         \"note\": \"NaN and Infinity in text\"},\n  {\"id\": \"GR-03\", \"result\": NaN}\n]}",
+    );
+    let file = parse_gates(
+        "{\"gates\": [{\"id\": \"GR-03\", \"result\": NaN}]}".as_bytes(),
+        "g.json",
+    )
+    .expect("readable");
+    assert_ne!(file.entries[0].result.as_deref(), Some("PASS"));
+    let entries = entries.expect("readable");
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[1].id, "GR-02");
+    // A word is not a number: still invalid JSON, at its place.
+    let e = parse("{\"gates\": [{\"id\": \"GR-01\", \"result\": NaNs}]}").unwrap_err();
+    assert_eq!((e.line, e.column), (1, 38), "{e:?}");
+    assert_eq!(finite_numbers("[\"NaN\", 1]"), None);
+    assert_eq!(
+        finite_numbers("[NaN,-Infinity]").as_deref(),
+        Some("[0  ,0        ]")
+    );
+}
