@@ -524,10 +524,12 @@ pub fn is_empty_value(v: &str) -> bool {
 
 /// Parses a tracker timestamp as a human reads one: RFC 3339 (offsets allowed), or a time
 /// without a zone (UTC): `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DDTHH:MM:SS` (what Python's
-/// `isoformat()` writes), optionally with fractional seconds and a ` UTC` suffix; the seconds
-/// may be left out (`2026-02-25T10:04Z`, `2026-02-25 10:04`). A note after the time, past a
-/// space, is read past (`2026-02-25T10:04:00Z (after the screenshots)`). Surrounding
-/// whitespace, backticks and bold are ignored.
+/// `isoformat()` writes), optionally with fractional seconds and a ` UTC` or ` GMT` suffix; an
+/// offset without its colon (`+0200`, Python's `%z`); the seconds may be left out
+/// (`2026-02-25T10:04Z`, `2026-02-25 10:04`). A note after the time, past a space, is read
+/// past (`2026-02-25T10:04:00Z (after the screenshots)`), unless it starts with a zone the
+/// time is not read in (`CET`, `+02`): then the time is not read. Surrounding whitespace,
+/// backticks and bold are ignored.
 pub fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
     parse_timestamp_span(s).map(|(t, _)| t)
 }
@@ -552,9 +554,33 @@ pub fn parse_timestamp_span(s: &str) -> Option<(DateTime<Utc>, chrono::TimeDelta
         .map(|(i, _)| i)
         .chain((head.len() == s.len()).then_some(head.len()))
         .collect();
-    ends.iter()
-        .rev()
-        .find_map(|&end| one_timestamp(head[..end].trim_end()))
+    ends.iter().rev().find_map(|&end| {
+        let (time, note) = (head[..end].trim_end(), head[end..].trim_start());
+        // A zone the time does not carry is no note: `10:00:00 CET`, or an offset in a form
+        // not read, leaves the time unread rather than read in the wrong zone.
+        let zone = note.split_whitespace().next().is_some_and(names_a_zone);
+        if zone {
+            return None;
+        }
+        one_timestamp(time)
+    })
+}
+
+/// The zone abbreviations in common use (and the 12-hour clock's `AM`/`PM`, which change the
+/// time as much): after a time, none of them is a note.
+const ZONE_WORDS: &[&str] = &[
+    "AM", "PM", "CET", "CEST", "EET", "EEST", "WET", "WEST", "BST", "IST", "MSK", "EST", "EDT",
+    "CST", "CDT", "MST", "MDT", "PST", "PDT", "AKST", "AKDT", "HST", "JST", "KST", "SGT", "HKT",
+    "AEST", "AEDT", "ACST", "ACDT", "AWST", "NZST", "NZDT",
+];
+
+/// Whether a word after a time names a zone ([`ZONE_WORDS`], any case) or an offset (a sign
+/// and a digit: `+0200`, `-05:00`, `+02`).
+fn names_a_zone(word: &str) -> bool {
+    let b = word.as_bytes();
+    let abbreviation = ZONE_WORDS.iter().any(|z| z.eq_ignore_ascii_case(word));
+    let offset = matches!(b.first(), Some(b'+' | b'-')) && b.get(1).is_some_and(u8::is_ascii_digit);
+    abbreviation || offset
 }
 
 /// [`parse_timestamp`] of a cell that is the time and nothing else.
@@ -569,8 +595,21 @@ fn one_timestamp(s: &str) -> Option<(DateTime<Utc>, chrono::TimeDelta)> {
             return Some((t.with_timezone(&Utc), minute));
         }
     }
+    // An offset without its colon (`+0000`, what Python's `%z` writes), attached or after a
+    // space.
+    for zoned in [
+        "%Y-%m-%dT%H:%M:%S%.f%#z",
+        "%Y-%m-%d %H:%M:%S%.f%#z",
+        "%Y-%m-%dT%H:%M:%S%.f %#z",
+        "%Y-%m-%d %H:%M:%S%.f %#z",
+    ] {
+        if let Ok(t) = DateTime::parse_from_str(s, zoned) {
+            return Some((t.with_timezone(&Utc), chrono::TimeDelta::zero()));
+        }
+    }
     let naive = s
         .strip_suffix(" UTC")
+        .or_else(|| s.strip_suffix(" GMT"))
         .or_else(|| s.strip_suffix('Z'))
         .unwrap_or(s)
         .trim_end();

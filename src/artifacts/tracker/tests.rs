@@ -506,6 +506,33 @@ fn a_time_is_known_to_what_is_written() {
     }
 }
 
+/// An offset as Python's `%z` writes it (no colon), attached or after a space, is read in its
+/// zone; a zone the reader does not take (`CET`, `PM`, an offset it cannot read) after a time
+/// leaves it unread, never read as UTC with a note.
+#[test]
+fn a_time_is_read_in_its_zone_or_not_at_all() {
+    let t = ts(2026, 2, 25, 10, 4, 0);
+    for text in [
+        "2026-02-25T10:04:00+0000",
+        "2026-02-25T12:04:00+0200",
+        "2026-02-25 12:04:00 +0200",
+        "2026-02-25 05:04:00 -0500",
+        "2026-02-25 10:04:00 GMT",
+        "2026-02-25T10:04:00Z UTC (the runner's clock)",
+        "2026-02-25T10:04:00Z DONE",
+    ] {
+        assert_eq!(parse_timestamp(text), Some(t), "{text}");
+    }
+    for text in [
+        "2026-02-25 11:04:00 CET",
+        "2026-02-25 10:04:00 PM",
+        "2026-02-25 10:04:00 pst (local)",
+        "2026-02-25 10:04:00 +02:0x",
+    ] {
+        assert_eq!(parse_timestamp(text), None, "{text}");
+    }
+}
+
 #[test]
 fn timestamps() {
     let t = ts(2026, 2, 25, 10, 4, 0);
