@@ -203,6 +203,25 @@ impl Repo {
         fs::rename(&tmp, tasks.join(format!("{id}.json"))).expect("rename");
     }
 
+    /// Writes `.tasks/t1.json`: attempt 1 of task `t1`, pending review, with `fields` (its
+    /// `changes`, hashes, or any field written otherwise) put over the rest, as given.
+    pub(super) fn record_with(&self, fields: Value) {
+        let mut doc = json!({
+            "task_id": "t1",
+            "status": "pending_review",
+            "description": "a task",
+            "attempt": 1,
+            "summary": "Here's what I did: the change.",
+        });
+        if let (Some(d), Value::Object(f)) = (doc.as_object_mut(), fields) {
+            d.extend(f);
+        }
+        self.write(
+            ".tasks/t1.json",
+            serde_json::to_string_pretty(&doc).expect("json"),
+        );
+    }
+
     /// Writes `.tasks/<id>.json` listing exactly what `git status --porcelain` shows (a new
     /// folder as one `folder/`, as git collapses it), as a worker that copies git's output
     /// lists its work; post_hashes of the files listed (none for a folder).

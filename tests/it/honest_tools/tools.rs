@@ -724,12 +724,7 @@ honest!(
     Repo::new,
     |r| {
         edit_app(r);
-        let doc = json!({
-            "task_id": "t1",
-            "status": "pending_review",
-            "description": "a task",
-            "attempt": 1,
-            "summary": "Here's what I did: the change.",
+        r.record_with(json!({
             "changes": {
                 "added": [".tasks/t1.json", ".referee/notes.txt"],
                 "modified": [APP],
@@ -737,8 +732,7 @@ honest!(
             },
             "pre_hashes": {APP: sha(&r.found[APP])},
             "post_hashes": {APP: sha(&r.read(APP)), ".tasks/t1.json": sha(b"{}")},
-        });
-        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+        }));
     }
 );
 
@@ -1001,17 +995,11 @@ rejected!(
     Repo::new,
     |r| {
         edit_app(r);
-        let doc = json!({
-            "task_id": "t1",
-            "status": "pending_review",
-            "description": "a task",
-            "attempt": 1,
-            "summary": "Here's what I did: the change.",
+        r.record_with(json!({
             "changes": {"added": ["dist/gone.js"], "modified": [APP], "removed": []},
             "pre_hashes": {APP: sha(&r.found[APP])},
             "post_hashes": {APP: sha(&r.read(APP))},
-        });
-        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+        }));
     },
     "CC-02",
     ["phantom: dist/gone.js"]
@@ -1024,17 +1012,11 @@ honest!(
     Repo::new,
     |r| {
         edit_app(r);
-        let doc = json!({
-            "task_id": "t1",
-            "status": "pending_review",
-            "description": "a task",
-            "attempt": 1,
-            "summary": "Here's what I did: the change.",
+        r.record_with(json!({
             "changes": {"added": [], "modified": [APP], "removed": []},
             "pre_hashes": {APP: format!("sha256:{}", sha(&r.found[APP]))},
             "post_hashes": {APP: format!("SHA256:{}", sha(&r.read(APP)).to_uppercase())},
-        });
-        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+        }));
     }
 );
 
@@ -1044,16 +1026,10 @@ rejected!(
     Repo::new,
     |r| {
         edit_app(r);
-        let doc = json!({
-            "task_id": "t1",
-            "status": "pending_review",
-            "description": "a task",
-            "attempt": 1,
-            "summary": "Here's what I did: the change.",
+        r.record_with(json!({
             "changes": {"added": [], "modified": [APP], "removed": []},
             "pre_hashes": {APP: format!("sha256:{}", sha(b"something else"))},
-        });
-        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+        }));
     },
     "CC-03",
     ["pre_hashes src/app.py: claimed"]
@@ -1067,19 +1043,14 @@ honest!(
     Repo::new,
     |r| {
         r.git(&["mv", APP, "src/main_app.py"]);
-        let doc = json!({
-            "task_id": "t1",
-            "status": "pending_review",
-            "description": "a task",
+        r.record_with(json!({
             "attempt": "1",
-            "summary": "Here's what I did: the move.",
             "changes": {
                 "added": [],
                 "modified": [],
                 "removed": [],
                 "renamed": [format!("{APP} -> src/main_app.py")],
             },
-        });
-        r.write(".tasks/t1.json", serde_json::to_string_pretty(&doc).expect("json"));
+        }));
     }
 );
