@@ -3,8 +3,10 @@
 # FILES files (default 20,000, about 200 MB: the crates in the local cargo registry's sources,
 # then Python's and Perl's standard libraries and the Rust docs; no network), the first time
 # (no stat cache: every file read and hashed) and the next (the cache `verify` kept), side by
-# side with `git status --porcelain` on the same tree? Targets (issue 30): cold <= 3x git
-# status, warm <= 1.2x.
+# side with `git status --porcelain` on the same tree, and the first time beside the floor of
+# reading the tree (git's own `git hash-object` of every file, on two processes)? Targets
+# (issue 30): cold <= 3x git status, warm <= 1.2x (docs/benchmarks.md says why the first is
+# under the floor and over 3x).
 #
 # Prints the medians and ratios on stderr and one JSON object per binary on stdout. REFEREE
 # names the binary (else `cargo build --release`); BASELINE names a second one, run

@@ -17,6 +17,11 @@ Then, with a task record pending (one file changed, declared):
 - warm: `verify` again with the cache the previous run left, RUNS times, interleaved with
   `git status --porcelain`.
 
+Beside the cold runs, the floor of any reader that does not take git's index on trust (SPEC
+§8: the referee never does): every file `git status` sees read and given its blob id by git
+itself, `git hash-object --stdin-paths` (git's collision-detecting SHA-1), in two processes
+that each take half the paths, as `verify` hashes on two threads.
+
 `verify` runs as a user runs it: no `--state-dir` (XDG_STATE_HOME points into the bench's
 folder). The files are given their times SETTLE seconds (default 3) before the first `verify`,
 as on a checkout that is not seconds old: a file changed within 2 s of a read is never taken
@@ -170,6 +175,28 @@ def main():
         return timed(["git", "status", "--porcelain"], cwd=ws, env=gstat_env, check=True,
                      stdout=subprocess.DEVNULL)
 
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=ws, check=True,
+                            capture_output=True).stdout.split(b"\0")
+    listed = [p for p in listed if p and b"\n" not in p]
+    halves = []
+    for k in range(2):
+        h = os.path.join(root, f"paths-{k}")
+        with open(h, "wb") as f:
+            f.write(b"".join(p + b"\n" for p in listed[k::2]))
+        halves.append(h)
+
+    def hash_floor():
+        c, t = children_cpu_ms(), time.perf_counter()
+        procs = []
+        for h in halves:
+            with open(h, "rb") as f:
+                procs.append(subprocess.Popen(["git", "hash-object", "--stdin-paths"], cwd=ws,
+                                              stdin=f, stdout=subprocess.DEVNULL))
+        for p in procs:
+            p.wait()
+        return (time.perf_counter() - t) * 1000, children_cpu_ms() - c
+
     def drop_caches(i):
         # Every stat cache this binary may have kept (its state directories under its home),
         # and the baseline commit's listing kept beside it: a first `verify` has neither.
@@ -179,7 +206,7 @@ def main():
 
     cold = [[] for _ in a.referee]
     warm = [[] for _ in a.referee]
-    gcold, gwarm = [], []
+    gcold, gwarm, floor = [], [], []
     # A first run of each, not timed: the state directories made, the binaries paged in.
     for i in range(len(a.referee)):
         verify(i)
@@ -188,19 +215,24 @@ def main():
             drop_caches(i)
             cold[i].append(verify(i))
             gcold.append(git_status())
+        floor.append(hash_floor())
     for _ in range(a.runs):
         for i in range(len(a.referee)):
             warm[i].append(verify(i))
             gwarm.append(git_status())
     g_cold, g_cold_cpu = med([w for w, _ in gcold]), med([c for _, c in gcold])
     g_warm, g_warm_cpu = med([w for w, _ in gwarm]), med([c for _, c in gwarm])
+    f_wall, f_cpu = med([w for w, _ in floor]), med([c for _, c in floor])
+    print(f"floor: git hash-object of the {len(listed)} files on two processes {f_wall:.1f} ms "
+          f"(CPU {f_cpu:.1f})", file=sys.stderr)
     for i, ref in enumerate(a.referee):
         c, w = med([x for x, _ in cold[i]]), med([x for x, _ in warm[i]])
         c_cpu, w_cpu = med([x for _, x in cold[i]]), med([x for _, x in warm[i]])
         print(f"{ref}: cold {c:.1f} ms (CPU {c_cpu:.1f}) vs git status {g_cold:.1f} ms "
               f"(CPU {g_cold_cpu:.1f}): {ratio(c, g_cold)}x (CPU {ratio(c_cpu, g_cold_cpu)}x); "
               f"warm {w:.1f} ms (CPU {w_cpu:.1f}) vs git status {g_warm:.1f} ms (CPU "
-              f"{g_warm_cpu:.1f}): {ratio(w, g_warm)}x (CPU {ratio(w_cpu, g_warm_cpu)}x)",
+              f"{g_warm_cpu:.1f}): {ratio(w, g_warm)}x (CPU {ratio(w_cpu, g_warm_cpu)}x); "
+              f"cold vs the floor {ratio(c, f_wall)}x (CPU {ratio(c_cpu, f_cpu)}x)",
               file=sys.stderr)
         print(json.dumps({
             "name": "referee verify --protocol code-change, real tree", "referee": ref,
@@ -211,6 +243,8 @@ def main():
             "warm_p50_ms": w, "warm_cpu_p50_ms": w_cpu, "git_status_warm_p50_ms": g_warm,
             "warm_ratio_p50": ratio(w, g_warm), "git_status_warm_cpu_p50_ms": g_warm_cpu,
             "warm_cpu_ratio_p50": ratio(w_cpu, g_warm_cpu),
+            "hash_floor_p50_ms": f_wall, "hash_floor_cpu_p50_ms": f_cpu,
+            "cold_floor_ratio_p50": ratio(c, f_wall),
         }))
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)

@@ -340,10 +340,12 @@ impl Workspace {
             let _span = tracing::debug_span!("walk").entered();
             let b = base.as_ref().ok().map(|b| &**b);
             let ig = |p: &[u8], d: bool| selfignore::ignored(b, &root, p, d);
+            let known = |p: &[u8]| b.and_then(|b| b.blob_of(p));
             let opts = tree::Options {
                 cap,
                 skip_top: EXCLUDED,
                 ignored: &ig,
+                known: &known,
                 hash: b.map_or(gix::hash::Kind::Sha1, Baseline::hash_kind),
             };
             // Read once and not kept: laid out sorted, never built into a map.
@@ -387,10 +389,12 @@ impl Workspace {
             (Some(t), Some(paths)) => {
                 let _span = tracing::debug_span!("rescan", paths = paths.len()).entered();
                 let ig = |p: &[u8], d: bool| selfignore::ignored(b, &root, p, d);
+                let known = |p: &[u8]| b.and_then(|b| b.blob_of(p));
                 let opts = tree::Options {
                     cap,
                     skip_top: EXCLUDED,
                     ignored: &ig,
+                    known: &known,
                     hash: b.map_or(gix::hash::Kind::Sha1, Baseline::hash_kind),
                 };
                 t.rescan(&root, paths, &opts, cache);
@@ -1154,10 +1158,12 @@ pub fn scan(
     cap: u64,
 ) -> Result<WorkTree, WorkspaceError> {
     let ig = |p: &[u8], d: bool| selfignore::ignored(base, root, p, d);
+    let known = |p: &[u8]| base.and_then(|b| b.blob_of(p));
     let opts = tree::Options {
         cap,
         skip_top: EXCLUDED,
         ignored: &ig,
+        known: &known,
         hash: base.map_or(gix::hash::Kind::Sha1, Baseline::hash_kind),
     };
     WorkTree::scan(root, &opts, cache).map_err(|source| WorkspaceError::Root {
@@ -1315,6 +1321,7 @@ pub fn walk(root: &Path) -> Vec<String> {
         cap: 0,
         skip_top: EXCLUDED,
         ignored: &none,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     };
     WorkTree::scan(root, &opts, &mut StatCache::default())

@@ -57,6 +57,7 @@ pub fn create(root: &Path, state: &Path, cap: u64) -> std::io::Result<PathBuf> {
         cap,
         skip_top: EXCLUDED,
         ignored: &none,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     };
     let listed = WorkTree::scan(&canon, &opts, &mut StatCache::default())?;

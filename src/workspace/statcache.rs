@@ -61,19 +61,22 @@ pub(super) struct Cached {
     /// The wall clock just before the read.
     pub at: Stamp,
     pub oid: ObjectId,
-    pub sha256: [u8; 32],
+    /// The SHA-256 of the bytes read; none when they were the baseline's blob (nothing asks an
+    /// unchanged file's SHA-256, and a first scan of a large tree spends a fifth of its time on
+    /// it): a hit without it is believed only for a path whose baseline blob it still is.
+    pub sha256: Option<[u8; 32]>,
 }
 
 /// The file's layout (all integers little-endian):
 ///
-/// - the header, [`HEADER`] bytes: the magic `REFEREE-STATCACHE-3\n` (20 bytes), 4 zero bytes,
+/// - the header, [`HEADER`] bytes: the magic `REFEREE-STATCACHE-6\n` (20 bytes), 4 zero bytes,
 ///   the work tree root's device and inode (u64 each: a cache of another tree is not used),
 ///   the number of records and the length of the path heap (u64 each);
 /// - the records, [`RECORD`] bytes each, sorted by path bytes, each path once: the path's
 ///   offset in the heap and length (u32 each), `dev`, `ino`, `size` (u64), `mtime`, `ctime` and
 ///   the time of the read (i64 nanoseconds since the epoch), `mode` (u32), 4 zero bytes, the
 ///   blob id in 32 bytes (a SHA-1 id in the first 20, the rest zero), the 32 bytes of the
-///   SHA-256, the blob id's kind (1: SHA-1, 2: SHA-256, as a SHA-256 repository names its
+///   SHA-256 (all zero: not computed, see [`Cached::sha256`]), the blob id's kind (1: SHA-1, 2: SHA-256, as a SHA-256 repository names its
 ///   blobs) in one byte and 3 zero bytes;
 /// - the heap: the paths' bytes;
 /// - the CRC-32 (IEEE) of everything before it (u32), and nothing after.
@@ -81,7 +84,7 @@ pub(super) struct Cached {
 /// A file whose checksum does not match, that is shorter or longer than its header says, a
 /// path outside the heap, records out of order or a header for another root: the whole cache
 /// is dropped (it is only a shortcut; every file is read again).
-const MAGIC: &[u8; 20] = b"REFEREE-STATCACHE-5\n";
+const MAGIC: &[u8; 20] = b"REFEREE-STATCACHE-6\n";
 const CHECKSUM: usize = 4;
 const HEADER: usize = 56;
 const RECORD: usize = 132;
@@ -165,6 +168,7 @@ impl Table {
         let b = &self.bytes[HEADER + i * RECORD..HEADER + (i + 1) * RECORD];
         let mut sha256 = [0; 32];
         sha256.copy_from_slice(&b[96..128]);
+        let sha256 = (sha256 != [0; 32]).then_some(sha256);
         // The kind byte was checked when the table was parsed.
         let oid = if b[128] == 2 {
             ObjectId::from_bytes_or_panic(&b[64..96])
@@ -357,7 +361,7 @@ impl StatCache {
             let mut oid = [0; 32];
             oid[..c.oid.as_bytes().len()].copy_from_slice(c.oid.as_bytes());
             out.extend_from_slice(&oid);
-            out.extend_from_slice(&c.sha256);
+            out.extend_from_slice(&c.sha256.unwrap_or([0; 32]));
             let kind: u8 = match c.oid.kind() {
                 gix::hash::Kind::Sha256 => 2,
                 _ => 1,

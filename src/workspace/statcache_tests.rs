@@ -18,6 +18,7 @@ fn scan(root: &Path, cache: &mut StatCache) -> WorkTree {
         cap: 1 << 20,
         skip_top: &[".git"],
         ignored: &no_ignore,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     };
     WorkTree::scan(root, &opts, cache).expect("scan")
@@ -273,4 +274,70 @@ fn a_read_racing_the_files_change_is_not_kept() {
     scan(&root, &mut last);
     assert_eq!(last.reads(), 0, "and trusted");
     assert!(!last.is_dirty());
+}
+
+fn scan_knowing(
+    root: &Path,
+    cache: &mut StatCache,
+    known: &dyn Fn(&[u8]) -> Option<ObjectId>,
+) -> WorkTree {
+    let opts = Options {
+        cap: 1 << 20,
+        skip_top: &[".git"],
+        ignored: &no_ignore,
+        known,
+        hash: gix::hash::Kind::Sha1,
+    };
+    WorkTree::scan(root, &opts, cache).expect("scan")
+}
+
+#[test]
+fn a_file_that_is_its_baseline_blob_gets_no_sha256_and_its_hit_is_believed_only_while_it_is() {
+    let (_dir, root, file) = saved();
+    let blob = |b: &[u8]| crate::workspace::tree::blob_oid(gix::hash::Kind::Sha1, b).expect("oid");
+    let a = blob(b"a\n");
+    // `a.py` is its baseline blob; `sub/b.py`'s baseline blob is other bytes (it changed).
+    let baseline = |p: &[u8]| match p {
+        b"a.py" => Some(a),
+        b"sub/b.py" => Some(blob(b"old\n")),
+        _ => None,
+    };
+    let mut cache = quick(StatCache::new());
+    let tree = scan_knowing(&root, &mut cache, &baseline);
+    let entry = |t: &WorkTree, k: &str| t.entries.get(k).cloned().expect(k);
+    assert_eq!(entry(&tree, "a.py").oid, Some(a));
+    assert_eq!(
+        entry(&tree, "a.py").sha256,
+        None,
+        "unchanged: not hashed twice"
+    );
+    assert!(
+        entry(&tree, "sub/b.py").sha256.is_some(),
+        "changed: its SHA-256"
+    );
+    assert!(
+        entry(&tree, &crate::workspace::name::encode(b"n\xff"))
+            .sha256
+            .is_some(),
+        "new: its SHA-256"
+    );
+    cache.save(&file).expect("save");
+
+    // Kept without it, and believed while the baseline still has that blob there.
+    let mut loaded = quick(StatCache::load(&file));
+    let again = scan_knowing(&root, &mut loaded, &baseline);
+    assert_eq!(loaded.reads(), 0);
+    assert_eq!(entry(&again, "a.py").sha256, None);
+
+    // The baseline moved (another blob at `a.py`): the file is read again for its SHA-256.
+    let moved = |p: &[u8]| (p == b"a.py").then(|| blob(b"b\n"));
+    let mut loaded = quick(StatCache::load(&file));
+    let after = scan_knowing(&root, &mut loaded, &moved);
+    assert_eq!(
+        loaded.reads(),
+        1,
+        "only the file whose hit lacks what is now asked"
+    );
+    let sha = crate::workspace::sha256(b"a\n");
+    assert_eq!(entry(&after, "a.py").sha256_hex(), Some(sha));
 }

@@ -295,6 +295,7 @@ fn sorted_entries_answer_as_the_map_does() {
         cap: 1 << 20,
         skip_top: EXCLUDED,
         ignored: &|_: &[u8], _: bool| false,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     };
     let sorted = WorkTree::scan_listed_sorted(

@@ -432,6 +432,7 @@ impl Baseline {
             cap,
             skip_top: skip,
             ignored: &ig,
+            known: &|_: &[u8]| None,
             hash: gix::hash::Kind::Sha1,
         };
         let mut cache = StatCache::default();
@@ -604,6 +605,23 @@ impl Baseline {
     /// The SHA-256 of `rel`'s baseline bytes when they are those checked out (line endings).
     pub fn checked_out_sha256(&self, rel: &str) -> Option<&str> {
         self.checked_out.get(rel).map(String::as_str)
+    }
+
+    /// The blob id of `rel` (raw bytes) when the baseline has a regular file there whose
+    /// checkout is its blob's bytes (none where the checkout converts line endings: that file
+    /// is compared by its SHA-256).
+    pub fn blob_of(&self, rel: &[u8]) -> Option<gix::ObjectId> {
+        let key = match std::str::from_utf8(rel) {
+            Ok(s) if !rel.contains(&0xF4) => std::borrow::Cow::Borrowed(s),
+            _ => std::borrow::Cow::Owned(name::encode(rel)),
+        };
+        if self.checked_out.contains_key(key.as_ref()) {
+            return None;
+        }
+        self.entries
+            .get(&key)
+            .filter(|e| matches!(e.kind, BaseKind::File { .. }))
+            .map(|e| e.oid)
     }
 
     /// Whether `rel` (encoded) is ignored by the baseline's committed rules (a baseline path

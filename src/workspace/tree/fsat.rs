@@ -145,12 +145,13 @@ pub(super) fn read_capped(
 /// (smaller ones are read in one go, the faster way).
 pub(super) const STREAM_ABOVE: u64 = 4 << 20;
 
-/// A file's hashes from one read (git's blob id of the kind asked for, and SHA-256), its size,
-/// the `fstat` taken before reading, and when it was read.
+/// A file's hashes from one read (git's blob id of the kind asked for, and SHA-256 unless the
+/// blob id is the one expected), its size, the `fstat` taken before reading, and when it was
+/// read.
 pub(super) struct HashedFile {
     pub(super) size: u64,
     pub(super) oid: gix::ObjectId,
-    pub(super) sha256: [u8; 32],
+    pub(super) sha256: Option<[u8; 32]>,
     pub(super) stat: Stat,
     pub(super) at: Stamp,
 }
@@ -158,12 +159,14 @@ pub(super) struct HashedFile {
 /// [`read_capped`], hashed: a file over [`STREAM_ABOVE`] bytes is hashed as it is read, so the
 /// scan of a tree holds at most that much of any file. Its git blob id is of the size listed on
 /// the descriptor: a file whose size changes while it is read is refused (it was being written).
+/// A file up to [`STREAM_ABOVE`] whose blob id is `expect` (its baseline blob) gets no SHA-256.
 pub(super) fn hash_capped(
     dir: &OpenDir,
     base: &OsStr,
     listed: &Stat,
     cap: u64,
     kind: gix::hash::Kind,
+    expect: Option<gix::ObjectId>,
 ) -> Result<HashedFile, Unreadable> {
     use sha2::{Digest as _, Sha256};
     if listed.size <= STREAM_ABOVE {
@@ -173,7 +176,7 @@ pub(super) fn hash_capped(
         return Ok(HashedFile {
             size: read.bytes.len() as u64,
             oid,
-            sha256: Sha256::digest(&read.bytes).into(),
+            sha256: (expect != Some(oid)).then(|| Sha256::digest(&read.bytes).into()),
             stat: read.stat,
             at: read.at,
         });
@@ -216,7 +219,7 @@ pub(super) fn hash_capped(
     Ok(HashedFile {
         size: read,
         oid,
-        sha256: sha.finalize().into(),
+        sha256: Some(sha.finalize().into()),
         stat: stat_of(&meta),
         at,
     })

@@ -66,7 +66,8 @@ pub struct Entry {
     /// `None` when the file was not read (ignored, unreadable, over the cap).
     pub oid: Option<ObjectId>,
     /// SHA-256 of a regular file's bytes, from the same read as `oid` (hex:
-    /// [`Entry::sha256_hex`]).
+    /// [`Entry::sha256_hex`]); none for a file whose bytes are its baseline blob
+    /// ([`Options::known`]): nothing asks an unchanged file's SHA-256.
     pub sha256: Option<[u8; 32]>,
     /// Why the path could not be read (a file) or listed (a directory).
     pub unreadable: Option<String>,
@@ -99,6 +100,10 @@ pub struct Options<'a> {
     /// Whether a path (raw bytes, relative, `/`-separated) is ignored; the flag says whether it
     /// is a directory. Not asked below an ignored directory: all of it is ignored.
     pub ignored: &'a dyn Fn(&[u8], bool) -> bool,
+    /// The blob id a path (raw bytes, relative) has in the baseline when it is a regular file
+    /// there: a file whose bytes hash to it is unchanged, and its SHA-256 is not computed
+    /// ([`Entry::sha256`] none). Only asked of files the scan reads.
+    pub known: &'a dyn Fn(&[u8]) -> Option<ObjectId>,
     /// The kind of git blob id a file's bytes get (the baseline repository's: SHA-1, or SHA-256
     /// for a repository made with `--object-format=sha256`).
     pub hash: gix::hash::Kind,

@@ -20,6 +20,7 @@ fn opts(cap: u64) -> Options<'static> {
         cap,
         skip_top: SKIP,
         ignored: &no_ignore,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     }
 }
@@ -154,6 +155,7 @@ fn ignored_directories_are_walked_but_not_read() {
         cap: 1 << 20,
         skip_top: SKIP,
         ignored: &ignored,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     };
     let mut cache = StatCache::new();
@@ -440,6 +442,7 @@ fn rescan_keeps_ignored_and_nested_repositories_as_a_scan_has_them() {
         cap: 1 << 20,
         skip_top: SKIP,
         ignored: &ignored,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     };
     let mut cache = StatCache::new();
@@ -602,6 +605,7 @@ fn a_scan_from_listings_is_the_walk_of_the_tree() {
         cap: 1 << 20,
         skip_top: SKIP,
         ignored: &ignored,
+        known: &|_: &[u8]| None,
         hash: gix::hash::Kind::Sha1,
     };
     let tree = WorkTree::scan(root, &options, &mut StatCache::new()).expect("scan");

@@ -196,8 +196,18 @@ pub(super) struct Deferred {
     /// The directory: its path and the identity it was listed with.
     rel: Vec<u8>,
     id: (u64, u64),
-    /// Its files: name, `lstat` as listed, and where the row is ([`Bulk`] slot, index).
-    files: Vec<(OsString, Stat, (usize, usize))>,
+    files: Vec<DeferredFile>,
+}
+
+/// One file of a [`Deferred`] job.
+struct DeferredFile {
+    name: OsString,
+    /// Its `lstat` as listed.
+    listed: Stat,
+    /// Where its row is ([`Bulk`] slot, index).
+    at: (usize, usize),
+    /// Its baseline blob ([`super::Options::known`]).
+    expect: Option<gix::ObjectId>,
 }
 
 /// What one deferred file's read gave: its hashes and the cache's record, or why not.
@@ -473,13 +483,13 @@ impl Walker<'_, '_> {
         entry: &mut Entry,
     ) {
         let listed = stat_of(meta);
-        if let Some(hit) = self
-            .cache
-            .take(rel, &listed)
-            .filter(|hit| hit.oid.kind() == self.opts.hash)
-        {
+        let expect = (self.opts.known)(rel);
+        // A hit without a SHA-256 was the baseline's blob when read: believed while it still is.
+        if let Some(hit) = self.cache.take(rel, &listed).filter(|hit| {
+            hit.oid.kind() == self.opts.hash && (hit.sha256.is_some() || expect == Some(hit.oid))
+        }) {
             entry.oid = Some(hit.oid);
-            entry.sha256 = Some(hit.sha256);
+            entry.sha256 = hit.sha256;
             return;
         }
         let cap = self.opts.cap;
@@ -509,14 +519,19 @@ impl Walker<'_, '_> {
                 });
             }
             if let Some(d) = deferred.last_mut() {
-                d.files.push((base.to_os_string(), listed, at));
+                d.files.push(DeferredFile {
+                    name: base.to_os_string(),
+                    listed,
+                    at,
+                    expect,
+                });
             }
             return;
         }
         let kind = self.opts.hash;
         let read = match dir
             .get()
-            .and_then(|d| hash_capped(d, base, &listed, cap, kind))
+            .and_then(|d| hash_capped(d, base, &listed, cap, kind, expect))
         {
             Ok(read) => read,
             Err(why) => {
@@ -526,7 +541,7 @@ impl Walker<'_, '_> {
         };
         entry.size = read.size;
         entry.oid = Some(read.oid);
-        entry.sha256 = Some(read.sha256);
+        entry.sha256 = read.sha256;
         self.cache.insert(
             rel,
             Cached {
@@ -583,8 +598,8 @@ impl Walker<'_, '_> {
         for (job, read) in jobs.iter().zip(outcomes) {
             // A job the second thread took and did not finish (it died) is read here.
             let read = read.unwrap_or_else(|| read_job(root, job, hash, cap));
-            for ((name, _, at), outcome) in job.files.iter().zip(read) {
-                self.fill(&job.rel, name, *at, outcome);
+            for (file, outcome) in job.files.iter().zip(read) {
+                self.fill(&job.rel, &file.name, file.at, outcome);
             }
         }
     }
@@ -606,7 +621,7 @@ impl Walker<'_, '_> {
             Ok((size, cached)) => {
                 entry.size = size;
                 entry.oid = Some(cached.oid);
-                entry.sha256 = Some(cached.sha256);
+                entry.sha256 = cached.sha256;
                 let mut rel = Vec::with_capacity(parent.len() + 1 + name.len());
                 if !parent.is_empty() {
                     rel.extend_from_slice(parent);
@@ -644,10 +659,10 @@ fn read_job(root: &Path, job: &Deferred, hash: gix::hash::Kind, cap: u64) -> Vec
     let dir = DirRef::listed(root, &job.rel, job.id);
     job.files
         .iter()
-        .map(|(name, listed, _)| {
+        .map(|f| {
             let read = dir
                 .get()
-                .and_then(|d| hash_capped(d, name, listed, cap, hash))?;
+                .and_then(|d| hash_capped(d, &f.name, &f.listed, cap, hash, f.expect))?;
             Ok((
                 read.size,
                 Cached {

@@ -131,6 +131,7 @@ fn a_directory_replaced_before_its_own_listing_is_refused_not_followed() {
             cap: 1 << 20,
             skip_top: SKIP,
             ignored: &no_ignore,
+            known: &|_: &[u8]| None,
             hash: gix::hash::Kind::Sha1,
         };
         let tree = WorkTree::record_all(
