@@ -64,8 +64,9 @@ pub struct FieldRow {
     pub struck: Vec<String>,
     /// The third cell as seen, trimmed, when present.
     pub third: Option<String>,
-    /// The third cell parsed as a timestamp.
-    pub time: Option<DateTime<Utc>>,
+    /// The third cell parsed as a timestamp, with the span it stands for (a minute for a time
+    /// written to the minute, none for one with its seconds: [`parse_timestamp_span`]).
+    pub time: Option<(DateTime<Utc>, chrono::TimeDelta)>,
     /// The text of HTML comments in the row: no cell holds it (`| P2_START | <!-- todo --> |`
     /// is empty), but the text rules read it, since a term hidden in a comment is still written.
     pub comments: String,
@@ -484,7 +485,7 @@ fn field_row(row: &markdown::Row, section: Option<usize>) -> Option<FieldRow> {
         value: text.to_string(),
         written,
         struck: value.map(|c| c.struck.clone()).unwrap_or_default(),
-        time: third.as_deref().and_then(parse_timestamp),
+        time: third.as_deref().and_then(parse_timestamp_span),
         third,
         comments,
         line: row.at.line,

@@ -60,9 +60,7 @@ fn resolve(ctx: &Ctx<'_>, r: &TimeRef) -> Times {
                 return t;
             };
             let (raw, parsed) = if by_time {
-                let raw = row.third.clone().unwrap_or_default();
-                let span = parse_timestamp_span(&raw).map_or(TimeDelta::seconds(1), |(_, s)| s);
-                (raw, row.time.map(|t| (t, span)))
+                (row.third.clone().unwrap_or_default(), row.time)
             } else {
                 (row.value.clone(), parse_timestamp_span(&row.value))
             };

@@ -264,6 +264,17 @@ fn style_once(rng: &mut fastrand::Rng) -> Style {
         example_fence: rng.u8(0..6) == 0,
         linked_shots: rng.u8(0..6) == 0,
         live: rng.u8(0..4) == 0,
+        times: pick(
+            rng,
+            &[
+                TimeStyle::IsoZ,
+                TimeStyle::IsoZ,
+                TimeStyle::Minute,
+                TimeStyle::PythonOffset,
+                TimeStyle::SpacedOffset,
+            ],
+        ),
+        nan_metric: rng.u8(0..6) == 0,
     }
 }
 

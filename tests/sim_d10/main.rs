@@ -101,6 +101,8 @@ fn simplify(
         example_fence: false,
         linked_shots: false,
         live: style.live,
+        times: model::TimeStyle::IsoZ,
+        nan_metric: false,
     };
     let mut tries: Vec<Style> = Vec::new();
     if style.spawned != plain.spawned {
@@ -133,6 +135,18 @@ fn simplify(
             ..style.clone()
         });
     }
+    if style.times != plain.times {
+        tries.push(Style {
+            times: plain.times,
+            ..style.clone()
+        });
+    }
+    if style.nan_metric {
+        tries.push(Style {
+            nan_metric: false,
+            ..style.clone()
+        });
+    }
     for t in tries {
         if runs >= budget {
             break;
@@ -153,6 +167,12 @@ fn simplify(
         }
         if t.linked_shots != style.linked_shots {
             cand.linked_shots = t.linked_shots;
+        }
+        if t.times != style.times {
+            cand.times = t.times;
+        }
+        if t.nan_metric != style.nan_metric {
+            cand.nan_metric = t.nan_metric;
         }
         if still(&cand, &steps, &mut runs) {
             style = cand;

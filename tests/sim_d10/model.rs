@@ -146,6 +146,30 @@ impl Writer {
     }
 }
 
+/// How the tracker's times are written: the same instants, as the tools people use write them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeStyle {
+    /// `2026-02-25T10:05:00Z`.
+    IsoZ,
+    /// `2026-02-25 10:05`: to the minute (the seconds dropped).
+    Minute,
+    /// `2026-02-25T12:05:00+0200`: Python's `%z`, two hours east.
+    PythonOffset,
+    /// `2026-02-25 12:05:00+02:00`: Python's `str()` of an aware `datetime`, two hours east.
+    SpacedOffset,
+}
+
+impl TimeStyle {
+    pub fn render(self, h: u32, m: u32, s: u32) -> String {
+        match self {
+            TimeStyle::IsoZ => format!("2026-02-25T{h:02}:{m:02}:{s:02}Z"),
+            TimeStyle::Minute => format!("2026-02-25 {h:02}:{m:02}"),
+            TimeStyle::PythonOffset => format!("2026-02-25T{:02}:{m:02}:{s:02}+0200", h + 2),
+            TimeStyle::SpacedOffset => format!("2026-02-25 {:02}:{m:02}:{s:02}+02:00", h + 2),
+        }
+    }
+}
+
 /// How a weaver writes its verdict line (all read as the verdict by a human).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VerdictStyle {
@@ -487,6 +511,10 @@ pub struct Style {
     pub linked_shots: bool,
     /// Live: a `referee watch` runs beside the writers.
     pub live: bool,
+    pub times: TimeStyle,
+    /// Each gate entry carries a metric that is not finite (`"flaky_rate": NaN`), as Python's
+    /// `json.dump` writes one.
+    pub nan_metric: bool,
 }
 
 impl Style {
@@ -504,6 +532,12 @@ impl Style {
         }
         if self.live {
             t.push("live".into());
+        }
+        if self.times != TimeStyle::IsoZ {
+            t.push(format!("style:times={:?}", self.times));
+        }
+        if self.nan_metric {
+            t.push("style:nan-metric".into());
         }
         t
     }

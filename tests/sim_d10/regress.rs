@@ -26,6 +26,8 @@ pub fn plain() -> Style {
         example_fence: false,
         linked_shots: false,
         live: false,
+        times: TimeStyle::IsoZ,
+        nan_metric: false,
     }
 }
 

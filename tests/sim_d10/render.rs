@@ -10,10 +10,6 @@ const PNG: &[u8] = &[
     0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d,
 ];
 
-fn ts(h: u32, m: u32, s: u32) -> String {
-    format!("2026-02-25T{h:02}:{m:02}:{s:02}Z")
-}
-
 /// One file of an artifact: its path under BUILD_DIR and its logical text or bytes.
 #[derive(Clone, Debug)]
 pub struct File {
@@ -64,6 +60,7 @@ fn filled(s: &State, p: Phase, value: String) -> String {
 
 /// `EXECUTION-TRACKER.md`.
 pub fn tracker(s: &State, st: &Style) -> String {
+    let ts = |h: u32, m: u32, sec: u32| st.times.render(h, m, sec);
     let refine = s.done.contains(&Phase::RInputs);
     let mut o = String::from("# Execution Tracker — sim\n\nFilled in as the run proceeds; `___` means not yet recorded.\n\n");
     o.push_str("## Build Metadata\n\n");
@@ -485,6 +482,9 @@ pub fn gates(s: &State, st: &Style, refine: bool) -> String {
                 }
                 _ => {}
             }
+        }
+        if st.nan_metric {
+            line.push_str(", \"flaky_rate\": NaN");
         }
         line.push('}');
         lines.push(line);

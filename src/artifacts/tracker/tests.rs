@@ -97,7 +97,7 @@ fn parses_field_rows() {
 
     let bv = t.field("BV-01").unwrap();
     assert_eq!(bv.value, "PASS");
-    assert_eq!(bv.time, Some(ts(2026, 2, 25, 9, 6, 0)));
+    assert_eq!(bv.time.map(|(t, _)| t), Some(ts(2026, 2, 25, 9, 6, 0)));
     assert_eq!(t.field("REVISION_CYCLES").unwrap().time, None);
     // The header row is not a field row, the row above no separator is.
     assert!(t.field("Field").is_none());
@@ -170,7 +170,10 @@ fn headerless_table_yields_rows_and_a_table() {
     assert!(t.tables[0].header.is_empty());
     assert_eq!(t.tables[0].rows.len(), 2);
     assert_eq!(t.rows.len(), 2);
-    assert_eq!(t.rows[1].time, Some(ts(2026, 2, 25, 10, 0, 0)));
+    assert_eq!(
+        t.rows[1].time.map(|(t, _)| t),
+        Some(ts(2026, 2, 25, 10, 0, 0))
+    );
     assert!(t.table_in(&SectionFilter::exact("REFINE"), "A").is_none());
 }
 
@@ -340,7 +343,10 @@ fn gfm_tables_without_outer_pipes() {
         lines_of(&t, table, "Model"),
         [(4, "claude-opus".to_string()), (5, "opus".to_string())]
     );
-    assert_eq!(t.field("A").unwrap().time, Some(ts(2026, 2, 25, 10, 0, 0)));
+    assert_eq!(
+        t.field("A").unwrap().time.map(|(t, _)| t),
+        Some(ts(2026, 2, 25, 10, 0, 0))
+    );
     // A pipe in prose with no delimiter row below is not a table.
     assert!(t.field("prose a").is_none());
     // The header needs as many cells as the delimiter row (GFM).

@@ -340,6 +340,26 @@ vetoed!(
 );
 
 vetoed!(
+    /// The same modified copy, listed in the record as build output it made: a listing of an
+    /// ignored path claims nothing (it is no change to declare), and excuses nothing either:
+    /// the protected name is vetoed as when it was not listed.
+    a_modified_copy_in_build_listed_as_output_is_still_a_protected_change,
+    python_package,
+    |r| {
+        edit_app(r);
+        python_build_output(r);
+        r.write("build/lib/demo/orchestrator.py", "ROLES = ['worker', 'admin']\n");
+        r.record(
+            "t1",
+            &["build/lib/demo/orchestrator.py", "build/"],
+            &[APP],
+            &[],
+        );
+    },
+    "build/lib/demo/orchestrator.py"
+);
+
+vetoed!(
     /// A copy of another protected file under the protected name: not an unchanged copy.
     a_copy_of_another_protected_file_under_the_protected_name_is_a_change,
     python_package,
