@@ -526,7 +526,8 @@ pub fn is_empty_value(v: &str) -> bool {
 /// Parses a tracker timestamp as a human reads one: RFC 3339 (offsets allowed), or a time
 /// without a zone (UTC): `YYYY-MM-DD HH:MM:SS` or `YYYY-MM-DDTHH:MM:SS` (what Python's
 /// `isoformat()` writes), optionally with fractional seconds and a ` UTC` or ` GMT` suffix; an
-/// offset without its colon (`+0200`, Python's `%z`); the seconds may be left out
+/// offset without its colon (`+0200`, Python's `%z`); what `date` writes (`Wed Feb 25 10:00:00
+/// UTC 2026`, and `date -R`'s RFC 2822); the seconds may be left out
 /// (`2026-02-25T10:04Z`, `2026-02-25 10:04`). A note after the time, past a space, is read
 /// past (`2026-02-25T10:04:00Z (after the screenshots)`), unless it starts with a zone the
 /// time is not read in (`CET`, `+02`): then the time is not read. Surrounding whitespace,
@@ -606,6 +607,23 @@ fn one_timestamp(s: &str) -> Option<(DateTime<Utc>, chrono::TimeDelta)> {
     ] {
         if let Ok(t) = DateTime::parse_from_str(s, zoned) {
             return Some((t.with_timezone(&Utc), chrono::TimeDelta::zero()));
+        }
+    }
+    // What `date -R` and mail write (RFC 2822): `Wed, 25 Feb 2026 10:00:00 +0000`.
+    if let Ok(t) = DateTime::parse_from_rfc2822(s) {
+        return Some((t.with_timezone(&Utc), chrono::TimeDelta::zero()));
+    }
+    // What `date` writes in the C locale, in UTC (`Wed Feb 25 10:00:00 UTC 2026`: `date -u`,
+    // or `TZ` unset on a server), and C's `asctime` and Python's `ctime()` without a zone
+    // (`Wed Feb 25 10:00:00 2026`). The weekday must be the date's. In another zone
+    // (`… CET 2026`) it is not read (the zone check above).
+    for f in [
+        "%a %b %e %H:%M:%S UTC %Y",
+        "%a %b %e %H:%M:%S GMT %Y",
+        "%a %b %e %H:%M:%S %Y",
+    ] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
+            return Some((t.and_utc(), chrono::TimeDelta::zero()));
         }
     }
     let naive = s

@@ -539,6 +539,37 @@ fn a_time_is_read_in_its_zone_or_not_at_all() {
     }
 }
 
+/// A shell pipeline writes its times with `date`: the C locale's default in UTC (`date -u`, or
+/// `TZ` unset), `date -R`, and `asctime`'s form (Python's `ctime()`); in another zone, or with
+/// a weekday that is not the date's, not at all.
+#[test]
+fn times_as_date_writes_them() {
+    let t = ts(2026, 2, 25, 10, 4, 0);
+    for text in [
+        "Wed Feb 25 10:04:00 UTC 2026",
+        "Wed Feb 25 10:04:00 GMT 2026",
+        "Wed, 25 Feb 2026 10:04:00 +0000",
+        "Wed, 25 Feb 2026 12:04:00 +0200",
+        "Wed Feb 25 10:04:00 2026",
+        "`Wed Feb 25 10:04:00 UTC 2026`",
+    ] {
+        assert_eq!(
+            parse_timestamp_span(text),
+            Some((t, chrono::TimeDelta::zero())),
+            "{text}"
+        );
+    }
+    let fifth = ts(2026, 2, 5, 10, 4, 0);
+    assert_eq!(parse_timestamp("Thu Feb  5 10:04:00 UTC 2026"), Some(fifth));
+    for text in [
+        "Wed Feb 25 11:04:00 CET 2026",
+        "Wed Feb 25 02:04:00 PST 2026",
+        "Thu Feb 25 10:04:00 UTC 2026",
+    ] {
+        assert_eq!(parse_timestamp(text), None, "{text}");
+    }
+}
+
 #[test]
 fn timestamps() {
     let t = ts(2026, 2, 25, 10, 4, 0);
