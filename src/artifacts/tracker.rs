@@ -617,10 +617,14 @@ fn one_timestamp(s: &str) -> Option<(DateTime<Utc>, chrono::TimeDelta)> {
     // or `TZ` unset on a server), and C's `asctime` and Python's `ctime()` without a zone
     // (`Wed Feb 25 10:00:00 2026`). The weekday must be the date's. In another zone
     // (`… CET 2026`) it is not read (the zone check above).
+    // glibc's `en_US` and `en_GB` forms of the same (`Wed Feb 25 10:00:00 AM UTC 2026`,
+    // `Wed 25 Feb 10:00:00 UTC 2026`).
     for f in [
         "%a %b %e %H:%M:%S UTC %Y",
         "%a %b %e %H:%M:%S GMT %Y",
         "%a %b %e %H:%M:%S %Y",
+        "%a %b %e %I:%M:%S %p UTC %Y",
+        "%a %e %b %H:%M:%S UTC %Y",
     ] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
             return Some((t.and_utc(), chrono::TimeDelta::zero()));

@@ -552,6 +552,8 @@ fn times_as_date_writes_them() {
         "Wed, 25 Feb 2026 12:04:00 +0200",
         "Wed Feb 25 10:04:00 2026",
         "`Wed Feb 25 10:04:00 UTC 2026`",
+        "Wed Feb 25 10:04:00 AM UTC 2026",
+        "Wed 25 Feb 10:04:00 UTC 2026",
     ] {
         assert_eq!(
             parse_timestamp_span(text),
@@ -561,6 +563,10 @@ fn times_as_date_writes_them() {
     }
     let fifth = ts(2026, 2, 5, 10, 4, 0);
     assert_eq!(parse_timestamp("Thu Feb  5 10:04:00 UTC 2026"), Some(fifth));
+    assert_eq!(
+        parse_timestamp("Wed Feb 25 10:04:00 PM UTC 2026"),
+        Some(ts(2026, 2, 25, 22, 4, 0))
+    );
     for text in [
         "Wed Feb 25 11:04:00 CET 2026",
         "Wed Feb 25 02:04:00 PST 2026",
