@@ -104,77 +104,23 @@ fn simplify(
         times: model::TimeStyle::IsoZ,
         nan_metric: false,
     };
-    let mut tries: Vec<Style> = Vec::new();
-    if style.spawned != plain.spawned {
-        tries.push(Style {
-            spawned: plain.spawned,
-            ..style.clone()
-        });
-    }
-    if style.verdict != plain.verdict {
-        tries.push(Style {
-            verdict: plain.verdict,
-            ..style.clone()
-        });
-    }
-    if style.gates_array {
-        tries.push(Style {
-            gates_array: false,
-            ..style.clone()
-        });
-    }
-    if style.example_fence {
-        tries.push(Style {
-            example_fence: false,
-            ..style.clone()
-        });
-    }
-    if style.linked_shots {
-        tries.push(Style {
-            linked_shots: false,
-            ..style.clone()
-        });
-    }
-    if style.times != plain.times {
-        tries.push(Style {
-            times: plain.times,
-            ..style.clone()
-        });
-    }
-    if style.nan_metric {
-        tries.push(Style {
-            nan_metric: false,
-            ..style.clone()
-        });
-    }
-    for t in tries {
+    // Each field set back to the plain style's, one at a time, on the style as it stands.
+    let resets: [fn(&mut Style, &Style); 7] = [
+        |s, p| s.spawned = p.spawned,
+        |s, p| s.verdict = p.verdict,
+        |s, p| s.gates_array = p.gates_array,
+        |s, p| s.example_fence = p.example_fence,
+        |s, p| s.linked_shots = p.linked_shots,
+        |s, p| s.times = p.times,
+        |s, p| s.nan_metric = p.nan_metric,
+    ];
+    for reset in resets {
         if runs >= budget {
             break;
         }
-        // Each field on its own, applied to the current style.
         let mut cand = style.clone();
-        if t.spawned != style.spawned {
-            cand.spawned = t.spawned;
-        }
-        if t.verdict != style.verdict {
-            cand.verdict = t.verdict;
-        }
-        if t.gates_array != style.gates_array {
-            cand.gates_array = t.gates_array;
-        }
-        if t.example_fence != style.example_fence {
-            cand.example_fence = t.example_fence;
-        }
-        if t.linked_shots != style.linked_shots {
-            cand.linked_shots = t.linked_shots;
-        }
-        if t.times != style.times {
-            cand.times = t.times;
-        }
-        if t.nan_metric != style.nan_metric {
-            cand.nan_metric = t.nan_metric;
-        }
-        if still(&cand, &steps, &mut runs) {
+        reset(&mut cand, &plain);
+        if cand != style && still(&cand, &steps, &mut runs) {
             style = cand;
         }
     }
