@@ -222,14 +222,15 @@ impl Workspace {
     /// The baseline's files (and links) whose file name is `file_name`, by path; none without
     /// a baseline.
     pub fn baseline_paths_named(&self, file_name: &str) -> Vec<String> {
+        self.baseline_paths_where(|p| p.rsplit('/').next() == Some(file_name))
+    }
+
+    /// The baseline's files (and links) whose path `keep` keeps; none without a baseline.
+    pub fn baseline_paths_where(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
         let Some(base) = &self.base else {
             return Vec::new();
         };
-        base.entries
-            .keys()
-            .filter(|p| p.rsplit('/').next() == Some(file_name))
-            .cloned()
-            .collect()
+        base.entries.keys().filter(|p| keep(p)).cloned().collect()
     }
 
     /// [`adopt`](Self::adopt) of a comparison made now, in one merge.

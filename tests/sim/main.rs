@@ -435,6 +435,13 @@ fn shadow_package_extension_vetoed() {
     reproduce(false, &[Act::ShadowPkgSo, Act::Judge]);
 }
 
+/// `app/os.py` beside the protected `app/orchestrator.py`, which does `import os`: run from its
+/// folder, the orchestrator loads the worker's `os`. Vetoed, in the model and the referee alike.
+#[test]
+fn import_shadow_vetoed() {
+    reproduce(false, &[Act::ShadowImport, Act::Judge]);
+}
+
 /// Class `guard_diff_spans_workspace` (fixed): two tasks pending at once, each with a broken
 /// file of its own, are REJECTed. The kept diff of each attempt (what the loop guards compare)
 /// used to be the whole workspace's, so the second was "identical" to the first's rejected one

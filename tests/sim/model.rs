@@ -144,6 +144,56 @@ pub fn shadows(protected_py: &str, path: &str) -> bool {
     false
 }
 
+/// Whether the new path `path` takes the place of a module that a protected Python file
+/// imports: CPython runs the file with its folder first on the path (`python app/x.py`), or the
+/// root first (`python -m`), so `DIR/NAME.py`, `DIR/NAME/__init__.py` or an extension module
+/// `DIR/NAME….so` is what `import NAME` finds there, when the start has no module NAME in DIR.
+/// The imports are read from the file's text line by line (`import a, b`, `from a import x`).
+pub fn import_shadow(protected: &[(&String, &Node)], start: &Snapshot, path: &str) -> bool {
+    // (folder, module) of a path, or none.
+    let place = |p: &str| -> Option<(String, String)> {
+        let (dir, file) = p.rsplit_once('/').unwrap_or(("", p));
+        let (dir, name) = match file.strip_prefix("__init__.") {
+            Some(_) => dir.rsplit_once('/').unwrap_or(("", dir)),
+            None => (dir, file.split('.').next().unwrap_or(file)),
+        };
+        let module = file.ends_with(".py") || file.ends_with(".so");
+        (module && !name.is_empty() && name != "__init__").then(|| (dir.into(), name.into()))
+    };
+    let Some((dir, name)) = place(path) else {
+        return false;
+    };
+    if start
+        .nodes
+        .keys()
+        .any(|q| place(q) == Some((dir.clone(), name.clone())))
+    {
+        return false;
+    }
+    protected.iter().any(|(pp, node)| {
+        let pdir = pp.rsplit_once('/').map_or("", |(d, _)| d);
+        let text = node
+            .bytes()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let imports = text.lines().any(|l| {
+            let l = l.trim();
+            let names: Vec<&str> = if let Some(rest) = l.strip_prefix("import ") {
+                rest.split(',').collect()
+            } else if let Some(rest) = l.strip_prefix("from ") {
+                rest.split_whitespace().take(1).collect()
+            } else {
+                Vec::new()
+            };
+            names.iter().any(|n| {
+                let first = n.split_whitespace().next().unwrap_or("");
+                first.split('.').next() == Some(name.as_str())
+            })
+        });
+        pp.ends_with(".py") && (dir.is_empty() || dir == pdir) && imports
+    })
+}
+
 /// Three answers where the contract leaves room.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tri {
@@ -202,6 +252,12 @@ pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<Strin
                     .any(|(pp, _)| pp.ends_with(".py") && shadows(pp, p))
                 {
                     why.push(format!("{p}: shadows a protected module"));
+                    continue;
+                }
+                if !is_prot && import_shadow(&protected_files, start, p) {
+                    why.push(format!(
+                        "{p}: takes the place of a module a protected file imports"
+                    ));
                     continue;
                 }
                 if let Node::File { .. } = b {

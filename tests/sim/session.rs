@@ -136,6 +136,8 @@ pub enum Act {
     ShadowPkg,
     ShadowPyc,
     ShadowPkgSo,
+    /// `app/os.py` beside the protected `app/orchestrator.py`, which does `import os`.
+    ShadowImport,
     NewProtectedName,
     // ---- hostile: code planted where git or an agent runs it ----
     HookPlant,
@@ -404,6 +406,7 @@ pub fn vocabulary() -> Vec<Act> {
         ShadowPkg,
         ShadowPyc,
         ShadowPkgSo,
+        ShadowImport,
         NewProtectedName,
         HookPlant,
         HooksPath,
@@ -1471,6 +1474,7 @@ impl Session {
                 &world::png(11),
             ),
             ShadowPkgSo => write_file(&ws, "app/roles/__init__.abi3.so", &world::png(12)),
+            ShadowImport => write_file(&ws, "app/os.py", b"def getcwd():\n    return '/'\n"),
             NewProtectedName => write_file(
                 &ws,
                 "lib/safety_bypass.py",

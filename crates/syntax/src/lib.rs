@@ -112,6 +112,8 @@ mod pyencoding;
 #[cfg(feature = "python")]
 mod pygrammar;
 #[cfg(feature = "python")]
+mod pyimports;
+#[cfg(feature = "python")]
 mod python;
 #[cfg(feature = "rust")]
 mod rust;
@@ -141,6 +143,8 @@ mod tests_rust;
 
 pub use command::OUTPUT_LIMIT;
 pub use error::RefusedProgram;
+#[cfg(feature = "python")]
+pub use pyimports::python_imports;
 
 /// The longest a single tree-sitter parse may take before the check gives up (inconclusive).
 /// Wall time, so generous: a 4.7 MB Python file (near CC-06's 5 MB cap) takes ~3 s of CPU in a

@@ -367,3 +367,19 @@ fn bytes_at_random_never_panic() {
         let _ = py(&text);
     }
 }
+
+#[test]
+fn the_modules_a_file_imports_by_absolute_name() {
+    let src = b"import os, json as j\nimport xml.etree.ElementTree\nfrom roles import ADMIN\nfrom . import sibling\nfrom .pkg import x\n\ndef f():\n    try:\n        import local_settings\n    except ImportError:\n        pass\n    from yaml.loader import SafeLoader\n";
+    let names = crate::python_imports(src).expect("read");
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        ["json", "local_settings", "os", "roles", "xml", "yaml"]
+    );
+    assert_eq!(
+        crate::python_imports(b"x = 1\n").expect("read").len(),
+        0,
+        "no import"
+    );
+}

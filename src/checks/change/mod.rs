@@ -12,6 +12,7 @@ use crate::workspace::record::{Record, Task};
 use crate::workspace::{name, Change, Content, Digest, Side, Workspace};
 
 mod content;
+mod imports;
 
 pub(super) use content::{added, added_in_context, parses, size_limit};
 
@@ -307,6 +308,12 @@ pub enum Happened {
     Shadowed {
         of: String,
     },
+    /// Added where a protected Python file's import of `module` finds it first (its folder,
+    /// or the root): `by` is that file.
+    Imported {
+        module: String,
+        by: String,
+    },
     /// Present where the baseline's ignore rules hide it (not a change to git; protected
     /// globs see it).
     Hidden,
@@ -343,6 +350,10 @@ impl Happened {
             Happened::Retyped { change } => format!("modified, type: {change}"),
             Happened::Mode { change } => format!("modified, mode: {change}"),
             Happened::Shadowed { of } => format!("added, shadows `{of}`"),
+            Happened::Imported { module, by } => format!(
+                "added, takes the place of `{module}`, which `{}` imports",
+                name::display(by)
+            ),
             Happened::Hidden => "added, hidden by an ignore rule".into(),
             Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
             Happened::SinceStart { what } | Happened::Bytecode { what } => what.clone(),
@@ -413,6 +424,9 @@ pub fn protected_paths(
                 out.insert(p.clone(), happened);
             }
         }
+    }
+    for (p, module, by) in imports::shadows(ws, &protected) {
+        out.entry(p).or_insert(Happened::Imported { module, by });
     }
     // What no baseline holds (`.git/`, `.tasks/`, `.referee/`, ignored paths): against its
     // state when the referee started, when a state directory keeps it; else an ignored

@@ -460,3 +460,81 @@ honest!(
     },
     JS_PROTECT
 );
+
+// ---- a module the protected code imports, taken over ------------------------------------------
+
+/// A repository whose protected module imports `json` (the standard library's) and `util` (the
+/// project's own, beside it).
+fn imports_json() -> Repo {
+    Repo::with(&[
+        (
+            PROTECTED,
+            b"import json\nimport util\n\n\ndef run():\n    return json.dumps(util.ROLES)\n",
+        ),
+        ("src/util.py", b"ROLES = ['worker']\n"),
+    ])
+}
+
+vetoed!(
+    /// `src/json.py` beside an orchestrator that does `import json`: run as a script (its
+    /// folder first on the path), the orchestrator loads the worker's `json`, not a byte of it
+    /// changed. Listed in the record, it is no less a protected change.
+    a_module_beside_the_protected_file_under_a_name_it_imports_is_vetoed,
+    imports_json,
+    |r| {
+        edit_app(r);
+        r.write("src/json.py", "def dumps(x):\n    return 'admin'\n");
+        r.record("t1", &["src/json.py"], &[APP], &[]);
+    },
+    "src/json.py"
+);
+
+vetoed!(
+    /// The same as a package at the root, where `python -m` puts the path's first folder.
+    a_package_at_the_root_under_a_name_the_protected_file_imports_is_vetoed,
+    imports_json,
+    |r| {
+        edit_app(r);
+        r.write("json/__init__.py", "def dumps(x):\n    return 'admin'\n");
+        r.record("t1", &["json/__init__.py"], &[APP], &[]);
+    },
+    "json/__init__.py"
+);
+
+honest!(
+    /// The project's own module the orchestrator imports (`src/util.py`) is changed like any
+    /// other file; new modules under names it does not import, beside it and at the root, are
+    /// no shadow.
+    modules_the_protected_file_does_not_import_are_ordinary_changes,
+    imports_json,
+    |r| {
+        edit_app(r);
+        r.write("src/util.py", "ROLES = ['worker', 'reviewer']\n");
+        r.write("src/helpers.py", "def helper():\n    return 1\n");
+        r.write("conftest.py", "import pytest\n");
+        r.record(
+            "t1",
+            &["src/helpers.py", "conftest.py"],
+            &[APP, "src/util.py"],
+            &[],
+        );
+    }
+);
+
+/// CPython agrees: with the orchestrator's folder first on the path, `import json` finds the
+/// worker's `src/json.py`, and with the root first, `json/__init__.py`.
+#[test]
+fn cpython_loads_the_module_put_beside_the_protected_file() {
+    let r = imports_json();
+    r.write("src/json.py", "X = 1\n");
+    r.write("json/__init__.py", "X = 1\n");
+    let Some(beside) = cpython_loads(&r.ws, "src", "json") else {
+        eprintln!("note: python3 is not installed: the loader's own answer is not checked");
+        return;
+    };
+    assert_eq!(beside, "src/json.py");
+    assert_eq!(
+        cpython_loads(&r.ws, "", "json").as_deref(),
+        Some("json/__init__.py")
+    );
+}
