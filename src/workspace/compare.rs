@@ -233,6 +233,20 @@ impl Workspace {
         base.entries.keys().filter(|p| keep(p)).cloned().collect()
     }
 
+    /// [`Workspace::baseline_paths_where`], picked once per `key` (which must name what `keep`
+    /// keeps) for this workspace, whose baseline never changes: a judgment that asks the same
+    /// of the whole baseline in each check pays for it once.
+    pub fn baseline_paths_once(&self, key: &str, keep: impl Fn(&str) -> bool) -> Arc<Vec<String>> {
+        if let Some(p) = self.picked.borrow().get(key) {
+            return Arc::clone(p);
+        }
+        let p = Arc::new(self.baseline_paths_where(keep));
+        self.picked
+            .borrow_mut()
+            .insert(key.to_string(), Arc::clone(&p));
+        p
+    }
+
     /// [`adopt`](Self::adopt) of a comparison made now, in one merge.
     pub(super) fn compare(&mut self, base: &Arc<Baseline>, tree: Entries<'_>) {
         let c = Compared::full(base, tree);

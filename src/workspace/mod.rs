@@ -205,6 +205,8 @@ pub struct Workspace {
     /// lasts, past it only the first read's hash (see [`Held`]).
     base_cache: RefCell<HashMap<String, Held>>,
     cur_cache: RefCell<HashMap<String, Held>>,
+    /// What [`Workspace::baseline_paths_once`] picked, by the asker's key.
+    picked: RefCell<HashMap<String, Arc<Vec<String>>>>,
     /// The bytes of file contents this judgment may hold ([`Workspace::hold_budget`]).
     budget: u64,
     /// The bytes of file contents held now (both sides).
@@ -451,6 +453,7 @@ impl Workspace {
             raw_records,
             base_cache: RefCell::new(HashMap::new()),
             cur_cache: RefCell::new(HashMap::new()),
+            picked: RefCell::new(HashMap::new()),
             budget: hold_budget(cap),
             held: std::cell::Cell::new(0),
             content_limit: RefCell::new(None),

@@ -58,11 +58,13 @@ fn imports_of(key: &str, bytes: &[u8]) -> Option<Arc<BTreeSet<String>>> {
     Some(names)
 }
 
-/// Each added path that takes the place of a module a protected Python file (`protected`)
-/// imports, with the module's name and that file: `(path, module, importer)`.
+/// Each added path that takes the place of a module a protected Python file (`protected`,
+/// whose globs `globs_key` names) imports, with the module's name and that file: `(path,
+/// module, importer)`.
 pub(super) fn shadows(
     ws: &Workspace,
     protected: &dyn Fn(&str) -> bool,
+    globs_key: &str,
 ) -> Vec<(String, String, String)> {
     let Some(changes) = ws.changes() else {
         return Vec::new();
@@ -81,10 +83,13 @@ pub(super) fn shadows(
         let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
         dirs.contains("") || dirs.contains(dir)
     };
-    let sources: Vec<(String, Arc<BTreeSet<String>>)> = ws
-        .baseline_paths_where(|p| p.ends_with(".py") && runs_from(p) && protected(p))
-        .into_iter()
-        .filter_map(|p| match ws.base(&p) {
+    let protected_py = ws.baseline_paths_once(&format!("protected .py\n{globs_key}"), |p| {
+        p.ends_with(".py") && protected(p)
+    });
+    let sources: Vec<(&String, Arc<BTreeSet<String>>)> = protected_py
+        .iter()
+        .filter(|p| runs_from(p))
+        .filter_map(|p| match ws.base(p) {
             Content::Bytes(d) => imports_of(&d.sha256, &d.bytes).map(|names| (p, names)),
             _ => None,
         })
@@ -93,14 +98,14 @@ pub(super) fn shadows(
         return Vec::new();
     }
     // The modules the baseline has in those folders: (folder, module).
-    let own: BTreeSet<(String, String)> = ws
-        .baseline_paths_where(|p| module_place(p).is_some_and(|(d, _)| dirs.contains(d)))
+    let modules = ws.baseline_paths_once("python modules", |p| module_place(p).is_some());
+    let own: BTreeSet<(&str, &str)> = modules
         .iter()
-        .filter_map(|p| module_place(p).map(|(d, m)| (d.to_string(), m.to_string())))
+        .filter_map(|p| module_place(p).filter(|(d, _)| dirs.contains(d)))
         .collect();
     let mut out = Vec::new();
     for (p, dir, module) in added {
-        if own.contains(&(dir.to_string(), module.to_string())) {
+        if own.contains(&(dir, module)) {
             continue;
         }
         let by = sources.iter().find(|(src, names)| {
@@ -108,7 +113,7 @@ pub(super) fn shadows(
             (dir.is_empty() || dir == src_dir) && names.contains(module)
         });
         if let Some((src, _)) = by {
-            out.push((p.clone(), module.to_string(), src.clone()));
+            out.push((p.clone(), module.to_string(), (*src).clone()));
         }
     }
     out

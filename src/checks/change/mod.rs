@@ -425,7 +425,8 @@ pub fn protected_paths(
             }
         }
     }
-    for (p, module, by) in imports::shadows(ws, &protected) {
+    let globs_key: Vec<&str> = plain.iter().map(Glob::as_str).collect();
+    for (p, module, by) in imports::shadows(ws, &protected, &globs_key.join("\n")) {
         out.entry(p).or_insert(Happened::Imported { module, by });
     }
     // What no baseline holds (`.git/`, `.tasks/`, `.referee/`, ignored paths): against its
