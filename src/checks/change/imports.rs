@@ -134,9 +134,11 @@ mod tests {
             Some(("app", "_json"))
         );
         assert_eq!(module_place("app/yaml.abi3.so"), Some(("app", "yaml")));
+        // A package's own `__init__` is the package, from the folder above it.
+        assert_eq!(module_place("app/__init__.py"), Some(("", "app")));
         for p in [
             "app/README.md",
-            "app/__init__.py",
+            "__init__.py",
             "app/my-mod.py",
             "app/1st.py",
             "app/json.txt",
