@@ -2,10 +2,8 @@
 //! file placed on the import path under one of those names would stand in for.
 
 use std::collections::BTreeSet;
-use std::ops::ControlFlow;
-use std::time::Instant;
 
-use tree_sitter::{Node, ParseOptions, ParseState, Parser};
+use tree_sitter::Node;
 
 /// The first component of every module `bytes` imports by absolute name (`import a.b`,
 /// `import a as x`, `from a.b import c`; anywhere in the file, inside functions and `try`
@@ -14,25 +12,8 @@ use tree_sitter::{Node, ParseOptions, ParseState, Parser};
 pub fn python_imports(bytes: &[u8]) -> Option<BTreeSet<String>> {
     let text = super::pyencoding::decode(bytes, "python").ok()?;
     let text = text.as_bytes();
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .ok()?;
-    let started = Instant::now();
-    let mut out_of_time = |_: &ParseState| {
-        if started.elapsed() > super::PARSE_BUDGET {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    };
-    let options = ParseOptions::new().progress_callback(&mut out_of_time);
-    let len = text.len();
-    let tree = parser.parse_with_options(
-        &mut |i, _| if i < len { &text[i..] } else { &[] },
-        None,
-        Some(options),
-    )?;
+    let language = tree_sitter_python::LANGUAGE.into();
+    let tree = super::source::tree_within(&language, text, super::PARSE_BUDGET).ok()?;
     let mut names = BTreeSet::new();
     // An iterative walk: nesting costs no stack.
     let mut cursor = tree.walk();

@@ -122,6 +122,41 @@ fn python(language: &Language, how: String, bytes: &[u8], budget: Duration) -> O
     }
 }
 
+/// Why [`tree_within`] gave no tree.
+pub(super) enum Unparsed {
+    /// The grammar does not load (its ABI is not this tree-sitter's).
+    Grammar(tree_sitter::LanguageError),
+    /// The parse was cancelled after its budget.
+    OutOfTime,
+}
+
+/// `text` parsed with `language`, cancelled after `budget` of wall time.
+pub(super) fn tree_within(
+    language: &Language,
+    text: &[u8],
+    budget: Duration,
+) -> Result<tree_sitter::Tree, Unparsed> {
+    let mut parser = Parser::new();
+    parser.set_language(language).map_err(Unparsed::Grammar)?;
+    let started = Instant::now();
+    let mut out_of_time = |_: &ParseState| {
+        if started.elapsed() > budget {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let options = ParseOptions::new().progress_callback(&mut out_of_time);
+    let len = text.len();
+    parser
+        .parse_with_options(
+            &mut |i, _| if i < len { &text[i..] } else { &[] },
+            None,
+            Some(options),
+        )
+        .ok_or(Unparsed::OutOfTime)
+}
+
 /// Parses `parsed` (`text`, or for Python the same bytes with its logical lines joined) and
 /// reports positions in `text`.
 fn tree_sitter(
@@ -132,34 +167,21 @@ fn tree_sitter(
     parsed: &[u8],
     budget: Duration,
 ) -> Outcome {
-    let mut parser = Parser::new();
-    if let Err(e) = parser.set_language(language) {
-        return Outcome::Inconclusive {
-            why: format!("the {how} grammar does not load: {e}"),
-        };
-    }
-    let started = Instant::now();
-    let mut out_of_time = |_: &ParseState| {
-        if started.elapsed() > budget {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
+    let tree = match tree_within(language, parsed, budget) {
+        Ok(tree) => tree,
+        Err(Unparsed::Grammar(e)) => {
+            return Outcome::Inconclusive {
+                why: format!("the {how} grammar does not load: {e}"),
+            }
         }
-    };
-    let options = ParseOptions::new().progress_callback(&mut out_of_time);
-    let len = parsed.len();
-    let tree = parser.parse_with_options(
-        &mut |i, _| if i < len { &parsed[i..] } else { &[] },
-        None,
-        Some(options),
-    );
-    let Some(tree) = tree else {
-        return Outcome::Inconclusive {
-            why: format!(
-                "parsing with {how} took longer than {}: cancelled",
-                humantime::format_duration(budget)
-            ),
-        };
+        Err(Unparsed::OutOfTime) => {
+            return Outcome::Inconclusive {
+                why: format!(
+                    "parsing with {how} took longer than {}: cancelled",
+                    humantime::format_duration(budget)
+                ),
+            }
+        }
     };
     let root = tree.root_node();
     if !root.has_error() {
