@@ -298,9 +298,6 @@ pub struct Findings {
     pub changed: Vec<(String, Change, String)>,
     /// Paths whose state could not be had (path, why).
     pub undecided: Vec<(String, String)>,
-    /// Paths first pinned by this judgment (a fresh pin, or a glob the pin was not taken for):
-    /// no earlier state of theirs is known.
-    pub pinned_now: Vec<String>,
 }
 
 /// A pin as loaded, and where it is kept (none: pinned now, in memory).
@@ -456,7 +453,6 @@ pub(crate) fn judge(
             }
             if let Some(Some(s)) = state_of(p, &mut findings) {
                 kept.pin.paths.insert(p.clone(), s);
-                findings.pinned_now.push(p.clone());
             }
         }
         kept.pin.globs.extend(new_globs.into_iter().cloned());

@@ -385,12 +385,21 @@ fn open_classes_are_documented() {
 /// Runs a fixed list of steps and fails with the disagreement it finds.
 #[allow(dead_code, reason = "used by the regression tests of open classes")]
 fn reproduce(live: bool, acts: &[Act]) {
-    let plan = Plan {
-        seed: 0,
-        setup: Setup {
+    reproduce_in(
+        Setup {
             live,
             submodule: false,
+            built: false,
         },
+        acts,
+    );
+}
+
+/// [`reproduce`] in the setup `setup`.
+fn reproduce_in(setup: Setup, acts: &[Act]) {
+    let plan = Plan {
+        seed: 0,
+        setup,
         acts: acts.to_vec(),
     };
     let o = run_plan(&plan, Caps::detect());
@@ -440,6 +449,55 @@ fn shadow_package_extension_vetoed() {
 #[test]
 fn import_shadow_vetoed() {
     reproduce(false, &[Act::ShadowImport, Act::Judge]);
+}
+
+/// `app/os.abi3.so` there instead, hidden by the `*.so` ignore rule: git shows nothing, CPython
+/// loads the extension first. Class `ignored_import_shadow_missed` (fixed): it raised no STOP.
+#[test]
+fn ignored_import_shadow_vetoed() {
+    reproduce(false, &[Act::ShadowImportSo, Act::Judge]);
+    reproduce(true, &[Act::ShadowImportSo, Act::Judge]);
+}
+
+/// An ignored shadow, judged, then another attempt: vetoed at both judgments. (Planted before
+/// the referee's first look, the first judgment used to pin it as the start's, and from the
+/// next attempt on it stood unjudged: the integration test
+/// `a_shadow_there_at_the_first_look_is_vetoed_at_every_attempt`.)
+#[test]
+fn an_ignored_shadow_stays_vetoed_at_the_next_attempt() {
+    for shadow in [Act::ShadowSo, Act::ShadowImportSo] {
+        let acts = [
+            shadow,
+            Act::Write(0, 3),
+            Act::Record(0),
+            Act::Judge,
+            Act::Write(0, 4),
+            Act::Record(0),
+            Act::Judge,
+        ];
+        reproduce(false, &acts);
+    }
+}
+
+/// The build's output there when the referee starts, then `rm -rf build dist` and a task.
+/// Class `clean_build_vetoed` (fixed): the unchanged copy of the protected module in `build/`
+/// was "removed since start", a veto that stopped honest work.
+#[test]
+fn cleaning_the_build_is_approved() {
+    let acts = [
+        Act::CleanBuild,
+        Act::Write(0, 3),
+        Act::Record(0),
+        Act::Judge,
+    ];
+    for live in [false, true] {
+        let setup = Setup {
+            live,
+            submodule: false,
+            built: true,
+        };
+        reproduce_in(setup, &acts);
+    }
 }
 
 /// Class `guard_diff_spans_workspace` (fixed): two tasks pending at once, each with a broken

@@ -93,7 +93,8 @@ pub fn protected_set() -> GlobSet {
 }
 
 /// What the baseline's `.gitignore` says (the simulator commits exactly these rules:
-/// `build/`, `dist/`, `__pycache__/`, `node_modules/`, `*.log`), and what git ignores besides:
+/// `build/`, `dist/`, `__pycache__/`, `node_modules/`, `*.log`, `*.so`), and what git ignores
+/// besides:
 /// the tools' caches `.pytest_cache/` and `.ruff_cache/`, which the simulator only ever writes
 /// with a `.gitignore` of `*` inside (`ToolCache`), as pytest and ruff do.
 pub fn ignored(path: &str) -> bool {
@@ -101,7 +102,9 @@ pub fn ignored(path: &str) -> bool {
     let dirs = &parts[..parts.len() - 1];
     dirs.iter()
         .any(|d| matches!(*d, "build" | "dist" | "__pycache__" | "node_modules"))
-        || parts.last().is_some_and(|n| n.ends_with(".log"))
+        || parts
+            .last()
+            .is_some_and(|n| n.ends_with(".log") || n.ends_with(".so"))
         || (parts.len() > 1 && matches!(parts[0], ".pytest_cache" | ".ruff_cache"))
 }
 
@@ -147,8 +150,10 @@ pub fn shadows(protected_py: &str, path: &str) -> bool {
 /// Whether the new path `path` takes the place of a module that a protected Python file
 /// imports: CPython runs the file with its folder first on the path (`python app/x.py`), or the
 /// root first (`python -m`), so `DIR/NAME.py`, `DIR/NAME/__init__.py` or an extension module
-/// `DIR/NAME….so` is what `import NAME` finds there, when the start has no module NAME in DIR.
-/// The imports are read from the file's text line by line (`import a, b`, `from a import x`).
+/// `DIR/NAME….so` is what `import NAME` finds there, when the start has no module NAME in DIR
+/// (nor, for an extension, its source `NAME.pyx`, `NAME.c`, … there: built in place, it is the
+/// project's own). Added or ignored alike. The imports are read from the file's text line by
+/// line (`import a, b`, `from a import x`).
 pub fn import_shadow(protected: &[(&String, &Node)], start: &Snapshot, path: &str) -> bool {
     // (folder, module) of a path, or none.
     let place = |p: &str| -> Option<(String, String)> {
@@ -166,7 +171,21 @@ pub fn import_shadow(protected: &[(&String, &Node)], start: &Snapshot, path: &st
     if start
         .nodes
         .keys()
-        .any(|q| place(q) == Some((dir.clone(), name.clone())))
+        .any(|q| !ignored(q) && place(q) == Some((dir.clone(), name.clone())))
+    {
+        return false;
+    }
+    let source_of = |ext: &str| {
+        if dir.is_empty() {
+            format!("{name}.{ext}")
+        } else {
+            format!("{dir}/{name}.{ext}")
+        }
+    };
+    if path.ends_with(".so")
+        && ["pyx", "c", "cc", "cpp", "cxx"]
+            .iter()
+            .any(|e| start.nodes.contains_key(&source_of(e)))
     {
         return false;
     }
@@ -206,11 +225,18 @@ pub enum Tri {
 pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<String>) {
     let mut why = Vec::new();
     let mut maybe = false;
+    // The baseline's protected files (not a copy of one in an ignored folder).
     let protected_files: Vec<(&String, &Node)> = start
         .nodes
         .iter()
-        .filter(|(p, n)| prot.is_match(p.as_str()) && matches!(n, Node::File { .. }))
+        .filter(|(p, n)| {
+            prot.is_match(p.as_str())
+                && matches!(n, Node::File { .. })
+                && !ignored(p)
+                && !outside_change(p)
+        })
         .collect();
+    let file_name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     // A hard link shares the inode of a protected file as it is now (inode numbers are
     // reused once a file is replaced by a rename, so never the start's numbers).
     let protected_inodes: BTreeSet<(u64, u64)> = protected_files
@@ -221,6 +247,32 @@ pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<Strin
     let all: BTreeSet<&String> = start.nodes.keys().chain(now.nodes.keys()).collect();
     for p in all {
         let (a, b) = (start.nodes.get(p), now.nodes.get(p));
+        let is_prot = prot.is_match(p.as_str());
+        // An ignored path in a protected module's place (a copy named as a protected file, a
+        // shadow, a module a protected file imports) is judged on what it is now, whatever
+        // was there at start: a veto unless an unchanged copy of its protected namesake. Gone,
+        // nothing runs in the protected code's place.
+        if ignored(p) {
+            let namesakes: Vec<&Node> = protected_files
+                .iter()
+                .filter(|(pp, _)| *pp != p && file_name(pp) == file_name(p))
+                .map(|(_, n)| *n)
+                .collect();
+            let copy = is_prot && !namesakes.is_empty();
+            let shadow = protected_files
+                .iter()
+                .any(|(pp, _)| pp.ends_with(".py") && shadows(pp, p));
+            let import = !is_prot && import_shadow(&protected_files, start, p);
+            if copy || shadow || import {
+                if let Some(b) = b {
+                    let unchanged = copy && namesakes.iter().any(|n| n.bytes() == b.bytes());
+                    if !unchanged {
+                        why.push(format!("{p}: in a protected module's place"));
+                    }
+                }
+                continue;
+            }
+        }
         if a == b {
             // Same bytes, type and mode; a path that became a hard link to a protected file
             // is caught below.
@@ -228,20 +280,7 @@ pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<Strin
                 continue;
             }
         }
-        let is_prot = prot.is_match(p.as_str());
         if is_prot {
-            // An unchanged copy of a protected file in an ignored folder (build output) is
-            // honest; any other difference of a protected path is a veto.
-            if a.is_none() && ignored(p) {
-                let copy = b.and_then(Node::bytes).is_some_and(|bytes| {
-                    protected_files
-                        .iter()
-                        .any(|(_, n)| n.bytes() == Some(bytes))
-                });
-                if copy {
-                    continue;
-                }
-            }
             why.push(format!("{p}: {}", what(a, b)));
             continue;
         }
@@ -1224,6 +1263,7 @@ mod tests {
         assert!(ignored("build/lib/app/orchestrator.py"));
         assert!(ignored("app/__pycache__/util.cpython-311.pyc"));
         assert!(ignored("x.log"));
+        assert!(ignored("app/os.abi3.so"));
         assert!(!ignored("app/build.py"));
         assert!(!ignored("build"));
     }

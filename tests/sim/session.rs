@@ -69,6 +69,9 @@ pub enum Act {
     FormatInPlace,
     TouchAll,
     BuildOutput,
+    /// `rm -rf build dist` (`make clean`): the build's output, copies of protected files in it,
+    /// gone.
+    CleanBuild,
     PyCache,
     /// pytest's and ruff's caches, each with its own `.gitignore` of `*` (written last).
     ToolCache,
@@ -138,6 +141,8 @@ pub enum Act {
     ShadowPkgSo,
     /// `app/os.py` beside the protected `app/orchestrator.py`, which does `import os`.
     ShadowImport,
+    /// `app/os.abi3.so` there: an extension module, hidden by the `*.so` ignore rule.
+    ShadowImportSo,
     NewProtectedName,
     // ---- hostile: code planted where git or an agent runs it ----
     HookPlant,
@@ -202,6 +207,7 @@ impl Act {
                 | FormatInPlace
                 | TouchAll
                 | BuildOutput
+                | CleanBuild
                 | PyCache
                 | ToolCache
                 | NodeModules
@@ -353,6 +359,7 @@ pub fn vocabulary() -> Vec<Act> {
         FormatInPlace,
         TouchAll,
         BuildOutput,
+        CleanBuild,
         PyCache,
         ToolCache,
         NodeModules,
@@ -407,6 +414,7 @@ pub fn vocabulary() -> Vec<Act> {
         ShadowPyc,
         ShadowPkgSo,
         ShadowImport,
+        ShadowImportSo,
         NewProtectedName,
         HookPlant,
         HooksPath,
@@ -441,6 +449,8 @@ pub fn vocabulary() -> Vec<Act> {
 pub struct Setup {
     pub live: bool,
     pub submodule: bool,
+    /// A build's output (`build/`, `dist/`) is there when the referee starts.
+    pub built: bool,
 }
 
 /// A whole session: its setup and its steps.
@@ -455,7 +465,7 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "seed {} ({}{}): ",
+            "seed {} ({}{}{}): ",
             self.seed,
             if self.setup.live {
                 "live + verify"
@@ -466,7 +476,8 @@ impl fmt::Display for Plan {
                 ", submodule"
             } else {
                 ""
-            }
+            },
+            if self.setup.built { ", built" } else { "" }
         )?;
         let names: Vec<String> = self.acts.iter().map(|a| format!("{a:?}")).collect();
         write!(f, "{}", names.join(", "))
@@ -485,6 +496,7 @@ pub fn generate(
     let setup = Setup {
         live: rng.f64() < live_share,
         submodule: rng.f64() < 0.15,
+        built: rng.f64() < 0.15,
     };
     let hostile = rng.bool();
     let vocab = vocabulary();
@@ -781,6 +793,9 @@ impl Session {
     /// Pins the start: the model's snapshot and the referee's (a live `watch`, or a first
     /// `verify --write` that creates the state directory).
     pub fn begin(&mut self) -> Result<(), Disagreement> {
+        if self.setup.built {
+            let _ = self.apply(Act::BuildOutput);
+        }
         self.start = self.w.snapshot();
         self.base = world::baseline_of(&self.start);
         let r = if self.setup.live {
@@ -1077,6 +1092,11 @@ impl Session {
                     }
                 }
                 write_file(&ws, "dist/demo-0.1.tar.gz", &world::png(7));
+            }
+            CleanBuild => {
+                for d in ["build", "dist"] {
+                    let _ = std::fs::remove_dir_all(ws.join(d));
+                }
             }
             PyCache => {
                 write_file(&ws, "app/__pycache__/util.cpython-312.pyc", &world::png(3));
@@ -1475,6 +1495,7 @@ impl Session {
             ),
             ShadowPkgSo => write_file(&ws, "app/roles/__init__.abi3.so", &world::png(12)),
             ShadowImport => write_file(&ws, "app/os.py", b"def getcwd():\n    return '/'\n"),
+            ShadowImportSo => write_file(&ws, "app/os.abi3.so", &world::png(13)),
             NewProtectedName => write_file(
                 &ws,
                 "lib/safety_bypass.py",

@@ -78,7 +78,7 @@ pub struct World {
     pub live_logs: u32,
 }
 
-const IGNORE: &str = "build/\ndist/\n__pycache__/\nnode_modules/\n*.log\n";
+const IGNORE: &str = "build/\ndist/\n__pycache__/\nnode_modules/\n*.log\n*.so\n";
 
 /// The project every session starts from: protected modules, files of every type an agent
 /// edits, a lock file and a binary asset.

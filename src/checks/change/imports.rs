@@ -4,7 +4,11 @@
 //! `app/json.abi3.so` beside an orchestrator that does `import json` changes what the
 //! protected code runs without a byte of it changing. Only a name the baseline has no module
 //! for in that folder: a module the baseline has there is the project's own, and changing it is
-//! an ordinary change.
+//! an ordinary change; so is an extension module built beside its source (`app/_speedups.pyx`
+//! or `.c` in the baseline, `app/_speedups.cpython-312-x86_64-linux-gnu.so` built in place).
+//!
+//! Added or hidden by an ignore rule alike (GitHub's Python `.gitignore` ignores `*.so`): what
+//! `import` finds is judged on what is there now, whatever was there when the referee started.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -58,9 +62,19 @@ fn imports_of(key: &str, bytes: &[u8]) -> Option<Arc<BTreeSet<String>>> {
     Some(names)
 }
 
-/// Each added path that takes the place of a module a protected Python file (`protected`,
-/// whose globs `globs_key` names) imports, with the module's name and that file: `(path,
-/// module, importer)`.
+/// The module an extension's source builds in place (`d/m.pyx`, `d/m.c`, `d/m.cpp`: `("d",
+/// "m")`), as setuptools and Cython name it; `None` for anything else.
+fn source_place(p: &str) -> Option<(&str, &str)> {
+    let (dir, file) = p.rsplit_once('/').unwrap_or(("", p));
+    let (stem, ext) = file.rsplit_once('.')?;
+    matches!(ext, "pyx" | "c" | "cc" | "cpp" | "cxx")
+        .then_some((dir, stem))
+        .filter(|(_, m)| !m.is_empty() && !m.contains('.'))
+}
+
+/// Each path added, or present and hidden by an ignore rule, that takes the place of a module
+/// a protected Python file (`protected`, whose globs `globs_key` names) imports, with the
+/// module's name and that file: `(path, module, importer)`.
 pub(super) fn shadows(
     ws: &Workspace,
     protected: &dyn Fn(&str) -> bool,
@@ -71,8 +85,11 @@ pub(super) fn shadows(
     };
     let added: Vec<(&String, &str, &str)> = changes
         .iter()
-        .filter(|(p, c)| **c == Change::Added && !protected(p))
-        .filter_map(|(p, _)| module_place(p).map(|(d, m)| (p, d, m)))
+        .filter(|(_, c)| **c == Change::Added)
+        .map(|(p, _)| p)
+        .chain(ws.ignored())
+        .filter(|p| !protected(p))
+        .filter_map(|p| module_place(p).map(|(d, m)| (p, d, m)))
         .collect();
     if added.is_empty() {
         return Vec::new();
@@ -97,15 +114,22 @@ pub(super) fn shadows(
     if sources.is_empty() {
         return Vec::new();
     }
-    // The modules the baseline has in those folders: (folder, module).
+    // The modules the baseline has in those folders, and the extensions it has the source of
+    // there: (folder, module).
     let modules = ws.baseline_paths_once("python modules", |p| module_place(p).is_some());
     let own: BTreeSet<(&str, &str)> = modules
         .iter()
         .filter_map(|p| module_place(p).filter(|(d, _)| dirs.contains(d)))
         .collect();
+    let extensions = ws.baseline_paths_once("extension sources", |p| source_place(p).is_some());
+    let built: BTreeSet<(&str, &str)> = extensions
+        .iter()
+        .filter_map(|p| source_place(p).filter(|(d, _)| dirs.contains(d)))
+        .collect();
     let mut out = Vec::new();
     for (p, dir, module) in added {
-        if own.contains(&(dir, module)) {
+        let extension = p.ends_with(".so") || p.ends_with(".pyd");
+        if own.contains(&(dir, module)) || (extension && built.contains(&(dir, module))) {
             continue;
         }
         let by = sources.iter().find(|(src, names)| {
@@ -121,7 +145,7 @@ pub(super) fn shadows(
 
 #[cfg(test)]
 mod tests {
-    use super::module_place;
+    use super::{module_place, source_place};
 
     #[test]
     fn the_module_a_path_is_loaded_as() {
@@ -144,6 +168,19 @@ mod tests {
             "app/json.txt",
         ] {
             assert_eq!(module_place(p), None, "{p}");
+        }
+    }
+
+    #[test]
+    fn the_module_an_extension_source_builds_in_place() {
+        assert_eq!(
+            source_place("app/_speedups.pyx"),
+            Some(("app", "_speedups"))
+        );
+        assert_eq!(source_place("_native.c"), Some(("", "_native")));
+        assert_eq!(source_place("app/fast.cpp"), Some(("app", "fast")));
+        for p in ["app/json.py", "app/x.h", "app/a.b.c", "app/.c", "README"] {
+            assert_eq!(source_place(p), None, "{p}");
         }
     }
 }

@@ -429,66 +429,50 @@ pub fn protected_paths(
     for (p, module, by) in imports::shadows(ws, &protected, &globs_key.join("\n")) {
         out.entry(p).or_insert(Happened::Imported { module, by });
     }
-    // What no baseline holds (`.git/`, `.tasks/`, `.referee/`, ignored paths): against its
-    // state when the referee started, when a state directory keeps it; else an ignored
-    // protected path is an addition.
+    // An ignored path an import may load in a protected module's place (a copy named as a
+    // protected baseline file, a shadow such as cached bytecode) is judged on what it is now,
+    // whenever it appeared: a veto unless it is an unchanged copy (what a build leaves) or its
+    // source's own bytecode. Pinned as it was at start, a shadow there when the referee first
+    // looked would stand unjudged from the next attempt on; gone, nothing runs in the protected
+    // code's place (`rm -rf build` is no change).
+    let ignored: BTreeSet<&String> = ws.ignored().iter().collect();
+    let in_place = |p: &str| {
+        !crate::workspace::surface::is_surface(p)
+            && (shadow_of(p).is_some()
+                || p.rsplit('/').next().is_some_and(|n| {
+                    ws.baseline_paths_named(n)
+                        .iter()
+                        .any(|q| q.as_str() != p && protected(q))
+                }))
+    };
+    for p in ignored.iter().filter(|p| protected(p) && in_place(p)) {
+        if unchanged_copy(ws, p, &protected) {
+            continue;
+        }
+        let happened = match shadow_of(p) {
+            Some(of) => Happened::Shadowed { of },
+            None => Happened::Hidden,
+        };
+        if let Some(happened) = judged(p, happened) {
+            out.insert((*p).clone(), happened);
+        }
+    }
+    // Other paths no baseline holds (`.git/`, `.tasks/`, `.referee/`, an ignored agent's
+    // settings): against their state when the referee started, when a state directory keeps
+    // it; else an ignored protected path is an addition.
     let srcs: Vec<String> = globs.iter().map(|(g, _)| g.as_str().to_string()).collect();
     match ws.outside_baseline(&srcs, &protected) {
         Some(found) => {
-            for (p, change, what) in found.changed {
-                if change == Change::Added && unchanged_copy(ws, &p, &protected) {
-                    continue;
-                }
-                let what = match shadow_of(&p) {
-                    Some(of) => format!("{what}, shadows `{of}`"),
-                    None => what,
-                };
+            for (p, _, what) in found.changed.into_iter().filter(|(p, ..)| !in_place(p)) {
                 if let Some(happened) = judged(&p, Happened::SinceStart { what }) {
                     out.insert(p, happened);
                 }
             }
-            // An ignored path first seen now that an import may load in a protected module's
-            // place (a copy named as a protected baseline file, a shadow such as cached
-            // bytecode) has no earlier state to be judged against: as with no state directory,
-            // it is an addition unless it is an unchanged copy (what a build leaves) or its
-            // source's own bytecode. Other ignored protected paths present at start are pinned
-            // as they are (an agent's local settings).
-            let ignored: BTreeSet<&String> = ws.ignored().iter().collect();
-            let copy_by_name = |p: &str| {
-                p.rsplit('/').next().is_some_and(|n| {
-                    ws.baseline_paths_named(n)
-                        .iter()
-                        .any(|q| q.as_str() != p && protected(q))
-                })
-            };
-            for p in found
-                .pinned_now
-                .iter()
-                .filter(|p| ignored.contains(p) && (copy_by_name(p) || shadow_of(p).is_some()))
-            {
-                if unchanged_copy(ws, p, &protected) {
-                    continue;
-                }
-                let happened = match shadow_of(p) {
-                    Some(of) => Happened::Shadowed { of },
-                    None => Happened::Hidden,
-                };
-                if let Some(happened) = judged(p, happened) {
-                    out.insert(p.clone(), happened);
-                }
-            }
         }
         None => {
-            for p in ws.ignored().iter().filter(|p| protected(p)) {
-                if unchanged_copy(ws, p, &protected) {
-                    continue;
-                }
-                let happened = match shadow_of(p) {
-                    Some(of) => Happened::Shadowed { of },
-                    None => Happened::Hidden,
-                };
-                if let Some(happened) = judged(p, happened) {
-                    out.insert(p.clone(), happened);
+            for p in ignored.iter().filter(|p| protected(p) && !in_place(p)) {
+                if let Some(happened) = judged(p, Happened::Hidden) {
+                    out.insert((*p).clone(), happened);
                 }
             }
         }

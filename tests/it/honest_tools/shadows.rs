@@ -521,6 +521,67 @@ honest!(
     }
 );
 
+/// [`imports_json`] with GitHub's Python `.gitignore` rule for C extensions (`*.so`), and the
+/// source of an extension it builds in place beside the orchestrator, which imports it.
+fn imports_json_ignoring_so() -> Repo {
+    Repo::with(&[
+        (
+            PROTECTED,
+            b"import json\nimport util\nimport _speedups\n\n\ndef run():\n    return json.dumps(util.ROLES)\n",
+        ),
+        ("src/util.py", b"ROLES = ['worker']\n"),
+        ("src/_speedups.pyx", b"def fast():\n    return 1\n"),
+        (".gitignore", b"build/\n__pycache__/\n*.so\n"),
+    ])
+}
+
+vetoed!(
+    /// `src/json.abi3.so` beside an orchestrator that does `import json`, hidden by the `*.so`
+    /// rule: git shows no change, and CPython loads it (an extension first) in `json`'s place.
+    an_ignored_extension_under_a_name_the_protected_file_imports_is_vetoed,
+    imports_json_ignoring_so,
+    |r| {
+        edit_app(r);
+        r.write("src/json.abi3.so", b"\x7fELF not really");
+        r.record("t1", &[], &[APP], &[]);
+    },
+    "src/json.abi3.so"
+);
+
+honest!(
+    /// `python setup.py build_ext --inplace`: the extension built beside its source
+    /// (`src/_speedups.pyx`) is the project's own module, hidden by `*.so` as it should be.
+    an_extension_built_in_place_from_its_source_is_the_projects_own,
+    imports_json_ignoring_so,
+    |r| {
+        edit_app(r);
+        r.write(
+            "src/_speedups.cpython-311-x86_64-linux-gnu.so",
+            b"\x7fELF not really",
+        );
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
+/// A shadow already there when the referee first looks is vetoed then, and at every attempt
+/// after while it stays: the start state is no excuse for code in the protected module's
+/// place (a pin that took it as it was let attempt 2 through).
+#[test]
+fn a_shadow_there_at_the_first_look_is_vetoed_at_every_attempt() {
+    for path in ["src/orchestrator.so", "src/json.abi3.so"] {
+        let r = imports_json_ignoring_so();
+        r.write(path, b"\x7fELF not really");
+        edit_app(&r);
+        r.record("t1", &[], &[APP], &[]);
+        let (code, doc) = r.verify(&[]);
+        assert_vetoed(&r, code, &doc, path);
+        r.write(APP, "def main():\n    return 3\n");
+        r.record_attempt("t1", 2, &[], &[APP], &[]);
+        let (code, doc) = r.verify(&[]);
+        assert_vetoed(&r, code, &doc, path);
+    }
+}
+
 /// CPython agrees: with the orchestrator's folder first on the path, `import json` finds the
 /// worker's `src/json.py`, and with the root first, `json/__init__.py`.
 #[test]

@@ -371,6 +371,27 @@ vetoed!(
     "build/lib/demo/orchestrator.py"
 );
 
+/// [`python_package`] with a build's output already there when the referee first looks.
+fn built_package() -> Repo {
+    let r = python_package();
+    python_build_output(&r);
+    r
+}
+
+honest!(
+    /// `rm -rf build dist` (`make clean`): the unchanged copy of the protected module in the
+    /// ignored `build/`, there when the referee started, is gone; nothing runs in the
+    /// protected code's place (it was "removed since start", a veto).
+    removing_the_build_output_is_no_change,
+    built_package,
+    |r| {
+        edit_app(r);
+        fs::remove_dir_all(r.path("build")).expect("rm build");
+        fs::remove_dir_all(r.path("dist")).expect("rm dist");
+        r.record("t1", &[], &[APP], &[]);
+    }
+);
+
 // ---- shell scripts: judged as bash runs them ------------------------------------------------
 
 /// How bash itself takes `script` when it runs it (the scripts here only `echo`): whether it
