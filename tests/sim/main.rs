@@ -390,6 +390,7 @@ fn reproduce(live: bool, acts: &[Act]) {
             live,
             submodule: false,
             built: false,
+            local: false,
         },
         acts,
     );
@@ -479,6 +480,32 @@ fn an_ignored_shadow_stays_vetoed_at_the_next_attempt() {
     }
 }
 
+/// The user's gitignored `local_settings.py`, which the orchestrator imports, there when the
+/// referee starts: the project's, no shadow (an honest task beside it is APPROVEd); written
+/// after the start, by the worker, it is a veto.
+#[test]
+fn local_settings_there_at_the_start_are_the_users() {
+    let setup = |live| Setup {
+        live,
+        submodule: false,
+        built: false,
+        local: true,
+    };
+    for live in [false, true] {
+        reproduce_in(setup(live), &[Act::Write(0, 3), Act::Record(0), Act::Judge]);
+        reproduce_in(
+            setup(live),
+            &[
+                Act::Write(0, 3),
+                Act::LocalSettings,
+                Act::Record(0),
+                Act::Judge,
+            ],
+        );
+    }
+    reproduce(false, &[Act::LocalSettings, Act::Judge]);
+}
+
 /// The build's output there when the referee starts, then `rm -rf build dist` and a task.
 /// Class `clean_build_vetoed` (fixed): the unchanged copy of the protected module in `build/`
 /// was "removed since start", a veto that stopped honest work.
@@ -495,6 +522,7 @@ fn cleaning_the_build_is_approved() {
             live,
             submodule: false,
             built: true,
+            local: false,
         };
         reproduce_in(setup, &acts);
     }

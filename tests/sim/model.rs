@@ -93,8 +93,8 @@ pub fn protected_set() -> GlobSet {
 }
 
 /// What the baseline's `.gitignore` says (the simulator commits exactly these rules:
-/// `build/`, `dist/`, `__pycache__/`, `node_modules/`, `*.log`, `*.so`), and what git ignores
-/// besides:
+/// `build/`, `dist/`, `__pycache__/`, `node_modules/`, `*.log`, `*.so`, `local_settings.py`),
+/// and what git ignores besides:
 /// the tools' caches `.pytest_cache/` and `.ruff_cache/`, which the simulator only ever writes
 /// with a `.gitignore` of `*` inside (`ToolCache`), as pytest and ruff do.
 pub fn ignored(path: &str) -> bool {
@@ -104,7 +104,7 @@ pub fn ignored(path: &str) -> bool {
         .any(|d| matches!(*d, "build" | "dist" | "__pycache__" | "node_modules"))
         || parts
             .last()
-            .is_some_and(|n| n.ends_with(".log") || n.ends_with(".so"))
+            .is_some_and(|n| n.ends_with(".log") || n.ends_with(".so") || *n == "local_settings.py")
         || (parts.len() > 1 && matches!(parts[0], ".pytest_cache" | ".ruff_cache"))
 }
 
@@ -152,8 +152,9 @@ pub fn shadows(protected_py: &str, path: &str) -> bool {
 /// root first (`python -m`), so `DIR/NAME.py`, `DIR/NAME/__init__.py` or an extension module
 /// `DIR/NAME….so` is what `import NAME` finds there, when the start has no module NAME in DIR
 /// (nor, for an extension, its source `NAME.pyx`, `NAME.c`, … there: built in place, it is the
-/// project's own). Added or ignored alike. The imports are read from the file's text line by
-/// line (`import a, b`, `from a import x`).
+/// project's own); at the root, only for a file whose folder has no module NAME. Added or
+/// ignored alike. The imports are read from the file's text line by line (`import a, b`, `from
+/// a import x`).
 pub fn import_shadow(protected: &[(&String, &Node)], start: &Snapshot, path: &str) -> bool {
     // (folder, module) of a path, or none.
     let place = |p: &str| -> Option<(String, String)> {
@@ -209,7 +210,14 @@ pub fn import_shadow(protected: &[(&String, &Node)], start: &Snapshot, path: &st
                 first.split('.').next() == Some(name.as_str())
             })
         });
-        pp.ends_with(".py") && (dir.is_empty() || dir == pdir) && imports
+        // At the root, only for a file whose own folder has no module of that name (one that
+        // has runs as a script, where the root is not on the path).
+        let pdir_has = start
+            .nodes
+            .keys()
+            .any(|q| !ignored(q) && place(q) == Some((pdir.to_string(), name.clone())));
+        let first = dir == pdir || (dir.is_empty() && !pdir_has);
+        pp.ends_with(".py") && first && imports
     })
 }
 
@@ -249,9 +257,10 @@ pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<Strin
         let (a, b) = (start.nodes.get(p), now.nodes.get(p));
         let is_prot = prot.is_match(p.as_str());
         // An ignored path in a protected module's place (a copy named as a protected file, a
-        // shadow, a module a protected file imports) is judged on what it is now, whatever
-        // was there at start: a veto unless an unchanged copy of its protected namesake. Gone,
-        // nothing runs in the protected code's place.
+        // shadow) is judged on what it is now, whatever was there at start: a veto unless an
+        // unchanged copy of its protected namesake. An ignored module a protected file imports
+        // (the user's `local_settings.py`) is judged against the start: a veto when it differs.
+        // Gone, either is nothing: nothing runs in the protected code's place.
         if ignored(p) {
             let namesakes: Vec<&Node> = protected_files
                 .iter()
@@ -262,13 +271,21 @@ pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<Strin
             let shadow = protected_files
                 .iter()
                 .any(|(pp, _)| pp.ends_with(".py") && shadows(pp, p));
-            let import = !is_prot && import_shadow(&protected_files, start, p);
-            if copy || shadow || import {
+            if copy || shadow {
                 if let Some(b) = b {
                     let unchanged = copy && namesakes.iter().any(|n| n.bytes() == b.bytes());
                     if !unchanged {
                         why.push(format!("{p}: in a protected module's place"));
                     }
+                }
+                continue;
+            }
+            if !is_prot && import_shadow(&protected_files, start, p) {
+                if b.is_some() && a != b {
+                    why.push(format!(
+                        "{p}: {} since the start, where a protected file's import finds it",
+                        what(a, b)
+                    ));
                 }
                 continue;
             }
@@ -1264,6 +1281,7 @@ mod tests {
         assert!(ignored("app/__pycache__/util.cpython-311.pyc"));
         assert!(ignored("x.log"));
         assert!(ignored("app/os.abi3.so"));
+        assert!(ignored("app/local_settings.py"));
         assert!(!ignored("app/build.py"));
         assert!(!ignored("build"));
     }

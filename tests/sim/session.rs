@@ -143,6 +143,9 @@ pub enum Act {
     ShadowImport,
     /// `app/os.abi3.so` there: an extension module, hidden by the `*.so` ignore rule.
     ShadowImportSo,
+    /// `app/local_settings.py` (gitignored, imported by the orchestrator in a `try`) written:
+    /// the user's, changed, or new.
+    LocalSettings,
     NewProtectedName,
     // ---- hostile: code planted where git or an agent runs it ----
     HookPlant,
@@ -415,6 +418,7 @@ pub fn vocabulary() -> Vec<Act> {
         ShadowPkgSo,
         ShadowImport,
         ShadowImportSo,
+        LocalSettings,
         NewProtectedName,
         HookPlant,
         HooksPath,
@@ -451,6 +455,9 @@ pub struct Setup {
     pub submodule: bool,
     /// A build's output (`build/`, `dist/`) is there when the referee starts.
     pub built: bool,
+    /// The user's gitignored `app/local_settings.py`, which the orchestrator imports, is there
+    /// when the referee starts.
+    pub local: bool,
 }
 
 /// A whole session: its setup and its steps.
@@ -465,7 +472,7 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "seed {} ({}{}{}): ",
+            "seed {} ({}{}{}{}): ",
             self.seed,
             if self.setup.live {
                 "live + verify"
@@ -477,7 +484,12 @@ impl fmt::Display for Plan {
             } else {
                 ""
             },
-            if self.setup.built { ", built" } else { "" }
+            if self.setup.built { ", built" } else { "" },
+            if self.setup.local {
+                ", local settings"
+            } else {
+                ""
+            }
         )?;
         let names: Vec<String> = self.acts.iter().map(|a| format!("{a:?}")).collect();
         write!(f, "{}", names.join(", "))
@@ -497,6 +509,7 @@ pub fn generate(
         live: rng.f64() < live_share,
         submodule: rng.f64() < 0.15,
         built: rng.f64() < 0.15,
+        local: rng.f64() < 0.2,
     };
     let hostile = rng.bool();
     let vocab = vocabulary();
@@ -795,6 +808,9 @@ impl Session {
     pub fn begin(&mut self) -> Result<(), Disagreement> {
         if self.setup.built {
             let _ = self.apply(Act::BuildOutput);
+        }
+        if self.setup.local {
+            write_file(&self.w.ws, "app/local_settings.py", b"DEBUG = True\n");
         }
         self.start = self.w.snapshot();
         self.base = world::baseline_of(&self.start);
@@ -1496,6 +1512,14 @@ impl Session {
             ShadowPkgSo => write_file(&ws, "app/roles/__init__.abi3.so", &world::png(12)),
             ShadowImport => write_file(&ws, "app/os.py", b"def getcwd():\n    return '/'\n"),
             ShadowImportSo => write_file(&ws, "app/os.abi3.so", &world::png(13)),
+            LocalSettings => {
+                let p = ws.join("app/local_settings.py");
+                if p.exists() {
+                    append(&p, b"ROLES = ['admin']\n");
+                } else {
+                    write_file(&ws, "app/local_settings.py", b"ROLES = ['admin']\n");
+                }
+            }
             NewProtectedName => write_file(
                 &ws,
                 "lib/safety_bypass.py",

@@ -78,7 +78,7 @@ pub struct World {
     pub live_logs: u32,
 }
 
-const IGNORE: &str = "build/\ndist/\n__pycache__/\nnode_modules/\n*.log\n*.so\n";
+const IGNORE: &str = "build/\ndist/\n__pycache__/\nnode_modules/\n*.log\n*.so\nlocal_settings.py\n";
 
 /// The project every session starts from: protected modules, files of every type an agent
 /// edits, a lock file and a binary asset.
@@ -88,7 +88,7 @@ pub fn project() -> Vec<(&'static str, Vec<u8>, bool)> {
         (".gitignore", t(IGNORE), false),
         (
             "app/orchestrator.py",
-            t("import os\n\n\ndef run():\n    return os.getcwd()\n"),
+            t("import os\n\ntry:\n    import local_settings\nexcept ImportError:\n    local_settings = None\n\n\ndef run():\n    return os.getcwd()\n"),
             false,
         ),
         ("app/roles.py", t("ROLES = ['worker', 'tester']\n"), false),

@@ -7,8 +7,12 @@
 //! an ordinary change; so is an extension module built beside its source (`app/_speedups.pyx`
 //! or `.c` in the baseline, `app/_speedups.cpython-312-x86_64-linux-gnu.so` built in place).
 //!
-//! Added or hidden by an ignore rule alike (GitHub's Python `.gitignore` ignores `*.so`): what
-//! `import` finds is judged on what is there now, whatever was there when the referee started.
+//! At the root, only a protected file whose own folder has no module of that name: `python -m`
+//! puts the root first, but a file whose `import util` finds its folder's `util.py` runs as a
+//! script, where the root is not on the path.
+//!
+//! Added or hidden by an ignore rule alike (GitHub's Python `.gitignore` ignores `*.so`); the
+//! caller measures a hidden one against its state when the referee started.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -114,12 +118,16 @@ pub(super) fn shadows(
     if sources.is_empty() {
         return Vec::new();
     }
-    // The modules the baseline has in those folders, and the extensions it has the source of
-    // there: (folder, module).
+    // The modules the baseline has in those folders and the protected files' own, and the
+    // extensions it has the source of there: (folder, module).
+    let src_dirs: BTreeSet<&str> = sources
+        .iter()
+        .map(|(src, _)| src.rsplit_once('/').map_or("", |(d, _)| d))
+        .collect();
     let modules = ws.baseline_paths_once("python modules", |p| module_place(p).is_some());
     let own: BTreeSet<(&str, &str)> = modules
         .iter()
-        .filter_map(|p| module_place(p).filter(|(d, _)| dirs.contains(d)))
+        .filter_map(|p| module_place(p).filter(|(d, _)| dirs.contains(d) || src_dirs.contains(d)))
         .collect();
     let extensions = ws.baseline_paths_once("extension sources", |p| source_place(p).is_some());
     let built: BTreeSet<(&str, &str)> = extensions
@@ -132,9 +140,13 @@ pub(super) fn shadows(
         if own.contains(&(dir, module)) || (extension && built.contains(&(dir, module))) {
             continue;
         }
+        // At the root, a module is found first only by `python -m` (the root first on the
+        // path): a file whose folder has a module of that name runs as a script (`-m` would
+        // not find that module), where its folder's module wins.
         let by = sources.iter().find(|(src, names)| {
             let src_dir = src.rsplit_once('/').map_or("", |(d, _)| d);
-            (dir.is_empty() || dir == src_dir) && names.contains(module)
+            let first = dir == src_dir || (dir.is_empty() && !own.contains(&(src_dir, module)));
+            first && names.contains(module)
         });
         if let Some((src, _)) = by {
             out.push((p.clone(), module.to_string(), (*src).clone()));

@@ -253,7 +253,8 @@ pub(super) fn unchanged(s: &TaskScope<'_>, u: &Unchanged) -> Outcome {
     let mut fails = Vec::new();
     let mut files = Vec::new();
     // A veto stands in the workspace, whoever made it: every change, not just the task's scope.
-    for (p, happened) in protected_paths(s.ws, &globs) {
+    let (found, undecided) = protected_paths_and_undecided(s.ws, &globs);
+    for (p, happened) in found {
         fails.push(format!(
             "protected_file_modified: {} ({})",
             name::display(&p),
@@ -264,13 +265,11 @@ pub(super) fn unchanged(s: &TaskScope<'_>, u: &Unchanged) -> Outcome {
         }
         files.push(file_ref(s.ws, &p));
     }
-    let srcs: Vec<String> = plain.iter().map(|g| g.as_str().to_string()).collect();
-    let outside = s.ws.outside_baseline(&srcs, &protected).unwrap_or_default();
     let unknown: Vec<String> =
         s.ws.undecided
             .iter()
             .filter(|(p, _)| protected(p))
-            .chain(outside.undecided.iter())
+            .chain(undecided.iter())
             .map(|(p, why)| format!("{}: {why}", name::display(p)))
             .collect();
     let mut o = conclude(
@@ -317,6 +316,12 @@ pub enum Happened {
     /// Present where the baseline's ignore rules hide it (not a change to git; protected
     /// globs see it).
     Hidden,
+    /// Hidden by an ignore rule where a protected Python file's import of `module` finds it
+    /// first, with no state directory to say it was there when the referee started.
+    HiddenImport {
+        module: String,
+        by: String,
+    },
     /// Added as a link (a symlink, a hard link) that reaches the protected baseline file `to`.
     Linked {
         to: String,
@@ -355,6 +360,11 @@ impl Happened {
                 name::display(by)
             ),
             Happened::Hidden => "added, hidden by an ignore rule".into(),
+            Happened::HiddenImport { module, by } => format!(
+                "hidden by an ignore rule, takes the place of `{module}`, which `{}` imports; \
+                 no state directory says it was there when the referee started",
+                name::display(by)
+            ),
             Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
             Happened::SinceStart { what } | Happened::Bytecode { what } => what.clone(),
             Happened::Committed { commit, what } => {
@@ -374,6 +384,21 @@ pub fn protected_paths(
     ws: &Workspace,
     globs: &[(Glob, Option<String>)],
 ) -> Vec<(String, Happened)> {
+    protected_paths_and_undecided(ws, globs).0
+}
+
+/// The key under which the ignored modules a protected file imports are pinned at start, beside
+/// the protected globs (in the surface pin's glob list; no glob is written so).
+const IMPORTS_KEY: &str = "(modules the protected Python files import)";
+
+/// Paths whose state could not be had, each with why.
+pub type Undecided = Vec<(String, String)>;
+
+/// [`protected_paths`], and the paths outside the baseline whose state could not be had.
+pub fn protected_paths_and_undecided(
+    ws: &Workspace,
+    globs: &[(Glob, Option<String>)],
+) -> (Vec<(String, Happened)>, Undecided) {
     let plain: Vec<Glob> = globs.iter().map(|(g, _)| g.clone()).collect();
     let protected = |p: &str| veto_covers(ws, &plain, p);
     // What happened, or `None` for bytecode that is its unchanged source's own code.
@@ -425,9 +450,17 @@ pub fn protected_paths(
             }
         }
     }
+    // A module a protected file imports, added: a veto. Hidden by an ignore rule: measured
+    // against its state at start below, as an agent's local settings are (a gitignored
+    // `local_settings.py` the orchestrator imports is the user's, there before the work).
     let globs_key: Vec<&str> = plain.iter().map(Glob::as_str).collect();
+    let mut imported: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (p, module, by) in imports::shadows(ws, &protected, &globs_key.join("\n")) {
-        out.entry(p).or_insert(Happened::Imported { module, by });
+        if ws.ignored().binary_search(&p).is_ok() {
+            imported.insert(p, (module, by));
+        } else {
+            out.entry(p).or_insert(Happened::Imported { module, by });
+        }
     }
     // An ignored path an import may load in a protected module's place (a copy named as a
     // protected baseline file, a shadow such as cached bytecode) is judged on what it is now,
@@ -458,22 +491,37 @@ pub fn protected_paths(
         }
     }
     // Other paths no baseline holds (`.git/`, `.tasks/`, `.referee/`, an ignored agent's
-    // settings): against their state when the referee started, when a state directory keeps
-    // it; else an ignored protected path is an addition.
-    let srcs: Vec<String> = globs.iter().map(|(g, _)| g.as_str().to_string()).collect();
-    match ws.outside_baseline(&srcs, &protected) {
+    // settings, an ignored module a protected file imports): against their state when the
+    // referee started, when a state directory keeps it; else each is an addition.
+    let mut key: Vec<String> = globs.iter().map(|(g, _)| g.as_str().to_string()).collect();
+    key.push(IMPORTS_KEY.into());
+    let watched = |p: &str| protected(p) || imported.contains_key(p);
+    let mut undecided = Vec::new();
+    match ws.outside_baseline(&key, &watched) {
         Some(found) => {
             for (p, _, what) in found.changed.into_iter().filter(|(p, ..)| !in_place(p)) {
+                let what = match imported.get(&p) {
+                    Some((module, by)) => format!(
+                        "{what}; takes the place of `{module}`, which `{}` imports",
+                        name::display(by)
+                    ),
+                    None => what,
+                };
                 if let Some(happened) = judged(&p, Happened::SinceStart { what }) {
                     out.insert(p, happened);
                 }
             }
+            undecided = found.undecided;
         }
         None => {
             for p in ignored.iter().filter(|p| protected(p) && !in_place(p)) {
                 if let Some(happened) = judged(p, Happened::Hidden) {
                     out.insert((*p).clone(), happened);
                 }
+            }
+            for (p, (module, by)) in imported {
+                out.entry(p)
+                    .or_insert(Happened::HiddenImport { module, by });
             }
         }
     }
@@ -497,7 +545,7 @@ pub fn protected_paths(
     for (p, to) in ws.aliases().iter().filter(|(_, to)| protected(to)) {
         out.insert(p.clone(), Happened::Linked { to: to.clone() });
     }
-    out.into_iter().collect()
+    (out.into_iter().collect(), undecided)
 }
 
 /// Whether the veto covers `p`: a protected glob matches it, or, when the globs protect git's

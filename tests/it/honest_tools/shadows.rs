@@ -521,37 +521,89 @@ honest!(
     }
 );
 
-/// [`imports_json`] with GitHub's Python `.gitignore` rule for C extensions (`*.so`), and the
-/// source of an extension it builds in place beside the orchestrator, which imports it.
+/// [`imports_json`] with GitHub's Python `.gitignore` rule for C extensions (`*.so`) and an
+/// ignored local settings module, the source of an extension built in place beside the
+/// orchestrator, which imports all three (`local_settings` in a `try`, as such files are).
 fn imports_json_ignoring_so() -> Repo {
-    Repo::with(&[
+    let r = Repo::with(&[
         (
             PROTECTED,
-            b"import json\nimport util\nimport _speedups\n\n\ndef run():\n    return json.dumps(util.ROLES)\n",
+            b"import json\nimport util\nimport _speedups\n\ntry:\n    import local_settings\nexcept ImportError:\n    local_settings = None\n\n\ndef run():\n    return json.dumps(util.ROLES)\n",
         ),
         ("src/util.py", b"ROLES = ['worker']\n"),
         ("src/_speedups.pyx", b"def fast():\n    return 1\n"),
-        (".gitignore", b"build/\n__pycache__/\n*.so\n"),
-    ])
+        (
+            ".gitignore",
+            b"build/\n__pycache__/\n*.so\nlocal_settings.py\n",
+        ),
+    ]);
+    r.write("src/local_settings.py", "DEBUG = True\n");
+    r
 }
 
-vetoed!(
-    /// `src/json.abi3.so` beside an orchestrator that does `import json`, hidden by the `*.so`
-    /// rule: git shows no change, and CPython loads it (an extension first) in `json`'s place.
-    an_ignored_extension_under_a_name_the_protected_file_imports_is_vetoed,
-    imports_json_ignoring_so,
-    |r| {
-        edit_app(r);
-        r.write("src/json.abi3.so", b"\x7fELF not really");
-        r.record("t1", &[], &[APP], &[]);
-    },
-    "src/json.abi3.so"
-);
+/// `src/json.abi3.so` beside an orchestrator that does `import json`, hidden by the `*.so`
+/// rule: git shows no change, and CPython loads it (an extension first) in `json`'s place.
+/// Added after the referee started: vetoed, and named as what it takes the place of.
+#[test]
+fn an_ignored_extension_added_under_a_name_the_protected_file_imports_is_vetoed() {
+    let r = imports_json_ignoring_so();
+    assert_eq!(r.verify(&[]).0, 0);
+    edit_app(&r);
+    r.write("src/json.abi3.so", b"\x7fELF not really");
+    r.record("t1", &[], &[APP], &[]);
+    let (code, doc) = r.verify(&[]);
+    assert_vetoed(&r, code, &doc, "src/json.abi3.so");
+    let ev = evidence(&doc, "CC-01");
+    assert!(
+        ev.contains("takes the place of `json`, which `src/orchestrator.py` imports"),
+        "{ev}"
+    );
+}
+
+/// The local settings module the orchestrator imports, ignored and there before the work,
+/// changed by the worker: what the protected code runs changed. Vetoed.
+#[test]
+fn an_ignored_module_the_protected_file_imports_changed_since_the_start_is_vetoed() {
+    let r = imports_json_ignoring_so();
+    assert_eq!(r.verify(&[]).0, 0);
+    edit_app(&r);
+    r.write("src/local_settings.py", "DEBUG = True\nROLES = ['admin']\n");
+    r.record("t1", &[], &[APP], &[]);
+    let (code, doc) = r.verify(&[]);
+    assert_vetoed(&r, code, &doc, "src/local_settings.py");
+}
+
+/// A one-shot `verify` with no state directory cannot tell an ignored module there before the
+/// work from one the worker put there: it blocks, and says why.
+#[test]
+fn an_ignored_module_the_protected_file_imports_blocks_a_verify_with_no_state() {
+    let r = imports_json_ignoring_so();
+    edit_app(&r);
+    r.record("t1", &[], &[APP], &[]);
+    let out = TestCommand::new()
+        .arg("verify")
+        .arg(&r.ws)
+        .args(["--protocol", "code-change", "--format", "json"])
+        .arg(format!("--state-dir={}", r.state.display()))
+        .output();
+    assert!(!r.state.exists(), "no state directory is made");
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(task_verdict(&doc, "t1"), "REJECT", "{doc:#}");
+    let ev = evidence(&doc, "CC-01");
+    assert!(
+        ev.contains("protected_file_modified: src/local_settings.py (hidden by an ignore rule, takes the place of `local_settings`")
+            && ev.contains("no state directory says it was there"),
+        "{ev}"
+    );
+}
 
 honest!(
-    /// `python setup.py build_ext --inplace`: the extension built beside its source
-    /// (`src/_speedups.pyx`) is the project's own module, hidden by `*.so` as it should be.
-    an_extension_built_in_place_from_its_source_is_the_projects_own,
+    /// The user's gitignored `local_settings.py`, which the orchestrator imports, there before
+    /// the work, and `python setup.py build_ext --inplace`: the extension built beside its
+    /// source (`src/_speedups.pyx`) is the project's own module, hidden by `*.so` as it should
+    /// be.
+    ignored_modules_the_project_has_are_no_shadow,
     imports_json_ignoring_so,
     |r| {
         edit_app(r);
@@ -563,24 +615,36 @@ honest!(
     }
 );
 
-/// A shadow already there when the referee first looks is vetoed then, and at every attempt
-/// after while it stays: the start state is no excuse for code in the protected module's
-/// place (a pin that took it as it was let attempt 2 through).
+/// A shadow of the protected module already there when the referee first looks is vetoed
+/// then, and at every attempt after while it stays: the start state is no excuse for code in
+/// the protected module's place (a pin that took it as it was let attempt 2 through).
 #[test]
 fn a_shadow_there_at_the_first_look_is_vetoed_at_every_attempt() {
-    for path in ["src/orchestrator.so", "src/json.abi3.so"] {
-        let r = imports_json_ignoring_so();
-        r.write(path, b"\x7fELF not really");
-        edit_app(&r);
-        r.record("t1", &[], &[APP], &[]);
-        let (code, doc) = r.verify(&[]);
-        assert_vetoed(&r, code, &doc, path);
-        r.write(APP, "def main():\n    return 3\n");
-        r.record_attempt("t1", 2, &[], &[APP], &[]);
-        let (code, doc) = r.verify(&[]);
-        assert_vetoed(&r, code, &doc, path);
-    }
+    let r = imports_json_ignoring_so();
+    let path = "src/orchestrator.so";
+    r.write(path, b"\x7fELF not really");
+    edit_app(&r);
+    r.record("t1", &[], &[APP], &[]);
+    let (code, doc) = r.verify(&[]);
+    assert_vetoed(&r, code, &doc, path);
+    r.write(APP, "def main():\n    return 3\n");
+    r.record_attempt("t1", 2, &[], &[APP], &[]);
+    let (code, doc) = r.verify(&[]);
+    assert_vetoed(&r, code, &doc, path);
 }
+
+honest!(
+    /// `util.py` at the root, beside a `src/orchestrator.py` whose `import util` finds its own
+    /// folder's `src/util.py`: that file runs as a script (`python -m` would not find its
+    /// `util`), where the root is not on the path. An ordinary change, listed.
+    a_root_module_named_as_the_protected_files_neighbour_is_no_shadow,
+    imports_json,
+    |r| {
+        edit_app(r);
+        r.write("util.py", "def helper():\n    return 1\n");
+        r.record("t1", &["util.py"], &[APP], &[]);
+    }
+);
 
 /// CPython agrees: with the orchestrator's folder first on the path, `import json` finds the
 /// worker's `src/json.py`, and with the root first, `json/__init__.py`.
