@@ -469,14 +469,22 @@ pub fn protected_paths_and_undecided(
     // looked would stand unjudged from the next attempt on; gone, nothing runs in the protected
     // code's place (`rm -rf build` is no change).
     let ignored: BTreeSet<&String> = ws.ignored().iter().collect();
+    // The names of the protected baseline files (an ignored path is never one of them), picked
+    // once per judgment: a `node_modules/` holds thousands of ignored paths a glob may match.
+    let protected_baseline = ws
+        .baseline_paths_once(&format!("protected\n{}", globs_key.join("\n")), |p| {
+            protected(p)
+        });
+    let protected_names: BTreeSet<&str> = protected_baseline
+        .iter()
+        .map(|q| q.rsplit('/').next().unwrap_or(q))
+        .collect();
     let in_place = |p: &str| {
         !crate::workspace::surface::is_surface(p)
             && (shadow_of(p).is_some()
-                || p.rsplit('/').next().is_some_and(|n| {
-                    ws.baseline_paths_named(n)
-                        .iter()
-                        .any(|q| q.as_str() != p && protected(q))
-                }))
+                || p.rsplit('/')
+                    .next()
+                    .is_some_and(|n| protected_names.contains(n)))
     };
     for p in ignored.iter().filter(|p| protected(p) && in_place(p)) {
         if unchanged_copy(ws, p, &protected) {
