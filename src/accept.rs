@@ -292,6 +292,7 @@ pub fn accept_task(
         from: None,
         protected: Vec::new(),
         unjudged: Vec::new(),
+        start: false,
     });
     accepted::save(state, &kept, &blobs)?;
     Ok(Done {
@@ -315,6 +316,89 @@ pub struct DoneCommit {
     /// Those of them whose content no `accept --task` accepted: the orchestrator's own work, or
     /// anything else the commit took along.
     pub unjudged: Vec<String>,
+}
+
+/// What an `accept --start` pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoneStart {
+    pub generation: u64,
+    /// Each path no commit holds that the protected globs see, pinned as it is now.
+    pub paths: Vec<String>,
+    /// Why the start pinned before dated nothing, when it did not (taken after the work).
+    pub was_after_work: Option<String>,
+    /// What the veto still names: changes a start does not cover (a protected file the
+    /// baseline holds, code in a protected module's place), each with what happened.
+    pub still_vetoed: Vec<(String, String)>,
+}
+
+/// Takes the start of the workspace `root` anew (state directory `state`): the paths no
+/// commit holds that `protocol`'s veto sees (git's hooks and config, ignored protected paths,
+/// ignored modules a protected file imports) are pinned as they are now, as a start, whatever
+/// records are pending: a human vouches for them (after a STOP saying nothing dates them, or
+/// for a hook of their own added since). Logged in the accepts. Refused when the state
+/// directory has never been made (no referee has judged here: its first look pins the start).
+pub fn accept_start(
+    root: &Path,
+    state: &Path,
+    protocol: &crate::protocol::Protocol,
+    cap: u64,
+) -> Result<DoneStart, AcceptError> {
+    use crate::workspace::{surface, BaselineSpec, Workspace};
+    if !crate::state::exists(state) {
+        return Err(Refused(format!(
+            "no referee has judged this workspace (no state directory `{}`): its first look \
+             pins the start; run `referee watch`, or `verify --write`, before the work",
+            state.display()
+        ))
+        .into());
+    }
+    let was_after_work = surface::Kept::load(state).and_then(|k| k.pin.after_work);
+    let spec = if root.join(".git").exists() {
+        BaselineSpec::Auto
+    } else {
+        BaselineSpec::Snapshot(state.to_path_buf())
+    };
+    let ws = Workspace::open_in(root, &spec, state, None, cap).map_err(|e| {
+        Refused(format!(
+            "cannot open the workspace: {}",
+            crate::error::chain(&e)
+        ))
+    })?;
+    ws.start_now();
+    let still_vetoed = crate::decision::veto(protocol, &ws)
+        .into_iter()
+        .flat_map(|v| v.paths)
+        .map(|p| (p.path, p.happened.describe()))
+        .collect();
+    let Some(kept) = surface::Kept::load(state).filter(|k| k.pin.after_work.is_none()) else {
+        return Err(Refused(format!(
+            "the start could not be kept in `{}`: nothing was accepted",
+            state.display()
+        ))
+        .into());
+    };
+    let paths: Vec<String> = kept.pin.paths.keys().cloned().collect();
+    let mut log = accepted::load(state)?.unwrap_or_default();
+    log.generation += 1;
+    log.log.push(Entry {
+        generation: log.generation,
+        at: chrono::Utc::now().to_rfc3339(),
+        task: None,
+        attempt: None,
+        paths: paths.clone(),
+        commit: None,
+        from: None,
+        protected: Vec::new(),
+        unjudged: Vec::new(),
+        start: true,
+    });
+    accepted::save(state, &log, &[])?;
+    Ok(DoneStart {
+        generation: log.generation,
+        paths,
+        was_after_work,
+        still_vetoed,
+    })
 }
 
 /// How many commits `accept --commit` walks back from REV looking for the pinned commit.
@@ -474,6 +558,7 @@ pub fn accept_commit(
         from: Some(from.to_string()),
         protected: hit.clone(),
         unjudged: unjudged.clone(),
+        start: false,
     });
     accepted::save(state, &kept, &[])?;
     Ok(DoneCommit {

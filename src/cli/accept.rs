@@ -1,5 +1,6 @@
 //! `referee accept`: the orchestrator moves a workspace's baseline to a task's judged work
-//! (`--task`) or to a commit of its own (`--commit`).
+//! (`--task`) or to a commit of its own (`--commit`); a human vouches for the paths no commit
+//! holds as they are now (`--start`).
 
 use std::path::PathBuf;
 
@@ -21,8 +22,8 @@ pub(super) struct AcceptArgs {
     #[arg(
         long,
         value_name = "ID",
-        required_unless_present = "commit",
-        conflicts_with = "commit"
+        required_unless_present_any = ["commit", "start"],
+        conflicts_with_all = ["commit", "start"]
     )]
     task: Option<String>,
     /// The orchestrator's own work (a merge from upstream, an asset it committed): re-pin the
@@ -32,8 +33,17 @@ pub(super) struct AcceptArgs {
     /// is listed, and those whose content no `--task` accept accounts for are named "not judged
     /// as any task's work" (in the event log too): a change a worker staged rides a plain
     /// `git commit`.
-    #[arg(long, value_name = "REV")]
+    #[arg(long, value_name = "REV", conflicts_with = "start")]
     commit: Option<String>,
+    /// A human's word that the paths no commit holds are the start as they are now: git's
+    /// hooks and config, ignored protected paths, ignored modules a protected file imports.
+    /// For a referee whose first look came after the work (its STOP says "nothing says it was
+    /// there before the work"), or a hook of your own added since it started. Look at them
+    /// first: each is listed, and logged with the accepts. What the veto still names (a
+    /// protected file the baseline holds, code in a protected module's place) is listed too
+    /// and not accepted.
+    #[arg(long)]
+    start: bool,
     /// With `--commit`: accept it even though it changes protected paths (the orchestrator
     /// means it; the event log names them).
     #[arg(long, requires = "commit")]
@@ -47,6 +57,8 @@ pub(super) struct AcceptArgs {
     /// The referee's state directory (default: the one `watch` uses for the workspace).
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    read: super::ReadArgs,
 }
 
 pub(super) fn accept(a: AcceptArgs) -> Result<ExitCode> {
@@ -66,13 +78,17 @@ pub(super) fn accept(a: AcceptArgs) -> Result<ExitCode> {
     let state = crate::judge::state_of(&a.workspace, a.state_dir.as_deref())?;
     let root = std::fs::canonicalize(&a.workspace)?;
     let done = match (&a.task, &a.commit) {
+        _ if a.start => {
+            crate::accept::accept_start(&root, &state, &protocol, a.read.max_read_bytes)
+                .map(|done| start_accepted(&done))
+        }
         (Some(task), _) => crate::accept::accept_task(&root, &state, task, &go, &protected)
             .map(|done| task_accepted(&done)),
         (None, Some(rev)) => {
             crate::accept::accept_commit(&root, &state, rev, &protected, a.protected_too)
                 .map(|done| commit_accepted(&done))
         }
-        (None, None) => anyhow::bail!("give `--task ID` or `--commit REV`"),
+        (None, None) => anyhow::bail!("give `--task ID`, `--commit REV` or `--start`"),
     };
     match done {
         Ok(text) => {
@@ -105,6 +121,35 @@ fn task_accepted(done: &crate::accept::Done) -> String {
             "  {} ({what})\n",
             crate::workspace::name::display(p)
         ));
+    }
+    text
+}
+
+fn start_accepted(done: &crate::accept::DoneStart) -> String {
+    let mut text = format!(
+        "accepted the start (accept {}): {} path(s) no commit holds are pinned as they are now\n",
+        done.generation,
+        done.paths.len()
+    );
+    if let Some(why) = &done.was_after_work {
+        text.push_str(&format!(
+            "  (the start pinned before dated nothing: {why})\n"
+        ));
+    }
+    for p in &done.paths {
+        text.push_str(&format!("  {}\n", crate::workspace::name::display(p)));
+    }
+    if !done.still_vetoed.is_empty() {
+        text.push_str(&format!(
+            "{} protected path(s) are still vetoed (a start does not cover them):\n",
+            done.still_vetoed.len()
+        ));
+        for (p, what) in &done.still_vetoed {
+            text.push_str(&format!(
+                "  {} ({what})\n",
+                crate::workspace::name::display(p)
+            ));
+        }
     }
     text
 }

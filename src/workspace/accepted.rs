@@ -67,6 +67,10 @@ pub struct Entry {
     /// For `accept --commit`: the paths it changed to content no `accept --task` accepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unjudged: Vec<String>,
+    /// For `accept --start`: the paths no commit holds were pinned anew as they were then
+    /// (`paths` lists them), a start a human vouched for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub start: bool,
 }
 
 /// Everything accepted in a state directory.

@@ -224,6 +224,9 @@ pub struct Workspace {
     pinned_outside: RefCell<Option<surface::Kept>>,
     /// The work tree's folder git runs hooks from (`core.hooksPath`), when inside it.
     hooks_dir: std::cell::OnceCell<Option<String>>,
+    /// Set by `referee accept --start`: the next pin of the paths no commit holds is taken
+    /// anew, as they are now, and is a start whatever records are pending (the human vouched).
+    start_now: std::cell::Cell<bool>,
 }
 
 /// A work tree compared with a baseline, path by path: what changed (and how, besides the
@@ -462,6 +465,7 @@ impl Workspace {
             outside: RefCell::new(None),
             pinned_outside: RefCell::new(None),
             hooks_dir: std::cell::OnceCell::new(),
+            start_now: std::cell::Cell::new(false),
         };
         match base {
             Ok(b) => {
@@ -515,6 +519,14 @@ impl Workspace {
     pub fn with_state(mut self, state: &Path) -> Workspace {
         self.state = Some(state.to_path_buf());
         self
+    }
+
+    /// Makes the next pin of the paths no commit holds a start taken now (see
+    /// [`Workspace::outside_baseline`]): what `referee accept --start` does when a human vouches
+    /// for them as they are.
+    pub fn start_now(&self) {
+        self.start_now.set(true);
+        *self.outside.borrow_mut() = None;
     }
 
     /// The referee's state directory, when given.
@@ -986,6 +998,29 @@ impl Workspace {
                 }
             })
             .collect()
+    }
+
+    /// Why a start pinned now would be no start: a task record here asks for a judgment (its
+    /// status `pending_review`, or it cannot be read as one; a hook's attempt is one), so the
+    /// work it reports is already in the tree. `None` when no record does.
+    pub(crate) fn pending_record(&self) -> Option<String> {
+        self.raw_records.iter().find_map(|(rel, content)| {
+            let pending = match content {
+                Content::Bytes(d) => match record::parse(rel, &d.bytes, &[]).parsed {
+                    Ok(t) => t.status == "pending_review",
+                    Err(_) => true,
+                },
+                _ => true,
+            };
+            pending.then(|| {
+                format!(
+                    "the referee's start was taken by a judgment of work already done (`{}` \
+                     was pending review then), so nothing says it was there before the work \
+                     (a human who has looked at it vouches with `referee accept --start`)",
+                    name::display(rel)
+                )
+            })
+        })
     }
 
     /// Judges a task record that is not in the workspace, as if read from `.tasks/` at opening:

@@ -107,6 +107,10 @@ pub struct Pin {
     pub globs: Vec<String>,
     /// Each protected path outside the baseline present then, by its path.
     pub paths: BTreeMap<String, State>,
+    /// Why this pin is no start: it was taken by a judgment of work already done (a task
+    /// record was pending review then), so what it holds may be the worker's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_work: Option<String>,
 }
 
 /// The three folders as found on disk: where each is listed from.
@@ -298,6 +302,9 @@ pub struct Findings {
     pub changed: Vec<(String, Change, String)>,
     /// Paths whose state could not be had (path, why).
     pub undecided: Vec<(String, String)>,
+    /// When the pin was taken after the work: why, and the protected paths present now as
+    /// they were pinned then (nothing says they were there before the work).
+    pub undated: Option<(String, Vec<String>)>,
 }
 
 /// A pin as loaded, and where it is kept (none: pinned now, in memory).
@@ -361,6 +368,17 @@ impl Kept {
     }
 }
 
+/// Whether `rel` names a hook git runs: an entry directly in `.git/hooks/` (or a submodule's
+/// `.git/modules/**/hooks/`) other than the `*.sample` files `git init` writes, which git never
+/// runs.
+pub fn is_hook(rel: &str) -> bool {
+    let Some((dir, name)) = rel.rsplit_once('/') else {
+        return false;
+    };
+    !name.ends_with(".sample")
+        && (dir == ".git/hooks" || (dir.starts_with(".git/modules/") && dir.ends_with("/hooks")))
+}
+
 /// The work tree's side: a protected path the baseline does not have, present now (added, or
 /// hidden by an ignore rule), and how to look at it.
 pub(crate) type Outside<'a> = &'a dyn Fn(&str) -> Result<Option<Looked>, tree::Unreadable>;
@@ -374,7 +392,7 @@ pub(crate) type Outside<'a> = &'a dyn Fn(&str) -> Result<Option<Looked>, tree::U
 pub(crate) fn judge(
     listing: &Listing,
     kept: Option<Kept>,
-    state: Option<&Path>,
+    (state, after_work): (Option<&Path>, Option<String>),
     globs: &[String],
     protected: &dyn Fn(&str) -> bool,
     outside: (&[String], Outside<'_>),
@@ -434,6 +452,7 @@ pub(crate) fn judge(
                     pinned_at: chrono::Utc::now().to_rfc3339(),
                     globs: Vec::new(),
                     paths: BTreeMap::new(),
+                    after_work,
                 },
                 state: state.map(Path::to_path_buf),
             },
@@ -490,6 +509,15 @@ pub(crate) fn judge(
             }
         }
     }
+    if let Some(why) = &kept.pin.after_work {
+        let changed: BTreeSet<&String> = findings.changed.iter().map(|(p, ..)| p).collect();
+        let paths = now
+            .iter()
+            .filter(|p| kept.pin.paths.contains_key(*p) && !changed.contains(p))
+            .cloned()
+            .collect();
+        findings.undated = Some((why.clone(), paths));
+    }
     if changed_pin {
         kept.save(&copies);
     }
@@ -500,6 +528,17 @@ impl super::Workspace {
     /// `.git/`, `.tasks/` and `.referee/`, listed at the first call.
     pub(super) fn surface(&self) -> &Listing {
         self.surface.get_or_init(|| Listing::of(&self.root))
+    }
+
+    /// The hooks git runs found under `.git/` (see [`is_hook`]): files and links, not folders.
+    pub fn hooks(&self) -> Vec<String> {
+        let listing = self.surface();
+        listing
+            .names()
+            .filter(|p| is_hook(p))
+            .filter(|p| matches!(listing.look(p), Ok(Some(l)) if l.kind != "directory"))
+            .map(str::to_string)
+            .collect()
     }
 
     /// Whether `rel` lies in the folder of the work tree that git runs hooks from, when
@@ -545,11 +584,16 @@ impl super::Workspace {
             .collect();
         let root = self.root.clone();
         let look = move |rel: &str| tree::look_in_tree(&root, &name::decode(rel), SMALL);
-        let kept = Kept::load(state);
+        // Taken anew when a human vouched for the paths as they are (`accept --start`).
+        let start_now = self.start_now.take();
+        let kept = if start_now { None } else { Kept::load(state) };
+        let after_work = (kept.is_none() && !start_now)
+            .then(|| self.pending_record())
+            .flatten();
         let (findings, kept) = judge(
             self.surface(),
             kept,
-            Some(state),
+            (Some(state), after_work),
             globs,
             protected,
             (&ignored, &look),

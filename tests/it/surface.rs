@@ -9,10 +9,11 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::layouts::{
-    assert_approved, assert_vetoed, assert_watch_approved, assert_watch_vetoed, result, Ws, APP,
+    assert_approved, assert_vetoed, assert_watch_approved, assert_watch_vetoed, result,
+    task_verdict, Ws, APP, PROTECTED,
 };
 use crate::watch::read;
 
@@ -34,6 +35,162 @@ fn surface_a_planted_pre_commit_hook_is_vetoed() {
     assert_vetoed(&w, verdict, "t1", ".git/hooks/pre-commit", "added");
     // Removed again, the next attempt is approved.
     fs::remove_file(&hook).expect("rm");
+    w.honest("t1", 2);
+    assert_approved(&w, w.verify(), "t1");
+}
+
+/// A one-shot `verify` with no state directory has no start to date a hook by: a hook planted
+/// with the work is not let through as the user's (it was APPROVEd), and the evidence says why
+/// and how to give the referee a start.
+#[test]
+fn surface_a_hook_blocks_a_verify_with_no_start() {
+    let w = Ws::repo(&[]);
+    w.write(".git/hooks/pre-commit", "#!/bin/sh\necho planted\n");
+    w.honest("t1", 1);
+    let ws = w.ws.to_str().expect("utf-8");
+    let out = w.referee(&[
+        "verify",
+        ws,
+        "--protocol",
+        "code-change",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(!w.state.exists(), "no state directory is made");
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(task_verdict(&doc, "t1"), "REJECT", "{doc:#}");
+    let ev = result(&doc, "CC-01")["evidence"]["details"].to_string();
+    assert!(
+        ev.contains("protected_file_modified: .git/hooks/pre-commit (a hook git runs; no state directory says it was there")
+            && ev.contains("before the work gives it a start"),
+        "{ev}"
+    );
+    // git's own samples are no hook git runs: removed, the same verify approves.
+    fs::remove_file(w.path(".git/hooks/pre-commit")).expect("rm");
+    let out = w.referee(&[
+        "verify",
+        ws,
+        "--protocol",
+        "code-change",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+/// The first `verify --write` comes after the work (a record pending review): the start it
+/// pins holds the worker's hook, so that start dates nothing. The hook is vetoed then, and at
+/// the next attempt too (a pin that took it as the user's let attempt 2 through).
+#[test]
+fn surface_a_hook_there_when_the_first_look_came_after_the_work_is_vetoed_at_every_attempt() {
+    let w = Ws::repo(&[]);
+    w.write(".git/hooks/pre-commit", "#!/bin/sh\necho planted\n");
+    w.honest("t1", 1);
+    let verdict = w.verify();
+    let ev = result(&verdict.1, "CC-01")["evidence"]["details"].to_string();
+    assert!(
+        ev.contains(
+            "taken by a judgment of work already done (`.tasks/t1.json` was pending review then)"
+        ),
+        "{ev}"
+    );
+    assert_vetoed(
+        &w,
+        verdict,
+        "t1",
+        ".git/hooks/pre-commit",
+        "a hook git runs",
+    );
+    w.honest("t1", 2);
+    assert_vetoed(
+        &w,
+        w.verify(),
+        "t1",
+        ".git/hooks/pre-commit",
+        "a hook git runs",
+    );
+}
+
+/// The user's own Git LFS hook, and a first look after the work: the referee cannot tell it
+/// from a planted one and blocks; the human looks, vouches for it with `accept --start`, and
+/// the next attempt is approved. A hook planted after that is vetoed as any change since the
+/// start is.
+#[test]
+fn surface_accept_start_vouches_for_the_users_hook_after_a_late_first_look() {
+    let w = Ws::repo(&[]);
+    let lfs = "#!/bin/sh\ncommand -v git-lfs >/dev/null 2>&1 || exit 2\ngit lfs pre-push \"$@\"\n";
+    w.write(".git/hooks/pre-push", lfs);
+    w.honest("t1", 1);
+    assert_vetoed(
+        &w,
+        w.verify(),
+        "t1",
+        ".git/hooks/pre-push",
+        "a hook git runs",
+    );
+    let ws = w.ws.to_str().expect("utf-8");
+    let out = w.referee(&["accept", ws, "--start"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("accepted the start (accept 1)")
+            && out.stdout.contains("  .git/hooks/pre-push\n")
+            && out.stdout.contains("the start pinned before dated nothing"),
+        "{}",
+        out.stdout
+    );
+    let accepted = read(&w.state.join("accepted.json"));
+    assert!(accepted.contains("\"start\": true"), "{accepted}");
+    w.honest("t1", 2);
+    assert_approved(&w, w.verify(), "t1");
+    w.write(".git/hooks/post-checkout", "#!/bin/sh\necho planted\n");
+    w.honest("t1", 3);
+    assert_vetoed(&w, w.verify(), "t1", ".git/hooks/post-checkout", "added");
+}
+
+/// `accept --start` is a start for the paths no commit holds, nothing more: a protected file
+/// the baseline holds stays vetoed (and is listed so), and with no state directory there is no
+/// referee to vouch to (refused, exit 1).
+#[test]
+fn surface_accept_start_does_not_cover_a_protected_file_and_needs_a_referee() {
+    let w = Ws::repo(&[]);
+    let ws = w.ws.to_str().expect("utf-8");
+    let refused = w.referee(&["accept", ws, "--start"]);
+    assert_eq!(refused.code, 1, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("no referee has judged this workspace"),
+        "{}",
+        refused.stderr
+    );
+    w.pin();
+    w.write(PROTECTED, "print('mine')\n");
+    let out = w.referee(&["accept", ws, "--start"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "still vetoed (a start does not cover them):\n  src/orchestrator.py (modified)"
+        ),
+        "{}",
+        out.stdout
+    );
+    w.honest("t1", 1);
+    assert_vetoed(&w, w.verify(), "t1", PROTECTED, "modified");
+}
+
+/// The user's own hook (pre-commit, Git LFS) there when the referee first looked, before any
+/// work: the user's, and every honest attempt is approved.
+#[test]
+fn surface_the_users_hook_there_before_the_work_is_theirs() {
+    let w = Ws::repo(&[]);
+    w.write(
+        ".git/hooks/pre-push",
+        "#!/bin/sh\ncommand -v git-lfs >/dev/null 2>&1 || exit 2\ngit lfs pre-push \"$@\"\n",
+    );
+    w.pin();
+    w.honest("t1", 1);
+    assert_approved(&w, w.verify(), "t1");
     w.honest("t1", 2);
     assert_approved(&w, w.verify(), "t1");
 }

@@ -321,6 +321,15 @@ pub enum Happened {
     HiddenImport {
         module: String,
         by: String,
+        /// Why nothing says it was there before the work.
+        why: String,
+    },
+    /// Present with no start to date it (no state directory, or a start pinned by a judgment
+    /// of work already done), and holding code that will run: `what` says what it is (`a hook
+    /// git runs`), `why` why nothing says it was there before the work.
+    Undated {
+        what: String,
+        why: String,
     },
     /// Added as a link (a symlink, a hard link) that reaches the protected baseline file `to`.
     Linked {
@@ -360,11 +369,12 @@ impl Happened {
                 name::display(by)
             ),
             Happened::Hidden => "added, hidden by an ignore rule".into(),
-            Happened::HiddenImport { module, by } => format!(
+            Happened::HiddenImport { module, by, why } => format!(
                 "hidden by an ignore rule, takes the place of `{module}`, which `{}` imports; \
-                 no state directory says it was there when the referee started",
+                 {why}",
                 name::display(by)
             ),
+            Happened::Undated { what, why } => format!("{what}; {why}"),
             Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
             Happened::SinceStart { what } | Happened::Bytecode { what } => what.clone(),
             Happened::Committed { commit, what } => {
@@ -390,6 +400,10 @@ pub fn protected_paths(
 /// The key under which the ignored modules a protected file imports are pinned at start, beside
 /// the protected globs (in the surface pin's glob list; no glob is written so).
 const IMPORTS_KEY: &str = "(modules the protected Python files import)";
+
+/// Why a path no commit holds is undated with no state directory.
+const NO_STATE: &str = "no state directory says it was there when the referee started \
+     (`referee watch`, or one `verify --write`, before the work gives it a start)";
 
 /// Paths whose state could not be had, each with why.
 pub type Undecided = Vec<(String, String)>;
@@ -505,7 +519,7 @@ pub fn protected_paths_and_undecided(
     key.push(IMPORTS_KEY.into());
     let watched = |p: &str| protected(p) || imported.contains_key(p);
     let mut undecided = Vec::new();
-    match ws.outside_baseline(&key, &watched) {
+    let (undated, why) = match ws.outside_baseline(&key, &watched) {
         Some(found) => {
             for (p, _, what) in found.changed.into_iter().filter(|(p, ..)| !in_place(p)) {
                 let what = match imported.get(&p) {
@@ -520,17 +534,55 @@ pub fn protected_paths_and_undecided(
                 }
             }
             undecided = found.undecided;
+            found
+                .undated
+                .map(|(why, paths)| (paths, why))
+                .unwrap_or_default()
         }
         None => {
             for p in ignored.iter().filter(|p| protected(p) && !in_place(p)) {
-                if let Some(happened) = judged(p, Happened::Hidden) {
-                    out.insert((*p).clone(), happened);
+                if !imported.contains_key(*p) {
+                    if let Some(happened) = judged(p, Happened::Hidden) {
+                        out.insert((*p).clone(), happened);
+                    }
                 }
             }
-            for (p, (module, by)) in imported {
-                out.entry(p)
-                    .or_insert(Happened::HiddenImport { module, by });
-            }
+            let paths = imported
+                .keys()
+                .cloned()
+                .chain(ws.hooks().into_iter().filter(|p| protected(p)))
+                .collect();
+            (paths, NO_STATE.to_string())
+        }
+    };
+    // Paths no start dates (no state directory, or a start pinned by a judgment of work already
+    // done): nothing says they were there before the work. Those that hold code that will run
+    // block, saying why: a hook git runs, an ignored module a protected file imports, an
+    // ignored path a protected glob matches.
+    let hooks: BTreeSet<String> = if undated.is_empty() {
+        BTreeSet::new()
+    } else {
+        ws.hooks().into_iter().collect()
+    };
+    for p in undated.iter().filter(|p| !in_place(p)) {
+        let happened = match imported.get(p) {
+            Some((module, by)) => Happened::HiddenImport {
+                module: module.clone(),
+                by: by.clone(),
+                why: why.clone(),
+            },
+            None if hooks.contains(p) => Happened::Undated {
+                what: "a hook git runs".into(),
+                why: why.clone(),
+            },
+            None if ignored.contains(p) => Happened::Undated {
+                what: "hidden by an ignore rule".into(),
+                why: why.clone(),
+            },
+            None => continue,
+        };
+        if let Some(happened) = judged(p, happened) {
+            out.entry(p.clone()).or_insert(happened);
         }
     }
     // A commit made since the pin that changed a protected path: a change, even where the work

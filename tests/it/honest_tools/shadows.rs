@@ -560,6 +560,26 @@ fn an_ignored_extension_added_under_a_name_the_protected_file_imports_is_vetoed(
     );
 }
 
+/// The extension planted with the work, and the referee's first look (`verify --write`) after
+/// it: the start that look pins holds the worker's module, so it dates nothing. Vetoed then,
+/// and at the next attempt (the pin took it as the user's and APPROVEd).
+#[test]
+fn an_ignored_extension_there_when_the_first_look_came_after_the_work_is_vetoed() {
+    let r = imports_json_ignoring_so();
+    r.write("src/json.abi3.so", b"\x7fELF not really");
+    for attempt in 1..=2 {
+        r.write(APP, format!("def main():\n    return {attempt}\n"));
+        r.record_attempt("t1", attempt, &[], &[APP], &[]);
+        let (code, doc) = r.verify(&[]);
+        assert_vetoed(&r, code, &doc, "src/json.abi3.so");
+        let ev = evidence(&doc, "CC-01");
+        assert!(
+            ev.contains("takes the place of `json`, which `src/orchestrator.py` imports; the referee's start was taken by a judgment of work already done"),
+            "attempt {attempt}: {ev}"
+        );
+    }
+}
+
 /// The local settings module the orchestrator imports, ignored and there before the work,
 /// changed by the worker: what the protected code runs changed. Vetoed.
 #[test]
@@ -599,12 +619,10 @@ fn an_ignored_module_the_protected_file_imports_blocks_a_verify_with_no_state() 
 }
 
 honest!(
-    /// The user's gitignored `local_settings.py`, which the orchestrator imports, there before
-    /// the work, and `python setup.py build_ext --inplace`: the extension built beside its
-    /// source (`src/_speedups.pyx`) is the project's own module, hidden by `*.so` as it should
-    /// be.
-    ignored_modules_the_project_has_are_no_shadow,
-    imports_json_ignoring_so,
+    /// `python setup.py build_ext --inplace`: the extension built beside its source
+    /// (`src/_speedups.pyx`) is the project's own module, hidden by `*.so` as it should be.
+    an_extension_built_in_place_is_no_shadow,
+    imports_json_without_local_settings,
     |r| {
         edit_app(r);
         r.write(
@@ -614,6 +632,62 @@ honest!(
         r.record("t1", &[], &[APP], &[]);
     }
 );
+
+/// The user's gitignored `local_settings.py`, which the orchestrator imports, there when the
+/// referee first looked before the work: the user's.
+#[test]
+fn the_users_local_settings_there_before_the_work_are_theirs() {
+    let (r, code, doc) = judge(
+        imports_json_ignoring_so,
+        |r| {
+            edit_app(r);
+            r.record("t1", &[], &[APP], &[]);
+        },
+        Mode::Pinned,
+        &[],
+    );
+    assert_approved(&r, code, &doc);
+}
+
+/// The same settings and a first look after the work: nothing tells them from a module the
+/// worker put there, so they block, saying why; the human vouches for them with `referee
+/// accept --start`, and the next attempt is approved.
+#[test]
+fn the_users_local_settings_after_a_late_first_look_need_the_humans_word() {
+    let r = imports_json_ignoring_so();
+    edit_app(&r);
+    r.record("t1", &[], &[APP], &[]);
+    let (code, doc) = r.verify(&[]);
+    assert_vetoed(&r, code, &doc, "src/local_settings.py");
+    let headline = doc["headline"].as_str().unwrap_or_default();
+    assert!(
+        headline.contains("nothing says it was there before the work"),
+        "{headline}"
+    );
+    let accept = TestCommand::new()
+        .arg("accept")
+        .arg(&r.ws)
+        .arg("--start")
+        .arg(format!("--state-dir={}", r.state.display()))
+        .output();
+    assert_eq!(accept.code, 0, "{}\n{}", accept.stdout, accept.stderr);
+    assert!(
+        accept.stdout.contains("  src/local_settings.py\n"),
+        "{}",
+        accept.stdout
+    );
+    r.write(APP, "def main():\n    return 3\n");
+    r.record_attempt("t1", 2, &[], &[APP], &[]);
+    let (code, doc) = r.verify(&[]);
+    assert_approved(&r, code, &doc);
+}
+
+/// [`imports_json_ignoring_so`] without the user's local settings.
+fn imports_json_without_local_settings() -> Repo {
+    let r = imports_json_ignoring_so();
+    std::fs::remove_file(r.path("src/local_settings.py")).expect("rm");
+    r
+}
 
 /// A shadow of the protected module already there when the referee first looks is vetoed
 /// then, and at every attempt after while it stays: the start state is no excuse for code in
