@@ -19,6 +19,7 @@ pub mod baseline;
 mod compare;
 pub mod diff;
 pub mod eol;
+pub mod gitconfig;
 pub mod gitread;
 pub mod link;
 pub mod name;

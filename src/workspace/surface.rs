@@ -541,6 +541,29 @@ impl super::Workspace {
             .collect()
     }
 
+    /// The git config files under `.git/` (see [`super::gitconfig::is_git_config`]), each
+    /// with the keys in it that make git run a command, or why it cannot be read.
+    pub fn git_configs(&self) -> Vec<(String, super::gitconfig::Runs)> {
+        use super::gitconfig::{is_git_config, running_keys, Runs};
+        let listing = self.surface();
+        listing
+            .names()
+            .filter(|p| is_git_config(p))
+            .filter_map(|p| {
+                let runs = match listing.look(p) {
+                    Ok(Some(l)) if l.kind == "file" => match l.bytes {
+                        Some(b) => running_keys(&b),
+                        None => Runs::Unreadable(format!("larger than {SMALL} bytes")),
+                    },
+                    Ok(Some(l)) => Runs::Unreadable(format!("a {}, not a file", l.kind)),
+                    Ok(None) => return None,
+                    Err(why) => Runs::Unreadable(why.to_string()),
+                };
+                Some((p.to_string(), runs))
+            })
+            .collect()
+    }
+
     /// Whether `rel` lies in the folder of the work tree that git runs hooks from, when
     /// `core.hooksPath` (in `.git/config` or `config.worktree`, read in-process) names one
     /// inside the work tree (husky's `.husky/_`, a project's `githooks/`): a file there runs as

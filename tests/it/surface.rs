@@ -79,6 +79,44 @@ fn surface_a_hook_blocks_a_verify_with_no_start() {
     assert_eq!(out.code, 0, "{}", out.stdout);
 }
 
+/// With no start, `.git/config` is read for what git would run: a `!` alias set with the work
+/// blocks (it was APPROVEd), while the keys tools add as data (`gh`'s `gh-resolved`, VS Code's
+/// `vscode-merge-base`, a plain alias) run nothing and need no start.
+#[test]
+fn surface_a_git_config_that_runs_a_command_blocks_a_verify_with_no_start() {
+    let w = Ws::repo(&[]);
+    w.git(&["config", "remote.origin.url", "git@example.com:o/r.git"]);
+    w.git(&["config", "remote.origin.gh-resolved", "base"]);
+    w.git(&["config", "branch.main.vscode-merge-base", "origin/main"]);
+    w.git(&["config", "alias.st", "status -sb"]);
+    w.honest("t1", 1);
+    let ws = w.ws.to_str().expect("utf-8");
+    let verify = || {
+        w.referee(&[
+            "verify",
+            ws,
+            "--protocol",
+            "code-change",
+            "--format",
+            "json",
+        ])
+    };
+    let out = verify();
+    assert_eq!(out.code, 0, "an honest config: {}", out.stdout);
+    w.git(&["config", "alias.ci", "!sh -c 'echo planted' && git commit"]);
+    let out = verify();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(task_verdict(&doc, "t1"), "REJECT", "{doc:#}");
+    let headline = doc["headline"].as_str().unwrap_or_default();
+    assert!(
+        headline.contains(
+            "`.git/config` (git config that runs a command (alias.ci); no state directory says"
+        ),
+        "{headline}"
+    );
+}
+
 /// The first `verify --write` comes after the work (a record pending review): the start it
 /// pins holds the worker's hook, so that start dates nothing. The hook is vetoed then, and at
 /// the next attempt too (a pin that took it as the user's let attempt 2 through).

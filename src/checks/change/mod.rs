@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Ctx, FileRef, Outcome, Verdict};
 use crate::protocol::predicate::{Glob, RecordField, Unchanged};
 use crate::syntax::pyc::Bytecode;
+use crate::workspace::gitconfig::Runs;
 use crate::workspace::record::{Record, Task};
 use crate::workspace::{name, Change, Content, Digest, Side, Workspace};
 
@@ -551,18 +552,27 @@ pub fn protected_paths_and_undecided(
                 .keys()
                 .cloned()
                 .chain(ws.hooks().into_iter().filter(|p| protected(p)))
+                .chain(
+                    ws.git_configs()
+                        .into_iter()
+                        .map(|(p, _)| p)
+                        .filter(|p| protected(p)),
+                )
                 .collect();
             (paths, NO_STATE.to_string())
         }
     };
     // Paths no start dates (no state directory, or a start pinned by a judgment of work already
     // done): nothing says they were there before the work. Those that hold code that will run
-    // block, saying why: a hook git runs, an ignored module a protected file imports, an
-    // ignored path a protected glob matches.
-    let hooks: BTreeSet<String> = if undated.is_empty() {
-        BTreeSet::new()
+    // block, saying why: a hook git runs, a git config with a key git runs as a command, an
+    // ignored module a protected file imports, an ignored path a protected glob matches.
+    let (hooks, configs): (BTreeSet<String>, BTreeMap<String, Runs>) = if undated.is_empty() {
+        Default::default()
     } else {
-        ws.hooks().into_iter().collect()
+        (
+            ws.hooks().into_iter().collect(),
+            ws.git_configs().into_iter().collect(),
+        )
     };
     for p in undated.iter().filter(|p| !in_place(p)) {
         let happened = match imported.get(p) {
@@ -575,11 +585,22 @@ pub fn protected_paths_and_undecided(
                 what: "a hook git runs".into(),
                 why: why.clone(),
             },
-            None if ignored.contains(p) => Happened::Undated {
-                what: "hidden by an ignore rule".into(),
-                why: why.clone(),
+            None => match configs.get(p) {
+                Some(Runs::Keys(keys)) if keys.is_empty() => continue,
+                Some(Runs::Keys(keys)) => Happened::Undated {
+                    what: format!("git config that runs a command ({})", keys.join(", ")),
+                    why: why.clone(),
+                },
+                Some(Runs::Unreadable(e)) => Happened::Undated {
+                    what: format!("git config that cannot be read ({e})"),
+                    why: why.clone(),
+                },
+                None if ignored.contains(p) => Happened::Undated {
+                    what: "hidden by an ignore rule".into(),
+                    why: why.clone(),
+                },
+                None => continue,
             },
-            None => continue,
         };
         if let Some(happened) = judged(p, happened) {
             out.entry(p.clone()).or_insert(happened);
