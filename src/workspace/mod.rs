@@ -1001,26 +1001,19 @@ impl Workspace {
             .collect()
     }
 
-    /// Why a start pinned now would be no start: a task record here asks for a judgment (its
-    /// status `pending_review`, or it cannot be read as one; a hook's attempt is one), so the
-    /// work it reports is already in the tree. `None` when no record does.
+    /// Why a start pinned now would be no start: a task record is here (any status, or one that
+    /// cannot be read; a hook's attempt is one), so a worker has already been at work and what
+    /// it did may be in the tree. A record marked done or removed before the referee's first
+    /// look hides that: the start is taken before the work (`watch`, a hook session's first
+    /// event), not after it. `None` when no record is here.
     pub(crate) fn pending_record(&self) -> Option<String> {
-        self.raw_records.iter().find_map(|(rel, content)| {
-            let pending = match content {
-                Content::Bytes(d) => match record::parse(rel, &d.bytes, &[]).parsed {
-                    Ok(t) => t.status == "pending_review",
-                    Err(_) => true,
-                },
-                _ => true,
-            };
-            pending.then(|| {
-                format!(
-                    "the referee's start was taken by a judgment of work already done (`{}` \
-                     was pending review then), so nothing says it was there before the work \
-                     (a human who has looked at it vouches with `referee accept --start`)",
-                    name::display(rel)
-                )
-            })
+        self.raw_records.first().map(|(rel, _)| {
+            format!(
+                "the referee's start was taken by a judgment of work already done (`{}` was \
+                 there then), so nothing says it was there before the work (a human who has \
+                 looked at it vouches with `referee accept --start`)",
+                name::display(rel)
+            )
         })
     }
 

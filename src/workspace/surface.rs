@@ -108,7 +108,7 @@ pub struct Pin {
     /// Each protected path outside the baseline present then, by its path.
     pub paths: BTreeMap<String, State>,
     /// Why this pin is no start: it was taken by a judgment of work already done (a task
-    /// record was pending review then), so what it holds may be the worker's.
+    /// record was there then), so what it holds may be the worker's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_work: Option<String>,
 }
@@ -494,6 +494,9 @@ pub(crate) fn judge(
             let what = match (kept.pin.paths.get(p.as_str()), &current) {
                 (None, None) => None,
                 (None, Some(_)) => Some((Change::Added, "added".to_string())),
+                // Pinned after the work, what was there may have been the worker's (the hook
+                // it planted, removed as the STOP asked): gone, it is no finding.
+                (Some(_), None) if kept.pin.after_work.is_some() => None,
                 (Some(_), None) => Some((Change::Removed, "removed".to_string())),
                 (Some(was), Some(now)) => was.differs(now).map(|d| (Change::Modified, d)),
             };
@@ -539,6 +542,14 @@ impl super::Workspace {
             .filter(|p| matches!(listing.look(p), Ok(Some(l)) if l.kind != "directory"))
             .map(str::to_string)
             .collect()
+    }
+
+    /// The paths under `.tasks/` and `.referee/`, as listed.
+    pub fn records_and_outputs(&self) -> impl Iterator<Item = String> + '_ {
+        self.surface()
+            .names()
+            .filter(|p| p.starts_with(".tasks/") || p.starts_with(".referee/"))
+            .map(str::to_string)
     }
 
     /// The git config files under `.git/` (see [`super::gitconfig::is_git_config`]), each

@@ -117,6 +117,48 @@ fn surface_a_git_config_that_runs_a_command_blocks_a_verify_with_no_start() {
     );
 }
 
+/// A team that protects `**/*.md` and `**/*.json` protects its own files, not the protocol's:
+/// a task record and what the referee writes in `.referee/` are never a protected change.
+/// (Every honest task was REJECTed: the referee's own report, written at the pin, read as
+/// "added since the start", and the record itself as a protected addition.)
+#[test]
+fn surface_broad_globs_never_cover_the_records_or_the_referees_own_files() {
+    let w = Ws::repo(&[]);
+    let ws = w.ws.to_str().expect("utf-8");
+    let verify = || {
+        let out = w.referee(&[
+            "verify",
+            ws,
+            "--protocol",
+            "code-change",
+            "--write",
+            "--format",
+            "json",
+            "--protect",
+            "**/*.md",
+            "--protect",
+            "**/*.json",
+        ]);
+        let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+        (out.code, doc)
+    };
+    assert_eq!(verify().0, 0, "the pin");
+    for attempt in 1..=2 {
+        w.honest("t1", attempt);
+        let (code, doc) = verify();
+        assert_eq!(task_verdict(&doc, "t1"), "APPROVE", "{doc:#}");
+        assert_eq!(code, 0, "{doc:#}");
+    }
+    // The project's own Markdown is protected as the team asked.
+    w.write("docs/notes.md", "# Notes\n");
+    w.honest("t1", 3);
+    let (code, doc) = verify();
+    assert_eq!(code, 1, "{doc:#}");
+    let headline = doc["headline"].as_str().unwrap_or_default();
+    assert!(headline.contains("`docs/notes.md` (added)"), "{headline}");
+    assert!(!headline.contains(".referee/"), "{headline}");
+}
+
 /// The first `verify --write` comes after the work (a record pending review): the start it
 /// pins holds the worker's hook, so that start dates nothing. The hook is vetoed then, and at
 /// the next attempt too (a pin that took it as the user's let attempt 2 through).
@@ -128,9 +170,7 @@ fn surface_a_hook_there_when_the_first_look_came_after_the_work_is_vetoed_at_eve
     let verdict = w.verify();
     let ev = result(&verdict.1, "CC-01")["evidence"]["details"].to_string();
     assert!(
-        ev.contains(
-            "taken by a judgment of work already done (`.tasks/t1.json` was pending review then)"
-        ),
+        ev.contains("taken by a judgment of work already done (`.tasks/t1.json` was there then)"),
         "{ev}"
     );
     assert_vetoed(
@@ -148,6 +188,18 @@ fn surface_a_hook_there_when_the_first_look_came_after_the_work_is_vetoed_at_eve
         ".git/hooks/pre-commit",
         "a hook git runs",
     );
+    // Changed, it is still vetoed; removed as the STOP asked, the next attempt is approved
+    // (the start that held it dates nothing, so its removal is no change either).
+    // (Task t2: a third REJECT of t1 would escalate.)
+    fs::remove_file(w.path(".tasks/t1.json")).expect("rm t1's record");
+    w.write(".git/hooks/pre-commit", "#!/bin/sh\necho planted again\n");
+    w.write(APP, "def main():\n    return 'two'\n");
+    w.record("t2", 1, &[APP], &[]);
+    assert_vetoed(&w, w.verify(), "t2", ".git/hooks/pre-commit", "modified");
+    fs::remove_file(w.path(".git/hooks/pre-commit")).expect("rm");
+    w.write(APP, "def main():\n    return 'three'\n");
+    w.record("t2", 2, &[APP], &[]);
+    assert_approved(&w, w.verify(), "t2");
 }
 
 /// The user's own Git LFS hook, and a first look after the work: the referee cannot tell it

@@ -558,6 +558,7 @@ pub fn protected_paths_and_undecided(
                         .map(|(p, _)| p)
                         .filter(|p| protected(p)),
                 )
+                .chain(ws.records_and_outputs().filter(|p| protected(p)))
                 .collect();
             (paths, NO_STATE.to_string())
         }
@@ -599,6 +600,14 @@ pub fn protected_paths_and_undecided(
                     what: "hidden by an ignore rule".into(),
                     why: why.clone(),
                 },
+                // A protected name among the records or the referee's files: no tool puts
+                // one there.
+                None if [".tasks/", ".referee/"].iter().any(|t| p.starts_with(t)) => {
+                    Happened::Undated {
+                        what: "a protected name where no commit holds it".into(),
+                        why: why.clone(),
+                    }
+                }
                 None => continue,
             },
         };
@@ -630,10 +639,26 @@ pub fn protected_paths_and_undecided(
 }
 
 /// Whether the veto covers `p`: a protected glob matches it, or, when the globs protect git's
-/// hooks (`.git/hooks/**`), it lies in the work tree's folder that `core.hooksPath` names.
+/// hooks (`.git/hooks/**`), it lies in the work tree's folder that `core.hooksPath` names. The
+/// protocol's own channel is never covered, whatever the globs: a task record
+/// (`.tasks/<id>.json`, the worker's word to the referee) and what the referee writes
+/// (`.referee/OBSERVER-*`); a team protecting `**/*.json` or `**/*.md` protects its own files,
+/// not these (each is judged as what it is: a record, the referee's output).
 fn veto_covers(ws: &Workspace, globs: &[Glob], p: &str) -> bool {
-    globs.iter().any(|g| g.is_match(p))
-        || (ws.in_hooks_dir(p) && globs.iter().any(|g| g.is_match(".git/hooks/pre-commit")))
+    !channel(p)
+        && (globs.iter().any(|g| g.is_match(p))
+            || (ws.in_hooks_dir(p) && globs.iter().any(|g| g.is_match(".git/hooks/pre-commit"))))
+}
+
+/// Whether `p` is the protocol's channel: a task record, or a file the referee writes.
+fn channel(p: &str) -> bool {
+    let record = p
+        .strip_prefix(".tasks/")
+        .is_some_and(|n| !n.contains('/') && !n.starts_with('.') && n.ends_with(".json"));
+    let output = p
+        .strip_prefix(".referee/")
+        .is_some_and(|n| !n.contains('/') && n.starts_with("OBSERVER-"));
+    record || output
 }
 
 /// For a path in a `__pycache__/` folder named as cached bytecode (`D/__pycache__/M.TAG.pyc`),
