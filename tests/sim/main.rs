@@ -391,6 +391,7 @@ fn reproduce(live: bool, acts: &[Act]) {
             submodule: false,
             built: false,
             local: false,
+            late: false,
         },
         acts,
     );
@@ -490,6 +491,7 @@ fn local_settings_there_at_the_start_are_the_users() {
         submodule: false,
         built: false,
         local: true,
+        late: false,
     };
     for live in [false, true] {
         reproduce_in(setup(live), &[Act::Write(0, 3), Act::Record(0), Act::Judge]);
@@ -504,6 +506,59 @@ fn local_settings_there_at_the_start_are_the_users() {
         );
     }
     reproduce(false, &[Act::LocalSettings, Act::Judge]);
+}
+
+/// The referee's first look comes after the work (setup `late`, one-shot): what no commit
+/// holds and holds code that will run is not dated by that look. A hook or a `!` alias planted
+/// with the first attempt is vetoed at that judgment and the next; the hook removed, the next
+/// task is approved (its removal since that look is no change). An honest session is approved
+/// throughout. (Class of issue 30: a first `verify --write` after the work pinned the planted
+/// hook as the start's, and every attempt from then on was APPROVEd.)
+#[test]
+fn a_first_look_after_the_work_dates_nothing() {
+    let late = Setup {
+        live: false,
+        submodule: false,
+        built: false,
+        local: false,
+        late: true,
+    };
+    reproduce_in(late, &[Act::Write(0, 3), Act::Record(0), Act::Judge]);
+    reproduce_in(
+        late,
+        &[
+            Act::HookPlant,
+            Act::Write(0, 3),
+            Act::Record(0),
+            Act::Judge,
+            Act::Write(0, 4),
+            Act::Record(0),
+            Act::Judge,
+        ],
+    );
+    reproduce_in(
+        late,
+        &[
+            Act::GitConfigAlias,
+            Act::ShadowImportSo,
+            Act::Write(0, 3),
+            Act::Record(0),
+            Act::Judge,
+        ],
+    );
+    reproduce_in(
+        late,
+        &[
+            Act::HookPlant,
+            Act::Write(0, 3),
+            Act::Record(0),
+            Act::Judge,
+            Act::HookRemove,
+            Act::Write(1, 3),
+            Act::Record(1),
+            Act::Judge,
+        ],
+    );
 }
 
 /// The build's output there when the referee starts, then `rm -rf build dist` and a task.
@@ -523,6 +578,7 @@ fn cleaning_the_build_is_approved() {
             submodule: false,
             built: true,
             local: false,
+            late: false,
         };
         reproduce_in(setup, &acts);
     }

@@ -356,6 +356,154 @@ pub fn veto(start: &Snapshot, now: &Snapshot, prot: &GlobSet) -> (Tri, Vec<Strin
     (tri, why)
 }
 
+/// The veto when the referee's first look came after the work (`late`): a pin taken then of
+/// every path no commit holds (under `.git/`, `.tasks/`, `.referee/`, or ignored) is what those
+/// paths are measured against, and the rest against the start. With a task record there at that
+/// look (`after_work`), the pin dates nothing: what it held and is gone since is no finding,
+/// and what it held, still as it was, blocks when it holds code that will run (a hook git runs,
+/// a git config with a key git runs as a command, a protected name among the records or the
+/// referee's files, an ignored path a protected glob matches, an ignored module a protected
+/// file imports) unless it is in a protected module's place (judged on what it is, as always).
+/// Written from the contract (docs/code-change.md, "A start is taken *before* the work").
+pub fn veto_late(
+    start: &Snapshot,
+    pin: &Snapshot,
+    after_work: bool,
+    now: &Snapshot,
+    prot: &GlobSet,
+) -> (Tri, Vec<String>) {
+    let no_commit = |p: &str| outside_change(p) || ignored(p);
+    let mut mixed = start.clone();
+    let paths: BTreeSet<String> = start
+        .nodes
+        .keys()
+        .chain(pin.nodes.keys())
+        .filter(|p| no_commit(p))
+        .cloned()
+        .collect();
+    for p in &paths {
+        match pin.nodes.get(p) {
+            Some(n) => mixed.nodes.insert(p.clone(), n.clone()),
+            None => mixed.nodes.remove(p),
+        };
+        match pin.inode.get(p) {
+            Some(i) => mixed.inode.insert(p.clone(), *i),
+            None => mixed.inode.remove(p),
+        };
+        match pin.resolves_to.get(p) {
+            Some(t) => mixed.resolves_to.insert(p.clone(), t.clone()),
+            None => mixed.resolves_to.remove(p),
+        };
+    }
+    let (tri, mut why) = veto(&mixed, now, prot);
+    if !after_work {
+        return (tri, why);
+    }
+    let gone = |p: &str| pin.nodes.contains_key(p) && !now.nodes.contains_key(p);
+    why.retain(|w| {
+        let p = w.split(": ").next().unwrap_or("");
+        !(no_commit(p) && gone(p))
+    });
+    let protected_py: Vec<(&String, &Node)> = start
+        .nodes
+        .iter()
+        .filter(|(p, n)| {
+            prot.is_match(p.as_str())
+                && p.ends_with(".py")
+                && matches!(n, Node::File { .. })
+                && !no_commit(p)
+        })
+        .collect();
+    let file_name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    for (p, was) in &pin.nodes {
+        if now.nodes.get(p) != Some(was) || why.iter().any(|w| w.starts_with(&format!("{p}: "))) {
+            continue;
+        }
+        let in_place = ignored(p)
+            && (protected_py.iter().any(|(pp, _)| shadows(pp, p))
+                || (prot.is_match(p.as_str())
+                    && protected_py
+                        .iter()
+                        .any(|(pp, _)| file_name(pp) == file_name(p))));
+        let hook = {
+            let parts: Vec<&str> = p.split('/').collect();
+            let in_hooks = matches!(parts.as_slice(), [".git", "hooks", _])
+                || matches!(parts.as_slice(), [".git", "modules", _, "hooks", _]);
+            in_hooks && !p.ends_with(".sample") && matches!(was, Node::File { .. } | Node::Link(_))
+        };
+        let config = (p == ".git/config"
+            || (p.starts_with(".git/modules/") && p.ends_with("/config")))
+            && was.bytes().is_some_and(config_runs);
+        let channel = p
+            .strip_prefix(".tasks/")
+            .is_some_and(|n| !n.contains('/') && !n.starts_with('.') && n.ends_with(".json"))
+            || p.starts_with(".referee/OBSERVER-");
+        let named = (p.starts_with(".tasks/") || p.starts_with(".referee/"))
+            && prot.is_match(p.as_str())
+            && !channel;
+        let hidden =
+            ignored(p) && (prot.is_match(p.as_str()) || import_shadow(&protected_py, start, p));
+        if !in_place && (hook || config || named || hidden) {
+            why.push(format!(
+                "{p}: there at a first look after the work, undated"
+            ));
+        }
+    }
+    let tri = if !why.is_empty() {
+        Tri::Yes
+    } else if tri == Tri::Maybe {
+        Tri::Maybe
+    } else {
+        Tri::No
+    };
+    (tri, why)
+}
+
+/// Whether a git config's text has a key git runs as a command (the contract's list: hooks
+/// path, an fsmonitor hook, a `!` alias, filter, diff and merge drivers, editors, pagers,
+/// credential and signing programs, includes, config hooks).
+fn config_runs(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    let mut section = String::new();
+    let mut sub = false;
+    for line in text.lines() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            let h = h.trim_end_matches(']');
+            let mut it = h.splitn(2, char::is_whitespace);
+            section = it.next().unwrap_or("").to_lowercase();
+            sub = it.next().is_some();
+            continue;
+        }
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
+        let (k, v) = (k.trim().to_lowercase(), v.trim());
+        let boolean = matches!(
+            v.to_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "1" | "0" | ""
+        );
+        let runs = match (section.as_str(), sub, k.as_str()) {
+            ("core", false, "hookspath" | "editor" | "pager" | "sshcommand") => true,
+            ("core", false, "fsmonitor") => !boolean,
+            ("alias", _, _) => v.starts_with('!'),
+            ("filter", true, "clean" | "smudge" | "process") => true,
+            ("diff", true, "textconv" | "command") | ("merge", true, "driver") => true,
+            ("sequence", false, "editor") | ("credential", _, "helper") => true,
+            ("gpg", _, "program") | ("include", false, "path") | ("includeif", true, "path") => {
+                true
+            }
+            ("hook", true, "command") => true,
+            ("pager", _, _) => !boolean,
+            _ => false,
+        };
+        if runs {
+            return true;
+        }
+    }
+    false
+}
+
 fn what(a: Option<&Node>, b: Option<&Node>) -> &'static str {
     match (a, b) {
         (None, Some(_)) => "added",

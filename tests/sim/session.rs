@@ -149,6 +149,8 @@ pub enum Act {
     NewProtectedName,
     // ---- hostile: code planted where git or an agent runs it ----
     HookPlant,
+    /// The hook `HookPlant` puts there, removed again (as a STOP asks).
+    HookRemove,
     HooksPath,
     GitConfigAlias,
     InfoAttributes,
@@ -178,6 +180,20 @@ pub enum Act {
 }
 
 impl Act {
+    /// What a referee whose first look comes after the work cannot see when it came before
+    /// (a commit moves the baseline it pins; `.git/info/attributes` is judged only against a
+    /// start).
+    pub fn blind_before_a_start(&self) -> bool {
+        matches!(
+            self,
+            Act::ProtWorkerCommit(_)
+                | Act::ProtIndexChmodCommitted(_)
+                | Act::InfoAttributes
+                | Act::Commit
+                | Act::AcceptCommit
+        )
+    }
+
     /// The action's name without its arguments (a class of disagreement names these).
     pub fn name(&self) -> String {
         let s = format!("{self:?}");
@@ -421,6 +437,7 @@ pub fn vocabulary() -> Vec<Act> {
         LocalSettings,
         NewProtectedName,
         HookPlant,
+        HookRemove,
         HooksPath,
         GitConfigAlias,
         InfoAttributes,
@@ -458,6 +475,10 @@ pub struct Setup {
     /// The user's gitignored `app/local_settings.py`, which the orchestrator imports, is there
     /// when the referee starts.
     pub local: bool,
+    /// One-shot only: the referee's first look is the first judgment, after the first attempt's
+    /// work (no `verify --write` before it). What no commit holds is measured from that look,
+    /// which dates nothing when a record is there (see `model::veto_late`).
+    pub late: bool,
 }
 
 /// A whole session: its setup and its steps.
@@ -472,7 +493,7 @@ impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "seed {} ({}{}{}{}): ",
+            "seed {} ({}{}{}{}{}): ",
             self.seed,
             if self.setup.live {
                 "live + verify"
@@ -487,6 +508,11 @@ impl fmt::Display for Plan {
             if self.setup.built { ", built" } else { "" },
             if self.setup.local {
                 ", local settings"
+            } else {
+                ""
+            },
+            if self.setup.late {
+                ", first look after the work"
             } else {
                 ""
             }
@@ -505,11 +531,16 @@ pub fn generate(
     excluded: &dyn Fn(&Act, &Setup) -> bool,
 ) -> Plan {
     let mut rng = fastrand::Rng::with_seed(seed);
+    // `late` is drawn from a stream of its own, so that every other draw (and every seed
+    // recorded before it) stays as it was.
+    let live = rng.f64() < live_share;
+    let late = !live && fastrand::Rng::with_seed(seed ^ LATE_STREAM).f64() < 0.2;
     let setup = Setup {
-        live: rng.f64() < live_share,
+        live,
         submodule: rng.f64() < 0.15,
         built: rng.f64() < 0.15,
         local: rng.f64() < 0.2,
+        late,
     };
     let hostile = rng.bool();
     let vocab = vocabulary();
@@ -609,8 +640,22 @@ pub fn generate(
             acts.push(Act::Judge);
         }
     }
+    if setup.late {
+        // Before a start nothing dates a commit or `.git/info/attributes`: the contract says a
+        // referee that looks after the work does not see them, so they are not drawn there.
+        let first = acts.iter().position(|a| matches!(a, Act::Judge));
+        let mut i = 0;
+        acts.retain(|a| {
+            let before = first.is_none_or(|f| i < f);
+            i += 1;
+            !(before && a.blind_before_a_start())
+        });
+    }
     Plan { seed, setup, acts }
 }
+
+/// The seed stream `late` is drawn from.
+const LATE_STREAM: u64 = 0x4c41_5445_0000_0001;
 
 fn with_args(a: Act, t: u8, x: u8, y: u8) -> Act {
     use Act::*;
@@ -731,6 +776,9 @@ pub struct Session {
     pub stats: Stats,
     head_moved: bool,
     side_commit: Option<String>,
+    /// With `late`: what the referee's first look found (the model's snapshot then), and
+    /// whether a task record was there (the look then came after the work).
+    late_pin: Option<(Snapshot, bool)>,
 }
 
 fn tid(t: u8) -> String {
@@ -800,6 +848,7 @@ impl Session {
             stats: Stats::default(),
             head_moved: false,
             side_commit: None,
+            late_pin: None,
         }
     }
 
@@ -816,6 +865,8 @@ impl Session {
         self.base = world::baseline_of(&self.start);
         let r = if self.setup.live {
             self.w.start_live()
+        } else if self.setup.late {
+            Ok(())
         } else {
             self.w.verify(true).map(|_| ())
         };
@@ -1533,6 +1584,9 @@ impl Session {
                 );
                 chmod(&ws.join(".git/hooks/pre-commit"), true);
             }
+            HookRemove => {
+                let _ = fs::remove_file(ws.join(".git/hooks/pre-commit"));
+            }
             HooksPath => {
                 git(&ws, &["config", "core.hooksPath", ".husky"]);
                 write_file(&ws, ".husky/pre-commit", b"#!/bin/sh\nexit 0\n");
@@ -1987,7 +2041,12 @@ impl Session {
     /// The model's view now: the veto, and the expectations of every record judged now.
     fn model_now(&self) -> (Tri, Vec<String>, Vec<Expect>) {
         let now = self.w.snapshot();
-        let (mut veto, mut why) = model::veto(&self.start, &now, &self.prot);
+        let (mut veto, mut why) = match &self.late_pin {
+            Some((pin, after_work)) => {
+                model::veto_late(&self.start, pin, *after_work, &now, &self.prot)
+            }
+            None => model::veto(&self.start, &now, &self.prot),
+        };
         if self.head_touches_protected() {
             veto = Tri::Yes;
             why.push("HEAD: a commit touching a protected path".into());
@@ -2071,6 +2130,15 @@ impl Session {
 
     fn judge(&mut self) -> Result<(), (String, String)> {
         self.stats.judgments += 1;
+        if self.setup.late && self.late_pin.is_none() {
+            let found = self.w.snapshot();
+            let record = found.nodes.keys().any(|p| {
+                p.strip_prefix(".tasks/").is_some_and(|n| {
+                    !n.contains('/') && !n.starts_with('.') && n.ends_with(".json")
+                })
+            });
+            self.late_pin = Some((found, record));
+        }
         let (veto, why, exp) = self.model_now();
         if veto == Tri::Yes {
             self.stats.vetoes += 1;
