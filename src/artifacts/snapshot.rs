@@ -187,6 +187,22 @@ impl Snapshot {
         self.entries.iter().filter(|e| e.kind == Kind::File)
     }
 
+    /// Drops from this listing the entries `aside` names (an earlier run's leftovers in a
+    /// daemon's build directory): no check sees them, as if the directory did not hold them.
+    /// The reads made so far are dropped too (they are kept by entry index).
+    pub fn set_aside(&mut self, aside: &std::collections::BTreeSet<String>) {
+        if aside.is_empty() {
+            return;
+        }
+        let before = self.entries.len();
+        self.entries.retain(|e| !aside.contains(&e.rel));
+        if self.entries.len() != before {
+            self.reads = Mutex::new(HashMap::new());
+            self.early = Mutex::new(HashMap::new());
+            self.tracker = OnceLock::new();
+        }
+    }
+
     /// Places the walk could not look into (directories that could not be listed, entries that
     /// could not be examined), sorted by `rel`. Checks treat what may lie there as unknown.
     pub fn unlisted(&self) -> &[Unlisted] {

@@ -60,8 +60,9 @@ pub(super) struct WatchArgs {
     /// `1500ms`; a bare number is milliseconds (as for `--settle`).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse_millis)]
     settle_max: std::time::Duration,
-    /// Start a new OBSERVER-EVENTS.jsonl instead of resuming (the old log is moved aside to
-    /// OBSERVER-EVENTS-<time>.jsonl, never deleted).
+    /// Start a new run: a new OBSERVER-EVENTS.jsonl instead of resuming (the old log is moved
+    /// aside to OBSERVER-EVENTS-<time>.jsonl, never deleted), and a build directory's files as
+    /// they are now set aside as an earlier run's until this run writes them.
     #[arg(long)]
     fresh: bool,
     #[command(flatten)]

@@ -556,3 +556,144 @@ fn a_run_halted_at_a_stop_then_emptied_starts_anew_and_a_restart_resumes() {
     assert_go(&dir, &second, "Phase 0 of the new run");
     assert!(second.output().contains("a new run"), "{}", second.output());
 }
+
+/// A complete run of the clean timeline into `dir` (created), watched by a referee that finishes
+/// by itself once the run is complete: its final verdict, as its `end` event says it.
+fn completed_run(dir: &Path, logs: &Path) -> serde_json::Value {
+    fs::create_dir(dir).expect("mkdir");
+    let d = dir.to_str().expect("utf-8");
+    let mut first = start(dir, logs, LIVE);
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "-q"]);
+    assert_eq!(code, 0);
+    assert_eq!(exit_code(first.wait(WAIT)), 0, "{}", first.output());
+    let end = payloads(dir, "end");
+    assert_eq!(end.len(), 1, "{end:?}");
+    assert!(end[0]["verdict"].is_string(), "{}", end[0]);
+    end[0]["verdict"].clone()
+}
+
+/// The passes the new run's log says ran.
+fn passes_run(dir: &Path) -> Vec<String> {
+    payloads(dir, "pass_run")
+        .iter()
+        .map(|p| p["pass"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// A second run into the directory of a completed one, not emptied (issue 31: `watch` resumed
+/// the finished run, and Phase 0's template tracker STOPped on OBS-15 and OBS-01; with `--fresh`
+/// every pass ran at once on the first run's files and the referee finished on the first run's
+/// verdict). The first run's files are its leftovers: no pass, no input, no verdict, until this
+/// run writes them. Phase 0 goes, the run is logged as a new one, the referee is still watching
+/// after Phase 0, and the rest of the run ends as the first did.
+fn a_rerun_over_a_completed_run(extra: &[&str]) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("build");
+    let verdict = completed_run(&dir, root.path());
+    let d = dir.to_str().expect("utf-8");
+    let mut args = LIVE.to_vec();
+    args.extend_from_slice(extra);
+    let mut second = start(&dir, root.path(), &args);
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "5m", "-q"]);
+    assert_eq!(code, 0);
+    assert_go(&dir, &second, "Phase 0 of a run over the first run's files");
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+    let events = crate::watch::events(&dir);
+    assert_eq!(
+        events[0]["payload"]["event"], "start",
+        "a new run, not a restart: {}",
+        events[0]
+    );
+    assert!(
+        events[0]["payload"]["rotated"].is_string(),
+        "the first run's log was moved aside and named: {}",
+        events[0]
+    );
+    assert!(second.output().contains("a new run"), "{}", second.output());
+    assert!(
+        second.output().contains("set aside"),
+        "the leftovers are counted: {}",
+        second.output()
+    );
+    // Only what Phase 0 wrote was judged: the later passes wait for their phases, and nothing
+    // ended the run (the first run's verdict is no verdict of this one).
+    let ran = passes_run(&dir);
+    assert!(
+        ran.iter().all(|p| p == "0"),
+        "passes run after Phase 0: {ran:?}"
+    );
+    assert!(payloads(&dir, "end").is_empty(), "{}", second.output());
+    assert_go(&dir, &second, "still watching after Phase 0");
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--from", "5m", "-q"]);
+    assert_eq!(code, 0);
+    assert_eq!(exit_code(second.wait(WAIT)), 0, "{}", second.output());
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+    let end = payloads(&dir, "end");
+    assert_eq!(end.len(), 1, "{end:?}");
+    assert_eq!(end[0]["verdict"], verdict, "{}", end[0]);
+    assert_eq!(end[0]["complete"], true, "{}", end[0]);
+}
+
+#[test]
+fn a_second_run_over_a_completed_run_is_a_new_run() {
+    a_rerun_over_a_completed_run(&[]);
+}
+
+#[test]
+fn a_fresh_run_over_a_completed_run_judges_only_its_own_files() {
+    a_rerun_over_a_completed_run(&["--fresh"]);
+}
+
+/// The first run's files are set aside, not ignored: a leftover rewritten by the new run is its
+/// file, judged, even written through a hard link from outside the build (no file event: a
+/// heartbeat compares the leftovers with the disk). The new run killed (-9) before it wrote
+/// anything and restarted: the restart resumes it, and the leftovers are still aside (they are
+/// in the state directory), so the first run's tracker starts no pass of the new run.
+#[test]
+fn leftovers_rewritten_by_the_new_run_are_judged_and_a_restart_keeps_them_aside() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("build");
+    completed_run(&dir, root.path());
+    let d = dir.to_str().expect("utf-8");
+    // A second name for the first run's gate results, outside the build directory.
+    let outside = root.path().join("gates-elsewhere.json");
+    fs::hard_link(dir.join(GATES), &outside).expect("hard link");
+    let mut first = start(&dir, root.path(), LIVE);
+    first.kill9();
+    let again = start(&dir, root.path(), LIVE);
+    again.until(
+        "the restart resumed, and its heartbeat is the live one",
+        || {
+            payloads(&dir, "restart").len() == 1
+                && read(&dir.join("OBSERVER-HEARTBEAT.json")).contains(&again.pid().to_string())
+        },
+    );
+    // Resumed with the leftovers still aside: the first run's files start no pass of this one.
+    let Output { code, .. } = run(&["replay", "clean", d, "--speed", "0", "--until", "5m", "-q"]);
+    assert_eq!(code, 0);
+    assert_go(&dir, &again, "Phase 0 of the restarted new run");
+    assert!(
+        passes_run(&dir).iter().all(|p| p == "0"),
+        "{:?}",
+        passes_run(&dir)
+    );
+    let Output { code, .. } = run(&[
+        "replay", "clean", d, "--speed", "0", "--from", "5m", "--until", "46m", "-q",
+    ]);
+    assert_eq!(code, 0);
+    assert_go(&dir, &again, "up to Phase 3A, after the restart");
+    assert!(stops_raised(&dir).is_empty(), "{:?}", stops_raised(&dir));
+    // The leftover gate results rewritten in place through the other name: a hand-entered
+    // result, which must STOP once seen.
+    fs::write(&outside, crate::watch::manual_gates(1)).expect("write through the link");
+    // Found at a heartbeat (no event, no `status --sync` asking for a full look).
+    again.until("the rewritten leftover STOPs OBS-27", || {
+        read(&dir.join(STOP)).contains("OBS-27")
+    });
+    assert_eq!(
+        sync(&dir, &again),
+        1,
+        "the rewritten leftover is judged: {}",
+        again.output()
+    );
+}

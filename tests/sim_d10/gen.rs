@@ -57,6 +57,27 @@ fn phase_step(rng: &mut fastrand::Rng, style: &Style, phase: Phase, verdict: Ver
     })
 }
 
+/// A phase of a run over an earlier run's files, by writers that write every file: `rsync -a`
+/// leaves a file of the same size and mtime as it was, which is then still the earlier run's
+/// leftover (nothing on disk says this run wrote it), not this run's.
+fn rewriting_phase_step(rng: &mut fastrand::Rng, style: &Style, phase: Phase) -> Step {
+    loop {
+        let s = phase_step(rng, style, phase, Verdict::Ship);
+        if !matches!(
+            s,
+            Step::Phase {
+                writer: Writer::Rsync,
+                ..
+            } | Step::Phase {
+                tracker: Writer::Rsync,
+                ..
+            }
+        ) {
+            return s;
+        }
+    }
+}
+
 fn plant_for(rng: &mut fastrand::Rng, refine_round: bool) -> (Plant, Phase) {
     let r = refine_round && rng.bool();
     let (p3a, p3b, p3bint) = if r {
@@ -349,13 +370,19 @@ pub fn generate(seed: u64) -> Run {
             }
         }
     }
-    // A second run in the emptied directory, after a complete honest one.
+    // A second run in the emptied directory, or (watched live) over the first run's files,
+    // after a complete honest one.
     if !hostile && end == phases.len() && rng.u8(0..8) == 0 {
-        let s = Step::Rerun;
+        let over = style.live && rng.bool();
+        let s = if over { Step::RerunOver } else { Step::Rerun };
         if known_open::matching(&with_style(&s.tags(), &style)).is_none() {
             steps.push(s);
             for &ph in &Phase::MAIN[..rng.usize(1..=Phase::MAIN.len())] {
-                steps.push(phase_step(&mut rng, &style, ph, Verdict::Ship));
+                steps.push(if over {
+                    rewriting_phase_step(&mut rng, &style, ph)
+                } else {
+                    phase_step(&mut rng, &style, ph, Verdict::Ship)
+                });
                 steps.push(Step::Boundary);
             }
         }

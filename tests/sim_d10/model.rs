@@ -458,6 +458,9 @@ pub enum Step {
     Noise(Noise),
     /// Empty the build directory and start again (a new run in the same directory).
     Rerun,
+    /// Start again over the completed run's files, not emptied: a new run, the first run's
+    /// files its leftovers until it writes them (the reference judges its own files alone).
+    RerunOver,
 }
 
 impl Step {
@@ -493,6 +496,7 @@ impl Step {
             }
             Step::Noise(n) => vec![n.tag().into()],
             Step::Rerun => vec!["rerun".into()],
+            Step::RerunOver => vec!["rerun-over".into()],
         }
     }
 }
@@ -630,7 +634,7 @@ impl State {
             Step::Noise(n) => {
                 self.noise.insert(*n);
             }
-            Step::Rerun => *self = State::default(),
+            Step::Rerun | Step::RerunOver => *self = State::default(),
             Step::Boundary => {}
         }
     }

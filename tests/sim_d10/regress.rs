@@ -232,6 +232,17 @@ fn rerun_in_emptied_directory() {
     assert_agrees(&live(), &steps);
 }
 
+/// A second run over a completed run's files, the directory not emptied (issue 31: the referee
+/// resumed the finished run and STOPped Phase 0 on OBS-15 and OBS-01): a new run, the first
+/// run's files set aside until it writes them.
+#[test]
+fn rerun_over_a_completed_run() {
+    let mut steps = main_to(Phase::P3C, Verdict::Ship);
+    steps.push(Step::RerunOver);
+    steps.extend(main_to(Phase::P2, Verdict::Ship));
+    assert_agrees(&live(), &steps);
+}
+
 /// A first run halted at a STOP (a manual gate source), the directory emptied and the referee
 /// started again, Phase 0 written as soon as the new referee answers: the new run starts with
 /// nothing standing (found under load, seed `0xd105eed002a`: the harness took the previous run's

@@ -429,6 +429,9 @@ pub fn execute(seed: u64, style: &Style, steps: &[Step]) -> Outcome {
     // For each step: when it ran, and the checks the reference allows in a STOP around it.
     let mut windows: Vec<(Instant, Instant, BTreeSet<String>)> = Vec::new();
     let mut prev = reference::judge(&s);
+    // A run begun over the completed run's files (not emptied): `verify` judges them too, only
+    // the live referee sets them aside.
+    let mut over_leftovers = false;
 
     for (i, step) in steps.iter().enumerate() {
         let t0 = Instant::now();
@@ -555,13 +558,15 @@ pub fn execute(seed: u64, style: &Style, steps: &[Step]) -> Outcome {
                     s.noise.insert(*n);
                     noise(&build, *n)?;
                 }
-                Step::Rerun => {
+                Step::Rerun | Step::RerunOver => {
                     if let Some(l) = live.as_mut() {
                         if l.running() {
                             l.terminate();
                         }
                     }
-                    empty_dir(&build)?;
+                    if *step == Step::Rerun {
+                        empty_dir(&build)?;
+                    }
                     s = State::default();
                 }
                 Step::Boundary => {}
@@ -572,7 +577,10 @@ pub fn execute(seed: u64, style: &Style, steps: &[Step]) -> Outcome {
             fail(&mut out, "io", format!("{step:?}"), i, e.to_string());
             break;
         }
-        if *step == Step::Rerun && style.live {
+        if matches!(step, Step::Rerun | Step::RerunOver) {
+            over_leftovers = *step == Step::RerunOver;
+        }
+        if matches!(step, Step::Rerun | Step::RerunOver) && style.live {
             live = None;
             match start_live(&mut generation) {
                 Ok(l) => live = Some(l),
@@ -585,7 +593,7 @@ pub fn execute(seed: u64, style: &Style, steps: &[Step]) -> Outcome {
         allowed.extend(fails_of(&exp, Exp::Fail));
         allowed.extend(fails_of(&prev, Exp::Either));
         allowed.extend(fails_of(&exp, Exp::Either));
-        if *step == Step::Rerun {
+        if matches!(step, Step::Rerun | Step::RerunOver) {
             // The first run's STOP may stand until the new referee has looked.
             allowed.extend(fails_of(&prev, Exp::NotFail));
         }
@@ -639,7 +647,15 @@ pub fn execute(seed: u64, style: &Style, steps: &[Step]) -> Outcome {
 
         if *step == Step::Boundary {
             out.boundaries += 1;
-            boundary(i, &build, &home, &s, &exp, live.as_mut(), &mut out);
+            boundary(
+                i,
+                &build,
+                &home,
+                (&s, &exp),
+                live.as_mut(),
+                over_leftovers,
+                &mut out,
+            );
             if exp.complete {
                 live = None;
             }
@@ -692,9 +708,9 @@ fn boundary(
     i: usize,
     build: &Path,
     home: &Path,
-    s: &State,
-    exp: &Expected,
+    (s, exp): (&State, &Expected),
     live: Option<&mut Live>,
+    over_leftovers: bool,
     out: &mut Outcome,
 ) {
     let honest = s.plants.is_empty();
@@ -734,6 +750,14 @@ fn boundary(
             let stop = fs::read_to_string(build.join("OBSERVER-STOP.md")).unwrap_or_default();
             live_answer = Some((code, text, stop_keys(&stop), l.output()));
         }
+    }
+    if over_leftovers {
+        // `verify` judges the directory as it stands, the earlier run's leftovers with it: the
+        // live referee's answer is compared with the reference instead.
+        if let Some((code, text, stop, log)) = live_answer {
+            live_vs_reference(exp, honest, (code, &text, &stop, &log), &mut push);
+        }
+        return;
     }
     let seen = match verify(build, home) {
         Ok(v) => v,
@@ -845,6 +869,59 @@ fn boundary(
                 );
             }
         }
+    }
+}
+
+/// The live referee's answer at a boundary (`status --sync` code and text, the STOP's keys, its
+/// output) against the reference alone: a STOP names only checks the reference lets fail, and
+/// every check it must fail.
+fn live_vs_reference(
+    exp: &Expected,
+    honest: bool,
+    (code, text, stop, log): (i32, &str, &BTreeSet<Key>, &str),
+    push: &mut impl FnMut(&'static str, String, String),
+) {
+    if code == 3 {
+        push(
+            "no-live",
+            "status-sync".into(),
+            format!("status --sync answered 3: {text}\n{log}"),
+        );
+        return;
+    }
+    let may_fail = |k: &Key| {
+        exp.blocking
+            .get(k)
+            .is_some_and(|e| matches!(e, Exp::Fail | Exp::Either))
+    };
+    for k in stop.iter().filter(|k| !may_fail(k)) {
+        push(
+            if honest { "honest-stop" } else { "extra" },
+            format!("{}:{}", k.0, k.1),
+            format!(
+                "the live STOP names {}:{}, which the reference does not let fail\n{text}\n{log}",
+                k.0, k.1
+            ),
+        );
+    }
+    let stop_checks: BTreeSet<&String> = stop.iter().map(|k| &k.1).collect();
+    for k in exp.must_fail() {
+        if code != 1 || !stop_checks.contains(&k.1) {
+            push(
+                "missed",
+                format!("{}:{}", k.0, k.1),
+                format!(
+                    "reference FAIL, status --sync {code}, STOP {stop_checks:?}\n{text}\n{log}"
+                ),
+            );
+        }
+    }
+    if code == 1 && stop.is_empty() && exp.must_fail().is_empty() {
+        push(
+            if honest { "honest-stop" } else { "extra" },
+            "status-sync".into(),
+            format!("status --sync 1 with no STOP the reference expects\n{text}\n{log}"),
+        );
     }
 }
 

@@ -39,6 +39,11 @@ pub struct Resumed {
     pub verdicts: std::collections::BTreeSet<(String, u64)>,
     /// Whether the last run wrote its `end` event.
     pub ended: bool,
+    /// Whether that `end` says the run finished because the pipeline completed, with a final
+    /// verdict: the run is over, and a referee started on its directory again begins a new run
+    /// (one stopped by a signal, a request or the timeout, or whose pipeline exited before it
+    /// completed, is resumed).
+    pub completed: bool,
     pub events: usize,
     /// Lines that could not be parsed (a torn last line, damage): ignored, and reported.
     pub skipped: usize,
@@ -194,6 +199,7 @@ impl Resumed {
                     self.started = time(run.started.as_deref()).or(Some(at));
                 }
                 self.ended = false;
+                self.completed = false;
             }
             Event::PassRun {
                 pass,
@@ -278,7 +284,14 @@ impl Resumed {
                     self.escalations.push((k, reason));
                 }
             }
-            Event::End(_) => self.ended = true,
+            Event::End(e) => {
+                self.ended = true;
+                // Finished because the pipeline completed (or exited once it had), not stopped
+                // by a signal, a request or the timeout, whatever the evaluation said then.
+                self.completed = e.complete
+                    && e.verdict.is_some()
+                    && matches!(e.reason.as_str(), "complete" | "exit_with");
+            }
             Event::Verdict {
                 task_id,
                 attempt: Some(a),
@@ -353,6 +366,40 @@ mod tests {
         assert!(torn, "the last line has no newline");
         let (_, torn) = replay_from(format!("{good}\n").as_bytes()).unwrap();
         assert!(!torn);
+    }
+
+    /// A run whose log ends with the pipeline completed (a final verdict) is over; one stopped
+    /// by a signal or the timeout, or started again since, is not.
+    #[test]
+    fn a_run_is_completed_only_when_it_ended_with_its_pipeline_complete() {
+        let at = timestamp(&Utc::now());
+        let line = |p: Value| {
+            serde_json::to_string(&json!({"trace_id": "t", "timestamp": at, "payload": p})).unwrap()
+        };
+        let start = line(json!({"event": "start", "protocol": {"sha256": "abc"}}));
+        let end = |reason: &str, complete: bool, verdict: Value| {
+            line(
+                json!({"event": "end", "reason": reason, "text": "x", "final": false,
+                "complete": complete, "verdict": verdict, "exit_code": 0, "stop": false,
+                "unresolved": [], "summary": null, "report": null, "results": []}),
+            )
+        };
+        let completed = |lines: &[String]| replay(&lines.join("\n")).completed;
+        let ship = || json!("SHIP");
+        assert!(completed(&[start.clone(), end("complete", true, ship())]));
+        assert!(completed(&[start.clone(), end("exit_with", true, ship())]));
+        assert!(!completed(&[start.clone(), end("signal", true, ship())]));
+        assert!(!completed(&[start.clone(), end("timeout", true, ship())]));
+        assert!(!completed(&[
+            start.clone(),
+            end("exit_with", false, Value::Null)
+        ]));
+        assert!(!completed(std::slice::from_ref(&start)));
+        assert!(!completed(&[
+            start.clone(),
+            end("complete", true, ship()),
+            start.clone()
+        ]));
     }
 
     /// The attempts whose verdict is logged, so a restarted referee that judges an attempt

@@ -17,7 +17,7 @@ use std::time::SystemTime;
 /// A file's stat identity: two identities that are equal are (as far as `stat` can tell) the same
 /// bytes. A write in place changes the size or the times; a replacement changes the inode; a
 /// new link changes the link count and the change time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ident {
     pub dev: u64,
     pub ino: u64,

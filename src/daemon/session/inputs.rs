@@ -34,12 +34,15 @@ impl Session {
             .retain(|rel| snap.get(rel).is_some_and(|e| e.kind == Kind::File));
     }
 
-    /// The judged inputs that are not, on disk, what was judged.
-    fn inputs_changed(&self) -> BTreeSet<String> {
+    /// The judged inputs that are not, on disk, what was judged, and the earlier run's
+    /// leftovers that are no longer as they were (this run's now).
+    fn inputs_changed(&mut self) -> BTreeSet<String> {
         if !matches!(self.part, super::Part::Build) || self.detached_why.is_some() {
             return BTreeSet::new();
         }
-        self.inputs.differs(stat)
+        let mut changed = self.inputs.differs(stat);
+        changed.extend(self.leftovers_changed());
+        changed
     }
 
     /// Judges again the inputs that changed without an event. Whether results are held now

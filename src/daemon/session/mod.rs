@@ -14,6 +14,7 @@ mod end;
 mod fault_stop;
 mod identity;
 mod inputs;
+mod leftovers;
 mod open;
 mod rival;
 mod sync;
@@ -192,6 +193,9 @@ pub struct Session {
     /// The files the judgments read, with their stat identity when read: compared with the
     /// disk before a sync is acknowledged and at heartbeats (writes that make no event).
     inputs: super::rules::inputs::InputLedger,
+    /// An earlier run's files, set aside from every snapshot until this run writes them (a
+    /// new run begun over a completed run, or with `--fresh`; see [`leftovers`]).
+    leftovers: leftovers::Leftovers,
     /// Own writes that failed: when each is tried again (a full disk costs no core).
     backoff: super::rules::retry::Backoff,
     // Timers.
@@ -448,7 +452,7 @@ impl Session {
             (Some(c), Some(prev)) if !final_ => prev.rescan(&c.iter().cloned().collect::<Vec<_>>()),
             _ => Snapshot::scan(&self.dir, self.cfg.limits),
         };
-        let snap = match listed {
+        let mut snap = match listed {
             Ok(s) => {
                 self.clear_fault("scan");
                 s
@@ -458,6 +462,14 @@ impl Session {
                 return None;
             }
         };
+        // Every snapshot judged leaves out an earlier run's files still as they were; a folder
+        // that shows again because this run wrote into it is judged with what changed.
+        let shown = self.set_aside_leftovers(&mut snap, changed.is_none() || final_);
+        let widened: Option<BTreeSet<String>> = match changed {
+            Some(c) if !shown.is_empty() => Some(c.iter().cloned().chain(shown).collect()),
+            _ => None,
+        };
+        let changed = widened.as_ref().or(changed);
         self.look(&snap, changed);
         let opts = Options {
             final_,

@@ -1,6 +1,8 @@
 //! Opening a session: the build directory checked, its event log locked and read (resumed, or
-//! rotated with `--fresh`), a STOP left standing adopted before anything can touch it, and the
-//! start (or restart) announced once the loop watches the directory.
+//! rotated for a new run: `--fresh`, an emptied directory, a previous run that had completed,
+//! with what an earlier run left recorded as its leftovers), a STOP left standing adopted before
+//! anything can touch it, and the start (or restart) announced once the loop watches the
+//! directory.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -18,6 +20,7 @@ use super::super::journal::{self, ContextRef, EventLog};
 use super::super::rules::ledger::Ledger;
 use super::super::rules::settle::Settle;
 use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
+use super::leftovers::Leftovers;
 use super::tasks::Tasks;
 use super::{Part, ProtocolFile, Session};
 use crate::outputs::OutDir;
@@ -34,9 +37,28 @@ pub(super) struct Opening {
     adopted: bool,
     /// The log copy found in the watched directory with no memory behind it, moved aside.
     copy_rotated: Option<PathBuf>,
-    /// The build directory held no pipeline artifact: a new run, not the previous one resumed
-    /// (its log rotated as with `--fresh`, its record of what it saw moved aside to this).
+    /// The build directory held no pipeline artifact, or the previous run had completed: a new
+    /// run, not the previous one resumed (its log rotated as with `--fresh`, its record of what
+    /// it saw moved aside to this).
     new_run: Option<Option<PathBuf>>,
+    /// Why this is a new run, when it is one.
+    why_new: Option<NewRun>,
+    /// How many of the earlier run's entries were set aside ([`super::leftovers`]).
+    leftovers: usize,
+    /// The record of the leftovers could not be read: why (everything is judged).
+    leftovers_lost: Option<String>,
+}
+
+/// Why a session begins a new run instead of resuming the previous one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NewRun {
+    /// `--fresh`: what the directory holds is an earlier run's, set aside.
+    Fresh,
+    /// Nothing of a pipeline's is left in the directory.
+    Emptied,
+    /// The previous run completed (its log ends with a final verdict): what the directory holds
+    /// is that run's, set aside.
+    Completed,
 }
 
 fn trace_id(dir: &Path) -> String {
@@ -215,6 +237,9 @@ impl Session {
             adopted: false,
             copy_rotated: None,
             new_run: None,
+            why_new: None,
+            leftovers: 0,
+            leftovers_lost: None,
         };
         // An emptied build directory (nothing of a pipeline's left in it) starts a new run: an
         // earlier run's memory in the same state directory (same path and inode) is not resumed.
@@ -234,7 +259,16 @@ impl Session {
                 remove_stale_temps(&state);
                 remove_stale_temps(out.path());
                 opening.log_moved = moved_aside;
+                // A run that completed is over: a referee started on its directory again begins
+                // a new run over its files (not under another protocol: that is refused below,
+                // as a resume would be, unless `--fresh`).
+                let completed = matches!(part, Part::Build)
+                    && r.completed
+                    && r.protocol_sha256
+                        .as_ref()
+                        .is_none_or(|logged| *logged == protocol.sha256);
                 let (file, torn_tail) = if r.events == 0 && r.skipped == 0 {
+                    opening.why_new = cfg.fresh.then_some(NewRun::Fresh);
                     // A new memory: a log left in the watched directory (an older referee's, or
                     // anyone's) is never resumed from; it is moved aside, not deleted.
                     if std::fs::symlink_metadata(out.join(journal::EVENTS_FILE))
@@ -243,7 +277,14 @@ impl Session {
                         opening.copy_rotated = journal::rotate(out.path(), &now).ok();
                     }
                     (file, torn_tail)
-                } else if cfg.fresh || emptied {
+                } else if cfg.fresh || emptied || completed {
+                    opening.why_new = Some(if cfg.fresh {
+                        NewRun::Fresh
+                    } else if emptied {
+                        NewRun::Emptied
+                    } else {
+                        NewRun::Completed
+                    });
                     if !cfg.fresh {
                         opening.new_run = Some(rotate_seen(&state, &now));
                     }
@@ -316,6 +357,10 @@ impl Session {
                 crate::state::observed::Observed::load(&state)?.unwrap_or_default(),
             )),
         };
+        let leftovers = match &part {
+            Part::Build if log.is_some() => leftovers_at_start(&cfg, &dir, &state, &mut opening)?,
+            _ => Leftovers::default(),
+        };
         let syncs = tokens_in(&canon);
         Ok(Session {
             settle: Settle::new(cfg.settle).with_max(cfg.settle_max),
@@ -362,6 +407,7 @@ impl Session {
             syncs,
             sync_since: None,
             inputs: Default::default(),
+            leftovers,
             follow_link: is_link,
             backoff: super::super::rules::retry::Backoff::default(),
             recheck_at: None,
@@ -452,19 +498,36 @@ impl Session {
                 );
             }
             None => {
-                match (&opening.rotated, &opening.new_run) {
-                    (Some(to), Some(seen)) => self.say(&format!(
-                        "a new run: `{}` holds no pipeline artifact, so the previous run is not resumed; its event log was moved to `{}`{}",
+                let seen = opening
+                    .new_run
+                    .as_ref()
+                    .and_then(|s| s.as_ref())
+                    .map(|s| format!(" and its record of what it saw to `{}`", s.display()))
+                    .unwrap_or_default();
+                let aside = match opening.leftovers {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} of the files and folders already in it are set aside until this run writes them"
+                    ),
+                };
+                match (opening.why_new, &opening.rotated) {
+                    (Some(NewRun::Emptied), Some(to)) => self.say(&format!(
+                        "a new run: `{}` holds no pipeline artifact, so the previous run is not resumed; its event log was moved to `{}`{seen}",
                         self.dir.display(),
                         to.display(),
-                        seen.as_ref()
-                            .map(|s| format!(" and its record of what it saw to `{}`", s.display()))
-                            .unwrap_or_default()
                     )),
-                    (Some(to), None) => self.say(&format!(
-                        "--fresh: the previous event log was moved to `{}`",
+                    (Some(NewRun::Completed), Some(to)) => self.say(&format!(
+                        "a new run: the previous run in `{}` had completed, so it is not resumed; its event log was moved to `{}`{seen}{aside}",
+                        self.dir.display(),
+                        to.display(),
+                    )),
+                    (Some(NewRun::Fresh), Some(to)) => self.say(&format!(
+                        "--fresh: a new run; the previous event log was moved to `{}`{aside}",
                         to.display()
                     )),
+                    (Some(NewRun::Fresh), None) if opening.leftovers > 0 => {
+                        self.say(&format!("--fresh: a new run{aside}"))
+                    }
                     _ => {}
                 }
                 self.emit(
@@ -502,10 +565,61 @@ impl Session {
         if let Some(r) = opening.damaged {
             self.log_damaged(&r);
         }
+        if let Some(why) = &opening.leftovers_lost {
+            self.say(&format!(
+                "{why}: every file in `{}` is judged as this run's",
+                self.dir.display()
+            ));
+        }
         if opening.adopted {
             self.stop_adopted(raised_by_referee);
         }
         self.record_start();
+    }
+}
+
+/// The earlier run's files a build's session sets aside ([`super::leftovers`]): at a new run over
+/// a completed run or with `--fresh`, everything the directory holds now (recorded and kept in
+/// `state`); on a resumed run, the record it kept; at any other start, none.
+fn leftovers_at_start(
+    cfg: &Config,
+    dir: &Path,
+    state: &Path,
+    opening: &mut Opening,
+) -> Result<Leftovers, DaemonError> {
+    let resuming = opening.why_new.is_none() && opening.rotated.is_none();
+    match opening.why_new {
+        Some(NewRun::Fresh | NewRun::Completed) => {
+            let snap = crate::artifacts::Snapshot::scan(dir, cfg.limits).map_err(|source| {
+                DaemonError::BuildDir {
+                    path: dir.display().to_string(),
+                    source,
+                }
+            })?;
+            let mut left = Leftovers::record(&snap);
+            opening.leftovers = left.len();
+            if let Err(e) = left.save(state) {
+                own_file_fault::<()>(cfg, state, super::leftovers::LEFTOVERS_FILE, e)?;
+            }
+            Ok(left)
+        }
+        None if resuming && (opening.resumed.is_some() || opening.damaged.is_some()) => {
+            Ok(Leftovers::load(state).unwrap_or_else(|e| {
+                opening.leftovers_lost = Some(crate::error::chain(&e));
+                Leftovers::default()
+            }))
+        }
+        _ => {
+            if let Err(e) = super::leftovers::discard(state) {
+                tracing::warn!(
+                    "cannot remove an earlier run's `{}` from `{}`: {}",
+                    super::leftovers::LEFTOVERS_FILE,
+                    state.display(),
+                    e.to_string().to_lowercase()
+                );
+            }
+            Ok(Leftovers::default())
+        }
     }
 }
 
