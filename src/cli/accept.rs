@@ -136,8 +136,14 @@ fn start_accepted(done: &crate::accept::DoneStart) -> String {
             "  (the start pinned before dated nothing: {why})\n"
         ));
     }
-    for p in &done.paths {
+    let samples = done.paths.iter().filter(|p| p.ends_with(".sample")).count();
+    for p in done.paths.iter().filter(|p| !p.ends_with(".sample")) {
         text.push_str(&format!("  {}\n", crate::workspace::name::display(p)));
+    }
+    if samples > 0 {
+        text.push_str(&format!(
+            "  (and {samples} of git's own `*.sample` hooks)\n"
+        ));
     }
     if !done.still_vetoed.is_empty() {
         text.push_str(&format!(

@@ -238,6 +238,40 @@ fn surface_accept_start_vouches_for_the_users_hook_after_a_late_first_look() {
     assert_vetoed(&w, w.verify(), "t1", ".git/hooks/post-checkout", "added");
 }
 
+/// `watch` started after the work (a record already there) with the user's hook: the live
+/// referee cannot date it and stops; `accept --start` lifts that STOP without a restart, and
+/// the event log says what was vouched for.
+#[test]
+fn surface_accept_start_lifts_a_live_stop() {
+    let w = Ws::repo(&[]);
+    w.write(
+        ".git/hooks/pre-push",
+        "#!/bin/sh\ngit lfs pre-push \"$@\"\n",
+    );
+    w.honest("t1", 1);
+    let live = w.watch();
+    live.until("the STOP names the hook", || {
+        read(&w.stop()).contains(".git/hooks/pre-push")
+    });
+    let ws = w.ws.to_str().expect("utf-8");
+    let out = w.referee(&["accept", ws, "--start"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("  .git/hooks/pre-push\n") && out.stdout.contains("`*.sample` hooks"),
+        "{}",
+        out.stdout
+    );
+    live.until("the STOP is lifted", || !w.stop().exists());
+    live.until("status says go", || w.status() == 0);
+    let status = w.referee(&["status", ws, "--task", "t1"]);
+    assert_eq!(status.code, 0, "{}", status.stdout);
+    assert!(
+        live.output().contains("accepted the start as it is now"),
+        "{}",
+        live.output()
+    );
+}
+
 /// `accept --start` is a start for the paths no commit holds, nothing more: a protected file
 /// the baseline holds stays vetoed (and is listed so), and with no state directory there is no
 /// referee to vouch to (refused, exit 1).

@@ -311,6 +311,7 @@ impl Session {
             .unwrap_or_default();
         for e in log.into_iter().filter(|e| e.generation > before) {
             let what = match (&e.task, e.attempt, &e.commit) {
+                _ if e.start => "the start as it is now (a human's word, `accept --start`)".into(),
                 (Some(t), Some(a), _) => format!("task {t} attempt {a}"),
                 (Some(t), None, _) => format!("task {t}"),
                 (None, _, Some(c)) => format!(
@@ -332,10 +333,22 @@ impl Session {
             } else {
                 format!("; not judged as any task's work: {}", e.unjudged.join(", "))
             };
+            // git's own `*.sample` hooks are counted, not named.
+            let samples = e.paths.iter().filter(|p| p.ends_with(".sample")).count();
+            let named: Vec<&str> = e
+                .paths
+                .iter()
+                .filter(|p| !p.ends_with(".sample"))
+                .map(String::as_str)
+                .collect();
+            let samples = match samples {
+                0 => String::new(),
+                n => format!(", and {n} of git's own `*.sample` hooks"),
+            };
             let text = format!(
-                "accepted {what}: {} path(s) are measured against what was accepted from now on ({}){protected}{unjudged}",
+                "accepted {what}: {} path(s) are measured against what was accepted from now on ({}{samples}){protected}{unjudged}",
                 e.paths.len(),
-                e.paths.join(", ")
+                named.join(", ")
             );
             self.emit(
                 Event::Accepted {
