@@ -254,6 +254,7 @@ fn run_many() -> Result<(), String> {
                 {
                     let mut s = stats.lock().unwrap();
                     s.judgments += o.stats.judgments;
+                    s.late += o.stats.late;
                     s.vetoes += o.stats.vetoes;
                     s.veto_over_1s += o.stats.veto_over_1s;
                     s.veto_ms_max = s.veto_ms_max.max(o.stats.veto_ms_max);
@@ -304,7 +305,8 @@ fn run_many() -> Result<(), String> {
         "sim: CPU {own:.1} s in the simulator, {children:.1} s in the referee, git and the tools it ran"
     );
     println!(
-        "sim: {count} sessions, {} actions, {} judgments, {} vetoes (slowest {} ms, {} over 1 s) in {:.1?} on {threads} threads; accept {}, accept --commit {}, task open {}; {} disagreement(s)",
+        "sim: {count} sessions ({} with a first look after the work), {} actions, {} judgments, {} vetoes (slowest {} ms, {} over 1 s) in {:.1?} on {threads} threads; accept {}, accept --commit {}, task open {}; {} disagreement(s)",
+        st.late,
         actions.load(Ordering::Relaxed),
         st.judgments,
         st.vetoes,

@@ -753,6 +753,8 @@ pub struct Disagreement {
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
     pub actions: usize,
+    /// Sessions whose referee first looked after the work (setup `late`).
+    pub late: usize,
     pub judgments: usize,
     pub vetoes: usize,
     pub veto_ms_max: u128,
@@ -2138,6 +2140,7 @@ impl Session {
                 })
             });
             self.late_pin = Some((found, record));
+            self.stats.late = 1;
         }
         let (veto, why, exp) = self.model_now();
         if veto == Tri::Yes {
