@@ -37,6 +37,7 @@
 pub mod attempts;
 pub mod dir_id;
 pub mod heartbeat;
+pub mod kept_json;
 pub mod live;
 pub mod lock;
 pub mod observed;

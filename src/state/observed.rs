@@ -20,8 +20,8 @@
 //! or read the watched directory.
 
 use std::collections::BTreeMap;
-use std::io::{self, Read};
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -94,14 +94,20 @@ impl Default for Observed {
 /// The record cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SeenError {
-    #[error("cannot read `{path}`")]
+    #[error("cannot read `{}`", path.display())]
     Io {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("`{path}` is not the referee's record of what it saw ({why}); move it aside to start a new one")]
-    Invalid { path: String, why: String },
+    #[error("`{}` is not the referee's record of what it saw ({why}); move it aside to start a new one", path.display())]
+    Invalid { path: PathBuf, why: String },
+}
+
+impl super::kept_json::Schema for Observed {
+    fn schema(&self) -> &str {
+        &self.schema
+    }
 }
 
 /// The key of a file content at a path.
@@ -134,46 +140,12 @@ fn text_hash(s: &str) -> String {
 impl Observed {
     /// The record in `state`, if there is one.
     pub fn load(state: &Path) -> Result<Option<Observed>, SeenError> {
+        use super::kept_json::{read, Unread};
         let path = state.join(SEEN_FILE);
-        let shown = || path.display().to_string();
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(SeenError::Io {
-                    path: shown(),
-                    source,
-                })
-            }
-        };
-        let meta = file.metadata().map_err(|source| SeenError::Io {
-            path: shown(),
-            source,
-        })?;
-        if !meta.is_file() || meta.len() > MAX_BYTES {
-            return Err(SeenError::Invalid {
-                path: shown(),
-                why: "not a regular file of a sane size".into(),
-            });
-        }
-        let mut text = String::new();
-        file.take(MAX_BYTES)
-            .read_to_string(&mut text)
-            .map_err(|source| SeenError::Io {
-                path: shown(),
-                source,
-            })?;
-        let seen: Observed = serde_json::from_str(&text).map_err(|e| SeenError::Invalid {
-            path: shown(),
-            why: e.to_string(),
-        })?;
-        if seen.schema != SCHEMA {
-            return Err(SeenError::Invalid {
-                path: shown(),
-                why: format!("schema `{}`", seen.schema),
-            });
-        }
-        Ok(Some(seen))
+        read(&path, MAX_BYTES, SCHEMA).map_err(|e| match e {
+            Unread::Io(source) => SeenError::Io { path, source },
+            Unread::Invalid(why) => SeenError::Invalid { path, why },
+        })
     }
 
     /// Writes the record into `state` (atomically), when it changed.

@@ -12,8 +12,8 @@
 //! This module decides what is set aside; it stats the directory and keeps only its own record.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{self, Read};
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -44,14 +44,20 @@ struct Stored {
 /// The record cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum LeftoversError {
-    #[error("cannot read `{path}`")]
+    #[error("cannot read `{}`", path.display())]
     Io {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("`{path}` is not the referee's record of an earlier run's files ({why})")]
-    Invalid { path: String, why: String },
+    #[error("`{}` is not the referee's record of an earlier run's files ({why})", path.display())]
+    Invalid { path: PathBuf, why: String },
+}
+
+impl crate::state::kept_json::Schema for Stored {
+    fn schema(&self) -> &str {
+        &self.schema
+    }
 }
 
 /// The earlier run's entries still as they were, by relative path.
@@ -201,50 +207,17 @@ impl Leftovers {
 
     /// The record kept in `state`; none when there is no such file.
     pub fn load(state: &Path) -> Result<Leftovers, LeftoversError> {
+        use crate::state::kept_json::{read, Unread};
         let path = state.join(LEFTOVERS_FILE);
-        let shown = || path.display().to_string();
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Leftovers::default()),
-            Err(source) => {
-                return Err(LeftoversError::Io {
-                    path: shown(),
-                    source,
-                })
-            }
-        };
-        let meta = file.metadata().map_err(|source| LeftoversError::Io {
-            path: shown(),
-            source,
+        let stored: Option<Stored> = read(&path, MAX_BYTES, SCHEMA).map_err(|e| match e {
+            Unread::Io(source) => LeftoversError::Io { path, source },
+            Unread::Invalid(why) => LeftoversError::Invalid { path, why },
         })?;
-        if !meta.is_file() || meta.len() > MAX_BYTES {
-            return Err(LeftoversError::Invalid {
-                path: shown(),
-                why: "not a regular file of a sane size".into(),
-            });
-        }
-        let mut text = String::new();
-        file.take(MAX_BYTES)
-            .read_to_string(&mut text)
-            .map_err(|source| LeftoversError::Io {
-                path: shown(),
-                source,
-            })?;
-        let stored: Stored = serde_json::from_str(&text).map_err(|e| LeftoversError::Invalid {
-            path: shown(),
-            why: e.to_string(),
-        })?;
-        if stored.schema != SCHEMA {
-            return Err(LeftoversError::Invalid {
-                path: shown(),
-                why: format!("schema `{}`", stored.schema),
-            });
-        }
-        Ok(Leftovers {
+        Ok(stored.map_or_else(Leftovers::default, |stored| Leftovers {
             left: stored.left,
             aside: BTreeSet::new(),
             dirty: false,
-        })
+        }))
     }
 
     /// Keeps the record in `state` (atomically) when it changed; none left, no file.
