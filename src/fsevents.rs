@@ -25,6 +25,10 @@ use crate::safefs::IoCause;
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{Config, Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
+/// Whether the native watcher reports a writer's close after writing (inotify does), so that a
+/// write seen without its close is known to be unfinished.
+const REPORTS_CLOSE: bool = cfg!(any(target_os = "linux", target_os = "android"));
+
 /// The poll interval of `--poll` without a value.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(200);
 
@@ -44,9 +48,14 @@ pub enum Mode {
 /// What happened to a path, as far as the source can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
-    /// Created or written in place (or closed after writing); with polling, any change that is
+    /// Created or written in place, or closed after writing; with polling, any change that is
     /// not a removal. The writer may not be done with it.
     Written,
+    /// Data written through a handle its writer still holds: inotify's modify event, whose
+    /// close comes later as [`ChangeKind::Written`]. A writer paused between two writes (`dd`
+    /// between two blocks, a tool descheduled on a loaded machine) is not done, however long
+    /// the pause. Only where the watcher reports closes (Linux); elsewhere a write is `Written`.
+    Writing,
     /// Something was renamed into this path: it arrived complete (a writer's atomic replace).
     RenamedIn,
     /// Removed, or renamed away (a writer's temp file after its rename).
@@ -407,6 +416,10 @@ fn translate(res: notify::Result<Event>) -> Option<FsEvent> {
         }
         // Opening and reading change nothing (and the referee's own reads must not wake it).
         EventKind::Access(_) => return None,
+        // Written through a handle still open: its close will say when the writer let go.
+        EventKind::Modify(ModifyKind::Data(_)) if REPORTS_CLOSE => {
+            all(ev.paths, ChangeKind::Writing)
+        }
         EventKind::Modify(ModifyKind::Name(RenameMode::To)) => all(ev.paths, ChangeKind::RenamedIn),
         EventKind::Modify(ModifyKind::Name(RenameMode::From)) | EventKind::Remove(_) => {
             all(ev.paths, ChangeKind::Removed)
@@ -511,12 +524,13 @@ mod tests {
             kinds(ev(EventKind::Create(CreateKind::File), &["/b/x"])),
             [("/b/x".into(), Written)]
         );
+        // Written with the handle still open (its close comes later), where closes are known.
         assert_eq!(
             kinds(ev(
                 EventKind::Modify(ModifyKind::Data(DataChange::Any)),
                 &["/b/x"]
             )),
-            [("/b/x".into(), Written)]
+            [("/b/x".into(), if REPORTS_CLOSE { Writing } else { Written })]
         );
         assert_eq!(
             kinds(ev(

@@ -265,6 +265,49 @@ fn editor_saves_of_the_tracker_never_stop_the_build() {
     });
 }
 
+/// A writer that pauses between two writes with its file still open (a tool descheduled on a
+/// loaded machine, `dd` between two blocks) is one write however long the pause, up to
+/// `--settle-max`: its half-written tracker never STOPs (the simulator's open OBS-15 class of
+/// issue 31: `dd` starved past the settle window while CI ran beside it). The same half
+/// tracker closed is judged as it stands. The window is 100 ms and the pause fifteen of them;
+/// `--settle-max` is ten minutes, so a loaded machine cannot make the pause outlast it.
+#[test]
+fn a_writer_paused_with_its_file_open_is_not_judged_half_written() {
+    let (root, dir) = build("pre-audit");
+    let args = &[
+        "--heartbeat",
+        "2",
+        "--settle",
+        "100",
+        "--settle-max",
+        "600000",
+    ];
+    let w = start(&dir, root.path(), args);
+    w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
+    let tracker = dir.join(TRACKER);
+    let text = read(&tracker);
+    let cut = text.find("| BV-01 |").expect("a BV-01 row");
+    assert_go(&dir, &w, "before the write");
+    let mut f = fs::File::create(&tracker).expect("truncate");
+    f.write_all(&text.as_bytes()[..cut]).expect("first part");
+    f.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(1500));
+    f.write_all(&text.as_bytes()[cut..]).expect("the rest");
+    drop(f);
+    assert_go(&dir, &w, "the writer closed its whole tracker");
+    assert!(
+        stops_raised(&dir).is_empty(),
+        "a paused writer's half file raised STOP: {:?}\n{}",
+        stops_raised(&dir),
+        w.output()
+    );
+    // The same bytes, closed: a writer that is done with a tracker missing its BV rows.
+    fs::write(&tracker, &text.as_bytes()[..cut]).expect("half, closed");
+    w.until("the closed half tracker STOPs", || {
+        read(&dir.join(STOP)).contains("OBS-15")
+    });
+}
+
 /// A gate runner that writes its JSON entry by entry, keeping the file open, is judged once the
 /// file is whole: while its JSON ends early OBS-24 waits (issue 31: STOP before OBS-24 was due).
 /// A manual entry among the entries written so far still STOPs at once; a file still cut short

@@ -14,6 +14,10 @@
 //!   for the settle window. Closing is not the end: a writer may close and write again (the
 //!   half-written file is exactly that), so a failure on such a file is re-tried once
 //!   it is quiet. With `--poll` every change but a removal is of this kind;
+//! - written through a handle its writer still holds (a write seen, its close not yet): moving
+//!   however long the writer pauses, until its close and a quiet window after it, and at the
+//!   latest `max` after its run of writes started. A writer descheduled between two writes
+//!   on a loaded machine, or `dd` between two blocks, is one write, not two judged apart;
 //! - nothing seen since the daemon started (or since it forgot): its mtime is the only clue, so a
 //!   young mtime counts as a recent write.
 //!
@@ -47,9 +51,11 @@ use crate::protocol::inputs::Inputs;
 /// The last thing known to have happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Written in place at `.0`, in a run of writes (none quiet for the window) that started
-    /// at `.1`: moving until quiet for the window, or until `max` after the run started.
-    Written(Instant, Instant),
+    /// Written in place at `.0`, in a run of writes (none quiet for the window, or made while
+    /// the writer held the file open) that started at `.1`; `.2`: the writer still holds it
+    /// (its close not seen yet). Moving until quiet for the window after the close, or until
+    /// `max` after the run started.
+    Written(Instant, Instant, bool),
     /// Renamed into place, or only its metadata changed: complete.
     Complete(Instant),
     /// Removed or renamed away at `.0`, in a run of changes that started at `.1`: moving (it may
@@ -60,19 +66,20 @@ enum State {
 impl State {
     fn at(self) -> Instant {
         match self {
-            State::Written(t, _) | State::Complete(t) | State::Gone(t, _) => t,
+            State::Written(t, ..) | State::Complete(t) | State::Gone(t, _) => t,
         }
     }
 
-    /// When the run of changes this one continues started, if it continues one that `at` is
-    /// within the window of.
-    fn run_since(self, at: Instant, window: Duration) -> Option<Instant> {
+    /// When the run of changes this one continues started, if it continues one: `at` is within
+    /// the window of it, or the writer held the file open in between (for at most `max`).
+    fn run_since(self, at: Instant, window: Duration, max: Duration) -> Option<Instant> {
         match self {
-            State::Written(t, since) | State::Gone(t, since)
+            State::Written(t, since, _) | State::Gone(t, since)
                 if at.saturating_duration_since(t) < window =>
             {
                 Some(since)
             }
+            State::Written(_, since, true) if at < since + max => Some(since),
             _ => None,
         }
     }
@@ -104,9 +111,14 @@ impl Settle {
         self
     }
 
-    /// Until when a path written at `at` in a run started at `since` is moving.
-    fn moving_until(&self, at: Instant, since: Instant) -> Instant {
-        (at + self.window).min(since + self.max)
+    /// Until when a path written at `at` in a run started at `since` is moving (`open`: its
+    /// writer still holds it, so the run lasts its whole bound).
+    fn moving_until(&self, at: Instant, since: Instant, open: bool) -> Instant {
+        if open {
+            since + self.max
+        } else {
+            (at + self.window).min(since + self.max)
+        }
     }
 
     pub fn window(&self) -> Duration {
@@ -120,10 +132,11 @@ impl Settle {
         let since = self
             .paths
             .get(rel)
-            .and_then(|s| s.run_since(at, self.window))
+            .and_then(|s| s.run_since(at, self.window, self.max))
             .unwrap_or(at);
         let state = match kind {
-            ChangeKind::Written => State::Written(at, since),
+            ChangeKind::Written => State::Written(at, since, false),
+            ChangeKind::Writing => State::Written(at, since, true),
             ChangeKind::RenamedIn => State::Complete(at),
             ChangeKind::Removed => State::Gone(at, since),
             // The contents did not change: whatever was known stands (a `touch` after a write
@@ -136,12 +149,15 @@ impl Settle {
         self.paths.insert(rel.to_string(), state);
     }
 
-    /// Forgets what is older than the window (a forgotten path falls back to its mtime, which is
-    /// no younger than the event that was forgotten).
+    /// Forgets what is older than the window, and a file still held open once its bound has
+    /// passed (a forgotten path falls back to its mtime, which is no younger than the event that
+    /// was forgotten).
     pub fn prune(&mut self, now: Instant) {
-        let w = self.window;
-        self.paths
-            .retain(|_, s| now.saturating_duration_since(s.at()) < w);
+        let (w, max) = (self.window, self.max);
+        self.paths.retain(|_, s| match *s {
+            State::Written(_, since, true) if now < since + max => true,
+            s => now.saturating_duration_since(s.at()) < w,
+        });
     }
 
     /// Paths written in place or removed within the window: the only ones that can hold a
@@ -158,8 +174,8 @@ impl Settle {
     /// has been for `max` already.
     pub fn being_written_until(&self, rel: &str, now: Instant) -> Option<Instant> {
         match self.paths.get(rel) {
-            Some(&State::Written(t, since)) => {
-                Some(self.moving_until(t, since)).filter(|&end| end > now)
+            Some(&State::Written(t, since, open)) => {
+                Some(self.moving_until(t, since, open)).filter(|&end| end > now)
             }
             _ => None,
         }
@@ -207,16 +223,19 @@ impl Settle {
         wall: SystemTime,
         capped: bool,
     ) -> Option<Instant> {
-        let end = |t: Instant, since: Instant| {
+        let end = |t: Instant, since: Instant, open: bool| {
             let end = if capped {
-                self.moving_until(t, since)
+                self.moving_until(t, since, open)
+            } else if open {
+                // However long it churns while open, and at least its bound while it pauses.
+                (t + self.window).max(since + self.max)
             } else {
                 t + self.window
             };
             Some(end).filter(|&end| end > now)
         };
         if let Some(&State::Gone(t, since)) = self.paths.get(rel) {
-            return end(t, since);
+            return end(t, since, false);
         }
         let Some(entry) = entry else {
             // Written a moment ago and not there now: for a check's input (all `quiet_at` is
@@ -224,12 +243,12 @@ impl Settle {
             // editor saving twice in a row): as unsettled as a removal. A writer's temp file
             // gone after its rename is no input, and `fresh_until` keeps it holding nothing.
             return match self.paths.get(rel) {
-                Some(&State::Written(t, since)) if !capped => end(t, since),
+                Some(&State::Written(t, since, open)) if !capped => end(t, since, open),
                 _ => None,
             };
         };
         match self.paths.get(rel) {
-            Some(&State::Written(t, since)) => end(t, since),
+            Some(&State::Written(t, since, open)) => end(t, since, open),
             Some(State::Complete(_) | State::Gone(..)) => None,
             None => {
                 let age = wall.duration_since(entry.mtime()?).ok()?;
@@ -369,6 +388,50 @@ mod tests {
         // Written again, it is.
         s.saw("a", ChangeKind::Written, t + W / 2);
         assert_eq!(s.being_written_until("a", t + W / 2), Some(t + W / 2 + W));
+    }
+
+    #[test]
+    fn a_file_its_writer_holds_open_is_moving_however_long_it_pauses_up_to_max() {
+        let (_d, snap, wall) = snap(Duration::from_secs(3600));
+        let a = snap.get("a");
+        let max = W * 10;
+        let mut s = Settle::new(W).with_max(max);
+        let start = Instant::now();
+        // Half written, then the writer is descheduled for three windows with the file open.
+        s.saw("a", ChangeKind::Writing, start);
+        let paused = start + W * 3;
+        s.prune(paused);
+        assert_eq!(s.moving().collect::<Vec<_>>(), ["a"], "kept while open");
+        assert_eq!(s.quiet_at("a", a, paused, wall), Some(start + max));
+        assert_eq!(s.fresh_until("a", a, paused, wall), Some(start + max));
+        assert_eq!(s.being_written_until("a", paused), Some(start + max));
+        // The rest written after the pause continues the same run (the bound does not move).
+        s.saw("a", ChangeKind::Writing, paused);
+        assert_eq!(s.being_written_until("a", paused), Some(start + max));
+        // Closed: quiet for the window after the close, as any write in place.
+        s.saw("a", ChangeKind::Written, paused + W / 10);
+        assert_eq!(
+            s.quiet_at("a", a, paused + W / 10, wall),
+            Some(paused + W / 10 + W)
+        );
+        assert_eq!(s.quiet_at("a", a, paused + W / 10 + W, wall), None);
+        // The same pause after a close is the end of the run: the file is judged as it stands.
+        let later = start + max * 2;
+        s.saw("a", ChangeKind::Written, later);
+        assert_eq!(s.quiet_at("a", a, later + W * 3, wall), None);
+        assert_eq!(s.being_written_until("a", later + W * 3), None);
+        // Held open and never closed: moving until `max` after it started, then judged (a
+        // writer that keeps its file open cannot hold a result back forever).
+        let again = later + W * 10;
+        s.saw("a", ChangeKind::Writing, again);
+        assert_eq!(s.fresh_until("a", a, again + max, wall), None);
+        assert_eq!(s.quiet_at("a", a, again + max, wall), None);
+        s.prune(again + max);
+        assert_eq!(s.moving().count(), 0);
+        // A metadata change while open leaves it open.
+        s.saw("b", ChangeKind::Writing, again);
+        s.saw("b", ChangeKind::Metadata, again + W * 2);
+        assert_eq!(s.being_written_until("b", again + W * 2), Some(again + max));
     }
 
     #[test]
