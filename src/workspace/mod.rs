@@ -1294,7 +1294,7 @@ fn read_records(root: &Path, cap: u64) -> Vec<(String, Content)> {
     let mut names: Vec<String> = rd
         .filter_map(Result::ok)
         .map(|e| name::from_os(&e.file_name()))
-        .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
+        .filter(|n| is_record_name(n))
         .collect();
     names.sort();
     names
@@ -1305,6 +1305,20 @@ fn read_records(root: &Path, cap: u64) -> Vec<(String, Content)> {
             (rel, content)
         })
         .collect()
+}
+
+/// Whether a file name in `.tasks/` names a task record: `<id>.json`, not hidden (a writer's
+/// temp file, an editor's backup or lock file beside it is none).
+pub fn is_record_name(name: &str) -> bool {
+    name.ends_with(".json") && !name.starts_with('.')
+}
+
+/// Whether a path (relative to the workspace, `/`-separated) is a task record:
+/// `.tasks/<id>.json` ([`is_record_name`]), the worker's word to the referee.
+pub fn is_record(rel: &str) -> bool {
+    rel.strip_prefix(TASKS_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|name| !name.contains('/') && is_record_name(name))
 }
 
 /// `.tasks/t1.json` → `t1`.

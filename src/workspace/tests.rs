@@ -468,3 +468,17 @@ fn head_names_a_commit_loose_packed_or_detached_and_none_only_when_unborn() {
         "no HEAD to read: not believed unborn"
     );
 }
+
+#[test]
+fn a_record_is_a_json_file_directly_in_tasks_not_hidden() {
+    assert!(is_record(".tasks/t1.json"));
+    assert!(!is_record(".tasks/.t1.tmp"));
+    assert!(
+        !is_record(".tasks/.t1.json"),
+        "a hidden file beside the records"
+    );
+    assert!(!is_record(".tasks/sub/t1.json"));
+    assert!(!is_record(".tasksx/t1.json"));
+    assert!(!is_record("src/.tasks/t1.json"));
+    assert!(is_record_name("t1.json") && !is_record_name("t1.json~"));
+}

@@ -3,6 +3,7 @@
 //! record ([`TaskScope`]); outside one they are INCONCLUSIVE. Without a baseline, everything
 //! that needs one is INCONCLUSIVE, never PASS: the evidence says why there is none.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, FileRef, Outcome, Verdict};
@@ -317,17 +318,11 @@ pub enum Happened {
     /// Present where the baseline's ignore rules hide it (not a change to git; protected
     /// globs see it).
     Hidden,
-    /// Hidden by an ignore rule where a protected Python file's import of `module` finds it
-    /// first, with no state directory to say it was there when the referee started.
-    HiddenImport {
-        module: String,
-        by: String,
-        /// Why nothing says it was there before the work.
-        why: String,
-    },
     /// Present with no start to date it (no state directory, or a start pinned by a judgment
     /// of work already done), and holding code that will run: `what` says what it is (`a hook
-    /// git runs`), `why` why nothing says it was there before the work.
+    /// git runs`; an ignored module a protected file imports: ``hidden by an ignore rule, takes
+    /// the place of `json`, which `app/orchestrator.py` imports``), `why` why nothing says it was
+    /// there before the work.
     Undated {
         what: String,
         why: String,
@@ -370,11 +365,6 @@ impl Happened {
                 name::display(by)
             ),
             Happened::Hidden => "added, hidden by an ignore rule".into(),
-            Happened::HiddenImport { module, by, why } => format!(
-                "hidden by an ignore rule, takes the place of `{module}`, which `{}` imports; \
-                 {why}",
-                name::display(by)
-            ),
             Happened::Undated { what, why } => format!("{what}; {why}"),
             Happened::Linked { to } => format!("added, a link to `{}`", name::display(to)),
             Happened::SinceStart { what } | Happened::Bytecode { what } => what.clone(),
@@ -520,6 +510,16 @@ pub fn protected_paths_and_undecided(
     key.push(IMPORTS_KEY.into());
     let watched = |p: &str| protected(p) || imported.contains_key(p);
     let mut undecided = Vec::new();
+    // The hooks git runs and the git configs with what each runs: listed once, when asked.
+    let surface: OnceCell<(BTreeSet<String>, BTreeMap<String, Runs>)> = OnceCell::new();
+    let surface = || {
+        surface.get_or_init(|| {
+            (
+                ws.hooks().into_iter().collect(),
+                ws.git_configs().into_iter().collect(),
+            )
+        })
+    };
     let (undated, why) = match ws.outside_baseline(&key, &watched) {
         Some(found) => {
             for (p, _, what) in found.changed.into_iter().filter(|(p, ..)| !in_place(p)) {
@@ -548,16 +548,12 @@ pub fn protected_paths_and_undecided(
                     }
                 }
             }
+            let (hooks, configs) = surface();
             let paths = imported
                 .keys()
                 .cloned()
-                .chain(ws.hooks().into_iter().filter(|p| protected(p)))
-                .chain(
-                    ws.git_configs()
-                        .into_iter()
-                        .map(|(p, _)| p)
-                        .filter(|p| protected(p)),
-                )
+                .chain(hooks.iter().chain(configs.keys()).cloned())
+                .filter(|p| imported.contains_key(p) || protected(p))
                 .chain(ws.records_and_outputs().filter(|p| protected(p)))
                 .collect();
             (paths, NO_STATE.to_string())
@@ -567,19 +563,14 @@ pub fn protected_paths_and_undecided(
     // done): nothing says they were there before the work. Those that hold code that will run
     // block, saying why: a hook git runs, a git config with a key git runs as a command, an
     // ignored module a protected file imports, an ignored path a protected glob matches.
-    let (hooks, configs): (BTreeSet<String>, BTreeMap<String, Runs>) = if undated.is_empty() {
-        Default::default()
-    } else {
-        (
-            ws.hooks().into_iter().collect(),
-            ws.git_configs().into_iter().collect(),
-        )
-    };
     for p in undated.iter().filter(|p| !in_place(p)) {
+        let (hooks, configs) = surface();
         let happened = match imported.get(p) {
-            Some((module, by)) => Happened::HiddenImport {
-                module: module.clone(),
-                by: by.clone(),
+            Some((module, by)) => Happened::Undated {
+                what: format!(
+                    "hidden by an ignore rule, takes the place of `{module}`, which `{}` imports",
+                    name::display(by)
+                ),
                 why: why.clone(),
             },
             None if hooks.contains(p) => Happened::Undated {
@@ -652,9 +643,7 @@ fn veto_covers(ws: &Workspace, globs: &[Glob], p: &str) -> bool {
 
 /// Whether `p` is the protocol's channel: a task record, or a file the referee writes.
 fn channel(p: &str) -> bool {
-    let record = p
-        .strip_prefix(".tasks/")
-        .is_some_and(|n| !n.contains('/') && !n.starts_with('.') && n.ends_with(".json"));
+    let record = crate::workspace::is_record(p);
     let output = p
         .strip_prefix(".referee/")
         .is_some_and(|n| !n.contains('/') && n.starts_with("OBSERVER-"));

@@ -103,7 +103,7 @@ impl Session {
     /// check fails.
     fn finish_tasks(&mut self, reason: EndReason) -> Outcome {
         // A record still being written is not judged; the last judgment stands for it.
-        let moving = self.settle.moving().any(super::tasks::is_record);
+        let moving = self.settle.moving().any(crate::workspace::is_record);
         let judged = self.evaluate_tasks();
         if let Part::Workspace(tasks) = &mut self.part {
             tasks.keep_cache();

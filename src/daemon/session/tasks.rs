@@ -143,14 +143,6 @@ pub(super) fn relevant(rel: &str) -> bool {
         .is_some_and(|name| name != ".gitignore" && !crate::checks::is_own_file(name))
 }
 
-/// Whether a path (relative to the workspace) is a task record: `.tasks/<name>.json`, not a
-/// temp file beside it.
-pub(super) fn is_record(rel: &str) -> bool {
-    rel.strip_prefix(workspace::TASKS_DIR)
-        .and_then(|r| r.strip_prefix('/'))
-        .is_some_and(|name| !name.contains('/') && name.ends_with(".json"))
-}
-
 /// The STOP file's path relative to the workspace, as events name it.
 pub(super) fn stop_rel() -> String {
     format!("{OUTPUT_DIR}/{}", crate::outputs::STOP_FILE)
@@ -622,7 +614,7 @@ impl Session {
     fn record_written_until(&self, now: Instant) -> Option<Instant> {
         self.settle
             .moving()
-            .filter(|p| is_record(p))
+            .filter(|p| workspace::is_record(p))
             .filter_map(|p| self.settle.being_written_until(p, now))
             .max()
     }
@@ -911,9 +903,5 @@ mod tests {
         assert!(relevant("src/.git-keep"));
         assert!(relevant("a/.referee/x"));
         assert_eq!(stop_rel(), ".referee/OBSERVER-STOP.md");
-        assert!(is_record(".tasks/t1.json"));
-        assert!(!is_record(".tasks/.t1.tmp"));
-        assert!(!is_record(".tasks/sub/t1.json"));
-        assert!(!is_record(".tasksx/t1.json"));
     }
 }
