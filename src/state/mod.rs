@@ -20,6 +20,7 @@
 //!   OBSERVER-HEARTBEAT.json           the heartbeat `status --require-live` believes ([`heartbeat`], [`live`])
 //!   OBSERVER-STOP.md                  exists exactly while a STOP stands; its one writer ([`stop`])
 //!   OBSERVER-SEEN.json                D10: what the referee saw, by round ([`observed`])
+//!   OBSERVER-LEFTOVERS.json           D10: an earlier run's files, set aside ([`leftovers`])
 //!   OBSERVER-RUN.json                 how the live run was started ([`run`])
 //!   OBSERVER-SYNCED.json              `status --sync` tokens acknowledged ([`sync`])
 //!   OBSERVER-VERDICT-<task>.json/.md  code-change: each task's latest verdict
@@ -37,7 +38,9 @@
 pub mod attempts;
 pub mod dir_id;
 pub mod heartbeat;
+pub mod ident;
 pub mod kept_json;
+pub mod leftovers;
 pub mod live;
 pub mod lock;
 pub mod observed;

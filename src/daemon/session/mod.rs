@@ -195,7 +195,7 @@ pub struct Session {
     inputs: super::rules::inputs::InputLedger,
     /// An earlier run's files, set aside from every snapshot until this run writes them (a
     /// new run begun over a completed run, or with `--fresh`; see [`leftovers`]).
-    leftovers: leftovers::Leftovers,
+    leftovers: crate::state::leftovers::Leftovers,
     /// Own writes that failed: when each is tried again (a full disk costs no core).
     backoff: super::rules::retry::Backoff,
     // Timers.

@@ -20,10 +20,10 @@ use super::super::journal::{self, ContextRef, EventLog};
 use super::super::rules::ledger::Ledger;
 use super::super::rules::settle::Settle;
 use super::super::{attach, heartbeat, Config, DaemonError, FaultPolicy};
-use super::leftovers::Leftovers;
 use super::tasks::Tasks;
 use super::{Part, ProtocolFile, Session};
 use crate::outputs::OutDir;
+use crate::state::leftovers::{self, Leftovers};
 use crate::state::live::{Here, LookError};
 use crate::state::lock::DirHold;
 use crate::state::stop::StopFile;
@@ -596,10 +596,10 @@ fn leftovers_at_start(
                     source,
                 }
             })?;
-            let mut left = Leftovers::record(&snap);
+            let mut left = Leftovers::record(&snap, crate::checks::is_own_file);
             opening.leftovers = left.len();
             if let Err(e) = left.save(state) {
-                own_file_fault::<()>(cfg, state, super::leftovers::LEFTOVERS_FILE, e)?;
+                own_file_fault::<()>(cfg, state, leftovers::LEFTOVERS_FILE, e)?;
             }
             Ok(left)
         }
@@ -610,10 +610,10 @@ fn leftovers_at_start(
             }))
         }
         _ => {
-            if let Err(e) = super::leftovers::discard(state) {
+            if let Err(e) = leftovers::discard(state) {
                 tracing::warn!(
                     "cannot remove an earlier run's `{}` from `{}`: {}",
-                    super::leftovers::LEFTOVERS_FILE,
+                    leftovers::LEFTOVERS_FILE,
                     state.display(),
                     e.to_string().to_lowercase()
                 );
