@@ -11,12 +11,20 @@
 //! whatever order the threads ran in.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use crate::checks::Ctx;
 
 /// Fewer jobs than this are judged on the calling thread alone: starting a thread costs more
 /// than a small evaluation (the daemon re-judging the few instances a change touched).
 const PARALLEL_FROM_JOBS: usize = 8;
+
+/// The processors this process may use, asked once: the standard library reads the cgroup's
+/// quota files each time (five system calls in the daemon's every judgment otherwise).
+fn cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
 
 /// `judge` applied to every job, as `(index in jobs, result)` in index order.
 pub(super) fn run<T, R, F>(ctx: &Ctx<'_>, jobs: &[T], judge: F) -> Vec<(usize, R)>
@@ -25,11 +33,10 @@ where
     R: Send,
     F: Fn(&Ctx<'_>, &T) -> R + Sync,
 {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // A snapshot that bounds its memory (the daemon's, `keep_bytes`) reads one large file at a
     // time: two threads would read two.
     let unbounded = ctx.snap.limits().keep_bytes.is_none();
-    if jobs.len() < PARALLEL_FROM_JOBS || threads < 2 || !unbounded {
+    if jobs.len() < PARALLEL_FROM_JOBS || !unbounded || cpus() < 2 {
         return jobs.iter().map(|j| judge(ctx, j)).enumerate().collect();
     }
     let seed = ctx.seed();
@@ -124,7 +131,7 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(threads_used(bounded), 1);
-        if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        if cpus() >= 2 {
             assert_eq!(threads_used(Limits::default()), 2);
         }
     }

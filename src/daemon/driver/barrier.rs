@@ -45,6 +45,9 @@ pub(super) struct Cookies {
     arrived: Condvar,
     /// The current event source watches the folder (native, and its watch on it was added).
     active: AtomicBool,
+    /// The number the cookie file kept between two barriers has now (`None`: none made yet,
+    /// or it is gone).
+    kept: Mutex<Option<u64>>,
 }
 
 impl Cookies {
@@ -70,6 +73,7 @@ impl Cookies {
             seen: Mutex::new(0),
             arrived: Condvar::new(),
             active: AtomicBool::new(false),
+            kept: Mutex::new(None),
         }))
     }
 
@@ -120,25 +124,50 @@ impl Cookies {
         }
     }
 
-    /// Creates a cookie and waits for its event; whether it came (within [`WAIT`]).
+    /// Makes a cookie and waits for its event; whether it came (within [`WAIT`]).
+    ///
+    /// The cookie is one file, kept between two barriers and renamed to each new number (made
+    /// the first time, or when it is gone): a rename makes its event with no file made or
+    /// removed. On a file system that keeps freed inodes apart for a while (ext4 without a
+    /// journal), every new file costs a search past the recently freed ones, and a new cookie
+    /// per judgment was a third of the daemon's time between a violation and its STOP.
     fn pass(&self) -> bool {
         if !self.active.load(Ordering::SeqCst) {
             return false;
         }
-        // A new file, never one already there: a cookie made in advance by someone else made
-        // its event before this one was counted (ignored), and opening it again makes none.
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        // Never a name already there: a cookie made in advance by someone else made its event
+        // before this one was counted (ignored), and renaming over it would not be ours alone.
         let made = (0..4).find_map(|_| {
             let n = self.next.fetch_add(1, Ordering::SeqCst);
-            let path = self.dir.path().join(format!("c{n}"));
-            match std::fs::File::create_new(&path) {
-                Ok(_) => Some(Ok((n, path))),
+            let to = self.dir.path().join(format!("c{n}"));
+            let done = match *kept {
+                Some(k) => rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    self.dir.path().join(format!("c{k}")),
+                    rustix::fs::CWD,
+                    &to,
+                    rustix::fs::RenameFlags::NOREPLACE,
+                )
+                .map_err(std::io::Error::from),
+                None => std::fs::File::create_new(&to).map(drop),
+            };
+            match done {
+                Ok(()) => Some(Ok(n)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                // The kept cookie is gone (or cannot be renamed): a new one.
+                Err(_) if kept.is_some() => {
+                    *kept = None;
+                    None
+                }
                 Err(e) => Some(Err(e)),
             }
         });
-        let Some(Ok((n, path))) = made else {
+        let Some(Ok(n)) = made else {
             return false;
         };
+        *kept = Some(n);
+        drop(kept);
         let until = Instant::now() + WAIT;
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         while *seen < n {
@@ -152,10 +181,7 @@ impl Cookies {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let came = *seen >= n;
-        drop(seen);
-        let _ = std::fs::remove_file(&path);
-        came
+        *seen >= n
     }
 }
 
@@ -247,7 +273,10 @@ mod tests {
         });
         assert!(cookies.pass(), "the cookie's event was seen");
         seer.join().expect("seer");
-        assert!(!cookies.dir().join("c1").exists(), "the cookie is removed");
+        assert!(
+            cookies.dir().join("c1").exists(),
+            "the cookie is kept for the next barrier"
+        );
         // Paths outside the folder are no cookies; a cookie's removal moves nothing.
         assert!(!cookies.holds(Path::new("/elsewhere/c9")));
         cookies.saw(&cookies.dir().join("c9"), ChangeKind::Removed);
@@ -264,12 +293,13 @@ mod tests {
             1,
             "no forged cookie is believed"
         );
-        // The next cookie is a new file (`c2` was taken): its own event passes it.
+        // The kept cookie is renamed past the names taken (`c2`, `c3`): its own event passes
+        // it, and no file is made for it.
         let c = cookies.clone();
         let seer = std::thread::spawn(move || loop {
             let mine = c.dir().join("c4");
             if mine.exists() {
-                c.saw(&mine, ChangeKind::Written);
+                c.saw(&mine, ChangeKind::RenamedIn);
                 return;
             }
             std::thread::yield_now();
@@ -277,6 +307,26 @@ mod tests {
         assert!(cookies.pass(), "a cookie of its own, past the ones planted");
         seer.join().expect("seer");
         assert_eq!(*cookies.seen.lock().unwrap(), 4);
+        assert!(!cookies.dir().join("c1").exists(), "renamed, not copied");
+        assert_eq!(
+            std::fs::read(cookies.dir().join("c2")).unwrap(),
+            b"",
+            "a planted name is never renamed over"
+        );
+        // Someone removed the kept cookie: a new one is made.
+        std::fs::remove_file(cookies.dir().join("c4")).unwrap();
+        let c = cookies.clone();
+        let seer = std::thread::spawn(move || loop {
+            let mine = c.dir().join("c6");
+            if mine.exists() {
+                c.saw(&mine, ChangeKind::Written);
+                return;
+            }
+            std::thread::yield_now();
+        });
+        assert!(cookies.pass(), "a new cookie once the kept one is gone");
+        seer.join().expect("seer");
+        assert_eq!(*cookies.seen.lock().unwrap(), 6);
         // A cookie whose event never comes is given up on (a lost event: a rescan follows).
         let at = Instant::now();
         assert!(!cookies.pass());

@@ -13,8 +13,9 @@
 //! never lifts it by accident. The text comes from the caller (`outputs` renders it from the
 //! decision); this module must not judge checks or decide when to stop.
 //!
-//! The authoritative STOP is in the state directory ([`crate::state`]): written first,
-//! removed first, read back at start; the file in the watched directory is its copy, restored
+//! The authoritative STOP is in the state directory ([`crate::state`]): removed first, read
+//! back at start (raised, the live daemon writes the copy a moment before it, as that is what
+//! the orchestrator waits on); the file in the watched directory is its copy, restored
 //! from it when someone else touches it. While the copy's folder is not usable (a workspace's
 //! `.referee` replaced by a link or a file), only the state directory's is kept.
 
@@ -268,11 +269,13 @@ impl StopFile {
     /// and not yet judged is never removed; it is rewritten in place (atomically) if `want` says
     /// something else.
     ///
-    /// The state directory's STOP goes first, and an error is its. Once it is in line, what
-    /// the daemon expects follows it even when the copy cannot be written (or `copy_now` is
-    /// false: its last failure is waiting out its backoff): the copy is then stale, why is kept
-    /// for [`StopFile::take_copy_failed`], and a later [`StopFile::check`] puts it right without
-    /// calling it tamper.
+    /// Raised where none stood, the copy goes first (what the orchestrator waits on), then the
+    /// state directory's; rewritten or lifted, the state directory's goes first. An error is the
+    /// state directory's.
+    /// What the daemon expects follows the wanted text even when the copy cannot be written (or
+    /// `copy_now` is false: its last failure is waiting out its backoff): the copy is then
+    /// stale, why is kept for [`StopFile::take_copy_failed`], and a later [`StopFile::check`]
+    /// puts it right without calling it tamper.
     pub fn sync(&mut self, want: Option<String>, copy_now: bool) -> io::Result<Synced> {
         if want == self.expected {
             return Ok(Synced::Unchanged);
@@ -285,9 +288,21 @@ impl StopFile {
                 } else {
                     Tamper::Created
                 };
-                self.write_state(&text)?;
-                self.expected = Some(text.clone());
-                self.write_copy(&text, what, copy_now);
+                if what == Tamper::Created {
+                    // Raised where none stood, the copy goes first: it is what the
+                    // orchestrator waits on, and a STOP in the watched directory is never
+                    // answered with go, whatever the state directory says. A state write that
+                    // fails leaves the STOP shown, and [`StopFile::check_state`] tries it again.
+                    self.expected = Some(text.clone());
+                    self.write_copy(&text, what, copy_now);
+                    self.write_state(&text)?;
+                } else {
+                    // Rewritten, the state directory's first: a rewrite it cannot take
+                    // changes nothing (the STOP standing stays as it is, in both places).
+                    self.write_state(&text)?;
+                    self.expected = Some(text.clone());
+                    self.write_copy(&text, what, copy_now);
+                }
                 Ok(Synced::Written)
             }
             None if self.adopted => Ok(Synced::Kept),

@@ -297,3 +297,37 @@ fn a_one_shot_writes_the_state_first_and_stops_at_its_error() {
         "the copy is never ahead of the state directory's"
     );
 }
+
+/// The live referee raising a STOP where none stood writes the copy first (what the
+/// orchestrator waits on): a state directory that cannot take it leaves the STOP shown, returns
+/// the error, and is put in line by the next check. A rewrite of a standing STOP goes to the
+/// state directory first, and one it cannot take changes nothing.
+#[test]
+fn a_raise_shows_the_copy_first_and_a_rewrite_goes_to_the_state_first() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, state) = (root.path().join("b"), root.path().join("state"));
+    std::fs::create_dir(&dir).unwrap();
+    let mut s = StopFile::with_state(&dir, &state);
+    let e = s.sync(Some("stop".into()), true).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join(STOP_FILE)).unwrap(),
+        "stop",
+        "shown although the state directory could not take it"
+    );
+    assert!(s.standing());
+    assert!(s.check(true).is_err(), "still no state directory");
+    std::fs::create_dir(&state).unwrap();
+    assert_eq!(s.check(true).unwrap(), None, "our own write, no tamper");
+    assert_eq!(
+        std::fs::read_to_string(state.join(STOP_FILE)).unwrap(),
+        "stop"
+    );
+    // A rewrite the state directory cannot take: both stay as they were.
+    std::fs::remove_dir_all(&state).unwrap();
+    assert!(s.sync(Some("stop 2".into()), true).is_err());
+    assert_eq!(
+        std::fs::read_to_string(dir.join(STOP_FILE)).unwrap(),
+        "stop"
+    );
+}
