@@ -49,7 +49,9 @@ pub(super) struct WatchArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_heartbeat)]
     heartbeat: std::time::Duration,
     /// A failure resting on a file changed less than DURATION ago is held until the file is
-    /// quiet (a half-written file is not judged). `300ms`, `1s`; a bare number is milliseconds.
+    /// quiet, and its writer has closed it (a half-written file is not judged; a writer that
+    /// keeps it open is waited for up to `--settle-max`). `300ms`, `1s`; a bare number is
+    /// milliseconds.
     #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = crate::duration::parse_millis)]
     settle: std::time::Duration,
     /// The longest a file still being written holds judgment back: a D10 result read bad at
