@@ -229,38 +229,40 @@ pub struct Outcome {
 pub enum DaemonError {
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
-    #[error("cannot read build directory `{path}`")]
+    #[error("cannot read build directory `{}`", .path.display())]
     BuildDir {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot read build directory `{path}`: not a directory")]
-    NotADirectory { path: String },
+    #[error("cannot read build directory `{}`: not a directory", .path.display())]
+    NotADirectory { path: PathBuf },
     #[error(transparent)]
     Gone(#[from] crate::state::dir_id::Gone),
     #[error(
-        "`{log}` was written under protocol sha256 `{logged}`, but the loaded protocol has sha256 `{loaded}`; \
-refusing to resume under a different protocol — pass `--fresh` to start a new log (the old one is kept as OBSERVER-EVENTS-<time>.jsonl)"
+        "`{}` was written under protocol sha256 `{logged}`, but the loaded protocol has sha256 `{loaded}`; \
+refusing to resume under a different protocol — pass `--fresh` to start a new log (the old one is kept as OBSERVER-EVENTS-<time>.jsonl)",
+        .log.display()
     )]
     ProtocolChanged {
-        log: String,
+        log: PathBuf,
         logged: String,
         loaded: String,
     },
     #[error(transparent)]
     Log(#[from] journal::LockError),
     #[error(
-        "cannot write the referee's own file `{path}` (`--on-fault continue` runs without it)"
+        "cannot write the referee's own file `{}` (`--on-fault continue` runs without it)",
+        .path.display()
     )]
     OwnFile {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("--fresh: cannot move the event log `{path}` aside")]
+    #[error("--fresh: cannot move the event log `{}` aside", .path.display())]
     Rotate {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
@@ -270,9 +272,9 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     NoSuchPid { pid: i32 },
     #[error(transparent)]
     Workspace(#[from] crate::workspace::WorkspaceError),
-    #[error("cannot use the workspace's referee folder `{path}` (it must be a real directory the referee can write; a symlink or a file named `.referee` is refused; a referee run as another user than the worker needs it made for it: `install -d -o REFEREE_USER {path}`, see docs/deployment.md)")]
+    #[error("cannot use the workspace's referee folder `{}` (it must be a real directory the referee can write; a symlink or a file named `.referee` is refused; a referee run as another user than the worker needs it made for it: `install -d -o REFEREE_USER {}`, see docs/deployment.md)", .path.display(), .path.display())]
     OutputDir {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
@@ -280,14 +282,14 @@ refusing to resume under a different protocol — pass `--fresh` to start a new 
     State(#[from] crate::state::StateError),
     #[error(transparent)]
     Seen(#[from] crate::state::observed::SeenError),
-    #[error("another referee (pid {pid}) is already watching `{path}` (its heartbeat `{heartbeat}` is fresh and the process runs); a second one would fight it over the OBSERVER-* files: stop it first, or ask it with `referee status`")]
+    #[error("another referee (pid {pid}) is already watching `{}` (its heartbeat `{}` is fresh and the process runs); a second one would fight it over the OBSERVER-* files: stop it first, or ask it with `referee status`", .path.display(), .heartbeat.display())]
     Rival {
-        path: String,
+        path: PathBuf,
         pid: u32,
-        heartbeat: String,
+        heartbeat: PathBuf,
     },
-    #[error("another referee is already watching `{path}` (it holds the directory's lock); a second one would fight it over the OBSERVER-* files: stop it first, or ask it with `referee status`")]
-    RivalHolds { path: String },
+    #[error("another referee is already watching `{}` (it holds the directory's lock); a second one would fight it over the OBSERVER-* files: stop it first, or ask it with `referee status`", .path.display())]
+    RivalHolds { path: PathBuf },
     #[error("`--baseline`/`--baseline-dir` apply to a protocol of task records (e.g. `--protocol code-change`), not to `{protocol}`")]
     BaselineWithoutTasks { protocol: String },
 }

@@ -117,6 +117,11 @@ impl Leftovers {
         self.left.len()
     }
 
+    /// Whether nothing is the earlier run's any more.
+    pub fn is_empty(&self) -> bool {
+        self.left.is_empty()
+    }
+
     /// Sets aside from `snap` the leftovers still as they were, and forgets those that are not
     /// (this run's now). `full`: `snap` lists the whole directory, so a leftover it lacks was
     /// removed. The paths set aside before that `snap` shows now (what a judgment of changes

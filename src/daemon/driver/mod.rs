@@ -140,12 +140,12 @@ pub(super) fn run_root(
 ) -> Result<RootOutcome, DaemonError> {
     let protocol = Arc::new(template.load_protocol()?);
     let canon = std::fs::canonicalize(&root).map_err(|source| DaemonError::BuildDir {
-        path: root.display().to_string(),
+        path: root.to_path_buf(),
         source,
     })?;
     if !canon.is_dir() {
         return Err(DaemonError::NotADirectory {
-            path: root.display().to_string(),
+            path: root.to_path_buf(),
         });
     }
     // Each build holds its event log open (and locked): allow as many files as the system does.

@@ -138,10 +138,10 @@ pub(super) fn open_build(dir: &Path, follow: bool) -> Result<Here, DaemonError> 
         }
         .into(),
         LookError::NotDir { .. } => DaemonError::NotADirectory {
-            path: dir.display().to_string(),
+            path: dir.to_path_buf(),
         },
         e => DaemonError::BuildDir {
-            path: dir.display().to_string(),
+            path: dir.to_path_buf(),
             source: e.into_io(),
         },
     })
@@ -166,7 +166,7 @@ impl Session {
     ) -> Result<Session, DaemonError> {
         let dir = cfg.build_dir.clone();
         let bad_dir = |source| DaemonError::BuildDir {
-            path: dir.display().to_string(),
+            path: dir.to_path_buf(),
             source,
         };
         // Under `--root` a build is a directory: a link found at its name is never followed.
@@ -186,20 +186,20 @@ impl Session {
         let dir_hold = take_lock(&here, &dir).map_err(|HeldByAnother| {
             match crate::state::live::rival(&here) {
                 Some((pid, heartbeat)) => DaemonError::Rival {
-                    path: dir.display().to_string(),
+                    path: dir.to_path_buf(),
                     pid,
-                    heartbeat: heartbeat.display().to_string(),
+                    heartbeat: heartbeat.to_path_buf(),
                 },
                 None => DaemonError::RivalHolds {
-                    path: dir.display().to_string(),
+                    path: dir.to_path_buf(),
                 },
             }
         })?;
         if let Some((pid, heartbeat)) = crate::state::live::rival(&here) {
             return Err(DaemonError::Rival {
-                path: dir.display().to_string(),
+                path: dir.to_path_buf(),
                 pid,
-                heartbeat: heartbeat.display().to_string(),
+                heartbeat: heartbeat.to_path_buf(),
             });
         }
         // Under `--root`, `--state-dir` is the folder each build's memory is made in, named
@@ -290,7 +290,7 @@ impl Session {
                     }
                     let to =
                         journal::rotate(&state, &now).map_err(|source| DaemonError::Rotate {
-                            path: state.join(journal::EVENTS_FILE).display().to_string(),
+                            path: state.join(journal::EVENTS_FILE).to_path_buf(),
                             source,
                         })?;
                     opening.rotated = Some(to);
@@ -303,7 +303,7 @@ impl Session {
                     if let Some(logged) = &r.protocol_sha256 {
                         if *logged != protocol.sha256 {
                             return Err(DaemonError::ProtocolChanged {
-                                log: state.join(journal::EVENTS_FILE).display().to_string(),
+                                log: state.join(journal::EVENTS_FILE).to_path_buf(),
                                 logged: logged.clone(),
                                 loaded: protocol.sha256.clone(),
                             });
@@ -592,7 +592,7 @@ fn leftovers_at_start(
         Some(NewRun::Fresh | NewRun::Completed) => {
             let snap = crate::artifacts::Snapshot::scan(dir, cfg.limits).map_err(|source| {
                 DaemonError::BuildDir {
-                    path: dir.display().to_string(),
+                    path: dir.to_path_buf(),
                     source,
                 }
             })?;
@@ -655,7 +655,7 @@ fn own_file_fault<T>(
 ) -> Result<Option<T>, DaemonError> {
     match cfg.on_fault {
         FaultPolicy::Stop => Err(DaemonError::OwnFile {
-            path: dir.join(name).display().to_string(),
+            path: dir.join(name).to_path_buf(),
             source: e,
         }),
         FaultPolicy::Continue => {

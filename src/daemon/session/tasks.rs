@@ -154,7 +154,7 @@ impl Tasks {
     /// workspace, so a bad `--baseline` is an error before anything runs.
     pub fn open(canon: &Path, state: &Path, cfg: &Config) -> Result<Tasks, DaemonError> {
         let out_err = |source| DaemonError::OutputDir {
-            path: canon.join(OUTPUT_DIR).display().to_string(),
+            path: canon.join(OUTPUT_DIR).to_path_buf(),
             source,
         };
         let out = code_change::ensure_dir(canon).map_err(out_err)?;
@@ -166,7 +166,7 @@ impl Tasks {
             // The start snapshot is kept in the state directory, out of the worker's reach.
             workspace::snapshot::create(canon, state, cap).map_err(|source| {
                 DaemonError::OutputDir {
-                    path: state.display().to_string(),
+                    path: state.to_path_buf(),
                     source,
                 }
             })?;
@@ -198,7 +198,7 @@ impl Tasks {
             if from.exists() {
                 std::fs::rename(&from, state.join(aside)).map_err(|source| {
                     DaemonError::OutputDir {
-                        path: from.display().to_string(),
+                        path: from.to_path_buf(),
                         source,
                     }
                 })?;
