@@ -95,11 +95,11 @@ pub struct DemoConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
-    #[error("`{path}` is not empty; the demo needs an empty (or new) directory")]
-    NotEmpty { path: String },
-    #[error("cannot create the demo directory `{path}`")]
+    #[error("`{}` is not empty; the demo needs an empty (or new) directory", .path.display())]
+    NotEmpty { path: PathBuf },
+    #[error("cannot create the demo directory `{}`", .path.display())]
     Dir {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
@@ -424,14 +424,12 @@ fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, DemoError> {
         }
     };
     let io = |source: std::io::Error| DemoError::Dir {
-        path: dir.display().to_string(),
+        path: dir.clone(),
         source,
     };
     std::fs::create_dir_all(&dir).map_err(io)?;
     if std::fs::read_dir(&dir).map_err(io)?.next().is_some() {
-        return Err(DemoError::NotEmpty {
-            path: dir.display().to_string(),
-        });
+        return Err(DemoError::NotEmpty { path: dir });
     }
     Ok(dir)
 }
