@@ -6,6 +6,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
@@ -26,12 +27,12 @@ impl DirId {
     /// The identity of the directory `path` names now (symlinks followed).
     pub fn of(path: &Path) -> Result<DirId, Gone> {
         let m = std::fs::metadata(path).map_err(|source| Gone::Io {
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
             source,
         })?;
         if !m.is_dir() {
             return Err(Gone::NotDir {
-                path: path.display().to_string(),
+                path: path.to_path_buf(),
             });
         }
         Ok(DirId::from_meta(&m))
@@ -44,7 +45,7 @@ impl DirId {
     pub fn of_unfollowed(path: &Path) -> Result<DirId, Gone> {
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => Err(Gone::Symlink {
-                path: path.display().to_string(),
+                path: path.to_path_buf(),
             }),
             _ => DirId::of(path),
         }
@@ -84,16 +85,16 @@ impl std::fmt::Display for DirId {
 /// Why the path names no directory the daemon can attach to.
 #[derive(Debug, thiserror::Error)]
 pub enum Gone {
-    #[error("cannot look at the build directory `{path}`")]
+    #[error("cannot look at the build directory `{}`", .path.display())]
     Io {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("the build directory `{path}` is no longer a directory")]
-    NotDir { path: String },
-    #[error("the build directory `{path}` is a symbolic link now (never followed: its files would be written wherever it points)")]
-    Symlink { path: String },
+    #[error("the build directory `{}` is no longer a directory", .path.display())]
+    NotDir { path: PathBuf },
+    #[error("the build directory `{}` is a symbolic link now (never followed: its files would be written wherever it points)", .path.display())]
+    Symlink { path: PathBuf },
 }
 
 impl Gone {

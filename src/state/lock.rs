@@ -22,11 +22,11 @@ pub const EVENTS_FILE: &str = "OBSERVER-EVENTS.jsonl";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("another referee is already watching this directory (it holds the lock on `{path}`); stop it first")]
-    Busy { path: String },
-    #[error("cannot open `{path}`: {source}")]
+    #[error("another referee is already watching this directory (it holds the lock on `{}`); stop it first", .path.display())]
+    Busy { path: PathBuf },
+    #[error("cannot open `{}`: {source}", .path.display())]
     Io {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
@@ -77,7 +77,7 @@ fn open_regular(path: &Path, create: bool) -> io::Result<Result<File, Foreign>> 
 pub fn lock(dir: &Path) -> Result<Locked, LockError> {
     let path = dir.join(EVENTS_FILE);
     let io_err = |source: io::Error| LockError::Io {
-        path: path.display().to_string(),
+        path: path.to_path_buf(),
         source,
     };
     let mut moved_aside = None;
@@ -102,7 +102,7 @@ pub fn lock(dir: &Path) -> Result<Locked, LockError> {
     match file.try_lock() {
         Ok(()) => Ok(Locked { file, moved_aside }),
         Err(TryLockError::WouldBlock) => Err(LockError::Busy {
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
         }),
         Err(TryLockError::Error(e)) => Err(io_err(e)),
     }

@@ -81,23 +81,21 @@ pub struct BaselineInfo {
 /// baseline cannot be used. A file that cannot be read is not one of these.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    #[error("workspace `{path}` cannot be opened")]
+    #[error("workspace `{}` cannot be opened", .path.display())]
     Root {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error(
-        "`--baseline {rev}` names no commit in the repository at `{path}` (try `git log` for one)"
-    )]
-    NoSuchRev { rev: String, path: String },
+    #[error("`--baseline {rev}` names no commit in the repository at `{}` (try `git log` for one)", .path.display())]
+    NoSuchRev { rev: String, path: PathBuf },
     #[error(
         "`--baseline {0}` needs a git work tree; for a plain directory give `--baseline-dir DIR`"
     )]
     NotGit(String),
-    #[error("baseline directory `{path}` cannot be opened")]
+    #[error("baseline directory `{}` cannot be opened", .path.display())]
     BaseDir {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
@@ -357,7 +355,7 @@ impl Workspace {
             // Read once and not kept: laid out sorted, never built into a map.
             WorkTree::scan_listed_sorted(lister, &opts, cache).map_err(|source| {
                 WorkspaceError::Root {
-                    path: root.display().to_string(),
+                    path: root.to_path_buf(),
                     source,
                 }
             })?
@@ -411,7 +409,7 @@ impl Workspace {
             }
         }
         let t = tree.as_mut().ok_or_else(|| WorkspaceError::Root {
-            path: root.display().to_string(),
+            path: root.to_path_buf(),
             source: std::io::Error::other("the work tree could not be read"),
         })?;
         // Compared again only where the rescans touched it (a full scan: all of it).
@@ -1165,18 +1163,18 @@ fn drop_beside<T: Send + 'static>(value: T) {
 /// out); an `Err` when `root` cannot be opened as a directory.
 fn start_listing(root: &Path) -> Result<tree::Lister, WorkspaceError> {
     tree::Lister::start(root, EXCLUDED).map_err(|source| WorkspaceError::Root {
-        path: root.display().to_string(),
+        path: root.to_path_buf(),
         source,
     })
 }
 
 fn canonical_root(root: &Path) -> Result<PathBuf, WorkspaceError> {
     let canon = std::fs::canonicalize(root).map_err(|source| WorkspaceError::Root {
-        path: root.display().to_string(),
+        path: root.to_path_buf(),
         source,
     })?;
     std::fs::read_dir(&canon).map_err(|source| WorkspaceError::Root {
-        path: root.display().to_string(),
+        path: root.to_path_buf(),
         source,
     })?;
     Ok(canon)
@@ -1199,7 +1197,7 @@ pub fn scan(
         hash: base.map_or(gix::hash::Kind::Sha1, Baseline::hash_kind),
     };
     WorkTree::scan(root, &opts, cache).map_err(|source| WorkspaceError::Root {
-        path: root.display().to_string(),
+        path: root.to_path_buf(),
         source,
     })
 }

@@ -124,7 +124,7 @@ pub fn open_locked(dir: &Path) -> Result<Opened, LockError> {
     } = crate::state::lock::lock(dir)?;
     let (resumed, torn_tail) =
         replay_from(io::BufReader::new(&mut file)).map_err(|source| LockError::Io {
-            path: dir.join(EVENTS_FILE).display().to_string(),
+            path: dir.join(EVENTS_FILE).to_path_buf(),
             source,
         })?;
     Ok(Opened {

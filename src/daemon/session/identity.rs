@@ -201,13 +201,17 @@ impl Session {
                     }
                 }
                 Err(journal::LockError::Busy { path }) => {
-                    self.detach(format!("another referee holds the lock on `{path}`"));
+                    self.detach(format!(
+                        "another referee holds the lock on `{}`",
+                        path.display()
+                    ));
                     return;
                 }
                 Err(journal::LockError::Io { path, source }) => self.fault(
                     "events",
                     format!(
-                        "cannot open `{path}`: {}",
+                        "cannot open `{}`: {}",
+                        path.display(),
                         source.to_string().to_lowercase()
                     ),
                 ),

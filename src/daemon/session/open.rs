@@ -134,7 +134,7 @@ pub(super) fn open_build(dir: &Path, follow: bool) -> Result<Here, DaemonError> 
     };
     opened.map_err(|e| match e {
         LookError::Symlink { .. } => crate::state::dir_id::Gone::Symlink {
-            path: dir.display().to_string(),
+            path: dir.to_path_buf(),
         }
         .into(),
         LookError::NotDir { .. } => DaemonError::NotADirectory {

@@ -226,11 +226,11 @@ impl Baseline {
             BaselineSpec::Dir(dir) => {
                 let base =
                     std::fs::canonicalize(dir).map_err(|source| WorkspaceError::BaseDir {
-                        path: dir.display().to_string(),
+                        path: dir.to_path_buf(),
                         source,
                     })?;
                 std::fs::read_dir(&base).map_err(|source| WorkspaceError::BaseDir {
-                    path: dir.display().to_string(),
+                    path: dir.to_path_buf(),
                     source,
                 })?;
                 Baseline::from_dir(base, "dir", repo.as_ref(), cap).map(Ok)
@@ -249,7 +249,7 @@ impl Baseline {
                         .resolve(rev)?
                         .ok_or_else(|| WorkspaceError::NoSuchRev {
                             rev: rev.clone(),
-                            path: root.display().to_string(),
+                            path: root.to_path_buf(),
                         })?,
                 };
                 let kept = state
@@ -438,7 +438,7 @@ impl Baseline {
         let mut cache = StatCache::default();
         let wt =
             WorkTree::scan(&root, &opts, &mut cache).map_err(|source| WorkspaceError::BaseDir {
-                path: root.display().to_string(),
+                path: root.to_path_buf(),
                 source,
             })?;
         let mut entries = Vec::with_capacity(wt.entries.len());
