@@ -47,9 +47,9 @@ pub enum WaiverError {
         dir.display()
     )]
     Inside { file: PathBuf, dir: PathBuf },
-    #[error("cannot read waiver file `{path}`")]
+    #[error("cannot read waiver file `{}`", .path.display())]
     Read {
-        path: String,
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
@@ -179,7 +179,7 @@ impl Waivers {
     /// Reads and validates a waiver file against `protocol`'s check ids.
     pub fn load(path: &Path, protocol: &Protocol) -> Result<Waivers, WaiverError> {
         let read = |source| WaiverError::Read {
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
             source,
         };
         let text = crate::tomlfile::read_text(path, MAX_BYTES).map_err(|e| read(e.into_io()))?;
