@@ -254,25 +254,29 @@ mod tests {
         assert!(target.join("keep").exists(), "a link is never followed");
     }
 
+    /// The source's thread: reports the cookie `name` as `kind` once it is there.
+    fn seer(cookies: &Arc<Cookies>, name: &str, kind: ChangeKind) -> std::thread::JoinHandle<()> {
+        let (c, name) = (cookies.clone(), name.to_string());
+        std::thread::spawn(move || loop {
+            let p = c.dir().join(&name);
+            if p.exists() {
+                assert!(c.holds(&p));
+                c.saw(&p, kind);
+                return;
+            }
+            std::thread::yield_now();
+        })
+    }
+
     #[test]
     fn a_cookie_passes_once_its_event_is_seen_and_not_before() {
         let cookies = Cookies::new().expect("a cookie folder");
         // No source watches the folder: no barrier, at once.
         assert!(!cookies.pass());
         cookies.set_active(true);
-        let c = cookies.clone();
-        // The source's thread: sees the cookie the judgment creates.
-        let seer = std::thread::spawn(move || loop {
-            let p = c.dir().join("c1");
-            if p.exists() {
-                assert!(c.holds(&p));
-                c.saw(&p, ChangeKind::Written);
-                return;
-            }
-            std::thread::yield_now();
-        });
+        let seen = seer(&cookies, "c1", ChangeKind::Written);
         assert!(cookies.pass(), "the cookie's event was seen");
-        seer.join().expect("seer");
+        seen.join().expect("seer");
         assert!(
             cookies.dir().join("c1").exists(),
             "the cookie is kept for the next barrier"
@@ -285,7 +289,7 @@ mod tests {
         // folder) counts for nothing, ahead of its number or at the next one.
         for forged in ["c999999", "c2", "c3"] {
             let p = cookies.dir().join(forged);
-            std::fs::write(&p, "").unwrap();
+            std::fs::write(&p, "planted").unwrap();
             cookies.saw(&p, ChangeKind::Written);
         }
         assert_eq!(
@@ -295,37 +299,23 @@ mod tests {
         );
         // The kept cookie is renamed past the names taken (`c2`, `c3`): its own event passes
         // it, and no file is made for it.
-        let c = cookies.clone();
-        let seer = std::thread::spawn(move || loop {
-            let mine = c.dir().join("c4");
-            if mine.exists() {
-                c.saw(&mine, ChangeKind::RenamedIn);
-                return;
-            }
-            std::thread::yield_now();
-        });
+        let seen = seer(&cookies, "c4", ChangeKind::RenamedIn);
         assert!(cookies.pass(), "a cookie of its own, past the ones planted");
-        seer.join().expect("seer");
+        seen.join().expect("seer");
         assert_eq!(*cookies.seen.lock().unwrap(), 4);
         assert!(!cookies.dir().join("c1").exists(), "renamed, not copied");
-        assert_eq!(
-            std::fs::read(cookies.dir().join("c2")).unwrap(),
-            b"",
-            "a planted name is never renamed over"
-        );
+        for planted in ["c2", "c3"] {
+            assert_eq!(
+                std::fs::read(cookies.dir().join(planted)).unwrap(),
+                b"planted",
+                "a planted name is never renamed over"
+            );
+        }
         // Someone removed the kept cookie: a new one is made.
         std::fs::remove_file(cookies.dir().join("c4")).unwrap();
-        let c = cookies.clone();
-        let seer = std::thread::spawn(move || loop {
-            let mine = c.dir().join("c6");
-            if mine.exists() {
-                c.saw(&mine, ChangeKind::Written);
-                return;
-            }
-            std::thread::yield_now();
-        });
+        let seen = seer(&cookies, "c6", ChangeKind::Written);
         assert!(cookies.pass(), "a new cookie once the kept one is gone");
-        seer.join().expect("seer");
+        seen.join().expect("seer");
         assert_eq!(*cookies.seen.lock().unwrap(), 6);
         // A cookie whose event never comes is given up on (a lost event: a rescan follows).
         let at = Instant::now();
