@@ -279,7 +279,9 @@ fn deleted_stop_and_heartbeat_copies_leave_the_stop_standing() {
     let mut w = Watch::start(&dir, root.path(), &["--state-dir", p(&state)]);
     w.until("pass 2 ran", || dir.join("OBSERVER-PASS-2.md").exists());
     raise_stop(&dir, &w);
-    assert!(state.join(STOP).is_file(), "the state directory's STOP");
+    // The copy is written first (what the orchestrator waits on), the state directory's a
+    // moment after it.
+    w.until("the state directory's STOP", || state.join(STOP).is_file());
     fs::remove_file(dir.join(STOP)).expect("rm STOP");
     fs::remove_file(dir.join(HEARTBEAT)).expect("rm heartbeat");
     assert_eq!(status(&dir, &state, &[]).code, 1);
