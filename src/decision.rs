@@ -220,6 +220,7 @@ mod tests {
                     files: Vec::new(),
                 },
                 waiver,
+                stands: false,
             })
             .into_iter()
             .collect();
@@ -444,6 +445,7 @@ mod tests {
                 files: Vec::new(),
             },
             waiver: None,
+            stands: false,
         };
         let mut eval = Evaluation::default();
         assert!(!build(&eval).stops() && !build(&eval).violation());

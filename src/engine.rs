@@ -115,6 +115,10 @@ pub struct CheckResult {
     /// raises no STOP and does not count for exit 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiver: Option<Applied>,
+    /// A FAIL resting on what is already complete in its files ([`Outcome::stands`]): the
+    /// daemon does not let its writer's open handle hold it back. Not published.
+    #[serde(skip)]
+    pub stands: bool,
 }
 
 /// A waiver as it shows on the result it covers (JSON `waiver`, SARIF suppression, JUnit
@@ -427,6 +431,7 @@ fn judge_instance<S: Subject + ?Sized>(
         due,
         evidence,
         waiver: None,
+        stands: false,
     };
     if !state.ran {
         return if pass.optional {
@@ -513,7 +518,12 @@ fn judge_instance<S: Subject + ?Sized>(
         (Verdict::Inconclusive, true) => Status::Inconclusive,
         (_, false) => Status::Waiting,
     };
-    result(status, due, Evidence::from_outcome(&outcome))
+    CheckResult {
+        // Only a check that applies unconditionally: an append could change whether a `when`
+        // holds.
+        stands: outcome.stands && status == Status::Fail && inst.when.is_none(),
+        ..result(status, due, Evidence::from_outcome(&outcome))
+    }
 }
 
 #[cfg(test)]

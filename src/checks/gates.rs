@@ -229,6 +229,9 @@ pub(super) fn gate(ctx: &Ctx<'_>, g: &Gate) -> Outcome {
             .collect();
         if !wrong.is_empty() {
             let empty_only = wrong.iter().all(|e| result_of(e).is_empty());
+            // A complete entry with another result: later entries for the gate add to
+            // `found`, they cannot take this one back.
+            o.stands = !empty_only;
             o.verdict = if !empty_only {
                 Verdict::Fail
             } else if loaded.unreadable.is_empty() {
@@ -400,6 +403,9 @@ pub(super) fn gate_sources(ctx: &Ctx<'_>, g: &GateSources) -> Outcome {
     )];
     if !bad.is_empty() {
         o.verdict = Verdict::Fail;
+        // Each is a complete entry (a file still being written counts only the entries that
+        // have closed): what its writer appends adds entries, it cannot take one back.
+        o.stands = true;
         for e in bad {
             o.push_detail(describe(e));
         }

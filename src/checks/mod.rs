@@ -707,6 +707,14 @@ impl Subject for crate::workspace::Workspace {
 pub fn judge<S: Subject + ?Sized>(s: &S, p: &Predicate) -> Outcome {
     let mark = s.wrong_mark();
     let mut o = judge_parts(s, p);
+    // Whether a composite's FAIL would survive an append depends on every part it looked at:
+    // only a leaf says so (and `fail_if_missing`, which never turns a FAIL into anything else).
+    if matches!(
+        p,
+        Predicate::All(_) | Predicate::Any(_) | Predicate::Not(_) | Predicate::If(_)
+    ) {
+        o.stands = false;
+    }
     // A composite's parts took theirs; only a leaf leaves any here.
     let wrong = s.wrong_since(mark);
     if !wrong.is_empty() {

@@ -42,6 +42,11 @@ pub struct Outcome {
     /// dangling symlink … where a regular file belongs): present and wrong. The verdict is FAIL,
     /// and neither `not` nor `if` ever turns it into a pass.
     pub wrong: bool,
+    /// The FAIL rests on what is already complete in its files (a forbidden gate entry whose
+    /// object has closed): no write appended to them can undo it, so a writer that keeps them
+    /// open does not hold it back (only a composite of one such leaf keeps it; `not`, `if`,
+    /// `all` and `any` drop it).
+    pub stands: bool,
 }
 
 /// Caps on evidence, so a huge artifact cannot make a huge report.
@@ -57,6 +62,7 @@ impl Outcome {
             details: Vec::new(),
             files: Vec::new(),
             wrong: false,
+            stands: false,
         }
     }
 
@@ -101,6 +107,7 @@ impl Outcome {
             details: Vec::new(),
             files: Vec::new(),
             wrong: false,
+            stands: false,
         };
         for p in parts {
             out.wrong |= p.wrong;

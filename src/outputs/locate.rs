@@ -132,6 +132,7 @@ mod tests {
                     .collect(),
             },
             waiver: None,
+            stands: false,
         }
     }
 

@@ -48,14 +48,33 @@ use crate::artifacts::Entry;
 use crate::fsevents::ChangeKind;
 use crate::protocol::inputs::Inputs;
 
+/// Whether the writer of a file written in place still holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handle {
+    /// A write was seen and its close not yet: more may come however long the writer pauses.
+    Open,
+    /// The writer closed it (or the platform reports no closes).
+    Closed,
+}
+
+/// Which part of a write in place holds a result back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    /// The writes and the writer's open handle: anything the writer adds may change the result.
+    All,
+    /// The writes alone: the result rests on what is complete in the file, which nothing the
+    /// writer appends can undo ([`crate::engine::CheckResult::stands`]).
+    Writes,
+}
+
 /// The last thing known to have happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Written in place at `.0`, in a run of writes (none quiet for the window, or made while
-    /// the writer held the file open) that started at `.1`; `.2`: the writer still holds it
-    /// (its close not seen yet). Moving until quiet for the window after the close, or until
-    /// `max` after the run started.
-    Written(Instant, Instant, bool),
+    /// the writer held the file open) that started at `.1`, through a handle the writer may
+    /// still hold (`.2`). Moving until quiet for the window after the close, or until `max`
+    /// after the run started.
+    Written(Instant, Instant, Handle),
     /// Renamed into place, or only its metadata changed: complete.
     Complete(Instant),
     /// Removed or renamed away at `.0`, in a run of changes that started at `.1`: moving (it may
@@ -79,7 +98,7 @@ impl State {
             {
                 Some(since)
             }
-            State::Written(_, since, true) if at < since + max => Some(since),
+            State::Written(_, since, Handle::Open) if at < since + max => Some(since),
             _ => None,
         }
     }
@@ -111,13 +130,12 @@ impl Settle {
         self
     }
 
-    /// Until when a path written at `at` in a run started at `since` is moving (`open`: its
-    /// writer still holds it, so the run lasts its whole bound).
-    fn moving_until(&self, at: Instant, since: Instant, open: bool) -> Instant {
-        if open {
-            since + self.max
-        } else {
-            (at + self.window).min(since + self.max)
+    /// Until when a path written at `at` in a run started at `since` is moving (a handle its
+    /// writer still holds makes the run last its whole bound).
+    fn moving_until(&self, at: Instant, since: Instant, handle: Handle) -> Instant {
+        match handle {
+            Handle::Open => since + self.max,
+            Handle::Closed => (at + self.window).min(since + self.max),
         }
     }
 
@@ -135,8 +153,8 @@ impl Settle {
             .and_then(|s| s.run_since(at, self.window, self.max))
             .unwrap_or(at);
         let state = match kind {
-            ChangeKind::Written => State::Written(at, since, false),
-            ChangeKind::Writing => State::Written(at, since, true),
+            ChangeKind::Written => State::Written(at, since, Handle::Closed),
+            ChangeKind::Writing => State::Written(at, since, Handle::Open),
             ChangeKind::RenamedIn => State::Complete(at),
             ChangeKind::Removed => State::Gone(at, since),
             // The contents did not change: whatever was known stands (a `touch` after a write
@@ -155,7 +173,7 @@ impl Settle {
     pub fn prune(&mut self, now: Instant) {
         let (w, max) = (self.window, self.max);
         self.paths.retain(|_, s| match *s {
-            State::Written(_, since, true) if now < since + max => true,
+            State::Written(_, since, Handle::Open) if now < since + max => true,
             s => now.saturating_duration_since(s.at()) < w,
         });
     }
@@ -174,8 +192,8 @@ impl Settle {
     /// has been for `max` already.
     pub fn being_written_until(&self, rel: &str, now: Instant) -> Option<Instant> {
         match self.paths.get(rel) {
-            Some(&State::Written(t, since, open)) => {
-                Some(self.moving_until(t, since, open)).filter(|&end| end > now)
+            Some(&State::Written(t, since, handle)) => {
+                Some(self.moving_until(t, since, handle)).filter(|&end| end > now)
             }
             _ => None,
         }
@@ -195,7 +213,7 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        self.until(rel, entry, now, wall, true)
+        self.until(rel, entry, now, wall, true, Holds::All)
     }
 
     /// Until when `rel` is unsettled, however long it has been moving: `None` only once it has
@@ -212,7 +230,22 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        self.until(rel, entry, now, wall, false)
+        self.until(rel, entry, now, wall, false, Holds::All)
+    }
+
+    /// [`Settle::quiet_at`] for a result that rests on what is complete in its files (a
+    /// forbidden gate entry whose object has closed): its writes hold it for the window after
+    /// the last one, as any write does (a writer may truncate and write again), but a handle the
+    /// writer keeps open does not: what it appends cannot undo the finding, and a worker that
+    /// plants an entry and keeps the file open would otherwise hold its STOP to `max`.
+    pub fn quiet_after_writes(
+        &self,
+        rel: &str,
+        entry: Option<&Entry>,
+        now: Instant,
+        wall: SystemTime,
+    ) -> Option<Instant> {
+        self.until(rel, entry, now, wall, false, Holds::Writes)
     }
 
     fn until(
@@ -222,20 +255,23 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
         capped: bool,
+        holds: Holds,
     ) -> Option<Instant> {
-        let end = |t: Instant, since: Instant, open: bool| {
-            let end = if capped {
-                self.moving_until(t, since, open)
-            } else if open {
+        let end = |t: Instant, since: Instant, handle: Handle| {
+            let handle = match holds {
+                Holds::All => handle,
+                Holds::Writes => Handle::Closed,
+            };
+            let end = match handle {
+                _ if capped => self.moving_until(t, since, handle),
                 // However long it churns while open, and at least its bound while it pauses.
-                (t + self.window).max(since + self.max)
-            } else {
-                t + self.window
+                Handle::Open => (t + self.window).max(since + self.max),
+                Handle::Closed => t + self.window,
             };
             Some(end).filter(|&end| end > now)
         };
         if let Some(&State::Gone(t, since)) = self.paths.get(rel) {
-            return end(t, since, false);
+            return end(t, since, Handle::Closed);
         }
         let Some(entry) = entry else {
             // Written a moment ago and not there now: for a check's input (all `quiet_at` is
@@ -243,12 +279,12 @@ impl Settle {
             // editor saving twice in a row): as unsettled as a removal. A writer's temp file
             // gone after its rename is no input, and `fresh_until` keeps it holding nothing.
             return match self.paths.get(rel) {
-                Some(&State::Written(t, since, open)) if !capped => end(t, since, open),
+                Some(&State::Written(t, since, handle)) if !capped => end(t, since, handle),
                 _ => None,
             };
         };
         match self.paths.get(rel) {
-            Some(&State::Written(t, since, open)) => end(t, since, open),
+            Some(&State::Written(t, since, handle)) => end(t, since, handle),
             Some(State::Complete(_) | State::Gone(..)) => None,
             None => {
                 let age = wall.duration_since(entry.mtime()?).ok()?;
@@ -405,6 +441,10 @@ mod tests {
         assert_eq!(s.quiet_at("a", a, paused, wall), Some(start + max));
         assert_eq!(s.fresh_until("a", a, paused, wall), Some(start + max));
         assert_eq!(s.being_written_until("a", paused), Some(start + max));
+        // A result that rests on what is complete in it waits for its writes alone: the window
+        // after the last one, the open handle aside.
+        assert_eq!(s.quiet_after_writes("a", a, start, wall), Some(start + W));
+        assert_eq!(s.quiet_after_writes("a", a, paused, wall), None);
         // The rest written after the pause continues the same run (the bound does not move).
         s.saw("a", ChangeKind::Writing, paused);
         assert_eq!(s.being_written_until("a", paused), Some(start + max));

@@ -103,6 +103,7 @@ pub fn workspace_veto_results(d: &Decision, protocol: &Protocol) -> Vec<CheckRes
                     files: Vec::new(),
                 },
                 waiver: None,
+                stands: false,
             }
         })
         .collect()

@@ -34,6 +34,7 @@ fn verdict(attempt: Option<u64>) -> TaskVerdict {
                 files: Vec::new(),
             },
             waiver: None,
+            stands: false,
         }],
         restore: Vec::new(),
         cleanup_task: None,

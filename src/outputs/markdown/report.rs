@@ -670,6 +670,7 @@ mod tests {
                     files: Vec::new(),
                 },
                 waiver: None,
+                stands: false,
             }],
         };
         let text = report(&p, &eval, &ctx);

@@ -283,12 +283,12 @@ impl StopFile {
         match want {
             Some(text) => {
                 // Anything found there that is not a regular file was put there by someone else.
-                let what = if self.expected.is_some() {
-                    Tamper::Edited
-                } else {
-                    Tamper::Created
+                let raised = self.expected.is_none();
+                let what = match raised {
+                    true => Tamper::Created,
+                    false => Tamper::Edited,
                 };
-                if what == Tamper::Created {
+                if raised {
                     // Raised where none stood, the copy goes first: it is what the
                     // orchestrator waits on, and a STOP in the watched directory is never
                     // answered with go, whatever the state directory says. A state write that

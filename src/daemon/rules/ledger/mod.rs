@@ -41,6 +41,11 @@ pub trait Files {
     fn quiet_at(&self, path: &str) -> Option<Instant> {
         self.fresh_until(path)
     }
+    /// [`Files::quiet_at`] for a FAIL that rests on what is complete in its files
+    /// ([`CheckResult::stands`]): a handle its writer keeps open does not hold it.
+    fn quiet_after_writes(&self, path: &str) -> Option<Instant> {
+        self.quiet_at(path)
+    }
     /// Paths written in place and not yet settled.
     fn moving(&self) -> Vec<&str>;
     /// A digest of the evidence with its files' exact mtimes: what tells a rewrite from an echo.
@@ -65,6 +70,11 @@ impl Files for Seen<'_> {
     fn quiet_at(&self, path: &str) -> Option<Instant> {
         self.settle
             .quiet_at(path, self.snap.get(path), self.now, self.wall)
+    }
+
+    fn quiet_after_writes(&self, path: &str) -> Option<Instant> {
+        self.settle
+            .quiet_after_writes(path, self.snap.get(path), self.now, self.wall)
     }
 
     fn moving(&self) -> Vec<&str> {
@@ -174,7 +184,8 @@ impl Ledger {
     }
 
     /// Until when a result's files (its evidence, and its inputs being written in place) are
-    /// unsettled. Anything else — a writer's temp file, a file no input glob matches — never holds.
+    /// unsettled. Anything else — a writer's temp file, a file no input glob matches — never holds,
+    /// and a FAIL that rests on what is complete in its files is not held by an open handle.
     fn unsettled_until(
         protocol: &Protocol,
         r: &CheckResult,
@@ -190,7 +201,10 @@ impl Ledger {
             .iter()
             .map(|f| f.path.as_str())
             .chain(moving)
-            .filter_map(|p| files.quiet_at(p))
+            .filter_map(|p| match r.stands {
+                true => files.quiet_after_writes(p),
+                false => files.quiet_at(p),
+            })
             .max()
     }
 
@@ -304,7 +318,10 @@ impl Ledger {
             });
             eval.results[i] = held;
             holds.insert(key, since);
-            recheck = recheck.max(Some(until));
+            // The first hold to run out: each held result is looked at again when its own
+            // files settle (a FAIL a kept-open file cannot undo is not kept waiting for the
+            // results that file does hold).
+            recheck = Some(recheck.map_or(until, |r: Instant| r.min(until)));
         }
         self.holds = holds;
         (eval, recheck)

@@ -9,6 +9,9 @@ const GATES: &str = "p3a-gate-results.json";
 #[derive(Default)]
 struct Fake {
     fresh: BTreeMap<String, Instant>,
+    /// Until when a path's writes alone hold it (its writer's open handle aside; `None`:
+    /// settled); `fresh` when not given.
+    written: BTreeMap<String, Option<Instant>>,
     moving: Vec<String>,
     rewrites: u32,
 }
@@ -16,6 +19,12 @@ struct Fake {
 impl Files for Fake {
     fn fresh_until(&self, path: &str) -> Option<Instant> {
         self.fresh.get(path).copied()
+    }
+    fn quiet_after_writes(&self, path: &str) -> Option<Instant> {
+        match self.written.get(path) {
+            Some(&until) => until,
+            None => self.fresh_until(path),
+        }
     }
     fn moving(&self) -> Vec<&str> {
         self.moving.iter().map(String::as_str).collect()
@@ -62,6 +71,7 @@ fn eval(status: Status, seen: &str) -> Evaluation {
                 }],
             },
             waiver: None,
+            stands: false,
         }],
     }
 }
@@ -156,6 +166,68 @@ fn a_failure_on_a_file_still_being_written_is_held_then_published() {
     assert!(l.holds.is_empty());
     let d = l.apply(&p, ev, &BTreeSet::new(), &files, clock(later));
     assert!(names(&d).contains(&"stop_raised".to_string()));
+}
+
+/// Each held result is looked at again when its own files settle: a violation in a file
+/// written a moment ago is not kept waiting for another file that settles later (the look again
+/// was the *latest* hold's, so an honest writer streaming one file held back the STOP of a
+/// violation planted in another until that file settled).
+#[test]
+fn each_held_result_is_looked_at_again_when_its_own_files_settle() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let (soon, late) = (t0 + Duration::from_millis(300), t0 + Duration::from_secs(2));
+    let mut files = Fake::default();
+    files.fresh.insert(GATES.into(), soon);
+    files.fresh.insert("p3a-gate-results-b.json".into(), late);
+    let mut l = Ledger::new(3, Duration::from_secs(10));
+    let two = |status: Status| {
+        let mut e = eval(status, "1 manual");
+        let mut other = e.results[0].clone();
+        other.check = "OBS-24".into();
+        other.evidence.files[0].path = "p3a-gate-results-b.json".into();
+        e.results.push(other);
+        e
+    };
+    let ok = two(Status::Pass);
+    l.apply(&p, ok, &BTreeSet::new(), &files, clock(t0));
+    let (held, recheck) = l.hold(&p, two(Status::Fail), &files, t0);
+    assert_eq!(held.results[0].status, Status::Pass);
+    assert_eq!(held.results[1].status, Status::Pass);
+    assert_eq!(recheck, Some(soon), "the first hold to run out");
+    // Looked at again then: the first is published, the second still held.
+    files.fresh.remove(GATES);
+    let (ev, recheck) = l.hold(&p, two(Status::Fail), &files, soon);
+    assert_eq!(ev.results[0].status, Status::Fail);
+    assert_eq!(ev.results[1].status, Status::Pass);
+    assert_eq!(recheck, Some(late));
+}
+
+/// A FAIL that rests on what is complete in its files ([`CheckResult::stands`]: a hand-entered
+/// gate entry already closed) waits for the file's writes, not for its writer's open handle;
+/// any other failure on the same file waits for both.
+#[test]
+fn a_failure_that_stands_is_not_held_by_an_open_handle() {
+    let p = protocol();
+    let t0 = Instant::now();
+    let (written, closed) = (t0 + Duration::from_millis(300), t0 + Duration::from_secs(2));
+    let mut files = Fake::default();
+    files.fresh.insert(GATES.into(), closed);
+    files.written.insert(GATES.into(), Some(written));
+    for stands in [false, true] {
+        let mut l = Ledger::new(3, Duration::from_secs(10));
+        step(&mut l, &files, Status::Pass, "ok", &[], t0);
+        let mut bad = eval(Status::Fail, "1 manual");
+        bad.results[0].stands = stands;
+        let (held, recheck) = l.hold(&p, bad.clone(), &files, t0);
+        assert_eq!(held.results[0].status, Status::Pass);
+        assert_eq!(recheck, Some(if stands { written } else { closed }));
+        files.written.insert(GATES.into(), None);
+        let (ev, _) = l.hold(&p, bad, &files, written);
+        let want = if stands { Status::Fail } else { Status::Pass };
+        assert_eq!(ev.results[0].status, want, "stands: {stands}");
+        files.written.insert(GATES.into(), Some(written));
+    }
 }
 
 #[test]
