@@ -43,7 +43,8 @@ pub struct Outcome {
     /// and neither `not` nor `if` ever turns it into a pass.
     pub wrong: bool,
     /// The FAIL rests on what is already complete in its files (a forbidden gate entry whose
-    /// object has closed): no write appended to them can undo it, so a writer that keeps them
+    /// object has closed, a forbidden word with a complete line after it): no write appended
+    /// to them can undo it, so a writer that keeps them
     /// open does not hold it back (only a composite of one such leaf keeps it; `not`, `if`,
     /// `all` and `any` drop it).
     pub stands: bool,

@@ -51,7 +51,8 @@ pub(super) struct WatchArgs {
     /// A failure resting on a file changed less than DURATION ago is held until the file is
     /// quiet, and its writer has closed it (a half-written file is not judged; a writer that
     /// keeps it open is waited for up to `--settle-max`, except for a finding already complete
-    /// in the file, such as a hand-entered gate entry). `300ms`, `1s`; a bare number is
+    /// in the file: a hand-entered gate entry, a forbidden word on a line a complete line
+    /// follows). `300ms`, `1s`; a bare number is
     /// milliseconds.
     #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = crate::duration::parse_millis)]
     settle: std::time::Duration,

@@ -408,6 +408,33 @@ fn a_hand_entered_gate_entry_held_open_stops_without_waiting_for_the_close() {
     assert!(read(&dir.join(STOP)).contains("GR-90"));
 }
 
+/// The same for a report: an auditor report rewritten with pipeline vocabulary on a line of its
+/// own and kept open STOPs (OBS-21) once the settle window has passed, not when its writer
+/// closes it or `--settle-max` (ten minutes here) runs out: the line is complete, and nothing
+/// appended after it changes how it reads.
+#[test]
+fn a_contaminated_report_held_open_stops_without_waiting_for_the_close() {
+    let (root, dir) = build("audit-done");
+    let w = start(
+        &dir,
+        root.path(),
+        &["--heartbeat", "2", "--settle-max", "600000"],
+    );
+    w.until("pass 3 ran", || dir.join("OBSERVER-PASS-3.md").exists());
+    let report = dir.join("p3b-pa-auditor-A.md");
+    let text = read(&report);
+    let (first, rest) = text.split_once('\n').expect("a first line");
+    let mut f = fs::File::create(&report).expect("truncate");
+    write!(f, "{first}\nThe gate runner passed every check.\n{rest}").expect("write");
+    f.flush().expect("flush");
+    w.until("the contaminated report held open STOPs OBS-21", || {
+        read(&dir.join(STOP)).contains("OBS-21")
+    });
+    drop(f);
+    assert_eq!(sync(&dir, &w), 1, "{}", w.output());
+    assert!(read(&dir.join(STOP)).contains("OBS-21"));
+}
+
 /// Outputs copied back with `tar`, `cp -a` or `rsync -a` keep their mtimes and are written in the
 /// tool's order (the integrative report before the auditors'): judged by what they say, never
 /// STOP (issue 31: OBS-20 STOPped).

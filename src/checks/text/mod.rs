@@ -185,9 +185,12 @@ pub(super) fn text(ctx: &Ctx<'_>, t: &Text) -> Outcome {
             ));
         } else {
             verdict = Verdict::Fail;
+            // One match no appended text can change is enough: a worker that writes it and
+            // keeps the file open does not hold the FAIL back (see `Outcome::stands`).
+            o.stands = hits.iter().any(|h| h.settled);
             observed.push(format!("{} forbidden matches", hits.len()));
             for h in hits {
-                o.push_detail(h);
+                o.push_detail(h.line);
             }
         }
     }
@@ -339,10 +342,17 @@ fn snippets(s: &Source, re: &Regex) -> Vec<(String, String)> {
     out
 }
 
-/// Every forbidden match (regex or literal term), as `source:line: `what` matched "text"`,
-/// in the order they occur. One scan per source for the regexes together and one for the
+/// A forbidden match as evidence (`source:line: `what` matched "text"`), and whether it reads
+/// the same whatever the file's writer appends ([`Source::settled_before`]).
+#[derive(Debug, PartialEq)]
+struct Found {
+    line: String,
+    settled: bool,
+}
+
+/// Every forbidden match (regex or literal term), in the order they occur. One scan per source for the regexes together and one for the
 /// terms; only a regex hit compiles the individual patterns, to say which one matched.
-fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Vec<String> {
+fn forbidden(patterns: &[Pattern], literal: &[String], sources: &[Source]) -> Vec<Found> {
     let combined = pattern::search(patterns);
     let automaton = if literal.is_empty() {
         None
@@ -380,7 +390,7 @@ fn forbidden_in(
     combined: Option<&Regex>,
     automaton: Option<&Terms>,
     sources: &[Source],
-) -> Vec<String> {
+) -> Vec<Found> {
     let mut hits = Vec::new();
     for s in sources {
         let original = s.original();
@@ -435,7 +445,7 @@ fn forbidden_in(
             if reads.trim() != written.trim() {
                 notes.push(format!("reads \"{}\"", reads.trim()));
             }
-            hits.push(format!(
+            let line = format!(
                 "{}:{line}: `{}` matched \"{}\"{}",
                 s.label,
                 h.which,
@@ -445,7 +455,11 @@ fn forbidden_in(
                 } else {
                     format!(" ({})", notes.join(", "))
                 }
-            ));
+            );
+            hits.push(Found {
+                line,
+                settled: s.settled_before(h.at.end),
+            });
         }
     }
     hits

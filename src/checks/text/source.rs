@@ -81,6 +81,30 @@ impl Source {
         }
     }
 
+    /// Whether a hit ending at `end` (an offset in the bytes as written) reads the same
+    /// whatever the file's writer appends: only in a file (a tracker field's value is the
+    /// tracker's to change) with no NUL bytes (an appended NUL makes it binary, where only long
+    /// readable runs count), and only when a complete line with text on it follows the hit's:
+    /// a reading joins a line's end to the next text (`re-` then `pair` reads `repair`), and the
+    /// last line may still grow (an appended combining or direction mark changes how it reads).
+    pub fn settled_before(&self, end: usize) -> bool {
+        let Content::File(d) = &self.content else {
+            return false;
+        };
+        if self.has_nul {
+            return false;
+        }
+        // A reading may take the line break into the hit (`GR-` then a line break reads as one
+        // word's end): the hit's line ends at its last byte at the latest.
+        let rest = d.bytes.get(end.saturating_sub(1)..).unwrap_or_default();
+        let Some(next) = memchr::memchr(b'\n', rest) else {
+            return false;
+        };
+        let after = &rest[next + 1..];
+        let complete = memchr::memrchr(b'\n', after).map_or(&after[..0], |last| &after[..last]);
+        complete.iter().any(|b| !b.is_ascii_whitespace())
+    }
+
     /// Whether the UTF-8 reading is limited to readable runs (the file has NUL bytes).
     pub fn binary(&self) -> bool {
         self.has_nul

@@ -4,6 +4,11 @@ use super::source::readable_runs;
 use super::*;
 use crate::artifacts::FileData;
 
+/// The evidence lines of some matches.
+fn lines(found: Vec<Found>) -> Vec<String> {
+    found.into_iter().map(|f| f.line).collect()
+}
+
 fn field(label: &str, text: &str) -> Source {
     Source::field(label.into(), text.into())
 }
@@ -16,7 +21,7 @@ fn forbidden_reports_lines_in_order_for_terms_and_patterns() {
         "r.md",
         "fine\nthe Content Map says\nREFINED is ok\nbut REFINE is not\n",
     );
-    let hits = forbidden(&patterns, &list, &[src]);
+    let hits = lines(forbidden(&patterns, &list, &[src]));
     assert_eq!(
         hits,
         vec![
@@ -34,7 +39,7 @@ fn hits_are_found_as_read_and_quoted_as_written() {
             "r.md",
             "a\nGR\\-12: PASS, x &gt;= 15\nthe content\n  map and the ga\u{200b}te ｒｕｎｎｅｒ\nre-\npair\n",
         );
-    let hits = forbidden(&obs07(), &list, &[src]);
+    let hits = lines(forbidden(&obs07(), &list, &[src]));
     let fix = obs07()[2].as_str().to_string();
     assert_eq!(
         hits,
@@ -62,7 +67,7 @@ fn a_utf16_file_is_searched_decoded_and_each_hit_reported_once() {
     bytes.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
     let s = binary("refine-brief.md", bytes);
     assert_eq!(s.wide(), Some(Encoding::Utf16Le));
-    let hits = forbidden(&obs07(), &[], &[s]);
+    let hits = lines(forbidden(&obs07(), &[], &[s]));
     assert_eq!(
         hits,
         vec![format!(
@@ -170,7 +175,7 @@ fn a_hit_in_binary_counts_only_inside_one_readable_run() {
         !r.counts(text_end - 2..text_end + 1),
         "straddles the run's end"
     );
-    let hits = forbidden(&obs07(), &[], &[s]);
+    let hits = lines(forbidden(&obs07(), &[], &[s]));
     assert_eq!(
             hits,
             vec!["a.png:3: `(?i-u)\\b(fix|fixes|fixed|fixing|repair|repairs|repaired|repairing|address|addresses|addressed|addressing|correct|corrects|corrected|correcting|resolve|resolves|resolved|resolving)\\b` matched \"fix\"".to_string()],
@@ -253,4 +258,36 @@ fn chance_hits_in_64_mib() {
     let (raw, counted) = chance_hits(64 << 20);
     println!("64 MiB of random bytes: {raw} raw OBS-07 hits, {counted} in readable runs");
     assert_eq!(counted, 0);
+}
+
+/// A match stands whatever the writer appends only in a file with no NUL bytes, and only with a
+/// complete line of text after its own: the last line may still grow, a line ending in `-` may
+/// join the next text, and a tracker field or a binary file never stands.
+#[test]
+fn a_match_is_settled_only_with_a_complete_line_of_text_after_it() {
+    let list = vec!["gate runner".to_string(), "gr-".to_string()];
+    let file = |text: &str| binary("r.md", text.as_bytes().to_vec());
+    let settled = |src: Source| -> Vec<bool> {
+        forbidden(&[], &list, &[src])
+            .into_iter()
+            .map(|f| f.settled)
+            .collect()
+    };
+    assert_eq!(settled(file("the gate runner\nmore\n")), [true]);
+    assert_eq!(settled(file("a\nthe gate runner\nmore\nand")), [true]);
+    // The last line, complete or not: what follows may change how it reads.
+    assert_eq!(settled(file("the gate runner")), [false]);
+    assert_eq!(settled(file("the gate runner\n")), [false]);
+    // Only blank lines after it: the next text may still join it (`GR-` then `12`).
+    assert_eq!(settled(file("see GR-\n\n  \n")), [false]);
+    assert_eq!(settled(file("see GR-\n12 more\n")), [true]);
+    // A file with NUL bytes, and a tracker field: never.
+    assert_eq!(
+        settled(file("the gate runner in a long readable run\nmore\n\0")),
+        [false]
+    );
+    assert_eq!(
+        settled(field("t.md:3 (X)", "the gate runner\nmore\n")),
+        [false]
+    );
 }
