@@ -7,6 +7,7 @@ use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Ctx, FileRef, Outcome, Verdict};
+use crate::protocol::glob::AnyGlob;
 use crate::protocol::predicate::{Glob, RecordField, Unchanged};
 use crate::syntax::pyc::Bytecode;
 use crate::workspace::gitconfig::Runs;
@@ -250,8 +251,8 @@ pub(super) fn unchanged(s: &TaskScope<'_>, u: &Unchanged) -> Outcome {
         return no_baseline(s, &expected);
     };
     let globs = u.all_globs();
-    let plain: Vec<Glob> = globs.iter().map(|(g, _)| g.clone()).collect();
-    let protected = |p: &str| veto_covers(s.ws, &plain, p);
+    let any = AnyGlob::new(globs.iter().map(|(g, _)| g));
+    let protected = |p: &str| veto_covers(s.ws, &any, p);
     let mut fails = Vec::new();
     let mut files = Vec::new();
     // A veto stands in the workspace, whoever made it: every change, not just the task's scope.
@@ -405,7 +406,8 @@ pub fn protected_paths_and_undecided(
     globs: &[(Glob, Option<String>)],
 ) -> (Vec<(String, Happened)>, Undecided) {
     let plain: Vec<Glob> = globs.iter().map(|(g, _)| g.clone()).collect();
-    let protected = |p: &str| veto_covers(ws, &plain, p);
+    let any = AnyGlob::new(&plain);
+    let protected = |p: &str| veto_covers(ws, &any, p);
     // What happened, or `None` for bytecode that is its unchanged source's own code.
     let judged = |p: &str, happened: Happened| match bytecode(ws, p) {
         Some(Bytecode::Same) => None,
@@ -635,10 +637,9 @@ pub fn protected_paths_and_undecided(
 /// (`.tasks/<id>.json`, the worker's word to the referee) and what the referee writes
 /// (`.referee/OBSERVER-*`); a team protecting `**/*.json` or `**/*.md` protects its own files,
 /// not these (each is judged as what it is: a record, the referee's output).
-fn veto_covers(ws: &Workspace, globs: &[Glob], p: &str) -> bool {
+fn veto_covers(ws: &Workspace, globs: &AnyGlob, p: &str) -> bool {
     !channel(p)
-        && (globs.iter().any(|g| g.is_match(p))
-            || (ws.in_hooks_dir(p) && globs.iter().any(|g| g.is_match(".git/hooks/pre-commit"))))
+        && (globs.is_match(p) || (ws.in_hooks_dir(p) && globs.is_match(".git/hooks/pre-commit")))
 }
 
 /// Whether `p` is the protocol's channel: a task record, or a file the referee writes.
