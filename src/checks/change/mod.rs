@@ -477,21 +477,27 @@ pub fn protected_paths_and_undecided(
     // code's place (`rm -rf build` is no change).
     let ignored: BTreeSet<&String> = ws.ignored().iter().collect();
     // The names of the protected baseline files (an ignored path is never one of them), picked
-    // once per judgment: a `node_modules/` holds thousands of ignored paths a glob may match.
-    let protected_baseline = ws
-        .baseline_paths_once(&format!("protected\n{}", globs_key.join("\n")), |p| {
-            protected(p)
-        });
-    let protected_names: BTreeSet<&str> = protected_baseline
-        .iter()
-        .map(|q| q.rsplit('/').next().unwrap_or(q))
-        .collect();
+    // once per judgment, and only when a path outside the baseline asks (an ignored or undated
+    // one a protected glob covers): most judgments have none, and the pass over every baseline
+    // path was a fifth of a judgment of a 20,000-file tree. Once: a `node_modules/` holds
+    // thousands of ignored paths a glob may match.
+    let names: OnceCell<BTreeSet<String>> = OnceCell::new();
+    let protected_names = || {
+        names.get_or_init(|| {
+            ws.baseline_paths_once(&format!("protected\n{}", globs_key.join("\n")), |p| {
+                protected(p)
+            })
+            .iter()
+            .map(|q| q.rsplit('/').next().unwrap_or(q).to_string())
+            .collect()
+        })
+    };
     let in_place = |p: &str| {
         !crate::workspace::surface::is_surface(p)
             && (shadow_of(p).is_some()
                 || p.rsplit('/')
                     .next()
-                    .is_some_and(|n| protected_names.contains(n)))
+                    .is_some_and(|n| protected_names().contains(n)))
     };
     for p in ignored.iter().filter(|p| protected(p) && in_place(p)) {
         if unchanged_copy(ws, p, &protected) {
