@@ -586,15 +586,16 @@ impl Workspace {
             ),
             Some(b) if b.is_git() => {
                 let (b2, key, cap) = (b.clone(), rel.to_string(), self.cap);
-                baseline::bounded(move || b2.content(&key, cap)).unwrap_or_else(|| {
-                    b.mark_stuck();
-                    Content::Unknown(format!(
-                        "reading the baseline of `{}` from `.git/` did not finish within {} s \
+                b.read_bounded(move || b2.content(&key, cap))
+                    .unwrap_or_else(|| {
+                        b.mark_stuck();
+                        Content::Unknown(format!(
+                            "reading the baseline of `{}` from `.git/` did not finish within {} s \
                          (a FIFO, or a hung file system, in the object store?)",
-                        name::display(rel),
-                        baseline::GIT_READ_LIMIT.as_secs()
-                    ))
-                })
+                            name::display(rel),
+                            baseline::GIT_READ_LIMIT.as_secs()
+                        ))
+                    })
             }
             Some(b) => b.content(rel, self.cap),
         };

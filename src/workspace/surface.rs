@@ -133,6 +133,7 @@ impl Listing {
     /// Lists `.git/` (the directory git takes hooks and config from), `.tasks/` and
     /// `.referee/` of the workspace at `root`: names only.
     pub fn of(root: &Path) -> Listing {
+        let _span = tracing::debug_span!("surface_listing").entered();
         let mut tops = Vec::new();
         if let Some(git) = git_top(root) {
             tops.push((".git", git));
@@ -604,6 +605,7 @@ impl super::Workspace {
         globs: &[String],
         protected: &dyn Fn(&str) -> bool,
     ) -> Option<Findings> {
+        let _span = tracing::debug_span!("outside_baseline").entered();
         let state = self.state.as_deref().filter(|s| s.is_dir())?;
         if let Some((g, f)) = self.outside.borrow().as_ref() {
             if g.as_slice() == globs {

@@ -575,7 +575,8 @@ impl Session {
             self.flush_outputs();
             return;
         }
-        let Some(ws) = self.open_workspace() else {
+        let Some(ws) = tracing::debug_span!("open_workspace").in_scope(|| self.open_workspace())
+        else {
             return;
         };
         // The veto first, on a path of its own: it looks at the protected paths alone, so a
@@ -583,8 +584,9 @@ impl Session {
         // diffs and parses every changed file: long for a large change) has begun. Only a
         // veto newly raised or changed is published early; everything else (a veto lifted, an
         // escalation) waits for the whole decision, so no STOP is ever lifted too soon.
-        let first =
-            crate::decision::workspace(&self.protocol, &ws, &Evaluation::default(), Vec::new());
+        let first = tracing::debug_span!("veto").in_scope(|| {
+            crate::decision::workspace(&self.protocol, &ws, &Evaluation::default(), Vec::new())
+        });
         let raised = match &self.part {
             Part::Workspace(t) => veto_lines(&first).iter().any(|p| !t.veto_paths.contains(p)),
             Part::Build => false,
@@ -606,8 +608,9 @@ impl Session {
         self.decided(&j.ws, &j.decision);
         // The STOP (and the heartbeat saying so) first, then the verdicts: whoever reads a
         // new verdict finds the STOP already in line with it.
-        self.flush_outputs();
-        self.write_verdicts(&j.decision.verdicts);
+        tracing::debug_span!("flush_outputs").in_scope(|| self.flush_outputs());
+        tracing::debug_span!("write_verdicts")
+            .in_scope(|| self.write_verdicts(&j.decision.verdicts));
     }
 
     /// Until when a task record is being written, the latest of them; `None` when none is.

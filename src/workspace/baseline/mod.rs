@@ -31,6 +31,7 @@ use crate::workspace::accepted::{self, AcceptedPath};
 
 mod entries;
 mod listing;
+mod reader;
 pub use entries::BaseEntries;
 use listing::{load_listing, save_listing};
 
@@ -142,6 +143,8 @@ pub struct Baseline {
     pub commit: Option<gix::ObjectId>,
     /// A read of the object store did not finish in time (see [`bounded`]).
     stuck: std::sync::atomic::AtomicBool,
+    /// The thread its object store is read on, in time-bounded reads.
+    reader: reader::Reader,
     /// Where the last [`Baseline::is_ignored`] look-up ended in the listing: the next starts
     /// there (a walk asks in nearly the listing's order).
     near: std::sync::atomic::AtomicUsize,
@@ -388,6 +391,7 @@ impl Baseline {
             accepted: BTreeMap::new(),
             commit: Some(commit),
             stuck: std::sync::atomic::AtomicBool::new(false),
+            reader: reader::Reader::default(),
             near: std::sync::atomic::AtomicUsize::new(0),
             hash,
             sparse,
@@ -472,6 +476,7 @@ impl Baseline {
             accepted: BTreeMap::new(),
             commit: None,
             stuck: std::sync::atomic::AtomicBool::new(false),
+            reader: reader::Reader::default(),
             near: std::sync::atomic::AtomicUsize::new(0),
             hash: gix::hash::Kind::Sha1,
             sparse: None,
@@ -784,11 +789,21 @@ impl Baseline {
             return None;
         }
         let me = self.clone();
-        let answer = bounded(move || me.head_moved_now());
+        let answer = self.read_bounded(move || me.head_moved_now());
         if answer.is_none() {
             self.mark_stuck();
         }
         answer.flatten()
+    }
+
+    /// Runs `f` (a read of the object store) on the baseline's reading thread and waits at most
+    /// [`GIT_READ_LIMIT`] for it; `None` when it did not finish (see [`reader`]). One thread
+    /// for every read of this baseline, not one per read.
+    pub fn read_bounded<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<T> {
+        self.reader.run(f)
     }
 
     /// A read of the object store did not finish: every later one answers "cannot be read"
@@ -808,7 +823,7 @@ impl Baseline {
             return None;
         }
         let me = self.clone();
-        let answer = bounded(move || me.committed_now());
+        let answer = self.read_bounded(move || me.committed_now());
         if answer.is_none() {
             self.mark_stuck();
         }
