@@ -214,6 +214,9 @@ impl Live {
             .arg(build)
             .args(["--heartbeat", "0.5"])
             .env("XDG_STATE_HOME", home)
+            // A disagreement's log says whether a file was judged while its writer still held
+            // it open (a writer slower than `--settle-max`, or a violation).
+            .env("REFEREE_LOG", "info,referee::daemon::rules::settle=debug")
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

@@ -172,8 +172,18 @@ impl Settle {
     /// was forgotten).
     pub fn prune(&mut self, now: Instant) {
         let (w, max) = (self.window, self.max);
-        self.paths.retain(|_, s| match *s {
+        self.paths.retain(|rel, s| match *s {
             State::Written(_, since, Handle::Open) if now < since + max => true,
+            State::Written(_, since, Handle::Open) => {
+                // What a STOP raised on a file still being written comes down to: said, so
+                // that a writer slower than `--settle-max` can be told from a violation.
+                tracing::debug!(
+                    path = %rel,
+                    open_ms = now.saturating_duration_since(since).as_millis() as u64,
+                    "still open by its writer at --settle-max: judged as it stands"
+                );
+                false
+            }
             s => now.saturating_duration_since(s.at()) < w,
         });
     }
@@ -349,6 +359,53 @@ mod tests {
         assert_eq!(s.fresh_until("a", a, now + W, wall), Some(now + W / 2 + W));
         s.prune(now + W / 2 + W);
         assert_eq!(s.moving().count(), 0);
+    }
+
+    /// A writer that holds its file open past `--settle-max` has it judged as it stands, and
+    /// the debug log says so once (the simulator's disagreements are read with it).
+    #[test]
+    fn a_file_held_open_past_max_is_said_when_it_is_let_go() {
+        #[derive(Clone, Default)]
+        struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Capture {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let log = Capture::default();
+        let sink = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .finish();
+        let max = W * 3;
+        let mut s = Settle::new(W).with_max(max);
+        let start = Instant::now();
+        tracing::subscriber::with_default(subscriber, || {
+            s.saw("tracker.md", ChangeKind::Writing, start);
+            s.saw("closed.md", ChangeKind::Written, start);
+            s.prune(start + max - W / 10);
+            assert_eq!(
+                s.being_written_until("tracker.md", start + W),
+                Some(start + max)
+            );
+            s.prune(start + max);
+            s.prune(start + max * 2);
+        });
+        assert_eq!(s.being_written_until("tracker.md", start + max), None);
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        let said: Vec<&str> = text.lines().filter(|l| l.contains("still open")).collect();
+        assert_eq!(said.len(), 1, "{text}");
+        assert!(
+            said[0].contains("path=tracker.md") && said[0].contains("open_ms=900"),
+            "{text}"
+        );
+        assert!(!text.contains("closed.md"), "{text}");
     }
 
     #[test]
