@@ -67,6 +67,16 @@ enum Holds {
     Writes,
 }
 
+/// How long a path written in place can stay unsettled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// At most `--settle-max` from the start of its run of writes: what holds a judgment back.
+    Max,
+    /// Until it has been quiet for the window, however long it churns: whoever waits bounds the
+    /// wait by something else (a held result by `Ledger::max_hold`, `status --sync` by its own).
+    Quiet,
+}
+
 /// The last thing known to have happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -223,7 +233,7 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        self.until(rel, entry, now, wall, true, Holds::All)
+        self.until(rel, entry, now, wall, Bound::Max, Holds::All)
     }
 
     /// Until when `rel` is unsettled, however long it has been moving: `None` only once it has
@@ -240,7 +250,7 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        self.until(rel, entry, now, wall, false, Holds::All)
+        self.until(rel, entry, now, wall, Bound::Quiet, Holds::All)
     }
 
     /// [`Settle::quiet_at`] for a result that rests on what is complete in its files (a
@@ -255,7 +265,7 @@ impl Settle {
         now: Instant,
         wall: SystemTime,
     ) -> Option<Instant> {
-        self.until(rel, entry, now, wall, false, Holds::Writes)
+        self.until(rel, entry, now, wall, Bound::Quiet, Holds::Writes)
     }
 
     fn until(
@@ -264,7 +274,7 @@ impl Settle {
         entry: Option<&Entry>,
         now: Instant,
         wall: SystemTime,
-        capped: bool,
+        bound: Bound,
         holds: Holds,
     ) -> Option<Instant> {
         let end = |t: Instant, since: Instant, handle: Handle| {
@@ -273,7 +283,7 @@ impl Settle {
                 Holds::Writes => Handle::Closed,
             };
             let end = match handle {
-                _ if capped => self.moving_until(t, since, handle),
+                _ if bound == Bound::Max => self.moving_until(t, since, handle),
                 // However long it churns while open, and at least its bound while it pauses.
                 Handle::Open => (t + self.window).max(since + self.max),
                 Handle::Closed => t + self.window,
@@ -289,7 +299,9 @@ impl Settle {
             // editor saving twice in a row): as unsettled as a removal. A writer's temp file
             // gone after its rename is no input, and `fresh_until` keeps it holding nothing.
             return match self.paths.get(rel) {
-                Some(&State::Written(t, since, handle)) if !capped => end(t, since, handle),
+                Some(&State::Written(t, since, handle)) if bound == Bound::Quiet => {
+                    end(t, since, handle)
+                }
                 _ => None,
             };
         };
@@ -448,14 +460,14 @@ mod tests {
         let start = Instant::now();
         let mut t = start;
         // Saved every half window for ten times the bound: never quiet, so never settled by
-        // this measure (the capped one gave up at `max`).
+        // this measure (the bounded one gave up at `max`).
         while t < start + max * 10 {
             s.saw("a", ChangeKind::Written, t);
             assert_eq!(s.quiet_at("a", a, t, wall), Some(t + W));
             t += W / 2;
         }
         assert!(s.fresh_until("a", a, t, wall).is_none());
-        // Written, then gone before the removal's event was handled: still moving (the capped
+        // Written, then gone before the removal's event was handled: still moving (the bounded
         // measure, for temp files too, holds nothing).
         assert_eq!(s.quiet_at("a", None, t, wall), Some(t + W / 2));
         assert_eq!(s.fresh_until("a", None, t, wall), None);
