@@ -10,34 +10,52 @@
 //!
 //! A read that does not finish in time leaves that thread blocked where the read blocked, and
 //! the baseline is marked stuck by its caller: every later read answers "cannot be read" at
-//! once, as before. A read that panics costs that read its answer (`None`), not the thread.
+//! once, as before. A read that panics costs that read its answer (`None`), not the thread. A
+//! thread with nothing to read for [`IDLE`] ends (a daemon under `--root` keeps a baseline per
+//! workspace: their threads do not pile up); the next read starts another.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, sync_channel, RecvTimeoutError, Sender};
-use std::sync::{Mutex, OnceLock};
+use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
+use std::time::Duration;
 
 use super::GIT_READ_LIMIT;
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// A baseline's reading thread: started at the first [`Reader::run`], ended when the reader is
-/// dropped (its queue closes).
-#[derive(Default)]
+/// How long a reading thread waits for work before it ends.
+const IDLE: Duration = Duration::from_secs(30);
+
+/// The running thread's queue and id; `None` when none runs.
+type Slot = Mutex<Option<(Sender<Job>, ThreadId)>>;
+
+/// A baseline's reading thread: started at a read when none runs, ended when idle for [`IDLE`]
+/// or when the reader is dropped (its queue closes).
 pub(super) struct Reader {
-    /// The queue of the thread and its id; `None` when it could not be started.
-    thread: OnceLock<Option<(Mutex<Sender<Job>>, ThreadId)>>,
+    thread: Arc<Slot>,
     /// A read did not finish in time: the thread is blocked where it blocked, and whatever is
     /// queued behind it would wait the whole limit again.
     stuck: AtomicBool,
+    /// How long its thread waits for work before it ends ([`IDLE`]).
+    idle: Duration,
+}
+
+impl Default for Reader {
+    fn default() -> Reader {
+        Reader {
+            thread: Arc::default(),
+            stuck: AtomicBool::new(false),
+            idle: IDLE,
+        }
+    }
 }
 
 impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader")
-            .field("started", &self.thread.get().is_some())
-            .finish()
+        let running = self.thread.lock().map(|t| t.is_some()).unwrap_or(false);
+        f.debug_struct("Reader").field("running", &running).finish()
     }
 }
 
@@ -53,15 +71,33 @@ impl Reader {
         if self.stuck.load(Ordering::Relaxed) {
             return None;
         }
-        let (queue, id) = self.thread.get_or_init(start).as_ref()?;
-        if std::thread::current().id() == *id {
-            return catch_unwind(AssertUnwindSafe(f)).ok();
-        }
         let (tx, rx) = sync_channel(1);
-        let job: Job = Box::new(move || {
-            let _ = tx.send(f());
-        });
-        queue.lock().ok()?.send(job).ok()?;
+        {
+            // Held while the job is queued: a thread that ends for idleness takes this lock
+            // first, so no job is queued to a thread that is ending.
+            let mut slot = self.thread.lock().ok()?;
+            if slot
+                .as_ref()
+                .is_some_and(|(_, id)| *id == std::thread::current().id())
+            {
+                drop(slot);
+                return catch_unwind(AssertUnwindSafe(f)).ok();
+            }
+            let job: Job = Box::new(move || {
+                let _ = tx.send(f());
+            });
+            // A thread that ended (idle) left the slot empty; a queue that refuses the job is
+            // one whose thread is gone: a new thread takes it either way.
+            let job = match slot.as_ref() {
+                Some((queue, _)) => queue.send(job).err().map(|e| e.0),
+                None => Some(job),
+            };
+            if let Some(job) = job {
+                let (queue, id) = start(Arc::downgrade(&self.thread), self.idle)?;
+                queue.send(job).ok()?;
+                *slot = Some((queue, id));
+            }
+        }
         match rx.recv_timeout(GIT_READ_LIMIT) {
             Ok(answer) => Some(answer),
             Err(RecvTimeoutError::Timeout) => {
@@ -74,18 +110,43 @@ impl Reader {
     }
 }
 
-fn start() -> Option<(Mutex<Sender<Job>>, ThreadId)> {
+/// Starts a reading thread that takes its jobs in turn until its queue closes (the reader is
+/// gone) or it has waited `idle` for one.
+fn start(slot: Weak<Slot>, idle: Duration) -> Option<(Sender<Job>, ThreadId)> {
     let (tx, rx) = channel::<Job>();
     let handle = std::thread::Builder::new()
         .name("referee-git-read".into())
-        .spawn(move || {
-            for job in rx {
-                // A panic drops the job's answer channel: its caller gets `None` at once.
-                let _ = catch_unwind(AssertUnwindSafe(job));
-            }
-        })
+        .spawn(move || serve(&rx, &slot, idle))
         .ok()?;
-    Some((Mutex::new(tx), handle.thread().id()))
+    Some((tx, handle.thread().id()))
+}
+
+fn serve(rx: &Receiver<Job>, slot: &Weak<Slot>, idle: Duration) {
+    loop {
+        let job = match rx.recv_timeout(idle) {
+            Ok(job) => job,
+            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {
+                // Idle: leave the slot empty for the next read to start a thread, unless a
+                // job came in meanwhile (queued under the same lock).
+                let Some(slot) = slot.upgrade() else {
+                    return;
+                };
+                let Ok(mut slot) = slot.lock() else {
+                    return;
+                };
+                match rx.try_recv() {
+                    Ok(job) => job,
+                    Err(_) => {
+                        *slot = None;
+                        return;
+                    }
+                }
+            }
+        };
+        // A panic drops the job's answer channel: its caller gets `None` at once.
+        let _ = catch_unwind(AssertUnwindSafe(job));
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +167,47 @@ mod tests {
         assert_eq!(reader.run(|| std::thread::current().id()), Some(ids[0]));
     }
 
+    /// Set when the thread that holds it ends (thread-local destructors run at its exit).
+    struct OnExit(Arc<AtomicUsize>);
+    impl Drop for OnExit {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    thread_local! {
+        static GUARD: std::cell::RefCell<Option<OnExit>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Waits (up to 10 s) for `n` to reach `want`.
+    fn reaches(n: &AtomicUsize, want: usize) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while n.load(Ordering::SeqCst) < want && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        n.load(Ordering::SeqCst) == want
+    }
+
+    #[test]
+    fn an_idle_thread_ends_and_the_next_read_starts_another() {
+        let ended = Arc::new(AtomicUsize::new(0));
+        let reader = Reader {
+            idle: Duration::from_millis(50),
+            ..Reader::default()
+        };
+        let e = ended.clone();
+        let first = reader
+            .run(move || {
+                GUARD.with(|g| *g.borrow_mut() = Some(OnExit(e)));
+                std::thread::current().id()
+            })
+            .unwrap();
+        assert!(reaches(&ended, 1), "the idle thread did not end");
+        assert!(reader.thread.lock().unwrap().is_none());
+        let second = reader.run(|| std::thread::current().id()).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(reader.run(|| 7), Some(7));
+    }
+
     #[test]
     fn a_read_that_reads_again_runs_in_place() {
         let reader = Arc::new(Reader::default());
@@ -116,30 +218,12 @@ mod tests {
 
     #[test]
     fn the_thread_ends_with_its_reader() {
-        /// Set when the thread that holds it ends (thread-local destructors run at its exit).
-        struct OnExit(Arc<AtomicUsize>);
-        impl Drop for OnExit {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        thread_local! {
-            static GUARD: std::cell::RefCell<Option<OnExit>> = const { std::cell::RefCell::new(None) };
-        }
         let ended = Arc::new(AtomicUsize::new(0));
         let reader = Reader::default();
         let e = ended.clone();
         reader.run(move || GUARD.with(|g| *g.borrow_mut() = Some(OnExit(e))));
-        assert_eq!(
-            ended.load(Ordering::SeqCst),
-            0,
-            "the thread stays while its reader lives"
-        );
         drop(reader);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while ended.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(ended.load(Ordering::SeqCst), 1);
+        // Its queue closed: it ends, long before its idle wait (30 s) is over.
+        assert!(reaches(&ended, 1));
     }
 }
