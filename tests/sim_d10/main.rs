@@ -206,15 +206,20 @@ fn describe(seed: u64, style: &Style, steps: &[Step], failures: &[Failure]) -> S
         }
     }
     for f in failures.iter().take(8) {
+        // The head of the detail, and any line of the referee's log that says a file was
+        // judged while its writer still held it open (what tells a slow writer from a bug).
+        let mut shown: Vec<&str> = f.detail.lines().take(12).collect();
+        shown.extend(
+            f.detail
+                .lines()
+                .skip(12)
+                .filter(|l| l.contains("still open by its writer")),
+        );
         t.push_str(&format!(
             "  FAILED after step {}: {} — {}\n",
             f.step,
             f.class(),
-            f.detail
-                .lines()
-                .take(12)
-                .collect::<Vec<_>>()
-                .join("\n      ")
+            shown.join("\n      ")
         ));
     }
     t
