@@ -187,6 +187,41 @@ where
     }
 }
 
+/// Runs `f` with every event at debug level and above written to a buffer of this thread's
+/// own, and returns what `f` returned with what was written (for tests of what is said).
+#[cfg(test)]
+pub(crate) fn captured<T>(f: impl FnOnce() -> T) -> (T, String) {
+    use std::sync::{Arc, Mutex};
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Capture {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let log = Capture::default();
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let text = log
+        .0
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    (out, String::from_utf8_lossy(&text).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -213,7 +213,7 @@ fn describe(seed: u64, style: &Style, steps: &[Step], failures: &[Failure]) -> S
             f.detail
                 .lines()
                 .skip(12)
-                .filter(|l| l.contains("still open by its writer")),
+                .filter(|l| l.contains("still open by its writer") || l.contains("cookie")),
         );
         t.push_str(&format!(
             "  FAILED after step {}: {} — {}\n",

@@ -215,8 +215,12 @@ impl Live {
             .args(["--heartbeat", "0.5"])
             .env("XDG_STATE_HOME", home)
             // A disagreement's log says whether a file was judged while its writer still held
-            // it open (a writer slower than `--settle-max`, or a violation).
-            .env("REFEREE_LOG", "info,referee::daemon::rules::settle=debug")
+            // it open (a writer slower than `--settle-max`), or before the barrier knew of every
+            // change made before the reads (its cookie late).
+            .env(
+                "REFEREE_LOG",
+                "info,referee::daemon::rules::settle=debug,referee::daemon::driver::barrier=debug",
+            )
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

@@ -181,7 +181,16 @@ impl Cookies {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        *seen >= n
+        let came = *seen >= n;
+        if !came {
+            // What else can publish a half-written file as it was read: said, as the settle
+            // model says a writer held past `--settle-max`.
+            tracing::debug!(
+                wait_ms = WAIT.as_millis() as u64,
+                "still waiting for the barrier's cookie: judged as read"
+            );
+        }
+        came
     }
 }
 
@@ -317,9 +326,15 @@ mod tests {
         assert!(cookies.pass(), "a new cookie once the kept one is gone");
         seen.join().expect("seer");
         assert_eq!(*cookies.seen.lock().unwrap(), 6);
-        // A cookie whose event never comes is given up on (a lost event: a rescan follows).
+        // A cookie whose event never comes is given up on (a lost event: a rescan follows),
+        // and the debug log says the judgment goes out as it was read.
         let at = Instant::now();
-        assert!(!cookies.pass());
+        let (passed, log) = crate::logging::captured(|| cookies.pass());
+        assert!(!passed);
         assert!(at.elapsed() >= WAIT);
+        assert!(
+            log.contains("still waiting for the barrier's cookie: judged as read"),
+            "{log}"
+        );
     }
 }

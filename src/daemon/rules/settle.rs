@@ -377,28 +377,10 @@ mod tests {
     /// the debug log says so once (the simulator's disagreements are read with it).
     #[test]
     fn a_file_held_open_past_max_is_said_when_it_is_let_go() {
-        #[derive(Clone, Default)]
-        struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Capture {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let log = Capture::default();
-        let sink = log.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .with_writer(move || sink.clone())
-            .finish();
         let max = W * 3;
         let mut s = Settle::new(W).with_max(max);
         let start = Instant::now();
-        tracing::subscriber::with_default(subscriber, || {
+        let ((), text) = crate::logging::captured(|| {
             s.saw("tracker.md", ChangeKind::Writing, start);
             s.saw("closed.md", ChangeKind::Written, start);
             s.prune(start + max - W / 10);
@@ -410,7 +392,6 @@ mod tests {
             s.prune(start + max * 2);
         });
         assert_eq!(s.being_written_until("tracker.md", start + max), None);
-        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
         let said: Vec<&str> = text.lines().filter(|l| l.contains("still open")).collect();
         assert_eq!(said.len(), 1, "{text}");
         assert!(
