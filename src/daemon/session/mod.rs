@@ -319,6 +319,11 @@ impl Session {
     /// [`Session::judge`] for a build directory: a re-listing of what changed, the evaluation,
     /// the holds while files are written, then what that publishes.
     fn judge_build(&mut self, touched: Option<&BTreeSet<String>>) {
+        // Judging only what changed keeps every other result as published, which holds only
+        // against the listing those results were read from. With none (a directory re-attached
+        // or swapped for a copy, a scan that failed), everything is judged: the published
+        // results may be another directory's.
+        let touched = touched.filter(|_| self.listing.is_some());
         if let Some((eval, snap)) = self.evaluate(touched, false) {
             self.look_again_if_new_dir(touched.is_some_and(|t| {
                 t.iter()

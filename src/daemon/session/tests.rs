@@ -372,3 +372,54 @@ fn a_file_written_then_missing_before_its_removal_is_handled_is_mid_save() {
     assert!(!stop.exists(), "STOP on a saved tracker");
     assert_eq!(failures(&dir), Vec::<String>::new(), "judged mid-save");
 }
+
+/// The build directory swapped for a copy with a violation in it, noticed at a wake-up for an
+/// unrelated file: the re-attached session never vouches for the new directory before it has
+/// judged all of it, and raises the STOP once the copy's files have settled. A judgment of only
+/// what the batch named, against results published for the old directory, kept the old PASS and
+/// vouched at once: `status` said go (seen once in `never_go` under load).
+#[test]
+fn a_directory_swapped_for_a_copy_is_judged_in_full_before_it_is_vouched_for() {
+    const W: Duration = Duration::from_secs(1);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path().join("b");
+    pass2(&dir);
+    let clock = crate::clock::ManualClock::new();
+    let mut s = session_at(&dir, &clock, W);
+    let old = crate::state::dir_id::DirId::of(&dir).expect("id");
+    assert_eq!(s.vouched, Some(old));
+
+    let copy = root.path().join("copy");
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&dir)
+        .arg(&copy)
+        .status()
+        .expect("cp");
+    assert!(cp.success());
+    let gates = copy.join("p3a-gate-results.json");
+    let good = std::fs::read_to_string(&gates).expect("gates");
+    write_at(
+        &gates,
+        &good.replacen("\"gate-runner\"", "\"manual\"", 1),
+        &clock,
+    );
+    std::fs::rename(&dir, root.path().join("old")).expect("move the original away");
+    std::fs::rename(&copy, &dir).expect("the copy in its place");
+    write_at(&dir.join("notes.md"), "an unrelated note\n", &clock);
+    let new = crate::state::dir_id::DirId::of(&dir).expect("id");
+    assert_ne!(old, new);
+
+    let stop = dir.join(crate::outputs::STOP_FILE);
+    s.handle(renamed("notes.md"));
+    assert!(
+        s.vouched != Some(new)
+            || std::fs::read_to_string(&stop).is_ok_and(|t| t.contains("OBS-27")),
+        "vouched for the new directory with its violation unjudged"
+    );
+    clock.advance(W * 2);
+    s.timers();
+    let text = std::fs::read_to_string(&stop).expect("STOP raised once settled");
+    assert!(text.contains("OBS-27"), "{text}");
+    assert_eq!(s.vouched, Some(new), "vouched for once judged");
+}
