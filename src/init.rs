@@ -120,6 +120,46 @@ const DIRS: &[(&str, &str)] = &[
     (".buildkite", "CI configuration"),
 ];
 
+/// In a virtual environment at the top of the repository (a folder with `pyvenv.cfg` in it, as
+/// `python -m venv`, virtualenv and uv make), what its Python runs at every start, whatever the
+/// program imports: its interpreter and `home`, a `.pth` file's `import` lines, and
+/// `sitecustomize`/`usercustomize`. Not protected by default (an honest `pip install -e .` or
+/// `pip install setuptools` adds a `.pth`, and would be vetoed until accepted): suggested where an
+/// orchestrator may run from the repository's own environment.
+const VENV: &[(&str, &str)] = &[
+    (
+        "pyvenv.cfg",
+        "virtual environment: the interpreter it runs (`home`)",
+    ),
+    ("bin/python*", "virtual environment: its interpreter"),
+    (
+        "lib/*/site-packages/*.pth",
+        "virtual environment: run at every start of its Python (an honest `pip install -e .` adding one is vetoed until accepted)",
+    ),
+    (
+        "lib/*/site-packages/*customize.py",
+        "virtual environment: run at every start of its Python",
+    ),
+];
+
+/// The folders at the top of `dir` that are virtual environments: a directory (not a link) with
+/// a regular file `pyvenv.cfg` in it. Sorted by name.
+fn venvs(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            std::fs::symlink_metadata(e.path().join("pyvenv.cfg")).is_ok_and(|m| m.is_file())
+        })
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    found.sort();
+    found
+}
+
 /// Looks at the names under `dir` (no file is opened; symlinks are not followed).
 pub fn survey(dir: &Path) -> Result<Survey> {
     let meta =
@@ -171,6 +211,12 @@ pub fn survey(dir: &Path) -> Result<Survey> {
                 why,
             });
         }
+    }
+    for venv in venvs(dir) {
+        suggestions.extend(VENV.iter().map(|(glob, why)| Suggestion {
+            glob: format!("{venv}/{glob}"),
+            why,
+        }));
     }
     for (file, why) in FILES {
         let Some(paths) = found.get(file) else {
@@ -459,6 +505,54 @@ mod tests {
                 wiring
                     .iter()
                     .any(|g| Glob::try_from(g.to_string()).unwrap().is_match(path)),
+                "{path}"
+            );
+        }
+    }
+
+    /// A virtual environment at the top (by its `pyvenv.cfg`, whatever its name) gets what its
+    /// Python runs at every start suggested; a folder named `.venv` without one, and a link to a
+    /// virtual environment, do not.
+    #[test]
+    fn suggests_a_virtual_environments_start_up_files() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for v in ["env", ".venv"] {
+            std::fs::create_dir_all(root.join(v).join("lib/python3.12/site-packages")).unwrap();
+        }
+        std::fs::write(root.join("env/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::os::unix::fs::symlink(root.join("env"), root.join("linked")).unwrap();
+        let s = survey(root).unwrap();
+        let globs: Vec<&str> = s.suggestions.iter().map(|s| s.glob.as_str()).collect();
+        assert_eq!(
+            globs[..VENV.len()],
+            [
+                "env/pyvenv.cfg",
+                "env/bin/python*",
+                "env/lib/*/site-packages/*.pth",
+                "env/lib/*/site-packages/*customize.py"
+            ]
+        );
+        assert!(!globs
+            .iter()
+            .any(|g| g.starts_with(".venv/") || g.starts_with("linked/")));
+        for (path, protected) in [
+            ("env/pyvenv.cfg", true),
+            ("env/bin/python3.12", true),
+            ("env/lib/python3.12/site-packages/_virtualenv.pth", true),
+            ("env/lib/python3.12/site-packages/sitecustomize.py", true),
+            ("env/lib/python3.12/site-packages/usercustomize.py", true),
+            (
+                "env/lib/python3.12/site-packages/requests/__init__.py",
+                false,
+            ),
+            ("env/bin/pytest", false),
+        ] {
+            assert_eq!(
+                globs
+                    .iter()
+                    .any(|g| Glob::try_from(g.to_string()).unwrap().is_match(path)),
+                protected,
                 "{path}"
             );
         }

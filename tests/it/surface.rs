@@ -507,3 +507,70 @@ fn surface_an_ignored_protected_file_present_at_start_is_vetoed_only_when_change
         "modified",
     );
 }
+
+/// A virtual environment in the workspace, made before the work by `python3 -m venv`: the
+/// default rules protect no environment (an honest `pip install -e .` adds a `.pth`), but with
+/// the globs `referee init` suggests for it, in the vars file it writes, a `.pth` planted in its
+/// `site-packages` (its `import` lines run at every start of that Python) is vetoed, while the
+/// environment as it stood at the start (a `.pth` of its own included) is the user's.
+#[test]
+fn surface_a_pth_planted_in_a_virtual_environment_is_vetoed_with_the_init_rules() {
+    let w = Ws::repo(&[]);
+    w.write(".gitignore", ".venv/\n");
+    w.git(&["add", ".gitignore"]);
+    w.git(&["commit", "-q", "-m", "ignore the environment"]);
+    let venv = Command::new("python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(&w.ws)
+        .status()
+        .expect("python3 -m venv");
+    assert!(venv.success());
+    let lib = fs::read_dir(w.path(".venv/lib"))
+        .expect(".venv/lib")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("python"))
+        .expect("lib/pythonX.Y");
+    let site = format!(".venv/lib/{lib}/site-packages");
+    w.write(
+        &format!("{site}/distutils-precedence.pth"),
+        "import os; var = 'SETUPTOOLS_USE_DISTUTILS'\n",
+    );
+
+    let vars = w.root.join("rules.toml");
+    let (ws, vars_arg) = (w.ws.to_str().expect("utf-8"), vars.to_str().expect("utf-8"));
+    let out = crate::util::run(&["init", ws, "--output", vars_arg]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let rules = read(&vars);
+    assert!(
+        rules.contains("\".venv/lib/*/site-packages/*.pth\""),
+        "{rules}"
+    );
+    let verify = || {
+        let out = w.referee(&[
+            "verify",
+            ws,
+            "--protocol",
+            "code-change",
+            "--vars",
+            vars_arg,
+            "--write",
+            "--format",
+            "json",
+        ]);
+        let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+        (out.code, doc)
+    };
+    let (code, doc) = verify();
+    assert_eq!(
+        code, 0,
+        "the start, the environment's own `.pth` in it: {doc:#}"
+    );
+
+    w.honest("t1", 1);
+    assert_approved(&w, verify(), "t1");
+    let planted = format!("{site}/zz-planted.pth");
+    w.write(&planted, "import os; os.system('echo planted')\n");
+    w.honest("t1", 2);
+    assert_vetoed(&w, verify(), "t1", &planted, "added");
+}
