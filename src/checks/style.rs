@@ -39,11 +39,7 @@ pub(super) fn style(s: &TaskScope<'_>, st: &Style) -> Outcome {
     }
     if st.trailing_whitespace {
         if s.scope.is_none() {
-            unknown.push(
-                s.ws.no_baseline
-                    .clone()
-                    .unwrap_or_else(|| "no baseline".into()),
-            );
+            unknown.push(s.ws.why_no_baseline());
         } else {
             for (p, lines) in added(s) {
                 let markdown = is_markdown(&p);

@@ -536,7 +536,7 @@ pub fn judge(
                 ));
             }
             if let Some(why) = &w.ws.no_baseline {
-                lines.push(no_baseline(&path, why));
+                lines.push(no_baseline(&path, &why.to_string()));
             }
             let json = crate::outputs::code_change::verify_json(
                 &p,

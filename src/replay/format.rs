@@ -124,17 +124,26 @@ pub(crate) enum BadDuration {
     TooLong(String),
 }
 
+/// Why hex bytes were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HexError {
+    #[error("odd number of hex digits in `{0}`")]
+    Odd(String),
+    #[error("bad hex byte `{0}`")]
+    Byte(String),
+}
+
 /// Hex bytes (`89 50 4e 47`), white space ignored.
-pub fn parse_hex(h: &str) -> Result<Vec<u8>, String> {
+pub fn parse_hex(h: &str) -> Result<Vec<u8>, HexError> {
     let digits: Vec<u8> = h.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
     if !digits.len().is_multiple_of(2) {
-        return Err(format!("odd number of hex digits in `{h}`"));
+        return Err(HexError::Odd(h.to_string()));
     }
     digits
         .chunks(2)
         .map(|p| {
             let s = String::from_utf8_lossy(p);
-            u8::from_str_radix(&s, 16).map_err(|_| format!("bad hex byte `{s}`"))
+            u8::from_str_radix(&s, 16).map_err(|_| HexError::Byte(s.into_owned()))
         })
         .collect()
 }

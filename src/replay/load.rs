@@ -24,18 +24,31 @@ enum Contents<'a> {
     Embedded(&'a [(&'a str, &'a str)]),
 }
 
+/// Why a step's `from = "…"` content could not be had.
+#[derive(Debug, thiserror::Error)]
+enum ContentsError {
+    #[error("cannot read `{}`: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{0}` is not among the embedded files")]
+    NotEmbedded(String),
+}
+
 impl Contents<'_> {
-    fn read(&self, rel: &str) -> Result<Vec<u8>, String> {
+    fn read(&self, rel: &str) -> Result<Vec<u8>, ContentsError> {
         match self {
             Contents::Dir(root) => {
-                let p = root.join(rel);
-                std::fs::read(&p).map_err(|e| format!("cannot read `{}`: {e}", p.display()))
+                let path = root.join(rel);
+                std::fs::read(&path).map_err(|source| ContentsError::Read { path, source })
             }
             Contents::Embedded(files) => files
                 .iter()
                 .find(|(name, _)| *name == rel)
                 .map(|(_, text)| text.as_bytes().to_vec())
-                .ok_or_else(|| format!("`{rel}` is not among the embedded files")),
+                .ok_or_else(|| ContentsError::NotEmbedded(rel.to_string())),
         }
     }
 }
@@ -257,7 +270,8 @@ fn step_action(
     };
     Ok(if let Some(w) = &s.write {
         {
-            let paths = expand_braces(w.get_ref()).map_err(|m| err_at(Some(w.span()), m))?;
+            let paths =
+                expand_braces(w.get_ref()).map_err(|m| err_at(Some(w.span()), m.to_string()))?;
             for p in &paths {
                 check_rel(p).map_err(|m| err_at(Some(w.span()), m.to_string()))?;
             }
@@ -414,9 +428,9 @@ fn content(
     } else if let Some(f) = &s.from {
         contents
             .read(f.get_ref())
-            .map_err(|m| err_at(Some(f.span()), m))?
+            .map_err(|m| err_at(Some(f.span()), m.to_string()))?
     } else if let Some(h) = &s.hex {
-        parse_hex(h.get_ref()).map_err(|m| err_at(Some(h.span()), m))?
+        parse_hex(h.get_ref()).map_err(|m| err_at(Some(h.span()), m.to_string()))?
     } else {
         if let Some(r) = s.replace.first() {
             return Err(err_at(

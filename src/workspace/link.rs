@@ -13,43 +13,52 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{name, Content};
+use super::{name, Content, Unknowable};
 use crate::artifacts::fsread::FileData;
+use crate::artifacts::fsread::IoCause;
 
 /// The work tree's link at `path` (known as `rel`, under the canonical `root`): its target,
 /// when it resolves inside `root`; else `Unknown`, saying where it leads.
 pub(super) fn in_work_tree(root: &Path, rel: &str, path: &Path) -> Content {
-    let shown = name::display(rel);
     let target = match std::fs::read_link(path) {
         Ok(t) => t,
-        Err(e) => return Content::Unknown(format!("`{shown}`: {e}")),
+        Err(e) => {
+            return Content::Unknown(Unknowable::Link {
+                rel: rel.to_string(),
+                source: IoCause::new(e),
+            })
+        }
     };
     let to = name::display(&name::from_os(target.as_os_str()));
     let leads = match std::fs::canonicalize(path) {
         Ok(real) => real,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Content::Unknown(format!(
-                "`{shown}` is a symbolic link to `{to}`, which does not exist: where it will \
-                 lead cannot be judged"
-            ))
+            return Content::Unknown(Unknowable::LinkDangles {
+                rel: rel.to_string(),
+                to,
+            })
         }
         Err(e) => {
-            return Content::Unknown(format!(
-                "`{shown}` is a symbolic link to `{to}` that cannot be resolved: {e}"
-            ))
+            return Content::Unknown(Unknowable::LinkUnresolved {
+                rel: rel.to_string(),
+                to,
+                source: IoCause::new(e),
+            })
         }
     };
     if !leads.starts_with(root) {
-        return Content::Unknown(format!(
-            "`{shown}` is a symbolic link to `{to}`, out of the workspace (to `{}`); the referee \
-             does not follow links out",
-            leads.display()
-        ));
+        return Content::Unknown(Unknowable::LinkOut {
+            rel: rel.to_string(),
+            to,
+            leads,
+        });
     }
     // Read twice around the resolution: a link swapped in between is not judged by halves.
     match std::fs::read_link(path) {
         Ok(again) if again == target => stored(rel, target.as_os_str().as_bytes()),
-        _ => Content::Unknown(format!("`{shown}` changed while it was read")),
+        _ => Content::Unknown(Unknowable::LinkChanged {
+            rel: rel.to_string(),
+        }),
     }
 }
 
@@ -57,7 +66,10 @@ pub(super) fn in_work_tree(root: &Path, rel: &str, path: &Path) -> Content {
 pub(super) fn as_stored(rel: &str, path: &Path) -> Content {
     match std::fs::read_link(path) {
         Ok(t) => stored(rel, t.as_os_str().as_bytes()),
-        Err(e) => Content::Unknown(format!("`{}`: {e}", name::display(rel))),
+        Err(e) => Content::Unknown(Unknowable::Link {
+            rel: rel.to_string(),
+            source: IoCause::new(e),
+        }),
     }
 }
 

@@ -29,6 +29,7 @@ pub mod snapshot;
 pub mod statcache;
 pub mod surface;
 pub mod tree;
+pub mod unknowable;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -38,6 +39,7 @@ use std::sync::Arc;
 use crate::artifacts::fsread::{self, sha256_hex, FileData, ReadError};
 use baseline::Baseline;
 use tree::{Kind, StatCache, WorkTree};
+pub use unknowable::{NoBaseline, Unknowable};
 
 /// The referee's own folder in a workspace.
 pub const OUTPUT_DIR: &str = ".referee";
@@ -45,10 +47,6 @@ pub const OUTPUT_DIR: &str = ".referee";
 pub const TASKS_DIR: &str = ".tasks";
 /// Top-level names that are never part of a change.
 pub const EXCLUDED: &[&str] = &[".git", TASKS_DIR, OUTPUT_DIR];
-
-pub(crate) const NO_SNAPSHOT: &str =
-    "no baseline: the workspace is not a git work tree, no --baseline-dir \
-     was given, and no start snapshot is kept in the referee's state directory";
 
 /// The referee's stat cache of a work tree, in its state directory.
 pub const STAT_CACHE: &str = "statcache.bin";
@@ -133,7 +131,7 @@ pub enum Content {
     /// it, or nowhere, is `Unknown` (see [`link`]).
     Link(Arc<FileData>),
     /// It exists (or may) but cannot be read: why.
-    Unknown(String),
+    Unknown(Unknowable),
 }
 
 /// The most symbolic links followed in a row (the kernel's own limit, `MAXSYMLINKS`).
@@ -156,13 +154,14 @@ impl std::fmt::Display for Side {
 }
 
 /// Why a file's diff cannot be made: one of its two copies cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{why} ({side})")]
 pub struct DiffError {
     /// The copy that cannot be read.
     pub side: Side,
-    /// Why, as the reader said it (with the path).
-    pub why: String,
+    /// Why (it names the path).
+    #[source]
+    pub why: Unknowable,
 }
 
 impl Content {
@@ -182,7 +181,7 @@ pub struct Workspace {
     pub git_work_tree: bool,
     pub baseline: Option<BaselineInfo>,
     /// Why there is no baseline (evidence of every INCONCLUSIVE that needs one).
-    pub no_baseline: Option<String>,
+    pub no_baseline: Option<NoBaseline>,
     base: Option<Arc<Baseline>>,
     /// The referee's state directory (its memory), when the caller has one.
     state: Option<PathBuf>,
@@ -243,7 +242,7 @@ pub struct Compared {
 }
 
 /// A pinned baseline, or why there is none.
-pub type Pinned = Result<Arc<Baseline>, String>;
+pub type Pinned = Result<Arc<Baseline>, NoBaseline>;
 
 impl Workspace {
     /// Opens `root` against the baseline `spec`, pinned now and kept nowhere (one-shot readers
@@ -577,29 +576,24 @@ impl Workspace {
             .base
             .as_ref()
             .is_some_and(|b| b.entries.contains_key(rel));
-        let content = match &self.base {
+        match &self.base {
             Some(_) if !in_base && pinned().is_some() => pinned().unwrap_or(Content::Absent),
-            None => Content::Unknown(
-                self.no_baseline
-                    .clone()
-                    .unwrap_or_else(|| "no baseline".into()),
-            ),
+            None => Content::Unknown(Unknowable::NoBaseline(
+                self.no_baseline.clone().unwrap_or(NoBaseline::NoSnapshot),
+            )),
             Some(b) if b.is_git() => {
                 let (b2, key, cap) = (b.clone(), rel.to_string(), self.cap);
                 b.read_bounded(move || b2.content(&key, cap))
                     .unwrap_or_else(|| {
                         b.mark_stuck();
-                        Content::Unknown(format!(
-                            "reading the baseline of `{}` from `.git/` did not finish within {} s \
-                         (a FIFO, or a hung file system, in the object store?)",
-                            name::display(rel),
-                            baseline::GIT_READ_LIMIT.as_secs()
-                        ))
+                        Content::Unknown(Unknowable::GitStuck {
+                            rel: rel.to_string(),
+                            secs: baseline::GIT_READ_LIMIT.as_secs(),
+                        })
                     })
             }
             Some(b) => b.content(rel, self.cap),
-        };
-        content
+        }
     }
 
     /// The work tree's content of `rel`: a regular file's bytes; a symlink is never followed.
@@ -619,19 +613,17 @@ impl Workspace {
             match self.surface().look(rel) {
                 Ok(Some(l)) if l.kind == "file" => match l.bytes {
                     Some(b) => Content::Bytes(Arc::new(FileData::from_bytes(rel, b, None))),
-                    None => Content::Unknown(format!(
-                        "`{}` is over {} bytes",
-                        name::display(rel),
-                        surface::SMALL
-                    )),
+                    None => Content::Unknown(Unknowable::SurfaceOver {
+                        rel: rel.to_string(),
+                        size: surface::SMALL,
+                    }),
                 },
-                Ok(Some(l)) => Content::Unknown(format!(
-                    "`{}` is a {}, not a file",
-                    name::display(rel),
-                    l.kind
-                )),
+                Ok(Some(l)) => Content::Unknown(Unknowable::NotAFile {
+                    rel: rel.to_string(),
+                    kind: l.kind.to_string(),
+                }),
                 Ok(None) => Content::Absent,
-                Err(why) => Content::Unknown(why.to_string()),
+                Err(why) => Content::Unknown(Unknowable::Surface(why)),
             }
         } else {
             read(&self.root, rel, self.cap, true)
@@ -748,20 +740,26 @@ impl Workspace {
                 Content::Link(d) => match link::resolve(&at, &d.bytes) {
                     Some(next) => at = next,
                     None => {
-                        return Content::Unknown(format!(
-                            "the baseline's `{}` is a symbolic link to `{}`, out of the tree",
-                            name::display(&at),
-                            d.text()
-                        ))
+                        return Content::Unknown(Unknowable::BaseLinkOut {
+                            rel: at,
+                            to: d.text().into_owned(),
+                        })
                     }
                 },
                 c => return c,
             }
         }
-        Content::Unknown(format!(
-            "the baseline's `{}` leads through more than {MAX_LINKS} symbolic links",
-            name::display(rel)
-        ))
+        Content::Unknown(Unknowable::BaseLinkLoop {
+            rel: rel.to_string(),
+            max: MAX_LINKS,
+        })
+    }
+
+    /// Why there is no baseline, as evidence says it.
+    pub fn why_no_baseline(&self) -> String {
+        self.no_baseline
+            .as_ref()
+            .map_or_else(|| "no baseline".to_string(), ToString::to_string)
     }
 
     /// The bytes of file contents held now.
@@ -772,7 +770,7 @@ impl Workspace {
     /// The SHA-256 and size of the work tree's `rel` as this judgment first read it (`None`:
     /// absent; `Err`: why it cannot be read): from what was read before, else hashed as it is
     /// read, a piece at a time, without holding it when it would not fit in the budget.
-    pub fn current_digest(&self, rel: &str) -> Result<Option<Digest>, String> {
+    pub fn current_digest(&self, rel: &str) -> Result<Option<Digest>, Unknowable> {
         let first = self.cur_cache.borrow().get(rel).cloned();
         match first {
             Some(h) => return h.digest(),
@@ -795,7 +793,7 @@ impl Workspace {
     }
 
     /// The SHA-256 and size of the baseline's `rel` (see [`Workspace::current_digest`]).
-    pub fn base_digest(&self, rel: &str) -> Result<Option<Digest>, String> {
+    pub fn base_digest(&self, rel: &str) -> Result<Option<Digest>, Unknowable> {
         let first = self.base_cache.borrow().get(rel).cloned();
         match first {
             Some(h) => h.digest(),
@@ -819,12 +817,12 @@ impl Workspace {
     }
 
     /// Hashes the work tree's `rel` as [`read`] reads it, a piece at a time.
-    fn stream_current(&self, rel: &str) -> Result<Option<Digest>, String> {
+    fn stream_current(&self, rel: &str) -> Result<Option<Digest>, Unknowable> {
         let path = name::to_path(&self.root, rel);
         match fsread::hash_file(&self.root, &path, &name::display(rel), self.cap) {
             Ok((sha256, size)) => Ok(Some(Digest { sha256, size })),
             Err(ReadError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(Unknowable::Read(e)),
         }
     }
 
@@ -850,7 +848,11 @@ impl Workspace {
     /// or `Unknown` for a file over its size limit ([`Workspace::over_limit`]), not read.
     pub fn content(&self, rel: &str) -> Content {
         if let Some((len, limit)) = self.over_limit(rel) {
-            return Content::Unknown(over_limit_note(rel, len, limit));
+            return Content::Unknown(Unknowable::OverLimit {
+                rel: rel.to_string(),
+                size: len,
+                limit,
+            });
         }
         self.current(rel)
     }
@@ -1076,7 +1078,7 @@ impl Digest {
     }
 
     /// The digest of a content: `None` when absent, `Err` (why) when it cannot be read.
-    fn of_content(c: &Content) -> Result<Option<Digest>, String> {
+    fn of_content(c: &Content) -> Result<Option<Digest>, Unknowable> {
         match c {
             Content::Bytes(d) | Content::Link(d) => Ok(Some(Digest::of(d))),
             Content::Absent => Ok(None),
@@ -1095,7 +1097,7 @@ enum Held {
 }
 
 impl Held {
-    fn digest(&self) -> Result<Option<Digest>, String> {
+    fn digest(&self) -> Result<Option<Digest>, Unknowable> {
         match self {
             Held::Kept(c) => Digest::of_content(c),
             Held::Hashed(d) => Ok(Some(d.clone())),
@@ -1113,24 +1115,16 @@ fn same_as_first(rel: &str, first: &Digest, now: Content) -> Content {
         Content::Absent => "absent".to_string(),
         Content::Unknown(why) => format!("unreadable: {why}"),
     };
-    Content::Unknown(format!(
-        "`{}` changed while it was judged: first read {} bytes, sha256 {}; now {now_is}",
-        name::display(rel),
-        first.size,
-        first.sha256
-    ))
+    Content::Unknown(Unknowable::Changed {
+        rel: rel.to_string(),
+        size: first.size,
+        sha256: first.sha256.clone(),
+        now: now_is,
+    })
 }
 
 /// A size measured ([`Workspace::size_on_disk`]), its error kept as kind, OS code and message.
 type SizeMeasure = Result<(bool, u64), (std::io::ErrorKind, Option<i32>, String)>;
-
-/// What a content check says of a file it left unread for its size.
-pub fn over_limit_note(rel: &str, len: u64, limit: u64) -> String {
-    format!(
-        "`{}` ({len} bytes, over its size limit of {limit} bytes) is not read: the size limit check FAILs it",
-        name::display(rel)
-    )
-}
 
 /// The size limits (a blocking size-limit check's) past which a file's content is not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1345,7 +1339,10 @@ fn read(root: &Path, rel: &str, cap: u64, nofollow: bool) -> Content {
         return match tree::read_in_tree(root, &name::decode(rel), cap) {
             Ok(Some(bytes)) => Content::Bytes(Arc::new(FileData::from_bytes(rel, bytes, None))),
             Ok(None) => Content::Absent,
-            Err(why) => Content::Unknown(format!("`{}`: {why}", name::display(rel))),
+            Err(why) => Content::Unknown(Unknowable::InTree {
+                rel: rel.to_string(),
+                why,
+            }),
         };
     }
     if nofollow && std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -1354,7 +1351,7 @@ fn read(root: &Path, rel: &str, cap: u64, nofollow: bool) -> Content {
     match fsread::read_file(root, &path, &name::display(rel), cap) {
         Ok(d) => Content::Bytes(Arc::new(d)),
         Err(ReadError::NotFound(_)) => Content::Absent,
-        Err(e) => Content::Unknown(e.to_string()),
+        Err(e) => Content::Unknown(Unknowable::Read(e)),
     }
 }
 

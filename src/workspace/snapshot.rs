@@ -124,7 +124,11 @@ mod tests {
         let spec = BaselineSpec::Snapshot(state.clone());
         let none = Workspace::open(root, &spec, 1 << 20).unwrap();
         assert!(none.changes().is_none());
-        assert!(none.no_baseline.as_deref().unwrap().contains("snapshot"));
+        assert_eq!(
+            none.no_baseline,
+            Some(crate::workspace::NoBaseline::NoSnapshot)
+        );
+        assert!(none.why_no_baseline().contains("snapshot"));
 
         let tree = create(root, &state, 1 << 20).unwrap();
         assert!(tree.join("a.py").is_file());

@@ -268,7 +268,7 @@ impl Build {
         for fs in &doc.files {
             let mut paths = fs.paths.clone();
             if let Some(p) = &fs.pattern {
-                paths.extend(expand_braces(p)?);
+                paths.extend(expand_braces(p).map_err(|e| e.to_string())?);
             }
             if paths.is_empty() {
                 return Err("[[files]] lists no paths".into());
@@ -539,12 +539,12 @@ impl Content {
                 .map_err(|e| format!("`{what}`: cannot read {}: {e}", p.display()));
         }
         if let Some(h) = &self.hex {
-            return parse_hex(h);
+            return parse_hex(h).map_err(|e| e.to_string());
         }
         let mut out = Vec::new();
         for c in self.chunks.as_deref().unwrap_or_default() {
             let piece = match &c.hex {
-                Some(h) => parse_hex(h)?,
+                Some(h) => parse_hex(h).map_err(|e| e.to_string())?,
                 None => c.text.as_bytes().to_vec(),
             };
             for _ in 0..c.times {

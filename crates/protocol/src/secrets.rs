@@ -190,7 +190,7 @@ fn shape_of(src: &str) -> Result<(usize, usize), BadRegex> {
         })
 }
 
-fn case_insensitive(words: &[String]) -> Result<Option<AhoCorasick>, String> {
+fn case_insensitive(words: &[String]) -> Result<Option<AhoCorasick>, aho_corasick::BuildError> {
     if words.is_empty() {
         return Ok(None);
     }
@@ -202,7 +202,6 @@ fn case_insensitive(words: &[String]) -> Result<Option<AhoCorasick>, String> {
         .match_kind(AcMatchKind::Standard)
         .build(words)
         .map(Some)
-        .map_err(|e| format!("keywords: {e}"))
 }
 
 impl Rules {
@@ -299,7 +298,8 @@ impl Rules {
         if raw.allowlist.stopwords.iter().any(String::is_empty) {
             return Err(global("an empty stopword allows every secret".into()));
         }
-        let stopwords = case_insensitive(&raw.allowlist.stopwords).map_err(global)?;
+        let stopwords = case_insensitive(&raw.allowlist.stopwords)
+            .map_err(|e| global(format!("keywords: {e}")))?;
         if raw.rules.is_empty() {
             return Err(err_at(0, "no `[[rule]]`".into()));
         }
@@ -370,7 +370,7 @@ impl Rules {
                 validate: r.validate,
             });
         }
-        let keywords = case_insensitive(&words).map_err(|m| err_at(0, m))?;
+        let keywords = case_insensitive(&words).map_err(|e| err_at(0, format!("keywords: {e}")))?;
         Ok(Rules {
             origin: origin.to_string(),
             sha256: format!("{:x}", Sha256::digest(text.as_bytes())),

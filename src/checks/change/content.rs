@@ -5,7 +5,7 @@ use super::{conclude, task, TaskScope};
 use crate::checks::{Outcome, Verdict};
 use crate::protocol::predicate::{Parses, SizeLimit};
 use crate::syntax;
-use crate::workspace::{diff, Content};
+use crate::workspace::{diff, Content, Unknowable};
 
 // ---- CC-05 ----------------------------------------------------------------------------------
 
@@ -24,7 +24,14 @@ pub(in crate::checks) fn parses(s: &TaskScope<'_>, spec: &Parses) -> Outcome {
     let mut unread = Vec::new();
     for p in &files {
         if let Some((len, limit)) = s.ws.over_limit(p) {
-            unread.push(crate::workspace::over_limit_note(p, len, limit));
+            unread.push(
+                crate::workspace::Unknowable::OverLimit {
+                    rel: p.clone(),
+                    size: len,
+                    limit,
+                }
+                .to_string(),
+            );
             continue;
         }
         let data = match s.ws.current(p) {
@@ -152,7 +159,7 @@ pub(in crate::checks) fn size_limit(s: &TaskScope<'_>, l: &SizeLimit) -> Outcome
 
 /// The added lines of each present text file of the scope: `Err` for a file that cannot be
 /// read; binary files are left out.
-pub(in crate::checks) type Added = Vec<(String, Result<Vec<(usize, String)>, String>)>;
+pub(in crate::checks) type Added = Vec<(String, Result<Vec<(usize, String)>, Unknowable>)>;
 
 pub(in crate::checks) fn added(s: &TaskScope<'_>) -> Added {
     added_as(s, |_, lines| {
@@ -167,7 +174,7 @@ pub(in crate::checks) type AddedLine = (usize, String, Option<String>);
 /// [`added`], each line with the line above it.
 pub(in crate::checks) fn added_in_context(
     s: &TaskScope<'_>,
-) -> Vec<(String, Result<Vec<AddedLine>, String>)> {
+) -> Vec<(String, Result<Vec<AddedLine>, Unknowable>)> {
     added_as(s, |new, lines| {
         // Indexed once: looking each line up by number would be quadratic in a large file.
         let all: Vec<&str> = new
@@ -189,7 +196,7 @@ pub(in crate::checks) fn added_in_context(
 fn added_as<T>(
     s: &TaskScope<'_>,
     f: impl Fn(&str, Vec<(usize, &str)>) -> Vec<T>,
-) -> Vec<(String, Result<Vec<T>, String>)> {
+) -> Vec<(String, Result<Vec<T>, Unknowable>)> {
     let mut out = Vec::new();
     for p in s.present_files() {
         // A file over its size limit FAILs on size; its lines are not read.

@@ -129,13 +129,7 @@ pub(super) fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
 }
 
 pub(super) fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
-    Outcome::new(
-        Verdict::Inconclusive,
-        expected,
-        s.ws.no_baseline
-            .clone()
-            .unwrap_or_else(|| "no baseline".into()),
-    )
+    Outcome::new(Verdict::Inconclusive, expected, s.ws.why_no_baseline())
 }
 
 fn file_ref(ws: &Workspace, rel: &str) -> FileRef {
@@ -784,7 +778,7 @@ pub(super) fn hashes_match(s: &TaskScope<'_>) -> Outcome {
     let mut compare = |which: &str,
                        path: &str,
                        claimed: &Option<String>,
-                       actual: Result<Option<Digest>, String>,
+                       actual: Result<Option<Digest>, crate::workspace::Unknowable>,
                        side: Side| {
         let actual = match actual {
             Ok(None) => None,

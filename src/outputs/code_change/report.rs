@@ -219,7 +219,7 @@ pub fn report_md(
         s,
         "- Baseline: {}",
         text(&ws.baseline.as_ref().map_or_else(
-            || format!("none ({})", ws.no_baseline.clone().unwrap_or_default()),
+            || format!("none ({})", ws.why_no_baseline()),
             |b| b.describe.clone()
         ))
     );
@@ -338,7 +338,7 @@ pub fn verify_json(
         "protocol": { "id": p.id, "version": p.version, "sha256": p.sha256, "origin": p.origin },
         "build_dir": ws.root().display().to_string(),
         "baseline": ws.baseline,
-        "no_baseline": ws.no_baseline,
+        "no_baseline": ws.no_baseline.as_ref().map(ToString::to_string),
         "evaluated_at": ctx.written.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
         "final": eval.final_,
         "complete": true,

@@ -158,11 +158,8 @@ pub struct Baseline {
     submodules: std::collections::BTreeSet<String>,
 }
 
-const STUCK: &str = "an earlier read of the git object store did not finish (a FIFO, or a hung \
-                     file system, in `.git/`?): the baseline cannot be read";
-
-/// Why a baseline could not be had at all, when that is not a fault (INCONCLUSIVE evidence).
-pub type NoBaseline = String;
+pub use super::unknowable::NoBaseline;
+use super::unknowable::Unknowable;
 
 impl Baseline {
     /// Pins the baseline of the workspace `root` as `spec` says, keeping (and on a restart
@@ -240,7 +237,7 @@ impl Baseline {
             }
             BaselineSpec::Snapshot(state) => match super::snapshot::load(state) {
                 Some(dir) => Baseline::from_dir(dir, "snapshot", repo.as_ref(), cap).map(Ok),
-                None => Ok(Err(super::NO_SNAPSHOT.into())),
+                None => Ok(Err(NoBaseline::NoSnapshot)),
             },
             BaselineSpec::Rev(rev) => {
                 let Some(repo) = repo else {
@@ -291,16 +288,10 @@ impl Baseline {
                         Some(c) => {
                             Baseline::from_git(root, repo, "HEAD", c, kept, keep, cap).map(Ok)
                         }
-                        None => Ok(Err(
-                            "the git repository has no commit yet (HEAD names none), no \
-                             --baseline-dir was given, and no start snapshot is kept in the \
-                             referee's state directory (`watch` or an agent hook takes one \
-                             when it starts)"
-                                .into(),
-                        )),
+                        None => Ok(Err(NoBaseline::Unborn)),
                     }
                 }
-                None => Ok(Err(super::NO_SNAPSHOT.into())),
+                None => Ok(Err(NoBaseline::NoSnapshot)),
             },
         }
     }
@@ -678,16 +669,15 @@ impl Baseline {
                 _ => super::read(root, rel, cap, false),
             },
             Source::Git { .. } => match e.kind {
-                BaseKind::Submodule => Content::Unknown(format!(
-                    "`{}` is a submodule whose repository is not checked out",
-                    name::display(rel)
-                )),
+                BaseKind::Submodule => Content::Unknown(Unknowable::Submodule {
+                    rel: rel.to_string(),
+                }),
                 _ => match self.blob(rel, e.oid) {
-                    Ok(b) if b.len() as u64 > cap => Content::Unknown(format!(
-                        "the baseline's `{}` is {} bytes, over the read cap of {cap} bytes",
-                        name::display(rel),
-                        b.len()
-                    )),
+                    Ok(b) if b.len() as u64 > cap => Content::Unknown(Unknowable::BaseOverCap {
+                        rel: rel.to_string(),
+                        size: b.len() as u64,
+                        cap,
+                    }),
                     Ok(b) if e.kind == BaseKind::Symlink => super::link::stored(rel, &b),
                     Ok(b) => Content::Bytes(Arc::new(FileData::from_bytes(rel, b, None))),
                     Err(e) => Content::Unknown(e),
@@ -729,23 +719,22 @@ impl Baseline {
             .find(|b| sha256_hex(b) == sha);
         match kept {
             Some(bytes) => Content::Bytes(Arc::new(FileData::from_bytes(rel, bytes, None))),
-            None => Content::Unknown(format!(
-                "the baseline of `{}` as checked out (SHA-256 {sha}: line endings, or a Git LFS \
-                 object) cannot be rebuilt from its blob or found in `lfs/objects`",
-                name::display(rel)
-            )),
+            None => Content::Unknown(Unknowable::NotRebuilt {
+                rel: rel.to_string(),
+                sha256: sha.to_string(),
+            }),
         }
     }
 
-    fn blob(&self, rel: &str, oid: gix::ObjectId) -> Result<Vec<u8>, String> {
+    fn blob(&self, rel: &str, oid: gix::ObjectId) -> Result<Vec<u8>, Unknowable> {
         let Source::Git { repo, subs } = &self.source else {
-            return Err("not a git baseline".into());
+            return Err(Unknowable::NotGit);
         };
         if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(STUCK.into());
+            return Err(Unknowable::GitStuckBefore);
         }
-        let repo = repo.lock().map_err(|_| STUCK.to_string())?;
-        let subs = subs.lock().map_err(|_| STUCK.to_string())?;
+        let repo = repo.lock().map_err(|_| Unknowable::GitStuckBefore)?;
+        let subs = subs.lock().map_err(|_| Unknowable::GitStuckBefore)?;
         // A submodule's file is in the submodule's object store.
         let owner = subs
             .iter()
@@ -755,7 +744,9 @@ impl Baseline {
                     .is_some_and(|r| r.starts_with('/'))
             })
             .map_or(&*repo, |(_, r)| r);
-        owner.blob(oid).map_err(|e| crate::error::chain(&e))
+        owner
+            .blob(oid)
+            .map_err(|e| Unknowable::Git(std::sync::Arc::new(e)))
     }
 
     /// Whether `rel` is the path of one of the baseline's submodules.

@@ -17,7 +17,7 @@ pub(super) use crate::safefs::{name_at, Lstat, OpenDir};
 
 /// Why a file of the workspace could not be read; its text is the entry's evidence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Unreadable {
+pub enum Unreadable {
     #[error("vanished while being read")]
     Vanished,
     #[error("replaced while being read")]

@@ -29,9 +29,9 @@ use gix::ObjectId;
 pub use super::statcache::StatCache;
 use super::{name, Compared};
 use fsat::DirRef;
+pub use fsat::Unreadable;
 pub(crate) use fsat::{
     is_long, look_in_tree, names_in_tree, read_in_tree, size_in_tree, write_in_tree, Looked, Put,
-    Unreadable,
 };
 pub(crate) use lister::Lister;
 use walk::{Bulk, Walker};
