@@ -206,15 +206,19 @@ fn describe(seed: u64, style: &Style, steps: &[Step], failures: &[Failure]) -> S
         }
     }
     for f in failures.iter().take(8) {
-        // The head of the detail, and any line of the referee's log that says a file was
-        // judged while its writer still held it open (what tells a slow writer from a bug).
+        // The head of the detail; any line of the referee's log that says a file was judged
+        // while its writer still held it open, or before its cookie came back (what tells a
+        // slow writer from a bug); and every line naming the check the failure is about (when
+        // it changed, and on what evidence). The whole detail is kept in a file.
+        let check = f.key.rsplit(':').next().unwrap_or_default();
         let mut shown: Vec<&str> = f.detail.lines().take(12).collect();
-        shown.extend(
-            f.detail
-                .lines()
-                .skip(12)
-                .filter(|l| l.contains("still open by its writer") || l.contains("cookie")),
-        );
+        shown.extend(f.detail.lines().skip(12).filter(|l| {
+            l.contains("still open by its writer")
+                || l.contains("cookie")
+                || (check.starts_with("OBS-") && l.contains(check))
+        }));
+        let kept = keep_detail(seed, f);
+        shown.extend(kept.as_deref());
         t.push_str(&format!(
             "  FAILED after step {}: {} — {}\n",
             f.step,
@@ -223,6 +227,21 @@ fn describe(seed: u64, style: &Style, steps: &[Step], failures: &[Failure]) -> S
         ));
     }
     t
+}
+
+/// Writes a failure's whole detail (the live referees' logs in full) under the target's
+/// temporary folder; the line that says where, or `None` when it cannot be written.
+fn keep_detail(seed: u64, f: &Failure) -> Option<String> {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-d10");
+    std::fs::create_dir_all(&dir).ok()?;
+    let name = format!(
+        "{seed:#x}-{}-step{}.log",
+        f.class().replace(':', "-"),
+        f.step
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, &f.detail).ok()?;
+    Some(format!("(the whole log: {})", path.display()))
 }
 
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
