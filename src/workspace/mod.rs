@@ -585,10 +585,15 @@ impl Workspace {
                 let (b2, key, cap) = (b.clone(), rel.to_string(), self.cap);
                 b.read_bounded(move || b2.content(&key, cap))
                     .unwrap_or_else(|| {
-                        b.mark_stuck();
-                        Content::Unknown(Unknowable::GitStuck {
-                            rel: rel.to_string(),
-                            secs: baseline::GIT_READ_LIMIT.as_secs(),
+                        Content::Unknown(if b.is_stuck() {
+                            Unknowable::GitStuck {
+                                rel: rel.to_string(),
+                                secs: baseline::GIT_READ_LIMIT.as_secs(),
+                            }
+                        } else {
+                            Unknowable::GitPanicked {
+                                rel: rel.to_string(),
+                            }
                         })
                     })
             }

@@ -136,6 +136,12 @@ pub enum Unknowable {
         name::display(.rel)
     )]
     GitStuck { rel: String, secs: u64 },
+    /// The read of the git object store failed (it panicked: a bug in the reader, said as such).
+    #[error(
+        "reading the baseline of `{}` from `.git/` failed (its reading thread panicked, or could not be started)",
+        name::display(.rel)
+    )]
+    GitPanicked { rel: String },
     /// The checked-out form of the baseline (line endings, an LFS object) cannot be rebuilt.
     #[error(
         "the baseline of `{}` as checked out (SHA-256 {sha256}: line endings, or a Git LFS object) cannot be rebuilt from its blob or found in `lfs/objects`",

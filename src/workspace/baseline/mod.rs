@@ -141,9 +141,8 @@ pub struct Baseline {
     accepted: BTreeMap<String, Arc<FileData>>,
     /// The commit pinned (git only).
     pub commit: Option<gix::ObjectId>,
-    /// A read of the object store did not finish in time (see [`bounded`]).
-    stuck: std::sync::atomic::AtomicBool,
-    /// The thread its object store is read on, in time-bounded reads.
+    /// The thread its object store is read on, in time-bounded reads (after one that did not
+    /// finish, none is tried again: see [`reader`]).
     reader: reader::Reader,
     /// Where the last [`Baseline::is_ignored`] look-up ended in the listing: the next starts
     /// there (a walk asks in nearly the listing's order).
@@ -381,7 +380,6 @@ impl Baseline {
             legacy_checkout: None,
             accepted: BTreeMap::new(),
             commit: Some(commit),
-            stuck: std::sync::atomic::AtomicBool::new(false),
             reader: reader::Reader::default(),
             near: std::sync::atomic::AtomicUsize::new(0),
             hash,
@@ -466,7 +464,6 @@ impl Baseline {
             legacy_checkout: None,
             accepted: BTreeMap::new(),
             commit: None,
-            stuck: std::sync::atomic::AtomicBool::new(false),
             reader: reader::Reader::default(),
             near: std::sync::atomic::AtomicUsize::new(0),
             hash: gix::hash::Kind::Sha1,
@@ -730,7 +727,7 @@ impl Baseline {
         let Source::Git { repo, subs } = &self.source else {
             return Err(Unknowable::NotGit);
         };
-        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.reader.is_stuck() {
             return Err(Unknowable::GitStuckBefore);
         }
         let repo = repo.lock().map_err(|_| Unknowable::GitStuckBefore)?;
@@ -776,20 +773,14 @@ impl Baseline {
     /// The commit `HEAD` names now, when it is not the pinned one (a `head_moved` fact); not
     /// asked again once a read of it did not finish.
     pub fn head_moved(self: &Arc<Self>) -> Option<String> {
-        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
-            return None;
-        }
         let me = self.clone();
-        let answer = self.read_bounded(move || me.head_moved_now());
-        if answer.is_none() {
-            self.mark_stuck();
-        }
-        answer.flatten()
+        self.read_bounded(move || me.head_moved_now()).flatten()
     }
 
     /// Runs `f` (a read of the object store) on the baseline's reading thread and waits at most
-    /// [`GIT_READ_LIMIT`] for it; `None` when it did not finish (see [`reader`]). One thread
-    /// for every read of this baseline, not one per read.
+    /// [`GIT_READ_LIMIT`] for it; `None` when it did not finish or panicked, and at once after
+    /// a read that did not finish (see [`reader`]). One thread for every read of this baseline,
+    /// not one per read.
     pub fn read_bounded<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
@@ -797,10 +788,10 @@ impl Baseline {
         self.reader.run(f)
     }
 
-    /// A read of the object store did not finish: every later one answers "cannot be read"
-    /// at once, instead of another thread blocked behind the first.
-    pub fn mark_stuck(&self) {
-        self.stuck.store(true, std::sync::atomic::Ordering::Relaxed);
+    /// Whether a read of the object store did not finish: every later one answers "cannot be
+    /// read" at once, instead of another read blocked behind the first.
+    pub fn is_stuck(&self) -> bool {
+        self.reader.is_stuck()
     }
 
     /// What a commit made since the pin changed against it: when `HEAD` names another commit
@@ -810,15 +801,8 @@ impl Baseline {
     /// update-index --chmod=+x` and a commit leave the file as it was). `None`: `HEAD` is the
     /// pin, or no git baseline, or its tree cannot be read in time.
     pub fn committed(self: &Arc<Self>) -> Option<Committed> {
-        if self.stuck.load(std::sync::atomic::Ordering::Relaxed) {
-            return None;
-        }
         let me = self.clone();
-        let answer = self.read_bounded(move || me.committed_now());
-        if answer.is_none() {
-            self.mark_stuck();
-        }
-        answer.flatten()
+        self.read_bounded(move || me.committed_now()).flatten()
     }
 
     fn committed_now(&self) -> Option<Committed> {
@@ -971,19 +955,12 @@ pub fn other_than_pinned(root: &Path, spec: &BaselineSpec, state: &Path) -> Opti
 /// thread and its answer is "cannot be read" (fail closed).
 pub const GIT_READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Runs `f` on a thread of its own and waits at most [`GIT_READ_LIMIT`] for it; `None` when it
-/// did not finish (the thread is left behind, blocked where the read blocked).
+/// One read of a git object store outside any baseline (the pin itself, a revision, whether
+/// `HEAD` names a commit), on a reading thread of its own ([`reader::Reader`]), waited for at
+/// most [`GIT_READ_LIMIT`]; `None` when it did not finish (its thread is left behind, blocked
+/// where the read blocked, and ends when it is unblocked) or panicked.
 pub fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let spawned = std::thread::Builder::new()
-        .name("referee-git-read".into())
-        .spawn(move || {
-            let _ = tx.send(f());
-        });
-    if spawned.is_err() {
-        return None;
-    }
-    rx.recv_timeout(GIT_READ_LIMIT).ok()
+    reader::Reader::default().run(f)
 }
 
 fn sub_entry(e: &gitread::BaseEntry) -> BaseEntry {

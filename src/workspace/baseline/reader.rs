@@ -9,8 +9,9 @@
 //! turn anyway: the repository is behind a lock).
 //!
 //! A read that does not finish in time leaves that thread blocked where the read blocked, and
-//! the baseline is marked stuck by its caller: every later read answers "cannot be read" at
-//! once, as before. A read that panics costs that read its answer (`None`), not the thread. A
+//! the reader stuck: every later read answers "cannot be read" at once (the one flag that says
+//! so, [`Reader::is_stuck`]). A read that panics costs that read its answer (`None`), not the
+//! thread, and not the reads after it. A
 //! thread with nothing to read for [`IDLE`] ends (a daemon under `--root` keeps a baseline per
 //! workspace: their threads do not pile up); the next read starts another.
 
@@ -60,6 +61,11 @@ impl std::fmt::Debug for Reader {
 }
 
 impl Reader {
+    /// Whether a read did not finish in time: no later read is tried.
+    pub(super) fn is_stuck(&self) -> bool {
+        self.stuck.load(Ordering::Relaxed)
+    }
+
     /// Runs `f` on the reading thread and waits at most [`GIT_READ_LIMIT`] for its answer;
     /// `None` when it did not finish in time, panicked, or no thread could be started, and at
     /// once for every read after one that did not finish. Asked from the reading thread itself
@@ -68,7 +74,7 @@ impl Reader {
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Option<T> {
-        if self.stuck.load(Ordering::Relaxed) {
+        if self.is_stuck() {
             return None;
         }
         let (tx, rx) = sync_channel(1);
@@ -164,6 +170,7 @@ mod tests {
         assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
         assert_ne!(ids[0], std::thread::current().id());
         assert_eq!(reader.run(|| -> u8 { panic!("a read that panics") }), None);
+        assert!(!reader.is_stuck(), "a panic costs its read only");
         assert_eq!(reader.run(|| std::thread::current().id()), Some(ids[0]));
     }
 
