@@ -120,7 +120,7 @@ const DIRS: &[(&str, &str)] = &[
     (".buildkite", "CI configuration"),
 ];
 
-/// In a virtual environment at the top of the repository (a folder with `pyvenv.cfg` in it, as
+/// In a virtual environment of the repository (a folder with `pyvenv.cfg` in it, as
 /// `python -m venv`, virtualenv and uv make), what its Python runs at every start, whatever the
 /// program imports: its interpreter and `home`, a `.pth` file's `import` lines, and
 /// `sitecustomize`/`usercustomize`. Not protected by default (an honest `pip install -e .` or
@@ -142,22 +142,11 @@ const VENV: &[(&str, &str)] = &[
     ),
 ];
 
-/// The folders at the top of `dir` that are virtual environments: a directory (not a link) with
-/// a regular file `pyvenv.cfg` in it. Sorted by name.
-fn venvs(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<String> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter(|e| {
-            std::fs::symlink_metadata(e.path().join("pyvenv.cfg")).is_ok_and(|m| m.is_file())
-        })
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .collect();
-    found.sort();
-    found
+/// Whether `e` is a virtual environment: a directory (not a link) with a regular file
+/// `pyvenv.cfg` in it.
+fn is_venv(e: &walkdir::DirEntry) -> bool {
+    e.file_type().is_dir()
+        && std::fs::symlink_metadata(e.path().join("pyvenv.cfg")).is_ok_and(|m| m.is_file())
 }
 
 /// Looks at the names under `dir` (no file is opened; symlinks are not followed).
@@ -171,13 +160,23 @@ pub fn survey(dir: &Path) -> Result<Survey> {
     // File name → the relative paths it was found at.
     let mut found: BTreeMap<&'static str, Vec<PathBuf>> = BTreeMap::new();
     let mut referee_configs = false;
+    // Virtual environments found on the way (at any depth: `backend/.venv`), never walked
+    // into: their packages are not the project's code.
+    let mut venvs: Vec<String> = Vec::new();
     let walk = walkdir::WalkDir::new(dir)
         .follow_links(false)
         .into_iter()
         .filter_entry(|e| {
-            e.depth() == 0
-                || !(e.file_type().is_dir()
-                    && SKIP_DIRS.contains(&e.file_name().to_str().unwrap_or("")))
+            if e.depth() == 0 {
+                return true;
+            }
+            if is_venv(e) {
+                if let Some(rel) = e.path().strip_prefix(dir).ok().and_then(Path::to_str) {
+                    venvs.push(rel.to_string());
+                }
+                return false;
+            }
+            !(e.file_type().is_dir() && SKIP_DIRS.contains(&e.file_name().to_str().unwrap_or("")))
         })
         .take(MAX_ENTRIES);
     // An unreadable subdirectory is skipped: this is a suggestion, not a judgment.
@@ -212,7 +211,8 @@ pub fn survey(dir: &Path) -> Result<Survey> {
             });
         }
     }
-    for venv in venvs(dir) {
+    venvs.sort();
+    for venv in venvs {
         suggestions.extend(VENV.iter().map(|(glob, why)| Suggestion {
             glob: format!("{venv}/{glob}"),
             why,
@@ -510,23 +510,37 @@ mod tests {
         }
     }
 
-    /// A virtual environment at the top (by its `pyvenv.cfg`, whatever its name) gets what its
-    /// Python runs at every start suggested; a folder named `.venv` without one, and a link to a
-    /// virtual environment, do not.
+    /// A virtual environment (by its `pyvenv.cfg`, whatever its name, at any depth) gets what
+    /// its Python runs at every start suggested, and is not walked into (its packages are not
+    /// the project's Python); a folder named `.venv` without one, and a link to a virtual
+    /// environment, get nothing.
     #[test]
     fn suggests_a_virtual_environments_start_up_files() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path();
-        for v in ["env", ".venv"] {
+        for v in ["env", ".venv", "backend/.venv"] {
             std::fs::create_dir_all(root.join(v).join("lib/python3.12/site-packages")).unwrap();
         }
-        std::fs::write(root.join("env/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        for v in ["env", "backend/.venv"] {
+            std::fs::write(root.join(v).join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        }
+        std::fs::write(root.join("env/lib/python3.12/site-packages/six.py"), "").unwrap();
+        std::fs::write(root.join("backend/app.py"), "").unwrap();
         std::os::unix::fs::symlink(root.join("env"), root.join("linked")).unwrap();
         let s = survey(root).unwrap();
+        assert_eq!(
+            s.languages,
+            vec![("Python".to_string(), 1)],
+            "the project's own"
+        );
         let globs: Vec<&str> = s.suggestions.iter().map(|s| s.glob.as_str()).collect();
         assert_eq!(
-            globs[..VENV.len()],
+            globs[..2 * VENV.len()],
             [
+                "backend/.venv/pyvenv.cfg",
+                "backend/.venv/bin/python*",
+                "backend/.venv/lib/*/site-packages/*.pth",
+                "backend/.venv/lib/*/site-packages/*customize.py",
                 "env/pyvenv.cfg",
                 "env/bin/python*",
                 "env/lib/*/site-packages/*.pth",
@@ -542,6 +556,7 @@ mod tests {
             ("env/lib/python3.12/site-packages/_virtualenv.pth", true),
             ("env/lib/python3.12/site-packages/sitecustomize.py", true),
             ("env/lib/python3.12/site-packages/usercustomize.py", true),
+            ("backend/.venv/lib/python3.12/site-packages/evil.pth", true),
             (
                 "env/lib/python3.12/site-packages/requests/__init__.py",
                 false,
