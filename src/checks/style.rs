@@ -39,7 +39,7 @@ pub(super) fn style(s: &TaskScope<'_>, st: &Style) -> Outcome {
     }
     if st.trailing_whitespace {
         if s.scope.is_none() {
-            unknown.push(s.ws.why_no_baseline());
+            unknown.push(s.ws.why_no_baseline().to_string());
         } else {
             for (p, lines) in added(s) {
                 let markdown = is_markdown(&p);

@@ -578,9 +578,7 @@ impl Workspace {
             .is_some_and(|b| b.entries.contains_key(rel));
         match &self.base {
             Some(_) if !in_base && pinned().is_some() => pinned().unwrap_or(Content::Absent),
-            None => Content::Unknown(Unknowable::NoBaseline(
-                self.no_baseline.clone().unwrap_or(NoBaseline::NoSnapshot),
-            )),
+            None => Content::Unknown(Unknowable::NoBaseline(self.why_no_baseline())),
             Some(b) if b.is_git() => {
                 let (b2, key, cap) = (b.clone(), rel.to_string(), self.cap);
                 b.read_bounded(move || b2.content(&key, cap))
@@ -760,11 +758,9 @@ impl Workspace {
         })
     }
 
-    /// Why there is no baseline, as evidence says it.
-    pub fn why_no_baseline(&self) -> String {
-        self.no_baseline
-            .as_ref()
-            .map_or_else(|| "no baseline".to_string(), ToString::to_string)
+    /// Why there is no baseline: the pin's reason, one answer for every check and output.
+    pub fn why_no_baseline(&self) -> NoBaseline {
+        self.no_baseline.clone().unwrap_or(NoBaseline::NoSnapshot)
     }
 
     /// The bytes of file contents held now.

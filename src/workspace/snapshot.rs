@@ -128,7 +128,7 @@ mod tests {
             none.no_baseline,
             Some(crate::workspace::NoBaseline::NoSnapshot)
         );
-        assert!(none.why_no_baseline().contains("snapshot"));
+        assert!(none.why_no_baseline().to_string().contains("snapshot"));
 
         let tree = create(root, &state, 1 << 20).unwrap();
         assert!(tree.join("a.py").is_file());

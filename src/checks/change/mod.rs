@@ -129,7 +129,11 @@ pub(super) fn task<'c>(s: &'c TaskScope<'_>) -> Result<&'c Task, Outcome> {
 }
 
 pub(super) fn no_baseline(s: &TaskScope<'_>, expected: &str) -> Outcome {
-    Outcome::new(Verdict::Inconclusive, expected, s.ws.why_no_baseline())
+    Outcome::new(
+        Verdict::Inconclusive,
+        expected,
+        s.ws.why_no_baseline().to_string(),
+    )
 }
 
 fn file_ref(ws: &Workspace, rel: &str) -> FileRef {
