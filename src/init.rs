@@ -142,11 +142,17 @@ const VENV: &[(&str, &str)] = &[
     ),
 ];
 
-/// Whether `e` is a virtual environment: a directory (not a link) with a regular file
+/// The folders a virtual environment keeps its interpreter and installed packages in (POSIX and
+/// Windows layouts): not the project's code, so not walked. The rest of the environment's folder
+/// is: a `pyvenv.cfg` planted in `web/` must not hide `web/package-lock.json`.
+const VENV_PACKAGE_DIRS: &[&str] = &[
+    "bin", "lib", "lib64", "include", "share", "Lib", "Scripts", "Include",
+];
+
+/// Whether `dir` is a virtual environment: a directory (not a link) with a regular file
 /// `pyvenv.cfg` in it.
-fn is_venv(e: &walkdir::DirEntry) -> bool {
-    e.file_type().is_dir()
-        && std::fs::symlink_metadata(e.path().join("pyvenv.cfg")).is_ok_and(|m| m.is_file())
+fn is_venv(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join("pyvenv.cfg")).is_ok_and(|m| m.is_file())
 }
 
 /// Looks at the names under `dir` (no file is opened; symlinks are not followed).
@@ -160,23 +166,29 @@ pub fn survey(dir: &Path) -> Result<Survey> {
     // File name → the relative paths it was found at.
     let mut found: BTreeMap<&'static str, Vec<PathBuf>> = BTreeMap::new();
     let mut referee_configs = false;
-    // Virtual environments found on the way (at any depth: `backend/.venv`), never walked
-    // into: their packages are not the project's code.
+    // Virtual environments found on the way (at any depth: `backend/.venv`). Their package
+    // folders are not walked (not the project's code); the rest of them is, by name as any
+    // folder, so that a `pyvenv.cfg` put anywhere hides nothing of the project's.
     let mut venvs: Vec<String> = Vec::new();
     let walk = walkdir::WalkDir::new(dir)
         .follow_links(false)
         .into_iter()
         .filter_entry(|e| {
-            if e.depth() == 0 {
+            if e.depth() == 0 || !e.file_type().is_dir() {
                 return true;
             }
-            if is_venv(e) {
+            let name = e.file_name().to_str().unwrap_or("");
+            if VENV_PACKAGE_DIRS.contains(&name) && e.path().parent().is_some_and(is_venv) {
+                return false;
+            }
+            if is_venv(e.path()) {
                 if let Some(rel) = e.path().strip_prefix(dir).ok().and_then(Path::to_str) {
                     venvs.push(rel.to_string());
                 }
-                return false;
+                // `.venv` and `venv` hold nothing of the project's but their start-up files.
+                return !SKIP_DIRS.contains(&name);
             }
-            !(e.file_type().is_dir() && SKIP_DIRS.contains(&e.file_name().to_str().unwrap_or("")))
+            !SKIP_DIRS.contains(&name)
         })
         .take(MAX_ENTRIES);
     // An unreadable subdirectory is skipped: this is a suggestion, not a judgment.
@@ -511,8 +523,9 @@ mod tests {
     }
 
     /// A virtual environment (by its `pyvenv.cfg`, whatever its name, at any depth) gets what
-    /// its Python runs at every start suggested, and is not walked into (its packages are not
-    /// the project's Python); a folder named `.venv` without one, and a link to a virtual
+    /// its Python runs at every start suggested, and its package folders are not walked (not
+    /// the project's Python), but the rest of it is: a `pyvenv.cfg` planted in `web/` hides
+    /// nothing of the project's. A folder named `.venv` without one, and a link to a virtual
     /// environment, get nothing.
     #[test]
     fn suggests_a_virtual_environments_start_up_files() {
@@ -527,6 +540,12 @@ mod tests {
         std::fs::write(root.join("env/lib/python3.12/site-packages/six.py"), "").unwrap();
         std::fs::write(root.join("backend/app.py"), "").unwrap();
         std::os::unix::fs::symlink(root.join("env"), root.join("linked")).unwrap();
+        // A `pyvenv.cfg` planted in a folder of the project's hides none of its files, and its
+        // package folders are still not the project's.
+        std::fs::create_dir_all(root.join("web/lib/python3.12/site-packages")).unwrap();
+        std::fs::write(root.join("web/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::fs::write(root.join("web/package-lock.json"), "{}").unwrap();
+        std::fs::write(root.join("web/lib/python3.12/site-packages/x.py"), "").unwrap();
         let s = survey(root).unwrap();
         assert_eq!(
             s.languages,
@@ -535,7 +554,7 @@ mod tests {
         );
         let globs: Vec<&str> = s.suggestions.iter().map(|s| s.glob.as_str()).collect();
         assert_eq!(
-            globs[..2 * VENV.len()],
+            globs[..3 * VENV.len()],
             [
                 "backend/.venv/pyvenv.cfg",
                 "backend/.venv/bin/python*",
@@ -544,8 +563,16 @@ mod tests {
                 "env/pyvenv.cfg",
                 "env/bin/python*",
                 "env/lib/*/site-packages/*.pth",
-                "env/lib/*/site-packages/*customize.py"
+                "env/lib/*/site-packages/*customize.py",
+                "web/pyvenv.cfg",
+                "web/bin/python*",
+                "web/lib/*/site-packages/*.pth",
+                "web/lib/*/site-packages/*customize.py"
             ]
+        );
+        assert!(
+            globs.contains(&"**/package-lock.json"),
+            "a planted pyvenv.cfg hid the project's lock file: {globs:?}"
         );
         assert!(!globs
             .iter()
