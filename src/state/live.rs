@@ -155,6 +155,31 @@ pub fn watches_another(state: &Path, here: &Here) -> Option<String> {
     })
 }
 
+/// Whether the live referee whose memory is `state` is about to judge `here` without being
+/// asked: it watches the directory that was at this very path until it was swapped for a copy
+/// or re-created, and is live in every other way (judged as [`live`] judges it, with the
+/// identity its heartbeat names). Such a referee looks at its path again at every heartbeat and
+/// re-attaches to what is there (a full rescan), so `status --sync` waits for it rather than
+/// answering "no live referee" to an honest `cp -a` and rename. A rename or a move (another
+/// path) is not this: the referee does not follow a directory to its new name.
+pub fn reattaching(state: &Path, here: &Here, stale: Option<Duration>) -> bool {
+    let Ok(hb) = heartbeat::read(state) else {
+        return false;
+    };
+    let Some(was) = hb.dir.filter(|id| !id.same(&here.dir)) else {
+        return false;
+    };
+    if hb.build_dir != here.canon.display().to_string() {
+        return false;
+    }
+    let before = Here {
+        dir: was,
+        ..here.clone()
+    };
+    let verdict = judge(&hb, &before, Utc::now(), stale, &process);
+    !matches!(verdict, Liveness::NotLive(_)) && super::lock::locked_by_other(state)
+}
+
 /// Another referee that watches the directory `here` now, as the heartbeat copy it keeps in the
 /// watched directory says (`OBSERVER-HEARTBEAT.json` there, or in `.referee/`): that heartbeat
 /// judged live for this very directory, its pid not this process, and that pid running the same

@@ -57,6 +57,11 @@ pub(super) fn show_run(state: &Path) -> String {
 /// `--sync`: puts a token in the watched directory and waits (up to `wait`) until the live
 /// referee acknowledges it in its state directory. `Some(answer)`: no live referee, or it did
 /// not catch up in time (exit 3); `None`: caught up, answer as usual.
+///
+/// A referee whose directory was swapped for a copy at the same path (`cp -a`, then a rename)
+/// is waited for, not refused: it looks at its path at every heartbeat, re-attaches to what is
+/// there, moves its memory to the copy's name, and acknowledges the tokens it finds there once
+/// it has judged the copy. So the state directory is looked up again at every look.
 pub(super) fn sync(
     cfg: &Config,
     asked: &Asked,
@@ -65,11 +70,20 @@ pub(super) fn sync(
     wait: Duration,
 ) -> Result<Option<Answer>, StatusError> {
     let dir = &asked.shown;
-    if let Liveness::NotLive(why) = live(state, here, cfg.stale) {
-        return Ok(Some(no_live(format!(
+    let not_live = |state: &Path| match live(state, here, cfg.stale) {
+        Liveness::NotLive(why) if !crate::state::live::reattaching(state, here, cfg.stale) => {
+            Some(why)
+        }
+        _ => None,
+    };
+    let refused = |why: String| {
+        no_live(format!(
             "--sync: no live referee watches `{}`: {why}",
             dir.display()
-        ))));
+        ))
+    };
+    if let Some(why) = not_live(state) {
+        return Ok(Some(refused(why)));
     }
     if Started::read(state).is_some_and(|r| r.tasks) {
         return Err(StatusError::Sync(
@@ -89,8 +103,9 @@ pub(super) fn sync(
         })?;
     let deadline = Instant::now() + wait;
     let mut next_look = Instant::now();
+    let mut state = state.to_path_buf();
     let answer = loop {
-        if crate::state::sync::acknowledged(state, &token) {
+        if crate::state::sync::acknowledged(&state, &token) {
             break None;
         }
         let now = Instant::now();
@@ -103,11 +118,17 @@ pub(super) fn sync(
         }
         if now >= next_look {
             next_look = now + Duration::from_millis(250);
-            if let Liveness::NotLive(why) = live(state, here, cfg.stale) {
-                break Some(no_live(format!(
-                    "--sync: no live referee watches `{}`: {why}",
-                    dir.display()
-                )));
+            // Where the memory is now (a re-attached referee renamed it), then whether it is
+            // live; a rename between the two is caught by looking once more.
+            let refind = || super::find_readable_state(cfg, asked, here).ok().flatten();
+            if let Some(found) = refind() {
+                state = found;
+            }
+            if let Some(why) = not_live(&state) {
+                match refind().filter(|again| *again != state) {
+                    Some(again) => state = again,
+                    None => break Some(refused(why)),
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(10));

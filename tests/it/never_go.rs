@@ -117,15 +117,23 @@ fn never_go_until_stop(dir: &Path, w: &Watch, what: &str) -> Vec<i32> {
 /// `cp -a DIR ROOT/copy`, `before(copy)`, the violation written into the copy, then the copy
 /// renamed into DIR's place (the original moved to `ROOT/old`).
 fn swap_for_a_copy(root: &Path, dir: &Path, before: impl FnOnce(&Path)) {
+    copy_in_place(root, dir, "old", |copy| {
+        before(copy);
+        fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy");
+    });
+}
+
+/// `cp -a DIR ROOT/copy`, `edit(copy)`, then the copy renamed into DIR's place (the original
+/// moved to `ROOT/OLD`): a pipeline that restores its build directory from a copy.
+fn copy_in_place(root: &Path, dir: &Path, old: &str, edit: impl FnOnce(&Path)) {
     let copy = root.join("copy");
     let cp = std::process::Command::new("cp")
         .args(["-a", p(dir), p(&copy)])
         .status()
         .expect("cp");
     assert!(cp.success());
-    before(&copy);
-    fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy");
-    fs::rename(dir, root.join("old")).expect("move the original away");
+    edit(&copy);
+    fs::rename(dir, root.join(old)).expect("move the original away");
     fs::rename(&copy, dir).expect("the copy in its place");
 }
 
@@ -145,6 +153,33 @@ fn a_build_directory_swapped_for_a_copy_is_never_go() {
     w.until("the STOP for OBS-27 in the new directory", || {
         read(&dir.join(STOP)).contains("OBS-27")
     });
+}
+
+/// `status --sync` asked right after the build directory was swapped for a copy waits for the
+/// live referee, which re-attaches to the copy at its next heartbeat and moves its memory to the
+/// copy's name, and answers for the copy: go for an honest copy (not "no live referee", which
+/// stops an honest pipeline), the STOP for a copy with a violation in it (never go).
+#[test]
+fn status_sync_waits_for_the_referee_to_re_attach_to_a_copy() {
+    let (root, dir) = build("pre-audit");
+    let w = Watch::start_beating(&dir, root.path(), "1", &[]);
+    w.until("the first heartbeat", || dir.join(HEARTBEAT).exists());
+    let sync = ["--sync", "--wait", "30s"];
+    assert_eq!(status(&dir, &sync).code, 0, "{}", w.output());
+
+    for round in ["old-1", "old-2"] {
+        copy_in_place(root.path(), &dir, round, |_| ());
+        let o = status(&dir, &sync);
+        assert_eq!(o.code, 0, "an honest copy ({round}): {o:?}\n{}", w.output());
+        assert!(!dir.join(STOP).exists(), "{}", w.output());
+    }
+
+    copy_in_place(root.path(), &dir, "old-3", |copy| {
+        fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy")
+    });
+    let o = status(&dir, &sync);
+    assert_eq!(o.code, 1, "a copy with a violation: {o:?}\n{}", w.output());
+    assert!(o.stdout.contains("OBS-27"), "{o:?}");
 }
 
 /// `mv ws elsewhere && ln -s elsewhere ws`, and a plain rename: asked through the link or at the

@@ -359,10 +359,14 @@ pub fn generate(seed: u64) -> Run {
                         Noise::EmacsLock,
                         Noise::VimSwap,
                         Noise::TrackerBackup,
+                        Noise::CopyBack,
                     ],
                 )
             } else {
-                pick(&mut rng, &[Noise::RefineName, Noise::TrackerBackup])
+                pick(
+                    &mut rng,
+                    &[Noise::RefineName, Noise::TrackerBackup, Noise::CopyBack],
+                )
             };
             let s = Step::Noise(n);
             if known_open::matching(&with_style(&s.tags(), &style)).is_none() {

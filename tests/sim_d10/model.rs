@@ -426,6 +426,10 @@ pub enum Noise {
     VimSwap,
     /// An editor backup `EXECUTION-TRACKER.md~` left beside the tracker.
     TrackerBackup,
+    /// The build directory restored from a copy at its own path (`cp -a build build.copy`,
+    /// `mv build build.old`, `mv build.copy build`, `rm -rf build.old`): a new inode, the same
+    /// files and times.
+    CopyBack,
 }
 
 impl Noise {
@@ -436,6 +440,7 @@ impl Noise {
             Noise::EmacsLock => "noise:emacs-lock",
             Noise::VimSwap => "noise:vim-swap",
             Noise::TrackerBackup => "noise:tracker-backup",
+            Noise::CopyBack => "noise:copy-back",
         }
     }
 }

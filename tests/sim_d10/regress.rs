@@ -749,3 +749,46 @@ fn every_open_class_has_its_ignored_test() {
         );
     }
 }
+
+/// The build directory restored from a copy at its own path between phases (`cp -a`, renames),
+/// watched live with the screenshots folder a link inside the build: every `status --sync`
+/// waits for the referee to re-attach to the copy and agrees with the reference (found open at
+/// be28636: `status --sync` answered 3, "no live referee watches", at the boundary after the
+/// copy).
+#[test]
+fn copy_back_of_the_build_directory_live() {
+    let style = Style {
+        linked_shots: true,
+        ..live()
+    };
+    let mut steps = Vec::new();
+    for &p in Phase::MAIN {
+        steps.extend(ph(p));
+        if matches!(p, Phase::P1 | Phase::P3A | Phase::P3BInt) {
+            steps.push(Step::Noise(Noise::CopyBack));
+            steps.push(Step::Boundary);
+        }
+    }
+    assert_agrees(&style, &steps);
+}
+
+/// A violation in the build directory, then the directory restored from a copy of itself: the
+/// STOP stands for the copy too.
+#[test]
+fn copy_back_keeps_a_violation_live() {
+    let m = ManualForm {
+        word: "manual",
+        spell: Spell::Plain,
+        key: Spell::Plain,
+        entry: 3,
+    };
+    let mut steps = main_until(
+        Phase::P3A,
+        Phase::P3A,
+        Plant::Manual(false, m),
+        Writer::Atomic,
+    );
+    steps.push(Step::Noise(Noise::CopyBack));
+    steps.push(Step::Boundary);
+    assert_agrees(&live(), &steps);
+}

@@ -985,5 +985,47 @@ fn noise(build: &Path, n: Noise) -> std::io::Result<()> {
             let t = fs::read(build.join("EXECUTION-TRACKER.md")).unwrap_or_default();
             fs::write(build.join("EXECUTION-TRACKER.md~"), t)
         }
+        Noise::CopyBack => {
+            let aside = |suffix: &str| {
+                let mut name = build.as_os_str().to_owned();
+                name.push(suffix);
+                std::path::PathBuf::from(name)
+            };
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            let (copy, old) = (aside(".copy"), aside(&format!(".old-{stamp}")));
+            // The live referee writes its own files meanwhile: a temp file of its that is gone
+            // before `cp` reaches it fails the copy, which is made again.
+            let mut tries = 0;
+            loop {
+                let st = Command::new("cp")
+                    .arg("-a")
+                    .arg(build)
+                    .arg(&copy)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()?;
+                if st.success() {
+                    break;
+                }
+                tries += 1;
+                if tries == 5 {
+                    return Err(std::io::Error::other("cp -a failed five times"));
+                }
+                fs::remove_dir_all(&copy)?;
+            }
+            fs::rename(build, &old)?;
+            fs::rename(&copy, build)?;
+            // The live referee writes into the old directory until it sees the swap (at its
+            // next heartbeat): what it leaves there stays, out of the build.
+            for _ in 0..5 {
+                if fs::remove_dir_all(&old).is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Ok(())
+        }
     }
 }
