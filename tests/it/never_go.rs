@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use crate::util::{run, Output};
 use crate::watch::{
-    build, exit_code, gates_text, manual_gates, raise_stop, read, Watch, GATES, HEARTBEAT, STOP,
-    WAIT,
+    build, exit_code, gates_text, manual_gates, payloads, raise_stop, read, Watch, GATES,
+    HEARTBEAT, STOP, WAIT,
 };
 
 fn p(path: &Path) -> &str {
@@ -173,13 +173,26 @@ fn status_sync_waits_for_the_referee_to_re_attach_to_a_copy() {
         assert_eq!(o.code, 0, "an honest copy ({round}): {o:?}\n{}", w.output());
         assert!(!dir.join(STOP).exists(), "{}", w.output());
     }
+    // The copy of the event log that came with each copy was the log as it was then: no one's
+    // edit, so no tamper is recorded.
+    assert_eq!(payloads(&dir, "reattach").len(), 2, "{}", w.output());
+    assert!(payloads(&dir, "tamper").is_empty(), "{}", w.output());
 
+    // A copy whose event log was edited (a line of it rewritten) and with a violation in it.
     copy_in_place(root.path(), &dir, "old-3", |copy| {
+        let log = copy.join(crate::watch::EVENTS);
+        let text = read(&log).replacen("\"start\"", "\"START\"", 1);
+        fs::write(&log, text).expect("edit the copy of the log");
         fs::write(copy.join(GATES), manual_gates(1)).expect("the violation, in the copy")
     });
     let o = status(&dir, &sync);
     assert_eq!(o.code, 1, "a copy with a violation: {o:?}\n{}", w.output());
     assert!(o.stdout.contains("OBS-27"), "{o:?}");
+    w.until("the edited copy of the log recorded as tamper", || {
+        payloads(&dir, "tamper")
+            .iter()
+            .any(|p| p["what"] == "edited")
+    });
 }
 
 /// `mv ws elsewhere && ln -s elsewhere ws`, and a plain rename: asked through the link or at the

@@ -453,22 +453,27 @@ impl Driver {
     /// `--root` the root's watch is renewed); one with nothing usable at its path is no longer
     /// watched (one build directory only: the root's watch stays).
     fn rewatch(&mut self) {
-        let mut start = false;
+        let mut started = Vec::new();
         let mut drop = false;
-        for s in self.sessions.values_mut() {
+        for (key, s) in self.sessions.iter_mut() {
             match s.take_rewatch() {
-                Some(Rewatch::Start) => start = true,
+                Some(Rewatch::Start) => started.push(key.clone()),
                 Some(Rewatch::Drop) => drop = true,
                 None => {}
             }
         }
-        if start {
+        if !started.is_empty() {
             if !self.router.root {
                 if let Some(s) = self.sessions.values().next() {
                     self.router.base = s.canon().to_path_buf();
                 }
             }
             self.restart_source();
+            for key in &started {
+                if let Some(s) = self.sessions.get_mut(key) {
+                    s.watched_anew();
+                }
+            }
         } else if drop && !self.router.root {
             self.source = None;
         }

@@ -92,6 +92,9 @@ const MAX_MIRROR: u64 = 64 << 20;
 pub enum MirrorFix {
     Deleted,
     Edited,
+    /// An older state of the log: its first lines, the later ones missing (as a copy of the
+    /// watched directory made a moment ago holds it). Told apart only by a full comparison.
+    Behind,
     /// Something not a regular file was there (replaced, never followed).
     Replaced(Foreign),
 }
@@ -184,7 +187,8 @@ impl EventLog {
     }
 
     /// Makes the copy the same as the log (written atomically, never following what was planted
-    /// at its name). `full`: compare the bytes (at start), else only the sizes (at each tick).
+    /// at its name). `full`: compare the bytes (at start, at a re-attach), else only the sizes
+    /// (at each tick).
     /// Returns what was wrong with it, if anything: `Ok(None)` when it was in line.
     pub fn restore_mirror(&mut self, full: bool) -> io::Result<Option<MirrorFix>> {
         let Some(dir) = self.mirror.clone() else {
@@ -195,13 +199,14 @@ impl EventLog {
         let what = match dir.entry(EVENTS_FILE)? {
             None => MirrorFix::Deleted,
             Some((Some(_), _)) => MirrorFix::Edited,
-            Some((None, len)) if len != ours => MirrorFix::Edited,
+            Some((None, len)) if len > ours || (!full && len != ours) => MirrorFix::Edited,
             Some(_) if !full => return Ok(None),
             Some(_) => {
                 let mut mine = Vec::new();
                 io::Read::read_to_end(&mut File::open(&self.path)?, &mut mine)?;
                 match dir.read_regular(EVENTS_FILE, MAX_MIRROR + 1) {
                     Some(b) if b == mine => return Ok(None),
+                    Some(b) if mine.starts_with(&b) => MirrorFix::Behind,
                     _ => MirrorFix::Edited,
                 }
             }

@@ -225,7 +225,7 @@ impl Session {
     pub(super) fn log_copy_fixed(&mut self, fix: MirrorFix) {
         let (what, found) = match fix {
             MirrorFix::Deleted => ("deleted", None),
-            MirrorFix::Edited => ("edited", None),
+            MirrorFix::Edited | MirrorFix::Behind => ("edited", None),
             MirrorFix::Replaced(f) => ("replaced", Some(f.describe())),
         };
         let text = format!(

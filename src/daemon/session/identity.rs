@@ -231,6 +231,15 @@ impl Session {
                 log.set_mirror(Some(self.out.clone()));
             }
         }
+        // The copy of the log that came with the directory, put in line before anything is
+        // appended to it. A directory restored from a copy of itself made a moment ago holds
+        // the log as it was then (its first lines): that is no one's edit. Anything else there
+        // was changed by someone else, and is said so.
+        let copy_fixed = match &mut self.log {
+            Some(log) if self.folder_lost.is_none() => log.restore_mirror(true).ok().flatten(),
+            _ => None,
+        }
+        .filter(|fix| *fix != journal::MirrorFix::Behind);
         self.canon = canon;
         remove_stale_temps(self.out.path());
         self.stop = StopFile::with_state(&self.out, &self.state);
@@ -241,12 +250,6 @@ impl Session {
         // A new directory: nothing has failed to be written into it yet.
         self.backoff = super::super::rules::retry::Backoff::default();
         self.rewatch = Some(Rewatch::Start);
-        // Tokens already in the new directory are a barrier like any other.
-        for t in super::open::tokens_in(&self.canon) {
-            if !self.syncs.contains(&t) {
-                self.syncs.push(t);
-            }
-        }
         let text = format!(
             "build directory `{}` re-created or replaced ({}); re-attached: new watches, a full rescan, its files written there",
             self.dir.display(),
@@ -266,8 +269,24 @@ impl Session {
             }
             .into(),
         );
+        if let Some(fix) = copy_fixed {
+            self.log_copy_fixed(fix);
+        }
         self.beat(heartbeat::WATCHING);
         // Judged as soon as the loop has watched it.
+        self.recheck(self.cfg.clock.now());
+    }
+
+    /// The loop watches the re-attached directory now. What was written into it between the
+    /// look that re-attached and the new watch made no event: the `status --sync` tokens put
+    /// there meanwhile (and before) are taken up, and the directory is judged again from here,
+    /// so a token is acknowledged only by a judgment that began after it was watched.
+    pub fn watched_anew(&mut self) {
+        for t in super::open::tokens_in(&self.canon) {
+            if !self.syncs.contains(&t) {
+                self.syncs.push(t);
+            }
+        }
         self.recheck(self.cfg.clock.now());
     }
 }
