@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::{unreadable, with_tracker, Ctx, Outcome, Verdict};
-use crate::artifacts::{Entry, Kind as EntryKind};
+use crate::artifacts::{Entry, Kind as EntryKind, ReadError};
 use crate::protocol::predicate::{
     Count, Dissimilar, FileSet, Glob, Heading, HeadingPlace, IfAbsent, KeyCase, PathsListed,
     Signature,
@@ -107,18 +107,23 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
         (None, Some(max)) => format!("<= {max} files matching `{}`{of_format}", c.glob.as_str()),
         (None, None) => format!("files matching `{}`{of_format}", c.glob.as_str()),
     };
-    let (n, wrong, observed, checked) = match &c.signature {
-        None => (
-            files.len(),
-            Vec::new(),
-            format!("{} files match `{}`", files.len(), c.glob.as_str()),
-            &[][..],
-        ),
-        Some(sig) => {
-            let (n, wrong, observed, checked) = of_signature(ctx, &files, sig, c);
-            (n, wrong, observed, &files[..checked])
-        }
+    let Signed {
+        good: n,
+        wrong,
+        gone,
+        observed,
+        checked,
+    } = match &c.signature {
+        None => Signed {
+            good: files.len(),
+            wrong: Vec::new(),
+            gone: Vec::new(),
+            observed: format!("{} files match `{}`", files.len(), c.glob.as_str()),
+            checked: 0,
+        },
+        Some(sig) => of_signature(ctx, &files, sig, c),
     };
+    let checked = &files[..checked];
     let verdict = if c.max.is_some_and(|max| n > max) {
         Verdict::Fail
     } else if c.min.is_some_and(|min| n < min) {
@@ -132,7 +137,7 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
         Verdict::Pass
     };
     let mut o = Outcome::new(verdict, expected, observed);
-    for w in wrong {
+    for w in wrong.into_iter().chain(gone) {
         o.push_detail(w);
     }
     // The files whose first bytes were looked at (never hashed: only their heads were read).
@@ -165,12 +170,20 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
 /// begins with), the observation, and how many of `files` (the first ones) were looked at. Only as many heads are read as the bounds need: with a
 /// minimum and no maximum, the count stops at the minimum (30,000 screenshots are not opened to
 /// find that 24 are PNG files). A file whose head cannot be read is neither (it is named).
-fn of_signature(
-    ctx: &Ctx<'_>,
-    files: &[&Entry],
-    sig: &Signature,
-    c: &Count,
-) -> (usize, Vec<String>, String, usize) {
+/// What the first bytes of the files a count looked at said.
+struct Signed {
+    /// Files that begin with the signature.
+    good: usize,
+    /// Files there that do not (or cannot be read): present and wrong.
+    wrong: Vec<String>,
+    /// Files removed since the listing: not there, neither counted nor wrong.
+    gone: Vec<String>,
+    observed: String,
+    /// How many of the files, in order, were looked at.
+    checked: usize,
+}
+
+fn of_signature(ctx: &Ctx<'_>, files: &[&Entry], sig: &Signature, c: &Count) -> Signed {
     let enough = match (c.min, c.max) {
         (Some(min), None) => min,
         _ => usize::MAX,
@@ -178,6 +191,7 @@ fn of_signature(
     let mut good = 0;
     let mut checked = 0;
     let mut wrong = Vec::new();
+    let mut gone = Vec::new();
     for e in files {
         if good >= enough {
             break;
@@ -190,6 +204,12 @@ fn of_signature(
                 e.rel,
                 sig.name,
                 describe_head(&head)
+            )),
+            // Removed since the listing (an editor's save, extra files cleared away): not there,
+            // so neither counted nor of the wrong format. Its removal's event judges it again.
+            Err(ReadError::NotFound(_)) => gone.push(format!(
+                "{}: removed after the build directory was listed; not counted",
+                e.rel
             )),
             Err(err) => wrong.push(format!("{}: cannot be read: {err}", e.rel)),
         }
@@ -209,7 +229,13 @@ fn of_signature(
             sig.name
         )
     };
-    (good, wrong, observed, checked)
+    Signed {
+        good,
+        wrong,
+        gone,
+        observed,
+        checked,
+    }
 }
 
 /// What a file begins with, for evidence: `0 bytes`, or its first bytes in hex and as text.

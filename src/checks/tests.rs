@@ -145,3 +145,44 @@ fn the_tracker_is_the_file_the_protocol_names() {
         assert!(e.contains("tracker.file"), "{bad}: {e}");
     }
 }
+
+/// A screenshot removed between the listing and the look at its first bytes (an editor's save,
+/// a pipeline removing extra screenshots) is not there: it is not counted, and it is no file
+/// "of the wrong format" either, so too few is MISSING (waiting for its deadline), never FAIL
+/// (found by the D10 simulator: a live STOP for OBS-11 while scroll screenshots were removed).
+#[test]
+fn a_screenshot_removed_after_the_listing_is_not_counted_and_not_wrong() {
+    let d = tempfile::tempdir().unwrap();
+    let shots = d.path().join("shots");
+    std::fs::create_dir(&shots).unwrap();
+    for k in 1..=4 {
+        std::fs::write(shots.join(format!("s-{k}.png")), b"\x89PNG\r\n\x1a\n").unwrap();
+    }
+    let protocol = crate::protocol::Protocol::load("d10").unwrap();
+    let snap = crate::artifacts::Snapshot::scan(d.path(), Default::default()).unwrap();
+    for k in 2..=4 {
+        std::fs::remove_file(shots.join(format!("s-{k}.png"))).unwrap();
+    }
+    let ctx = Ctx::new(&protocol, &snap);
+    let count: Predicate = toml::from_str::<toml::Table>(
+        r#"p = { count = { glob = "shots/s-*.png", min = 3, signature = "png" } }"#,
+    )
+    .unwrap()["p"]
+        .clone()
+        .try_into()
+        .unwrap();
+    let o = judge(&ctx, &count);
+    assert_eq!(o.verdict, Verdict::Missing, "{o:?}");
+    assert!(
+        o.details
+            .iter()
+            .any(|d| d.contains("shots/s-2.png") && d.contains("removed")),
+        "{o:?}"
+    );
+    // A file that is there and of another format still is present and wrong.
+    std::fs::write(shots.join("s-2.png"), b"not a png").unwrap();
+    std::fs::write(shots.join("s-3.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    let snap = crate::artifacts::Snapshot::scan(d.path(), Default::default()).unwrap();
+    let o = judge(&Ctx::new(&protocol, &snap), &count);
+    assert_eq!(o.verdict, Verdict::Fail, "{o:?}");
+}

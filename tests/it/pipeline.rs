@@ -575,6 +575,46 @@ fn a_linked_screenshots_folder_is_read_through() {
     });
 }
 
+/// A screenshot saved through a linked screenshots folder, half now and the rest a moment later
+/// with the file held open (as an editor or a capture tool saves), and once removed and written
+/// again, is never judged half written or missing: the file system reports the writes under the
+/// folder's own path, the checks read them through the link, and no STOP is raised.
+#[test]
+fn a_screenshot_written_in_place_through_a_linked_folder_is_not_judged_half_written() {
+    use std::io::Write;
+    let (root, dir) = build("pre-audit");
+    fs::rename(dir.join("screenshots"), dir.join("captures")).expect("move the shots");
+    std::os::unix::fs::symlink("captures", dir.join("screenshots")).expect("link");
+    let w = start(&dir, root.path(), LIVE);
+    assert_go(&dir, &w, "screenshots linked to captures/");
+    let png = fs::read(dir.join("captures/1440/cold-look.png")).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG"),
+        "the fixture's screenshots are PNG files"
+    );
+    for round in 0..3 {
+        let at = dir.join("captures/768/cold-look.png");
+        if round == 1 {
+            // Removed, then written again (an editor that saves that way).
+            fs::remove_file(&at).expect("remove");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let mut f = fs::File::create(&at).expect("truncate");
+        f.write_all(&png[..4]).expect("half");
+        f.flush().expect("flush");
+        std::thread::sleep(Duration::from_millis(200));
+        f.write_all(&png[4..]).expect("the rest");
+        drop(f);
+        assert_go(&dir, &w, &format!("save {round} through the link"));
+    }
+    assert!(
+        stops_raised(&dir).is_empty(),
+        "a half-written screenshot was judged: {:?}\n{}",
+        stops_raised(&dir),
+        w.output()
+    );
+}
+
 /// The example's way to run a pipeline twice: the referee watches, the run completes, the build
 /// directory is emptied and the referee started again on it. The second run is a new run, logged
 /// as one (issue 31: it STOPped at Phase 0 on the first run's meta-gate).

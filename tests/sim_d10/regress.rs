@@ -792,3 +792,24 @@ fn copy_back_keeps_a_violation_live() {
     steps.push(Step::Boundary);
     assert_agrees(&live(), &steps);
 }
+
+/// Two scroll screenshots left of eight, the others removed by an editor-style writer through
+/// the linked screenshots folder, watched live: OBS-11 waits for its deadline; a screenshot
+/// removed between the listing and the look at its first bytes is not counted as one of the
+/// wrong format (found by the simulator at seed `0x7b12c976`: a live STOP for OBS-11, "7 files
+/// match, 2 begin with the png signature"; the deterministic test is
+/// `checks::tests::a_screenshot_removed_after_the_listing_is_not_counted_and_not_wrong`).
+#[test]
+fn scroll_screenshots_removed_through_a_linked_folder_live() {
+    let style = Style {
+        linked_shots: true,
+        ..live()
+    };
+    let steps = main_until(
+        Phase::P3A,
+        Phase::P3A,
+        Plant::Shots(false, ShotsForm::TwoScrolls),
+        Writer::EditorBackup,
+    );
+    assert_agrees(&style, &steps);
+}
