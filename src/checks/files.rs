@@ -166,10 +166,6 @@ pub(super) fn count(ctx: &Ctx<'_>, c: &Count) -> Outcome {
     o
 }
 
-/// How many of `files` begin with the signature, the ones that do not (each with what it
-/// begins with), the observation, and how many of `files` (the first ones) were looked at. Only as many heads are read as the bounds need: with a
-/// minimum and no maximum, the count stops at the minimum (30,000 screenshots are not opened to
-/// find that 24 are PNG files). A file whose head cannot be read is neither (it is named).
 /// What the first bytes of the files a count looked at said.
 struct Signed {
     /// Files that begin with the signature.
@@ -183,6 +179,10 @@ struct Signed {
     checked: usize,
 }
 
+/// The first bytes of `files` against the signature ([`Signed`]). Only as many heads are read
+/// as the bounds need: with a minimum and no maximum, the count stops at the minimum (30,000
+/// screenshots are not opened to find that 24 are PNG files). A file whose head cannot be read
+/// is neither good nor gone: it is wrong, and named.
 fn of_signature(ctx: &Ctx<'_>, files: &[&Entry], sig: &Signature, c: &Count) -> Signed {
     let enough = match (c.min, c.max) {
         (Some(min), None) => min,
