@@ -24,7 +24,15 @@ pub struct Open {
 /// publishing a judgment whose reads had run ahead of its events, closed by the judgments'
 /// barrier (`daemon::driver::barrier`), its test
 /// `regress::honest_tracker_saves_under_load_never_stop`.
-pub const KNOWN_OPEN: &[Open] = &[];
+pub const KNOWN_OPEN: &[Open] = &[Open {
+    class: "no-live:status-sync after a copy-back",
+    tags: &["noise:copy-back"],
+    test: "copy_back_in_the_refine_round_live",
+    note: "the build directory restored from a copy of itself during the REFINE round (seed \
+           0xd105eed0041, in a CI run beside builds): `status --sync` answered 3 at the next two \
+           boundaries after the referee re-attached; not reproduced on a quiet machine, and the \
+           harness kept only the answer's stdout (now its stderr too, which says why)",
+}];
 
 /// The open class whose tags `tags` all carry, if any (none when `SIM_D10_INCLUDE_OPEN` is set:
 /// the bench counts the open classes too).

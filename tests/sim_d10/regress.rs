@@ -813,3 +813,17 @@ fn scroll_screenshots_removed_through_a_linked_folder_live() {
     );
     assert_agrees(&style, &steps);
 }
+
+/// The build directory restored from a copy of itself in the REFINE round, watched live: every
+/// `status --sync` after the copy answers for the copy (seed `0xd105eed0041`: 3 at the next two
+/// boundaries, in a CI run under load; open, see `known_open.rs`).
+#[test]
+#[ignore = "open: no-live:status-sync after a copy-back, seed 0xd105eed0041 under load"]
+fn copy_back_in_the_refine_round_live() {
+    let mut steps = refine_to(Phase::RInputs);
+    steps.push(Step::Noise(Noise::CopyBack));
+    for &p in Phase::REFINE.iter().filter(|p| **p > Phase::RInputs) {
+        steps.extend(ph(p));
+    }
+    assert_agrees(&live(), &steps);
+}

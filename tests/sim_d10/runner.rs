@@ -321,9 +321,14 @@ fn status_sync(build: &Path, home: &Path) -> (i32, String) {
         .stdin(Stdio::null())
         .output()
     {
+        // Both streams: a 3 says why on stderr.
         Ok(o) => (
             o.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
         ),
         Err(e) => (-1, e.to_string()),
     }
