@@ -166,10 +166,17 @@ fn builds_end_on_their_own_and_refused_or_recreated_ones_are_handled() {
     let parked = top.path().join("parked");
     fs::rename(&busy, &parked).expect("move away");
     fs::create_dir(&busy).expect("re-create");
+    // The pipeline's files only: the referee may still be writing its own into the parked
+    // directory (`OBSERVER-*`, and their temp files `.OBSERVER-*.tmp.*`, gone a moment later)
+    // until it sees the directory moved.
     for e in fs::read_dir(&parked).expect("list").flatten() {
         let name = e.file_name();
-        if !name.to_string_lossy().starts_with("OBSERVER-") {
-            fs::rename(e.path(), busy.join(&name)).expect("move back");
+        if name.to_string_lossy().contains("OBSERVER-") {
+            continue;
+        }
+        match fs::rename(e.path(), busy.join(&name)) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            other => other.expect("move back"),
         }
     }
     w.until("STOP in the re-created build", || {
